@@ -1,0 +1,53 @@
+"""Typed errors of gpmodels, all in one place.
+
+Every error a user can trigger by bad input derives from :class:`GPModelsError` and from the
+matching builtin (``ValueError`` for bad values), so callers may catch either.  Messages name
+what is wrong and what is allowed (STYLE.md, "Errors").
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "GPModelsError",
+    "InputError",
+    "DataError",
+    "SpecError",
+    "HierarchyError",
+    "ConvergenceError",
+    "CheckpointError",
+]
+
+
+class GPModelsError(Exception):
+    """Base class of every error raised on purpose by gpmodels."""
+
+
+class InputError(GPModelsError, ValueError):
+    """An argument has the wrong shape, type or value (NaN in X, a label outside the classes...)."""
+
+
+class DataError(InputError):
+    """A data file or data set cannot be found or read, or its contents are inconsistent."""
+
+
+class SpecError(InputError):
+    """A model spec is invalid: unknown key, wrong type, value outside the allowed set.
+
+    ``path`` is the dotted key path inside the spec (``"model.kernel.type"``), or ``""``.
+    """
+
+    def __init__(self, message: str, path: str = ""):
+        self.path = path
+        super().__init__(f"{path}: {message}" if path else message)
+
+
+class HierarchyError(InputError):
+    """A class hierarchy is not a rooted tree, or a label does not fit it."""
+
+
+class ConvergenceError(GPModelsError, RuntimeError):
+    """An iterative method did not reach its tolerance and the caller asked for that to be fatal."""
+
+
+class CheckpointError(GPModelsError, RuntimeError):
+    """A checkpoint is corrupt or belongs to another run; it is refused rather than used."""

@@ -1,0 +1,117 @@
+"""Covariance functions: the shape M(x, x') of a kernel, without its variance.
+
+A class kernel is K^(c)(x, x') = v_c M^(l_c)(x, x') (Seeger 2008, App. D.1): the variance v_c
+belongs to the prior (so that classes can share M but not v, the "semi" mode), the shape M and its
+parameters belong to a :class:`Kernel`.  Parameters live in log space.
+
+Must be defined: ``gram``, ``params``, ``param_names``, ``with_params``.
+For speed (generic defaults exist): ``diag``, ``grad_contract``, ``diag_grad_contract``.
+
+``grad_contract(X1, X2, G)`` is the kernel's only derivative primitive: the vector over
+parameters p of Σ_ab ∂M(x1_a, x2_b)/∂θ_p · G_ab.  Every representation (stored, blocked, low
+rank) reduces its ``grad_trace`` to it, so a kernel with an analytic contraction makes all of
+them fast.
+"""
+
+from __future__ import annotations
+
+import abc
+
+import numpy as np
+import scipy.sparse as sp
+
+__all__ = ["Kernel", "sq_norms", "cross_product", "FD_STEP_KERNEL"]
+
+FD_STEP_KERNEL = 1e-6
+
+
+def sq_norms(X) -> np.ndarray:
+    """Row-wise squared Euclidean norms of a dense or sparse matrix, shape (n,)."""
+    if sp.issparse(X):
+        return np.asarray(X.multiply(X).sum(axis=1)).ravel()
+    return np.einsum("ij,ij->i", X, X)
+
+
+def cross_product(X1, X2) -> np.ndarray:
+    """X1 X2^T as a dense array for dense or sparse inputs."""
+    if sp.issparse(X1) or sp.issparse(X2):
+        out = X1 @ X2.T
+        return out.toarray() if sp.issparse(out) else np.asarray(out)
+    return X1 @ X2.T
+
+
+class Kernel(abc.ABC):
+    """A covariance shape function M(x, x') with log-space parameters."""
+
+    #: whether the kernel accepts scipy.sparse CSR inputs.
+    supports_sparse: bool = True
+
+    @abc.abstractmethod
+    def gram(self, X1, X2) -> np.ndarray:
+        """Matrix (M(x1_a, x2_b))_{a,b}, shape (n1, n2)."""
+
+    @property
+    @abc.abstractmethod
+    def params(self) -> np.ndarray:
+        """Parameters in log space."""
+
+    @property
+    @abc.abstractmethod
+    def param_names(self) -> tuple[str, ...]:
+        """Names of ``params``."""
+
+    @abc.abstractmethod
+    def with_params(self, theta) -> "Kernel":
+        """A copy with parameters ``theta``."""
+
+    # ----------------------------------------------------------------- for speed
+    def diag(self, X) -> np.ndarray:
+        """(M(x_a, x_a))_a.  Generic default: one 1 x 1 Gram per point."""
+        return np.array([self.gram(X[a:a + 1], X[a:a + 1])[0, 0] for a in range(X.shape[0])])
+
+    def grad_contract(self, X1, X2, G, gram=None) -> np.ndarray:
+        """Σ_ab ∂M_ab/∂θ_p G_ab for every p; ``gram`` may pass M(X1, X2) if already known.
+
+        Generic default: central finite differences of the Gram matrix.
+        """
+        theta = self.params
+        out = np.empty(theta.size)
+        for p in range(theta.size):
+            tp, tm = theta.copy(), theta.copy()
+            tp[p] += FD_STEP_KERNEL
+            tm[p] -= FD_STEP_KERNEL
+            diff = self.with_params(tp).gram(X1, X2) - self.with_params(tm).gram(X1, X2)
+            out[p] = np.sum(diff * G) / (2 * FD_STEP_KERNEL)
+        return out
+
+    def diag_grad_contract(self, X, g) -> np.ndarray:
+        """Σ_a ∂M(x_a, x_a)/∂θ_p g_a for every p.  Generic default: finite differences."""
+        theta = self.params
+        out = np.empty(theta.size)
+        for p in range(theta.size):
+            tp, tm = theta.copy(), theta.copy()
+            tp[p] += FD_STEP_KERNEL
+            tm[p] -= FD_STEP_KERNEL
+            diff = self.with_params(tp).diag(X) - self.with_params(tm).diag(X)
+            out[p] = np.dot(diff, g) / (2 * FD_STEP_KERNEL)
+        return out
+
+    # ----------------------------------------------------------------- identity
+    def key(self) -> tuple:
+        """Hashable identity: equal keys mean equal Gram matrices on the same inputs."""
+        return (type(self).__name__, tuple(np.round(self.params, 15)), self._static_key())
+
+    def _static_key(self) -> tuple:
+        """Configuration that is not a parameter (degree of a polynomial, ...)."""
+        return ()
+
+    def check_inputs(self, X) -> None:
+        """Raise if this kernel cannot take X (sparse input to a dense-only kernel)."""
+        from ..errors import InputError
+
+        if sp.issparse(X) and not self.supports_sparse:
+            raise InputError(f"the {type(self).__name__} kernel needs dense inputs; got a sparse matrix")
+
+    def __repr__(self) -> str:
+        desc = ", ".join(f"{n.replace('log_', '')}={np.exp(v):.4g}" for n, v in zip(self.param_names, self.params))
+        return f"{type(self).__name__}({desc})"

@@ -1,0 +1,448 @@
+"""Kernel matrix representations: how M = (M(x_a, x_b)) over the training points is held.
+
+A representation gives MVMs B -> M B for B of shape (n, m) (the m columns are all classes and
+right-hand sides of one kernel group, laid out C-contiguously), ``diag``, ``restrict`` (a
+contiguous re-layout on a subset, Seeger 2008 App. D.2), cross blocks for held-out folds and new
+points, and ``grad_contract(E, F)`` = d/dθ Σ_j e_j^T M f_j over the kernel's shape parameters.
+
+- :class:`StoredGram` keeps M in memory (App. D.1): one GEMM per MVM.
+- :class:`BlockedGram` recomputes row blocks of M on the fly under a memory bound, for n too
+  large to store.
+- :class:`FeatureGram` is the linear kernel as X (X^T B) on dense or sparse CSR X, never forming
+  M (App. D.3); B's rows are contiguous, which is what makes sparse products fast.
+- :class:`LowRankGram` is the incomplete-Cholesky (pivoted) approximation with the diagonal
+  correction of Sec. 7.4.3: M ≈ diag(M) + L L^T - diag(L L^T).  With the pivot set fixed it is the
+  Nyström form K_{.,I} K_{I,I}^{-1} K_{I,.} plus that correction, which is what ``with_kernel``
+  recomputes and ``grad_contract`` differentiates.
+"""
+
+from __future__ import annotations
+
+import abc
+
+import attrs
+import numpy as np
+import scipy.linalg as sla
+import scipy.sparse as sp
+
+from ..errors import InputError
+from .base import Kernel, sq_norms
+from .linear import Linear
+
+__all__ = [
+    "Representation",
+    "CrossRepresentation",
+    "StoredGram",
+    "BlockedGram",
+    "FeatureGram",
+    "LowRankGram",
+    "RepresentationConfig",
+    "incomplete_cholesky",
+]
+
+REPRESENTATION_KINDS = ("auto", "stored", "blocked", "features", "lowrank")
+
+
+def _rows(X, idx):
+    return X[idx]
+
+
+def _block_rows(n_rows: int, n_cols: int, memory_mb: float) -> int:
+    return int(max(1, min(n_rows, (memory_mb * 2**20) // (8 * max(1, n_cols)))))
+
+
+# ---------------------------------------------------------------------------- cross blocks
+class CrossRepresentation(abc.ABC):
+    """A rectangular block M_{I,J}: B (|J|, m) -> M_{I,J} B (|I|, m)."""
+
+    shape: tuple[int, int]
+
+    @abc.abstractmethod
+    def mvm(self, B: np.ndarray) -> np.ndarray: ...
+
+    def dense(self) -> np.ndarray:
+        return self.mvm(np.eye(self.shape[1]))
+
+
+class MatrixCross(CrossRepresentation):
+    """A stored block (a copy made once, e.g. once per CV fold)."""
+
+    def __init__(self, M: np.ndarray):
+        self.M = np.ascontiguousarray(M)
+        self.shape = M.shape
+
+    def mvm(self, B):
+        return self.M @ B
+
+    def dense(self):
+        return self.M.copy()
+
+
+class GramCross(CrossRepresentation):
+    """A block computed on the fly in row blocks under a memory bound."""
+
+    def __init__(self, kernel: Kernel, X1, X2, memory_mb: float):
+        self.kernel, self.X1, self.X2, self.memory_mb = kernel, X1, X2, memory_mb
+        self.shape = (X1.shape[0], X2.shape[0])
+
+    def mvm(self, B):
+        n1 = self.shape[0]
+        out = np.empty((n1, B.shape[1]))
+        step = _block_rows(n1, self.shape[1], self.memory_mb)
+        for s in range(0, n1, step):
+            out[s:s + step] = self.kernel.gram(_rows(self.X1, slice(s, s + step)), self.X2) @ B
+        return out
+
+    def dense(self):
+        return self.kernel.gram(self.X1, self.X2)
+
+
+class FeatureCross(CrossRepresentation):
+    """X1 X2^T B for the linear kernel, never forming the block."""
+
+    def __init__(self, X1, X2):
+        self.X1, self.X2 = X1, X2
+        self.shape = (X1.shape[0], X2.shape[0])
+
+    def mvm(self, B):
+        return np.asarray(self.X1 @ np.asarray(self.X2.T @ B))
+
+
+class LowRankCross(CrossRepresentation):
+    """L1 (L2^T B) plus the diagonal correction where a row point is a column point."""
+
+    def __init__(self, L1, L2, match_rows=None, match_cols=None, match_vals=None):
+        self.L1, self.L2 = L1, L2
+        self.shape = (L1.shape[0], L2.shape[0])
+        self.match = None
+        if match_rows is not None and len(match_rows):
+            self.match = sp.csr_matrix((match_vals, (match_rows, match_cols)), shape=self.shape)
+
+    def mvm(self, B):
+        out = self.L1 @ (self.L2.T @ B)
+        if self.match is not None:
+            out += self.match @ B
+        return out
+
+
+# ---------------------------------------------------------------------------- representations
+class Representation(abc.ABC):
+    """M over n training points; see the module docstring."""
+
+    kernel: Kernel
+    X: object
+
+    @property
+    def n(self) -> int:
+        return self.X.shape[0]
+
+    @abc.abstractmethod
+    def mvm(self, B: np.ndarray) -> np.ndarray:
+        """M B for B of shape (n, m)."""
+
+    @abc.abstractmethod
+    def diag(self) -> np.ndarray: ...
+
+    @abc.abstractmethod
+    def restrict(self, J: np.ndarray) -> "Representation": ...
+
+    @abc.abstractmethod
+    def cross(self, I: np.ndarray, J: np.ndarray) -> CrossRepresentation: ...
+
+    @abc.abstractmethod
+    def cross_test(self, X_new) -> CrossRepresentation: ...
+
+    @abc.abstractmethod
+    def grad_contract(self, E: np.ndarray, F: np.ndarray) -> np.ndarray:
+        """d/dθ Σ_j e_j^T M f_j over the kernel's parameters, E and F of shape (n, m)."""
+
+    @abc.abstractmethod
+    def with_kernel(self, kernel: Kernel) -> "Representation":
+        """The same representation for another kernel (self if the kernel is unchanged)."""
+
+    def dense(self) -> np.ndarray:
+        return self.mvm(np.eye(self.n))
+
+    @property
+    def nbytes(self) -> int:
+        return 0
+
+
+class StoredGram(Representation):
+    """M stored in memory (Seeger 2008, App. D.1); MVMs are single GEMMs."""
+
+    def __init__(self, X, kernel: Kernel, M: np.ndarray | None = None, cross_memory_mb: float = 256.0):
+        self.X, self.kernel, self.cross_memory_mb = X, kernel, cross_memory_mb
+        self.M = np.ascontiguousarray(kernel.gram(X, X) if M is None else M)
+        self._diag = np.diag(self.M).copy()
+
+    def mvm(self, B):
+        return self.M @ B
+
+    def diag(self):
+        return self._diag
+
+    def restrict(self, J):
+        return StoredGram(_rows(self.X, J), self.kernel, self.M[np.ix_(J, J)], self.cross_memory_mb)
+
+    def cross(self, I, J):
+        return MatrixCross(self.M[np.ix_(I, J)])
+
+    def cross_test(self, X_new):
+        return GramCross(self.kernel, X_new, self.X, self.cross_memory_mb)
+
+    def grad_contract(self, E, F):
+        if self.kernel.params.size == 0:
+            return np.zeros(0)
+        return self.kernel.grad_contract(self.X, self.X, E @ F.T, gram=self.M)
+
+    def with_kernel(self, kernel):
+        if kernel.key() == self.kernel.key():
+            return self
+        return StoredGram(self.X, kernel, None, self.cross_memory_mb)
+
+    def dense(self):
+        return self.M.copy()
+
+    @property
+    def nbytes(self):
+        return self.M.nbytes
+
+
+class BlockedGram(Representation):
+    """M recomputed in row blocks at every MVM; at most ``memory_mb`` of it exists at a time."""
+
+    def __init__(self, X, kernel: Kernel, memory_mb: float = 256.0):
+        self.X, self.kernel, self.memory_mb = X, kernel, memory_mb
+        self._diag = kernel.diag(X)
+
+    def _blocks(self):
+        n = self.n
+        step = _block_rows(n, n, self.memory_mb)
+        for s in range(0, n, step):
+            yield slice(s, min(n, s + step))
+
+    def mvm(self, B):
+        out = np.empty((self.n, B.shape[1]))
+        for b in self._blocks():
+            out[b] = self.kernel.gram(_rows(self.X, b), self.X) @ B
+        return out
+
+    def diag(self):
+        return self._diag
+
+    def restrict(self, J):
+        return BlockedGram(_rows(self.X, J), self.kernel, self.memory_mb)
+
+    def cross(self, I, J):
+        return GramCross(self.kernel, _rows(self.X, I), _rows(self.X, J), self.memory_mb)
+
+    def cross_test(self, X_new):
+        return GramCross(self.kernel, X_new, self.X, self.memory_mb)
+
+    def grad_contract(self, E, F):
+        if self.kernel.params.size == 0:
+            return np.zeros(0)
+        total = np.zeros(self.kernel.params.size)
+        for b in self._blocks():
+            Xb = _rows(self.X, b)
+            total += self.kernel.grad_contract(Xb, self.X, E[b] @ F.T)
+        return total
+
+    def with_kernel(self, kernel):
+        return self if kernel.key() == self.kernel.key() else BlockedGram(self.X, kernel, self.memory_mb)
+
+    def dense(self):
+        return self.kernel.gram(self.X, self.X)
+
+
+class FeatureGram(Representation):
+    """Linear kernel M = X X^T applied as X (X^T B), X dense or sparse CSR (Seeger 2008, App. D.3)."""
+
+    def __init__(self, X, kernel: Kernel | None = None):
+        kernel = Linear() if kernel is None else kernel
+        if not isinstance(kernel, Linear):
+            raise InputError(f"the 'features' representation is for the linear kernel only; got {type(kernel).__name__}")
+        self.X, self.kernel = X, kernel
+        self._XT = X.T.tocsr() if sp.issparse(X) else np.ascontiguousarray(X.T)
+        self._diag = sq_norms(X)
+
+    def mvm(self, B):
+        return np.asarray(self.X @ np.asarray(self._XT @ B))
+
+    def diag(self):
+        return self._diag
+
+    def restrict(self, J):
+        return FeatureGram(_rows(self.X, J), self.kernel)
+
+    def cross(self, I, J):
+        return FeatureCross(_rows(self.X, I), _rows(self.X, J))
+
+    def cross_test(self, X_new):
+        return FeatureCross(X_new, self.X)
+
+    def grad_contract(self, E, F):
+        return np.zeros(0)
+
+    def with_kernel(self, kernel):
+        return self if kernel.key() == self.kernel.key() else FeatureGram(self.X, kernel)
+
+    @property
+    def nbytes(self):
+        if sp.issparse(self._XT):
+            return self._XT.data.nbytes + self._XT.indices.nbytes + self._XT.indptr.nbytes
+        return self._XT.nbytes
+
+
+def incomplete_cholesky(X, kernel: Kernel, max_rank: int, tol: float) -> tuple[np.ndarray, np.ndarray]:
+    """Pivoted incomplete Cholesky of M(X, X): L (n, d) and the pivot indices (d,).
+
+    Greedy pivoting on the largest residual diagonal; stops at ``max_rank`` columns or when the
+    largest residual diagonal falls below ``tol`` times the largest diagonal.  Only d columns of M
+    and its diagonal are ever evaluated (Bach & Jordan 2002; Seeger 2008, Sec. 7.4.3).
+    """
+    n = X.shape[0]
+    d = kernel.diag(X).astype(np.float64).copy()
+    scale = max(float(d.max(initial=0.0)), np.finfo(float).tiny)
+    L = np.zeros((n, min(max_rank, n)))
+    pivots = []
+    for j in range(L.shape[1]):
+        p = int(np.argmax(d))
+        if d[p] <= tol * scale:
+            break
+        col = kernel.gram(X, _rows(X, slice(p, p + 1)))[:, 0]
+        L[:, j] = (col - L[:, :j] @ L[p, :j]) / np.sqrt(d[p])
+        d -= L[:, j] ** 2
+        d[p] = 0.0
+        pivots.append(p)
+    return np.ascontiguousarray(L[:, : len(pivots)]), np.array(pivots, dtype=np.intp)
+
+
+class LowRankGram(Representation):
+    """M ≈ diag(M) + L L^T - diag(L L^T) with L from a pivoted incomplete Cholesky (Sec. 7.4.3).
+
+    With fixed pivot points X_p, L L^T = K_{.,p} K_{p,p}^{-1} K_{p,.}: the Nyström form that
+    ``with_kernel`` recomputes for new kernel parameters (the pivot choice does not depend on them)
+    and that ``grad_contract`` differentiates.
+    """
+
+    def __init__(self, X, kernel: Kernel, Xp, L: np.ndarray | None = None, jitter: float = 1e-10):
+        self.X, self.kernel, self.Xp, self.jitter = X, kernel, Xp, jitter
+        Kpp = kernel.gram(Xp, Xp)
+        Kpp[np.diag_indices_from(Kpp)] += jitter * max(1.0, float(np.mean(np.diag(Kpp))))
+        self.R = sla.cholesky(Kpp, lower=True)  # Kpp = R R^T
+        if L is None:
+            L = sla.solve_triangular(self.R, kernel.gram(Xp, X), lower=True).T  # L = K_{.,p} R^{-T}
+        self.L = np.ascontiguousarray(L)
+        self._full_diag = kernel.diag(X)
+        self.dcorr = np.maximum(self._full_diag - np.einsum("ij,ij->i", self.L, self.L), 0.0)
+
+    @classmethod
+    def from_icf(cls, X, kernel: Kernel, max_rank: int = 200, tol: float = 1e-8) -> "LowRankGram":
+        L, piv = incomplete_cholesky(X, kernel, max_rank, tol)
+        if piv.size == 0:
+            raise InputError("incomplete Cholesky found no pivot: the kernel diagonal is zero")
+        return cls(X, kernel, _rows(X, piv))
+
+    @property
+    def rank(self) -> int:
+        return self.L.shape[1]
+
+    def mvm(self, B):
+        return self.L @ (self.L.T @ B) + self.dcorr[:, None] * B
+
+    def diag(self):
+        return self._full_diag
+
+    def restrict(self, J):
+        out = object.__new__(LowRankGram)
+        out.X, out.kernel, out.Xp, out.jitter, out.R = _rows(self.X, J), self.kernel, self.Xp, self.jitter, self.R
+        out.L, out._full_diag, out.dcorr = self.L[J], self._full_diag[J], self.dcorr[J]
+        return out
+
+    def cross(self, I, J):
+        pos = {int(j): b for b, j in enumerate(J)}
+        rows, cols = [], []
+        for a, i in enumerate(I):
+            b = pos.get(int(i))
+            if b is not None:
+                rows.append(a)
+                cols.append(b)
+        vals = self.dcorr[np.asarray(I, dtype=np.intp)[rows]] if rows else None
+        return LowRankCross(self.L[I], self.L[J], rows, cols, vals)
+
+    def cross_test(self, X_new):
+        Lnew = sla.solve_triangular(self.R, self.kernel.gram(self.Xp, X_new), lower=True).T
+        return LowRankCross(Lnew, self.L)
+
+    def _Z(self) -> np.ndarray:
+        """Z = K_pp^{-1} K_{p,.} = R^{-T} L^T, shape (d, n)."""
+        return sla.solve_triangular(self.R, self.L.T, lower=True, trans="T")
+
+    def grad_contract(self, E, F):
+        k = self.kernel
+        if k.params.size == 0:
+            return np.zeros(0)
+        Z = self._Z()
+        ZE, ZF = Z @ E, Z @ F
+        g = np.einsum("aj,aj->a", E, F)
+        # d(K_np Z) terms: dK_np Z + Z^T dK_pn - Z^T dK_pp Z  (Nyström derivative)
+        total = k.grad_contract(self.X, self.Xp, E @ ZF.T)
+        total += k.grad_contract(self.X, self.Xp, F @ ZE.T)
+        total -= k.grad_contract(self.Xp, self.Xp, ZE @ ZF.T)
+        # diagonal correction: d diag(M) - d diag(Q), weighted by g
+        total += k.diag_grad_contract(self.X, g)
+        total -= k.grad_contract(self.X, self.Xp, 2.0 * g[:, None] * Z.T)
+        total += k.grad_contract(self.Xp, self.Xp, (Z * g) @ Z.T)
+        return total
+
+    def with_kernel(self, kernel):
+        if kernel.key() == self.kernel.key():
+            return self
+        return LowRankGram(self.X, kernel, self.Xp, None, self.jitter)
+
+    def dense(self):
+        return self.L @ self.L.T + np.diag(self.dcorr)
+
+    @property
+    def nbytes(self):
+        return self.L.nbytes
+
+
+def _kind(instance, attribute, value):
+    if value not in REPRESENTATION_KINDS:
+        raise InputError(f"representation kind must be one of {REPRESENTATION_KINDS}; got {value!r}")
+
+
+@attrs.frozen
+class RepresentationConfig:
+    """How to represent each kernel matrix.
+
+    ``auto``: the linear kernel as ``features``; other kernels ``stored`` when the n x n matrix
+    fits in ``stored_max_mb``, else ``blocked`` with ``memory_mb``.
+    """
+
+    kind: str = attrs.field(default="auto", validator=_kind)
+    memory_mb: float = 256.0
+    stored_max_mb: float = 4096.0
+    rank: int = 200
+    tol: float = 1e-8
+
+    def build(self, X, kernel: Kernel) -> Representation:
+        kernel.check_inputs(X)
+        kind = self.kind
+        if kind == "auto":
+            if isinstance(kernel, Linear):
+                kind = "features"
+            elif 8.0 * X.shape[0] ** 2 <= self.stored_max_mb * 2**20:
+                kind = "stored"
+            else:
+                kind = "blocked"
+        if kind == "stored":
+            return StoredGram(X, kernel, cross_memory_mb=self.memory_mb)
+        if kind == "blocked":
+            return BlockedGram(X, kernel, self.memory_mb)
+        if kind == "features":
+            return FeatureGram(X, kernel)
+        return LowRankGram.from_icf(X, kernel, self.rank, self.tol)

@@ -1,0 +1,7 @@
+"""The MVM operator protocol and its generic compositions."""
+
+from .base import CrossOperator, Operator
+from .blockdiag import SHARING_MODES, BlockDiagonal
+from .intercept import Intercept
+
+__all__ = ["Operator", "CrossOperator", "BlockDiagonal", "Intercept", "SHARING_MODES"]

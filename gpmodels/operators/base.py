@@ -1,0 +1,257 @@
+"""The MVM operator protocol: every prior reaches inference only through this interface.
+
+An operator represents a kernel matrix K of size nC x nC over n points and C classes without
+forming it.  A latent "vector" is an array of shape (n, C), C-contiguous, so that one row holds
+all classes of one point (Seeger 2008, App. D.3 "dimension flipping"); several right-hand sides
+have shape (n, C, k).  The flat index of entry (i, c) is ``i * C + c``, which is the index used by
+:meth:`Operator.dense`.
+
+Hyperparameters are one flat float vector in an unconstrained space (log for positive ones),
+with names; ``with_params(theta)`` returns a new operator.  Operators are immutable.
+
+Public methods validate and then call the ``_`` hooks.  Subclasses must define the hooks in the
+"must be defined" section; the hooks in the "for speed" section have correct generic defaults
+(unit-vector MVMs, finite differences) so that a new operator works first and gets fast second.
+"""
+
+from __future__ import annotations
+
+import abc
+from typing import Sequence
+
+import numpy as np
+
+from ..errors import InputError
+from ..validation import check_indices
+
+__all__ = ["Operator", "CrossOperator", "as_rhs", "FD_STEP"]
+
+#: step of the central differences used by the generic ``grad_trace`` default (log space).
+FD_STEP = 1e-5
+
+
+def as_rhs(V, n: int, C: int, name: str = "V") -> tuple[np.ndarray, bool]:
+    """Return ``V`` as a float64 array of shape (n, C, k) and whether it was 2-D."""
+    V = np.asarray(V, dtype=np.float64)
+    if V.ndim == 2 and V.shape == (n, C):
+        return V[:, :, None], True
+    if V.ndim == 3 and V.shape[:2] == (n, C):
+        return V, False
+    raise InputError(f"Dimension mismatch: {name} must have shape ({n}, {C}) or ({n}, {C}, k); got {V.shape}")
+
+
+class CrossOperator(abc.ABC):
+    """A rectangular block K_{I,J} of an operator: maps (|J|, C[, k]) to (|I|, C[, k]).
+
+    Used for held-out folds (``Operator.cross(I, J)``) and for prediction at new points
+    (``Operator.cross_test(X_new)``).
+    """
+
+    @property
+    @abc.abstractmethod
+    def shape(self) -> tuple[int, int, int]:
+        """(rows, cols, C): number of row points, column points and classes."""
+
+    @abc.abstractmethod
+    def _mvm(self, V: np.ndarray) -> np.ndarray:
+        """K_{I,J} V for V of shape (cols, C, k)."""
+
+    def mvm(self, V) -> np.ndarray:
+        rows, cols, C = self.shape
+        V3, flat = as_rhs(V, cols, C)
+        out = self._mvm(V3)
+        return out[:, :, 0] if flat else out
+
+    def dense(self) -> np.ndarray:
+        """The block as a (rows*C, cols*C) matrix, for tests; built from unit-vector MVMs."""
+        rows, cols, C = self.shape
+        out = np.empty((rows * C, cols * C))
+        eye = np.eye(cols * C).reshape(cols, C, cols * C)
+        step = max(1, 4096 // max(1, rows * C))
+        for s in range(0, cols * C, step):
+            out[:, s:s + step] = self._mvm(np.ascontiguousarray(eye[:, :, s:s + step])).reshape(rows * C, -1)
+        return out
+
+
+class Operator(abc.ABC):
+    """Kernel matrix K (nC x nC) over n points and C classes, reached through MVMs.
+
+    Must be defined: ``n_points``, ``n_classes``, ``_mvm``, ``params``, ``param_names``,
+    ``with_params``, ``_restrict``, ``_cross``, ``_cross_test``.
+    For speed (generic defaults exist): ``_diag``, ``_point_block_mvm``, ``_grad_trace``,
+    ``_dense``.
+    """
+
+    #: True when K is block-diagonal over classes (K_{ic,jc'} = 0 for c != c'); lets Newton-CG
+    #: use the cheap diagonal preconditioner formula of Seeger 2008, App. B.
+    is_class_diagonal: bool = False
+
+    # ------------------------------------------------------------------ must be defined
+    @property
+    @abc.abstractmethod
+    def n_points(self) -> int:
+        """Number of points n."""
+
+    @property
+    @abc.abstractmethod
+    def n_classes(self) -> int:
+        """Number of classes C (the latent functions the likelihood sees)."""
+
+    @abc.abstractmethod
+    def _mvm(self, V: np.ndarray) -> np.ndarray:
+        """K V for V of shape (n, C, k); returns a new array of the same shape."""
+
+    @property
+    @abc.abstractmethod
+    def params(self) -> np.ndarray:
+        """Hyperparameters as one flat vector in unconstrained (log) space."""
+
+    @property
+    @abc.abstractmethod
+    def param_names(self) -> tuple[str, ...]:
+        """A name per entry of ``params``."""
+
+    @abc.abstractmethod
+    def with_params(self, theta) -> "Operator":
+        """A new operator with hyperparameters ``theta`` (same layout as ``params``)."""
+
+    @abc.abstractmethod
+    def _restrict(self, J: np.ndarray) -> "Operator":
+        """The operator on the points J, laid out contiguously (Seeger 2008, App. D.2)."""
+
+    @abc.abstractmethod
+    def _cross(self, I: np.ndarray, J: np.ndarray) -> CrossOperator:
+        """The block K_{I,J} between two sets of training points."""
+
+    @abc.abstractmethod
+    def _cross_test(self, X_new) -> CrossOperator:
+        """The block K_{*,.} between new points X_new and all n training points."""
+
+    # ------------------------------------------------------------------ for speed
+    def _diag(self) -> np.ndarray:
+        """diag K as (n, C).  Generic default: unit-vector MVMs, C*n of them in chunks."""
+        n, C = self.n_points, self.n_classes
+        out = np.empty(n * C)
+        eye = np.eye(n * C).reshape(n, C, n * C)
+        step = 64
+        for s in range(0, n * C, step):
+            cols = self._mvm(np.ascontiguousarray(eye[:, :, s:s + step])).reshape(n * C, -1)
+            idx = np.arange(s, min(s + step, n * C))
+            out[idx] = cols[idx, idx - s]
+        return out.reshape(n, C)
+
+    def _point_block_mvm(self, P: np.ndarray) -> np.ndarray:
+        """Row i = K_i p_i with K_i the C x C block of point i (Seeger 2008, App. B).
+
+        Generic default: extracts the blocks from ``dense()`` (O(n^2 C^2) memory).
+        """
+        n, C = self.n_points, self.n_classes
+        if self.is_class_diagonal:
+            return self._diag() * P
+        D = self._dense().reshape(n, C, n, C)
+        blocks = D[np.arange(n), :, np.arange(n), :]  # shape: (n, C, C)
+        return np.einsum("icd,id->ic", blocks, P)
+
+    def _grad_trace(self, E: np.ndarray, F: np.ndarray) -> np.ndarray:
+        """d/dθ_p Σ_k e_k^T K(θ) f_k for all p (Seeger 2008, eq. 6).
+
+        Generic default: central finite differences in log space (two MVM sets per parameter).
+        """
+        theta = self.params
+        out = np.empty(theta.size)
+        for p in range(theta.size):
+            tp, tm = theta.copy(), theta.copy()
+            tp[p] += FD_STEP
+            tm[p] -= FD_STEP
+            fp = np.sum(E * self.with_params(tp)._mvm(F))
+            fm = np.sum(E * self.with_params(tm)._mvm(F))
+            out[p] = (fp - fm) / (2 * FD_STEP)
+        return out
+
+    def _dense(self) -> np.ndarray:
+        """K as an (nC, nC) matrix; generic default from unit-vector MVMs."""
+        n, C = self.n_points, self.n_classes
+        out = np.empty((n * C, n * C))
+        eye = np.eye(n * C).reshape(n, C, n * C)
+        step = 256
+        for s in range(0, n * C, step):
+            out[:, s:s + step] = self._mvm(np.ascontiguousarray(eye[:, :, s:s + step])).reshape(n * C, -1)
+        return out
+
+    # ------------------------------------------------------------------ public surface
+    def mvm(self, V) -> np.ndarray:
+        """K V for V of shape (n, C) or (n, C, k); the result has the shape of V."""
+        V3, flat = as_rhs(V, self.n_points, self.n_classes)
+        out = self._mvm(V3)
+        return out[:, :, 0] if flat else out
+
+    def diag(self) -> np.ndarray:
+        """diag K, shape (n, C)."""
+        return self._diag()
+
+    def point_block_mvm(self, P) -> np.ndarray:
+        """For P of shape (n, C), row i of the result is K_i p_i (K_i: C x C block of point i)."""
+        P = np.asarray(P, dtype=np.float64)
+        if P.shape != (self.n_points, self.n_classes):
+            raise InputError(
+                f"Dimension mismatch: P must have shape ({self.n_points}, {self.n_classes}); got {P.shape}"
+            )
+        return self._point_block_mvm(P)
+
+    def grad_trace(self, E, F) -> np.ndarray:
+        """Vector over hyperparameters p of Σ_k e_k^T (dK/dθ_p) f_k = tr E^T (dK) F.
+
+        E and F have shape (n, C) or (n, C, q).
+        """
+        E3, _ = as_rhs(E, self.n_points, self.n_classes, "E")
+        F3, _ = as_rhs(F, self.n_points, self.n_classes, "F")
+        if E3.shape != F3.shape:
+            raise InputError(f"Dimension mismatch: E and F must have the same shape; got {E3.shape} and {F3.shape}")
+        if self.params.size == 0:
+            return np.zeros(0)
+        return self._grad_trace(np.ascontiguousarray(E3), np.ascontiguousarray(F3))
+
+    def restrict(self, J) -> "Operator":
+        """The operator on the training points J (in the order given), contiguous."""
+        return self._restrict(check_indices("J", J, self.n_points))
+
+    def cross(self, I, J) -> CrossOperator:
+        """The block K_{I,J} between training points I (rows) and J (columns)."""
+        return self._cross(check_indices("I", I, self.n_points), check_indices("J", J, self.n_points))
+
+    def cross_test(self, X_new) -> CrossOperator:
+        """The block K_{*,.} between new points (rows) and all training points (columns)."""
+        return self._cross_test(X_new)
+
+    def dense(self) -> np.ndarray:
+        """K as an (nC, nC) matrix with flat index i*C + c. For exact solvers and tests only."""
+        return self._dense()
+
+    def class_block(self, c: int) -> np.ndarray:
+        """The n x n block K_{.c,.c} of class c (exact solvers); default slices ``dense()``."""
+        if not 0 <= c < self.n_classes:
+            raise InputError(f"class index must be in 0..{self.n_classes - 1}; got {c}")
+        C = self.n_classes
+        return self._dense()[c::C, c::C].copy()
+
+    @property
+    def param_bounds(self) -> np.ndarray:
+        """(p, 2) lower and upper bounds of ``params`` (unconstrained: ±inf)."""
+        return np.tile([-np.inf, np.inf], (self.params.size, 1))
+
+    def describe(self) -> dict:
+        """Hyperparameters by name, in natural units where the name says ``log_``."""
+        out = {}
+        for name, value in zip(self.param_names, self.params):
+            if name.split(".")[-1].startswith("log_"):
+                out[name.replace("log_", "")] = float(np.exp(value))
+            else:
+                out[name] = float(value)
+        return out
+
+
+def concat_params(parts: Sequence[tuple[str, np.ndarray, Sequence[str]]]) -> tuple[np.ndarray, tuple[str, ...]]:
+    """Join (prefix, values, names) triples into one vector and prefixed names."""
+    values = [np.asarray(v, dtype=np.float64).ravel() for _, v, _ in parts]
+    names = tuple(f"{prefix}{name}" for prefix, _, ns in parts for name in ns)
+    return (np.concatenate(values) if values else np.zeros(0)), names

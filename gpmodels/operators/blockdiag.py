@@ -1,0 +1,317 @@
+"""Block-diagonal kernel matrix with kernel sharing: K = diag(K^(c))_c, K^(c) = v_c M^(l_c).
+
+Seeger 2008, Sec. 2 and App. D.1.  Classes are grouped by kernel l (one shape function and one
+representation of M^(l) per group) and, independently, by variance (one v per variance group).
+The sharing modes of Sec. 6.2 are:
+
+=========  ==========================  =============================
+mode       kernel groups               variance groups
+=========  ==========================  =============================
+tied       one M for all classes       one v            (mc-tied)
+semi       one M for all classes       one v per class  (mc-semi)
+separate   one M per class             one v per class  (mc-sep)
+=========  ==========================  =============================
+
+and arbitrary groups may be given instead.  An MVM runs one GEMM ``M @ V[:, group]`` per distinct
+M, scaled by v per class afterwards; groups whose kernels are currently equal (same type and
+parameters on the same inputs) share one stored matrix and one GEMM.
+
+Hyperparameters: every kernel group's shape parameters (``kernel{l}.log_w``, ...), then
+``log_variance{j}`` for every variance group.  Gradients (eq. 6):
+  d/dlog v_j: Σ_{c in j} v_c Σ_k e_ck^T M^(l_c) f_ck,
+  shape parameters of M^(l): the representation's ``grad_contract`` of E_l diag(v), F_l.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from ..errors import InputError
+from ..kernels.base import Kernel
+from ..kernels.representations import Representation, RepresentationConfig
+from ..validation import check_features
+from .base import CrossOperator, Operator, concat_params
+
+__all__ = ["BlockDiagonal", "SHARING_MODES"]
+
+SHARING_MODES = ("tied", "semi", "separate")
+
+
+def _is_group_list(groups) -> bool:
+    return len(groups) > 0 and all(isinstance(g, (list, tuple, np.ndarray)) for g in groups)
+
+
+def _group_array(name: str, groups, n_classes: int | None) -> np.ndarray:
+    """class -> group index from either a (C,) index array or a list of class lists."""
+    if _is_group_list(groups):
+        n = sum(len(g) for g in groups) if n_classes is None else n_classes
+        out = np.full(n, -1, dtype=np.intp)
+        for g, members in enumerate(groups):
+            for c in members:
+                c = int(c)
+                if not 0 <= c < n:
+                    raise InputError(f"{name}: class {c} is outside 0..{n - 1}")
+                if out[c] >= 0:
+                    raise InputError(f"{name}: class {c} appears in more than one group")
+                out[c] = g
+        if np.any(out < 0):
+            raise InputError(f"{name}: classes {np.flatnonzero(out < 0).tolist()} are in no group; every class needs one")
+        return out
+    arr = np.asarray(groups)
+    if arr.ndim != 1 or arr.size == 0 or arr.dtype.kind not in "iu":
+        raise InputError(f"{name} must be a list of class lists or an integer array (class -> group); got {groups!r}")
+    arr = arr.astype(np.intp)
+    if n_classes is not None and arr.shape != (n_classes,):
+        raise InputError(f"{name} must map each of the {n_classes} classes to a group; got shape {arr.shape}")
+    if arr.min() < 0 or set(np.unique(arr).tolist()) != set(range(int(arr.max()) + 1)):
+        raise InputError(f"{name} must use the group indices 0..G-1 without gaps; got {sorted(set(arr.tolist()))}")
+    return arr
+
+
+class _Layout:
+    """Which classes go through which distinct representation, for one MVM."""
+
+    def __init__(self, reps: list[Representation], rep_of_group: np.ndarray, class_kernel: np.ndarray):
+        self.reps = reps
+        self.classes = []
+        for r in range(len(reps)):
+            cls = np.flatnonzero(rep_of_group[class_kernel] == r)
+            contiguous = cls.size and np.array_equal(cls, np.arange(cls[0], cls[0] + cls.size))
+            self.classes.append(slice(int(cls[0]), int(cls[0]) + cls.size) if contiguous else cls)
+
+
+class BlockDiagonal(Operator):
+    """K = diag(v_c M^(l_c))_c over n points and C classes; see the module docstring."""
+
+    is_class_diagonal = True
+
+    def __init__(
+        self,
+        X,
+        kernels: Sequence[Kernel],
+        class_kernel,
+        variances,
+        class_variance,
+        representation: RepresentationConfig | None = None,
+        *,
+        _reps: dict | None = None,
+    ):
+        self.X = X if _reps is not None else check_features("X", X)
+        self.kernels = tuple(kernels)
+        if not self.kernels:
+            raise InputError("BlockDiagonal needs at least one kernel")
+        variances = np.atleast_1d(np.asarray(variances, dtype=np.float64))
+        if not np.all(np.isfinite(variances)) or np.any(variances <= 0):
+            raise InputError(f"variances must be positive and finite; got {variances.tolist()}")
+        self.class_kernel = _group_array("class_kernel", class_kernel, None)
+        self._C = int(self.class_kernel.size)
+        self.class_variance = _group_array("class_variance", class_variance, self._C)
+        if self.class_kernel.max() + 1 != len(self.kernels):
+            raise InputError(f"class_kernel uses {self.class_kernel.max() + 1} kernel groups but {len(self.kernels)} kernels were given")
+        if self.class_variance.max() + 1 != variances.size:
+            raise InputError(f"class_variance uses {self.class_variance.max() + 1} variance groups but {variances.size} variances were given")
+        self.variances = variances
+        self.representation = representation or RepresentationConfig()
+        self._build_reps(_reps or {})
+
+    # ------------------------------------------------------------------ construction helpers
+    @classmethod
+    def from_sharing(
+        cls,
+        X,
+        kernel: Kernel,
+        n_classes: int,
+        sharing: str = "separate",
+        variance: float | Sequence[float] = 1.0,
+        representation: RepresentationConfig | None = None,
+    ) -> "BlockDiagonal":
+        """Build with a sharing mode: ``tied``, ``semi`` or ``separate`` (Seeger 2008, Sec. 6.2)."""
+        if sharing not in SHARING_MODES:
+            raise InputError(f"sharing must be one of {SHARING_MODES} (or give groups); got {sharing!r}")
+        C = int(n_classes)
+        if C < 1:
+            raise InputError(f"n_classes must be >= 1; got {n_classes}")
+        n_var = 1 if sharing == "tied" else C
+        v = np.broadcast_to(np.asarray(variance, dtype=np.float64), (n_var,)) if np.ndim(variance) == 0 else np.asarray(variance, dtype=np.float64)
+        if v.shape != (n_var,):
+            raise InputError(f"sharing {sharing!r} with {C} classes needs {n_var} variances; got {v.size}")
+        if sharing == "separate":
+            kernels, ck = [kernel] * C, np.arange(C)
+        else:
+            kernels, ck = [kernel], np.zeros(C, dtype=np.intp)
+        cv = np.zeros(C, dtype=np.intp) if sharing == "tied" else np.arange(C)
+        return cls(X, kernels, ck, np.array(v), cv, representation)
+
+    def _build_reps(self, old: dict) -> None:
+        """One representation per distinct kernel key; reuse old ones with equal keys."""
+        reps: dict = {}
+        rep_index: dict = {}
+        rep_of_group = np.empty(len(self.kernels), dtype=np.intp)
+        for l, k in enumerate(self.kernels):
+            key = k.key()
+            if key not in rep_index:
+                rep = old.get(key)
+                if rep is None:
+                    rep = self.representation.build(self.X, k)
+                rep_index[key] = len(reps)
+                reps[key] = rep
+            rep_of_group[l] = rep_index[key]
+        self._rep_by_key = reps
+        self._rep_list = list(reps.values())
+        self._rep_of_group = rep_of_group
+        self._layout = _Layout(self._rep_list, rep_of_group, self.class_kernel)
+        self._class_v = self.variances[self.class_variance]
+
+    def _evolve(self, X=None, kernels=None, variances=None, reps=None) -> "BlockDiagonal":
+        return BlockDiagonal(
+            self.X if X is None else X,
+            self.kernels if kernels is None else kernels,
+            self.class_kernel,
+            self.variances if variances is None else variances,
+            self.class_variance,
+            self.representation,
+            _reps=self._rep_by_key if reps is None else reps,
+        )
+
+    # ------------------------------------------------------------------ protocol
+    @property
+    def n_points(self) -> int:
+        return self.X.shape[0]
+
+    @property
+    def n_classes(self) -> int:
+        return self._C
+
+    @property
+    def class_variances(self) -> np.ndarray:
+        """v_c per class, shape (C,)."""
+        return self._class_v
+
+    def _mvm(self, V):
+        n, C, k = V.shape
+        reps, classes = self._layout.reps, self._layout.classes
+        if len(reps) == 1:  # one M for every class (tied, semi): the GEMM result is the output
+            out = reps[0].mvm(V.reshape(n, C * k)).reshape(n, C, k)
+            out *= self._class_v[None, :, None]
+            return out
+        out = np.empty_like(V)
+        for rep, cls in zip(reps, classes):
+            block = V[:, cls, :]
+            m = block.shape[1]
+            res = rep.mvm(block.reshape(n, m * k)).reshape(n, m, k)
+            if isinstance(cls, slice):
+                np.multiply(res, self._class_v[cls][None, :, None], out=out[:, cls, :])
+            else:
+                out[:, cls, :] = res * self._class_v[cls][None, :, None]
+        return out
+
+    def _diag(self):
+        out = np.empty((self.n_points, self._C))
+        for rep, cls in zip(self._layout.reps, self._layout.classes):
+            out[:, cls] = rep.diag()[:, None] * self._class_v[cls][None, :]
+        return out
+
+    def _point_block_mvm(self, P):
+        return self._diag() * P
+
+    @property
+    def params(self) -> np.ndarray:
+        return concat_params(self._param_parts())[0]
+
+    @property
+    def param_names(self) -> tuple[str, ...]:
+        return concat_params(self._param_parts())[1]
+
+    def _param_parts(self):
+        parts = [(f"kernel{l}.", k.params, k.param_names) for l, k in enumerate(self.kernels)]
+        parts.append(("", np.log(self.variances), [f"log_variance{j}" for j in range(self.variances.size)]))
+        return parts
+
+    def with_params(self, theta) -> "BlockDiagonal":
+        theta = np.asarray(theta, dtype=np.float64).ravel()
+        if theta.size != self.params.size:
+            raise InputError(f"BlockDiagonal has {self.params.size} parameters {self.param_names}; got {theta.size} values")
+        if not np.all(np.isfinite(theta)):
+            raise InputError(f"hyperparameters must be finite; got {theta.tolist()}")
+        kernels, pos = [], 0
+        for k in self.kernels:
+            p = k.params.size
+            kernels.append(k.with_params(theta[pos:pos + p]) if p else k)
+            pos += p
+        return self._evolve(kernels=kernels, variances=np.exp(theta[pos:]))
+
+    def _grad_trace(self, E, F):
+        n, C, q = E.shape
+        grads_kernel = [np.zeros(k.params.size) for k in self.kernels]
+        t = np.zeros(C)  # t_c = Σ_k e_ck^T M f_ck
+        for l in range(len(self.kernels)):
+            cls = np.flatnonzero(self.class_kernel == l)
+            rep = self._rep_list[self._rep_of_group[l]]
+            Fl = np.ascontiguousarray(F[:, cls, :]).reshape(n, -1)
+            El = np.ascontiguousarray(E[:, cls, :])
+            MF = rep.mvm(Fl).reshape(n, cls.size, q)
+            t[cls] = np.einsum("icq,icq->c", El, MF)
+            if self.kernels[l].params.size:
+                Ev = (El * self._class_v[cls][None, :, None]).reshape(n, -1)
+                grads_kernel[l] = rep.grad_contract(Ev, Fl)
+        g_var = np.bincount(self.class_variance, weights=self._class_v * t, minlength=self.variances.size)
+        return np.concatenate(grads_kernel + [g_var])
+
+    def _restrict(self, J):
+        reps = {key: rep.restrict(J) for key, rep in self._rep_by_key.items()}
+        return self._evolve(X=self.X[J], reps=reps)
+
+    def _cross(self, I, J):
+        return _BlockDiagonalCross([r.cross(I, J) for r in self._rep_list], self._layout.classes, self._class_v, (I.size, J.size, self._C))
+
+    def _cross_test(self, X_new):
+        X_new = check_features("X_new", X_new)
+        if X_new.shape[1] != self.X.shape[1]:
+            raise InputError(f"X_new must have {self.X.shape[1]} features like the training inputs; got {X_new.shape[1]}")
+        reps = [r.cross_test(X_new) for r in self._rep_list]
+        return _BlockDiagonalCross(reps, self._layout.classes, self._class_v, (X_new.shape[0], self.n_points, self._C))
+
+    def _dense(self):
+        n, C = self.n_points, self._C
+        out = np.zeros((n, C, n, C))
+        for rep, cls in zip(self._layout.reps, self._layout.classes):
+            M = rep.dense()
+            for c in np.arange(C)[cls]:
+                out[:, c, :, c] = self._class_v[c] * M
+        return out.reshape(n * C, n * C)
+
+    def class_block(self, c: int) -> np.ndarray:
+        if not 0 <= c < self._C:
+            raise InputError(f"class index must be in 0..{self._C - 1}; got {c}")
+        rep = self._rep_list[self._rep_of_group[self.class_kernel[c]]]
+        return self._class_v[c] * rep.dense()
+
+    @property
+    def memory_bytes(self) -> int:
+        """Bytes held by the kernel representations."""
+        return sum(r.nbytes for r in self._rep_list)
+
+    def __repr__(self) -> str:
+        return (f"BlockDiagonal(n={self.n_points}, C={self._C}, kernels={len(self.kernels)}, "
+                f"distinct={len(self._rep_list)}, variances={self.variances.size})")
+
+
+class _BlockDiagonalCross(CrossOperator):
+    def __init__(self, reps, classes, class_v, shape):
+        self._reps, self._classes, self._class_v, self._shape = reps, classes, class_v, shape
+
+    @property
+    def shape(self):
+        return self._shape
+
+    def _mvm(self, V):
+        rows = self._shape[0]
+        cols, C, k = V.shape
+        out = np.empty((rows, C, k))
+        for rep, cls in zip(self._reps, self._classes):
+            block = V[:, cls, :]
+            m = block.shape[1]
+            out[:, cls, :] = rep.mvm(block.reshape(cols, m * k)).reshape(rows, m, k) * self._class_v[cls][None, :, None]
+        return out

@@ -1,0 +1,110 @@
+"""Intercepts eliminated into the kernel: K̃ = K + σ² (I_C ⊗ 1 1^T) (Seeger 2008, Sec. 5.1.1).
+
+With a Gaussian prior of variance σ² on the intercepts b_c, the Newton system gives
+b = σ² (I ⊗ 1^T) α, i.e. b_c = σ² Σ_i α_ic, and the model becomes u = K̃ α with
+K̃^(c) = K^(c) + σ² 1 1^T.  σ² is fixed by default (as in the paper); with ``learn=True`` its log
+is a hyperparameter with d/dlog σ² Σ_k e_k^T K̃ f_k = σ² Σ_{k,c} (1^T e_ck)(1^T f_ck).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..validation import check_positive
+from .base import CrossOperator, Operator
+
+__all__ = ["Intercept"]
+
+
+class Intercept(Operator):
+    """K̃ = K + σ² 1 1^T per class, around any operator K."""
+
+    def __init__(self, inner: Operator, sigma2: float, learn: bool = False):
+        self.inner = inner
+        self.sigma2 = check_positive("sigma2 (intercept variance)", sigma2)
+        self.learn = bool(learn)
+        self.is_class_diagonal = inner.is_class_diagonal
+
+    def intercepts(self, alpha) -> np.ndarray:
+        """b_c = σ² Σ_i α_ic for α of shape (n, C); returns shape (C,)."""
+        return self.sigma2 * np.asarray(alpha).sum(axis=0)
+
+    @property
+    def n_points(self):
+        return self.inner.n_points
+
+    @property
+    def n_classes(self):
+        return self.inner.n_classes
+
+    def _mvm(self, V):
+        out = self.inner._mvm(V)
+        out += self.sigma2 * V.sum(axis=0, keepdims=True)
+        return out
+
+    def _diag(self):
+        return self.inner._diag() + self.sigma2
+
+    def _point_block_mvm(self, P):
+        return self.inner._point_block_mvm(P) + self.sigma2 * P
+
+    @property
+    def params(self):
+        inner = self.inner.params
+        return np.append(inner, np.log(self.sigma2)) if self.learn else inner
+
+    @property
+    def param_names(self):
+        names = self.inner.param_names
+        return names + ("log_sigma2",) if self.learn else names
+
+    @property
+    def param_bounds(self):
+        b = self.inner.param_bounds
+        return np.vstack([b, [[-np.inf, np.inf]]]) if self.learn else b
+
+    def with_params(self, theta):
+        theta = np.asarray(theta, dtype=np.float64).ravel()
+        if self.learn:
+            return Intercept(self.inner.with_params(theta[:-1]), float(np.exp(theta[-1])), True)
+        return Intercept(self.inner.with_params(theta), self.sigma2, False)
+
+    def _grad_trace(self, E, F):
+        g = self.inner._grad_trace(E, F) if self.inner.params.size else np.zeros(0)
+        if self.learn:
+            g = np.append(g, self.sigma2 * np.sum(E.sum(axis=0) * F.sum(axis=0)))
+        return g
+
+    def _restrict(self, J):
+        return Intercept(self.inner._restrict(J), self.sigma2, self.learn)
+
+    def _cross(self, I, J):
+        return _InterceptCross(self.inner._cross(I, J), self.sigma2)
+
+    def _cross_test(self, X_new):
+        return _InterceptCross(self.inner._cross_test(X_new), self.sigma2)
+
+    def _dense(self):
+        n, C = self.n_points, self.n_classes
+        ones = np.kron(np.ones((n, n)), np.eye(C))
+        return self.inner._dense() + self.sigma2 * ones
+
+    def class_block(self, c):
+        return self.inner.class_block(c) + self.sigma2
+
+    def __repr__(self):
+        return f"Intercept({self.inner!r}, sigma2={self.sigma2:g}{', learned' if self.learn else ''})"
+
+
+class _InterceptCross(CrossOperator):
+    def __init__(self, inner: CrossOperator, sigma2: float):
+        self.inner, self.sigma2 = inner, sigma2
+
+    @property
+    def shape(self):
+        return self.inner.shape
+
+    def _mvm(self, V):
+        out = self.inner._mvm(V)
+        out += self.sigma2 * V.sum(axis=0, keepdims=True)
+        return out

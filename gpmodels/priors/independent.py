@@ -1,0 +1,65 @@
+"""Independent GP prior per class with shared kernels (Seeger 2008, Sec. 2, 6.2; App. D.1).
+
+A prior is a factory: given training inputs X and the number of classes C it builds the operator
+K̃ = K + σ² (I ⊗ 1 1^T) with K = diag(v_c M^(l_c)) (:class:`BlockDiagonal` inside
+:class:`Intercept`).  Sharing of kernels and variances is a mode (``tied``, ``semi``,
+``separate``) or explicit groups.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import attrs
+import numpy as np
+
+from ..errors import InputError
+from ..kernels.base import Kernel
+from ..kernels.representations import RepresentationConfig
+from ..operators.base import Operator
+from ..operators.blockdiag import SHARING_MODES, BlockDiagonal
+from ..operators.intercept import Intercept
+
+__all__ = ["IndependentGP"]
+
+
+@attrs.frozen
+class IndependentGP:
+    """Independent GPs u_c = f_c + b_c with K^(c) = v_c M^(l_c), intercept variance σ².
+
+    ``sharing``: ``tied`` | ``semi`` | ``separate``, or None with ``kernel_groups`` and
+    ``variance_groups`` (lists of class lists).  ``variance`` is a number or one value per variance
+    group.  ``sigma2 = 0`` drops the intercept.
+    """
+
+    kernel: Kernel
+    sharing: str | None = "separate"
+    variance: float | Sequence[float] = 1.0
+    sigma2: float = 0.0
+    kernel_groups: Sequence[Sequence[int]] | None = None
+    variance_groups: Sequence[Sequence[int]] | None = None
+    representation: RepresentationConfig = attrs.field(factory=RepresentationConfig)
+    learn_sigma2: bool = False
+
+    def operator(self, X, n_classes: int) -> Operator:
+        """The operator K̃ over the training inputs X for ``n_classes`` classes."""
+        if self.sharing is not None:
+            if self.kernel_groups is not None or self.variance_groups is not None:
+                raise InputError("give either a sharing mode or kernel_groups/variance_groups, not both")
+            inner = BlockDiagonal.from_sharing(X, self.kernel, n_classes, self.sharing, self.variance, self.representation)
+        else:
+            if self.kernel_groups is None or self.variance_groups is None:
+                raise InputError(f"without a sharing mode ({SHARING_MODES}) both kernel_groups and variance_groups are needed")
+            n_var = len(self.variance_groups)
+            v = np.full(n_var, float(self.variance)) if np.ndim(self.variance) == 0 else np.asarray(self.variance, dtype=float)
+            inner = BlockDiagonal(X, [self.kernel] * len(self.kernel_groups), list(map(list, self.kernel_groups)), v,
+                                  list(map(list, self.variance_groups)), self.representation)
+            if inner.n_classes != n_classes:
+                raise InputError(f"the groups cover {inner.n_classes} classes but the data have {n_classes}")
+        if self.sigma2 < 0:
+            raise InputError(f"sigma2 (intercept variance) must be >= 0; got {self.sigma2}")
+        if self.sigma2 == 0:
+            if self.learn_sigma2:
+                raise InputError("learn_sigma2 needs sigma2 > 0 to start from")
+            return inner
+        return Intercept(inner, self.sigma2, learn=self.learn_sigma2)

@@ -1,0 +1,141 @@
+"""Input checks shared by the public entry points.
+
+Each check raises :class:`gpmodels.errors.InputError` with a message that names the argument,
+what was found and what is allowed.  Checks are done once at the public boundary, never inside
+hot loops.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+import scipy.sparse as sp
+
+from .errors import InputError
+
+__all__ = [
+    "check_features",
+    "check_shape",
+    "check_finite",
+    "check_positive",
+    "check_targets",
+    "check_indices",
+    "labels_to_targets",
+]
+
+
+def check_finite(name: str, a: np.ndarray) -> None:
+    """Raise if ``a`` holds NaN or infinity, naming the first offending position."""
+    a = np.asarray(a)
+    if a.dtype.kind in "fc" and not np.all(np.isfinite(a)):
+        bad = np.argwhere(~np.isfinite(a))[0]
+        value = a[tuple(bad)]
+        raise InputError(
+            f"{name} must be finite; found {value} at index {tuple(int(b) for b in bad)} "
+            f"({int(np.count_nonzero(~np.isfinite(a)))} non-finite entries in all)"
+        )
+
+
+def check_features(name: str, X, *, allow_sparse: bool = True):
+    """Validate a design matrix: 2-D, numeric, finite; dense float64 or CSR float64.
+
+    Returns the matrix converted to float64 (C-contiguous if dense, CSR if sparse).
+    """
+    if sp.issparse(X):
+        if not allow_sparse:
+            raise InputError(f"{name} must be a dense array here; got a scipy.sparse matrix")
+        X = sp.csr_matrix(X, dtype=np.float64)
+        check_finite(name, X.data)
+        if X.ndim != 2:
+            raise InputError(f"{name} must be 2-D (n, d); got shape {X.shape}")
+        X.sort_indices()
+        return X
+    try:
+        X = np.asarray(X, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise InputError(f"{name} must be numeric; could not convert it to float: {exc}") from None
+    if X.ndim != 2:
+        raise InputError(f"{name} must be 2-D (n, d); got shape {X.shape}")
+    if X.shape[0] == 0:
+        raise InputError(f"{name} has no rows; at least one point is needed")
+    check_finite(name, X)
+    return np.ascontiguousarray(X)
+
+
+def check_shape(name: str, a: np.ndarray, expected: Sequence[int | None]) -> None:
+    """Raise unless ``a.shape`` matches ``expected`` (``None`` matches any length)."""
+    shape = np.shape(a)
+    ok = len(shape) == len(expected) and all(e is None or e == s for e, s in zip(expected, shape))
+    if not ok:
+        want = "(" + ", ".join("*" if e is None else str(e) for e in expected) + ")"
+        raise InputError(f"Dimension mismatch: {name} must have shape {want}; got {tuple(shape)}")
+
+
+def check_positive(name: str, value) -> float:
+    """Raise unless ``value`` is a finite number > 0; return it as float."""
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise InputError(f"{name} must be a positive number; got {value!r}") from None
+    if not np.isfinite(v) or v <= 0:
+        raise InputError(f"{name} must be a positive number; got {value!r}")
+    return v
+
+
+def check_targets(Y: np.ndarray, n: int, n_classes: int, *, atol: float = 1e-8) -> np.ndarray:
+    """Validate targets: shape (n, C), rows are distributions (entries >= 0, each row sums to 1)."""
+    Y = np.asarray(Y, dtype=np.float64)
+    check_shape("Y", Y, (n, n_classes))
+    check_finite("Y", Y)
+    if np.any(Y < 0):
+        i, c = np.argwhere(Y < 0)[0]
+        raise InputError(f"Y rows must be distributions (entries >= 0); Y[{i}, {c}] = {Y[i, c]}")
+    sums = Y.sum(axis=1)
+    bad = np.flatnonzero(np.abs(sums - 1.0) > atol)
+    if bad.size:
+        i = bad[0]
+        raise InputError(
+            f"Y rows must be distributions summing to 1; row {i} sums to {sums[i]:.6g} "
+            f"({bad.size} such rows)"
+        )
+    return np.ascontiguousarray(Y)
+
+
+def check_indices(name: str, J, n: int) -> np.ndarray:
+    """Validate an index set into range(n): 1-D integers, in range, no duplicates."""
+    J = np.asarray(J)
+    if J.dtype == bool:
+        if J.shape != (n,):
+            raise InputError(f"{name} as a boolean mask must have shape ({n},); got {J.shape}")
+        return np.flatnonzero(J)
+    if J.ndim != 1 or (J.size and J.dtype.kind not in "iu"):
+        raise InputError(f"{name} must be a 1-D array of integer indices; got dtype {J.dtype}, shape {J.shape}")
+    J = J.astype(np.intp)
+    if J.size and (J.min() < 0 or J.max() >= n):
+        raise InputError(f"{name} must index range(0, {n}); got values from {J.min()} to {J.max()}")
+    if np.unique(J).size != J.size:
+        raise InputError(f"{name} must not repeat an index")
+    return J
+
+
+def labels_to_targets(y, n_classes: int) -> np.ndarray:
+    """One-hot targets (n, C) from integer labels in ``range(n_classes)``."""
+    y = np.asarray(y)
+    if y.ndim != 1:
+        raise InputError(f"labels must be 1-D; got shape {y.shape}")
+    if y.size and y.dtype.kind not in "iu":
+        if y.dtype.kind == "f" and np.all(np.isfinite(y)) and np.all(y == np.round(y)):
+            y = y.astype(np.int64)
+        else:
+            raise InputError(f"labels must be integers in 0..{n_classes - 1}; got dtype {y.dtype}")
+    bad = (y < 0) | (y >= n_classes)
+    if np.any(bad):
+        i = int(np.flatnonzero(bad)[0])
+        raise InputError(
+            f"label {y[i]} at position {i} is outside the classes 0..{n_classes - 1} "
+            f"({int(bad.sum())} such labels)"
+        )
+    Y = np.zeros((y.size, n_classes))
+    Y[np.arange(y.size), y] = 1.0
+    return Y
