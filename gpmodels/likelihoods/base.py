@@ -1,0 +1,102 @@
+"""The likelihood protocol: per point, over the C latent values of that point.
+
+A likelihood gives ``value(U, Y)`` = Σ_i -log P(y_i | u_i) (the Φ_lh of Seeger 2008, eq. 1),
+``gradient(U, Y)`` = ∇_u Φ_lh with shape (n, C), ``hessian_factor(U, Y)`` and ``predict(U)``.
+
+The Hessian factor is what Newton–CG needs from W = ∇∇_u Φ_lh (Seeger 2008, Sec. 5.1.1): a V with
+W = V V^T, its transpose, and g̃ with V g̃ = g, so that the Newton system becomes the symmetric
+positive definite system (I + V^T K̃ V) β = V^T u - g̃, α' = V β  (eq. 5).
+
+A factor may *fix* some components of γ = D^{1/2} β where the symmetric form is ill-conditioned
+(Seeger 2008, App. B, the set I): then ``V``/``Vt`` act on the free components only (``free``
+mask), and α' = V β + ``fixed_alpha``; the right-hand side gets -V^T K̃ ``fixed_alpha``.
+"""
+
+from __future__ import annotations
+
+import abc
+
+import numpy as np
+
+from ..validation import check_targets
+
+__all__ = ["Likelihood", "HessianFactor"]
+
+
+class HessianFactor(abc.ABC):
+    """W = V V^T at one point (U, Y); all arrays have shape (n, C)."""
+
+    #: boolean mask of the free components of β (all True unless App. B fixes some).
+    free: np.ndarray
+    #: α-contribution of the fixed components (A γ_I), or None when nothing is fixed.
+    fixed_alpha: np.ndarray | None = None
+
+    @abc.abstractmethod
+    def V(self, x: np.ndarray) -> np.ndarray:
+        """V x (β-space to α-space), on the free components of x."""
+
+    @abc.abstractmethod
+    def Vt(self, y: np.ndarray) -> np.ndarray:
+        """V^T y, zero on the fixed components."""
+
+    @abc.abstractmethod
+    def W(self, x: np.ndarray) -> np.ndarray:
+        """W x, the exact Hessian of Φ_lh in u applied to x (tests and exact solvers)."""
+
+    @abc.abstractmethod
+    def g_tilde(self, g: np.ndarray) -> np.ndarray:
+        """g̃ with V g̃ = g for g in ran W (zero on fixed components)."""
+
+    @abc.abstractmethod
+    def beta_init(self, alpha: np.ndarray) -> np.ndarray:
+        """A β with V β ≈ α: the warm start that makes β's CG start at the current α (Sec. 5.1.1)."""
+
+    @abc.abstractmethod
+    def precond_diag(self, diag_K: np.ndarray, point_block_mvm) -> np.ndarray:
+        """diag(I + V^T K̃ V) (App. B), from diag K̃ (n, C) and P -> (K̃_i p_i)_i."""
+
+
+class Likelihood(abc.ABC):
+    """Per-point likelihood P(y_i | u_i) over C latent values; see the module docstring."""
+
+    #: whether -log P is convex in u (Newton with the true Hessian is then a descent method).
+    log_concave: bool = True
+
+    @abc.abstractmethod
+    def value(self, U: np.ndarray, Y: np.ndarray) -> float:
+        """Σ_i -log P(y_i | u_i)."""
+
+    @abc.abstractmethod
+    def gradient(self, U: np.ndarray, Y: np.ndarray) -> np.ndarray:
+        """∇_u Σ_i -log P(y_i | u_i), shape (n, C)."""
+
+    @abc.abstractmethod
+    def hessian_factor(self, U: np.ndarray, Y: np.ndarray) -> HessianFactor:
+        """The factor V of W = ∇∇_u Φ_lh at (U, Y)."""
+
+    @abc.abstractmethod
+    def predict(self, U: np.ndarray) -> np.ndarray:
+        """Predictive summary at latent values U (class probabilities for classification)."""
+
+    def check_targets(self, Y, n: int, n_classes: int) -> np.ndarray:
+        """Validate targets for this likelihood; default: rows are distributions."""
+        return check_targets(Y, n, n_classes)
+
+    def project_alpha(self, alpha: np.ndarray) -> np.ndarray:
+        """Project a starting α onto the set where the fit lives (identity by default)."""
+        return alpha
+
+    @property
+    def params(self) -> np.ndarray:
+        return np.zeros(0)
+
+    @property
+    def param_names(self) -> tuple[str, ...]:
+        return ()
+
+    def with_params(self, theta) -> "Likelihood":
+        if np.asarray(theta).size:
+            from ..errors import InputError
+
+            raise InputError(f"{type(self).__name__} has no parameters; got {np.asarray(theta).size}")
+        return self

@@ -1,0 +1,115 @@
+"""The softmax (multiple logistic) likelihood, Seeger 2008 Sec. 2 and 5.1.1, App. B.
+
+P(y_ic = 1 | u_i) = π_ic = exp(u_ic - l_i), l_i = log 1^T exp(u_i).  Targets are distributions
+(rows of Y sum to 1, entries >= 0), so EM pseudo-targets q work unchanged (Sec. 7.4.2).
+
+  Φ_lh = Σ_i (l_i - y_i^T u_i),   g = π - y,   W = D - D P_cls D,  D = diag π.
+  W = V V^T with V = A D^{1/2}, A = I - D P_cls;  g̃ = D^{-1/2} g (then V g̃ = A g = g).
+
+Per point: (V x)_i = s_i - π_i (1^T s_i) with s_i = π_i^{1/2} ∘ x_i, and
+(V^T y)_i = π_i^{1/2} ∘ (y_i - (π_i^T y_i) 1).
+
+App. B safeguards with a threshold κ < 0:
+  I  = {(i,c) : log π_ic < κ, y_ic > 0}: g̃_ic ≈ y_ic / π_ic^{1/2} explodes.  From the system,
+       γ = D^{1/2} β satisfies γ_I ≈ -g_I; we fix γ_I = -g_I = y_I - π_I and solve the reduced
+       system on the free components; α' = V β_free + A γ_I.
+  I0 = {(i,c) : log π_ic < κ, y_ic = 0}: the warm start D^{-1/2} α is set to 0 there (β ≈ 0).
+The preconditioner is diag(I + V^T K̃ V)_ic = 1 + π_ic (K̃_i,cc - 2 w_ic + π_i^T w_i),
+w_i = K̃_i π_i (App. B; for block-diagonal K̃, w = diag(K̃) ∘ π).
+"""
+
+from __future__ import annotations
+
+import attrs
+import numpy as np
+from scipy.special import logsumexp
+
+from ..errors import InputError
+from .base import HessianFactor, Likelihood
+
+__all__ = ["Softmax", "SoftmaxFactor", "log_softmax"]
+
+#: floor of log π when dividing by π^{1/2}: keeps D^{-1/2} finite (e^{300} < float max).
+_LOG_PI_FLOOR = -600.0
+
+
+def log_softmax(U: np.ndarray) -> np.ndarray:
+    """log π = u - logsumexp(u) per row, shape (n, C)."""
+    return U - logsumexp(U, axis=1, keepdims=True)
+
+
+def _kappa(instance, attribute, value):
+    if not np.isfinite(value) or value >= 0:
+        raise InputError(f"Softmax.kappa (App. B threshold on log π) must be a finite negative number; got {value!r}")
+
+
+@attrs.frozen
+class Softmax(Likelihood):
+    """Multiple logistic likelihood over C classes with App. B threshold ``kappa`` on log π."""
+
+    kappa: float = attrs.field(default=-20.0, converter=float, validator=_kappa)
+    log_concave = True
+
+    def value(self, U, Y) -> float:
+        lse = logsumexp(U, axis=1)
+        return float(np.sum(lse) - np.sum(Y * U))
+
+    def gradient(self, U, Y) -> np.ndarray:
+        return np.exp(log_softmax(U)) - Y
+
+    def hessian_factor(self, U, Y) -> "SoftmaxFactor":
+        return SoftmaxFactor(log_softmax(U), np.asarray(Y), self.kappa)
+
+    def predict(self, U) -> np.ndarray:
+        return np.exp(log_softmax(np.asarray(U, dtype=np.float64)))
+
+    def project_alpha(self, alpha):
+        """Project onto ran W = {α : Σ_c α_ic = 0 for every i} (Alg. 1, first line)."""
+        return alpha - alpha.mean(axis=1, keepdims=True)
+
+    def log_predictive(self, U) -> np.ndarray:
+        return log_softmax(np.asarray(U, dtype=np.float64))
+
+
+class SoftmaxFactor(HessianFactor):
+    """V = A D^{1/2} at one point, with the App. B sets I (fixed) and I0 (zero warm start)."""
+
+    def __init__(self, log_pi: np.ndarray, Y: np.ndarray, kappa: float):
+        self.log_pi = log_pi
+        self.pi = np.exp(log_pi)
+        self.sqrt_pi = np.exp(0.5 * log_pi)
+        small = log_pi < kappa
+        self.fixed = small & (Y > 0)  # App. B set I
+        self.zero_start = small & (Y <= 0)  # App. B set I0
+        self.free = ~self.fixed
+        self._inv_sqrt_pi = np.exp(-0.5 * np.maximum(log_pi, _LOG_PI_FLOOR))
+        self.fixed_alpha = None
+        if self.fixed.any():
+            gamma = np.where(self.fixed, Y - self.pi, 0.0)  # γ_I = -g_I
+            self.fixed_alpha = self._A(gamma)
+
+    def _A(self, x):
+        """A x = x - D P_cls x, per point x_i - π_i (1^T x_i)."""
+        return x - self.pi * x.sum(axis=1, keepdims=True)
+
+    def V(self, x):
+        s = self.sqrt_pi * np.where(self.free, x, 0.0)
+        return self._A(s)
+
+    def Vt(self, y):
+        t = y - np.sum(self.pi * y, axis=1, keepdims=True)
+        return np.where(self.free, self.sqrt_pi * t, 0.0)
+
+    def W(self, x):
+        return self.pi * x - self.pi * np.sum(self.pi * x, axis=1, keepdims=True)
+
+    def g_tilde(self, g):
+        return np.where(self.free, g * self._inv_sqrt_pi, 0.0)
+
+    def beta_init(self, alpha):
+        return np.where(self.free & ~self.zero_start, alpha * self._inv_sqrt_pi, 0.0)
+
+    def precond_diag(self, diag_K, point_block_mvm):
+        w = point_block_mvm(self.pi)
+        d = 1.0 + self.pi * (diag_K - 2.0 * w + np.sum(self.pi * w, axis=1, keepdims=True))
+        return np.where(self.free, d, 1.0)
