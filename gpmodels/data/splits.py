@@ -1,0 +1,92 @@
+"""Deterministic, seeded splits: train/test, q-fold partitions, subsamples.
+
+Every function takes an explicit ``seed`` (an int or a numpy Generator); the same seed always
+gives the same split.  Stratified variants keep class proportions within one point per class.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import InputError
+
+__all__ = ["rng_from", "train_test_split", "kfold_partition", "subsample"]
+
+
+def rng_from(seed) -> np.random.Generator:
+    if isinstance(seed, np.random.Generator):
+        return seed
+    if seed is None or isinstance(seed, (bool, float)) or not isinstance(seed, (int, np.integer)):
+        raise InputError(f"seed must be an integer (splits are always seeded); got {seed!r}")
+    return np.random.default_rng(int(seed))
+
+
+def _stratified_order(y, rng) -> np.ndarray:
+    """A permutation that interleaves classes so that any prefix is near-stratified."""
+    y = np.asarray(y)
+    keys = np.empty(y.size)
+    for c in np.unique(y):
+        idx = np.flatnonzero(y == c)
+        idx = rng.permutation(idx)
+        keys[idx] = (np.arange(idx.size) + rng.random()) / idx.size
+    return np.argsort(keys, kind="stable")
+
+
+def train_test_split(n: int, test_fraction: float, seed, y=None) -> tuple[np.ndarray, np.ndarray]:
+    """Sorted index arrays (train, test).
+
+    With ``y`` the split is stratified: round(test_fraction * n) test points shared among the
+    classes in proportion to their sizes (largest remainders), never taking a class' last point.
+    """
+    if not 0.0 < test_fraction < 1.0:
+        raise InputError(f"test_fraction must lie in (0, 1); got {test_fraction}")
+    rng = rng_from(seed)
+    n_test = int(round(test_fraction * n))
+    if n_test == 0 or n_test == n:
+        raise InputError(f"test_fraction {test_fraction} of {n} points leaves an empty train or test set")
+    if y is None:
+        test = rng.choice(n, size=n_test, replace=False)
+    else:
+        y = np.asarray(y)
+        if y.shape != (n,):
+            raise InputError(f"Dimension mismatch: y must have shape ({n},); got {y.shape}")
+        classes, counts = np.unique(y, return_counts=True)
+        quota = test_fraction * counts
+        take = np.minimum(np.floor(quota).astype(int), counts - 1)
+        room = counts - 1 - take
+        order = np.argsort(-(quota - np.floor(quota)), kind="stable")
+        for c in order:
+            if take.sum() >= n_test:
+                break
+            if room[c] > 0:
+                take[c] += 1
+                room[c] -= 1
+        test = np.concatenate([rng.choice(np.flatnonzero(y == c), size=k, replace=False)
+                               for c, k in zip(classes, take)])
+        if test.size == 0:
+            raise InputError(f"test_fraction {test_fraction} leaves no test point when every class keeps one training point")
+    mask = np.zeros(n, dtype=bool)
+    mask[test] = True
+    return np.flatnonzero(~mask), np.flatnonzero(mask)
+
+
+def kfold_partition(n: int, q: int, seed, y=None) -> list[np.ndarray]:
+    """A random partition of range(n) into q folds I_k (sorted index arrays), stratified by y."""
+    if int(q) != q or q < 2 or q > n:
+        raise InputError(f"the number of folds q must be an integer in 2..{n}; got {q}")
+    rng = rng_from(seed)
+    order = _stratified_order(y, rng) if y is not None else rng.permutation(n)
+    folds = [np.sort(order[k::q]) for k in range(q)]
+    return folds
+
+
+def subsample(n: int, size: int, seed, y=None) -> np.ndarray:
+    """Sorted indices of ``size`` points (stratified when y is given)."""
+    if size >= n:
+        return np.arange(n)
+    if size < 1:
+        raise InputError(f"subsample size must be >= 1; got {size}")
+    rng = rng_from(seed)
+    order = _stratified_order(y, rng) if y is not None else rng.permutation(n)
+    step = np.round(np.linspace(0, n - 1, size)).astype(int)
+    return np.sort(order[step])

@@ -1,0 +1,143 @@
+"""From a validated spec to objects: data, prior, likelihood, Newton options.
+
+Relative file paths in a spec are looked up in the working directory first, then next to the
+spec file.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import attrs
+import numpy as np
+
+from ..data.datasets import Dataset, encode_labels, find_data_root, load_dataset, load_file
+from ..data.scaling import auto_rbf_w, scale_features
+from ..data.splits import subsample, train_test_split
+from ..errors import SpecError
+from ..inference.newton_cg import NewtonOptions
+from ..kernels.base import Kernel
+from ..kernels.linear import Linear, Polynomial
+from ..kernels.precomputed import Precomputed
+from ..kernels.rbf import ARD, RBF
+from ..kernels.representations import RepresentationConfig
+from ..likelihoods.softmax import Softmax
+from ..priors.independent import IndependentGP
+from ..validation import check_features
+from .sections import KernelSpec, ModelSpec, ObjectiveSpec, Spec
+
+__all__ = ["resolve_path", "check_files", "build_data", "build_kernel", "build_prior", "build_likelihood",
+           "build_newton_options"]
+
+
+def resolve_path(value: str, base_dir: Path | None, key: str, must_exist: bool = True) -> Path:
+    p = Path(value).expanduser()
+    candidates = [p] if p.is_absolute() else [Path.cwd() / p] + ([base_dir / p] if base_dir else [])
+    for c in candidates:
+        if c.exists():
+            return c
+    if must_exist:
+        raise SpecError(f"file not found: {value!r} (looked at {', '.join(str(c) for c in candidates)})", key)
+    return candidates[0]
+
+
+def check_files(spec: Spec, base_dir: Path | None) -> None:
+    """Every file the spec names exists (without loading the data)."""
+    d = spec.data
+    if d.dataset is not None:
+        try:
+            root = find_data_root(resolve_path(d.root, base_dir, "data.root") if d.root else None)
+        except Exception as exc:  # DataError: say which key
+            raise SpecError(str(exc), "data.root" if d.root else "data.dataset") from None
+        if not (root / d.dataset).is_dir():
+            raise SpecError(f"data set folder {root / d.dataset} not found", "data.dataset")
+        if d.subset is not None and d.dataset != "news20":
+            raise SpecError(f"`subset` is defined for news20 only; got data set {d.dataset!r}", "data.subset")
+    else:
+        resolve_path(d.path, base_dir, "data.path")
+        if d.test_path is not None:
+            resolve_path(d.test_path, base_dir, "data.test_path")
+    if spec.model.kernel.gram is not None:
+        resolve_path(spec.model.kernel.gram, base_dir, "model.kernel.gram")
+
+
+def build_data(spec: Spec, base_dir: Path | None) -> Dataset:
+    """Load, split, subsample and scale the data as the spec says."""
+    d = spec.data
+    if d.dataset is not None:
+        root = resolve_path(d.root, base_dir, "data.root") if d.root else None
+        ds = load_dataset(d.dataset, root, subset=d.subset)
+        Xtr, ytr, Xte, yte, classes = ds.X_train, ds.y_train, ds.X_test, ds.y_test, ds.classes
+        if d.test == "split":
+            tr, te = train_test_split(ytr.size, d.test_fraction, spec.seed, y=ytr)
+            Xtr, ytr, Xte, yte = Xtr[tr], ytr[tr], Xtr[te], ytr[te]
+        name, hier = ds.name, ds.hierarchy_path
+    else:
+        X, y, Xt, yt = load_file(resolve_path(d.path, base_dir, "data.path"),
+                                 resolve_path(d.test_path, base_dir, "data.test_path") if d.test_path else None)
+        if d.test == "split":
+            if Xt is not None:
+                raise SpecError("`test: split` splits `path`; drop `test_path` or use `test: given`", "data.test")
+            _, y_enc, _ = encode_labels(y, y)
+            tr, te = train_test_split(len(y), d.test_fraction, spec.seed, y=y_enc)
+            X, y, Xt, yt = X[tr], np.asarray(y)[tr], X[te], np.asarray(y)[te]
+        ytr, yte, classes = encode_labels(y, yt)
+        Xtr, Xte = check_features("X_train", X), check_features("X_test", Xt)
+        name, hier = Path(d.path).stem, None
+    if d.max_train is not None and d.max_train < ytr.size:
+        keep = subsample(ytr.size, d.max_train, spec.seed, y=ytr)
+        Xtr, ytr = Xtr[keep], ytr[keep]
+    if d.max_test is not None and d.max_test < yte.size:
+        keep = subsample(yte.size, d.max_test, spec.seed + 1, y=yte)
+        Xte, yte = Xte[keep], yte[keep]
+    present = np.unique(ytr)
+    if present.size < len(classes):
+        missing = [classes[c] for c in np.setdiff1d(np.arange(len(classes)), present)]
+        raise SpecError(f"the training data lack classes {missing}; raise max_train or drop the subsample", "data.max_train")
+    Xtr, Xte = scale_features(d.scaling, Xtr, Xte)
+    return Dataset(name, Xtr, ytr, Xte, yte, tuple(classes), hier)
+
+
+def resolve_kernel(k: KernelSpec, X_train) -> KernelSpec:
+    """Replace ``w: auto`` by its value on the training inputs."""
+    if k.w == "auto":
+        w = auto_rbf_w(X_train)
+        return attrs.evolve(k, w=w if k.type == "rbf" else tuple([w] * X_train.shape[1]))
+    return k
+
+
+def build_kernel(k: KernelSpec, X_train, base_dir: Path | None) -> Kernel:
+    k = resolve_kernel(k, X_train)
+    if k.type == "rbf":
+        return RBF(w=k.w)
+    if k.type == "ard":
+        w = np.asarray(k.w, dtype=float)
+        if w.size == 1:
+            w = np.full(X_train.shape[1], float(w[0]))
+        if w.size != X_train.shape[1]:
+            raise SpecError(f"ard needs one w per feature ({X_train.shape[1]}); got {w.size}", "model.kernel.w")
+        return ARD(w=w)
+    if k.type == "linear":
+        return Linear()
+    if k.type == "polynomial":
+        return Polynomial(degree=k.degree or 2, scale=1.0 if k.scale is None else k.scale,
+                          offset=1.0 if k.offset is None else k.offset)
+    G = np.load(resolve_path(k.gram, base_dir, "model.kernel.gram"), allow_pickle=False)
+    return Precomputed(G)
+
+
+def build_prior(m: ModelSpec, X_train, base_dir: Path | None = None) -> IndependentGP:
+    r = m.representation
+    rep = RepresentationConfig(kind=r.kind, memory_mb=r.memory_mb, stored_max_mb=r.stored_max_mb, rank=r.rank, tol=r.tol)
+    variance = m.variance if not isinstance(m.variance, tuple) else list(m.variance)
+    return IndependentGP(build_kernel(m.kernel, X_train, base_dir), m.sharing, variance, m.sigma2,
+                         representation=rep)
+
+
+def build_likelihood(m: ModelSpec):
+    return Softmax(kappa=m.kappa)
+
+
+def build_newton_options(o: ObjectiveSpec) -> NewtonOptions:
+    return NewtonOptions(max_iter=o.k1, cg_max_iter=o.k2, cg_tol=o.cg_tol, cg_forcing=o.cg_forcing,
+                         grad_tol=o.grad_tol, phi_rtol=o.phi_rtol, warm_start=o.warm_start)

@@ -1,0 +1,34 @@
+"""YAML at the edge: read a spec file into a plain dict, then into :class:`Spec`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+from ..errors import SpecError
+from .sections import Spec
+
+__all__ = ["load_spec", "spec_from_dict", "dump_yaml"]
+
+
+def spec_from_dict(data: dict) -> Spec:
+    return Spec.from_dict(data)
+
+
+def load_spec(path) -> tuple[Spec, Path]:
+    """Parse and validate a YAML spec; returns the spec and the folder it came from."""
+    path = Path(path)
+    if not path.is_file():
+        raise SpecError(f"spec file not found: {path}")
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        raise SpecError(f"{path} is not valid YAML: {exc}") from None
+    if data is None:
+        raise SpecError(f"{path} is empty")
+    return spec_from_dict(data), path.resolve().parent
+
+
+def dump_yaml(data: dict, path) -> None:
+    Path(path).write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")

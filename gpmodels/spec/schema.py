@@ -1,0 +1,242 @@
+"""A small declarative schema for specs: attrs classes built from plain dicts.
+
+YAML stays at the edge (``loader.py``); this module turns plain dicts into frozen spec objects and
+back.  A spec class derives from :class:`Node` and declares its keys with :func:`option`, which
+records the kind of value, the allowed choices, bounds and a one-line doc.  ``Node.from_dict``
+rejects unknown keys (suggesting the nearest valid one), wrong types and values outside the
+allowed set, always naming the dotted key path; ``Node.check`` hooks cross-key rules.
+``reference_markdown`` renders the reference of docs/specs.md from the same declarations, so the
+documentation cannot drift from the schema.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+from typing import Any, Sequence
+
+import attrs
+
+from ..errors import SpecError
+
+__all__ = ["Node", "option", "REQUIRED", "reference_markdown"]
+
+REQUIRED = attrs.NOTHING
+
+KINDS = (
+    "str", "int", "float", "bool", "node", "list[float]", "list[int]", "list[str]", "list[node]",
+    "float|auto", "float|list[float]", "float|auto|list[float]", "dict", "any",
+)
+
+
+def option(default: Any = REQUIRED, *, kind: str, doc: str, choices: Sequence | None = None,
+           node: type | None = None, minimum: float | None = None, exclusive_minimum: float | None = None,
+           maximum: float | None = None, nullable: bool = False):
+    """Declare one spec key (see the module docstring)."""
+    if kind not in KINDS:
+        raise ValueError(f"unknown option kind {kind!r}")
+    meta = dict(kind=kind, doc=doc, choices=tuple(choices) if choices is not None else None, node=node,
+                minimum=minimum, exclusive_minimum=exclusive_minimum, maximum=maximum,
+                nullable=nullable or default is None)
+    if default is REQUIRED:
+        return attrs.field(kw_only=True, metadata={"spec": meta})
+    if node is not None and kind == "node" and default is not None:
+        return attrs.field(kw_only=True, factory=default if callable(default) else (lambda: default), metadata={"spec": meta})
+    return attrs.field(kw_only=True, default=default, metadata={"spec": meta})
+
+
+def _type_name(v) -> str:
+    return type(v).__name__ if v is not None else "null"
+
+
+def _number(value, path: str, integer: bool):
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        if isinstance(value, str):
+            try:
+                value = float(value) if not integer else int(value)
+            except ValueError:
+                raise SpecError(f"must be {'an integer' if integer else 'a number'}; got the string {value!r}", path) from None
+        else:
+            raise SpecError(f"must be {'an integer' if integer else 'a number'}; got {_type_name(value)} {value!r}", path)
+    if integer:
+        if isinstance(value, float) and not value.is_integer():
+            raise SpecError(f"must be an integer; got {value!r}", path)
+        return int(value)
+    value = float(value)
+    if not math.isfinite(value):
+        raise SpecError(f"must be a finite number; got {value!r}", path)
+    return value
+
+
+def _bounds(value, meta, path):
+    lo, xlo, hi = meta["minimum"], meta["exclusive_minimum"], meta["maximum"]
+    values = value if isinstance(value, (list, tuple)) else [value]
+    for v in values:
+        if not isinstance(v, (int, float)):
+            continue
+        if lo is not None and v < lo:
+            raise SpecError(f"must be >= {lo}; got {v!r}", path)
+        if xlo is not None and v <= xlo:
+            raise SpecError(f"must be > {xlo}; got {v!r}", path)
+        if hi is not None and v > hi:
+            raise SpecError(f"must be <= {hi}; got {v!r}", path)
+
+
+def _convert(value, meta, path: str):
+    kind = meta["kind"]
+    if value is None:
+        if meta["nullable"]:
+            return None
+        raise SpecError("must not be null", path)
+    if kind == "any":
+        return value
+    if kind == "str":
+        if not isinstance(value, str):
+            raise SpecError(f"must be a string; got {_type_name(value)} {value!r}", path)
+        out = value
+    elif kind == "bool":
+        if not isinstance(value, bool):
+            raise SpecError(f"must be true or false; got {_type_name(value)} {value!r}", path)
+        out = value
+    elif kind in ("int", "float"):
+        out = _number(value, path, kind == "int")
+    elif kind.startswith("list["):
+        if not isinstance(value, (list, tuple)):
+            raise SpecError(f"must be a list; got {_type_name(value)} {value!r}", path)
+        inner = kind[5:-1]
+        if inner == "node":
+            out = tuple(meta["node"].from_dict(v, f"{path}[{i}]") for i, v in enumerate(value))
+        elif inner == "str":
+            for i, v in enumerate(value):
+                if not isinstance(v, str):
+                    raise SpecError(f"must be a list of strings; item {i} is {_type_name(v)} {v!r}", path)
+            out = tuple(value)
+        else:
+            out = tuple(_number(v, f"{path}[{i}]", inner == "int") for i, v in enumerate(value))
+    elif kind.startswith("float|"):
+        allowed = kind.split("|")
+        if isinstance(value, str):
+            if "auto" in allowed and value == "auto":
+                return "auto"
+            try:
+                return _number(value, path, False)
+            except SpecError:
+                raise SpecError(f"must be {' or '.join(a if a != 'auto' else repr('auto') for a in allowed)}; got {value!r}", path) from None
+        if isinstance(value, (list, tuple)):
+            if "list[float]" not in allowed:
+                raise SpecError(f"must be a number{' or ' + repr('auto') if 'auto' in allowed else ''}; got a list", path)
+            out = tuple(_number(v, f"{path}[{i}]", False) for i, v in enumerate(value))
+        else:
+            out = _number(value, path, False)
+    elif kind == "node":
+        return meta["node"].from_dict(value, path)
+    elif kind == "dict":
+        if not isinstance(value, dict):
+            raise SpecError(f"must be a mapping; got {_type_name(value)} {value!r}", path)
+        out = dict(value)
+    else:  # pragma: no cover - guarded by option()
+        raise SpecError(f"unsupported kind {kind}", path)
+    if meta["choices"] is not None and out not in meta["choices"]:
+        near = difflib.get_close_matches(str(out), [str(c) for c in meta["choices"]], n=1)
+        hint = f"; did you mean {near[0]!r}?" if near else ""
+        raise SpecError(f"must be one of {', '.join(repr(c) for c in meta['choices'])}; got {out!r}{hint}", path)
+    _bounds(out, meta, path)
+    return out
+
+
+def _join(path: str, key: str) -> str:
+    return f"{path}.{key}" if path else key
+
+
+class Node:
+    """Base of spec classes: build from a plain dict with checks; back to a plain dict."""
+
+    @classmethod
+    def spec_fields(cls):
+        return [f for f in attrs.fields(cls) if "spec" in f.metadata]
+
+    @classmethod
+    def from_dict(cls, data, path: str = ""):
+        if not isinstance(data, dict):
+            raise SpecError(f"must be a mapping of keys to values; got {_type_name(data)} {data!r}", path)
+        fields = {f.name: f for f in cls.spec_fields()}
+        for key in data:
+            if not isinstance(key, str) or key not in fields:
+                near = difflib.get_close_matches(str(key), list(fields), n=1, cutoff=0.6)
+                hint = f"; did you mean {near[0]!r}?" if near else ""
+                raise SpecError(f"unknown key {key!r}{hint} (allowed: {', '.join(fields)})", _join(path, str(key)))
+        kwargs = {}
+        for name, f in fields.items():
+            sub = _join(path, name)
+            if name in data:
+                kwargs[name] = _convert(data[name], f.metadata["spec"], sub)
+            elif f.default is REQUIRED:
+                raise SpecError(f"missing required key {name!r} ({f.metadata['spec']['doc']})", sub)
+        obj = cls(**kwargs)
+        obj.check(path)
+        return obj
+
+    def check(self, path: str) -> None:
+        """Cross-key rules; subclasses raise SpecError naming the key path."""
+
+    def to_dict(self) -> dict:
+        out = {}
+        for f in self.spec_fields():
+            v = getattr(self, f.name)
+            if isinstance(v, Node):
+                v = v.to_dict()
+            elif isinstance(v, tuple):
+                v = [x.to_dict() if isinstance(x, Node) else x for x in v]
+            out[f.name] = v
+        return out
+
+
+def _fmt_default(f) -> str:
+    if f.default is REQUIRED:
+        return "required"
+    d = f.default
+    if isinstance(d, attrs.Factory):
+        return "(section)"
+    if d is None:
+        return "null"
+    if isinstance(d, bool):
+        return "true" if d else "false"
+    if isinstance(d, tuple):
+        return "[" + ", ".join(str(x) for x in d) + "]"
+    return repr(d) if isinstance(d, str) else str(d)
+
+
+def _fmt_allowed(meta) -> str:
+    parts = []
+    if meta["choices"] is not None:
+        parts.append(", ".join(f"`{c}`" for c in meta["choices"]))
+    else:
+        parts.append(meta["kind"].replace("|", " or ").replace("node", "section"))
+    for key, sym in (("minimum", ">="), ("exclusive_minimum", ">"), ("maximum", "<=")):
+        if meta[key] is not None:
+            parts.append(f"{sym} {meta[key]}")
+    if meta["nullable"]:
+        parts.append("or null")
+    return "; ".join(parts)
+
+
+def reference_markdown(root: type, title: str = "Spec reference") -> str:
+    """Markdown tables of every section reachable from ``root``, in declaration order."""
+    lines = [f"# {title}", "",
+             "Generated from the schema in `gpmodels/spec/` (`gpmodels spec-reference`); a test checks that",
+             "this file matches it.", ""]
+    seen, queue = set(), [("", root)]
+    while queue:
+        path, cls = queue.pop(0)
+        if cls in seen and path:
+            continue
+        seen.add(cls)
+        lines += [f"## `{path or '(top level)'}`", "", (cls.__doc__ or "").strip().split("\n\n")[0].replace("\n", " "), "",
+                  "| key | allowed | default | meaning |", "| --- | --- | --- | --- |"]
+        for f in cls.spec_fields():
+            meta = f.metadata["spec"]
+            lines.append(f"| `{f.name}` | {_fmt_allowed(meta)} | {_fmt_default(f)} | {meta['doc']} |")
+            if meta["node"] is not None:
+                queue.append((_join(path, f.name), meta["node"]))
+        lines.append("")
+    return "\n".join(lines)
