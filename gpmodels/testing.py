@@ -1,0 +1,145 @@
+"""Conformance checks for operators and likelihoods, for this package's tests and for yours.
+
+``check_operator(op, ...)`` tests an operator against a dense oracle (a matrix you build
+independently) and against finite differences; ``check_likelihood(lik, U, Y)`` tests a
+likelihood's gradient, Hessian and Hessian factor.  Each check raises ``AssertionError`` with a
+message that says which property failed.  They need only numpy: hypothesis strategies that
+generate the inputs live in the test suite.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .operators.base import Operator
+
+__all__ = ["check_operator", "check_grad_trace", "check_likelihood", "assert_close"]
+
+
+def assert_close(what: str, actual, expected, rtol: float = 1e-8, atol: float = 1e-10) -> None:
+    actual, expected = np.asarray(actual, dtype=float), np.asarray(expected, dtype=float)
+    if actual.shape != expected.shape:
+        raise AssertionError(f"{what}: shape {actual.shape} != expected {expected.shape}")
+    scale = max(1.0, float(np.abs(expected).max(initial=0.0)))
+    err = float(np.abs(actual - expected).max(initial=0.0))
+    if not err <= atol * scale + rtol * scale:
+        raise AssertionError(f"{what}: max abs error {err:.3g} (scale {scale:.3g}, rtol {rtol:g}, atol {atol:g})")
+
+
+def check_operator(op: Operator, rng: np.random.Generator, *, dense=None, X_new=None, cross_dense=None,
+                   rtol: float = 1e-8) -> None:
+    """mvm / diag / point blocks / restrict / cross / cross_test / dense against an oracle.
+
+    ``dense``: the (nC, nC) matrix the operator stands for (built independently); when None, only
+    self-consistency with ``op.dense()`` is checked.  ``X_new`` with ``cross_dense`` (m C x n C)
+    checks prediction blocks.
+    """
+    n, C = op.n_points, op.n_classes
+    D = op.dense()
+    assert_close("dense() symmetric", D, D.T, rtol)
+    if dense is not None:
+        assert_close("dense() vs oracle", D, dense, rtol)
+    V = rng.normal(size=(n, C))
+    assert_close("mvm (n, C)", op.mvm(V), (D @ V.ravel()).reshape(n, C), rtol)
+    V3 = rng.normal(size=(n, C, 3))
+    assert_close("mvm (n, C, k)", op.mvm(V3), np.einsum("ab,bk->ak", D, V3.reshape(n * C, 3)).reshape(n, C, 3), rtol)
+    assert_close("diag", op.diag(), np.diag(D).reshape(n, C), rtol)
+    P = rng.random(size=(n, C))
+    blocks = D.reshape(n, C, n, C)[np.arange(n), :, np.arange(n), :]
+    assert_close("point_block_mvm", op.point_block_mvm(P), np.einsum("icd,id->ic", blocks, P), rtol)
+    for c in range(C):
+        assert_close(f"class_block({c})", op.class_block(c), D[c::C, c::C], rtol)
+    if op.is_class_diagonal:
+        off = D.reshape(n, C, n, C).copy()
+        for c in range(C):
+            off[:, c, :, c] = 0.0
+        assert_close("is_class_diagonal but off-class entries", off, np.zeros_like(off), rtol)
+    J = rng.permutation(n)[: max(1, n // 2 + 1)]
+    idx = (J[:, None] * C + np.arange(C)[None, :]).ravel()
+    sub = op.restrict(J)
+    assert_close("restrict(J).dense", sub.dense(), D[np.ix_(idx, idx)], rtol)
+    VJ = rng.normal(size=(J.size, C))
+    assert_close("restrict(J).mvm", sub.mvm(VJ), (D[np.ix_(idx, idx)] @ VJ.ravel()).reshape(J.size, C), rtol)
+    I = np.setdiff1d(np.arange(n), J)
+    if I.size:
+        iidx = (I[:, None] * C + np.arange(C)[None, :]).ravel()
+        cr = op.cross(I, J)
+        assert cr.shape == (I.size, J.size, C), f"cross(I, J).shape {cr.shape}"
+        assert_close("cross(I, J).mvm", cr.mvm(VJ), (D[np.ix_(iidx, idx)] @ VJ.ravel()).reshape(I.size, C), rtol)
+        VJ3 = rng.normal(size=(J.size, C, 2))
+        expect = np.einsum("ab,bk->ak", D[np.ix_(iidx, idx)], VJ3.reshape(-1, 2)).reshape(I.size, C, 2)
+        assert_close("cross(I, J).mvm (k columns)", cr.mvm(VJ3), expect, rtol)
+    if X_new is not None:
+        ct = op.cross_test(X_new)
+        m = ct.shape[0]
+        assert ct.shape[1:] == (n, C), f"cross_test shape {ct.shape}"
+        expect = (cross_dense @ V.ravel()).reshape(m, C) if cross_dense is not None else None
+        got = ct.mvm(V)
+        if expect is not None:
+            assert_close("cross_test(X_new).mvm", got, expect, rtol)
+    theta = op.params
+    assert len(op.param_names) == theta.size, "param_names and params differ in length"
+    same = op.with_params(theta)
+    assert_close("with_params(params) reproduces the operator", same.mvm(V), op.mvm(V), rtol)
+
+
+def check_grad_trace(op: Operator, rng: np.random.Generator, *, q: int = 2, step: float = 1e-5,
+                     rtol: float = 1e-5, atol: float = 1e-7) -> None:
+    """grad_trace(E, F) against central differences of Σ_k e_k^T K(θ) f_k."""
+    n, C = op.n_points, op.n_classes
+    E, F = rng.normal(size=(n, C, q)), rng.normal(size=(n, C, q))
+    g = op.grad_trace(E, F)
+    theta = op.params
+    assert g.shape == theta.shape, f"grad_trace shape {g.shape} != params {theta.shape}"
+    fd = np.empty_like(theta)
+    for p in range(theta.size):
+        tp, tm = theta.copy(), theta.copy()
+        tp[p] += step
+        tm[p] -= step
+        fd[p] = (np.sum(E * op.with_params(tp).mvm(F)) - np.sum(E * op.with_params(tm).mvm(F))) / (2 * step)
+    scale = max(1.0, float(np.abs(fd).max(initial=0.0)))
+    err = np.abs(g - fd)
+    if np.any(err > rtol * scale + atol * scale):
+        p = int(np.argmax(err))
+        raise AssertionError(f"grad_trace[{op.param_names[p]}] = {g[p]:.8g}, finite differences {fd[p]:.8g}")
+
+
+def _fd_gradient(f, U, step):
+    G = np.empty_like(U)
+    for idx in np.ndindex(*U.shape):
+        Up, Um = U.copy(), U.copy()
+        Up[idx] += step
+        Um[idx] -= step
+        G[idx] = (f(Up) - f(Um)) / (2 * step)
+    return G
+
+
+def check_likelihood(lik, U: np.ndarray, Y: np.ndarray, rng: np.random.Generator, *, step: float = 1e-6,
+                     rtol: float = 1e-5) -> None:
+    """Gradient and Hessian against finite differences; W = V V^T; V g̃ = g; V^T is V's transpose."""
+    n, C = U.shape
+    g = lik.gradient(U, Y)
+    assert_close("gradient vs finite differences", g, _fd_gradient(lambda Z: lik.value(Z, Y), U, step), rtol, rtol)
+    hf = lik.hessian_factor(U, Y)
+    x = rng.normal(size=(n, C))
+    Wx_fd = (lik.gradient(U + step * x, Y) - lik.gradient(U - step * x, Y)) / (2 * step)
+    assert_close("W x vs finite differences of the gradient", hf.W(x), Wx_fd, rtol, rtol)
+    y = rng.normal(size=(n, C))
+    lhs, rhs = float(np.vdot(hf.V(x), y)), float(np.vdot(x, hf.Vt(y)))
+    assert abs(lhs - rhs) <= 1e-9 * max(1.0, abs(lhs)), f"<V x, y> = {lhs} but <x, V^T y> = {rhs}"
+    if np.all(hf.free):
+        assert_close("W = V V^T", hf.V(hf.Vt(x)), hf.W(x), 1e-9, 1e-9)
+        assert_close("V g_tilde(g) = g", hf.V(hf.g_tilde(g)), g, 1e-9, 1e-9)
+        a = lik.project_alpha(rng.normal(size=(n, C)))
+        assert_close("V beta_init(alpha) = alpha on the fit's domain", hf.V(hf.beta_init(a)), a, 1e-9, 1e-9)
+        # App. B preconditioner: diag(I + V^T K V) for a random PSD per-point block-diagonal K
+        B = rng.normal(size=(n, C, C))
+        blocks = np.einsum("icd,ied->ice", B, B)
+        diag_K = np.einsum("icc->ic", blocks)
+        d = hf.precond_diag(diag_K, lambda P: np.einsum("icd,id->ic", blocks, P))
+        E = np.eye(n * C).reshape(n, C, n * C)
+        expect = np.empty((n, C))
+        for j in range(n * C):
+            vj = hf.V(E[:, :, j])
+            expect.reshape(-1)[j] = 1.0 + float(np.sum(vj * np.einsum("icd,id->ic", blocks, vj)))
+        assert_close("precond_diag = diag(I + V^T K V)", d, expect, 1e-9, 1e-9)

@@ -1,0 +1,139 @@
+"""Registry of hypothesis strategies producing operator cases with independent dense oracles.
+
+Every concrete Operator class of the package must have an entry (see test_completeness).  A case
+is (operator, dense oracle, X_new, cross oracle).
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+from hypothesis import strategies as st
+
+from gpmodels.kernels.linear import Linear, Polynomial
+from gpmodels.kernels.precomputed import Precomputed, index_inputs
+from gpmodels.kernels.rbf import ARD, RBF
+from gpmodels.kernels.representations import LowRankGram, RepresentationConfig
+from gpmodels.operators.blockdiag import BlockDiagonal
+from gpmodels.operators.intercept import Intercept
+
+from oracles import block_diagonal_cross, block_diagonal_dense, naive_gram, nystrom_gram
+
+CASES = {}
+
+
+def register(cls):
+    def deco(fn):
+        CASES.setdefault(cls, []).append(fn)
+        return fn
+    return deco
+
+
+@dataclass
+class Case:
+    op: object
+    dense: np.ndarray
+    X_new: object
+    cross_dense: np.ndarray
+
+
+log_uniform = st.floats(min_value=-2.0, max_value=2.0).map(lambda t: float(np.exp(t)))
+
+
+@st.composite
+def kernels(draw, d, kinds=("rbf", "ard", "linear", "poly")):
+    kind = draw(st.sampled_from(kinds))
+    if kind == "rbf":
+        return RBF(w=draw(log_uniform))
+    if kind == "ard":
+        return ARD(w=[draw(log_uniform) for _ in range(d)])
+    if kind == "linear":
+        return Linear()
+    return Polynomial(degree=draw(st.integers(1, 3)), scale=draw(log_uniform),
+                      offset=draw(st.sampled_from([0.0, draw(log_uniform)])))
+
+
+@st.composite
+def partitions(draw, C):
+    """A random partition of range(C) into groups (list of lists)."""
+    labels = draw(st.lists(st.integers(0, C - 1), min_size=C, max_size=C))
+    _, inv = np.unique(labels, return_inverse=True)
+    return [list(np.flatnonzero(inv == g)) for g in range(inv.max() + 1)]
+
+
+@st.composite
+def block_diagonal_case(draw, with_intercept=False):
+    n = draw(st.integers(2, 7))
+    C = draw(st.integers(1, 4))
+    d = draw(st.integers(1, 3))
+    seed = draw(st.integers(0, 2**31 - 1))
+    r = np.random.default_rng(seed)
+    X = r.normal(size=(n, d))
+    X_new = r.normal(size=(draw(st.integers(1, 4)), d))
+    rep_kind = draw(st.sampled_from(["stored", "blocked", "features", "lowrank", "auto"]))
+    if rep_kind == "features":
+        kinds = ("linear",)
+    elif rep_kind == "lowrank":
+        kinds = ("rbf", "ard", "poly")
+    else:
+        kinds = ("rbf", "ard", "linear", "poly")
+    if rep_kind in ("features", "blocked", "auto") and draw(st.booleans()):
+        X, X_new = sp.csr_matrix(X * (r.random(X.shape) < 0.6)), sp.csr_matrix(X_new)
+        kinds = tuple(k for k in kinds if k != "ard") or ("linear",)
+    mode = draw(st.sampled_from(["tied", "semi", "separate", "groups"]))
+    rep = RepresentationConfig(kind=rep_kind, memory_mb=8 * 2 * n / 2**20, rank=draw(st.integers(1, n)), tol=0.0)
+    if mode == "groups":
+        kgroups, vgroups = draw(partitions(C)), draw(partitions(C))
+        kers = [draw(kernels(d, kinds)) for _ in kgroups]
+        v = np.array([draw(log_uniform) for _ in vgroups])
+        op = BlockDiagonal(X, kers, kgroups, v, vgroups, rep)
+    else:
+        op = BlockDiagonal.from_sharing(X, draw(kernels(d, kinds)), C, mode,
+                                        draw(log_uniform) if mode == "tied" else [draw(log_uniform) for _ in range(C)], rep)
+    grams, cross = [], []
+    for c in range(C):
+        k = op.kernels[op.class_kernel[c]]
+        rep_obj = op._rep_list[op._rep_of_group[op.class_kernel[c]]]
+        if isinstance(rep_obj, LowRankGram):
+            grams.append(nystrom_gram(k, X, X, rep_obj.Xp, rep_obj.jitter, True))
+            cross.append(nystrom_gram(k, X_new, X, rep_obj.Xp, rep_obj.jitter, False))
+        else:
+            grams.append(naive_gram(k, X, X))
+            cross.append(naive_gram(k, X_new, X))
+    sigma2 = 0.0
+    if with_intercept:
+        sigma2 = draw(log_uniform)
+        op = Intercept(op, sigma2, learn=draw(st.booleans()))
+    v = op.inner.class_variances if with_intercept else op.class_variances
+    return Case(op, block_diagonal_dense(grams, v, sigma2), X_new, block_diagonal_cross(cross, v, sigma2))
+
+
+register(BlockDiagonal)(lambda: block_diagonal_case(False))
+register(Intercept)(lambda: block_diagonal_case(True))
+
+
+@st.composite
+def precomputed_case(draw):
+    """Block-diagonal over a Precomputed Gram: points are indices into a universe of N points."""
+    N = draw(st.integers(4, 9))
+    r = np.random.default_rng(draw(st.integers(0, 2**31 - 1)))
+    Z = r.normal(size=(N, N))
+    G = Z @ Z.T / N
+    kern = Precomputed(G)
+    perm = r.permutation(N)
+    n = draw(st.integers(2, N - 1))
+    train, test = perm[:n], perm[n:]
+    C = draw(st.integers(1, 3))
+    v = [draw(log_uniform) for _ in range(C)]
+    op = BlockDiagonal.from_sharing(index_inputs(train), kern, C, "semi", v, RepresentationConfig(kind="stored"))
+    grams = [G[np.ix_(train, train)]] * C
+    cross = [G[np.ix_(test, train)]] * C
+    return Case(op, block_diagonal_dense(grams, op.class_variances), index_inputs(test),
+                block_diagonal_cross(cross, op.class_variances))
+
+
+register(BlockDiagonal)(precomputed_case)
+
+
+def case_strategy(cls):
+    return st.one_of(*[f() for f in CASES[cls]])

@@ -1,0 +1,173 @@
+"""Kernels against loop oracles; derivative contractions against finite differences; sparse = dense."""
+
+import importlib
+import inspect
+import pkgutil
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from hypothesis import given, strategies as st
+
+import gpmodels
+from gpmodels.errors import InputError
+from gpmodels.kernels.base import Kernel
+from gpmodels.kernels.linear import Linear, Polynomial
+from gpmodels.kernels.precomputed import Precomputed, index_inputs
+from gpmodels.kernels.rbf import ARD, RBF
+from gpmodels.kernels.representations import (BlockedGram, FeatureGram, LowRankGram, RepresentationConfig,
+                                              StoredGram, incomplete_cholesky)
+from gpmodels.testing import assert_close
+
+from oracles import naive_gram
+
+log_uniform = st.floats(-2, 2).map(lambda t: float(np.exp(t)))
+
+
+@st.composite
+def kernel_and_inputs(draw):
+    d = draw(st.integers(1, 4))
+    r = np.random.default_rng(draw(st.integers(0, 2**31 - 1)))
+    X1, X2 = r.normal(size=(draw(st.integers(1, 6)), d)), r.normal(size=(draw(st.integers(1, 6)), d))
+    kind = draw(st.sampled_from(["rbf", "ard", "linear", "poly", "precomputed"]))
+    if kind == "rbf":
+        k = RBF(draw(log_uniform))
+    elif kind == "ard":
+        k = ARD([draw(log_uniform) for _ in range(d)])
+    elif kind == "linear":
+        k = Linear()
+    elif kind == "poly":
+        k = Polynomial(draw(st.integers(1, 4)), draw(log_uniform), draw(st.sampled_from([0.0, 0.5, 2.0])))
+    else:
+        N = 8
+        Z = r.normal(size=(N, N))
+        k = Precomputed(Z @ Z.T)
+        X1, X2 = index_inputs(r.integers(0, N, size=X1.shape[0])), index_inputs(r.integers(0, N, size=X2.shape[0]))
+    return k, X1, X2, r
+
+
+KERNEL_CLASSES_TESTED = {RBF, ARD, Linear, Polynomial, Precomputed}
+
+
+def test_completeness_every_kernel_is_tested():
+    for mod in pkgutil.walk_packages(gpmodels.__path__, "gpmodels."):
+        importlib.import_module(mod.name)
+    concrete = {c for c in Kernel.__subclasses__() if not inspect.isabstract(c) and c.__module__.startswith("gpmodels.")}
+    assert concrete <= KERNEL_CLASSES_TESTED, f"kernels without tests: {concrete - KERNEL_CLASSES_TESTED}"
+
+
+@given(kernel_and_inputs())
+def test_gram_and_diag_against_loops(case):
+    k, X1, X2, _ = case
+    assert_close("gram", k.gram(X1, X2), naive_gram(k, X1, X2), 1e-10)
+    assert_close("diag", k.diag(X1), np.diag(naive_gram(k, X1, X1)), 1e-10)
+
+
+@given(kernel_and_inputs())
+def test_grad_contract_against_finite_differences(case):
+    k, X1, X2, r = case
+    G = r.normal(size=(X1.shape[0], X2.shape[0]))
+    g = k.grad_contract(X1, X2, G)
+    gd = k.diag_grad_contract(X1, G[:, 0] if G.shape[1] else np.zeros(X1.shape[0]))
+    h = 1e-6
+    for p in range(k.params.size):
+        tp, tm = k.params.copy(), k.params.copy()
+        tp[p] += h
+        tm[p] -= h
+        kp, km = k.with_params(tp), k.with_params(tm)
+        fd = np.sum((naive_gram(kp, X1, X2) - naive_gram(km, X1, X2)) * G) / (2 * h)
+        assert abs(g[p] - fd) <= 1e-5 * max(1.0, abs(fd)), (k.param_names[p], g[p], fd)
+        fdd = np.dot(kp.diag(X1) - km.diag(X1), G[:, 0]) / (2 * h)
+        assert abs(gd[p] - fdd) <= 1e-5 * max(1.0, abs(fdd))
+
+
+@given(st.integers(0, 2**31 - 1), st.sampled_from(["rbf", "ard", "linear", "poly"]))
+def test_sparse_inputs_give_the_dense_results(seed, kind):
+    r = np.random.default_rng(seed)
+    X = r.normal(size=(6, 5)) * (r.random((6, 5)) < 0.5)
+    Xs = sp.csr_matrix(X)
+    k = {"rbf": RBF(0.7), "ard": ARD(r.random(5) + 0.1), "linear": Linear(), "poly": Polynomial(2, 0.5, 1.0)}[kind]
+    assert_close("gram sparse", k.gram(Xs, Xs), k.gram(X, X), 1e-12)
+    G = r.normal(size=(6, 6))
+    assert_close("grad_contract sparse", k.grad_contract(Xs, Xs, G), k.grad_contract(X, X, G), 1e-10)
+
+
+def test_rbf_matches_seeger_equation_7():
+    x, xp = np.array([[1.0, 2.0]]), np.array([[0.0, 0.0]])
+    assert RBF(0.5).gram(x, xp)[0, 0] == pytest.approx(np.exp(-0.25 * 5.0))
+
+
+@pytest.mark.parametrize("bad", [0.0, -1.0, np.nan, np.inf])
+def test_non_positive_kernel_parameters_are_refused(bad):
+    with pytest.raises(InputError, match="positive"):
+        RBF(bad)
+    with pytest.raises(InputError, match="positive"):
+        ARD([1.0, bad])
+
+
+def test_polynomial_and_precomputed_validation():
+    with pytest.raises(InputError, match="degree"):
+        Polynomial(degree=0)
+    with pytest.raises(InputError, match="symmetric"):
+        Precomputed(np.array([[1.0, 2.0], [0.0, 1.0]]))
+    with pytest.raises(InputError, match="indices"):
+        Precomputed(np.eye(3)).gram(index_inputs([0, 5]), index_inputs([1]))
+
+
+def test_ard_dimension_mismatch_is_named():
+    with pytest.raises(InputError, match="3 length-scales but the inputs have 2"):
+        ARD([1.0, 1.0, 1.0]).gram(np.zeros((2, 2)), np.zeros((2, 2)))
+
+
+# ----------------------------------------------------------------------------- representations
+def test_blocked_representation_honours_its_memory_bound(rng):
+    X = rng.normal(size=(50, 3))
+    k = RBF(0.3)
+    rep = BlockedGram(X, k, memory_mb=8 * 50 * 7 / 2**20)  # 7 rows per block
+    blocks = list(rep._blocks())
+    assert len(blocks) == 8 and max(b.stop - b.start for b in blocks) == 7
+    B = rng.normal(size=(50, 4))
+    assert_close("blocked mvm", rep.mvm(B), k.gram(X, X) @ B, 1e-12)
+    E, F = rng.normal(size=(50, 2)), rng.normal(size=(50, 2))
+    assert_close("blocked grad", rep.grad_contract(E, F), StoredGram(X, k).grad_contract(E, F), 1e-10)
+
+
+def test_feature_representation_never_forms_the_gram_and_needs_linear(rng):
+    X = sp.random(200, 1000, density=0.01, format="csr", random_state=1)
+    rep = FeatureGram(X)
+    B = rng.normal(size=(200, 3))
+    assert_close("features mvm", rep.mvm(B), (X @ X.T).toarray() @ B, 1e-12)
+    assert rep.nbytes < 200 * 200 * 8 / 4
+    with pytest.raises(InputError, match="linear kernel only"):
+        FeatureGram(X, RBF(1.0))
+
+
+def test_incomplete_cholesky_at_full_rank_is_exact(rng):
+    X = rng.normal(size=(12, 2))
+    k = RBF(0.8)
+    L, piv = incomplete_cholesky(X, k, 12, 0.0)
+    assert_close("ICF full rank", L @ L.T, k.gram(X, X), 1e-8, 1e-8)
+    assert len(set(piv.tolist())) == piv.size
+    rep = LowRankGram.from_icf(X, k, max_rank=12, tol=1e-14)
+    assert_close("low rank at full rank", rep.dense(), k.gram(X, X), 1e-6, 1e-6)
+
+
+def test_low_rank_diagonal_correction_keeps_the_exact_diagonal(rng):
+    X = rng.normal(size=(40, 3))
+    k = RBF(0.5)
+    rep = LowRankGram.from_icf(X, k, max_rank=5, tol=0.0)
+    assert rep.rank == 5
+    assert_close("diag of the corrected approximation", np.diag(rep.dense()), k.diag(X), 1e-12)
+    err = np.linalg.norm(rep.dense() - k.gram(X, X)) / np.linalg.norm(k.gram(X, X))
+    assert err < 0.5
+
+
+def test_representation_config_auto_choices(rng):
+    X = rng.normal(size=(10, 2))
+    assert isinstance(RepresentationConfig().build(X, Linear()), FeatureGram)
+    assert isinstance(RepresentationConfig().build(X, RBF(1.0)), StoredGram)
+    assert isinstance(RepresentationConfig(stored_max_mb=1e-6).build(X, RBF(1.0)), BlockedGram)
+    with pytest.raises(InputError, match="representation kind"):
+        RepresentationConfig(kind="magic")
+    with pytest.raises(InputError, match="needs dense inputs"):
+        RepresentationConfig().build(sp.csr_matrix(X), Precomputed(np.eye(3)))
