@@ -1,0 +1,113 @@
+import networkx as nx
+import numpy as np
+import pytest
+from hypothesis import given, strategies as st
+
+from gpmodels.errors import HierarchyError
+from gpmodels.hierarchy import ClassTree
+
+from tree_strategies import random_trees
+
+SHARED_NEWS20 = "../shared/data/news20/hierarchy.tsv"
+
+
+@given(random_trees(), st.integers(0, 2**31 - 1), st.integers(1, 3))
+def test_mix_and_mix_t_against_the_explicit_matrix(edges, seed, k):
+    t = ClassTree(edges)
+    r = np.random.default_rng(seed)
+    Phi = t.phi_leaf_matrix()
+    U = r.normal(size=(4, t.n_nodes, k))
+    np.testing.assert_allclose(t.mix(U), np.einsum("cp,npk->nck", Phi, U), atol=1e-12)
+    E = r.normal(size=(4, t.n_classes))
+    np.testing.assert_allclose(t.mix_t(E), E @ Phi, atol=1e-12)
+    # explicit Φ_L built from paths independently: leaf row has ones on all ancestors and itself
+    for c, p in enumerate(t.leaves):
+        anc, q = set(), int(p)
+        while q >= 0:
+            anc.add(q)
+            q = int(t.parent[q])
+        assert set(np.flatnonzero(Phi[c])) == anc
+
+
+@given(random_trees())
+def test_structure_and_pruning(edges):
+    t = ClassTree(edges)
+    assert t.n_classes >= 1 and t.n_nodes == len(edges)
+    assert all(t.depth[p] == (1 if t.parent[p] < 0 else t.depth[t.parent[p]] + 1) for p in range(t.n_nodes))
+    for c in range(t.n_classes):
+        assert t.leaves_below(int(t.leaves[c])).tolist() == [c]
+    total = sum(t.leaves_below(p).size for p in t.root_children)
+    assert total == t.n_classes
+    pr = t.pruned()
+    assert pr.classes == t.classes
+    assert all(len(ch) != 1 for ch in pr.children)
+    # pruning keeps the leaf paths' relative structure: two classes share an ancestor iff they did
+    for a in range(t.n_classes):
+        for b in range(t.n_classes):
+            share = bool(set(t.path(int(t.leaves[a]))) & set(t.path(int(t.leaves[b]))))
+            share_p = bool(set(pr.path(int(pr.leaves[a]))) & set(pr.path(int(pr.leaves[b]))))
+            assert share == share_p
+
+
+def test_builders_agree_and_class_order(tmp_path):
+    edges = [("root", "a"), ("root", "b"), ("a", "a1"), ("a", "a2")]
+    G = nx.DiGraph(edges)
+    f = tmp_path / "h.tsv"
+    f.write_text("".join(f"{p}\t{c}\n" for p, c in edges))
+    for t in (ClassTree(edges), ClassTree.from_networkx(G), ClassTree.from_tsv(f)):
+        assert t.classes == ("b", "a1", "a2") and t.nodes == ("a", "b", "a1", "a2")
+    t = ClassTree(edges, classes=["a2", "b", "a1"])
+    assert t.classes == ("a2", "b", "a1")
+
+
+@pytest.mark.parametrize("edges, message", [
+    ([("r", "a"), ("a", "r")], "cycle"),
+    ([("r", "a"), ("s", "b")], "exactly one root; found 2"),
+    ([("r", "a"), ("a", "b"), ("b", "c"), ("c", "b")], "2 parents"),
+    ([("r", "a"), ("r", "a")], "duplicate edge 'r' -> 'a'"),
+    ([("r", "r")], "self-loop"),
+    ([], "at least one edge"),
+    ([("r", "a"), ("x", "y"), ("y", "x")], "reachable|parents"),
+])
+def test_bad_hierarchies(edges, message):
+    with pytest.raises(HierarchyError, match=message):
+        ClassTree(edges)
+
+
+def test_classes_must_be_the_leaves():
+    edges = [("root", "a"), ("a", "a1"), ("a", "a2"), ("root", "b")]
+    with pytest.raises(HierarchyError, match="'a' is not a leaf"):
+        ClassTree(edges, classes=["a", "a1", "a2", "b"])
+    with pytest.raises(HierarchyError, match="'zz' is not a node"):
+        ClassTree(edges, classes=["zz", "a1", "a2", "b"])
+    with pytest.raises(HierarchyError, match="leaf 'b' is not among the classes"):
+        ClassTree(edges, classes=["a1", "a2"])
+
+
+def test_tsv_errors_name_the_line(tmp_path):
+    f = tmp_path / "h.tsv"
+    f.write_text("root\ta\nroot a\n")
+    with pytest.raises(HierarchyError, match="h.tsv:2"):
+        ClassTree.from_tsv(f)
+    with pytest.raises(HierarchyError, match="not found"):
+        ClassTree.from_tsv(tmp_path / "none.tsv")
+
+
+def test_undirected_or_isolated_networkx_graphs_are_refused():
+    with pytest.raises(HierarchyError, match="directed"):
+        ClassTree.from_networkx(nx.Graph([("r", "a")]))
+    G = nx.DiGraph([("r", "a"), ("r", "b")])
+    G.add_node("lonely")
+    with pytest.raises(HierarchyError, match="'lonely' has no edges"):
+        ClassTree.from_networkx(G)
+
+
+def test_news20_hierarchy_when_present():
+    import os
+
+    if not os.path.exists(SHARED_NEWS20):
+        pytest.skip("../shared/data not present")
+    classes = open("../shared/data/news20/classes.txt").read().split("\n")[:-1]
+    t = ClassTree.from_tsv(SHARED_NEWS20, classes)
+    assert (t.n_nodes, t.n_classes) == (27, 20)
+    assert sorted(np.bincount(t.depth[t.leaves])[1:].tolist()) == [3, 7, 10]
