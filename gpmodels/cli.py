@@ -1,4 +1,4 @@
-"""The driver: ``gpmodels run|validate|spec-reference``.
+"""The driver: ``gpmodels run|validate|study|predict|spec-reference``.
 
 Exit codes: 0 success; 2 bad spec, bad input or bad command line; 1 the run failed.
 """
@@ -23,31 +23,91 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("spec", help="path to a YAML spec")
     r.add_argument("--out", default=None, help="report folder (default: the spec's output.dir)")
     r.add_argument("--quiet", action="store_true", help="print nothing but errors")
-    v = sub.add_parser("validate", help="check a spec (keys, types, files) without running it")
+    v = sub.add_parser("validate", help="check a spec or study spec (keys, types, files) without running it")
     v.add_argument("spec")
+    s = sub.add_parser("study", help="run every model of a study spec on the same data; prints one table")
+    s.add_argument("spec", help="path to a YAML study spec (it lists `models`)")
+    s.add_argument("--out", default=None, help="study folder (default: the study's output.dir)")
+    s.add_argument("--quiet", action="store_true", help="print nothing but errors")
+    pr = sub.add_parser("predict", help="probabilities and decisions of a saved model for new data")
+    pr.add_argument("model_dir", help="a report folder of `gpmodels run` (model.npz + spec.resolved.yaml)")
+    pr.add_argument("data", help="inputs: .npz with X (y optional) or svmlight/libsvm text")
+    pr.add_argument("--out", default=None, help="CSV file for the predictions (default: standard output)")
     sub.add_parser("spec-reference", help="print the spec reference (docs/specs.md)")
     return p
+
+
+def _validate(path) -> None:
+    from .spec.build import check_files
+    from .spec.loader import load_any_spec
+    from .spec.study import StudySpec
+
+    spec, base_dir = load_any_spec(path)
+    if isinstance(spec, StudySpec):
+        for entry in spec.models:
+            check_files(spec.entry_spec(entry, "runs"), base_dir)
+        print(f"{path}: valid study of {len(spec.models)} models")
+    else:
+        check_files(spec, base_dir)
+        print(f"{path}: valid")
+
+
+def _predict(model_dir, data, out) -> None:
+    import csv
+
+    import numpy as np
+
+    from .data.datasets import load_inputs
+    from .persistence import load_model
+
+    model = load_model(model_dir)
+    X, y = load_inputs(data)
+    P = model.predict_proba(X)
+    pred = np.argmax(P, axis=1)
+    names = list(model.classes)
+    fh = open(out, "w", newline="") if out else sys.stdout
+    try:
+        w = csv.writer(fh)
+        w.writerow(["row", "prediction"] + [f"p_{c}" for c in names])
+        for i in range(P.shape[0]):
+            w.writerow([i, names[pred[i]]] + [f"{p:.6g}" for p in P[i]])
+    finally:
+        if out:
+            fh.close()
+    if y is not None:
+        truth = np.array([str(v.item() if hasattr(v, "item") else v) for v in np.asarray(y)])
+        truth = np.array([t[:-2] if t.endswith(".0") and t[:-2] in names else t for t in truth])
+        err = float(np.mean(np.array(names)[pred] != truth))
+        print(f"gpmodels: {P.shape[0]} points, error {100 * err:.2f} % against the labels in {data}", file=sys.stderr)
 
 
 def main(argv=None) -> int:
     args = _parser().parse_args(argv)
     try:
         if args.command == "spec-reference":
-            from .spec.schema import reference_markdown
-            from .spec.sections import Spec
+            from .spec import spec_reference
 
-            sys.stdout.write(reference_markdown(Spec))
+            sys.stdout.write(spec_reference())
             return EXIT_OK
-        from .spec.build import check_files
-        from .spec.loader import load_spec
-
-        spec, base_dir = load_spec(args.spec)
         if args.command == "validate":
-            check_files(spec, base_dir)
-            print(f"{args.spec}: valid")
+            _validate(args.spec)
             return EXIT_OK
+        if args.command == "predict":
+            _predict(args.model_dir, args.data, args.out)
+            return EXIT_OK
+        if args.command == "study":
+            from .spec.loader import read_yaml
+            from .spec.study import StudySpec, run_study
+
+            from pathlib import Path
+
+            study = StudySpec.from_dict(read_yaml(args.spec))
+            run_study(study, Path(args.spec).resolve().parent, args.out, quiet=args.quiet)
+            return EXIT_OK
+        from .spec.loader import load_spec
         from .spec.run import run_spec
 
+        spec, base_dir = load_spec(args.spec)
         run_spec(spec, base_dir, args.out, quiet=args.quiet)
         return EXIT_OK
     except InputError as exc:

@@ -23,7 +23,7 @@ from ..errors import DataError
 from ..validation import check_features
 from .svmlight import load_svmlight
 
-__all__ = ["Dataset", "find_data_root", "load_dataset", "load_file", "NAMED_DATASETS", "encode_labels"]
+__all__ = ["Dataset", "find_data_root", "load_dataset", "load_file", "load_inputs", "NAMED_DATASETS", "encode_labels"]
 
 NAMED_DATASETS = ("satimage", "usps", "news20", "imclef07a")
 
@@ -39,6 +39,7 @@ class Dataset:
     y_test: np.ndarray
     classes: tuple[str, ...]
     hierarchy_path: str | None = None
+    scaler: object = None  # the FeatureScaler fitted on X_train, when the data went through one
 
     @property
     def n_classes(self) -> int:
@@ -158,3 +159,16 @@ def load_file(path, test_path=None, name: str | None = None) -> tuple[object, np
         X = sp.csr_matrix((X.data, X.indices, X.indptr), shape=(X.shape[0], width))
         Xt = sp.csr_matrix((Xt.data, Xt.indices, Xt.indptr), shape=(Xt.shape[0], width))
     return X, y, Xt, yt
+
+
+def load_inputs(path) -> tuple[object, np.ndarray | None]:
+    """Inputs for prediction: (X, y or None) from an .npz with ``X`` (``y`` optional) or svmlight text."""
+    path = Path(path)
+    if not path.is_file():
+        raise DataError(f"data file not found: {path}")
+    if path.suffix == ".npz":
+        with np.load(path, allow_pickle=False) as z:
+            if "X" not in z.files:
+                raise DataError(f"{path} must hold an array 'X' (and optionally 'y'); it has {sorted(z.files)}")
+            return z["X"], (z["y"] if "y" in z.files else None)
+    return load_svmlight(path)

@@ -10,13 +10,14 @@
 
 from __future__ import annotations
 
+import attrs
 import numpy as np
 import scipy.sparse as sp
 
 from ..errors import InputError
 from ..kernels.base import sq_norms
 
-__all__ = ["SCALINGS", "scale_features", "auto_rbf_w"]
+__all__ = ["SCALINGS", "FeatureScaler", "scale_features", "auto_rbf_w"]
 
 SCALINGS = ("none", "standardize", "unit_norm")
 
@@ -34,21 +35,61 @@ def _column_var(X) -> np.ndarray:
     return X.var(axis=0)
 
 
+@attrs.frozen(eq=False)
+class FeatureScaler:
+    """A scaling fitted on training inputs: ``kind`` plus the training statistics it needs.
+
+    ``transform`` applies it to any inputs (train, test or new data at prediction time);
+    ``to_arrays`` / ``from_arrays`` store it in a model file without pickle.
+    """
+
+    kind: str
+    mean: np.ndarray | None = None  # shape: (d,), standardize on dense inputs
+    std: np.ndarray | None = None  # shape: (d,), standardize
+
+    @classmethod
+    def fit(cls, kind: str, X_train) -> "FeatureScaler":
+        if kind not in SCALINGS:
+            raise InputError(f"scaling must be one of {SCALINGS}; got {kind!r}")
+        if kind != "standardize":
+            return cls(kind)
+        std = np.sqrt(np.maximum(_column_var(X_train), 0.0))
+        std = np.where(std > 0, std, 1.0)
+        mean = None if sp.issparse(X_train) else np.asarray(X_train.mean(axis=0))
+        return cls(kind, mean, std)
+
+    def transform(self, X):
+        if self.kind == "none":
+            return X
+        if self.kind == "unit_norm":
+            return _unit_rows(X)
+        if X.shape[1] != self.std.size:
+            raise InputError(f"the scaler was fitted on {self.std.size} features; got inputs with {X.shape[1]}")
+        if sp.issparse(X):
+            if self.mean is not None:
+                X = X.toarray()
+            else:
+                return (X @ sp.diags(1.0 / self.std)).tocsr()
+        return (X - (self.mean if self.mean is not None else 0.0)) / self.std
+
+    def to_arrays(self, prefix: str = "scaler_") -> dict:
+        out = {f"{prefix}kind": np.array(self.kind)}
+        if self.mean is not None:
+            out[f"{prefix}mean"] = self.mean
+        if self.std is not None:
+            out[f"{prefix}std"] = self.std
+        return out
+
+    @classmethod
+    def from_arrays(cls, arrays, prefix: str = "scaler_") -> "FeatureScaler":
+        get = lambda k: arrays[f"{prefix}{k}"] if f"{prefix}{k}" in arrays else None  # noqa: E731
+        return cls(str(arrays[f"{prefix}kind"]), get("mean"), get("std"))
+
+
 def scale_features(kind: str, X_train, X_test=None):
-    """Scale (X_train, X_test) by ``kind``; returns the pair (X_test may be None)."""
-    if kind not in SCALINGS:
-        raise InputError(f"scaling must be one of {SCALINGS}; got {kind!r}")
-    if kind == "none":
-        return X_train, X_test
-    if kind == "unit_norm":
-        return _unit_rows(X_train), (None if X_test is None else _unit_rows(X_test))
-    std = np.sqrt(np.maximum(_column_var(X_train), 0.0))
-    std = np.where(std > 0, std, 1.0)
-    if sp.issparse(X_train):
-        D = sp.diags(1.0 / std)
-        return (X_train @ D).tocsr(), (None if X_test is None else (X_test @ D).tocsr())
-    mean = X_train.mean(axis=0)
-    return (X_train - mean) / std, (None if X_test is None else (X_test - mean) / std)
+    """Scale (X_train, X_test) by ``kind`` fitted on X_train; returns the pair (X_test may be None)."""
+    scaler = FeatureScaler.fit(kind, X_train)
+    return scaler.transform(X_train), (None if X_test is None else scaler.transform(X_test))
 
 
 def auto_rbf_w(X) -> float:

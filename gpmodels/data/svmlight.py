@@ -18,7 +18,8 @@ __all__ = ["load_svmlight"]
 
 
 def load_svmlight(path, n_features: int | None = None, zero_based: bool | str = "auto", multilabel: bool = False):
-    """Return (X as CSR float64, labels).  Labels: float array, or list of tuples if multilabel."""
+    """Return (X as CSR float64, labels).  Labels: an int array when all are integral, else float;
+    a list of tuples if multilabel."""
     path = Path(path)
     if not path.is_file():
         raise DataError(f"svmlight file not found: {path}")
@@ -70,4 +71,9 @@ def load_svmlight(path, n_features: int | None = None, zero_based: bool | str = 
                       shape=(n_rows, width))
     X.sum_duplicates()
     X.sort_indices()
-    return X, (labels if multilabel else np.asarray(labels))
+    if multilabel:
+        return X, labels
+    y = np.asarray(labels, dtype=np.float64)
+    if y.size and np.all(y == np.round(y)):
+        y = y.astype(np.int64)  # integral labels are class codes: keep them integers ("3", not "3.0")
+    return X, y

@@ -12,7 +12,7 @@ import attrs
 import numpy as np
 
 from ..data.datasets import Dataset, encode_labels, find_data_root, load_dataset, load_file
-from ..data.scaling import auto_rbf_w, scale_features
+from ..data.scaling import FeatureScaler, auto_rbf_w
 from ..data.splits import subsample, train_test_split
 from ..errors import SpecError
 from ..inference.newton_cg import NewtonOptions
@@ -94,8 +94,8 @@ def build_data(spec: Spec, base_dir: Path | None) -> Dataset:
     if present.size < len(classes):
         missing = [classes[c] for c in np.setdiff1d(np.arange(len(classes)), present)]
         raise SpecError(f"the training data lack classes {missing}; raise max_train or drop the subsample", "data.max_train")
-    Xtr, Xte = scale_features(d.scaling, Xtr, Xte)
-    return Dataset(name, Xtr, ytr, Xte, yte, tuple(classes), hier)
+    scaler = FeatureScaler.fit(d.scaling, Xtr)
+    return Dataset(name, scaler.transform(Xtr), ytr, scaler.transform(Xte), yte, tuple(classes), hier, scaler)
 
 
 def resolve_kernel(k: KernelSpec, X_train) -> KernelSpec:

@@ -9,15 +9,15 @@ import yaml
 from ..errors import SpecError
 from .sections import Spec
 
-__all__ = ["load_spec", "spec_from_dict", "dump_yaml"]
+__all__ = ["load_spec", "load_any_spec", "spec_from_dict", "dump_yaml", "read_yaml"]
 
 
 def spec_from_dict(data: dict) -> Spec:
     return Spec.from_dict(data)
 
 
-def load_spec(path) -> tuple[Spec, Path]:
-    """Parse and validate a YAML spec; returns the spec and the folder it came from."""
+def read_yaml(path) -> dict:
+    """The plain dict of a YAML file, with SpecErrors for a missing, empty or malformed file."""
     path = Path(path)
     if not path.is_file():
         raise SpecError(f"spec file not found: {path}")
@@ -27,7 +27,22 @@ def load_spec(path) -> tuple[Spec, Path]:
         raise SpecError(f"{path} is not valid YAML: {exc}") from None
     if data is None:
         raise SpecError(f"{path} is empty")
-    return spec_from_dict(data), path.resolve().parent
+    return data
+
+
+def load_spec(path) -> tuple[Spec, Path]:
+    """Parse and validate a YAML model spec; returns the spec and the folder it came from."""
+    return spec_from_dict(read_yaml(path)), Path(path).resolve().parent
+
+
+def load_any_spec(path):
+    """A model spec or, when the file lists ``models``, a study spec; with the spec's folder."""
+    from .study import StudySpec
+
+    data = read_yaml(path)
+    if isinstance(data, dict) and "models" in data:
+        return StudySpec.from_dict(data), Path(path).resolve().parent
+    return spec_from_dict(data), Path(path).resolve().parent
 
 
 def dump_yaml(data: dict, path) -> None:

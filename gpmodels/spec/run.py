@@ -6,8 +6,10 @@ the test-set predictive probabilities when it has them (then error, log-loss, pr
 error-reject curve are added here), a diagnostics dict and the resolved spec.
 
 The report folder holds ``metrics.json`` (a flat object of scalars), ``spec.resolved.yaml`` (the
-spec with every default and ``auto`` value filled in), ``error_reject.csv`` (when there are
-probabilities) and ``diagnostics.json``.
+spec with every default and ``auto`` value filled in), ``diagnostics.json``, ``model.npz`` (when
+the runner can save its model; see :mod:`gpmodels.persistence`), and plots: ``error_reject.png``
+with ``error_reject.csv`` (when there are probabilities) and one ``trace_<name>.png`` per
+criterion trace the runner reports (e.g. Φ over Newton iterations).
 """
 
 from __future__ import annotations
@@ -21,9 +23,11 @@ import attrs
 import numpy as np
 
 from .. import metrics as M
+from .. import reports
 from ..data.datasets import Dataset
 from ..errors import SpecError
 from ..inference.map import fit_map
+from ..persistence import save_map_model
 from ..validation import labels_to_targets
 from .build import build_data, build_likelihood, build_newton_options, build_prior, check_files, resolve_kernel
 from .loader import dump_yaml
@@ -40,6 +44,9 @@ class RunOutcome:
     probabilities: np.ndarray | None
     diagnostics: dict
     resolved: Spec
+    save: Callable[[Path], object] | None = None  # writes model.npz into a folder
+    traces: dict = attrs.field(factory=dict)  # name -> values over iterations, plotted as trace_<name>.png
+    paths: tuple | None = None  # (parameter names, (iterations, p) values), plotted as hyperparameters.png
 
 
 Runner = Callable[[Spec, Dataset, "Path | None", Callable[[str], None]], RunOutcome]
@@ -90,7 +97,11 @@ def run_map(spec: Spec, data: Dataset, base_dir: Path | None, say) -> RunOutcome
     if spec.evaluation.train_scores:
         tr = M.classification_report(likelihood.predict(model.result.u), data.y_train)
         metrics.update({f"train_{k}": v for k, v in tr.items()})
-    return RunOutcome(metrics, P, diag.as_dict(), resolved)
+
+    def save(folder: Path):
+        return save_map_model(folder, data.X_train, model.alpha, data.classes, data.scaler)
+
+    return RunOutcome(metrics, P, diag.as_dict(), resolved, save=save, traces={"Phi": list(diag.phi)})
 
 
 def run_spec(spec: Spec, base_dir: Path | None = None, out: str | Path | None = None, *, quiet: bool = False) -> dict:
@@ -117,6 +128,13 @@ def run_spec(spec: Spec, base_dir: Path | None = None, out: str | Path | None = 
         metrics.update({"test_error": scores["error"], "test_log_loss": scores["log_loss"], "test_prec": scores["prec"]})
         curve = M.error_reject_curve(outcome.probabilities, data.y_test, spec.evaluation.error_reject)
         (out_dir / "error_reject.csv").write_text("reject_fraction,error\n" + "".join(f"{a},{e}\n" for a, e in curve))
+        reports.plot_error_reject({spec.name: curve}, out_dir / "error_reject.png")
+    for name, values in outcome.traces.items():
+        if len(values) > 1:
+            reports.plot_traces({name: values}, out_dir / f"trace_{name}.png", ylabel=name, log_gap=True,
+                                title=f"{spec.name}: {name} - min over iterations")
+    if outcome.paths is not None:
+        reports.plot_paths(outcome.paths[0], outcome.paths[1], out_dir / "hyperparameters.png")
     metrics.update({"n_train": int(data.y_train.size), "n_test": int(data.y_test.size), "n_classes": data.n_classes,
                     "n_features": int(data.X_train.shape[1])})
     metrics.update(outcome.metrics)
@@ -125,6 +143,8 @@ def run_spec(spec: Spec, base_dir: Path | None = None, out: str | Path | None = 
     (out_dir / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
     (out_dir / "diagnostics.json").write_text(json.dumps(outcome.diagnostics, indent=2, default=float) + "\n")
     dump_yaml(resolved.to_dict(), out_dir / "spec.resolved.yaml")
+    if outcome.save is not None:
+        outcome.save(out_dir)
     if "test_error" in metrics:
         say(f"test error {100 * metrics['test_error']:.2f} %, log-loss {metrics['test_log_loss']:.4f}, "
             f"prec {metrics['test_prec']:.4f}")

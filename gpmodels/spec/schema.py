@@ -220,15 +220,21 @@ def _fmt_allowed(meta) -> str:
     return "; ".join(parts)
 
 
-def reference_markdown(root: type, title: str = "Spec reference") -> str:
-    """Markdown tables of every section reachable from ``root``, in declaration order."""
-    lines = [f"# {title}", "",
-             "Generated from the schema in `gpmodels/spec/` (`gpmodels spec-reference`); a test checks that",
-             "this file matches it.", ""]
-    seen, queue = set(), [("", root)]
+def reference_markdown(root: type, title: str = "Spec reference", skip: set | None = None,
+                       intro: str | None = None) -> str:
+    """Markdown tables of every section reachable from ``root``, in declaration order.
+
+    Sections whose class is in ``skip`` are not repeated (the set is updated with those rendered).
+    """
+    if intro is None:
+        intro = ("Generated from the schema in `gpmodels/spec/` (`gpmodels spec-reference`); a test checks that\n"
+                 "this file matches it.")
+    lines = [f"# {title}", "", intro, ""]
+    seen = skip if skip is not None else set()
+    queue = [("", root)]
     while queue:
         path, cls = queue.pop(0)
-        if cls in seen and path:
+        if cls in seen:
             continue
         seen.add(cls)
         lines += [f"## `{path or '(top level)'}`", "", (cls.__doc__ or "").strip().split("\n\n")[0].replace("\n", " "), "",

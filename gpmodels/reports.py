@@ -1,0 +1,113 @@
+"""Plots for run and study reports (matplotlib with the Agg backend; files, never windows).
+
+- ``plot_error_reject``: error on the accepted points against the rejected fraction (Seeger 2008,
+  Fig. 3), one line per model;
+- ``plot_traces``: criterion values over iterations (Φ per Newton iteration, Ψ per outer iteration);
+- ``plot_paths``: hyperparameters over outer iterations;
+- ``plot_bars``: grouped bar chart (e.g. per-level scores of a hierarchy).
+matplotlib is imported on first use so that importing gpmodels stays fast.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Mapping, Sequence
+
+import numpy as np
+
+__all__ = ["plot_error_reject", "plot_traces", "plot_paths", "plot_bars", "read_error_reject_csv"]
+
+
+def _plt():
+    import matplotlib
+
+    matplotlib.use("Agg", force=True)
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _save(fig, path) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    _plt().close(fig)
+    return path
+
+
+def read_error_reject_csv(path) -> list[tuple[float, float]]:
+    rows = Path(path).read_text().strip().splitlines()[1:]
+    return [tuple(float(v) for v in r.split(",")) for r in rows]
+
+
+def plot_error_reject(curves: Mapping[str, Sequence[tuple[float, float]]], path, title: str = "Error-reject curve") -> Path:
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(5.5, 4))
+    for name, curve in curves.items():
+        a, e = zip(*curve)
+        ax.plot(a, e, marker="o", ms=3, label=name)
+    ax.set_xlabel("rejected fraction")
+    ax.set_ylabel("error on accepted points")
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    return _save(fig, path)
+
+
+def plot_traces(traces: Mapping[str, Sequence[float]], path, xlabel: str = "iteration", ylabel: str = "criterion",
+                title: str = "", log_gap: bool = False) -> Path:
+    """One line per trace; ``log_gap`` plots value - min(value) on a log axis (convergence)."""
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(5.5, 4))
+    for name, values in traces.items():
+        v = np.asarray(values, dtype=float)
+        if log_gap:
+            gap = v - v.min()
+            gap[gap <= 0] = np.nan
+            ax.semilogy(np.arange(v.size), gap, marker="o", ms=3, label=name)
+        else:
+            ax.plot(np.arange(v.size), v, marker="o", ms=3, label=name)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(f"{ylabel} - min" if log_gap else ylabel)
+    if title:
+        ax.set_title(title)
+    ax.grid(alpha=0.3)
+    if len(traces) > 1:
+        ax.legend(fontsize=8)
+    return _save(fig, path)
+
+
+def plot_paths(names: Sequence[str], values, path, xlabel: str = "outer iteration", title: str = "Hyperparameters") -> Path:
+    """values: (iterations, p) array of log-space hyperparameters, one line per name."""
+    plt = _plt()
+    v = np.atleast_2d(np.asarray(values, dtype=float))
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for j, name in enumerate(names):
+        ax.plot(np.arange(v.shape[0]), v[:, j], marker=".", label=name)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("value (log space)")
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
+    if len(names) <= 16:
+        ax.legend(fontsize=7, ncol=2)
+    return _save(fig, path)
+
+
+def plot_bars(groups: Sequence[str], series: Mapping[str, Sequence[float]], path, ylabel: str = "score",
+              title: str = "") -> Path:
+    """Grouped bars: one group per entry of ``groups``, one bar per series."""
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(max(4.5, 0.9 * len(groups) * max(1, len(series))), 4))
+    width = 0.8 / max(1, len(series))
+    x = np.arange(len(groups))
+    for k, (name, vals) in enumerate(series.items()):
+        ax.bar(x + k * width - 0.4 + width / 2, vals, width, label=name)
+    ax.set_xticks(x)
+    ax.set_xticklabels(groups)
+    ax.set_ylabel(ylabel)
+    if title:
+        ax.set_title(title)
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3, axis="y")
+    return _save(fig, path)
