@@ -15,6 +15,9 @@ __all__ = [
     "HierarchyError",
     "ConvergenceError",
     "CheckpointError",
+    "NotFittedError",
+    "InputTypeError",
+    "DataConversionWarning",
 ]
 
 
@@ -51,3 +54,15 @@ class ConvergenceError(GPModelsError, RuntimeError):
 
 class CheckpointError(GPModelsError, RuntimeError):
     """A checkpoint is corrupt or belongs to another run; it is refused rather than used."""
+
+
+class NotFittedError(GPModelsError, ValueError, AttributeError):
+    """A model was used before ``fit`` (ValueError and AttributeError, as scikit-learn expects)."""
+
+
+class InputTypeError(InputError, TypeError):
+    """An argument has a type that cannot be converted (a dict inside X, ...)."""
+
+
+class DataConversionWarning(UserWarning):
+    """Input was converted to the expected form (a column-vector y raveled to 1-D, ...)."""

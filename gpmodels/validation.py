@@ -12,7 +12,7 @@ from typing import Sequence
 import numpy as np
 import scipy.sparse as sp
 
-from .errors import InputError
+from .errors import InputError, InputTypeError
 
 __all__ = [
     "check_features",
@@ -32,35 +32,47 @@ def check_finite(name: str, a: np.ndarray) -> None:
         bad = np.argwhere(~np.isfinite(a))[0]
         value = a[tuple(bad)]
         raise InputError(
-            f"{name} must be finite; found {value} at index {tuple(int(b) for b in bad)} "
+            f"{name} must be finite (no NaN or inf); found {value} at index {tuple(int(b) for b in bad)} "
             f"({int(np.count_nonzero(~np.isfinite(a)))} non-finite entries in all)"
         )
 
 
 def check_features(name: str, X, *, allow_sparse: bool = True):
-    """Validate a design matrix: 2-D, numeric, finite; dense float64 or CSR float64.
-
-    Returns the matrix converted to float64 (C-contiguous if dense, CSR if sparse).
-    """
+    """Validate a design matrix: 2-D, real, finite, at least one row and one column; dense float64
+    (C-contiguous) or CSR float64.  Returns the converted matrix."""
     if sp.issparse(X):
         if not allow_sparse:
             raise InputError(f"{name} must be a dense array here; got a scipy.sparse matrix")
+        if X.dtype.kind == "c":
+            raise InputError(f"Complex data not supported: {name} must be real")
         X = sp.csr_matrix(X, dtype=np.float64)
         check_finite(name, X.data)
-        if X.ndim != 2:
-            raise InputError(f"{name} must be 2-D (n, d); got shape {X.shape}")
+        _check_size(name, X.shape)
         X.sort_indices()
         return X
+    if getattr(getattr(X, "dtype", None), "kind", None) == "c":
+        raise InputError(f"Complex data not supported: {name} must be real")
     try:
         X = np.asarray(X, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
+    except TypeError as exc:
+        if "complex" in str(exc):
+            raise InputError(f"Complex data not supported: {name} must be real") from None
+        raise InputTypeError(f"{name} must be numeric; could not convert it to float: {exc}") from None
+    except ValueError as exc:
         raise InputError(f"{name} must be numeric; could not convert it to float: {exc}") from None
     if X.ndim != 2:
-        raise InputError(f"{name} must be 2-D (n, d); got shape {X.shape}")
-    if X.shape[0] == 0:
-        raise InputError(f"{name} has no rows; at least one point is needed")
+        hint = " Reshape your data: X.reshape(-1, 1) for one feature, X.reshape(1, -1) for one sample." if X.ndim == 1 else ""
+        raise InputError(f"{name} must be 2-D (n, d); got shape {X.shape}.{hint}")
+    _check_size(name, X.shape)
     check_finite(name, X)
     return np.ascontiguousarray(X)
+
+
+def _check_size(name: str, shape) -> None:
+    if shape[0] == 0:
+        raise InputError(f"{name} has 0 sample(s) (shape={tuple(shape)}) while a minimum of 1 is required.")
+    if shape[1] == 0:
+        raise InputError(f"{name} has 0 feature(s) (shape={tuple(shape)}) while a minimum of 1 is required.")
 
 
 def check_shape(name: str, a: np.ndarray, expected: Sequence[int | None]) -> None:

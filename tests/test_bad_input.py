@@ -19,7 +19,7 @@ def _X():
 def test_non_finite_inputs(bad, shown):
     X = _X()
     X[2, 1] = bad
-    with pytest.raises(InputError, match=rf"X must be finite; found {shown} at index \(2, 1\)"):
+    with pytest.raises(InputError, match=rf"X must be finite \(no NaN or inf\); found {shown} at index \(2, 1\)"):
         BlockDiagonal.from_sharing(X, RBF(1.0), 3)
     op = BlockDiagonal.from_sharing(_X(), RBF(1.0), 3)
     with pytest.raises(InputError, match="X_new must be finite"):
