@@ -116,9 +116,10 @@ def _check_smooth(lik: Likelihood) -> None:
         return
     if not isinstance(lik, DiagonalLikelihood):
         raise InputError(f"the Laplace MLM is written for the softmax and factorised likelihoods; got {type(lik).__name__}")
-    if lik.curvature_kind == "majoriser" and lik.log_concave:
-        raise InputError(f"the Laplace approximation needs a twice-differentiable likelihood; {type(lik).__name__} has "
-                         f"W = 0 almost everywhere (use the VB objective instead)")
+    if not lik.smooth or not lik.has_super_gaussian:
+        raise InputError(f"the Laplace approximation needs a smooth, normalised likelihood; {type(lik).__name__} is "
+                         f"{'a loss' if lik.smooth else 'not differentiable (W = 0 almost everywhere)'} "
+                         f"(use the VB objective for the Laplace likelihood)")
 
 
 def _dlogdet_df(lik, U, Y, S):

@@ -95,6 +95,8 @@ class DiagonalLikelihood(Likelihood):
     curvature_kind: str = "hessian"
     #: super-Gaussian form: s = y - u (True) or s = u with the linear term -y u (False).
     vb_residual: bool = True
+    #: whether -log P is continuously differentiable in u (False for the Laplace likelihood's kink).
+    smooth: bool = True
     #: whether the ``_sg_*`` hooks are defined (a normalised likelihood with a VB bound).
     has_super_gaussian: bool = False
 

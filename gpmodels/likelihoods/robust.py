@@ -54,6 +54,7 @@ class Laplace(DiagonalLikelihood):
 
     scale: float = attrs.field(default=1.0, converter=float, validator=_positive)
     log_concave = True
+    smooth = False
     curvature_kind = "majoriser"
     vb_residual = True
     has_super_gaussian = True
