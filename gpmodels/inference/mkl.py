@@ -419,8 +419,10 @@ def alternating(op: Sum, lik: DiagonalLikelihood, Y, options: MKLOptions | None 
     return _result(crit, "alternating", theta, u, state, trace, times, it, converged, message)
 
 
-def criterion_at(op: Sum, lik: DiagonalLikelihood, Y, theta, options: MKLOptions | None = None) -> float:
-    """φ(θ) = min_u F(u, θ) (VB: min over γ too) at fixed weights, by Newton in u (and γ refits)."""
+def criterion_at(op: Sum, lik: DiagonalLikelihood, Y, theta, options: MKLOptions | None = None
+                 ) -> tuple[float, np.ndarray]:
+    """φ(θ) = min_u F(u, θ) (VB: min over γ too) at fixed weights, by Newton in u (and γ refits), and
+    its gradient by log θ: θ_m (-α^T K_m α + c_m + P'(θ_m)) at the minimiser (envelope theorem)."""
     opts = options or MKLOptions()
     crit = KernelCriterion(op, lik, Y, opts)
     theta, u, state = _start(crit, theta)
@@ -429,7 +431,11 @@ def criterion_at(op: Sum, lik: DiagonalLikelihood, Y, theta, options: MKLOptions
         u, _ = _block_newton(crit, u, theta, state, "u", opts.inner_max, False)
         val = crit.F(u, theta, state)
         if crit.crit != "vb" or prev - val <= opts.tol * max(1.0, abs(val)):
-            return val
+            break
         prev = val
         state = crit.refit_state(u, theta, state)
-    return val
+    _, alpha, _ = crit.quad(u, theta)
+    _, c = crit.concave(theta, state)
+    V = np.einsum("mij,j->im", crit.Ks, alpha[:, 0])
+    g_th = -np.einsum("im,i->m", V, alpha[:, 0]) + c + crit.penalty(theta)[1]
+    return val, theta * g_th

@@ -7,8 +7,9 @@ For MKL with the SVM loss (Nickisch & Seeger 2011, Table 1 and eq. (3)).  With t
 which is within ε/2 of the hinge max(0, t) everywhere and continuously differentiable, so the MKL
 criterion with ℓ_ε is within nε of the hinge criterion (the tests compare both with cvxpy).
 ∂²ℓ_ε vanishes where the gradient does not (t >= ε), so Newton uses the curvature of a quadratic
-majoriser, w = 1 / max(t, ε) for t > 0 and w = 1/ε for t <= 0 (``curvature_kind =
-"majoriser"``, as for the Laplace likelihood).  There is no super-Gaussian (VB) form: the hinge
+majoriser touching ℓ_ε at t (``curvature_kind = "majoriser"``, as for the Laplace likelihood):
+w = 1/ε on (0, ε) (exact), w = 1/t for t >= ε (the IRLS weight), and w = 1/(ε + 2|t|) for t <= 0, the
+smallest c with c (t' - t)²/2 >= ℓ_ε(t') for all t' (attained at t' = ε + |t|).  There is no super-Gaussian (VB) form: the hinge
 is not a normalised likelihood (Sollich 2000).
 """
 
@@ -60,7 +61,7 @@ class SmoothedHinge(DiagonalLikelihood):
 
     def _curvature(self, U, Y):
         t = self._t(U, Y)
-        return 1.0 / np.maximum(t, self.eps)
+        return np.where(t > 0, 1.0 / np.maximum(t, self.eps), 1.0 / (self.eps - 2.0 * t))
 
     def predict(self, U) -> np.ndarray:
         """(m, 2) hard decisions (y = -1, y = +1) by the sign of u (a loss has no probabilities)."""

@@ -34,7 +34,7 @@ def check_pm1_targets(name: str, Y, n: int, n_classes: int) -> np.ndarray:
     if np.any(bad):
         i = int(np.flatnonzero(bad.ravel())[0])
         raise InputError(
-            f"{name} labels must be in {{-1, +1}}; got {Y.ravel()[i]!r} at position {i} "
+            f"{name} labels must be in {{-1, +1}}; got {float(Y.ravel()[i])!r} at position {i} "
             f"({int(bad.sum())} such labels)"
         )
     return Y

@@ -34,7 +34,7 @@ from .diagonal import DiagonalLikelihood, as_single_latent
 __all__ = ["Laplace", "StudentT"]
 
 #: relative floor ε of |r| / τ in the Laplace IRLS weight.
-LAPLACE_RESIDUAL_FLOOR = 1e-6
+LAPLACE_RESIDUAL_FLOOR = 1e-9
 
 
 def _positive(instance, attribute, value):

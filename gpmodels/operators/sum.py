@@ -35,8 +35,8 @@ def check_weights(theta, M: int | None = None) -> np.ndarray:
     bad = ~np.isfinite(theta) | (theta <= 0)
     if np.any(bad):
         m = int(np.flatnonzero(bad)[0])
-        raise InputError(f"kernel weights θ must be positive and finite (θ >= 0; drop a kernel instead of θ = 0); "
-                         f"got θ[{m}] = {theta[m]!r}")
+        raise InputError(f"kernel weights θ must be positive and finite (drop a kernel from the Sum rather than "
+                         f"give it θ = 0); got θ[{m}] = {float(theta[m])!r}")
     return theta
 
 
