@@ -419,10 +419,11 @@ def alternating(op: Sum, lik: DiagonalLikelihood, Y, options: MKLOptions | None 
     return _result(crit, "alternating", theta, u, state, trace, times, it, converged, message)
 
 
-def criterion_at(op: Sum, lik: DiagonalLikelihood, Y, theta, options: MKLOptions | None = None
-                 ) -> tuple[float, np.ndarray]:
+def criterion_at(op: Sum, lik: DiagonalLikelihood, Y, theta, options: MKLOptions | None = None, *,
+                 return_fit: bool = False):
     """φ(θ) = min_u F(u, θ) (VB: min over γ too) at fixed weights, by Newton in u (and γ refits), and
-    its gradient by log θ: θ_m (-α^T K_m α + c_m + P'(θ_m)) at the minimiser (envelope theorem)."""
+    its gradient by log θ: θ_m (-α^T K_m α + c_m + P'(θ_m)) at the minimiser (envelope theorem).
+    With ``return_fit`` also a :class:`KernelLearningResult` holding α, u (and γ) at θ."""
     opts = options or MKLOptions()
     crit = KernelCriterion(op, lik, Y, opts)
     theta, u, state = _start(crit, theta)
@@ -438,4 +439,8 @@ def criterion_at(op: Sum, lik: DiagonalLikelihood, Y, theta, options: MKLOptions
     _, c = crit.concave(theta, state)
     V = np.einsum("mij,j->im", crit.Ks, alpha[:, 0])
     g_th = -np.einsum("im,i->m", V, alpha[:, 0]) + c + crit.penalty(theta)[1]
+    if return_fit:
+        fit = KernelLearningResult(theta, alpha, u, val, (val,), (0.0,), 0, True, "fixed", crit.gamma(state),
+                                   "criterion at fixed weights")
+        return val, theta * g_th, fit
     return val, theta * g_th

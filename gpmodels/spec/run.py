@@ -24,8 +24,7 @@ from .. import metrics as M
 from ..data.datasets import Dataset
 from ..errors import SpecError
 from ..inference.map import fit_map
-from ..validation import labels_to_targets
-from .build import build_data, build_likelihood, build_newton_options, build_prior, check_files, resolve_kernel
+from .build import build_data, build_likelihood, build_newton_options, build_operator, check_files, resolve_model
 from .loader import dump_yaml
 from .sections import Spec
 
@@ -60,23 +59,23 @@ def output_dir(spec: Spec, out: str | Path | None) -> Path:
 @register_runner("map")
 def run_map(spec: Spec, data: Dataset, base_dir: Path | None, say) -> RunOutcome:
     """MAP fit at the given hyperparameters by Newton–CG or exact Newton."""
-    C = data.n_classes
-    resolved = attrs.evolve(spec, model=attrs.evolve(spec.model, kernel=resolve_kernel(spec.model.kernel, data.X_train)))
-    prior = build_prior(resolved.model, data.X_train, base_dir)
+    from .run_unifying import evaluate, targets
+
+    resolved = attrs.evolve(spec, model=resolve_model(spec.model, data.X_train))
     likelihood = build_likelihood(resolved.model)
     t = time.perf_counter()
-    op = prior.operator(data.X_train, C)
+    op = build_operator(resolved.model, data.X_train, data.n_classes, base_dir)
     build_seconds = time.perf_counter() - t
     t = time.perf_counter()
-    model = fit_map(op, likelihood, labels_to_targets(data.y_train, C), build_newton_options(resolved.objective),
-                    method=resolved.objective.method)
+    model = fit_map(op, likelihood, targets(likelihood, data, spec.model.likelihood),
+                    build_newton_options(resolved.objective), method=resolved.objective.method)
     fit_seconds = time.perf_counter() - t
     diag = model.result.diagnostics
     say(f"fit: {diag.iterations} Newton iterations, {diag.mvm_count} MVMs, {fit_seconds:.2f} s, "
         f"Φ = {model.result.phi:.6g} ({diag.message})")
     t = time.perf_counter()
-    P = model.predict_proba(data.X_test)
-    metrics = {
+    scores, P = evaluate(likelihood, model.latent(data.X_test), data, spec.model.likelihood)
+    metrics = {**scores,
         "fit_seconds": fit_seconds,
         "kernel_build_seconds": build_seconds,
         "predict_seconds": time.perf_counter() - t,
@@ -87,7 +86,7 @@ def run_map(spec: Spec, data: Dataset, base_dir: Path | None, say) -> RunOutcome
         "gradient_rms": float(diag.grad_norm[-1]),
         "converged": bool(diag.converged),
     }
-    if spec.evaluation.train_scores:
+    if spec.evaluation.train_scores and spec.data.task == "classification":
         tr = M.classification_report(likelihood.predict(model.result.u), data.y_train)
         metrics.update({f"train_{k}": v for k, v in tr.items()})
     return RunOutcome(metrics, P, diag.as_dict(), resolved)
@@ -130,3 +129,6 @@ def run_spec(spec: Spec, base_dir: Path | None = None, out: str | Path | None = 
             f"prec {metrics['test_prec']:.4f}")
     say(f"report: {out_dir}/ ({', '.join(sorted(p.name for p in out_dir.iterdir()))})")
     return metrics
+
+
+from . import run_unifying  # noqa: E402,F401  (registers the unifying-paper runners)
