@@ -14,9 +14,9 @@ the gradient by a kernel hyperparameter θ_j (R&W eq. 5.22-5.24) is
 
 and we use the adjoint form s2^T (I + K̃W)^{-1} K̃_j α̂ = t^T K̃_j α̂ with t = (I + W K̃)^{-1} s2 =
 s2 - R K̃ s2, so every θ_j costs one ``grad_trace`` call together (no solve per θ_j as in R&W
-Alg. 5.1 lines 9-11).  ∂_f tr(Σ W) is, per point i:
+Alg. 5.1 lines 11-15).  ∂_f tr(Σ W) is, per point i:
 
-  diagonal W (logistic, Gaussian, Student-t):  Σ_ii ∂W_ii/∂f_i  (R&W Alg. 5.1 line 7, the third
+  diagonal W (logistic, Gaussian, Student-t):  Σ_ii ∂W_ii/∂f_i  (R&W Alg. 5.1 line 9, the third
                                                derivative of -log P);
   softmax, W_i = diag π_i - π_i π_i^T:         W_i (diag Σ_i - 2 Σ_i π_i), Σ_i the C x C block.
 
@@ -154,9 +154,9 @@ class _DiagonalExact:
             L = sla.cholesky(B, lower=True)
             self.logdet = 2.0 * float(np.sum(np.log(np.diag(L))))
             Li = sla.solve_triangular(L, np.diag(sw), lower=True)  # L^{-1} W^{1/2}
-            self.R = Li.T @ Li  # W^{1/2} B^{-1} W^{1/2}   (R&W Alg. 5.1 line 4)
-            C = sla.solve_triangular(L, sw[:, None] * K, lower=True)  # R&W Alg. 5.1 line 5
-            self.diag_sigma = np.diag(K) - np.sum(C * C, axis=0)  # R&W Alg. 5.1 line 6
+            self.R = Li.T @ Li  # W^{1/2} B^{-1} W^{1/2}   (R&W Alg. 5.1 line 7)
+            C = sla.solve_triangular(L, sw[:, None] * K, lower=True)  # R&W Alg. 5.1 line 8
+            self.diag_sigma = np.diag(K) - np.sum(C * C, axis=0)  # diag Σ, R&W Alg. 5.1 line 9
         else:
             A = np.eye(n) + K * w[None, :]  # I + K W
             sign, logdet = np.linalg.slogdet(A)
@@ -191,11 +191,11 @@ class _SoftmaxExact:
             sd = np.sqrt(pi[:, c])
             B = sd[:, None] * self.blocks[c] * sd[None, :]
             B[np.diag_indices(n)] += 1.0
-            L = sla.cholesky(B, lower=True)  # R&W Alg. 3.3 line 5
+            L = sla.cholesky(B, lower=True)  # R&W Alg. 3.3: L_c
             logdet += 2.0 * float(np.sum(np.log(np.diag(L))))
             Li = sla.solve_triangular(L, np.diag(sd), lower=True)
-            self.E.append(Li.T @ Li)  # E_c = D^{1/2} B_c^{-1} D^{1/2}   (line 6)
-        self.M = sla.cholesky(sum(self.E), lower=True)  # M M^T = Σ_c E_c   (line 8)
+            self.E.append(Li.T @ Li)  # E_c = D^{1/2} B_c^{-1} D^{1/2}
+        self.M = sla.cholesky(sum(self.E), lower=True)  # M M^T = Σ_c E_c
         self.logdet = logdet + 2.0 * float(np.sum(np.log(np.diag(self.M))))
         self._P = [sla.solve_triangular(self.M, self.E[c] @ self.blocks[c], lower=True) for c in range(C)]
 
@@ -291,11 +291,11 @@ def laplace_mlm(op: Operator, lik: Likelihood, Y, options: LaplaceOptions | None
         else:
             post = _DenseExact(op, _full_factor(lik, f, Y))
         logdet = post.logdet
-        log_q = -fit_value - 0.5 * logdet  # R&W Alg. 3.1 line 10 / Alg. 3.3 line 14 (complete log|B|)
+        log_q = -fit_value - 0.5 * logdet  # R&W eq. 3.32 / 3.44 (softmax: with the |Σ_c E_c| factor)
         if not gradient:
             return LaplaceResult(log_q, None, names, logdet, mode, "exact", time.perf_counter() - t0, K.count)
         S = post.sigma_blocks()
-        s2 = -0.5 * _dlogdet_df(lik, f, Y, S)  # R&W Alg. 5.1 line 7 (signs: Φ_lh = -log P)
+        s2 = -0.5 * _dlogdet_df(lik, f, Y, S)  # R&W Alg. 5.1 line 9 (signs: Φ_lh = -log P)
         t = s2 - post.apply_R(K(s2))  # (I + W K)^{-1} s2
         Etr, Ftr = post.trace_factors()
         tr_RdK = op.grad_trace(Etr, Ftr)

@@ -115,7 +115,7 @@ class DiagonalLikelihood(Likelihood):
 
     @abc.abstractmethod
     def _d3(self, U, Y) -> np.ndarray:
-        """∂³/∂u³ of ``_nlp`` (Laplace MLM gradient, R&W Alg. 5.1 line 7)."""
+        """∂³/∂u³ of ``_nlp`` (Laplace MLM gradient, R&W Alg. 5.1 line 9)."""
 
     def _curvature(self, U, Y) -> np.ndarray:
         return self._d2(U, Y)
