@@ -66,7 +66,7 @@ from .hyperopt import HyperResult, JointParams, minimize_lbfgs
 from .newton_cg import NewtonOptions, NewtonResult, newton_cg
 from .slq import batched_cg, hutchinson_blocks, rademacher, slq_logdet
 
-__all__ = ["LaplaceOptions", "LaplaceResult", "laplace_mlm", "learn_laplace", "LAPLACE_PATHS", "MODE_OPTIONS"]
+__all__ = ["LaplaceOptions", "LaplaceResult", "laplace_mlm", "laplace_objective", "learn_laplace", "LAPLACE_PATHS", "MODE_OPTIONS"]
 
 LAPLACE_PATHS = ("exact", "mvm")
 
@@ -349,9 +349,9 @@ def laplace_mlm(op: Operator, lik: Likelihood, Y, options: LaplaceOptions | None
                          time.perf_counter() - t0, K.count)
 
 
-def learn_laplace(op: Operator, lik: Likelihood, Y, options: LaplaceOptions | None = None, *, x0=None,
-                  bounds=None, max_iter: int = 100, tol: float = 1e-6) -> tuple[HyperResult, Operator, Likelihood]:
-    """Maximise log q(y | θ) over the joint log-space vector by L-BFGS-B; returns (result, op, lik)."""
+def laplace_objective(op: Operator, lik: Likelihood, Y, options: LaplaceOptions | None = None):
+    """x -> (-log q(y | θ), gradient) over the joint log-space vector, warm-starting each mode at the
+    last one; returns (fun, JointParams).  A plain function, so any outer optimiser can take it."""
     joint = JointParams(op, lik)
     state = {"alpha": None}
 
@@ -361,6 +361,14 @@ def learn_laplace(op: Operator, lik: Likelihood, Y, options: LaplaceOptions | No
         state["alpha"] = res.mode.alpha
         return -res.log_marginal, -res.gradient
 
-    result = minimize_lbfgs(fun, joint.x0 if x0 is None else x0, joint.names, bounds=bounds, max_iter=max_iter, tol=tol)
+    return fun, joint
+
+
+def learn_laplace(op: Operator, lik: Likelihood, Y, options: LaplaceOptions | None = None, *, x0=None,
+                  bounds=None, max_iter: int = 100, tol: float = 1e-6,
+                  optimizer=minimize_lbfgs) -> tuple[HyperResult, Operator, Likelihood]:
+    """Maximise log q(y | θ) over the joint log-space vector (L-BFGS-B by default); returns (result, op, lik)."""
+    fun, joint = laplace_objective(op, lik, Y, options)
+    result = optimizer(fun, joint.x0 if x0 is None else x0, joint.names, bounds=bounds, max_iter=max_iter, tol=tol)
     o, lk = joint.build(result.x)
     return result, o, lk

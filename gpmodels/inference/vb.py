@@ -49,7 +49,8 @@ from ..operators.base import Operator
 from .hyperopt import HyperResult, JointParams, minimize_lbfgs
 from .newton_cg import NewtonOptions, newton_cg
 
-__all__ = ["VBOptions", "VBResult", "GammaBound", "gamma_bound", "vb_criterion", "learn_vb", "check_vb_likelihood"]
+__all__ = ["VBOptions", "VBResult", "GammaBound", "gamma_bound", "vb_criterion", "vb_objective", "learn_vb",
+           "check_vb_likelihood"]
 
 
 @attrs.frozen
@@ -166,9 +167,9 @@ def vb_criterion(op: Operator, lik: DiagonalLikelihood, Y, options: VBOptions | 
                     time.perf_counter() - t0)
 
 
-def learn_vb(op: Operator, lik: DiagonalLikelihood, Y, options: VBOptions | None = None, *, x0=None, bounds=None,
-             max_iter: int = 100, tol: float = 1e-6) -> tuple[HyperResult, Operator, DiagonalLikelihood]:
-    """Minimise φ_VB over the joint log-space vector by L-BFGS-B; returns (result, op, lik)."""
+def vb_objective(op: Operator, lik: DiagonalLikelihood, Y, options: VBOptions | None = None):
+    """x -> (φ_VB, gradient) over the joint log-space vector, warm-starting the variational state at
+    the last one; returns (fun, JointParams).  A plain function for any outer optimiser."""
     check_vb_likelihood(lik)
     joint = JointParams(op, lik)
     state = {"x": None}
@@ -176,10 +177,17 @@ def learn_vb(op: Operator, lik: DiagonalLikelihood, Y, options: VBOptions | None
     def fun(v):
         o, lk = joint.build(v)
         res = vb_criterion(o, lk, Y, options, x0=state["x"])
-        state["x"] = lik.sg_s(res.u, lk.check_targets(Y, o.n_points, 1)) ** 2 + res.z
+        state["x"] = lk.sg_s(res.u, lk.check_targets(Y, o.n_points, 1)) ** 2 + res.z
         return res.phi, res.gradient
 
-    result = minimize_lbfgs(fun, joint.x0 if x0 is None else x0, joint.names, bounds=bounds, max_iter=max_iter,
-                            tol=tol)
+    return fun, joint
+
+
+def learn_vb(op: Operator, lik: DiagonalLikelihood, Y, options: VBOptions | None = None, *, x0=None, bounds=None,
+             max_iter: int = 100, tol: float = 1e-6,
+             optimizer=minimize_lbfgs) -> tuple[HyperResult, Operator, DiagonalLikelihood]:
+    """Minimise φ_VB over the joint log-space vector (L-BFGS-B by default); returns (result, op, lik)."""
+    fun, joint = vb_objective(op, lik, Y, options)
+    result = optimizer(fun, joint.x0 if x0 is None else x0, joint.names, bounds=bounds, max_iter=max_iter, tol=tol)
     o, lk = joint.build(result.x)
     return result, o, lk

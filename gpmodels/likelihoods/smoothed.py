@@ -19,6 +19,7 @@ at x (``curvature_kind = "majoriser"``).
 
 from __future__ import annotations
 
+import attrs
 import numpy as np
 
 from ..errors import InputError
@@ -28,19 +29,33 @@ from .diagonal import DiagonalFactor, DiagonalLikelihood
 __all__ = ["VarianceSmoothed"]
 
 
+def _base(instance, attribute, base):
+    if not isinstance(base, DiagonalLikelihood) or not base.has_super_gaussian:
+        raise InputError(f"VB needs a likelihood with a super-Gaussian form (logistic, gaussian, laplace, "
+                         f"student_t); got {type(base).__name__}")
+
+
+def _z(z):
+    z = np.asarray(z, dtype=np.float64)
+    if not np.all(np.isfinite(z)) or np.any(z < 0):
+        raise InputError("the marginal variances z must be finite and >= 0")
+    return z
+
+
+@attrs.frozen(eq=False)
 class VarianceSmoothed(Likelihood):
     """Φ_lh(u) = ½ Σ_i [G(s_i² + z_i) + ℓ_lin(u_i)] for a base likelihood with a super-Gaussian form."""
 
-    def __init__(self, base: DiagonalLikelihood, z):
-        if not isinstance(base, DiagonalLikelihood) or not base.has_super_gaussian:
-            raise InputError(f"VB needs a likelihood with a super-Gaussian form (logistic, gaussian, laplace, "
-                             f"student_t); got {type(base).__name__}")
-        z = np.asarray(z, dtype=np.float64)
-        if not np.all(np.isfinite(z)) or np.any(z < 0):
-            raise InputError("the marginal variances z must be finite and >= 0")
-        self.base, self.z = base, z
-        self.log_concave = base.log_concave
-        self.curvature_kind = "hessian" if base.log_concave else "majoriser"
+    base: DiagonalLikelihood = attrs.field(validator=_base)
+    z: np.ndarray = attrs.field(converter=_z)
+
+    @property
+    def log_concave(self) -> bool:
+        return self.base.log_concave
+
+    @property
+    def curvature_kind(self) -> str:
+        return "hessian" if self.base.log_concave else "majoriser"
 
     def check_targets(self, Y, n, n_classes):
         Y = self.base.check_targets(Y, n, n_classes)
