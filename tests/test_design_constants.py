@@ -7,7 +7,7 @@ from scipy.special import expit
 
 from gpmodels.inference.mkl import MKLOptions, criterion_at
 from gpmodels.kernels.rbf import RBF
-from gpmodels.likelihoods import Gaussian, Laplace, Logistic, StudentT
+from gpmodels.likelihoods import Laplace, Logistic, StudentT
 from gpmodels.operators.blockdiag import BlockDiagonal
 from gpmodels.operators.sum import Sum
 

@@ -209,9 +209,9 @@ class _SoftmaxExact:
         return Ex - np.column_stack([self.E[c] @ z for c in range(self.C)])
 
     def sigma_blocks(self):
-        n, C = self.blocks[0].shape[0], self.C
-        S = np.einsum("kic,kid->icd", np.stack(self._P, axis=2), np.stack(self._P, axis=2))
-        for c in range(C):
+        P = np.stack(self._P, axis=2)  # (n, n, C): P_c = M^{-1} E_c K_c
+        S = np.einsum("kic,kid->icd", P, P)
+        for c in range(self.C):
             KE = self.blocks[c] @ self.E[c]
             S[:, c, c] += np.diag(self.blocks[c]) - np.einsum("ij,ji->i", KE, self.blocks[c])
         return S
