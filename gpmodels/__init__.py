@@ -8,9 +8,11 @@ from . import metrics
 from .errors import (CheckpointError, ConvergenceError, DataError, GPModelsError, HierarchyError, InputError,
                      SpecError)
 from .inference import MAPModel, NewtonOptions, exact_newton, fit_map, newton_cg
+from .inference import (LaplaceOptions, MKLOptions, VBOptions, algorithm1, alternating, laplace_mlm, learn_laplace,
+                        learn_vb, vb_criterion)
 from .kernels import ARD, RBF, Linear, Polynomial, Precomputed, RepresentationConfig
-from .likelihoods import Softmax
-from .operators import BlockDiagonal, Intercept, Operator
+from .likelihoods import Gaussian, Laplace, Logistic, SmoothedHinge, Softmax, StudentT
+from .operators import BlockDiagonal, Intercept, Operator, Sum
 from .priors import IndependentGP
 
 __version__ = "0.1.0"
@@ -19,5 +21,6 @@ __all__ = [
     "metrics", "GPModelsError", "InputError", "DataError", "SpecError", "HierarchyError", "ConvergenceError",
     "CheckpointError", "MAPModel", "NewtonOptions", "exact_newton", "fit_map", "newton_cg", "RBF", "ARD", "Linear",
     "Polynomial", "Precomputed", "RepresentationConfig", "Softmax", "BlockDiagonal", "Intercept", "Operator",
-    "IndependentGP",
+    "IndependentGP", "Logistic", "Gaussian", "Laplace", "StudentT", "SmoothedHinge", "Sum", "LaplaceOptions",
+    "MKLOptions", "VBOptions", "algorithm1", "alternating", "laplace_mlm", "learn_laplace", "learn_vb", "vb_criterion",
 ]

@@ -63,8 +63,21 @@ def _predict(model_dir, data, out) -> None:
     model = load_model(model_dir)
     X, y = load_inputs(data)
     P = model.predict_proba(X)
-    pred = np.argmax(P, axis=1)
     names = list(model.classes)
+    if not names:  # regression: the likelihood's prediction is the value itself
+        fh = open(out, "w", newline="") if out else sys.stdout
+        try:
+            w = csv.writer(fh)
+            w.writerow(["row", "prediction"])
+            w.writerows([i, f"{v:.8g}"] for i, v in enumerate(P[:, 0]))
+        finally:
+            if out:
+                fh.close()
+        if y is not None:
+            rmse = float(np.sqrt(np.mean((P[:, 0] - np.asarray(y, dtype=float)) ** 2)))
+            print(f"gpmodels: {P.shape[0]} points, RMSE {rmse:.6g} against the targets in {data}", file=sys.stderr)
+        return
+    pred = np.argmax(P, axis=1)
     fh = open(out, "w", newline="") if out else sys.stdout
     try:
         w = csv.writer(fh)

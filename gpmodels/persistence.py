@@ -92,23 +92,34 @@ class MAPPredictor:
         return np.argmax(self.predict_proba(X), axis=1)
 
 
-def save_map_model(model_dir, X_train, alpha, classes, scaler: FeatureScaler | None) -> Path:
+def save_map_model(model_dir, X_train, alpha, classes, scaler: FeatureScaler | None, *, theta=None,
+                   likelihood_theta=None) -> Path:
+    """Store α̂ with the inputs, classes (empty for regression), scaler and the fitted hyperparameters
+    of the operator (``theta``) and of the likelihood, so learned values round-trip."""
     arrays = {**pack_inputs(X_train), "alpha": np.asarray(alpha), "classes": np.array(classes, dtype=str)}
     arrays.update((scaler or FeatureScaler("none")).to_arrays())
+    if theta is not None:
+        arrays["theta"] = np.asarray(theta, dtype=np.float64)
+    if likelihood_theta is not None:
+        arrays["likelihood_theta"] = np.asarray(likelihood_theta, dtype=np.float64)
     return save_arrays(model_dir, "map", arrays)
 
 
 def _load_map(model_dir: Path, arrays: dict, spec) -> MAPPredictor:
-    from .spec.build import build_likelihood, build_prior
+    from .spec.build import build_likelihood, build_operator
 
     X = unpack_inputs(arrays)
     classes = tuple(str(c) for c in arrays["classes"])
-    prior = build_prior(spec.model, X, model_dir)
-    op = prior.operator(X, len(classes))
+    op = build_operator(spec.model, X, len(classes), model_dir)
+    likelihood = build_likelihood(spec.model)
+    if "theta" in arrays:
+        op = op.with_params(arrays["theta"])
+    if "likelihood_theta" in arrays:
+        likelihood = likelihood.with_params(arrays["likelihood_theta"])
     alpha = arrays["alpha"]
     if alpha.shape != (op.n_points, op.n_classes):
         raise DataError(f"stored alpha has shape {alpha.shape}; the rebuilt operator needs {(op.n_points, op.n_classes)}")
-    return MAPPredictor(op, build_likelihood(spec.model), alpha, classes, FeatureScaler.from_arrays(arrays))
+    return MAPPredictor(op, likelihood, alpha, classes, FeatureScaler.from_arrays(arrays))
 
 
 #: model kind -> loader(model_dir, arrays, resolved spec) returning an object with predict_proba / predict

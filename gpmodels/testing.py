@@ -13,7 +13,7 @@ import numpy as np
 
 from .operators.base import Operator
 
-__all__ = ["check_operator", "check_grad_trace", "check_likelihood", "assert_close"]
+__all__ = ["check_operator", "check_grad_trace", "check_likelihood", "check_diagonal_likelihood", "assert_close"]
 
 
 def assert_close(what: str, actual, expected, rtol: float = 1e-8, atol: float = 1e-10) -> None:
@@ -123,7 +123,12 @@ def check_likelihood(lik, U: np.ndarray, Y: np.ndarray, rng: np.random.Generator
     hf = lik.hessian_factor(U, Y)
     x = rng.normal(size=(n, C))
     Wx_fd = (lik.gradient(U + step * x, Y) - lik.gradient(U - step * x, Y)) / (2 * step)
-    assert_close("W x vs finite differences of the gradient", hf.W(x), Wx_fd, rtol, rtol)
+    if getattr(hf, "exact", True):
+        assert_close("W x vs finite differences of the gradient", hf.W(x), Wx_fd, rtol, rtol)
+    else:  # a majoriser's curvature: W >= the Hessian, W > 0
+        xWx, xHx = float(np.vdot(x, hf.W(x))), float(np.vdot(x, Wx_fd))
+        assert xWx > 0.0, f"majoriser curvature must be positive definite; x^T W x = {xWx}"
+        assert xWx >= xHx - rtol * max(1.0, abs(xHx)), f"majoriser curvature below the Hessian: {xWx} < {xHx}"
     y = rng.normal(size=(n, C))
     lhs, rhs = float(np.vdot(hf.V(x), y)), float(np.vdot(x, hf.Vt(y)))
     assert abs(lhs - rhs) <= 1e-9 * max(1.0, abs(lhs)), f"<V x, y> = {lhs} but <x, V^T y> = {rhs}"
@@ -143,3 +148,53 @@ def check_likelihood(lik, U: np.ndarray, Y: np.ndarray, rng: np.random.Generator
             vj = hf.V(E[:, :, j])
             expect.reshape(-1)[j] = 1.0 + float(np.sum(vj * np.einsum("icd,id->ic", blocks, vj)))
         assert_close("precond_diag = diag(I + V^T K V)", d, expect, 1e-9, 1e-9)
+
+
+def check_diagonal_likelihood(lik, U: np.ndarray, Y: np.ndarray, *, step: float = 1e-6, rtol: float = 1e-5) -> None:
+    """The elementwise hooks of a :class:`~gpmodels.likelihoods.diagonal.DiagonalLikelihood`.
+
+    ∂², ∂³ and the ψ-derivatives against central differences; the Newton curvature against the
+    Hessian (equal, or above it for a majoriser); and, when it has one, the super-Gaussian form:
+    G(s²) + ℓ_lin = -2 log P, G' and G'' by differences, G concave, ∂G/∂ψ by differences.
+    """
+    d1 = lambda Z: lik.gradient(Z, Y)  # noqa: E731
+    assert_close("d2 vs differences of d1", lik.hessian_diag(U, Y), (d1(U + step) - d1(U - step)) / (2 * step), rtol, rtol)
+    d3_fd = (lik.hessian_diag(U + step, Y) - lik.hessian_diag(U - step, Y)) / (2 * step)
+    assert_close("d3 vs differences of d2", lik.third_derivative(U, Y), d3_fd, rtol, rtol)
+    w = lik.hessian_factor(U, Y).W(np.ones_like(U))
+    if lik.curvature_kind == "hessian":
+        assert_close("Newton curvature = Hessian", w, lik.hessian_diag(U, Y), 1e-12, 1e-12)
+    else:
+        assert np.all(w > 0) and np.all(w >= lik.hessian_diag(U, Y) - 1e-12), "majoriser curvature below the Hessian"
+    theta = lik.params
+    v, dg, dw = lik.param_derivatives(U, Y)
+    assert v.shape == theta.shape and dg.shape == (theta.size,) + U.shape and dw.shape == dg.shape
+    for p in range(theta.size):
+        tp, tm = theta.copy(), theta.copy()
+        tp[p] += step
+        tm[p] -= step
+        lp, lm = lik.with_params(tp), lik.with_params(tm)
+        assert_close(f"∂ value / ∂{lik.param_names[p]}", v[p], (lp.value(U, Y) - lm.value(U, Y)) / (2 * step), rtol, rtol)
+        assert_close(f"∂ gradient / ∂{lik.param_names[p]}", dg[p], (lp.gradient(U, Y) - lm.gradient(U, Y)) / (2 * step),
+                     rtol, rtol)
+        assert_close(f"∂ W / ∂{lik.param_names[p]}", dw[p],
+                     (lp.hessian_diag(U, Y) - lm.hessian_diag(U, Y)) / (2 * step), rtol, rtol)
+    if not lik.has_super_gaussian:
+        return
+    s = lik.sg_s(U, Y)
+    X = s**2
+    assert_close("G(s²) + ℓ_lin = -2 log P", lik.sg_G(X, Y) + lik.sg_lin(U, Y), 2 * lik._nlp(U, Y), 1e-10, 1e-10)
+    Xs = X + 0.1  # away from x = 0 for the differences
+    h = step * np.maximum(1.0, Xs)
+    assert_close("G' vs differences", lik.sg_dG(Xs, Y), (lik.sg_G(Xs + h, Y) - lik.sg_G(Xs - h, Y)) / (2 * h), rtol, rtol)
+    assert_close("G'' vs differences", lik.sg_d2G(Xs, Y), (lik.sg_dG(Xs + h, Y) - lik.sg_dG(Xs - h, Y)) / (2 * h),
+                 rtol, rtol)
+    assert np.all(lik.sg_d2G(Xs, Y) <= 1e-14), "G must be concave in x = s² (super-Gaussian)"
+    assert np.all(lik.sg_dG(Xs, Y) > 0), "G must be increasing in x = s²"
+    dG = lik.sg_dpsi(Xs, Y)
+    for p in range(theta.size):
+        tp, tm = theta.copy(), theta.copy()
+        tp[p] += step
+        tm[p] -= step
+        fd = (lik.with_params(tp).sg_G(Xs, Y) - lik.with_params(tm).sg_G(Xs, Y)) / (2 * step)
+        assert_close(f"∂G/∂{lik.param_names[p]}", dG[p], fd, rtol, rtol)

@@ -16,6 +16,7 @@ from gpmodels.kernels.rbf import ARD, RBF
 from gpmodels.kernels.representations import LowRankGram, RepresentationConfig
 from gpmodels.operators.blockdiag import BlockDiagonal
 from gpmodels.operators.intercept import Intercept
+from gpmodels.operators.sum import Sum
 
 from oracles import block_diagonal_cross, block_diagonal_dense, naive_gram, nystrom_gram
 
@@ -133,6 +134,39 @@ def precomputed_case(draw):
 
 
 register(BlockDiagonal)(precomputed_case)
+
+
+@st.composite
+def sum_case(draw):
+    """K_θ = Σ_m θ_m K_m over 1-3 block-diagonal components (stored/blocked, tied or separate) on
+    the same inputs, the last possibly wrapped in an Intercept; oracle Σ_m θ_m (dense oracle of m)."""
+    n, C, d = draw(st.integers(2, 6)), draw(st.integers(1, 3)), draw(st.integers(1, 3))
+    r = np.random.default_rng(draw(st.integers(0, 2**31 - 1)))
+    X, X_new = r.normal(size=(n, d)), r.normal(size=(draw(st.integers(1, 3)), d))
+    M = draw(st.integers(1, 3))
+    ops, oracles = [], []
+    for m in range(M):
+        k = draw(kernels(d, ("rbf", "ard", "linear", "poly")))
+        mode = draw(st.sampled_from(["tied", "separate"]))
+        v = draw(log_uniform) if mode == "tied" else [draw(log_uniform) for _ in range(C)]
+        rep = RepresentationConfig(kind=draw(st.sampled_from(["stored", "blocked"])), memory_mb=8 * 2 * n / 2**20)
+        op = BlockDiagonal.from_sharing(X, k, C, mode, v, rep)
+        cv = op.class_variances
+        sigma2 = 0.0
+        if m == M - 1 and draw(st.booleans()):
+            sigma2 = draw(log_uniform)
+            op = Intercept(op, sigma2, learn=draw(st.booleans()))
+        ops.append(op)
+        grams = [naive_gram(k, X, X)] * C
+        crosses = [naive_gram(k, X_new, X)] * C
+        oracles.append((block_diagonal_dense(grams, cv, sigma2), block_diagonal_cross(crosses, cv, sigma2)))
+    theta = np.array([draw(log_uniform) for _ in range(M)])
+    dense = sum(t * o[0] for t, o in zip(theta, oracles))
+    cross = sum(t * o[1] for t, o in zip(theta, oracles))
+    return Case(Sum(ops, theta), dense, X_new, cross)
+
+
+register(Sum)(sum_case)
 
 
 def case_strategy(cls):

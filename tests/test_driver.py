@@ -113,3 +113,29 @@ def test_bad_study_specs_name_the_key(mutate, key, message):
     with pytest.raises(SpecError, match=message) as err:
         StudySpec.from_dict(d)
     assert err.value.path == key
+
+
+def test_learned_hyperparameters_round_trip_for_regression(tmp_path, capsys):
+    """A VB run learns (w, v, noise scale); the saved model predicts with the learned values."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    spec = yaml.safe_load((root / "specs" / "sinc-robust-vb.yaml").read_text())
+    spec["data"]["path"] = str(root / "specs" / "data" / "sinc_train.npz")
+    spec["data"]["test_path"] = str(root / "specs" / "data" / "sinc_test.npz")
+    spec["data"]["max_train"] = 60
+    spec["objective"]["max_iter"] = 5
+    spec["output"] = {"dir": str(tmp_path / "vb")}
+    (tmp_path / "s.yaml").write_text(yaml.safe_dump(spec))
+    assert main(["run", str(tmp_path / "s.yaml"), "--quiet"]) == 0
+    metrics = json.loads((tmp_path / "vb" / "metrics.json").read_text())
+    model = load_model(tmp_path / "vb")
+    with np.load(root / "specs" / "data" / "sinc_test.npz") as z:
+        Xt, yt = z["X"], z["y"]
+    pred = model.predict_proba(Xt)[:, 0]
+    assert np.sqrt(np.mean((pred - yt) ** 2)) == pytest.approx(metrics["test_rmse"], rel=1e-9)
+    assert main(["predict", str(tmp_path / "vb"), str(root / "specs" / "data" / "sinc_test.npz"),
+                 "--out", str(tmp_path / "p.csv")]) == 0
+    assert "RMSE" in capsys.readouterr().err
+    rows = list(csv.reader(open(tmp_path / "p.csv")))
+    assert rows[0] == ["row", "prediction"] and float(rows[1][1]) == pytest.approx(pred[0], rel=1e-6)

@@ -11,8 +11,14 @@ from hypothesis import given, strategies as st
 import gpmodels
 from gpmodels.errors import InputError
 from gpmodels.likelihoods.base import Likelihood
+from gpmodels.likelihoods.diagonal import DiagonalLikelihood
+from gpmodels.likelihoods.gaussian import Gaussian
+from gpmodels.likelihoods.hinge import SmoothedHinge
+from gpmodels.likelihoods.logistic import Logistic
+from gpmodels.likelihoods.robust import Laplace, StudentT
+from gpmodels.likelihoods.smoothed import VarianceSmoothed
 from gpmodels.likelihoods.softmax import Softmax
-from gpmodels.testing import check_likelihood
+from gpmodels.testing import check_diagonal_likelihood, check_likelihood
 
 
 @st.composite
@@ -27,7 +33,60 @@ def softmax_case(draw):
     return Softmax(), U, Y, r
 
 
-LIKELIHOOD_CASES = {Softmax: softmax_case}
+log_uniform = st.floats(min_value=-1.5, max_value=1.5).map(lambda t: float(np.exp(t)))
+
+
+@st.composite
+def _single_latent(draw, make, labels):
+    """(likelihood, U (n, 1), Y (n, 1), rng) with U spread over a few scales."""
+    n = draw(st.integers(1, 6))
+    r = np.random.default_rng(draw(st.integers(0, 2**31 - 1)))
+    lik = make(draw)
+    U = r.normal(scale=draw(st.sampled_from([0.3, 1.0, 4.0])), size=(n, 1))
+    if labels == "pm1":
+        Y = r.choice([-1.0, 1.0], size=(n, 1))
+    else:
+        Y = U + r.standard_t(2.0, size=(n, 1)) * draw(st.sampled_from([0.1, 1.0, 5.0]))
+    return lik, U, Y, r
+
+
+def hinge_case():
+    """Keep t = 1 - y u away from the kinks t = 0 and t = ε, where ℓ_ε'' jumps."""
+    @st.composite
+    def case(draw):
+        lik, U, Y, r = draw(_single_latent(lambda d: SmoothedHinge(eps=d(st.sampled_from([0.05, 0.5]))), "pm1"))
+        t = 1 - Y * U
+        for kink in (0.0, lik.eps):
+            near = np.abs(t - kink) < 1e-3
+            U = np.where(near, U - Y * 3e-3, U)
+            t = 1 - Y * U
+        return lik, U, Y, r
+    return case()
+
+
+def smoothed_case():
+    @st.composite
+    def case(draw):
+        base = draw(st.sampled_from(["logistic", "gaussian", "laplace", "student_t"]))
+        make = {"logistic": lambda d: Logistic(), "gaussian": lambda d: Gaussian(d(log_uniform)),
+                "laplace": lambda d: Laplace(d(log_uniform)),
+                "student_t": lambda d: StudentT(d(st.sampled_from([1.5, 4.0, 20.0])), d(log_uniform))}[base]
+        lik, U, Y, r = draw(_single_latent(make, "pm1" if base == "logistic" else "real"))
+        z = r.uniform(0.05, 2.0, size=U.shape)
+        return VarianceSmoothed(lik, z), U, Y, r
+    return case()
+
+
+LIKELIHOOD_CASES = {
+    Softmax: softmax_case,
+    Logistic: lambda: _single_latent(lambda d: Logistic(), "pm1"),
+    Gaussian: lambda: _single_latent(lambda d: Gaussian(d(log_uniform)), "real"),
+    Laplace: lambda: _single_latent(lambda d: Laplace(d(log_uniform)), "real"),
+    StudentT: lambda: _single_latent(lambda d: StudentT(d(st.sampled_from([1.5, 4.0, 20.0])), d(log_uniform),
+                                                        d(st.booleans())), "real"),
+    SmoothedHinge: hinge_case,
+    VarianceSmoothed: smoothed_case,
+}
 
 
 def test_completeness_every_likelihood_is_registered():
@@ -49,6 +108,18 @@ def test_likelihood_conformance(cls):
     def run(case):
         lik, U, Y, r = case
         check_likelihood(lik, U, Y, r)
+
+    run()
+
+
+@pytest.mark.parametrize("cls", [c for c in LIKELIHOOD_CASES if issubclass(c, DiagonalLikelihood)],
+                         ids=lambda c: c.__name__)
+def test_diagonal_likelihood_hooks(cls):
+    """∂², ∂³, ψ-derivatives, curvature vs Hessian and the super-Gaussian form G."""
+    @given(LIKELIHOOD_CASES[cls]())
+    def run(case):
+        lik, U, Y, _ = case
+        check_diagonal_likelihood(lik, U, Y)
 
     run()
 

@@ -5,6 +5,12 @@ from .exact_newton import exact_newton
 from .line_search import pair_line_search
 from .map import MAPModel, fit_map
 from .newton_cg import NewtonDiagnostics, NewtonOptions, NewtonResult, newton_cg
+from .hyperopt import HyperResult, minimize_lbfgs
+from .laplace import LaplaceOptions, LaplaceResult, laplace_mlm, learn_laplace
+from .mkl import KernelLearningResult, MKLOptions, algorithm1, alternating, criterion_at
+from .vb import VBOptions, VBResult, learn_vb, vb_criterion
 
 __all__ = ["cg", "CGResult", "newton_cg", "NewtonOptions", "NewtonResult", "NewtonDiagnostics", "exact_newton",
-           "pair_line_search", "fit_map", "MAPModel"]
+           "pair_line_search", "fit_map", "MAPModel", "HyperResult", "minimize_lbfgs", "LaplaceOptions", "LaplaceResult",
+           "laplace_mlm", "learn_laplace", "KernelLearningResult", "MKLOptions", "algorithm1", "alternating",
+           "criterion_at", "VBOptions", "VBResult", "learn_vb", "vb_criterion"]

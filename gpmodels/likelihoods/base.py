@@ -30,6 +30,10 @@ class HessianFactor(abc.ABC):
     free: np.ndarray
     #: α-contribution of the fixed components (A γ_I), or None when nothing is fixed.
     fixed_alpha: np.ndarray | None = None
+    #: True when ``W`` is the exact Hessian; False when it is the curvature of a quadratic majoriser
+    #: of Φ_lh touching it at U (W >= the Hessian, W > 0): Newton then stays a descent (MM) method
+    #: for likelihoods that are not log-concave or not twice differentiable.
+    exact: bool = True
 
     @abc.abstractmethod
     def V(self, x: np.ndarray) -> np.ndarray:
@@ -41,7 +45,7 @@ class HessianFactor(abc.ABC):
 
     @abc.abstractmethod
     def W(self, x: np.ndarray) -> np.ndarray:
-        """W x, the exact Hessian of Φ_lh in u applied to x (tests and exact solvers)."""
+        """W x: the Hessian of Φ_lh in u applied to x (or the majoriser curvature, see ``exact``)."""
 
     @abc.abstractmethod
     def g_tilde(self, g: np.ndarray) -> np.ndarray:

@@ -3,5 +3,6 @@
 from .base import CrossOperator, Operator
 from .blockdiag import SHARING_MODES, BlockDiagonal
 from .intercept import Intercept
+from .sum import Sum
 
-__all__ = ["Operator", "CrossOperator", "BlockDiagonal", "Intercept", "SHARING_MODES"]
+__all__ = ["Operator", "CrossOperator", "BlockDiagonal", "Intercept", "Sum", "SHARING_MODES"]

@@ -21,13 +21,19 @@ from ..kernels.linear import Linear, Polynomial
 from ..kernels.precomputed import Precomputed
 from ..kernels.rbf import ARD, RBF
 from ..kernels.representations import RepresentationConfig
+from ..likelihoods.gaussian import Gaussian
+from ..likelihoods.hinge import SmoothedHinge
+from ..likelihoods.logistic import Logistic
+from ..likelihoods.robust import Laplace, StudentT
 from ..likelihoods.softmax import Softmax
+from ..operators.blockdiag import BlockDiagonal
+from ..operators.sum import Sum
 from ..priors.independent import IndependentGP
 from ..validation import check_features
 from .sections import KernelSpec, ModelSpec, ObjectiveSpec, Spec
 
 __all__ = ["resolve_path", "check_files", "build_data", "build_kernel", "build_prior", "build_likelihood",
-           "build_newton_options"]
+           "build_newton_options", "model_kernels", "resolve_model", "n_latent", "build_operator"]
 
 
 def resolve_path(value: str, base_dir: Path | None, key: str, must_exist: bool = True) -> Path:
@@ -57,8 +63,9 @@ def check_files(spec: Spec, base_dir: Path | None) -> None:
         resolve_path(d.path, base_dir, "data.path")
         if d.test_path is not None:
             resolve_path(d.test_path, base_dir, "data.test_path")
-    if spec.model.kernel.gram is not None:
-        resolve_path(spec.model.kernel.gram, base_dir, "model.kernel.gram")
+    for key, k in model_kernels(spec.model):
+        if k.gram is not None:
+            resolve_path(k.gram, base_dir, f"{key}.gram")
 
 
 def build_data(spec: Spec, base_dir: Path | None) -> Dataset:
@@ -72,6 +79,8 @@ def build_data(spec: Spec, base_dir: Path | None) -> Dataset:
             tr, te = train_test_split(ytr.size, d.test_fraction, spec.seed, y=ytr)
             Xtr, ytr, Xte, yte = Xtr[tr], ytr[tr], Xtr[te], ytr[te]
         name, hier = ds.name, ds.hierarchy_path
+    elif d.task == "regression":
+        return _regression_data(spec, base_dir)
     else:
         X, y, Xt, yt = load_file(resolve_path(d.path, base_dir, "data.path"),
                                  resolve_path(d.test_path, base_dir, "data.test_path") if d.test_path else None)
@@ -90,12 +99,48 @@ def build_data(spec: Spec, base_dir: Path | None) -> Dataset:
     if d.max_test is not None and d.max_test < yte.size:
         keep = subsample(yte.size, d.max_test, spec.seed + 1, y=yte)
         Xte, yte = Xte[keep], yte[keep]
+    if d.positive_class is not None:
+        if d.positive_class not in classes:
+            raise SpecError(f"positive_class {d.positive_class!r} is not a label of the data (labels: "
+                            f"{', '.join(classes[:20])})", "data.positive_class")
+        pos = classes.index(d.positive_class)
+        ytr, yte, classes = (ytr == pos).astype(np.intp), (yte == pos).astype(np.intp), ("rest", d.positive_class)
     present = np.unique(ytr)
     if present.size < len(classes):
         missing = [classes[c] for c in np.setdiff1d(np.arange(len(classes)), present)]
         raise SpecError(f"the training data lack classes {missing}; raise max_train or drop the subsample", "data.max_train")
     scaler = FeatureScaler.fit(d.scaling, Xtr)
     return Dataset(name, scaler.transform(Xtr), ytr, scaler.transform(Xte), yte, tuple(classes), hier, scaler)
+
+
+def _regression_data(spec: Spec, base_dir: Path | None) -> Dataset:
+    """Real-valued targets from files: random (unstratified) split and subsample, no label encoding."""
+    d = spec.data
+    X, y, Xt, yt = load_file(resolve_path(d.path, base_dir, "data.path"),
+                             resolve_path(d.test_path, base_dir, "data.test_path") if d.test_path else None)
+    try:
+        y = np.asarray(y, dtype=np.float64)
+        yt = None if yt is None else np.asarray(yt, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise SpecError("regression targets must be numbers", "data.path") from None
+    for name, v in (("y", y), ("y_test", yt)):
+        if v is not None and not np.all(np.isfinite(v)):
+            raise SpecError(f"regression targets {name} must be finite; found {int(np.sum(~np.isfinite(v)))} "
+                            f"non-finite values", "data.path")
+    if d.test == "split":
+        if Xt is not None:
+            raise SpecError("`test: split` splits `path`; drop `test_path` or use `test: given`", "data.test")
+        tr, te = train_test_split(y.size, d.test_fraction, spec.seed)
+        X, y, Xt, yt = X[tr], y[tr], X[te], y[te]
+    Xtr, Xte = check_features("X_train", X), check_features("X_test", Xt)
+    if d.max_train is not None and d.max_train < y.size:
+        keep = subsample(y.size, d.max_train, spec.seed)
+        Xtr, y = Xtr[keep], y[keep]
+    if d.max_test is not None and d.max_test < yt.size:
+        keep = subsample(yt.size, d.max_test, spec.seed + 1)
+        Xte, yt = Xte[keep], yt[keep]
+    scaler = FeatureScaler.fit(d.scaling, Xtr)
+    return Dataset(Path(d.path).stem, scaler.transform(Xtr), y, scaler.transform(Xte), yt, (), None, scaler)
 
 
 def resolve_kernel(k: KernelSpec, X_train) -> KernelSpec:
@@ -134,8 +179,49 @@ def build_prior(m: ModelSpec, X_train, base_dir: Path | None = None) -> Independ
                          representation=rep)
 
 
+def model_kernels(m: ModelSpec) -> list[tuple[str, KernelSpec]]:
+    """(key path, kernel spec) of ``kernel`` or of every entry of ``kernels``."""
+    if m.kernels is not None:
+        return [(f"model.kernels[{i}]", k) for i, k in enumerate(m.kernels)]
+    return [("model.kernel", m.kernel)]
+
+
+def resolve_model(m: ModelSpec, X_train) -> ModelSpec:
+    """``w: auto`` resolved in ``kernel`` or in every entry of ``kernels``."""
+    if m.kernels is not None:
+        return attrs.evolve(m, kernels=tuple(resolve_kernel(k, X_train) for k in m.kernels))
+    return attrs.evolve(m, kernel=resolve_kernel(m.kernel, X_train))
+
+
+def n_latent(m: ModelSpec, n_classes: int) -> int:
+    """Latent functions the likelihood sees: C for the softmax, 1 otherwise."""
+    return n_classes if m.likelihood == "softmax" else 1
+
+
+def build_operator(m: ModelSpec, X_train, n_classes: int, base_dir: Path | None = None):
+    """The prior's operator; with ``kernels`` the Sum K_θ = Σ θ_m K_m of variance-1 components."""
+    C = n_latent(m, n_classes)
+    if m.kernels is None:
+        return build_prior(m, X_train, base_dir).operator(X_train, C)
+    r = m.representation
+    rep = RepresentationConfig(kind=r.kind, memory_mb=r.memory_mb, stored_max_mb=r.stored_max_mb, rank=r.rank, tol=r.tol)
+    ops = [BlockDiagonal.from_sharing(X_train, build_kernel(k, X_train, base_dir), C, "tied", 1.0, rep)
+           for k in m.kernels]
+    return Sum(ops, m.weights if m.weights is not None else np.ones(len(ops)))
+
+
 def build_likelihood(m: ModelSpec):
-    return Softmax(kappa=m.kappa)
+    if m.likelihood == "softmax":
+        return Softmax(kappa=m.kappa)
+    if m.likelihood == "logistic":
+        return Logistic()
+    if m.likelihood == "hinge":
+        return SmoothedHinge(eps=m.hinge_eps)
+    if m.likelihood == "gaussian":
+        return Gaussian(noise=m.noise)
+    if m.likelihood == "laplace":
+        return Laplace(scale=m.scale)
+    return StudentT(df=m.df, scale=m.scale, learn_df=m.learn_df)
 
 
 def build_newton_options(o: ObjectiveSpec) -> NewtonOptions:

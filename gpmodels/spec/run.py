@@ -28,8 +28,7 @@ from ..data.datasets import Dataset
 from ..errors import SpecError
 from ..inference.map import fit_map
 from ..persistence import save_map_model
-from ..validation import labels_to_targets
-from .build import build_data, build_likelihood, build_newton_options, build_prior, check_files, resolve_kernel
+from .build import build_data, build_likelihood, build_newton_options, build_operator, check_files, resolve_model
 from .loader import dump_yaml
 from .sections import Spec
 
@@ -64,44 +63,51 @@ def output_dir(spec: Spec, out: str | Path | None) -> Path:
     return Path(out) if out is not None else Path(spec.output.dir.replace("{name}", spec.name))
 
 
+def map_saver(data: Dataset, op, likelihood, alpha) -> Callable[[Path], object]:
+    """A ``save`` callback for any runner whose model is α̂ over an operator: the fitted
+    hyperparameters are stored with α̂, so any objective's learned values round-trip."""
+
+    def save(folder: Path):
+        return save_map_model(folder, data.X_train, alpha, data.classes, data.scaler, theta=op.params,
+                              likelihood_theta=likelihood.params)
+
+    return save
+
+
 @register_runner("map")
 def run_map(spec: Spec, data: Dataset, base_dir: Path | None, say) -> RunOutcome:
     """MAP fit at the given hyperparameters by Newton–CG or exact Newton."""
-    C = data.n_classes
-    resolved = attrs.evolve(spec, model=attrs.evolve(spec.model, kernel=resolve_kernel(spec.model.kernel, data.X_train)))
-    prior = build_prior(resolved.model, data.X_train, base_dir)
+    from .run_unifying import evaluate, targets
+
+    resolved = attrs.evolve(spec, model=resolve_model(spec.model, data.X_train))
     likelihood = build_likelihood(resolved.model)
     t = time.perf_counter()
-    op = prior.operator(data.X_train, C)
+    op = build_operator(resolved.model, data.X_train, data.n_classes, base_dir)
     build_seconds = time.perf_counter() - t
     t = time.perf_counter()
-    model = fit_map(op, likelihood, labels_to_targets(data.y_train, C), build_newton_options(resolved.objective),
-                    method=resolved.objective.method)
+    model = fit_map(op, likelihood, targets(likelihood, data, spec.model.likelihood),
+                    build_newton_options(resolved.objective), method=resolved.objective.method)
     fit_seconds = time.perf_counter() - t
     diag = model.result.diagnostics
     say(f"fit: {diag.iterations} Newton iterations, {diag.mvm_count} MVMs, {fit_seconds:.2f} s, "
         f"Φ = {model.result.phi:.6g} ({diag.message})")
     t = time.perf_counter()
-    P = model.predict_proba(data.X_test)
-    metrics = {
-        "fit_seconds": fit_seconds,
-        "kernel_build_seconds": build_seconds,
-        "predict_seconds": time.perf_counter() - t,
-        "newton_iterations": diag.iterations,
-        "cg_iterations": int(sum(diag.cg_iterations)),
-        "mvm_count": diag.mvm_count,
-        "phi": float(model.result.phi),
-        "gradient_rms": float(diag.grad_norm[-1]),
-        "converged": bool(diag.converged),
-    }
-    if spec.evaluation.train_scores:
+    scores, P = evaluate(likelihood, model.latent(data.X_test), data, spec.model.likelihood)
+    metrics = {**scores,
+               "fit_seconds": fit_seconds,
+               "kernel_build_seconds": build_seconds,
+               "predict_seconds": time.perf_counter() - t,
+               "newton_iterations": diag.iterations,
+               "cg_iterations": int(sum(diag.cg_iterations)),
+               "mvm_count": diag.mvm_count,
+               "phi": float(model.result.phi),
+               "gradient_rms": float(diag.grad_norm[-1]),
+               "converged": bool(diag.converged)}
+    if spec.evaluation.train_scores and spec.data.task == "classification":
         tr = M.classification_report(likelihood.predict(model.result.u), data.y_train)
         metrics.update({f"train_{k}": v for k, v in tr.items()})
-
-    def save(folder: Path):
-        return save_map_model(folder, data.X_train, model.alpha, data.classes, data.scaler)
-
-    return RunOutcome(metrics, P, diag.as_dict(), resolved, save=save, traces={"Phi": list(diag.phi)})
+    return RunOutcome(metrics, P, diag.as_dict(), resolved, save=map_saver(data, op, likelihood, model.alpha),
+                      traces={"Phi": list(diag.phi)})
 
 
 def run_spec(spec: Spec, base_dir: Path | None = None, out: str | Path | None = None, *, quiet: bool = False) -> dict:
@@ -150,3 +156,6 @@ def run_spec(spec: Spec, base_dir: Path | None = None, out: str | Path | None = 
             f"prec {metrics['test_prec']:.4f}")
     say(f"report: {out_dir}/ ({', '.join(sorted(p.name for p in out_dir.iterdir()))})")
     return metrics
+
+
+from . import run_unifying  # noqa: E402,F401  (registers the unifying-paper runners)

@@ -11,9 +11,14 @@ from ..kernels.representations import REPRESENTATION_KINDS
 from ..operators.blockdiag import SHARING_MODES
 from .schema import Node, option
 
-__all__ = ["Spec", "DataSpec", "ModelSpec", "KernelSpec", "RepresentationSpec", "ObjectiveSpec",
+__all__ = ["TASKS", "LIKELIHOODS", "OBJECTIVES", "SOLVERS", "check_unifying", "Spec", "DataSpec", "ModelSpec", "KernelSpec", "RepresentationSpec", "ObjectiveSpec",
            "EvaluationSpec", "OutputSpec", "KERNEL_TYPES", "KERNEL_KEYS"]
 
+TASKS = ("classification", "regression")
+LIKELIHOODS = ("softmax", "logistic", "hinge", "gaussian", "laplace", "student_t")
+REGRESSION_LIKELIHOODS = ("gaussian", "laplace", "student_t")
+OBJECTIVES = ("map", "laplace", "vb", "mlm", "mkl", "joint_map")
+SOLVERS = ("algorithm1", "alternating", "lbfgs")
 KERNEL_TYPES = ("rbf", "ard", "linear", "polynomial", "precomputed")
 #: keys each kernel type uses (besides ``type``)
 KERNEL_KEYS = {
@@ -47,10 +52,20 @@ class DataSpec(Node):
                                    doc="keep a seeded stratified subsample of this many training points")
     max_test: int | None = option(None, kind="int", minimum=1,
                                   doc="keep a seeded stratified subsample of this many test points")
+    task: str = option("classification", kind="str", choices=TASKS,
+                       doc="`regression`: real-valued targets from `path` files (scored by RMSE)")
+    positive_class: str | None = option(None, kind="str",
+                                        doc="binary task one-vs-rest: this label (as in the data) is y = +1, all others -1")
 
     def check(self, path):
         if (self.dataset is None) == (self.path is None):
             raise SpecError("give exactly one of `dataset` (a named set) or `path` (a file)", f"{path}.dataset")
+        if self.task == "regression" and self.dataset is not None:
+            raise SpecError("the named data sets are classification sets; regression needs `path` (an .npz with "
+                            "real-valued y)", f"{path}.task")
+        if self.task == "regression" and self.positive_class is not None:
+            raise SpecError("`positive_class` makes a binary classification task; not for regression",
+                            f"{path}.positive_class")
         if self.path is not None and self.test == "given" and self.test_path is None:
             raise SpecError("`test: given` with a `path` needs `test_path`; or use `test: split`", f"{path}.test_path")
         if self.test_path is not None and self.path is None:
@@ -102,23 +117,54 @@ class ModelSpec(Node):
     """Prior, kernel, sharing, likelihood and intercept."""
 
     prior: str = option("independent", kind="str", choices=("independent",), doc="the prior over the class functions")
-    kernel: KernelSpec = option(kind="node", node=KernelSpec, doc="the covariance shape")
+    kernel: KernelSpec | None = option(None, kind="node", node=KernelSpec,
+                                       doc="the covariance shape (or give `kernels`)")
     sharing: str = option("separate", kind="str", choices=SHARING_MODES,
                           doc="`tied`: one M, one v; `semi`: one M, v per class; `separate`: M and v per class")
     variance: object = option(1.0, kind="float|list[float]", exclusive_minimum=0.0,
                               doc="v: one value, or one per variance group")
     sigma2: float = option(0.0, kind="float", minimum=0.0, doc="intercept variance σ² (0: no intercept)")
-    likelihood: str = option("softmax", kind="str", choices=("softmax",), doc="the likelihood")
+    likelihood: str = option("softmax", kind="str", choices=LIKELIHOODS,
+                             doc="`softmax` (C classes); single latent function: `logistic` (binary, y = ±1), "
+                                 "`hinge` (smoothed SVM loss), `gaussian`, `laplace`, `student_t` (regression)")
     kappa: float = option(-20.0, kind="float", maximum=-1e-12, doc="softmax: App. B threshold κ on log π")
+    noise: float = option(1.0, kind="float", exclusive_minimum=0.0, doc="gaussian: noise variance σ²")
+    scale: float = option(1.0, kind="float", exclusive_minimum=0.0, doc="laplace: scale τ; student_t: scale σ")
+    df: float = option(4.0, kind="float", exclusive_minimum=0.0, doc="student_t: degrees of freedom ν")
+    learn_df: bool = option(False, kind="bool", doc="student_t: learn ν with the other hyperparameters")
+    hinge_eps: float = option(1e-3, kind="float", exclusive_minimum=0.0, doc="hinge: smoothing width ε")
+    kernels: tuple | None = option(None, kind="list[node]", node=KernelSpec,
+                                   doc="a kernel combination K_θ = Σ_m θ_m K_m (Sum; each with variance 1) "
+                                       "instead of `kernel`")
+    weights: tuple | None = option(None, kind="list[float]", exclusive_minimum=0.0,
+                                   doc="initial kernel weights θ of `kernels` (default all 1)")
     representation: RepresentationSpec = option(RepresentationSpec, kind="node", node=RepresentationSpec,
                                                 doc="kernel matrix representation")
+
+    def check(self, path):
+        if (self.kernel is None) == (self.kernels is None):
+            raise SpecError("give exactly one of `kernel` or `kernels` (a kernel combination)", f"{path}.kernel")
+        if self.kernels is not None:
+            if len(self.kernels) == 0:
+                raise SpecError("needs at least one kernel", f"{path}.kernels")
+            if self.weights is not None and len(self.weights) != len(self.kernels):
+                raise SpecError(f"one weight per kernel: {len(self.kernels)} kernels, {len(self.weights)} weights",
+                                f"{path}.weights")
+            if self.sigma2 != 0:
+                raise SpecError("a kernel combination has no separate intercept; set sigma2: 0 (add a "
+                                "constant-offset kernel such as `polynomial` to the list instead)", f"{path}.sigma2")
+        elif self.weights is not None:
+            raise SpecError("`weights` go with `kernels`", f"{path}.weights")
 
 
 @attrs.frozen
 class ObjectiveSpec(Node):
     """What is optimised and its settings."""
 
-    type: str = option("map", kind="str", choices=("map",), doc="`map`: MAP fit at the given hyperparameters")
+    type: str = option("map", kind="str", choices=OBJECTIVES,
+                       doc="`map`: MAP fit at the given hyperparameters; `laplace`: Laplace MLM; `vb`: variational "
+                           "bound; `mlm`: Gaussian marginal likelihood; `mkl`, `joint_map`: kernel-weight criteria "
+                           "(Nickisch & Seeger 2011)")
     method: str = option("newton_cg", kind="str", choices=("newton_cg", "exact"),
                          doc="`newton_cg` (Alg. 1) or `exact` Newton (App. C, flat prior, O(n^3 C))")
     k1: int = option(30, kind="int", minimum=1, doc="maximal Newton iterations")
@@ -130,6 +176,18 @@ class ObjectiveSpec(Node):
                                doc="CG: stop once the residual fell by this factor from its start (truncated Newton)")
     warm_start: str = option("alpha", kind="str", choices=("alpha", "beta"),
                              doc="CG start: β = D^{-1/2} α (`alpha`) or the last β (`beta`)")
+    learn: bool = option(True, kind="bool", doc="laplace/vb/mlm/mkl/joint_map: learn the hyperparameters "
+                                                "(false: evaluate the criterion at the given ones)")
+    solver: str | None = option(None, kind="str", choices=SOLVERS,
+                                doc="kernel weights: `algorithm1` (Nickisch & Seeger, default with `kernels`), "
+                                    "`alternating`; `lbfgs` (L-BFGS-B on the criterion, default otherwise)")
+    path: str = option("exact", kind="str", choices=("exact", "mvm"),
+                       doc="laplace: `exact` (Cholesky) or `mvm` (CG, Lanczos log-determinant, Hutchinson traces)")
+    n_probes: int = option(32, kind="int", minimum=1, doc="laplace mvm: Hutchinson / Lanczos probes (seeded by `seed`)")
+    max_iter: int = option(100, kind="int", minimum=1, doc="outer iterations of the hyperparameter learning")
+    tol: float = option(1e-8, kind="float", minimum=0.0, doc="outer tolerance (relative criterion decrease)")
+    lam: float = option(1.0, kind="float", minimum=0.0, doc="mkl: weight λ of the penalty λ ||θ||_p^p")
+    p: float = option(1.0, kind="float", minimum=1.0, doc="mkl: the norm p >= 1")
 
 
 @attrs.frozen
@@ -164,3 +222,32 @@ class Spec(Node):
     def check(self, path):
         if self.objective.method == "exact" and self.model.prior != "independent":
             raise SpecError("exact Newton needs the independent (flat) prior", "objective.method")
+        check_unifying(self)
+
+
+def check_unifying(spec: Spec) -> None:
+    """Cross-key rules of the unifying-paper objectives and the single-latent likelihoods."""
+    m, o, d = spec.model, spec.objective, spec.data
+    lik = m.likelihood
+    if d.task == "regression" and lik not in REGRESSION_LIKELIHOODS:
+        raise SpecError(f"a regression task needs one of {REGRESSION_LIKELIHOODS}; got {lik!r}", "model.likelihood")
+    if d.task == "classification" and lik in REGRESSION_LIKELIHOODS:
+        raise SpecError(f"likelihood {lik!r} is for regression; set data.task: regression", "model.likelihood")
+    if m.kernels is not None and lik == "softmax":
+        raise SpecError("kernel combinations are for a single latent function (logistic, hinge, gaussian, laplace, "
+                        "student_t)", "model.kernels")
+    t = o.type
+    if t == "laplace" and lik in ("hinge", "laplace"):
+        raise SpecError(f"the Laplace approximation needs a smooth, normalised likelihood; got {lik!r} (use vb)",
+                        "model.likelihood")
+    if t in ("vb",) and lik in ("softmax", "hinge"):
+        raise SpecError(f"VB needs a super-Gaussian likelihood (logistic, gaussian, laplace, student_t); got {lik!r}",
+                        "model.likelihood")
+    if t == "mlm" and lik != "gaussian":
+        raise SpecError(f"`mlm` is the Gaussian marginal likelihood; got likelihood {lik!r} (use vb or laplace)",
+                        "model.likelihood")
+    if t in ("mkl", "joint_map") and m.kernels is None:
+        raise SpecError(f"objective {t!r} learns kernel weights: give model.kernels", "model.kernels")
+    if o.solver in ("algorithm1", "alternating") and (m.kernels is None or t in ("map", "laplace")):
+        raise SpecError(f"solver {o.solver!r} learns the weights of model.kernels with mkl, joint_map, mlm or vb",
+                        "objective.solver")
