@@ -379,6 +379,7 @@ def fit_crammer_singer(kernel: Kernel | None, X, y, options: CSOptions = CSOptio
         rounds = 0
         for eps_t in schedule:
             thr = eps_t * beta
+            before = updates
             while updates < o.max_updates:
                 q = -1
                 if nA > 0:
@@ -406,7 +407,8 @@ def fit_crammer_singer(kernel: Kernel | None, X, y, options: CSOptions = CSOptio
                     nA -= 1
             sync()
             rounds += 1
-            record(eps_t)
+            if updates > before or eps_t == schedule[-1]:
+                record(eps_t)
             if stalled or updates >= o.max_updates:
                 break
         if stalled:

@@ -5,10 +5,12 @@ from __future__ import annotations
 import attrs
 
 from ..data.datasets import NAMED_DATASETS
+from ..data.multilabel import MULTILABEL_DATASETS
 from ..data.scaling import SCALINGS
 from ..errors import SpecError
 from ..kernels.representations import REPRESENTATION_KINDS
 from ..operators.blockdiag import SHARING_MODES
+from .baseline_sections import CrammerSingerSpec, HM3Spec
 from .schema import Node, option
 
 __all__ = ["Spec", "DataSpec", "ModelSpec", "KernelSpec", "RepresentationSpec", "ObjectiveSpec",
@@ -29,8 +31,9 @@ KERNEL_KEYS = {
 class DataSpec(Node):
     """Where the data come from, how the test set is formed and how inputs are scaled."""
 
-    dataset: str | None = option(None, kind="str", choices=NAMED_DATASETS,
-                                 doc="a named data set under the data root (give this or `path`)")
+    dataset: str | None = option(None, kind="str", choices=NAMED_DATASETS + MULTILABEL_DATASETS,
+                                 doc="a named data set under the data root (give this or `path`); "
+                                     "enron_corr and *_FUN are hierarchical multilabel sets")
     path: str | None = option(None, kind="str", doc="a data file: .npz with arrays X, y, or svmlight/libsvm text")
     test_path: str | None = option(None, kind="str", doc="test file for `path` (same format) when `test` is `given`")
     root: str | None = option(None, kind="str",
@@ -47,6 +50,8 @@ class DataSpec(Node):
                                    doc="keep a seeded stratified subsample of this many training points")
     max_test: int | None = option(None, kind="int", minimum=1,
                                   doc="keep a seeded stratified subsample of this many test points")
+    validation: str = option("merge", kind="str", choices=("merge", "drop"),
+                             doc="FunCat sets: train on train + valid (`merge`, Vens et al. 2008) or drop valid")
 
     def check(self, path):
         if (self.dataset is None) == (self.path is None):
@@ -118,7 +123,8 @@ class ModelSpec(Node):
 class ObjectiveSpec(Node):
     """What is optimised and its settings."""
 
-    type: str = option("map", kind="str", choices=("map",), doc="`map`: MAP fit at the given hyperparameters")
+    type: str = option("map", kind="str", choices=("map", "crammer_singer", "hm3"),
+                       doc="`map`: MAP fit at the given hyperparameters; `crammer_singer`, `hm3`: max-margin baselines")
     method: str = option("newton_cg", kind="str", choices=("newton_cg", "exact"),
                          doc="`newton_cg` (Alg. 1) or `exact` Newton (App. C, flat prior, O(n^3 C))")
     k1: int = option(30, kind="int", minimum=1, doc="maximal Newton iterations")
@@ -130,6 +136,9 @@ class ObjectiveSpec(Node):
                                doc="CG: stop once the residual fell by this factor from its start (truncated Newton)")
     warm_start: str = option("alpha", kind="str", choices=("alpha", "beta"),
                              doc="CG start: β = D^{-1/2} α (`alpha`) or the last β (`beta`)")
+    crammer_singer: CrammerSingerSpec = option(CrammerSingerSpec, kind="node", node=CrammerSingerSpec,
+                                               doc="settings of `type: crammer_singer`")
+    hm3: HM3Spec = option(HM3Spec, kind="node", node=HM3Spec, doc="settings of `type: hm3`")
 
 
 @attrs.frozen
