@@ -266,8 +266,8 @@ def fit_crammer_singer(kernel: Kernel | None, X, y, options: CSOptions = CSOptio
     t0 = time.perf_counter()
     # State in *position* order: the active set A occupies positions 0..nA-1 contiguously
     # (perm: position -> example, pos: example -> position), so that ψ and the F update touch A
-    # only.  F outside A is brought up to date lazily (one GEMM over the pending Δτ) before A^c is
-    # scanned; in exact arithmetic this is Fig. 4's F update for all i.
+    # only.  With a row cache, F outside A is brought up to date lazily (one GEMM over the pending
+    # Δτ) before A^c is scanned; in exact arithmetic this is Fig. 4's F update for all i.
     Fk = np.zeros((k, m))          # F^T: row r holds F_{:, r} contiguously (axpy per changed class)
     Fk[y, ar] = -beta              # Fig. 4 initialisation, τ = 0
     tau = np.zeros((k, m))
@@ -279,6 +279,7 @@ def fit_crammer_singer(kernel: Kernel | None, X, y, options: CSOptions = CSOptio
     nA = 0 if use_active else m
     identity = True                # perm is the identity (no swap yet)
     pending: dict[int, np.ndarray] = {}
+    lazy = rows.capacity > 0       # defer F on A^c only when the rows can be served from the cache
     buf = np.empty((k, m))
     fp_tol = 0.5 * o.epsilon       # Fig. 4 calls Fig. 3 with accuracy ε/2
     inv_k = 1.0 / k
@@ -345,9 +346,14 @@ def fit_crammer_singer(kernel: Kernel | None, X, y, options: CSOptions = CSOptio
             for r in nz:
                 Fk[r, :nA] += dt[r] * rowA
         if nA < m:
-            p = int(perm[q])
-            acc = pending.get(p)
-            pending[p] = dt if acc is None else acc + dt
+            if lazy:
+                p = int(perm[q])
+                acc = pending.get(p)
+                pending[p] = dt if acc is None else acc + dt
+            else:  # no cache: the row would be recomputed at the sync, so update A^c now
+                rowN = row[perm[nA:]]
+                for r in nz:
+                    Fk[r, nA:] += dt[r] * rowN
         tau[:, q] = new
         pen[:, q] = np.inf
         allowed = new < 0.0
