@@ -9,6 +9,7 @@ Scores: ℓ_0/1 (%), ℓ_Δ, ℓ_H̃ (uniform / sibling / subtree), micro P / R 
 P / R / F1, training time.
 
 Usage: python bench/hm3_multilabel.py [--sets enron_corr derisi_FUN] [--hm3-seconds 120] [--curve-seconds 40]
+       [--skip-curves] [--skip-table]
 Needs ../shared/data.  Prints tables and a final JSON line.
 """
 
@@ -99,10 +100,17 @@ def main():
     ap.add_argument("--curve-seconds", type=float, default=40.0)
     ap.add_argument("--gap-tol", type=float, default=0.01)
     ap.add_argument("--skip-curves", action="store_true")
+    ap.add_argument("--skip-table", action="store_true", help="only the enron_corr curves")
     a = ap.parse_args()
     out = {}
     enron = None
     for name in a.sets:
+        if a.skip_table:
+            if name == "enron_corr":
+                d = load_multilabel(name)
+                X, _ = scale_features("unit_norm", d.X_train, d.X_test)
+                enron = (Linear(), X, d.Y_train, d.tree)
+            continue
         out[name], ctx = run_set(name, a)
         if name == "enron_corr":
             enron = ctx
