@@ -25,7 +25,7 @@ from __future__ import annotations
 import attrs
 import numpy as np
 
-__all__ = ["FixedPointResult", "solve_fixed_point", "solve_exact", "theta_exact", "tau_from_nu"]
+__all__ = ["FixedPointResult", "fixed_point_list", "solve_fixed_point", "solve_exact", "theta_exact", "tau_from_nu"]
 
 #: below this many classes the fixed point runs on Python floats (numpy call overhead dominates)
 _SMALL_K = 48
@@ -57,6 +57,36 @@ def solve_exact(D: np.ndarray) -> np.ndarray:
     return np.minimum(theta_exact(D), D)
 
 
+def fixed_point_list(d: list, theta: float, tol: float, max_iter: int = 1000) -> tuple[list, float, int]:
+    """:func:`solve_fixed_point` on Python floats (small k: no numpy call overhead); (ν, θ, steps)."""
+    k = len(d)
+    th = float(theta)
+    it = 0
+    while it < max_iter:
+        it += 1
+        s = -1.0
+        for v in d:
+            s += v if v > th else th
+        new = s / k  # eq. (39)
+        done = abs(th - new) <= tol * abs(th)
+        th = new
+        if done:
+            break
+    nu = [v if v < th else th for v in d]
+    rho = (sum(d) - 1.0) - sum(nu)
+    if rho > 0.0:
+        room = [v - n for v, n in zip(d, nu)]
+        f = rho / sum(room)
+        nu = [n + r * f for n, r in zip(nu, room)]
+    elif rho < 0.0:  # only by round-off past θ*: move the coordinates at θ down together
+        at = [i for i in range(k) if d[i] > nu[i]]
+        if at:
+            share = rho / len(at)
+            for i in at:
+                nu[i] += share
+    return nu, th, it
+
+
 def solve_fixed_point(D: np.ndarray, theta: float, tol: float, max_iter: int = 1000) -> FixedPointResult:
     """Fig. 3 with a feasibility repair (module docstring).  # shape: D (k,)
 
@@ -67,35 +97,23 @@ def solve_fixed_point(D: np.ndarray, theta: float, tol: float, max_iter: int = 1
     D = np.asarray(D, dtype=np.float64)
     k = D.size
     if k <= _SMALL_K:
-        d = D.tolist()
-        th = float(theta)
-        it = 0
-        while it < max_iter:
-            it += 1
-            s = -1.0
-            for v in d:
-                s += v if v > th else th
-            new = s / k  # eq. (39)
-            done = abs(th - new) <= tol * abs(th)
-            th = new
-            if done:
-                break
-    else:
-        th = float(theta)
-        it = 0
-        while it < max_iter:
-            it += 1
-            new = (np.maximum(th, D).sum() - 1.0) / k
-            done = abs(th - new) <= tol * abs(th)
-            th = float(new)
-            if done:
-                break
+        nu, th, it = fixed_point_list(D.tolist(), theta, tol, max_iter)
+        return FixedPointResult(np.array(nu), th, it)
+    th = float(theta)
+    it = 0
+    while it < max_iter:
+        it += 1
+        new = (np.maximum(th, D).sum() - 1.0) / k
+        done = abs(th - new) <= tol * abs(th)
+        th = float(new)
+        if done:
+            break
     nu = np.minimum(th, D)
     room = D - nu
     rho = (D.sum() - 1.0) - nu.sum()
     if rho > 0.0:
         nu = nu + room * (rho / room.sum())
-    elif rho < 0.0:  # only by round-off past θ*: move the coordinates at θ down together
+    elif rho < 0.0:
         at = room > 0
         nu[at] += rho / max(int(at.sum()), 1)
     return FixedPointResult(nu, th, it)
