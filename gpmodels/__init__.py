@@ -4,7 +4,7 @@ Compose a likelihood, a prior and an objective; every objective reaches the prio
 the MVM operator protocol (:class:`gpmodels.operators.Operator`).
 """
 
-from . import metrics
+from . import metrics, multilabel
 from .errors import (CheckpointError, ConvergenceError, DataError, GPModelsError, HierarchyError, InputError,
                      SpecError)
 from .inference import MAPModel, NewtonOptions, exact_newton, fit_map, newton_cg
@@ -18,7 +18,7 @@ from .priors import IndependentGP
 __version__ = "0.1.0"
 
 __all__ = [
-    "metrics", "GPModelsError", "InputError", "DataError", "SpecError", "HierarchyError", "ConvergenceError",
+    "metrics", "multilabel", "GPModelsError", "InputError", "DataError", "SpecError", "HierarchyError", "ConvergenceError",
     "CheckpointError", "MAPModel", "NewtonOptions", "exact_newton", "fit_map", "newton_cg", "RBF", "ARD", "Linear",
     "Polynomial", "Precomputed", "RepresentationConfig", "Softmax", "BlockDiagonal", "Intercept", "Operator",
     "IndependentGP", "Logistic", "Gaussian", "Laplace", "StudentT", "SmoothedHinge", "Sum", "LaplaceOptions",

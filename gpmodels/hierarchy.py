@@ -151,6 +151,13 @@ class ClassTree:
     def classes(self) -> tuple[str, ...]:
         return tuple(self.nodes[p] for p in self.leaves)
 
+    @property
+    def levels(self) -> tuple:
+        """Per depth d = 1, 2, ...: (nodes of depth d sorted by parent, their parents (-1: root),
+        start offsets of each parent's group, the distinct parents) — for level-wise vectorised
+        passes (np.add.reduceat over the groups)."""
+        return tuple(self._levels)
+
     def index(self, name: str) -> int:
         """Node index p of a node name (the root has none)."""
         try:

@@ -12,6 +12,7 @@ import attrs
 import numpy as np
 
 from ..data.datasets import Dataset, encode_labels, find_data_root, load_dataset, load_file
+from ..data.multilabel import MULTILABEL_DATASETS, MultilabelDataset, load_multilabel
 from ..data.scaling import FeatureScaler, auto_rbf_w
 from ..data.splits import subsample, train_test_split
 from ..errors import SpecError
@@ -32,8 +33,8 @@ from ..priors.independent import IndependentGP
 from ..validation import check_features
 from .sections import KernelSpec, ModelSpec, ObjectiveSpec, Spec
 
-__all__ = ["resolve_path", "check_files", "build_data", "build_kernel", "build_prior", "build_likelihood",
-           "build_newton_options", "model_kernels", "resolve_model", "n_latent", "build_operator"]
+__all__ = ["resolve_path", "check_files", "build_data", "build_multilabel_data", "build_kernel", "build_prior",
+           "build_likelihood", "build_newton_options", "model_kernels", "resolve_model", "n_latent", "build_operator"]
 
 
 def resolve_path(value: str, base_dir: Path | None, key: str, must_exist: bool = True) -> Path:
@@ -55,8 +56,9 @@ def check_files(spec: Spec, base_dir: Path | None) -> None:
             root = find_data_root(resolve_path(d.root, base_dir, "data.root") if d.root else None)
         except Exception as exc:  # DataError: say which key
             raise SpecError(str(exc), "data.root" if d.root else "data.dataset") from None
-        if not (root / d.dataset).is_dir():
-            raise SpecError(f"data set folder {root / d.dataset} not found", "data.dataset")
+        folder = root / "funcat" / d.dataset if d.dataset.endswith("_FUN") else root / d.dataset
+        if not folder.is_dir():
+            raise SpecError(f"data set folder {folder} not found", "data.dataset")
         if d.subset is not None and d.dataset != "news20":
             raise SpecError(f"`subset` is defined for news20 only; got data set {d.dataset!r}", "data.subset")
     else:
@@ -71,6 +73,8 @@ def check_files(spec: Spec, base_dir: Path | None) -> None:
 def build_data(spec: Spec, base_dir: Path | None) -> Dataset:
     """Load, split, subsample and scale the data as the spec says."""
     d = spec.data
+    if d.dataset in MULTILABEL_DATASETS:
+        return build_multilabel_data(spec, base_dir)
     if d.dataset is not None:
         root = resolve_path(d.root, base_dir, "data.root") if d.root else None
         ds = load_dataset(d.dataset, root, subset=d.subset)
@@ -141,6 +145,24 @@ def _regression_data(spec: Spec, base_dir: Path | None) -> Dataset:
         Xte, yt = Xte[keep], yt[keep]
     scaler = FeatureScaler.fit(d.scaling, Xtr)
     return Dataset(Path(d.path).stem, scaler.transform(Xtr), y, scaler.transform(Xte), yt, (), None, scaler)
+
+
+def build_multilabel_data(spec: Spec, base_dir: Path | None) -> MultilabelDataset:
+    """A hierarchical multilabel set (enron_corr, *_FUN): given test set, seeded subsamples, scaling."""
+    d = spec.data
+    if d.test != "given":
+        raise SpecError(f"multilabel data set {d.dataset!r} has a given test set; use `test: given`", "data.test")
+    ds = load_multilabel(d.dataset, resolve_path(d.root, base_dir, "data.root") if d.root else None,
+                         validation=d.validation)
+    Xtr, Ytr, Xte, Yte = ds.X_train, ds.Y_train, ds.X_test, ds.Y_test
+    if d.max_train is not None and d.max_train < Ytr.shape[0]:
+        keep = subsample(Ytr.shape[0], d.max_train, spec.seed)
+        Xtr, Ytr = Xtr[keep], Ytr[keep]
+    if d.max_test is not None and d.max_test < Yte.shape[0]:
+        keep = subsample(Yte.shape[0], d.max_test, spec.seed + 1)
+        Xte, Yte = Xte[keep], Yte[keep]
+    scaler = FeatureScaler.fit(d.scaling, Xtr)
+    return MultilabelDataset(ds.name, scaler.transform(Xtr), Ytr, scaler.transform(Xte), Yte, ds.tree)
 
 
 def resolve_kernel(k: KernelSpec, X_train) -> KernelSpec:

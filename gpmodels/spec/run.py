@@ -125,7 +125,7 @@ def run_spec(spec: Spec, base_dir: Path | None = None, out: str | Path | None = 
 
     t0 = time.perf_counter()
     data = build_data(spec, base_dir)
-    say(f"data {data.name}: {data.y_train.size} train, {data.y_test.size} test, {data.n_classes} classes, "
+    say(f"data {data.name}: {data.X_train.shape[0]} train, {data.X_test.shape[0]} test, {data.n_classes} classes, "
         f"{data.X_train.shape[1]} features{' (sparse)' if data.sparse else ''}")
     outcome = runner(spec, data, base_dir, say)
     metrics = {"name": spec.name}
@@ -141,7 +141,7 @@ def run_spec(spec: Spec, base_dir: Path | None = None, out: str | Path | None = 
                                 title=f"{spec.name}: {name} - min over iterations")
     if outcome.paths is not None:
         reports.plot_paths(outcome.paths[0], outcome.paths[1], out_dir / "hyperparameters.png")
-    metrics.update({"n_train": int(data.y_train.size), "n_test": int(data.y_test.size), "n_classes": data.n_classes,
+    metrics.update({"n_train": int(data.X_train.shape[0]), "n_test": int(data.X_test.shape[0]), "n_classes": data.n_classes,
                     "n_features": int(data.X_train.shape[1])})
     metrics.update(outcome.metrics)
     metrics["total_seconds"] = time.perf_counter() - t0
@@ -151,7 +151,7 @@ def run_spec(spec: Spec, base_dir: Path | None = None, out: str | Path | None = 
     dump_yaml(resolved.to_dict(), out_dir / "spec.resolved.yaml")
     if outcome.save is not None:
         outcome.save(out_dir)
-    if "test_error" in metrics:
+    if "test_log_loss" in metrics:
         say(f"test error {100 * metrics['test_error']:.2f} %, log-loss {metrics['test_log_loss']:.4f}, "
             f"prec {metrics['test_prec']:.4f}")
     say(f"report: {out_dir}/ ({', '.join(sorted(p.name for p in out_dir.iterdir()))})")
@@ -159,3 +159,4 @@ def run_spec(spec: Spec, base_dir: Path | None = None, out: str | Path | None = 
 
 
 from . import run_unifying  # noqa: E402,F401  (registers the unifying-paper runners)
+from . import baseline_runners  # noqa: E402,F401  (registers the crammer_singer and hm3 runners)

@@ -5,10 +5,12 @@ from __future__ import annotations
 import attrs
 
 from ..data.datasets import NAMED_DATASETS
+from ..data.multilabel import MULTILABEL_DATASETS
 from ..data.scaling import SCALINGS
 from ..errors import SpecError
 from ..kernels.representations import REPRESENTATION_KINDS
 from ..operators.blockdiag import SHARING_MODES
+from .baseline_sections import CrammerSingerSpec, HM3Spec
 from .schema import Node, option
 
 __all__ = ["TASKS", "LIKELIHOODS", "OBJECTIVES", "SOLVERS", "check_unifying", "Spec", "DataSpec", "ModelSpec", "KernelSpec", "RepresentationSpec", "ObjectiveSpec",
@@ -17,7 +19,7 @@ __all__ = ["TASKS", "LIKELIHOODS", "OBJECTIVES", "SOLVERS", "check_unifying", "S
 TASKS = ("classification", "regression")
 LIKELIHOODS = ("softmax", "logistic", "hinge", "gaussian", "laplace", "student_t")
 REGRESSION_LIKELIHOODS = ("gaussian", "laplace", "student_t")
-OBJECTIVES = ("map", "laplace", "vb", "mlm", "mkl", "joint_map")
+OBJECTIVES = ("map", "laplace", "vb", "mlm", "mkl", "joint_map", "crammer_singer", "hm3")
 SOLVERS = ("algorithm1", "alternating", "lbfgs")
 KERNEL_TYPES = ("rbf", "ard", "linear", "polynomial", "precomputed")
 #: keys each kernel type uses (besides ``type``)
@@ -34,8 +36,9 @@ KERNEL_KEYS = {
 class DataSpec(Node):
     """Where the data come from, how the test set is formed and how inputs are scaled."""
 
-    dataset: str | None = option(None, kind="str", choices=NAMED_DATASETS,
-                                 doc="a named data set under the data root (give this or `path`)")
+    dataset: str | None = option(None, kind="str", choices=NAMED_DATASETS + MULTILABEL_DATASETS,
+                                 doc="a named data set under the data root (give this or `path`); "
+                                     "enron_corr and *_FUN are hierarchical multilabel sets")
     path: str | None = option(None, kind="str", doc="a data file: .npz with arrays X, y, or svmlight/libsvm text")
     test_path: str | None = option(None, kind="str", doc="test file for `path` (same format) when `test` is `given`")
     root: str | None = option(None, kind="str",
@@ -56,6 +59,8 @@ class DataSpec(Node):
                        doc="`regression`: real-valued targets from `path` files (scored by RMSE)")
     positive_class: str | None = option(None, kind="str",
                                         doc="binary task one-vs-rest: this label (as in the data) is y = +1, all others -1")
+    validation: str = option("merge", kind="str", choices=("merge", "drop"),
+                             doc="FunCat sets: train on train + valid (`merge`, Vens et al. 2008) or drop valid")
 
     def check(self, path):
         if (self.dataset is None) == (self.path is None):
@@ -164,7 +169,7 @@ class ObjectiveSpec(Node):
     type: str = option("map", kind="str", choices=OBJECTIVES,
                        doc="`map`: MAP fit at the given hyperparameters; `laplace`: Laplace MLM; `vb`: variational "
                            "bound; `mlm`: Gaussian marginal likelihood; `mkl`, `joint_map`: kernel-weight criteria "
-                           "(Nickisch & Seeger 2011)")
+                           "(Nickisch & Seeger 2011); `crammer_singer`, `hm3`: max-margin baselines")
     method: str = option("newton_cg", kind="str", choices=("newton_cg", "exact"),
                          doc="`newton_cg` (Alg. 1) or `exact` Newton (App. C, flat prior, O(n^3 C))")
     k1: int = option(30, kind="int", minimum=1, doc="maximal Newton iterations")
@@ -188,6 +193,9 @@ class ObjectiveSpec(Node):
     tol: float = option(1e-8, kind="float", minimum=0.0, doc="outer tolerance (relative criterion decrease)")
     lam: float = option(1.0, kind="float", minimum=0.0, doc="mkl: weight λ of the penalty λ ||θ||_p^p")
     p: float = option(1.0, kind="float", minimum=1.0, doc="mkl: the norm p >= 1")
+    crammer_singer: CrammerSingerSpec = option(CrammerSingerSpec, kind="node", node=CrammerSingerSpec,
+                                               doc="settings of `type: crammer_singer`")
+    hm3: HM3Spec = option(HM3Spec, kind="node", node=HM3Spec, doc="settings of `type: hm3`")
 
 
 @attrs.frozen
