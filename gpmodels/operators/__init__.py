@@ -1,7 +1,9 @@
 """The MVM operator protocol and its generic compositions."""
 
+from .anova import ANOVA
 from .base import CrossOperator, Operator
 from .blockdiag import SHARING_MODES, BlockDiagonal
+from .coupled import Coupled
 from .intercept import Intercept
 
-__all__ = ["Operator", "CrossOperator", "BlockDiagonal", "Intercept", "SHARING_MODES"]
+__all__ = ["Operator", "CrossOperator", "BlockDiagonal", "Intercept", "SHARING_MODES", "ANOVA", "Coupled"]
