@@ -205,7 +205,7 @@ def anova_case(draw, with_intercept=False):
         inner_dense, inner_cross = _block_oracles(X, X_new, [kern] * P, v_groups[groups])
     elif how == "groups":  # arbitrary kernel / variance groups over the nodes
         inner, kers, v = draw(_node_block_diagonal(X, d, kinds, rep, P))
-        op = ANOVA(inner, tree)
+        op = ANOVA(inner, tree, merge_gemm=draw(st.booleans()))
         inner_dense, inner_cross = _block_oracles(X, X_new, kers, v)
     else:  # a non-block-diagonal K̆: coupled nodes (exercises the generic diag / block paths)
         p = draw(st.integers(1, P))

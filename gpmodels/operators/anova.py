@@ -14,6 +14,12 @@ parents down the levels), O(P) per point and right-hand side, vectorised over po
 (n, C) layout a latent vector's row i holds all classes of point i, so (Φ_L^T ⊗ I) acts on axis 1.
 
 - MVM: V (n, C, k) -> Φ_L^T along axis 1 (n, P, k) -> K̆ MVM -> Φ_L along axis 1 (n, C, k).
+  Merged GEMMs: when K̆ is a :class:`BlockDiagonal` whose nodes share a kernel matrix M_r over a
+  node group G_r, that group contributes (Φ_L D_r Φ_L^T) ⊗ M_r with D_r = diag(v_p 1{p in G_r}),
+  i.e. M_r (V S_r) with the C x C matrix S_r = Φ_L D_r Φ_L^T applied by the tree walks.  The GEMM
+  with M_r then runs on C k columns instead of |G_r| k, so with one shared M (any variance
+  sharing) the hierarchical MVM costs one flat GEMM plus O(nP) walks, below the P/C of Sec. 3.
+  ``merge_gemm=False`` keeps the node-space order (the paper's three steps).
 - diag (Sec. 5.3): K_ic,ic = Σ_{p on path(L(c))} K̆_ip,ip when K̆ is block-diagonal, i.e. the
   recursion d_child = d_parent + K̆^(child)_i down the tree = ``mix`` of diag K̆.
 - Per-point blocks (App. B): K_i = Φ_L K̆_i Φ_L^T, so K_i p_i = Φ_L (K̆_i (Φ_L^T p_i)); for a
@@ -35,6 +41,7 @@ import numpy as np
 from ..errors import HierarchyError, InputError
 from ..hierarchy import ClassTree
 from .base import CrossOperator, Operator
+from .blockdiag import BlockDiagonal
 
 __all__ = ["ANOVA"]
 
@@ -46,7 +53,8 @@ class ANOVA(Operator):
     optionally renames the inner hyperparameters (same length as ``inner.param_names``).
     """
 
-    def __init__(self, inner: Operator, tree: ClassTree, names: Sequence[str] | None = None):
+    def __init__(self, inner: Operator, tree: ClassTree, names: Sequence[str] | None = None, *,
+                 merge_gemm: bool = True):
         if not isinstance(tree, ClassTree):
             raise HierarchyError(f"ANOVA needs a ClassTree; got {type(tree).__name__}")
         if not isinstance(inner, Operator):
@@ -61,6 +69,16 @@ class ANOVA(Operator):
         self.inner = inner
         self.tree = tree
         self._names = names
+        self.merge_gemm = bool(merge_gemm)
+        self._merged = None
+        if self.merge_gemm and isinstance(inner, BlockDiagonal):
+            C, v = tree.n_classes, inner.class_variances
+            plan = []
+            for rep, nodes in inner.rep_groups:
+                weights = np.zeros(tree.n_nodes)
+                weights[nodes] = v[nodes]
+                plan.append((rep, nodes, weights, nodes.size >= C))
+            self._merged = plan
         # a tree of depth 1 has Φ_L = a permutation onto the leaves: K stays class-diagonal
         self.is_class_diagonal = bool(inner.is_class_diagonal and tree.max_depth == 1)
 
@@ -78,8 +96,34 @@ class ANOVA(Operator):
         return self.tree.n_nodes
 
     def _mvm(self, V):
-        # shape: V (n, C, k) -> (n, P, k) -> (n, P, k) -> (n, C, k)
-        return self.tree.mix(self.inner._mvm(self.tree.mix_t(V)))
+        if self._merged is None:
+            # shape: V (n, C, k) -> (n, P, k) -> (n, P, k) -> (n, C, k)
+            return self.tree.mix(self.inner._mvm(self.tree.mix_t(V)))
+        return self._merged_mvm(V)
+
+    def _merged_mvm(self, V):
+        """Σ_r M_r (V S_r) for class-space groups, Φ_L (D_r M_r (Φ_L^T V)_{G_r}) for the others."""
+        n, C, k = V.shape
+        Vt = self.tree.mix_t(V)  # shape: (n, P, k)
+        out = None
+        node_part = None
+        for rep, nodes, weights, class_space in self._merged:
+            if class_space:  # GEMM on C k columns: M_r (Φ_L D_r Φ_L^T V)
+                W = self.tree.mix(Vt * weights[None, :, None])
+                res = rep.mvm(np.ascontiguousarray(W).reshape(n, C * k)).reshape(n, C, k)
+                if out is None:
+                    out = res
+                else:
+                    out += res
+            else:  # GEMM on |G_r| k columns in node space
+                if node_part is None:
+                    node_part = np.zeros_like(Vt)
+                res = rep.mvm(np.ascontiguousarray(Vt[:, nodes, :]).reshape(n, nodes.size * k))
+                node_part[:, nodes, :] = res.reshape(n, nodes.size, k) * weights[nodes][None, :, None]
+        if node_part is not None:
+            mixed = self.tree.mix(node_part)
+            out = mixed if out is None else out + mixed
+        return out
 
     def _diag(self):
         if self.inner.is_class_diagonal:
@@ -113,7 +157,7 @@ class ANOVA(Operator):
         return self.inner.param_bounds
 
     def with_params(self, theta) -> "ANOVA":
-        return ANOVA(self.inner.with_params(theta), self.tree, self._names)
+        return ANOVA(self.inner.with_params(theta), self.tree, self._names, merge_gemm=self.merge_gemm)
 
     def _grad_trace(self, E, F):
         # Seeger 2008, Sec. 5.3: tr Ẽ^T (dK̆) F̃ with Ẽ = (Φ_L^T ⊗ I) E, F̃ = (Φ_L^T ⊗ I) F
@@ -122,7 +166,7 @@ class ANOVA(Operator):
         return self.inner._grad_trace(Et, Ft)
 
     def _restrict(self, J):
-        return ANOVA(self.inner._restrict(J), self.tree, self._names)
+        return ANOVA(self.inner._restrict(J), self.tree, self._names, merge_gemm=self.merge_gemm)
 
     def _cross(self, I, J):
         return _MixedCross(self.inner._cross(I, J), self.tree)

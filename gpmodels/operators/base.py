@@ -78,8 +78,8 @@ class Operator(abc.ABC):
 
     Must be defined: ``n_points``, ``n_classes``, ``_mvm``, ``params``, ``param_names``,
     ``with_params``, ``_restrict``, ``_cross``, ``_cross_test``.
-    For speed (generic defaults exist): ``_diag``, ``_point_block_mvm``, ``_grad_trace``,
-    ``_dense``.
+    For speed (generic defaults exist): ``_diag``, ``_point_block_mvm``, ``_point_blocks``,
+    ``_grad_trace``, ``_dense``.
     """
 
     #: True when K is block-diagonal over classes (K_{ic,jc'} = 0 for c != c'); lets Newton-CG
@@ -152,6 +152,20 @@ class Operator(abc.ABC):
         blocks = D[np.arange(n), :, np.arange(n), :]  # shape: (n, C, C)
         return np.einsum("icd,id->ic", blocks, P)
 
+    def _point_blocks(self) -> np.ndarray:
+        """All per-point C x C blocks K_i as (n, C, C), for block preconditioners.
+
+        Generic default: C calls of ``_point_block_mvm`` with unit vectors (column c of every K_i).
+        """
+        n, C = self.n_points, self.n_classes
+        out = np.empty((n, C, C))
+        E = np.zeros((n, C))
+        for c in range(C):
+            E[:, c] = 1.0
+            out[:, :, c] = self._point_block_mvm(E)
+            E[:, c] = 0.0
+        return out
+
     def _grad_trace(self, E: np.ndarray, F: np.ndarray) -> np.ndarray:
         """d/dθ_p Σ_k e_k^T K(θ) f_k for all p (Seeger 2008, eq. 6).
 
@@ -197,6 +211,10 @@ class Operator(abc.ABC):
                 f"Dimension mismatch: P must have shape ({self.n_points}, {self.n_classes}); got {P.shape}"
             )
         return self._point_block_mvm(P)
+
+    def point_blocks(self) -> np.ndarray:
+        """The per-point C x C blocks K_i of K (Seeger 2008, App. B), shape (n, C, C)."""
+        return self._point_blocks()
 
     def grad_trace(self, E, F) -> np.ndarray:
         """Vector over hyperparameters p of Σ_k e_k^T (dK/dθ_p) f_k = tr E^T (dK) F.

@@ -185,6 +185,12 @@ class BlockDiagonal(Operator):
         return self._C
 
     @property
+    def rep_groups(self) -> list[tuple[Representation, np.ndarray]]:
+        """(representation, class indices) per distinct kernel matrix M: the GEMM groups of an MVM."""
+        C = self._C
+        return [(rep, np.arange(C)[cls]) for rep, cls in zip(self._layout.reps, self._layout.classes)]
+
+    @property
     def class_variances(self) -> np.ndarray:
         """v_c per class, shape (C,)."""
         return self._class_v
