@@ -38,11 +38,14 @@ def cg(
     forcing: float = 0.0,
     max_iter: int = 100,
     precondition: Callable[[np.ndarray], np.ndarray] | None = None,
+    forcing_map: Callable[[np.ndarray], np.ndarray] | None = None,
 ) -> CGResult:
     """Preconditioned CG from x0; stops when ||r|| <= max(tol ||b||, forcing ||r_0||) or after
     ``max_iter`` steps.  ``forcing`` relative to the initial residual r_0 = b - A x0 is the
     truncated-Newton forcing term: with x0 the current point, r_0 is proportional to the gradient.
-    ``precondition`` (r -> M^{-1} r) takes the place of ``inv_diag`` when given."""
+    ``precondition`` (r -> M^{-1} r) takes the place of ``inv_diag`` when given.  ``forcing_map``
+    measures the forcing test on ||map(r)|| instead of ||r|| (e.g. the residual mapped to α-space
+    by V in Newton–CG); the ``tol`` floor stays on ||r||."""
 
     def apply_M(r):
         if precondition is not None:
@@ -64,9 +67,16 @@ def cg(
     p = z.copy()
     rz = float(np.vdot(r, z))
     res = float(np.linalg.norm(r)) / bnorm
-    target = max(tol, forcing * res)
+    if forcing_map is None:
+        def forced(res, r):
+            return res <= max(tol, forcing * res0)
+        res0 = res
+    else:
+        def forced(res, r):
+            return res <= tol or float(np.linalg.norm(forcing_map(r))) <= forcing * fres0
+        fres0 = float(np.linalg.norm(forcing_map(r)))
     it = 0
-    while res > target and it < max_iter:
+    while not forced(res, r) and it < max_iter:
         Ap = apply_A(p)
         matvecs += 1
         pAp = float(np.vdot(p, Ap))
@@ -77,11 +87,11 @@ def cg(
         r -= step * Ap
         it += 1
         res = float(np.linalg.norm(r)) / bnorm
-        if res <= target:
+        if forced(res, r):
             break
         z = apply_M(r)
         rz_new = float(np.vdot(r, z))
         p *= rz_new / rz
         p += z
         rz = rz_new
-    return CGResult(x, it, res, res <= target, matvecs)
+    return CGResult(x, it, res, bool(forced(res, r)), matvecs)

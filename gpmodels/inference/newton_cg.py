@@ -6,13 +6,10 @@ Minimises Φ(α) = (1/2) α^T K̃ α + Φ_lh(u), u = K̃ α, touching the prior 
 2. per Newton iteration: g = ∇_u Φ_lh, the factor V of W, g̃; solve
    (I + V^T K̃ V) β = V^T u - g̃   (eq. 5)
    by preconditioned CG, warm-started at β = D^{-1/2} α (the current α, "alpha" mode) or at the
-   last β ("beta" mode); α' = V β (+ the App. B fixed part).  Preconditioner (``preconditioner``):
-   ``diagonal`` is diag(I + V^T K̃ V) of App. B (from diag K̃ and the per-point blocks K̃_i π_i);
-   ``block`` is the block-Jacobi preconditioner over points, the exact per-point C x C blocks
-   I + V_i^T K̃_i V_i (inverted once per Newton iteration, O(n C^3), applied in O(n C^2)).  For
-   a flat prior the blocks differ from the diagonal only through the softmax coupling A_i; for
-   the ANOVA / coupled priors K̃_i itself is dense, which is where the block form pays (the
-   "future work" preconditioning of Sec. 3 and 5.1.1);
+   last β ("beta" mode); α' = V β (+ the App. B fixed part).  Preconditioner (``preconditioner``,
+   see :mod:`gpmodels.inference.preconditioners`): ``diagonal`` is diag(I + V^T K̃ V) of App. B;
+   ``block`` the per-point C x C blocks; ``lowrank`` deflates the leading kernel eigen-directions
+   through the Kronecker form of K̃ (the "future work" preconditioning of Sec. 3 and 5.1.1);
 3. pair-optimisation line search along s = α' - α in u with s̃ = K̃ s (one MVM, Sec. 5.1.2);
 4. when a step stalls (no decrease of Φ) CG is restarted from its last β for another k2 steps
    (Sec. 6.3, footnote 17); the stalled iteration counts towards k1.
@@ -33,6 +30,7 @@ from ..likelihoods.base import Likelihood
 from ..operators.base import Operator
 from .cg import cg
 from .line_search import objective, pair_line_search
+from .preconditioners import PRECONDITIONERS, make_preconditioner
 
 __all__ = ["NewtonOptions", "NewtonDiagnostics", "NewtonResult", "newton_cg", "gradient_rms", "PRECONDITIONERS"]
 
@@ -47,12 +45,17 @@ def _nonneg(instance, attribute, value):
         raise InputError(f"NewtonOptions.{attribute.name} must be a finite number >= 0; got {value!r}")
 
 
-PRECONDITIONERS = ("diagonal", "block")
-
-
 def _precond(instance, attribute, value):
     if value not in PRECONDITIONERS:
         raise InputError(f"NewtonOptions.preconditioner must be one of {PRECONDITIONERS}; got {value!r}")
+
+
+FORCING_NORMS = ("auto", "residual", "alpha")
+
+
+def _forcing_norm(instance, attribute, value):
+    if value not in FORCING_NORMS:
+        raise InputError(f"NewtonOptions.cg_forcing_norm must be one of {FORCING_NORMS}; got {value!r}")
 
 
 def _warm(instance, attribute, value):
@@ -74,7 +77,10 @@ class NewtonOptions:
     max_stall_restarts: int = attrs.field(default=2, validator=_nonneg)
     armijo: float = attrs.field(default=1e-4, validator=_nonneg)
     line_search_evals: int = attrs.field(default=30, validator=_positive_int)
-    preconditioner: str = attrs.field(default="diagonal", validator=_precond)  # App. B diagonal or per-point blocks
+    preconditioner: str = attrs.field(default="diagonal", validator=_precond)  # see inference/preconditioners.py
+    precond_rank: int = attrs.field(default=8, validator=_positive_int)  # lowrank: eigenpairs of the kernel
+    precond_seed: int = attrs.field(default=0, validator=_nonneg)  # lowrank: seed of the randomized eigensolver
+    cg_forcing_norm: str = attrs.field(default="auto", validator=_forcing_norm)  # residual | alpha | auto
 
 
 @attrs.frozen
@@ -150,8 +156,8 @@ def newton_cg(
         alpha = likelihood.project_alpha(alpha)
     u = K(alpha) if np.any(alpha) else np.zeros((n, C))
     beta = None if beta0 is None else np.array(beta0, dtype=np.float64)
-    diag_K = op.diag()
-    blocks_K = op.point_blocks() if opts.preconditioner == "block" else None  # shape: (n, C, C)
+    alpha_norm = opts.cg_forcing_norm == "alpha" or (opts.cg_forcing_norm == "auto" and opts.preconditioner != "diagonal")
+    precond = make_preconditioner(opts.preconditioner, op, rank=opts.precond_rank, seed=int(opts.precond_seed))
     phi = objective(likelihood, Y, alpha, u)
     phis, grads, cg_its, steps, mvms = [phi], [], [], [], [K.count]
     stalls, converged, message = 0, False, "maximum number of Newton iterations reached"
@@ -174,14 +180,7 @@ def newton_cg(
         rhs = hf.Vt(u) - hf.g_tilde(g)
         if hf.fixed_alpha is not None:
             rhs -= hf.Vt(K(hf.fixed_alpha))
-        inv_diag, precondition = None, None
-        if blocks_K is None:
-            inv_diag = 1.0 / hf.precond_diag(diag_K, op.point_block_mvm)  # App. B
-        else:
-            inv_blocks = np.linalg.inv(hf.precond_blocks(blocks_K))  # block-Jacobi over points
-
-            def precondition(r, inv_blocks=inv_blocks):
-                return np.matmul(inv_blocks, r[:, :, None])[:, :, 0]
+        inv_diag, precondition = precond.for_factor(hf)
 
         def system(x, hf=hf):
             return x + hf.Vt(K(hf.V(x)))
@@ -194,7 +193,8 @@ def newton_cg(
         forcing = opts.cg_forcing
         for attempt in range(opts.max_stall_restarts + 1):
             res = cg(system, rhs, x0=x0, inv_diag=inv_diag, tol=opts.cg_tol, forcing=forcing,
-                     max_iter=opts.cg_max_iter, precondition=precondition)
+                     max_iter=opts.cg_max_iter, precondition=precondition,
+                     forcing_map=hf.V if alpha_norm else None)
             total_cg += res.iterations
             beta = res.x
             new_alpha = hf.V(beta)

@@ -144,6 +144,13 @@ class ANOVA(Operator):
         # K_i p_i = Φ_L K̆_i Φ_L^T p_i (App. B); shape: P (n, C)
         return self.tree.mix(self.inner._point_block_mvm(self.tree.mix_t(P)))
 
+    def _kron_terms(self):
+        # (Φ_L ⊗ I)(M ⊗ S̆)(Φ_L^T ⊗ I) = M ⊗ Φ_L S̆ Φ_L^T, S̆ mixed on both sides by tree walks
+        inner = self.inner._kron_terms()
+        if inner is None:
+            return None
+        return [t.with_S(self.tree.mix(self.tree.mix(t.S).T)) for t in inner]
+
     @property
     def params(self) -> np.ndarray:
         return self.inner.params

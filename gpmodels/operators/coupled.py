@@ -112,6 +112,13 @@ class Coupled(Operator):
     def _point_block_mvm(self, P):
         return self._to_classes(self.inner._point_block_mvm(self._to_factors(P)))
 
+    def _kron_terms(self):
+        # (B ⊗ I)(M ⊗ S)(B^T ⊗ I) = M ⊗ B S B^T
+        inner = self.inner._kron_terms()
+        if inner is None:
+            return None
+        return [t.with_S(self.B @ t.S @ self.B.T) for t in inner]
+
     @property
     def params(self) -> np.ndarray:
         return np.concatenate([self.inner.params, self.B[self.learn]])

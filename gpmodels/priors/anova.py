@@ -71,9 +71,9 @@ class ANOVAPrior:
     tree: ClassTree
     kernel: Kernel
     sharing: str = "level"
-    kernel_sharing: str | None = None
     variance: float | Sequence[float] = 1.0
     sigma2: float = 0.0
+    kernel_sharing: str | None = None
     representation: RepresentationConfig = attrs.field(factory=RepresentationConfig)
     learn_sigma2: bool = False
 
