@@ -4,7 +4,7 @@ Compose a likelihood, a prior and an objective; every objective reaches the prio
 the MVM operator protocol (:class:`gpmodels.operators.Operator`).
 """
 
-from . import metrics
+from . import decisions, metrics
 from .errors import (CheckpointError, ConvergenceError, DataError, GPModelsError, HierarchyError, InputError,
                      SpecError)
 from .inference import MAPModel, NewtonOptions, exact_newton, fit_map, newton_cg
@@ -12,6 +12,12 @@ from .kernels import ARD, RBF, Linear, Polynomial, Precomputed, RepresentationCo
 from .likelihoods import Softmax
 from .operators import BlockDiagonal, Intercept, Operator
 from .priors import IndependentGP
+# structured priors and targets (Seeger 2008, Sec. 3, 6.1, 7.4.1, 7.4.2)
+from .hierarchy import ClassTree
+from .inference.em import EMOptions, fit_em
+from .likelihoods.uncertain import PseudoTargets, coarsen_labels
+from .operators import ANOVA, Coupled
+from .priors import ANOVAPrior, CoupledPrior, coupling_init
 
 __version__ = "0.1.0"
 
@@ -20,4 +26,6 @@ __all__ = [
     "CheckpointError", "MAPModel", "NewtonOptions", "exact_newton", "fit_map", "newton_cg", "RBF", "ARD", "Linear",
     "Polynomial", "Precomputed", "RepresentationConfig", "Softmax", "BlockDiagonal", "Intercept", "Operator",
     "IndependentGP",
+    "decisions", "ClassTree", "ANOVA", "Coupled", "ANOVAPrior", "CoupledPrior", "coupling_init", "PseudoTargets",
+    "coarsen_labels", "EMOptions", "fit_em",
 ]

@@ -92,8 +92,10 @@ class MAPPredictor:
         return np.argmax(self.predict_proba(X), axis=1)
 
 
-def save_map_model(model_dir, X_train, alpha, classes, scaler: FeatureScaler | None) -> Path:
+def save_map_model(model_dir, X_train, alpha, classes, scaler: FeatureScaler | None, tree=None) -> Path:
     arrays = {**pack_inputs(X_train), "alpha": np.asarray(alpha), "classes": np.array(classes, dtype=str)}
+    if tree is not None:  # the class tree as used (after pruning): (parent, child) name pairs
+        arrays["tree_edges"] = np.array(tree.edges(), dtype=str)
     arrays.update((scaler or FeatureScaler("none")).to_arrays())
     return save_arrays(model_dir, "map", arrays)
 
@@ -103,7 +105,12 @@ def _load_map(model_dir: Path, arrays: dict, spec) -> MAPPredictor:
 
     X = unpack_inputs(arrays)
     classes = tuple(str(c) for c in arrays["classes"])
-    prior = build_prior(spec.model, X, model_dir)
+    tree = None
+    if "tree_edges" in arrays:
+        from .hierarchy import ClassTree
+
+        tree = ClassTree([tuple(e) for e in arrays["tree_edges"].tolist()], classes)
+    prior = build_prior(spec.model, X, model_dir, tree=tree)
     op = prior.operator(X, len(classes))
     alpha = arrays["alpha"]
     if alpha.shape != (op.n_points, op.n_classes):

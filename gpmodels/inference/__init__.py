@@ -1,10 +1,12 @@
 """Algorithms over the operator and likelihood protocols."""
 
 from .cg import CGResult, cg
+from .em import EMOptions, EMResult, fit_em
 from .exact_newton import exact_newton
 from .line_search import pair_line_search
 from .map import MAPModel, fit_map
 from .newton_cg import NewtonDiagnostics, NewtonOptions, NewtonResult, newton_cg
+from .preconditioners import make_preconditioner
 
 __all__ = ["cg", "CGResult", "newton_cg", "NewtonOptions", "NewtonResult", "NewtonDiagnostics", "exact_newton",
-           "pair_line_search", "fit_map", "MAPModel"]
+           "pair_line_search", "fit_map", "MAPModel", "fit_em", "EMOptions", "EMResult", "make_preconditioner"]

@@ -2,5 +2,6 @@
 
 from .base import HessianFactor, Likelihood
 from .softmax import Softmax
+from .uncertain import PseudoTargets, coarsen_labels
 
-__all__ = ["Likelihood", "HessianFactor", "Softmax"]
+__all__ = ["Likelihood", "HessianFactor", "Softmax", "PseudoTargets", "coarsen_labels"]

@@ -29,7 +29,8 @@ from ..errors import SpecError
 from ..inference.map import fit_map
 from ..persistence import save_map_model
 from ..validation import labels_to_targets
-from .build import build_data, build_likelihood, build_newton_options, build_prior, check_files, resolve_kernel
+from .build import (build_data, build_likelihood, build_newton_options, build_prior, build_pseudo_targets, build_tree,
+                    check_files, resolve_kernel)
 from .loader import dump_yaml
 from .sections import Spec
 
@@ -69,7 +70,8 @@ def run_map(spec: Spec, data: Dataset, base_dir: Path | None, say) -> RunOutcome
     """MAP fit at the given hyperparameters by Newton–CG or exact Newton."""
     C = data.n_classes
     resolved = attrs.evolve(spec, model=attrs.evolve(spec.model, kernel=resolve_kernel(spec.model.kernel, data.X_train)))
-    prior = build_prior(resolved.model, data.X_train, base_dir)
+    tree = build_tree(spec, data, base_dir)
+    prior = build_prior(resolved.model, data.X_train, base_dir, tree=tree)
     likelihood = build_likelihood(resolved.model)
     t = time.perf_counter()
     op = prior.operator(data.X_train, C)
@@ -99,9 +101,71 @@ def run_map(spec: Spec, data: Dataset, base_dir: Path | None, say) -> RunOutcome
         metrics.update({f"train_{k}": v for k, v in tr.items()})
 
     def save(folder: Path):
-        return save_map_model(folder, data.X_train, model.alpha, data.classes, data.scaler)
+        return save_map_model(folder, data.X_train, model.alpha, data.classes, data.scaler, tree=tree)
 
     return RunOutcome(metrics, P, diag.as_dict(), resolved, save=save, traces={"Phi": list(diag.phi)})
+
+
+@register_runner("em")
+def run_em(spec: Spec, data: Dataset, base_dir: Path | None, say) -> RunOutcome:
+    """MAP fit with uncertain targets (pseudo-targets on the class tree) by EM, Seeger 2008, Sec. 7.4.2."""
+    from ..inference.em import EMOptions, fit_em
+
+    C = data.n_classes
+    resolved = attrs.evolve(spec, model=attrs.evolve(spec.model, kernel=resolve_kernel(spec.model.kernel, data.X_train)))
+    tree = build_tree(spec, data, base_dir)
+    pseudo = build_pseudo_targets(spec, data, tree, base_dir)
+    prior = build_prior(resolved.model, data.X_train, base_dir, tree=tree)
+    t = time.perf_counter()
+    op = prior.operator(data.X_train, C)
+    build_seconds = time.perf_counter() - t
+    o = resolved.objective
+    res = fit_em(op, pseudo, EMOptions(max_iter=o.em_max_iter, rtol=o.em_rtol, newton=build_newton_options(o)),
+                 likelihood=build_likelihood(resolved.model))
+    n_unc = int(np.sum(~pseudo.certain))
+    say(f"EM: {res.iterations} iterations, {n_unc} of {pseudo.n_points} targets uncertain, "
+        f"{sum(d.mvm_count for d in res.m_steps)} MVMs, {res.seconds:.2f} s, L = {res.trace[-1]:.6g} ({res.message})")
+    t = time.perf_counter()
+    P = res.model.predict_proba(data.X_test)
+    metrics = {
+        "fit_seconds": res.seconds,
+        "kernel_build_seconds": build_seconds,
+        "predict_seconds": time.perf_counter() - t,
+        "em_iterations": res.iterations,
+        "em_converged": bool(res.converged),
+        "uncertain_targets": n_unc,
+        "pseudo_target_log_likelihood": float(res.trace[-1]),
+        "newton_iterations": int(sum(d.iterations for d in res.m_steps)),
+        "cg_iterations": int(sum(sum(d.cg_iterations) for d in res.m_steps)),
+        "mvm_count": int(sum(d.mvm_count for d in res.m_steps)),
+        "train_acc_on_certain": float(np.mean((res.model.result.u.argmax(axis=1) == data.y_train)[pseudo.certain]))
+        if pseudo.certain.any() else float("nan"),
+    }
+
+    def save(folder: Path):
+        return save_map_model(folder, data.X_train, res.alpha, data.classes, data.scaler, tree=tree)
+
+    return RunOutcome(metrics, P, res.as_dict(), resolved, save=save, traces={"L": list(res.trace)})
+
+
+def _hierarchical_scores(spec: Spec, data: Dataset, base_dir, P: np.ndarray, out_dir: Path) -> dict:
+    """acc, prec, pacc, taxo-loss and per-level accuracies on the test set (Sec. 6.1) when the data
+    have a class tree; per-level confusion matrices go to ``confusion_levels.json``."""
+    tree = build_tree(spec, data, base_dir)
+    if tree is None:
+        return {}
+    from ..decisions import argmax_rule, min_expected_taxo
+
+    rules = ("argmax", "expected_loss") if spec.evaluation.decision == "both" else (spec.evaluation.decision,)
+    out, levels = {}, {}
+    for rule in rules:
+        rep = M.hierarchical_report(P, data.y_test, tree, rule)
+        out.update({f"test_{k}_{rule}" if k not in ("acc", "prec") else f"test_{k}": v for k, v in rep.items()})
+        y_pred = argmax_rule(P) if rule == "argmax" else min_expected_taxo(P, tree)
+        levels[rule] = {str(d): {"nodes": s["nodes"], "accuracy": s["accuracy"], "confusion": s["confusion"].tolist()}
+                        for d, s in M.level_confusion(y_pred, data.y_test, tree).items()}
+    (out_dir / "confusion_levels.json").write_text(json.dumps(levels, indent=1) + "\n")
+    return out
 
 
 def run_spec(spec: Spec, base_dir: Path | None = None, out: str | Path | None = None, *, quiet: bool = False) -> dict:
@@ -129,6 +193,7 @@ def run_spec(spec: Spec, base_dir: Path | None = None, out: str | Path | None = 
         curve = M.error_reject_curve(outcome.probabilities, data.y_test, spec.evaluation.error_reject)
         (out_dir / "error_reject.csv").write_text("reject_fraction,error\n" + "".join(f"{a},{e}\n" for a, e in curve))
         reports.plot_error_reject({spec.name: curve}, out_dir / "error_reject.png")
+        hier = _hierarchical_scores(spec, data, base_dir, outcome.probabilities, out_dir)
     for name, values in outcome.traces.items():
         if len(values) > 1:
             reports.plot_traces({name: values}, out_dir / f"trace_{name}.png", ylabel=name, log_gap=True,
@@ -138,6 +203,8 @@ def run_spec(spec: Spec, base_dir: Path | None = None, out: str | Path | None = 
     metrics.update({"n_train": int(data.y_train.size), "n_test": int(data.y_test.size), "n_classes": data.n_classes,
                     "n_features": int(data.X_train.shape[1])})
     metrics.update(outcome.metrics)
+    if outcome.probabilities is not None:
+        metrics.update(hier)
     metrics["total_seconds"] = time.perf_counter() - t0
     resolved = attrs.evolve(outcome.resolved, output=attrs.evolve(outcome.resolved.output, dir=str(out_dir)))
     (out_dir / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
@@ -148,5 +215,9 @@ def run_spec(spec: Spec, base_dir: Path | None = None, out: str | Path | None = 
     if "test_error" in metrics:
         say(f"test error {100 * metrics['test_error']:.2f} %, log-loss {metrics['test_log_loss']:.4f}, "
             f"prec {metrics['test_prec']:.4f}")
+    for rule in ("argmax", "expected_loss"):
+        if f"test_taxo_{rule}" in metrics:
+            say(f"hierarchical ({rule} decisions): taxo-loss {metrics[f'test_taxo_{rule}']:.4f}, "
+                f"parent accuracy {metrics[f'test_pacc_{rule}']:.4f}")
     say(f"report: {out_dir}/ ({', '.join(sorted(p.name for p in out_dir.iterdir()))})")
     return metrics

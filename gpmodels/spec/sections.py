@@ -8,11 +8,22 @@ from ..data.datasets import NAMED_DATASETS
 from ..data.scaling import SCALINGS
 from ..errors import SpecError
 from ..kernels.representations import REPRESENTATION_KINDS
+from ..inference.preconditioners import PRECONDITIONERS
 from ..operators.blockdiag import SHARING_MODES
+from ..priors.coupled import COUPLING_INITS
 from .schema import Node, option
 
 __all__ = ["Spec", "DataSpec", "ModelSpec", "KernelSpec", "RepresentationSpec", "ObjectiveSpec",
-           "EvaluationSpec", "OutputSpec", "KERNEL_TYPES", "KERNEL_KEYS"]
+           "EvaluationSpec", "OutputSpec", "KERNEL_TYPES", "KERNEL_KEYS", "PseudoTargetsSpec", "CouplingSpec",
+           "PRIORS", "MODEL_SHARING", "DECISIONS"]
+
+#: priors: flat independent GPs, the ANOVA class tree (Sec. 3), square coupling B and C x p loadings (Sec. 7.4.1)
+PRIORS = ("independent", "anova", "coupled", "loadings")
+#: sharing of kernels and variances over the prior's units (classes, tree nodes or factors);
+#: ``level`` / ``subtree`` group them by the class tree (Sec. 6.1: H1, F2/H2)
+MODEL_SHARING = SHARING_MODES + ("level", "subtree")
+#: decision rules scored on a class tree (Sec. 6.1): argmax, each score's Bayes rule, or both
+DECISIONS = ("argmax", "expected_loss", "both")
 
 KERNEL_TYPES = ("rbf", "ard", "linear", "polynomial", "precomputed")
 #: keys each kernel type uses (besides ``type``)
@@ -23,6 +34,24 @@ KERNEL_KEYS = {
     "polynomial": ("degree", "scale", "offset"),
     "precomputed": ("gram",),
 }
+
+
+@attrs.frozen
+class PseudoTargetsSpec(Node):
+    """Uncertain training targets (Seeger 2008, Sec. 7.4.2): tree nodes instead of leaves, fitted by EM."""
+
+    file: str | None = option(None, kind="str",
+                              doc="text file with one node name per training point (the data set's order; the "
+                                  "root's name = unlabelled); needs `test: given` and no `max_train`")
+    fraction: float | None = option(None, kind="float", minimum=0.0, maximum=1.0,
+                                    doc="instead of `file`: replace this seeded fraction of the training labels by "
+                                        "an ancestor")
+    levels_up: int = option(1, kind="int", minimum=1,
+                            doc="with `fraction`: how many levels up (never above a child of the root)")
+
+    def check(self, path):
+        if (self.file is None) == (self.fraction is None):
+            raise SpecError("give exactly one of `file` (node names) or `fraction` (coarsened labels)", f"{path}.file")
 
 
 @attrs.frozen
@@ -47,6 +76,12 @@ class DataSpec(Node):
                                    doc="keep a seeded stratified subsample of this many training points")
     max_test: int | None = option(None, kind="int", minimum=1,
                                   doc="keep a seeded stratified subsample of this many test points")
+    hierarchy: str | None = option(None, kind="str",
+                                   doc="class tree as `parent<TAB>child` lines (classes = leaves); default: the "
+                                       "named data set's hierarchy.tsv (news20, imclef07a)")
+    prune_hierarchy: bool = option(False, kind="bool", doc="remove inner nodes with a single child (Sec. 3, footnote 5)")
+    pseudo_targets: PseudoTargetsSpec | None = option(None, kind="node", node=PseudoTargetsSpec,
+                                                      doc="uncertain training targets for `objective.type: em`")
 
     def check(self, path):
         if (self.dataset is None) == (self.path is None):
@@ -55,6 +90,10 @@ class DataSpec(Node):
             raise SpecError("`test: given` with a `path` needs `test_path`; or use `test: split`", f"{path}.test_path")
         if self.test_path is not None and self.path is None:
             raise SpecError("`test_path` goes with `path`", f"{path}.test_path")
+        pt = self.pseudo_targets
+        if pt is not None and pt.file is not None and (self.test == "split" or self.max_train is not None):
+            raise SpecError("a pseudo-target file lists the training points as stored: it needs `test: given` and "
+                            "no `max_train`", f"{path}.pseudo_targets.file")
 
 
 @attrs.frozen
@@ -98,13 +137,43 @@ class RepresentationSpec(Node):
 
 
 @attrs.frozen
+class CouplingSpec(Node):
+    """The matrix B of the `coupled` (C x C) and `loadings` (C x p) priors, Seeger 2008, Sec. 7.4.1."""
+
+    factors: int | None = option(None, kind="int", minimum=1, doc="loadings: the number p < C of latent factors")
+    init: str = option("auto", kind="str", choices=COUPLING_INITS,
+                       doc="initial B: `identity` (square), `tree` (from the class tree), `random` (seeded "
+                           "contrasts); `auto`: identity for coupling, tree (else random) for loadings")
+    matrix: object = option(None, kind="any", doc="an explicit B as a list of C rows (overrides `init`)")
+    learn: bool = option(True, kind="bool", doc="B's entries are hyperparameters (for hyperparameter learning)")
+    seed: int = option(0, kind="int", minimum=0, doc="seed of the `random` initialisation")
+
+    def check(self, path):
+        if self.matrix is not None:
+            rows = self.matrix
+            ok = isinstance(rows, list) and rows and all(isinstance(r, list) and r for r in rows) and \
+                len({len(r) for r in rows}) == 1 and all(isinstance(v, (int, float)) and not isinstance(v, bool)
+                                                           for r in rows for v in r)
+            if not ok:
+                raise SpecError("must be a list of equally long lists of numbers (the rows of B)", f"{path}.matrix")
+
+
+@attrs.frozen
 class ModelSpec(Node):
     """Prior, kernel, sharing, likelihood and intercept."""
 
-    prior: str = option("independent", kind="str", choices=("independent",), doc="the prior over the class functions")
+    prior: str = option("independent", kind="str", choices=PRIORS,
+                        doc="`independent` GPs per class; `anova` class tree (needs a hierarchy); `coupled` "
+                            "K(B) with C x C B; `loadings` with C x p B")
     kernel: KernelSpec = option(kind="node", node=KernelSpec, doc="the covariance shape")
-    sharing: str = option("separate", kind="str", choices=SHARING_MODES,
-                          doc="`tied`: one M, one v; `semi`: one M, v per class; `separate`: M and v per class")
+    sharing: str = option("separate", kind="str", choices=MODEL_SHARING,
+                          doc="over the prior's units (classes; nodes for `anova`; factors for `coupled`/`loadings`): "
+                              "`tied` one M, one v; `semi` one M, v per unit; `separate` M and v per unit; `level` "
+                              "/ `subtree` per tree level / per subtree at a root child (needs a hierarchy)")
+    kernel_sharing: str = option("follow", kind="str", choices=("follow", "tied"),
+                                 doc="with `level` / `subtree`: kernel shapes grouped like the variances (`follow`) "
+                                     "or one shared M (`tied`)")
+    coupling: CouplingSpec = option(CouplingSpec, kind="node", node=CouplingSpec, doc="B of `coupled` / `loadings`")
     variance: object = option(1.0, kind="float|list[float]", exclusive_minimum=0.0,
                               doc="v: one value, or one per variance group")
     sigma2: float = option(0.0, kind="float", minimum=0.0, doc="intercept variance σ² (0: no intercept)")
@@ -113,12 +182,28 @@ class ModelSpec(Node):
     representation: RepresentationSpec = option(RepresentationSpec, kind="node", node=RepresentationSpec,
                                                 doc="kernel matrix representation")
 
+    def check(self, path):
+        if self.prior in ("coupled", "loadings") and self.sharing in ("level", "subtree"):
+            raise SpecError(f"prior {self.prior!r} shares over its latent factors: use tied, semi or separate",
+                            f"{path}.sharing")
+        if self.prior == "loadings" and self.coupling.factors is None and self.coupling.matrix is None:
+            raise SpecError("prior 'loadings' needs `coupling.factors` (p < C) or `coupling.matrix`",
+                            f"{path}.coupling.factors")
+        if self.prior == "coupled" and self.coupling.factors is not None:
+            raise SpecError("prior 'coupled' has a square B; use prior 'loadings' for p factors",
+                            f"{path}.coupling.factors")
+        if self.prior not in ("coupled", "loadings") and self.coupling != CouplingSpec():
+            raise SpecError(f"`coupling` is for the coupled / loadings priors; the prior is {self.prior!r}",
+                            f"{path}.coupling")
+
 
 @attrs.frozen
 class ObjectiveSpec(Node):
     """What is optimised and its settings."""
 
-    type: str = option("map", kind="str", choices=("map",), doc="`map`: MAP fit at the given hyperparameters")
+    type: str = option("map", kind="str", choices=("map", "em"),
+                       doc="`map`: MAP fit at the given hyperparameters; `em`: MAP fit with uncertain targets by EM "
+                           "(needs `data.pseudo_targets`)")
     method: str = option("newton_cg", kind="str", choices=("newton_cg", "exact"),
                          doc="`newton_cg` (Alg. 1) or `exact` Newton (App. C, flat prior, O(n^3 C))")
     k1: int = option(30, kind="int", minimum=1, doc="maximal Newton iterations")
@@ -130,6 +215,13 @@ class ObjectiveSpec(Node):
                                doc="CG: stop once the residual fell by this factor from its start (truncated Newton)")
     warm_start: str = option("alpha", kind="str", choices=("alpha", "beta"),
                              doc="CG start: β = D^{-1/2} α (`alpha`) or the last β (`beta`)")
+    preconditioner: str = option("diagonal", kind="str", choices=PRECONDITIONERS,
+                                 doc="CG preconditioner: App. B `diagonal`; per-point `block`s; `lowrank` deflation of "
+                                     "the leading kernel eigen-directions")
+    precond_rank: int = option(8, kind="int", minimum=1, doc="`lowrank`: number of kernel eigenpairs deflated")
+    em_max_iter: int = option(50, kind="int", minimum=1, doc="`em`: maximal EM iterations")
+    em_rtol: float = option(1e-5, kind="float", minimum=0.0,
+                            doc="`em`: stop when the relative change of the pseudo-target log-likelihood is below")
 
 
 @attrs.frozen
@@ -139,6 +231,9 @@ class EvaluationSpec(Node):
     error_reject: tuple = option((0.0, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35), kind="list[float]", minimum=0.0,
                                  maximum=0.99, doc="rejection fractions of the error-reject curve")
     train_scores: bool = option(False, kind="bool", doc="also score the training set")
+    decision: str = option("both", kind="str", choices=DECISIONS,
+                           doc="with a class tree: score pacc / taxo-loss with the `argmax` rule, with each score's "
+                               "Bayes rule (`expected_loss`, Sec. 6.1), or `both`")
 
 
 @attrs.frozen
@@ -164,3 +259,10 @@ class Spec(Node):
     def check(self, path):
         if self.objective.method == "exact" and self.model.prior != "independent":
             raise SpecError("exact Newton needs the independent (flat) prior", "objective.method")
+        if self.objective.type == "em" and self.data.pseudo_targets is None:
+            raise SpecError("objective type 'em' needs `data.pseudo_targets`", "objective.type")
+        if self.data.pseudo_targets is not None and self.objective.type != "em":
+            raise SpecError(f"pseudo-targets are fitted by `objective.type: em`; got {self.objective.type!r}",
+                            "data.pseudo_targets")
+        if self.objective.type == "em" and self.objective.method != "newton_cg":
+            raise SpecError("the EM M-step runs Newton-CG", "objective.method")
