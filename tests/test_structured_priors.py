@@ -85,16 +85,23 @@ def test_a_depth_one_tree_is_the_flat_prior():
     np.testing.assert_allclose(op.dense(), flat.dense(), atol=1e-12)
 
 
-def test_merged_gemm_path_equals_the_node_space_path_on_sparse_text():
+@pytest.mark.parametrize("dense_max_c", [64, 0])
+def test_merged_gemm_path_equals_the_node_space_path_on_sparse_text(monkeypatch, dense_max_c):
+    import gpmodels.operators.anova as anova_mod
+
+    monkeypatch.setattr(anova_mod, "DENSE_CLASS_MIX_MAX_C", dense_max_c)  # 0: class mixing by tree walks
     tree = ClassTree(NEWS)
     r = np.random.default_rng(2)
     X = sp.random(30, 50, density=0.1, random_state=3, format="csr")
     for mode in ("tied", "level", "node"):
-        prior = ANOVAPrior(tree, Linear(), mode, 1.5, representation=RepresentationConfig(kind="features"))
+        prior = ANOVAPrior(tree, Linear(), mode, [1.5, 0.7, 2.0] if mode == "level" else 1.5,
+                           representation=RepresentationConfig(kind="features"))
         op = prior.operator(X, tree.n_classes)
         slow = ANOVA(op.inner, tree, merge_gemm=False)
-        V = r.normal(size=(30, tree.n_classes, 3))
-        np.testing.assert_allclose(op.mvm(V), slow.mvm(V), atol=1e-12)
+        for k in (1, 3):
+            V = r.normal(size=(30, tree.n_classes, k))
+            np.testing.assert_allclose(op.mvm(V), slow.mvm(V), atol=1e-12)
+            np.testing.assert_allclose(op.mvm(V[:, :, 0]), slow.mvm(V[:, :, 0]), atol=1e-12)
 
 
 def test_square_tree_coupling_reproduces_the_anova_prior():

@@ -19,7 +19,8 @@ parents down the levels), O(P) per point and right-hand side, vectorised over po
   i.e. M_r (V S_r) with the C x C matrix S_r = Φ_L D_r Φ_L^T applied by the tree walks.  The GEMM
   with M_r then runs on C k columns instead of |G_r| k, so with one shared M (any variance
   sharing) the hierarchical MVM costs one flat GEMM plus O(nP) walks, below the P/C of Sec. 3.
-  ``merge_gemm=False`` keeps the node-space order (the paper's three steps).
+  ``merge_gemm=False`` keeps the node-space order (the paper's three steps).  For C <= 64 the
+  C x C matrix S_r itself (not Φ) is kept and V S_r is one small GEMM instead of the walks.
 - diag (Sec. 5.3): K_ic,ic = Σ_{p on path(L(c))} K̆_ip,ip when K̆ is block-diagonal, i.e. the
   recursion d_child = d_parent + K̆^(child)_i down the tree = ``mix`` of diag K̆.
 - Per-point blocks (App. B): K_i = Φ_L K̆_i Φ_L^T, so K_i p_i = Φ_L (K̆_i (Φ_L^T p_i)); for a
@@ -43,7 +44,11 @@ from ..hierarchy import ClassTree
 from .base import CrossOperator, Operator
 from .blockdiag import BlockDiagonal
 
-__all__ = ["ANOVA"]
+__all__ = ["ANOVA", "DENSE_CLASS_MIX_MAX_C"]
+
+#: up to this many classes the merged MVM multiplies by the C x C class matrices S_r = Φ_L D_r Φ_L^T
+#: (O(n C^2) per column, one BLAS call) instead of walking the tree (O(n P) in many small steps).
+DENSE_CLASS_MIX_MAX_C = 64
 
 
 class ANOVA(Operator):
@@ -77,8 +82,12 @@ class ANOVA(Operator):
             for rep, nodes in inner.rep_groups:
                 weights = np.zeros(tree.n_nodes)
                 weights[nodes] = v[nodes]
-                plan.append((rep, nodes, weights, nodes.size >= C))
+                S = None
+                if nodes.size >= C and C <= DENSE_CLASS_MIX_MAX_C:  # S_r = Φ_L D_r Φ_L^T by two tree walks
+                    S = tree.mix(tree.mix(np.diag(weights)).T)
+                plan.append((rep, nodes, weights, nodes.size >= C, S))
             self._merged = plan
+            self._needs_walk = any(S is None for *_, S in plan)
         # a tree of depth 1 has Φ_L = a permutation onto the leaves: K stays class-diagonal
         self.is_class_diagonal = bool(inner.is_class_diagonal and tree.max_depth == 1)
 
@@ -104,12 +113,17 @@ class ANOVA(Operator):
     def _merged_mvm(self, V):
         """Σ_r M_r (V S_r) for class-space groups, Φ_L (D_r M_r (Φ_L^T V)_{G_r}) for the others."""
         n, C, k = V.shape
-        Vt = self.tree.mix_t(V)  # shape: (n, P, k)
+        Vt = self.tree.mix_t(V) if self._needs_walk else None  # shape: (n, P, k)
         out = None
         node_part = None
-        for rep, nodes, weights, class_space in self._merged:
+        for rep, nodes, weights, class_space, S in self._merged:
             if class_space:  # GEMM on C k columns: M_r (Φ_L D_r Φ_L^T V)
-                W = self.tree.mix(Vt * weights[None, :, None])
+                if S is None:
+                    W = self.tree.mix(Vt * weights[None, :, None])
+                elif k == 1:
+                    W = V[:, :, 0] @ S  # S symmetric
+                else:
+                    W = np.tensordot(V, S, axes=([1], [0])).transpose(0, 2, 1)
                 res = rep.mvm(np.ascontiguousarray(W).reshape(n, C * k)).reshape(n, C, k)
                 if out is None:
                     out = res
