@@ -23,9 +23,18 @@ TREE = [("r", "a"), ("r", "b"), ("r", "c"), ("a", "a1"), ("a", "a2"), ("a2", "x"
         ("b", "b2"), ("b", "b3")]
 
 
+def _separate(X, C):
+    """Separate kernels that really differ: C distinct kernel matrices (C Kronecker terms)."""
+    op = IndependentGP(RBF(0.3), "separate", 2.0, 0.5).operator(X, C)
+    theta = op.params.copy()
+    theta[:C] += np.linspace(-0.5, 0.5, C)
+    return op.with_params(theta)
+
+
 def _operators(X, C, tree):
     return {
         "flat": IndependentGP(RBF(0.3), "semi", [2.0 + c for c in range(C)], 0.5).operator(X, C),
+        "separate": _separate(X, C),
         "anova": ANOVAPrior(tree, Linear(), "level", [4.0, 2.0, 1.0], sigma2=0.5).operator(X, C),
         "coupled": CoupledPrior(RBF(0.3), init="random", seed=3, variance=3.0, sigma2=0.2).operator(X, C),
         "loadings": CoupledPrior(RBF(0.3), n_factors=3, tree=tree, variance=3.0).operator(X, C),
@@ -44,7 +53,7 @@ def _state(n, C, seed):
     return r.normal(size=(n, C)) * 3.0, np.eye(C)[r.integers(0, C, n)]
 
 
-@pytest.mark.parametrize("kind", ["flat", "anova", "coupled", "loadings"])
+@pytest.mark.parametrize("kind", ["flat", "separate", "anova", "coupled", "loadings"])
 def test_lowrank_with_full_rank_is_the_exact_inverse(kind):
     """With rank >= n the eigen-split is exact (R = 0, D = 1): P is the system matrix itself."""
     tree = ClassTree(TREE)
@@ -53,7 +62,7 @@ def test_lowrank_with_full_rank_is_the_exact_inverse(kind):
     U, Y = _state(9, tree.n_classes, 0)
     hf = Softmax().hessian_factor(U, Y)
     A, E = _dense_system(op, hf)
-    _, apply = make_preconditioner("lowrank", op, rank=10 * 9).for_factor(hf)
+    _, apply = make_preconditioner("lowrank", op, rank=10 * 9 * tree.n_classes).for_factor(hf)
     Pinv = np.stack([apply(E[:, :, j]).ravel() for j in range(A.shape[0])], axis=1)
     np.testing.assert_allclose(Pinv @ A, np.eye(A.shape[0]), atol=1e-7)
 
@@ -104,7 +113,7 @@ def test_randomized_eigh_finds_the_leading_eigenpairs(rng):
     np.testing.assert_allclose(np.abs(vecs.T @ Q[:, :5]), np.eye(5), atol=1e-6)
 
 
-@pytest.mark.parametrize("kind", ["flat", "anova", "coupled", "loadings"])
+@pytest.mark.parametrize("kind", ["flat", "separate", "anova", "coupled", "loadings"])
 @pytest.mark.parametrize("precond", ["diagonal", "block", "lowrank"])
 def test_newton_cg_with_each_preconditioner_reaches_the_dense_optimum(kind, precond):
     tree = ClassTree(TREE)
