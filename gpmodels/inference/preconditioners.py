@@ -167,11 +167,12 @@ class Preconditioner:
         chol = sla.cho_factor(H, lower=True)
 
         def apply_lowrank(r):
+            # per CG step; the thin products use numpy's einsum loop, not a (multithreaded) BLAS call
             y = r / D
-            AV = A.T @ hf.V(y)  # shape: (R0, C): Σ_i a_ik (V y)_i, i.e. L^T V y per column block
+            AV = np.einsum("nk,nc->kc", A, hf.V(y))  # shape: (R0, C): Σ_i a_ik (V y)_i = L^T V y by blocks
             z = sla.cho_solve(chol, np.concatenate([F[k].T @ AV[k] for k in range(R0)]))
             FZ = np.stack([F[k] @ z[off[k]:off[k + 1]] for k in range(R0)])  # shape: (R0, C)
-            return y - hf.Vt(A @ FZ) / D  # D^{-1} r - D^{-1} Z H^{-1} Z^T D^{-1} r
+            return y - hf.Vt(np.einsum("nk,kc->nc", A, FZ)) / D  # D^{-1} r - D^{-1} Z H^{-1} Z^T D^{-1} r
 
         return apply_lowrank
 
