@@ -224,6 +224,8 @@ class ClassTree:
     def lca(self, p: int, q: int) -> int:
         """Lowest common ancestor of nodes p and q (p itself when q is below p); -1 for the root."""
         a, b = int(p), int(q)
+        if not (0 <= a < self.n_nodes and 0 <= b < self.n_nodes):
+            raise HierarchyError(f"node indices must lie in 0..{self.n_nodes - 1}; got {p} and {q}")
         while self.depth[a] > self.depth[b]:
             a = int(self.parent[a])
         while self.depth[b] > self.depth[a]:

@@ -53,8 +53,9 @@ def _state(n, C, seed):
     return r.normal(size=(n, C)) * 3.0, np.eye(C)[r.integers(0, C, n)]
 
 
+@pytest.mark.parametrize("precond", ["lowrank", "lowrank_block"])
 @pytest.mark.parametrize("kind", ["flat", "separate", "anova", "coupled", "loadings"])
-def test_lowrank_with_full_rank_is_the_exact_inverse(kind):
+def test_lowrank_with_full_rank_is_the_exact_inverse(kind, precond):
     """With rank >= n the eigen-split is exact (R = 0, D = 1): P is the system matrix itself."""
     tree = ClassTree(TREE)
     X, _ = toy_classification(9, tree.n_classes, d=3, seed=1)
@@ -62,14 +63,15 @@ def test_lowrank_with_full_rank_is_the_exact_inverse(kind):
     U, Y = _state(9, tree.n_classes, 0)
     hf = Softmax().hessian_factor(U, Y)
     A, E = _dense_system(op, hf)
-    _, apply = make_preconditioner("lowrank", op, rank=10 * 9 * tree.n_classes).for_factor(hf)
+    _, apply = make_preconditioner(precond, op, rank=10 * 9 * tree.n_classes).for_factor(hf)
     Pinv = np.stack([apply(E[:, :, j]).ravel() for j in range(A.shape[0])], axis=1)
     np.testing.assert_allclose(Pinv @ A, np.eye(A.shape[0]), atol=1e-7)
 
 
-@given(edges=random_trees(max_nodes=7), seed=st.integers(0, 2**31 - 1), rank=st.integers(1, 4))
-def test_lowrank_is_the_woodbury_inverse_of_its_splitting(edges, seed, rank):
-    """Low rank: P^{-1} is the inverse of D + V^T L L^T V with D = diag(I + V^T (K - L L^T) V)."""
+@given(edges=random_trees(max_nodes=7), seed=st.integers(0, 2**31 - 1), rank=st.integers(1, 4), blocks=st.booleans())
+def test_lowrank_is_the_woodbury_inverse_of_its_splitting(edges, seed, rank, blocks):
+    """Low rank: P^{-1} is the inverse of B + V^T L L^T V with B = diag(I + V^T (K - L L^T) V)
+    (``lowrank``) or its per-point C x C blocks (``lowrank_block``)."""
     tree = ClassTree(edges)
     r = np.random.default_rng(seed)
     n, C = 6, tree.n_classes
@@ -78,14 +80,21 @@ def test_lowrank_is_the_woodbury_inverse_of_its_splitting(edges, seed, rank):
     U, Y = _state(n, C, seed)
     hf = Softmax().hessian_factor(U, Y)
     A, E = _dense_system(op, hf)
-    pc = make_preconditioner("lowrank", op, rank=rank, seed=seed)
+    pc = make_preconditioner("lowrank_block" if blocks else "lowrank", op, rank=rank, seed=seed)
     _, apply = pc.for_factor(hf)
     Pinv = np.stack([apply(E[:, :, j]).ravel() for j in range(n * C)], axis=1)
     np.testing.assert_allclose(Pinv, Pinv.T, atol=1e-10)
     low = sum(np.kron(np.outer(a, a), F @ F.T) for a, F in zip(pc.A.T, pc.F))
     Vd = np.stack([hf.V(E[:, :, j]).ravel() for j in range(n * C)], axis=1)
-    D = np.maximum(1.0 + np.diag(Vd.T @ (op.dense() - low) @ Vd), 1.0)
-    P = np.diag(D) + Vd.T @ low @ Vd
+    Rsys = np.eye(n * C) + Vd.T @ (op.dense() - low) @ Vd
+    if blocks:
+        B = np.zeros_like(Rsys)
+        for i in range(n):
+            s = slice(i * C, (i + 1) * C)
+            B[s, s] = Rsys[s, s]
+    else:
+        B = np.diag(np.maximum(np.diag(Rsys), 1.0))
+    P = B + Vd.T @ low @ Vd
     np.testing.assert_allclose(Pinv @ P, np.eye(n * C), atol=1e-8)
     assert np.linalg.eigvalsh(op.dense() - low).min() > -1e-8  # the split keeps R PSD
 
@@ -114,7 +123,7 @@ def test_randomized_eigh_finds_the_leading_eigenpairs(rng):
 
 
 @pytest.mark.parametrize("kind", ["flat", "separate", "anova", "coupled", "loadings"])
-@pytest.mark.parametrize("precond", ["diagonal", "block", "lowrank"])
+@pytest.mark.parametrize("precond", ["diagonal", "block", "lowrank", "lowrank_block"])
 def test_newton_cg_with_each_preconditioner_reaches_the_dense_optimum(kind, precond):
     tree = ClassTree(TREE)
     X, y = toy_classification(14, tree.n_classes, d=3, seed=4)

@@ -8,11 +8,18 @@ Minimises Φ(α) = (1/2) α^T K̃ α + Φ_lh(u), u = K̃ α, touching the prior 
    by preconditioned CG, warm-started at β = D^{-1/2} α (the current α, "alpha" mode) or at the
    last β ("beta" mode); α' = V β (+ the App. B fixed part).  Preconditioner (``preconditioner``,
    see :mod:`gpmodels.inference.preconditioners`): ``diagonal`` is diag(I + V^T K̃ V) of App. B;
-   ``block`` the per-point C x C blocks; ``lowrank`` deflates the leading kernel eigen-directions
-   through the Kronecker form of K̃ (the "future work" preconditioning of Sec. 3 and 5.1.1);
+   ``block`` the per-point C x C blocks; ``lowrank`` / ``lowrank_block`` deflate the leading kernel
+   eigen-directions through the Kronecker form of K̃, with the diagonal / the per-point blocks for
+   the rest (the "future work" preconditioning of Sec. 3 and 5.1.1);
 3. pair-optimisation line search along s = α' - α in u with s̃ = K̃ s (one MVM, Sec. 5.1.2);
 4. when a step stalls (no decrease of Φ) CG is restarted from its last β for another k2 steps
    (Sec. 6.3, footnote 17); the stalled iteration counts towards k1.
+
+CG stops at the truncated-Newton forcing term: the residual fell by ``cg_forcing`` from its start,
+measured on r (``residual``) or on V r, the residual mapped to α-space (``alpha``; it ignores the
+β-direction √π_i per point that α' = V β does not see, and the D^{-1/2} amplification of a poor
+warm start).  ``auto`` keeps ``residual`` for the diagonal preconditioner (the original path) and
+uses ``alpha`` for the others, with which a residual test stopped after one step and stalled.
 
 Stopping: the per-point RMS of the gradient α + g (∇ of Φ in u-space, Sec. 5.1.2) below
 ``grad_tol``, or a relative decrease of Φ below ``phi_rtol``, or k1 iterations.
@@ -32,7 +39,8 @@ from .cg import cg
 from .line_search import objective, pair_line_search
 from .preconditioners import PRECONDITIONERS, make_preconditioner
 
-__all__ = ["NewtonOptions", "NewtonDiagnostics", "NewtonResult", "newton_cg", "gradient_rms", "PRECONDITIONERS"]
+__all__ = ["NewtonOptions", "NewtonDiagnostics", "NewtonResult", "newton_cg", "gradient_rms", "PRECONDITIONERS",
+           "FORCING_NORMS"]
 
 
 def _positive_int(instance, attribute, value):

@@ -8,6 +8,7 @@ from ..data.datasets import NAMED_DATASETS
 from ..data.scaling import SCALINGS
 from ..errors import SpecError
 from ..kernels.representations import REPRESENTATION_KINDS
+from ..inference.newton_cg import FORCING_NORMS
 from ..inference.preconditioners import PRECONDITIONERS
 from ..operators.blockdiag import SHARING_MODES
 from ..priors.coupled import COUPLING_INITS
@@ -217,8 +218,12 @@ class ObjectiveSpec(Node):
                              doc="CG start: β = D^{-1/2} α (`alpha`) or the last β (`beta`)")
     preconditioner: str = option("diagonal", kind="str", choices=PRECONDITIONERS,
                                  doc="CG preconditioner: App. B `diagonal`; per-point `block`s; `lowrank` deflation of "
-                                     "the leading kernel eigen-directions")
-    precond_rank: int = option(8, kind="int", minimum=1, doc="`lowrank`: number of kernel eigenpairs deflated")
+                                     "the leading kernel eigen-directions with the diagonal (`lowrank`) or the "
+                                     "per-point blocks (`lowrank_block`) for the rest")
+    precond_rank: int = option(8, kind="int", minimum=1, doc="`lowrank*`: number of kernel eigenpairs deflated")
+    cg_forcing_norm: str = option("auto", kind="str", choices=FORCING_NORMS,
+                                  doc="CG forcing test on the `residual` or on V r (`alpha`-space); `auto`: residual "
+                                      "for the diagonal preconditioner, alpha for the others")
     em_max_iter: int = option(50, kind="int", minimum=1, doc="`em`: maximal EM iterations")
     em_rtol: float = option(1e-5, kind="float", minimum=0.0,
                             doc="`em`: stop when the relative change of the pseudo-target log-likelihood is below")
