@@ -8,8 +8,10 @@ on the full set by default (11314 train / 7532 test; ``--subset small`` for 2000
    the ANOVA operator as shipped (one shared M: the GEMM runs on C columns after the tree walks) and
    for the node-space order of Sec. 5.3 (GEMM on P columns), interleaved best-of-repeats.
 2. MAP fit time, hierarchical / flat, at equal settings (paper: < 2; goal <= 1.5), with the App. B
-   diagonal preconditioner (the paper's) and with the low-rank preconditioner of this package.
-3. Test scores at these fixed hyperparameters: acc, prec, taxo-loss and parent accuracy, flat vs
+   diagonal preconditioner (the paper's; with the residual forcing test of the flat default and
+   with the α-space test) and with the low-rank preconditioners of this package.  A fit that stops
+   before the optimum (compare Φ) makes its time ratio meaningless; the table says which did.
+3. Test scores (of the lowrank_block fits) at these fixed hyperparameters: acc, prec, taxo-loss and parent accuracy, flat vs
    ANOVA, with argmax decisions and with each score's Bayes rule (min expected taxo-loss, max
    expected parent accuracy, footnote 11).
 
@@ -94,8 +96,10 @@ def main():
 
     # ---------------------------------------------------------------- 2. fit time
     fits, probs = {}, {}
-    for pc in ("diagonal", "lowrank"):
-        opts = attrs.evolve(build_newton_options(hspec.objective), preconditioner=pc)
+    configs = {"diagonal": ("diagonal", "auto"), "diagonal+alpha": ("diagonal", "alpha"),
+               "lowrank": ("lowrank", "auto"), "lowrank_block": ("lowrank_block", "auto")}
+    for pc, (kind, norm) in configs.items():
+        opts = attrs.evolve(build_newton_options(hspec.objective), preconditioner=kind, cg_forcing_norm=norm)
         for name, op in (("flat", flat), ("hier", hier)):
             t, c = time.perf_counter(), time.process_time()
             res = newton_cg(op, lik, Y, opts)
@@ -104,7 +108,7 @@ def main():
             fits[(pc, name)] = {"seconds": dt, "cpu_seconds": dc, "newton_iterations": d.iterations,
                                 "cg_steps": int(sum(d.cg_iterations)), "mvms": d.mvm_count, "phi": res.phi,
                                 "converged": d.converged}
-            print(f"fit {name:4s} {pc:8s}: {dt:6.1f} s (CPU {dc:6.1f} s), {d.iterations:2d} Newton its, "
+            print(f"fit {name:4s} {pc:14s}: {dt:6.1f} s (CPU {dc:6.1f} s), {d.iterations:2d} Newton its, "
                   f"{sum(d.cg_iterations):4d} CG steps, {d.mvm_count:4d} MVMs, Phi = {res.phi:.6f} ({d.message})", flush=True)
             probs[(pc, name)] = lik.predict(op.cross_test(data.X_test).mvm(res.alpha))
         r = fits[(pc, "hier")]["seconds"] / fits[(pc, "flat")]["seconds"]
@@ -114,13 +118,21 @@ def main():
         print(f"fit-time ratio hierarchical / flat ({pc}): {r:.2f} (CPU time {rc:.2f}; paper: < 2; goal <= 1.5)",
               flush=True)
 
+    for name in ("flat", "hier"):
+        best = min(fits[(pc, name)]["phi"] for pc in configs)
+        for pc in configs:
+            f = fits[(pc, name)]
+            f["phi_gap"] = (f["phi"] - best) / abs(best)
+        print(f"{name}: relative Φ gap to the best fit: " +
+              ", ".join(f"{pc} {fits[(pc, name)]['phi_gap']:.1e}" for pc in configs), flush=True)
+
     # ---------------------------------------------------------------- 3. scores
     scores = {}
     y = data.y_test
-    print("\nscores at fixed hyperparameters (lowrank fits):")
+    print("\nscores at fixed hyperparameters (lowrank_block fits):")
     print(f"{'model':5s} {'rule':13s} {'acc':>7s} {'prec':>7s} {'taxo':>7s} {'pacc':>7s}")
     for name in ("flat", "hier"):
-        P = probs[("lowrank", name)]
+        P = probs[("lowrank_block", name)]
         for rule in ("argmax", "expected_loss"):
             if rule == "argmax":
                 y_taxo = y_pacc = argmax_rule(P)
@@ -130,15 +142,16 @@ def main():
                  "pacc": M.parent_accuracy(y_pacc, y, tree)}
             scores[f"{name}_{rule}"] = s
             print(f"{name:5s} {rule:13s} {s['acc']:7.4f} {s['prec']:7.4f} {s['taxo']:7.4f} {s['pacc']:7.4f}")
-    agree = float(np.max(np.abs(probs[("diagonal", "hier")] - probs[("lowrank", "hier")])))
-    print(f"max |P_diagonal - P_lowrank| (hier) = {agree:.2e}", flush=True)
+    agree = max(float(np.max(np.abs(probs[(pc, name)] - probs[("lowrank_block", name)])))
+                for pc in configs for name in ("flat", "hier") if fits[(pc, name)]["phi_gap"] < 1e-6)
+    print(f"max |P - P_lowrank_block| over the fits within 1e-6 of the best Φ = {agree:.2e}", flush=True)
     print(json.dumps({
         "bench": "news20_hier", "subset": a.subset, "n_train": n, "n_test": int(y.size), "C": C, "P": tree.n_nodes,
         "mvm": {str(k): v for k, v in mvm.items()},
         "fit": {f"{pc}_{name}": v for (pc, name), v in fits.items() if name in ("flat", "hier")},
-        "fit_time_ratio_diagonal": fits[("diagonal", "ratio")], "fit_time_ratio_lowrank": fits[("lowrank", "ratio")],
-        "fit_cpu_ratio_diagonal": fits[("diagonal", "cpu_ratio")], "fit_cpu_ratio_lowrank": fits[("lowrank", "cpu_ratio")],
-        "scores": scores, "max_prob_diff_between_preconditioners": agree,
+        "fit_time_ratio": {pc: fits[(pc, "ratio")] for pc in configs},
+        "fit_cpu_ratio": {pc: fits[(pc, "cpu_ratio")] for pc in configs},
+        "scores": scores, "max_prob_diff_within_1e-6_of_best_phi": agree,
     }))
 
 

@@ -12,8 +12,9 @@ Minimises Φ(α) = (1/2) α^T K̃ α + Φ_lh(u), u = K̃ α, touching the prior 
    eigen-directions through the Kronecker form of K̃, with the diagonal / the per-point blocks for
    the rest (the "future work" preconditioning of Sec. 3 and 5.1.1);
 3. pair-optimisation line search along s = α' - α in u with s̃ = K̃ s (one MVM, Sec. 5.1.2);
-4. when a step stalls (no decrease of Φ) CG is restarted from its last β for another k2 steps
-   (Sec. 6.3, footnote 17); the stalled iteration counts towards k1.
+4. when a step stalls (no decrease of Φ, or a damped step whose decrease is below phi_rtol) CG is
+   restarted from its last β for another k2 steps (Sec. 6.3, footnote 17); the stalled iteration
+   counts towards k1.
 
 CG stops at the truncated-Newton forcing term: the residual fell by ``cg_forcing`` from its start,
 measured on r (``residual``) or on V r, the residual mapped to α-space (``alpha``; it ignores the
@@ -199,6 +200,7 @@ def newton_cg(
             x0 = hf.beta_init(alpha)
         total_cg = 0
         forcing = opts.cg_forcing
+        best = None  # (line search result, s, s̃) of the best successful attempt
         for attempt in range(opts.max_stall_restarts + 1):
             res = cg(system, rhs, x0=x0, inv_diag=inv_diag, tol=opts.cg_tol, forcing=forcing,
                      max_iter=opts.cg_max_iter, precondition=precondition,
@@ -212,12 +214,19 @@ def newton_cg(
             s_tilde = K(s)
             ls = pair_line_search(likelihood, Y, alpha, u, s, s_tilde, phi, armijo=opts.armijo,
                                   max_evals=opts.line_search_evals)
-            if ls.success:
+            if ls.success and (best is None or ls.phi < best[0].phi):
+                best = (ls, s, s_tilde)
+            # a damped step (λ < 1) that leaves Φ unchanged to phi_rtol is a stall as well: the
+            # truncated direction is useless, and accepting it would end the fit by phi_rtol
+            negligible = ls.success and ls.step < 1.0 and phi - ls.phi <= opts.phi_rtol * max(1.0, abs(phi))
+            if ls.success and not negligible:
                 break
             stalls += 1
             x0, forcing = beta, 0.0  # restart CG from its last β (footnote 17)
             if res.converged and res.residual <= opts.cg_tol:
                 break  # CG already exact: the stall is round-off at the optimum
+        if best is not None:
+            ls, s, s_tilde = best
         cg_its.append(total_cg)
         steps.append(ls.step)
         if ls.success:
