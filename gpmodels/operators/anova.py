@@ -20,9 +20,9 @@ parents down the levels), O(P) per point and right-hand side, vectorised over po
   with M_r then runs on C k columns instead of |G_r| k, so with one shared M (any variance
   sharing) the hierarchical MVM costs one flat GEMM plus O(nP) walks, below the P/C of Sec. 3.
   ``merge_gemm=False`` keeps the node-space order (the paper's three steps).  For C <= 64 the
-  C x C matrix S_r itself (not Φ) is kept and V S_r is one small product instead of the walks
-  (numpy's einsum loop: a multithreaded BLAS call of this size costs more in thread wake-up and
-  spinning than it computes, measurably so on a loaded machine).
+  C x C matrix S_r itself (not Φ) is kept and V S_r is one stacked product S_r v_i instead of the
+  walks (numpy's stacked matmul runs in one thread: a multithreaded BLAS call of this size costs
+  more in thread wake-up and spinning than it computes, measurably so on a loaded machine).
 - diag (Sec. 5.3): K_ic,ic = Σ_{p on path(L(c))} K̆_ip,ip when K̆ is block-diagonal, i.e. the
   recursion d_child = d_parent + K̆^(child)_i down the tree = ``mix`` of diag K̆.
 - Per-point blocks (App. B): K_i = Φ_L K̆_i Φ_L^T, so K_i p_i = Φ_L (K̆_i (Φ_L^T p_i)); for a
@@ -122,8 +122,8 @@ class ANOVA(Operator):
             if class_space:  # GEMM on C k columns: M_r (Φ_L D_r Φ_L^T V)
                 if S is None:
                     W = self.tree.mix(Vt * weights[None, :, None])
-                else:  # (V S)_i = S v_i; numpy's own loop: a BLAS call this small pays thread start-up
-                    W = np.einsum("nck,cd->ndk", V, S)
+                else:  # (V S)_i = S v_i per point: a stacked matmul (one thread); a single BLAS call
+                    W = np.matmul(S, V)  # of this size paid more in thread wake-up and spinning
                 res = rep.mvm(np.ascontiguousarray(W).reshape(n, C * k)).reshape(n, C, k)
                 if out is None:
                     out = res
