@@ -4,7 +4,7 @@ Compose a likelihood, a prior and an objective; every objective reaches the prio
 the MVM operator protocol (:class:`gpmodels.operators.Operator`).
 """
 
-from . import metrics, multilabel
+from . import decisions, metrics, multilabel
 from .errors import (CheckpointError, ConvergenceError, DataError, GPModelsError, HierarchyError, InputError,
                      SpecError)
 from .inference import MAPModel, NewtonOptions, exact_newton, fit_map, newton_cg
@@ -14,6 +14,12 @@ from .kernels import ARD, RBF, Linear, Polynomial, Precomputed, RepresentationCo
 from .likelihoods import Gaussian, Laplace, Logistic, SmoothedHinge, Softmax, StudentT
 from .operators import BlockDiagonal, Intercept, Operator, Sum
 from .priors import IndependentGP
+# structured priors and targets (Seeger 2008, Sec. 3, 6.1, 7.4.1, 7.4.2)
+from .hierarchy import ClassTree
+from .inference.em import EMOptions, fit_em
+from .likelihoods.uncertain import PseudoTargets, coarsen_labels
+from .operators import ANOVA, Coupled
+from .priors import ANOVAPrior, CoupledPrior, coupling_init
 
 __version__ = "0.1.0"
 
@@ -23,4 +29,6 @@ __all__ = [
     "Polynomial", "Precomputed", "RepresentationConfig", "Softmax", "BlockDiagonal", "Intercept", "Operator",
     "IndependentGP", "Logistic", "Gaussian", "Laplace", "StudentT", "SmoothedHinge", "Sum", "LaplaceOptions",
     "MKLOptions", "VBOptions", "algorithm1", "alternating", "laplace_mlm", "learn_laplace", "learn_vb", "vb_criterion",
+    "decisions", "ClassTree", "ANOVA", "Coupled", "ANOVAPrior", "CoupledPrior", "coupling_init", "PseudoTargets",
+    "coarsen_labels", "EMOptions", "fit_em",
 ]

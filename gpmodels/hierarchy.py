@@ -13,6 +13,13 @@ The mixing matrix Φ (P x P, u = Φ ŭ: u_p is the sum of ŭ over the path root 
 level and :meth:`ClassTree.mix_t` applies Φ_L^T by accumulating up the levels, each in O(P) per
 point and vectorised over points (Sec. 3, 5.3).  Arrays carry nodes or classes on axis 1:
 (n, P[, k]) <-> (n, C[, k]).
+
+Paths and scores (Sec. 6.1): :meth:`ClassTree.lca`, :meth:`ClassTree.path_length`, the taxo-loss
+matrix Δ(c, c') = half the path length between leaves L(c), L(c') (:meth:`ClassTree.taxo_matrix`),
+the parents of the leaves (parent accuracy) and the ancestors at a given depth (per-level
+summaries).  Sharing groups of hyperparameters over nodes or classes (Sec. 6.1: tied, per level,
+per subtree rooted at a child of the root, per node) come from :meth:`ClassTree.node_groups` and
+:meth:`ClassTree.class_groups`.
 """
 
 from __future__ import annotations
@@ -25,7 +32,11 @@ import numpy as np
 
 from .errors import HierarchyError
 
-__all__ = ["ClassTree"]
+__all__ = ["ClassTree", "TREE_SHARING"]
+
+#: sharing modes of hyperparameters over tree nodes (Seeger 2008, Sec. 6.1: F1/H1 tied or per
+#: level, F2/H2 per subtree rooted at a child of the root, or one per node).
+TREE_SHARING = ("tied", "level", "subtree", "node")
 
 
 class ClassTree:
@@ -216,6 +227,131 @@ class ClassTree:
             acc[:, uniq] += np.add.reduceat(acc[:, nodes_d], starts, axis=1)
         return acc
 
+    # ------------------------------------------------------------------ paths and scores
+    def lca(self, p: int, q: int) -> int:
+        """Lowest common ancestor of nodes p and q (p itself when q is below p); -1 for the root."""
+        a, b = int(p), int(q)
+        if not (0 <= a < self.n_nodes and 0 <= b < self.n_nodes):
+            raise HierarchyError(f"node indices must lie in 0..{self.n_nodes - 1}; got {p} and {q}")
+        while self.depth[a] > self.depth[b]:
+            a = int(self.parent[a])
+        while self.depth[b] > self.depth[a]:
+            b = int(self.parent[b])
+        while a != b:
+            a, b = int(self.parent[a]), int(self.parent[b])
+        return a
+
+    def path_length(self, p: int, q: int) -> int:
+        """Number of edges on the shortest path between nodes p and q (the root is node -1)."""
+        dp = 0 if p < 0 else int(self.depth[p])
+        dq = 0 if q < 0 else int(self.depth[q])
+        if p < 0 or q < 0:
+            return dp + dq
+        r = self.lca(p, q)
+        return dp + dq - 2 * (0 if r < 0 else int(self.depth[r]))
+
+    def lca_depth_matrix(self) -> np.ndarray:
+        """(C, C) depth of the lowest common ancestor of two leaves (0: the root).
+
+        The number of non-root nodes shared by the paths of L(c), L(c') is (Φ_L Φ_L^T)_{cc'}; it is
+        computed by the tree walks as Φ_L (Φ_L^T I) without forming Φ_L.
+        """
+        C = self.n_classes
+        return np.rint(self.mix(self.mix_t(np.eye(C)))).astype(np.intp)
+
+    def taxo_matrix(self) -> np.ndarray:
+        """(C, C) taxo-loss Δ(c, c'): half the length of the shortest path between the leaves
+        L(c) and L(c') (Seeger 2008, Sec. 6.1; Cai & Hofmann 2004)."""
+        d = self.depth[self.leaves].astype(float)
+        return 0.5 * (d[:, None] + d[None, :] - 2.0 * self.lca_depth_matrix())
+
+    @property
+    def class_parents(self) -> np.ndarray:
+        """(C,) parent node of each leaf L(c); -1 where the parent is the root (parent accuracy)."""
+        return self.parent[self.leaves].copy()
+
+    def ancestors_at_depth(self, d: int) -> np.ndarray:
+        """(P,) the ancestor at depth d of every node; a node of depth <= d maps to itself."""
+        if d < 1:
+            raise HierarchyError(f"depth must be >= 1 (the root's children); got {d}")
+        out = np.arange(self.n_nodes)
+        for _ in range(int(self.depth.max())):
+            deeper = self.depth[out] > d
+            if not deeper.any():
+                break
+            out[deeper] = self.parent[out[deeper]]
+        return out
+
+    @property
+    def max_depth(self) -> int:
+        return int(self.depth.max())
+
+    def node_groups(self, mode: str) -> np.ndarray:
+        """(P,) group index 0..G-1 of every node under a sharing mode (see ``TREE_SHARING``).
+
+        ``tied``: one group; ``level``: one per depth; ``subtree``: one per child of the root (the
+        subtree the node lies in); ``node``: one per node (Seeger 2008, Sec. 6.1).
+        """
+        return self._groups(mode, np.arange(self.n_nodes))
+
+    def class_groups(self, mode: str) -> np.ndarray:
+        """(C,) group index 0..G-1 of every class (leaf) under a sharing mode: the groups of
+        :meth:`node_groups` restricted to the leaves, renumbered without gaps (``level`` groups
+        leaves by their depth; ``subtree`` is F2 of Seeger 2008, Sec. 6.1)."""
+        return self._groups(mode, self.leaves)
+
+    def _groups(self, mode: str, nodes: np.ndarray) -> np.ndarray:
+        if mode == "tied":
+            key = np.zeros(nodes.size, dtype=np.intp)
+        elif mode == "level":
+            key = self.depth[nodes]
+        elif mode == "subtree":
+            key = self.ancestors_at_depth(1)[nodes]
+        elif mode == "node":
+            key = np.asarray(nodes)
+        else:
+            raise HierarchyError(f"tree sharing mode must be one of {TREE_SHARING}; got {mode!r}")
+        return np.unique(key, return_inverse=True)[1].astype(np.intp).ravel()
+
+    def leaf_mask(self, nodes) -> np.ndarray:
+        """(m, C) boolean: entry (j, c) says that leaf L(c) lies below node ``nodes[j]`` (L_p of
+        Sec. 7.4.2); node -1 (the root) has every leaf below it."""
+        nodes = np.asarray(nodes, dtype=np.intp).ravel()
+        if nodes.size and (nodes.min() < -1 or nodes.max() >= self.n_nodes):
+            raise HierarchyError(f"node indices must lie in -1..{self.n_nodes - 1} (-1: the root); "
+                                 f"got values from {nodes.min()} to {nodes.max()}")
+        uniq, inv = np.unique(nodes, return_inverse=True)
+        rows = np.zeros((uniq.size, self.n_classes), dtype=bool)
+        for j, p in enumerate(uniq):
+            if p < 0:
+                rows[j] = True
+            else:
+                rows[j, self.leaves_below(int(p))] = True
+        return rows[inv.ravel()]
+
+    def node_index(self, names) -> np.ndarray:
+        """Node indices of node names (the root's name gives -1); unknown names are an error."""
+        names = [str(v) for v in names]
+        out = np.empty(len(names), dtype=np.intp)
+        bad = []
+        for j, v in enumerate(names):
+            if v == self.root:
+                out[j] = -1
+            elif v in self._index:
+                out[j] = self._index[v]
+            else:
+                bad.append((j, v))
+        if bad:
+            j, v = bad[0]
+            raise HierarchyError(f"entry {j}: {v!r} is not a node of the hierarchy ({len(bad)} unknown names); "
+                                 f"allowed: the root {self.root!r} or one of {len(self.nodes)} nodes such as "
+                                 f"{', '.join(map(repr, self.nodes[:4]))}")
+        return out
+
+    def edges(self) -> list[tuple[str, str]]:
+        """(parent, child) name pairs in breadth-first order of the children."""
+        return [(self.root if self.parent[p] < 0 else self.nodes[self.parent[p]], v) for p, v in enumerate(self.nodes)]
+
     # ------------------------------------------------------------------ transformations
     def pruned(self) -> "ClassTree":
         """The tree without inner nodes that have a single child (Sec. 3, footnote 5).
@@ -240,10 +376,7 @@ class ClassTree:
     def to_networkx(self):
         import networkx as nx
 
-        G = nx.DiGraph()
-        for p, v in enumerate(self.nodes):
-            G.add_edge(self.root if self.parent[p] < 0 else self.nodes[self.parent[p]], v)
-        return G
+        return nx.DiGraph(self.edges())
 
     def __repr__(self) -> str:
         return f"ClassTree(root={self.root!r}, P={self.n_nodes}, C={self.n_classes}, depth={int(self.depth.max())})"

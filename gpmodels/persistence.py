@@ -93,10 +93,13 @@ class MAPPredictor:
 
 
 def save_map_model(model_dir, X_train, alpha, classes, scaler: FeatureScaler | None, *, theta=None,
-                   likelihood_theta=None) -> Path:
-    """Store α̂ with the inputs, classes (empty for regression), scaler and the fitted hyperparameters
-    of the operator (``theta``) and of the likelihood, so learned values round-trip."""
+                   likelihood_theta=None, tree=None) -> Path:
+    """Store α̂ with the inputs, classes (empty for regression), scaler, the class tree (when the
+    prior or the scores use one) and the fitted hyperparameters of the operator (``theta``) and of the
+    likelihood, so learned values round-trip."""
     arrays = {**pack_inputs(X_train), "alpha": np.asarray(alpha), "classes": np.array(classes, dtype=str)}
+    if tree is not None:  # the class tree as used (after pruning): (parent, child) name pairs
+        arrays["tree_edges"] = np.array(tree.edges(), dtype=str)
     arrays.update((scaler or FeatureScaler("none")).to_arrays())
     if theta is not None:
         arrays["theta"] = np.asarray(theta, dtype=np.float64)
@@ -110,7 +113,12 @@ def _load_map(model_dir: Path, arrays: dict, spec) -> MAPPredictor:
 
     X = unpack_inputs(arrays)
     classes = tuple(str(c) for c in arrays["classes"])
-    op = build_operator(spec.model, X, len(classes), model_dir)
+    tree = None
+    if "tree_edges" in arrays:
+        from .hierarchy import ClassTree
+
+        tree = ClassTree([tuple(e) for e in arrays["tree_edges"].tolist()], classes)
+    op = build_operator(spec.model, X, len(classes), model_dir, tree=tree)
     likelihood = build_likelihood(spec.model)
     if "theta" in arrays:
         op = op.with_params(arrays["theta"])

@@ -77,6 +77,15 @@ def check_operator(op: Operator, rng: np.random.Generator, *, dense=None, X_new=
         got = ct.mvm(V)
         if expect is not None:
             assert_close("cross_test(X_new).mvm", got, expect, rtol)
+    terms = op.kron_terms()
+    if terms is not None:  # K = Σ_t M_t ⊗ S_t: K V = Σ_t M_t V S_t in the (n, C) layout
+        KV = sum(t.mvm(V) @ t.S for t in terms)
+        assert_close("kron_terms: Σ_t M_t V S_t", KV, (D @ V.ravel()).reshape(n, C), rtol)
+        for t in terms:
+            assert_close("kron_terms: S_t symmetric", t.S, t.S.T, rtol)
+    blocks = op.point_blocks()
+    expect_blocks = D.reshape(n, C, n, C)[np.arange(n), :, np.arange(n), :]
+    assert_close("point_blocks", blocks, expect_blocks, rtol)
     theta = op.params
     assert len(op.param_names) == theta.size, "param_names and params differ in length"
     same = op.with_params(theta)

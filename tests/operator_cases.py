@@ -171,3 +171,124 @@ register(Sum)(sum_case)
 
 def case_strategy(cls):
     return st.one_of(*[f() for f in CASES[cls]])
+
+
+# ---------------------------------------------------------------------------- structured priors
+from gpmodels.hierarchy import ClassTree  # noqa: E402
+from gpmodels.operators.anova import ANOVA  # noqa: E402
+from gpmodels.operators.coupled import Coupled  # noqa: E402
+from gpmodels.priors.anova import ANOVAPrior  # noqa: E402
+
+from tree_strategies import random_trees  # noqa: E402
+
+
+def _kron_rows(n, T):
+    """I_n ⊗ T: maps the flat (i, q) index of an inner operator to the flat (i, c) index."""
+    return np.kron(np.eye(n), T)
+
+
+@st.composite
+def _inputs(draw, n_max=5, allow_sparse=True):
+    n = draw(st.integers(2, n_max))
+    d = draw(st.integers(1, 3))
+    r = np.random.default_rng(draw(st.integers(0, 2**31 - 1)))
+    X = r.normal(size=(n, d))
+    X_new = r.normal(size=(draw(st.integers(1, 3)), d))
+    rep_kind = draw(st.sampled_from(["stored", "blocked", "features", "auto"]))
+    kinds = ("linear",) if rep_kind == "features" else ("rbf", "ard", "linear", "poly")
+    if allow_sparse and rep_kind in ("features", "blocked", "auto") and draw(st.booleans()):
+        X, X_new = sp.csr_matrix(X * (r.random(X.shape) < 0.6)), sp.csr_matrix(X_new)
+        kinds = tuple(k for k in kinds if k != "ard") or ("linear",)
+    rep = RepresentationConfig(kind=rep_kind, memory_mb=8 * 2 * n / 2**20)
+    return X, X_new, d, kinds, rep, r
+
+
+@st.composite
+def _node_block_diagonal(draw, X, d, kinds, rep, n_blocks):
+    """A BlockDiagonal over n_blocks with random kernel and variance groups; its per-block
+    (kernel, variance) for the oracle."""
+    kgroups, vgroups = draw(partitions(n_blocks)), draw(partitions(n_blocks))
+    kers = [draw(kernels(d, kinds)) for _ in kgroups]
+    v = np.array([draw(log_uniform) for _ in vgroups])
+    op = BlockDiagonal(X, kers, kgroups, v, vgroups, rep)
+    ker_of = {c: kers[g] for g, members in enumerate(kgroups) for c in members}
+    v_of = {c: v[g] for g, members in enumerate(vgroups) for c in members}
+    return op, [ker_of[c] for c in range(n_blocks)], np.array([v_of[c] for c in range(n_blocks)])
+
+
+def _block_oracles(X, X_new, kers, v):
+    grams = [naive_gram(k, X, X) for k in kers]
+    cross = [naive_gram(k, X_new, X) for k in kers]
+    return block_diagonal_dense(grams, v), block_diagonal_cross(cross, v)
+
+
+@st.composite
+def anova_case(draw, with_intercept=False):
+    """K = (Φ_L ⊗ I) K̆ (Φ_L^T ⊗ I) against the explicit Kronecker product with Φ_L from the paths."""
+    tree = ClassTree(draw(random_trees(max_nodes=8)))
+    X, X_new, d, kinds, rep, r = draw(_inputs())
+    n, m, P = X.shape[0], X_new.shape[0], tree.n_nodes
+    Phi = tree.phi_leaf_matrix()
+    how = draw(st.sampled_from(["prior", "groups", "coupled-inner"]))
+    if how == "prior":  # the factory with a tree sharing mode: one base kernel, a variance per group
+        mode = draw(st.sampled_from(["tied", "level", "subtree", "node"]))
+        groups = tree.node_groups(mode)
+        v_groups = np.array([draw(log_uniform) for _ in range(int(groups.max()) + 1)])
+        kern = draw(kernels(d, kinds))
+        op = ANOVAPrior(tree, kern, sharing=mode, variance=list(v_groups), representation=rep).operator(X, tree.n_classes)
+        inner_dense, inner_cross = _block_oracles(X, X_new, [kern] * P, v_groups[groups])
+    elif how == "groups":  # arbitrary kernel / variance groups over the nodes
+        inner, kers, v = draw(_node_block_diagonal(X, d, kinds, rep, P))
+        op = ANOVA(inner, tree, merge_gemm=draw(st.booleans()))
+        inner_dense, inner_cross = _block_oracles(X, X_new, kers, v)
+    else:  # a non-block-diagonal K̆: coupled nodes (exercises the generic diag / block paths)
+        p = draw(st.integers(1, P))
+        inner, kers, v = draw(_node_block_diagonal(X, d, kinds, rep, p))
+        Bn = r.normal(size=(P, p))
+        op = ANOVA(Coupled(inner, Bn, learn=draw(st.booleans())), tree)
+        bd, bc = _block_oracles(X, X_new, kers, v)
+        inner_dense = _kron_rows(n, Bn) @ bd @ _kron_rows(n, Bn).T
+        inner_cross = _kron_rows(m, Bn) @ bc @ _kron_rows(n, Bn).T
+    dense = _kron_rows(n, Phi) @ inner_dense @ _kron_rows(n, Phi).T
+    cross = _kron_rows(m, Phi) @ inner_cross @ _kron_rows(n, Phi).T
+    if with_intercept:
+        sigma2 = draw(log_uniform)
+        op = Intercept(op, sigma2, learn=draw(st.booleans()))
+        C = tree.n_classes
+        dense = dense + sigma2 * np.kron(np.ones((n, n)), np.eye(C))
+        cross = cross + sigma2 * np.kron(np.ones((m, n)), np.eye(C))
+    return Case(op, dense, X_new, cross)
+
+
+@st.composite
+def coupled_case(draw):
+    """K(B) = (B ⊗ I) K (B^T ⊗ I) against the explicit Kronecker product; random B (square or
+    loadings), random learned-entry mask, inner block-diagonal or itself an ANOVA operator."""
+    X, X_new, d, kinds, rep, r = draw(_inputs())
+    n, m = X.shape[0], X_new.shape[0]
+    if draw(st.booleans()):
+        p = draw(st.integers(1, 4))
+        inner, kers, v = draw(_node_block_diagonal(X, d, kinds, rep, p))
+        inner_dense, inner_cross = _block_oracles(X, X_new, kers, v)
+    else:
+        tree = ClassTree(draw(random_trees(max_nodes=6)))
+        bd, kers, v = draw(_node_block_diagonal(X, d, kinds, rep, tree.n_nodes))
+        inner = ANOVA(bd, tree)
+        p, Phi = tree.n_classes, tree.phi_leaf_matrix()
+        a, b = _block_oracles(X, X_new, kers, v)
+        inner_dense = _kron_rows(n, Phi) @ a @ _kron_rows(n, Phi).T
+        inner_cross = _kron_rows(m, Phi) @ b @ _kron_rows(n, Phi).T
+    C = p + draw(st.integers(0, 3))
+    B = r.normal(size=(C, p))
+    learn = draw(st.sampled_from([True, False, "mask"]))
+    if learn == "mask":
+        learn = r.random(B.shape) < 0.5
+    op = Coupled(inner, B, learn=learn)
+    dense = _kron_rows(n, B) @ inner_dense @ _kron_rows(n, B).T
+    cross = _kron_rows(m, B) @ inner_cross @ _kron_rows(n, B).T
+    return Case(op, dense, X_new, cross)
+
+
+register(ANOVA)(lambda: anova_case(False))
+register(Intercept)(lambda: anova_case(True))
+register(Coupled)(coupled_case)

@@ -67,3 +67,34 @@ def block_diagonal_cross(class_grams, class_v, sigma2=0.0):
         E[c, c] = 1.0
         D = D + np.kron(class_v[c] * class_grams[c] + sigma2, E)
     return D
+
+
+def dense_softmax_map(K, Y, iters=60):
+    """MAP u of the softmax model with a dense prior matrix K (nC x nC, flat index i*C + c):
+    damped Newton on α with (I + W K) α' = W u - g solved densely (Seeger 2008, eq. 5 before the
+    symmetrisation), α kept in ran W.  An oracle for non-block-diagonal priors."""
+    n, C = Y.shape
+    alpha = np.zeros(n * C)
+    y = Y.ravel()
+
+    def phi(a):
+        u = (K @ a).reshape(n, C)
+        m = u.max(axis=1, keepdims=True)
+        lse = (m + np.log(np.exp(u - m).sum(axis=1, keepdims=True))).ravel()
+        return 0.5 * a @ (K @ a) + lse.sum() - y @ u.ravel()
+
+    for _ in range(iters):
+        u = (K @ alpha).reshape(n, C)
+        pi = np.exp(u - u.max(axis=1, keepdims=True))
+        pi /= pi.sum(axis=1, keepdims=True)
+        g = (pi - Y).ravel()
+        W = np.zeros((n * C, n * C))
+        for i in range(n):
+            s = slice(i * C, (i + 1) * C)
+            W[s, s] = np.diag(pi[i]) - np.outer(pi[i], pi[i])
+        new = np.linalg.solve(np.eye(n * C) + W @ K, W @ u.ravel() - g)
+        step, f0 = 1.0, phi(alpha)
+        while phi(alpha + step * (new - alpha)) > f0 and step > 1e-10:
+            step *= 0.5
+        alpha = alpha + step * (new - alpha)
+    return (K @ alpha).reshape(n, C), phi(alpha)

@@ -1,6 +1,7 @@
 """Algorithms over the operator and likelihood protocols."""
 
 from .cg import CGResult, cg
+from .em import EMOptions, EMResult, fit_em
 from .exact_newton import exact_newton
 from .line_search import pair_line_search
 from .map import MAPModel, fit_map
@@ -9,8 +10,10 @@ from .hyperopt import HyperResult, minimize_lbfgs
 from .laplace import LaplaceOptions, LaplaceResult, laplace_mlm, learn_laplace
 from .mkl import KernelLearningResult, MKLOptions, algorithm1, alternating, criterion_at
 from .vb import VBOptions, VBResult, learn_vb, vb_criterion
+from .preconditioners import make_preconditioner
 
 __all__ = ["cg", "CGResult", "newton_cg", "NewtonOptions", "NewtonResult", "NewtonDiagnostics", "exact_newton",
            "pair_line_search", "fit_map", "MAPModel", "HyperResult", "minimize_lbfgs", "LaplaceOptions", "LaplaceResult",
            "laplace_mlm", "learn_laplace", "KernelLearningResult", "MKLOptions", "algorithm1", "alternating",
-           "criterion_at", "VBOptions", "VBResult", "learn_vb", "vb_criterion"]
+           "criterion_at", "VBOptions", "VBResult", "learn_vb", "vb_criterion", "fit_em", "EMOptions",
+           "EMResult", "make_preconditioner"]

@@ -1,8 +1,10 @@
 """Preconditioned linear conjugate gradients (Saad 1996) on arrays of any shape.
 
 Solves A x = b for symmetric positive definite A given as a function x -> A x, with an optional
-diagonal preconditioner (an array of the inverse diagonal).  Used for the Newton systems (5) of
-Seeger 2008 (Alg. 1) and, later, the CV accumulation systems (Sec. 5.2).
+preconditioner: a diagonal one (an array of the inverse diagonal) or any symmetric positive
+definite r -> M^{-1} r (``precondition``; e.g. the per-point block-Jacobi of Newton–CG).  Used
+for the Newton systems (5) of Seeger 2008 (Alg. 1) and, later, the CV accumulation systems
+(Sec. 5.2).
 """
 
 from __future__ import annotations
@@ -35,10 +37,21 @@ def cg(
     tol: float = 1e-6,
     forcing: float = 0.0,
     max_iter: int = 100,
+    precondition: Callable[[np.ndarray], np.ndarray] | None = None,
+    forcing_map: Callable[[np.ndarray], np.ndarray] | None = None,
 ) -> CGResult:
     """Preconditioned CG from x0; stops when ||r|| <= max(tol ||b||, forcing ||r_0||) or after
     ``max_iter`` steps.  ``forcing`` relative to the initial residual r_0 = b - A x0 is the
-    truncated-Newton forcing term: with x0 the current point, r_0 is proportional to the gradient."""
+    truncated-Newton forcing term: with x0 the current point, r_0 is proportional to the gradient.
+    ``precondition`` (r -> M^{-1} r) takes the place of ``inv_diag`` when given.  ``forcing_map``
+    measures the forcing test on ||map(r)|| instead of ||r|| (e.g. the residual mapped to α-space
+    by V in Newton–CG); the ``tol`` floor stays on ||r||."""
+
+    def apply_M(r):
+        if precondition is not None:
+            return precondition(r)
+        return r * inv_diag if inv_diag is not None else r
+
     bnorm = float(np.linalg.norm(b))
     if bnorm == 0.0:
         return CGResult(np.zeros_like(b), 0, 0.0, True, 0)
@@ -50,13 +63,20 @@ def cg(
         x = x0.copy()
         r = b - apply_A(x)
         matvecs += 1
-    z = r * inv_diag if inv_diag is not None else r
+    z = apply_M(r)
     p = z.copy()
     rz = float(np.vdot(r, z))
     res = float(np.linalg.norm(r)) / bnorm
-    target = max(tol, forcing * res)
+    if forcing_map is None:
+        def forced(res, r):
+            return res <= max(tol, forcing * res0)
+        res0 = res
+    else:
+        def forced(res, r):
+            return res <= tol or float(np.linalg.norm(forcing_map(r))) <= forcing * fres0
+        fres0 = float(np.linalg.norm(forcing_map(r)))
     it = 0
-    while res > target and it < max_iter:
+    while not forced(res, r) and it < max_iter:
         Ap = apply_A(p)
         matvecs += 1
         pAp = float(np.vdot(p, Ap))
@@ -67,11 +87,11 @@ def cg(
         r -= step * Ap
         it += 1
         res = float(np.linalg.norm(r)) / bnorm
-        if res <= target:
+        if forced(res, r):
             break
-        z = r * inv_diag if inv_diag is not None else r
+        z = apply_M(r)
         rz_new = float(np.vdot(r, z))
         p *= rz_new / rz
         p += z
         rz = rz_new
-    return CGResult(x, it, res, res <= target, matvecs)
+    return CGResult(x, it, res, bool(forced(res, r)), matvecs)

@@ -5,11 +5,22 @@ Minimises Φ(α) = (1/2) α^T K̃ α + Φ_lh(u), u = K̃ α, touching the prior 
 1. project α onto ran W (``likelihood.project_alpha``) and set u = K̃ α;
 2. per Newton iteration: g = ∇_u Φ_lh, the factor V of W, g̃; solve
    (I + V^T K̃ V) β = V^T u - g̃   (eq. 5)
-   by preconditioned CG with the App. B diagonal, warm-started at β = D^{-1/2} α (the current α,
-   "alpha" mode) or at the last β ("beta" mode); α' = V β (+ the App. B fixed part);
+   by preconditioned CG, warm-started at β = D^{-1/2} α (the current α, "alpha" mode) or at the
+   last β ("beta" mode); α' = V β (+ the App. B fixed part).  Preconditioner (``preconditioner``,
+   see :mod:`gpmodels.inference.preconditioners`): ``diagonal`` is diag(I + V^T K̃ V) of App. B;
+   ``block`` the per-point C x C blocks; ``lowrank`` / ``lowrank_block`` deflate the leading kernel
+   eigen-directions through the Kronecker form of K̃, with the diagonal / the per-point blocks for
+   the rest (the "future work" preconditioning of Sec. 3 and 5.1.1);
 3. pair-optimisation line search along s = α' - α in u with s̃ = K̃ s (one MVM, Sec. 5.1.2);
-4. when a step stalls (no decrease of Φ) CG is restarted from its last β for another k2 steps
-   (Sec. 6.3, footnote 17); the stalled iteration counts towards k1.
+4. when a step stalls (no decrease of Φ, or a damped step whose decrease is below phi_rtol) CG is
+   restarted from its last β for another k2 steps (Sec. 6.3, footnote 17); the stalled iteration
+   counts towards k1.
+
+CG stops at the truncated-Newton forcing term: the residual fell by ``cg_forcing`` from its start,
+measured on r (``residual``) or on V r, the residual mapped to α-space (``alpha``; it ignores the
+β-direction √π_i per point that α' = V β does not see, and the D^{-1/2} amplification of a poor
+warm start).  ``auto`` keeps ``residual`` for the diagonal preconditioner (the original path) and
+uses ``alpha`` for the others, with which a residual test stopped after one step and stalled.
 
 Stopping: the per-point RMS of the gradient α + g (∇ of Φ in u-space, Sec. 5.1.2) below
 ``grad_tol``, or a relative decrease of Φ below ``phi_rtol``, or k1 iterations.
@@ -27,8 +38,10 @@ from ..likelihoods.base import Likelihood
 from ..operators.base import Operator
 from .cg import cg
 from .line_search import objective, pair_line_search
+from .preconditioners import PRECONDITIONERS, make_preconditioner
 
-__all__ = ["NewtonOptions", "NewtonDiagnostics", "NewtonResult", "newton_cg", "gradient_rms"]
+__all__ = ["NewtonOptions", "NewtonDiagnostics", "NewtonResult", "newton_cg", "gradient_rms", "PRECONDITIONERS",
+           "FORCING_NORMS"]
 
 
 def _positive_int(instance, attribute, value):
@@ -39,6 +52,19 @@ def _positive_int(instance, attribute, value):
 def _nonneg(instance, attribute, value):
     if not np.isfinite(value) or value < 0:
         raise InputError(f"NewtonOptions.{attribute.name} must be a finite number >= 0; got {value!r}")
+
+
+def _precond(instance, attribute, value):
+    if value not in PRECONDITIONERS:
+        raise InputError(f"NewtonOptions.preconditioner must be one of {PRECONDITIONERS}; got {value!r}")
+
+
+FORCING_NORMS = ("auto", "residual", "alpha")
+
+
+def _forcing_norm(instance, attribute, value):
+    if value not in FORCING_NORMS:
+        raise InputError(f"NewtonOptions.cg_forcing_norm must be one of {FORCING_NORMS}; got {value!r}")
 
 
 def _warm(instance, attribute, value):
@@ -60,6 +86,10 @@ class NewtonOptions:
     max_stall_restarts: int = attrs.field(default=2, validator=_nonneg)
     armijo: float = attrs.field(default=1e-4, validator=_nonneg)
     line_search_evals: int = attrs.field(default=30, validator=_positive_int)
+    preconditioner: str = attrs.field(default="diagonal", validator=_precond)  # see inference/preconditioners.py
+    precond_rank: int = attrs.field(default=8, validator=_positive_int)  # lowrank: eigenpairs of the kernel
+    precond_seed: int = attrs.field(default=0, validator=_nonneg)  # lowrank: seed of the randomized eigensolver
+    cg_forcing_norm: str = attrs.field(default="auto", validator=_forcing_norm)  # residual | alpha | auto
 
 
 @attrs.frozen
@@ -135,7 +165,8 @@ def newton_cg(
         alpha = likelihood.project_alpha(alpha)
     u = K(alpha) if np.any(alpha) else np.zeros((n, C))
     beta = None if beta0 is None else np.array(beta0, dtype=np.float64)
-    diag_K = op.diag()
+    alpha_norm = opts.cg_forcing_norm == "alpha" or (opts.cg_forcing_norm == "auto" and opts.preconditioner != "diagonal")
+    precond = make_preconditioner(opts.preconditioner, op, rank=opts.precond_rank, seed=int(opts.precond_seed))
     phi = objective(likelihood, Y, alpha, u)
     phis, grads, cg_its, steps, mvms = [phi], [], [], [], [K.count]
     stalls, converged, message = 0, False, "maximum number of Newton iterations reached"
@@ -158,7 +189,7 @@ def newton_cg(
         rhs = hf.Vt(u) - hf.g_tilde(g)
         if hf.fixed_alpha is not None:
             rhs -= hf.Vt(K(hf.fixed_alpha))
-        inv_diag = 1.0 / hf.precond_diag(diag_K, op.point_block_mvm)
+        inv_diag, precondition = precond.for_factor(hf)
 
         def system(x, hf=hf):
             return x + hf.Vt(K(hf.V(x)))
@@ -169,9 +200,11 @@ def newton_cg(
             x0 = hf.beta_init(alpha)
         total_cg = 0
         forcing = opts.cg_forcing
+        best = None  # (line search result, s, s̃) of the best successful attempt
         for attempt in range(opts.max_stall_restarts + 1):
             res = cg(system, rhs, x0=x0, inv_diag=inv_diag, tol=opts.cg_tol, forcing=forcing,
-                     max_iter=opts.cg_max_iter)
+                     max_iter=opts.cg_max_iter, precondition=precondition,
+                     forcing_map=hf.V if alpha_norm else None)
             total_cg += res.iterations
             beta = res.x
             new_alpha = hf.V(beta)
@@ -181,12 +214,19 @@ def newton_cg(
             s_tilde = K(s)
             ls = pair_line_search(likelihood, Y, alpha, u, s, s_tilde, phi, armijo=opts.armijo,
                                   max_evals=opts.line_search_evals)
-            if ls.success:
+            if ls.success and (best is None or ls.phi < best[0].phi):
+                best = (ls, s, s_tilde)
+            # a damped step (λ < 1) that leaves Φ unchanged to phi_rtol is a stall as well: the
+            # truncated direction is useless, and accepting it would end the fit by phi_rtol
+            negligible = ls.success and ls.step < 1.0 and phi - ls.phi <= opts.phi_rtol * max(1.0, abs(phi))
+            if ls.success and not negligible:
                 break
             stalls += 1
             x0, forcing = beta, 0.0  # restart CG from its last β (footnote 17)
             if res.converged and res.residual <= opts.cg_tol:
                 break  # CG already exact: the stall is round-off at the optimum
+        if best is not None:
+            ls, s, s_tilde = best
         cg_its.append(total_cg)
         steps.append(ls.step)
         if ls.success:

@@ -7,6 +7,7 @@ from .hinge import SmoothedHinge
 from .logistic import Logistic
 from .robust import Laplace, StudentT
 from .softmax import Softmax
+from .uncertain import PseudoTargets, coarsen_labels
 
 __all__ = ["Likelihood", "HessianFactor", "Softmax", "DiagonalLikelihood", "DiagonalFactor", "Logistic", "Gaussian",
-           "Laplace", "StudentT", "SmoothedHinge"]
+           "Laplace", "StudentT", "SmoothedHinge", "PseudoTargets", "coarsen_labels"]

@@ -59,6 +59,34 @@ class HessianFactor(abc.ABC):
     def precond_diag(self, diag_K: np.ndarray, point_block_mvm) -> np.ndarray:
         """diag(I + V^T K̃ V) (App. B), from diag K̃ (n, C) and P -> (K̃_i p_i)_i."""
 
+    def point_V(self) -> np.ndarray:
+        """The per-point C x C factors V_i as (n, C, C) (column c = V applied to e_c at every point).
+
+        The likelihood is per point, so V is block-diagonal over points; the generic default
+        applies V to the C unit vectors (zero columns at fixed components).
+        """
+        n, C = self.free.shape
+        out = np.empty((n, C, C))
+        E = np.zeros((n, C))
+        for c in range(C):
+            E[:, c] = 1.0
+            out[:, :, c] = self.V(E)
+            E[:, c] = 0.0
+        return out
+
+    def precond_blocks(self, blocks_K: np.ndarray) -> np.ndarray:
+        """Per-point blocks I + V_i^T K̃_i V_i of the system matrix of (5), shape (n, C, C).
+
+        ``blocks_K`` (n, C, C) holds the per-point blocks K̃_i.  Their diagonals are
+        :meth:`precond_diag`; the whole blocks give the block-Jacobi preconditioner of Newton–CG
+        (``NewtonOptions.preconditioner = "block"``).  Fixed components (App. B) get identity
+        rows and columns, as in the reduced system.
+        """
+        Vb = self.point_V()  # shape: (n, C, C)
+        out = np.matmul(np.transpose(Vb, (0, 2, 1)), np.matmul(blocks_K, Vb))
+        out += np.eye(out.shape[1])[None]
+        return out
+
 
 class Likelihood(abc.ABC):
     """Per-point likelihood P(y_i | u_i) over C latent values; see the module docstring."""

@@ -24,7 +24,7 @@ import numpy as np
 from ..errors import InputError
 from ..validation import check_indices
 
-__all__ = ["Operator", "CrossOperator", "as_rhs", "FD_STEP"]
+__all__ = ["Operator", "CrossOperator", "KronTerm", "as_rhs", "FD_STEP"]
 
 #: step of the central differences used by the generic ``grad_trace`` default (log space).
 FD_STEP = 1e-5
@@ -38,6 +38,23 @@ def as_rhs(V, n: int, C: int, name: str = "V") -> tuple[np.ndarray, bool]:
     if V.ndim == 3 and V.shape[:2] == (n, C):
         return V, False
     raise InputError(f"Dimension mismatch: {name} must have shape ({n}, {C}) or ({n}, {C}, k); got {V.shape}")
+
+
+class KronTerm:
+    """One term M ⊗ S of a Kronecker-sum form K = Σ_t M_t ⊗ S_t (points ⊗ classes).
+
+    ``mvm``: B (n, m) -> M B for the n x n point matrix M (symmetric PSD); ``S``: the C x C class
+    matrix (symmetric PSD); ``rank``: an upper bound on rank M when known (e.g. 1 for 1 1^T).  In
+    the (n, C) layout the term maps V to M V S.  Used by structure-aware preconditioners.
+    """
+
+    __slots__ = ("mvm", "S", "rank")
+
+    def __init__(self, mvm, S: np.ndarray, rank: int | None = None):
+        self.mvm, self.S, self.rank = mvm, np.asarray(S, dtype=np.float64), rank
+
+    def with_S(self, S: np.ndarray) -> "KronTerm":
+        return KronTerm(self.mvm, S, self.rank)
 
 
 class CrossOperator(abc.ABC):
@@ -78,8 +95,8 @@ class Operator(abc.ABC):
 
     Must be defined: ``n_points``, ``n_classes``, ``_mvm``, ``params``, ``param_names``,
     ``with_params``, ``_restrict``, ``_cross``, ``_cross_test``.
-    For speed (generic defaults exist): ``_diag``, ``_point_block_mvm``, ``_grad_trace``,
-    ``_dense``.
+    For speed (generic defaults exist): ``_diag``, ``_point_block_mvm``, ``_point_blocks``,
+    ``_grad_trace``, ``_dense``; optional structure: ``_kron_terms``.
     """
 
     #: True when K is block-diagonal over classes (K_{ic,jc'} = 0 for c != c'); lets Newton-CG
@@ -152,6 +169,27 @@ class Operator(abc.ABC):
         blocks = D[np.arange(n), :, np.arange(n), :]  # shape: (n, C, C)
         return np.einsum("icd,id->ic", blocks, P)
 
+    def _point_blocks(self) -> np.ndarray:
+        """All per-point C x C blocks K_i as (n, C, C), for block preconditioners.
+
+        Generic default: C calls of ``_point_block_mvm`` with unit vectors (column c of every K_i).
+        """
+        n, C = self.n_points, self.n_classes
+        out = np.empty((n, C, C))
+        E = np.zeros((n, C))
+        for c in range(C):
+            E[:, c] = 1.0
+            out[:, :, c] = self._point_block_mvm(E)
+            E[:, c] = 0.0
+        return out
+
+    def _kron_terms(self) -> list[KronTerm] | None:
+        """K = Σ_t M_t ⊗ S_t as a list of :class:`KronTerm`, or None when K has no such form.
+
+        Generic default: None (preconditioners that need it fall back to the diagonal).
+        """
+        return None
+
     def _grad_trace(self, E: np.ndarray, F: np.ndarray) -> np.ndarray:
         """d/dθ_p Σ_k e_k^T K(θ) f_k for all p (Seeger 2008, eq. 6).
 
@@ -197,6 +235,14 @@ class Operator(abc.ABC):
                 f"Dimension mismatch: P must have shape ({self.n_points}, {self.n_classes}); got {P.shape}"
             )
         return self._point_block_mvm(P)
+
+    def point_blocks(self) -> np.ndarray:
+        """The per-point C x C blocks K_i of K (Seeger 2008, App. B), shape (n, C, C)."""
+        return self._point_blocks()
+
+    def kron_terms(self) -> list[KronTerm] | None:
+        """K as a Kronecker sum Σ_t M_t ⊗ S_t over (points, classes), or None (see KronTerm)."""
+        return self._kron_terms()
 
     def grad_trace(self, E, F) -> np.ndarray:
         """Vector over hyperparameters p of Σ_k e_k^T (dK/dθ_p) f_k = tr E^T (dK) F.

@@ -32,7 +32,7 @@ from ..errors import InputError
 from ..kernels.base import Kernel
 from ..kernels.representations import Representation, RepresentationConfig
 from ..validation import check_features
-from .base import CrossOperator, Operator, concat_params
+from .base import CrossOperator, KronTerm, Operator, concat_params
 
 __all__ = ["BlockDiagonal", "SHARING_MODES"]
 
@@ -185,6 +185,12 @@ class BlockDiagonal(Operator):
         return self._C
 
     @property
+    def rep_groups(self) -> list[tuple[Representation, np.ndarray]]:
+        """(representation, class indices) per distinct kernel matrix M: the GEMM groups of an MVM."""
+        C = self._C
+        return [(rep, np.arange(C)[cls]) for rep, cls in zip(self._layout.reps, self._layout.classes)]
+
+    @property
     def class_variances(self) -> np.ndarray:
         """v_c per class, shape (C,)."""
         return self._class_v
@@ -215,6 +221,15 @@ class BlockDiagonal(Operator):
 
     def _point_block_mvm(self, P):
         return self._diag() * P
+
+    def _kron_terms(self):
+        # K = Σ_r M_r ⊗ diag(v_c 1{c uses M_r})
+        out = []
+        for rep, cls in self.rep_groups:
+            S = np.zeros((self._C, self._C))
+            S[cls, cls] = self._class_v[cls]
+            out.append(KronTerm(rep.mvm, S))
+        return out
 
     @property
     def params(self) -> np.ndarray:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..validation import check_positive
-from .base import CrossOperator, Operator
+from .base import CrossOperator, KronTerm, Operator
 
 __all__ = ["Intercept"]
 
@@ -47,6 +47,17 @@ class Intercept(Operator):
 
     def _point_block_mvm(self, P):
         return self.inner._point_block_mvm(P) + self.sigma2 * P
+
+    def _kron_terms(self):
+        inner = self.inner._kron_terms()
+        if inner is None:
+            return None
+        n, C = self.n_points, self.n_classes
+
+        def ones(B):  # (1 1^T) B
+            return np.broadcast_to(B.sum(axis=0, keepdims=True), B.shape).copy()
+
+        return inner + [KronTerm(ones, self.sigma2 * np.eye(C), rank=1)]
 
     @property
     def params(self):

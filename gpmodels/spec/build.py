@@ -1,4 +1,4 @@
-"""From a validated spec to objects: data, prior, likelihood, Newton options.
+"""From a validated spec to objects: data, class tree, prior, likelihood, Newton options, pseudo-targets.
 
 Relative file paths in a spec are looked up in the working directory first, then next to the
 spec file.
@@ -15,7 +15,8 @@ from ..data.datasets import Dataset, encode_labels, find_data_root, load_dataset
 from ..data.multilabel import MULTILABEL_DATASETS, MultilabelDataset, load_multilabel
 from ..data.scaling import FeatureScaler, auto_rbf_w
 from ..data.splits import subsample, train_test_split
-from ..errors import SpecError
+from ..errors import HierarchyError, InputError, SpecError
+from ..hierarchy import ClassTree
 from ..inference.newton_cg import NewtonOptions
 from ..kernels.base import Kernel
 from ..kernels.linear import Linear, Polynomial
@@ -29,12 +30,16 @@ from ..likelihoods.robust import Laplace, StudentT
 from ..likelihoods.softmax import Softmax
 from ..operators.blockdiag import BlockDiagonal
 from ..operators.sum import Sum
+from ..likelihoods.uncertain import PseudoTargets, coarsen_labels
+from ..priors.anova import ANOVAPrior
+from ..priors.coupled import CoupledPrior
 from ..priors.independent import IndependentGP
 from ..validation import check_features
 from .sections import KernelSpec, ModelSpec, ObjectiveSpec, Spec
 
 __all__ = ["resolve_path", "check_files", "build_data", "build_multilabel_data", "build_kernel", "build_prior",
-           "build_likelihood", "build_newton_options", "model_kernels", "resolve_model", "n_latent", "build_operator"]
+           "build_likelihood", "build_newton_options", "model_kernels", "resolve_model", "n_latent", "build_operator",
+           "hierarchy_path", "build_tree", "build_pseudo_targets"]
 
 
 def resolve_path(value: str, base_dir: Path | None, key: str, must_exist: bool = True) -> Path:
@@ -68,6 +73,84 @@ def check_files(spec: Spec, base_dir: Path | None) -> None:
     for key, k in model_kernels(spec.model):
         if k.gram is not None:
             resolve_path(k.gram, base_dir, f"{key}.gram")
+    pt = spec.data.pseudo_targets
+    if pt is not None and pt.file is not None:
+        resolve_path(pt.file, base_dir, "data.pseudo_targets.file")
+    if hierarchy_path(spec, base_dir) is None and _tree_needed_by(spec) is not None:
+        _no_tree(spec)
+
+
+# ---------------------------------------------------------------------------- class trees
+def _tree_needed_by(spec: Spec) -> str | None:
+    """The key that needs a class tree, or None."""
+    m = spec.model
+    if m.prior == "anova":
+        return "model.prior"
+    if m.sharing in ("level", "subtree"):
+        return "model.sharing"
+    if m.prior in ("coupled", "loadings") and m.coupling.init == "tree":
+        return "model.coupling.init"
+    if spec.data.pseudo_targets is not None:
+        return "data.pseudo_targets"
+    return None
+
+
+def _no_tree(spec: Spec):
+    key = _tree_needed_by(spec)
+    raise SpecError("needs a class hierarchy: set `data.hierarchy` (a file of parent<TAB>child lines whose leaves "
+                    "are the classes) or use a named data set that has one (news20, imclef07a)", key)
+
+
+def hierarchy_path(spec: Spec, base_dir: Path | None, data: Dataset | None = None) -> Path | None:
+    """The class tree file: ``data.hierarchy``, else the named data set's ``hierarchy.tsv``, else None."""
+    d = spec.data
+    if d.hierarchy is not None:
+        return resolve_path(d.hierarchy, base_dir, "data.hierarchy")
+    if data is not None and data.hierarchy_path:
+        return Path(data.hierarchy_path)
+    if d.dataset is not None:
+        try:
+            root = find_data_root(resolve_path(d.root, base_dir, "data.root") if d.root else None)
+        except InputError:
+            return None
+        p = root / d.dataset / "hierarchy.tsv"
+        return p if p.is_file() else None
+    return None
+
+
+def build_tree(spec: Spec, data: Dataset, base_dir: Path | None) -> ClassTree | None:
+    """The class tree over the data's classes (pruned when asked), or None when there is none.
+
+    Raises SpecError when the model needs a tree and none is known, or when the file does not fit
+    the classes (a class that is not a leaf, a leaf that is not a class, ...).
+    """
+    path = hierarchy_path(spec, base_dir, data)
+    if path is None:
+        if _tree_needed_by(spec) is not None:
+            _no_tree(spec)
+        return None
+    try:
+        tree = ClassTree.from_tsv(path, data.classes)
+    except HierarchyError as exc:
+        raise SpecError(f"{path}: {exc}", "data.hierarchy") from None
+    return tree.pruned() if spec.data.prune_hierarchy else tree
+
+
+def build_pseudo_targets(spec: Spec, data: Dataset, tree: ClassTree, base_dir: Path | None) -> PseudoTargets:
+    """Pseudo-targets of the training points from ``data.pseudo_targets`` (a file or coarsened labels)."""
+    pt = spec.data.pseudo_targets
+    key = "data.pseudo_targets"
+    if pt.file is not None:
+        path = resolve_path(pt.file, base_dir, f"{key}.file")
+        names = [line.strip() for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        if len(names) != data.y_train.size:
+            raise SpecError(f"{path} lists {len(names)} pseudo-targets but there are {data.y_train.size} training "
+                            "points; give one node name per line in the data set's order", f"{key}.file")
+        try:
+            return PseudoTargets.from_names(tree, names)
+        except HierarchyError as exc:
+            raise SpecError(f"{path}: {exc}", f"{key}.file") from None
+    return coarsen_labels(tree, data.y_train, pt.fraction, pt.levels_up, seed=spec.seed)
 
 
 def build_data(spec: Spec, base_dir: Path | None) -> Dataset:
@@ -193,12 +276,36 @@ def build_kernel(k: KernelSpec, X_train, base_dir: Path | None) -> Kernel:
     return Precomputed(G)
 
 
-def build_prior(m: ModelSpec, X_train, base_dir: Path | None = None) -> IndependentGP:
+#: model.sharing -> (node variance sharing, node kernel sharing) of the ANOVA prior (None: follow)
+_ANOVA_SHARING = {"tied": ("tied", "tied"), "semi": ("node", "tied"), "separate": ("node", "node"),
+                  "level": ("level", None), "subtree": ("subtree", None)}
+
+
+def build_prior(m: ModelSpec, X_train, base_dir: Path | None = None, *, tree: ClassTree | None = None):
+    """The prior factory of ``model`` (IndependentGP, ANOVAPrior or CoupledPrior)."""
     r = m.representation
     rep = RepresentationConfig(kind=r.kind, memory_mb=r.memory_mb, stored_max_mb=r.stored_max_mb, rank=r.rank, tol=r.tol)
     variance = m.variance if not isinstance(m.variance, tuple) else list(m.variance)
-    return IndependentGP(build_kernel(m.kernel, X_train, base_dir), m.sharing, variance, m.sigma2,
-                         representation=rep)
+    kernel = build_kernel(m.kernel, X_train, base_dir)
+    if tree is None and (m.prior == "anova" or m.sharing in ("level", "subtree")):
+        raise SpecError("needs a class hierarchy (`data.hierarchy`)", "model.prior" if m.prior == "anova" else "model.sharing")
+    if m.prior == "independent":
+        if m.sharing in ("level", "subtree"):  # F2 of Seeger 2008, Sec. 6.1: classes grouped by the tree
+            g = tree.class_groups(m.sharing)
+            vgroups = [np.flatnonzero(g == j).tolist() for j in range(int(g.max()) + 1)]
+            kgroups = vgroups if m.kernel_sharing == "follow" else [list(range(tree.n_classes))]
+            return IndependentGP(kernel, None, variance, m.sigma2, kernel_groups=kgroups, variance_groups=vgroups,
+                                 representation=rep)
+        return IndependentGP(kernel, m.sharing, variance, m.sigma2, representation=rep)
+    if m.prior == "anova":
+        vmode, kmode = _ANOVA_SHARING[m.sharing]
+        if kmode is None:
+            kmode = vmode if m.kernel_sharing == "follow" else "tied"
+        return ANOVAPrior(tree, kernel, vmode, variance, m.sigma2, kernel_sharing=kmode, representation=rep)
+    c = m.coupling
+    B = None if c.matrix is None else np.asarray(c.matrix, dtype=float)
+    return CoupledPrior(kernel, n_factors=c.factors, init=c.init, B=B, tree=tree, sharing=m.sharing, variance=variance,
+                        sigma2=m.sigma2, representation=rep, learn_B=c.learn, seed=c.seed)
 
 
 def model_kernels(m: ModelSpec) -> list[tuple[str, KernelSpec]]:
@@ -220,11 +327,11 @@ def n_latent(m: ModelSpec, n_classes: int) -> int:
     return n_classes if m.likelihood == "softmax" else 1
 
 
-def build_operator(m: ModelSpec, X_train, n_classes: int, base_dir: Path | None = None):
+def build_operator(m: ModelSpec, X_train, n_classes: int, base_dir: Path | None = None, tree: ClassTree | None = None):
     """The prior's operator; with ``kernels`` the Sum K_θ = Σ θ_m K_m of variance-1 components."""
     C = n_latent(m, n_classes)
     if m.kernels is None:
-        return build_prior(m, X_train, base_dir).operator(X_train, C)
+        return build_prior(m, X_train, base_dir, tree=tree).operator(X_train, C)
     r = m.representation
     rep = RepresentationConfig(kind=r.kind, memory_mb=r.memory_mb, stored_max_mb=r.stored_max_mb, rank=r.rank, tol=r.tol)
     ops = [BlockDiagonal.from_sharing(X_train, build_kernel(k, X_train, base_dir), C, "tied", 1.0, rep)
@@ -248,4 +355,6 @@ def build_likelihood(m: ModelSpec):
 
 def build_newton_options(o: ObjectiveSpec) -> NewtonOptions:
     return NewtonOptions(max_iter=o.k1, cg_max_iter=o.k2, cg_tol=o.cg_tol, cg_forcing=o.cg_forcing,
-                         grad_tol=o.grad_tol, phi_rtol=o.phi_rtol, warm_start=o.warm_start)
+                         grad_tol=o.grad_tol, phi_rtol=o.phi_rtol, warm_start=o.warm_start,
+                         preconditioner=o.preconditioner, precond_rank=o.precond_rank,
+                         cg_forcing_norm=o.cg_forcing_norm)

@@ -28,7 +28,8 @@ from ..data.datasets import Dataset
 from ..errors import SpecError
 from ..inference.map import fit_map
 from ..persistence import save_map_model
-from .build import build_data, build_likelihood, build_newton_options, build_operator, check_files, resolve_model
+from .build import (build_data, build_likelihood, build_newton_options, build_operator, build_pseudo_targets, build_tree,
+                    check_files, resolve_model)
 from .loader import dump_yaml
 from .sections import Spec
 
@@ -63,13 +64,13 @@ def output_dir(spec: Spec, out: str | Path | None) -> Path:
     return Path(out) if out is not None else Path(spec.output.dir.replace("{name}", spec.name))
 
 
-def map_saver(data: Dataset, op, likelihood, alpha) -> Callable[[Path], object]:
+def map_saver(data: Dataset, op, likelihood, alpha, tree=None) -> Callable[[Path], object]:
     """A ``save`` callback for any runner whose model is α̂ over an operator: the fitted
     hyperparameters are stored with α̂, so any objective's learned values round-trip."""
 
     def save(folder: Path):
         return save_map_model(folder, data.X_train, alpha, data.classes, data.scaler, theta=op.params,
-                              likelihood_theta=likelihood.params)
+                              likelihood_theta=likelihood.params, tree=tree)
 
     return save
 
@@ -80,9 +81,10 @@ def run_map(spec: Spec, data: Dataset, base_dir: Path | None, say) -> RunOutcome
     from .run_unifying import evaluate, targets
 
     resolved = attrs.evolve(spec, model=resolve_model(spec.model, data.X_train))
+    tree = build_tree(spec, data, base_dir)
     likelihood = build_likelihood(resolved.model)
     t = time.perf_counter()
-    op = build_operator(resolved.model, data.X_train, data.n_classes, base_dir)
+    op = build_operator(resolved.model, data.X_train, data.n_classes, base_dir, tree=tree)
     build_seconds = time.perf_counter() - t
     t = time.perf_counter()
     model = fit_map(op, likelihood, targets(likelihood, data, spec.model.likelihood),
@@ -106,8 +108,67 @@ def run_map(spec: Spec, data: Dataset, base_dir: Path | None, say) -> RunOutcome
     if spec.evaluation.train_scores and spec.data.task == "classification":
         tr = M.classification_report(likelihood.predict(model.result.u), data.y_train)
         metrics.update({f"train_{k}": v for k, v in tr.items()})
-    return RunOutcome(metrics, P, diag.as_dict(), resolved, save=map_saver(data, op, likelihood, model.alpha),
-                      traces={"Phi": list(diag.phi)})
+    return RunOutcome(metrics, P, diag.as_dict(), resolved,
+                      save=map_saver(data, op, likelihood, model.alpha, tree=tree), traces={"Phi": list(diag.phi)})
+
+
+@register_runner("em")
+def run_em(spec: Spec, data: Dataset, base_dir: Path | None, say) -> RunOutcome:
+    """MAP fit with uncertain targets (pseudo-targets on the class tree) by EM, Seeger 2008, Sec. 7.4.2."""
+    from ..inference.em import EMOptions, fit_em
+
+    resolved = attrs.evolve(spec, model=resolve_model(spec.model, data.X_train))
+    tree = build_tree(spec, data, base_dir)
+    pseudo = build_pseudo_targets(spec, data, tree, base_dir)
+    t = time.perf_counter()
+    op = build_operator(resolved.model, data.X_train, data.n_classes, base_dir, tree=tree)
+    build_seconds = time.perf_counter() - t
+    o = resolved.objective
+    likelihood = build_likelihood(resolved.model)
+    res = fit_em(op, pseudo, EMOptions(max_iter=o.em_max_iter, rtol=o.em_rtol, newton=build_newton_options(o)),
+                 likelihood=likelihood)
+    n_unc = int(np.sum(~pseudo.certain))
+    say(f"EM: {res.iterations} iterations, {n_unc} of {pseudo.n_points} targets uncertain, "
+        f"{sum(d.mvm_count for d in res.m_steps)} MVMs, {res.seconds:.2f} s, L = {res.trace[-1]:.6g} ({res.message})")
+    t = time.perf_counter()
+    P = res.model.predict_proba(data.X_test)
+    metrics = {
+        "fit_seconds": res.seconds,
+        "kernel_build_seconds": build_seconds,
+        "predict_seconds": time.perf_counter() - t,
+        "em_iterations": res.iterations,
+        "em_converged": bool(res.converged),
+        "uncertain_targets": n_unc,
+        "pseudo_target_log_likelihood": float(res.trace[-1]),
+        "newton_iterations": int(sum(d.iterations for d in res.m_steps)),
+        "cg_iterations": int(sum(sum(d.cg_iterations) for d in res.m_steps)),
+        "mvm_count": int(sum(d.mvm_count for d in res.m_steps)),
+        "train_acc_on_certain": float(np.mean((res.model.result.u.argmax(axis=1) == data.y_train)[pseudo.certain]))
+        if pseudo.certain.any() else float("nan"),
+    }
+
+    return RunOutcome(metrics, P, res.as_dict(), resolved, save=map_saver(data, op, likelihood, res.alpha, tree=tree),
+                      traces={"L": list(res.trace)})
+
+
+def _hierarchical_scores(spec: Spec, data: Dataset, base_dir, P: np.ndarray, out_dir: Path) -> dict:
+    """acc, prec, pacc, taxo-loss and per-level accuracies on the test set (Sec. 6.1) when the data
+    have a class tree; per-level confusion matrices go to ``confusion_levels.json``."""
+    tree = build_tree(spec, data, base_dir)
+    if tree is None:
+        return {}
+    from ..decisions import argmax_rule, min_expected_taxo
+
+    rules = ("argmax", "expected_loss") if spec.evaluation.decision == "both" else (spec.evaluation.decision,)
+    out, levels = {}, {}
+    for rule in rules:
+        rep = M.hierarchical_report(P, data.y_test, tree, rule)
+        out.update({f"test_{k}_{rule}" if k not in ("acc", "prec") else f"test_{k}": v for k, v in rep.items()})
+        y_pred = argmax_rule(P) if rule == "argmax" else min_expected_taxo(P, tree)
+        levels[rule] = {str(d): {"nodes": s["nodes"], "accuracy": s["accuracy"], "confusion": s["confusion"].tolist()}
+                        for d, s in M.level_confusion(y_pred, data.y_test, tree).items()}
+    (out_dir / "confusion_levels.json").write_text(json.dumps(levels, indent=1) + "\n")
+    return out
 
 
 def run_spec(spec: Spec, base_dir: Path | None = None, out: str | Path | None = None, *, quiet: bool = False) -> dict:
@@ -135,6 +196,7 @@ def run_spec(spec: Spec, base_dir: Path | None = None, out: str | Path | None = 
         curve = M.error_reject_curve(outcome.probabilities, data.y_test, spec.evaluation.error_reject)
         (out_dir / "error_reject.csv").write_text("reject_fraction,error\n" + "".join(f"{a},{e}\n" for a, e in curve))
         reports.plot_error_reject({spec.name: curve}, out_dir / "error_reject.png")
+        hier = _hierarchical_scores(spec, data, base_dir, outcome.probabilities, out_dir)
     for name, values in outcome.traces.items():
         if len(values) > 1:
             reports.plot_traces({name: values}, out_dir / f"trace_{name}.png", ylabel=name, log_gap=True,
@@ -144,6 +206,8 @@ def run_spec(spec: Spec, base_dir: Path | None = None, out: str | Path | None = 
     metrics.update({"n_train": int(data.X_train.shape[0]), "n_test": int(data.X_test.shape[0]), "n_classes": data.n_classes,
                     "n_features": int(data.X_train.shape[1])})
     metrics.update(outcome.metrics)
+    if outcome.probabilities is not None:
+        metrics.update(hier)
     metrics["total_seconds"] = time.perf_counter() - t0
     resolved = attrs.evolve(outcome.resolved, output=attrs.evolve(outcome.resolved.output, dir=str(out_dir)))
     (out_dir / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
@@ -154,6 +218,10 @@ def run_spec(spec: Spec, base_dir: Path | None = None, out: str | Path | None = 
     if "test_log_loss" in metrics:
         say(f"test error {100 * metrics['test_error']:.2f} %, log-loss {metrics['test_log_loss']:.4f}, "
             f"prec {metrics['test_prec']:.4f}")
+    for rule in ("argmax", "expected_loss"):
+        if f"test_taxo_{rule}" in metrics:
+            say(f"hierarchical ({rule} decisions): taxo-loss {metrics[f'test_taxo_{rule}']:.4f}, "
+                f"parent accuracy {metrics[f'test_pacc_{rule}']:.4f}")
     say(f"report: {out_dir}/ ({', '.join(sorted(p.name for p in out_dir.iterdir()))})")
     return metrics
 

@@ -9,17 +9,29 @@ from ..data.multilabel import MULTILABEL_DATASETS
 from ..data.scaling import SCALINGS
 from ..errors import SpecError
 from ..kernels.representations import REPRESENTATION_KINDS
+from ..inference.newton_cg import FORCING_NORMS
+from ..inference.preconditioners import PRECONDITIONERS
 from ..operators.blockdiag import SHARING_MODES
+from ..priors.coupled import COUPLING_INITS
 from .baseline_sections import CrammerSingerSpec, HM3Spec
 from .schema import Node, option
 
-__all__ = ["TASKS", "LIKELIHOODS", "OBJECTIVES", "SOLVERS", "check_unifying", "Spec", "DataSpec", "ModelSpec", "KernelSpec", "RepresentationSpec", "ObjectiveSpec",
-           "EvaluationSpec", "OutputSpec", "KERNEL_TYPES", "KERNEL_KEYS"]
+__all__ = ["TASKS", "LIKELIHOODS", "OBJECTIVES", "SOLVERS", "check_unifying", "Spec", "DataSpec", "ModelSpec",
+           "KernelSpec", "RepresentationSpec", "ObjectiveSpec", "EvaluationSpec", "OutputSpec", "KERNEL_TYPES",
+           "KERNEL_KEYS", "PseudoTargetsSpec", "CouplingSpec", "PRIORS", "MODEL_SHARING", "DECISIONS"]
+
+#: priors: flat independent GPs, the ANOVA class tree (Sec. 3), square coupling B and C x p loadings (Sec. 7.4.1)
+PRIORS = ("independent", "anova", "coupled", "loadings")
+#: sharing of kernels and variances over the prior's units (classes, tree nodes or factors);
+#: ``level`` / ``subtree`` group them by the class tree (Sec. 6.1: H1, F2/H2)
+MODEL_SHARING = SHARING_MODES + ("level", "subtree")
+#: decision rules scored on a class tree (Sec. 6.1): argmax, each score's Bayes rule, or both
+DECISIONS = ("argmax", "expected_loss", "both")
 
 TASKS = ("classification", "regression")
 LIKELIHOODS = ("softmax", "logistic", "hinge", "gaussian", "laplace", "student_t")
 REGRESSION_LIKELIHOODS = ("gaussian", "laplace", "student_t")
-OBJECTIVES = ("map", "laplace", "vb", "mlm", "mkl", "joint_map", "crammer_singer", "hm3")
+OBJECTIVES = ("map", "em", "laplace", "vb", "mlm", "mkl", "joint_map", "crammer_singer", "hm3")
 SOLVERS = ("algorithm1", "alternating", "lbfgs")
 KERNEL_TYPES = ("rbf", "ard", "linear", "polynomial", "precomputed")
 #: keys each kernel type uses (besides ``type``)
@@ -30,6 +42,24 @@ KERNEL_KEYS = {
     "polynomial": ("degree", "scale", "offset"),
     "precomputed": ("gram",),
 }
+
+
+@attrs.frozen
+class PseudoTargetsSpec(Node):
+    """Uncertain training targets (Seeger 2008, Sec. 7.4.2): tree nodes instead of leaves, fitted by EM."""
+
+    file: str | None = option(None, kind="str",
+                              doc="text file with one node name per training point (the data set's order; the "
+                                  "root's name = unlabelled); needs `test: given` and no `max_train`")
+    fraction: float | None = option(None, kind="float", minimum=0.0, maximum=1.0,
+                                    doc="instead of `file`: replace this seeded fraction of the training labels by "
+                                        "an ancestor")
+    levels_up: int = option(1, kind="int", minimum=1,
+                            doc="with `fraction`: how many levels up (never above a child of the root)")
+
+    def check(self, path):
+        if (self.file is None) == (self.fraction is None):
+            raise SpecError("give exactly one of `file` (node names) or `fraction` (coarsened labels)", f"{path}.file")
 
 
 @attrs.frozen
@@ -61,6 +91,12 @@ class DataSpec(Node):
                                         doc="binary task one-vs-rest: this label (as in the data) is y = +1, all others -1")
     validation: str = option("merge", kind="str", choices=("merge", "drop"),
                              doc="FunCat sets: train on train + valid (`merge`, Vens et al. 2008) or drop valid")
+    hierarchy: str | None = option(None, kind="str",
+                                   doc="class tree as `parent<TAB>child` lines (classes = leaves); default: the "
+                                       "named data set's hierarchy.tsv (news20, imclef07a)")
+    prune_hierarchy: bool = option(False, kind="bool", doc="remove inner nodes with a single child (Sec. 3, footnote 5)")
+    pseudo_targets: PseudoTargetsSpec | None = option(None, kind="node", node=PseudoTargetsSpec,
+                                                      doc="uncertain training targets for `objective.type: em`")
 
     def check(self, path):
         if (self.dataset is None) == (self.path is None):
@@ -75,6 +111,10 @@ class DataSpec(Node):
             raise SpecError("`test: given` with a `path` needs `test_path`; or use `test: split`", f"{path}.test_path")
         if self.test_path is not None and self.path is None:
             raise SpecError("`test_path` goes with `path`", f"{path}.test_path")
+        pt = self.pseudo_targets
+        if pt is not None and pt.file is not None and (self.test == "split" or self.max_train is not None):
+            raise SpecError("a pseudo-target file lists the training points as stored: it needs `test: given` and "
+                            "no `max_train`", f"{path}.pseudo_targets.file")
 
 
 @attrs.frozen
@@ -118,14 +158,44 @@ class RepresentationSpec(Node):
 
 
 @attrs.frozen
+class CouplingSpec(Node):
+    """The matrix B of the `coupled` (C x C) and `loadings` (C x p) priors, Seeger 2008, Sec. 7.4.1."""
+
+    factors: int | None = option(None, kind="int", minimum=1, doc="loadings: the number p < C of latent factors")
+    init: str = option("auto", kind="str", choices=COUPLING_INITS,
+                       doc="initial B: `identity` (square), `tree` (from the class tree), `random` (seeded "
+                           "contrasts); `auto`: identity for coupling, tree (else random) for loadings")
+    matrix: object = option(None, kind="any", doc="an explicit B as a list of C rows (overrides `init`)")
+    learn: bool = option(True, kind="bool", doc="B's entries are hyperparameters (for hyperparameter learning)")
+    seed: int = option(0, kind="int", minimum=0, doc="seed of the `random` initialisation")
+
+    def check(self, path):
+        if self.matrix is not None:
+            rows = self.matrix
+            ok = isinstance(rows, list) and rows and all(isinstance(r, list) and r for r in rows) and \
+                len({len(r) for r in rows}) == 1 and all(isinstance(v, (int, float)) and not isinstance(v, bool)
+                                                           for r in rows for v in r)
+            if not ok:
+                raise SpecError("must be a list of equally long lists of numbers (the rows of B)", f"{path}.matrix")
+
+
+@attrs.frozen
 class ModelSpec(Node):
     """Prior, kernel, sharing, likelihood and intercept."""
 
-    prior: str = option("independent", kind="str", choices=("independent",), doc="the prior over the class functions")
+    prior: str = option("independent", kind="str", choices=PRIORS,
+                        doc="`independent` GPs per class; `anova` class tree (needs a hierarchy); `coupled` "
+                            "K(B) with C x C B; `loadings` with C x p B")
     kernel: KernelSpec | None = option(None, kind="node", node=KernelSpec,
                                        doc="the covariance shape (or give `kernels`)")
-    sharing: str = option("separate", kind="str", choices=SHARING_MODES,
-                          doc="`tied`: one M, one v; `semi`: one M, v per class; `separate`: M and v per class")
+    sharing: str = option("separate", kind="str", choices=MODEL_SHARING,
+                          doc="over the prior's units (classes; nodes for `anova`; factors for `coupled`/`loadings`): "
+                              "`tied` one M, one v; `semi` one M, v per unit; `separate` M and v per unit; `level` "
+                              "/ `subtree` per tree level / per subtree at a root child (needs a hierarchy)")
+    kernel_sharing: str = option("follow", kind="str", choices=("follow", "tied"),
+                                 doc="with `level` / `subtree`: kernel shapes grouped like the variances (`follow`) "
+                                     "or one shared M (`tied`)")
+    coupling: CouplingSpec = option(CouplingSpec, kind="node", node=CouplingSpec, doc="B of `coupled` / `loadings`")
     variance: object = option(1.0, kind="float|list[float]", exclusive_minimum=0.0,
                               doc="v: one value, or one per variance group")
     sigma2: float = option(0.0, kind="float", minimum=0.0, doc="intercept variance σ² (0: no intercept)")
@@ -160,6 +230,18 @@ class ModelSpec(Node):
                                 "constant-offset kernel such as `polynomial` to the list instead)", f"{path}.sigma2")
         elif self.weights is not None:
             raise SpecError("`weights` go with `kernels`", f"{path}.weights")
+        if self.prior in ("coupled", "loadings") and self.sharing in ("level", "subtree"):
+            raise SpecError(f"prior {self.prior!r} shares over its latent factors: use tied, semi or separate",
+                            f"{path}.sharing")
+        if self.prior == "loadings" and self.coupling.factors is None and self.coupling.matrix is None:
+            raise SpecError("prior 'loadings' needs `coupling.factors` (p < C) or `coupling.matrix`",
+                            f"{path}.coupling.factors")
+        if self.prior == "coupled" and self.coupling.factors is not None:
+            raise SpecError("prior 'coupled' has a square B; use prior 'loadings' for p factors",
+                            f"{path}.coupling.factors")
+        if self.prior not in ("coupled", "loadings") and self.coupling != CouplingSpec():
+            raise SpecError(f"`coupling` is for the coupled / loadings priors; the prior is {self.prior!r}",
+                            f"{path}.coupling")
 
 
 @attrs.frozen
@@ -169,7 +251,8 @@ class ObjectiveSpec(Node):
     type: str = option("map", kind="str", choices=OBJECTIVES,
                        doc="`map`: MAP fit at the given hyperparameters; `laplace`: Laplace MLM; `vb`: variational "
                            "bound; `mlm`: Gaussian marginal likelihood; `mkl`, `joint_map`: kernel-weight criteria "
-                           "(Nickisch & Seeger 2011); `crammer_singer`, `hm3`: max-margin baselines")
+                           "(Nickisch & Seeger 2011); `crammer_singer`, `hm3`: max-margin baselines; `em`: MAP fit with "
+                           "uncertain targets by EM (needs `data.pseudo_targets`)")
     method: str = option("newton_cg", kind="str", choices=("newton_cg", "exact"),
                          doc="`newton_cg` (Alg. 1) or `exact` Newton (App. C, flat prior, O(n^3 C))")
     k1: int = option(30, kind="int", minimum=1, doc="maximal Newton iterations")
@@ -196,6 +279,17 @@ class ObjectiveSpec(Node):
     crammer_singer: CrammerSingerSpec = option(CrammerSingerSpec, kind="node", node=CrammerSingerSpec,
                                                doc="settings of `type: crammer_singer`")
     hm3: HM3Spec = option(HM3Spec, kind="node", node=HM3Spec, doc="settings of `type: hm3`")
+    preconditioner: str = option("diagonal", kind="str", choices=PRECONDITIONERS,
+                                 doc="CG preconditioner: App. B `diagonal`; per-point `block`s; `lowrank` deflation of "
+                                     "the leading kernel eigen-directions with the diagonal (`lowrank`) or the "
+                                     "per-point blocks (`lowrank_block`) for the rest")
+    precond_rank: int = option(8, kind="int", minimum=1, doc="`lowrank*`: number of kernel eigenpairs deflated")
+    cg_forcing_norm: str = option("auto", kind="str", choices=FORCING_NORMS,
+                                  doc="CG forcing test on the `residual` or on V r (`alpha`-space); `auto`: residual "
+                                      "for the diagonal preconditioner, alpha for the others")
+    em_max_iter: int = option(50, kind="int", minimum=1, doc="`em`: maximal EM iterations")
+    em_rtol: float = option(1e-5, kind="float", minimum=0.0,
+                            doc="`em`: stop when the relative change of the pseudo-target log-likelihood is below")
 
 
 @attrs.frozen
@@ -205,6 +299,9 @@ class EvaluationSpec(Node):
     error_reject: tuple = option((0.0, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35), kind="list[float]", minimum=0.0,
                                  maximum=0.99, doc="rejection fractions of the error-reject curve")
     train_scores: bool = option(False, kind="bool", doc="also score the training set")
+    decision: str = option("both", kind="str", choices=DECISIONS,
+                           doc="with a class tree: score pacc / taxo-loss with the `argmax` rule, with each score's "
+                               "Bayes rule (`expected_loss`, Sec. 6.1), or `both`")
 
 
 @attrs.frozen
@@ -230,6 +327,13 @@ class Spec(Node):
     def check(self, path):
         if self.objective.method == "exact" and self.model.prior != "independent":
             raise SpecError("exact Newton needs the independent (flat) prior", "objective.method")
+        if self.objective.type == "em" and self.data.pseudo_targets is None:
+            raise SpecError("objective type 'em' needs `data.pseudo_targets`", "objective.type")
+        if self.data.pseudo_targets is not None and self.objective.type != "em":
+            raise SpecError(f"pseudo-targets are fitted by `objective.type: em`; got {self.objective.type!r}",
+                            "data.pseudo_targets")
+        if self.objective.type == "em" and self.objective.method != "newton_cg":
+            raise SpecError("the EM M-step runs Newton-CG", "objective.method")
         check_unifying(self)
 
 
@@ -241,6 +345,12 @@ def check_unifying(spec: Spec) -> None:
         raise SpecError(f"a regression task needs one of {REGRESSION_LIKELIHOODS}; got {lik!r}", "model.likelihood")
     if d.task == "classification" and lik in REGRESSION_LIKELIHOODS:
         raise SpecError(f"likelihood {lik!r} is for regression; set data.task: regression", "model.likelihood")
+    if m.kernels is not None and m.prior != "independent":
+        raise SpecError(f"kernel combinations build independent GPs; prior {m.prior!r} takes one `kernel`",
+                        "model.kernels")
+    if m.prior != "independent" and lik != "softmax":
+        raise SpecError(f"prior {m.prior!r} couples the C class functions of the softmax; got likelihood {lik!r}",
+                        "model.prior")
     if m.kernels is not None and lik == "softmax":
         raise SpecError("kernel combinations are for a single latent function (logistic, hinge, gaussian, laplace, "
                         "student_t)", "model.kernels")

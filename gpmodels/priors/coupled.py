@@ -1,0 +1,140 @@
+"""Coupled classes and factor loadings (Seeger 2008, Sec. 7.4.1) as a factory (X, C) -> operator.
+
+Builds K̃ = (B ⊗ I) K (B^T ⊗ I) + σ² (I ⊗ 1 1^T): a :class:`~gpmodels.operators.Coupled` around a
+:class:`~gpmodels.operators.BlockDiagonal` over p latent processes, inside an
+:class:`~gpmodels.operators.Intercept` when σ² > 0.  B is C x C ("coupling") or C x p with p < C
+("factor loadings"); its entries are hyperparameters (unconstrained, ``B[class,j]``).
+
+Initialisations of B (:func:`coupling_init`).  Every initialisation except ``identity`` is scaled
+so that the mean diagonal of B B^T is 1: the factor variance v then keeps its meaning as the
+average prior variance of a class function.
+
+- ``identity`` (square only, the default for coupling): K(B) = K, the flat model; learning B
+  starts from independent classes.
+- ``tree`` (needs a class tree; the default for loadings when one is known): with
+  S = Φ_L Φ_L^T (S_cc' = depth of the lowest common ancestor of the leaves, the class covariance
+  of the ANOVA prior with unit node variances), square: B = S^{1/2} (so K(B) is the ANOVA prior
+  with a tied kernel); loadings: B = U_p Λ_p^{1/2} from the p leading eigenpairs of H S H,
+  H = I - 1 1^T / C — the best rank-p approximation of the tree covariance on the contrasts
+  (the softmax ignores a shift of u_i along 1, so loadings along 1 would be wasted).
+- ``random`` (the default for loadings without a tree): seeded Gaussian columns made orthonormal
+  and, for p < C, orthogonal to 1 (random contrasts), so no class is singled out.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import attrs
+import numpy as np
+
+from ..errors import InputError
+from ..hierarchy import ClassTree
+from ..kernels.base import Kernel
+from ..kernels.representations import RepresentationConfig
+from ..operators.base import Operator
+from ..operators.blockdiag import SHARING_MODES, BlockDiagonal
+from ..operators.coupled import Coupled
+from ..operators.intercept import Intercept
+
+__all__ = ["CoupledPrior", "coupling_init", "COUPLING_INITS"]
+
+COUPLING_INITS = ("auto", "identity", "tree", "random")
+
+
+def _unit_mean_diag(B: np.ndarray) -> np.ndarray:
+    return B / np.sqrt(np.mean(np.sum(B * B, axis=1)))
+
+
+def coupling_init(n_classes: int, n_factors: int | None = None, init: str = "auto", *,
+                  tree: ClassTree | None = None, seed: int = 0) -> np.ndarray:
+    """An initial B of shape (C, p) (p = C when ``n_factors`` is None); see the module docstring."""
+    C = int(n_classes)
+    p = C if n_factors is None else int(n_factors)
+    if C < 1 or not 1 <= p <= C:
+        raise InputError(f"B needs 1 <= p <= C factors; got C = {C}, p = {p}")
+    if init not in COUPLING_INITS:
+        raise InputError(f"init must be one of {COUPLING_INITS}; got {init!r}")
+    if init == "auto":
+        init = "identity" if p == C else ("tree" if tree is not None else "random")
+    if init == "identity":
+        if p != C:
+            raise InputError(f"init 'identity' needs a square B (p = C = {C}); got p = {p}. "
+                             "For factor loadings use 'tree' or 'random'")
+        return np.eye(C)
+    if init == "tree":
+        if tree is None:
+            raise InputError("init 'tree' needs a class tree (give `tree`, or a hierarchy in the spec)")
+        if tree.n_classes != C:
+            raise InputError(f"the tree has {tree.n_classes} leaves but there are {C} classes")
+        S = tree.lca_depth_matrix().astype(float)  # Φ_L Φ_L^T
+        if p == C:
+            lam, U = np.linalg.eigh(S)
+            return _unit_mean_diag((U * np.sqrt(np.maximum(lam, 0.0))) @ U.T)
+        if p > C - 1:
+            raise InputError(f"init 'tree' for loadings needs p <= C - 1 = {C - 1} (the contrasts); got {p}")
+        H = np.eye(C) - 1.0 / C
+        lam, U = np.linalg.eigh(H @ S @ H)
+        top = np.argsort(lam)[::-1][:p]
+        return _unit_mean_diag(U[:, top] * np.sqrt(np.maximum(lam[top], 0.0)))
+    rng = np.random.default_rng(seed)
+    G = rng.normal(size=(C, p))
+    if p < C:
+        G -= G.mean(axis=0, keepdims=True)  # contrasts: columns orthogonal to 1
+    Q, R = np.linalg.qr(G)
+    Q *= np.sign(np.diag(R))[None, :]
+    return _unit_mean_diag(Q)
+
+
+@attrs.frozen
+class CoupledPrior:
+    """u_i = B f_i + b with p independent latent processes f (Seeger 2008, Sec. 7.4.1).
+
+    ``n_factors``: p (None: p = C, square coupling).  ``B``: an explicit (C, p) matrix; else
+    ``init`` (see :func:`coupling_init`; ``tree`` needs ``tree``, ``random`` uses ``seed``).
+    ``sharing`` of the p factor kernels: ``tied`` (default: one M, one v; the columns of B carry
+    the per-factor scale), ``semi`` or ``separate``.  ``learn_B``: whether B's entries are
+    hyperparameters.
+    """
+
+    kernel: Kernel
+    n_factors: int | None = None
+    init: str = "auto"
+    B: np.ndarray | None = attrs.field(default=None, eq=False)
+    tree: ClassTree | None = None
+    sharing: str = "tied"
+    variance: float | Sequence[float] = 1.0
+    sigma2: float = 0.0
+    representation: RepresentationConfig = attrs.field(factory=RepresentationConfig)
+    learn_sigma2: bool = False
+    learn_B: bool = True
+    seed: int = 0
+    class_names: Sequence[str] | None = None
+
+    def __attrs_post_init__(self):
+        if self.sharing not in SHARING_MODES:
+            raise InputError(f"CoupledPrior.sharing must be one of {SHARING_MODES}; got {self.sharing!r}")
+        if self.sigma2 < 0:
+            raise InputError(f"sigma2 (intercept variance) must be >= 0; got {self.sigma2}")
+
+    def initial_B(self, n_classes: int) -> np.ndarray:
+        """The starting B for ``n_classes`` classes."""
+        if self.B is not None:
+            B = np.asarray(self.B, dtype=float)
+            p = B.shape[1] if B.ndim == 2 else -1
+            if B.ndim != 2 or B.shape[0] != n_classes or (self.n_factors is not None and p != self.n_factors):
+                want = f"({n_classes}, {self.n_factors if self.n_factors is not None else 'p'})"
+                raise InputError(f"B must have shape {want}; got {B.shape}")
+            return B
+        return coupling_init(n_classes, self.n_factors, self.init, tree=self.tree, seed=self.seed)
+
+    def operator(self, X, n_classes: int) -> Operator:
+        B = self.initial_B(n_classes)
+        inner = BlockDiagonal.from_sharing(X, self.kernel, B.shape[1], self.sharing, self.variance, self.representation)
+        names = self.class_names if self.class_names is not None else (self.tree.classes if self.tree is not None else None)
+        op = Coupled(inner, B, learn=self.learn_B, class_names=names)
+        if self.sigma2 == 0:
+            if self.learn_sigma2:
+                raise InputError("learn_sigma2 needs sigma2 > 0 to start from")
+            return op
+        return Intercept(op, self.sigma2, learn=self.learn_sigma2)
