@@ -110,7 +110,8 @@ def run_spec(spec: Spec, base_dir: Path | None = None, out: str | Path | None = 
     data = build_data(spec, base_dir)
     say(f"data {data.name}: {data.y_train.size} train, {data.y_test.size} test, {data.n_classes} classes, "
         f"{data.X_train.shape[1]} features{' (sparse)' if data.sparse else ''}")
-    outcome = runner(spec, data, base_dir, say)
+    # runners see the effective report folder (``--out`` included) in ``spec.output.dir``
+    outcome = runner(attrs.evolve(spec, output=attrs.evolve(spec.output, dir=str(out_dir))), data, base_dir, say)
     metrics = {"name": spec.name}
     if outcome.probabilities is not None:
         scores = M.classification_report(outcome.probabilities, data.y_test)
@@ -130,3 +131,6 @@ def run_spec(spec: Spec, base_dir: Path | None = None, out: str | Path | None = 
             f"prec {metrics['test_prec']:.4f}")
     say(f"report: {out_dir}/ ({', '.join(sorted(p.name for p in out_dir.iterdir()))})")
     return metrics
+
+
+from . import run_cv as _run_cv  # noqa: E402,F401  (registers the `cv` runner)
