@@ -8,6 +8,8 @@ from . import metrics
 from .errors import (CheckpointError, ConvergenceError, DataError, GPModelsError, HierarchyError, InputError,
                      SpecError)
 from .inference import MAPModel, NewtonOptions, exact_newton, fit_map, newton_cg
+from .inference import (CVOptions, LearnOptions, cv_criterion, fit_learned, learn_hyperparameters,
+                        learn_one_vs_rest)
 from .kernels import ARD, RBF, Linear, Polynomial, Precomputed, RepresentationConfig
 from .likelihoods import Softmax
 from .operators import BlockDiagonal, Intercept, Operator
@@ -19,5 +21,6 @@ __all__ = [
     "metrics", "GPModelsError", "InputError", "DataError", "SpecError", "HierarchyError", "ConvergenceError",
     "CheckpointError", "MAPModel", "NewtonOptions", "exact_newton", "fit_map", "newton_cg", "RBF", "ARD", "Linear",
     "Polynomial", "Precomputed", "RepresentationConfig", "Softmax", "BlockDiagonal", "Intercept", "Operator",
-    "IndependentGP",
+    "IndependentGP", "cv_criterion", "CVOptions", "LearnOptions", "learn_hyperparameters", "fit_learned",
+    "learn_one_vs_rest",
 ]

@@ -110,7 +110,8 @@ def test_round_trip_keeps_the_whole_state(tmp_path):
         np.testing.assert_array_equal(getattr(back, name), getattr(st, name))
     assert back.value == st.value and back.iteration == st.iteration and back.message == st.message
     assert back.history == st.history
-    for a, b in zip(back.inner.alphas, st.inner.alphas):
+    assert st.inner.betas is not None  # the accumulation solutions travel with the α's
+    for a, b in zip(back.inner.alphas + back.inner.betas, st.inner.alphas + st.inner.betas):
         np.testing.assert_array_equal(a, b)
 
 

@@ -178,7 +178,10 @@ def test_warm_start_from_the_inner_state_saves_work():
     again = cv_criterion(moved, Softmax(), Y, folds, opts)
     assert warm.ok and again.ok
     assert warm.psi == pytest.approx(again.psi, rel=1e-8)
+    np.testing.assert_allclose(warm.gradient, again.gradient, rtol=1e-4, atol=1e-5 * np.abs(again.gradient).max())
     assert sum(f.newton_iterations for f in warm.folds) < sum(f.newton_iterations for f in again.folds)
+    assert cold.state.betas is not None  # the accumulation CG starts from the previous solution too
+    assert sum(f.accumulation_iterations for f in warm.folds) < sum(f.accumulation_iterations for f in again.folds)
 
 
 def test_an_evaluation_whose_inner_fits_do_not_converge_fails():

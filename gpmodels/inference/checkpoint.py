@@ -8,7 +8,8 @@ interruption loses at most the iteration in progress.
 
 Format: one ``.npz`` file (numpy's zip of arrays, read with ``allow_pickle=False``) with
 - ``header``: UTF-8 JSON (format tag, the run's identity, scalars, progress records);
-- the arrays (``x``, ``value``, ``gradient``, ``S``, ``Yd``, ``inner_alpha_<k>``, ``probe``, ``theta0``);
+- the arrays (``x``, ``value``, ``gradient``, ``S``, ``Yd``, ``inner_alpha_<k>``, ``inner_beta_<k>``
+  (the accumulation solutions, when kept), ``probe``, ``theta0``);
 - ``checksum``: SHA-256 over the header and every array (name, dtype, shape, bytes).
 
 Writes are atomic: a temporary file in the same folder is written, flushed, fsync'ed and
@@ -34,7 +35,7 @@ from pathlib import Path
 import attrs
 import numpy as np
 
-from ..errors import CheckpointError
+from ..errors import CheckpointError, InputError
 from .cv import CVState
 from .outer import OuterRecord, OuterState
 
@@ -117,6 +118,7 @@ def write_checkpoint(path, state: OuterState, identity: RunIdentity, extra: dict
         "elapsed": state.elapsed, "finished": state.finished, "converged": state.converged,
         "message": state.message, "history": [r.as_dict() for r in state.history],
         "n_inner": -1 if inner is None else len(inner.alphas),
+        "inner_betas": inner is not None and inner.betas is not None,
         "extra": extra or {},
     }
     arrays = {"x": state.x, "value": np.array(state.value), "gradient": state.gradient, "S": state.S, "Yd": state.Yd,
@@ -124,6 +126,8 @@ def write_checkpoint(path, state: OuterState, identity: RunIdentity, extra: dict
     if inner is not None:
         for k, a in enumerate(inner.alphas):
             arrays[f"inner_alpha_{k}"] = a
+        for k, b in enumerate(inner.betas or ()):
+            arrays[f"inner_beta_{k}"] = b
     header_bytes = _canonical(header).encode("utf-8")
     payload = dict(arrays)
     payload["header"] = np.frombuffer(header_bytes, dtype=np.uint8)
@@ -195,13 +199,14 @@ def read_checkpoint(path, identity: RunIdentity) -> tuple[OuterState, dict]:
                                   "Delete it or start afresh explicitly (resume: never).")
     try:
         n_inner = int(header["n_inner"])
-        inner = None if n_inner < 0 else CVState(tuple(data[f"inner_alpha_{k}"] for k in range(n_inner)))
+        betas = tuple(data[f"inner_beta_{k}"] for k in range(n_inner)) if header["inner_betas"] else None
+        inner = None if n_inner < 0 else CVState(tuple(data[f"inner_alpha_{k}"] for k in range(n_inner)), betas)
         history = tuple(OuterRecord(**{**r, "x": tuple(r["x"])}) for r in header["history"])
         state = OuterState(
             x=data["x"], value=float(data["value"]), gradient=data["gradient"], S=data["S"], Yd=data["Yd"], inner=inner,
             iteration=int(header["iteration"]), evaluations=int(header["evaluations"]), failed=int(header["failed"]),
             elapsed=float(header["elapsed"]), history=history, finished=bool(header["finished"]),
             converged=bool(header["converged"]), message=str(header["message"]))
-    except (KeyError, TypeError, ValueError) as exc:
+    except (KeyError, TypeError, ValueError, InputError) as exc:
         raise _corrupt(path, f"a field is missing or malformed: {exc}") from None
     return state, header.get("extra", {})

@@ -27,7 +27,8 @@ hierarchical (ANOVA) and coupled priors only differ in their operators.
 Inner solves:
 - ``method="newton_cg"``: Newton–CG (Alg. 1) warm-started from the previous α[J] (the inner
   state), then the accumulation system (I + V^T K̃_J V) β = V^T K̃_{J,I} r_I by preconditioned CG
-  with at most k3 steps.
+  with at most k3 steps, started from the fold's previous solution β (kept in the inner state
+  next to α[J]; it changes little between neighbouring hyperparameters).
 - ``method="exact"`` (flat priors only, App. C): exact Newton per fold and the accumulation
   solve z = (I + W K̃_J)^{-1} W K̃_{J,I} r_I (the same vector, since
   V (I + V^T K̃ V)^{-1} V^T = (I + W K̃)^{-1} W) by Cholesky factors and Woodbury.  The test
@@ -132,12 +133,19 @@ class CVOptions:
 
 @attrs.frozen(eq=False)
 class CVState:
-    """The inner state: α[J_k] of every fold, shape (|J_k|, C) each (Sec. 4)."""
+    """The inner state: α[J_k] of every fold, shape (|J_k|, C) each (Sec. 4), and optionally the
+    last accumulation solutions β_k (same shapes), which warm-start the next accumulation CG."""
 
     alphas: tuple
+    betas: tuple | None = None
 
     def __attrs_post_init__(self):
         object.__setattr__(self, "alphas", tuple(np.asarray(a, dtype=np.float64) for a in self.alphas))
+        if self.betas is not None:
+            betas = tuple(np.asarray(b, dtype=np.float64) for b in self.betas)
+            if len(betas) != len(self.alphas) or any(b.shape != a.shape for a, b in zip(self.alphas, betas)):
+                raise InputError("CVState.betas must match alphas: one array of the same shape per fold")
+            object.__setattr__(self, "betas", betas)
 
 
 @attrs.frozen
@@ -271,7 +279,7 @@ def _refit(fit, op_J, lik, Y_J, alpha0, opts: CVOptions):
     return res, mvms, its, start
 
 
-def _fold_newton_cg(op_J, lik, Y_J, cross_IJ, cross_JI, Y_I, alpha0, opts: CVOptions, gradient: bool):
+def _fold_newton_cg(op_J, lik, Y_J, cross_IJ, cross_JI, Y_I, alpha0, beta0, opts: CVOptions, gradient: bool):
     """Fit α[J] by Newton–CG, then Ψ_I and (optionally) the vector z of f = [r_I; -z]."""
     t = time.perf_counter()
     res, mvms, its, start = _refit(newton_cg, op_J, lik, Y_J, alpha0, opts)
@@ -290,17 +298,18 @@ def _fold_newton_cg(op_J, lik, Y_J, cross_IJ, cross_JI, Y_I, alpha0, opts: CVOpt
         acc_mvms += 1
         rhs = hf.Vt(b)
         inv_diag = 1.0 / hf.precond_diag(op_J.diag(), op_J.point_block_mvm)
-        sol = cg(lambda x: x + hf.Vt(K(hf.V(x))), rhs, inv_diag=inv_diag, tol=opts.accumulation_tol,
+        sol = cg(lambda x: x + hf.Vt(K(hf.V(x))), rhs, x0=beta0, inv_diag=inv_diag, tol=opts.accumulation_tol,
                  max_iter=opts.k3)
         z = hf.V(sol.x)  # V (I + V^T K̃_J V)^{-1} V^T K̃_{J,I} r_I   (Sec. 5.2)
         acc_mvms += K.count
         acc_its, acc_res = sol.iterations, sol.residual
+        out["beta"] = sol.x
     out.update(z=z, accumulation_iterations=acc_its, accumulation_residual=acc_res, accumulation_mvms=acc_mvms,
                accumulation_seconds=time.perf_counter() - t)
     return out
 
 
-def _fold_exact(op_J, lik, Y_J, cross_IJ, cross_JI, Y_I, alpha0, opts: CVOptions, gradient: bool):
+def _fold_exact(op_J, lik, Y_J, cross_IJ, cross_JI, Y_I, alpha0, beta0, opts: CVOptions, gradient: bool):
     """App. C: exact Newton for α[J]; z = (I + W K̃_J)^{-1} W K̃_{J,I} r_I by Cholesky + Woodbury."""
     t = time.perf_counter()
     res, mvms, its, start = _refit(exact_newton, op_J, lik, Y_J, alpha0, opts)
@@ -322,6 +331,10 @@ def _fold_exact(op_J, lik, Y_J, cross_IJ, cross_JI, Y_I, alpha0, opts: CVOptions
     out.update(z=z, accumulation_iterations=0, accumulation_residual=0.0, accumulation_mvms=mvms,
                accumulation_seconds=time.perf_counter() - t)
     return out
+
+
+def _new_state(alphas, betas) -> CVState:
+    return CVState(tuple(alphas), None if any(b is None for b in betas) else tuple(betas))
 
 
 def cv_criterion(op: Operator, likelihood: Likelihood, Y, folds, options: CVOptions | None = None, *,
@@ -350,7 +363,7 @@ def cv_criterion(op: Operator, likelihood: Likelihood, Y, folds, options: CVOpti
     Js = _complements(folds, n)
     E = np.zeros((n, C, q)) if gradient else None  # shape: (n, C, q)
     F = np.zeros((n, C, q)) if gradient else None  # shape: (n, C, q)
-    alphas, diags, psi, norm_sum = [], [], 0.0, 0.0
+    alphas, betas, diags, psi, norm_sum = [], [], [], 0.0, 0.0
     ok, message = True, "ok"
     for k, (I, J) in enumerate(zip(folds, Js)):
         t = time.perf_counter()
@@ -361,8 +374,9 @@ def cv_criterion(op: Operator, likelihood: Likelihood, Y, folds, options: CVOpti
         alpha0 = None if state is None else state.alphas[k]
         if alpha0 is not None and alpha0.shape != (J.size, C):
             raise InputError(f"state.alphas[{k}] must have shape ({J.size}, {C}); got {alpha0.shape}")
+        beta0 = None if state is None or state.betas is None else state.betas[k]
         try:
-            r = fold_fn(op_J, likelihood, Y[J], cross_IJ, cross_JI, Y[I], alpha0, opts, gradient)
+            r = fold_fn(op_J, likelihood, Y[J], cross_IJ, cross_JI, Y[I], alpha0, beta0, opts, gradient)
         except np.linalg.LinAlgError as exc:  # exact solves at extreme hyperparameters
             ok, message = False, f"fold {k}: {exc}"
             break
@@ -376,6 +390,7 @@ def cv_criterion(op: Operator, likelihood: Likelihood, Y, folds, options: CVOpti
         norm_sum += r["grad_norm"] if np.isfinite(r["grad_norm"]) else np.inf
         psi += r["psi"]
         alphas.append(r["alpha"])
+        betas.append(r.get("beta"))
         if not (np.isfinite(r["psi"]) and np.all(np.isfinite(r["alpha"]))):
             ok, message = False, f"fold {k}: non-finite inner fit"
             break
@@ -400,6 +415,6 @@ def cv_criterion(op: Operator, likelihood: Likelihood, Y, folds, options: CVOpti
         if not np.all(np.isfinite(grad)):
             ok, grad, message = False, None, "non-finite gradient"
     return CVEvaluation(
-        psi=float(psi) if ok else float("nan"), gradient=grad, state=CVState(tuple(alphas)) if ok else None, ok=ok,
+        psi=float(psi) if ok else float("nan"), gradient=grad, state=_new_state(alphas, betas) if ok else None, ok=ok,
         mean_grad_norm=float(mean_norm), folds=tuple(diags), seconds=time.perf_counter() - t_start,
         grad_trace_seconds=gt_s, message=message)

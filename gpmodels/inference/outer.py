@@ -33,7 +33,9 @@ no decrease, the memory is dropped and one steepest-descent search is tried befo
 Pairs with s^T y <= 1e-10 ||s|| ||y|| are not stored (BFGS needs positive curvature).
 
 Stopping: max-norm of the projected gradient <= ``gtol`` max(1, |f|), relative decrease of f over
-an iteration <= ``ftol``, ``max_iter`` iterations or ``max_evaluations`` evaluations.
+an iteration <= ``ftol``, the decrease predicted by the quasi-Newton model (-g^T d / 2) <= ``ftol``
+max(1, |f|) (with an inexactly evaluated f, as Ψ with truncated inner fits, smaller decreases are
+noise), ``max_iter`` iterations or ``max_evaluations`` evaluations.
 """
 
 from __future__ import annotations
@@ -336,6 +338,10 @@ def outer_iteration(evaluate: Callable, state: OuterState, bounds, options: Oute
         dmax = float(np.abs(d).max(initial=0.0))
         if dmax > opts.max_step:
             d = d * (opts.max_step / dmax)
+        if used_memory and -0.5 * float(g @ d) <= opts.ftol * max(1.0, abs(state.value)):
+            # the quasi-Newton model promises less than ftol: below the resolution we asked for
+            return attrs.evolve(state, elapsed=state.elapsed + time.perf_counter() - t, finished=True,
+                                converged=True, message="predicted decrease of the objective below ftol")
         budget = opts.max_evaluations - state.evaluations - total_evals
         if budget <= 0 or dmax == 0.0:
             break
