@@ -88,6 +88,14 @@ def test_one_vs_rest_through_the_driver(tmp_path):
     assert not (tmp_path / "out" / "checkpoint-class0.npz").exists()
 
 
+def test_exact_inner_solves_through_the_driver(tmp_path):
+    d = _spec(tmp_path, max_iter=2, checkpoint=False)
+    d["objective"]["method"] = "exact"
+    assert main(["run", str(_write(tmp_path, d)), "--quiet"]) == 0
+    m = json.loads((tmp_path / "out" / "metrics.json").read_text())
+    assert m["psi_learned"] < m["psi_start"] and m["final_converged"]
+
+
 def test_cv_spec_settings_reach_the_options():
     spec = spec_from_dict({"name": "x", "data": {"dataset": "satimage"}, "model": {"kernel": {"type": "rbf", "w": 1.0}},
                            "objective": {"type": "cv", "method": "exact", "k1": 31, "k2": 51,

@@ -190,10 +190,13 @@ def learn_hyperparameters(op: Operator, likelihood: Likelihood, Y, folds, option
             state, _ = read_checkpoint(checkpoint.path, identity)
             resumed_from = state.iteration
 
+    reported = [None if state is None else state.iteration]
+
     def on_iter(s: OuterState):
         if checkpoint is not None:
             write_checkpoint(checkpoint.path, s, identity)
-        if on_iteration is not None and s.history:
+        if on_iteration is not None and s.history and s.iteration != reported[0]:
+            reported[0] = s.iteration
             on_iteration(s.history[-1])
 
     final = minimize_outer(evaluate, theta0, bounds, opts.outer, state=state, on_iteration=on_iter)

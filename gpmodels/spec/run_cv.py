@@ -97,7 +97,9 @@ def run_cv(spec: Spec, data: Dataset, base_dir: Path | None, say) -> RunOutcome:
     c = spec.objective.cv
     C = data.n_classes
     resolved = attrs.evolve(spec, model=attrs.evolve(spec.model, kernel=resolve_kernel(spec.model.kernel, data.X_train)))
-    prior = attrs.evolve(build_prior(resolved.model, data.X_train, base_dir), learn_sigma2=c.learn_sigma2)
+    prior = build_prior(resolved.model, data.X_train, base_dir)
+    if c.learn_sigma2:
+        prior = attrs.evolve(prior, learn_sigma2=True)
     likelihood = build_likelihood(resolved.model)
     options = build_learn_options(resolved.objective)
     folds = cv_partition(resolved, data.y_train)

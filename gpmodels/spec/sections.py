@@ -203,3 +203,5 @@ class Spec(Node):
             raise SpecError("exact Newton needs the independent (flat) prior", "objective.method")
         if self.objective.type == "cv" and self.objective.cv.learn_sigma2 and self.model.sigma2 <= 0:
             raise SpecError("learning σ² needs a starting `model.sigma2` > 0", "objective.cv.learn_sigma2")
+        if self.objective.type == "cv" and self.objective.cv.multiclass == "one_vs_rest" and self.model.prior != "independent":
+            raise SpecError("one-vs-rest builds binary models of the independent prior", "objective.cv.multiclass")
