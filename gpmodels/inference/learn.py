@@ -58,13 +58,15 @@ class LearnOptions:
     """Settings of CV learning and of the final fit.
 
     ``cv``: one Ψ evaluation (inner k1, k2, k3, failure threshold); ``outer``: the quasi-Newton
-    optimiser; ``final``: Newton settings of the final fit (its k1, k2), by ``final_method``;
+    optimiser (default ftol 1e-4: Ψ from truncated inner fits is noisy at about 1e-6 relative, and
+    decreases of 1e-4 · Ψ no longer move the test scores); ``final``: Newton settings of the final
+    fit (its k1, k2), by ``final_method``;
     ``lower``/``upper``: log-space box for every hyperparameter (intersected with the
     operator's own ``param_bounds``).
     """
 
     cv: CVOptions = attrs.field(factory=CVOptions, validator=_check_type(CVOptions))
-    outer: OuterOptions = attrs.field(factory=OuterOptions, validator=_check_type(OuterOptions))
+    outer: OuterOptions = attrs.field(factory=lambda: OuterOptions(ftol=1e-4), validator=_check_type(OuterOptions))
     final: NewtonOptions = attrs.field(factory=lambda: NewtonOptions(max_iter=30, cg_max_iter=50),
                                        validator=_check_type(NewtonOptions))
     final_method: str = attrs.field(default="newton_cg", validator=_final_method)

@@ -130,7 +130,8 @@ class CVSpec(Node):
                              doc="an evaluation fails when the mean over folds of the refits' gradient RMS is above")
     max_iter: int = option(30, kind="int", minimum=1, doc="maximal outer (quasi-Newton) iterations")
     max_evaluations: int = option(100, kind="int", minimum=1, doc="maximal Ψ evaluations")
-    ftol: float = option(1e-5, kind="float", minimum=0.0, doc="stop when Ψ decreases by less than this fraction in an iteration")
+    ftol: float = option(1e-4, kind="float", minimum=0.0,
+                         doc="stop when Ψ decreases (or the quasi-Newton model predicts a decrease) by less than this fraction")
     gtol: float = option(1e-6, kind="float", minimum=0.0, doc="stop when max |projected ∇Ψ| <= gtol · max(1, |Ψ|)")
     initial_step: float = option(1.0, kind="float", exclusive_minimum=0.0, doc="max-norm of the first step (log space)")
     max_step: float = option(3.0, kind="float", exclusive_minimum=0.0, doc="max-norm cap of every trial step (log space)")
