@@ -169,3 +169,17 @@ def test_bad_options_and_bounds_are_refused():
         outer_start(_plain(_quadratic(np.eye(2), np.zeros(2))), np.array([2.0, 0.0]), np.array([[-1.0, 1.0]] * 2))
     with pytest.raises(InputError, match="lower < upper"):
         outer_start(_plain(_quadratic(np.eye(2), np.zeros(2))), np.zeros(2), np.array([[1.0, -1.0]] * 2))
+
+
+def test_trial_steps_never_exceed_max_step_and_extrapolations_are_limited():
+    fun = _quadratic(np.eye(2), np.array([40.0, -25.0]))  # far minimum: every search wants to go far
+    evaluate, log = _walled(fun, wall=np.inf)
+    opts = OuterOptions(max_iter=5, max_step=0.5, max_extrapolations=1, initial_step=0.1)
+    state = outer_start(evaluate, np.zeros(2), np.array([[-100.0, 100.0]] * 2), opts)
+    while not state.finished:
+        start, x0 = len(log), state.x.copy()
+        state = outer_iteration(evaluate, state, np.array([[-100.0, 100.0]] * 2), opts)
+        steps = [np.abs(t["x"] - x0).max() for t in log[start:]]
+        assert max(steps) <= 0.5 + 1e-12
+        assert len(steps) <= 2  # λ = 1 and one extrapolation
+    assert state.iteration == 5 and state.value < fun(np.zeros(2))[0]

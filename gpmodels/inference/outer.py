@@ -27,8 +27,11 @@ by the last γ), capped at ``max_step`` in the max-norm (log space: e^3 ≈ 20x
 per step by default, so that trial hyperparameters do not jump to values where the inner fits
 fail), and cut at the box.  The line search looks for a step satisfying the weak Wolfe
 conditions (Armijo ``armijo``, curvature ``wolfe``): it extrapolates by ``extrapolation`` while
-the slope is still steep and no right bracket is known, and otherwise interpolates (cubic,
-safeguarded to the inner 80 % of the bracket; bisection next to a failed bracket).  If it finds
+the slope is still steep and no right bracket is known (at most ``max_extrapolations`` times and
+never beyond ``max_step`` from x: every evaluation is a full set of inner fits, and far steps end
+at hyperparameters where they fail), and otherwise interpolates (cubic, safeguarded to the inner
+80 % of the bracket; bisection next to a failed bracket).  A sufficient decrease that reached the
+extrapolation limit is accepted.  If it finds
 no decrease, the memory is dropped and one steepest-descent search is tried before giving up.
 Pairs with s^T y <= 1e-10 ||s|| ||y|| are not stored (BFGS needs positive curvature).
 
@@ -92,6 +95,7 @@ class OuterOptions:
     wolfe: float = attrs.field(default=0.9, validator=_open_unit)
     line_search_evals: int = attrs.field(default=8, validator=_positive_int)
     extrapolation: float = attrs.field(default=4.0, validator=_above_one)
+    max_extrapolations: int = attrs.field(default=2, validator=_nonneg)
 
     def __attrs_post_init__(self):
         if not self.armijo < self.wolfe:
@@ -277,8 +281,10 @@ def _line_search(evaluate, state: OuterState, d, b, opts: OuterOptions, budget: 
     """Weak-Wolfe search along d from state.x; returns (accepted Trial or None, λ, evals, failed)."""
     x, f = state.x, state.value
     gd = float(state.gradient @ d)
-    lam_max = _max_step_to_box(x, d, b)
+    # never farther than the box, nor than max_step (max-norm, log space) from x, extrapolations included
+    lam_max = min(_max_step_to_box(x, d, b), opts.max_step / max(float(np.abs(d).max(initial=0.0)), 1e-300))
     lam = min(1.0, lam_max)
+    extrapolations = 0
     left = (0.0, f, gd, state.inner, None)  # λ, f, slope, inner state, trial
     right = None  # (λ, f or None, slope or None)
     evals = failed = 0
@@ -295,12 +301,13 @@ def _line_search(evaluate, state: OuterState, d, b, opts: OuterOptions, budget: 
             slope = float(tr.gradient @ d)
             if tr.value > f + opts.armijo * lam * gd:
                 right = (lam, float(tr.value), slope)
-            elif slope >= opts.wolfe * gd or lam >= lam_max:
+            elif slope >= opts.wolfe * gd or lam >= lam_max or extrapolations >= opts.max_extrapolations:
                 return tr, lam, evals, failed
             else:
                 left = (lam, float(tr.value), slope, tr.inner, tr)
         if right is None:
             lam = min(opts.extrapolation * lam, lam_max)
+            extrapolations += 1
         elif right[1] is None:
             lam = left[0] + 0.5 * (right[0] - left[0])
         else:
