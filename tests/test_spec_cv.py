@@ -134,3 +134,27 @@ def test_the_satimage_spec_is_seeger_section_6_2():
     m, o = spec.model, spec.objective
     assert (m.kernel.type, m.kernel.w, m.variance, m.sigma2, m.sharing) == ("rbf", "auto", 10.0, 16.0, "separate")
     assert (o.type, o.k1, o.k2, o.cv.k1, o.cv.k2, o.cv.k3, o.cv.folds) == ("cv", 30, 50, 13, 25, 40, 5)
+
+
+def _shared_data():
+    from gpmodels.data.datasets import find_data_root
+    from gpmodels.errors import DataError
+    try:
+        return find_data_root()
+    except DataError:
+        return None
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(_shared_data() is None, reason="../shared/data not present")
+def test_satimage_spec_learns_on_a_subsample(tmp_path):
+    """The shipped spec end to end on 800 training points (the full study is bench/satimage_cv.py)."""
+    d = yaml.safe_load((ROOT / "specs" / "satimage-cv.yaml").read_text())
+    d["data"]["max_train"] = 800
+    d["objective"]["cv"]["max_iter"] = 4
+    d["output"]["dir"] = str(tmp_path / "out")
+    p = tmp_path / "satimage.yaml"
+    p.write_text(yaml.safe_dump(d))
+    assert main(["run", str(p), "--quiet"]) == 0
+    m = json.loads((tmp_path / "out" / "metrics.json").read_text())
+    assert m["psi_learned"] < 0.9 * m["psi_start"] and m["test_error"] < 0.16
