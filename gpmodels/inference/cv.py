@@ -48,7 +48,8 @@ Newton model poor and the line searches take tiny steps, while α = 0 (π unifor
 usual number of iterations.  ``warm_start="better"`` (default) therefore starts from whichever of
 {α[J], 0} has the lower Φ_J (one extra MVM); ``"always"`` is the paper's rule.  With
 ``retry_cold`` a warm-started refit that misses ``fail_tol`` is repeated once from α = 0, and
-the better of the two is kept.
+the better of the two is kept; once such a retry misses too, the rest of the evaluation does not
+retry (the hyperparameters are hard from either start, and a failing evaluation should stay cheap).
 
 An evaluation *fails* when its inner fits did not converge: the mean over folds of the final
 per-point RMS of ∇_u Φ_J (= α[J] + g[J]) is above ``fail_tol`` (Sec. 4).  A failed evaluation has
@@ -253,7 +254,7 @@ class _Counted:
         return self.op.mvm(V)
 
 
-def _refit(fit, op_J, lik, Y_J, alpha0, opts: CVOptions):
+def _refit(fit, op_J, lik, Y_J, alpha0, opts: CVOptions, retry: bool):
     """The fold's refit with the warm-start policy; returns (result, MVMs, Newton iterations, start)."""
     extra, start = 0, "cold"
     if alpha0 is not None and opts.warm_start == "better":
@@ -269,7 +270,7 @@ def _refit(fit, op_J, lik, Y_J, alpha0, opts: CVOptions):
         start = "warm"
     res = fit(op_J, lik, Y_J, opts.newton, alpha0=alpha0)
     mvms, its = res.diagnostics.mvm_count + extra, res.diagnostics.iterations
-    if alpha0 is not None and opts.retry_cold and not res.diagnostics.grad_norm[-1] <= opts.fail_tol:
+    if alpha0 is not None and retry and not res.diagnostics.grad_norm[-1] <= opts.fail_tol:
         cold = fit(op_J, lik, Y_J, opts.newton)
         mvms += cold.diagnostics.mvm_count
         its += cold.diagnostics.iterations
@@ -279,10 +280,11 @@ def _refit(fit, op_J, lik, Y_J, alpha0, opts: CVOptions):
     return res, mvms, its, start
 
 
-def _fold_newton_cg(op_J, lik, Y_J, cross_IJ, cross_JI, Y_I, alpha0, beta0, opts: CVOptions, gradient: bool):
+def _fold_newton_cg(op_J, lik, Y_J, cross_IJ, cross_JI, Y_I, alpha0, beta0, opts: CVOptions, gradient: bool,
+                    retry: bool = True):
     """Fit α[J] by Newton–CG, then Ψ_I and (optionally) the vector z of f = [r_I; -z]."""
     t = time.perf_counter()
-    res, mvms, its, start = _refit(newton_cg, op_J, lik, Y_J, alpha0, opts)
+    res, mvms, its, start = _refit(newton_cg, op_J, lik, Y_J, alpha0, opts, retry)
     fit_s = time.perf_counter() - t
     out = dict(alpha=res.alpha, grad_norm=res.diagnostics.grad_norm[-1], newton_iterations=its, fit_mvms=mvms,
                fit_seconds=fit_s, start=start)
@@ -309,10 +311,11 @@ def _fold_newton_cg(op_J, lik, Y_J, cross_IJ, cross_JI, Y_I, alpha0, beta0, opts
     return out
 
 
-def _fold_exact(op_J, lik, Y_J, cross_IJ, cross_JI, Y_I, alpha0, beta0, opts: CVOptions, gradient: bool):
+def _fold_exact(op_J, lik, Y_J, cross_IJ, cross_JI, Y_I, alpha0, beta0, opts: CVOptions, gradient: bool,
+                retry: bool = True):
     """App. C: exact Newton for α[J]; z = (I + W K̃_J)^{-1} W K̃_{J,I} r_I by Cholesky + Woodbury."""
     t = time.perf_counter()
-    res, mvms, its, start = _refit(exact_newton, op_J, lik, Y_J, alpha0, opts)
+    res, mvms, its, start = _refit(exact_newton, op_J, lik, Y_J, alpha0, opts, retry)
     fit_s = time.perf_counter() - t
     out = dict(alpha=res.alpha, grad_norm=res.diagnostics.grad_norm[-1], newton_iterations=its, fit_mvms=mvms,
                fit_seconds=fit_s, start=start)
@@ -364,6 +367,7 @@ def cv_criterion(op: Operator, likelihood: Likelihood, Y, folds, options: CVOpti
     E = np.zeros((n, C, q)) if gradient else None  # shape: (n, C, q)
     F = np.zeros((n, C, q)) if gradient else None  # shape: (n, C, q)
     alphas, betas, diags, psi, norm_sum = [], [], [], 0.0, 0.0
+    retry = opts.retry_cold  # switched off for the rest of the evaluation once a cold retry fails too
     ok, message = True, "ok"
     for k, (I, J) in enumerate(zip(folds, Js)):
         t = time.perf_counter()
@@ -376,7 +380,7 @@ def cv_criterion(op: Operator, likelihood: Likelihood, Y, folds, options: CVOpti
             raise InputError(f"state.alphas[{k}] must have shape ({J.size}, {C}); got {alpha0.shape}")
         beta0 = None if state is None or state.betas is None else state.betas[k]
         try:
-            r = fold_fn(op_J, likelihood, Y[J], cross_IJ, cross_JI, Y[I], alpha0, beta0, opts, gradient)
+            r = fold_fn(op_J, likelihood, Y[J], cross_IJ, cross_JI, Y[I], alpha0, beta0, opts, gradient, retry)
         except np.linalg.LinAlgError as exc:  # exact solves at extreme hyperparameters
             ok, message = False, f"fold {k}: {exc}"
             break
@@ -388,6 +392,8 @@ def cv_criterion(op: Operator, likelihood: Likelihood, Y, folds, options: CVOpti
             fit_seconds=float(r["fit_seconds"]), accumulation_seconds=float(r["accumulation_seconds"]),
             restrict_seconds=restrict_s, start=r["start"]))
         norm_sum += r["grad_norm"] if np.isfinite(r["grad_norm"]) else np.inf
+        if r["start"] == "warm+cold" and not r["grad_norm"] <= opts.fail_tol:
+            retry = False  # these hyperparameters are hard from either start: do not pay twice again
         psi += r["psi"]
         alphas.append(r["alpha"])
         betas.append(r.get("beta"))
