@@ -111,6 +111,13 @@ def test_cv_spec_settings_reach_the_options():
     assert "cv" in RUNNERS
 
 
+def test_every_objective_type_has_a_runner():
+    import attrs
+    from gpmodels.spec.sections import ObjectiveSpec
+    choices = attrs.fields(ObjectiveSpec).type.metadata["spec"]["choices"]
+    assert set(choices) == set(RUNNERS), "objective.type choices and registered runners differ"
+
+
 @pytest.mark.parametrize("mutate, key, message", [
     (lambda d: d["objective"].update(type="cvv"), "objective.type", "did you mean 'cv'"),
     (lambda d: d["objective"]["cv"].update(folds=1), "objective.cv.folds", ">= 2"),
