@@ -2,8 +2,11 @@
 
 from .cg import CGResult, cg
 from .em import EMOptions, EMResult, fit_em
+from .checkpoint import read_checkpoint, write_checkpoint
+from .cv import CVEvaluation, CVOptions, CVState, cv_criterion
 from .exact_newton import exact_newton
 from .line_search import pair_line_search
+from .learn import Checkpointing, LearnOptions, LearnResult, fit_learned, learn_hyperparameters
 from .map import MAPModel, fit_map
 from .newton_cg import NewtonDiagnostics, NewtonOptions, NewtonResult, newton_cg
 from .hyperopt import HyperResult, minimize_lbfgs
@@ -11,9 +14,15 @@ from .laplace import LaplaceOptions, LaplaceResult, laplace_mlm, learn_laplace
 from .mkl import KernelLearningResult, MKLOptions, algorithm1, alternating, criterion_at
 from .vb import VBOptions, VBResult, learn_vb, vb_criterion
 from .preconditioners import make_preconditioner
+from .one_vs_rest import OneVsRestModel, learn_one_vs_rest
+from .outer import OuterOptions, OuterState, minimize_outer
 
 __all__ = ["cg", "CGResult", "newton_cg", "NewtonOptions", "NewtonResult", "NewtonDiagnostics", "exact_newton",
            "pair_line_search", "fit_map", "MAPModel", "HyperResult", "minimize_lbfgs", "LaplaceOptions", "LaplaceResult",
            "laplace_mlm", "learn_laplace", "KernelLearningResult", "MKLOptions", "algorithm1", "alternating",
            "criterion_at", "VBOptions", "VBResult", "learn_vb", "vb_criterion", "fit_em", "EMOptions",
-           "EMResult", "make_preconditioner"]
+           "EMResult", "make_preconditioner",
+           # CV hyperparameter learning (Seeger 2008, Sec. 4, 5.2)
+           "cv_criterion", "CVOptions", "CVState", "CVEvaluation", "minimize_outer", "OuterOptions", "OuterState",
+           "learn_hyperparameters", "fit_learned", "LearnOptions", "LearnResult", "Checkpointing", "read_checkpoint",
+           "write_checkpoint", "learn_one_vs_rest", "OneVsRestModel"]

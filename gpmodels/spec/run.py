@@ -188,7 +188,8 @@ def run_spec(spec: Spec, base_dir: Path | None = None, out: str | Path | None = 
     data = build_data(spec, base_dir)
     say(f"data {data.name}: {data.X_train.shape[0]} train, {data.X_test.shape[0]} test, {data.n_classes} classes, "
         f"{data.X_train.shape[1]} features{' (sparse)' if data.sparse else ''}")
-    outcome = runner(spec, data, base_dir, say)
+    # runners see the effective report folder (``--out`` included) in ``spec.output.dir``
+    outcome = runner(attrs.evolve(spec, output=attrs.evolve(spec.output, dir=str(out_dir))), data, base_dir, say)
     metrics = {"name": spec.name}
     if outcome.probabilities is not None:
         scores = M.classification_report(outcome.probabilities, data.y_test)
@@ -228,3 +229,4 @@ def run_spec(spec: Spec, base_dir: Path | None = None, out: str | Path | None = 
 
 from . import run_unifying  # noqa: E402,F401  (registers the unifying-paper runners)
 from . import baseline_runners  # noqa: E402,F401  (registers the crammer_singer and hm3 runners)
+from . import run_cv as _run_cv  # noqa: E402,F401  (registers the `cv` runner)

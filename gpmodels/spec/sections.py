@@ -18,7 +18,7 @@ from .schema import Node, option
 
 __all__ = ["TASKS", "LIKELIHOODS", "OBJECTIVES", "SOLVERS", "check_unifying", "Spec", "DataSpec", "ModelSpec",
            "KernelSpec", "RepresentationSpec", "ObjectiveSpec", "EvaluationSpec", "OutputSpec", "KERNEL_TYPES",
-           "KERNEL_KEYS", "PseudoTargetsSpec", "CouplingSpec", "PRIORS", "MODEL_SHARING", "DECISIONS"]
+           "KERNEL_KEYS", "PseudoTargetsSpec", "CouplingSpec", "PRIORS", "MODEL_SHARING", "DECISIONS", "CVSpec"]
 
 #: priors: flat independent GPs, the ANOVA class tree (Sec. 3), square coupling B and C x p loadings (Sec. 7.4.1)
 PRIORS = ("independent", "anova", "coupled", "loadings")
@@ -31,7 +31,7 @@ DECISIONS = ("argmax", "expected_loss", "both")
 TASKS = ("classification", "regression")
 LIKELIHOODS = ("softmax", "logistic", "hinge", "gaussian", "laplace", "student_t")
 REGRESSION_LIKELIHOODS = ("gaussian", "laplace", "student_t")
-OBJECTIVES = ("map", "em", "laplace", "vb", "mlm", "mkl", "joint_map", "crammer_singer", "hm3")
+OBJECTIVES = ("map", "em", "cv", "laplace", "vb", "mlm", "mkl", "joint_map", "crammer_singer", "hm3")
 SOLVERS = ("algorithm1", "alternating", "lbfgs")
 KERNEL_TYPES = ("rbf", "ard", "linear", "polynomial", "precomputed")
 #: keys each kernel type uses (besides ``type``)
@@ -245,6 +245,42 @@ class ModelSpec(Node):
 
 
 @attrs.frozen
+class CVSpec(Node):
+    """Hyperparameter learning by the CV criterion Ψ (`objective.type: cv`; Seeger 2008, Sec. 4, 5.2, 6.2)."""
+
+    folds: int = option(5, kind="int", minimum=2, doc="q: folds of the fixed random partition of the training set")
+    partition_seed: int | None = option(None, kind="int", minimum=0, doc="seed of the partition (default: the spec's `seed`)")
+    k1: int = option(13, kind="int", minimum=1, doc="learning: maximal Newton iterations of a fold's refit")
+    k2: int = option(25, kind="int", minimum=1, doc="learning: maximal CG steps per Newton direction")
+    k3: int = option(40, kind="int", minimum=1, doc="learning: maximal CG steps of a fold's gradient accumulation solve")
+    grad_tol: float = option(1e-4, kind="float", minimum=0.0,
+                             doc="learning: a refit stops when the per-point RMS of ∇_u Φ_J is below")
+    accumulation_tol: float = option(1e-6, kind="float", minimum=0.0, doc="relative residual of the accumulation solve")
+    fail_tol: float = option(1e-3, kind="float", exclusive_minimum=0.0,
+                             doc="an evaluation fails when the mean over folds of the refits' gradient RMS is above")
+    max_iter: int = option(30, kind="int", minimum=1, doc="maximal outer (quasi-Newton) iterations")
+    max_evaluations: int = option(100, kind="int", minimum=1, doc="maximal Ψ evaluations")
+    ftol: float = option(1e-4, kind="float", minimum=0.0,
+                         doc="stop when Ψ decreases (or the quasi-Newton model predicts a decrease) by less than this fraction")
+    gtol: float = option(1e-6, kind="float", minimum=0.0, doc="stop when max |projected ∇Ψ| <= gtol · max(1, |Ψ|)")
+    initial_step: float = option(1.0, kind="float", exclusive_minimum=0.0, doc="max-norm of the first step (log space)")
+    max_step: float = option(3.0, kind="float", exclusive_minimum=0.0, doc="max-norm cap of every trial step (log space)")
+    memory: int = option(10, kind="int", minimum=1, doc="L-BFGS memory (pairs)")
+    lower: float = option(-15.0, kind="float", doc="lower bound of every log-space hyperparameter")
+    upper: float = option(15.0, kind="float", doc="upper bound of every log-space hyperparameter")
+    learn_sigma2: bool = option(False, kind="bool", doc="also learn the intercept variance σ² (needs `model.sigma2` > 0)")
+    multiclass: str = option("joint", kind="str", choices=("joint", "one_vs_rest"),
+                             doc="`joint` softmax over all classes, or `one_vs_rest`: C binary models (C = 2), each with its own learned hyperparameters, combined by the largest P_c(+1|x)")
+    checkpoint: bool = option(True, kind="bool", doc="write `checkpoint.npz` in the report folder after every successful outer iteration")
+    resume: str = option("auto", kind="str", choices=("auto", "never"),
+                         doc="`auto`: continue from an existing checkpoint (a corrupt or foreign one is an error); `never`: start afresh")
+
+    def check(self, path):
+        if not self.lower < self.upper:
+            raise SpecError(f"must be below `upper` ({self.upper}); got {self.lower}", f"{path}.lower")
+
+
+@attrs.frozen
 class ObjectiveSpec(Node):
     """What is optimised and its settings."""
 
@@ -252,11 +288,12 @@ class ObjectiveSpec(Node):
                        doc="`map`: MAP fit at the given hyperparameters; `laplace`: Laplace MLM; `vb`: variational "
                            "bound; `mlm`: Gaussian marginal likelihood; `mkl`, `joint_map`: kernel-weight criteria "
                            "(Nickisch & Seeger 2011); `crammer_singer`, `hm3`: max-margin baselines; `em`: MAP fit with "
-                           "uncertain targets by EM (needs `data.pseudo_targets`)")
+                           "uncertain targets by EM (needs `data.pseudo_targets`); `cv`: learn the hyperparameters by the CV "
+                           "criterion Ψ (section `cv`), then the MAP fit")
     method: str = option("newton_cg", kind="str", choices=("newton_cg", "exact"),
                          doc="`newton_cg` (Alg. 1) or `exact` Newton (App. C, flat prior, O(n^3 C))")
-    k1: int = option(30, kind="int", minimum=1, doc="maximal Newton iterations")
-    k2: int = option(50, kind="int", minimum=1, doc="maximal CG steps per Newton direction")
+    k1: int = option(30, kind="int", minimum=1, doc="maximal Newton iterations (`cv`: of the final fit)")
+    k2: int = option(50, kind="int", minimum=1, doc="maximal CG steps per Newton direction (`cv`: of the final fit)")
     grad_tol: float = option(1e-6, kind="float", minimum=0.0, doc="stop when the per-point RMS of ∇_u Φ is below")
     phi_rtol: float = option(1e-12, kind="float", minimum=0.0, doc="stop when the relative decrease of Φ is below")
     cg_tol: float = option(1e-10, kind="float", minimum=0.0, doc="CG: relative residual tolerance")
@@ -290,6 +327,7 @@ class ObjectiveSpec(Node):
     em_max_iter: int = option(50, kind="int", minimum=1, doc="`em`: maximal EM iterations")
     em_rtol: float = option(1e-5, kind="float", minimum=0.0,
                             doc="`em`: stop when the relative change of the pseudo-target log-likelihood is below")
+    cv: CVSpec = option(CVSpec, kind="node", node=CVSpec, doc="settings of `type: cv`")
 
 
 @attrs.frozen
@@ -334,6 +372,10 @@ class Spec(Node):
                             "data.pseudo_targets")
         if self.objective.type == "em" and self.objective.method != "newton_cg":
             raise SpecError("the EM M-step runs Newton-CG", "objective.method")
+        if self.objective.type == "cv" and self.objective.cv.learn_sigma2 and self.model.sigma2 <= 0:
+            raise SpecError("learning σ² needs a starting `model.sigma2` > 0", "objective.cv.learn_sigma2")
+        if self.objective.type == "cv" and self.objective.cv.multiclass == "one_vs_rest" and self.model.prior != "independent":
+            raise SpecError("one-vs-rest builds binary models of the independent prior", "objective.cv.multiclass")
         check_unifying(self)
 
 

@@ -1,0 +1,139 @@
+"""Helpers of the CV benchmarks: a timing proxy around operators, BLAS thread limits, one learn+fit.
+
+``Timed(op, clock)`` forwards everything to ``op`` and adds the wall time of kernel MVMs
+(``mvm`` of the operator and of every restricted operator and cross block made from it) to
+``clock["mvm"]`` and of derivative traces (``grad_trace``) to ``clock["grad_trace"]``.  It is a
+measuring device for the benchmarks only (not an Operator subclass of the package).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+
+import numpy as np
+
+from gpmodels import metrics as M
+from gpmodels.inference.learn import fit_learned, learn_hyperparameters
+from gpmodels.inference.one_vs_rest import learn_one_vs_rest
+
+
+class _TimedCross:
+    def __init__(self, cross, clock):
+        self._c, self._clock = cross, clock
+
+    def __getattr__(self, name):
+        return getattr(self._c, name)
+
+    def mvm(self, V):
+        t = time.perf_counter()
+        out = self._c.mvm(V)
+        self._clock["mvm"] += time.perf_counter() - t
+        self._clock["mvm_calls"] += 1
+        return out
+
+
+class Timed:
+    """Operator proxy that times MVMs and derivative traces (see the module docstring)."""
+
+    def __init__(self, op, clock):
+        self._op, self._clock = op, clock
+
+    def __getattr__(self, name):
+        return getattr(self._op, name)
+
+    def mvm(self, V):
+        t = time.perf_counter()
+        out = self._op.mvm(V)
+        self._clock["mvm"] += time.perf_counter() - t
+        self._clock["mvm_calls"] += 1
+        return out
+
+    def grad_trace(self, E, F):
+        t = time.perf_counter()
+        out = self._op.grad_trace(E, F)
+        self._clock["grad_trace"] += time.perf_counter() - t
+        return out
+
+    def with_params(self, theta):
+        t = time.perf_counter()
+        out = Timed(self._op.with_params(theta), self._clock)
+        self._clock["kernel_build"] += time.perf_counter() - t
+        return out
+
+    def restrict(self, J):
+        t = time.perf_counter()
+        out = Timed(self._op.restrict(J), self._clock)
+        self._clock["restrict"] += time.perf_counter() - t
+        return out
+
+    def cross(self, I, J):
+        t = time.perf_counter()
+        out = _TimedCross(self._op.cross(I, J), self._clock)
+        self._clock["restrict"] += time.perf_counter() - t
+        return out
+
+    def cross_test(self, X_new):
+        return _TimedCross(self._op.cross_test(X_new), self._clock)
+
+
+def new_clock() -> dict:
+    return {"mvm": 0.0, "mvm_calls": 0, "grad_trace": 0.0, "kernel_build": 0.0, "restrict": 0.0}
+
+
+@contextlib.contextmanager
+def blas_threads(n):
+    """Limit BLAS threads inside the block (threadpoolctl, installed with scikit-learn); None: no limit."""
+    if n is None:
+        yield
+        return
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=int(n), user_api="blas"):
+        yield
+
+
+def learn_and_evaluate(prior, likelihood, data, folds, options, *, one_vs_rest=False, say=print, label=""):
+    """CV learning + final fit + test scores for one method; returns a dict of figures."""
+    clock = new_clock()
+    C = data.n_classes
+    t0 = time.perf_counter()
+    if not one_vs_rest:
+        Y = np.eye(C)[data.y_train]
+        op = Timed(prior.operator(data.X_train, C), clock)
+        res = learn_hyperparameters(op, likelihood, Y, folds, options,
+                                    on_iteration=lambda r: say(f"  {label} it {r.iteration}: Ψ = {r.value:.5g}, "
+                                                               f"{r.evaluations} eval ({r.failed} failed), {r.seconds:.1f} s"))
+        learn_s = time.perf_counter() - t0
+        t = time.perf_counter()
+        model = fit_learned(res, likelihood, Y, options)
+        fit_s = time.perf_counter() - t
+        P = model.predict_proba(data.X_test)
+        results, hyper = [res], res.hyperparameters()
+    else:
+        op2 = Timed(prior.operator(data.X_train, 2), clock)
+        ovr = learn_one_vs_rest(op2, likelihood, data.y_train, C, folds, options,
+                                on_iteration=lambda c, r: say(f"  {label} class {c} it {r.iteration}: Ψ = {r.value:.5g}, "
+                                                              f"{r.evaluations} eval ({r.failed} failed), {r.seconds:.1f} s"))
+        total = time.perf_counter() - t0
+        fit_s = sum(m.result.diagnostics.seconds for m in ovr.models)
+        learn_s = total - fit_s
+        P = ovr.predict_proba(data.X_test)
+        results = list(ovr.learned)
+        hyper = {f"class{c}.{k}": v for c, r in enumerate(results) for k, v in r.hyperparameters().items()}
+    evals = [e for r in results for e in r.evaluations]
+    eval_s = sum(e.seconds for e in evals)
+    return {
+        "test_error": M.error(P, data.y_test), "test_log_loss": M.log_loss(P, data.y_test),
+        "learning_seconds": learn_s, "final_fit_seconds": fit_s, "evaluations": len(evals),
+        "failed_evaluations": sum(not e.ok for e in evals),
+        "outer_iterations": sum(r.outer.iteration for r in results),
+        "seconds_per_evaluation": eval_s / max(1, len(evals)),
+        # shares of the whole learning + final fit wall time (the final fit's MVMs are timed too)
+        "mvm_share": clock["mvm"] / max(learn_s + fit_s, 1e-12),
+        "grad_trace_share": clock["grad_trace"] / max(learn_s + fit_s, 1e-12),
+        "restrict_share": clock["restrict"] / max(learn_s + fit_s, 1e-12),
+        "kernel_build_share": clock["kernel_build"] / max(learn_s + fit_s, 1e-12),
+        "mvms": clock["mvm_calls"], "psi": [r.psi for r in results], "converged": all(r.converged for r in results),
+        "hyperparameters": hyper,
+    }

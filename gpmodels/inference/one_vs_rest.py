@@ -1,0 +1,93 @@
+"""One-vs-rest with CV-learned hyperparameters per binary task (Seeger 2008, Sec. 6.2, "1rest").
+
+C binary classifiers, the c-th separating class c from all others, each a softmax model with two
+classes ("We use our method with C = 2 in order to implement the binary classifiers"), each with
+its own hyperparameters learned by the CV criterion Ψ on the same fold partition, then a final
+fit.  Prediction: x* -> argmax_c P̂_c(+1 | x*), P̂_c(+1 | x*) the first class' predictive
+probability of the c-th classifier (footnote 16: asymptotically P(y* = c | x*), so the rule is
+optimal).
+
+``predict_proba`` returns the scores normalised to sum to one per row (a distribution, for
+log-loss and ranking-based scores); ``predict_scores`` the raw P̂_c(+1 | x*).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable
+
+import attrs
+import numpy as np
+
+from ..errors import InputError
+from ..likelihoods.base import Likelihood
+from ..operators.base import Operator
+from .learn import Checkpointing, LearnOptions, LearnResult, fit_learned, learn_hyperparameters
+from .map import MAPModel
+
+__all__ = ["OneVsRestModel", "learn_one_vs_rest", "binary_targets"]
+
+
+def binary_targets(y, c: int) -> np.ndarray:
+    """Targets (n, 2) of the task 'class c' (column 0) against 'the rest' (column 1)."""
+    y = np.asarray(y)
+    pos = (y == c).astype(float)
+    return np.column_stack([pos, 1.0 - pos])
+
+
+@attrs.frozen(eq=False)
+class OneVsRestModel:
+    """C fitted binary models; prediction by the largest P̂_c(+1 | x)."""
+
+    models: tuple  # MAPModel per class
+    learned: tuple  # LearnResult per class
+
+    def predict_scores(self, X_new) -> np.ndarray:
+        """P̂_c(+1 | x) for every class c, shape (m, C)."""
+        return np.column_stack([m.predict_proba(X_new)[:, 0] for m in self.models])
+
+    def predict_proba(self, X_new) -> np.ndarray:
+        """The scores normalised per row, shape (m, C)."""
+        S = self.predict_scores(X_new)
+        return S / S.sum(axis=1, keepdims=True)
+
+    def predict(self, X_new) -> np.ndarray:
+        return np.argmax(self.predict_scores(X_new), axis=1)
+
+
+def learn_one_vs_rest(binary_op: Operator, likelihood: Likelihood, y, n_classes: int, folds,
+                      options: LearnOptions | None = None, *, checkpoint: Checkpointing | None = None,
+                      on_iteration: Callable[[int, object], None] | None = None) -> OneVsRestModel:
+    """Learn and fit the C binary models.
+
+    ``binary_op``: the prior's operator over the training points for two classes (the starting
+    hyperparameters of every binary task); ``y``: integer labels in 0..C-1; ``folds``: the
+    partition shared by all tasks.  ``checkpoint``: its path gets a ``-class<c>`` suffix per task;
+    a resumed run skips finished tasks through their finished checkpoints.
+    ``on_iteration(c, record)`` reports progress.
+    """
+    if binary_op.n_classes != 2:
+        raise InputError(f"one-vs-rest needs a two-class operator for the binary tasks; got {binary_op.n_classes} classes")
+    y = np.asarray(y)
+    C = int(n_classes)
+    if C < 2:
+        raise InputError(f"one-vs-rest needs at least 2 classes; got {n_classes}")
+    missing = np.setdiff1d(np.arange(C), y)
+    if missing.size:
+        raise InputError(f"one-vs-rest: classes {missing.tolist()} have no training point")
+    opts = options or LearnOptions()
+    models, learned = [], []
+    for c in range(C):
+        ck = None
+        if checkpoint is not None:
+            p = Path(checkpoint.path)
+            ck = attrs.evolve(checkpoint, path=p.with_name(f"{p.stem}-class{c}{p.suffix}"),
+                              identity={**checkpoint.identity, "one_vs_rest_class": c})
+        report = None if on_iteration is None else (lambda rec, c=c: on_iteration(c, rec))
+        Yc = binary_targets(y, c)
+        res: LearnResult = learn_hyperparameters(binary_op, likelihood, Yc, folds, opts, checkpoint=ck,
+                                                 on_iteration=report)
+        model: MAPModel = fit_learned(res, likelihood, Yc, opts)
+        models.append(model)
+        learned.append(res)
+    return OneVsRestModel(tuple(models), tuple(learned))
