@@ -616,7 +616,7 @@ static Py_ssize_t n_items(PyObject *obj)
 {
     Py_buffer v;
     if (PyObject_GetBuffer(obj, &v, PyBUF_C_CONTIGUOUS) < 0) return -1;
-    Py_ssize_t n = v.len / 8;
+    Py_ssize_t n = v.itemsize > 0 ? v.len / v.itemsize : 0;
     PyBuffer_Release(&v);
     return n;
 }
