@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import yaml
 
+from gpmodels.baselines.crammer_singer import compiled_available
 from gpmodels.cli import main
 from gpmodels.data.multilabel import encode_funcat_features, load_multilabel
 from gpmodels.errors import DataError, SpecError
@@ -26,24 +27,27 @@ def _write(tmp_path, d):
     return p
 
 
-def test_crammer_singer_spec_runs(tmp_path):
+@pytest.mark.parametrize("engine", ["auto", "numpy"])
+def test_crammer_singer_spec_runs(tmp_path, engine):
     X, y = toy_classification(90, 3, d=4, seed=0)
     np.savez(tmp_path / "tr.npz", X=X[:60], y=y[:60])
     np.savez(tmp_path / "te.npz", X=X[60:], y=y[60:])
     d = {"name": "cs", "data": {"path": str(tmp_path / "tr.npz"), "test_path": str(tmp_path / "te.npz")},
          "model": {"kernel": {"type": "rbf", "w": "auto"}},
-         "objective": {"type": "crammer_singer", "crammer_singer": {"beta": 0.5, "epsilon": 1e-4}},
+         "objective": {"type": "crammer_singer", "crammer_singer": {"beta": 0.5, "epsilon": 1e-4, "engine": engine}},
          "evaluation": {"train_scores": True}, "output": {"dir": str(tmp_path / "out")}}
     assert main(["run", str(_write(tmp_path, d)), "--quiet"]) == 0
     m = json.loads((tmp_path / "out" / "metrics.json").read_text())
     assert m["test_error"] < 0.2 and m["converged"] and m["duality_gap"] >= -1e-9 and m["n_support"] > 0
     assert all(not isinstance(v, (dict, list)) for v in m.values())
+    assert m["engine"] == ("numpy" if engine == "numpy" or not compiled_available() else "compiled")
 
 
 def test_bad_max_margin_specs_name_the_key():
     base = {"name": "x", "data": {"dataset": "satimage"}, "model": {"kernel": {"type": "linear"}}}
     for obj, key, msg in [
         ({"type": "crammer_singer", "crammer_singer": {"cooling": "fast"}}, "objective.crammer_singer.cooling", "one of"),
+        ({"type": "crammer_singer", "crammer_singer": {"engine": "c"}}, "objective.crammer_singer.engine", "one of"),
         ({"type": "crammer_singer", "crammer_singer": {"selection": "cyclic"}}, "objective.crammer_singer.selection",
          "cyclic"),
         ({"type": "hm3", "hm3": {"compare": ["svn"]}}, "objective.hm3.compare", "'svn'"),

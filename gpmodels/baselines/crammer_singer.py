@@ -27,6 +27,11 @@ Sec. 7's improvements, each switchable (:class:`CSOptions`):
 - ``sparse``: CSR inputs for the kernel rows (``auto`` when at least 20 % of the entries are zero,
   the paper's observation).
 
+Engines (``engine``, :mod:`.cs_loops`): the loop of Fig. 4 runs in compiled code (``compiled``, the C
+extension ``_cs_core`` built at install when a C compiler is present) or in numpy (``numpy``, the
+fallback); ``auto`` takes the compiled one when it was built.  Both run the same steps on the same
+state in the same floating-point order and return the same τ; the switches above act on both.
+
 Deviation (logarithmic cooling): read literally, ε_0/log10(t+10) with t the round index needs about
 10^996 rounds to reach ε = 10^{−3}; we apply the factor 1/log10(t+10) per round (compounding),
 which keeps ε "relatively large for a long period and then decreases moderately" and reaches
@@ -50,10 +55,11 @@ from ..errors import InputError
 from ..kernels.base import Kernel
 from ..validation import check_features
 from .kernel_cache import KernelRows
-from .reduced_problem import fixed_point_list, solve_exact, solve_fixed_point
+from .cs_loops import ENGINES, CompiledLoop, LoopState, NumpyLoop, compiled_available, resolve_engine
 
 __all__ = ["CSOptions", "CSResult", "CrammerSingerModel", "fit_crammer_singer", "COOLINGS", "SELECTIONS",
-           "SPARSE_MODES", "REDUCED_SOLVERS", "cooling_schedule", "dual_objective", "duality_gap"]
+           "SPARSE_MODES", "REDUCED_SOLVERS", "ENGINES", "cooling_schedule", "compiled_available", "dual_objective",
+           "duality_gap"]
 
 COOLINGS = ("none", "exponential", "linear", "logarithmic")
 SELECTIONS = ("kkt", "cyclic")
@@ -80,7 +86,11 @@ def _nonneg(instance, attribute, value):
 
 @attrs.frozen
 class CSOptions:
-    """Settings of the Crammer–Singer solver (module docstring); C = 1/β in SVC's terms."""
+    """Settings of the Crammer–Singer solver (module docstring); C = 1/β in SVC's terms.
+
+    ``engine``: ``auto`` (compiled when the C extension is built, else numpy), ``compiled`` (an
+    error when it is not built) or ``numpy``; :func:`compiled_available` tells which.
+    """
 
     beta: float = attrs.field(default=1.0, validator=_positive)
     epsilon: float = attrs.field(default=1e-3, validator=_positive)
@@ -94,6 +104,7 @@ class CSOptions:
     fixed_point_max_iter: int = attrs.field(default=1000, validator=_positive)
     max_updates: int = attrs.field(default=10_000_000, validator=_positive)
     max_sweeps: int = attrs.field(default=1000, validator=_positive)
+    engine: str = attrs.field(default="auto", validator=_choice(ENGINES))
 
     def __attrs_post_init__(self):
         if self.selection == "cyclic" and (self.active_set or self.cooling != "none"):
@@ -147,16 +158,22 @@ class CSResult:
                 "trace": list(self.trace), **self.stats}
 
 
+def _inner(a: np.ndarray, b: np.ndarray) -> float:
+    """Σ a∘b without BLAS: these run between the solver's rounds, and a threaded BLAS call leaves
+    OpenBLAS's worker threads spinning for a while, taking a core from the compiled loop."""
+    return float(np.einsum("ij,ij->", a, b))
+
+
 def dual_objective(tau: np.ndarray, F: np.ndarray, y: np.ndarray, beta: float) -> float:
     """Q(τ) of (15) from F (eq. 23): −½ Σ τ·F + ½β Σ_i τ_{i,y_i}.  # shape: tau, F (m, k)"""
     ar = np.arange(y.size)
-    return float(-0.5 * np.vdot(tau, F) + 0.5 * beta * tau[ar, y].sum())
+    return float(-0.5 * _inner(tau, F) + 0.5 * beta * tau[ar, y].sum())
 
 
 def duality_gap(tau: np.ndarray, F: np.ndarray, y: np.ndarray, beta: float) -> tuple[float, float, float]:
     """(primal, dual, gap) of (7) from F (module docstring).  # shape: tau, F (m, k)"""
     ar = np.arange(y.size)
-    tF = float(np.vdot(tau, F))
+    tF = _inner(tau, F)
     ty = float(tau[ar, y].sum())
     slack = float((F.max(axis=1) - F[ar, y]).sum())
     primal = 0.5 * (tF + beta * ty) / beta + slack / beta
@@ -259,133 +276,35 @@ def fit_crammer_singer(kernel: Kernel | None, X, y, options: CSOptions = CSOptio
         rows = KernelRows(kernel, Xs, memory_mb=o.cache_mb, enabled=o.cache_mb > 0)
         m = rows.m
     y, k = _check_labels(y, m, n_classes)
-    beta, ar = float(o.beta), np.arange(m)
+    beta = float(o.beta)
     A = rows.diag()
     if np.any(A <= 0):
         raise InputError(f"K(x_i, x_i) must be > 0 for every example (eq. 18); example {int(np.argmin(A))} has {A.min()}")
+    engine = resolve_engine(o.engine)
     t0 = time.perf_counter()
-    # State in *position* order: the active set A occupies positions 0..nA-1 contiguously
-    # (perm: position -> example, pos: example -> position), so that ψ and the F update touch A
-    # only.  With a row cache, F outside A is brought up to date lazily (one GEMM over the pending
-    # Δτ) before A^c is scanned; in exact arithmetic this is Fig. 4's F update for all i.
-    Fk = np.zeros((k, m))          # F^T: row r holds F_{:, r} contiguously (axpy per changed class)
-    Fk[y, ar] = -beta              # Fig. 4 initialisation, τ = 0
-    tau = np.zeros((k, m))
-    pen = np.full((k, m), np.inf)  # 0 where τ_ir < δ_{y_i r} (allowed in the min of eq. 32), +inf else
-    pen[y, ar] = 0.0
-    yv, Av = y.copy(), A.copy()
-    perm, pos = ar.copy(), ar.copy()
     use_active = o.selection == "kkt" and o.active_set
-    nA = 0 if use_active else m
-    identity = True                # perm is the identity (no swap yet)
-    pending: dict[int, np.ndarray] = {}
-    lazy = rows.capacity > 0       # defer F on A^c only when the rows can be served from the cache
-    buf = np.empty((k, m))
-    fp_tol = 0.5 * o.epsilon       # Fig. 4 calls Fig. 3 with accuracy ε/2
-    inv_k = 1.0 / k
-    small_fp = o.reduced_solver == "fixed_point" and k <= 48
-    updates, stalled = 0, False
+    st = LoopState.initial(y, A, k, beta, 0 if use_active else m)
+    Loop = CompiledLoop if engine == "compiled" else NumpyLoop
+    # Fig. 4 calls Fig. 3 with accuracy ε/2
+    # rows kept: the LRU bound of the kernel rows, or, with a given Gram matrix, the number of
+    # (position-ordered) rows the compiled loop may copy within cache_mb; F on A^c is deferred iff > 0
+    capacity = rows.capacity if gram is None else int(o.cache_mb * 1024.0 * 1024.0 // (8 * m))
+    loop = Loop(st, rows, capacity=capacity, fp_tol=0.5 * o.epsilon, fp_max_iter=o.fixed_point_max_iter,
+                exact=o.reduced_solver == "exact", active=use_active)
     trace = []
 
-    def psi_range(lo: int, hi: int) -> np.ndarray:
-        b = buf[:, :hi - lo]
-        np.add(Fk[:, lo:hi], pen[:, lo:hi], out=b)
-        return Fk[:, lo:hi].max(axis=0) - b.min(axis=0)
-
-    def swap(a: int, b: int) -> None:
-        nonlocal identity
-        if a == b:
-            return
-        for arr in (Fk, tau, pen):
-            arr[:, [a, b]] = arr[:, [b, a]]
-        for arr in (yv, Av, perm):
-            arr[a], arr[b] = arr[b], arr[a]
-        pos[perm[a]], pos[perm[b]] = a, b
-        identity = False
-
-    def sync() -> None:
-        """Apply the Δτ of A's updates since the last sync to F on A^c (one GEMM)."""
-        if not pending:
-            return
-        if nA < m:
-            cols = perm[nA:]
-            idx = list(pending)
-            G = np.empty((len(idx), m - nA))
-            for j, q in enumerate(idx):
-                G[j] = rows.row(q)[cols]
-            dT = np.array([pending[q] for q in idx])  # (|P|, k)
-            Fk[:, nA:] += dT.T @ G
-        pending.clear()
-
-    def update(q: int) -> bool:
-        """Solve the reduced problem of the example at position q < nA; False when τ did not move."""
-        nonlocal updates
-        yp = int(yv[q])
-        if small_fp:  # Fig. 3 on Python floats: a handful of classes costs less than numpy calls
-            a = Av[q]
-            tq = tau[:, q].tolist()
-            Dl = [f / a - t for f, t in zip(Fk[:, q].tolist(), tq)]
-            Dl[yp] += 1.0
-            nul = fixed_point_list(Dl, (sum(Dl) - 1.0) * inv_k, fp_tol, o.fixed_point_max_iter)[0]
-            newl = [x - d for x, d in zip(nul, Dl)]
-            newl[yp] += 1.0
-            D, new = np.array(Dl), np.array(newl)
-            dt = np.array([x - t for x, t in zip(newl, tq)])
-        else:
-            D = Fk[:, q] / Av[q] - tau[:, q]
-            D[yp] += 1.0
-            if o.reduced_solver == "exact":
-                nu = solve_exact(D)
-            else:
-                nu = solve_fixed_point(D, D.sum() * inv_k - inv_k, fp_tol, o.fixed_point_max_iter).nu
-            new = nu - D
-            new[yp] += 1.0
-            dt = new - tau[:, q]
-        nz = np.flatnonzero(dt)
-        if nz.size == 0 and o.reduced_solver != "exact":
-            nu = solve_exact(D)  # the fixed point stopped at once: take the exact step
-            new = nu - D
-            new[yp] += 1.0
-            dt = new - tau[:, q]
-            nz = np.flatnonzero(dt)
-        if nz.size == 0:
-            return False
-        row = rows.row(int(perm[q]))
-        rowA = row[:nA] if identity else row[perm[:nA]]
-        if nz.size == k:
-            Fk[:, :nA] += dt[:, None] * rowA
-        else:
-            for r in nz:
-                Fk[r, :nA] += dt[r] * rowA
-        if nA < m:
-            if lazy:
-                p = int(perm[q])
-                acc = pending.get(p)
-                pending[p] = dt if acc is None else acc + dt
-            else:  # no cache: the row would be recomputed at the sync, so update A^c now
-                rowN = row[perm[nA:]]
-                for r in nz:
-                    Fk[r, nA:] += dt[r] * rowN
-        tau[:, q] = new
-        pen[:, q] = np.inf
-        allowed = new < 0.0
-        allowed[yp] = new[yp] < 1.0
-        pen[allowed, q] = 0.0
-        updates += 1
-        return True
-
     def record(eps_t: float):
-        F = Fk.T
-        tT = tau.T
-        _, _, gap = duality_gap(tT, F, yv, beta)
-        trace.append({"epsilon": eps_t, "updates": updates, "seconds": time.perf_counter() - t0,
-                      "max_psi": float(psi_range(0, m).max() / beta), "Q": dual_objective(tT, F, yv, beta), "gap": gap})
+        F, tT = st.Fk.T, st.tau.T
+        _, _, gap = duality_gap(tT, F, st.yv, beta)
+        trace.append({"epsilon": eps_t, "updates": loop.updates, "seconds": time.perf_counter() - t0,
+                      "max_psi": float(st.psi(0, m).max() / beta), "Q": dual_objective(tT, F, st.yv, beta),
+                      "gap": gap})
 
+    stalled = False
     if o.selection == "cyclic":
         sweeps = 0
-        while sweeps < o.max_sweeps and updates < o.max_updates:
-            for q in range(m):
-                update(q)
+        while sweeps < o.max_sweeps and loop.updates < o.max_updates:
+            loop.sweep()
             sweeps += 1
             record(o.epsilon)
             if trace[-1]["max_psi"] < o.epsilon:
@@ -396,56 +315,31 @@ def fit_crammer_singer(kernel: Kernel | None, X, y, options: CSOptions = CSOptio
         schedule = cooling_schedule(o.cooling, o.epsilon0, o.epsilon, 100_000)
         rounds = 0
         for eps_t in schedule:
-            thr = eps_t * beta
-            before = updates
-            while updates < o.max_updates:
-                q = -1
-                if nA > 0:
-                    psi = psi_range(0, nA)
-                    q = int(np.argmax(psi))
-                    if psi[q] <= thr:
-                        q = -1
-                if q < 0 and nA < m:  # A exhausted: scan A^c and move the worst violator into A
-                    sync()
-                    psi = psi_range(nA, m)
-                    j = int(np.argmax(psi))
-                    if psi[j] <= thr:
-                        break
-                    swap(nA + j, nA)
-                    q = nA
-                    nA += 1
-                if q < 0:
-                    break
-                if not update(q):
-                    stalled = True
-                    break
-                if use_active and not np.any(tau[:, q] != 0.0):  # τ_q = 0: q leaves A
-                    sync()
-                    swap(q, nA - 1)
-                    nA -= 1
-            sync()
+            before = loop.updates
+            stalled = loop.run_round(eps_t * beta, o.max_updates)
             rounds += 1
-            if updates > before or eps_t == schedule[-1]:
+            if loop.updates > before or eps_t == schedule[-1]:
                 record(eps_t)
-            if stalled or updates >= o.max_updates:
+            if stalled or loop.updates >= o.max_updates:
                 break
         if stalled:
             message = "stalled: the reduced problem of the selected example made no progress (round-off)"
-        elif updates >= o.max_updates:
+        elif loop.updates >= o.max_updates:
             message = "max_updates reached"
         else:
             message = "max ψ < βε"
+    updates = loop.updates
     # back to example order
-    order = pos
-    Fk, tau = Fk[:, order], tau[:, order]
-    pen = pen[:, order]
+    order = st.pos
+    Fk, tau, pen = st.Fk[:, order], st.tau[:, order], st.pen[:, order]
     seconds = time.perf_counter() - t0
     F, tauT = np.ascontiguousarray(Fk.T), np.ascontiguousarray(tau.T)
-    max_psi = float(psi_range(0, m).max() / beta)
+    max_psi = float((Fk.max(axis=0) - (Fk + pen).min(axis=0)).max() / beta)
     primal, dual, gap = duality_gap(tauT, F, y, beta)
     support = np.flatnonzero(np.any(tauT != 0.0, axis=1))
-    stats = rows.stats()
-    stats.update({"n_support": int(support.size), "sparse_inputs": bool(Xs is not None and sp.issparse(Xs))})
+    stats = loop.stats()
+    stats.update({"n_support": int(support.size), "sparse_inputs": bool(Xs is not None and sp.issparse(Xs)),
+                  "engine": engine})
     result = CSResult(tauT, F, dual_objective(tauT, F, y, beta), primal, dual, gap, max_psi,
                       bool(max_psi <= o.epsilon * (1 + 1e-12)), message, updates, rounds, seconds, tuple(trace), stats)
     X_sv = None if Xs is None else Xs[support]

@@ -74,17 +74,34 @@ class KernelRows:
     def _compute(self, p: int) -> np.ndarray:
         if self.gram is not None:
             return self.gram[p]
+        return self.compute_into(p, np.empty(self.m))
+
+    def compute_into(self, p: int, out: np.ndarray) -> np.ndarray:
+        """Compute K(x_p, x_i), i = 0..m-1, into ``out`` (shape (m,)), bypassing the cache; returns ``out``.
+
+        The compiled Crammer–Singer loop calls this for the rows missing from its own LRU pool.
+        """
+        if self.gram is not None:
+            out[:] = self.gram[p]
+            return out
         if self._fast is not None:
-            dots = self.X @ self._dense_row_vector(p)  # one GEMV / sparse mat-vec
-            dots = np.asarray(dots, dtype=np.float64).ravel()
+            X = self.X
+            if isinstance(X, np.ndarray) and X.dtype == np.float64 and X.flags.c_contiguous:
+                np.dot(X, X[p], out=out)  # one GEMV
+            else:  # CSR: one sparse mat-vec
+                out[:] = np.asarray(X @ self._dense_row_vector(p), dtype=np.float64).ravel()
             if self._fast == "linear":
-                return dots
-            d2 = self._norms + (self._norms[p] - 2.0 * dots)
-            np.maximum(d2, 0.0, out=d2)
-            d2[p] = 0.0
-            d2 *= -0.5 * self.kernel.w
-            return np.exp(d2, out=d2)
-        return np.asarray(self.kernel.gram(self.X[p:p + 1], self.X), dtype=np.float64).ravel()
+                return out
+            # d2 = ||x_i||² + (||x_p||² − 2 x_i·x_p), in place
+            out *= -2.0
+            out += self._norms[p]
+            out += self._norms
+            np.maximum(out, 0.0, out=out)
+            out[p] = 0.0
+            out *= -0.5 * self.kernel.w
+            return np.exp(out, out=out)
+        out[:] = np.asarray(self.kernel.gram(self.X[p:p + 1], self.X), dtype=np.float64).ravel()
+        return out
 
     def row(self, p: int) -> np.ndarray:
         """K(x_p, x_i) for i = 0..m-1, shape (m,).  Do not modify the returned array."""

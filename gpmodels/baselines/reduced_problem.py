@@ -57,8 +57,20 @@ def solve_exact(D: np.ndarray) -> np.ndarray:
     return np.minimum(theta_exact(D), D)
 
 
+def _seqsum(xs) -> float:
+    """Left-to-right sum (Python >= 3.12's ``sum`` compensates float round-off; the compiled
+    Crammer–Singer loop sums left to right, and the two engines are meant to agree bit for bit)."""
+    s = 0.0
+    for x in xs:
+        s += x
+    return s
+
+
 def fixed_point_list(d: list, theta: float, tol: float, max_iter: int = 1000) -> tuple[list, float, int]:
-    """:func:`solve_fixed_point` on Python floats (small k: no numpy call overhead); (ν, θ, steps)."""
+    """:func:`solve_fixed_point` on Python floats (small k: no numpy call overhead); (ν, θ, steps).
+
+    The operation order is the reference for the compiled loop (``_cs_core.c``), which repeats it.
+    """
     k = len(d)
     th = float(theta)
     it = 0
@@ -73,10 +85,10 @@ def fixed_point_list(d: list, theta: float, tol: float, max_iter: int = 1000) ->
         if done:
             break
     nu = [v if v < th else th for v in d]
-    rho = (sum(d) - 1.0) - sum(nu)
+    rho = (_seqsum(d) - 1.0) - _seqsum(nu)
     if rho > 0.0:
         room = [v - n for v, n in zip(d, nu)]
-        f = rho / sum(room)
+        f = rho / _seqsum(room)
         nu = [n + r * f for n, r in zip(nu, room)]
     elif rho < 0.0:  # only by round-off past θ*: move the coordinates at θ down together
         at = [i for i in range(k) if d[i] > nu[i]]

@@ -48,7 +48,7 @@ def run_crammer_singer(spec: Spec, data, base_dir: Path | None, say) -> RunOutco
     kernel = build_kernel(resolved.model.kernel, data.X_train, base_dir)
     opts = CSOptions(beta=c.beta, epsilon=c.epsilon, selection=c.selection, active_set=c.active_set, cooling=c.cooling,
                      epsilon0=c.epsilon0, cache_mb=c.cache_mb, sparse=c.sparse, reduced_solver=c.reduced_solver,
-                     max_updates=c.max_updates)
+                     max_updates=c.max_updates, engine=c.engine)
     t = time.perf_counter()
     model = fit_crammer_singer(kernel, data.X_train, data.y_train, opts, n_classes=data.n_classes)
     fit_seconds = time.perf_counter() - t

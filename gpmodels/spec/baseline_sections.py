@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import attrs
 
-from ..baselines.crammer_singer import COOLINGS, REDUCED_SOLVERS, SELECTIONS, SPARSE_MODES
+from ..baselines.crammer_singer import COOLINGS, ENGINES, REDUCED_SOLVERS, SELECTIONS, SPARSE_MODES
 from ..baselines.hm3 import DIRECTIONS, WORKING_SETS
 from ..baselines.hm3_inference import TRAIN_LOSSES
 from ..errors import SpecError
@@ -33,6 +33,9 @@ class CrammerSingerSpec(Node):
     reduced_solver: str = option("fixed_point", kind="str", choices=REDUCED_SOLVERS,
                                  doc="reduced problem (34): fixed point (Fig. 3) or exact by sorting")
     max_updates: int = option(10_000_000, kind="int", minimum=1, doc="limit on the number of example updates")
+    engine: str = option("auto", kind="str", choices=ENGINES,
+                         doc="inner loop: `compiled` (C extension built at install), `numpy`, or `auto` "
+                             "(compiled when built); both give the same solution")
 
     def check(self, path):
         if self.selection == "cyclic" and (self.active_set or self.cooling != "none"):
