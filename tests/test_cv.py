@@ -19,6 +19,9 @@ from gpmodels.kernels.rbf import ARD, RBF
 from gpmodels.kernels.representations import RepresentationConfig
 from gpmodels.likelihoods.softmax import Softmax
 from gpmodels.data.splits import kfold_partition
+from gpmodels.hierarchy import ClassTree
+from gpmodels.priors.anova import ANOVAPrior
+from gpmodels.priors.coupled import CoupledPrior
 from gpmodels.priors.independent import IndependentGP
 
 from conftest import toy_classification
@@ -47,8 +50,19 @@ def _dense_op(X, C):
     return DenseTestOperator.random(np.random.default_rng(3), X.shape[0], C)
 
 
+def _tree3():
+    """root -> {a, n1}, n1 -> {b, c}: unequal leaf depths; classes a, b, c."""
+    return ClassTree([("root", "a"), ("root", "n1"), ("n1", "b"), ("n1", "c")], ["a", "b", "c"])
+
+
 NONFLAT_CASES = {
     "dense-coupled-toy": _dense_op,  # couples classes and points; grad_trace by the generic FD default
+    "anova-rbf-level": lambda X, C: ANOVAPrior(_tree3(), RBF(0.8), "level", [2.0, 0.7], 1.0).operator(X, C),
+    "anova-linear-node-learned-sigma2": lambda X, C: ANOVAPrior(
+        _tree3(), Linear(), "node", 0.9, 1.5, learn_sigma2=True).operator(X, C),
+    "coupled-rbf": lambda X, C: CoupledPrior(RBF(0.6), init="random", variance=1.5, sigma2=1.0, seed=2).operator(X, C),
+    "loadings-ard-semi": lambda X, C: CoupledPrior(ARD([0.5, 1.5]), n_factors=2, sharing="semi", variance=[1.0, 2.0],
+                                                   sigma2=0.5, seed=1).operator(X, C),
 }
 
 
