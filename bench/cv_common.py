@@ -136,4 +136,5 @@ def learn_and_evaluate(prior, likelihood, data, folds, options, *, one_vs_rest=F
         "kernel_build_share": clock["kernel_build"] / max(learn_s + fit_s, 1e-12),
         "mvms": clock["mvm_calls"], "psi": [r.psi for r in results], "converged": all(r.converged for r in results),
         "hyperparameters": hyper,
+        "history": [rec.value for rec in results[0].history],  # Ψ per outer iteration (the first model)
     }
