@@ -20,7 +20,10 @@ import abc
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["Kernel", "sq_norms", "cross_product", "FD_STEP_KERNEL"]
+from ..errors import InputError
+from ..finite_differences import central_differences
+
+__all__ = ["Kernel", "ParameterFreeKernel", "sq_norms", "cross_product", "FD_STEP_KERNEL"]
 
 FD_STEP_KERNEL = 1e-6
 
@@ -74,27 +77,12 @@ class Kernel(abc.ABC):
 
         Generic default: central finite differences of the Gram matrix.
         """
-        theta = self.params
-        out = np.empty(theta.size)
-        for p in range(theta.size):
-            tp, tm = theta.copy(), theta.copy()
-            tp[p] += FD_STEP_KERNEL
-            tm[p] -= FD_STEP_KERNEL
-            diff = self.with_params(tp).gram(X1, X2) - self.with_params(tm).gram(X1, X2)
-            out[p] = np.sum(diff * G) / (2 * FD_STEP_KERNEL)
-        return out
+        return central_differences(self.params, lambda t: np.sum(self.with_params(t).gram(X1, X2) * G),
+                                   FD_STEP_KERNEL)
 
     def diag_grad_contract(self, X, g) -> np.ndarray:
         """Σ_a ∂M(x_a, x_a)/∂θ_p g_a for every p.  Generic default: finite differences."""
-        theta = self.params
-        out = np.empty(theta.size)
-        for p in range(theta.size):
-            tp, tm = theta.copy(), theta.copy()
-            tp[p] += FD_STEP_KERNEL
-            tm[p] -= FD_STEP_KERNEL
-            diff = self.with_params(tp).diag(X) - self.with_params(tm).diag(X)
-            out[p] = np.dot(diff, g) / (2 * FD_STEP_KERNEL)
-        return out
+        return central_differences(self.params, lambda t: np.dot(self.with_params(t).diag(X), g), FD_STEP_KERNEL)
 
     # ----------------------------------------------------------------- identity
     def key(self) -> tuple:
@@ -115,3 +103,20 @@ class Kernel(abc.ABC):
     def __repr__(self) -> str:
         desc = ", ".join(f"{n.replace('log_', '')}={np.exp(v):.4g}" for n, v in zip(self.param_names, self.params))
         return f"{type(self).__name__}({desc})"
+
+
+class ParameterFreeKernel(Kernel):
+    """A kernel without hyperparameters (linear, precomputed): empty ``params``."""
+
+    @property
+    def params(self) -> np.ndarray:
+        return np.zeros(0)
+
+    @property
+    def param_names(self) -> tuple[str, ...]:
+        return ()
+
+    def with_params(self, theta) -> "ParameterFreeKernel":
+        if np.asarray(theta).size:
+            raise InputError(f"the {type(self).__name__} kernel has no parameters; got {np.asarray(theta).size}")
+        return self

@@ -15,27 +15,14 @@ import attrs
 import numpy as np
 
 from ..errors import InputError
-from .base import Kernel, cross_product, sq_norms
+from .base import Kernel, ParameterFreeKernel, cross_product, sq_norms
 
 __all__ = ["Linear", "Polynomial"]
 
 
 @attrs.frozen(eq=False)
-class Linear(Kernel):
+class Linear(ParameterFreeKernel):
     """Inner product x^T x' on dense or sparse inputs; no parameters."""
-
-    @property
-    def params(self) -> np.ndarray:
-        return np.zeros(0)
-
-    @property
-    def param_names(self) -> tuple[str, ...]:
-        return ()
-
-    def with_params(self, theta) -> "Linear":
-        if np.asarray(theta).size:
-            raise InputError(f"the Linear kernel has no parameters; got {np.asarray(theta).size}")
-        return self
 
     def gram(self, X1, X2) -> np.ndarray:
         return cross_product(X1, X2)

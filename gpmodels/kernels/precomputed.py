@@ -13,7 +13,7 @@ import numpy as np
 
 from ..errors import InputError
 from ..validation import check_finite
-from .base import Kernel
+from .base import ParameterFreeKernel
 
 __all__ = ["Precomputed", "index_inputs"]
 
@@ -32,7 +32,7 @@ def _check_gram(instance, attribute, G):
 
 
 @attrs.frozen(eq=False)
-class Precomputed(Kernel):
+class Precomputed(ParameterFreeKernel):
     """Gram matrix G given in full; inputs are (n, 1) arrays of indices into G."""
 
     gram_matrix: np.ndarray = attrs.field(converter=lambda G: np.asarray(G, dtype=np.float64), validator=_check_gram)
@@ -48,18 +48,6 @@ class Precomputed(Kernel):
             raise InputError(f"inputs of a Precomputed kernel must be integer indices in 0..{N - 1}")
         return idx.astype(np.intp)
 
-    @property
-    def params(self) -> np.ndarray:
-        return np.zeros(0)
-
-    @property
-    def param_names(self) -> tuple[str, ...]:
-        return ()
-
-    def with_params(self, theta) -> "Precomputed":
-        if np.asarray(theta).size:
-            raise InputError("the Precomputed kernel has no parameters")
-        return self
 
     def gram(self, X1, X2) -> np.ndarray:
         return self.gram_matrix[np.ix_(self._idx(X1), self._idx(X2))]

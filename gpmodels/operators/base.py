@@ -21,6 +21,7 @@ from typing import Sequence
 
 import numpy as np
 
+from ..finite_differences import central_differences
 from ..errors import InputError
 from ..validation import check_indices
 
@@ -195,16 +196,7 @@ class Operator(abc.ABC):
 
         Generic default: central finite differences in log space (two MVM sets per parameter).
         """
-        theta = self.params
-        out = np.empty(theta.size)
-        for p in range(theta.size):
-            tp, tm = theta.copy(), theta.copy()
-            tp[p] += FD_STEP
-            tm[p] -= FD_STEP
-            fp = np.sum(E * self.with_params(tp)._mvm(F))
-            fm = np.sum(E * self.with_params(tm)._mvm(F))
-            out[p] = (fp - fm) / (2 * FD_STEP)
-        return out
+        return central_differences(self.params, lambda t: np.sum(E * self.with_params(t)._mvm(F)), FD_STEP)
 
     def _dense(self) -> np.ndarray:
         """K as an (nC, nC) matrix; generic default from unit-vector MVMs."""

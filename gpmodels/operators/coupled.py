@@ -100,14 +100,7 @@ class Coupled(Operator):
     def _diag(self):
         if self.inner.is_class_diagonal:
             return self.inner._diag() @ (self.B ** 2).T
-        n, C = self.n_points, self.n_classes
-        out = np.empty((n, C))
-        E = np.zeros((n, C))
-        for c in range(C):
-            E[:, c] = 1.0
-            out[:, c] = self._point_block_mvm(E)[:, c]
-            E[:, c] = 0.0
-        return out
+        return np.einsum("icc->ic", self._point_blocks())
 
     def _point_block_mvm(self, P):
         return self._to_classes(self.inner._point_block_mvm(self._to_factors(P)))
