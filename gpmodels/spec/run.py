@@ -8,8 +8,9 @@ error-reject curve are added here), a diagnostics dict and the resolved spec.
 The report folder holds ``metrics.json`` (a flat object of scalars), ``spec.resolved.yaml`` (the
 spec with every default and ``auto`` value filled in), ``diagnostics.json``, ``model.npz`` (when
 the runner can save its model; see :mod:`gpmodels.persistence`), and plots: ``error_reject.png``
-with ``error_reject.csv`` (when there are probabilities) and one ``trace_<name>.png`` per
-criterion trace the runner reports (e.g. Φ over Newton iterations).
+with ``error_reject.csv`` (when there are probabilities), ``confusion_levels.json`` and
+``levels.png`` (accuracy per tree level and decision rule, when the data have a class tree), and
+one ``trace_<name>.png`` per criterion trace the runner reports (e.g. Φ over Newton iterations).
 """
 
 from __future__ import annotations
@@ -153,7 +154,8 @@ def run_em(spec: Spec, data: Dataset, base_dir: Path | None, say) -> RunOutcome:
 
 def _hierarchical_scores(spec: Spec, data: Dataset, base_dir, P: np.ndarray, out_dir: Path) -> dict:
     """acc, prec, pacc, taxo-loss and per-level accuracies on the test set (Sec. 6.1) when the data
-    have a class tree; per-level confusion matrices go to ``confusion_levels.json``."""
+    have a class tree; per-level confusion matrices go to ``confusion_levels.json`` and the accuracy
+    per tree level (one bar per decision rule) to ``levels.png``."""
     tree = build_tree(spec, data, base_dir)
     if tree is None:
         return {}
@@ -168,6 +170,9 @@ def _hierarchical_scores(spec: Spec, data: Dataset, base_dir, P: np.ndarray, out
         levels[rule] = {str(d): {"nodes": s["nodes"], "accuracy": s["accuracy"], "confusion": s["confusion"].tolist()}
                         for d, s in M.level_confusion(y_pred, data.y_test, tree).items()}
     (out_dir / "confusion_levels.json").write_text(json.dumps(levels, indent=1) + "\n")
+    depths = sorted(levels[rules[0]], key=int)
+    reports.plot_bars([f"level {d}" for d in depths], {rule: [levels[rule][d]["accuracy"] for d in depths] for rule in rules},
+                      out_dir / "levels.png", ylabel="accuracy", title=f"{spec.name}: accuracy per tree level")
     return out
 
 
