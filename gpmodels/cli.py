@@ -31,7 +31,7 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--quiet", action="store_true", help="print nothing but errors")
     pr = sub.add_parser("predict", help="probabilities and decisions of a saved model for new data")
     pr.add_argument("model_dir", help="a report folder of `gpmodels run` (model.npz + spec.resolved.yaml)")
-    pr.add_argument("data", help="inputs: .npz with X (y optional) or svmlight/libsvm text")
+    pr.add_argument("data", help="inputs: .npz with X (y optional), .arff (class optional) or svmlight/libsvm text")
     pr.add_argument("--out", default=None, help="CSV file for the predictions (default: standard output)")
     sub.add_parser("spec-reference", help="print the spec reference (docs/specs.md)")
     return p

@@ -69,7 +69,8 @@ class DataSpec(Node):
     dataset: str | None = option(None, kind="str", choices=NAMED_DATASETS + MULTILABEL_DATASETS,
                                  doc="a named data set under the data root (give this or `path`); "
                                      "enron_corr and *_FUN are hierarchical multilabel sets")
-    path: str | None = option(None, kind="str", doc="a data file: .npz with arrays X, y, or svmlight/libsvm text")
+    path: str | None = option(None, kind="str", doc="a data file: .npz with arrays X, y; .arff (numeric features, nominal class "
+                                                  "attribute `class` or the last one); or svmlight/libsvm text")
     test_path: str | None = option(None, kind="str", doc="test file for `path` (same format) when `test` is `given`")
     root: str | None = option(None, kind="str",
                               doc="data root for `dataset` (default: $GPMODELS_DATA, ./data, ../shared/data)")
