@@ -297,8 +297,8 @@ class ObjectiveSpec(Node):
                            "`learn: false` fitted at the given ones), combined by the largest P_c(+1|x) (Sec. 6.2)")
     method: str = option("newton_cg", kind="str", choices=("newton_cg", "exact"),
                          doc="`newton_cg` (Alg. 1) or `exact` Newton (App. C, flat prior, O(n^3 C))")
-    k1: int = option(30, kind="int", minimum=1, doc="maximal Newton iterations (`cv`: of the final fit)")
-    k2: int = option(50, kind="int", minimum=1, doc="maximal CG steps per Newton direction (`cv`: of the final fit)")
+    k1: int = option(30, kind="int", minimum=1, doc="maximal Newton iterations (`cv`, `one_vs_rest`: of the final fit)")
+    k2: int = option(50, kind="int", minimum=1, doc="maximal CG steps per Newton direction (`cv`, `one_vs_rest`: of the final fit)")
     grad_tol: float = option(1e-6, kind="float", minimum=0.0, doc="stop when the per-point RMS of ∇_u Φ is below")
     phi_rtol: float = option(1e-12, kind="float", minimum=0.0, doc="stop when the relative decrease of Φ is below")
     cg_tol: float = option(1e-10, kind="float", minimum=0.0, doc="CG: relative residual tolerance")
