@@ -10,7 +10,7 @@ from .errors import (CheckpointError, ConvergenceError, DataError, GPModelsError
 from .inference import MAPModel, NewtonOptions, exact_newton, fit_map, newton_cg
 from .inference import (LaplaceOptions, MKLOptions, VBOptions, algorithm1, alternating, laplace_mlm, learn_laplace,
                         learn_vb, vb_criterion)
-from .inference import (CVOptions, LearnOptions, cv_criterion, fit_learned, learn_hyperparameters,
+from .inference import (CVOptions, LearnOptions, cv_criterion, fit_learned, fit_one_vs_rest, learn_hyperparameters,
                         learn_one_vs_rest)
 from .kernels import ARD, RBF, Linear, Polynomial, Precomputed, RepresentationConfig
 from .likelihoods import Gaussian, Laplace, Logistic, SmoothedHinge, Softmax, StudentT
@@ -34,5 +34,5 @@ __all__ = [
     "decisions", "ClassTree", "ANOVA", "Coupled", "ANOVAPrior", "CoupledPrior", "coupling_init", "PseudoTargets",
     "coarsen_labels", "EMOptions", "fit_em",
     "cv_criterion", "CVOptions", "LearnOptions", "learn_hyperparameters", "fit_learned",
-    "learn_one_vs_rest",
+    "learn_one_vs_rest", "fit_one_vs_rest",
 ]

@@ -1,5 +1,9 @@
 """The driver: ``gpmodels run|validate|study|predict|spec-reference``.
 
+``run`` and ``study`` print one-line messages on stdout and show tqdm progress bars on stderr
+(Newton iterations, CV outer iterations, study rows); ``--no-progress`` drops the bars,
+``--quiet`` both (errors still go to stderr).
+
 Exit codes: 0 success; 2 bad spec, bad input or bad command line; 1 the run failed.
 """
 
@@ -22,16 +26,18 @@ def _parser() -> argparse.ArgumentParser:
     r = sub.add_parser("run", help="fit and evaluate a spec; writes a report folder")
     r.add_argument("spec", help="path to a YAML spec")
     r.add_argument("--out", default=None, help="report folder (default: the spec's output.dir)")
-    r.add_argument("--quiet", action="store_true", help="print nothing but errors")
+    r.add_argument("--quiet", action="store_true", help="print nothing but errors: no messages, no progress bars")
+    r.add_argument("--no-progress", action="store_true", help="no progress bars on stderr (messages still on stdout)")
     v = sub.add_parser("validate", help="check a spec or study spec (keys, types, files) without running it")
     v.add_argument("spec")
     s = sub.add_parser("study", help="run every model of a study spec on the same data; prints one table")
     s.add_argument("spec", help="path to a YAML study spec (it lists `models`)")
     s.add_argument("--out", default=None, help="study folder (default: the study's output.dir)")
-    s.add_argument("--quiet", action="store_true", help="print nothing but errors")
+    s.add_argument("--quiet", action="store_true", help="print nothing but errors: no messages, no progress bars")
+    s.add_argument("--no-progress", action="store_true", help="no progress bars on stderr (messages still on stdout)")
     pr = sub.add_parser("predict", help="probabilities and decisions of a saved model for new data")
     pr.add_argument("model_dir", help="a report folder of `gpmodels run` (model.npz + spec.resolved.yaml)")
-    pr.add_argument("data", help="inputs: .npz with X (y optional) or svmlight/libsvm text")
+    pr.add_argument("data", help="inputs: .npz with X (y optional), .arff (class optional) or svmlight/libsvm text")
     pr.add_argument("--out", default=None, help="CSV file for the predictions (default: standard output)")
     sub.add_parser("spec-reference", help="print the spec reference (docs/specs.md)")
     return p
@@ -115,13 +121,14 @@ def main(argv=None) -> int:
             from pathlib import Path
 
             study = StudySpec.from_dict(read_yaml(args.spec))
-            run_study(study, Path(args.spec).resolve().parent, args.out, quiet=args.quiet)
+            run_study(study, Path(args.spec).resolve().parent, args.out, quiet=args.quiet,
+                      progress=not args.no_progress)
             return EXIT_OK
         from .spec.loader import load_spec
         from .spec.run import run_spec
 
         spec, base_dir = load_spec(args.spec)
-        run_spec(spec, base_dir, args.out, quiet=args.quiet)
+        run_spec(spec, base_dir, args.out, quiet=args.quiet, progress=not args.no_progress)
         return EXIT_OK
     except InputError as exc:
         print(f"gpmodels: error: {exc}", file=sys.stderr)

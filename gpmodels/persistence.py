@@ -7,7 +7,8 @@ feature scaler.  Loading rebuilds the operator from the spec and the stored inpu
 reproduces predictions exactly (the kernel matrices are recomputed by the same code on the same
 numbers).
 
-Kinds register a loader in ``LOADERS``; ``map`` (a MAP fit: α̂ over an operator) is built in.
+Kinds register a loader in ``LOADERS``; built in: ``map`` (a MAP fit: α̂ over an operator) and
+``one_vs_rest`` (C binary MAP fits, each with its own hyperparameters, over the same inputs).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from .errors import DataError
 from .validation import check_features
 
 __all__ = ["FORMAT_VERSION", "save_arrays", "load_arrays", "save_map_model", "load_model", "MAPPredictor", "LOADERS",
-           "pack_inputs", "unpack_inputs"]
+           "pack_inputs", "unpack_inputs", "save_one_vs_rest_model", "OneVsRestPredictor"]
 
 FORMAT_VERSION = 1
 MODEL_FILE = "model.npz"
@@ -130,8 +131,60 @@ def _load_map(model_dir: Path, arrays: dict, spec) -> MAPPredictor:
     return MAPPredictor(op, likelihood, alpha, classes, FeatureScaler.from_arrays(arrays))
 
 
+@attrs.frozen(eq=False)
+class OneVsRestPredictor:
+    """A loaded one-vs-rest model: raw inputs -> scaled -> P̂_c(+1 | x) of every binary model ->
+    the largest wins (Seeger 2008, Sec. 6.2); ``predict_proba`` normalises the scores per row."""
+
+    operators: tuple  # the binary operator of each class, at its fitted hyperparameters
+    likelihood: object
+    alphas: np.ndarray  # shape: (C, n, 2)
+    classes: tuple[str, ...]
+    scaler: FeatureScaler
+
+    def predict_scores(self, X) -> np.ndarray:
+        X = self.scaler.transform(check_features("X", X))
+        return np.column_stack([self.likelihood.predict(op.cross_test(X).mvm(a))[:, 0]
+                                for op, a in zip(self.operators, self.alphas)])
+
+    def predict_proba(self, X) -> np.ndarray:
+        S = self.predict_scores(X)
+        return S / S.sum(axis=1, keepdims=True)
+
+    def predict(self, X) -> np.ndarray:
+        """Class indices by the largest binary score."""
+        return np.argmax(self.predict_scores(X), axis=1)
+
+
+def save_one_vs_rest_model(model_dir, X_train, alphas, thetas, classes, scaler: FeatureScaler | None) -> Path:
+    """Store the C binary fits: ``alphas`` (C, n, 2) and the hyperparameters ``thetas`` (C, p) of
+    each class' operator, with the inputs, classes and scaler."""
+    alphas, thetas = np.asarray(alphas, dtype=np.float64), np.asarray(thetas, dtype=np.float64)
+    if alphas.ndim != 3 or alphas.shape[2] != 2 or thetas.ndim != 2 or thetas.shape[0] != alphas.shape[0] or \
+            alphas.shape[0] != len(classes):
+        raise DataError(f"one-vs-rest model: need alphas (C, n, 2) and thetas (C, p) for C = {len(classes)} classes; "
+                        f"got {alphas.shape} and {thetas.shape}")
+    arrays = {**pack_inputs(X_train), "alphas": alphas, "thetas": thetas, "classes": np.array(classes, dtype=str)}
+    arrays.update((scaler or FeatureScaler("none")).to_arrays())
+    return save_arrays(model_dir, "one_vs_rest", arrays)
+
+
+def _load_one_vs_rest(model_dir: Path, arrays: dict, spec) -> OneVsRestPredictor:
+    from .spec.build import build_binary_operator, build_likelihood
+
+    X = unpack_inputs(arrays)
+    classes = tuple(str(c) for c in arrays["classes"])
+    op = build_binary_operator(spec, X, model_dir)
+    alphas, thetas = arrays["alphas"], arrays["thetas"]
+    if alphas.shape != (len(classes), op.n_points, 2) or thetas.shape != (len(classes), op.params.size):
+        raise DataError(f"stored one-vs-rest arrays alphas {alphas.shape} and thetas {thetas.shape} do not fit "
+                        f"{len(classes)} classes, {op.n_points} points and {op.params.size} hyperparameters per class")
+    ops = tuple(op.with_params(t) for t in thetas)
+    return OneVsRestPredictor(ops, build_likelihood(spec.model), alphas, classes, FeatureScaler.from_arrays(arrays))
+
+
 #: model kind -> loader(model_dir, arrays, resolved spec) returning an object with predict_proba / predict
-LOADERS: dict[str, Callable] = {"map": _load_map}
+LOADERS: dict[str, Callable] = {"map": _load_map, "one_vs_rest": _load_one_vs_rest}
 
 
 def load_model(model_dir):

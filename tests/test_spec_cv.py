@@ -1,5 +1,6 @@
 """The `cv` objective through the driver: report, resume from the checkpoint, refusal of a
-foreign or corrupt checkpoint, one-vs-rest, spec checks; and the shipped satimage spec."""
+foreign or corrupt checkpoint, spec checks; and the shipped satimage spec.  One-vs-rest:
+test_spec_one_vs_rest.py."""
 
 import json
 from pathlib import Path
@@ -78,16 +79,6 @@ def test_a_changed_spec_refuses_the_old_checkpoint(tmp_path, capsys):
     assert "corrupt" in capsys.readouterr().err
 
 
-def test_one_vs_rest_through_the_driver(tmp_path):
-    d = _spec(tmp_path, multiclass="one_vs_rest", max_iter=2, checkpoint=False)
-    d["model"]["sharing"] = "tied"
-    assert main(["run", str(_write(tmp_path, d)), "--quiet"]) == 0
-    m = json.loads((tmp_path / "out" / "metrics.json").read_text())
-    assert {f"learned.class{c}.variance0" for c in range(3)} <= set(m)
-    assert m["outer_iterations"] == 6 and m["test_error"] < 0.3
-    assert not (tmp_path / "out" / "checkpoint-class0.npz").exists()
-
-
 def test_exact_inner_solves_through_the_driver(tmp_path):
     d = _spec(tmp_path, max_iter=2, checkpoint=False)
     d["objective"]["method"] = "exact"
@@ -121,7 +112,8 @@ def test_every_objective_type_has_a_runner():
 @pytest.mark.parametrize("mutate, key, message", [
     (lambda d: d["objective"].update(type="cvv"), "objective.type", "did you mean 'cv'"),
     (lambda d: d["objective"]["cv"].update(folds=1), "objective.cv.folds", ">= 2"),
-    (lambda d: d["objective"]["cv"].update(multiclass="ovr"), "objective.cv.multiclass", "one of"),
+    (lambda d: d["objective"]["cv"].update(multiclass="one_vs_rest"), "objective.cv.multiclass",
+     "was removed: .*objective.type: one_vs_rest"),
     (lambda d: d["objective"]["cv"].update(lower=5.0, upper=1.0), "objective.cv.lower", "below"),
     (lambda d: d["objective"]["cv"].update(k3=0), "objective.cv.k3", ">= 1"),
     (lambda d: d["objective"]["cv"].update(resume="always"), "objective.cv.resume", "one of"),

@@ -56,6 +56,16 @@ def test_structured_priors_run_and_report_hierarchical_scores(tmp_path, model):
     assert m["test_level1_acc_argmax"] >= m["test_level2_acc_argmax"] - 1e-12
     levels = json.loads((tmp_path / "out" / "confusion_levels.json").read_text())
     assert set(levels) == {"argmax", "expected_loss"} and levels["argmax"]["1"]["nodes"] == ["g", "c3"]
+    png = tmp_path / "out" / "levels.png"
+    assert png.is_file() and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_flat_data_write_no_levels_plot(tmp_path):
+    d = _spec(tmp_path, {"prior": "independent", "sharing": "tied"})
+    d["data"].pop("hierarchy")
+    run_spec(spec_from_dict(d), quiet=True)
+    assert (tmp_path / "out" / "metrics.json").is_file()
+    assert not (tmp_path / "out" / "levels.png").exists() and not (tmp_path / "out" / "confusion_levels.json").exists()
 
 
 def test_em_spec_with_coarsened_labels_and_with_a_file(tmp_path, capsys):

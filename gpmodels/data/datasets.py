@@ -7,7 +7,8 @@ the ``root`` argument, else ``$GPMODELS_DATA``, else ``./data``, ``../shared/dat
 
 Single-label sets: ``satimage``, ``usps``, ``news20`` (sparse counts; ``subset='small'`` uses
 ``subset_small.npz``), ``imclef07a``.  Files: ``.npz`` with arrays ``X``/``y`` (dense) or a
-``scipy.sparse.save_npz`` matrix plus labels, and svmlight/libsvm text.
+``scipy.sparse.save_npz`` matrix plus labels, ARFF (``.arff``: numeric features, nominal class
+attribute; :mod:`gpmodels.data.arff`) and svmlight/libsvm text (any other suffix).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import scipy.sparse as sp
 
 from ..errors import DataError
 from ..validation import check_features
+from .arff import load_arff
 from .svmlight import load_svmlight
 
 __all__ = ["Dataset", "find_data_root", "load_dataset", "load_file", "load_inputs", "NAMED_DATASETS", "encode_labels"]
@@ -132,9 +134,11 @@ def load_dataset(name: str, root=None, *, subset: str | None = None) -> Dataset:
 
 
 def _load_one(path: Path):
-    """(X, raw labels) from an .npz (dense X/y or sparse matrix + labels) or svmlight file."""
+    """(X, raw labels) from an .npz (dense X/y or sparse matrix + labels), ARFF or svmlight file."""
     if not path.is_file():
         raise DataError(f"data file not found: {path}")
+    if path.suffix.lower() == ".arff":
+        return load_arff(path)
     if path.suffix == ".npz":
         with np.load(path, allow_pickle=False) as z:
             files = set(z.files)
@@ -162,7 +166,8 @@ def load_file(path, test_path=None, name: str | None = None) -> tuple[object, np
 
 
 def load_inputs(path) -> tuple[object, np.ndarray | None]:
-    """Inputs for prediction: (X, y or None) from an .npz with ``X`` (``y`` optional) or svmlight text."""
+    """Inputs for prediction: (X, y or None) from an .npz with ``X`` (``y`` optional), ARFF (class
+    attribute optional) or svmlight text."""
     path = Path(path)
     if not path.is_file():
         raise DataError(f"data file not found: {path}")
@@ -171,4 +176,6 @@ def load_inputs(path) -> tuple[object, np.ndarray | None]:
             if "X" not in z.files:
                 raise DataError(f"{path} must hold an array 'X' (and optionally 'y'); it has {sorted(z.files)}")
             return z["X"], (z["y"] if "y" in z.files else None)
+    if path.suffix.lower() == ".arff":
+        return load_arff(path, require_class=False)
     return load_svmlight(path)

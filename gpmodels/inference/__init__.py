@@ -14,7 +14,7 @@ from .laplace import LaplaceOptions, LaplaceResult, laplace_mlm, learn_laplace
 from .mkl import KernelLearningResult, MKLOptions, algorithm1, alternating, criterion_at
 from .vb import VBOptions, VBResult, learn_vb, vb_criterion
 from .preconditioners import make_preconditioner
-from .one_vs_rest import OneVsRestModel, learn_one_vs_rest
+from .one_vs_rest import OneVsRestModel, fit_one_vs_rest, learn_one_vs_rest
 from .outer import OuterOptions, OuterState, minimize_outer
 
 __all__ = ["cg", "CGResult", "newton_cg", "NewtonOptions", "NewtonResult", "NewtonDiagnostics", "exact_newton",
@@ -25,4 +25,4 @@ __all__ = ["cg", "CGResult", "newton_cg", "NewtonOptions", "NewtonResult", "Newt
            # CV hyperparameter learning (Seeger 2008, Sec. 4, 5.2)
            "cv_criterion", "CVOptions", "CVState", "CVEvaluation", "minimize_outer", "OuterOptions", "OuterState",
            "learn_hyperparameters", "fit_learned", "LearnOptions", "LearnResult", "Checkpointing", "read_checkpoint",
-           "write_checkpoint", "learn_one_vs_rest", "OneVsRestModel"]
+           "write_checkpoint", "learn_one_vs_rest", "fit_one_vs_rest", "OneVsRestModel"]

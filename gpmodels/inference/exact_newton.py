@@ -16,6 +16,7 @@ that Newton–CG is tested against; it needs a class-diagonal operator (flat pri
 from __future__ import annotations
 
 import time
+from typing import Callable
 
 import numpy as np
 import scipy.linalg as sla
@@ -24,7 +25,7 @@ from ..errors import InputError
 from ..likelihoods.softmax import Softmax
 from ..operators.base import Operator
 from .line_search import objective, pair_line_search
-from .newton_cg import NewtonDiagnostics, NewtonOptions, NewtonResult, gradient_rms
+from .newton_cg import NewtonDiagnostics, NewtonOptions, NewtonResult, NewtonStep, gradient_rms
 
 __all__ = ["exact_newton", "exact_newton_solve"]
 
@@ -51,8 +52,9 @@ def exact_newton_solve(blocks: list[np.ndarray], pi: np.ndarray, rhs: np.ndarray
 
 
 def exact_newton(op: Operator, likelihood: Softmax, Y, options: NewtonOptions | None = None, *,
-                 alpha0=None) -> NewtonResult:
-    """Fit α̂ by exact Newton steps with line search (App. C); same result type as ``newton_cg``."""
+                 alpha0=None, on_iteration: Callable[[NewtonStep], None] | None = None) -> NewtonResult:
+    """Fit α̂ by exact Newton steps with line search (App. C); same result type as ``newton_cg``.
+    ``on_iteration`` gets a :class:`NewtonStep` at the start and after every iteration."""
     if not op.is_class_diagonal:
         raise InputError("exact Newton (App. C) needs a block-diagonal (flat) prior; use newton_cg for coupled or hierarchical priors")
     if not isinstance(likelihood, Softmax):
@@ -75,6 +77,8 @@ def exact_newton(op: Operator, likelihood: Softmax, Y, options: NewtonOptions | 
     while True:
         g = likelihood.gradient(u, Y)
         grads.append(gradient_rms(alpha, g))
+        if on_iteration is not None:
+            on_iteration(NewtonStep(it, float(phi), grads[-1], mvms))
         if grads[-1] <= opts.grad_tol:
             converged, message = True, "gradient below grad_tol"
             break

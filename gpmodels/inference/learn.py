@@ -29,7 +29,7 @@ from ..operators.base import Operator
 from .checkpoint import RunIdentity, digest_array, probe_operator, read_checkpoint, write_checkpoint
 from .cv import CVOptions, check_partition, cv_criterion
 from .map import MAPModel, fit_map
-from .newton_cg import NewtonOptions
+from .newton_cg import NewtonOptions, NewtonStep
 from .outer import OuterOptions, OuterRecord, OuterState, Trial, minimize_outer
 
 __all__ = ["LearnOptions", "Checkpointing", "LearnResult", "learn_hyperparameters", "fit_learned",
@@ -207,8 +207,10 @@ def learn_hyperparameters(op: Operator, likelihood: Likelihood, Y, folds, option
                        evaluations=tuple(log))
 
 
-def fit_learned(result: LearnResult, likelihood: Likelihood, Y, options: LearnOptions | None = None) -> MAPModel:
-    """The final fit on all training points at the learned hyperparameters (``options.final``)."""
+def fit_learned(result: LearnResult, likelihood: Likelihood, Y, options: LearnOptions | None = None, *,
+                on_iteration: Callable[[NewtonStep], None] | None = None) -> MAPModel:
+    """The final fit on all training points at the learned hyperparameters (``options.final``);
+    ``on_iteration`` reports its Newton iterations."""
     opts = options or LearnOptions()
-    return fit_map(result.operator, likelihood, Y, opts.final, method=opts.final_method)
+    return fit_map(result.operator, likelihood, Y, opts.final, method=opts.final_method, on_iteration=on_iteration)
 

@@ -48,12 +48,13 @@ class MAPModel:
 
 
 def fit_map(operator: Operator, likelihood: Likelihood, Y, options: NewtonOptions | None = None, *,
-            method: str = "newton_cg", alpha0=None) -> MAPModel:
-    """Fit the MAP dual vector by ``newton_cg`` (Alg. 1) or ``exact`` Newton (App. C)."""
+            method: str = "newton_cg", alpha0=None, on_iteration=None) -> MAPModel:
+    """Fit the MAP dual vector by ``newton_cg`` (Alg. 1) or ``exact`` Newton (App. C);
+    ``on_iteration(NewtonStep)`` reports progress."""
     if method == "newton_cg":
-        result = newton_cg(operator, likelihood, Y, options, alpha0=alpha0)
+        result = newton_cg(operator, likelihood, Y, options, alpha0=alpha0, on_iteration=on_iteration)
     elif method == "exact":
-        result = exact_newton(operator, likelihood, Y, options, alpha0=alpha0)
+        result = exact_newton(operator, likelihood, Y, options, alpha0=alpha0, on_iteration=on_iteration)
     else:
         from ..errors import InputError
 

@@ -22,6 +22,10 @@ measured on r (``residual``) or on V r, the residual mapped to α-space (``alpha
 warm start).  ``auto`` keeps ``residual`` for the diagonal preconditioner (the original path) and
 uses ``alpha`` for the others, with which a residual test stopped after one step and stalled.
 
+Progress: ``on_iteration(NewtonStep)`` is called with the state at the start (iteration 0) and
+after every Newton iteration; the fit itself never prints (the driver turns the calls into a
+progress bar, :mod:`gpmodels.progress`).
+
 Stopping: the per-point RMS of the gradient α + g (∇ of Φ in u-space, Sec. 5.1.2) below
 ``grad_tol``, or a relative decrease of Φ below ``phi_rtol``, or k1 iterations.
 """
@@ -29,6 +33,7 @@ Stopping: the per-point RMS of the gradient α + g (∇ of Φ in u-space, Sec. 5
 from __future__ import annotations
 
 import time
+from typing import Callable
 
 import attrs
 import numpy as np
@@ -40,7 +45,7 @@ from .cg import cg
 from .line_search import objective, pair_line_search
 from .preconditioners import PRECONDITIONERS, make_preconditioner
 
-__all__ = ["NewtonOptions", "NewtonDiagnostics", "NewtonResult", "newton_cg", "gradient_rms", "PRECONDITIONERS",
+__all__ = ["NewtonOptions", "NewtonDiagnostics", "NewtonResult", "NewtonStep", "newton_cg", "gradient_rms", "PRECONDITIONERS",
            "FORCING_NORMS"]
 
 
@@ -113,6 +118,16 @@ class NewtonDiagnostics:
 
 
 @attrs.frozen
+class NewtonStep:
+    """Progress record of one Newton iteration (0 = the start): Φ, the gradient RMS and MVMs so far."""
+
+    iteration: int
+    phi: float
+    grad_rms: float
+    mvm_count: int
+
+
+@attrs.frozen
 class NewtonResult:
     """The fitted dual vector α (n, C), u = K̃ α, Φ, the last CG solution β and diagnostics."""
 
@@ -149,8 +164,10 @@ def newton_cg(
     *,
     alpha0=None,
     beta0=None,
+    on_iteration: Callable[[NewtonStep], None] | None = None,
 ) -> NewtonResult:
-    """Fit α̂ = argmin Φ by Newton–CG (Alg. 1).  ``alpha0``/``beta0`` warm-start the fit."""
+    """Fit α̂ = argmin Φ by Newton–CG (Alg. 1).  ``alpha0``/``beta0`` warm-start the fit;
+    ``on_iteration`` gets a :class:`NewtonStep` at the start and after every iteration."""
     opts = options or NewtonOptions()
     n, C = op.n_points, op.n_classes
     Y = likelihood.check_targets(Y, n, C)
@@ -175,6 +192,8 @@ def newton_cg(
         g = likelihood.gradient(u, Y)
         gnorm = gradient_rms(alpha, g)
         grads.append(gnorm)
+        if on_iteration is not None:
+            on_iteration(NewtonStep(it, float(phi), gnorm, K.count))
         if gnorm <= opts.grad_tol:
             converged, message = True, "gradient below grad_tol"
             break

@@ -39,7 +39,7 @@ from .sections import KernelSpec, ModelSpec, ObjectiveSpec, Spec
 
 __all__ = ["resolve_path", "check_files", "build_data", "build_multilabel_data", "build_kernel", "build_prior",
            "build_likelihood", "build_newton_options", "model_kernels", "resolve_model", "n_latent", "build_operator",
-           "hierarchy_path", "build_tree", "build_pseudo_targets"]
+           "hierarchy_path", "build_tree", "build_pseudo_targets", "build_binary_operator"]
 
 
 def resolve_path(value: str, base_dir: Path | None, key: str, must_exist: bool = True) -> Path:
@@ -337,6 +337,15 @@ def build_operator(m: ModelSpec, X_train, n_classes: int, base_dir: Path | None 
     ops = [BlockDiagonal.from_sharing(X_train, build_kernel(k, X_train, base_dir), C, "tied", 1.0, rep)
            for k in m.kernels]
     return Sum(ops, m.weights if m.weights is not None else np.ones(len(ops)))
+
+
+def build_binary_operator(spec: Spec, X_train, base_dir: Path | None = None):
+    """The operator of every binary task of `objective.type: one_vs_rest` (two classes: c and the
+    rest) at the spec's hyperparameters; σ² among them when CV learns it (`objective.cv.learn_sigma2`)."""
+    prior = build_prior(spec.model, X_train, base_dir)
+    if spec.objective.learn and spec.objective.cv.learn_sigma2:
+        prior = attrs.evolve(prior, learn_sigma2=True)
+    return prior.operator(X_train, 2)
 
 
 def build_likelihood(m: ModelSpec):

@@ -1,15 +1,18 @@
 """Run a validated spec: load data, dispatch to the objective's runner, evaluate, write the report.
 
 Each objective type has a runner in ``RUNNERS`` (``objective.type`` -> function); a runner gets the
-spec, the loaded data and a ``say`` callback, and returns a :class:`RunOutcome`: its own metrics,
+spec, the loaded data and ``say``, a :class:`~gpmodels.progress.Console` (``say(msg)`` prints a
+message, ``say.bar(...)`` opens a progress bar; both may be off), and returns a
+:class:`RunOutcome`: its own metrics,
 the test-set predictive probabilities when it has them (then error, log-loss, prec and the
 error-reject curve are added here), a diagnostics dict and the resolved spec.
 
 The report folder holds ``metrics.json`` (a flat object of scalars), ``spec.resolved.yaml`` (the
 spec with every default and ``auto`` value filled in), ``diagnostics.json``, ``model.npz`` (when
 the runner can save its model; see :mod:`gpmodels.persistence`), and plots: ``error_reject.png``
-with ``error_reject.csv`` (when there are probabilities) and one ``trace_<name>.png`` per
-criterion trace the runner reports (e.g. Φ over Newton iterations).
+with ``error_reject.csv`` (when there are probabilities), ``confusion_levels.json`` and
+``levels.png`` (accuracy per tree level and decision rule, when the data have a class tree), and
+one ``trace_<name>.png`` per criterion trace the runner reports (e.g. Φ over Newton iterations).
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from ..data.datasets import Dataset
 from ..errors import SpecError
 from ..inference.map import fit_map
 from ..persistence import save_map_model
+from ..progress import Console
 from .build import (build_data, build_likelihood, build_newton_options, build_operator, build_pseudo_targets, build_tree,
                     check_files, resolve_model)
 from .loader import dump_yaml
@@ -45,11 +49,11 @@ class RunOutcome:
     diagnostics: dict
     resolved: Spec
     save: Callable[[Path], object] | None = None  # writes model.npz into a folder
-    traces: dict = attrs.field(factory=dict)  # name -> values over iterations, plotted as trace_<name>.png
+    traces: dict = attrs.field(factory=dict)  # name -> values over iterations, or -> {line label: values}: trace_<name>.png
     paths: tuple | None = None  # (parameter names, (iterations, p) values), plotted as hyperparameters.png
 
 
-Runner = Callable[[Spec, Dataset, "Path | None", Callable[[str], None]], RunOutcome]
+Runner = Callable[[Spec, Dataset, "Path | None", Console], RunOutcome]
 RUNNERS: dict[str, Runner] = {}
 
 
@@ -87,8 +91,10 @@ def run_map(spec: Spec, data: Dataset, base_dir: Path | None, say) -> RunOutcome
     op = build_operator(resolved.model, data.X_train, data.n_classes, base_dir, tree=tree)
     build_seconds = time.perf_counter() - t
     t = time.perf_counter()
-    model = fit_map(op, likelihood, targets(likelihood, data, spec.model.likelihood),
-                    build_newton_options(resolved.objective), method=resolved.objective.method)
+    with say.bar(resolved.objective.k1, "Newton") as bar:
+        model = fit_map(op, likelihood, targets(likelihood, data, spec.model.likelihood),
+                        build_newton_options(resolved.objective), method=resolved.objective.method,
+                        on_iteration=bar.newton)
     fit_seconds = time.perf_counter() - t
     diag = model.result.diagnostics
     say(f"fit: {diag.iterations} Newton iterations, {diag.mvm_count} MVMs, {fit_seconds:.2f} s, "
@@ -153,7 +159,8 @@ def run_em(spec: Spec, data: Dataset, base_dir: Path | None, say) -> RunOutcome:
 
 def _hierarchical_scores(spec: Spec, data: Dataset, base_dir, P: np.ndarray, out_dir: Path) -> dict:
     """acc, prec, pacc, taxo-loss and per-level accuracies on the test set (Sec. 6.1) when the data
-    have a class tree; per-level confusion matrices go to ``confusion_levels.json``."""
+    have a class tree; per-level confusion matrices go to ``confusion_levels.json`` and the accuracy
+    per tree level (one bar per decision rule) to ``levels.png``."""
     tree = build_tree(spec, data, base_dir)
     if tree is None:
         return {}
@@ -168,11 +175,18 @@ def _hierarchical_scores(spec: Spec, data: Dataset, base_dir, P: np.ndarray, out
         levels[rule] = {str(d): {"nodes": s["nodes"], "accuracy": s["accuracy"], "confusion": s["confusion"].tolist()}
                         for d, s in M.level_confusion(y_pred, data.y_test, tree).items()}
     (out_dir / "confusion_levels.json").write_text(json.dumps(levels, indent=1) + "\n")
+    depths = sorted(levels[rules[0]], key=int)
+    reports.plot_bars([f"level {d}" for d in depths], {rule: [levels[rule][d]["accuracy"] for d in depths] for rule in rules},
+                      out_dir / "levels.png", ylabel="accuracy", title=f"{spec.name}: accuracy per tree level")
     return out
 
 
-def run_spec(spec: Spec, base_dir: Path | None = None, out: str | Path | None = None, *, quiet: bool = False) -> dict:
-    """Fit and evaluate ``spec``; returns the metrics written to ``metrics.json``."""
+def run_spec(spec: Spec, base_dir: Path | None = None, out: str | Path | None = None, *, quiet: bool = False,
+             progress: bool = False) -> dict:
+    """Fit and evaluate ``spec``; returns the metrics written to ``metrics.json``.
+
+    Messages go to stdout unless ``quiet``; ``progress`` adds tqdm bars on stderr (Newton
+    iterations, CV outer iterations) unless ``quiet``.  Neither changes any result."""
     runner = RUNNERS.get(spec.objective.type)
     if runner is None:
         raise SpecError(f"no runner for objective type {spec.objective.type!r}; known: {sorted(RUNNERS)}", "objective.type")
@@ -180,9 +194,7 @@ def run_spec(spec: Spec, base_dir: Path | None = None, out: str | Path | None = 
     out_dir = output_dir(spec, out)
     out_dir.mkdir(parents=True, exist_ok=True)
 
-    def say(msg: str) -> None:
-        if not quiet:
-            print(f"[{spec.name}] {msg}", flush=True)
+    say = Console(spec.name, messages=not quiet, bars=progress and not quiet)
 
     t0 = time.perf_counter()
     data = build_data(spec, base_dir)
@@ -199,8 +211,9 @@ def run_spec(spec: Spec, base_dir: Path | None = None, out: str | Path | None = 
         reports.plot_error_reject({spec.name: curve}, out_dir / "error_reject.png")
         hier = _hierarchical_scores(spec, data, base_dir, outcome.probabilities, out_dir)
     for name, values in outcome.traces.items():
-        if len(values) > 1:
-            reports.plot_traces({name: values}, out_dir / f"trace_{name}.png", ylabel=name, log_gap=True,
+        series = values if isinstance(values, dict) else {name: values}  # a dict: one line per entry
+        if any(len(v) > 1 for v in series.values()):
+            reports.plot_traces(series, out_dir / f"trace_{name}.png", ylabel=name, log_gap=True,
                                 title=f"{spec.name}: {name} - min over iterations")
     if outcome.paths is not None:
         reports.plot_paths(outcome.paths[0], outcome.paths[1], out_dir / "hyperparameters.png")
@@ -230,3 +243,4 @@ def run_spec(spec: Spec, base_dir: Path | None = None, out: str | Path | None = 
 from . import run_unifying  # noqa: E402,F401  (registers the unifying-paper runners)
 from . import baseline_runners  # noqa: E402,F401  (registers the crammer_singer and hm3 runners)
 from . import run_cv as _run_cv  # noqa: E402,F401  (registers the `cv` runner)
+from . import run_one_vs_rest as _run_one_vs_rest  # noqa: E402,F401  (registers the `one_vs_rest` runner)

@@ -2,13 +2,17 @@
 
 Settings come from ``objective.cv`` (learning: k1, k2, k3, tolerances, the outer optimiser, the
 partition) and ``objective`` itself (the final fit's k1, k2 and tolerances, and the inner method
-``newton_cg`` or ``exact``).  ``objective.cv.multiclass`` chooses the joint softmax model (the
-sharing mode ``model.sharing`` gives mc-tied / mc-semi / mc-sep) or one-vs-rest.
+``newton_cg`` or ``exact``).  The model is the joint softmax over all classes (the sharing mode
+``model.sharing`` gives mc-tied / mc-semi / mc-sep); one-vs-rest is its own objective
+(``run_one_vs_rest.py``), which shares the helpers here.
 
 With ``objective.cv.checkpoint`` the learning state goes to ``<report folder>/checkpoint.npz``
-(one-vs-rest: ``checkpoint-class<c>.npz``) after every successful outer iteration; a rerun of the
-same spec resumes from it (``resume: auto``).  A checkpoint of another spec or other data, or a
-corrupt one, stops the run with a CheckpointError.
+after every successful outer iteration; a rerun of the same spec resumes from it
+(``resume: auto``).  A checkpoint of another spec or other data, or a corrupt one, stops the run
+with a CheckpointError.
+
+Progress: a bar over the outer iterations (Ψ, max |∇Ψ| and the evaluations in its postfix), then
+one over the final fit's Newton iterations, when the console shows bars.
 """
 
 from __future__ import annotations
@@ -25,14 +29,14 @@ from ..data.splits import kfold_partition
 from ..inference.checkpoint import digest_array
 from ..inference.cv import CVOptions
 from ..inference.learn import Checkpointing, LearnOptions, fit_learned, learn_hyperparameters
-from ..inference.one_vs_rest import learn_one_vs_rest
 from ..inference.outer import OuterOptions
 from ..validation import labels_to_targets
 from .build import build_likelihood, build_newton_options, build_prior, build_tree, resolve_model
 from .run import RunOutcome, map_saver, register_runner
 from .sections import ObjectiveSpec, Spec
 
-__all__ = ["run_cv", "build_learn_options", "cv_partition"]
+__all__ = ["run_cv", "build_learn_options", "cv_partition", "checkpoint_identity", "iteration_reporter",
+           "learning_metrics"]
 
 
 def build_learn_options(o: ObjectiveSpec) -> LearnOptions:
@@ -60,7 +64,7 @@ def _data_digest(X, y) -> dict:
     return {"X": x, "y": digest_array(np.asarray(y))}
 
 
-def _identity(resolved: Spec, data: Dataset) -> dict:
+def checkpoint_identity(resolved: Spec, data: Dataset) -> dict:
     """What a checkpoint must match: the learning-relevant spec and the training data."""
     d = resolved.to_dict()
     cv = {k: v for k, v in d["objective"]["cv"].items() if k not in ("checkpoint", "resume")}
@@ -68,15 +72,18 @@ def _identity(resolved: Spec, data: Dataset) -> dict:
             "train": _data_digest(data.X_train, data.y_train)}
 
 
-def _progress(say, prefix=""):
+def iteration_reporter(say, bar, prefix=""):
+    """``on_iteration`` of the learner: a message per outer iteration and the bar moved to it."""
     def report(rec):
+        bar.outer(rec)
         say(f"{prefix}iteration {rec.iteration}: Ψ = {rec.value:.6g}, max|∇Ψ| = {rec.grad_norm:.3g}, "
             f"{rec.evaluations} evaluation{'s' if rec.evaluations != 1 else ''} ({rec.failed} failed), "
             f"{rec.seconds:.1f} s")
     return report
 
 
-def _learning_metrics(results, prefix="") -> dict:
+def learning_metrics(results, prefix="") -> dict:
+    """Outer iterations, evaluations, failures and learning time summed over ``results``."""
     out = {}
     for r in results:
         st = r.outer
@@ -105,59 +112,40 @@ def run_cv(spec: Spec, data: Dataset, base_dir: Path | None, say) -> RunOutcome:
     checkpoint = None
     if c.checkpoint:
         checkpoint = Checkpointing(Path(spec.output.dir) / "checkpoint.npz", resume=c.resume == "auto",
-                                   identity=_identity(resolved, data))
+                                   identity=checkpoint_identity(resolved, data))
     metrics: dict = {}
     t = time.perf_counter()
-    if c.multiclass == "joint":
-        Y = labels_to_targets(data.y_train, C)
-        op = prior.operator(data.X_train, C)
-        say(f"learning {op.params.size} hyperparameters by {c.folds}-fold CV ({', '.join(op.param_names)})")
-        res = learn_hyperparameters(op, likelihood, Y, folds, options, checkpoint=checkpoint, on_iteration=_progress(say))
-        if res.resumed_from is not None:
-            say(f"resumed from the checkpoint of outer iteration {res.resumed_from}")
-        learn_s = time.perf_counter() - t
-        say(f"learned in {res.outer.iteration} iterations, {res.outer.evaluations} evaluations "
-            f"({res.outer.failed} failed): Ψ {res.history[0].value:.6g} -> {res.psi:.6g} ({res.message})")
-        t = time.perf_counter()
-        model = fit_learned(res, likelihood, Y, options)
-        fit_s = time.perf_counter() - t
-        diag = model.result.diagnostics
-        say(f"final fit: {diag.iterations} Newton iterations, {diag.mvm_count} MVMs, {fit_s:.2f} s ({diag.message})")
-        P = model.predict_proba(data.X_test)
-        results = [res]
-        metrics.update({f"learned.{k}": v for k, v in res.hyperparameters().items()})
-        metrics.update({"psi_start": res.history[0].value, "psi_learned": res.psi,
-                        "final_newton_iterations": diag.iterations, "final_mvm_count": diag.mvm_count,
-                        "final_converged": bool(diag.converged), "final_phi": float(model.result.phi)})
-        diagnostics = {"learning": [r.as_dict() for r in res.history], "learning_message": res.message,
-                       "final_fit": diag.as_dict()}
-        save = map_saver(data, model.operator, likelihood, model.alpha, tree=tree)
-        traces = {"Psi": [r.value for r in res.history]}
-        paths = (tuple(res.names), np.array([r.x for r in res.history]))
-        if spec.evaluation.train_scores:
-            from .. import metrics as M
-            tr = M.classification_report(likelihood.predict(model.result.u), data.y_train)
-            metrics.update({f"train_{k}": v for k, v in tr.items()})
-    else:
-        op2 = prior.operator(data.X_train, 2)
-        say(f"one-vs-rest: {C} binary tasks, {op2.params.size} hyperparameters each, {c.folds}-fold CV")
-        ovr = learn_one_vs_rest(op2, likelihood, data.y_train, C, folds, options, checkpoint=checkpoint,
-                                on_iteration=lambda cls, rec: _progress(say, f"class {cls}: ")(rec))
-        learn_s = time.perf_counter() - t
-        t = time.perf_counter()
-        P = ovr.predict_proba(data.X_test)
-        fit_s = sum(m.result.diagnostics.seconds for m in ovr.models)
-        results = list(ovr.learned)
-        for cls, r in enumerate(results):
-            metrics.update({f"learned.class{cls}.{k}": v for k, v in r.hyperparameters().items()})
-        metrics.update({"psi_start": sum(r.history[0].value for r in results), "psi_learned": sum(r.psi for r in results),
-                        "final_mvm_count": sum(m.result.diagnostics.mvm_count for m in ovr.models),
-                        "final_converged": all(m.result.converged for m in ovr.models)})
-        save, paths = None, None
-        traces = {f"Psi_class{cls}": [x.value for x in r.history] for cls, r in enumerate(results)}
-        diagnostics = {"learning": {f"class{cls}": [x.as_dict() for x in r.history] for cls, r in enumerate(results)},
-                       "final_fit": {f"class{cls}": m.result.diagnostics.as_dict() for cls, m in enumerate(ovr.models)}}
-    metrics.update(_learning_metrics(results))
+    Y = labels_to_targets(data.y_train, C)
+    op = prior.operator(data.X_train, C)
+    say(f"learning {op.params.size} hyperparameters by {c.folds}-fold CV ({', '.join(op.param_names)})")
+    with say.bar(c.max_iter, "CV outer iterations") as bar:
+        res = learn_hyperparameters(op, likelihood, Y, folds, options, checkpoint=checkpoint,
+                                    on_iteration=iteration_reporter(say, bar))
+    if res.resumed_from is not None:
+        say(f"resumed from the checkpoint of outer iteration {res.resumed_from}")
+    learn_s = time.perf_counter() - t
+    say(f"learned in {res.outer.iteration} iterations, {res.outer.evaluations} evaluations "
+        f"({res.outer.failed} failed): Ψ {res.history[0].value:.6g} -> {res.psi:.6g} ({res.message})")
+    t = time.perf_counter()
+    with say.bar(options.final.max_iter, "final fit: Newton") as bar:
+        model = fit_learned(res, likelihood, Y, options, on_iteration=bar.newton)
+    fit_s = time.perf_counter() - t
+    diag = model.result.diagnostics
+    say(f"final fit: {diag.iterations} Newton iterations, {diag.mvm_count} MVMs, {fit_s:.2f} s ({diag.message})")
+    P = model.predict_proba(data.X_test)
+    metrics.update({f"learned.{k}": v for k, v in res.hyperparameters().items()})
+    metrics.update({"psi_start": res.history[0].value, "psi_learned": res.psi,
+                    "final_newton_iterations": diag.iterations, "final_mvm_count": diag.mvm_count,
+                    "final_converged": bool(diag.converged), "final_phi": float(model.result.phi)})
+    diagnostics = {"learning": [r.as_dict() for r in res.history], "learning_message": res.message,
+                   "final_fit": diag.as_dict()}
+    if spec.evaluation.train_scores:
+        from .. import metrics as M
+        tr = M.classification_report(likelihood.predict(model.result.u), data.y_train)
+        metrics.update({f"train_{k}": v for k, v in tr.items()})
+    metrics.update(learning_metrics([res]))
     metrics.update({"learning_wall_seconds": learn_s, "final_fit_seconds": fit_s,
-                    "resumed_from_iteration": results[0].resumed_from, "folds": c.folds})
-    return RunOutcome(metrics, P, diagnostics, resolved, save=save, traces=traces, paths=paths)
+                    "resumed_from_iteration": res.resumed_from, "folds": c.folds})
+    return RunOutcome(metrics, P, diagnostics, resolved, save=map_saver(data, model.operator, likelihood, model.alpha, tree=tree),
+                      traces={"Psi": [r.value for r in res.history]},
+                      paths=(tuple(res.names), np.array([r.x for r in res.history])))

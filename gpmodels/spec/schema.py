@@ -149,7 +149,10 @@ def _join(path: str, key: str) -> str:
 
 
 class Node:
-    """Base of spec classes: build from a plain dict with checks; back to a plain dict."""
+    """Base of spec classes: build from a plain dict with checks; back to a plain dict.
+
+    A subclass may list keys it no longer takes in a class attribute ``REMOVED_KEYS`` (key ->
+    what to write instead); such a key is an error that says so, not an unknown key."""
 
     @classmethod
     def spec_fields(cls):
@@ -160,7 +163,10 @@ class Node:
         if not isinstance(data, dict):
             raise SpecError(f"must be a mapping of keys to values; got {_type_name(data)} {data!r}", path)
         fields = {f.name: f for f in cls.spec_fields()}
+        removed = getattr(cls, "REMOVED_KEYS", {})
         for key in data:
+            if key in removed:
+                raise SpecError(f"was removed: {removed[key]}", _join(path, str(key)))
             if not isinstance(key, str) or key not in fields:
                 near = difflib.get_close_matches(str(key), list(fields), n=1, cutoff=0.6)
                 hint = f"; did you mean {near[0]!r}?" if near else ""

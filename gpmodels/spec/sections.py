@@ -18,7 +18,8 @@ from .schema import Node, option
 
 __all__ = ["TASKS", "LIKELIHOODS", "OBJECTIVES", "SOLVERS", "check_unifying", "Spec", "DataSpec", "ModelSpec",
            "KernelSpec", "RepresentationSpec", "ObjectiveSpec", "EvaluationSpec", "OutputSpec", "KERNEL_TYPES",
-           "KERNEL_KEYS", "PseudoTargetsSpec", "CouplingSpec", "PRIORS", "MODEL_SHARING", "DECISIONS", "CVSpec"]
+           "KERNEL_KEYS", "PseudoTargetsSpec", "CouplingSpec", "PRIORS", "MODEL_SHARING", "DECISIONS", "CVSpec",
+           "check_one_vs_rest"]
 
 #: priors: flat independent GPs, the ANOVA class tree (Sec. 3), square coupling B and C x p loadings (Sec. 7.4.1)
 PRIORS = ("independent", "anova", "coupled", "loadings")
@@ -31,7 +32,7 @@ DECISIONS = ("argmax", "expected_loss", "both")
 TASKS = ("classification", "regression")
 LIKELIHOODS = ("softmax", "logistic", "hinge", "gaussian", "laplace", "student_t")
 REGRESSION_LIKELIHOODS = ("gaussian", "laplace", "student_t")
-OBJECTIVES = ("map", "em", "cv", "laplace", "vb", "mlm", "mkl", "joint_map", "crammer_singer", "hm3")
+OBJECTIVES = ("map", "em", "cv", "one_vs_rest", "laplace", "vb", "mlm", "mkl", "joint_map", "crammer_singer", "hm3")
 SOLVERS = ("algorithm1", "alternating", "lbfgs")
 KERNEL_TYPES = ("rbf", "ard", "linear", "polynomial", "precomputed")
 #: keys each kernel type uses (besides ``type``)
@@ -69,7 +70,8 @@ class DataSpec(Node):
     dataset: str | None = option(None, kind="str", choices=NAMED_DATASETS + MULTILABEL_DATASETS,
                                  doc="a named data set under the data root (give this or `path`); "
                                      "enron_corr and *_FUN are hierarchical multilabel sets")
-    path: str | None = option(None, kind="str", doc="a data file: .npz with arrays X, y, or svmlight/libsvm text")
+    path: str | None = option(None, kind="str", doc="a data file: .npz with arrays X, y; .arff (numeric features, nominal class "
+                                                  "attribute `class` or the last one); or svmlight/libsvm text")
     test_path: str | None = option(None, kind="str", doc="test file for `path` (same format) when `test` is `given`")
     root: str | None = option(None, kind="str",
                               doc="data root for `dataset` (default: $GPMODELS_DATA, ./data, ../shared/data)")
@@ -246,7 +248,10 @@ class ModelSpec(Node):
 
 @attrs.frozen
 class CVSpec(Node):
-    """Hyperparameter learning by the CV criterion Ψ (`objective.type: cv`; Seeger 2008, Sec. 4, 5.2, 6.2)."""
+    """Hyperparameter learning by the CV criterion Ψ (`objective.type: cv` and `one_vs_rest`; Seeger 2008, Sec. 4, 5.2, 6.2)."""
+
+    REMOVED_KEYS = {"multiclass": "one-vs-rest is its own objective: write `objective.type: one_vs_rest` (it takes "
+                                  "these `objective.cv` settings); the joint softmax model is `objective.type: cv`"}
 
     folds: int = option(5, kind="int", minimum=2, doc="q: folds of the fixed random partition of the training set")
     partition_seed: int | None = option(None, kind="int", minimum=0, doc="seed of the partition (default: the spec's `seed`)")
@@ -269,8 +274,6 @@ class CVSpec(Node):
     lower: float = option(-15.0, kind="float", doc="lower bound of every log-space hyperparameter")
     upper: float = option(15.0, kind="float", doc="upper bound of every log-space hyperparameter")
     learn_sigma2: bool = option(False, kind="bool", doc="also learn the intercept variance σ² (needs `model.sigma2` > 0)")
-    multiclass: str = option("joint", kind="str", choices=("joint", "one_vs_rest"),
-                             doc="`joint` softmax over all classes, or `one_vs_rest`: C binary models (C = 2), each with its own learned hyperparameters, combined by the largest P_c(+1|x)")
     checkpoint: bool = option(True, kind="bool", doc="write `checkpoint.npz` in the report folder after every successful outer iteration")
     resume: str = option("auto", kind="str", choices=("auto", "never"),
                          doc="`auto`: continue from an existing checkpoint (a corrupt or foreign one is an error); `never`: start afresh")
@@ -289,11 +292,13 @@ class ObjectiveSpec(Node):
                            "bound; `mlm`: Gaussian marginal likelihood; `mkl`, `joint_map`: kernel-weight criteria "
                            "(Nickisch & Seeger 2011); `crammer_singer`, `hm3`: max-margin baselines; `em`: MAP fit with "
                            "uncertain targets by EM (needs `data.pseudo_targets`); `cv`: learn the hyperparameters by the CV "
-                           "criterion Ψ (section `cv`), then the MAP fit")
+                           "criterion Ψ (section `cv`), then the MAP fit; `one_vs_rest`: C binary softmax models (class c "
+                           "against the rest), each with its own hyperparameters learned by Ψ (section `cv`; with "
+                           "`learn: false` fitted at the given ones), combined by the largest P_c(+1|x) (Sec. 6.2)")
     method: str = option("newton_cg", kind="str", choices=("newton_cg", "exact"),
                          doc="`newton_cg` (Alg. 1) or `exact` Newton (App. C, flat prior, O(n^3 C))")
-    k1: int = option(30, kind="int", minimum=1, doc="maximal Newton iterations (`cv`: of the final fit)")
-    k2: int = option(50, kind="int", minimum=1, doc="maximal CG steps per Newton direction (`cv`: of the final fit)")
+    k1: int = option(30, kind="int", minimum=1, doc="maximal Newton iterations (`cv`, `one_vs_rest`: of the final fit)")
+    k2: int = option(50, kind="int", minimum=1, doc="maximal CG steps per Newton direction (`cv`, `one_vs_rest`: of the final fit)")
     grad_tol: float = option(1e-6, kind="float", minimum=0.0, doc="stop when the per-point RMS of ∇_u Φ is below")
     phi_rtol: float = option(1e-12, kind="float", minimum=0.0, doc="stop when the relative decrease of Φ is below")
     cg_tol: float = option(1e-10, kind="float", minimum=0.0, doc="CG: relative residual tolerance")
@@ -301,8 +306,8 @@ class ObjectiveSpec(Node):
                                doc="CG: stop once the residual fell by this factor from its start (truncated Newton)")
     warm_start: str = option("alpha", kind="str", choices=("alpha", "beta"),
                              doc="CG start: β = D^{-1/2} α (`alpha`) or the last β (`beta`)")
-    learn: bool = option(True, kind="bool", doc="laplace/vb/mlm/mkl/joint_map: learn the hyperparameters "
-                                                "(false: evaluate the criterion at the given ones)")
+    learn: bool = option(True, kind="bool", doc="laplace/vb/mlm/mkl/joint_map/one_vs_rest: learn the hyperparameters "
+                                                "(false: evaluate the criterion, or fit, at the given ones)")
     solver: str | None = option(None, kind="str", choices=SOLVERS,
                                 doc="kernel weights: `algorithm1` (Nickisch & Seeger, default with `kernels`), "
                                     "`alternating`; `lbfgs` (L-BFGS-B on the criterion, default otherwise)")
@@ -327,7 +332,7 @@ class ObjectiveSpec(Node):
     em_max_iter: int = option(50, kind="int", minimum=1, doc="`em`: maximal EM iterations")
     em_rtol: float = option(1e-5, kind="float", minimum=0.0,
                             doc="`em`: stop when the relative change of the pseudo-target log-likelihood is below")
-    cv: CVSpec = option(CVSpec, kind="node", node=CVSpec, doc="settings of `type: cv`")
+    cv: CVSpec = option(CVSpec, kind="node", node=CVSpec, doc="settings of `type: cv` and `type: one_vs_rest`")
 
 
 @attrs.frozen
@@ -372,11 +377,34 @@ class Spec(Node):
                             "data.pseudo_targets")
         if self.objective.type == "em" and self.objective.method != "newton_cg":
             raise SpecError("the EM M-step runs Newton-CG", "objective.method")
-        if self.objective.type == "cv" and self.objective.cv.learn_sigma2 and self.model.sigma2 <= 0:
+        if self.objective.type in ("cv", "one_vs_rest") and self.objective.cv.learn_sigma2 and self.model.sigma2 <= 0:
             raise SpecError("learning σ² needs a starting `model.sigma2` > 0", "objective.cv.learn_sigma2")
-        if self.objective.type == "cv" and self.objective.cv.multiclass == "one_vs_rest" and self.model.prior != "independent":
-            raise SpecError("one-vs-rest builds binary models of the independent prior", "objective.cv.multiclass")
+        if self.objective.type == "one_vs_rest":
+            check_one_vs_rest(self)
         check_unifying(self)
+
+
+def check_one_vs_rest(spec: Spec) -> None:
+    """Cross-key rules of `objective.type: one_vs_rest`: binary softmax models of the flat prior."""
+    m, d = spec.model, spec.data
+    if m.prior != "independent":
+        raise SpecError(f"one-vs-rest builds binary models of the independent prior; got {m.prior!r}", "model.prior")
+    if m.likelihood != "softmax":
+        raise SpecError(f"one-vs-rest fits binary softmax models (C = 2); got likelihood {m.likelihood!r}",
+                        "model.likelihood")
+    if m.kernels is not None:
+        raise SpecError("one-vs-rest takes one `kernel`, not a kernel combination", "model.kernels")
+    if m.sharing in ("level", "subtree"):
+        raise SpecError(f"a binary task has no class tree to share over: use tied, semi or separate; got {m.sharing!r}",
+                        "model.sharing")
+    groups = 1 if m.sharing == "tied" else 2
+    if isinstance(m.variance, tuple) and len(m.variance) != groups:
+        raise SpecError(f"a one-vs-rest model has 2 classes (c and the rest), so {groups} variance group(s) with "
+                        f"sharing {m.sharing!r}: give one number or a list of {groups}; got {len(m.variance)} values",
+                        "model.variance")
+    if d.task != "classification" or d.positive_class is not None:
+        raise SpecError("one-vs-rest is for multiclass classification; drop `positive_class` (it makes one binary "
+                        "task)", "data.positive_class" if d.positive_class is not None else "data.task")
 
 
 def check_unifying(spec: Spec) -> None:

@@ -73,24 +73,31 @@ def _fmt(v) -> str:
     return "" if v is None else str(v)
 
 
-def run_study(study: StudySpec, base_dir: Path | None = None, out=None, *, quiet: bool = False) -> list[dict]:
-    """Run every model of the study; returns the table rows (one metrics dict per model)."""
+def run_study(study: StudySpec, base_dir: Path | None = None, out=None, *, quiet: bool = False,
+              progress: bool = False) -> list[dict]:
+    """Run every model of the study; returns the table rows (one metrics dict per model).
+
+    Messages go to stdout unless ``quiet``; ``progress`` adds tqdm bars on stderr unless ``quiet``:
+    one over the study's rows (the model and its test error in the postfix) and each run's own."""
     from .. import reports
+    from ..progress import Console
     from .run import run_spec
 
+    say = Console(study.name, messages=not quiet, bars=progress and not quiet)
     out_dir = Path(out) if out is not None else Path(study.output.dir.replace("{name}", study.name))
     out_dir.mkdir(parents=True, exist_ok=True)
     rows, curves = [], {}
     t0 = time.perf_counter()
-    for i, entry in enumerate(study.models, start=1):
-        if not quiet:
-            print(f"[{study.name}] model {i}/{len(study.models)}: {entry.name}", flush=True)
-        spec = study.entry_spec(entry, out_dir)
-        metrics = run_spec(spec, base_dir, out_dir / entry.name, quiet=quiet)
-        rows.append({"model": entry.name, **metrics})
-        er = out_dir / entry.name / "error_reject.csv"
-        if er.is_file():
-            curves[entry.name] = reports.read_error_reject_csv(er)
+    with say.bar(len(study.models), "models", unit="model") as bar:
+        for i, entry in enumerate(study.models, start=1):
+            say(f"model {i}/{len(study.models)}: {entry.name}")
+            spec = study.entry_spec(entry, out_dir)
+            metrics = run_spec(spec, base_dir, out_dir / entry.name, quiet=quiet, progress=progress)
+            rows.append({"model": entry.name, **metrics})
+            er = out_dir / entry.name / "error_reject.csv"
+            if er.is_file():
+                curves[entry.name] = reports.read_error_reject_csv(er)
+            bar.goto(i, model=entry.name, **({"test_error": metrics["test_error"]} if "test_error" in metrics else {}))
     cols = ["model"] + [c for c in study.columns if any(c in r for r in rows)]
     md = ["| " + " | ".join(cols) + " |", "|" + " --- |" * len(cols)]
     md += ["| " + " | ".join(_fmt(r.get(c)) for c in cols) + " |" for r in rows]
@@ -113,5 +120,5 @@ def run_study(study: StudySpec, base_dir: Path | None = None, out=None, *, quiet
     (out_dir / "report.md").write_text("\n".join(report) + "\n")
     if not quiet:
         print(table, end="")
-        print(f"[{study.name}] report: {out_dir}/report.md", flush=True)
+    say(f"report: {out_dir}/report.md")
     return rows

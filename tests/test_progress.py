@@ -1,0 +1,134 @@
+"""Progress bars and messages: bars on stderr only when the driver asks, nothing at all with
+--quiet, silent library calls, and the same results with and without bars."""
+
+import json
+
+import numpy as np
+import pytest
+import yaml
+
+from gpmodels.cli import main
+from gpmodels.inference.newton_cg import NewtonOptions, newton_cg
+from gpmodels.likelihoods.softmax import Softmax
+from gpmodels.persistence import load_arrays
+from gpmodels.progress import SILENT, Console
+from gpmodels.spec.loader import spec_from_dict
+from gpmodels.spec.run import run_spec
+from gpmodels.validation import labels_to_targets
+
+from conftest import toy_classification
+
+
+def _data(tmp_path):
+    X, y = toy_classification(90, 3, d=3, seed=3, spread=2.5)
+    np.savez(tmp_path / "train.npz", X=X[:60], y=y[:60])
+    np.savez(tmp_path / "test.npz", X=X[60:], y=y[60:])
+    return {"path": str(tmp_path / "train.npz"), "test_path": str(tmp_path / "test.npz")}
+
+
+def _spec(tmp_path, out, objective=None):
+    return {"name": "bars", "seed": 1, "data": _data(tmp_path),
+            "model": {"kernel": {"type": "rbf", "w": "auto"}, "sharing": "semi", "variance": 2.0, "sigma2": 1.0},
+            "objective": objective or {"k1": 30, "k2": 40}, "output": {"dir": str(tmp_path / out)}}
+
+
+def _write(tmp_path, d, name="spec.yaml"):
+    p = tmp_path / name
+    p.write_text(yaml.safe_dump(d))
+    return p
+
+
+CV = {"type": "cv", "k1": 30, "k2": 40, "cv": {"folds": 3, "k1": 20, "k2": 30, "max_iter": 2, "checkpoint": False}}
+
+
+def _same_results(a, b):
+    ma, mb = (json.loads((d / "metrics.json").read_text()) for d in (a, b))
+    timing = {k for k in ma if k.endswith("seconds")}
+    assert {k: v for k, v in ma.items() if k not in timing} == {k: v for k, v in mb.items() if k not in timing}
+    (_, xa), (_, xb) = load_arrays(a), load_arrays(b)
+    assert set(xa) == set(xb) and all(np.array_equal(xa[k], xb[k]) for k in xa)
+
+
+@pytest.mark.parametrize("objective, bar", [
+    (None, "Newton"),
+    (CV, "CV outer iterations"),
+])
+def test_run_draws_bars_on_stderr_and_quiet_prints_nothing(tmp_path, capfd, objective, bar):
+    with_bars = _write(tmp_path, _spec(tmp_path, "on", objective), "on.yaml")
+    assert main(["run", str(with_bars)]) == 0
+    out, err = capfd.readouterr()
+    assert f"[bars] {bar}" in err and "%|" in err  # a tqdm bar, labelled
+    assert "[bars] test error" in out and "%|" not in out  # messages stay on stdout
+    if objective is not None:
+        assert "Ψ=" in err and "final fit: Newton" in err
+    else:
+        assert "Φ=" in err
+    quiet = _write(tmp_path, _spec(tmp_path, "off", objective), "off.yaml")
+    assert main(["run", str(quiet), "--quiet"]) == 0
+    assert capfd.readouterr() == ("", "")
+    _same_results(tmp_path / "on", tmp_path / "off")
+
+
+def test_no_progress_keeps_the_messages(tmp_path, capfd):
+    assert main(["run", str(_write(tmp_path, _spec(tmp_path, "o"))), "--no-progress"]) == 0
+    out, err = capfd.readouterr()
+    assert "[bars] fit:" in out and err == ""
+
+
+def test_one_vs_rest_shows_a_bar_per_class(tmp_path, capfd):
+    d = _spec(tmp_path, "o", {**CV, "type": "one_vs_rest"})
+    d["model"]["sharing"] = "tied"
+    assert main(["run", str(_write(tmp_path, d))]) == 0
+    err = capfd.readouterr().err
+    assert all(f"class {c}: CV outer iterations" in err and f"class {c}: final fit" in err for c in range(3))
+
+
+def test_study_bar_over_rows_and_quiet_study(tmp_path, capfd):
+    study = {"name": "st", "data": _data(tmp_path),
+             "models": [{"name": "tied", "model": {"kernel": {"type": "rbf", "w": 0.3}, "sharing": "tied"}},
+                        {"name": "lin", "model": {"kernel": {"type": "linear"}, "sigma2": 1.0}}],
+             "output": {"dir": str(tmp_path / "study")}}
+    p = _write(tmp_path, study, "study.yaml")
+    assert main(["study", str(p)]) == 0
+    out, err = capfd.readouterr()
+    assert "[st] models" in err and "2/2" in err and "model=lin" in err
+    assert "| tied |" in out and "[st] report:" in out
+    study["output"]["dir"] = str(tmp_path / "quiet")
+    assert main(["study", str(_write(tmp_path, study, "study.yaml")), "--quiet"]) == 0
+    assert capfd.readouterr() == ("", "")
+    a = json.loads((tmp_path / "study" / "study.json").read_text())["rows"]
+    b = json.loads((tmp_path / "quiet" / "study.json").read_text())["rows"]
+    assert [r["test_error"] for r in a] == [r["test_error"] for r in b]
+
+
+def test_library_calls_are_silent(tmp_path, capfd):
+    from gpmodels.kernels.rbf import RBF
+    from gpmodels.priors.independent import IndependentGP
+
+    X, y = toy_classification(30, 3, d=2, seed=0)
+    op = IndependentGP(RBF(0.5), "tied", 2.0, 1.0).operator(X, 3)
+    steps = []
+    res = newton_cg(op, Softmax(), labels_to_targets(y, 3), NewtonOptions(), on_iteration=steps.append)
+    assert [s.iteration for s in steps] == list(range(res.diagnostics.iterations + 1))
+    assert [s.phi for s in steps] == pytest.approx(list(res.diagnostics.phi))
+    # run_spec shows bars only when asked, and never under quiet
+    run_spec(spec_from_dict(_spec(tmp_path, "lib")), quiet=True, progress=True)
+    SILENT("not shown")
+    with SILENT.bar(10, "nothing") as bar:
+        bar.step(x=1.0)
+        assert not bar.active
+    assert capfd.readouterr() == ("", "")
+    run_spec(spec_from_dict(_spec(tmp_path, "lib")))
+    out, err = capfd.readouterr()
+    assert "[bars] fit:" in out and err == ""
+
+
+def test_console_bar_moves_and_formats(capfd):
+    say = Console("p", messages=True, bars=True)
+    with say.bar(4, "work", leave=True) as bar:
+        assert bar.active
+        bar.goto(2, psi=1.234567891)
+        say("between")
+        bar.step()
+    out, err = capfd.readouterr()
+    assert "[p] between" in out and "3/4" in err and "psi=1.23457" in err
