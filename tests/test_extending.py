@@ -235,10 +235,13 @@ def test_registered_prior_runs_from_a_spec_and_round_trips(tmp_path, registered)
 
 def test_import_path_prior_learns_by_cv_and_laplace_through_the_driver(tmp_path):
     path = "external_prior:build_class_similarity"
-    cv = {"type": "cv", "cv": {"folds": 3, "max_iter": 2, "checkpoint": False}}
+    cv = {"type": "cv", "cv": {"folds": 3, "max_iter": 2}}  # the checkpoint identity holds prior_options
     d = _spec(tmp_path, path, cv)
     m = run_spec(spec_from_dict(d), quiet=True)
     assert m["psi_learned"] < m["psi_start"] and "learned.strength" in m and m["learned.strength"] != 0.5
+    assert (tmp_path / "out" / "checkpoint.npz").is_file()
+    again = run_spec(spec_from_dict(d), quiet=True)  # resumes: the identity (prior_options included) matches
+    assert again["resumed_from_iteration"] == 2 and again["psi_learned"] == m["psi_learned"]
     X_test = np.load(tmp_path / "test.npz")["X"]
     P = load_model(tmp_path / "out").predict_proba(X_test)
     np.testing.assert_array_equal(_predict_in_fresh_process(tmp_path / "out", X_test), P)
