@@ -15,7 +15,7 @@ from .inference import (CVOptions, LearnOptions, cv_criterion, fit_learned, fit_
 from .kernels import ARD, RBF, Linear, Polynomial, Precomputed, RepresentationConfig
 from .likelihoods import Gaussian, Laplace, Logistic, SmoothedHinge, Softmax, StudentT
 from .operators import BlockDiagonal, Intercept, Operator, Sum
-from .priors import IndependentGP
+from .priors import IndependentGP, PriorContext, register_prior
 # structured priors and targets (Seeger 2008, Sec. 3, 6.1, 7.4.1, 7.4.2)
 from .hierarchy import ClassTree
 from .inference.em import EMOptions, fit_em
@@ -34,5 +34,5 @@ __all__ = [
     "decisions", "ClassTree", "ANOVA", "Coupled", "ANOVAPrior", "CoupledPrior", "coupling_init", "PseudoTargets",
     "coarsen_labels", "EMOptions", "fit_em",
     "cv_criterion", "CVOptions", "LearnOptions", "learn_hyperparameters", "fit_learned",
-    "learn_one_vs_rest", "fit_one_vs_rest",
+    "learn_one_vs_rest", "fit_one_vs_rest", "register_prior", "PriorContext",
 ]

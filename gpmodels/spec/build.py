@@ -1,7 +1,8 @@
 """From a validated spec to objects: data, class tree, prior, likelihood, Newton options, pseudo-targets.
 
 Relative file paths in a spec are looked up in the working directory first, then next to the
-spec file.
+spec file.  Priors are built through the registry of :mod:`gpmodels.priors.registry`; the four
+built-in priors are registered here, by the same ``register_prior`` a user calls.
 """
 
 from __future__ import annotations
@@ -28,18 +29,20 @@ from ..likelihoods.hinge import SmoothedHinge
 from ..likelihoods.logistic import Logistic
 from ..likelihoods.robust import Laplace, StudentT
 from ..likelihoods.softmax import Softmax
+from ..operators.base import Operator
 from ..operators.blockdiag import BlockDiagonal
 from ..operators.sum import Sum
 from ..likelihoods.uncertain import PseudoTargets, coarsen_labels
 from ..priors.anova import ANOVAPrior
 from ..priors.coupled import CoupledPrior
 from ..priors.independent import IndependentGP
+from ..priors.registry import PriorContext, import_path_of, register_prior, resolve_prior
 from ..validation import check_features
 from .sections import KernelSpec, ModelSpec, ObjectiveSpec, Spec
 
 __all__ = ["resolve_path", "check_files", "build_data", "build_multilabel_data", "build_kernel", "build_prior",
-           "build_likelihood", "build_newton_options", "model_kernels", "resolve_model", "n_latent", "build_operator",
-           "hierarchy_path", "build_tree", "build_pseudo_targets", "build_binary_operator"]
+           "prior_operator", "build_likelihood", "build_newton_options", "model_kernels", "resolve_model", "n_latent",
+           "build_operator", "hierarchy_path", "build_tree", "build_pseudo_targets", "build_binary_operator"]
 
 
 def resolve_path(value: str, base_dir: Path | None, key: str, must_exist: bool = True) -> Path:
@@ -78,6 +81,7 @@ def check_files(spec: Spec, base_dir: Path | None) -> None:
         resolve_path(pt.file, base_dir, "data.pseudo_targets.file")
     if hierarchy_path(spec, base_dir) is None and _tree_needed_by(spec) is not None:
         _no_tree(spec)
+    resolve_prior(spec.model.prior)  # a user prior by import path: importable, callable
 
 
 # ---------------------------------------------------------------------------- class trees
@@ -281,31 +285,78 @@ _ANOVA_SHARING = {"tied": ("tied", "tied"), "semi": ("node", "tied"), "separate"
                   "level": ("level", None), "subtree": ("subtree", None)}
 
 
-def build_prior(m: ModelSpec, X_train, base_dir: Path | None = None, *, tree: ClassTree | None = None):
-    """The prior factory of ``model`` (IndependentGP, ANOVAPrior or CoupledPrior)."""
+def _representation(m: ModelSpec) -> RepresentationConfig:
     r = m.representation
-    rep = RepresentationConfig(kind=r.kind, memory_mb=r.memory_mb, stored_max_mb=r.stored_max_mb, rank=r.rank, tol=r.tol)
-    variance = m.variance if not isinstance(m.variance, tuple) else list(m.variance)
-    kernel = build_kernel(m.kernel, X_train, base_dir)
-    if tree is None and (m.prior == "anova" or m.sharing in ("level", "subtree")):
-        raise SpecError("needs a class hierarchy (`data.hierarchy`)", "model.prior" if m.prior == "anova" else "model.sharing")
-    if m.prior == "independent":
-        if m.sharing in ("level", "subtree"):  # F2 of Seeger 2008, Sec. 6.1: classes grouped by the tree
-            g = tree.class_groups(m.sharing)
-            vgroups = [np.flatnonzero(g == j).tolist() for j in range(int(g.max()) + 1)]
-            kgroups = vgroups if m.kernel_sharing == "follow" else [list(range(tree.n_classes))]
-            return IndependentGP(kernel, None, variance, m.sigma2, kernel_groups=kgroups, variance_groups=vgroups,
-                                 representation=rep)
-        return IndependentGP(kernel, m.sharing, variance, m.sigma2, representation=rep)
-    if m.prior == "anova":
-        vmode, kmode = _ANOVA_SHARING[m.sharing]
-        if kmode is None:
-            kmode = vmode if m.kernel_sharing == "follow" else "tied"
-        return ANOVAPrior(tree, kernel, vmode, variance, m.sigma2, kernel_sharing=kmode, representation=rep)
+    return RepresentationConfig(kind=r.kind, memory_mb=r.memory_mb, stored_max_mb=r.stored_max_mb, rank=r.rank, tol=r.tol)
+
+
+def _variance(m: ModelSpec):
+    return m.variance if not isinstance(m.variance, tuple) else list(m.variance)
+
+
+def _build_independent(ctx: PriorContext) -> IndependentGP:
+    m = ctx.model
+    if m.sharing in ("level", "subtree"):  # F2 of Seeger 2008, Sec. 6.1: classes grouped by the tree
+        tree = ctx.tree
+        if tree is None:
+            raise SpecError("needs a class hierarchy (`data.hierarchy`)", "model.sharing")
+        g = tree.class_groups(m.sharing)
+        vgroups = [np.flatnonzero(g == j).tolist() for j in range(int(g.max()) + 1)]
+        kgroups = vgroups if m.kernel_sharing == "follow" else [list(range(tree.n_classes))]
+        return IndependentGP(ctx.kernel, None, _variance(m), m.sigma2, kernel_groups=kgroups, variance_groups=vgroups,
+                             representation=ctx.representation)
+    return IndependentGP(ctx.kernel, m.sharing, _variance(m), m.sigma2, representation=ctx.representation)
+
+
+def _build_anova(ctx: PriorContext) -> ANOVAPrior:
+    m = ctx.model
+    tree = ctx.require_tree()
+    vmode, kmode = _ANOVA_SHARING[m.sharing]
+    if kmode is None:
+        kmode = vmode if m.kernel_sharing == "follow" else "tied"
+    return ANOVAPrior(tree, ctx.kernel, vmode, _variance(m), m.sigma2, kernel_sharing=kmode,
+                      representation=ctx.representation)
+
+
+def _build_coupled(ctx: PriorContext) -> CoupledPrior:  # `coupled` (C x C B) and `loadings` (C x p B)
+    m = ctx.model
     c = m.coupling
     B = None if c.matrix is None else np.asarray(c.matrix, dtype=float)
-    return CoupledPrior(kernel, n_factors=c.factors, init=c.init, B=B, tree=tree, sharing=m.sharing, variance=variance,
-                        sigma2=m.sigma2, representation=rep, learn_B=c.learn, seed=c.seed)
+    return CoupledPrior(ctx.kernel, n_factors=c.factors, init=c.init, B=B, tree=ctx.tree, sharing=m.sharing,
+                        variance=_variance(m), sigma2=m.sigma2, representation=ctx.representation, learn_B=c.learn,
+                        seed=c.seed)
+
+
+for _name, _builder in (("independent", _build_independent), ("anova", _build_anova), ("coupled", _build_coupled),
+                        ("loadings", _build_coupled)):
+    register_prior(_name, _builder)
+
+
+def build_prior(m: ModelSpec, X_train, base_dir: Path | None = None, *, tree: ClassTree | None = None):
+    """The prior factory of ``model``: the builder registered under ``model.prior`` (or imported from
+    ``package.module:builder``) applied to a :class:`PriorContext`."""
+    builder = resolve_prior(m.prior)
+    ctx = PriorContext(name=m.prior, options=dict(m.prior_options or {}), model=m,
+                       kernel=build_kernel(m.kernel, X_train, base_dir), representation=_representation(m),
+                       X_train=X_train, tree=tree, base_dir=base_dir)
+    prior = builder(ctx)
+    if not callable(getattr(prior, "operator", None)):
+        raise SpecError(f"the builder of prior {m.prior!r} returned a {type(prior).__name__}; a builder returns a "
+                        "prior factory, an object with a method operator(X, n_classes) -> Operator", "model.prior")
+    return prior
+
+
+def prior_operator(prior, m: ModelSpec, X_train, n_classes: int) -> Operator:
+    """``prior.operator(X_train, n_classes)``, checked to be an Operator of the right size."""
+    op = prior.operator(X_train, n_classes)
+    if not isinstance(op, Operator):
+        raise SpecError(f"prior {m.prior!r}: operator() returned a {type(op).__name__}, not a "
+                        "gpmodels.operators.Operator", "model.prior")
+    n = X_train.shape[0]
+    if (op.n_points, op.n_classes) != (n, n_classes):
+        raise SpecError(f"prior {m.prior!r}: operator() returned an operator over {op.n_points} points and "
+                        f"{op.n_classes} classes; the data need {n} and {n_classes}", "model.prior")
+    return op
 
 
 def model_kernels(m: ModelSpec) -> list[tuple[str, KernelSpec]]:
@@ -316,7 +367,13 @@ def model_kernels(m: ModelSpec) -> list[tuple[str, KernelSpec]]:
 
 
 def resolve_model(m: ModelSpec, X_train) -> ModelSpec:
-    """``w: auto`` resolved in ``kernel`` or in every entry of ``kernels``."""
+    """``w: auto`` resolved in ``kernel`` or in every entry of ``kernels``; a registered user prior
+    replaced by its builder's import path when it has one, so that ``spec.resolved.yaml`` rebuilds
+    the model in a process that never registered the name."""
+    if not m.builtin_prior and ":" not in m.prior:
+        path = import_path_of(resolve_prior(m.prior))
+        if path is not None:
+            m = attrs.evolve(m, prior=path)
     if m.kernels is not None:
         return attrs.evolve(m, kernels=tuple(resolve_kernel(k, X_train) for k in m.kernels))
     return attrs.evolve(m, kernel=resolve_kernel(m.kernel, X_train))
@@ -331,9 +388,8 @@ def build_operator(m: ModelSpec, X_train, n_classes: int, base_dir: Path | None 
     """The prior's operator; with ``kernels`` the Sum K_θ = Σ θ_m K_m of variance-1 components."""
     C = n_latent(m, n_classes)
     if m.kernels is None:
-        return build_prior(m, X_train, base_dir, tree=tree).operator(X_train, C)
-    r = m.representation
-    rep = RepresentationConfig(kind=r.kind, memory_mb=r.memory_mb, stored_max_mb=r.stored_max_mb, rank=r.rank, tol=r.tol)
+        return prior_operator(build_prior(m, X_train, base_dir, tree=tree), m, X_train, C)
+    rep = _representation(m)
     ops = [BlockDiagonal.from_sharing(X_train, build_kernel(k, X_train, base_dir), C, "tied", 1.0, rep)
            for k in m.kernels]
     return Sum(ops, m.weights if m.weights is not None else np.ones(len(ops)))
@@ -345,7 +401,7 @@ def build_binary_operator(spec: Spec, X_train, base_dir: Path | None = None):
     prior = build_prior(spec.model, X_train, base_dir)
     if spec.objective.learn and spec.objective.cv.learn_sigma2:
         prior = attrs.evolve(prior, learn_sigma2=True)
-    return prior.operator(X_train, 2)
+    return prior_operator(prior, spec.model, X_train, 2)
 
 
 def build_likelihood(m: ModelSpec):

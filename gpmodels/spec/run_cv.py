@@ -31,7 +31,8 @@ from ..inference.cv import CVOptions
 from ..inference.learn import Checkpointing, LearnOptions, fit_learned, learn_hyperparameters
 from ..inference.outer import OuterOptions
 from ..validation import labels_to_targets
-from .build import build_likelihood, build_newton_options, build_prior, build_tree, resolve_model
+from ..errors import SpecError
+from .build import build_likelihood, build_newton_options, build_prior, build_tree, prior_operator, resolve_model
 from .run import RunOutcome, map_saver, register_runner
 from .sections import ObjectiveSpec, Spec
 
@@ -105,6 +106,9 @@ def run_cv(spec: Spec, data: Dataset, base_dir: Path | None, say) -> RunOutcome:
     tree = build_tree(spec, data, base_dir)
     prior = build_prior(resolved.model, data.X_train, base_dir, tree=tree)
     if c.learn_sigma2:
+        if not (attrs.has(type(prior)) and "learn_sigma2" in attrs.fields_dict(type(prior))):
+            raise SpecError(f"prior {spec.model.prior!r} has no `learn_sigma2` setting; learn σ² inside the prior "
+                            "(e.g. Intercept(op, σ², learn=True)) and drop this key", "objective.cv.learn_sigma2")
         prior = attrs.evolve(prior, learn_sigma2=True)
     likelihood = build_likelihood(resolved.model)
     options = build_learn_options(resolved.objective)
@@ -116,7 +120,7 @@ def run_cv(spec: Spec, data: Dataset, base_dir: Path | None, say) -> RunOutcome:
     metrics: dict = {}
     t = time.perf_counter()
     Y = labels_to_targets(data.y_train, C)
-    op = prior.operator(data.X_train, C)
+    op = prior_operator(prior, resolved.model, data.X_train, C)
     say(f"learning {op.params.size} hyperparameters by {c.folds}-fold CV ({', '.join(op.param_names)})")
     with say.bar(c.max_iter, "CV outer iterations") as bar:
         res = learn_hyperparameters(op, likelihood, Y, folds, options, checkpoint=checkpoint,

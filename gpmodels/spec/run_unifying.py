@@ -24,7 +24,7 @@ from ..inference.vb import VBOptions, learn_vb, vb_criterion
 from ..likelihoods.softmax import Softmax
 from ..operators.sum import Sum
 from ..validation import labels_to_targets
-from .build import build_likelihood, build_operator, resolve_model
+from .build import _tree_needed_by, build_likelihood, build_operator, build_tree, resolve_model
 from .run import RunOutcome, register_runner
 from .sections import REGRESSION_LIKELIHOODS, Spec
 
@@ -62,13 +62,17 @@ def _hyper_metrics(names, x) -> dict:
 
 
 def _setup(spec: Spec, data: Dataset, base_dir):
+    """(resolved spec, operator, likelihood, targets, class tree or None); the tree is built only for
+    priors that may use one (structured built-ins and user priors), not for the flat default."""
     resolved = attrs.evolve(spec, model=resolve_model(spec.model, data.X_train))
-    op = build_operator(resolved.model, data.X_train, data.n_classes, base_dir)
+    m = spec.model
+    tree = None if m.builtin_prior and _tree_needed_by(spec) is None else build_tree(spec, data, base_dir)
+    op = build_operator(resolved.model, data.X_train, data.n_classes, base_dir, tree=tree)
     lik = build_likelihood(resolved.model)
-    return resolved, op, lik, targets(lik, data, spec.model.likelihood)
+    return resolved, op, lik, targets(lik, data, spec.model.likelihood), tree
 
 
-def _finish(spec, data, resolved, op, lik, alpha, metrics, diagnostics, say):
+def _finish(spec, data, resolved, op, lik, alpha, metrics, diagnostics, say, tree=None):
     t = time.perf_counter()
     latent = op.cross_test(data.X_test).mvm(alpha)
     scores, P = evaluate(lik, latent, data, spec.model.likelihood)
@@ -81,14 +85,15 @@ def _finish(spec, data, resolved, op, lik, alpha, metrics, diagnostics, say):
     from .run import map_saver
 
     traces = {"criterion": list(diagnostics["trace"])} if diagnostics.get("trace") else {}
-    return RunOutcome(metrics, P, diagnostics, resolved, save=map_saver(data, op, lik, alpha), traces=traces)
+    return RunOutcome(metrics, P, diagnostics, resolved, save=map_saver(data, op, lik, alpha, tree=tree),
+                      traces=traces)
 
 
 @register_runner("laplace")
 def run_laplace(spec: Spec, data: Dataset, base_dir: Path | None, say) -> RunOutcome:
     """Laplace MLM (R&W Alg. 3.1-3.4, 5.1): learn the hyperparameters by L-BFGS-B, or evaluate."""
     o = spec.objective
-    resolved, op, lik, Y = _setup(spec, data, base_dir)
+    resolved, op, lik, Y, tree = _setup(spec, data, base_dir)
     opts = LaplaceOptions(path=o.path, n_probes=o.n_probes, seed=spec.seed, newton=MODE_OPTIONS)
     t = time.perf_counter()
     diag = {}
@@ -101,7 +106,7 @@ def run_laplace(spec: Spec, data: Dataset, base_dir: Path | None, say) -> RunOut
     say(f"Laplace log marginal likelihood {res.log_marginal:.6g} ({o.path} path), {seconds:.2f} s")
     metrics = {"log_marginal": res.log_marginal, "fit_seconds": seconds, "path": o.path,
                **_hyper_metrics(res.param_names, np.concatenate([op.params, lik.params]))}
-    return _finish(spec, data, resolved, op, lik, res.mode.alpha, metrics, diag, say)
+    return _finish(spec, data, resolved, op, lik, res.mode.alpha, metrics, diag, say, tree)
 
 
 @register_runner("vb")
@@ -115,7 +120,7 @@ def run_kernel_weights(spec: Spec, data: Dataset, base_dir: Path | None, say) ->
     o = spec.objective
     if spec.model.kernels is None:
         return run_vb(spec, data, base_dir, say)
-    resolved, op, lik, Y = _setup(spec, data, base_dir)
+    resolved, op, lik, Y, tree = _setup(spec, data, base_dir)
     opts = MKLOptions(criterion=o.type, lam=o.lam, p=o.p, max_iter=max(o.max_iter, 1), tol=min(o.tol, 1e-10))
     solver = o.solver or "algorithm1"
     t = time.perf_counter()
@@ -136,13 +141,13 @@ def run_kernel_weights(spec: Spec, data: Dataset, base_dir: Path | None, say) ->
     metrics = {"criterion": float(res.criterion), "fit_seconds": seconds, "solver": solver,
                "outer_iterations": res.iterations}
     diag = {"trace": list(res.trace), "times": list(res.times), "message": res.message}
-    return _finish(spec, data, resolved, op, lik, res.alpha, metrics, diag, say)
+    return _finish(spec, data, resolved, op, lik, res.alpha, metrics, diag, say, tree)
 
 
 def run_vb(spec: Spec, data: Dataset, base_dir: Path | None, say) -> RunOutcome:
     """φ_VB (exact -2 log P for Gaussian noise): learn all hyperparameters by L-BFGS-B, or evaluate."""
     o = spec.objective
-    resolved, op, lik, Y = _setup(spec, data, base_dir)
+    resolved, op, lik, Y, tree = _setup(spec, data, base_dir)
     t = time.perf_counter()
     diag = {}
     if o.learn:
@@ -154,4 +159,4 @@ def run_vb(spec: Spec, data: Dataset, base_dir: Path | None, say) -> RunOutcome:
     say(f"VB bound φ = {res.phi:.6g} (>= -2 log P(y|θ)), {res.outer_iterations} double-loop iterations, {seconds:.2f} s")
     metrics = {"phi_vb": res.phi, "fit_seconds": seconds,
                **_hyper_metrics(res.param_names, np.concatenate([op.params, lik.params]))}
-    return _finish(spec, data, resolved, op, lik, res.alpha, metrics, diag, say)
+    return _finish(spec, data, resolved, op, lik, res.alpha, metrics, diag, say, tree)

@@ -31,13 +31,14 @@ KINDS = (
 
 def option(default: Any = REQUIRED, *, kind: str, doc: str, choices: Sequence | None = None,
            node: type | None = None, minimum: float | None = None, exclusive_minimum: float | None = None,
-           maximum: float | None = None, nullable: bool = False):
-    """Declare one spec key (see the module docstring)."""
+           maximum: float | None = None, nullable: bool = False, allowed: str | None = None):
+    """Declare one spec key (see the module docstring).  ``allowed``: the reference's "allowed"
+    column when the values are checked by ``Node.check`` rather than by ``choices`` (an open set)."""
     if kind not in KINDS:
         raise ValueError(f"unknown option kind {kind!r}")
     meta = dict(kind=kind, doc=doc, choices=tuple(choices) if choices is not None else None, node=node,
                 minimum=minimum, exclusive_minimum=exclusive_minimum, maximum=maximum,
-                nullable=nullable or default is None)
+                nullable=nullable or default is None, allowed=allowed)
     if default is REQUIRED:
         return attrs.field(kw_only=True, metadata={"spec": meta})
     if node is not None and kind == "node" and default is not None:
@@ -214,7 +215,9 @@ def _fmt_default(f) -> str:
 
 def _fmt_allowed(meta) -> str:
     parts = []
-    if meta["choices"] is not None:
+    if meta["allowed"] is not None:
+        parts.append(meta["allowed"])
+    elif meta["choices"] is not None:
         parts.append(", ".join(f"`{c}`" for c in meta["choices"]))
     else:
         parts.append(meta["kind"].replace("|", " or ").replace("node", "section"))

@@ -13,6 +13,7 @@ from ..inference.newton_cg import FORCING_NORMS
 from ..inference.preconditioners import PRECONDITIONERS
 from ..operators.blockdiag import SHARING_MODES
 from ..priors.coupled import COUPLING_INITS
+from ..priors.registry import BUILTIN_PRIORS, is_import_path, is_known_prior, unknown_prior_message
 from .baseline_sections import CrammerSingerSpec, HM3Spec
 from .schema import Node, option
 
@@ -21,8 +22,9 @@ __all__ = ["TASKS", "LIKELIHOODS", "OBJECTIVES", "SOLVERS", "check_unifying", "S
            "KERNEL_KEYS", "PseudoTargetsSpec", "CouplingSpec", "PRIORS", "MODEL_SHARING", "DECISIONS", "CVSpec",
            "check_one_vs_rest"]
 
-#: priors: flat independent GPs, the ANOVA class tree (Sec. 3), square coupling B and C x p loadings (Sec. 7.4.1)
-PRIORS = ("independent", "anova", "coupled", "loadings")
+#: built-in priors: flat independent GPs, the ANOVA class tree (Sec. 3), square coupling B and C x p loadings
+#: (Sec. 7.4.1); more are registered by gpmodels.priors.register_prior or named by import path
+PRIORS = BUILTIN_PRIORS
 #: sharing of kernels and variances over the prior's units (classes, tree nodes or factors);
 #: ``level`` / ``subtree`` group them by the class tree (Sec. 6.1: H1, F2/H2)
 MODEL_SHARING = SHARING_MODES + ("level", "subtree")
@@ -185,9 +187,15 @@ class CouplingSpec(Node):
 class ModelSpec(Node):
     """Prior, kernel, sharing, likelihood and intercept."""
 
-    prior: str = option("independent", kind="str", choices=PRIORS,
+    prior: str = option("independent", kind="str",
+                        allowed=", ".join(f"`{p}`" for p in PRIORS) + ", a registered name, `module:builder`",
                         doc="`independent` GPs per class; `anova` class tree (needs a hierarchy); `coupled` "
-                            "K(B) with C x C B; `loadings` with C x p B")
+                            "K(B) with C x C B; `loadings` with C x p B; or a user prior: a name registered by "
+                            "`gpmodels.priors.register_prior`, or `package.module:builder` imported by path "
+                            "(docs/extending.md)")
+    prior_options: dict | None = option(None, kind="dict",
+                                        doc="user priors: free-form settings passed to the builder "
+                                            "(`PriorContext.options`)")
     kernel: KernelSpec | None = option(None, kind="node", node=KernelSpec,
                                        doc="the covariance shape (or give `kernels`)")
     sharing: str = option("separate", kind="str", choices=MODEL_SHARING,
@@ -218,7 +226,20 @@ class ModelSpec(Node):
     representation: RepresentationSpec = option(RepresentationSpec, kind="node", node=RepresentationSpec,
                                                 doc="kernel matrix representation")
 
+    @property
+    def builtin_prior(self) -> bool:
+        """Whether ``prior`` is one of the built-in priors (else a registered or imported user prior)."""
+        return self.prior in BUILTIN_PRIORS
+
     def check(self, path):
+        if not is_known_prior(self.prior):
+            if ":" in self.prior and not is_import_path(self.prior):
+                raise SpecError(f"{self.prior!r} is not an import path of the form 'package.module:builder'",
+                                f"{path}.prior")
+            raise SpecError(unknown_prior_message(self.prior), f"{path}.prior")
+        if self.prior_options is not None and self.builtin_prior:
+            raise SpecError(f"`prior_options` are for user priors; the built-in prior {self.prior!r} takes its "
+                            "settings from the model keys (sharing, variance, coupling, ...)", f"{path}.prior_options")
         if (self.kernel is None) == (self.kernels is None):
             raise SpecError("give exactly one of `kernel` or `kernels` (a kernel combination)", f"{path}.kernel")
         if self.kernels is not None:
@@ -368,7 +389,7 @@ class Spec(Node):
     output: OutputSpec = option(OutputSpec, kind="node", node=OutputSpec, doc="output")
 
     def check(self, path):
-        if self.objective.method == "exact" and self.model.prior != "independent":
+        if self.objective.method == "exact" and self.model.builtin_prior and self.model.prior != "independent":
             raise SpecError("exact Newton needs the independent (flat) prior", "objective.method")
         if self.objective.type == "em" and self.data.pseudo_targets is None:
             raise SpecError("objective type 'em' needs `data.pseudo_targets`", "objective.type")
@@ -418,7 +439,7 @@ def check_unifying(spec: Spec) -> None:
     if m.kernels is not None and m.prior != "independent":
         raise SpecError(f"kernel combinations build independent GPs; prior {m.prior!r} takes one `kernel`",
                         "model.kernels")
-    if m.prior != "independent" and lik != "softmax":
+    if m.builtin_prior and m.prior != "independent" and lik != "softmax":
         raise SpecError(f"prior {m.prior!r} couples the C class functions of the softmax; got likelihood {lik!r}",
                         "model.prior")
     if m.kernels is not None and lik == "softmax":
