@@ -13,7 +13,7 @@ Per method and partition it prints the test error, the learning time, the number
 spent in kernel MVMs (incl. cross blocks), derivative traces (grad_trace), restricting /
 cross-block copies and kernel construction; then means over partitions and a final JSON line.
 
-Usage: python bench/satimage_cv.py [--partitions 3] [--methods mc-sep,mc-semi,mc-tied,1rest]
+Usage: python bench/satimage_cv.py [--partitions 3] [--first-partition 0] [--methods mc-sep,mc-semi,mc-tied,1rest]
        [--max-train N] [--max-iter N] [--blas-threads K]
 The default is the full study (3 partitions, all methods, all 4435 training points).
 """
@@ -47,6 +47,7 @@ PAPER = {"mc-sep": 7.95, "mc-semi": 8.10, "mc-tied": 8.35, "1rest": 8.00}  # See
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--first-partition", type=int, default=0, help="seed of the first partition (resume a study)")
     p.add_argument("--partitions", type=int, default=3, help="random 5-partitions (seeds 0..P-1); paper: 10")
     p.add_argument("--methods", default=",".join(METHODS), help=f"comma-separated subset of {list(METHODS)}")
     p.add_argument("--max-train", type=int, default=None, help="subsample the training set (smoke runs)")
@@ -72,7 +73,7 @@ def main(argv=None):
     rows = {m: [] for m in methods}
     t_all = time.perf_counter()
     with blas_threads(a.blas_threads):
-        for part in range(a.partitions):
+        for part in range(a.first_partition, a.first_partition + a.partitions):
             folds = kfold_partition(data.y_train.size, spec.objective.cv.folds, part, y=data.y_train)
             for m in methods:
                 overrides, ovr = METHODS[m]
