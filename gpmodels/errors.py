@@ -18,6 +18,7 @@ __all__ = [
     "NotFittedError",
     "InputTypeError",
     "DataConversionWarning",
+    "ConvergenceWarning",
 ]
 
 
@@ -66,3 +67,7 @@ class InputTypeError(InputError, TypeError):
 
 class DataConversionWarning(UserWarning):
     """Input was converted to the expected form (a column-vector y raveled to 1-D, ...)."""
+
+
+class ConvergenceWarning(UserWarning):
+    """An iterative fit stopped at its iteration or update limit before reaching its tolerance."""

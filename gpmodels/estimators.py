@@ -1,7 +1,9 @@
-"""scikit-learn style estimators over the composed models.
+"""scikit-learn style estimators over the composed models and the max-margin baselines.
 
-``GPClassifier`` composes a prior, a likelihood and an objective and follows scikit-learn's
-estimator conventions: ``__init__`` only stores its arguments, ``fit`` validates and fits, fitted
+``GPClassifier`` composes a prior, a likelihood and an objective; ``CrammerSingerSVC`` wraps the
+multiclass SVM of :mod:`gpmodels.baselines.crammer_singer` and ``HM3Classifier`` the hierarchical
+multilabel learner of :mod:`gpmodels.baselines.hm3`.  All follow scikit-learn's estimator
+conventions: ``__init__`` only stores its arguments, ``fit`` validates and fits, fitted
 state ends in ``_``, and ``predict`` / ``predict_proba`` / ``decision_function`` / ``score`` /
 ``get_params`` / ``set_params`` behave as scikit-learn's do, so the estimators drop into
 pipelines and grid searches.  scikit-learn itself is not a dependency: the protocol is implemented
@@ -12,23 +14,31 @@ from __future__ import annotations
 
 import functools
 import inspect
+import math
+import os
 import warnings
 
 import numpy as np
 import scipy.sparse as sp
 
+from .baselines.crammer_singer import CSOptions, fit_crammer_singer
+from .baselines.hm3 import HM3Options, fit_hm3
+from .baselines.hm3_inference import node_max_marginals
 from .data.scaling import auto_rbf_w
-from .errors import DataConversionWarning, InputError, NotFittedError
+from .errors import ConvergenceWarning, DataConversionWarning, InputError, NotFittedError
+from .hierarchy import ClassTree
 from .inference.map import fit_map
 from .inference.newton_cg import NewtonOptions
+from .kernels.base import Kernel
 from .kernels.linear import Linear, Polynomial
 from .kernels.rbf import ARD, RBF
 from .kernels.representations import RepresentationConfig
 from .likelihoods.softmax import Softmax
+from .multilabel import check_multilabels, micro_prf
 from .priors.independent import IndependentGP
 from .validation import check_features, labels_to_targets
 
-__all__ = ["GPClassifier", "EstimatorMixin"]
+__all__ = ["GPClassifier", "CrammerSingerSVC", "HM3Classifier", "EstimatorMixin"]
 
 
 class EstimatorMixin:
@@ -202,3 +212,302 @@ class GPClassifier(EstimatorMixin):
     def predict(self, X):
         P = self.predict_proba(X)
         return self.classes_[np.argmax(P, axis=1)]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# max-margin baselines
+
+KERNELS = ("rbf", "ard", "linear", "polynomial")
+
+
+def _make_kernel(owner: str, kernel, w, degree, offset, X) -> Kernel:
+    """The x-kernel of a max-margin estimator: a :class:`Kernel` passed as is, or built by name.
+
+    ``'rbf'``: exp(-(w/2)||x - x'||²) (scikit-learn's gamma is w/2), ``w='auto'`` = 1 / Σ_j Var[x_j]
+    of the training inputs (Seeger 2008, Sec. 6.2); ``'ard'``: one w per input dimension (a number is
+    broadcast); ``'linear'``: xᵀx'; ``'polynomial'``: (xᵀx' + offset)^degree.
+    """
+    if isinstance(kernel, Kernel):
+        return kernel
+    if not (isinstance(kernel, str) and kernel in KERNELS):
+        raise InputError(f"The 'kernel' parameter of {owner} must be one of {list(KERNELS)} or a "
+                         f"gpmodels.kernels.Kernel instance; got {kernel!r} instead")
+    if kernel == "linear":
+        return Linear()
+    if kernel == "polynomial":
+        return Polynomial(degree=degree, offset=offset)
+    if isinstance(w, str):
+        if w != "auto":
+            raise InputError(f"The 'w' parameter of {owner} must be 'auto' or a positive number; got {w!r} instead")
+        w = auto_rbf_w(X)
+    if kernel == "rbf":
+        return RBF(w)
+    w = np.asarray(w, dtype=np.float64)
+    if w.ndim > 1 or (w.ndim == 1 and w.size != X.shape[1]):
+        raise InputError(f"Dimension mismatch: w of the 'ard' kernel must be a number or have shape "
+                         f"({X.shape[1]},) (one per feature); got {w.shape}")
+    return ARD(np.broadcast_to(w, (X.shape[1],)).copy())
+
+
+def _check_positive(owner: str, name: str, value) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) \
+            or not math.isfinite(value) or value <= 0:
+        raise InputError(f"The {name!r} parameter of {owner} must be a positive number; got {value!r} instead")
+    return float(value)
+
+
+class CrammerSingerSVC(EstimatorMixin):
+    """Multiclass kernel SVM of Crammer & Singer (JMLR 2001), solved by the fixed-point algorithm.
+
+    Primal (7) in scikit-learn's scaling: min_M ½||M||² + C Σ_i ξ_i subject to
+    f_{y_i}(x_i) − f_r(x_i) ≥ 1 − δ_{y_i,r} − ξ_i for all r, with class scores f_r(x) = M_r·φ(x).
+    The dual (15) in τ (one row per example, τ_i ≤ 1_{y_i}, Σ_r τ_ir = 0) is solved by Fig. 4 with
+    β = 1/C and the improvements of Sec. 7 (KKT example selection, active set, cooling of ε, an LRU
+    cache of kernel rows); see :mod:`gpmodels.baselines.crammer_singer`.  Scores (eq. 12):
+    f_r(x) = β^{-1} Σ_i τ_ir K(x, x_i) = Σ_{i ∈ SV} K(x, x_i) ``dual_coef_``[i, r]; prediction
+    argmax_r f_r(x) (eq. 16).
+
+    Parameters: ``kernel`` ('rbf', 'ard', 'linear', 'polynomial' or a :class:`gpmodels.kernels.Kernel`),
+    ``w`` ('auto' = 1 / Σ_j Var[x_j], or a number; RBF/ARD only; exp(-(w/2)||x − x'||²), so
+    scikit-learn's gamma is w/2), ``degree`` and ``offset`` (polynomial (xᵀx' + offset)^degree),
+    ``C`` (= 1/β), ``epsilon`` (stop at max_i ψ_i < βε), ``cooling`` of ε ('none', 'exponential',
+    'linear', 'logarithmic'), ``active_set``, ``reduced_solver`` ('fixed_point' = Fig. 3,
+    'exact' = by sorting), ``cache_mb`` (kernel-row cache; 0 disables it), ``engine`` ('auto',
+    'compiled', 'numpy'; the same τ bit for bit) and ``max_updates``.  The solver is deterministic
+    (it selects examples by their KKT violation, never at random), so there is no seed.
+
+    Training examples with K(x_i, x_i) = 0 (all-zero rows under the linear kernel) are left out of
+    the solver: φ(x_i) = 0 makes their constraints independent of M (ξ_i = 1 at any M) and the
+    reduced problem (eq. 18) needs K(x_i, x_i) > 0.  Their rows of ``tau_`` are zero.
+
+    No ``predict_proba``: an SVM's scores are margins, not probabilities, and a calibration map
+    (Platt scaling) would be a second model fitted on held-out data; use
+    ``sklearn.calibration.CalibratedClassifierCV`` over this estimator when probabilities are needed.
+
+    Fitted attributes: ``classes_``, ``n_features_in_``, ``kernel_`` (the kernel used),
+    ``support_`` (indices of the training examples with τ_i ≠ 0), ``support_vectors_``,
+    ``n_support_`` (support vectors per class), ``dual_coef_`` ((n_SV, k): τ_i / β of the support
+    vectors), ``tau_`` ((n_samples, k): the dual solution τ), ``n_iter_`` (example updates of
+    Fig. 4), ``model_`` (the :class:`~gpmodels.baselines.crammer_singer.CrammerSingerModel`, whose
+    ``result`` holds Q(τ), the duality gap and the trace).
+    """
+
+    def __init__(self, kernel="rbf", C=1.0, w="auto", degree=2, offset=1.0, epsilon=1e-3, cooling="logarithmic",
+                 active_set=True, reduced_solver="fixed_point", cache_mb=200.0, engine="auto",
+                 max_updates=10_000_000):
+        self.kernel = kernel
+        self.C = C
+        self.w = w
+        self.degree = degree
+        self.offset = offset
+        self.epsilon = epsilon
+        self.cooling = cooling
+        self.active_set = active_set
+        self.reduced_solver = reduced_solver
+        self.cache_mb = cache_mb
+        self.engine = engine
+        self.max_updates = max_updates
+
+    def fit(self, X, y):
+        owner = type(self).__name__
+        C = _check_positive(owner, "C", self.C)
+        opts = CSOptions(beta=1.0 / C, epsilon=self.epsilon, cooling=self.cooling, active_set=self.active_set,
+                         reduced_solver=self.reduced_solver, cache_mb=self.cache_mb, engine=self.engine,
+                         max_updates=self.max_updates)
+        X = check_features("X", X)
+        classes, codes = _encode_targets(y)
+        if codes.size != X.shape[0]:
+            raise InputError(f"X has {X.shape[0]} samples but y has {codes.size}")
+        k, m = classes.size, X.shape[0]
+        kernel = _make_kernel(owner, self.kernel, self.w, self.degree, self.offset, X)
+        keep = np.flatnonzero(kernel.diag(X) > 0)  # φ(x_i) = 0 leaves M unchanged (class docstring)
+        if keep.size == 0:
+            raise InputError(f"every training example has K(x, x) = 0 under {kernel!r} (all-zero rows?); "
+                             "there is nothing to learn from")
+        model = fit_crammer_singer(kernel, X if keep.size == m else X[keep], codes[keep], opts, n_classes=k)
+        result = model.result
+        if not result.converged:
+            hint = "raise max_updates" + (" or try reduced_solver='exact'" if self.reduced_solver != "exact" else "")
+            warnings.warn(f"{owner} stopped before max ψ < βε ({result.message}; max ψ/β = {result.max_psi:.3g}, "
+                          f"epsilon = {self.epsilon:g}); {hint}", ConvergenceWarning, stacklevel=2)
+        self.classes_ = classes
+        self.n_features_in_ = X.shape[1]
+        self.kernel_ = kernel
+        self.model_ = model
+        self.support_ = keep[model.support_]
+        self.support_vectors_ = model.X_support_
+        self.n_support_ = np.bincount(codes[self.support_], minlength=k)
+        self.dual_coef_ = model.tau_support_ / model.beta     # shape: (n_SV, k)
+        self.tau_ = np.zeros((m, k))
+        self.tau_[keep] = result.tau
+        self.n_iter_ = result.updates
+        return self
+
+    def _scores(self, X) -> np.ndarray:
+        self._check_fitted()
+        return self.model_.decision_function(self._check_X(X))
+
+    def decision_function(self, X):
+        """Class scores f_r(x) (eq. 12), shape (n, k); for two classes f_1 − f_0, shape (n,), as scikit-learn expects."""
+        F = self._scores(X)
+        return F[:, 1] - F[:, 0] if F.shape[1] == 2 else F
+
+    def predict(self, X):
+        """argmax_r f_r(x) (eq. 16), as class labels."""
+        F = self._scores(X)
+        return self.classes_[np.argmax(F, axis=1)]
+
+
+def _as_tree(hierarchy, owner: str) -> ClassTree:
+    """A :class:`ClassTree` from a ClassTree, a networkx DiGraph (parent -> child), an edge list or a
+    ``hierarchy.tsv`` path."""
+    if isinstance(hierarchy, ClassTree):
+        return hierarchy
+    if hasattr(hierarchy, "is_directed") and hasattr(hierarchy, "edges"):
+        return ClassTree.from_networkx(hierarchy)
+    if isinstance(hierarchy, (str, os.PathLike)):
+        return ClassTree.from_tsv(hierarchy)
+    allowed = ("a gpmodels.hierarchy.ClassTree, a networkx DiGraph with edges parent -> child, a list of "
+               "(parent, child) pairs or the path of a hierarchy.tsv file")
+    if hierarchy is None or not hasattr(hierarchy, "__iter__"):
+        raise InputError(f"The 'hierarchy' parameter of {owner} must be {allowed}; got {hierarchy!r} instead")
+    edges = list(hierarchy)
+    bad = [e for e in edges if isinstance(e, str) or not hasattr(e, "__len__") or len(e) != 2]
+    if bad:
+        raise InputError(f"The 'hierarchy' parameter of {owner} must be {allowed}; entry {bad[0]!r} of the "
+                         f"edge list is not a (parent, child) pair")
+    return ClassTree(edges)
+
+
+class HM3Classifier(EstimatorMixin):
+    """Hierarchical multilabel max-margin classifier H-M^3 (Rousu et al., JMLR 2006).
+
+    Targets are hierarchical multilabels (:mod:`gpmodels.multilabel`): ``Y`` is an (n, P) 0/1 (or
+    bool, or ±1) indicator matrix with one column per non-root node of ``hierarchy``, in the tree's
+    breadth-first node order (``ClassTree.nodes``, ``classes_`` after fitting), and every row a
+    union of partial paths (a positive node's parent is positive; the root is implicit).  Single-label
+    classes become such rows by :func:`gpmodels.multilabel.paths_to_multilabels`.
+
+    ``hierarchy``: a :class:`~gpmodels.hierarchy.ClassTree`, a networkx DiGraph (edges parent ->
+    child), a list of (parent, child) pairs or the path of a ``hierarchy.tsv`` file.  The model
+    (Sec. 2.3) scores a labeling y of the tree by Σ_e w_e^{y_e}·φ(x) over the edges e, with edge
+    features on the x-kernel ``kernel`` (as :class:`CrammerSingerSVC`: 'rbf', 'ard', 'linear',
+    'polynomial' or a Kernel; ``w``, ``degree``, ``offset``); it is trained on the marginal dual (8)
+    by Algorithms 1–2 with ``C``, training ``loss`` ('delta' = ℓ_Δ, 'htilde' = ℓ_H̃) and its node
+    ``scaling`` ('uniform', 'sibling', 'subtree'), ``working_set`` ('gap_sampling', drawn with the
+    random generator seeded by ``seed``, or 'cyclic'), ``chunk_size``, ``iteration_limit``,
+    ``direction`` ('dp' or 'lp', the latter needing cvxpy), until the relative duality gap is below
+    ``gap_tol`` or after ``max_passes`` passes; see :mod:`gpmodels.baselines.hm3`.
+
+    ``predict``: the union of partial paths of highest score, by the DP of Sec. 3.4 / 5, as an (n, P)
+    0/1 int matrix — hierarchy-consistent by construction.  ``decision_function``: per node j the
+    max-marginal margin d_j(x) = max_{y: y_j = 1} F(x, y) − max_{y: y_j = 0} F(x, y) over consistent
+    labelings (:func:`~gpmodels.baselines.hm3_inference.node_max_marginals`), so ``predict`` has
+    node j on where d_j > 0 and off where d_j < 0; d_child ≤ d_parent, so thresholding d at any
+    level also gives consistent labelings.  ``score``: the micro-averaged F1 of the positive
+    microlabels (Rousu et al., Table 2; :func:`gpmodels.multilabel.micro_prf`), higher is better.
+    There is no ``predict_proba``: the model is a max-margin one, without probabilities.
+
+    Fitted attributes: ``tree_`` (the ClassTree), ``classes_`` (node names, the columns of Y),
+    ``n_features_in_``, ``kernel_``, ``support_`` (training examples with ν_i ≠ 0),
+    ``dual_coef_`` ((n_SV, P, 4): ν of the support vectors, edge scores H(x) = Σ_i K(x, x_i) ν_i),
+    ``n_iter_`` (passes of Algorithm 1), ``model_`` (the :class:`~gpmodels.baselines.hm3.HM3Model`,
+    whose ``result`` holds the objectives, the gap and the trace).
+    """
+
+    def __init__(self, hierarchy, kernel="rbf", w="auto", degree=2, offset=1.0, C=1.0, loss="delta",
+                 scaling="uniform", working_set="gap_sampling", chunk_size=200, iteration_limit=10, direction="dp",
+                 gap_tol=1e-2, max_passes=200, seed=0):
+        self.hierarchy = hierarchy
+        self.kernel = kernel
+        self.w = w
+        self.degree = degree
+        self.offset = offset
+        self.C = C
+        self.loss = loss
+        self.scaling = scaling
+        self.working_set = working_set
+        self.chunk_size = chunk_size
+        self.iteration_limit = iteration_limit
+        self.direction = direction
+        self.gap_tol = gap_tol
+        self.max_passes = max_passes
+        self.seed = seed
+
+    def __sklearn_tags__(self):
+        from sklearn.utils import ClassifierTags, InputTags, Tags, TargetTags
+
+        return Tags(estimator_type="classifier",
+                    target_tags=TargetTags(required=True, multi_output=True, single_output=False),
+                    classifier_tags=ClassifierTags(multi_class=False, multi_label=True, poor_score=True),
+                    input_tags=InputTags(sparse=True, two_d_array=True))
+
+    def _check_Y(self, Y, tree: ClassTree, n: int) -> np.ndarray:
+        """Y as an (n, P) bool array over ``tree``'s nodes, or a clear error (wrong width, values, closure)."""
+        owner = type(self).__name__
+        if Y is None:
+            raise InputError(f"{owner} requires y to be passed, but the target y is None (Y: an (n, P) indicator "
+                             "matrix over the hierarchy's nodes)")
+        Y = np.asarray(Y)
+        if Y.dtype.kind == "f" and not np.all(np.isfinite(Y) & (Y == np.round(Y))):
+            raise InputError("Unknown label type: continuous. Y must be a 0/1 indicator matrix over the hierarchy's "
+                             "nodes; it has non-integral or non-finite values (a regression target?)")
+        P = tree.n_nodes
+        if Y.ndim != 2 or Y.shape[1] != P:
+            shown = ", ".join(map(repr, tree.nodes[:6])) + (", ..." if P > 6 else "")
+            hint = (" (a 1-D array of classes? convert it with gpmodels.multilabel.paths_to_multilabels)"
+                    if Y.ndim == 1 else "")
+            raise InputError(f"Dimension mismatch: Y must be an (n, {P}) 0/1 indicator matrix with one column per "
+                             f"non-root node of the hierarchy, in the order {shown}; got shape {Y.shape}{hint}")
+        if Y.shape[0] != n:
+            raise InputError(f"X has {n} samples but Y has {Y.shape[0]}")
+        return check_multilabels(Y, tree, "Y")
+
+    def fit(self, X, y):
+        """Fit on inputs X (n, d), dense or CSR, and the indicator matrix y = Y (n, P) (class docstring)."""
+        owner = type(self).__name__
+        tree = _as_tree(self.hierarchy, owner)
+        C = _check_positive(owner, "C", self.C)
+        opts = HM3Options(C=C, loss=self.loss, scaling=self.scaling, working_set=self.working_set,
+                          chunk_size=self.chunk_size, iteration_limit=self.iteration_limit, direction=self.direction,
+                          gap_tol=self.gap_tol, max_passes=self.max_passes, seed=self.seed)
+        X = check_features("X", X)
+        Y = self._check_Y(y, tree, X.shape[0])
+        kernel = _make_kernel(owner, self.kernel, self.w, self.degree, self.offset, X)
+        model = fit_hm3(kernel, X, Y, tree, opts)
+        result = model.result
+        if not result.converged:
+            warnings.warn(f"{owner} stopped before the relative duality gap reached gap_tol = {self.gap_tol:g} "
+                          f"({result.message}; gap {result.gap:.3g}, primal {result.primal:.3g}); raise max_passes",
+                          ConvergenceWarning, stacklevel=2)
+        self.tree_ = tree
+        self.classes_ = np.array(tree.nodes, dtype=object)
+        self.n_features_in_ = X.shape[1]
+        self.kernel_ = kernel
+        self.model_ = model
+        self.support_ = model.support_
+        self.dual_coef_ = model.nu_support_
+        self.n_iter_ = result.passes
+        return self
+
+    def _edge_scores(self, X) -> np.ndarray:
+        self._check_fitted()
+        return self.model_.edge_scores(self._check_X(X))   # shape: (n, P, 4)
+
+    def decision_function(self, X):
+        """Max-marginal margins d_j(x) (class docstring), shape (n, P)."""
+        MM = node_max_marginals(self._edge_scores(X), self.tree_, consistent=True)
+        return MM[:, :, 1] - MM[:, :, 0]
+
+    def predict(self, X):
+        """The consistent multilabel of highest score, (n, P) 0/1 int over ``classes_``."""
+        self._check_fitted()
+        return self.model_.predict(self._check_X(X)).astype(np.int64)
+
+    def score(self, X, y) -> float:
+        """Micro-averaged F1 of ``predict(X)`` against y = Y (n, P) (Rousu et al. 2006, Table 2); 0 when
+        neither has a positive microlabel.  Higher is better, as scikit-learn's scorers expect."""
+        self._check_fitted()
+        X = self._check_X(X)
+        Y = self._check_Y(y, self.tree_, X.shape[0])
+        return float(micro_prf(Y, self.model_.predict(X), self.tree_)[2])

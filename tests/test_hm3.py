@@ -9,7 +9,7 @@ from hypothesis import given, settings, strategies as st
 
 from gpmodels.baselines.hm3 import HM3Options, fit_hm3
 from gpmodels.baselines.hm3_inference import (best_labelings, best_single_paths, edge_losses, edge_onehot,
-                                              labeling_scores)
+                                              labeling_scores, node_max_marginals)
 from gpmodels.baselines.hm3_lp import DirectionLP, solve_marginal_qp
 from gpmodels.baselines.node_svms import fit_node_svms, top_down_consistent
 from gpmodels.errors import HierarchyError, InputError
@@ -48,6 +48,25 @@ def test_dp_against_brute_force(edges, seed):
         np.testing.assert_allclose(labeling_scores(g, lab, tree), val, atol=1e-10)
         if consistent:
             assert np.all(_consistent(lab, tree))
+
+
+@settings(max_examples=30)
+@given(random_trees(max_nodes=7), st.integers(0, 2**31 - 1))
+def test_node_max_marginals_against_brute_force(edges, seed):
+    tree = ClassTree(edges)
+    g = np.random.default_rng(seed).normal(size=(3, tree.n_nodes, 4))
+    allY = _all_labelings(tree.n_nodes)
+    for consistent in (False, True):
+        Ys = allY[_consistent(allY, tree)] if consistent else allY
+        brute = np.stack([labeling_scores(np.broadcast_to(gi, (len(Ys),) + gi.shape), Ys, tree) for gi in g])
+        MM = node_max_marginals(g, tree, consistent=consistent)
+        for j in range(tree.n_nodes):
+            for b in (False, True):
+                np.testing.assert_allclose(MM[:, j, int(b)], brute[:, Ys[:, j] == b].max(axis=1), atol=1e-10)
+        # the best labeling attains both its own max-marginals, node by node
+        lab, val = best_labelings(g, tree, consistent=consistent)
+        np.testing.assert_allclose(np.take_along_axis(MM, lab[:, :, None].astype(int), axis=2)[:, :, 0],
+                                   np.broadcast_to(val[:, None], lab.shape), atol=1e-10)
 
 
 @settings(max_examples=20)

@@ -16,6 +16,9 @@ pass S_b(j) = Σ_{c child of j} G_b(c), G_a(c) = max_b g_c(a, b) + S_b(c), and a
 choosing each child's label given its parent's; both vectorised over examples and over the nodes
 of a tree level.  ``consistent=True`` excludes the labeling (−,+) (prediction over unions of
 partial paths, Sec. 5); training directions range over all labelings.
+Max-marginals (:func:`node_max_marginals`): the best value with node j clamped to − or +, for
+every j at once, by an outside (top-down) pass after the same inside pass; their difference is the
+per-node margin that the scikit-learn façade reports as its decision function.
 """
 
 from __future__ import annotations
@@ -25,7 +28,8 @@ import numpy as np
 from ..hierarchy import ClassTree
 from ..multilabel import node_weights
 
-__all__ = ["parent_bits", "edge_onehot", "edge_losses", "best_labelings", "labeling_scores", "best_single_paths", "TRAIN_LOSSES"]
+__all__ = ["parent_bits", "edge_onehot", "edge_losses", "best_labelings", "node_max_marginals", "labeling_scores",
+           "best_single_paths", "TRAIN_LOSSES"]
 
 TRAIN_LOSSES = ("delta", "htilde")
 
@@ -73,15 +77,18 @@ def parent_bits(lab: np.ndarray, tree: ClassTree) -> np.ndarray:
     return ext[..., np.where(tree.parent >= 0, tree.parent, tree.n_nodes)]
 
 
-def best_labelings(g: np.ndarray, tree: ClassTree, consistent: bool = False) -> tuple[np.ndarray, np.ndarray]:
-    """argmax_y Σ_e g_e(y_e) by the two-pass DP; (labels (n, P) bool, values (n,)).  # shape: g (n, P, 4)"""
+def _inside(g: np.ndarray, tree: ClassTree, consistent: bool):
+    """Bottom-up pass of the DP: S_b(j) (best value below node j given y_j = b, j's own edge
+    excluded), G_a(j) = max_b g_j(a, b) + S_b(j) (j's contribution to its parent given the parent's
+    label a), the best child labels given the parent's, and the value of the best labeling."""
     n, P, _ = g.shape
-    g = np.asarray(g, dtype=np.float64)
     g0, g1, g2, g3 = g[:, :, 0], g[:, :, 1], g[:, :, 2], g[:, :, 3]
     if consistent:
         g1 = np.full_like(g1, -np.inf)
     S0 = np.zeros((n, P))    # best value below node j given y_j = − / +
     S1 = np.zeros((n, P))
+    G0 = np.empty((n, P))
+    G1 = np.empty((n, P))
     ch_neg = np.empty((n, P), dtype=bool)   # best child label given a negative parent
     ch_pos = np.empty((n, P), dtype=bool)   # ... given a positive parent
     levels = tree.levels
@@ -93,19 +100,53 @@ def best_labelings(g: np.ndarray, tree: ClassTree, consistent: bool = False) -> 
         t10, t11 = g2[:, nodes] + s0, g3[:, nodes] + s1     # parent +: child −, +
         ch_neg[:, nodes] = t01 > t00
         ch_pos[:, nodes] = t11 > t10
-        G1 = np.maximum(t10, t11)
+        G0[:, nodes] = np.maximum(t00, t01)
+        G1[:, nodes] = np.maximum(t10, t11)
         if d == 0:
-            root_val = G1.sum(axis=1)                        # the root is positive
+            root_val = G1[:, nodes].sum(axis=1)              # the root is positive
         else:
-            S0[:, uniq] += np.add.reduceat(np.maximum(t00, t01), starts, axis=1)
-            S1[:, uniq] += np.add.reduceat(G1, starts, axis=1)
+            S0[:, uniq] += np.add.reduceat(G0[:, nodes], starts, axis=1)
+            S1[:, uniq] += np.add.reduceat(G1[:, nodes], starts, axis=1)
+    return (g0, g1, g2, g3), S0, S1, G0, G1, ch_neg, ch_pos, root_val
+
+
+def best_labelings(g: np.ndarray, tree: ClassTree, consistent: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """argmax_y Σ_e g_e(y_e) by the two-pass DP; (labels (n, P) bool, values (n,)).  # shape: g (n, P, 4)"""
+    n, P, _ = g.shape
+    g = np.asarray(g, dtype=np.float64)
+    _, _, _, _, _, ch_neg, ch_pos, root_val = _inside(g, tree, consistent)
     lab = np.empty((n, P), dtype=bool)
-    for d, (nodes, par, _, _) in enumerate(levels):  # top-down
+    for d, (nodes, par, _, _) in enumerate(tree.levels):  # top-down
         if d == 0:
             lab[:, nodes] = ch_pos[:, nodes]
         else:
             lab[:, nodes] = np.where(lab[:, par], ch_pos[:, nodes], ch_neg[:, nodes])
     return lab, root_val
+
+
+def node_max_marginals(g: np.ndarray, tree: ClassTree, consistent: bool = True) -> np.ndarray:
+    """MM_b(j) = max over labelings y with y_j = b of Σ_e g_e(y_e), shape (n, P, 2).  # shape: g (n, P, 4)
+
+    Max-product inside-outside on the tree: the inside pass of :func:`best_labelings` gives S_b(j)
+    and G_a(j); top-down, the value of everything outside subtree(j) except edge j given the
+    parent's label a is O_a(j) = MM_a(pa(j)) − G_a(j) (O_1 = root value − G_1(j), O_0 = −∞ below
+    the root, which is positive), and MM_b(j) = max_a [O_a(j) + g_j(a, b)] + S_b(j).  O(nP), the
+    cost of one DP.  ``consistent=True`` ranges over unions of partial paths only (Sec. 5).
+    """
+    n, P, _ = g.shape
+    g = np.asarray(g, dtype=np.float64)
+    (g0, g1, g2, g3), S0, S1, G0, G1, _, _, root_val = _inside(g, tree, consistent)
+    MM = np.empty((n, P, 2))
+    for d, (nodes, par, _, _) in enumerate(tree.levels):  # top-down
+        if d == 0:
+            O0 = np.full((n, nodes.size), -np.inf)
+            O1 = root_val[:, None] - G1[:, nodes]
+        else:
+            O0 = MM[:, par, 0] - G0[:, nodes]
+            O1 = MM[:, par, 1] - G1[:, nodes]
+        MM[:, nodes, 0] = np.maximum(O0 + g0[:, nodes], O1 + g2[:, nodes]) + S0[:, nodes]
+        MM[:, nodes, 1] = np.maximum(O0 + g1[:, nodes], O1 + g3[:, nodes]) + S1[:, nodes]
+    return MM
 
 
 def labeling_scores(g: np.ndarray, Y: np.ndarray, tree: ClassTree) -> np.ndarray:
