@@ -118,11 +118,81 @@ def test_nan_in_the_data_is_a_bad_input(tmp_path, capsys):
 
 
 def test_validate_accepts_every_shipped_spec():
+    from gpmodels.spec.study import StudySpec
+
     for spec in sorted((ROOT / "specs").glob("*.yaml")):
         d = yaml.safe_load(spec.read_text())
-        spec_from_dict(d)
+        StudySpec.from_dict(d) if "models" in d else spec_from_dict(d)  # schema only; test_example_specs runs them
 
 
 def test_docs_spec_reference_matches_the_schema():
     doc = (ROOT / "docs" / "specs.md").read_text()
     assert doc == spec_reference(), "docs/specs.md is stale: regenerate with `gpmodels spec-reference > docs/specs.md`"
+
+
+# ---------------------------------------------------------------------------- exit codes
+def test_a_run_that_fails_exits_1(tmp_path, capsys):
+    """A genuine failure: CV whose first Ψ evaluation cannot succeed (one Newton step per refit,
+    an unreachable failure threshold) raises ConvergenceError; the driver reports it and exits 1."""
+    d = _spec(tmp_path)
+    d["objective"] = {"type": "cv", "cv": {"k1": 1, "fail_tol": 1e-12, "folds": 3, "checkpoint": False}}
+    assert main(["run", str(_write(tmp_path, d)), "--quiet"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("gpmodels: run failed: ") and "first evaluation at the starting hyperparameters failed" in err
+    assert not (tmp_path / "out" / "metrics.json").exists()
+
+
+def test_a_study_whose_model_fails_exits_1(tmp_path, capsys):
+    tr, te = _files(tmp_path)
+    model = {"kernel": {"type": "rbf", "w": "auto"}, "sharing": "tied", "variance": 5.0}
+    study = {"name": "st", "data": {"path": str(tr), "test_path": str(te)},
+             "models": [{"name": "ok", "model": model},
+                        {"name": "fails", "model": model,
+                         "objective": {"type": "cv", "cv": {"k1": 1, "fail_tol": 1e-12, "folds": 3, "checkpoint": False}}}]}
+    p = _write(tmp_path, study, "study.yaml")
+    assert main(["validate", str(p)]) == 0
+    assert main(["study", str(p), "--out", str(tmp_path / "st"), "--quiet"]) == 1
+    assert "run failed" in capsys.readouterr().err
+    assert (tmp_path / "st" / "ok" / "metrics.json").is_file()  # the models before the failure kept their reports
+
+
+@pytest.mark.parametrize("exc, code, shown", [
+    (RuntimeError("boom in the runner"), 1, "RuntimeError: boom in the runner"),  # unexpected: traceback, exit 1
+    (KeyboardInterrupt(), 1, "gpmodels: interrupted"),
+    (MemoryError(), 1, "MemoryError"),
+])
+def test_unexpected_failures_exit_1(tmp_path, monkeypatch, capsys, exc, code, shown):
+    from gpmodels.spec import run as run_module
+
+    def failing(*args, **kwargs):
+        raise exc
+
+    monkeypatch.setitem(run_module.RUNNERS, "map", failing)
+    assert main(["run", str(_write(tmp_path, _spec(tmp_path))), "--quiet"]) == code
+    assert shown in capsys.readouterr().err
+
+
+def test_bad_command_lines_exit_2(capsys):
+    for argv in ([], ["frobnicate"], ["run"], ["run", "a.yaml", "--no-such-flag"]):
+        with pytest.raises(SystemExit) as ex:
+            main(argv)
+        assert ex.value.code == 2
+    capsys.readouterr()
+
+
+def test_validate_run_and_study_exit_0_and_out_decides_the_folder(tmp_path, capsys):
+    d = _spec(tmp_path)
+    p = _write(tmp_path, d)
+    assert main(["validate", str(p)]) == 0
+    assert capsys.readouterr().out.strip() == f"{p}: valid"
+    assert main(["run", str(p), "--out", str(tmp_path / "a"), "--quiet"]) == 0
+    assert (tmp_path / "a" / "metrics.json").is_file() and not (tmp_path / "out").exists()
+    resolved = yaml.safe_load((tmp_path / "a" / "spec.resolved.yaml").read_text())
+    assert resolved["output"]["dir"] == str(tmp_path / "a")  # the report records where it went
+    study = {"name": "st", "data": d["data"], "models": [{"name": "m", "model": d["model"]}],
+             "output": {"dir": str(tmp_path / "default")}}
+    ps = _write(tmp_path, study, "study.yaml")
+    assert main(["study", str(ps), "--out", str(tmp_path / "b"), "--quiet"]) == 0
+    assert (tmp_path / "b" / "study.md").is_file() and (tmp_path / "b" / "m" / "metrics.json").is_file()
+    assert not (tmp_path / "default").exists()
+    assert main(["spec-reference"]) == 0 and capsys.readouterr().out.startswith("# Spec reference")
