@@ -151,3 +151,24 @@ def labels_to_targets(y, n_classes: int) -> np.ndarray:
     Y = np.zeros((y.size, n_classes))
     Y[np.arange(y.size), y] = 1.0
     return Y
+
+
+# ---------------------------------------------------------------- attrs validators of option classes
+def one_of(allowed: Sequence[str]):
+    """attrs validator: the value is one of ``allowed``; the error names the class and field."""
+
+    def check(instance, attribute, value):
+        if value not in allowed:
+            raise InputError(f"{type(instance).__name__}.{attribute.name} must be one of "
+                             f"{', '.join(map(repr, allowed))}; got {value!r}")
+    return check
+
+
+def positive_number(*, finite: bool = True):
+    """attrs validator: a real number > 0 (``finite=False`` also admits +inf, e.g. a time limit)."""
+
+    def check(instance, attribute, value):
+        ok = isinstance(value, (int, float)) and value > 0
+        if not ok or (finite and not np.isfinite(value)):
+            raise InputError(f"{type(instance).__name__}.{attribute.name} must be a positive number; got {value!r}")
+    return check

@@ -53,7 +53,7 @@ import scipy.sparse as sp
 
 from ..errors import InputError
 from ..kernels.base import Kernel
-from ..validation import check_features
+from ..validation import check_features, one_of, positive_number
 from .kernel_cache import KernelRows
 from .cs_loops import ENGINES, CompiledLoop, LoopState, NumpyLoop, compiled_available, resolve_engine
 
@@ -67,16 +67,7 @@ SPARSE_MODES = ("auto", "dense", "sparse")
 REDUCED_SOLVERS = ("fixed_point", "exact")
 
 
-def _choice(allowed):
-    def check(instance, attribute, value):
-        if value not in allowed:
-            raise InputError(f"CSOptions.{attribute.name} must be one of {', '.join(map(repr, allowed))}; got {value!r}")
-    return check
-
-
-def _positive(instance, attribute, value):
-    if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
-        raise InputError(f"CSOptions.{attribute.name} must be a positive number; got {value!r}")
+_POSITIVE = positive_number(finite=True)
 
 
 def _nonneg(instance, attribute, value):
@@ -92,19 +83,19 @@ class CSOptions:
     error when it is not built) or ``numpy``; :func:`compiled_available` tells which.
     """
 
-    beta: float = attrs.field(default=1.0, validator=_positive)
-    epsilon: float = attrs.field(default=1e-3, validator=_positive)
-    selection: str = attrs.field(default="kkt", validator=_choice(SELECTIONS))
+    beta: float = attrs.field(default=1.0, validator=_POSITIVE)
+    epsilon: float = attrs.field(default=1e-3, validator=_POSITIVE)
+    selection: str = attrs.field(default="kkt", validator=one_of(SELECTIONS))
     active_set: bool = True
-    cooling: str = attrs.field(default="logarithmic", validator=_choice(COOLINGS))
-    epsilon0: float = attrs.field(default=0.999, validator=_positive)
+    cooling: str = attrs.field(default="logarithmic", validator=one_of(COOLINGS))
+    epsilon0: float = attrs.field(default=0.999, validator=_POSITIVE)
     cache_mb: float = attrs.field(default=200.0, validator=_nonneg)
-    sparse: str = attrs.field(default="auto", validator=_choice(SPARSE_MODES))
-    reduced_solver: str = attrs.field(default="fixed_point", validator=_choice(REDUCED_SOLVERS))
-    fixed_point_max_iter: int = attrs.field(default=1000, validator=_positive)
-    max_updates: int = attrs.field(default=10_000_000, validator=_positive)
-    max_sweeps: int = attrs.field(default=1000, validator=_positive)
-    engine: str = attrs.field(default="auto", validator=_choice(ENGINES))
+    sparse: str = attrs.field(default="auto", validator=one_of(SPARSE_MODES))
+    reduced_solver: str = attrs.field(default="fixed_point", validator=one_of(REDUCED_SOLVERS))
+    fixed_point_max_iter: int = attrs.field(default=1000, validator=_POSITIVE)
+    max_updates: int = attrs.field(default=10_000_000, validator=_POSITIVE)
+    max_sweeps: int = attrs.field(default=1000, validator=_POSITIVE)
+    engine: str = attrs.field(default="auto", validator=one_of(ENGINES))
 
     def __attrs_post_init__(self):
         if self.selection == "cyclic" and (self.active_set or self.cooling != "none"):

@@ -36,7 +36,6 @@ paper's LIPSOL comparison, :mod:`.hm3_lp`).
 
 from __future__ import annotations
 
-import math
 import time
 
 import attrs
@@ -47,7 +46,7 @@ from ..errors import InputError
 from ..hierarchy import ClassTree
 from ..kernels.base import Kernel
 from ..multilabel import SCALINGS, check_multilabels
-from ..validation import check_features
+from ..validation import check_features, one_of, positive_number
 from .hm3_inference import TRAIN_LOSSES, best_labelings, best_single_paths, edge_losses, edge_onehot
 from .kernel_cache import KernelRows
 
@@ -57,32 +56,23 @@ WORKING_SETS = ("gap_sampling", "cyclic")
 DIRECTIONS = ("dp", "lp")
 
 
-def _choice(allowed):
-    def check(instance, attribute, value):
-        if value not in allowed:
-            raise InputError(f"HM3Options.{attribute.name} must be one of {', '.join(map(repr, allowed))}; got {value!r}")
-    return check
-
-
-def _positive(instance, attribute, value):
-    if not (isinstance(value, (int, float)) and not math.isnan(value) and value > 0):
-        raise InputError(f"HM3Options.{attribute.name} must be a positive number; got {value!r}")
+_POSITIVE = positive_number(finite=False)
 
 
 @attrs.frozen
 class HM3Options:
     """Settings of H-M^3 (module docstring)."""
 
-    C: float = attrs.field(default=1.0, validator=_positive)
-    loss: str = attrs.field(default="delta", validator=_choice(TRAIN_LOSSES))
-    scaling: str = attrs.field(default="uniform", validator=_choice(SCALINGS))
-    working_set: str = attrs.field(default="gap_sampling", validator=_choice(WORKING_SETS))
-    chunk_size: int = attrs.field(default=200, validator=_positive)
-    iteration_limit: int = attrs.field(default=10, validator=_positive)
-    direction: str = attrs.field(default="dp", validator=_choice(DIRECTIONS))
-    gap_tol: float = attrs.field(default=1e-2, validator=_positive)
-    max_passes: int = attrs.field(default=200, validator=_positive)
-    max_seconds: float = attrs.field(default=float("inf"), validator=_positive)
+    C: float = attrs.field(default=1.0, validator=_POSITIVE)
+    loss: str = attrs.field(default="delta", validator=one_of(TRAIN_LOSSES))
+    scaling: str = attrs.field(default="uniform", validator=one_of(SCALINGS))
+    working_set: str = attrs.field(default="gap_sampling", validator=one_of(WORKING_SETS))
+    chunk_size: int = attrs.field(default=200, validator=_POSITIVE)
+    iteration_limit: int = attrs.field(default=10, validator=_POSITIVE)
+    direction: str = attrs.field(default="dp", validator=one_of(DIRECTIONS))
+    gap_tol: float = attrs.field(default=1e-2, validator=_POSITIVE)
+    max_passes: int = attrs.field(default=200, validator=_POSITIVE)
+    max_seconds: float = attrs.field(default=float("inf"), validator=_POSITIVE)
     seed: int = 0
 
 
