@@ -1,4 +1,4 @@
-"""Build of the optional C extension ``gpmodels.baselines._cs_core`` (the Crammer–Singer inner loop).
+"""Build of the optional C extension ``gpmodels.baselines.crammer_singer._core`` (the Crammer–Singer inner loop).
 
 Everything else about the package is in pyproject.toml.  The extension is ``optional``: without a
 working C compiler (or without Python.h) setuptools reports the failure and installs the package
@@ -22,6 +22,6 @@ class BuildExt(build_ext):
 
 
 setup(
-    ext_modules=[Extension("gpmodels.baselines._cs_core", sources=["gpmodels/baselines/_cs_core.c"], optional=True)],
+    ext_modules=[Extension("gpmodels.baselines.crammer_singer._core", sources=["gpmodels/baselines/crammer_singer/_core.c"], optional=True)],
     cmdclass={"build_ext": BuildExt},
 )

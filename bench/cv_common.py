@@ -14,8 +14,8 @@ import time
 import numpy as np
 
 from gpmodels import metrics as M
-from gpmodels.inference.learn import fit_learned, learn_hyperparameters
-from gpmodels.inference.one_vs_rest import learn_one_vs_rest
+from gpmodels.inference.cv.learn import fit_learned, learn_hyperparameters
+from gpmodels.inference.cv.one_vs_rest import learn_one_vs_rest
 
 
 class _TimedCross:

@@ -43,7 +43,7 @@ from gpmodels.priors.independent import IndependentGP  # noqa: E402
 from gpmodels.kernels.rbf import RBF  # noqa: E402
 from gpmodels.spec.build import build_data  # noqa: E402
 from gpmodels.spec.loader import load_spec  # noqa: E402
-from gpmodels.spec.run_cv import build_learn_options  # noqa: E402
+from gpmodels.spec.runners.cv import build_learn_options  # noqa: E402
 
 SPEC = Path(__file__).resolve().parent.parent / "specs" / "satimage-cv.yaml"
 SHARING = {"mc-sep": "separate", "mc-semi": "semi", "mc-tied": "tied"}

@@ -21,12 +21,12 @@ import time
 
 import numpy as np
 
-from gpmodels.baselines.hm3 import HM3Options, fit_hm3
-from gpmodels.baselines.node_svms import fit_node_svms
-from gpmodels.data.multilabel import load_multilabel
+from gpmodels.baselines.hm3.solver import HM3Options, fit_hm3
+from gpmodels.baselines.hm3.node_svms import fit_node_svms
+from gpmodels.data.multilabel_sets import load_multilabel
 from gpmodels.data.scaling import scale_features
 from gpmodels.kernels import RBF, Linear
-from gpmodels.multilabel import multilabel_report
+from gpmodels.scoring.multilabel import multilabel_report
 
 COLS = ["zero_one", "delta", "htilde_uniform", "htilde_sibling", "htilde_subtree", "precision", "recall", "f1"]
 

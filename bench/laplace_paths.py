@@ -23,7 +23,7 @@ import numpy as np
 from gpmodels.data import load_dataset
 from gpmodels.data.scaling import scale_features
 from gpmodels.data.splits import subsample
-from gpmodels.inference.laplace import LaplaceOptions, laplace_mlm
+from gpmodels.inference.marginal.laplace import LaplaceOptions, laplace_mlm
 from gpmodels.kernels.rbf import RBF
 from gpmodels.likelihoods import Logistic, Softmax
 from gpmodels.operators.blockdiag import BlockDiagonal

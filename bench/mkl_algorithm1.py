@@ -20,7 +20,7 @@ import json
 import numpy as np
 
 from gpmodels.data.scaling import scale_features
-from gpmodels.inference.mkl import MKLOptions, algorithm1, alternating
+from gpmodels.inference.mkl.algorithms import MKLOptions, algorithm1, alternating
 from gpmodels.kernels.linear import Linear
 from gpmodels.kernels.rbf import RBF
 from gpmodels.likelihoods import Gaussian, Logistic

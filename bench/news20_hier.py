@@ -32,8 +32,8 @@ import attrs
 import numpy as np
 
 from gpmodels import metrics as M
-from gpmodels.decisions import argmax_rule, max_expected_parent_accuracy, min_expected_taxo
-from gpmodels.inference.newton_cg import newton_cg
+from gpmodels.scoring.decisions import argmax_rule, max_expected_parent_accuracy, min_expected_taxo
+from gpmodels.inference.map.newton_cg import newton_cg
 from gpmodels.operators.anova import ANOVA
 from gpmodels.operators.intercept import Intercept
 from gpmodels.spec.build import build_data, build_likelihood, build_newton_options, build_prior, build_tree

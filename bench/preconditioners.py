@@ -26,10 +26,10 @@ from pathlib import Path
 import attrs
 import numpy as np
 
-from gpmodels.inference.cg import cg
-from gpmodels.inference.line_search import objective, pair_line_search
-from gpmodels.inference.newton_cg import newton_cg
-from gpmodels.inference.preconditioners import make_preconditioner
+from gpmodels.linalg.cg import cg
+from gpmodels.inference.map.line_search import objective, pair_line_search
+from gpmodels.inference.map.newton_cg import newton_cg
+from gpmodels.inference.map.preconditioners import make_preconditioner
 from gpmodels.spec.build import build_data, build_likelihood, build_newton_options, build_prior, build_tree
 from gpmodels.spec.loader import load_spec
 

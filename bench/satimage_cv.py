@@ -35,7 +35,7 @@ from cv_common import blas_threads, learn_and_evaluate  # noqa: E402
 from gpmodels.data.splits import kfold_partition  # noqa: E402
 from gpmodels.spec.build import build_data, build_likelihood, build_prior, resolve_kernel  # noqa: E402
 from gpmodels.spec.loader import load_spec  # noqa: E402
-from gpmodels.spec.run_cv import build_learn_options  # noqa: E402
+from gpmodels.spec.runners.cv import build_learn_options  # noqa: E402
 
 SPEC = Path(__file__).resolve().parent.parent / "specs" / "satimage-cv.yaml"
 #: method -> (overrides of the spec's `model` section, one-vs-rest?).  A structured prior (ANOVA,

@@ -40,10 +40,10 @@ from gpmodels import metrics as M
 from gpmodels.data import load_dataset
 from gpmodels.data.scaling import scale_features
 from gpmodels.data.splits import kfold_partition, subsample, train_test_split
-from gpmodels.inference.laplace import LaplaceOptions, laplace_mlm, learn_laplace
-from gpmodels.inference.mkl import MKLOptions, algorithm1
-from gpmodels.inference.newton_cg import NewtonOptions, newton_cg
-from gpmodels.inference.vb import learn_vb, vb_criterion
+from gpmodels.inference.marginal.laplace import LaplaceOptions, laplace_mlm, learn_laplace
+from gpmodels.inference.mkl.algorithms import MKLOptions, algorithm1
+from gpmodels.inference.map.newton_cg import NewtonOptions, newton_cg
+from gpmodels.inference.marginal.vb import learn_vb, vb_criterion
 from gpmodels.kernels.linear import Linear
 from gpmodels.kernels.rbf import RBF
 from gpmodels.likelihoods import Gaussian, Laplace, Logistic, StudentT

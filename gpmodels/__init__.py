@@ -4,24 +4,24 @@ Compose a likelihood, a prior and an objective; every objective reaches the prio
 the MVM operator protocol (:class:`gpmodels.operators.Operator`).
 """
 
-from . import decisions, metrics, multilabel
-from .errors import (CheckpointError, ConvergenceError, DataError, GPModelsError, HierarchyError, InputError,
+from gpmodels.scoring import decisions, metrics, multilabel
+from gpmodels.errors import (CheckpointError, ConvergenceError, DataError, GPModelsError, HierarchyError, InputError,
                      SpecError)
-from .inference import MAPModel, NewtonOptions, exact_newton, fit_map, newton_cg
-from .inference import (LaplaceOptions, MKLOptions, VBOptions, algorithm1, alternating, laplace_mlm, learn_laplace,
+from gpmodels.inference import MAPModel, NewtonOptions, exact_newton, fit_map, newton_cg
+from gpmodels.inference import (LaplaceOptions, MKLOptions, VBOptions, algorithm1, alternating, laplace_mlm, learn_laplace,
                         learn_vb, vb_criterion)
-from .inference import (CVOptions, LearnOptions, cv_criterion, fit_learned, fit_one_vs_rest, learn_hyperparameters,
+from gpmodels.inference import (CVOptions, LearnOptions, cv_criterion, fit_learned, fit_one_vs_rest, learn_hyperparameters,
                         learn_one_vs_rest)
-from .kernels import ARD, RBF, Linear, Polynomial, Precomputed, RepresentationConfig
-from .likelihoods import Gaussian, Laplace, Logistic, SmoothedHinge, Softmax, StudentT
-from .operators import BlockDiagonal, Intercept, Operator, Sum
-from .priors import IndependentGP, PriorContext, register_prior
+from gpmodels.kernels import ARD, RBF, Linear, Polynomial, Precomputed, RepresentationConfig
+from gpmodels.likelihoods import Gaussian, Laplace, Logistic, SmoothedHinge, Softmax, StudentT
+from gpmodels.operators import BlockDiagonal, Intercept, Operator, Sum
+from gpmodels.priors import IndependentGP, PriorContext, register_prior
 # structured priors and targets (Seeger 2008, Sec. 3, 6.1, 7.4.1, 7.4.2)
-from .hierarchy import ClassTree
-from .inference.em import EMOptions, fit_em
-from .likelihoods.uncertain import PseudoTargets, coarsen_labels
-from .operators import ANOVA, Coupled
-from .priors import ANOVAPrior, CoupledPrior, coupling_init
+from gpmodels.hierarchy import ClassTree
+from gpmodels.inference.map.em import EMOptions, fit_em
+from gpmodels.likelihoods.uncertain import PseudoTargets, coarsen_labels
+from gpmodels.operators import ANOVA, Coupled
+from gpmodels.priors import ANOVAPrior, CoupledPrior, coupling_init
 
 __version__ = "0.1.0"
 

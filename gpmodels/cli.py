@@ -13,7 +13,7 @@ import argparse
 import sys
 import traceback
 
-from .errors import GPModelsError, InputError
+from gpmodels.errors import GPModelsError, InputError
 
 __all__ = ["main"]
 
@@ -44,9 +44,9 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _validate(path) -> None:
-    from .spec.build import check_files
-    from .spec.loader import load_any_spec
-    from .spec.study import StudySpec
+    from gpmodels.spec.build import check_files
+    from gpmodels.spec.loader import load_any_spec
+    from gpmodels.spec.study import StudySpec
 
     spec, base_dir = load_any_spec(path)
     if isinstance(spec, StudySpec):
@@ -63,8 +63,8 @@ def _predict(model_dir, data, out) -> None:
 
     import numpy as np
 
-    from .data.datasets import load_inputs
-    from .persistence import load_model
+    from gpmodels.data.datasets import load_inputs
+    from gpmodels.persistence import load_model
 
     model = load_model(model_dir)
     X, y = load_inputs(data)
@@ -104,7 +104,7 @@ def main(argv=None) -> int:
     args = _parser().parse_args(argv)
     try:
         if args.command == "spec-reference":
-            from .spec import spec_reference
+            from gpmodels.spec import spec_reference
 
             sys.stdout.write(spec_reference())
             return EXIT_OK
@@ -115,8 +115,8 @@ def main(argv=None) -> int:
             _predict(args.model_dir, args.data, args.out)
             return EXIT_OK
         if args.command == "study":
-            from .spec.loader import read_yaml
-            from .spec.study import StudySpec, run_study
+            from gpmodels.spec.loader import read_yaml
+            from gpmodels.spec.study import StudySpec, run_study
 
             from pathlib import Path
 
@@ -124,8 +124,8 @@ def main(argv=None) -> int:
             run_study(study, Path(args.spec).resolve().parent, args.out, quiet=args.quiet,
                       progress=not args.no_progress)
             return EXIT_OK
-        from .spec.loader import load_spec
-        from .spec.run import run_spec
+        from gpmodels.spec.loader import load_spec
+        from gpmodels.spec.run import run_spec
 
         spec, base_dir = load_spec(args.spec)
         run_spec(spec, base_dir, args.out, quiet=args.quiet, progress=not args.no_progress)

@@ -1,8 +1,8 @@
 """scikit-learn style estimators over the composed models and the max-margin baselines.
 
 ``GPClassifier`` composes a prior, a likelihood and an objective; ``CrammerSingerSVC`` wraps the
-multiclass SVM of :mod:`gpmodels.baselines.crammer_singer` and ``HM3Classifier`` the hierarchical
-multilabel learner of :mod:`gpmodels.baselines.hm3`.  All follow scikit-learn's estimator
+multiclass SVM of :mod:`gpmodels.baselines.crammer_singer.solver` and ``HM3Classifier`` the hierarchical
+multilabel learner of :mod:`gpmodels.baselines.hm3.solver`.  All follow scikit-learn's estimator
 conventions: ``__init__`` only stores its arguments, ``fit`` validates and fits, fitted
 state ends in ``_``, and ``predict`` / ``predict_proba`` / ``decision_function`` / ``score`` /
 ``get_params`` / ``set_params`` behave as scikit-learn's do, so the estimators drop into
@@ -21,22 +21,22 @@ import warnings
 import numpy as np
 import scipy.sparse as sp
 
-from .baselines.crammer_singer import CSOptions, fit_crammer_singer
-from .baselines.hm3 import HM3Options, fit_hm3
-from .baselines.hm3_inference import node_max_marginals
-from .data.scaling import auto_rbf_w
-from .errors import ConvergenceWarning, DataConversionWarning, InputError, NotFittedError
-from .hierarchy import ClassTree
-from .inference.map import fit_map
-from .inference.newton_cg import NewtonOptions
-from .kernels.base import Kernel
-from .kernels.linear import Linear, Polynomial
-from .kernels.rbf import ARD, RBF
-from .kernels.representations import RepresentationConfig
-from .likelihoods.softmax import Softmax
-from .multilabel import check_multilabels, micro_prf
-from .priors.independent import IndependentGP
-from .validation import check_features, labels_to_targets
+from gpmodels.baselines.crammer_singer.solver import CSOptions, fit_crammer_singer
+from gpmodels.baselines.hm3.solver import HM3Options, fit_hm3
+from gpmodels.baselines.hm3.inference import node_max_marginals
+from gpmodels.data.scaling import auto_rbf_w
+from gpmodels.errors import ConvergenceWarning, DataConversionWarning, InputError, NotFittedError
+from gpmodels.hierarchy import ClassTree
+from gpmodels.inference.map.model import fit_map
+from gpmodels.inference.map.newton_cg import NewtonOptions
+from gpmodels.kernels.base import Kernel
+from gpmodels.kernels.linear import Linear, Polynomial
+from gpmodels.kernels.rbf import ARD, RBF
+from gpmodels.kernels.representations import RepresentationConfig
+from gpmodels.likelihoods.softmax import Softmax
+from gpmodels.scoring.multilabel import check_multilabels, micro_prf
+from gpmodels.priors.independent import IndependentGP
+from gpmodels.validation import check_features, labels_to_targets
 
 __all__ = ["GPClassifier", "CrammerSingerSVC", "HM3Classifier", "EstimatorMixin"]
 
@@ -263,7 +263,7 @@ class CrammerSingerSVC(EstimatorMixin):
     f_{y_i}(x_i) − f_r(x_i) ≥ 1 − δ_{y_i,r} − ξ_i for all r, with class scores f_r(x) = M_r·φ(x).
     The dual (15) in τ (one row per example, τ_i ≤ 1_{y_i}, Σ_r τ_ir = 0) is solved by Fig. 4 with
     β = 1/C and the improvements of Sec. 7 (KKT example selection, active set, cooling of ε, an LRU
-    cache of kernel rows); see :mod:`gpmodels.baselines.crammer_singer`.  Scores (eq. 12):
+    cache of kernel rows); see :mod:`gpmodels.baselines.crammer_singer.solver`.  Scores (eq. 12):
     f_r(x) = β^{-1} Σ_i τ_ir K(x, x_i) = Σ_{i ∈ SV} K(x, x_i) ``dual_coef_``[i, r]; prediction
     argmax_r f_r(x) (eq. 16).
 
@@ -288,7 +288,7 @@ class CrammerSingerSVC(EstimatorMixin):
     ``support_`` (indices of the training examples with τ_i ≠ 0), ``support_vectors_``,
     ``n_support_`` (support vectors per class), ``dual_coef_`` ((n_SV, k): τ_i / β of the support
     vectors), ``tau_`` ((n_samples, k): the dual solution τ), ``n_iter_`` (example updates of
-    Fig. 4), ``model_`` (the :class:`~gpmodels.baselines.crammer_singer.CrammerSingerModel`, whose
+    Fig. 4), ``model_`` (the :class:`~gpmodels.baselines.crammer_singer.solver.CrammerSingerModel`, whose
     ``result`` holds Q(τ), the duality gap and the trace).
     """
 
@@ -382,11 +382,11 @@ def _as_tree(hierarchy, owner: str) -> ClassTree:
 class HM3Classifier(EstimatorMixin):
     """Hierarchical multilabel max-margin classifier H-M^3 (Rousu et al., JMLR 2006).
 
-    Targets are hierarchical multilabels (:mod:`gpmodels.multilabel`): ``Y`` is an (n, P) 0/1 (or
+    Targets are hierarchical multilabels (:mod:`gpmodels.scoring.multilabel`): ``Y`` is an (n, P) 0/1 (or
     bool, or ±1) indicator matrix with one column per non-root node of ``hierarchy``, in the tree's
     breadth-first node order (``ClassTree.nodes``, ``classes_`` after fitting), and every row a
     union of partial paths (a positive node's parent is positive; the root is implicit).  Single-label
-    classes become such rows by :func:`gpmodels.multilabel.paths_to_multilabels`.
+    classes become such rows by :func:`gpmodels.scoring.multilabel.paths_to_multilabels`.
 
     ``hierarchy``: a :class:`~gpmodels.hierarchy.ClassTree`, a networkx DiGraph (edges parent ->
     child), a list of (parent, child) pairs or the path of a ``hierarchy.tsv`` file.  The model
@@ -397,21 +397,21 @@ class HM3Classifier(EstimatorMixin):
     ``scaling`` ('uniform', 'sibling', 'subtree'), ``working_set`` ('gap_sampling', drawn with the
     random generator seeded by ``seed``, or 'cyclic'), ``chunk_size``, ``iteration_limit``,
     ``direction`` ('dp' or 'lp', the latter needing cvxpy), until the relative duality gap is below
-    ``gap_tol`` or after ``max_passes`` passes; see :mod:`gpmodels.baselines.hm3`.
+    ``gap_tol`` or after ``max_passes`` passes; see :mod:`gpmodels.baselines.hm3.solver`.
 
     ``predict``: the union of partial paths of highest score, by the DP of Sec. 3.4 / 5, as an (n, P)
     0/1 int matrix — hierarchy-consistent by construction.  ``decision_function``: per node j the
     max-marginal margin d_j(x) = max_{y: y_j = 1} F(x, y) − max_{y: y_j = 0} F(x, y) over consistent
-    labelings (:func:`~gpmodels.baselines.hm3_inference.node_max_marginals`), so ``predict`` has
+    labelings (:func:`~gpmodels.baselines.hm3.inference.node_max_marginals`), so ``predict`` has
     node j on where d_j > 0 and off where d_j < 0; d_child ≤ d_parent, so thresholding d at any
     level also gives consistent labelings.  ``score``: the micro-averaged F1 of the positive
-    microlabels (Rousu et al., Table 2; :func:`gpmodels.multilabel.micro_prf`), higher is better.
+    microlabels (Rousu et al., Table 2; :func:`gpmodels.scoring.multilabel.micro_prf`), higher is better.
     There is no ``predict_proba``: the model is a max-margin one, without probabilities.
 
     Fitted attributes: ``tree_`` (the ClassTree), ``classes_`` (node names, the columns of Y),
     ``n_features_in_``, ``kernel_``, ``support_`` (training examples with ν_i ≠ 0),
     ``dual_coef_`` ((n_SV, P, 4): ν of the support vectors, edge scores H(x) = Σ_i K(x, x_i) ν_i),
-    ``n_iter_`` (passes of Algorithm 1), ``model_`` (the :class:`~gpmodels.baselines.hm3.HM3Model`,
+    ``n_iter_`` (passes of Algorithm 1), ``model_`` (the :class:`~gpmodels.baselines.hm3.solver.HM3Model`,
     whose ``result`` holds the objectives, the gap and the trace).
     """
 
@@ -455,7 +455,7 @@ class HM3Classifier(EstimatorMixin):
         P = tree.n_nodes
         if Y.ndim != 2 or Y.shape[1] != P:
             shown = ", ".join(map(repr, tree.nodes[:6])) + (", ..." if P > 6 else "")
-            hint = (" (a 1-D array of classes? convert it with gpmodels.multilabel.paths_to_multilabels)"
+            hint = (" (a 1-D array of classes? convert it with gpmodels.scoring.multilabel.paths_to_multilabels)"
                     if Y.ndim == 1 else "")
             raise InputError(f"Dimension mismatch: Y must be an (n, {P}) 0/1 indicator matrix with one column per "
                              f"non-root node of the hierarchy, in the order {shown}; got shape {Y.shape}{hint}")

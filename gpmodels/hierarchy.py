@@ -30,7 +30,7 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-from .errors import HierarchyError
+from gpmodels.errors import HierarchyError
 
 __all__ = ["ClassTree", "TREE_SHARING"]
 

@@ -20,9 +20,9 @@ import attrs
 import numpy as np
 import scipy.sparse as sp
 
-from .data.scaling import FeatureScaler
-from .errors import DataError
-from .validation import check_features
+from gpmodels.data.scaling import FeatureScaler
+from gpmodels.errors import DataError
+from gpmodels.validation import check_features
 
 __all__ = ["FORMAT_VERSION", "save_arrays", "load_arrays", "save_map_model", "load_model", "MAPPredictor", "LOADERS",
            "pack_inputs", "unpack_inputs", "save_one_vs_rest_model", "OneVsRestPredictor"]
@@ -110,13 +110,13 @@ def save_map_model(model_dir, X_train, alpha, classes, scaler: FeatureScaler | N
 
 
 def _load_map(model_dir: Path, arrays: dict, spec) -> MAPPredictor:
-    from .spec.build import build_likelihood, build_operator
+    from gpmodels.spec.build import build_likelihood, build_operator
 
     X = unpack_inputs(arrays)
     classes = tuple(str(c) for c in arrays["classes"])
     tree = None
     if "tree_edges" in arrays:
-        from .hierarchy import ClassTree
+        from gpmodels.hierarchy import ClassTree
 
         tree = ClassTree([tuple(e) for e in arrays["tree_edges"].tolist()], classes)
     op = build_operator(spec.model, X, len(classes), model_dir, tree=tree)
@@ -170,7 +170,7 @@ def save_one_vs_rest_model(model_dir, X_train, alphas, thetas, classes, scaler: 
 
 
 def _load_one_vs_rest(model_dir: Path, arrays: dict, spec) -> OneVsRestPredictor:
-    from .spec.build import build_binary_operator, build_likelihood
+    from gpmodels.spec.build import build_binary_operator, build_likelihood
 
     X = unpack_inputs(arrays)
     classes = tuple(str(c) for c in arrays["classes"])
@@ -189,7 +189,7 @@ LOADERS: dict[str, Callable] = {"map": _load_map, "one_vs_rest": _load_one_vs_re
 
 def load_model(model_dir):
     """Load a saved model folder; returns a predictor with ``predict_proba`` and ``predict``."""
-    from .spec.loader import load_spec
+    from gpmodels.spec.loader import load_spec
 
     model_dir = Path(model_dir)
     kind, arrays = load_arrays(model_dir)

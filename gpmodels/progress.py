@@ -29,8 +29,8 @@ class Bar:
     """A progress bar on stderr (a ``tqdm``), or nothing when the console has bars off.
 
     ``goto(n, **postfix)`` moves to position n and shows ``postfix`` (name -> value, formatted);
-    ``newton(step)`` / ``outer(record)`` are ``goto`` for a :class:`~gpmodels.inference.newton_cg.NewtonStep`
-    and an :class:`~gpmodels.inference.outer.OuterRecord`, so they can be passed as ``on_iteration``.
+    ``newton(step)`` / ``outer(record)`` are ``goto`` for a :class:`~gpmodels.inference.map.newton_cg.NewtonStep`
+    and an :class:`~gpmodels.optimize.lbfgs.OuterRecord`, so they can be passed as ``on_iteration``.
     """
 
     def __init__(self, bar=None):

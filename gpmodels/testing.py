@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .operators.base import Operator
+from gpmodels.operators.base import Operator
 
 __all__ = ["check_operator", "check_grad_trace", "check_likelihood", "check_diagonal_likelihood", "assert_close"]
 

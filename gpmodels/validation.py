@@ -12,7 +12,7 @@ from typing import Sequence
 import numpy as np
 import scipy.sparse as sp
 
-from .errors import InputError, InputTypeError
+from gpmodels.errors import InputError, InputTypeError
 
 __all__ = [
     "check_features",

@@ -1,8 +1,14 @@
 import os
+from pathlib import Path
 
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, settings
+
+TESTS = Path(__file__).resolve().parent
+"""The tests folder (shared helpers, fixtures in data/)."""
+ROOT = TESTS.parent
+"""The repository root."""
 
 settings.register_profile("default", max_examples=25, deadline=None,
                           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])

@@ -18,7 +18,7 @@ from hypothesis import given, strategies as st
 from gpmodels.data.splits import kfold_partition
 from gpmodels.errors import InputError, SpecError
 from gpmodels.inference import LaplaceOptions, LearnOptions, OuterOptions, fit_map, laplace_mlm, learn_hyperparameters
-from gpmodels.inference.cv import cv_criterion
+from gpmodels.inference.cv.criterion import cv_criterion
 from gpmodels.kernels.rbf import RBF
 from gpmodels.likelihoods.softmax import Softmax, log_softmax
 from gpmodels.operators import Intercept
@@ -227,7 +227,7 @@ def test_registered_prior_runs_from_a_spec_and_round_trips(tmp_path, registered)
     op = ClassSimilarityPrior(RBF(w), S3, 2.0, 0.5, 1.0).operator(np.load(tmp_path / "train.npz")["X"], 3)
     assert isinstance(op, Intercept) and isinstance(op.inner, ClassSimilarity)
     Y = np.eye(3)[np.load(tmp_path / "train.npz")["y"]]
-    from gpmodels.inference.newton_cg import NewtonOptions
+    from gpmodels.inference.map.newton_cg import NewtonOptions
 
     ref = fit_map(op, Softmax(), Y, NewtonOptions(max_iter=30, cg_max_iter=50)).predict_proba(X_test)
     np.testing.assert_allclose(P, ref, rtol=1e-12, atol=1e-14)

@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from gpmodels.cli import main
-from gpmodels.inference.newton_cg import NewtonOptions, newton_cg
+from gpmodels.inference.map.newton_cg import NewtonOptions, newton_cg
 from gpmodels.likelihoods.softmax import Softmax
 from gpmodels.persistence import load_arrays
 from gpmodels.progress import SILENT, Console

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import DataError
+from gpmodels.errors import DataError
 
 __all__ = ["load_arff"]
 

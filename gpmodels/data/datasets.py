@@ -20,10 +20,10 @@ import attrs
 import numpy as np
 import scipy.sparse as sp
 
-from ..errors import DataError
-from ..validation import check_features
-from .arff import load_arff
-from .svmlight import load_svmlight
+from gpmodels.errors import DataError
+from gpmodels.validation import check_features
+from gpmodels.data.arff import load_arff
+from gpmodels.data.svmlight import load_svmlight
 
 __all__ = ["Dataset", "find_data_root", "load_dataset", "load_file", "load_inputs", "NAMED_DATASETS", "encode_labels"]
 

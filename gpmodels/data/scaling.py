@@ -14,8 +14,8 @@ import attrs
 import numpy as np
 import scipy.sparse as sp
 
-from ..errors import InputError
-from ..kernels.base import sq_norms
+from gpmodels.errors import InputError
+from gpmodels.kernels.base import sq_norms
 
 __all__ = ["SCALINGS", "FeatureScaler", "scale_features", "auto_rbf_w"]
 

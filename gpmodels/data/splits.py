@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import InputError
+from gpmodels.errors import InputError
 
 __all__ = ["rng_from", "train_test_split", "kfold_partition", "subsample"]
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
-from ..errors import DataError
+from gpmodels.errors import DataError
 
 __all__ = ["load_svmlight"]
 

@@ -1,10 +1,10 @@
 """Covariance shapes and their kernel-matrix representations."""
 
-from .base import Kernel, ParameterFreeKernel
-from .linear import Linear, Polynomial
-from .precomputed import Precomputed, index_inputs
-from .rbf import ARD, RBF
-from .representations import (BlockedGram, FeatureGram, LowRankGram, Representation, RepresentationConfig,
+from gpmodels.kernels.base import Kernel, ParameterFreeKernel
+from gpmodels.kernels.linear import Linear, Polynomial
+from gpmodels.kernels.precomputed import Precomputed, index_inputs
+from gpmodels.kernels.rbf import ARD, RBF
+from gpmodels.kernels.representations import (BlockedGram, FeatureGram, LowRankGram, Representation, RepresentationConfig,
                               StoredGram, incomplete_cholesky)
 
 __all__ = ["Kernel", "ParameterFreeKernel", "RBF", "ARD", "Linear", "Polynomial", "Precomputed", "index_inputs", "Representation",

@@ -20,8 +20,8 @@ import abc
 import numpy as np
 import scipy.sparse as sp
 
-from ..errors import InputError
-from ..finite_differences import central_differences
+from gpmodels.errors import InputError
+from gpmodels.linalg.finite_differences import central_differences
 
 __all__ = ["Kernel", "ParameterFreeKernel", "sq_norms", "cross_product", "FD_STEP_KERNEL"]
 
@@ -95,7 +95,7 @@ class Kernel(abc.ABC):
 
     def check_inputs(self, X) -> None:
         """Raise if this kernel cannot take X (sparse input to a dense-only kernel)."""
-        from ..errors import InputError
+        from gpmodels.errors import InputError
 
         if sp.issparse(X) and not self.supports_sparse:
             raise InputError(f"the {type(self).__name__} kernel needs dense inputs; got a sparse matrix")

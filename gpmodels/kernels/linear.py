@@ -14,8 +14,8 @@ from __future__ import annotations
 import attrs
 import numpy as np
 
-from ..errors import InputError
-from .base import Kernel, ParameterFreeKernel, cross_product, sq_norms
+from gpmodels.errors import InputError
+from gpmodels.kernels.base import Kernel, ParameterFreeKernel, cross_product, sq_norms
 
 __all__ = ["Linear", "Polynomial"]
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 import attrs
 import numpy as np
 
-from ..errors import InputError
-from ..validation import check_finite
-from .base import ParameterFreeKernel
+from gpmodels.errors import InputError
+from gpmodels.validation import check_finite
+from gpmodels.kernels.base import ParameterFreeKernel
 
 __all__ = ["Precomputed", "index_inputs"]
 

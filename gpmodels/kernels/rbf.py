@@ -15,8 +15,8 @@ import attrs
 import numpy as np
 import scipy.sparse as sp
 
-from ..errors import InputError
-from .base import Kernel, cross_product, sq_norms
+from gpmodels.errors import InputError
+from gpmodels.kernels.base import Kernel, cross_product, sq_norms
 
 __all__ = ["RBF", "ARD"]
 

@@ -25,9 +25,9 @@ import numpy as np
 import scipy.linalg as sla
 import scipy.sparse as sp
 
-from ..errors import InputError
-from .base import Kernel, sq_norms
-from .linear import Linear
+from gpmodels.errors import InputError
+from gpmodels.kernels.base import Kernel, sq_norms
+from gpmodels.kernels.linear import Linear
 
 __all__ = [
     "Representation",

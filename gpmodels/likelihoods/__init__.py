@@ -1,13 +1,13 @@
 """Likelihoods and their Hessian factors."""
 
-from .base import HessianFactor, Likelihood
-from .diagonal import DiagonalFactor, DiagonalLikelihood
-from .gaussian import Gaussian
-from .hinge import SmoothedHinge
-from .logistic import Logistic
-from .robust import Laplace, StudentT
-from .softmax import Softmax
-from .uncertain import PseudoTargets, coarsen_labels
+from gpmodels.likelihoods.base import HessianFactor, Likelihood
+from gpmodels.likelihoods.diagonal import DiagonalFactor, DiagonalLikelihood
+from gpmodels.likelihoods.gaussian import Gaussian
+from gpmodels.likelihoods.hinge import SmoothedHinge
+from gpmodels.likelihoods.logistic import Logistic
+from gpmodels.likelihoods.robust import Laplace, StudentT
+from gpmodels.likelihoods.softmax import Softmax
+from gpmodels.likelihoods.uncertain import PseudoTargets, coarsen_labels
 
 __all__ = ["Likelihood", "HessianFactor", "Softmax", "DiagonalLikelihood", "DiagonalFactor", "Logistic", "Gaussian",
            "Laplace", "StudentT", "SmoothedHinge", "PseudoTargets", "coarsen_labels"]

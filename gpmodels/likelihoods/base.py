@@ -18,7 +18,7 @@ import abc
 
 import numpy as np
 
-from ..validation import check_targets
+from gpmodels.validation import check_targets
 
 __all__ = ["Likelihood", "HessianFactor"]
 
@@ -128,7 +128,7 @@ class Likelihood(abc.ABC):
 
     def with_params(self, theta) -> "Likelihood":
         if np.asarray(theta).size:
-            from ..errors import InputError
+            from gpmodels.errors import InputError
 
             raise InputError(f"{type(self).__name__} has no parameters; got {np.asarray(theta).size}")
         return self

@@ -35,9 +35,9 @@ import abc
 
 import numpy as np
 
-from ..errors import InputError
-from ..validation import check_finite, check_shape
-from .base import HessianFactor, Likelihood
+from gpmodels.errors import InputError
+from gpmodels.validation import check_finite, check_shape
+from gpmodels.likelihoods.base import HessianFactor, Likelihood
 
 __all__ = ["DiagonalLikelihood", "DiagonalFactor", "as_single_latent"]
 

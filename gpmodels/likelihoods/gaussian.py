@@ -12,8 +12,8 @@ from __future__ import annotations
 import attrs
 import numpy as np
 
-from ..validation import check_positive
-from .diagonal import DiagonalLikelihood, as_single_latent
+from gpmodels.validation import check_positive
+from gpmodels.likelihoods.diagonal import DiagonalLikelihood, as_single_latent
 
 __all__ = ["Gaussian"]
 
@@ -41,7 +41,7 @@ class Gaussian(DiagonalLikelihood):
 
     def with_params(self, theta):
         theta = np.asarray(theta, dtype=np.float64).ravel()
-        from ..errors import InputError
+        from gpmodels.errors import InputError
 
         if theta.size != 1 or not np.isfinite(theta[0]):
             raise InputError(f"Gaussian has one parameter (lik.log_noise); got {theta.tolist()}")

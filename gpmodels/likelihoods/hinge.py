@@ -18,9 +18,9 @@ from __future__ import annotations
 import attrs
 import numpy as np
 
-from ..validation import check_positive
-from .diagonal import DiagonalLikelihood
-from .logistic import check_pm1_targets
+from gpmodels.validation import check_positive
+from gpmodels.likelihoods.diagonal import DiagonalLikelihood
+from gpmodels.likelihoods.logistic import check_pm1_targets
 
 __all__ = ["SmoothedHinge"]
 

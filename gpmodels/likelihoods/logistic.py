@@ -18,8 +18,8 @@ import attrs
 import numpy as np
 from scipy.special import expit
 
-from ..errors import InputError
-from .diagonal import DiagonalLikelihood, as_single_latent
+from gpmodels.errors import InputError
+from gpmodels.likelihoods.diagonal import DiagonalLikelihood, as_single_latent
 
 __all__ = ["Logistic", "check_pm1_targets"]
 

@@ -27,9 +27,9 @@ import attrs
 import numpy as np
 from scipy.special import digamma, gammaln
 
-from ..errors import InputError
-from ..validation import check_positive
-from .diagonal import DiagonalLikelihood, as_single_latent
+from gpmodels.errors import InputError
+from gpmodels.validation import check_positive
+from gpmodels.likelihoods.diagonal import DiagonalLikelihood, as_single_latent
 
 __all__ = ["Laplace", "StudentT"]
 

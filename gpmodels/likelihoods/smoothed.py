@@ -22,9 +22,9 @@ from __future__ import annotations
 import attrs
 import numpy as np
 
-from ..errors import InputError
-from .base import Likelihood
-from .diagonal import DiagonalFactor, DiagonalLikelihood
+from gpmodels.errors import InputError
+from gpmodels.likelihoods.base import Likelihood
+from gpmodels.likelihoods.diagonal import DiagonalFactor, DiagonalLikelihood
 
 __all__ = ["VarianceSmoothed"]
 

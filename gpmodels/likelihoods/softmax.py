@@ -23,8 +23,8 @@ from __future__ import annotations
 import attrs
 import numpy as np
 
-from ..errors import InputError
-from .base import HessianFactor, Likelihood
+from gpmodels.errors import InputError
+from gpmodels.likelihoods.base import HessianFactor, Likelihood
 
 __all__ = ["Softmax", "SoftmaxFactor", "log_softmax"]
 

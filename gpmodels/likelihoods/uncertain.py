@@ -6,7 +6,7 @@ stands for "any class", L_0 = L).  The likelihood factor of point i is
 
     P(ỹ_i | u_i) = Σ_{c ∈ L_ỹi} P(y_i = c | u_i) = Σ_{c ∈ L_ỹi} π_ic,
 
-which is not log-concave when |L_ỹi| > 1; it is fitted by EM (:func:`gpmodels.inference.em.fit_em`)
+which is not log-concave when |L_ỹi| > 1; it is fitted by EM (:func:`gpmodels.inference.map.em.fit_em`)
 with the E-step q_ic ∝ 1{c ∈ L_ỹi} π_ic implemented here.  Everything is in log space:
 log P(ỹ_i | u_i) = logsumexp_{c ∈ L_ỹi} u_ic - logsumexp_c u_ic.
 """
@@ -18,9 +18,9 @@ from typing import Sequence
 import numpy as np
 from scipy.special import logsumexp
 
-from ..errors import HierarchyError, InputError
-from ..hierarchy import ClassTree
-from .softmax import log_softmax
+from gpmodels.errors import HierarchyError, InputError
+from gpmodels.hierarchy import ClassTree
+from gpmodels.likelihoods.softmax import log_softmax
 
 __all__ = ["PseudoTargets", "coarsen_labels"]
 

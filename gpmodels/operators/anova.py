@@ -41,10 +41,10 @@ from typing import Sequence
 
 import numpy as np
 
-from ..errors import HierarchyError, InputError
-from ..hierarchy import ClassTree
-from .base import CrossOperator, Operator
-from .blockdiag import BlockDiagonal
+from gpmodels.errors import HierarchyError, InputError
+from gpmodels.hierarchy import ClassTree
+from gpmodels.operators.base import CrossOperator, Operator
+from gpmodels.operators.blockdiag import BlockDiagonal
 
 __all__ = ["ANOVA", "DENSE_CLASS_MIX_MAX_C"]
 

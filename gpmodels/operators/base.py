@@ -21,9 +21,9 @@ from typing import Sequence
 
 import numpy as np
 
-from ..finite_differences import central_differences
-from ..errors import InputError
-from ..validation import check_indices
+from gpmodels.linalg.finite_differences import central_differences
+from gpmodels.errors import InputError
+from gpmodels.validation import check_indices
 
 __all__ = ["Operator", "CrossOperator", "KronTerm", "as_rhs", "FD_STEP"]
 

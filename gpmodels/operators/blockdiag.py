@@ -28,11 +28,11 @@ from typing import Sequence
 
 import numpy as np
 
-from ..errors import InputError
-from ..kernels.base import Kernel
-from ..kernels.representations import Representation, RepresentationConfig
-from ..validation import check_features
-from .base import CrossOperator, KronTerm, Operator, concat_params
+from gpmodels.errors import InputError
+from gpmodels.kernels.base import Kernel
+from gpmodels.kernels.representations import Representation, RepresentationConfig
+from gpmodels.validation import check_features
+from gpmodels.operators.base import CrossOperator, KronTerm, Operator, concat_params
 
 __all__ = ["BlockDiagonal", "SHARING_MODES"]
 

@@ -27,8 +27,8 @@ from typing import Sequence
 
 import numpy as np
 
-from ..errors import InputError
-from .base import CrossOperator, Operator
+from gpmodels.errors import InputError
+from gpmodels.operators.base import CrossOperator, Operator
 
 __all__ = ["Coupled"]
 

@@ -18,8 +18,8 @@ from typing import Sequence
 
 import numpy as np
 
-from ..errors import InputError
-from .base import CrossOperator, Operator, concat_params
+from gpmodels.errors import InputError
+from gpmodels.operators.base import CrossOperator, Operator, concat_params
 
 __all__ = ["Sum", "check_weights"]
 

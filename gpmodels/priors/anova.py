@@ -30,14 +30,14 @@ from typing import Sequence
 import attrs
 import numpy as np
 
-from ..errors import HierarchyError, InputError
-from ..hierarchy import TREE_SHARING, ClassTree
-from ..kernels.base import Kernel
-from ..kernels.representations import RepresentationConfig
-from ..operators.anova import ANOVA
-from ..operators.base import Operator
-from ..operators.blockdiag import BlockDiagonal
-from ..operators.intercept import Intercept
+from gpmodels.errors import HierarchyError, InputError
+from gpmodels.hierarchy import TREE_SHARING, ClassTree
+from gpmodels.kernels.base import Kernel
+from gpmodels.kernels.representations import RepresentationConfig
+from gpmodels.operators.anova import ANOVA
+from gpmodels.operators.base import Operator
+from gpmodels.operators.blockdiag import BlockDiagonal
+from gpmodels.operators.intercept import Intercept
 
 __all__ = ["ANOVAPrior", "group_labels"]
 

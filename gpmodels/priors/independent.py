@@ -13,12 +13,12 @@ from typing import Sequence
 import attrs
 import numpy as np
 
-from ..errors import InputError
-from ..kernels.base import Kernel
-from ..kernels.representations import RepresentationConfig
-from ..operators.base import Operator
-from ..operators.blockdiag import SHARING_MODES, BlockDiagonal
-from ..operators.intercept import Intercept
+from gpmodels.errors import InputError
+from gpmodels.kernels.base import Kernel
+from gpmodels.kernels.representations import RepresentationConfig
+from gpmodels.operators.base import Operator
+from gpmodels.operators.blockdiag import SHARING_MODES, BlockDiagonal
+from gpmodels.operators.intercept import Intercept
 
 __all__ = ["IndependentGP"]
 

@@ -29,7 +29,7 @@ from typing import Any, Callable, Mapping
 
 import attrs
 
-from ..errors import SpecError
+from gpmodels.errors import SpecError
 
 __all__ = ["PriorContext", "register_prior", "unregister_prior", "registered_priors", "resolve_prior",
            "is_import_path", "is_known_prior", "import_path_of", "unknown_prior_message", "BUILTIN_PRIORS"]

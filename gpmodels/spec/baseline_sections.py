@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import attrs
 
-from ..baselines.crammer_singer import COOLINGS, ENGINES, REDUCED_SOLVERS, SELECTIONS, SPARSE_MODES
-from ..baselines.hm3 import DIRECTIONS, WORKING_SETS
-from ..baselines.hm3_inference import TRAIN_LOSSES
-from ..errors import SpecError
-from ..multilabel import SCALINGS
-from .schema import Node, option
+from gpmodels.baselines.crammer_singer.solver import COOLINGS, ENGINES, REDUCED_SOLVERS, SELECTIONS, SPARSE_MODES
+from gpmodels.baselines.hm3.solver import DIRECTIONS, WORKING_SETS
+from gpmodels.baselines.hm3.inference import TRAIN_LOSSES
+from gpmodels.errors import SpecError
+from gpmodels.scoring.multilabel import SCALINGS
+from gpmodels.spec.schema import Node, option
 
 __all__ = ["CrammerSingerSpec", "HM3Spec", "HM3_COMPARE"]
 

@@ -12,33 +12,33 @@ from pathlib import Path
 import attrs
 import numpy as np
 
-from ..data.datasets import Dataset, encode_labels, find_data_root, load_dataset, load_file
-from ..data.multilabel import MULTILABEL_DATASETS, MultilabelDataset, load_multilabel
-from ..data.scaling import FeatureScaler, auto_rbf_w
-from ..data.splits import subsample, train_test_split
-from ..errors import HierarchyError, InputError, SpecError
-from ..hierarchy import ClassTree
-from ..inference.newton_cg import NewtonOptions
-from ..kernels.base import Kernel
-from ..kernels.linear import Linear, Polynomial
-from ..kernels.precomputed import Precomputed
-from ..kernels.rbf import ARD, RBF
-from ..kernels.representations import RepresentationConfig
-from ..likelihoods.gaussian import Gaussian
-from ..likelihoods.hinge import SmoothedHinge
-from ..likelihoods.logistic import Logistic
-from ..likelihoods.robust import Laplace, StudentT
-from ..likelihoods.softmax import Softmax
-from ..operators.base import Operator
-from ..operators.blockdiag import BlockDiagonal
-from ..operators.sum import Sum
-from ..likelihoods.uncertain import PseudoTargets, coarsen_labels
-from ..priors.anova import ANOVAPrior
-from ..priors.coupled import CoupledPrior
-from ..priors.independent import IndependentGP
-from ..priors.registry import PriorContext, import_path_of, register_prior, resolve_prior
-from ..validation import check_features
-from .sections import KernelSpec, ModelSpec, ObjectiveSpec, Spec
+from gpmodels.data.datasets import Dataset, encode_labels, find_data_root, load_dataset, load_file
+from gpmodels.data.multilabel_sets import MULTILABEL_DATASETS, MultilabelDataset, load_multilabel
+from gpmodels.data.scaling import FeatureScaler, auto_rbf_w
+from gpmodels.data.splits import subsample, train_test_split
+from gpmodels.errors import HierarchyError, InputError, SpecError
+from gpmodels.hierarchy import ClassTree
+from gpmodels.inference.map.newton_cg import NewtonOptions
+from gpmodels.kernels.base import Kernel
+from gpmodels.kernels.linear import Linear, Polynomial
+from gpmodels.kernels.precomputed import Precomputed
+from gpmodels.kernels.rbf import ARD, RBF
+from gpmodels.kernels.representations import RepresentationConfig
+from gpmodels.likelihoods.gaussian import Gaussian
+from gpmodels.likelihoods.hinge import SmoothedHinge
+from gpmodels.likelihoods.logistic import Logistic
+from gpmodels.likelihoods.robust import Laplace, StudentT
+from gpmodels.likelihoods.softmax import Softmax
+from gpmodels.operators.base import Operator
+from gpmodels.operators.blockdiag import BlockDiagonal
+from gpmodels.operators.sum import Sum
+from gpmodels.likelihoods.uncertain import PseudoTargets, coarsen_labels
+from gpmodels.priors.anova import ANOVAPrior
+from gpmodels.priors.coupled import CoupledPrior
+from gpmodels.priors.independent import IndependentGP
+from gpmodels.priors.registry import PriorContext, import_path_of, register_prior, resolve_prior
+from gpmodels.validation import check_features
+from gpmodels.spec.sections import KernelSpec, ModelSpec, ObjectiveSpec, Spec
 
 __all__ = ["resolve_path", "check_files", "build_data", "build_multilabel_data", "build_kernel", "build_prior",
            "prior_operator", "build_likelihood", "build_newton_options", "model_kernels", "resolve_model", "n_latent",

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import yaml
 
-from ..errors import SpecError
-from .sections import Spec
+from gpmodels.errors import SpecError
+from gpmodels.spec.sections import Spec
 
 __all__ = ["load_spec", "load_any_spec", "spec_from_dict", "dump_yaml", "read_yaml"]
 
@@ -37,7 +37,7 @@ def load_spec(path) -> tuple[Spec, Path]:
 
 def load_any_spec(path):
     """A model spec or, when the file lists ``models``, a study spec; with the spec's folder."""
-    from .study import StudySpec
+    from gpmodels.spec.study import StudySpec
 
     data = read_yaml(path)
     if isinstance(data, dict) and "models" in data:

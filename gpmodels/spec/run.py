@@ -25,17 +25,17 @@ from typing import Callable
 import attrs
 import numpy as np
 
-from .. import metrics as M
-from .. import reports
-from ..data.datasets import Dataset
-from ..errors import SpecError
-from ..inference.map import fit_map
-from ..persistence import save_map_model
-from ..progress import Console
-from .build import (build_data, build_likelihood, build_newton_options, build_operator, build_pseudo_targets, build_tree,
+from gpmodels.scoring import metrics as M
+from gpmodels import reports
+from gpmodels.data.datasets import Dataset
+from gpmodels.errors import SpecError
+from gpmodels.inference.map.model import fit_map
+from gpmodels.persistence import save_map_model
+from gpmodels.progress import Console
+from gpmodels.spec.build import (build_data, build_likelihood, build_newton_options, build_operator, build_pseudo_targets, build_tree,
                     check_files, resolve_model)
-from .loader import dump_yaml
-from .sections import Spec
+from gpmodels.spec.loader import dump_yaml
+from gpmodels.spec.sections import Spec
 
 __all__ = ["run_spec", "output_dir", "RunOutcome", "RUNNERS", "register_runner"]
 
@@ -82,7 +82,7 @@ def map_saver(data: Dataset, op, likelihood, alpha, tree=None) -> Callable[[Path
 @register_runner("map")
 def run_map(spec: Spec, data: Dataset, base_dir: Path | None, say) -> RunOutcome:
     """MAP fit at the given hyperparameters by Newton–CG or exact Newton."""
-    from .run_unifying import evaluate, targets
+    from gpmodels.spec.runners.unifying import evaluate, targets
 
     resolved = attrs.evolve(spec, model=resolve_model(spec.model, data.X_train))
     tree = build_tree(spec, data, base_dir)
@@ -121,7 +121,7 @@ def run_map(spec: Spec, data: Dataset, base_dir: Path | None, say) -> RunOutcome
 @register_runner("em")
 def run_em(spec: Spec, data: Dataset, base_dir: Path | None, say) -> RunOutcome:
     """MAP fit with uncertain targets (pseudo-targets on the class tree) by EM, Seeger 2008, Sec. 7.4.2."""
-    from ..inference.em import EMOptions, fit_em
+    from gpmodels.inference.map.em import EMOptions, fit_em
 
     resolved = attrs.evolve(spec, model=resolve_model(spec.model, data.X_train))
     tree = build_tree(spec, data, base_dir)
@@ -164,7 +164,7 @@ def _hierarchical_scores(spec: Spec, data: Dataset, base_dir, P: np.ndarray, out
     tree = build_tree(spec, data, base_dir)
     if tree is None:
         return {}
-    from ..decisions import argmax_rule, min_expected_taxo
+    from gpmodels.scoring.decisions import argmax_rule, min_expected_taxo
 
     rules = ("argmax", "expected_loss") if spec.evaluation.decision == "both" else (spec.evaluation.decision,)
     out, levels = {}, {}
@@ -240,7 +240,7 @@ def run_spec(spec: Spec, base_dir: Path | None = None, out: str | Path | None = 
     return metrics
 
 
-from . import run_unifying  # noqa: E402,F401  (registers the unifying-paper runners)
-from . import baseline_runners  # noqa: E402,F401  (registers the crammer_singer and hm3 runners)
-from . import run_cv as _run_cv  # noqa: E402,F401  (registers the `cv` runner)
-from . import run_one_vs_rest as _run_one_vs_rest  # noqa: E402,F401  (registers the `one_vs_rest` runner)
+from gpmodels.spec.runners import unifying  # noqa: E402,F401  (registers the unifying-paper runners)
+from gpmodels.spec.runners import baselines  # noqa: E402,F401  (registers the crammer_singer and hm3 runners)
+from gpmodels.spec.runners import cv as _run_cv  # noqa: E402,F401  (registers the `cv` runner)
+from gpmodels.spec.runners import one_vs_rest as _run_one_vs_rest  # noqa: E402,F401  (registers the `one_vs_rest` runner)

@@ -17,7 +17,7 @@ from typing import Any, Sequence
 
 import attrs
 
-from ..errors import SpecError
+from gpmodels.errors import SpecError
 
 __all__ = ["Node", "option", "REQUIRED", "reference_markdown"]
 

@@ -4,18 +4,18 @@ from __future__ import annotations
 
 import attrs
 
-from ..data.datasets import NAMED_DATASETS
-from ..data.multilabel import MULTILABEL_DATASETS
-from ..data.scaling import SCALINGS
-from ..errors import SpecError
-from ..kernels.representations import REPRESENTATION_KINDS
-from ..inference.newton_cg import FORCING_NORMS
-from ..inference.preconditioners import PRECONDITIONERS
-from ..operators.blockdiag import SHARING_MODES
-from ..priors.coupled import COUPLING_INITS
-from ..priors.registry import BUILTIN_PRIORS, is_import_path, is_known_prior, unknown_prior_message
-from .baseline_sections import CrammerSingerSpec, HM3Spec
-from .schema import Node, option
+from gpmodels.data.datasets import NAMED_DATASETS
+from gpmodels.data.multilabel_sets import MULTILABEL_DATASETS
+from gpmodels.data.scaling import SCALINGS
+from gpmodels.errors import SpecError
+from gpmodels.kernels.representations import REPRESENTATION_KINDS
+from gpmodels.inference.map.newton_cg import FORCING_NORMS
+from gpmodels.inference.map.preconditioners import PRECONDITIONERS
+from gpmodels.operators.blockdiag import SHARING_MODES
+from gpmodels.priors.coupled import COUPLING_INITS
+from gpmodels.priors.registry import BUILTIN_PRIORS, is_import_path, is_known_prior, unknown_prior_message
+from gpmodels.spec.baseline_sections import CrammerSingerSpec, HM3Spec
+from gpmodels.spec.schema import Node, option
 
 __all__ = ["TASKS", "LIKELIHOODS", "OBJECTIVES", "SOLVERS", "check_unifying", "Spec", "DataSpec", "ModelSpec",
            "KernelSpec", "RepresentationSpec", "ObjectiveSpec", "EvaluationSpec", "OutputSpec", "KERNEL_TYPES",

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import attrs
 
-from ..errors import SpecError
-from .schema import Node, option
-from .sections import DataSpec, EvaluationSpec, ModelSpec, ObjectiveSpec, OutputSpec, Spec
+from gpmodels.errors import SpecError
+from gpmodels.spec.schema import Node, option
+from gpmodels.spec.sections import DataSpec, EvaluationSpec, ModelSpec, ObjectiveSpec, OutputSpec, Spec
 
 __all__ = ["StudyEntry", "StudySpec", "run_study", "DEFAULT_COLUMNS"]
 
@@ -79,9 +79,9 @@ def run_study(study: StudySpec, base_dir: Path | None = None, out=None, *, quiet
 
     Messages go to stdout unless ``quiet``; ``progress`` adds tqdm bars on stderr unless ``quiet``:
     one over the study's rows (the model and its test error in the postfix) and each run's own."""
-    from .. import reports
-    from ..progress import Console
-    from .run import run_spec
+    from gpmodels import reports
+    from gpmodels.progress import Console
+    from gpmodels.spec.run import run_spec
 
     say = Console(study.name, messages=not quiet, bars=progress and not quiet)
     out_dir = Path(out) if out is not None else Path(study.output.dir.replace("{name}", study.name))

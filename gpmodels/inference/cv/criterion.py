@@ -1,0 +1,426 @@
+"""The cross-validation criterion Ψ and its gradient ∇Ψ (Seeger 2008, Sec. 4, 5.2, App. C, D.2).
+
+A fixed partition {I_k} of the n training points into q folds, J_k = {1..n} \\ I_k.  For every
+fold the dual vector α[J] (independent per fold, not part of a common α) minimises the criterion
+Φ_J of the training subset J, and Ψ is the held-out negative log likelihood:
+
+    Ψ = Σ_k Ψ_{I_k},   Ψ_I = -y_I^T u[I] + 1^T l[I],   u[I] = K̃_{I,J} α[J]        (eq. 3)
+
+Gradient (Sec. 5.2).  With r_I = π[I] - y_I and V[J] the Hessian factor at α[J] (W[J] = V V^T),
+
+    f = I_{·,I} r_I - I_{·,J} V[J] (I + V[J]^T K̃_J V[J])^{-1} V[J]^T K̃_{J,I} r_I,
+    e = I_{·,J} α[J],         dΨ_I = e^T (dK̃) f,
+
+so that with E, F collecting e_k, f_k as columns (shape (n, C, q))
+
+    dΨ = tr E^T (dK̃) F                                                          (eq. 6)
+
+which is ``op.grad_trace(E, F)``: the per-fold work ("accumulation": the refit of α[J] and one
+more symmetric solve) is independent of the number of hyperparameters.
+
+Per evaluation the caller builds the operator at the new hyperparameters once (``with_params``);
+here every fold restricts it once (``op.restrict(J)``: a contiguous re-layout, App. D.2
+"covariance shuffling", never index-mapped per MVM) and takes the two rectangular blocks
+K̃_{I,J}, K̃_{J,I} (``op.cross``).  All of it is generic over the operator protocol: flat,
+hierarchical (ANOVA) and coupled priors only differ in their operators.
+
+Inner solves:
+- ``method="newton_cg"``: Newton–CG (Alg. 1) warm-started from the previous α[J] (the inner
+  state), then the accumulation system (I + V^T K̃_J V) β = V^T K̃_{J,I} r_I by preconditioned CG
+  with at most k3 steps, started from the fold's previous solution β (kept in the inner state
+  next to α[J]; it changes little between neighbouring hyperparameters).
+- ``method="exact"`` (flat priors only, App. C): exact Newton per fold and the accumulation
+  solve z = (I + W K̃_J)^{-1} W K̃_{J,I} r_I (the same vector, since
+  V (I + V^T K̃ V)^{-1} V^T = (I + W K̃)^{-1} W) by Cholesky factors and Woodbury.  The test
+  reference.
+
+App. B and the accumulation solve: the Hessian factor of the softmax fixes components
+(i, c) with log π_ic < κ, y_ic > 0 because the Newton right-hand side contains
+g̃ = D^{-1/2} g, which explodes there.  The accumulation system has no g̃: its right-hand side is
+V^T K̃_{J,I} r_I, bounded for any π.  Masking those components out of V would drop A D_I A^T from
+W (an O(e^κ) error of the gradient), so the accumulation solve uses the factor with nothing fixed
+(W = V V^T exactly); ``fixed_alpha`` belongs to the Newton step only and is never added here.
+
+Warm starts (Sec. 4: every refit starts from α[J] of the last successful evaluation).  After a
+large move of the hyperparameters the old α[J] can be a *worse* start than α = 0: u = K̃_J(θ') α[J]
+may saturate the softmax (π_ic ~ 1e-50 seen on satimage when w doubled), where W ≈ 0 makes the
+Newton model poor and the line searches take tiny steps, while α = 0 (π uniform) converges in the
+usual number of iterations.  ``warm_start="better"`` (default) therefore starts from whichever of
+{α[J], 0} has the lower Φ_J (one extra MVM); ``"always"`` is the paper's rule.  With
+``retry_cold`` a warm-started refit that misses ``fail_tol`` is repeated once from α = 0, and
+the better of the two is kept; once such a retry misses too, the rest of the evaluation does not
+retry (the hyperparameters are hard from either start, and a failing evaluation should stay cheap).
+
+An evaluation *fails* when its inner fits did not converge: the mean over folds of the final
+per-point RMS of ∇_u Φ_J (= α[J] + g[J]) is above ``fail_tol`` (Sec. 4).  A failed evaluation has
+no gradient; the outer optimiser treats it as a right bracket and discards its inner state.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Sequence
+
+import attrs
+import numpy as np
+
+from gpmodels.errors import InputError
+from gpmodels.likelihoods.base import HessianFactor, Likelihood
+from gpmodels.likelihoods.softmax import Softmax, SoftmaxFactor, log_softmax
+from gpmodels.operators.base import Operator
+from gpmodels.linalg.cg import cg
+from gpmodels.inference.map.line_search import objective
+from gpmodels.inference.map.exact_newton import exact_newton, exact_newton_solve
+from gpmodels.inference.map.newton_cg import NewtonOptions, newton_cg
+
+__all__ = ["CVOptions", "CVState", "CVEvaluation", "FoldDiagnostics", "cv_criterion", "check_partition",
+           "CV_METHODS", "WARM_STARTS"]
+
+CV_METHODS = ("newton_cg", "exact")
+WARM_STARTS = ("better", "always", "never")
+
+
+def _positive_int(instance, attribute, value):
+    if isinstance(value, bool) or int(value) != value or value < 1:
+        raise InputError(f"CVOptions.{attribute.name} must be an integer >= 1; got {value!r}")
+
+
+def _nonneg(instance, attribute, value):
+    if not np.isfinite(value) or value < 0:
+        raise InputError(f"CVOptions.{attribute.name} must be a finite number >= 0; got {value!r}")
+
+
+def _positive(instance, attribute, value):
+    if not np.isfinite(value) or value <= 0:
+        raise InputError(f"CVOptions.{attribute.name} must be a finite number > 0; got {value!r}")
+
+
+def _method(instance, attribute, value):
+    if value not in CV_METHODS:
+        raise InputError(f"CVOptions.method must be one of {CV_METHODS}; got {value!r}")
+
+
+def _warm(instance, attribute, value):
+    if value not in WARM_STARTS:
+        raise InputError(f"CVOptions.warm_start must be one of {WARM_STARTS}; got {value!r}")
+
+
+def _newton(instance, attribute, value):
+    if not isinstance(value, NewtonOptions):
+        raise InputError(f"CVOptions.newton must be a NewtonOptions; got {type(value).__name__}")
+
+
+@attrs.frozen
+class CVOptions:
+    """Settings of one Ψ evaluation (Seeger 2008, Sec. 4 and 6.2: k1, k2 and k3 during learning).
+
+    ``newton``: the inner fits (k1 = ``max_iter``, k2 = ``cg_max_iter``); ``k3``: CG steps of the
+    accumulation solve, stopped at relative residual ``accumulation_tol``; ``fail_tol``: an
+    evaluation fails when the mean over folds of the per-point RMS of ∇_u Φ_J is above it;
+    ``abort_on_failure``: stop at the first fold that makes the failure certain (saves the rest);
+    ``warm_start``, ``retry_cold``: how refits use the inner state (module docstring).
+    """
+
+    newton: NewtonOptions = attrs.field(factory=lambda: NewtonOptions(max_iter=13, cg_max_iter=25, grad_tol=1e-6),
+                                        validator=_newton)
+    k3: int = attrs.field(default=40, validator=_positive_int)
+    accumulation_tol: float = attrs.field(default=1e-6, validator=_nonneg)
+    fail_tol: float = attrs.field(default=1e-3, validator=_positive)
+    method: str = attrs.field(default="newton_cg", validator=_method)
+    abort_on_failure: bool = True
+    warm_start: str = attrs.field(default="better", validator=_warm)
+    retry_cold: bool = True
+
+
+@attrs.frozen(eq=False)
+class CVState:
+    """The inner state: α[J_k] of every fold, shape (|J_k|, C) each (Sec. 4), and optionally the
+    last accumulation solutions β_k (same shapes), which warm-start the next accumulation CG."""
+
+    alphas: tuple
+    betas: tuple | None = None
+
+    def __attrs_post_init__(self):
+        object.__setattr__(self, "alphas", tuple(np.asarray(a, dtype=np.float64) for a in self.alphas))
+        if self.betas is not None:
+            betas = tuple(np.asarray(b, dtype=np.float64) for b in self.betas)
+            if len(betas) != len(self.alphas) or any(b.shape != a.shape for a, b in zip(self.alphas, betas)):
+                raise InputError("CVState.betas must match alphas: one array of the same shape per fold")
+            object.__setattr__(self, "betas", betas)
+
+
+@attrs.frozen
+class FoldDiagnostics:
+    """What one fold cost and how well its inner fit converged."""
+
+    psi: float
+    grad_norm: float  # final per-point RMS of ∇_u Φ_J
+    newton_iterations: int
+    fit_mvms: int
+    accumulation_iterations: int
+    accumulation_residual: float
+    accumulation_mvms: int
+    fit_seconds: float
+    accumulation_seconds: float
+    restrict_seconds: float
+    start: str = "cold"  # where the refit started: "warm", "cold" or "warm+cold" (retried)
+
+
+@attrs.frozen(eq=False)
+class CVEvaluation:
+    """Ψ, ∇Ψ (None when failed or not asked for), the new inner state and diagnostics."""
+
+    psi: float
+    gradient: np.ndarray | None
+    state: CVState | None
+    ok: bool
+    mean_grad_norm: float
+    folds: tuple
+    seconds: float
+    grad_trace_seconds: float
+    message: str
+
+    @property
+    def mvm_count(self) -> int:
+        """Kernel MVMs of the accumulation phase (fits, cross blocks, accumulation solves)."""
+        return int(sum(f.fit_mvms + f.accumulation_mvms for f in self.folds))
+
+    def summary(self) -> dict:
+        """JSON-friendly scalars."""
+        f = self.folds
+        return {
+            "psi": float(self.psi), "ok": bool(self.ok), "mean_grad_norm": float(self.mean_grad_norm),
+            "mvms": self.mvm_count, "newton_iterations": int(sum(x.newton_iterations for x in f)),
+            "accumulation_iterations": int(sum(x.accumulation_iterations for x in f)),
+            "fit_seconds": float(sum(x.fit_seconds for x in f)),
+            "accumulation_seconds": float(sum(x.accumulation_seconds for x in f)),
+            "restrict_seconds": float(sum(x.restrict_seconds for x in f)),
+            "grad_trace_seconds": float(self.grad_trace_seconds), "seconds": float(self.seconds),
+            "warm_starts": sum(x.start == "warm" for x in f), "cold_retries": sum(x.start == "warm+cold" for x in f),
+        }
+
+
+def check_partition(folds: Sequence, n: int) -> tuple[np.ndarray, ...]:
+    """Validate a q-partition of range(n): q >= 2 non-empty, disjoint folds covering every point."""
+    if isinstance(folds, np.ndarray) or len(folds) < 2:
+        raise InputError(f"folds must be a list of q >= 2 index arrays (a partition of 0..{n - 1}); got {type(folds).__name__}"
+                         f"{'' if isinstance(folds, np.ndarray) else f' of length {len(folds)}'}")
+    out, seen = [], np.zeros(n, dtype=np.intp)
+    for k, I in enumerate(folds):
+        I = np.asarray(I)
+        if I.ndim != 1 or I.size == 0 or I.dtype.kind not in "iu":
+            raise InputError(f"fold {k} must be a non-empty 1-D integer index array; got dtype {I.dtype}, shape {I.shape}")
+        if I.min() < 0 or I.max() >= n:
+            raise InputError(f"fold {k} must index range(0, {n}); got values from {I.min()} to {I.max()}")
+        np.add.at(seen, I, 1)
+        out.append(np.sort(I.astype(np.intp)))
+    if np.any(seen != 1):
+        twice, never = np.flatnonzero(seen > 1), np.flatnonzero(seen == 0)
+        raise InputError(f"folds must partition 0..{n - 1}: {twice.size} points lie in more than one fold "
+                         f"(first {twice[:5].tolist()}), {never.size} in none (first {never[:5].tolist()})")
+    return tuple(out)
+
+
+def _complements(folds, n):
+    mask = np.ones(n, dtype=bool)
+    out = []
+    for I in folds:
+        mask[I] = False
+        out.append(np.flatnonzero(mask))
+        mask[I] = True
+    return out
+
+
+def accumulation_factor(likelihood: Likelihood, u: np.ndarray, Y: np.ndarray) -> HessianFactor:
+    """The factor V with W = V V^T exactly, for the accumulation solve (no App. B fixed set).
+
+    For the softmax this is the factor with κ = -∞ (nothing fixed; V = A D^{1/2} is bounded for
+    any π, only g̃ = D^{-1/2} g, which this solve does not use, needs the safeguard).  Other
+    likelihoods' factors are used as they are.
+    """
+    if isinstance(likelihood, Softmax):
+        return SoftmaxFactor(log_softmax(u), Y, -np.inf)
+    return likelihood.hessian_factor(u, Y)
+
+
+class _Counted:
+    """v -> K v with a count of right-hand sides (one per column)."""
+
+    def __init__(self, op):
+        self.op, self.count = op, 0
+
+    def __call__(self, V):
+        self.count += 1 if V.ndim == 2 else V.shape[2]
+        return self.op.mvm(V)
+
+
+def _refit(fit, op_J, lik, Y_J, alpha0, opts: CVOptions, retry: bool):
+    """The fold's refit with the warm-start policy; returns (result, MVMs, Newton iterations, start)."""
+    extra, start = 0, "cold"
+    if alpha0 is not None and opts.warm_start == "better":
+        a = lik.project_alpha(alpha0)
+        phi_warm = objective(lik, Y_J, a, op_J.mvm(a))
+        extra += 1
+        phi_cold = lik.value(np.zeros_like(a), Y_J)  # Φ_J at α = 0
+        if not phi_warm < phi_cold:
+            alpha0 = None
+    elif opts.warm_start == "never":
+        alpha0 = None
+    if alpha0 is not None:
+        start = "warm"
+    res = fit(op_J, lik, Y_J, opts.newton, alpha0=alpha0)
+    mvms, its = res.diagnostics.mvm_count + extra, res.diagnostics.iterations
+    if alpha0 is not None and retry and not res.diagnostics.grad_norm[-1] <= opts.fail_tol:
+        cold = fit(op_J, lik, Y_J, opts.newton)
+        mvms += cold.diagnostics.mvm_count
+        its += cold.diagnostics.iterations
+        start = "warm+cold"
+        if cold.diagnostics.grad_norm[-1] < res.diagnostics.grad_norm[-1]:
+            res = cold
+    return res, mvms, its, start
+
+
+def _fold_newton_cg(op_J, lik, Y_J, cross_IJ, cross_JI, Y_I, alpha0, beta0, opts: CVOptions, gradient: bool,
+                    retry: bool = True):
+    """Fit α[J] by Newton–CG, then Ψ_I and (optionally) the vector z of f = [r_I; -z]."""
+    t = time.perf_counter()
+    res, mvms, its, start = _refit(newton_cg, op_J, lik, Y_J, alpha0, opts, retry)
+    fit_s = time.perf_counter() - t
+    out = dict(alpha=res.alpha, grad_norm=res.diagnostics.grad_norm[-1], newton_iterations=its, fit_mvms=mvms,
+               fit_seconds=fit_s, start=start)
+    t = time.perf_counter()
+    u_I = cross_IJ.mvm(res.alpha)  # Seeger 2008, eq. (3): u[I] = K̃_{I,J} α[J]
+    out["psi"] = lik.value(u_I, Y_I)
+    out["r_I"] = lik.gradient(u_I, Y_I)  # π[I] - y_I
+    acc_mvms, acc_its, acc_res, z = 1, 0, 0.0, None
+    if gradient:
+        K = _Counted(op_J)
+        hf = accumulation_factor(lik, res.u, Y_J)
+        b = cross_JI.mvm(out["r_I"])  # K̃_{J,I} r_I
+        acc_mvms += 1
+        rhs = hf.Vt(b)
+        inv_diag = 1.0 / hf.precond_diag(op_J.diag(), op_J.point_block_mvm)
+        sol = cg(lambda x: x + hf.Vt(K(hf.V(x))), rhs, x0=beta0, inv_diag=inv_diag, tol=opts.accumulation_tol,
+                 max_iter=opts.k3)
+        z = hf.V(sol.x)  # V (I + V^T K̃_J V)^{-1} V^T K̃_{J,I} r_I   (Sec. 5.2)
+        acc_mvms += K.count
+        acc_its, acc_res = sol.iterations, sol.residual
+        out["beta"] = sol.x
+    out.update(z=z, accumulation_iterations=acc_its, accumulation_residual=acc_res, accumulation_mvms=acc_mvms,
+               accumulation_seconds=time.perf_counter() - t)
+    return out
+
+
+def _fold_exact(op_J, lik, Y_J, cross_IJ, cross_JI, Y_I, alpha0, beta0, opts: CVOptions, gradient: bool,
+                retry: bool = True):
+    """App. C: exact Newton for α[J]; z = (I + W K̃_J)^{-1} W K̃_{J,I} r_I by Cholesky + Woodbury."""
+    t = time.perf_counter()
+    res, mvms, its, start = _refit(exact_newton, op_J, lik, Y_J, alpha0, opts, retry)
+    fit_s = time.perf_counter() - t
+    out = dict(alpha=res.alpha, grad_norm=res.diagnostics.grad_norm[-1], newton_iterations=its, fit_mvms=mvms,
+               fit_seconds=fit_s, start=start)
+    t = time.perf_counter()
+    u_I = cross_IJ.mvm(res.alpha)
+    out["psi"] = lik.value(u_I, Y_I)
+    out["r_I"] = lik.gradient(u_I, Y_I)
+    z, mvms = None, 1
+    if gradient:
+        b = cross_JI.mvm(out["r_I"])
+        pi = lik.predict(res.u)
+        Wb = pi * b - pi * np.sum(pi * b, axis=1, keepdims=True)  # W = D - D P_cls D
+        blocks = [op_J.class_block(c) for c in range(op_J.n_classes)]
+        z = exact_newton_solve(blocks, pi, Wb)  # (I + W K̃_J)^{-1} W K̃_{J,I} r_I   (App. C)
+        mvms += 1
+    out.update(z=z, accumulation_iterations=0, accumulation_residual=0.0, accumulation_mvms=mvms,
+               accumulation_seconds=time.perf_counter() - t)
+    return out
+
+
+def _new_state(alphas, betas) -> CVState:
+    return CVState(tuple(alphas), None if any(b is None for b in betas) else tuple(betas))
+
+
+def cv_criterion(op: Operator, likelihood: Likelihood, Y, folds, options: CVOptions | None = None, *,
+                 state: CVState | None = None, gradient: bool = True) -> CVEvaluation:
+    """Ψ (eq. 3) and ∇Ψ = op.grad_trace(E, F) (eq. 6) at the operator's hyperparameters.
+
+    ``op``: the full operator K̃ at the hyperparameters to evaluate (build it once per evaluation
+    with ``with_params``).  ``Y``: targets, shape (n, C).  ``folds``: the fixed partition, q index
+    arrays.  ``state``: the inner state to warm-start from (α[J_k] of the last successful
+    evaluation), or None for α = 0.  Returns ``ok=False`` (and no gradient) when the inner fits
+    did not converge to ``options.fail_tol``; ``state`` is then None (discarded).
+    """
+    opts = options or CVOptions()
+    t_start = time.perf_counter()
+    n, C = op.n_points, op.n_classes
+    Y = likelihood.check_targets(Y, n, C)
+    folds = check_partition(folds, n)
+    q = len(folds)
+    if state is not None:
+        if not isinstance(state, CVState) or len(state.alphas) != q:
+            raise InputError(f"state must be a CVState with one α per fold ({q}); got "
+                             f"{len(state.alphas) if isinstance(state, CVState) else type(state).__name__}")
+    if opts.method == "exact" and not op.is_class_diagonal:
+        raise InputError("the exact CV criterion (App. C) needs a block-diagonal (flat) prior; use method 'newton_cg'")
+    fold_fn = _fold_exact if opts.method == "exact" else _fold_newton_cg
+    Js = _complements(folds, n)
+    E = np.zeros((n, C, q)) if gradient else None  # shape: (n, C, q)
+    F = np.zeros((n, C, q)) if gradient else None  # shape: (n, C, q)
+    alphas, betas, diags, psi, norm_sum = [], [], [], 0.0, 0.0
+    retry = opts.retry_cold  # switched off for the rest of the evaluation once a cold retry fails too
+    ok, message = True, "ok"
+    for k, (I, J) in enumerate(zip(folds, Js)):
+        t = time.perf_counter()
+        op_J = op.restrict(J)  # contiguous copy, once per fold and evaluation (App. D.2)
+        cross_IJ = op.cross(I, J)
+        cross_JI = op.cross(J, I) if gradient else None
+        restrict_s = time.perf_counter() - t
+        alpha0 = None if state is None else state.alphas[k]
+        if alpha0 is not None and alpha0.shape != (J.size, C):
+            raise InputError(f"state.alphas[{k}] must have shape ({J.size}, {C}); got {alpha0.shape}")
+        beta0 = None if state is None or state.betas is None else state.betas[k]
+        try:
+            r = fold_fn(op_J, likelihood, Y[J], cross_IJ, cross_JI, Y[I], alpha0, beta0, opts, gradient, retry)
+        except np.linalg.LinAlgError as exc:  # exact solves at extreme hyperparameters
+            ok, message = False, f"fold {k}: {exc}"
+            break
+        del op_J, cross_IJ, cross_JI
+        diags.append(FoldDiagnostics(
+            psi=float(r["psi"]), grad_norm=float(r["grad_norm"]), newton_iterations=int(r["newton_iterations"]),
+            fit_mvms=int(r["fit_mvms"]), accumulation_iterations=int(r["accumulation_iterations"]),
+            accumulation_residual=float(r["accumulation_residual"]), accumulation_mvms=int(r["accumulation_mvms"]),
+            fit_seconds=float(r["fit_seconds"]), accumulation_seconds=float(r["accumulation_seconds"]),
+            restrict_seconds=restrict_s, start=r["start"]))
+        norm_sum += r["grad_norm"] if np.isfinite(r["grad_norm"]) else np.inf
+        if r["start"] == "warm+cold" and not r["grad_norm"] <= opts.fail_tol:
+            retry = False  # these hyperparameters are hard from either start: do not pay twice again
+        psi += r["psi"]
+        alphas.append(r["alpha"])
+        betas.append(r.get("beta"))
+        if not (np.isfinite(r["psi"]) and np.all(np.isfinite(r["alpha"]))):
+            ok, message = False, f"fold {k}: non-finite inner fit"
+            break
+        if opts.abort_on_failure and norm_sum > q * opts.fail_tol:
+            ok = False
+            message = (f"inner fits did not converge: after fold {k} the mean gradient RMS over {q} folds is "
+                       f"already above fail_tol {opts.fail_tol:g}")
+            break
+        if gradient:
+            E[J, :, k] = r["alpha"]  # e = I_{·,J} α[J]
+            F[I, :, k] = r["r_I"]  # f = I_{·,I} r_I - I_{·,J} z
+            F[J, :, k] = -r["z"]
+    mean_norm = norm_sum / q if len(diags) == q else np.inf
+    if ok and not mean_norm <= opts.fail_tol:
+        ok = False
+        message = f"inner fits did not converge: mean gradient RMS {mean_norm:.3g} over folds > fail_tol {opts.fail_tol:g}"
+    grad, gt_s = None, 0.0
+    if ok and gradient:
+        t = time.perf_counter()
+        grad = op.grad_trace(E, F)  # Seeger 2008, eq. (6): dΨ = tr E^T (dK̃) F
+        gt_s = time.perf_counter() - t
+        if not np.all(np.isfinite(grad)):
+            ok, grad, message = False, None, "non-finite gradient"
+    return CVEvaluation(
+        psi=float(psi) if ok else float("nan"), gradient=grad, state=_new_state(alphas, betas) if ok else None, ok=ok,
+        mean_grad_norm=float(mean_norm), folds=tuple(diags), seconds=time.perf_counter() - t_start,
+        grad_trace_seconds=gt_s, message=message)

@@ -1,0 +1,134 @@
+"""One-vs-rest with CV-learned hyperparameters per binary task (Seeger 2008, Sec. 6.2, "1rest").
+
+C binary classifiers, the c-th separating class c from all others, each a softmax model with two
+classes ("We use our method with C = 2 in order to implement the binary classifiers"), each with
+its own hyperparameters learned by the CV criterion Ψ on the same fold partition, then a final
+fit.  Prediction: x* -> argmax_c P̂_c(+1 | x*), P̂_c(+1 | x*) the first class' predictive
+probability of the c-th classifier (footnote 16: asymptotically P(y* = c | x*), so the rule is
+optimal).
+
+``predict_proba`` returns the scores normalised to sum to one per row (a distribution, for
+log-loss and ranking-based scores); ``predict_scores`` the raw P̂_c(+1 | x*).
+
+``learn_one_vs_rest`` learns every task by Ψ; ``fit_one_vs_rest`` fits every task at the given
+hyperparameters (no learning).  ``learn_binary_task`` / ``fit_binary_task`` do one task, for
+callers that report progress per task (the ``one_vs_rest`` runner of the spec driver).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable
+
+import attrs
+import numpy as np
+
+from gpmodels.errors import InputError
+from gpmodels.likelihoods.base import Likelihood
+from gpmodels.operators.base import Operator
+from gpmodels.inference.cv.learn import Checkpointing, LearnOptions, LearnResult, fit_learned, learn_hyperparameters
+from gpmodels.inference.map.model import MAPModel, fit_map
+from gpmodels.inference.map.newton_cg import NewtonOptions, NewtonStep
+
+__all__ = ["OneVsRestModel", "learn_one_vs_rest", "fit_one_vs_rest", "learn_binary_task", "fit_binary_task",
+           "binary_targets", "check_one_vs_rest", "task_checkpoint"]
+
+
+def binary_targets(y, c: int) -> np.ndarray:
+    """Targets (n, 2) of the task 'class c' (column 0) against 'the rest' (column 1)."""
+    y = np.asarray(y)
+    pos = (y == c).astype(float)
+    return np.column_stack([pos, 1.0 - pos])
+
+
+@attrs.frozen(eq=False)
+class OneVsRestModel:
+    """C fitted binary models; prediction by the largest P̂_c(+1 | x).
+
+    ``learned``: the LearnResult of every task, or empty when the tasks were fitted at given
+    hyperparameters (``fit_one_vs_rest``)."""
+
+    models: tuple  # MAPModel (or any predictor with predict_proba) per class
+    learned: tuple = ()  # LearnResult per class, or ()
+
+    def predict_scores(self, X_new) -> np.ndarray:
+        """P̂_c(+1 | x) for every class c, shape (m, C)."""
+        return np.column_stack([m.predict_proba(X_new)[:, 0] for m in self.models])
+
+    def predict_proba(self, X_new) -> np.ndarray:
+        """The scores normalised per row, shape (m, C)."""
+        S = self.predict_scores(X_new)
+        return S / S.sum(axis=1, keepdims=True)
+
+    def predict(self, X_new) -> np.ndarray:
+        return np.argmax(self.predict_scores(X_new), axis=1)
+
+
+def check_one_vs_rest(binary_op: Operator, y, n_classes: int) -> tuple[np.ndarray, int]:
+    """The integer labels and C, after checking the operator has two classes and every class a point."""
+    if binary_op.n_classes != 2:
+        raise InputError(f"one-vs-rest needs a two-class operator for the binary tasks; got {binary_op.n_classes} classes")
+    y = np.asarray(y)
+    C = int(n_classes)
+    if C < 2:
+        raise InputError(f"one-vs-rest needs at least 2 classes; got {n_classes}")
+    missing = np.setdiff1d(np.arange(C), y)
+    if missing.size:
+        raise InputError(f"one-vs-rest: classes {missing.tolist()} have no training point")
+    return y, C
+
+
+def task_checkpoint(checkpoint: Checkpointing | None, c: int) -> Checkpointing | None:
+    """The checkpoint of task c: the path gets a ``-class<c>`` suffix, the identity the class."""
+    if checkpoint is None:
+        return None
+    p = Path(checkpoint.path)
+    return attrs.evolve(checkpoint, path=p.with_name(f"{p.stem}-class{c}{p.suffix}"),
+                        identity={**checkpoint.identity, "one_vs_rest_class": c})
+
+
+def learn_binary_task(binary_op: Operator, likelihood: Likelihood, y, c: int, folds, options: LearnOptions | None = None,
+                      *, checkpoint: Checkpointing | None = None, on_iteration=None,
+                      on_fit: Callable[[NewtonStep], None] | None = None) -> tuple[MAPModel, LearnResult]:
+    """Task c ('class c' against the rest): learn its hyperparameters by Ψ from ``binary_op``'s,
+    then the final fit.  ``checkpoint`` is used as given (see :func:`task_checkpoint`);
+    ``on_iteration(record)`` reports the outer iterations, ``on_fit(step)`` the final fit."""
+    opts = options or LearnOptions()
+    Yc = binary_targets(y, c)
+    res = learn_hyperparameters(binary_op, likelihood, Yc, folds, opts, checkpoint=checkpoint, on_iteration=on_iteration)
+    return fit_learned(res, likelihood, Yc, opts, on_iteration=on_fit), res
+
+
+def fit_binary_task(binary_op: Operator, likelihood: Likelihood, y, c: int, options: NewtonOptions | None = None, *,
+                    method: str = "newton_cg", on_iteration: Callable[[NewtonStep], None] | None = None) -> MAPModel:
+    """Task c fitted at ``binary_op``'s hyperparameters (MAP, no learning)."""
+    return fit_map(binary_op, likelihood, binary_targets(y, c), options, method=method, on_iteration=on_iteration)
+
+
+def learn_one_vs_rest(binary_op: Operator, likelihood: Likelihood, y, n_classes: int, folds,
+                      options: LearnOptions | None = None, *, checkpoint: Checkpointing | None = None,
+                      on_iteration: Callable[[int, object], None] | None = None) -> OneVsRestModel:
+    """Learn and fit the C binary models.
+
+    ``binary_op``: the prior's operator over the training points for two classes (the starting
+    hyperparameters of every binary task); ``y``: integer labels in 0..C-1; ``folds``: the
+    partition shared by all tasks.  ``checkpoint``: its path gets a ``-class<c>`` suffix per task;
+    a resumed run skips finished tasks through their finished checkpoints.
+    ``on_iteration(c, record)`` reports progress.
+    """
+    y, C = check_one_vs_rest(binary_op, y, n_classes)
+    models, learned = [], []
+    for c in range(C):
+        report = None if on_iteration is None else (lambda rec, c=c: on_iteration(c, rec))
+        model, res = learn_binary_task(binary_op, likelihood, y, c, folds, options,
+                                       checkpoint=task_checkpoint(checkpoint, c), on_iteration=report)
+        models.append(model)
+        learned.append(res)
+    return OneVsRestModel(tuple(models), tuple(learned))
+
+
+def fit_one_vs_rest(binary_op: Operator, likelihood: Likelihood, y, n_classes: int, options: NewtonOptions | None = None,
+                    *, method: str = "newton_cg") -> OneVsRestModel:
+    """Fit the C binary models at ``binary_op``'s hyperparameters (no learning)."""
+    y, C = check_one_vs_rest(binary_op, y, n_classes)
+    return OneVsRestModel(tuple(fit_binary_task(binary_op, likelihood, y, c, options, method=method) for c in range(C)))

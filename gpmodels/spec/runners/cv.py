@@ -1,0 +1,155 @@
+"""The `cv` runner: learn hyperparameters by the CV criterion Ψ, then the final fit (Seeger 2008, Sec. 4, 6.2).
+
+Settings come from ``objective.cv`` (learning: k1, k2, k3, tolerances, the outer optimiser, the
+partition) and ``objective`` itself (the final fit's k1, k2 and tolerances, and the inner method
+``newton_cg`` or ``exact``).  The model is the joint softmax over all classes (the sharing mode
+``model.sharing`` gives mc-tied / mc-semi / mc-sep); one-vs-rest is its own objective
+(``run_one_vs_rest.py``), which shares the helpers here.
+
+With ``objective.cv.checkpoint`` the learning state goes to ``<report folder>/checkpoint.npz``
+after every successful outer iteration; a rerun of the same spec resumes from it
+(``resume: auto``).  A checkpoint of another spec or other data, or a corrupt one, stops the run
+with a CheckpointError.
+
+Progress: a bar over the outer iterations (Ψ, max |∇Ψ| and the evaluations in its postfix), then
+one over the final fit's Newton iterations, when the console shows bars.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import attrs
+import numpy as np
+import scipy.sparse as sp
+
+from gpmodels.data.datasets import Dataset
+from gpmodels.data.splits import kfold_partition
+from gpmodels.optimize.checkpoint import digest_array
+from gpmodels.inference.cv.criterion import CVOptions
+from gpmodels.inference.cv.learn import Checkpointing, LearnOptions, fit_learned, learn_hyperparameters
+from gpmodels.optimize.lbfgs import OuterOptions
+from gpmodels.validation import labels_to_targets
+from gpmodels.errors import SpecError
+from gpmodels.spec.build import build_likelihood, build_newton_options, build_prior, build_tree, prior_operator, resolve_model
+from gpmodels.spec.run import RunOutcome, map_saver, register_runner
+from gpmodels.spec.sections import ObjectiveSpec, Spec
+
+__all__ = ["run_cv", "build_learn_options", "cv_partition", "checkpoint_identity", "iteration_reporter",
+           "learning_metrics"]
+
+
+def build_learn_options(o: ObjectiveSpec) -> LearnOptions:
+    """LearnOptions from the objective section (learning from ``o.cv``, the final fit from ``o``)."""
+    c = o.cv
+    inner = attrs.evolve(build_newton_options(o), max_iter=c.k1, cg_max_iter=c.k2, grad_tol=c.grad_tol)
+    return LearnOptions(
+        cv=CVOptions(newton=inner, k3=c.k3, accumulation_tol=c.accumulation_tol, fail_tol=c.fail_tol, method=o.method),
+        outer=OuterOptions(max_iter=c.max_iter, max_evaluations=c.max_evaluations, memory=c.memory, ftol=c.ftol,
+                           gtol=c.gtol, initial_step=c.initial_step, max_step=c.max_step),
+        final=build_newton_options(o), final_method=o.method, lower=c.lower, upper=c.upper)
+
+
+def cv_partition(spec: Spec, y) -> list[np.ndarray]:
+    """The fixed, seeded, stratified q-partition of the training set."""
+    c = spec.objective.cv
+    return kfold_partition(len(y), c.folds, spec.seed if c.partition_seed is None else c.partition_seed, y=y)
+
+
+def _data_digest(X, y) -> dict:
+    if sp.issparse(X):
+        x = [digest_array(X.data), digest_array(X.indices), digest_array(X.indptr)]
+    else:
+        x = digest_array(np.asarray(X))
+    return {"X": x, "y": digest_array(np.asarray(y))}
+
+
+def checkpoint_identity(resolved: Spec, data: Dataset) -> dict:
+    """What a checkpoint must match: the learning-relevant spec and the training data."""
+    d = resolved.to_dict()
+    cv = {k: v for k, v in d["objective"]["cv"].items() if k not in ("checkpoint", "resume")}
+    return {"seed": d["seed"], "data": d["data"], "model": d["model"], "method": d["objective"]["method"], "cv": cv,
+            "train": _data_digest(data.X_train, data.y_train)}
+
+
+def iteration_reporter(say, bar, prefix=""):
+    """``on_iteration`` of the learner: a message per outer iteration and the bar moved to it."""
+    def report(rec):
+        bar.outer(rec)
+        say(f"{prefix}iteration {rec.iteration}: Ψ = {rec.value:.6g}, max|∇Ψ| = {rec.grad_norm:.3g}, "
+            f"{rec.evaluations} evaluation{'s' if rec.evaluations != 1 else ''} ({rec.failed} failed), "
+            f"{rec.seconds:.1f} s")
+    return report
+
+
+def learning_metrics(results, prefix="") -> dict:
+    """Outer iterations, evaluations, failures and learning time summed over ``results``."""
+    out = {}
+    for r in results:
+        st = r.outer
+        for key, value in (("outer_iterations", st.iteration), ("evaluations", st.evaluations),
+                           ("failed_evaluations", st.failed), ("learning_seconds", st.elapsed)):
+            out[f"{prefix}{key}"] = out.get(f"{prefix}{key}", 0) + value
+    evals = [e for r in results for e in r.evaluations]
+    out[f"{prefix}psi_evaluation_seconds"] = float(np.mean([e.seconds for e in evals])) if evals else None
+    out[f"{prefix}learning_converged"] = all(r.converged for r in results)
+    return out
+
+
+@register_runner("cv")
+def run_cv(spec: Spec, data: Dataset, base_dir: Path | None, say) -> RunOutcome:
+    """Learn by the CV criterion, fit at the learned hyperparameters, predict the test set."""
+    c = spec.objective.cv
+    C = data.n_classes
+    resolved = attrs.evolve(spec, model=resolve_model(spec.model, data.X_train))
+    tree = build_tree(spec, data, base_dir)
+    prior = build_prior(resolved.model, data.X_train, base_dir, tree=tree)
+    if c.learn_sigma2:
+        if not (attrs.has(type(prior)) and "learn_sigma2" in attrs.fields_dict(type(prior))):
+            raise SpecError(f"prior {spec.model.prior!r} has no `learn_sigma2` setting; learn σ² inside the prior "
+                            "(e.g. Intercept(op, σ², learn=True)) and drop this key", "objective.cv.learn_sigma2")
+        prior = attrs.evolve(prior, learn_sigma2=True)
+    likelihood = build_likelihood(resolved.model)
+    options = build_learn_options(resolved.objective)
+    folds = cv_partition(resolved, data.y_train)
+    checkpoint = None
+    if c.checkpoint:
+        checkpoint = Checkpointing(Path(spec.output.dir) / "checkpoint.npz", resume=c.resume == "auto",
+                                   identity=checkpoint_identity(resolved, data))
+    metrics: dict = {}
+    t = time.perf_counter()
+    Y = labels_to_targets(data.y_train, C)
+    op = prior_operator(prior, resolved.model, data.X_train, C)
+    say(f"learning {op.params.size} hyperparameters by {c.folds}-fold CV ({', '.join(op.param_names)})")
+    with say.bar(c.max_iter, "CV outer iterations") as bar:
+        res = learn_hyperparameters(op, likelihood, Y, folds, options, checkpoint=checkpoint,
+                                    on_iteration=iteration_reporter(say, bar))
+    if res.resumed_from is not None:
+        say(f"resumed from the checkpoint of outer iteration {res.resumed_from}")
+    learn_s = time.perf_counter() - t
+    say(f"learned in {res.outer.iteration} iterations, {res.outer.evaluations} evaluations "
+        f"({res.outer.failed} failed): Ψ {res.history[0].value:.6g} -> {res.psi:.6g} ({res.message})")
+    t = time.perf_counter()
+    with say.bar(options.final.max_iter, "final fit: Newton") as bar:
+        model = fit_learned(res, likelihood, Y, options, on_iteration=bar.newton)
+    fit_s = time.perf_counter() - t
+    diag = model.result.diagnostics
+    say(f"final fit: {diag.iterations} Newton iterations, {diag.mvm_count} MVMs, {fit_s:.2f} s ({diag.message})")
+    P = model.predict_proba(data.X_test)
+    metrics.update({f"learned.{k}": v for k, v in res.hyperparameters().items()})
+    metrics.update({"psi_start": res.history[0].value, "psi_learned": res.psi,
+                    "final_newton_iterations": diag.iterations, "final_mvm_count": diag.mvm_count,
+                    "final_converged": bool(diag.converged), "final_phi": float(model.result.phi)})
+    diagnostics = {"learning": [r.as_dict() for r in res.history], "learning_message": res.message,
+                   "final_fit": diag.as_dict()}
+    if spec.evaluation.train_scores:
+        from gpmodels.scoring import metrics as M
+        tr = M.classification_report(likelihood.predict(model.result.u), data.y_train)
+        metrics.update({f"train_{k}": v for k, v in tr.items()})
+    metrics.update(learning_metrics([res]))
+    metrics.update({"learning_wall_seconds": learn_s, "final_fit_seconds": fit_s,
+                    "resumed_from_iteration": res.resumed_from, "folds": c.folds})
+    return RunOutcome(metrics, P, diagnostics, resolved, save=map_saver(data, model.operator, likelihood, model.alpha, tree=tree),
+                      traces={"Psi": [r.value for r in res.history]},
+                      paths=(tuple(res.names), np.array([r.x for r in res.history])))

@@ -1,0 +1,127 @@
+"""Loaders, splits, scaling: determinism, formats, errors."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from hypothesis import given, strategies as st
+
+from gpmodels.data.datasets import encode_labels, find_data_root, load_dataset, load_file
+from gpmodels.data.scaling import auto_rbf_w, scale_features
+from gpmodels.data.splits import kfold_partition, subsample, train_test_split
+from gpmodels.data.svmlight import load_svmlight
+from gpmodels.errors import DataError, InputError
+
+from pathlib import Path
+from conftest import TESTS
+
+HERE = TESTS
+
+
+def test_svmlight_reader():
+    X, y = load_svmlight(HERE / "data" / "tiny.svm")
+    assert sp.isspmatrix_csr(X) and X.shape == (6, 3)
+    np.testing.assert_array_equal(y, [1, 2, 3, 1, 2, 3])
+    np.testing.assert_allclose(X.toarray()[0], [0.5, 0, 1.0])
+    np.testing.assert_allclose(X.toarray()[3], [0.25, 0, 0])
+
+
+def test_svmlight_errors_name_the_line(tmp_path):
+    bad = tmp_path / "bad.svm"
+    bad.write_text("1 1:2\nx 2:1\n")
+    with pytest.raises(DataError, match="bad.svm:2: label 'x'"):
+        load_svmlight(bad)
+    bad.write_text("1 1:2\n2 2-1\n")
+    with pytest.raises(DataError, match=":2: feature '2-1'"):
+        load_svmlight(bad)
+    bad.write_text("1 1:nan\n")
+    with pytest.raises(DataError, match="non-finite"):
+        load_svmlight(bad)
+    with pytest.raises(DataError, match="not found"):
+        load_svmlight(tmp_path / "missing.svm")
+
+
+def test_svmlight_multilabel(tmp_path):
+    f = tmp_path / "ml.svm"
+    f.write_text("1,3 1:1\n 2:1\n2 1:1\n")
+    X, labels = load_svmlight(f, multilabel=True)
+    assert labels == [(1.0, 3.0), (), (2.0,)]
+
+
+def test_npz_files_and_label_encoding(tmp_path):
+    r = np.random.default_rng(0)
+    np.savez(tmp_path / "tr.npz", X=r.normal(size=(10, 2)), y=np.array([5, 7] * 5))
+    np.savez(tmp_path / "te.npz", X=r.normal(size=(4, 2)), y=np.array([7, 7, 5, 9]))
+    X, y, Xt, yt = load_file(tmp_path / "tr.npz", tmp_path / "te.npz")
+    with pytest.raises(DataError, match=r"test labels \[9\]"):
+        encode_labels(y, yt)
+    a, b, names = encode_labels(y, yt[:3])
+    assert names == ("5", "7") and a.tolist() == [0, 1] * 5 and b.tolist() == [1, 1, 0]
+    np.savez(tmp_path / "bad.npz", A=np.zeros(3))
+    with pytest.raises(DataError, match="must hold arrays 'X' and 'y'"):
+        load_file(tmp_path / "bad.npz")
+
+
+@given(st.integers(10, 200), st.floats(0.1, 0.5), st.integers(0, 1000), st.integers(2, 5))
+def test_splits_are_deterministic_disjoint_and_stratified(n, frac, seed, C):
+    y = np.arange(n) % C
+    tr, te = train_test_split(n, frac, seed, y=y)
+    tr2, te2 = train_test_split(n, frac, seed, y=y)
+    assert np.array_equal(tr, tr2) and np.array_equal(te, te2)
+    assert np.intersect1d(tr, te).size == 0 and tr.size + te.size == n
+    assert te.size == round(frac * n)
+    for c in range(C):
+        n_c = np.sum(y == c)
+        assert abs(np.sum(y[te] == c) - frac * n_c) < 1.0 + 1e-9 and np.sum(y[tr] == c) >= 1
+    folds = kfold_partition(n, min(5, n), seed, y=y)
+    assert np.array_equal(np.sort(np.concatenate(folds)), np.arange(n))
+    assert max(f.size for f in folds) - min(f.size for f in folds) <= 1
+    s = subsample(n, n // 2, seed, y=y)
+    assert s.size == n // 2 and np.unique(s).size == s.size
+
+
+def test_split_arguments_are_checked():
+    with pytest.raises(InputError, match="seed must be an integer"):
+        train_test_split(10, 0.3, None)
+    with pytest.raises(InputError, match="test_fraction"):
+        train_test_split(10, 1.5, 0)
+    with pytest.raises(InputError, match="number of folds"):
+        kfold_partition(10, 1, 0)
+
+
+def test_scaling(rng):
+    X = rng.normal(loc=3.0, scale=2.0, size=(50, 4))
+    Xs, Xt = scale_features("standardize", X, X[:5])
+    np.testing.assert_allclose(Xs.mean(axis=0), 0, atol=1e-12)
+    np.testing.assert_allclose(Xs.std(axis=0), 1, atol=1e-12)
+    np.testing.assert_allclose(Xt, Xs[:5])
+    U, _ = scale_features("unit_norm", sp.csr_matrix(X))
+    np.testing.assert_allclose(np.sqrt(U.multiply(U).sum(axis=1)).A1, 1.0)
+    assert auto_rbf_w(X) == pytest.approx(1.0 / X.var(axis=0).sum())
+    with pytest.raises(InputError, match="scaling must be one of"):
+        scale_features("minmax", X)
+
+
+def _shared_data():
+    try:
+        return find_data_root()
+    except DataError:
+        return None
+
+
+@pytest.mark.skipif(_shared_data() is None, reason="../shared/data not present")
+def test_named_datasets_load_with_the_documented_counts():
+    d = load_dataset("satimage")
+    assert d.X_train.shape == (4435, 36) and d.X_test.shape == (2000, 36)
+    assert d.classes == ("1", "2", "3", "4", "5", "7")
+    assert np.bincount(d.y_train).tolist() == [1072, 479, 961, 415, 470, 1038]
+    n = load_dataset("news20", subset="small")
+    assert n.X_train.shape[0] == 2000 and n.sparse and n.n_classes == 20
+    with pytest.raises(DataError, match="did you mean 'satimage'"):
+        load_dataset("satimag")
+    with pytest.raises(DataError, match="only defined for news20"):
+        load_dataset("usps", subset="small")
+
+
+def test_missing_data_root_lists_where_it_looked(tmp_path):
+    with pytest.raises(DataError, match="looked in"):
+        find_data_root(tmp_path / "nowhere")

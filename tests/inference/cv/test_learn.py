@@ -1,0 +1,107 @@
+"""CV learning end to end on small data: Ψ decreases, the final fit predicts, one-vs-rest learns
+one set of hyperparameters per binary task; bad input is refused."""
+
+import numpy as np
+import pytest
+
+from gpmodels import metrics as M
+from gpmodels.errors import InputError
+from gpmodels.inference.cv.criterion import CVOptions
+from gpmodels.inference.cv.learn import Checkpointing, LearnOptions, fit_learned, learn_hyperparameters
+from gpmodels.inference.map.newton_cg import NewtonOptions
+from gpmodels.inference.cv.one_vs_rest import binary_targets, learn_one_vs_rest
+from gpmodels.optimize.lbfgs import OuterOptions
+from gpmodels.kernels.rbf import RBF
+from gpmodels.likelihoods.softmax import Softmax
+from gpmodels.data.splits import kfold_partition
+from gpmodels.priors.independent import IndependentGP
+
+from conftest import toy_classification
+
+OPTIONS = LearnOptions(cv=CVOptions(newton=NewtonOptions(max_iter=20, cg_max_iter=40, grad_tol=1e-6)),
+                       outer=OuterOptions(max_iter=8))
+
+
+def _split(n=90, C=3, seed=0, spread=1.5):
+    X, y = toy_classification(n, C, d=2, seed=seed, spread=spread)
+    return X[: 2 * n // 3], y[: 2 * n // 3], X[2 * n // 3:], y[2 * n // 3:]
+
+
+def test_learning_decreases_psi_and_the_final_fit_predicts():
+    X, y, Xt, yt = _split()
+    op = IndependentGP(RBF(5.0), "separate", 0.5, 1.0).operator(X, 3)  # a poor start: too rough, too small
+    folds = kfold_partition(y.size, 5, seed=1, y=y)
+    records = []
+    res = learn_hyperparameters(op, Softmax(), np.eye(3)[y], folds, OPTIONS, on_iteration=records.append)
+    values = [r.value for r in res.history]
+    assert [r.iteration for r in records] == list(range(len(values)))
+    assert all(b < a for a, b in zip(values, values[1:]))
+    assert values[-1] < 0.9 * values[0]
+    assert res.outer.iteration >= 2 and res.names == op.param_names
+    assert set(res.hyperparameters()) == {"kernel0.w", "kernel1.w", "kernel2.w", "variance0", "variance1", "variance2"}
+    rec = res.history[-1]
+    assert rec.info["mvms"] > 0 and rec.seconds >= 0 and rec.elapsed >= rec.seconds
+    model = fit_learned(res, Softmax(), np.eye(3)[y], OPTIONS)
+    start = fit_learned(attrs_like(res, op), Softmax(), np.eye(3)[y], OPTIONS)
+    assert model.result.converged
+    P, P0 = model.predict_proba(Xt), start.predict_proba(Xt)
+    assert M.log_loss(P, yt) < M.log_loss(P0, yt)  # the learned hyperparameters predict better
+
+
+def attrs_like(res, op):
+    """The same result object pointing at the starting operator (for the comparison above)."""
+    import attrs
+    return attrs.evolve(res, operator=op)
+
+
+def test_one_vs_rest_learns_each_binary_task(tmp_path):
+    X, y, Xt, yt = _split(n=75, spread=5.0)
+    op2 = IndependentGP(RBF(1.0), "tied", 1.0, 1.0).operator(X, 2)
+    folds = kfold_partition(y.size, 3, seed=2, y=y)
+    opts = LearnOptions(cv=OPTIONS.cv, outer=OuterOptions(max_iter=3))
+    seen = []
+    model = learn_one_vs_rest(op2, Softmax(), y, 3, folds, opts, checkpoint=Checkpointing(tmp_path / "ck.npz"),
+                              on_iteration=lambda c, rec: seen.append((c, rec.iteration)))
+    assert len(model.models) == 3 and {c for c, _ in seen} == {0, 1, 2}
+    thetas = np.array([r.theta for r in model.learned])
+    assert thetas.shape == (3, 2) and np.unique(np.round(thetas, 6), axis=0).shape[0] == 3
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ck-class0.npz", "ck-class1.npz", "ck-class2.npz"]
+    S, P = model.predict_scores(Xt), model.predict_proba(Xt)
+    np.testing.assert_allclose(S[:, 1], model.models[1].predict_proba(Xt)[:, 0])  # P̂_c(+1 | x)
+    np.testing.assert_allclose(P.sum(axis=1), 1.0)
+    np.testing.assert_array_equal(model.predict(Xt), np.argmax(S, axis=1))
+    assert M.error(P, yt) < 0.15  # linear logistic regression: 0.04 on this split
+    np.testing.assert_array_equal(binary_targets([0, 2, 1], 2), [[0, 1], [1, 0], [0, 1]])
+
+
+def test_bad_input_is_refused():
+    X, y, _, _ = _split()
+    op = IndependentGP(RBF(1.0), "tied", 1.0, 1.0).operator(X, 3)
+    folds = kfold_partition(y.size, 3, seed=0)
+    Y = np.eye(3)[y]
+    with pytest.raises(InputError, match="outside the bounds"):
+        learn_hyperparameters(op, Softmax(), Y, folds, LearnOptions(lower=1.0, upper=5.0))
+    with pytest.raises(InputError, match="lower < upper"):
+        LearnOptions(lower=2.0, upper=1.0)
+    with pytest.raises(InputError, match="final_method"):
+        LearnOptions(final_method="cholesky")
+    with pytest.raises(InputError, match="Y"):
+        learn_hyperparameters(op, Softmax(), Y[:, :2], folds)
+    with pytest.raises(InputError, match="two-class"):
+        learn_one_vs_rest(op, Softmax(), y, 3, folds)
+    op2 = IndependentGP(RBF(1.0), "tied", 1.0, 1.0).operator(X, 2)
+    with pytest.raises(InputError, match="no training point"):
+        learn_one_vs_rest(op2, Softmax(), np.minimum(y, 1), 3, folds)
+    no_params = IndependentGP(RBF(1.0), "tied", 1.0, 1.0).operator(X, 3)
+    with pytest.raises(InputError, match="no hyperparameters"):
+        learn_hyperparameters(_Frozen(no_params), Softmax(), Y, folds)
+
+
+class _Frozen:
+    """An operator view without hyperparameters."""
+
+    def __init__(self, op):
+        self.op = op
+        self.params = np.zeros(0)
+        self.param_names = ()
+        self.n_points, self.n_classes = op.n_points, op.n_classes

@@ -1,0 +1,158 @@
+"""The `cv` objective through the driver: report, resume from the checkpoint, refusal of a
+foreign or corrupt checkpoint, spec checks; and the shipped satimage spec.  One-vs-rest:
+test_spec_one_vs_rest.py."""
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from gpmodels.cli import main
+from gpmodels.errors import SpecError
+from gpmodels.spec.loader import load_spec, spec_from_dict
+from gpmodels.spec.run import RUNNERS
+from gpmodels.spec.runners.cv import build_learn_options, cv_partition
+
+from conftest import ROOT, toy_classification
+
+
+
+def _spec(tmp_path, **cv):
+    X, y = toy_classification(90, 3, d=3, seed=3, spread=2.5)
+    np.savez(tmp_path / "train.npz", X=X[:60], y=y[:60])
+    np.savez(tmp_path / "test.npz", X=X[60:], y=y[60:])
+    settings = {"folds": 3, "k1": 20, "k2": 30, "grad_tol": 1e-6, "max_iter": 4}
+    settings.update(cv)
+    return {"name": "toy-cv", "seed": 1,
+            "data": {"path": str(tmp_path / "train.npz"), "test_path": str(tmp_path / "test.npz")},
+            "model": {"kernel": {"type": "rbf", "w": "auto"}, "sharing": "semi", "variance": 2.0, "sigma2": 1.0},
+            "objective": {"type": "cv", "k1": 30, "k2": 40, "cv": settings},
+            "output": {"dir": str(tmp_path / "out")}}
+
+
+def _write(tmp_path, d):
+    p = tmp_path / "spec.yaml"
+    p.write_text(yaml.safe_dump(d))
+    return p
+
+
+def test_cv_run_writes_the_report_and_resumes(tmp_path, capsys):
+    p = _write(tmp_path, _spec(tmp_path))
+    assert main(["run", str(p)]) == 0
+    out = tmp_path / "out"
+    m = json.loads((out / "metrics.json").read_text())
+    for key in ("test_error", "psi_start", "psi_learned", "outer_iterations", "evaluations", "failed_evaluations",
+                "learning_seconds", "psi_evaluation_seconds", "final_fit_seconds", "learned.kernel0.w",
+                "learned.variance0", "learned.variance2"):
+        assert key in m, key
+    assert m["psi_learned"] < m["psi_start"] and m["outer_iterations"] == 4 and m["resumed_from_iteration"] is None
+    assert all(not isinstance(v, (dict, list)) for v in m.values())
+    assert m["test_error"] < 0.25
+    diag = json.loads((out / "diagnostics.json").read_text())
+    assert [r["iteration"] for r in diag["learning"]] == [0, 1, 2, 3, 4]
+    assert (out / "checkpoint.npz").is_file()
+    text = capsys.readouterr().out
+    assert "iteration 4: Ψ =" in text and "final fit" in text
+    # the same spec again: resumes from the finished checkpoint, no new evaluation
+    assert main(["run", str(p)]) == 0
+    again = json.loads((out / "metrics.json").read_text())
+    assert again["resumed_from_iteration"] == 4 and again["psi_learned"] == m["psi_learned"]
+    assert again["test_error"] == m["test_error"] and again["psi_evaluation_seconds"] is None
+    assert "resumed from the checkpoint of outer iteration 4" in capsys.readouterr().out
+
+
+def test_a_changed_spec_refuses_the_old_checkpoint(tmp_path, capsys):
+    d = _spec(tmp_path, max_iter=1)
+    assert main(["run", str(_write(tmp_path, d)), "--quiet"]) == 0
+    d["model"]["variance"] = 3.0
+    assert main(["run", str(_write(tmp_path, d)), "--quiet"]) == 1
+    err = capsys.readouterr().err
+    assert "belongs to another run" in err and "caller" in err
+    d["objective"]["cv"]["resume"] = "never"  # starting afresh is explicit
+    assert main(["run", str(_write(tmp_path, d)), "--quiet"]) == 0
+    (tmp_path / "out" / "checkpoint.npz").write_bytes(b"\x00" * 100)
+    d["objective"]["cv"]["resume"] = "auto"
+    assert main(["run", str(_write(tmp_path, d)), "--quiet"]) == 1
+    assert "corrupt" in capsys.readouterr().err
+
+
+def test_exact_inner_solves_through_the_driver(tmp_path):
+    d = _spec(tmp_path, max_iter=2, checkpoint=False)
+    d["objective"]["method"] = "exact"
+    assert main(["run", str(_write(tmp_path, d)), "--quiet"]) == 0
+    m = json.loads((tmp_path / "out" / "metrics.json").read_text())
+    assert m["psi_learned"] < m["psi_start"] and m["final_converged"]
+
+
+def test_cv_spec_settings_reach_the_options():
+    spec = spec_from_dict({"name": "x", "data": {"dataset": "satimage"}, "model": {"kernel": {"type": "rbf", "w": 1.0}},
+                           "objective": {"type": "cv", "method": "exact", "k1": 31, "k2": 51,
+                                         "cv": {"k1": 7, "k2": 9, "k3": 11, "fail_tol": 0.01, "max_iter": 3,
+                                                "lower": -3.0, "upper": 4.0, "partition_seed": 5}}})
+    o = build_learn_options(spec.objective)
+    assert (o.cv.newton.max_iter, o.cv.newton.cg_max_iter, o.cv.k3, o.cv.fail_tol) == (7, 9, 11, 0.01)
+    assert (o.final.max_iter, o.final.cg_max_iter, o.final_method, o.cv.method) == (31, 51, "exact", "exact")
+    assert (o.outer.max_iter, o.lower, o.upper) == (3, -3.0, 4.0)
+    y = np.arange(20) % 2
+    a, b = cv_partition(spec, y), cv_partition(spec, y)
+    assert len(a) == 5 and all(np.array_equal(i, j) for i, j in zip(a, b))
+    assert "cv" in RUNNERS
+
+
+def test_every_objective_type_has_a_runner():
+    import attrs
+    from gpmodels.spec.sections import ObjectiveSpec
+    choices = attrs.fields(ObjectiveSpec).type.metadata["spec"]["choices"]
+    assert set(choices) == set(RUNNERS), "objective.type choices and registered runners differ"
+
+
+@pytest.mark.parametrize("mutate, key, message", [
+    (lambda d: d["objective"].update(type="cvv"), "objective.type", "did you mean 'cv'"),
+    (lambda d: d["objective"]["cv"].update(folds=1), "objective.cv.folds", ">= 2"),
+    (lambda d: d["objective"]["cv"].update(multiclass="one_vs_rest"), "objective.cv.multiclass",
+     "was removed: .*objective.type: one_vs_rest"),
+    (lambda d: d["objective"]["cv"].update(lower=5.0, upper=1.0), "objective.cv.lower", "below"),
+    (lambda d: d["objective"]["cv"].update(k3=0), "objective.cv.k3", ">= 1"),
+    (lambda d: d["objective"]["cv"].update(resume="always"), "objective.cv.resume", "one of"),
+    (lambda d: (d["objective"]["cv"].update(learn_sigma2=True), d["model"].update(sigma2=0.0)),
+     "objective.cv.learn_sigma2", "sigma2"),
+])
+def test_bad_cv_settings_name_the_key(tmp_path, mutate, key, message):
+    d = _spec(tmp_path)
+    mutate(d)
+    with pytest.raises(SpecError, match=message) as err:
+        spec_from_dict(d)
+    assert err.value.path == key
+
+
+def test_the_satimage_spec_is_seeger_section_6_2():
+    spec, _ = load_spec(ROOT / "specs" / "satimage-cv.yaml")
+    m, o = spec.model, spec.objective
+    assert (m.kernel.type, m.kernel.w, m.variance, m.sigma2, m.sharing) == ("rbf", "auto", 10.0, 16.0, "separate")
+    assert (o.type, o.k1, o.k2, o.cv.k1, o.cv.k2, o.cv.k3, o.cv.folds) == ("cv", 30, 50, 13, 25, 40, 5)
+
+
+def _shared_data():
+    from gpmodels.data.datasets import find_data_root
+    from gpmodels.errors import DataError
+    try:
+        return find_data_root()
+    except DataError:
+        return None
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(_shared_data() is None, reason="../shared/data not present")
+def test_satimage_spec_learns_on_a_subsample(tmp_path):
+    """The shipped spec end to end on 800 training points (the full study is bench/satimage_cv.py)."""
+    d = yaml.safe_load((ROOT / "specs" / "satimage-cv.yaml").read_text())
+    d["data"]["max_train"] = 800
+    d["objective"]["cv"]["max_iter"] = 4
+    d["output"]["dir"] = str(tmp_path / "out")
+    p = tmp_path / "satimage.yaml"
+    p.write_text(yaml.safe_dump(d))
+    assert main(["run", str(p), "--quiet"]) == 0
+    m = json.loads((tmp_path / "out" / "metrics.json").read_text())
+    assert m["psi_learned"] < 0.9 * m["psi_start"] and m["test_error"] < 0.16
