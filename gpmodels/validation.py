@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
+import attrs
 import numpy as np
 import scipy.sparse as sp
 
@@ -22,6 +23,10 @@ __all__ = [
     "check_targets",
     "check_indices",
     "labels_to_targets",
+    # attrs validators of options classes
+    "integer", "number", "positive_number", "nonnegative_number", "probability", "positive_int", "nonnegative_int",
+    "one_of", "instance_of", "boolean", "optional", "describe_validator", "Integer", "Number", "OneOf",
+    "InstanceOf", "Optional",
 ]
 
 
@@ -154,21 +159,199 @@ def labels_to_targets(y, n_classes: int) -> np.ndarray:
 
 
 # ---------------------------------------------------------------- attrs validators of option classes
-def one_of(allowed: Sequence[str]):
-    """attrs validator: the value is one of ``allowed``; the error names the class and field."""
-
-    def check(instance, attribute, value):
-        if value not in allowed:
-            raise InputError(f"{type(instance).__name__}.{attribute.name} must be one of "
-                             f"{', '.join(map(repr, allowed))}; got {value!r}")
-    return check
+# One vocabulary for every options class.  Each validator is a frozen object: calling it checks a
+# field (attrs' validator protocol), ``describe()`` says what is allowed in words, and its bounds
+# are readable attributes, so the spec schema and docs/specs.md take them from the options class.
+# Every error has one shape: "<Class>.<field> must be <what is allowed>; got <value>".
 
 
-def positive_number(*, finite: bool = True):
+def _fail(instance, attribute, what: str, value) -> None:
+    owner = type(instance).__name__ if instance is not None else "value"
+    shown = repr(value)
+    if len(shown) > 80:
+        shown = shown[:77] + "..."
+    raise InputError(f"{owner}.{attribute.name} must be {what}; got {shown}")
+
+
+def _is_integer(value) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
+def _is_real(value) -> bool:
+    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_))
+
+
+@attrs.frozen
+class Integer:
+    """An integer (never a bool) in [low, high]; ``None`` leaves that side open."""
+
+    low: int | None = None
+    high: int | None = None
+
+    def describe(self) -> str:
+        if self.low is not None and self.high is not None:
+            return f"an integer in [{self.low}, {self.high}]"
+        if self.low is not None:
+            return {0: "an integer >= 0", 1: "a positive integer"}.get(self.low, f"an integer >= {self.low}")
+        if self.high is not None:
+            return f"an integer <= {self.high}"
+        return "an integer"
+
+    def __call__(self, instance, attribute, value):
+        if (not _is_integer(value) or (self.low is not None and value < self.low)
+                or (self.high is not None and value > self.high)):
+            _fail(instance, attribute, self.describe(), value)
+
+
+@attrs.frozen
+class Number:
+    """A real number (never a bool) within bounds: ``low`` / ``high`` with ``open_low`` / ``open_high``
+    for strict inequalities; ``finite=False`` also admits +-inf inside the bounds."""
+
+    low: float | None = None
+    high: float | None = None
+    open_low: bool = False
+    open_high: bool = False
+    finite: bool = True
+
+    def describe(self) -> str:
+        if self.low == 0 and self.open_low and self.high is None:
+            text = "a positive number"
+        elif self.low == 0 and not self.open_low and self.high is None:
+            text = "a number >= 0"
+        else:
+            lo = "" if self.low is None else f"{self.low:g} {'<' if self.open_low else '<='} "
+            hi = "" if self.high is None else f" {'<' if self.open_high else '<='} {self.high:g}"
+            text = f"a number x with {lo}x{hi}" if (lo or hi) else "a number"
+        return text + ("" if self.finite else " (inf allowed)")
+
+    def __call__(self, instance, attribute, value):
+        ok = _is_real(value) and not np.isnan(value)
+        if ok and self.finite:
+            ok = bool(np.isfinite(value))
+        if ok and self.low is not None:
+            ok = value > self.low if self.open_low else value >= self.low
+        if ok and self.high is not None:
+            ok = value < self.high if self.open_high else value <= self.high
+        if not ok:
+            _fail(instance, attribute, self.describe(), value)
+
+
+@attrs.frozen
+class OneOf:
+    """One of a fixed set of values (strings, usually)."""
+
+    allowed: tuple
+
+    def describe(self) -> str:
+        return "one of " + ", ".join(map(repr, self.allowed))
+
+    def __call__(self, instance, attribute, value):
+        try:
+            ok = value in self.allowed
+        except TypeError:
+            ok = False
+        if not ok:
+            _fail(instance, attribute, self.describe(), value)
+
+
+@attrs.frozen
+class InstanceOf:
+    """An instance of one of ``types`` (``bool`` is refused where only numbers are asked for)."""
+
+    types: tuple
+    what: str = ""
+
+    def describe(self) -> str:
+        return self.what or "an instance of " + " or ".join(t.__name__ for t in self.types)
+
+    def __call__(self, instance, attribute, value):
+        if not isinstance(value, self.types) or (isinstance(value, bool) and bool not in self.types):
+            _fail(instance, attribute, self.describe(), value)
+
+
+@attrs.frozen
+class Optional:
+    """``None`` or what ``inner`` allows."""
+
+    inner: object
+
+    def describe(self) -> str:
+        return f"null or {self.inner.describe()}"
+
+    def __call__(self, instance, attribute, value):
+        if value is not None:
+            try:
+                self.inner(instance, attribute, value)
+            except InputError:
+                _fail(instance, attribute, self.describe(), value)
+
+
+def integer(low: int | None = None, high: int | None = None) -> Integer:
+    """attrs validator: an integer (no bools) in [low, high]."""
+    return Integer(low, high)
+
+
+def number(low: float | None = None, high: float | None = None, *, open_low: bool = False, open_high: bool = False,
+           finite: bool = True) -> Number:
+    """attrs validator: a real number (no bools) within the bounds."""
+    return Number(low, high, open_low, open_high, finite)
+
+
+def positive_number(*, finite: bool = True) -> Number:
     """attrs validator: a real number > 0 (``finite=False`` also admits +inf, e.g. a time limit)."""
+    return Number(0, None, open_low=True, finite=finite)
 
-    def check(instance, attribute, value):
-        ok = isinstance(value, (int, float)) and value > 0
-        if not ok or (finite and not np.isfinite(value)):
-            raise InputError(f"{type(instance).__name__}.{attribute.name} must be a positive number; got {value!r}")
-    return check
+
+def nonnegative_number(*, finite: bool = True) -> Number:
+    """attrs validator: a real number >= 0."""
+    return Number(0, None, finite=finite)
+
+
+def probability(*, open_low: bool = False, open_high: bool = False) -> Number:
+    """attrs validator: a number in [0, 1] (ends excluded on request)."""
+    return Number(0, 1, open_low=open_low, open_high=open_high)
+
+
+def positive_int() -> Integer:
+    """attrs validator: an integer >= 1."""
+    return Integer(1)
+
+
+def nonnegative_int() -> Integer:
+    """attrs validator: an integer >= 0."""
+    return Integer(0)
+
+
+def one_of(allowed: Sequence) -> OneOf:
+    """attrs validator: the value is one of ``allowed``."""
+    return OneOf(tuple(allowed))
+
+
+def instance_of(*types: type, what: str = "") -> InstanceOf:
+    """attrs validator: an instance of one of ``types``; ``what`` words the expectation."""
+    return InstanceOf(tuple(types), what)
+
+
+def boolean() -> InstanceOf:
+    """attrs validator: True or False (numpy bools included; not 0 / 1)."""
+    return InstanceOf((bool, np.bool_), "true or false")
+
+
+def optional(inner) -> Optional:
+    """attrs validator: None or what ``inner`` allows."""
+    return Optional(inner)
+
+
+def describe_validator(validator) -> str | None:
+    """What an attrs field's validator allows, in words (None when it cannot say)."""
+    if validator is None:
+        return None
+    if hasattr(validator, "describe"):
+        return validator.describe()
+    inner = getattr(validator, "_validators", None)  # attrs.validators.and_
+    if inner:
+        parts = [describe_validator(v) for v in inner]
+        parts = [p for p in parts if p]
+        return " and ".join(parts) if parts else None
+    return None
