@@ -7,6 +7,8 @@ hot loops.
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import Sequence
 
 import attrs
@@ -25,8 +27,10 @@ __all__ = [
     "labels_to_targets",
     # attrs validators of options classes
     "integer", "number", "positive_number", "nonnegative_number", "probability", "positive_int", "nonnegative_int",
-    "one_of", "instance_of", "boolean", "optional", "describe_validator", "Integer", "Number", "OneOf",
-    "InstanceOf", "Optional",
+    "one_of", "instance_of", "boolean", "optional", "array_of", "describe_validator", "Integer", "Number", "OneOf",
+    "InstanceOf", "Optional", "ArrayOf",
+    # attrs converters that normalise numbers and leave everything else for the validator to refuse
+    "to_float", "to_int", "to_path", "to_float_array",
 ]
 
 
@@ -225,14 +229,21 @@ class Number:
             text = f"a number x with {lo}x{hi}" if (lo or hi) else "a number"
         return text + ("" if self.finite else " (inf allowed)")
 
+    def holds(self, values) -> np.ndarray:
+        """Elementwise: which of the real ``values`` (scalar or array) lie within the bounds (NaN never)."""
+        values = np.asarray(values, dtype=np.float64)
+        ok = np.isfinite(values) if self.finite else ~np.isnan(values)
+        if self.low is not None:
+            ok &= values > self.low if self.open_low else values >= self.low
+        if self.high is not None:
+            ok &= values < self.high if self.open_high else values <= self.high
+        return ok
+
     def __call__(self, instance, attribute, value):
-        ok = _is_real(value) and not np.isnan(value)
-        if ok and self.finite:
-            ok = bool(np.isfinite(value))
-        if ok and self.low is not None:
-            ok = value > self.low if self.open_low else value >= self.low
-        if ok and self.high is not None:
-            ok = value < self.high if self.open_high else value <= self.high
+        try:
+            ok = _is_real(value) and bool(self.holds(value))
+        except OverflowError:  # a Python int beyond the float range
+            ok = False
         if not ok:
             _fail(instance, attribute, self.describe(), value)
 
@@ -285,6 +296,25 @@ class Optional:
                 self.inner(instance, attribute, value)
             except InputError:
                 _fail(instance, attribute, self.describe(), value)
+
+
+@attrs.frozen
+class ArrayOf:
+    """A real numpy array (no bool dtype) of ``ndim`` dimensions (any when None), at least one entry,
+    every entry allowed by the :class:`Number` ``inner``."""
+
+    inner: Number
+    ndim: int | None = 1
+
+    def describe(self) -> str:
+        shape = "an array" if self.ndim is None else f"a {self.ndim}-D array"
+        return f"{shape} of at least one entry, each {self.inner.describe()}"
+
+    def __call__(self, instance, attribute, value):
+        ok = (isinstance(value, np.ndarray) and value.dtype.kind in "iuf" and value.size > 0
+              and (self.ndim is None or value.ndim == self.ndim))
+        if not (ok and bool(np.all(self.inner.holds(value)))):
+            _fail(instance, attribute, self.describe(), value)
 
 
 def integer(low: int | None = None, high: int | None = None) -> Integer:
@@ -341,6 +371,41 @@ def boolean() -> InstanceOf:
 def optional(inner) -> Optional:
     """attrs validator: None or what ``inner`` allows."""
     return Optional(inner)
+
+
+def array_of(inner: Number, *, ndim: int | None = 1) -> ArrayOf:
+    """attrs validator: a real array (``ndim`` dimensions, not empty) whose every entry ``inner`` allows."""
+    return ArrayOf(inner, ndim)
+
+
+def to_float(value):
+    """attrs converter: a real number (Python or numpy, never a bool) becomes a Python float; anything
+    else is passed on unchanged for the field's validator to refuse with its message."""
+    return float(value) if _is_real(value) else value
+
+
+def to_float_array(value):
+    """attrs converter: a real number or a sequence / array of them (no bools) becomes a float64 array of at
+    least one dimension; anything else is passed on unchanged for the field's validator to refuse."""
+    try:
+        a = np.asarray(value)
+    except (TypeError, ValueError):
+        return value
+    if a.dtype.kind not in "iuf":
+        return value
+    return np.atleast_1d(a.astype(np.float64))
+
+
+def to_int(value):
+    """attrs converter: a numpy integer becomes a Python int; anything else (floats and bools
+    included) is passed on unchanged for the field's validator to judge."""
+    return int(value) if _is_integer(value) else value
+
+
+def to_path(value):
+    """attrs converter: a str or os.PathLike becomes a :class:`pathlib.Path`; anything else is passed on
+    unchanged for the field's validator to refuse."""
+    return Path(value) if isinstance(value, (str, os.PathLike)) else value
 
 
 def describe_validator(validator) -> str | None:
