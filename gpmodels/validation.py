@@ -221,8 +221,12 @@ class Number:
     def describe(self) -> str:
         if self.low == 0 and self.open_low and self.high is None:
             text = "a positive number"
-        elif self.low == 0 and not self.open_low and self.high is None:
-            text = "a number >= 0"
+        elif self.high == 0 and self.open_high and self.low is None:
+            text = "a negative number"
+        elif self.low is not None and self.high is None:
+            text = f"a number {'>' if self.open_low else '>='} {self.low:g}"
+        elif self.high is not None and self.low is None:
+            text = f"a number {'<' if self.open_high else '<='} {self.high:g}"
         else:
             lo = "" if self.low is None else f"{self.low:g} {'<' if self.open_low else '<='} "
             hi = "" if self.high is None else f" {'<' if self.open_high else '<='} {self.high:g}"

@@ -91,8 +91,9 @@ class CSOptions:
 
     def __attrs_post_init__(self):
         if self.selection == "cyclic" and (self.active_set or self.cooling != "none"):
-            raise InputError("CSOptions: selection='cyclic' is the baseline without KKT selection; it takes "
-                             "active_set=False and cooling='none'")
+            raise InputError(f"CSOptions.selection must be 'kkt' unless active_set=False and cooling='none' "
+                             f"(selection='cyclic' is the baseline without KKT selection); got selection='cyclic', "
+                             f"active_set={self.active_set!r} and cooling={self.cooling!r}")
 
 
 def cooling_schedule(kind: str, epsilon0: float, epsilon: float, rounds: int) -> list[float]:
