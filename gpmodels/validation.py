@@ -28,7 +28,7 @@ __all__ = [
     # attrs validators of options classes
     "integer", "number", "positive_number", "nonnegative_number", "probability", "positive_int", "nonnegative_int",
     "one_of", "instance_of", "boolean", "optional", "array_of", "describe_validator", "Integer", "Number", "OneOf",
-    "InstanceOf", "Optional", "ArrayOf",
+    "InstanceOf", "Optional", "ArrayOf", "sequence_of", "any_of", "SequenceOf", "AnyOf",
     # attrs converters that normalise numbers and leave everything else for the validator to refuse
     "to_float", "to_int", "to_path", "to_float_array",
 ]
@@ -321,6 +321,50 @@ class ArrayOf:
             _fail(instance, attribute, self.describe(), value)
 
 
+@attrs.frozen
+class SequenceOf:
+    """A list, tuple or numpy array (not a string) of at least ``min_len`` entries, every entry allowed
+    by the validator ``inner`` (which may be a SequenceOf itself, for lists of lists)."""
+
+    inner: object
+    min_len: int = 1
+
+    def describe(self) -> str:
+        size = {0: "a list", 1: "a non-empty list"}.get(self.min_len, f"a list of at least {self.min_len} entries")
+        return f"{size}, each entry {self.inner.describe()}"
+
+    def __call__(self, instance, attribute, value):
+        ok = (isinstance(value, (list, tuple)) or (isinstance(value, np.ndarray) and value.ndim >= 1)) \
+            and len(value) >= self.min_len
+        if ok:
+            try:
+                for entry in value:
+                    self.inner(instance, attribute, entry)
+            except InputError:
+                ok = False
+        if not ok:
+            _fail(instance, attribute, self.describe(), value)
+
+
+@attrs.frozen
+class AnyOf:
+    """What at least one of the validators ``choices`` allows (e.g. a number or a list of numbers)."""
+
+    choices: tuple
+
+    def describe(self) -> str:
+        return " or ".join(c.describe() for c in self.choices)
+
+    def __call__(self, instance, attribute, value):
+        for choice in self.choices:
+            try:
+                choice(instance, attribute, value)
+                return
+            except InputError:
+                pass
+        _fail(instance, attribute, self.describe(), value)
+
+
 def integer(low: int | None = None, high: int | None = None) -> Integer:
     """attrs validator: an integer (no bools) in [low, high]."""
     return Integer(low, high)
@@ -380,6 +424,16 @@ def optional(inner) -> Optional:
 def array_of(inner: Number, *, ndim: int | None = 1) -> ArrayOf:
     """attrs validator: a real array (``ndim`` dimensions, not empty) whose every entry ``inner`` allows."""
     return ArrayOf(inner, ndim)
+
+
+def sequence_of(inner, *, min_len: int = 1) -> SequenceOf:
+    """attrs validator: a list / tuple / array of at least ``min_len`` entries, each allowed by ``inner``."""
+    return SequenceOf(inner, min_len)
+
+
+def any_of(*choices) -> AnyOf:
+    """attrs validator: what one of ``choices`` allows."""
+    return AnyOf(tuple(choices))
 
 
 def to_float(value):

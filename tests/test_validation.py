@@ -21,11 +21,13 @@ from hypothesis import strategies as st
 
 import gpmodels
 from gpmodels.errors import InputError
+from gpmodels.hierarchy import ClassTree
 from gpmodels.inference.map.newton_cg import NewtonOptions
-from gpmodels.validation import (ArrayOf, InstanceOf, Integer, Number, OneOf, Optional, array_of, boolean,
-                                 describe_validator, instance_of, integer, nonnegative_int, nonnegative_number,
-                                 number, one_of, optional, positive_int, positive_number, probability, to_float,
-                                 to_float_array, to_int, to_path)
+from gpmodels.kernels import RBF
+from gpmodels.validation import (AnyOf, ArrayOf, InstanceOf, Integer, Number, OneOf, Optional, SequenceOf,
+                                 any_of, array_of, boolean, describe_validator, instance_of, integer, nonnegative_int,
+                                 nonnegative_number, number, one_of, optional, positive_int, positive_number,
+                                 probability, sequence_of, to_float, to_float_array, to_int, to_path)
 
 
 def _box(validator, converter=None):
@@ -119,6 +121,20 @@ def test_array_of_checks_every_entry_dtype_and_dimension():
     assert v.describe() == "a 1-D array of at least one entry, each a positive number"
 
 
+def test_sequence_of_and_any_of():
+    v = sequence_of(positive_number())
+    assert _accepts(v, [1.0, 2]) and _accepts(v, (3.0,)) and _accepts(v, np.array([1.0, 2.0]))
+    for bad in ([], [1.0, 0.0], [1.0, True], "ab", 1.0, np.array(2.0), {1.0: 1}):
+        assert not _accepts(v, bad)
+    groups = sequence_of(sequence_of(nonnegative_int()))
+    assert _accepts(groups, [[0, 1], [2]]) and not _accepts(groups, [[0, 1], []]) and not _accepts(groups, [0, 1])
+    assert _accepts(sequence_of(instance_of(str), min_len=0), [])
+    w = any_of(positive_number(), v)
+    assert _accepts(w, 2.0) and _accepts(w, [2.0, 3.0]) and not _accepts(w, -1.0) and not _accepts(w, [-1.0])
+    assert w.describe() == "a positive number or a non-empty list, each entry a positive number"
+    assert sequence_of(number(), min_len=2).describe() == "a list of at least 2 entries, each entry a number"
+
+
 def test_converters_normalise_numbers_and_pass_everything_else_on():
     assert type(to_float(np.float32(2.5))) is float and type(to_float(3)) is float
     assert to_float(True) is True and to_float("1") == "1" and to_float(None) is None
@@ -164,15 +180,20 @@ def test_positive_number_accepts_exactly_the_finite_positive_floats(value):
 EXTRA = {"gpmodels.inference.cv.learn.Checkpointing", "gpmodels.kernels.rbf.RBF", "gpmodels.kernels.rbf.ARD",
          "gpmodels.kernels.linear.Polynomial", "gpmodels.likelihoods.gaussian.Gaussian",
          "gpmodels.likelihoods.robust.Laplace", "gpmodels.likelihoods.robust.StudentT",
-         "gpmodels.likelihoods.hinge.SmoothedHinge", "gpmodels.likelihoods.softmax.Softmax"}
+         "gpmodels.likelihoods.hinge.SmoothedHinge", "gpmodels.likelihoods.softmax.Softmax",
+         "gpmodels.priors.independent.IndependentGP", "gpmodels.priors.anova.ANOVAPrior",
+         "gpmodels.priors.coupled.CoupledPrior"}
 
 #: values for fields without a default, so that a class can be built with one field changed.
-REQUIRED = {"Checkpointing": {"path": "checkpoint.npz"}, "RBF": {"w": 1.0}, "ARD": {"w": [1.0, 2.0]}}
+REQUIRED = {"Checkpointing": {"path": "checkpoint.npz"}, "RBF": {"w": 1.0}, "ARD": {"w": [1.0, 2.0]},
+            "IndependentGP": {"kernel": RBF(1.0)}, "CoupledPrior": {"kernel": RBF(1.0)},
+            "ANOVAPrior": {"kernel": RBF(1.0), "tree": ClassTree([("r", "a"), ("r", "b")])}}
 
 #: classes the walk must find (it would otherwise pass on an empty list).
 EXPECTED = {"NewtonOptions", "CVOptions", "OuterOptions", "LearnOptions", "Checkpointing", "EMOptions",
             "LaplaceOptions", "VBOptions", "MKLOptions", "CSOptions", "HM3Options", "RepresentationConfig", "RBF",
-            "ARD", "Polynomial", "Gaussian", "Laplace", "StudentT", "SmoothedHinge", "Softmax"}
+            "ARD", "Polynomial", "Gaussian", "Laplace", "StudentT", "SmoothedHinge", "Softmax", "IndependentGP",
+            "ANOVAPrior", "CoupledPrior"}
 
 
 def _option_classes() -> list[type]:
@@ -227,7 +248,8 @@ def test_bools_are_refused_for_every_number_field(cls):
 
 @pytest.mark.parametrize("cls", OPTION_CLASSES, ids=lambda c: c.__name__)
 def test_every_field_refuses_a_wrong_value_in_the_one_message_shape(cls):
-    wrong = {Integer: 1.5, Number: "1", OneOf: "no-such-choice", InstanceOf: object(), ArrayOf: np.array([np.nan])}
+    wrong = {Integer: 1.5, Number: "1", OneOf: "no-such-choice", InstanceOf: object(), ArrayOf: np.array([np.nan]),
+             SequenceOf: "not a list", AnyOf: "1"}
     for f in _fields(cls):
         v = f.validator.inner if isinstance(f.validator, Optional) else f.validator
         bad = next(value for kind, value in wrong.items() if isinstance(v, kind))
