@@ -312,7 +312,7 @@ class ArrayOf:
 
     def describe(self) -> str:
         shape = "an array" if self.ndim is None else f"a {self.ndim}-D array"
-        return f"{shape} of at least one entry, each {self.inner.describe()}"
+        return f"{shape} of at least one entry, each entry {self.inner.describe()}"
 
     def __call__(self, instance, attribute, value):
         ok = (isinstance(value, np.ndarray) and value.dtype.kind in "iuf" and value.size > 0
@@ -437,8 +437,10 @@ def any_of(*choices) -> AnyOf:
 
 
 def to_float(value):
-    """attrs converter: a real number (Python or numpy, never a bool) becomes a Python float; anything
-    else is passed on unchanged for the field's validator to refuse with its message."""
+    """attrs converter: a real number (Python or numpy, or a 0-d real array; never a bool) becomes a Python
+    float; anything else is passed on unchanged for the field's validator to refuse with its message."""
+    if isinstance(value, np.ndarray) and value.ndim == 0 and value.dtype.kind in "iuf":
+        value = value[()]
     return float(value) if _is_real(value) else value
 
 

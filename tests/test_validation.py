@@ -118,7 +118,7 @@ def test_array_of_checks_every_entry_dtype_and_dimension():
                 np.array([]), np.ones((2, 2)), [1.0, 2.0], 1.0, np.array(["a"])):
         assert not _accepts(v, bad)
     assert _accepts(array_of(number(), ndim=None), np.ones((2, 2)))
-    assert v.describe() == "a 1-D array of at least one entry, each a positive number"
+    assert v.describe() == "a 1-D array of at least one entry, each entry a positive number"
 
 
 def test_sequence_of_and_any_of():
@@ -137,7 +137,9 @@ def test_sequence_of_and_any_of():
 
 def test_converters_normalise_numbers_and_pass_everything_else_on():
     assert type(to_float(np.float32(2.5))) is float and type(to_float(3)) is float
+    assert type(to_float(np.array(2.0))) is float and type(to_float(np.array(2))) is float
     assert to_float(True) is True and to_float("1") == "1" and to_float(None) is None
+    assert to_float(np.array(True)).dtype == bool and to_float(np.ones(2)).shape == (2,)
     assert type(to_int(np.int64(4))) is int and to_int(4.0) == 4.0 and type(to_int(4.0)) is float
     assert to_int(True) is True
     assert to_path("a/b") == Path("a/b") and to_path(3) == 3
