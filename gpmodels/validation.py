@@ -7,6 +7,8 @@ hot loops.
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import Sequence
 
 import attrs
@@ -25,8 +27,10 @@ __all__ = [
     "labels_to_targets",
     # attrs validators of options classes
     "integer", "number", "positive_number", "nonnegative_number", "probability", "positive_int", "nonnegative_int",
-    "one_of", "instance_of", "boolean", "optional", "describe_validator", "Integer", "Number", "OneOf",
-    "InstanceOf", "Optional",
+    "one_of", "instance_of", "boolean", "optional", "array_of", "describe_validator", "Integer", "Number", "OneOf",
+    "InstanceOf", "Optional", "ArrayOf", "sequence_of", "any_of", "SequenceOf", "AnyOf",
+    # attrs converters that normalise numbers and leave everything else for the validator to refuse
+    "to_float", "to_int", "to_path", "to_float_array",
 ]
 
 
@@ -217,22 +221,33 @@ class Number:
     def describe(self) -> str:
         if self.low == 0 and self.open_low and self.high is None:
             text = "a positive number"
-        elif self.low == 0 and not self.open_low and self.high is None:
-            text = "a number >= 0"
+        elif self.high == 0 and self.open_high and self.low is None:
+            text = "a negative number"
+        elif self.low is not None and self.high is None:
+            text = f"a number {'>' if self.open_low else '>='} {self.low:g}"
+        elif self.high is not None and self.low is None:
+            text = f"a number {'<' if self.open_high else '<='} {self.high:g}"
         else:
             lo = "" if self.low is None else f"{self.low:g} {'<' if self.open_low else '<='} "
             hi = "" if self.high is None else f" {'<' if self.open_high else '<='} {self.high:g}"
             text = f"a number x with {lo}x{hi}" if (lo or hi) else "a number"
         return text + ("" if self.finite else " (inf allowed)")
 
+    def holds(self, values) -> np.ndarray:
+        """Elementwise: which of the real ``values`` (scalar or array) lie within the bounds (NaN never)."""
+        values = np.asarray(values, dtype=np.float64)
+        ok = np.isfinite(values) if self.finite else ~np.isnan(values)
+        if self.low is not None:
+            ok &= values > self.low if self.open_low else values >= self.low
+        if self.high is not None:
+            ok &= values < self.high if self.open_high else values <= self.high
+        return ok
+
     def __call__(self, instance, attribute, value):
-        ok = _is_real(value) and not np.isnan(value)
-        if ok and self.finite:
-            ok = bool(np.isfinite(value))
-        if ok and self.low is not None:
-            ok = value > self.low if self.open_low else value >= self.low
-        if ok and self.high is not None:
-            ok = value < self.high if self.open_high else value <= self.high
+        try:
+            ok = _is_real(value) and bool(self.holds(value))
+        except OverflowError:  # a Python int beyond the float range
+            ok = False
         if not ok:
             _fail(instance, attribute, self.describe(), value)
 
@@ -285,6 +300,69 @@ class Optional:
                 self.inner(instance, attribute, value)
             except InputError:
                 _fail(instance, attribute, self.describe(), value)
+
+
+@attrs.frozen
+class ArrayOf:
+    """A real numpy array (no bool dtype) of ``ndim`` dimensions (any when None), at least one entry,
+    every entry allowed by the :class:`Number` ``inner``."""
+
+    inner: Number
+    ndim: int | None = 1
+
+    def describe(self) -> str:
+        shape = "an array" if self.ndim is None else f"a {self.ndim}-D array"
+        return f"{shape} of at least one entry, each entry {self.inner.describe()}"
+
+    def __call__(self, instance, attribute, value):
+        ok = (isinstance(value, np.ndarray) and value.dtype.kind in "iuf" and value.size > 0
+              and (self.ndim is None or value.ndim == self.ndim))
+        if not (ok and bool(np.all(self.inner.holds(value)))):
+            _fail(instance, attribute, self.describe(), value)
+
+
+@attrs.frozen
+class SequenceOf:
+    """A list, tuple or numpy array (not a string) of at least ``min_len`` entries, every entry allowed
+    by the validator ``inner`` (which may be a SequenceOf itself, for lists of lists)."""
+
+    inner: object
+    min_len: int = 1
+
+    def describe(self) -> str:
+        size = {0: "a list", 1: "a non-empty list"}.get(self.min_len, f"a list of at least {self.min_len} entries")
+        return f"{size}, each entry {self.inner.describe()}"
+
+    def __call__(self, instance, attribute, value):
+        ok = (isinstance(value, (list, tuple)) or (isinstance(value, np.ndarray) and value.ndim >= 1)) \
+            and len(value) >= self.min_len
+        if ok:
+            try:
+                for entry in value:
+                    self.inner(instance, attribute, entry)
+            except InputError:
+                ok = False
+        if not ok:
+            _fail(instance, attribute, self.describe(), value)
+
+
+@attrs.frozen
+class AnyOf:
+    """What at least one of the validators ``choices`` allows (e.g. a number or a list of numbers)."""
+
+    choices: tuple
+
+    def describe(self) -> str:
+        return " or ".join(c.describe() for c in self.choices)
+
+    def __call__(self, instance, attribute, value):
+        for choice in self.choices:
+            try:
+                choice(instance, attribute, value)
+                return
+            except InputError:
+                pass
+        _fail(instance, attribute, self.describe(), value)
 
 
 def integer(low: int | None = None, high: int | None = None) -> Integer:
@@ -341,6 +419,53 @@ def boolean() -> InstanceOf:
 def optional(inner) -> Optional:
     """attrs validator: None or what ``inner`` allows."""
     return Optional(inner)
+
+
+def array_of(inner: Number, *, ndim: int | None = 1) -> ArrayOf:
+    """attrs validator: a real array (``ndim`` dimensions, not empty) whose every entry ``inner`` allows."""
+    return ArrayOf(inner, ndim)
+
+
+def sequence_of(inner, *, min_len: int = 1) -> SequenceOf:
+    """attrs validator: a list / tuple / array of at least ``min_len`` entries, each allowed by ``inner``."""
+    return SequenceOf(inner, min_len)
+
+
+def any_of(*choices) -> AnyOf:
+    """attrs validator: what one of ``choices`` allows."""
+    return AnyOf(tuple(choices))
+
+
+def to_float(value):
+    """attrs converter: a real number (Python or numpy, or a 0-d real array; never a bool) becomes a Python
+    float; anything else is passed on unchanged for the field's validator to refuse with its message."""
+    if isinstance(value, np.ndarray) and value.ndim == 0 and value.dtype.kind in "iuf":
+        value = value[()]
+    return float(value) if _is_real(value) else value
+
+
+def to_float_array(value):
+    """attrs converter: a real number or a sequence / array of them (no bools) becomes a float64 array of at
+    least one dimension; anything else is passed on unchanged for the field's validator to refuse."""
+    try:
+        a = np.asarray(value)
+    except (TypeError, ValueError):
+        return value
+    if a.dtype.kind not in "iuf":
+        return value
+    return np.atleast_1d(a.astype(np.float64))
+
+
+def to_int(value):
+    """attrs converter: a numpy integer becomes a Python int; anything else (floats and bools
+    included) is passed on unchanged for the field's validator to judge."""
+    return int(value) if _is_integer(value) else value
+
+
+def to_path(value):
+    """attrs converter: a str or os.PathLike becomes a :class:`pathlib.Path`; anything else is passed on
+    unchanged for the field's validator to refuse."""
+    return Path(value) if isinstance(value, (str, os.PathLike)) else value
 
 
 def describe_validator(validator) -> str | None:

@@ -16,6 +16,7 @@ import numpy as np
 
 from gpmodels.errors import InputError
 from gpmodels.kernels.base import Kernel, ParameterFreeKernel, cross_product, sq_norms
+from gpmodels.validation import nonnegative_number, positive_int, positive_number, to_float, to_int
 
 __all__ = ["Linear", "Polynomial"]
 
@@ -37,28 +38,13 @@ class Linear(ParameterFreeKernel):
         return np.zeros(0)
 
 
-def _degree(instance, attribute, value):
-    if int(value) != value or value < 1:
-        raise InputError(f"Polynomial.degree must be an integer >= 1; got {value!r}")
-
-
-def _nonneg(instance, attribute, value):
-    if not np.isfinite(value) or value < 0:
-        raise InputError(f"Polynomial.{attribute.name} must be >= 0 and finite; got {value!r}")
-
-
-def _pos(instance, attribute, value):
-    if not np.isfinite(value) or value <= 0:
-        raise InputError(f"Polynomial.{attribute.name} must be > 0 and finite; got {value!r}")
-
-
 @attrs.frozen(eq=False)
 class Polynomial(Kernel):
     """(γ x^T x' + c)^d; parameters log γ and (when c > 0) log c."""
 
-    degree: int = attrs.field(default=2, converter=int, validator=_degree)
-    scale: float = attrs.field(default=1.0, converter=float, validator=_pos)
-    offset: float = attrs.field(default=1.0, converter=float, validator=_nonneg)
+    degree: int = attrs.field(default=2, converter=to_int, validator=positive_int())
+    scale: float = attrs.field(default=1.0, converter=to_float, validator=positive_number())
+    offset: float = attrs.field(default=1.0, converter=to_float, validator=nonnegative_number())
 
     @property
     def params(self) -> np.ndarray:

@@ -17,14 +17,9 @@ import scipy.sparse as sp
 
 from gpmodels.errors import InputError
 from gpmodels.kernels.base import Kernel, cross_product, sq_norms
+from gpmodels.validation import array_of, positive_number, to_float, to_float_array
 
 __all__ = ["RBF", "ARD"]
-
-
-def _positive(instance, attribute, value):
-    v = np.asarray(value, dtype=np.float64)
-    if not np.all(np.isfinite(v)) or np.any(v <= 0):
-        raise InputError(f"{type(instance).__name__}.{attribute.name} must be positive and finite; got {value!r}")
 
 
 def _sq_dists(X1, X2) -> np.ndarray:
@@ -57,7 +52,7 @@ def _squared(X):
 class RBF(Kernel):
     """Isotropic Gaussian shape exp(-(w/2)||x - x'||^2), w > 0 (Seeger 2008, eq. 7)."""
 
-    w: float = attrs.field(converter=float, validator=_positive)
+    w: float = attrs.field(converter=to_float, validator=positive_number())
 
     @property
     def params(self) -> np.ndarray:
@@ -92,7 +87,7 @@ class RBF(Kernel):
 class ARD(Kernel):
     """Gaussian shape with one inverse squared length-scale per input dimension, w_j > 0."""
 
-    w: np.ndarray = attrs.field(converter=lambda v: np.atleast_1d(np.asarray(v, dtype=np.float64)), validator=_positive)
+    w: np.ndarray = attrs.field(converter=to_float_array, validator=array_of(positive_number()))
 
     @property
     def params(self) -> np.ndarray:

@@ -28,6 +28,7 @@ import scipy.sparse as sp
 from gpmodels.errors import InputError
 from gpmodels.kernels.base import Kernel, sq_norms
 from gpmodels.kernels.linear import Linear
+from gpmodels.validation import nonnegative_number, one_of, positive_int, positive_number
 
 __all__ = [
     "Representation",
@@ -414,11 +415,6 @@ class LowRankGram(Representation):
         return self.L.nbytes
 
 
-def _kind(instance, attribute, value):
-    if value not in REPRESENTATION_KINDS:
-        raise InputError(f"representation kind must be one of {REPRESENTATION_KINDS}; got {value!r}")
-
-
 @attrs.frozen
 class RepresentationConfig:
     """How to represent each kernel matrix.
@@ -427,11 +423,11 @@ class RepresentationConfig:
     fits in ``stored_max_mb``, else ``blocked`` with ``memory_mb``.
     """
 
-    kind: str = attrs.field(default="auto", validator=_kind)
-    memory_mb: float = 256.0
-    stored_max_mb: float = 4096.0
-    rank: int = 200
-    tol: float = 1e-8
+    kind: str = attrs.field(default="auto", validator=one_of(REPRESENTATION_KINDS))
+    memory_mb: float = attrs.field(default=256.0, validator=positive_number())
+    stored_max_mb: float = attrs.field(default=4096.0, validator=positive_number())
+    rank: int = attrs.field(default=200, validator=positive_int())  # lowrank: maximal rank of the ICF
+    tol: float = attrs.field(default=1e-8, validator=nonnegative_number())  # lowrank: ICF stopping tolerance
 
     def build(self, X, kernel: Kernel) -> Representation:
         kernel.check_inputs(X)

@@ -12,21 +12,17 @@ from __future__ import annotations
 import attrs
 import numpy as np
 
-from gpmodels.validation import check_positive
+from gpmodels.validation import positive_number, to_float
 from gpmodels.likelihoods.diagonal import DiagonalLikelihood, as_single_latent
 
 __all__ = ["Gaussian"]
-
-
-def _positive(instance, attribute, value):
-    check_positive(f"Gaussian.{attribute.name}", value)
 
 
 @attrs.frozen
 class Gaussian(DiagonalLikelihood):
     """N(y | u, noise) with ``noise`` = σ² > 0 (hyperparameter ``log_noise``)."""
 
-    noise: float = attrs.field(default=1.0, converter=float, validator=_positive)
+    noise: float = attrs.field(default=1.0, converter=to_float, validator=positive_number())
     log_concave = True
     vb_residual = True
     has_super_gaussian = True

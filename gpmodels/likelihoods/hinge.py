@@ -18,22 +18,18 @@ from __future__ import annotations
 import attrs
 import numpy as np
 
-from gpmodels.validation import check_positive
+from gpmodels.validation import positive_number, to_float
 from gpmodels.likelihoods.diagonal import DiagonalLikelihood
 from gpmodels.likelihoods.logistic import check_pm1_targets
 
 __all__ = ["SmoothedHinge"]
 
 
-def _positive(instance, attribute, value):
-    check_positive("SmoothedHinge.eps", value)
-
-
 @attrs.frozen
 class SmoothedHinge(DiagonalLikelihood):
     """ℓ_ε(1 - y u) over a single latent function; ``eps`` the smoothing width."""
 
-    eps: float = attrs.field(default=1e-3, converter=float, validator=_positive)
+    eps: float = attrs.field(default=1e-3, converter=to_float, validator=positive_number())
     log_concave = True
     curvature_kind = "majoriser"
     vb_residual = False

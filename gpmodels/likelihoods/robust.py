@@ -28,17 +28,13 @@ import numpy as np
 from scipy.special import digamma, gammaln
 
 from gpmodels.errors import InputError
-from gpmodels.validation import check_positive
+from gpmodels.validation import boolean, positive_number, to_float
 from gpmodels.likelihoods.diagonal import DiagonalLikelihood, as_single_latent
 
 __all__ = ["Laplace", "StudentT"]
 
 #: relative floor ε of |r| / τ in the Laplace IRLS weight.
 LAPLACE_RESIDUAL_FLOOR = 1e-9
-
-
-def _positive(instance, attribute, value):
-    check_positive(f"{type(instance).__name__}.{attribute.name}", value)
 
 
 def _params_from(theta, names, cls_name):
@@ -52,7 +48,7 @@ def _params_from(theta, names, cls_name):
 class Laplace(DiagonalLikelihood):
     """exp(-|y - u|/τ)/(2τ) with ``scale`` τ > 0 (hyperparameter ``lik.log_scale``)."""
 
-    scale: float = attrs.field(default=1.0, converter=float, validator=_positive)
+    scale: float = attrs.field(default=1.0, converter=to_float, validator=positive_number())
     log_concave = True
     smooth = False
     curvature_kind = "majoriser"
@@ -114,9 +110,9 @@ class Laplace(DiagonalLikelihood):
 class StudentT(DiagonalLikelihood):
     """Student-t noise with ``df`` ν > 0 and ``scale`` σ > 0; see the module docstring."""
 
-    df: float = attrs.field(default=4.0, converter=float, validator=_positive)
-    scale: float = attrs.field(default=1.0, converter=float, validator=_positive)
-    learn_df: bool = False
+    df: float = attrs.field(default=4.0, converter=to_float, validator=positive_number())
+    scale: float = attrs.field(default=1.0, converter=to_float, validator=positive_number())
+    learn_df: bool = attrs.field(default=False, validator=boolean())
     log_concave = False
     curvature_kind = "majoriser"
     vb_residual = True

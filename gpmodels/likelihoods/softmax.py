@@ -23,8 +23,8 @@ from __future__ import annotations
 import attrs
 import numpy as np
 
-from gpmodels.errors import InputError
 from gpmodels.likelihoods.base import HessianFactor, Likelihood
+from gpmodels.validation import number, to_float
 
 __all__ = ["Softmax", "SoftmaxFactor", "log_softmax"]
 
@@ -48,16 +48,11 @@ def log_softmax(U: np.ndarray) -> np.ndarray:
     return U - _logsumexp_rows(U)
 
 
-def _kappa(instance, attribute, value):
-    if not np.isfinite(value) or value >= 0:
-        raise InputError(f"Softmax.kappa (App. B threshold on log π) must be a finite negative number; got {value!r}")
-
-
 @attrs.frozen
 class Softmax(Likelihood):
     """Multiple logistic likelihood over C classes with App. B threshold ``kappa`` on log π."""
 
-    kappa: float = attrs.field(default=-20.0, converter=float, validator=_kappa)
+    kappa: float = attrs.field(default=-20.0, converter=to_float, validator=number(high=0, open_high=True))  # App. B
     log_concave = True
 
     def value(self, U, Y) -> float:

@@ -50,56 +50,33 @@ import attrs
 import numpy as np
 
 from gpmodels.errors import ConvergenceError, InputError
+from gpmodels.validation import nonnegative_int, nonnegative_number, number, positive_int, positive_number, probability
 
 __all__ = ["OuterOptions", "Trial", "OuterRecord", "OuterState", "outer_start", "outer_iteration", "minimize_outer",
            "projected_gradient"]
-
-
-def _positive_int(instance, attribute, value):
-    if isinstance(value, bool) or int(value) != value or value < 1:
-        raise InputError(f"OuterOptions.{attribute.name} must be an integer >= 1; got {value!r}")
-
-
-def _nonneg(instance, attribute, value):
-    if not np.isfinite(value) or value < 0:
-        raise InputError(f"OuterOptions.{attribute.name} must be a finite number >= 0; got {value!r}")
-
-
-def _positive(instance, attribute, value):
-    if not np.isfinite(value) or value <= 0:
-        raise InputError(f"OuterOptions.{attribute.name} must be a finite number > 0; got {value!r}")
-
-
-def _open_unit(instance, attribute, value):
-    if not 0.0 < value < 1.0:
-        raise InputError(f"OuterOptions.{attribute.name} must lie in (0, 1); got {value!r}")
-
-
-def _above_one(instance, attribute, value):
-    if not np.isfinite(value) or value <= 1.0:
-        raise InputError(f"OuterOptions.{attribute.name} must be a finite number > 1; got {value!r}")
 
 
 @attrs.frozen
 class OuterOptions:
     """Settings of the outer quasi-Newton optimiser (see the module docstring)."""
 
-    max_iter: int = attrs.field(default=30, validator=_positive_int)
-    max_evaluations: int = attrs.field(default=100, validator=_positive_int)
-    memory: int = attrs.field(default=10, validator=_positive_int)
-    ftol: float = attrs.field(default=1e-5, validator=_nonneg)
-    gtol: float = attrs.field(default=1e-6, validator=_nonneg)
-    initial_step: float = attrs.field(default=1.0, validator=_positive)
-    max_step: float = attrs.field(default=3.0, validator=_positive)
-    armijo: float = attrs.field(default=1e-4, validator=_open_unit)
-    wolfe: float = attrs.field(default=0.9, validator=_open_unit)
-    line_search_evals: int = attrs.field(default=8, validator=_positive_int)
-    extrapolation: float = attrs.field(default=4.0, validator=_above_one)
-    max_extrapolations: int = attrs.field(default=2, validator=_nonneg)
+    max_iter: int = attrs.field(default=30, validator=positive_int())
+    max_evaluations: int = attrs.field(default=100, validator=positive_int())
+    memory: int = attrs.field(default=10, validator=positive_int())
+    ftol: float = attrs.field(default=1e-5, validator=nonnegative_number())
+    gtol: float = attrs.field(default=1e-6, validator=nonnegative_number())
+    initial_step: float = attrs.field(default=1.0, validator=positive_number())
+    max_step: float = attrs.field(default=3.0, validator=positive_number())
+    armijo: float = attrs.field(default=1e-4, validator=probability(open_low=True, open_high=True))  # c1
+    wolfe: float = attrs.field(default=0.9, validator=probability(open_low=True, open_high=True))  # c2
+    line_search_evals: int = attrs.field(default=8, validator=positive_int())
+    extrapolation: float = attrs.field(default=4.0, validator=number(1, open_low=True))
+    max_extrapolations: int = attrs.field(default=2, validator=nonnegative_int())
 
     def __attrs_post_init__(self):
         if not self.armijo < self.wolfe:
-            raise InputError(f"OuterOptions needs armijo < wolfe (0 < c1 < c2 < 1); got {self.armijo} and {self.wolfe}")
+            raise InputError(f"OuterOptions.armijo must be below wolfe (armijo < wolfe: 0 < c1 < c2 < 1); "
+                             f"got armijo={self.armijo!r} and wolfe={self.wolfe!r}")
 
 
 @attrs.frozen(eq=False)

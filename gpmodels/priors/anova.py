@@ -38,6 +38,8 @@ from gpmodels.operators.anova import ANOVA
 from gpmodels.operators.base import Operator
 from gpmodels.operators.blockdiag import BlockDiagonal
 from gpmodels.operators.intercept import Intercept
+from gpmodels.validation import any_of, boolean, instance_of, nonnegative_number, one_of, optional, positive_number, \
+    sequence_of
 
 __all__ = ["ANOVAPrior", "group_labels"]
 
@@ -68,26 +70,15 @@ class ANOVAPrior:
     the intercept.
     """
 
-    tree: ClassTree
-    kernel: Kernel
-    sharing: str = "level"
-    variance: float | Sequence[float] = 1.0
-    sigma2: float = 0.0
-    kernel_sharing: str | None = None
-    representation: RepresentationConfig = attrs.field(factory=RepresentationConfig)
-    learn_sigma2: bool = False
-
-    def __attrs_post_init__(self):
-        if not isinstance(self.tree, ClassTree):
-            raise HierarchyError(f"ANOVAPrior needs a ClassTree; got {type(self.tree).__name__}")
-        for key in ("sharing", "kernel_sharing"):
-            mode = getattr(self, key)
-            if mode is None and key == "kernel_sharing":
-                continue
-            if mode not in TREE_SHARING:
-                raise InputError(f"ANOVAPrior.{key} must be one of {TREE_SHARING}; got {mode!r}")
-        if self.sigma2 < 0:
-            raise InputError(f"sigma2 (intercept variance) must be >= 0; got {self.sigma2}")
+    tree: ClassTree = attrs.field(validator=instance_of(ClassTree))
+    kernel: Kernel = attrs.field(validator=instance_of(Kernel))
+    sharing: str = attrs.field(default="level", validator=one_of(TREE_SHARING))
+    variance: float | Sequence[float] = attrs.field(default=1.0, validator=any_of(positive_number(), sequence_of(positive_number())))
+    sigma2: float = attrs.field(default=0.0, validator=nonnegative_number())
+    kernel_sharing: str | None = attrs.field(default=None, validator=optional(one_of(TREE_SHARING)))  # None: sharing
+    representation: RepresentationConfig = attrs.field(factory=RepresentationConfig,
+                                                       validator=instance_of(RepresentationConfig))
+    learn_sigma2: bool = attrs.field(default=False, validator=boolean())
 
     @property
     def variance_groups(self) -> np.ndarray:

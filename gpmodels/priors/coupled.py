@@ -36,6 +36,8 @@ from gpmodels.operators.base import Operator
 from gpmodels.operators.blockdiag import SHARING_MODES, BlockDiagonal
 from gpmodels.operators.coupled import Coupled
 from gpmodels.operators.intercept import Intercept
+from gpmodels.validation import (any_of, array_of, boolean, instance_of, nonnegative_int, nonnegative_number, number,
+                                 one_of, optional, positive_int, positive_number, sequence_of, to_float_array)
 
 __all__ = ["CoupledPrior", "coupling_init", "COUPLING_INITS"]
 
@@ -97,25 +99,21 @@ class CoupledPrior:
     hyperparameters.
     """
 
-    kernel: Kernel
-    n_factors: int | None = None
-    init: str = "auto"
-    B: np.ndarray | None = attrs.field(default=None, eq=False)
-    tree: ClassTree | None = None
-    sharing: str = "tied"
-    variance: float | Sequence[float] = 1.0
-    sigma2: float = 0.0
-    representation: RepresentationConfig = attrs.field(factory=RepresentationConfig)
-    learn_sigma2: bool = False
-    learn_B: bool = True
-    seed: int = 0
-    class_names: Sequence[str] | None = None
-
-    def __attrs_post_init__(self):
-        if self.sharing not in SHARING_MODES:
-            raise InputError(f"CoupledPrior.sharing must be one of {SHARING_MODES}; got {self.sharing!r}")
-        if self.sigma2 < 0:
-            raise InputError(f"sigma2 (intercept variance) must be >= 0; got {self.sigma2}")
+    kernel: Kernel = attrs.field(validator=instance_of(Kernel))
+    n_factors: int | None = attrs.field(default=None, validator=optional(positive_int()))
+    init: str = attrs.field(default="auto", validator=one_of(COUPLING_INITS))
+    B: np.ndarray | None = attrs.field(default=None, eq=False, converter=to_float_array,
+                                       validator=optional(array_of(number(), ndim=2)))  # shape (C, p)
+    tree: ClassTree | None = attrs.field(default=None, validator=optional(instance_of(ClassTree)))
+    sharing: str = attrs.field(default="tied", validator=one_of(SHARING_MODES))
+    variance: float | Sequence[float] = attrs.field(default=1.0, validator=any_of(positive_number(), sequence_of(positive_number())))
+    sigma2: float = attrs.field(default=0.0, validator=nonnegative_number())
+    representation: RepresentationConfig = attrs.field(factory=RepresentationConfig,
+                                                       validator=instance_of(RepresentationConfig))
+    learn_sigma2: bool = attrs.field(default=False, validator=boolean())
+    learn_B: bool = attrs.field(default=True, validator=boolean())
+    seed: int = attrs.field(default=0, validator=nonnegative_int())  # of the `random` initialisation
+    class_names: Sequence[str] | None = attrs.field(default=None, validator=optional(sequence_of(instance_of(str))))
 
     def initial_B(self, n_classes: int) -> np.ndarray:
         """The starting B for ``n_classes`` classes."""

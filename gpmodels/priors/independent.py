@@ -19,8 +19,13 @@ from gpmodels.kernels.representations import RepresentationConfig
 from gpmodels.operators.base import Operator
 from gpmodels.operators.blockdiag import SHARING_MODES, BlockDiagonal
 from gpmodels.operators.intercept import Intercept
+from gpmodels.validation import (any_of, boolean, instance_of, nonnegative_int, nonnegative_number, one_of, optional,
+                                 positive_number, sequence_of)
 
 __all__ = ["IndependentGP"]
+
+#: class groups: a list of lists of class indices.
+_GROUPS = sequence_of(sequence_of(nonnegative_int()))
 
 
 @attrs.frozen
@@ -32,14 +37,15 @@ class IndependentGP:
     group.  ``sigma2 = 0`` drops the intercept.
     """
 
-    kernel: Kernel
-    sharing: str | None = "separate"
-    variance: float | Sequence[float] = 1.0
-    sigma2: float = 0.0
-    kernel_groups: Sequence[Sequence[int]] | None = None
-    variance_groups: Sequence[Sequence[int]] | None = None
-    representation: RepresentationConfig = attrs.field(factory=RepresentationConfig)
-    learn_sigma2: bool = False
+    kernel: Kernel = attrs.field(validator=instance_of(Kernel))
+    sharing: str | None = attrs.field(default="separate", validator=optional(one_of(SHARING_MODES)))
+    variance: float | Sequence[float] = attrs.field(default=1.0, validator=any_of(positive_number(), sequence_of(positive_number())))
+    sigma2: float = attrs.field(default=0.0, validator=nonnegative_number())
+    kernel_groups: Sequence[Sequence[int]] | None = attrs.field(default=None, validator=optional(_GROUPS))
+    variance_groups: Sequence[Sequence[int]] | None = attrs.field(default=None, validator=optional(_GROUPS))
+    representation: RepresentationConfig = attrs.field(factory=RepresentationConfig,
+                                                       validator=instance_of(RepresentationConfig))
+    learn_sigma2: bool = attrs.field(default=False, validator=boolean())
 
     def operator(self, X, n_classes: int) -> Operator:
         """The operator K̃ over the training inputs X for ``n_classes`` classes."""

@@ -167,7 +167,7 @@ def test_representation_config_auto_choices(rng):
     assert isinstance(RepresentationConfig().build(X, Linear()), FeatureGram)
     assert isinstance(RepresentationConfig().build(X, RBF(1.0)), StoredGram)
     assert isinstance(RepresentationConfig(stored_max_mb=1e-6).build(X, RBF(1.0)), BlockedGram)
-    with pytest.raises(InputError, match="representation kind"):
+    with pytest.raises(InputError, match="RepresentationConfig.kind must be one of"):
         RepresentationConfig(kind="magic")
     with pytest.raises(InputError, match="needs dense inputs"):
         RepresentationConfig().build(sp.csr_matrix(X), Precomputed(np.eye(3)))

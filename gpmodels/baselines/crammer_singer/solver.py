@@ -53,7 +53,7 @@ import scipy.sparse as sp
 
 from gpmodels.errors import InputError
 from gpmodels.kernels.base import Kernel
-from gpmodels.validation import check_features, one_of, positive_number
+from gpmodels.validation import boolean, check_features, nonnegative_number, one_of, positive_int, positive_number
 from gpmodels.baselines.crammer_singer.kernel_cache import KernelRows
 from gpmodels.baselines.crammer_singer.loops import ENGINES, CompiledLoop, LoopState, NumpyLoop, compiled_available, resolve_engine
 
@@ -67,14 +67,6 @@ SPARSE_MODES = ("auto", "dense", "sparse")
 REDUCED_SOLVERS = ("fixed_point", "exact")
 
 
-_POSITIVE = positive_number(finite=True)
-
-
-def _nonneg(instance, attribute, value):
-    if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):
-        raise InputError(f"CSOptions.{attribute.name} must be a number >= 0; got {value!r}")
-
-
 @attrs.frozen
 class CSOptions:
     """Settings of the Crammer–Singer solver (module docstring); C = 1/β in SVC's terms.
@@ -83,24 +75,25 @@ class CSOptions:
     error when it is not built) or ``numpy``; :func:`compiled_available` tells which.
     """
 
-    beta: float = attrs.field(default=1.0, validator=_POSITIVE)
-    epsilon: float = attrs.field(default=1e-3, validator=_POSITIVE)
+    beta: float = attrs.field(default=1.0, validator=positive_number())
+    epsilon: float = attrs.field(default=1e-3, validator=positive_number())
     selection: str = attrs.field(default="kkt", validator=one_of(SELECTIONS))
-    active_set: bool = True
+    active_set: bool = attrs.field(default=True, validator=boolean())
     cooling: str = attrs.field(default="logarithmic", validator=one_of(COOLINGS))
-    epsilon0: float = attrs.field(default=0.999, validator=_POSITIVE)
-    cache_mb: float = attrs.field(default=200.0, validator=_nonneg)
+    epsilon0: float = attrs.field(default=0.999, validator=positive_number())
+    cache_mb: float = attrs.field(default=200.0, validator=nonnegative_number())
     sparse: str = attrs.field(default="auto", validator=one_of(SPARSE_MODES))
     reduced_solver: str = attrs.field(default="fixed_point", validator=one_of(REDUCED_SOLVERS))
-    fixed_point_max_iter: int = attrs.field(default=1000, validator=_POSITIVE)
-    max_updates: int = attrs.field(default=10_000_000, validator=_POSITIVE)
-    max_sweeps: int = attrs.field(default=1000, validator=_POSITIVE)
+    fixed_point_max_iter: int = attrs.field(default=1000, validator=positive_int())
+    max_updates: int = attrs.field(default=10_000_000, validator=positive_int())
+    max_sweeps: int = attrs.field(default=1000, validator=positive_int())
     engine: str = attrs.field(default="auto", validator=one_of(ENGINES))
 
     def __attrs_post_init__(self):
         if self.selection == "cyclic" and (self.active_set or self.cooling != "none"):
-            raise InputError("CSOptions: selection='cyclic' is the baseline without KKT selection; it takes "
-                             "active_set=False and cooling='none'")
+            raise InputError(f"CSOptions.selection must be 'kkt' unless active_set=False and cooling='none' "
+                             f"(selection='cyclic' is the baseline without KKT selection); got selection='cyclic', "
+                             f"active_set={self.active_set!r} and cooling={self.cooling!r}")
 
 
 def cooling_schedule(kind: str, epsilon0: float, epsilon: float, rounds: int) -> list[float]:

@@ -46,7 +46,7 @@ from gpmodels.errors import InputError
 from gpmodels.hierarchy import ClassTree
 from gpmodels.kernels.base import Kernel
 from gpmodels.scoring.multilabel import SCALINGS, check_multilabels
-from gpmodels.validation import check_features, one_of, positive_number
+from gpmodels.validation import check_features, nonnegative_int, one_of, optional, positive_int, positive_number
 from gpmodels.baselines.hm3.inference import TRAIN_LOSSES, best_labelings, best_single_paths, edge_losses, edge_onehot
 from gpmodels.baselines.crammer_singer.kernel_cache import KernelRows
 
@@ -56,24 +56,21 @@ WORKING_SETS = ("gap_sampling", "cyclic")
 DIRECTIONS = ("dp", "lp")
 
 
-_POSITIVE = positive_number(finite=False)
-
-
 @attrs.frozen
 class HM3Options:
     """Settings of H-M^3 (module docstring)."""
 
-    C: float = attrs.field(default=1.0, validator=_POSITIVE)
+    C: float = attrs.field(default=1.0, validator=positive_number())
     loss: str = attrs.field(default="delta", validator=one_of(TRAIN_LOSSES))
     scaling: str = attrs.field(default="uniform", validator=one_of(SCALINGS))
     working_set: str = attrs.field(default="gap_sampling", validator=one_of(WORKING_SETS))
-    chunk_size: int = attrs.field(default=200, validator=_POSITIVE)
-    iteration_limit: int = attrs.field(default=10, validator=_POSITIVE)
+    chunk_size: int = attrs.field(default=200, validator=positive_int())
+    iteration_limit: int = attrs.field(default=10, validator=positive_int())
     direction: str = attrs.field(default="dp", validator=one_of(DIRECTIONS))
-    gap_tol: float = attrs.field(default=1e-2, validator=_POSITIVE)
-    max_passes: int = attrs.field(default=200, validator=_POSITIVE)
-    max_seconds: float = attrs.field(default=float("inf"), validator=_POSITIVE)
-    seed: int = 0
+    gap_tol: float = attrs.field(default=1e-2, validator=positive_number())
+    max_passes: int = attrs.field(default=200, validator=positive_int())
+    max_seconds: float = attrs.field(default=float("inf"), validator=positive_number(finite=False))
+    seed: int | None = attrs.field(default=0, validator=optional(nonnegative_int()))  # gap sampling; None: unseeded
 
 
 @attrs.frozen

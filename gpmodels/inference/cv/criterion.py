@@ -72,42 +72,13 @@ from gpmodels.linalg.cg import cg
 from gpmodels.inference.map.line_search import objective
 from gpmodels.inference.map.exact_newton import exact_newton, exact_newton_solve
 from gpmodels.inference.map.newton_cg import NewtonOptions, newton_cg
+from gpmodels.validation import boolean, instance_of, nonnegative_number, one_of, positive_int, positive_number
 
 __all__ = ["CVOptions", "CVState", "CVEvaluation", "FoldDiagnostics", "cv_criterion", "check_partition",
            "CV_METHODS", "WARM_STARTS"]
 
 CV_METHODS = ("newton_cg", "exact")
 WARM_STARTS = ("better", "always", "never")
-
-
-def _positive_int(instance, attribute, value):
-    if isinstance(value, bool) or int(value) != value or value < 1:
-        raise InputError(f"CVOptions.{attribute.name} must be an integer >= 1; got {value!r}")
-
-
-def _nonneg(instance, attribute, value):
-    if not np.isfinite(value) or value < 0:
-        raise InputError(f"CVOptions.{attribute.name} must be a finite number >= 0; got {value!r}")
-
-
-def _positive(instance, attribute, value):
-    if not np.isfinite(value) or value <= 0:
-        raise InputError(f"CVOptions.{attribute.name} must be a finite number > 0; got {value!r}")
-
-
-def _method(instance, attribute, value):
-    if value not in CV_METHODS:
-        raise InputError(f"CVOptions.method must be one of {CV_METHODS}; got {value!r}")
-
-
-def _warm(instance, attribute, value):
-    if value not in WARM_STARTS:
-        raise InputError(f"CVOptions.warm_start must be one of {WARM_STARTS}; got {value!r}")
-
-
-def _newton(instance, attribute, value):
-    if not isinstance(value, NewtonOptions):
-        raise InputError(f"CVOptions.newton must be a NewtonOptions; got {type(value).__name__}")
 
 
 @attrs.frozen
@@ -122,14 +93,14 @@ class CVOptions:
     """
 
     newton: NewtonOptions = attrs.field(factory=lambda: NewtonOptions(max_iter=13, cg_max_iter=25, grad_tol=1e-6),
-                                        validator=_newton)
-    k3: int = attrs.field(default=40, validator=_positive_int)
-    accumulation_tol: float = attrs.field(default=1e-6, validator=_nonneg)
-    fail_tol: float = attrs.field(default=1e-3, validator=_positive)
-    method: str = attrs.field(default="newton_cg", validator=_method)
-    abort_on_failure: bool = True
-    warm_start: str = attrs.field(default="better", validator=_warm)
-    retry_cold: bool = True
+                                        validator=instance_of(NewtonOptions))
+    k3: int = attrs.field(default=40, validator=positive_int())
+    accumulation_tol: float = attrs.field(default=1e-6, validator=nonnegative_number())
+    fail_tol: float = attrs.field(default=1e-3, validator=positive_number())
+    method: str = attrs.field(default="newton_cg", validator=one_of(CV_METHODS))
+    abort_on_failure: bool = attrs.field(default=True, validator=boolean())
+    warm_start: str = attrs.field(default="better", validator=one_of(WARM_STARTS))
+    retry_cold: bool = attrs.field(default=True, validator=boolean())
 
 
 @attrs.frozen(eq=False)

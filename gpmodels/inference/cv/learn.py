@@ -31,26 +31,13 @@ from gpmodels.inference.cv.criterion import CVOptions, check_partition, cv_crite
 from gpmodels.inference.map.model import MAPModel, fit_map
 from gpmodels.inference.map.newton_cg import NewtonOptions, NewtonStep
 from gpmodels.optimize.lbfgs import OuterOptions, OuterRecord, OuterState, Trial, minimize_outer
+from gpmodels.validation import boolean, instance_of, number, one_of, to_float, to_path
 
 __all__ = ["LearnOptions", "Checkpointing", "LearnResult", "learn_hyperparameters", "fit_learned",
-           "EvaluationLog"]
+           "EvaluationLog", "FINAL_METHODS"]
 
 
-def _check_type(cls):
-    def check(instance, attribute, value):
-        if not isinstance(value, cls):
-            raise InputError(f"LearnOptions.{attribute.name} must be a {cls.__name__}; got {type(value).__name__}")
-    return check
-
-
-def _final_method(instance, attribute, value):
-    if value not in ("newton_cg", "exact"):
-        raise InputError(f"LearnOptions.final_method must be 'newton_cg' or 'exact'; got {value!r}")
-
-
-def _finite(instance, attribute, value):
-    if not np.isfinite(value):
-        raise InputError(f"LearnOptions.{attribute.name} must be a finite number (log space); got {value!r}")
+FINAL_METHODS = ("newton_cg", "exact")
 
 
 @attrs.frozen
@@ -65,17 +52,18 @@ class LearnOptions:
     operator's own ``param_bounds``).
     """
 
-    cv: CVOptions = attrs.field(factory=CVOptions, validator=_check_type(CVOptions))
-    outer: OuterOptions = attrs.field(factory=lambda: OuterOptions(ftol=1e-4), validator=_check_type(OuterOptions))
+    cv: CVOptions = attrs.field(factory=CVOptions, validator=instance_of(CVOptions))
+    outer: OuterOptions = attrs.field(factory=lambda: OuterOptions(ftol=1e-4), validator=instance_of(OuterOptions))
     final: NewtonOptions = attrs.field(factory=lambda: NewtonOptions(max_iter=30, cg_max_iter=50),
-                                       validator=_check_type(NewtonOptions))
-    final_method: str = attrs.field(default="newton_cg", validator=_final_method)
-    lower: float = attrs.field(default=-15.0, converter=float, validator=_finite)
-    upper: float = attrs.field(default=15.0, converter=float, validator=_finite)
+                                       validator=instance_of(NewtonOptions))
+    final_method: str = attrs.field(default="newton_cg", validator=one_of(FINAL_METHODS))
+    lower: float = attrs.field(default=-15.0, converter=to_float, validator=number())  # log space
+    upper: float = attrs.field(default=15.0, converter=to_float, validator=number())
 
     def __attrs_post_init__(self):
         if not self.lower < self.upper:
-            raise InputError(f"LearnOptions needs lower < upper; got {self.lower} and {self.upper}")
+            raise InputError(f"LearnOptions.lower must be below upper (lower < upper); "
+                             f"got lower={self.lower!r} and upper={self.upper!r}")
 
 
 @attrs.frozen
@@ -87,9 +75,9 @@ class Checkpointing:
     identifies the run (e.g. the spec), compared exactly on resume.
     """
 
-    path: Path = attrs.field(converter=Path)
-    resume: bool = True
-    identity: dict = attrs.field(factory=dict)
+    path: Path = attrs.field(converter=to_path, validator=instance_of(Path, what="a path (str or os.PathLike)"))
+    resume: bool = attrs.field(default=True, validator=boolean())
+    identity: dict = attrs.field(factory=dict, validator=instance_of(dict))
 
 
 @attrs.frozen

@@ -31,27 +31,18 @@ from gpmodels.likelihoods.uncertain import PseudoTargets
 from gpmodels.operators.base import Operator
 from gpmodels.inference.map.model import MAPModel
 from gpmodels.inference.map.newton_cg import NewtonOptions, NewtonResult, newton_cg
+from gpmodels.validation import instance_of, nonnegative_number, positive_int
 
 __all__ = ["EMOptions", "EMResult", "fit_em", "penalised_log_likelihood"]
-
-
-def _positive_int(instance, attribute, value):
-    if int(value) != value or value < 1:
-        raise InputError(f"EMOptions.{attribute.name} must be an integer >= 1; got {value!r}")
-
-
-def _nonneg(instance, attribute, value):
-    if not np.isfinite(value) or value < 0:
-        raise InputError(f"EMOptions.{attribute.name} must be a finite number >= 0; got {value!r}")
 
 
 @attrs.frozen
 class EMOptions:
     """EM settings: iterations, the relative-change tolerance on L and the M-step's Newton options."""
 
-    max_iter: int = attrs.field(default=50, validator=_positive_int)
-    rtol: float = attrs.field(default=1e-5, validator=_nonneg)
-    newton: NewtonOptions = attrs.field(factory=NewtonOptions)
+    max_iter: int = attrs.field(default=50, validator=positive_int())
+    rtol: float = attrs.field(default=1e-5, validator=nonnegative_number())
+    newton: NewtonOptions = attrs.field(factory=NewtonOptions, validator=instance_of(NewtonOptions))
 
 
 @attrs.frozen

@@ -44,57 +44,34 @@ from gpmodels.operators.base import Operator
 from gpmodels.linalg.cg import cg
 from gpmodels.inference.map.line_search import objective, pair_line_search
 from gpmodels.inference.map.preconditioners import PRECONDITIONERS, make_preconditioner
+from gpmodels.validation import nonnegative_int, nonnegative_number, number, one_of, positive_int
 
 __all__ = ["NewtonOptions", "NewtonDiagnostics", "NewtonResult", "NewtonStep", "newton_cg", "gradient_rms", "PRECONDITIONERS",
-           "FORCING_NORMS"]
-
-
-def _positive_int(instance, attribute, value):
-    if int(value) != value or value < 1:
-        raise InputError(f"NewtonOptions.{attribute.name} must be an integer >= 1; got {value!r}")
-
-
-def _nonneg(instance, attribute, value):
-    if not np.isfinite(value) or value < 0:
-        raise InputError(f"NewtonOptions.{attribute.name} must be a finite number >= 0; got {value!r}")
-
-
-def _precond(instance, attribute, value):
-    if value not in PRECONDITIONERS:
-        raise InputError(f"NewtonOptions.preconditioner must be one of {PRECONDITIONERS}; got {value!r}")
+           "FORCING_NORMS", "NEWTON_WARM_STARTS"]
 
 
 FORCING_NORMS = ("auto", "residual", "alpha")
-
-
-def _forcing_norm(instance, attribute, value):
-    if value not in FORCING_NORMS:
-        raise InputError(f"NewtonOptions.cg_forcing_norm must be one of {FORCING_NORMS}; got {value!r}")
-
-
-def _warm(instance, attribute, value):
-    if value not in ("alpha", "beta"):
-        raise InputError(f"NewtonOptions.warm_start must be 'alpha' or 'beta'; got {value!r}")
+NEWTON_WARM_STARTS = ("alpha", "beta")
 
 
 @attrs.frozen
 class NewtonOptions:
     """Settings of Newton–CG (k1, k2 and tolerances of Seeger 2008, Sec. 2 and 6)."""
 
-    max_iter: int = attrs.field(default=30, validator=_positive_int)  # k1
-    cg_max_iter: int = attrs.field(default=50, validator=_positive_int)  # k2
-    cg_tol: float = attrs.field(default=1e-10, validator=_nonneg)  # relative to ||rhs||
-    cg_forcing: float = attrs.field(default=0.1, validator=_nonneg)  # max. relative to the initial residual
-    grad_tol: float = attrs.field(default=1e-6, validator=_nonneg)  # per-point RMS of α + g
-    phi_rtol: float = attrs.field(default=1e-12, validator=_nonneg)
-    warm_start: str = attrs.field(default="alpha", validator=_warm)
-    max_stall_restarts: int = attrs.field(default=2, validator=_nonneg)
-    armijo: float = attrs.field(default=1e-4, validator=_nonneg)
-    line_search_evals: int = attrs.field(default=30, validator=_positive_int)
-    preconditioner: str = attrs.field(default="diagonal", validator=_precond)  # see inference/preconditioners.py
-    precond_rank: int = attrs.field(default=8, validator=_positive_int)  # lowrank: eigenpairs of the kernel
-    precond_seed: int = attrs.field(default=0, validator=_nonneg)  # lowrank: seed of the randomized eigensolver
-    cg_forcing_norm: str = attrs.field(default="auto", validator=_forcing_norm)  # residual | alpha | auto
+    max_iter: int = attrs.field(default=30, validator=positive_int())  # k1
+    cg_max_iter: int = attrs.field(default=50, validator=positive_int())  # k2
+    cg_tol: float = attrs.field(default=1e-10, validator=nonnegative_number())  # relative to ||rhs||
+    cg_forcing: float = attrs.field(default=0.1, validator=nonnegative_number())  # max. relative to the 1st residual
+    grad_tol: float = attrs.field(default=1e-6, validator=nonnegative_number())  # per-point RMS of α + g
+    phi_rtol: float = attrs.field(default=1e-12, validator=nonnegative_number())
+    warm_start: str = attrs.field(default="alpha", validator=one_of(NEWTON_WARM_STARTS))
+    max_stall_restarts: int = attrs.field(default=2, validator=nonnegative_int())
+    armijo: float = attrs.field(default=1e-4, validator=number(0, 1, open_high=True))  # c1 of the Armijo condition
+    line_search_evals: int = attrs.field(default=30, validator=positive_int())
+    preconditioner: str = attrs.field(default="diagonal", validator=one_of(PRECONDITIONERS))  # see preconditioners.py
+    precond_rank: int = attrs.field(default=8, validator=positive_int())  # lowrank: eigenpairs of the kernel
+    precond_seed: int = attrs.field(default=0, validator=nonnegative_int())  # lowrank: randomised eigensolver seed
+    cg_forcing_norm: str = attrs.field(default="auto", validator=one_of(FORCING_NORMS))  # residual | alpha | auto
 
 
 @attrs.frozen

@@ -65,6 +65,7 @@ from gpmodels.operators.base import Operator
 from gpmodels.optimize.hyperopt import HyperResult, JointParams, minimize_lbfgs
 from gpmodels.inference.map.newton_cg import NewtonOptions, NewtonResult, newton_cg
 from gpmodels.linalg.slq import batched_cg, hutchinson_blocks, rademacher, slq_logdet
+from gpmodels.validation import instance_of, nonnegative_int, nonnegative_number, one_of, optional, positive_int
 
 __all__ = ["LaplaceOptions", "LaplaceResult", "laplace_mlm", "laplace_objective", "learn_laplace", "LAPLACE_PATHS", "MODE_OPTIONS"]
 
@@ -75,26 +76,16 @@ MODE_OPTIONS = NewtonOptions(max_iter=200, cg_max_iter=1000, cg_tol=1e-12, cg_fo
                              phi_rtol=0.0)
 
 
-def _path(instance, attribute, value):
-    if value not in LAPLACE_PATHS:
-        raise InputError(f"LaplaceOptions.path must be one of {LAPLACE_PATHS}; got {value!r}")
-
-
-def _positive_int(instance, attribute, value):
-    if int(value) != value or value < 1:
-        raise InputError(f"LaplaceOptions.{attribute.name} must be an integer >= 1; got {value!r}")
-
-
 @attrs.frozen
 class LaplaceOptions:
     """Path (``exact`` | ``mvm``), MVM-path probes / CG settings and the probe seed; mode settings."""
 
-    path: str = attrs.field(default="exact", validator=_path)
-    n_probes: int = attrs.field(default=32, validator=_positive_int)
-    cg_max_iter: int = attrs.field(default=500, validator=_positive_int)
-    cg_tol: float = 1e-8
-    seed: int = 0
-    newton: NewtonOptions = MODE_OPTIONS
+    path: str = attrs.field(default="exact", validator=one_of(LAPLACE_PATHS))
+    n_probes: int = attrs.field(default=32, validator=positive_int())
+    cg_max_iter: int = attrs.field(default=500, validator=positive_int())
+    cg_tol: float = attrs.field(default=1e-8, validator=nonnegative_number())
+    seed: int | None = attrs.field(default=0, validator=optional(nonnegative_int()))  # None: fresh probes each time
+    newton: NewtonOptions = attrs.field(default=MODE_OPTIONS, validator=instance_of(NewtonOptions))
 
 
 @attrs.frozen

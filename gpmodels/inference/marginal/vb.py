@@ -48,6 +48,7 @@ from gpmodels.likelihoods.smoothed import VarianceSmoothed
 from gpmodels.operators.base import Operator
 from gpmodels.optimize.hyperopt import HyperResult, JointParams, minimize_lbfgs
 from gpmodels.inference.map.newton_cg import NewtonOptions, newton_cg
+from gpmodels.validation import instance_of, nonnegative_number, positive_int
 
 __all__ = ["VBOptions", "VBResult", "GammaBound", "gamma_bound", "vb_criterion", "vb_objective", "learn_vb",
            "check_vb_likelihood"]
@@ -57,10 +58,11 @@ __all__ = ["VBOptions", "VBResult", "GammaBound", "gamma_bound", "vb_criterion",
 class VBOptions:
     """Outer-loop iterations and relative tolerance on φ; inner Newton–CG settings."""
 
-    max_outer: int = 100
-    tol: float = 1e-10
-    newton: NewtonOptions = NewtonOptions(max_iter=100, cg_max_iter=1000, cg_tol=1e-12, cg_forcing=0.01,
-                                          grad_tol=1e-9, phi_rtol=0.0)
+    max_outer: int = attrs.field(default=100, validator=positive_int())
+    tol: float = attrs.field(default=1e-10, validator=nonnegative_number())
+    newton: NewtonOptions = attrs.field(default=NewtonOptions(max_iter=100, cg_max_iter=1000, cg_tol=1e-12,
+                                                              cg_forcing=0.01, grad_tol=1e-9, phi_rtol=0.0),
+                                        validator=instance_of(NewtonOptions))
 
 
 @attrs.frozen

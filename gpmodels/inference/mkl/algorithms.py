@@ -61,6 +61,7 @@ from gpmodels.errors import InputError
 from gpmodels.likelihoods.diagonal import DiagonalLikelihood
 from gpmodels.likelihoods.gaussian import Gaussian
 from gpmodels.operators.sum import Sum, check_weights
+from gpmodels.validation import nonnegative_int, nonnegative_number, number, one_of, positive_int, positive_number
 
 __all__ = ["CRITERIA", "MKLOptions", "KernelLearningResult", "algorithm1", "alternating", "criterion_at",
            "KernelCriterion"]
@@ -68,36 +69,23 @@ __all__ = ["CRITERIA", "MKLOptions", "KernelLearningResult", "algorithm1", "alte
 CRITERIA = ("mkl", "joint_map", "mlm", "vb")
 
 
-def _choice(instance, attribute, value):
-    if value not in CRITERIA:
-        raise InputError(f"MKLOptions.criterion must be one of {CRITERIA}; got {value!r}")
-
-
-def _p(instance, attribute, value):
-    if not np.isfinite(value) or value < 1:
-        raise InputError(f"MKLOptions.p must be >= 1 (the MKL penalty λ||θ||_p^p is convex only then); got {value!r}")
-
-
-def _nonneg(instance, attribute, value):
-    if not np.isfinite(value) or value < 0:
-        raise InputError(f"MKLOptions.{attribute.name} must be a finite number >= 0; got {value!r}")
-
-
 @attrs.frozen
 class MKLOptions:
     """Criterion and its constants; iteration limits and tolerances of the two solvers."""
 
-    criterion: str = attrs.field(default="mkl", validator=_choice)
-    lam: float = attrs.field(default=1.0, validator=_nonneg)  # λ of MKL
-    p: float = attrs.field(default=1.0, validator=_p)
-    jitter: float = attrs.field(default=1e-8, validator=_nonneg)
-    max_iter: int = 300
-    tol: float = 1e-12  # stop when the relative decrease of F is below (and the gradient is small)
-    grad_tol: float = 1e-8
-    inner_newton: int = 1  # Algorithm 1, line 2: Newton steps in u alone per outer iteration
-    inner_max: int = 100  # alternating: Newton steps per block
-    max_log_step: float = 3.0  # cap on |Δ log θ| per step
-    time_limit: float = float("inf")
+    criterion: str = attrs.field(default="mkl", validator=one_of(CRITERIA))
+    lam: float = attrs.field(default=1.0, validator=nonnegative_number())  # λ of MKL
+    p: float = attrs.field(default=1.0, validator=number(1))  # the penalty λ||θ||_p^p is convex only for p >= 1
+    jitter: float = attrs.field(default=1e-8, validator=nonnegative_number())
+    max_iter: int = attrs.field(default=300, validator=positive_int())
+    # stop when the relative decrease of F is below tol (and the gradient below grad_tol)
+    tol: float = attrs.field(default=1e-12, validator=nonnegative_number())
+    grad_tol: float = attrs.field(default=1e-8, validator=nonnegative_number())
+    # Algorithm 1, line 2: Newton steps in u alone per outer iteration
+    inner_newton: int = attrs.field(default=1, validator=nonnegative_int())
+    inner_max: int = attrs.field(default=100, validator=positive_int())  # alternating: Newton steps per block
+    max_log_step: float = attrs.field(default=3.0, validator=positive_number())  # cap on |Δ log θ| per step
+    time_limit: float = attrs.field(default=float("inf"), validator=positive_number(finite=False))  # seconds
 
 
 @attrs.frozen

@@ -161,7 +161,7 @@ def test_bad_input():
     with pytest.raises(InputError, match="one per kernel"):
         Sum(ops, [1.0])
     op = Sum(ops)
-    with pytest.raises(InputError, match="p must be >= 1"):
+    with pytest.raises(InputError, match="MKLOptions.p must be a number >= 1"):
         MKLOptions(p=0.5)
     with pytest.raises(InputError, match="Gaussian marginal likelihood"):
         algorithm1(op, Logistic(), yb, MKLOptions(criterion="mlm"))
