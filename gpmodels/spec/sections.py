@@ -8,6 +8,7 @@ from gpmodels.data.datasets import NAMED_DATASETS
 from gpmodels.data.multilabel_sets import MULTILABEL_DATASETS
 from gpmodels.data.scaling import SCALINGS
 from gpmodels.errors import SpecError
+from gpmodels.kernels.factory import KERNEL_NAMES, KERNEL_PARAMS
 from gpmodels.kernels.representations import REPRESENTATION_KINDS
 from gpmodels.inference.map.newton_cg import FORCING_NORMS
 from gpmodels.inference.map.preconditioners import PRECONDITIONERS
@@ -36,15 +37,9 @@ LIKELIHOODS = ("softmax", "logistic", "hinge", "gaussian", "laplace", "student_t
 REGRESSION_LIKELIHOODS = ("gaussian", "laplace", "student_t")
 OBJECTIVES = ("map", "em", "cv", "one_vs_rest", "laplace", "vb", "mlm", "mkl", "joint_map", "crammer_singer", "hm3")
 SOLVERS = ("algorithm1", "alternating", "lbfgs")
-KERNEL_TYPES = ("rbf", "ard", "linear", "polynomial", "precomputed")
-#: keys each kernel type uses (besides ``type``)
-KERNEL_KEYS = {
-    "rbf": ("w",),
-    "ard": ("w",),
-    "linear": (),
-    "polynomial": ("degree", "scale", "offset"),
-    "precomputed": ("gram",),
-}
+#: the kernels of :func:`gpmodels.kernels.make_kernel`, and the keys each uses (besides ``type``)
+KERNEL_TYPES = KERNEL_NAMES
+KERNEL_KEYS = KERNEL_PARAMS
 
 
 @attrs.frozen
