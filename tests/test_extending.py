@@ -238,7 +238,7 @@ def test_import_path_prior_learns_by_cv_and_laplace_through_the_driver(tmp_path)
     cv = {"type": "cv", "cv": {"folds": 3, "max_iter": 2}}  # the checkpoint identity holds prior_options
     d = _spec(tmp_path, path, cv)
     m = run_spec(spec_from_dict(d), quiet=True)
-    assert m["psi_learned"] < m["psi_start"] and "learned.strength" in m and m["learned.strength"] != 0.5
+    assert m["psi_learned"] < m["psi_start"] and "hyper.strength" in m and m["hyper.strength"] != 0.5
     assert (tmp_path / "out" / "checkpoint.npz").is_file()
     again = run_spec(spec_from_dict(d), quiet=True)  # resumes: the identity (prior_options included) matches
     assert again["resumed_from_iteration"] == 2 and again["psi_learned"] == m["psi_learned"]

@@ -44,8 +44,8 @@ def test_cv_run_writes_the_report_and_resumes(tmp_path, capsys):
     out = tmp_path / "out"
     m = json.loads((out / "metrics.json").read_text())
     for key in ("test_error", "psi_start", "psi_learned", "outer_iterations", "evaluations", "failed_evaluations",
-                "learning_seconds", "psi_evaluation_seconds", "final_fit_seconds", "learned.kernel0.w",
-                "learned.variance0", "learned.variance2"):
+                "learning_seconds", "psi_evaluation_seconds", "final_fit_seconds", "hyper.kernel0.w",
+                "hyper.variance0", "hyper.variance2"):
         assert key in m, key
     assert m["psi_learned"] < m["psi_start"] and m["outer_iterations"] == 4 and m["resumed_from_iteration"] is None
     assert all(not isinstance(v, (dict, list)) for v in m.values())

@@ -69,9 +69,9 @@ def test_one_vs_rest_learns_each_class_and_round_trips(tmp_path, capsys):
     out = tmp_path / "out"
     m = json.loads((out / "metrics.json").read_text())
     for c in range(3):
-        assert {f"learned.class{c}.variance0", f"learned.class{c}.kernel0.w", f"learned.class{c}.sigma2"} <= set(m)
+        assert {f"hyper.class{c}.variance0", f"hyper.class{c}.kernel0.w", f"hyper.class{c}.sigma2"} <= set(m)
     assert m["outer_iterations"] == 6 and m["psi_learned"] < m["psi_start"] and m["test_error"] < 0.3
-    assert len({m[f"learned.class{c}.variance0"] for c in range(3)}) == 3  # each task its own hyperparameters
+    assert len({m[f"hyper.class{c}.variance0"] for c in range(3)}) == 3  # each task its own hyperparameters
     assert all(not isinstance(v, (dict, list)) for v in m.values())
     assert {"trace_Psi.png", "model.npz", "error_reject.png"} <= {p.name for p in out.iterdir()}
     diag = json.loads((out / "diagnostics.json").read_text())
@@ -81,7 +81,7 @@ def test_one_vs_rest_learns_each_class_and_round_trips(tmp_path, capsys):
     assert "class 2: iteration 2: Ψ =" in text and "one-vs-rest: 3 binary tasks" in text
     model = _round_trip(tmp_path, m)
     # the loaded operators carry each class' learned hyperparameters, σ² included
-    assert model.operators[1].describe()["sigma2"] == pytest.approx(m["learned.class1.sigma2"])
+    assert model.operators[1].describe()["sigma2"] == pytest.approx(m["hyper.class1.sigma2"])
 
 
 def test_one_vs_rest_checkpoints_per_class_and_resumes(tmp_path, capsys):

@@ -69,11 +69,11 @@ def test_runners(tmp_path, case):
         assert m["test_rmse"] < 0.5, m
     elif objective["type"] == "joint_map":
         # joint MAP is unbounded below as θ -> 0 (log|K_θ| -> -∞ at u = 0): it runs into the jitter floor
-        assert np.isfinite(m["criterion"]) and m["weight0"] < 1e-3 and m["weight1"] < 1e-3, m
+        assert np.isfinite(m["criterion"]) and m["hyper.weight0"] < 1e-3 and m["hyper.weight1"] < 1e-3, m
     else:
         assert m["test_error"] < 0.3, m
     if "kernels" in model:
-        assert all(m[f"weight{i}"] > 0 for i in range(len(model["kernels"])))
+        assert all(m[f"hyper.weight{i}"] > 0 for i in range(len(model["kernels"])))
     resolved = yaml.safe_load((tmp_path / "out" / "spec.resolved.yaml").read_text())
     spec_from_dict(resolved)
 

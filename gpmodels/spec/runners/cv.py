@@ -137,7 +137,7 @@ def run_cv(spec: Spec, data: Dataset, base_dir: Path | None, say) -> RunOutcome:
     diag = model.result.diagnostics
     say(f"final fit: {diag.iterations} Newton iterations, {diag.mvm_count} MVMs, {fit_s:.2f} s ({diag.message})")
     P = model.predict_proba(data.X_test)
-    metrics.update({f"learned.{k}": v for k, v in res.hyperparameters().items()})
+    metrics.update({f"hyper.{k}": v for k, v in res.hyperparameters().items()})
     metrics.update({"psi_start": res.history[0].value, "psi_learned": res.psi,
                     "final_newton_iterations": diag.iterations, "final_mvm_count": diag.mvm_count,
                     "final_converged": bool(diag.converged), "final_phi": float(model.result.phi)})

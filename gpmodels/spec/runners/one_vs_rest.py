@@ -61,7 +61,7 @@ def _learn(spec: Spec, resolved: Spec, data: Dataset, op2, likelihood, y, names,
         learned.append(res)
     metrics = {}
     for k, r in enumerate(learned):
-        metrics.update({f"learned.class{k}.{key}": v for key, v in r.hyperparameters().items()})
+        metrics.update({f"hyper.class{k}.{key}": v for key, v in r.hyperparameters().items()})
     metrics.update({"psi_start": sum(r.history[0].value for r in learned), "psi_learned": sum(r.psi for r in learned),
                     **learning_metrics(learned), "resumed_from_iteration": learned[0].resumed_from, "folds": c.folds})
     diagnostics = {"learning": {f"class{k}": [x.as_dict() for x in r.history] for k, r in enumerate(learned)},

@@ -81,7 +81,7 @@ def _finish(spec, data, resolved, op, lik, alpha, metrics, diagnostics, say, tre
     if "test_rmse" in scores:
         say(f"test RMSE {scores['test_rmse']:.4f}, MAE {scores['test_mae']:.4f}")
     if isinstance(op, Sum):
-        metrics.update({f"weight{m}": float(w) for m, w in enumerate(op.weights)})
+        metrics.update({f"hyper.weight{m}": float(w) for m, w in enumerate(op.weights)})
     from gpmodels.spec.run import map_saver
 
     traces = {"criterion": list(diagnostics["trace"])} if diagnostics.get("trace") else {}
