@@ -410,7 +410,5 @@ def build_likelihood(m: ModelSpec):
 
 
 def build_newton_options(o: ObjectiveSpec) -> NewtonOptions:
-    return NewtonOptions(max_iter=o.k1, cg_max_iter=o.k2, cg_tol=o.cg_tol, cg_forcing=o.cg_forcing,
-                         grad_tol=o.grad_tol, phi_rtol=o.phi_rtol, warm_start=o.warm_start,
-                         preconditioner=o.preconditioner, precond_rank=o.precond_rank,
-                         cg_forcing_norm=o.cg_forcing_norm)
+    """The MAP fit's ``NewtonOptions`` from ``objective.newton``."""
+    return o.newton.options()

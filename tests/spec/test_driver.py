@@ -104,7 +104,10 @@ def test_study_runs_every_model_on_the_same_split(tmp_path, capsys):
     (lambda d: d["models"].append(dict(d["models"][0])), "models", "unique"),
     (lambda d: d["models"][0]["model"].update(sharng="x"), "models[0].model.sharng", "did you mean 'sharing'"),
     (lambda d: d.update(models=[]), "models", "at least one"),
-    (lambda d: d["models"][0]["objective"].update(method="exact", k1=0), "models[0].objective.k1", ">= 1"),
+    (lambda d: d["models"][0]["objective"].update(method="exact", newton={"max_iter": 0}),
+     "models[0].objective.newton.max_iter", ">= 1"),
+    (lambda d: d["models"][0]["objective"].update(k1=30), "models[0].objective.k1",
+     "moved: write it as models\\[0\\].objective.newton.max_iter"),
 ])
 def test_bad_study_specs_name_the_key(mutate, key, message):
     d = {"name": "s", "data": {"dataset": "satimage"},
@@ -124,7 +127,7 @@ def test_learned_hyperparameters_round_trip_for_regression(tmp_path, capsys):
     spec["data"]["path"] = str(root / "specs" / "data" / "sinc_train.npz")
     spec["data"]["test_path"] = str(root / "specs" / "data" / "sinc_test.npz")
     spec["data"]["max_train"] = 60
-    spec["objective"]["max_iter"] = 5
+    spec["objective"]["vb"]["learn_max_iter"] = 5
     spec["output"] = {"dir": str(tmp_path / "vb")}
     (tmp_path / "s.yaml").write_text(yaml.safe_dump(spec))
     assert main(["run", str(tmp_path / "s.yaml"), "--quiet"]) == 0

@@ -22,16 +22,18 @@ from conftest import ROOT, toy_classification
 
 
 
-def _spec(tmp_path, learn=True, **cv):
+def _spec(tmp_path, learn=True, max_iter=2, **cv):
     X, y = toy_classification(90, 3, d=3, seed=3, spread=2.5)
     np.savez(tmp_path / "train.npz", X=X[:60], y=y[:60])
     np.savez(tmp_path / "test.npz", X=X[60:], y=y[60:])
-    settings = {"folds": 3, "k1": 20, "k2": 30, "grad_tol": 1e-6, "max_iter": 2, "checkpoint": False}
+    settings = {"folds": 3, "newton": {"max_iter": 20, "cg_max_iter": 30, "grad_tol": 1e-6},
+                "outer": {"max_iter": max_iter}, "checkpoint": False}
     settings.update(cv)
     return {"name": "toy-ovr", "seed": 1,
             "data": {"path": str(tmp_path / "train.npz"), "test_path": str(tmp_path / "test.npz")},
             "model": {"kernel": {"type": "rbf", "w": "auto"}, "sharing": "tied", "variance": 2.0, "sigma2": 1.0},
-            "objective": {"type": "one_vs_rest", "learn": learn, "k1": 30, "k2": 40, "cv": settings},
+            "objective": {"type": "one_vs_rest", "learn": learn,
+                          "newton": {"max_iter": 30, "cg_max_iter": 40}, "cv": settings},
             "output": {"dir": str(tmp_path / "out")}}
 
 
@@ -143,5 +145,5 @@ def test_the_satimage_ovr_spec_is_seeger_section_6_2():
     m, o = spec.model, spec.objective
     assert (spec.data.dataset, spec.data.scaling) == ("satimage", "none")
     assert (m.kernel.type, m.kernel.w, m.variance, m.sigma2, m.sharing) == ("rbf", "auto", 10.0, 16.0, "tied")
-    assert (o.type, o.learn, o.k1, o.k2, o.cv.k1, o.cv.k2, o.cv.k3, o.cv.folds) == \
-        ("one_vs_rest", True, 30, 50, 13, 25, 40, 5)
+    assert (o.type, o.learn, o.newton.max_iter, o.newton.cg_max_iter, o.cv.newton.max_iter, o.cv.newton.cg_max_iter,
+            o.cv.k3, o.cv.folds) == ("one_vs_rest", True, 30, 50, 13, 25, 40, 5)

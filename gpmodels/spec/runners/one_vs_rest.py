@@ -47,7 +47,7 @@ def _learn(spec: Spec, resolved: Spec, data: Dataset, op2, likelihood, y, names,
     models, learned = [], []
     for k, name in enumerate(names):
         Yk = binary_targets(y, k)
-        with say.bar(c.max_iter, f"class {name}: CV outer iterations") as bar:
+        with say.bar(c.outer.max_iter, f"class {name}: CV outer iterations") as bar:
             res = learn_hyperparameters(op2, likelihood, Yk, folds, options, checkpoint=task_checkpoint(checkpoint, k),
                                         on_iteration=iteration_reporter(say, bar, f"class {name}: "))
         if res.resumed_from is not None:
@@ -75,7 +75,7 @@ def _fit(resolved: Spec, op2, likelihood, y, names, say):
     say(f"one-vs-rest: {len(names)} binary tasks fitted at the given hyperparameters")
     models = []
     for k, name in enumerate(names):
-        with say.bar(o.k1, f"class {name}: Newton") as bar:
+        with say.bar(o.newton.max_iter, f"class {name}: Newton") as bar:
             models.append(fit_binary_task(op2, likelihood, y, k, build_newton_options(o), method=o.method,
                                           on_iteration=bar.newton))
     traces = {"Phi": {f"class {name}": list(m.result.diagnostics.phi) for name, m in zip(names, models)}}
