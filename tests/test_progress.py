@@ -29,7 +29,8 @@ def _data(tmp_path):
 def _spec(tmp_path, out, objective=None):
     return {"name": "bars", "seed": 1, "data": _data(tmp_path),
             "model": {"kernel": {"type": "rbf", "w": "auto"}, "sharing": "semi", "variance": 2.0, "sigma2": 1.0},
-            "objective": objective or {"newton": {"max_iter": 30, "cg_max_iter": 40}}, "output": {"dir": str(tmp_path / out)}}
+            "objective": objective or {"newton": {"max_iter": 30, "cg_max_iter": 40}},
+            "output": {"dir": str(tmp_path / out)}}
 
 
 def _write(tmp_path, d, name="spec.yaml"):

@@ -67,11 +67,14 @@ def _from_validator(v, meta: dict) -> bool:
         meta["nullable"] = True
         return _from_validator(v.inner, meta)
     if isinstance(v, Integer):
-        meta.update(kind="int", minimum=v.low, maximum=v.high)
+        meta["kind"] = "int"
+        meta.update({k: x for k, x in (("minimum", v.low), ("maximum", v.high)) if x is not None})
         return True
     if isinstance(v, Number):
         lo, hi = ("exclusive_minimum" if v.open_low else "minimum"), ("exclusive_maximum" if v.open_high else "maximum")
-        meta.update({"kind": "float", lo: v.low, hi: v.high, "finite": v.finite})
+        meta["kind"] = "float"
+        meta.update({k: x for k, x in ((lo, v.low), (hi, v.high)) if x is not None})
+        meta["finite"] = meta["finite"] and v.finite
         return True
     if isinstance(v, OneOf):
         meta.update(kind="str" if all(isinstance(a, str) for a in v.allowed) else "any", choices=v.allowed)

@@ -1,8 +1,9 @@
 """Every shipped spec in specs/ validates, and a scaled-down copy of it runs end to end.
 
 The scaled copy keeps the spec's model and objective and shrinks what costs time: the data
-(``max_train`` / ``max_test``) and the iteration limits (newton.*, laplace / vb learn_max_iter, mkl.max_iter,
-cv.*, em.max_iter, the baselines' limits), all through the spec dict.  Specs on ``../shared/data`` skip when it is absent.
+(``max_train`` / ``max_test``) and the iteration limits (newton.*, laplace / vb learn_max_iter,
+mkl.max_iter, cv.*, em.max_iter, the baselines' limits), all through the spec dict.  Specs on
+``../shared/data`` skip when it is absent.
 A completeness test asks for an example of every objective, prior and sharing mode of the schema.
 """
 
