@@ -3,8 +3,7 @@
 Task c is a two-class softmax model of class c against the rest, with the independent prior of
 ``model`` (its hyperparameters the starting point of every task).  With ``objective.learn`` (the
 default) every task learns its hyperparameters by the CV criterion Ψ with the ``objective.cv``
-settings on the same fold partition, then the final fit with ``objective``'s k1, k2 and
-tolerances; with ``learn: false`` every task is fitted at the given hyperparameters.  Prediction:
+settings on the same fold partition, then the final fit with ``objective.newton``; with ``learn: false`` every task is fitted at the given hyperparameters.  Prediction:
 the largest P̂_c(+1 | x) (``inference/one_vs_rest.py``).
 
 With ``objective.cv.checkpoint`` task c checkpoints to ``<report folder>/checkpoint-class<c>.npz``;
