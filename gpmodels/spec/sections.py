@@ -459,6 +459,26 @@ class ObjectiveSpec(Node):
                                                doc="settings of `type: crammer_singer`")
     hm3: HM3Spec = option(HM3Spec, kind="node", node=HM3Spec, doc="settings of `type: hm3`")
 
+    def check(self, path):
+        for name, types in SECTION_TYPES.items():
+            section = getattr(self, name)
+            if self.type not in types and section != type(section)():
+                raise SpecError(f"holds settings of `type: {' / '.join(types)}`; this objective is {self.type!r} "
+                                f"(drop the section or change `type`)", f"{path}.{name}" if path else name)
+
+
+#: the objective types that use each sub-section of `objective` (giving another type's settings is an error)
+SECTION_TYPES = {
+    "newton": ("map", "em", "cv", "one_vs_rest"),
+    "em": ("em",),
+    "cv": ("cv", "one_vs_rest"),
+    "laplace": ("laplace",),
+    "vb": ("vb", "mlm"),
+    "mkl": ("mkl", "joint_map", "vb", "mlm"),
+    "crammer_singer": ("crammer_singer",),
+    "hm3": ("hm3",),
+}
+
 
 @attrs.frozen
 class EvaluationSpec(Node):

@@ -42,10 +42,11 @@ def _skip_without_data(d: dict) -> None:
 
 def _scaled_objective(o: dict) -> dict:
     o = dict(o or {})
-    newton = dict(o.get("newton") or {})
-    o["newton"] = {**newton, "max_iter": min(newton.get("max_iter", 30), 5),
-                   "cg_max_iter": min(newton.get("cg_max_iter", 50), 15)}
     t = o.get("type", "map")
+    if t in ("map", "em", "cv", "one_vs_rest"):
+        newton = dict(o.get("newton") or {})
+        o["newton"] = {**newton, "max_iter": min(newton.get("max_iter", 30), 5),
+                       "cg_max_iter": min(newton.get("cg_max_iter", 50), 15)}
     if t == "laplace":
         o["laplace"] = {**(o.get("laplace") or {}), "learn_max_iter": 3}
     if t in ("vb", "mlm"):
