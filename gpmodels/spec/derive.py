@@ -182,13 +182,15 @@ class OptionsSection(Node):
 
 def options_section(name: str, doc: str, parts: Sequence[Part], *, nested: Sequence[tuple] = (),
                     extra: Sequence[tuple] = (), docs: dict | None = None, check: Callable | None = None,
-                    removed: dict | None = None, moved: dict | None = None) -> type:
+                    removed: dict | None = None, moved: dict | None = None,
+                    module: str = "gpmodels.spec.sections") -> type:
     """A frozen :class:`OptionsSection` subclass named ``name`` (module docstring).
 
     ``nested``: (key, section class, doc) of nested options fields (e.g. ``CVOptions.newton``);
     ``extra``: (key, option(...)) of spec-only keys, listed first (what the runner uses besides the
     options object); ``docs``: key -> doc line for fields without ``metadata["doc"]``; ``check``:
-    cross-key rules (self, path); ``removed`` / ``moved``: ``REMOVED_KEYS`` / ``MOVED_KEYS``.
+    cross-key rules (self, path); ``removed`` / ``moved``: ``REMOVED_KEYS`` / ``MOVED_KEYS``;
+    ``module``: the module that exports the class (its ``__module__``).
     """
     docs = docs or {}
     these: dict = {}
@@ -209,5 +211,5 @@ def options_section(name: str, doc: str, parts: Sequence[Part], *, nested: Seque
     cls = attrs.make_class(name, these, bases=(OptionsSection,), frozen=True)
     for k, v in body.items():
         setattr(cls, k, staticmethod(v) if k == "EXTRA_CHECK" and v is not None else v)
-    cls.__module__ = "gpmodels.spec.sections"
+    cls.__module__ = module
     return cls
