@@ -260,7 +260,7 @@ def reference_markdown(root: type, title: str = "Spec reference", skip: set | No
         if cls in seen:
             continue
         seen.add(cls)
-        lines += [f"## `{path or '(top level)'}`", "", (cls.__doc__ or "").strip().split("\n\n")[0].replace("\n", " "), "",
+        lines += [f"## `{path or '(top level)'}`", "", " ".join((cls.__doc__ or "").strip().split("\n\n")[0].split()), "",
                   "| key | allowed | default | meaning |", "| --- | --- | --- | --- |"]
         for f in cls.spec_fields():
             meta = f.metadata["spec"]
