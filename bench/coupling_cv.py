@@ -52,9 +52,10 @@ def main(argv=None):
     args = ap.parse_args(argv)
 
     spec, base = load_spec(SPEC)
+    cv = spec.objective.cv
+    cv = attrs.evolve(cv, outer=attrs.evolve(cv.outer, max_iter=args.max_iter), checkpoint=False)
     spec = attrs.evolve(spec, data=attrs.evolve(spec.data, max_train=args.max_train),
-                        objective=attrs.evolve(spec.objective, cv=attrs.evolve(spec.objective.cv, max_iter=args.max_iter,
-                                                                               checkpoint=False)))
+                        objective=attrs.evolve(spec.objective, cv=cv))
     data = build_data(spec, base)
     model = resolve_model(spec.model, data.X_train)
     w, v, s2 = float(model.kernel.w), float(model.variance), float(model.sigma2)

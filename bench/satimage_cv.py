@@ -51,7 +51,7 @@ def main(argv=None):
     p.add_argument("--partitions", type=int, default=3, help="random 5-partitions (seeds 0..P-1); paper: 10")
     p.add_argument("--methods", default=",".join(METHODS), help=f"comma-separated subset of {list(METHODS)}")
     p.add_argument("--max-train", type=int, default=None, help="subsample the training set (smoke runs)")
-    p.add_argument("--max-iter", type=int, default=None, help="override objective.cv.max_iter")
+    p.add_argument("--max-iter", type=int, default=None, help="override objective.cv.outer.max_iter")
     p.add_argument("--blas-threads", type=int, default=None, help="limit BLAS threads (threadpoolctl)")
     a = p.parse_args(argv)
     methods = [m.strip() for m in a.methods.split(",") if m.strip()]
@@ -62,7 +62,9 @@ def main(argv=None):
     if a.max_train:
         spec = attrs.evolve(spec, data=attrs.evolve(spec.data, max_train=a.max_train))
     if a.max_iter:
-        spec = attrs.evolve(spec, objective=attrs.evolve(spec.objective, cv=attrs.evolve(spec.objective.cv, max_iter=a.max_iter)))
+        cv = spec.objective.cv
+        cv = attrs.evolve(cv, outer=attrs.evolve(cv.outer, max_iter=a.max_iter))
+        spec = attrs.evolve(spec, objective=attrs.evolve(spec.objective, cv=cv))
     data = build_data(spec, base)
     model = attrs.evolve(spec.model, kernel=resolve_kernel(spec.model.kernel, data.X_train))
     likelihood = build_likelihood(model)

@@ -12,7 +12,7 @@ from gpmodels.inference import (LaplaceOptions, MKLOptions, VBOptions, algorithm
                         learn_vb, vb_criterion)
 from gpmodels.inference import (CVOptions, LearnOptions, cv_criterion, fit_learned, fit_one_vs_rest, learn_hyperparameters,
                         learn_one_vs_rest)
-from gpmodels.kernels import ARD, RBF, Linear, Polynomial, Precomputed, RepresentationConfig
+from gpmodels.kernels import ARD, RBF, Linear, Polynomial, Precomputed, RepresentationConfig, make_kernel
 from gpmodels.likelihoods import Gaussian, Laplace, Logistic, SmoothedHinge, Softmax, StudentT
 from gpmodels.operators import BlockDiagonal, Intercept, Operator, Sum
 from gpmodels.priors import IndependentGP, PriorContext, register_prior
@@ -28,7 +28,7 @@ __version__ = "0.1.0"
 __all__ = [
     "metrics", "multilabel", "GPModelsError", "InputError", "DataError", "SpecError", "HierarchyError", "ConvergenceError",
     "CheckpointError", "MAPModel", "NewtonOptions", "exact_newton", "fit_map", "newton_cg", "RBF", "ARD", "Linear",
-    "Polynomial", "Precomputed", "RepresentationConfig", "Softmax", "BlockDiagonal", "Intercept", "Operator",
+    "Polynomial", "Precomputed", "make_kernel", "RepresentationConfig", "Softmax", "BlockDiagonal", "Intercept", "Operator",
     "IndependentGP", "Logistic", "Gaussian", "Laplace", "StudentT", "SmoothedHinge", "Sum", "LaplaceOptions",
     "MKLOptions", "VBOptions", "algorithm1", "alternating", "laplace_mlm", "learn_laplace", "learn_vb", "vb_criterion",
     "decisions", "ClassTree", "ANOVA", "Coupled", "ANOVAPrior", "CoupledPrior", "coupling_init", "PseudoTargets",

@@ -24,14 +24,12 @@ import scipy.sparse as sp
 from gpmodels.baselines.crammer_singer.solver import CSOptions, fit_crammer_singer
 from gpmodels.baselines.hm3.solver import HM3Options, fit_hm3
 from gpmodels.baselines.hm3.inference import node_max_marginals
-from gpmodels.data.scaling import auto_rbf_w
 from gpmodels.errors import ConvergenceWarning, DataConversionWarning, InputError, NotFittedError
 from gpmodels.hierarchy import ClassTree
 from gpmodels.inference.map.model import fit_map
 from gpmodels.inference.map.newton_cg import NewtonOptions
 from gpmodels.kernels.base import Kernel
-from gpmodels.kernels.linear import Linear, Polynomial
-from gpmodels.kernels.rbf import ARD, RBF
+from gpmodels.kernels.factory import KERNEL_PARAMS, make_kernel
 from gpmodels.kernels.representations import RepresentationConfig
 from gpmodels.likelihoods.softmax import Softmax
 from gpmodels.scoring.multilabel import check_multilabels, micro_prf
@@ -167,12 +165,8 @@ class GPClassifier(EstimatorMixin):
     def _build_prior(self, X):
         if self.prior is not None:
             return self.prior
-        w = auto_rbf_w(X) if isinstance(self.w, str) and self.w == "auto" else self.w
-        kernels = {"rbf": lambda: RBF(w), "ard": lambda: ARD(np.broadcast_to(np.asarray(w, float), (X.shape[1],))),
-                   "linear": Linear, "polynomial": Polynomial}
-        if self.kernel not in kernels:
-            raise InputError(f"kernel must be one of {sorted(kernels)} (or pass a prior); got {self.kernel!r}")
-        return IndependentGP(kernels[self.kernel](), self.sharing, self.variance, self.sigma2,
+        kernel = _make_kernel(type(self).__name__, self.kernel, self.w, None, None, X)
+        return IndependentGP(kernel, self.sharing, self.variance, self.sigma2,
                              representation=RepresentationConfig(kind=self.representation))
 
     def fit(self, X, y):
@@ -214,14 +208,9 @@ class GPClassifier(EstimatorMixin):
         return self.classes_[np.argmax(P, axis=1)]
 
 
-# ---------------------------------------------------------------------------------------------------------------
-# max-margin baselines
-
-KERNELS = ("rbf", "ard", "linear", "polynomial")
-
-
 def _make_kernel(owner: str, kernel, w, degree, offset, X) -> Kernel:
-    """The x-kernel of a max-margin estimator: a :class:`Kernel` passed as is, or built by name.
+    """The x-kernel of an estimator: a :class:`Kernel` passed as is, or built by name through
+    :func:`gpmodels.kernels.make_kernel` with the parameters that kernel takes.
 
     ``'rbf'``: exp(-(w/2)||x - x'||²) (scikit-learn's gamma is w/2), ``w='auto'`` = 1 / Σ_j Var[x_j]
     of the training inputs (Seeger 2008, Sec. 6.2); ``'ard'``: one w per input dimension (a number is
@@ -229,24 +218,19 @@ def _make_kernel(owner: str, kernel, w, degree, offset, X) -> Kernel:
     """
     if isinstance(kernel, Kernel):
         return kernel
-    if not (isinstance(kernel, str) and kernel in KERNELS):
-        raise InputError(f"The 'kernel' parameter of {owner} must be one of {list(KERNELS)} or a "
-                         f"gpmodels.kernels.Kernel instance; got {kernel!r} instead")
-    if kernel == "linear":
-        return Linear()
-    if kernel == "polynomial":
-        return Polynomial(degree=degree, offset=offset)
-    if isinstance(w, str):
-        if w != "auto":
-            raise InputError(f"The 'w' parameter of {owner} must be 'auto' or a positive number; got {w!r} instead")
-        w = auto_rbf_w(X)
-    if kernel == "rbf":
-        return RBF(w)
-    w = np.asarray(w, dtype=np.float64)
-    if w.ndim > 1 or (w.ndim == 1 and w.size != X.shape[1]):
-        raise InputError(f"Dimension mismatch: w of the 'ard' kernel must be a number or have shape "
-                         f"({X.shape[1]},) (one per feature); got {w.shape}")
-    return ARD(np.broadcast_to(w, (X.shape[1],)).copy())
+    if isinstance(w, str) and w != "auto":
+        raise InputError(f"The 'w' parameter of {owner} must be 'auto' or a positive number; got {w!r} instead")
+    given = {"w": w, "degree": degree, "offset": offset}
+    try:
+        takes = KERNEL_PARAMS.get(kernel, ()) if isinstance(kernel, str) else ()
+        return make_kernel(kernel, X=X, **{k: v for k, v in given.items() if k in takes})
+    except InputError as exc:
+        what = "'kernel'" if not (isinstance(kernel, str) and kernel in KERNEL_PARAMS) else repr(kernel) + " kernel's"
+        raise InputError(f"The {what} parameter of {owner}: {exc} (or pass a gpmodels.kernels.Kernel)") from None
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# max-margin baselines
 
 
 def _check_positive(owner: str, name: str, value) -> float:

@@ -21,7 +21,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from gpmodels.data.scaling import FeatureScaler
-from gpmodels.errors import DataError
+from gpmodels.errors import DataError, SpecError
 from gpmodels.validation import check_features
 
 __all__ = ["FORMAT_VERSION", "save_arrays", "load_arrays", "save_map_model", "load_model", "MAPPredictor", "LOADERS",
@@ -189,7 +189,7 @@ LOADERS: dict[str, Callable] = {"map": _load_map, "one_vs_rest": _load_one_vs_re
 
 def load_model(model_dir):
     """Load a saved model folder; returns a predictor with ``predict_proba`` and ``predict``."""
-    from gpmodels.spec.loader import load_spec
+    from gpmodels.spec.loader import read_yaml, spec_from_dict
 
     model_dir = Path(model_dir)
     kind, arrays = load_arrays(model_dir)
@@ -198,5 +198,13 @@ def load_model(model_dir):
     spec_path = model_dir / SPEC_FILE
     if not spec_path.is_file():
         raise DataError(f"{model_dir} holds no {SPEC_FILE}; a model folder needs both {MODEL_FILE} and {SPEC_FILE}")
-    spec, _ = load_spec(spec_path)
+    data = read_yaml(spec_path)
+    try:
+        spec = spec_from_dict(data)
+    except SpecError as exc:
+        if not (exc.path.startswith("objective") and isinstance(data.get("objective"), dict)):
+            raise
+        # a folder saved before the objective sub-sections: its fitting settings do not enter predictions
+        spec = spec_from_dict({**data, "objective": {k: data["objective"][k] for k in ("type", "method", "learn")
+                                                     if k in data["objective"]}})
     return LOADERS[kind](model_dir, arrays, spec)

@@ -235,17 +235,17 @@ def test_registered_prior_runs_from_a_spec_and_round_trips(tmp_path, registered)
 
 def test_import_path_prior_learns_by_cv_and_laplace_through_the_driver(tmp_path):
     path = "external_prior:build_class_similarity"
-    cv = {"type": "cv", "cv": {"folds": 3, "max_iter": 2}}  # the checkpoint identity holds prior_options
+    cv = {"type": "cv", "cv": {"folds": 3, "outer": {"max_iter": 2}}}  # the checkpoint identity holds prior_options
     d = _spec(tmp_path, path, cv)
     m = run_spec(spec_from_dict(d), quiet=True)
-    assert m["psi_learned"] < m["psi_start"] and "learned.strength" in m and m["learned.strength"] != 0.5
+    assert m["psi_learned"] < m["psi_start"] and "hyper.strength" in m and m["hyper.strength"] != 0.5
     assert (tmp_path / "out" / "checkpoint.npz").is_file()
     again = run_spec(spec_from_dict(d), quiet=True)  # resumes: the identity (prior_options included) matches
     assert again["resumed_from_iteration"] == 2 and again["psi_learned"] == m["psi_learned"]
     X_test = np.load(tmp_path / "test.npz")["X"]
     P = load_model(tmp_path / "out").predict_proba(X_test)
     np.testing.assert_array_equal(_predict_in_fresh_process(tmp_path / "out", X_test), P)
-    d = _spec(tmp_path, path, {"type": "laplace", "max_iter": 3})
+    d = _spec(tmp_path, path, {"type": "laplace", "laplace": {"learn_max_iter": 3}})
     d["output"]["dir"] = str(tmp_path / "laplace")
     m = run_spec(spec_from_dict(d), quiet=True)
     assert m["test_error"] < 0.3

@@ -29,7 +29,8 @@ def _data(tmp_path):
 def _spec(tmp_path, out, objective=None):
     return {"name": "bars", "seed": 1, "data": _data(tmp_path),
             "model": {"kernel": {"type": "rbf", "w": "auto"}, "sharing": "semi", "variance": 2.0, "sigma2": 1.0},
-            "objective": objective or {"k1": 30, "k2": 40}, "output": {"dir": str(tmp_path / out)}}
+            "objective": objective or {"newton": {"max_iter": 30, "cg_max_iter": 40}},
+            "output": {"dir": str(tmp_path / out)}}
 
 
 def _write(tmp_path, d, name="spec.yaml"):
@@ -38,7 +39,8 @@ def _write(tmp_path, d, name="spec.yaml"):
     return p
 
 
-CV = {"type": "cv", "k1": 30, "k2": 40, "cv": {"folds": 3, "k1": 20, "k2": 30, "max_iter": 2, "checkpoint": False}}
+CV = {"type": "cv", "newton": {"max_iter": 30, "cg_max_iter": 40},
+      "cv": {"folds": 3, "newton": {"max_iter": 20, "cg_max_iter": 30}, "outer": {"max_iter": 2}, "checkpoint": False}}
 
 
 def _same_results(a, b):

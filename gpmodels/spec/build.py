@@ -20,9 +20,7 @@ from gpmodels.errors import HierarchyError, InputError, SpecError
 from gpmodels.hierarchy import ClassTree
 from gpmodels.inference.map.newton_cg import NewtonOptions
 from gpmodels.kernels.base import Kernel
-from gpmodels.kernels.linear import Linear, Polynomial
-from gpmodels.kernels.precomputed import Precomputed
-from gpmodels.kernels.rbf import ARD, RBF
+from gpmodels.kernels.factory import KERNEL_PARAMS, make_kernel
 from gpmodels.kernels.representations import RepresentationConfig
 from gpmodels.likelihoods.gaussian import Gaussian
 from gpmodels.likelihoods.hinge import SmoothedHinge
@@ -260,24 +258,17 @@ def resolve_kernel(k: KernelSpec, X_train) -> KernelSpec:
     return k
 
 
-def build_kernel(k: KernelSpec, X_train, base_dir: Path | None) -> Kernel:
+def build_kernel(k: KernelSpec, X_train, base_dir: Path | None, key: str = "model.kernel") -> Kernel:
+    """The kernel of a ``kernel`` section by :func:`gpmodels.kernels.make_kernel` (``w: auto`` resolved
+    on the training inputs, ``gram`` loaded from its .npy file); its errors name the key path."""
     k = resolve_kernel(k, X_train)
-    if k.type == "rbf":
-        return RBF(w=k.w)
-    if k.type == "ard":
-        w = np.asarray(k.w, dtype=float)
-        if w.size == 1:
-            w = np.full(X_train.shape[1], float(w[0]))
-        if w.size != X_train.shape[1]:
-            raise SpecError(f"ard needs one w per feature ({X_train.shape[1]}); got {w.size}", "model.kernel.w")
-        return ARD(w=w)
-    if k.type == "linear":
-        return Linear()
-    if k.type == "polynomial":
-        return Polynomial(degree=k.degree or 2, scale=1.0 if k.scale is None else k.scale,
-                          offset=1.0 if k.offset is None else k.offset)
-    G = np.load(resolve_path(k.gram, base_dir, "model.kernel.gram"), allow_pickle=False)
-    return Precomputed(G)
+    params = {name: getattr(k, name) for name in KERNEL_PARAMS[k.type] if name != "gram"}
+    if k.type == "precomputed":
+        params["gram"] = np.load(resolve_path(k.gram, base_dir, f"{key}.gram"), allow_pickle=False)
+    try:
+        return make_kernel(k.type, X=X_train, **params)
+    except InputError as exc:
+        raise SpecError(str(exc), f"{key}.w" if "w" in params else key) from None
 
 
 #: model.sharing -> (node variance sharing, node kernel sharing) of the ANOVA prior (None: follow)
@@ -390,8 +381,8 @@ def build_operator(m: ModelSpec, X_train, n_classes: int, base_dir: Path | None 
     if m.kernels is None:
         return prior_operator(build_prior(m, X_train, base_dir, tree=tree), m, X_train, C)
     rep = _representation(m)
-    ops = [BlockDiagonal.from_sharing(X_train, build_kernel(k, X_train, base_dir), C, "tied", 1.0, rep)
-           for k in m.kernels]
+    ops = [BlockDiagonal.from_sharing(X_train, build_kernel(k, X_train, base_dir, key), C, "tied", 1.0, rep)
+           for key, k in model_kernels(m)]
     return Sum(ops, m.weights if m.weights is not None else np.ones(len(ops)))
 
 
@@ -419,7 +410,5 @@ def build_likelihood(m: ModelSpec):
 
 
 def build_newton_options(o: ObjectiveSpec) -> NewtonOptions:
-    return NewtonOptions(max_iter=o.k1, cg_max_iter=o.k2, cg_tol=o.cg_tol, cg_forcing=o.cg_forcing,
-                         grad_tol=o.grad_tol, phi_rtol=o.phi_rtol, warm_start=o.warm_start,
-                         preconditioner=o.preconditioner, precond_rank=o.precond_rank,
-                         cg_forcing_norm=o.cg_forcing_norm)
+    """The MAP fit's ``NewtonOptions`` from ``objective.newton``."""
+    return o.newton.options()

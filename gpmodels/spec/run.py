@@ -91,7 +91,7 @@ def run_map(spec: Spec, data: Dataset, base_dir: Path | None, say) -> RunOutcome
     op = build_operator(resolved.model, data.X_train, data.n_classes, base_dir, tree=tree)
     build_seconds = time.perf_counter() - t
     t = time.perf_counter()
-    with say.bar(resolved.objective.k1, "Newton") as bar:
+    with say.bar(resolved.objective.newton.max_iter, "Newton") as bar:
         model = fit_map(op, likelihood, targets(likelihood, data, spec.model.likelihood),
                         build_newton_options(resolved.objective), method=resolved.objective.method,
                         on_iteration=bar.newton)
@@ -121,7 +121,7 @@ def run_map(spec: Spec, data: Dataset, base_dir: Path | None, say) -> RunOutcome
 @register_runner("em")
 def run_em(spec: Spec, data: Dataset, base_dir: Path | None, say) -> RunOutcome:
     """MAP fit with uncertain targets (pseudo-targets on the class tree) by EM, Seeger 2008, Sec. 7.4.2."""
-    from gpmodels.inference.map.em import EMOptions, fit_em
+    from gpmodels.inference.map.em import fit_em
 
     resolved = attrs.evolve(spec, model=resolve_model(spec.model, data.X_train))
     tree = build_tree(spec, data, base_dir)
@@ -131,7 +131,7 @@ def run_em(spec: Spec, data: Dataset, base_dir: Path | None, say) -> RunOutcome:
     build_seconds = time.perf_counter() - t
     o = resolved.objective
     likelihood = build_likelihood(resolved.model)
-    res = fit_em(op, pseudo, EMOptions(max_iter=o.em_max_iter, rtol=o.em_rtol, newton=build_newton_options(o)),
+    res = fit_em(op, pseudo, o.em.options(newton=build_newton_options(o)),
                  likelihood=likelihood)
     n_unc = int(np.sum(~pseudo.certain))
     say(f"EM: {res.iterations} iterations, {n_unc} of {pseudo.n_points} targets uncertain, "

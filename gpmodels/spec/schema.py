@@ -31,14 +31,18 @@ KINDS = (
 
 def option(default: Any = REQUIRED, *, kind: str, doc: str, choices: Sequence | None = None,
            node: type | None = None, minimum: float | None = None, exclusive_minimum: float | None = None,
-           maximum: float | None = None, nullable: bool = False, allowed: str | None = None):
+           maximum: float | None = None, exclusive_maximum: float | None = None, finite: bool = True,
+           nullable: bool = False, allowed: str | None = None, allowed_has_bounds: bool = False):
     """Declare one spec key (see the module docstring).  ``allowed``: the reference's "allowed"
-    column when the values are checked by ``Node.check`` rather than by ``choices`` (an open set)."""
+    column when the values are checked by ``Node.check`` rather than by ``choices`` (an open set),
+    or the words of an options class's validator (then ``allowed_has_bounds``: they already say the
+    bounds); ``finite=False``: a float may be +-inf (``.inf`` in YAML)."""
     if kind not in KINDS:
         raise ValueError(f"unknown option kind {kind!r}")
     meta = dict(kind=kind, doc=doc, choices=tuple(choices) if choices is not None else None, node=node,
                 minimum=minimum, exclusive_minimum=exclusive_minimum, maximum=maximum,
-                nullable=nullable or default is None, allowed=allowed)
+                exclusive_maximum=exclusive_maximum, finite=finite, nullable=nullable or default is None,
+                allowed=allowed, allowed_has_bounds=allowed_has_bounds)
     if default is REQUIRED:
         return attrs.field(kw_only=True, metadata={"spec": meta})
     if node is not None and kind == "node" and default is not None:
@@ -50,7 +54,7 @@ def _type_name(v) -> str:
     return type(v).__name__ if v is not None else "null"
 
 
-def _number(value, path: str, integer: bool):
+def _number(value, path: str, integer: bool, finite: bool = True):
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         if isinstance(value, str):
             try:
@@ -64,13 +68,13 @@ def _number(value, path: str, integer: bool):
             raise SpecError(f"must be an integer; got {value!r}", path)
         return int(value)
     value = float(value)
-    if not math.isfinite(value):
+    if math.isnan(value) or (finite and not math.isfinite(value)):
         raise SpecError(f"must be a finite number; got {value!r}", path)
     return value
 
 
 def _bounds(value, meta, path):
-    lo, xlo, hi = meta["minimum"], meta["exclusive_minimum"], meta["maximum"]
+    lo, xlo, hi, xhi = meta["minimum"], meta["exclusive_minimum"], meta["maximum"], meta["exclusive_maximum"]
     values = value if isinstance(value, (list, tuple)) else [value]
     for v in values:
         if not isinstance(v, (int, float)):
@@ -81,6 +85,8 @@ def _bounds(value, meta, path):
             raise SpecError(f"must be > {xlo}; got {v!r}", path)
         if hi is not None and v > hi:
             raise SpecError(f"must be <= {hi}; got {v!r}", path)
+        if xhi is not None and v >= xhi:
+            raise SpecError(f"must be < {xhi}; got {v!r}", path)
 
 
 def _convert(value, meta, path: str):
@@ -100,7 +106,7 @@ def _convert(value, meta, path: str):
             raise SpecError(f"must be true or false; got {_type_name(value)} {value!r}", path)
         out = value
     elif kind in ("int", "float"):
-        out = _number(value, path, kind == "int")
+        out = _number(value, path, kind == "int", meta["finite"])
     elif kind.startswith("list["):
         if not isinstance(value, (list, tuple)):
             raise SpecError(f"must be a list; got {_type_name(value)} {value!r}", path)
@@ -153,7 +159,10 @@ class Node:
     """Base of spec classes: build from a plain dict with checks; back to a plain dict.
 
     A subclass may list keys it no longer takes in a class attribute ``REMOVED_KEYS`` (key ->
-    what to write instead); such a key is an error that says so, not an unknown key."""
+    what to write instead); such a key is an error that says so, not an unknown key.  Keys that
+    moved go in ``MOVED_KEYS`` (key -> the new path relative to this section, a tuple of
+    alternatives, or a function of the section's dict giving either): "objective.k1: moved: write
+    it as objective.newton.max_iter"."""
 
     @classmethod
     def spec_fields(cls):
@@ -165,9 +174,14 @@ class Node:
             raise SpecError(f"must be a mapping of keys to values; got {_type_name(data)} {data!r}", path)
         fields = {f.name: f for f in cls.spec_fields()}
         removed = getattr(cls, "REMOVED_KEYS", {})
+        moved = getattr(cls, "MOVED_KEYS", {})
         for key in data:
             if key in removed:
                 raise SpecError(f"was removed: {removed[key]}", _join(path, str(key)))
+            if key in moved and key not in fields:
+                new = moved[key](data) if callable(moved[key]) else moved[key]
+                new = (new,) if isinstance(new, str) else new
+                raise SpecError(f"moved: write it as {' or '.join(_join(path, n) for n in new)}", _join(path, str(key)))
             if not isinstance(key, str) or key not in fields:
                 near = difflib.get_close_matches(str(key), list(fields), n=1, cutoff=0.6)
                 hint = f"; did you mean {near[0]!r}?" if near else ""
@@ -221,8 +235,8 @@ def _fmt_allowed(meta) -> str:
         parts.append(", ".join(f"`{c}`" for c in meta["choices"]))
     else:
         parts.append(meta["kind"].replace("|", " or ").replace("node", "section"))
-    for key, sym in (("minimum", ">="), ("exclusive_minimum", ">"), ("maximum", "<=")):
-        if meta[key] is not None:
+    for key, sym in (("minimum", ">="), ("exclusive_minimum", ">"), ("maximum", "<="), ("exclusive_maximum", "<")):
+        if meta[key] is not None and not meta["allowed_has_bounds"]:
             parts.append(f"{sym} {meta[key]}")
     if meta["nullable"]:
         parts.append("or null")
@@ -246,7 +260,7 @@ def reference_markdown(root: type, title: str = "Spec reference", skip: set | No
         if cls in seen:
             continue
         seen.add(cls)
-        lines += [f"## `{path or '(top level)'}`", "", (cls.__doc__ or "").strip().split("\n\n")[0].replace("\n", " "), "",
+        lines += [f"## `{path or '(top level)'}`", "", " ".join((cls.__doc__ or "").strip().split("\n\n")[0].split()), "",
                   "| key | allowed | default | meaning |", "| --- | --- | --- | --- |"]
         for f in cls.spec_fields():
             meta = f.metadata["spec"]
@@ -254,4 +268,13 @@ def reference_markdown(root: type, title: str = "Spec reference", skip: set | No
             if meta["node"] is not None:
                 queue.append((_join(path, f.name), meta["node"]))
         lines.append("")
+        moved = getattr(cls, "MOVED_KEYS", {})
+        if moved:
+            lines += ["Keys of the old layout, refused with the place they moved to:", "",
+                      "| old key | write it as |", "| --- | --- |"]
+            for key, new in moved.items():
+                new = new({}) if callable(new) else new
+                new = (new,) if isinstance(new, str) else new
+                lines.append(f"| `{_join(path, key)}` | {' or '.join(f'`{_join(path, n)}`' for n in new)} |")
+            lines.append("")
     return "\n".join(lines)

@@ -8,19 +8,28 @@ from gpmodels.data.datasets import NAMED_DATASETS
 from gpmodels.data.multilabel_sets import MULTILABEL_DATASETS
 from gpmodels.data.scaling import SCALINGS
 from gpmodels.errors import SpecError
+from gpmodels.kernels.factory import KERNEL_NAMES, KERNEL_PARAMS
 from gpmodels.kernels.representations import REPRESENTATION_KINDS
-from gpmodels.inference.map.newton_cg import FORCING_NORMS
-from gpmodels.inference.map.preconditioners import PRECONDITIONERS
+from gpmodels.inference.cv.criterion import CVOptions
+from gpmodels.inference.cv.learn import LearnOptions
+from gpmodels.inference.map.em import EMOptions
+from gpmodels.inference.map.newton_cg import NewtonOptions
+from gpmodels.inference.marginal.laplace import LaplaceOptions
+from gpmodels.inference.marginal.vb import VBOptions
+from gpmodels.inference.mkl.algorithms import MKLOptions
+from gpmodels.optimize.lbfgs import OuterOptions
 from gpmodels.operators.blockdiag import SHARING_MODES
 from gpmodels.priors.coupled import COUPLING_INITS
 from gpmodels.priors.registry import BUILTIN_PRIORS, is_import_path, is_known_prior, unknown_prior_message
 from gpmodels.spec.baseline_sections import CrammerSingerSpec, HM3Spec
+from gpmodels.spec.derive import Part, options_section
 from gpmodels.spec.schema import Node, option
 
 __all__ = ["TASKS", "LIKELIHOODS", "OBJECTIVES", "SOLVERS", "check_unifying", "Spec", "DataSpec", "ModelSpec",
            "KernelSpec", "RepresentationSpec", "ObjectiveSpec", "EvaluationSpec", "OutputSpec", "KERNEL_TYPES",
            "KERNEL_KEYS", "PseudoTargetsSpec", "CouplingSpec", "PRIORS", "MODEL_SHARING", "DECISIONS", "CVSpec",
-           "check_one_vs_rest"]
+           "check_one_vs_rest", "NewtonSpec", "CVNewtonSpec", "OuterSpec", "EMSpec", "LaplaceSpec", "VBSpec", "MKLSpec",
+           "OBJECTIVE_MOVED_KEYS", "SECTION_TYPES"]
 
 #: built-in priors: flat independent GPs, the ANOVA class tree (Sec. 3), square coupling B and C x p loadings
 #: (Sec. 7.4.1); more are registered by gpmodels.priors.register_prior or named by import path
@@ -36,15 +45,9 @@ LIKELIHOODS = ("softmax", "logistic", "hinge", "gaussian", "laplace", "student_t
 REGRESSION_LIKELIHOODS = ("gaussian", "laplace", "student_t")
 OBJECTIVES = ("map", "em", "cv", "one_vs_rest", "laplace", "vb", "mlm", "mkl", "joint_map", "crammer_singer", "hm3")
 SOLVERS = ("algorithm1", "alternating", "lbfgs")
-KERNEL_TYPES = ("rbf", "ard", "linear", "polynomial", "precomputed")
-#: keys each kernel type uses (besides ``type``)
-KERNEL_KEYS = {
-    "rbf": ("w",),
-    "ard": ("w",),
-    "linear": (),
-    "polynomial": ("degree", "scale", "offset"),
-    "precomputed": ("gram",),
-}
+#: the kernels of :func:`gpmodels.kernels.make_kernel`, and the keys each uses (besides ``type``)
+KERNEL_TYPES = KERNEL_NAMES
+KERNEL_KEYS = KERNEL_PARAMS
 
 
 @attrs.frozen
@@ -267,93 +270,214 @@ class ModelSpec(Node):
                             f"{path}.coupling")
 
 
-@attrs.frozen
-class CVSpec(Node):
-    """Hyperparameter learning by the CV criterion Ψ (`objective.type: cv` and `one_vs_rest`; Seeger 2008, Sec. 4, 5.2, 6.2)."""
+# ---------------------------------------------------------------------------- objective settings
+# One sub-section per options class; its keys, defaults and bounds are derived from the class
+# (gpmodels/spec/derive.py), so the spec cannot disagree with it.  The docs below are the spec's
+# lines for fields whose class gives none.
 
-    REMOVED_KEYS = {"multiclass": "one-vs-rest is its own objective: write `objective.type: one_vs_rest` (it takes "
-                                  "these `objective.cv` settings); the joint softmax model is `objective.type: cv`"}
+_NEWTON_DOCS = {
+    "max_iter": "k1: maximal Newton iterations",
+    "cg_max_iter": "k2: maximal CG steps per Newton direction",
+    "cg_tol": "CG: relative residual tolerance",
+    "cg_forcing": "CG: stop once the residual fell by this factor from its start (truncated Newton)",
+    "grad_tol": "stop when the per-point RMS of ∇_u Φ is below",
+    "phi_rtol": "stop when the relative decrease of Φ is below",
+    "warm_start": "CG start: β = D^{-1/2} α (`alpha`) or the last β (`beta`)",
+    "max_stall_restarts": "restarts from a cold CG start when a Newton step makes no progress",
+    "armijo": "line search: sufficient-decrease constant",
+    "line_search_evals": "line search: maximal evaluations of Φ",
+    "preconditioner": "CG preconditioner: App. B `diagonal`; per-point `block`s; `lowrank` deflation of the leading "
+                      "kernel eigen-directions with the diagonal (`lowrank`) or the per-point blocks "
+                      "(`lowrank_block`) for the rest",
+    "precond_rank": "`lowrank*`: number of kernel eigenpairs deflated",
+    "precond_seed": "`lowrank*`: seed of the randomized eigensolver",
+    "cg_forcing_norm": "CG forcing test on the `residual` or on V r (`alpha`-space); `auto`: residual for the "
+                       "diagonal preconditioner, alpha for the others",
+}
 
-    folds: int = option(5, kind="int", minimum=2, doc="q: folds of the fixed random partition of the training set")
-    partition_seed: int | None = option(None, kind="int", minimum=0, doc="seed of the partition (default: the spec's `seed`)")
-    k1: int = option(13, kind="int", minimum=1, doc="learning: maximal Newton iterations of a fold's refit")
-    k2: int = option(25, kind="int", minimum=1, doc="learning: maximal CG steps per Newton direction")
-    k3: int = option(40, kind="int", minimum=1, doc="learning: maximal CG steps of a fold's gradient accumulation solve")
-    grad_tol: float = option(1e-4, kind="float", minimum=0.0,
-                             doc="learning: a refit stops when the per-point RMS of ∇_u Φ_J is below")
-    accumulation_tol: float = option(1e-6, kind="float", minimum=0.0, doc="relative residual of the accumulation solve")
-    fail_tol: float = option(1e-3, kind="float", exclusive_minimum=0.0,
-                             doc="an evaluation fails when the mean over folds of the refits' gradient RMS is above")
-    max_iter: int = option(30, kind="int", minimum=1, doc="maximal outer (quasi-Newton) iterations")
-    max_evaluations: int = option(100, kind="int", minimum=1, doc="maximal Ψ evaluations")
-    ftol: float = option(1e-4, kind="float", minimum=0.0,
-                         doc="stop when Ψ decreases (or the quasi-Newton model predicts a decrease) by less than this fraction")
-    gtol: float = option(1e-6, kind="float", minimum=0.0, doc="stop when max |projected ∇Ψ| <= gtol · max(1, |Ψ|)")
-    initial_step: float = option(1.0, kind="float", exclusive_minimum=0.0, doc="max-norm of the first step (log space)")
-    max_step: float = option(3.0, kind="float", exclusive_minimum=0.0, doc="max-norm cap of every trial step (log space)")
-    memory: int = option(10, kind="int", minimum=1, doc="L-BFGS memory (pairs)")
-    lower: float = option(-15.0, kind="float", doc="lower bound of every log-space hyperparameter")
-    upper: float = option(15.0, kind="float", doc="upper bound of every log-space hyperparameter")
-    learn_sigma2: bool = option(False, kind="bool", doc="also learn the intercept variance σ² (needs `model.sigma2` > 0)")
-    checkpoint: bool = option(True, kind="bool", doc="write `checkpoint.npz` in the report folder after every successful outer iteration")
-    resume: str = option("auto", kind="str", choices=("auto", "never"),
-                         doc="`auto`: continue from an existing checkpoint (a corrupt or foreign one is an error); `never`: start afresh")
+NewtonSpec = options_section(
+    "NewtonSpec", "Newton–CG (Alg. 1; k1, k2 and tolerances of Seeger 2008, Sec. 2, 6) of the MAP fit: `map`, the "
+    "M-step of `em`, the final fit of `cv` and `one_vs_rest` (and `one_vs_rest` with `learn: false`).  Keys, "
+    "defaults and bounds: `NewtonOptions`.",
+    [Part(NewtonOptions)], docs=_NEWTON_DOCS)
 
-    def check(self, path):
-        if not self.lower < self.upper:
-            raise SpecError(f"must be below `upper` ({self.upper}); got {self.lower}", f"{path}.lower")
+CVNewtonSpec = options_section(
+    "CVNewtonSpec", "Newton–CG of the refits inside every Ψ evaluation (Sec. 4, 6.2: k1, k2 during learning).  Keys "
+    "and bounds: `NewtonOptions`; defaults: `CVOptions().newton`.",
+    [Part(NewtonOptions, defaults=CVOptions().newton)], docs=_NEWTON_DOCS)
+
+OuterSpec = options_section(
+    "OuterSpec", "The outer quasi-Newton optimiser of Ψ (projected L-BFGS in log space).  Keys and bounds: "
+    "`OuterOptions`; defaults: `LearnOptions().outer`.",
+    [Part(OuterOptions, defaults=LearnOptions().outer)],
+    docs={"max_iter": "maximal outer (quasi-Newton) iterations", "max_evaluations": "maximal Ψ evaluations",
+          "memory": "L-BFGS memory (pairs)",
+          "ftol": "stop when Ψ decreases (or the quasi-Newton model predicts a decrease) by less than this fraction",
+          "gtol": "stop when max |projected ∇Ψ| <= gtol · max(1, |Ψ|)",
+          "initial_step": "max-norm of the first step (log space)",
+          "max_step": "max-norm cap of every trial step (log space)",
+          "armijo": "line search: sufficient-decrease constant", "wolfe": "line search: curvature constant",
+          "line_search_evals": "line search: maximal Ψ evaluations per iteration",
+          "extrapolation": "line search: growth factor of an extrapolated step",
+          "max_extrapolations": "line search: maximal extrapolations"})
+
+_CV_OUTER = ("max_iter", "max_evaluations", "ftol", "gtol", "initial_step", "max_step", "memory")
+
+
+def _check_cv(self, path):
+    if not self.lower < self.upper:
+        raise SpecError(f"must be below `upper` ({self.upper}); got {self.lower}", f"{path}.lower")
+
+
+CVSpec = options_section(
+    "CVSpec", "Hyperparameter learning by the CV criterion Ψ (`objective.type: cv` and `one_vs_rest`; Seeger 2008, "
+    "Sec. 4, 5.2, 6.2).  Keys, defaults and bounds: `CVOptions` (one Ψ evaluation) and `LearnOptions` (`lower`, "
+    "`upper`); the refits in `newton`, the outer optimiser in `outer`.",
+    [Part(CVOptions, skip=("method",)), Part(LearnOptions, only=("lower", "upper"))],
+    nested=(("newton", CVNewtonSpec, "Newton–CG of the refits inside Ψ"),
+            ("outer", OuterSpec, "the outer optimiser")),
+    extra=(("folds", option(5, kind="int", minimum=2,
+                            doc="q: folds of the fixed random partition of the training set")),
+           ("partition_seed", option(None, kind="int", minimum=0,
+                                     doc="seed of the partition (default: the spec's `seed`)")),
+           ("learn_sigma2", option(False, kind="bool",
+                                   doc="also learn the intercept variance σ² (needs `model.sigma2` > 0)")),
+           ("checkpoint", option(True, kind="bool", doc="write `checkpoint.npz` in the report folder after every "
+                                                        "successful outer iteration")),
+           ("resume", option("auto", kind="str", choices=("auto", "never"),
+                             doc="`auto`: continue from an existing checkpoint (a corrupt or foreign one is an "
+                                 "error); `never`: start afresh"))),
+    docs={"k3": "k3: maximal CG steps of a fold's gradient accumulation solve",
+          "accumulation_tol": "relative residual of the accumulation solve",
+          "fail_tol": "an evaluation fails when the mean over folds of the refits' gradient RMS is above",
+          "abort_on_failure": "stop an evaluation at the first fold that makes its failure certain",
+          "warm_start": "how refits start from the inner state (`gpmodels.inference.cv.criterion`)",
+          "retry_cold": "retry a failed warm refit from a cold start",
+          "lower": "lower bound of every log-space hyperparameter",
+          "upper": "upper bound of every log-space hyperparameter"},
+    check=_check_cv,
+    removed={"multiclass": "one-vs-rest is its own objective: write `objective.type: one_vs_rest` (it takes these "
+                           "`objective.cv` settings); the joint softmax model is `objective.type: cv`"},
+    moved={"k1": "newton.max_iter", "k2": "newton.cg_max_iter", "grad_tol": "newton.grad_tol",
+           **{k: f"outer.{k}" for k in _CV_OUTER}})
+
+EMSpec = options_section(
+    "EMSpec", "EM over uncertain targets (`objective.type: em`, Seeger 2008, Sec. 7.4.2); the M-step runs "
+    "`objective.newton`.  Keys, defaults and bounds: `EMOptions`.",
+    [Part(EMOptions, skip=("newton",))],
+    docs={"max_iter": "maximal EM iterations",
+          "rtol": "stop when the relative change of the pseudo-target log-likelihood is below"})
+
+_LEARN = (("learn_max_iter", option(100, kind="int", minimum=1,
+                                    doc="outer L-BFGS-B iterations of the hyperparameter learning")),
+          ("learn_tol", option(1e-8, kind="float", minimum=0.0,
+                               doc="outer tolerance of the learning (relative criterion decrease)")))
+
+LaplaceSpec = options_section(
+    "LaplaceSpec", "Laplace marginal likelihood (`objective.type: laplace`; R&W Alg. 3.1-3.4, 5.1).  Keys, defaults "
+    "and bounds: `LaplaceOptions` (its probe seed is the spec's `seed`), and the learning's `learn_*`.",
+    [Part(LaplaceOptions, skip=("seed", "newton"))], extra=_LEARN,
+    docs={"path": "`exact` (Cholesky) or `mvm` (CG, Lanczos log-determinant, Hutchinson traces)",
+          "n_probes": "mvm: Hutchinson / Lanczos probes (seeded by the spec's `seed`)",
+          "cg_max_iter": "mvm: maximal CG steps", "cg_tol": "mvm: CG relative residual tolerance"})
+
+VBSpec = options_section(
+    "VBSpec", "Variational bound φ_VB (`objective.type: vb` and `mlm`, without `model.kernels`; Nickisch & Seeger "
+    "2009).  Keys, defaults and bounds: `VBOptions`, and the learning's `learn_*`.",
+    [Part(VBOptions, skip=("newton",))], extra=_LEARN,
+    docs={"max_outer": "maximal double-loop iterations", "tol": "double loop: relative tolerance on φ"})
+
+MKLSpec = options_section(
+    "MKLSpec", "Kernel-weight learning (`objective.type: mkl`, `joint_map`, and `vb` / `mlm` with `model.kernels`; "
+    "Nickisch & Seeger 2011); the criterion is the objective type.  Keys, defaults and bounds: `MKLOptions`.",
+    [Part(MKLOptions, skip=("criterion",))],
+    extra=(("solver", option(None, kind="str", choices=SOLVERS,
+                             doc="`algorithm1` (Nickisch & Seeger, the default), `alternating`; `lbfgs` (L-BFGS-B "
+                                 "on the criterion)")),),
+    docs={"lam": "weight λ of the penalty λ ||θ||_p^p", "p": "the norm p >= 1", "jitter": "jitter added to K_θ",
+          "max_iter": "maximal outer iterations", "tol": "stop when the relative decrease of the criterion is below",
+          "grad_tol": "... and the gradient is below", "inner_newton": "Algorithm 1: Newton steps in u per iteration",
+          "inner_max": "alternating: Newton steps per block", "max_log_step": "cap on |Δ log θ| per step",
+          "time_limit": "time limit in seconds (`.inf`: none)"})
+
+
+def _moved_learning_key(key: str):
+    def where(data) -> tuple:
+        t = data.get("type", "map")
+        if t == "laplace":
+            return (f"laplace.learn_{key}",)
+        if t in ("vb", "mlm"):
+            return f"vb.learn_{key}", f"mkl.{key}"
+        if t in ("mkl", "joint_map"):
+            return (f"mkl.{key}",)
+        return f"laplace.learn_{key}", f"vb.learn_{key}", f"mkl.{key}"
+    return where
+
+
+#: objective keys that moved into the sub-sections (old key -> new path under `objective`)
+OBJECTIVE_MOVED_KEYS = {
+    "k1": "newton.max_iter", "k2": "newton.cg_max_iter",
+    **{k: f"newton.{k}" for k in ("grad_tol", "phi_rtol", "cg_tol", "cg_forcing", "warm_start", "preconditioner",
+                                  "precond_rank", "cg_forcing_norm")},
+    "em_max_iter": "em.max_iter", "em_rtol": "em.rtol",
+    "path": "laplace.path", "n_probes": "laplace.n_probes",
+    "solver": "mkl.solver", "lam": "mkl.lam", "p": "mkl.p",
+    "max_iter": _moved_learning_key("max_iter"), "tol": _moved_learning_key("tol"),
+}
 
 
 @attrs.frozen
 class ObjectiveSpec(Node):
-    """What is optimised and its settings."""
+    """What is optimised, and the settings of each objective in its own sub-section, derived from its
+    options class: `newton` (MAP fits), `em`, `cv` (with `cv.newton`, `cv.outer`), `laplace`, `vb`, `mkl`,
+    `crammer_singer`, `hm3`."""
+
+    MOVED_KEYS = OBJECTIVE_MOVED_KEYS
 
     type: str = option("map", kind="str", choices=OBJECTIVES,
-                       doc="`map`: MAP fit at the given hyperparameters; `laplace`: Laplace MLM; `vb`: variational "
-                           "bound; `mlm`: Gaussian marginal likelihood; `mkl`, `joint_map`: kernel-weight criteria "
-                           "(Nickisch & Seeger 2011); `crammer_singer`, `hm3`: max-margin baselines; `em`: MAP fit with "
-                           "uncertain targets by EM (needs `data.pseudo_targets`); `cv`: learn the hyperparameters by the CV "
-                           "criterion Ψ (section `cv`), then the MAP fit; `one_vs_rest`: C binary softmax models (class c "
-                           "against the rest), each with its own hyperparameters learned by Ψ (section `cv`; with "
-                           "`learn: false` fitted at the given ones), combined by the largest P_c(+1|x) (Sec. 6.2)")
+                       doc="`map`: MAP fit at the given hyperparameters (section `newton`); `laplace`: Laplace MLM "
+                           "(`laplace`); `vb`: variational bound, `mlm`: Gaussian marginal likelihood (`vb`); `mkl`, "
+                           "`joint_map`: kernel-weight criteria (Nickisch & Seeger 2011; `mkl`); `crammer_singer`, "
+                           "`hm3`: max-margin baselines (their sections); `em`: MAP fit with uncertain targets by EM "
+                           "(`em`, needs `data.pseudo_targets`); `cv`: learn the hyperparameters by the CV criterion "
+                           "Ψ (`cv`), then the MAP fit (`newton`); `one_vs_rest`: C binary softmax models (class c "
+                           "against the rest), each with its own hyperparameters learned by Ψ (`cv`; with `learn: "
+                           "false` fitted at the given ones), combined by the largest P_c(+1|x) (Sec. 6.2)")
     method: str = option("newton_cg", kind="str", choices=("newton_cg", "exact"),
-                         doc="`newton_cg` (Alg. 1) or `exact` Newton (App. C, flat prior, O(n^3 C))")
-    k1: int = option(30, kind="int", minimum=1, doc="maximal Newton iterations (`cv`, `one_vs_rest`: of the final fit)")
-    k2: int = option(50, kind="int", minimum=1, doc="maximal CG steps per Newton direction (`cv`, `one_vs_rest`: of the final fit)")
-    grad_tol: float = option(1e-6, kind="float", minimum=0.0, doc="stop when the per-point RMS of ∇_u Φ is below")
-    phi_rtol: float = option(1e-12, kind="float", minimum=0.0, doc="stop when the relative decrease of Φ is below")
-    cg_tol: float = option(1e-10, kind="float", minimum=0.0, doc="CG: relative residual tolerance")
-    cg_forcing: float = option(0.1, kind="float", minimum=0.0,
-                               doc="CG: stop once the residual fell by this factor from its start (truncated Newton)")
-    warm_start: str = option("alpha", kind="str", choices=("alpha", "beta"),
-                             doc="CG start: β = D^{-1/2} α (`alpha`) or the last β (`beta`)")
+                         doc="MAP fits (and the CV refits): `newton_cg` (Alg. 1) or `exact` Newton (App. C, flat "
+                             "prior, O(n^3 C))")
     learn: bool = option(True, kind="bool", doc="laplace/vb/mlm/mkl/joint_map/one_vs_rest: learn the hyperparameters "
                                                 "(false: evaluate the criterion, or fit, at the given ones)")
-    solver: str | None = option(None, kind="str", choices=SOLVERS,
-                                doc="kernel weights: `algorithm1` (Nickisch & Seeger, default with `kernels`), "
-                                    "`alternating`; `lbfgs` (L-BFGS-B on the criterion, default otherwise)")
-    path: str = option("exact", kind="str", choices=("exact", "mvm"),
-                       doc="laplace: `exact` (Cholesky) or `mvm` (CG, Lanczos log-determinant, Hutchinson traces)")
-    n_probes: int = option(32, kind="int", minimum=1, doc="laplace mvm: Hutchinson / Lanczos probes (seeded by `seed`)")
-    max_iter: int = option(100, kind="int", minimum=1, doc="outer iterations of the hyperparameter learning")
-    tol: float = option(1e-8, kind="float", minimum=0.0, doc="outer tolerance (relative criterion decrease)")
-    lam: float = option(1.0, kind="float", minimum=0.0, doc="mkl: weight λ of the penalty λ ||θ||_p^p")
-    p: float = option(1.0, kind="float", minimum=1.0, doc="mkl: the norm p >= 1")
+    newton: NewtonSpec = option(NewtonSpec, kind="node", node=NewtonSpec, doc="Newton–CG of the MAP fit")
+    em: EMSpec = option(EMSpec, kind="node", node=EMSpec, doc="settings of `type: em`")
+    cv: CVSpec = option(CVSpec, kind="node", node=CVSpec, doc="settings of `type: cv` and `type: one_vs_rest`")
+    laplace: LaplaceSpec = option(LaplaceSpec, kind="node", node=LaplaceSpec, doc="settings of `type: laplace`")
+    vb: VBSpec = option(VBSpec, kind="node", node=VBSpec, doc="settings of `type: vb` and `type: mlm`")
+    mkl: MKLSpec = option(MKLSpec, kind="node", node=MKLSpec,
+                          doc="settings of `type: mkl`, `joint_map` (and `vb` / `mlm` with `model.kernels`)")
     crammer_singer: CrammerSingerSpec = option(CrammerSingerSpec, kind="node", node=CrammerSingerSpec,
                                                doc="settings of `type: crammer_singer`")
     hm3: HM3Spec = option(HM3Spec, kind="node", node=HM3Spec, doc="settings of `type: hm3`")
-    preconditioner: str = option("diagonal", kind="str", choices=PRECONDITIONERS,
-                                 doc="CG preconditioner: App. B `diagonal`; per-point `block`s; `lowrank` deflation of "
-                                     "the leading kernel eigen-directions with the diagonal (`lowrank`) or the "
-                                     "per-point blocks (`lowrank_block`) for the rest")
-    precond_rank: int = option(8, kind="int", minimum=1, doc="`lowrank*`: number of kernel eigenpairs deflated")
-    cg_forcing_norm: str = option("auto", kind="str", choices=FORCING_NORMS,
-                                  doc="CG forcing test on the `residual` or on V r (`alpha`-space); `auto`: residual "
-                                      "for the diagonal preconditioner, alpha for the others")
-    em_max_iter: int = option(50, kind="int", minimum=1, doc="`em`: maximal EM iterations")
-    em_rtol: float = option(1e-5, kind="float", minimum=0.0,
-                            doc="`em`: stop when the relative change of the pseudo-target log-likelihood is below")
-    cv: CVSpec = option(CVSpec, kind="node", node=CVSpec, doc="settings of `type: cv` and `type: one_vs_rest`")
+
+    def check(self, path):
+        for name, types in SECTION_TYPES.items():
+            section = getattr(self, name)
+            if self.type not in types and section != type(section)():
+                raise SpecError(f"holds settings of `type: {' / '.join(types)}`; this objective is {self.type!r} "
+                                f"(drop the section or change `type`)", f"{path}.{name}" if path else name)
+
+
+#: the objective types that use each sub-section of `objective` (giving another type's settings is an error)
+SECTION_TYPES = {
+    "newton": ("map", "em", "cv", "one_vs_rest"),
+    "em": ("em",),
+    "cv": ("cv", "one_vs_rest"),
+    "laplace": ("laplace",),
+    "vb": ("vb", "mlm"),
+    "mkl": ("mkl", "joint_map", "vb", "mlm"),
+    "crammer_singer": ("crammer_singer",),
+    "hm3": ("hm3",),
+}
 
 
 @attrs.frozen
@@ -457,6 +581,6 @@ def check_unifying(spec: Spec) -> None:
                         "model.likelihood")
     if t in ("mkl", "joint_map") and m.kernels is None:
         raise SpecError(f"objective {t!r} learns kernel weights: give model.kernels", "model.kernels")
-    if o.solver in ("algorithm1", "alternating") and (m.kernels is None or t in ("map", "laplace")):
-        raise SpecError(f"solver {o.solver!r} learns the weights of model.kernels with mkl, joint_map, mlm or vb",
-                        "objective.solver")
+    if o.mkl.solver in ("algorithm1", "alternating") and (m.kernels is None or t in ("map", "laplace")):
+        raise SpecError(f"solver {o.mkl.solver!r} learns the weights of model.kernels with mkl, joint_map, mlm or vb",
+                        "objective.mkl.solver")

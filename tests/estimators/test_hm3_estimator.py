@@ -230,7 +230,7 @@ def test_clear_errors_for_targets_and_hierarchies_that_do_not_fit():
         HM3Classifier(5).fit(X, Y)
     with pytest.raises(ValueError, match=r"entry \('root', 'a', 'b'\) of the edge list is not a \(parent, child\) pair"):
         HM3Classifier([("root", "a", "b")]).fit(X, Y)
-    with pytest.raises(ValueError, match="The 'kernel' parameter of HM3Classifier must be one of"):
+    with pytest.raises(ValueError, match="The 'kernel' parameter of HM3Classifier: unknown kernel '(rbff|gauss)'; allowed: 'rbf', 'ard'"):
         HM3Classifier(DEEP, kernel="gauss").fit(X, Y)
     with pytest.raises(ValueError, match="The 'C' parameter of HM3Classifier must be a positive number"):
         HM3Classifier(DEEP, C=-1.0).fit(X, Y)

@@ -1,8 +1,9 @@
 """Every shipped spec in specs/ validates, and a scaled-down copy of it runs end to end.
 
 The scaled copy keeps the spec's model and objective and shrinks what costs time: the data
-(``max_train`` / ``max_test``) and the iteration limits (k1, k2, max_iter, cv.*, em_max_iter, the
-baselines' limits), all through the spec dict.  Specs on ``../shared/data`` skip when it is absent.
+(``max_train`` / ``max_test``) and the iteration limits (newton.*, laplace / vb learn_max_iter,
+mkl.max_iter, cv.*, em.max_iter, the baselines' limits), all through the spec dict.  Specs on
+``../shared/data`` skip when it is absent.
 A completeness test asks for an example of every objective, prior and sharing mode of the schema.
 """
 
@@ -41,16 +42,24 @@ def _skip_without_data(d: dict) -> None:
 
 def _scaled_objective(o: dict) -> dict:
     o = dict(o or {})
-    o["k1"] = min(o.get("k1", 30), 5)
-    o["k2"] = min(o.get("k2", 50), 15)
     t = o.get("type", "map")
-    if t in ("laplace", "vb", "mlm", "mkl", "joint_map"):
-        o["max_iter"] = 3
+    if t in ("map", "em", "cv", "one_vs_rest"):
+        newton = dict(o.get("newton") or {})
+        o["newton"] = {**newton, "max_iter": min(newton.get("max_iter", 30), 5),
+                       "cg_max_iter": min(newton.get("cg_max_iter", 50), 15)}
+    if t == "laplace":
+        o["laplace"] = {**(o.get("laplace") or {}), "learn_max_iter": 3}
+    if t in ("vb", "mlm"):
+        o["vb"] = {**(o.get("vb") or {}), "learn_max_iter": 3}
+    if t in ("vb", "mlm", "mkl", "joint_map"):
+        o["mkl"] = {**(o.get("mkl") or {}), "max_iter": 3}
     if t == "em":
-        o["em_max_iter"] = 2
+        o["em"] = {**(o.get("em") or {}), "max_iter": 2}
     if t == "cv":
         cv = dict(o.get("cv") or {})
-        cv.update(max_iter=1, max_evaluations=2, k1=5, k2=10, k3=10, folds=min(cv.get("folds", 5), 3), checkpoint=False)
+        cv.update(outer={**(cv.get("outer") or {}), "max_iter": 1, "max_evaluations": 2},
+                  newton={**(cv.get("newton") or {}), "max_iter": 5, "cg_max_iter": 10}, k3=10,
+                  folds=min(cv.get("folds", 5), 3), checkpoint=False)
         o["cv"] = cv
     if t == "crammer_singer":
         o["crammer_singer"] = {**(o.get("crammer_singer") or {}), "max_updates": 3000, "epsilon": 0.1}

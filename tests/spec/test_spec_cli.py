@@ -28,7 +28,7 @@ def _spec(tmp_path, **model):
     m = {"kernel": {"type": "rbf", "w": "auto"}, "sharing": "separate", "variance": 5.0, "sigma2": 4.0}
     m.update(model)
     return {"name": "toy", "data": {"path": str(tr), "test_path": str(te)}, "model": m,
-            "objective": {"k1": 20, "k2": 30}, "output": {"dir": str(tmp_path / "out")}}
+            "objective": {"newton": {"max_iter": 20, "cg_max_iter": 30}}, "output": {"dir": str(tmp_path / "out")}}
 
 
 def _write(tmp_path, d, name="spec.yaml"):
@@ -79,7 +79,8 @@ def test_svmlight_split_and_sparse_linear(tmp_path):
     (lambda d: d["model"].update(variance="big"), "model.variance", "must be"),
     (lambda d: d["model"].update(variance=-1.0), "model.variance", "> 0"),
     (lambda d: d["model"]["kernel"].update(degree=2), "model.kernel.degree", "not used by kernel type 'rbf'"),
-    (lambda d: d["objective"].update(k1=2.5), "objective.k1", "integer"),
+    (lambda d: d["objective"]["newton"].update(max_iter=2.5), "objective.newton.max_iter", "integer"),
+    (lambda d: d["objective"].update(k1=20), "objective.k1", "moved: write it as objective.newton.max_iter"),
     (lambda d: d["data"].update(dataset="satimage"), "data.dataset", "exactly one"),
     (lambda d: d.pop("model"), "model", "missing required key"),
     (lambda d: d["model"]["kernel"].pop("w"), "model.kernel.w", "needs `w`"),
@@ -134,7 +135,8 @@ def test_a_run_that_fails_exits_1(tmp_path, capsys):
     """A genuine failure: CV whose first Ψ evaluation cannot succeed (one Newton step per refit,
     an unreachable failure threshold) raises ConvergenceError; the driver reports it and exits 1."""
     d = _spec(tmp_path)
-    d["objective"] = {"type": "cv", "cv": {"k1": 1, "fail_tol": 1e-12, "folds": 3, "checkpoint": False}}
+    d["objective"] = {"type": "cv", "cv": {"newton": {"max_iter": 1}, "fail_tol": 1e-12, "folds": 3,
+                                           "checkpoint": False}}
     assert main(["run", str(_write(tmp_path, d)), "--quiet"]) == 1
     err = capsys.readouterr().err
     assert err.startswith("gpmodels: run failed: ") and "first evaluation at the starting hyperparameters failed" in err
@@ -147,7 +149,8 @@ def test_a_study_whose_model_fails_exits_1(tmp_path, capsys):
     study = {"name": "st", "data": {"path": str(tr), "test_path": str(te)},
              "models": [{"name": "ok", "model": model},
                         {"name": "fails", "model": model,
-                         "objective": {"type": "cv", "cv": {"k1": 1, "fail_tol": 1e-12, "folds": 3, "checkpoint": False}}}]}
+                         "objective": {"type": "cv", "cv": {"newton": {"max_iter": 1}, "fail_tol": 1e-12, "folds": 3,
+                                                             "checkpoint": False}}}]}
     p = _write(tmp_path, study, "study.yaml")
     assert main(["validate", str(p)]) == 0
     assert main(["study", str(p), "--out", str(tmp_path / "st"), "--quiet"]) == 1

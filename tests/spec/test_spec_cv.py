@@ -11,6 +11,8 @@ import yaml
 
 from gpmodels.cli import main
 from gpmodels.errors import SpecError
+from gpmodels.inference.cv.criterion import CVOptions
+from gpmodels.inference.cv.learn import LearnOptions
 from gpmodels.spec.loader import load_spec, spec_from_dict
 from gpmodels.spec.run import RUNNERS
 from gpmodels.spec.runners.cv import build_learn_options, cv_partition
@@ -19,16 +21,17 @@ from conftest import ROOT, toy_classification
 
 
 
-def _spec(tmp_path, **cv):
+def _spec(tmp_path, max_iter=4, **cv):
     X, y = toy_classification(90, 3, d=3, seed=3, spread=2.5)
     np.savez(tmp_path / "train.npz", X=X[:60], y=y[:60])
     np.savez(tmp_path / "test.npz", X=X[60:], y=y[60:])
-    settings = {"folds": 3, "k1": 20, "k2": 30, "grad_tol": 1e-6, "max_iter": 4}
+    settings = {"folds": 3, "newton": {"max_iter": 20, "cg_max_iter": 30, "grad_tol": 1e-6},
+                "outer": {"max_iter": max_iter}}
     settings.update(cv)
     return {"name": "toy-cv", "seed": 1,
             "data": {"path": str(tmp_path / "train.npz"), "test_path": str(tmp_path / "test.npz")},
             "model": {"kernel": {"type": "rbf", "w": "auto"}, "sharing": "semi", "variance": 2.0, "sigma2": 1.0},
-            "objective": {"type": "cv", "k1": 30, "k2": 40, "cv": settings},
+            "objective": {"type": "cv", "newton": {"max_iter": 30, "cg_max_iter": 40}, "cv": settings},
             "output": {"dir": str(tmp_path / "out")}}
 
 
@@ -44,8 +47,8 @@ def test_cv_run_writes_the_report_and_resumes(tmp_path, capsys):
     out = tmp_path / "out"
     m = json.loads((out / "metrics.json").read_text())
     for key in ("test_error", "psi_start", "psi_learned", "outer_iterations", "evaluations", "failed_evaluations",
-                "learning_seconds", "psi_evaluation_seconds", "final_fit_seconds", "learned.kernel0.w",
-                "learned.variance0", "learned.variance2"):
+                "learning_seconds", "psi_evaluation_seconds", "final_fit_seconds", "hyper.kernel0.w",
+                "hyper.variance0", "hyper.variance2"):
         assert key in m, key
     assert m["psi_learned"] < m["psi_start"] and m["outer_iterations"] == 4 and m["resumed_from_iteration"] is None
     assert all(not isinstance(v, (dict, list)) for v in m.values())
@@ -88,13 +91,16 @@ def test_exact_inner_solves_through_the_driver(tmp_path):
 
 def test_cv_spec_settings_reach_the_options():
     spec = spec_from_dict({"name": "x", "data": {"dataset": "satimage"}, "model": {"kernel": {"type": "rbf", "w": 1.0}},
-                           "objective": {"type": "cv", "method": "exact", "k1": 31, "k2": 51,
-                                         "cv": {"k1": 7, "k2": 9, "k3": 11, "fail_tol": 0.01, "max_iter": 3,
-                                                "lower": -3.0, "upper": 4.0, "partition_seed": 5}}})
+                           "objective": {"type": "cv", "method": "exact",
+                                         "newton": {"max_iter": 31, "cg_max_iter": 51},
+                                         "cv": {"newton": {"max_iter": 7, "cg_max_iter": 9}, "k3": 11,
+                                                "fail_tol": 0.01, "outer": {"max_iter": 3}, "lower": -3.0,
+                                                "upper": 4.0, "partition_seed": 5}}})
     o = build_learn_options(spec.objective)
     assert (o.cv.newton.max_iter, o.cv.newton.cg_max_iter, o.cv.k3, o.cv.fail_tol) == (7, 9, 11, 0.01)
     assert (o.final.max_iter, o.final.cg_max_iter, o.final_method, o.cv.method) == (31, 51, "exact", "exact")
     assert (o.outer.max_iter, o.lower, o.upper) == (3, -3.0, 4.0)
+    assert o.cv.newton.grad_tol == CVOptions().newton.grad_tol and o.outer.ftol == LearnOptions().outer.ftol
     y = np.arange(20) % 2
     a, b = cv_partition(spec, y), cv_partition(spec, y)
     assert len(a) == 5 and all(np.array_equal(i, j) for i, j in zip(a, b))
@@ -115,6 +121,12 @@ def test_every_objective_type_has_a_runner():
      "was removed: .*objective.type: one_vs_rest"),
     (lambda d: d["objective"]["cv"].update(lower=5.0, upper=1.0), "objective.cv.lower", "below"),
     (lambda d: d["objective"]["cv"].update(k3=0), "objective.cv.k3", ">= 1"),
+    (lambda d: d["objective"]["cv"]["outer"].update(max_iter=0), "objective.cv.outer.max_iter", ">= 1"),
+    (lambda d: d["objective"]["cv"].update(k1=5), "objective.cv.k1", "moved: write it as objective.cv.newton.max_iter"),
+    (lambda d: d["objective"]["cv"].update(ftol=1e-3), "objective.cv.ftol",
+     "moved: write it as objective.cv.outer.ftol"),
+    (lambda d: d["objective"].update(grad_tol=1e-3), "objective.grad_tol",
+     "moved: write it as objective.newton.grad_tol"),
     (lambda d: d["objective"]["cv"].update(resume="always"), "objective.cv.resume", "one of"),
     (lambda d: (d["objective"]["cv"].update(learn_sigma2=True), d["model"].update(sigma2=0.0)),
      "objective.cv.learn_sigma2", "sigma2"),
@@ -131,7 +143,8 @@ def test_the_satimage_spec_is_seeger_section_6_2():
     spec, _ = load_spec(ROOT / "specs" / "satimage-cv.yaml")
     m, o = spec.model, spec.objective
     assert (m.kernel.type, m.kernel.w, m.variance, m.sigma2, m.sharing) == ("rbf", "auto", 10.0, 16.0, "separate")
-    assert (o.type, o.k1, o.k2, o.cv.k1, o.cv.k2, o.cv.k3, o.cv.folds) == ("cv", 30, 50, 13, 25, 40, 5)
+    assert (o.type, o.newton.max_iter, o.newton.cg_max_iter, o.cv.newton.max_iter, o.cv.newton.cg_max_iter, o.cv.k3,
+            o.cv.folds) == ("cv", 30, 50, 13, 25, 40, 5)
 
 
 def _shared_data():
@@ -149,7 +162,7 @@ def test_satimage_spec_learns_on_a_subsample(tmp_path):
     """The shipped spec end to end on 800 training points (the full study is bench/satimage_cv.py)."""
     d = yaml.safe_load((ROOT / "specs" / "satimage-cv.yaml").read_text())
     d["data"]["max_train"] = 800
-    d["objective"]["cv"]["max_iter"] = 4
+    d["objective"]["cv"]["outer"] = {"max_iter": 4}
     d["output"]["dir"] = str(tmp_path / "out")
     p = tmp_path / "satimage.yaml"
     p.write_text(yaml.safe_dump(d))

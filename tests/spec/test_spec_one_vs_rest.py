@@ -22,16 +22,18 @@ from conftest import ROOT, toy_classification
 
 
 
-def _spec(tmp_path, learn=True, **cv):
+def _spec(tmp_path, learn=True, max_iter=2, **cv):
     X, y = toy_classification(90, 3, d=3, seed=3, spread=2.5)
     np.savez(tmp_path / "train.npz", X=X[:60], y=y[:60])
     np.savez(tmp_path / "test.npz", X=X[60:], y=y[60:])
-    settings = {"folds": 3, "k1": 20, "k2": 30, "grad_tol": 1e-6, "max_iter": 2, "checkpoint": False}
+    settings = {"folds": 3, "newton": {"max_iter": 20, "cg_max_iter": 30, "grad_tol": 1e-6},
+                "outer": {"max_iter": max_iter}, "checkpoint": False}
     settings.update(cv)
     return {"name": "toy-ovr", "seed": 1,
             "data": {"path": str(tmp_path / "train.npz"), "test_path": str(tmp_path / "test.npz")},
             "model": {"kernel": {"type": "rbf", "w": "auto"}, "sharing": "tied", "variance": 2.0, "sigma2": 1.0},
-            "objective": {"type": "one_vs_rest", "learn": learn, "k1": 30, "k2": 40, "cv": settings},
+            "objective": {"type": "one_vs_rest", "learn": learn,
+                          "newton": {"max_iter": 30, "cg_max_iter": 40}, "cv": settings},
             "output": {"dir": str(tmp_path / "out")}}
 
 
@@ -69,9 +71,9 @@ def test_one_vs_rest_learns_each_class_and_round_trips(tmp_path, capsys):
     out = tmp_path / "out"
     m = json.loads((out / "metrics.json").read_text())
     for c in range(3):
-        assert {f"learned.class{c}.variance0", f"learned.class{c}.kernel0.w", f"learned.class{c}.sigma2"} <= set(m)
+        assert {f"hyper.class{c}.variance0", f"hyper.class{c}.kernel0.w", f"hyper.class{c}.sigma2"} <= set(m)
     assert m["outer_iterations"] == 6 and m["psi_learned"] < m["psi_start"] and m["test_error"] < 0.3
-    assert len({m[f"learned.class{c}.variance0"] for c in range(3)}) == 3  # each task its own hyperparameters
+    assert len({m[f"hyper.class{c}.variance0"] for c in range(3)}) == 3  # each task its own hyperparameters
     assert all(not isinstance(v, (dict, list)) for v in m.values())
     assert {"trace_Psi.png", "model.npz", "error_reject.png"} <= {p.name for p in out.iterdir()}
     diag = json.loads((out / "diagnostics.json").read_text())
@@ -81,7 +83,7 @@ def test_one_vs_rest_learns_each_class_and_round_trips(tmp_path, capsys):
     assert "class 2: iteration 2: Ψ =" in text and "one-vs-rest: 3 binary tasks" in text
     model = _round_trip(tmp_path, m)
     # the loaded operators carry each class' learned hyperparameters, σ² included
-    assert model.operators[1].describe()["sigma2"] == pytest.approx(m["learned.class1.sigma2"])
+    assert model.operators[1].describe()["sigma2"] == pytest.approx(m["hyper.class1.sigma2"])
 
 
 def test_one_vs_rest_checkpoints_per_class_and_resumes(tmp_path, capsys):
@@ -143,5 +145,5 @@ def test_the_satimage_ovr_spec_is_seeger_section_6_2():
     m, o = spec.model, spec.objective
     assert (spec.data.dataset, spec.data.scaling) == ("satimage", "none")
     assert (m.kernel.type, m.kernel.w, m.variance, m.sigma2, m.sharing) == ("rbf", "auto", 10.0, 16.0, "tied")
-    assert (o.type, o.learn, o.k1, o.k2, o.cv.k1, o.cv.k2, o.cv.k3, o.cv.folds) == \
-        ("one_vs_rest", True, 30, 50, 13, 25, 40, 5)
+    assert (o.type, o.learn, o.newton.max_iter, o.newton.cg_max_iter, o.cv.newton.max_iter, o.cv.newton.cg_max_iter,
+            o.cv.k3, o.cv.folds) == ("one_vs_rest", True, 30, 50, 13, 25, 40, 5)

@@ -40,21 +40,21 @@ CASES = {
     "map-student": ("regression", {"kernel": RBF, "likelihood": "student_t", "scale": 0.2, "sharing": "tied"},
                     {"type": "map"}),
     "laplace-exact": ("classification", {"kernel": RBF, "likelihood": "logistic", "sharing": "tied"},
-                      {"type": "laplace", "max_iter": 15}),
+                      {"type": "laplace", "laplace": {"learn_max_iter": 15}}),
     "laplace-mvm-fixed": ("classification", {"kernel": RBF, "likelihood": "logistic", "sharing": "tied"},
-                          {"type": "laplace", "path": "mvm", "learn": False}),
+                          {"type": "laplace", "laplace": {"path": "mvm"}, "learn": False}),
     "vb-logistic": ("classification", {"kernel": RBF, "likelihood": "logistic", "sharing": "tied"},
-                    {"type": "vb", "max_iter": 10}),
+                    {"type": "vb", "vb": {"learn_max_iter": 10}}),
     "mlm-gaussian": ("regression", {"kernel": RBF, "likelihood": "gaussian", "noise": 0.1, "sharing": "tied"},
-                     {"type": "mlm", "max_iter": 15}),
+                     {"type": "mlm", "vb": {"learn_max_iter": 15}}),
     "mkl-alternating": ("classification", {"kernels": KERNELS, "likelihood": "logistic"},
-                        {"type": "mkl", "lam": 1.0, "solver": "alternating"}),
+                        {"type": "mkl", "mkl": {"lam": 1.0, "solver": "alternating", "max_iter": 100, "tol": 1e-10}}),
     "mkl-hinge-lbfgs": ("classification", {"kernels": KERNELS, "likelihood": "hinge"},
-                        {"type": "mkl", "solver": "lbfgs", "p": 2.0}),
+                        {"type": "mkl", "mkl": {"solver": "lbfgs", "p": 2.0, "max_iter": 100, "tol": 1e-8}}),
     "joint-map-alg1": ("classification", {"kernels": KERNELS[:2], "likelihood": "logistic"},
-                       {"type": "joint_map", "solver": "algorithm1"}),
+                       {"type": "joint_map", "mkl": {"solver": "algorithm1", "max_iter": 100, "tol": 1e-10}}),
     "vb-kernels-laplace": ("regression", {"kernels": KERNELS[:2], "likelihood": "laplace", "scale": 0.2},
-                           {"type": "vb"}),
+                           {"type": "vb", "mkl": {"max_iter": 100, "tol": 1e-10}}),
 }
 
 
@@ -69,11 +69,11 @@ def test_runners(tmp_path, case):
         assert m["test_rmse"] < 0.5, m
     elif objective["type"] == "joint_map":
         # joint MAP is unbounded below as θ -> 0 (log|K_θ| -> -∞ at u = 0): it runs into the jitter floor
-        assert np.isfinite(m["criterion"]) and m["weight0"] < 1e-3 and m["weight1"] < 1e-3, m
+        assert np.isfinite(m["criterion"]) and m["hyper.weight0"] < 1e-3 and m["hyper.weight1"] < 1e-3, m
     else:
         assert m["test_error"] < 0.3, m
     if "kernels" in model:
-        assert all(m[f"weight{i}"] > 0 for i in range(len(model["kernels"])))
+        assert all(m[f"hyper.weight{i}"] > 0 for i in range(len(model["kernels"])))
     resolved = yaml.safe_load((tmp_path / "out" / "spec.resolved.yaml").read_text())
     spec_from_dict(resolved)
 
@@ -84,9 +84,17 @@ def test_runners(tmp_path, case):
     (lambda d: d["objective"].update(type="mlm"), "model.likelihood", "Gaussian marginal likelihood"),
     (lambda d: d["objective"].update(type="mkl"), "model.kernels", "give model.kernels"),
     (lambda d: d["model"].update(kernels=KERNELS), "model.kernel", "exactly one of `kernel` or `kernels`"),
-    (lambda d: d["objective"].update(solver="algorithm1"), "objective.solver", "weights of model.kernels"),
+    (lambda d: d["objective"].update(type="vb", mkl={"solver": "algorithm1"}), "objective.mkl.solver",
+     "weights of model.kernels"),
+    (lambda d: d["objective"].update(mkl={"lam": 2.0}), "objective.mkl",
+     "holds settings of `type: mkl / joint_map / vb / mlm`; this objective is 'laplace'"),
+    (lambda d: d["objective"].update(solver="algorithm1"), "objective.solver",
+     "moved: write it as objective.mkl.solver"),
     (lambda d: d["model"].update(likelihood="hinge"), "model.likelihood", "smooth, normalised"),
-    (lambda d: d["objective"].update(p=0.5), "objective.p", ">= 1.0"),
+    (lambda d: d["objective"].update(mkl={"p": 0.5}), "objective.mkl.p", ">= 1"),
+    (lambda d: d["objective"].update(max_iter=5), "objective.max_iter",
+     "moved: write it as objective.laplace.learn_max_iter"),
+    (lambda d: d["objective"].update(laplace={"path": "mvn"}), "objective.laplace.path", "mvn"),
     (lambda d: d["data"].update(task="regresion"), "data.task", "did you mean 'regression'"),
 ])
 def test_bad_specs_name_the_key(tmp_path, mutate, key, message):

@@ -34,7 +34,7 @@ def _spec(tmp_path, model=None, objective=None, data=None):
     m.update(model or {})
     d = {"path": str(tmp_path / "train.npz"), "test_path": str(tmp_path / "test.npz"), "hierarchy": str(tmp_path / "h.tsv")}
     d.update(data or {})
-    o = {"k1": 30, "k2": 60}
+    o = {"newton": {"max_iter": 30, "cg_max_iter": 60}}
     o.update(objective or {})
     return {"name": "tree", "data": d, "model": m, "objective": o, "output": {"dir": str(tmp_path / "out")}}
 
@@ -47,7 +47,8 @@ def _spec(tmp_path, model=None, objective=None, data=None):
     {"prior": "loadings", "sharing": "tied", "coupling": {"factors": 2}},
 ])
 def test_structured_priors_run_and_report_hierarchical_scores(tmp_path, model):
-    spec = spec_from_dict(_spec(tmp_path, model, {"preconditioner": "lowrank"}))
+    spec = spec_from_dict(_spec(tmp_path, model, {"newton": {"max_iter": 30, "cg_max_iter": 60,
+                                                                 "preconditioner": "lowrank"}}))
     m = run_spec(spec, quiet=True)
     for key in ("test_acc", "test_taxo_argmax", "test_pacc_argmax", "test_taxo_expected_loss",
                 "test_pacc_expected_loss", "test_level1_acc_argmax", "test_level2_acc_argmax"):
@@ -69,7 +70,7 @@ def test_flat_data_write_no_levels_plot(tmp_path):
 
 
 def test_em_spec_with_coarsened_labels_and_with_a_file(tmp_path, capsys):
-    d = _spec(tmp_path, {"prior": "anova"}, {"type": "em", "em_max_iter": 20},
+    d = _spec(tmp_path, {"prior": "anova"}, {"type": "em", "em": {"max_iter": 20}},
               {"pseudo_targets": {"fraction": 0.5, "levels_up": 1}})
     p = tmp_path / "em.yaml"
     p.write_text(yaml.safe_dump(d))
@@ -121,7 +122,7 @@ def test_saved_hierarchical_model_predicts_like_the_run(tmp_path):
     (lambda d: d["objective"].update(type="em"), "objective.type", "needs `data.pseudo_targets`"),
     (lambda d: d["data"].update(pseudo_targets={"fraction": 0.3}), "data.pseudo_targets", "objective.type: em"),
     (lambda d: d["data"].update(pseudo_targets={}), "data.pseudo_targets.file", "exactly one of"),
-    (lambda d: d["objective"].update(preconditioner="ilu"), "objective.preconditioner", "one of"),
+    (lambda d: d["objective"]["newton"].update(preconditioner="ilu"), "objective.newton.preconditioner", "one of"),
     (lambda d: d["model"].update(sharing="per-node"), "model.sharing", "one of"),
     (lambda d: d["evaluation"].update(decision="bayes") if "evaluation" in d else d.update(evaluation={"decision": "bayes"}),
      "evaluation.decision", "one of"),

@@ -19,8 +19,8 @@ import attrs
 import numpy as np
 
 from gpmodels.scoring import metrics as M
-from gpmodels.baselines.crammer_singer.solver import CSOptions, fit_crammer_singer
-from gpmodels.baselines.hm3.solver import HM3Options, fit_hm3
+from gpmodels.baselines.crammer_singer.solver import fit_crammer_singer
+from gpmodels.baselines.hm3.solver import fit_hm3
 from gpmodels.baselines.hm3.node_svms import fit_node_svms
 from gpmodels.data.multilabel_sets import MultilabelDataset
 from gpmodels.errors import SpecError
@@ -46,9 +46,7 @@ def run_crammer_singer(spec: Spec, data, base_dir: Path | None, say) -> RunOutco
     resolved = _resolved(spec, data.X_train)
     c = resolved.objective.crammer_singer
     kernel = build_kernel(resolved.model.kernel, data.X_train, base_dir)
-    opts = CSOptions(beta=c.beta, epsilon=c.epsilon, selection=c.selection, active_set=c.active_set, cooling=c.cooling,
-                     epsilon0=c.epsilon0, cache_mb=c.cache_mb, sparse=c.sparse, reduced_solver=c.reduced_solver,
-                     max_updates=c.max_updates, engine=c.engine)
+    opts = c.options()
     t = time.perf_counter()
     model = fit_crammer_singer(kernel, data.X_train, data.y_train, opts, n_classes=data.n_classes)
     fit_seconds = time.perf_counter() - t
@@ -82,10 +80,7 @@ def run_hm3(spec: Spec, data, base_dir: Path | None, say) -> RunOutcome:
         tree = ClassTree.from_tsv(data.hierarchy_path, data.classes)
         Ytr, Yte, single = paths_to_multilabels(data.y_train, tree), paths_to_multilabels(data.y_test, tree), True
     kernel = build_kernel(resolved.model.kernel, data.X_train, base_dir)
-    opts = HM3Options(C=h.C, loss=h.loss, scaling=h.scaling, working_set=h.working_set, chunk_size=h.chunk_size,
-                      iteration_limit=h.iteration_limit, direction=h.direction, gap_tol=h.gap_tol,
-                      max_passes=h.max_passes, max_seconds=float("inf") if h.max_seconds is None else h.max_seconds,
-                      seed=spec.seed)
+    opts = h.options(seed=spec.seed)
     t = time.perf_counter()
     model = fit_hm3(kernel, data.X_train, Ytr, tree, opts)
     fit_seconds = time.perf_counter() - t

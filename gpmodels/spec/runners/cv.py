@@ -1,8 +1,8 @@
 """The `cv` runner: learn hyperparameters by the CV criterion Ψ, then the final fit (Seeger 2008, Sec. 4, 6.2).
 
-Settings come from ``objective.cv`` (learning: k1, k2, k3, tolerances, the outer optimiser, the
-partition) and ``objective`` itself (the final fit's k1, k2 and tolerances, and the inner method
-``newton_cg`` or ``exact``).  The model is the joint softmax over all classes (the sharing mode
+Settings come from ``objective.cv`` (learning: the partition, k3 and tolerances, the refits'
+Newton–CG in ``objective.cv.newton``, the outer optimiser in ``objective.cv.outer``),
+``objective.newton`` (the final fit) and ``objective.method`` (``newton_cg`` or ``exact``).  The model is the joint softmax over all classes (the sharing mode
 ``model.sharing`` gives mc-tied / mc-semi / mc-sep); one-vs-rest is its own objective
 (``run_one_vs_rest.py``), which shares the helpers here.
 
@@ -29,7 +29,6 @@ from gpmodels.data.splits import kfold_partition
 from gpmodels.optimize.checkpoint import digest_array
 from gpmodels.inference.cv.criterion import CVOptions
 from gpmodels.inference.cv.learn import Checkpointing, LearnOptions, fit_learned, learn_hyperparameters
-from gpmodels.optimize.lbfgs import OuterOptions
 from gpmodels.validation import labels_to_targets
 from gpmodels.errors import SpecError
 from gpmodels.spec.build import build_likelihood, build_newton_options, build_prior, build_tree, prior_operator, resolve_model
@@ -41,14 +40,12 @@ __all__ = ["run_cv", "build_learn_options", "cv_partition", "checkpoint_identity
 
 
 def build_learn_options(o: ObjectiveSpec) -> LearnOptions:
-    """LearnOptions from the objective section (learning from ``o.cv``, the final fit from ``o``)."""
+    """LearnOptions from the objective section: one Ψ evaluation from ``o.cv`` (its refits from
+    ``o.cv.newton``), the outer optimiser from ``o.cv.outer``, the final fit from ``o.newton``; the
+    inner method of both is ``o.method``."""
     c = o.cv
-    inner = attrs.evolve(build_newton_options(o), max_iter=c.k1, cg_max_iter=c.k2, grad_tol=c.grad_tol)
-    return LearnOptions(
-        cv=CVOptions(newton=inner, k3=c.k3, accumulation_tol=c.accumulation_tol, fail_tol=c.fail_tol, method=o.method),
-        outer=OuterOptions(max_iter=c.max_iter, max_evaluations=c.max_evaluations, memory=c.memory, ftol=c.ftol,
-                           gtol=c.gtol, initial_step=c.initial_step, max_step=c.max_step),
-        final=build_newton_options(o), final_method=o.method, lower=c.lower, upper=c.upper)
+    return LearnOptions(cv=c.options(CVOptions, method=o.method), outer=c.outer.options(),
+                        final=build_newton_options(o), final_method=o.method, lower=c.lower, upper=c.upper)
 
 
 def cv_partition(spec: Spec, y) -> list[np.ndarray]:
@@ -122,7 +119,7 @@ def run_cv(spec: Spec, data: Dataset, base_dir: Path | None, say) -> RunOutcome:
     Y = labels_to_targets(data.y_train, C)
     op = prior_operator(prior, resolved.model, data.X_train, C)
     say(f"learning {op.params.size} hyperparameters by {c.folds}-fold CV ({', '.join(op.param_names)})")
-    with say.bar(c.max_iter, "CV outer iterations") as bar:
+    with say.bar(c.outer.max_iter, "CV outer iterations") as bar:
         res = learn_hyperparameters(op, likelihood, Y, folds, options, checkpoint=checkpoint,
                                     on_iteration=iteration_reporter(say, bar))
     if res.resumed_from is not None:
@@ -137,7 +134,7 @@ def run_cv(spec: Spec, data: Dataset, base_dir: Path | None, say) -> RunOutcome:
     diag = model.result.diagnostics
     say(f"final fit: {diag.iterations} Newton iterations, {diag.mvm_count} MVMs, {fit_s:.2f} s ({diag.message})")
     P = model.predict_proba(data.X_test)
-    metrics.update({f"learned.{k}": v for k, v in res.hyperparameters().items()})
+    metrics.update({f"hyper.{k}": v for k, v in res.hyperparameters().items()})
     metrics.update({"psi_start": res.history[0].value, "psi_learned": res.psi,
                     "final_newton_iterations": diag.iterations, "final_mvm_count": diag.mvm_count,
                     "final_converged": bool(diag.converged), "final_phi": float(model.result.phi)})

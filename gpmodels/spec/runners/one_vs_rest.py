@@ -3,8 +3,7 @@
 Task c is a two-class softmax model of class c against the rest, with the independent prior of
 ``model`` (its hyperparameters the starting point of every task).  With ``objective.learn`` (the
 default) every task learns its hyperparameters by the CV criterion Ψ with the ``objective.cv``
-settings on the same fold partition, then the final fit with ``objective``'s k1, k2 and
-tolerances; with ``learn: false`` every task is fitted at the given hyperparameters.  Prediction:
+settings on the same fold partition, then the final fit with ``objective.newton``; with ``learn: false`` every task is fitted at the given hyperparameters.  Prediction:
 the largest P̂_c(+1 | x) (``inference/one_vs_rest.py``).
 
 With ``objective.cv.checkpoint`` task c checkpoints to ``<report folder>/checkpoint-class<c>.npz``;
@@ -47,7 +46,7 @@ def _learn(spec: Spec, resolved: Spec, data: Dataset, op2, likelihood, y, names,
     models, learned = [], []
     for k, name in enumerate(names):
         Yk = binary_targets(y, k)
-        with say.bar(c.max_iter, f"class {name}: CV outer iterations") as bar:
+        with say.bar(c.outer.max_iter, f"class {name}: CV outer iterations") as bar:
             res = learn_hyperparameters(op2, likelihood, Yk, folds, options, checkpoint=task_checkpoint(checkpoint, k),
                                         on_iteration=iteration_reporter(say, bar, f"class {name}: "))
         if res.resumed_from is not None:
@@ -61,7 +60,7 @@ def _learn(spec: Spec, resolved: Spec, data: Dataset, op2, likelihood, y, names,
         learned.append(res)
     metrics = {}
     for k, r in enumerate(learned):
-        metrics.update({f"learned.class{k}.{key}": v for key, v in r.hyperparameters().items()})
+        metrics.update({f"hyper.class{k}.{key}": v for key, v in r.hyperparameters().items()})
     metrics.update({"psi_start": sum(r.history[0].value for r in learned), "psi_learned": sum(r.psi for r in learned),
                     **learning_metrics(learned), "resumed_from_iteration": learned[0].resumed_from, "folds": c.folds})
     diagnostics = {"learning": {f"class{k}": [x.as_dict() for x in r.history] for k, r in enumerate(learned)},
@@ -75,7 +74,7 @@ def _fit(resolved: Spec, op2, likelihood, y, names, say):
     say(f"one-vs-rest: {len(names)} binary tasks fitted at the given hyperparameters")
     models = []
     for k, name in enumerate(names):
-        with say.bar(o.k1, f"class {name}: Newton") as bar:
+        with say.bar(o.newton.max_iter, f"class {name}: Newton") as bar:
             models.append(fit_binary_task(op2, likelihood, y, k, build_newton_options(o), method=o.method,
                                           on_iteration=bar.newton))
     traces = {"Phi": {f"class {name}": list(m.result.diagnostics.phi) for name, m in zip(names, models)}}

@@ -18,9 +18,9 @@ import numpy as np
 from gpmodels.data.datasets import Dataset
 from gpmodels.errors import SpecError
 from gpmodels.optimize.hyperopt import minimize_lbfgs
-from gpmodels.inference.marginal.laplace import MODE_OPTIONS, LaplaceOptions, laplace_mlm, learn_laplace
-from gpmodels.inference.mkl.algorithms import MKLOptions, algorithm1, alternating, criterion_at
-from gpmodels.inference.marginal.vb import VBOptions, learn_vb, vb_criterion
+from gpmodels.inference.marginal.laplace import laplace_mlm, learn_laplace
+from gpmodels.inference.mkl.algorithms import algorithm1, alternating, criterion_at
+from gpmodels.inference.marginal.vb import learn_vb, vb_criterion
 from gpmodels.likelihoods.softmax import Softmax
 from gpmodels.operators.sum import Sum
 from gpmodels.validation import labels_to_targets
@@ -81,7 +81,7 @@ def _finish(spec, data, resolved, op, lik, alpha, metrics, diagnostics, say, tre
     if "test_rmse" in scores:
         say(f"test RMSE {scores['test_rmse']:.4f}, MAE {scores['test_mae']:.4f}")
     if isinstance(op, Sum):
-        metrics.update({f"weight{m}": float(w) for m, w in enumerate(op.weights)})
+        metrics.update({f"hyper.weight{m}": float(w) for m, w in enumerate(op.weights)})
     from gpmodels.spec.run import map_saver
 
     traces = {"criterion": list(diagnostics["trace"])} if diagnostics.get("trace") else {}
@@ -94,17 +94,17 @@ def run_laplace(spec: Spec, data: Dataset, base_dir: Path | None, say) -> RunOut
     """Laplace MLM (R&W Alg. 3.1-3.4, 5.1): learn the hyperparameters by L-BFGS-B, or evaluate."""
     o = spec.objective
     resolved, op, lik, Y, tree = _setup(spec, data, base_dir)
-    opts = LaplaceOptions(path=o.path, n_probes=o.n_probes, seed=spec.seed, newton=MODE_OPTIONS)
+    opts = o.laplace.options(seed=spec.seed)
     t = time.perf_counter()
     diag = {}
     if o.learn:
-        hr, op, lik = learn_laplace(op, lik, Y, opts, max_iter=o.max_iter, tol=o.tol)
+        hr, op, lik = learn_laplace(op, lik, Y, opts, max_iter=o.laplace.learn_max_iter, tol=o.laplace.learn_tol)
         diag = {"trace": list(hr.trace), "message": hr.message}
         say(f"learned by L-BFGS-B: {hr.iterations} iterations, {hr.evaluations} evaluations ({hr.message})")
     res = laplace_mlm(op, lik, Y, opts, gradient=False)
     seconds = time.perf_counter() - t
-    say(f"Laplace log marginal likelihood {res.log_marginal:.6g} ({o.path} path), {seconds:.2f} s")
-    metrics = {"log_marginal": res.log_marginal, "fit_seconds": seconds, "path": o.path,
+    say(f"Laplace log marginal likelihood {res.log_marginal:.6g} ({opts.path} path), {seconds:.2f} s")
+    metrics = {"log_marginal": res.log_marginal, "fit_seconds": seconds, "path": opts.path,
                **_hyper_metrics(res.param_names, np.concatenate([op.params, lik.params]))}
     return _finish(spec, data, resolved, op, lik, res.mode.alpha, metrics, diag, say, tree)
 
@@ -121,8 +121,8 @@ def run_kernel_weights(spec: Spec, data: Dataset, base_dir: Path | None, say) ->
     if spec.model.kernels is None:
         return run_vb(spec, data, base_dir, say)
     resolved, op, lik, Y, tree = _setup(spec, data, base_dir)
-    opts = MKLOptions(criterion=o.type, lam=o.lam, p=o.p, max_iter=max(o.max_iter, 1), tol=min(o.tol, 1e-10))
-    solver = o.solver or "algorithm1"
+    opts = o.mkl.options(criterion=o.type)
+    solver = o.mkl.solver or "algorithm1"
     t = time.perf_counter()
     if not o.learn:
         _, _, res = criterion_at(op, lik, Y, op.weights, opts, return_fit=True)
@@ -132,7 +132,7 @@ def run_kernel_weights(spec: Spec, data: Dataset, base_dir: Path | None, say) ->
         res = alternating(op, lik, Y, opts)
     else:
         hr = minimize_lbfgs(lambda x: criterion_at(op, lik, Y, np.exp(x), opts), np.log(op.weights),
-                            [f"log_theta{m}" for m in range(op.n_kernels)], max_iter=o.max_iter, tol=o.tol)
+                            [f"log_theta{m}" for m in range(op.n_kernels)], max_iter=opts.max_iter, tol=opts.tol)
         _, _, res = criterion_at(op, lik, Y, np.exp(hr.x), opts, return_fit=True)
     seconds = time.perf_counter() - t
     op = op.with_weights(res.theta)
@@ -151,10 +151,10 @@ def run_vb(spec: Spec, data: Dataset, base_dir: Path | None, say) -> RunOutcome:
     t = time.perf_counter()
     diag = {}
     if o.learn:
-        hr, op, lik = learn_vb(op, lik, Y, VBOptions(), max_iter=o.max_iter, tol=o.tol)
+        hr, op, lik = learn_vb(op, lik, Y, o.vb.options(), max_iter=o.vb.learn_max_iter, tol=o.vb.learn_tol)
         diag = {"trace": list(hr.trace), "message": hr.message}
         say(f"learned by L-BFGS-B: {hr.iterations} iterations, {hr.evaluations} evaluations ({hr.message})")
-    res = vb_criterion(op, lik, Y, gradient=False)
+    res = vb_criterion(op, lik, Y, o.vb.options(), gradient=False)
     seconds = time.perf_counter() - t
     say(f"VB bound φ = {res.phi:.6g} (>= -2 log P(y|θ)), {res.outer_iterations} double-loop iterations, {seconds:.2f} s")
     metrics = {"phi_vb": res.phi, "fit_seconds": seconds,

@@ -1,0 +1,34 @@
+"""make_kernel: the one kernel-by-name factory of specs and estimators."""
+
+import numpy as np
+import pytest
+
+from gpmodels.errors import InputError
+from gpmodels.kernels import ARD, RBF, Linear, Polynomial, Precomputed, make_kernel
+
+
+def test_names_build_their_kernels():
+    X = np.random.default_rng(0).normal(size=(10, 3))
+    assert isinstance(make_kernel("rbf", w=0.5), RBF)
+    assert make_kernel("rbf", X=X, w="auto").w == pytest.approx(1.0 / np.sum(np.var(X, axis=0)), rel=1e-6)
+    ard = make_kernel("ard", X=X, w=2.0)
+    assert isinstance(ard, ARD) and np.allclose(ard.w, [2.0, 2.0, 2.0])
+    assert isinstance(make_kernel("linear"), Linear)
+    poly = make_kernel("polynomial", degree=3, offset=None)
+    assert isinstance(poly, Polynomial) and (poly.degree, poly.scale, poly.offset) == (3, 1.0, 1.0)
+    assert isinstance(make_kernel("precomputed", gram=np.eye(4)), Precomputed)
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: make_kernel("rbff", w=1.0), "unknown kernel 'rbff'; allowed: 'rbf', 'ard', 'linear', 'polynomial', "
+                                         "'precomputed' (did you mean 'rbf'?)"),
+    (lambda: make_kernel("linear", w=1.0), "kernel 'linear' takes no parameter 'w'"),
+    (lambda: make_kernel("rbf"), "kernel 'rbf' needs `w`"),
+    (lambda: make_kernel("rbf", w="automatic"), "must be 'auto' or a positive number"),
+    (lambda: make_kernel("ard", X=np.zeros((4, 3)), w=[1.0, 2.0]), "Dimension mismatch"),
+    (lambda: make_kernel("precomputed"), "needs `gram`"),
+])
+def test_one_error_shape(call, message):
+    with pytest.raises(InputError) as info:
+        call()
+    assert message in str(info.value)
