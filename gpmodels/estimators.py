@@ -65,7 +65,7 @@ class EstimatorMixin:
             if name not in valid:
                 raise InputError(f"invalid parameter {name!r} for {type(self).__name__}; valid parameters: {valid}")
             if sub:
-                getattr(self, name).set_params(**{sub: value})
+                setattr(self, name, _set_nested(type(self).__name__, name, getattr(self, name), sub, value))
             else:
                 setattr(self, name, value)
         return self
@@ -101,6 +101,68 @@ class EstimatorMixin:
         return float(np.average(correct, weights=sample_weight))
 
 
+def _set_nested(owner: str, name: str, obj, sub: str, value):
+    """``obj`` with its parameter ``sub`` set (scikit-learn's ``name__sub`` syntax): by the object's
+    own ``set_params``, or, for an attrs object (a prior, a kernel), as a copy made by attrs.evolve."""
+    if hasattr(obj, "set_params"):
+        obj.set_params(**{sub: value})
+        return obj
+    import attrs
+
+    if obj is None or not attrs.has(type(obj)):
+        raise InputError(f"cannot set '{name}__{sub}' of {owner}: the {name!r} parameter is {type(obj).__name__}, "
+                         f"which has no parameters to set; set {name!r} itself to a new object instead")
+    head, _, rest = sub.partition("__")
+    fields = [f.name for f in attrs.fields(type(obj)) if f.init]
+    if head not in fields:
+        raise InputError(f"invalid parameter '{name}__{head}' for {owner}: {type(obj).__name__} has the "
+                         f"parameters {fields}")
+    new = _set_nested(owner, f"{name}__{head}", getattr(obj, head), rest, value) if rest else value
+    try:
+        return attrs.evolve(obj, **{head: new})
+    except (TypeError, ValueError) as exc:
+        if isinstance(exc, InputError):
+            raise
+        raise InputError(f"cannot set '{name}__{sub}' of {owner} to {value!r}: {exc}") from None
+
+
+@functools.lru_cache(maxsize=1)
+def _data_conversion_warning_class():
+    """Our DataConversionWarning, also deriving from scikit-learn's when scikit-learn is importable
+    (so that scikit-learn's warning filters, e.g. in check_supervised_y_2d, see it)."""
+    try:
+        from sklearn.exceptions import DataConversionWarning as SkDataConversionWarning
+    except ImportError:
+        return DataConversionWarning
+    return type("DataConversionWarning", (DataConversionWarning, SkDataConversionWarning),
+                {"__module__": DataConversionWarning.__module__})
+
+
+def _check_label_types(y) -> None:
+    """Refuse labels that are None or that mix strings and numbers (scikit-learn: "Unknown label
+    type"), before numpy sorts them (which raises a bare TypeError) or turns the numbers into strings."""
+    if isinstance(y, np.ndarray) and y.dtype.kind != "O":
+        return
+    try:
+        flat = np.asarray(y, dtype=object).ravel()
+    except (TypeError, ValueError):
+        return  # ragged input: the shape checks below name it
+    kinds = set()
+    for j, v in enumerate(flat):
+        if v is None:
+            raise InputError(f"y contains None (label {j}); every sample needs a class label")
+        if isinstance(v, (str, np.str_, bytes)):
+            kinds.add("string")
+        elif isinstance(v, (bool, np.bool_, int, float, np.integer, np.floating)):
+            kinds.add("number")
+        else:
+            raise InputError(f"Unknown label type: label {j} of y is a {type(v).__name__}; class labels must be "
+                             "numbers or strings")
+    if len(kinds) > 1:
+        raise InputError("Unknown label type: y mixes strings and numbers (Mix of label input types (string and "
+                         "number)); use one type of class label")
+
+
 @functools.lru_cache(maxsize=1)
 def _sklearn_not_fitted_class():
     """Our NotFittedError, also deriving from scikit-learn's when scikit-learn is importable."""
@@ -118,13 +180,16 @@ def _not_fitted_error(message: str) -> NotFittedError:
 def _encode_targets(y):
     if y is None:
         raise InputError("this estimator requires y to be passed, but the target y is None")
+    _check_label_types(y)
     y = np.asarray(y)
     if y.ndim == 2 and y.shape[1] == 1:
         warnings.warn("A column-vector y was passed when a 1d array was expected. Please change the shape of y "
-                      "to (n_samples,), for example using ravel().", DataConversionWarning, stacklevel=3)
+                      "to (n_samples,), for example using ravel().", _data_conversion_warning_class(), stacklevel=3)
         y = y.ravel()
     if y.ndim != 1:
         raise InputError(f"y must be a 1-D array of class labels; got shape {y.shape}")
+    if y.dtype.kind == "O" and y.size and not isinstance(y.flat[0], (str, np.str_, bytes)):
+        y = np.asarray(y.tolist())  # numbers only (checked above): a numeric dtype, checked as such below
     if y.dtype.kind == "f":
         if not np.all(np.isfinite(y)):
             raise InputError("y must not contain NaN or infinity")

@@ -110,14 +110,7 @@ class ClassTree:
             self.leaves = np.array([self._index[c] for c in classes], dtype=np.intp)
         self._leaf_of_node = np.full(len(order), -1, dtype=np.intp)
         self._leaf_of_node[self.leaves] = np.arange(self.leaves.size)
-        # levels for the vectorised walks: nodes of depth d, sorted by parent, with group starts
-        self._levels = []
-        for d in range(1, int(self.depth.max()) + 1):
-            nodes_d = np.flatnonzero(self.depth == d)
-            nodes_d = nodes_d[np.argsort(self.parent[nodes_d], kind="stable")]
-            par = self.parent[nodes_d]
-            starts = np.flatnonzero(np.r_[True, par[1:] != par[:-1]])
-            self._levels.append((nodes_d, par, starts, par[starts]))
+        self._level_cache = None  # built on first use by the level-wise walks (:attr:`levels`)
 
     # ------------------------------------------------------------------ constructors
     @classmethod
@@ -161,6 +154,25 @@ class ClassTree:
     @property
     def classes(self) -> tuple[str, ...]:
         return tuple(self.nodes[p] for p in self.leaves)
+
+    @property
+    def _levels(self) -> list:
+        """Nodes of depth d sorted by parent, with group starts, for d = 1..max_depth (see :attr:`levels`):
+        one sort by (depth, parent) and slices of it, linear in P up to the sort whatever the depth."""
+        if self._level_cache is None:
+            by_level = np.lexsort((self.parent, self.depth))
+            dep, par = self.depth[by_level], self.parent[by_level]
+            bounds = np.searchsorted(dep, np.arange(1, int(dep[-1]) + 2))
+            new_group = np.ones(by_level.size, dtype=bool)
+            new_group[1:] = (par[1:] != par[:-1]) | (dep[1:] != dep[:-1])
+            group_starts = np.flatnonzero(new_group)
+            group_bounds = np.searchsorted(group_starts, bounds)
+            levels = []
+            for a, b, ga, gb in zip(bounds[:-1], bounds[1:], group_bounds[:-1], group_bounds[1:]):
+                starts = group_starts[ga:gb]
+                levels.append((by_level[a:b], par[a:b], starts - a, par[starts]))
+            self._level_cache = levels
+        return self._level_cache
 
     @property
     def levels(self) -> tuple:
@@ -275,12 +287,20 @@ class ClassTree:
         if d < 1:
             raise HierarchyError(f"depth must be >= 1 (the root's children); got {d}")
         out = np.arange(self.n_nodes)
-        for _ in range(int(self.depth.max())):
-            deeper = self.depth[out] > d
-            if not deeper.any():
-                break
-            out[deeper] = self.parent[out[deeper]]
+        for nodes_e, par, _, _ in self._levels[int(d):]:  # depths d+1, d+2, ...: parents are final first
+            out[nodes_e] = out[par]
         return out
+
+    def leaf_ancestors_by_depth(self) -> list[np.ndarray]:
+        """[(C,) the ancestor at depth d of every leaf, for d = 1..max_depth] (a leaf of depth <= d
+        stands for itself), in O(C · max_depth) by walking the leaves up one level at a time."""
+        out = []
+        anc = self.leaves.copy()
+        for d in range(self.max_depth, 0, -1):
+            deeper = self.depth[anc] > d
+            anc = np.where(deeper, self.parent[anc], anc)
+            out.append(anc)
+        return out[::-1]
 
     @property
     def max_depth(self) -> int:
@@ -360,11 +380,9 @@ class ClassTree:
         class order are kept.
         """
         keep_parent = {}
-        for p, v in enumerate(self.nodes):
+        for p in range(self.n_nodes):  # breadth first: a parent's kept parent is known before its children
             q = int(self.parent[p])
-            while q >= 0 and len(self.children[q]) == 1:
-                q = int(self.parent[q])
-            keep_parent[p] = q
+            keep_parent[p] = keep_parent[q] if q >= 0 and len(self.children[q]) == 1 else q
         edges = []
         for p, v in enumerate(self.nodes):
             if self.children[p] and len(self.children[p]) == 1:

@@ -111,3 +111,59 @@ def test_news20_hierarchy_when_present():
     t = ClassTree.from_tsv(SHARED_NEWS20, classes)
     assert (t.n_nodes, t.n_classes) == (27, 20)
     assert sorted(np.bincount(t.depth[t.leaves])[1:].tolist()) == [3, 7, 10]
+
+
+def _naive_ancestor_at_depth(t, p, d):
+    while t.depth[p] > d:
+        p = int(t.parent[p])
+    return p
+
+
+@given(random_trees())
+def test_ancestors_at_depth_and_leaf_ancestors_against_parent_walks(edges):
+    t = ClassTree(edges)
+    by_depth = t.leaf_ancestors_by_depth()
+    assert len(by_depth) == t.max_depth
+    for d in range(1, t.max_depth + 1):
+        expect = [_naive_ancestor_at_depth(t, p, d) for p in range(t.n_nodes)]
+        np.testing.assert_array_equal(t.ancestors_at_depth(d), expect)
+        np.testing.assert_array_equal(by_depth[d - 1], np.asarray(expect)[t.leaves])
+
+
+def _chain(n):
+    return [("root", "n0")] + [(f"n{i}", f"n{i + 1}") for i in range(n - 1)]
+
+
+def test_a_long_chain_builds_prunes_and_walks_in_linear_time():
+    """Tree building was O(depth * P) (a 10^6-node chain never finished) and pruning O(depth^2)."""
+    import time
+
+    t0 = time.perf_counter()
+    t = ClassTree(_chain(100_000))
+    assert t.max_depth == 100_000 and t.n_classes == 1
+    assert t.ancestors_at_depth(3)[-1] == 2
+    pruned = t.pruned()
+    assert pruned.n_nodes == 1 and pruned.classes == ("n99999",)
+    assert time.perf_counter() - t0 < 20.0  # a few seconds on a loaded 2-core machine
+
+
+def test_per_level_scores_of_a_deep_chain_are_fast():
+    """level_confusion called ancestors_at_depth per level (O(depth^2 P)): minutes for 5000 levels."""
+    import time
+
+    from gpmodels.scoring.metrics import hierarchical_report, level_confusion
+    from gpmodels.scoring.multilabel import per_level_prf
+
+    edges = _chain(5000) + [("n10", "side")]  # two classes: n4999 (depth 5000) and side (depth 12)
+    t = ClassTree(edges)
+    y = np.array([0, 1, 1, 0])
+    P = np.array([[0.9, 0.1], [0.2, 0.8], [0.7, 0.3], [0.4, 0.6]])
+    t0 = time.perf_counter()
+    levels = level_confusion(np.argmax(P, axis=1), y, t)
+    rep = hierarchical_report(P, y, t)
+    Y = np.zeros((4, t.n_nodes), dtype=bool)
+    prf = per_level_prf(Y, Y, t)
+    assert time.perf_counter() - t0 < 10.0
+    assert len(levels) == 5000 and len(prf) == 5000
+    assert levels[11]["accuracy"] == 1.0 and levels[12]["accuracy"] == 0.5
+    assert rep["level1_acc"] == 1.0 and rep["level5000_acc"] == 0.5

@@ -14,6 +14,8 @@ attribute; :mod:`gpmodels.data.arff`) and svmlight/libsvm text (any other suffix
 from __future__ import annotations
 
 import os
+import zipfile
+import zlib
 from pathlib import Path
 
 import attrs
@@ -23,9 +25,10 @@ import scipy.sparse as sp
 from gpmodels.errors import DataError
 from gpmodels.validation import check_features
 from gpmodels.data.arff import load_arff
-from gpmodels.data.svmlight import load_svmlight
+from gpmodels.data.svmlight import MAX_FEATURES, load_svmlight, parse_svmlight, svmlight_matrix
 
-__all__ = ["Dataset", "find_data_root", "load_dataset", "load_file", "load_inputs", "NAMED_DATASETS", "encode_labels"]
+__all__ = ["Dataset", "find_data_root", "load_dataset", "load_file", "load_inputs", "NAMED_DATASETS", "encode_labels",
+           "read_npz", "check_npz"]
 
 NAMED_DATASETS = ("satimage", "usps", "news20", "imclef07a")
 
@@ -73,9 +76,21 @@ def find_data_root(root=None) -> Path:
 
 
 def encode_labels(y_train, y_test) -> tuple[np.ndarray, np.ndarray, tuple[str, ...]]:
-    """Map raw labels to 0..C-1 (sorted by value); test labels must occur in training."""
+    """Map raw labels to 0..C-1 (sorted by value); test labels must occur in training, and the
+    training labels must hold at least two classes (classification of one class is no task: it
+    would score 0 % error whatever the model)."""
     y_train, y_test = np.asarray(y_train), np.asarray(y_test)
+    for name, y in (("training", y_train), ("test", y_test)):
+        if y.dtype.kind == "O":
+            raise DataError(f"the {name} labels are Python objects; labels must be numbers or strings")
+        if y.dtype.kind in "fc" and not np.all(np.isfinite(y)):
+            bad = int(np.flatnonzero(~np.isfinite(y))[0])
+            raise DataError(f"the {name} labels must be finite; label {bad} is {y[bad].item()!r}")
     values = np.unique(y_train)
+    if values.size < 2:
+        shown = repr(str(values[0].item() if hasattr(values[0], "item") else values[0])) if values.size else "none"
+        raise DataError(f"the training data have {'one class' if values.size else 'no labels'} ({shown}); "
+                        "classification needs at least two")
     unknown = np.setdiff1d(np.unique(y_test), values)
     if unknown.size:
         raise DataError(f"test labels {unknown.tolist()[:10]} do not occur in the training labels {values.tolist()[:20]}")
@@ -83,11 +98,79 @@ def encode_labels(y_train, y_test) -> tuple[np.ndarray, np.ndarray, tuple[str, .
     return np.searchsorted(values, y_train), np.searchsorted(values, y_test), names
 
 
-def _npz(path: Path) -> dict:
+#: deflate cannot expand data more than about 1032:1; a member declaring more is corrupt (or a bomb)
+_DEFLATE_MAX_RATIO = 1100
+
+
+def check_npz(path) -> Path:
+    """Check an .npz archive before numpy allocates anything it declares: a readable zip of .npy
+    members, each with a parsable header, no object dtype (never unpickled), and a declared size
+    (shape x itemsize) that the member's stored bytes can hold.  Raises DataError naming the file."""
+    path = Path(path)
     if not path.is_file():
         raise DataError(f"data file not found: {path}")
-    with np.load(path, allow_pickle=False) as z:
-        return {k: z[k] for k in z.files}
+    size = path.stat().st_size
+    if size == 0:
+        raise DataError(f"{path} is empty (0 bytes); expected an .npz archive of arrays (numpy.savez)")
+    try:
+        with zipfile.ZipFile(path) as zf:
+            for info in zf.infolist():
+                name = info.filename[:-4] if info.filename.endswith(".npy") else info.filename
+                if not info.filename.endswith(".npy"):
+                    raise DataError(f"{path}: member {name[:60]!r} is not a .npy array; expected an .npz archive "
+                                    "of arrays (numpy.savez)")
+                if info.compress_size > size or (info.compress_type == zipfile.ZIP_STORED
+                                                 and info.file_size > info.compress_size) or \
+                        info.file_size > _DEFLATE_MAX_RATIO * max(info.compress_size, 1) + 4096:
+                    raise DataError(f"{path}: array {name[:60]!r} declares {info.file_size} bytes that its "
+                                    f"{info.compress_size} stored bytes cannot hold (truncated or corrupt archive)")
+                with zf.open(info) as fh:
+                    try:
+                        version = np.lib.format.read_magic(fh)
+                        read_header = (np.lib.format.read_array_header_1_0 if version == (1, 0)
+                                       else np.lib.format.read_array_header_2_0)
+                        shape, _, dtype = read_header(fh)
+                    except (ValueError, TypeError, SyntaxError, EOFError, KeyError, OverflowError):
+                        raise DataError(f"{path}: array {name[:60]!r} has no valid .npy header (truncated or "
+                                        "corrupt archive)") from None
+                    header_bytes = fh.tell() if fh.seekable() else 0
+                if dtype.hasobject:
+                    raise DataError(f"{path}: array {name[:60]!r} has dtype object (Python objects, which are "
+                                    "never unpickled); store numbers or fixed-width strings")
+                n_bytes = int(np.prod(shape, dtype=object)) * dtype.itemsize
+                if n_bytes > info.file_size - header_bytes:
+                    raise DataError(f"{path}: array {name[:60]!r} declares shape {tuple(shape)} ({n_bytes} bytes) "
+                                    f"but the archive holds {info.file_size - header_bytes} bytes for it "
+                                    "(truncated or corrupt archive)")
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, OSError, zlib.error, NotImplementedError,
+            RuntimeError, ValueError, KeyError) as exc:
+        if isinstance(exc, DataError):
+            raise
+        raise DataError(f"{path} is not a readable .npz archive (truncated or corrupt: {type(exc).__name__}); "
+                        "expected the output of numpy.savez") from None
+    return path
+
+
+def read_npz(path) -> dict:
+    """All arrays of an .npz archive (checked by :func:`check_npz`, read with allow_pickle=False)."""
+    path = check_npz(path)
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            return {k: z[k] for k in z.files}
+    except (zipfile.BadZipFile, EOFError, OSError, zlib.error, ValueError, KeyError, MemoryError) as exc:
+        raise DataError(f"{path} is not a readable .npz archive (truncated or corrupt: {type(exc).__name__})") from None
+
+
+def _npz(path: Path) -> dict:
+    return read_npz(path)
+
+
+def _sparse_npz(path: Path):
+    check_npz(path)
+    try:
+        return sp.load_npz(path).astype(np.float64).tocsr()
+    except (zipfile.BadZipFile, EOFError, OSError, zlib.error, ValueError, KeyError) as exc:
+        raise DataError(f"{path} is not a readable scipy.sparse .npz matrix ({type(exc).__name__})") from None
 
 
 def _dense_pair(folder: Path, name: str) -> Dataset:
@@ -118,8 +201,8 @@ def load_dataset(name: str, root=None, *, subset: str | None = None) -> Dataset:
                        check_features("X_test", te["X"]), te["y"].astype(np.intp), classes,
                        str(folder / "hierarchy.tsv"))
     # news20
-    Xtr = sp.load_npz(folder / "X_train.npz").astype(np.float64).tocsr()
-    Xte = sp.load_npz(folder / "X_test.npz").astype(np.float64).tocsr()
+    Xtr = _sparse_npz(folder / "X_train.npz")
+    Xte = _sparse_npz(folder / "X_test.npz")
     lab = _npz(folder / "labels.npz")
     ytr, yte = lab["y_train"].astype(np.intp), lab["y_test"].astype(np.intp)
     classes = tuple(line for line in (folder / "classes.txt").read_text().split("\n") if line)
@@ -133,49 +216,125 @@ def load_dataset(name: str, root=None, *, subset: str | None = None) -> Dataset:
                    str(folder / "hierarchy.tsv"))
 
 
-def _load_one(path: Path):
-    """(X, raw labels) from an .npz (dense X/y or sparse matrix + labels), ARFF or svmlight file."""
-    if not path.is_file():
-        raise DataError(f"data file not found: {path}")
-    if path.suffix.lower() == ".arff":
-        return load_arff(path)
-    if path.suffix == ".npz":
-        with np.load(path, allow_pickle=False) as z:
-            files = set(z.files)
-            if "X" in files and "y" in files:
-                return z["X"], z["y"]
-            if {"data", "indices", "indptr", "shape"} <= files:
-                raise DataError(f"{path} is a sparse matrix without labels; store X and y together, "
-                                "or use svmlight text for sparse data with labels")
-            raise DataError(f"{path} must hold arrays 'X' and 'y'; it has {sorted(files)}")
-    X, y = load_svmlight(path)
+def _check_pair(path: Path, X, y, role: str):
+    """Shapes and rows of one file's (X, y)."""
+    if not sp.issparse(X):
+        X = np.asarray(X)
+        if X.dtype.kind == "O":
+            raise DataError(f"{path}: X holds Python objects; features must be numbers")
+        if X.ndim != 2:
+            raise DataError(f"{path}: X must be 2-D (n, d); got shape {X.shape}")
+    if role and X.shape[0] == 0:
+        raise DataError(f"the {role} file {path} has no rows")
+    if y is not None:
+        y = np.asarray(y)
+        if y.ndim == 2 and y.shape[1] == 1:
+            y = y.ravel()
+        if y.ndim != 1:
+            raise DataError(f"{path}: y must be 1-D (one label per row); got shape {y.shape}")
+        if y.shape[0] != X.shape[0]:
+            raise DataError(f"{path}: X has {X.shape[0]} rows but y has {y.shape[0]} labels")
+        if y.dtype.kind in "fc" and not np.all(np.isfinite(y)):
+            bad = int(np.flatnonzero(~np.isfinite(y))[0])
+            raise DataError(f"{path}: labels must be finite; y[{bad}] is {y[bad].item()!r}")
     return X, y
 
 
-def load_file(path, test_path=None, name: str | None = None) -> tuple[object, np.ndarray, object | None, np.ndarray | None]:
-    """Raw (X, y, X_test, y_test) from files; the test part is None when no test file is given."""
-    X, y = _load_one(Path(path))
+def _npz_pair(path: Path, require_y: bool):
+    z = read_npz(path)
+    if "X" in z and ("y" in z or not require_y):
+        return z["X"], z.get("y")
+    if {"data", "indices", "indptr", "shape"} <= set(z):
+        raise DataError(f"{path} is a sparse matrix without labels; store X and y together, "
+                        "or use svmlight text for sparse data with labels")
+    need = "arrays 'X' and 'y'" if require_y else "an array 'X' (and optionally 'y')"
+    raise DataError(f"{path} must hold {need}; it has {sorted(z)[:20]}")
+
+
+def _load_one(path: Path, role: str):
+    """(X, raw labels) from an .npz (dense X/y), ARFF or svmlight (1-based) file."""
+    if not path.is_file():
+        raise DataError(f"data file not found: {path}")
+    if path.suffix.lower() == ".arff":
+        X, y = load_arff(path)
+    elif path.suffix.lower() == ".npz":
+        X, y = _npz_pair(path, require_y=True)
+    else:
+        X, y = load_svmlight(path)
+    return _check_pair(path, X, y, role)
+
+
+def _align_test_width(X, Xt, path: Path, test_path: Path, base: str):
+    """Pad a narrower sparse test matrix to the training width; refuse a wider one."""
+    d, dt = X.shape[1], Xt.shape[1]
+    if dt == d:
+        return Xt
+    if dt > d:
+        raise DataError(f"the test file {test_path} has {dt} features{base} but the training file {path} has {d}: "
+                        "the model has no weights for the extra features; give test inputs with the training "
+                        "file's features")
+    if sp.issparse(Xt):  # svmlight files end at their last non-zero feature: pad with zero columns
+        return sp.csr_matrix((Xt.data, Xt.indices, Xt.indptr), shape=(Xt.shape[0], d))
+    raise DataError(f"the test file {test_path} has {dt} features but the training file {path} has {d}; dense "
+                    "inputs must have the same columns")
+
+
+def load_file(path, test_path=None, name: str | None = None, *, zero_based: bool | None = None,
+              max_features: int = MAX_FEATURES) -> tuple[object, np.ndarray, object | None, np.ndarray | None]:
+    """Raw (X, y, X_test, y_test) from files; the test part is None when no test file is given.
+
+    svmlight files: ``zero_based`` True / False is the index base of both files; None (default)
+    decides it once for the pair: 0-based when either file uses feature index 0 (a 1-based file
+    never does), else 1-based (libsvm's convention).  A file is never read in a base of its own.
+    Feature indices above ``max_features`` are refused (see :mod:`gpmodels.data.svmlight`).
+    A test file narrower than the training file is padded with zero features up to the training
+    width (svmlight files end at their last non-zero feature); a wider one is refused.
+    Files with no rows, labels that are not finite and object arrays are DataErrors.
+    """
+    path = Path(path)
+    test_path = None if test_path is None else Path(test_path)
+    paths = [path] + ([test_path] if test_path is not None else [])
+    for p in paths:
+        if not p.is_file():
+            raise DataError(f"data file not found: {p}")
+    svm = [p.suffix.lower() not in (".npz", ".arff") for p in paths]
+    base = ""
+    if any(svm):
+        raws = [parse_svmlight(p, max_features=max_features) if s else None for p, s in zip(paths, svm)]
+        if zero_based is None:
+            zero_based = any(r.uses_index_zero for r in raws if r is not None)
+        base = f" ({'0' if zero_based else '1'}-based indices)"
+        loaded = [_check_pair(p, *svmlight_matrix(r, zero_based), role) if r is not None else _load_one(p, role)
+                  for p, r, role in zip(paths, raws, ("training", "test"))]
+    else:
+        loaded = [_load_one(p, role) for p, role in zip(paths, ("training", "test"))]
+    X, y = loaded[0]
     if test_path is None:
         return X, y, None, None
-    Xt, yt = _load_one(Path(test_path))
-    if sp.issparse(X) and sp.issparse(Xt) and Xt.shape[1] != X.shape[1]:
-        width = max(X.shape[1], Xt.shape[1])
-        X = sp.csr_matrix((X.data, X.indices, X.indptr), shape=(X.shape[0], width))
-        Xt = sp.csr_matrix((Xt.data, Xt.indices, Xt.indptr), shape=(Xt.shape[0], width))
-    return X, y, Xt, yt
+    Xt, yt = loaded[1]
+    return X, y, _align_test_width(X, Xt, path, test_path, base), yt
 
 
-def load_inputs(path) -> tuple[object, np.ndarray | None]:
+def load_inputs(path, *, zero_based: bool = False, n_features: int | None = None,
+                max_features: int = MAX_FEATURES) -> tuple[object, np.ndarray | None]:
     """Inputs for prediction: (X, y or None) from an .npz with ``X`` (``y`` optional), ARFF (class
-    attribute optional) or svmlight text."""
+    attribute optional) or svmlight text (index base ``zero_based``: give the training data's).
+    ``n_features`` (the training width) pads a narrower svmlight file and refuses a wider one."""
     path = Path(path)
     if not path.is_file():
         raise DataError(f"data file not found: {path}")
-    if path.suffix == ".npz":
-        with np.load(path, allow_pickle=False) as z:
-            if "X" not in z.files:
-                raise DataError(f"{path} must hold an array 'X' (and optionally 'y'); it has {sorted(z.files)}")
-            return z["X"], (z["y"] if "y" in z.files else None)
-    if path.suffix.lower() == ".arff":
-        return load_arff(path, require_class=False)
-    return load_svmlight(path)
+    if path.suffix.lower() == ".npz":
+        X, y = _npz_pair(path, require_y=False)
+    elif path.suffix.lower() == ".arff":
+        X, y = load_arff(path, require_class=False)
+    else:
+        raw = parse_svmlight(path, max_features=max_features)
+        width = None if n_features is None else max(int(n_features), 0)
+        if width is not None and raw.max_index - (0 if zero_based else 1) >= width:
+            raise DataError(f"{path} uses feature index {raw.max_index} ({'0' if zero_based else '1'}-based) but the "
+                            f"model was trained on {width} features; give inputs with the training features")
+        X, y = svmlight_matrix(raw, zero_based, width)
+    X, y = _check_pair(path, X, y, "input")
+    if n_features is not None and X.shape[1] != n_features:
+        raise DataError(f"{path} has {X.shape[1]} features but the model was trained on {n_features}")
+    return X, y

@@ -25,7 +25,7 @@ import scipy.sparse as sp
 from gpmodels.errors import DataError
 from gpmodels.hierarchy import ClassTree
 from gpmodels.scoring.multilabel import check_multilabels
-from gpmodels.data.datasets import find_data_root
+from gpmodels.data.datasets import _sparse_npz, find_data_root, read_npz
 
 __all__ = ["MultilabelDataset", "MULTILABEL_DATASETS", "FUNCAT_SETS", "load_multilabel", "encode_funcat_features"]
 
@@ -69,10 +69,7 @@ def _reorder(Y: np.ndarray, file_nodes: list[str], tree: ClassTree, name: str) -
 
 
 def _npz(path: Path) -> dict:
-    if not path.is_file():
-        raise DataError(f"data file not found: {path}")
-    with np.load(path, allow_pickle=False) as z:
-        return {k: z[k] for k in z.files}
+    return read_npz(path)
 
 
 def encode_funcat_features(X_train: np.ndarray, X_test: np.ndarray, types: list[tuple[str, int]]) -> tuple[np.ndarray, np.ndarray]:
@@ -119,8 +116,8 @@ def load_multilabel(name: str, root=None, *, validation: str = "merge") -> Multi
     tree = ClassTree.from_tsv(folder / "hierarchy.tsv")
     nodes = (folder / "nodes.txt").read_text(encoding="utf-8").split()
     if name == "enron_corr":
-        Xtr = sp.load_npz(folder / "X_train.npz").astype(np.float64).tocsr()
-        Xte = sp.load_npz(folder / "X_test.npz").astype(np.float64).tocsr()
+        Xtr = _sparse_npz(folder / "X_train.npz")
+        Xte = _sparse_npz(folder / "X_test.npz")
         lab = _npz(folder / "labels.npz")
         return MultilabelDataset(name, Xtr, _reorder(lab["Y_train"], nodes, tree, name), Xte,
                                  _reorder(lab["Y_test"], nodes, tree, name), tree)

@@ -10,7 +10,7 @@ import numpy as np
 
 from gpmodels.errors import InputError
 
-__all__ = ["rng_from", "train_test_split", "kfold_partition", "subsample"]
+__all__ = ["rng_from", "train_test_split", "kfold_partition", "subsample", "stratified_counts"]
 
 
 def rng_from(seed) -> np.random.Generator:
@@ -80,13 +80,49 @@ def kfold_partition(n: int, q: int, seed, y=None) -> list[np.ndarray]:
     return folds
 
 
-def subsample(n: int, size: int, seed, y=None) -> np.ndarray:
-    """Sorted indices of ``size`` points (stratified when y is given)."""
+def stratified_counts(counts, size: int, what: str = "the subsample size") -> np.ndarray:
+    """Per-class counts of a stratified sample of ``size`` from classes with ``counts`` points.
+
+    Quotas q_c = size · n_c / n are rounded by largest remainder (floors first, the leftover
+    points to the largest fractional parts), then every class that got none gets one point,
+    taken back from the classes most over their quota.  So every class has at least one point
+    and each count is within one point of its quota, except where a small class' one point
+    forces it.  ``size`` below the number of classes is an error naming ``what``.
+    """
+    counts = np.asarray(counts, dtype=np.int64)
+    n, C = int(counts.sum()), counts.size
+    if size < C:
+        raise InputError(f"{what} {size} is smaller than the {C} classes of the data; a stratified subsample "
+                         f"keeps at least one point of every class, so it needs at least {C}")
+    quota = size * counts / n
+    take = np.floor(quota).astype(np.int64)
+    for c in np.argsort(-(quota - take), kind="stable")[: size - int(take.sum())]:
+        take[c] += 1
+    for c in np.flatnonzero(take == 0):  # a class below one point's quota still keeps one point
+        donors = np.flatnonzero(take > 1)
+        donor = donors[np.argmax((take - quota)[donors])]
+        take[donor] -= 1
+        take[c] = 1
+    return take
+
+
+def subsample(n: int, size: int, seed, y=None, *, what: str = "the subsample size") -> np.ndarray:
+    """Sorted indices of ``size`` points: seeded; with ``y`` stratified by :func:`stratified_counts`
+    (every class keeps a share proportional to its size, and at least one point)."""
     if size >= n:
         return np.arange(n)
     if size < 1:
-        raise InputError(f"subsample size must be >= 1; got {size}")
+        raise InputError(f"{what} must be >= 1; got {size}")
     rng = rng_from(seed)
-    order = _stratified_order(y, rng) if y is not None else rng.permutation(n)
-    step = np.round(np.linspace(0, n - 1, size)).astype(int)
-    return np.sort(order[step])
+    if y is None:
+        order = rng.permutation(n)
+        step = np.round(np.linspace(0, n - 1, size)).astype(int)
+        return np.sort(order[step])
+    y = np.asarray(y)
+    if y.shape != (n,):
+        raise InputError(f"Dimension mismatch: y must have shape ({n},); got {y.shape}")
+    classes, inverse, counts = np.unique(y, return_inverse=True, return_counts=True)
+    take = stratified_counts(counts, size, what)
+    inverse = inverse.ravel()
+    keep = [rng.choice(np.flatnonzero(inverse == c), size=int(k), replace=False) for c, k in enumerate(take)]
+    return np.sort(np.concatenate(keep))

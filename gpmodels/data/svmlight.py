@@ -1,26 +1,73 @@
 """Reader for svmlight / libsvm text files: ``<label> <index>:<value> ... [# comment]``.
 
-Indices are 1-based by default (libsvm convention); ``zero_based='auto'`` takes them as 0-based
-only if some index is 0.  ``qid:`` fields are ignored.  Labels may be integers or floats; several
-comma-separated labels on a line are a multilabel and are returned as a list per line.
+Index base.  A file's indices are 1-based (the libsvm convention, the default) or 0-based; the
+base is never guessed per file, because a 0-based file that never uses feature 0 looks exactly like
+a 1-based one and would be read with every feature shifted by one column.  :func:`load_svmlight`
+takes ``zero_based`` (True / False) explicitly; a file read as 1-based that holds index 0 is
+refused.  For a train / test pair, :func:`gpmodels.data.datasets.load_file` decides the base once
+for both files (see there).
+
+Sizes.  A feature index is a width the kernel code will allocate per-feature vectors of, so an
+index above ``max_features`` (default :data:`MAX_FEATURES` = 2^24 = 16,777,216; one dense
+float64 vector of that width is 128 MiB) is refused, naming the file and line, before anything is
+allocated.  Labels must be finite numbers (``nan`` and ``inf`` are refused, naming the line); they
+are returned as int64 when all are integral and exactly representable (|y| <= 2^53), else float.
+``qid:`` fields are ignored.  Several comma-separated labels on a line are a multilabel and are
+returned as a tuple per line.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
 
-from gpmodels.errors import DataError
+from gpmodels.errors import DataError, InputError
 
-__all__ = ["load_svmlight"]
+__all__ = ["MAX_FEATURES", "SvmlightRaw", "parse_svmlight", "svmlight_matrix", "load_svmlight"]
+
+#: default bound on a feature index (and so on the width of the data); raise it with ``max_features``
+MAX_FEATURES = 2**24
+_EXACT_INT = 2.0**53  # integral float labels beyond this are not exact integers
 
 
-def load_svmlight(path, n_features: int | None = None, zero_based: bool | str = "auto", multilabel: bool = False):
-    """Return (X as CSR float64, labels).  Labels: an int array when all are integral, else float;
-    a list of tuples if multilabel."""
+class SvmlightRaw(NamedTuple):
+    """A parsed file before the index base is applied: ``cols`` are the indices as written."""
+
+    path: Path
+    labels: list
+    rows: np.ndarray
+    cols: np.ndarray
+    vals: np.ndarray
+    n_rows: int
+    multilabel: bool
+
+    @property
+    def uses_index_zero(self) -> bool:
+        return bool(self.cols.size and self.cols.min() == 0)
+
+    @property
+    def max_index(self) -> int:
+        return int(self.cols.max()) if self.cols.size else -1
+
+
+def _gib(n_bytes: float) -> str:
+    return f"{n_bytes / 2**30:.3g} GiB"
+
+
+def _check_max_features(max_features) -> int:
+    if isinstance(max_features, bool) or not isinstance(max_features, (int, np.integer)) or max_features < 1:
+        raise InputError(f"max_features must be a positive integer; got {max_features!r}")
+    return int(max_features)
+
+
+def parse_svmlight(path, *, multilabel: bool = False, max_features: int = MAX_FEATURES) -> SvmlightRaw:
+    """Read a file into a :class:`SvmlightRaw`, checking every line (labels finite, features
+    ``index:value`` with 0 <= index <= max_features and a finite value)."""
     path = Path(path)
+    max_features = _check_max_features(max_features)
     if not path.is_file():
         raise DataError(f"svmlight file not found: {path}")
     labels, rows, cols, vals = [], [], [], []
@@ -33,47 +80,78 @@ def load_svmlight(path, n_features: int | None = None, zero_based: bool | str = 
             parts = line.split()
             if multilabel and ":" in parts[0] and not raw[:1].strip():
                 parts = [""] + parts  # a line with no labels starts with white space
+            shown = parts[0] if len(parts[0]) <= 40 else parts[0][:40] + "..."
             try:
-                if multilabel:
-                    lab = tuple(float(t) for t in parts[0].split(",") if t)
-                else:
-                    lab = float(parts[0])
+                lab = tuple(float(t) for t in parts[0].split(",") if t) if multilabel else float(parts[0])
             except ValueError:
-                raise DataError(f"{path}:{lineno}: label {parts[0]!r} is not a number") from None
+                raise DataError(f"{path}:{lineno}: label {shown!r} is not a number") from None
+            if not np.all(np.isfinite(lab)):
+                raise DataError(f"{path}:{lineno}: label {shown!r} is not finite; labels must be finite numbers")
             labels.append(lab)
             for tok in parts[1:]:
                 if tok.startswith("qid:"):
                     continue
+                shown = tok if len(tok) <= 40 else tok[:40] + "..."
                 try:
                     idx_s, val_s = tok.split(":", 1)
                     idx, val = int(idx_s), float(val_s)
                 except ValueError:
-                    raise DataError(f"{path}:{lineno}: feature {tok!r} is not of the form index:value") from None
+                    raise DataError(f"{path}:{lineno}: feature {shown!r} is not of the form index:value") from None
+                if idx < 0:
+                    raise DataError(f"{path}:{lineno}: feature index {idx} is negative; indices are 0- or 1-based")
+                if idx > max_features:
+                    raise DataError(
+                        f"{path}:{lineno}: feature index {idx} exceeds the limit of {max_features} features "
+                        f"(one dense per-feature vector of that width would need {_gib(8.0 * idx)}, dense inputs "
+                        f"n x d {_gib(8.0 * idx * max(n_rows + 1, 1))} so far); pass max_features to raise it")
                 if not np.isfinite(val):
-                    raise DataError(f"{path}:{lineno}: feature {tok!r} has a non-finite value")
+                    raise DataError(f"{path}:{lineno}: feature {shown!r} has a non-finite value")
                 rows.append(n_rows)
                 cols.append(idx)
                 vals.append(val)
             n_rows += 1
-    cols_arr = np.asarray(cols, dtype=np.int64)
-    if zero_based == "auto":
-        zero_based = bool(cols_arr.size and cols_arr.min() == 0)
-    if not zero_based:
-        cols_arr = cols_arr - 1
-    if cols_arr.size and cols_arr.min() < 0:
-        raise DataError(f"{path}: feature index 0 found in a 1-based file (pass zero_based=True)")
-    width = int(cols_arr.max()) + 1 if cols_arr.size else 0
+    return SvmlightRaw(path, labels, np.asarray(rows, dtype=np.int64), np.asarray(cols, dtype=np.int64),
+                       np.asarray(vals, dtype=np.float64), n_rows, multilabel)
+
+
+def _check_zero_based(zero_based) -> bool:
+    if not isinstance(zero_based, (bool, np.bool_)):
+        raise InputError(f"zero_based must be True (indices start at 0) or False (libsvm's 1-based indices); got "
+                         f"{zero_based!r}. The base is never guessed per file: a 0-based file that never uses "
+                         "feature 0 looks 1-based")
+    return bool(zero_based)
+
+
+def svmlight_matrix(raw: SvmlightRaw, zero_based: bool, n_features: int | None = None):
+    """(X as CSR float64, labels) of a parsed file under an explicit index base; ``n_features``
+    pads X to that width and refuses a file that uses a wider index."""
+    zero_based = _check_zero_based(zero_based)
+    cols = raw.cols if zero_based else raw.cols - 1
+    if cols.size and cols.min() < 0:
+        row = int(raw.rows[np.argmin(cols)]) + 1
+        raise DataError(f"{raw.path}: feature index 0 in data row {row} of a file read as 1-based (libsvm's convention); "
+                        "if the file's indices start at 0, read it with zero_based=True (data.zero_based: true)")
+    width = int(cols.max()) + 1 if cols.size else 0
     if n_features is not None:
         if width > n_features:
-            raise DataError(f"{path}: feature index {width - 1} exceeds n_features={n_features}")
-        width = n_features
-    X = sp.csr_matrix((np.asarray(vals, dtype=np.float64), (np.asarray(rows, dtype=np.int64), cols_arr)),
-                      shape=(n_rows, width))
+            raise DataError(f"{raw.path}: feature index {raw.max_index} ({'0' if zero_based else '1'}-based) gives "
+                            f"{width} features, more than the {n_features} expected")
+        width = int(n_features)
+    X = sp.csr_matrix((raw.vals, (raw.rows, cols)), shape=(raw.n_rows, width))
     X.sum_duplicates()
     X.sort_indices()
-    if multilabel:
-        return X, labels
-    y = np.asarray(labels, dtype=np.float64)
-    if y.size and np.all(y == np.round(y)):
+    if raw.multilabel:
+        return X, list(raw.labels)
+    y = np.asarray(raw.labels, dtype=np.float64)
+    if y.size and np.all(y == np.round(y)) and np.abs(y).max() <= _EXACT_INT:
         y = y.astype(np.int64)  # integral labels are class codes: keep them integers ("3", not "3.0")
     return X, y
+
+
+def load_svmlight(path, n_features: int | None = None, zero_based: bool = False, multilabel: bool = False, *,
+                  max_features: int = MAX_FEATURES):
+    """Return (X as CSR float64, labels): an int64 array when all labels are integral, else float64;
+    a list of tuples if multilabel.  ``zero_based`` is the file's index base (module docstring)."""
+    _check_zero_based(zero_based)
+    return svmlight_matrix(parse_svmlight(path, multilabel=multilabel, max_features=max_features), zero_based,
+                           n_features)

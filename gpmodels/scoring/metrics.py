@@ -115,8 +115,7 @@ def level_confusion(y_pred, y, tree) -> dict:
     """
     y_pred, y = _check_pred(y_pred, y, tree)
     out = {}
-    for d in range(1, tree.max_depth + 1):
-        anc = tree.ancestors_at_depth(d)[tree.leaves]  # class -> node at level d
+    for d, anc in enumerate(tree.leaf_ancestors_by_depth(), start=1):  # anc: class -> node at level d
         nodes, idx = np.unique(anc, return_inverse=True)
         t, p = idx[y], idx[y_pred]
         conf = np.zeros((nodes.size, nodes.size), dtype=np.int64)

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from gpmodels.baselines.crammer_singer.solver import CSOptions, fit_crammer_singer
-from gpmodels.errors import ConvergenceWarning, NotFittedError
+from gpmodels.errors import ConvergenceWarning, InputError, NotFittedError
 from gpmodels.estimators import CrammerSingerSVC, GPClassifier
 from gpmodels.kernels import RBF, Linear
 
@@ -176,3 +176,63 @@ def test_crammer_singer_svc_protocol_and_errors():
     search = GridSearchCV(make_pipeline(StandardScaler(), CrammerSingerSVC()), {"crammersingersvc__C": [0.1, 10.0]},
                           cv=3).fit(X, y)
     assert search.best_score_ > 0.8
+
+
+# ------------------------------------------------------------------------------------------ issue 15: bad input
+@pytest.mark.parametrize("y, message", [
+    (np.array([1, "a"] * 6, dtype=object), "Unknown label type: y mixes strings and numbers"),
+    (["a", 1] * 6, "Unknown label type: y mixes strings and numbers"),
+    ([1, None] * 6, r"y contains None \(label 1\)"),
+    (np.array([0, 1.5j] * 6, dtype=object), "Unknown label type: label 1 of y is a complex"),
+    (np.array([0.0, np.nan] * 6, dtype=object), "NaN or infinity"),
+])
+@pytest.mark.parametrize("make", [GPClassifier, CrammerSingerSVC])
+def test_label_types_that_cannot_be_classes_are_named(make, y, message):
+    X = np.random.default_rng(0).normal(size=(12, 2))
+    with pytest.raises(InputError, match=message):
+        make().fit(X, y)
+
+
+def test_object_labels_of_one_type_still_work():
+    X, y = _blobs(n=30)
+    est = GPClassifier().fit(X, np.array(["a", "b", "c"], dtype=object)[y])
+    assert list(est.classes_) == ["a", "b", "c"]
+    assert list(GPClassifier().fit(X, y.astype(object)).classes_) == [0, 1, 2]
+
+
+def test_nested_parameters_of_a_prior_object_are_set_or_refused_clearly():
+    from gpmodels.kernels.rbf import RBF
+    from gpmodels.priors.independent import IndependentGP
+
+    prior = IndependentGP(RBF(1.0), "separate", 1.0, 1.0)
+    est = GPClassifier(prior=prior)
+    est.set_params(prior__variance=4.0)
+    assert est.prior.variance == 4.0 and prior.variance == 1.0  # a copy: the caller's prior is untouched
+    est.set_params(prior__kernel__w=0.25)
+    assert est.prior.kernel.w == 0.25
+    with pytest.raises(InputError, match=r"invalid parameter 'prior__varianc' .* IndependentGP has the parameters"):
+        est.set_params(prior__varianc=1.0)
+    with pytest.raises(InputError, match=r"'prior' parameter is NoneType, which has no parameters"):
+        GPClassifier().set_params(prior__variance=1.0)
+    X, y = _blobs(n=30)
+    assert est.fit(X, y).score(X, y) > 0.8
+
+
+def test_a_column_vector_y_warns_with_sklearns_data_conversion_warning_under_any_filter():
+    """check_supervised_y_2d turns scikit-learn's DataConversionWarning to "always"; a warning that is
+    not that class was lost under an outer "ignore" filter and the check failed."""
+    import warnings
+
+    from sklearn.exceptions import DataConversionWarning as SkDataConversionWarning
+    from sklearn.utils.estimator_checks import check_supervised_y_2d
+
+    from gpmodels.errors import DataConversionWarning
+
+    X, y = _blobs(n=30)
+    with pytest.warns(SkDataConversionWarning, match="column-vector y"):
+        GPClassifier().fit(X, y[:, None])
+    with pytest.warns(DataConversionWarning):
+        CrammerSingerSVC().fit(X, y[:, None])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        check_supervised_y_2d("GPClassifier", GPClassifier())

@@ -31,9 +31,16 @@ __all__ = ["exact_newton", "exact_newton_solve"]
 
 
 def exact_newton_solve(blocks: list[np.ndarray], pi: np.ndarray, rhs: np.ndarray) -> np.ndarray:
-    """α' = (I + W K̃)^{-1} rhs for block-diagonal K̃ = diag(blocks), W = D - Π Π^T at π."""
+    """α' = (I + W K̃)^{-1} rhs for block-diagonal K̃ = diag(blocks), W = D - Π Π^T at π.
+
+    E_c is applied as D_c^{1/2} L_c^{-T} L_c^{-1} D_c^{1/2} (two triangular solves), never through an
+    explicit A_c^{-1}: c = E K̃ b must nearly cancel b when K̃ is large (variance 1e12), and the
+    solves keep that cancellation backward stable, where an explicit inverse has an error of
+    eps cond(A_c) ||A_c^{-1}|| that K̃ then multiplies (the step would be garbage).  The small
+    system M M^T = Σ_c E_c (bounded entries) may use E_c formed by the same solves.
+    """
     n, C = pi.shape
-    E = []
+    factors, E_sum = [], np.zeros((n, n))
     for c in range(C):
         sd = np.sqrt(pi[:, c])
         A = sd[:, None] * blocks[c] * sd[None, :]
@@ -41,14 +48,17 @@ def exact_newton_solve(blocks: list[np.ndarray], pi: np.ndarray, rhs: np.ndarray
         L, info = sla.lapack.dpotrf(A, lower=1, overwrite_a=1)
         if info != 0:
             raise np.linalg.LinAlgError(f"Cholesky of I + D^1/2 K D^1/2 failed for class {c} (info {info})")
-        Ainv, info = sla.lapack.dpotri(L, lower=1, overwrite_c=1)  # A^{-1}, lower triangle
-        Ainv = np.tril(Ainv) + np.tril(Ainv, -1).T
-        E.append(sd[:, None] * Ainv * sd[None, :])  # E_c = D^{1/2} A^{-1} D^{1/2}
-    Mchol = sla.cho_factor(sum(E), lower=True)
-    Kb = np.column_stack([blocks[c] @ rhs[:, c] for c in range(C)])
-    c_vec = np.column_stack([E[c] @ Kb[:, c] for c in range(C)])
+        factors.append((sd, (L, True)))
+        E_sum += sd[:, None] * sla.cho_solve((L, True), np.diag(sd))  # E_c = D^{1/2} A^{-1} D^{1/2}
+
+    def apply_E(c, x):
+        sd, F = factors[c]
+        return sd * sla.cho_solve(F, sd * x)
+
+    Mchol = sla.cho_factor(0.5 * (E_sum + E_sum.T), lower=True)
+    c_vec = np.column_stack([apply_E(c, blocks[c] @ rhs[:, c]) for c in range(C)])
     z = sla.cho_solve(Mchol, c_vec.sum(axis=1))
-    return rhs - c_vec + np.column_stack([E[c] @ z for c in range(C)])
+    return rhs - c_vec + np.column_stack([apply_E(c, z) for c in range(C)])
 
 
 def exact_newton(op: Operator, likelihood: Softmax, Y, options: NewtonOptions | None = None, *,
@@ -98,7 +108,9 @@ def exact_newton(op: Operator, likelihood: Softmax, Y, options: NewtonOptions | 
             phis.append(phi)
             mvm_trace.append(mvms)
             converged = grads[-1] <= max(opts.grad_tol, 1e-9)
-            message = "no further decrease of Phi (round-off level)"
+            message = ("no further decrease of Phi (round-off level)" if converged else
+                       f"not converged: the line search found no decrease of Phi along the Newton direction at "
+                       f"gradient RMS {grads[-1]:.3g} > grad_tol {opts.grad_tol:g}")
             break
         alpha, u, phi = alpha + ls.step * s, u + ls.step * s_tilde, ls.phi
         phis.append(phi)
