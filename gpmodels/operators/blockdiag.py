@@ -356,5 +356,6 @@ class _BlockDiagonalCross(CrossOperator):
         for rep, cls in zip(self._reps, self._classes):
             block = np.ascontiguousarray(W[:, cls, :])
             m = block.shape[1]
-            out[:, cls, :] = rep.rmvm(block.reshape(rows, m * k)).reshape(cols, m, k) * self._class_v[cls][None, :, None]
+            res = rep.rmvm(block.reshape(rows, m * k)).reshape(cols, m, k)
+            out[:, cls, :] = res * self._class_v[cls][None, :, None]
         return out
