@@ -7,6 +7,7 @@ Oracle: the same operator built on the training inputs and X_new together; block
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from minimal_operator import DenseTestOperator
 
 from gpmodels.errors import InputError
 from gpmodels.hierarchy import ClassTree
@@ -20,8 +21,6 @@ from gpmodels.operators.intercept import Intercept
 from gpmodels.operators.sum import Sum
 from gpmodels.priors.anova import ANOVAPrior
 from gpmodels.testing import assert_close
-
-from minimal_operator import DenseTestOperator
 
 STORED = RepresentationConfig(kind="stored")
 TREE = ClassTree([("root", "a"), ("root", "b"), ("a", "a1"), ("a", "a2"), ("b", "b1"), ("b", "b2"), ("b", "b3")])
