@@ -185,12 +185,12 @@ def _lanczos(op, Vb, X_new, K_ss, rank, tol, rng):
         return _apply_Vt(Vb, ct.rmvm(w)[:, :, None]).reshape(N)
 
     def orth(v, Q, k):
-        for _ in range(2):  # full reorthogonalisation, twice is enough (Parlett's "twice is enough")
-            v = v - Q[:, :k] @ (Q[:, :k].T @ v)
+        for _ in range(2):  # full reorthogonalisation, two passes (Parlett's "twice is enough")
+            v = v - Q[:k].T @ (Q[:k] @ v)
         return v
 
-    Q = np.zeros((N, rank))
-    AQ = np.zeros((N, rank))
+    Q = np.zeros((rank, N))  # rows are the Lanczos vectors (contiguous leading blocks Q[:k])
+    AQ = np.zeros((rank, N))
     v = start()
     scale = float(np.linalg.norm(v))
     exact = False
@@ -199,12 +199,12 @@ def _lanczos(op, Vb, X_new, K_ss, rank, tol, rng):
         return K_ss.copy(), 0, True
     q = v / scale
     while k < rank:
-        Q[:, k] = q
-        AQ[:, k] = apply_A(q.reshape(n, C, 1)).reshape(N)
+        Q[k] = q
+        AQ[k] = apply_A(q.reshape(n, C, 1)).reshape(N)
         k += 1
-        w = orth(AQ[:, k - 1], Q, k)
+        w = orth(AQ[k - 1], Q, k)
         beta = float(np.linalg.norm(w))
-        if beta > tol * float(np.linalg.norm(AQ[:, k - 1])):
+        if beta > tol * float(np.linalg.norm(AQ[k - 1])):
             q = w / beta
             continue
         # breakdown: span Q is invariant under A; restart from a new test combination
@@ -217,11 +217,11 @@ def _lanczos(op, Vb, X_new, K_ss, rank, tol, rng):
         q = v / float(np.linalg.norm(v))
     if k == N:
         exact = True
-    Qk, AQk = Q[:, :k], AQ[:, :k]
-    T = Qk.T @ AQk
+    Qk = Q[:k]
+    T = Qk @ AQ[:k].T
     T = 0.5 * (T + T.T)  # Rayleigh–Ritz: T_k = Q_k^T A Q_k
     L = sla.cholesky(T, lower=True)
-    VQ = _apply_V(Vb, Qk.reshape(n, C, k))  # shape: (n, C, k)
+    VQ = _apply_V(Vb, np.ascontiguousarray(Qk.T).reshape(n, C, k))  # shape: (n, C, k)
     RQ = ct.mvm(np.ascontiguousarray(VQ))  # R_j^T Q_k = (K̃_{*,X} V Q_k)_j, shape: (m, C, k)
     G = sla.solve_triangular(L, RQ.reshape(m * C, k).T, lower=True)  # L^{-1} Q_k^T R, shape: (k, m C)
     G = G.T.reshape(m, C, k)
