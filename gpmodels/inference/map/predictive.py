@@ -127,7 +127,11 @@ def latent_predictive(model, X_new, *, method: str = "exact", Y=None, tol: float
     n, C = op.n_points, op.n_classes
     X_new = check_features("X_new", X_new)
     U = np.asarray(model.result.u, dtype=np.float64)
-    Yf = np.zeros((n, C)) if Y is None else np.asarray(Y, dtype=np.float64).reshape(n, C)
+    Yf = np.zeros((n, C)) if Y is None else np.asarray(Y, dtype=np.float64)
+    if Yf.size != n * C:
+        raise InputError(f"Dimension mismatch: Y (the training targets) must have {n} rows and {C} columns like the "
+                         f"fitted model; got shape {Yf.shape}")
+    Yf = Yf.reshape(n, C)
     Vb = _point_factor(lik.hessian_factor(U, Yf))
     K_ss = op.test_point_blocks(X_new)  # shape: (m, C, C)
     mean = op.cross_test(X_new).mvm(model.alpha)

@@ -18,6 +18,7 @@ from gpmodels.kernels.representations import RepresentationConfig
 from gpmodels.likelihoods.logistic import Logistic
 from gpmodels.likelihoods.softmax import Softmax
 from gpmodels.operators.blockdiag import BlockDiagonal
+from gpmodels.operators.coupled import Coupled
 from gpmodels.operators.intercept import Intercept
 from gpmodels.priors.anova import ANOVAPrior
 from gpmodels.testing import assert_close
@@ -36,7 +37,12 @@ def _anova(X):
                       representation=STORED).operator(X, TREE.n_classes)
 
 
-PRIORS = {"independent": _independent, "anova": _anova}
+def _coupled(X):
+    inner = BlockDiagonal.from_sharing(X, RBF(w=0.7), 2, "separate", [2.0, 1.0], STORED)
+    return Coupled(inner, np.array([[1.0, 0.0], [0.6, 0.8], [-0.5, 1.0]]))
+
+
+PRIORS = {"independent": _independent, "anova": _anova, "coupled": _coupled}
 
 
 def _problem(seed=0, n=30, m=8, C=3):
@@ -185,6 +191,8 @@ def test_bad_arguments_are_refused():
     model = fit_map(_independent(X), Softmax(), Y, OPTS)
     with pytest.raises(InputError, match="method"):
         latent_predictive(model, X_new, method="dense")
+    with pytest.raises(InputError, match="Y"):
+        latent_predictive(model, X_new, Y=np.ones((3, 3)))
     with pytest.raises(InputError, match="rank"):
         latent_predictive(model, X_new, method="lanczos", rank=0)
     pred = latent_predictive(model, X_new)
