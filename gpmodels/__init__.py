@@ -10,6 +10,7 @@ from gpmodels.errors import (CheckpointError, ConvergenceError, DataError, GPMod
 from gpmodels.inference import MAPModel, NewtonOptions, exact_newton, fit_map, newton_cg
 from gpmodels.inference import (LaplaceOptions, MKLOptions, VBOptions, algorithm1, alternating, laplace_mlm, learn_laplace,
                         learn_vb, vb_criterion)
+from gpmodels.inference import LatentPredictive, latent_predictive, predictive_proba
 from gpmodels.inference import (CVOptions, LearnOptions, cv_criterion, fit_learned, fit_one_vs_rest, learn_hyperparameters,
                         learn_one_vs_rest)
 from gpmodels.kernels import ARD, RBF, Linear, Polynomial, Precomputed, RepresentationConfig, make_kernel
@@ -35,4 +36,5 @@ __all__ = [
     "coarsen_labels", "EMOptions", "fit_em",
     "cv_criterion", "CVOptions", "LearnOptions", "learn_hyperparameters", "fit_learned",
     "learn_one_vs_rest", "fit_one_vs_rest", "register_prior", "PriorContext",
+    "LatentPredictive", "latent_predictive", "predictive_proba",
 ]

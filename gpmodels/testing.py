@@ -28,7 +28,7 @@ def assert_close(what: str, actual, expected, rtol: float = 1e-8, atol: float = 
 
 def check_operator(op: Operator, rng: np.random.Generator, *, dense=None, X_new=None, cross_dense=None,
                    rtol: float = 1e-8) -> None:
-    """mvm / diag / point blocks / restrict / cross / cross_test / dense against an oracle.
+    """mvm / diag / point blocks / restrict / cross (and its transpose rmvm) / cross_test / dense against an oracle.
 
     ``dense``: the (nC, nC) matrix the operator stands for (built independently); when None, only
     self-consistency with ``op.dense()`` is checked.  ``X_new`` with ``cross_dense`` (m C x n C)
@@ -69,6 +69,12 @@ def check_operator(op: Operator, rng: np.random.Generator, *, dense=None, X_new=
         VJ3 = rng.normal(size=(J.size, C, 2))
         expect = np.einsum("ab,bk->ak", D[np.ix_(iidx, idx)], VJ3.reshape(-1, 2)).reshape(I.size, C, 2)
         assert_close("cross(I, J).mvm (k columns)", cr.mvm(VJ3), expect, rtol)
+        WI = rng.normal(size=(I.size, C))
+        assert_close("cross(I, J).rmvm vs the oracle's transpose", cr.rmvm(WI),
+                     (D[np.ix_(iidx, idx)].T @ WI.ravel()).reshape(J.size, C), rtol)
+        WI3 = rng.normal(size=(I.size, C, 2))
+        assert_close("cross(I, J).rmvm (k columns) vs dense().T", cr.rmvm(WI3),
+                     (cr.dense().T @ WI3.reshape(-1, 2)).reshape(J.size, C, 2), rtol)
     if X_new is not None:
         ct = op.cross_test(X_new)
         m = ct.shape[0]
@@ -77,6 +83,10 @@ def check_operator(op: Operator, rng: np.random.Generator, *, dense=None, X_new=
         got = ct.mvm(V)
         if expect is not None:
             assert_close("cross_test(X_new).mvm", got, expect, rtol)
+        Wm = rng.normal(size=(m, C, 2))
+        expect_t = (cross_dense if cross_dense is not None else ct.dense()).T @ Wm.reshape(-1, 2)
+        assert_close("cross_test(X_new).rmvm vs the transpose", ct.rmvm(Wm), expect_t.reshape(n, C, 2), rtol)
+        assert_close("cross_test(X_new).rmvm (m, C)", ct.rmvm(Wm[:, :, 0]), expect_t[:, 0].reshape(n, C), rtol)
     terms = op.kron_terms()
     if terms is not None:  # K = Σ_t M_t ⊗ S_t: K V = Σ_t M_t V S_t in the (n, C) layout
         KV = sum(t.mvm(V) @ t.S for t in terms)

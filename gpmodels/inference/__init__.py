@@ -14,6 +14,7 @@ from gpmodels.inference.marginal.laplace import LaplaceOptions, LaplaceResult, l
 from gpmodels.inference.mkl.algorithms import KernelLearningResult, MKLOptions, algorithm1, alternating, criterion_at
 from gpmodels.inference.marginal.vb import VBOptions, VBResult, learn_vb, vb_criterion
 from gpmodels.inference.map.preconditioners import make_preconditioner
+from gpmodels.inference.map.predictive import LatentPredictive, latent_predictive, predictive_proba
 from gpmodels.inference.cv.one_vs_rest import OneVsRestModel, fit_one_vs_rest, learn_one_vs_rest
 from gpmodels.optimize.lbfgs import OuterOptions, OuterState, minimize_outer
 
@@ -25,4 +26,6 @@ __all__ = ["cg", "CGResult", "newton_cg", "NewtonOptions", "NewtonResult", "Newt
            # CV hyperparameter learning (Seeger 2008, Sec. 4, 5.2)
            "cv_criterion", "CVOptions", "CVState", "CVEvaluation", "minimize_outer", "OuterOptions", "OuterState",
            "learn_hyperparameters", "fit_learned", "LearnOptions", "LearnResult", "Checkpointing", "read_checkpoint",
-           "write_checkpoint", "learn_one_vs_rest", "fit_one_vs_rest", "OneVsRestModel"]
+           "write_checkpoint", "learn_one_vs_rest", "fit_one_vs_rest", "OneVsRestModel",
+           # Laplace predictive distribution (R&W 2006, Sec. 3.4.2, 3.5)
+           "LatentPredictive", "latent_predictive", "predictive_proba"]

@@ -54,12 +54,20 @@ def _block_rows(n_rows: int, n_cols: int, memory_mb: float) -> int:
 
 # ---------------------------------------------------------------------------- cross blocks
 class CrossRepresentation(abc.ABC):
-    """A rectangular block M_{I,J}: B (|J|, m) -> M_{I,J} B (|I|, m)."""
+    """A rectangular block M_{I,J}: B (|J|, m) -> M_{I,J} B (|I|, m); ``rmvm``: M_{I,J}^T B."""
 
     shape: tuple[int, int]
 
     @abc.abstractmethod
     def mvm(self, B: np.ndarray) -> np.ndarray: ...
+
+    def rmvm(self, B: np.ndarray) -> np.ndarray:
+        """M_{I,J}^T B for B of shape (|I|, m) -> (|J|, m).
+
+        Generic default: the transpose of ``dense()`` (|J| unit-vector MVMs; slow, for new
+        representations until they get a direct one).
+        """
+        return self.dense().T @ B
 
     def dense(self) -> np.ndarray:
         return self.mvm(np.eye(self.shape[1]))
@@ -74,6 +82,9 @@ class MatrixCross(CrossRepresentation):
 
     def mvm(self, B):
         return self.M @ B
+
+    def rmvm(self, B):
+        return self.M.T @ B
 
     def dense(self):
         return self.M.copy()
@@ -94,6 +105,15 @@ class GramCross(CrossRepresentation):
             out[s:s + step] = self.kernel.gram(_rows(self.X1, slice(s, s + step)), self.X2) @ B
         return out
 
+    def rmvm(self, B):
+        # M^T B = Σ_blocks M_{b,.}^T B_b over the same row blocks as ``mvm``
+        n1 = self.shape[0]
+        out = np.zeros((self.shape[1], B.shape[1]))
+        step = _block_rows(n1, self.shape[1], self.memory_mb)
+        for s in range(0, n1, step):
+            out += self.kernel.gram(_rows(self.X1, slice(s, s + step)), self.X2).T @ B[s:s + step]
+        return out
+
     def dense(self):
         return self.kernel.gram(self.X1, self.X2)
 
@@ -107,6 +127,9 @@ class FeatureCross(CrossRepresentation):
 
     def mvm(self, B):
         return np.asarray(self.X1 @ np.asarray(self.X2.T @ B))
+
+    def rmvm(self, B):
+        return np.asarray(self.X2 @ np.asarray(self.X1.T @ B))
 
 
 class LowRankCross(CrossRepresentation):
@@ -123,6 +146,12 @@ class LowRankCross(CrossRepresentation):
         out = self.L1 @ (self.L2.T @ B)
         if self.match is not None:
             out += self.match @ B
+        return out
+
+    def rmvm(self, B):
+        out = self.L2 @ (self.L1.T @ B)
+        if self.match is not None:
+            out += self.match.T @ B
         return out
 
 

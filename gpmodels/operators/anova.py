@@ -188,6 +188,12 @@ class ANOVA(Operator):
     def _cross_test(self, X_new):
         return _MixedCross(self.inner._cross_test(X_new), self.tree)
 
+    def _test_point_blocks(self, X_new):
+        # K_** = Φ_L K̆_** Φ_L^T per new point: two tree walks over the (m, P, P) node blocks
+        inner = self.inner._test_point_blocks(X_new)  # shape: (m, P, P)
+        left = self.tree.mix(inner)  # shape: (m, C, P)
+        return np.ascontiguousarray(np.swapaxes(self.tree.mix(np.swapaxes(left, 1, 2)), 1, 2))
+
     def _dense(self):
         n, C, P = self.n_points, self.n_classes, self.n_nodes
         inner = self.inner._dense().reshape(n, P, n, P)
@@ -228,3 +234,7 @@ class _MixedCross(CrossOperator):
 
     def _mvm(self, V):
         return self.tree.mix(self.inner._mvm(self.tree.mix_t(V)))
+
+    def _rmvm(self, W):
+        # ((Φ_L ⊗ I) K̆_{I,J} (Φ_L^T ⊗ I))^T = (Φ_L ⊗ I) K̆_{I,J}^T (Φ_L^T ⊗ I)
+        return self.tree.mix(self.inner._rmvm(np.ascontiguousarray(self.tree.mix_t(W))))

@@ -62,7 +62,8 @@ class CrossOperator(abc.ABC):
     """A rectangular block K_{I,J} of an operator: maps (|J|, C[, k]) to (|I|, C[, k]).
 
     Used for held-out folds (``Operator.cross(I, J)``) and for prediction at new points
-    (``Operator.cross_test(X_new)``).
+    (``Operator.cross_test(X_new)``).  Must be defined: ``shape``, ``_mvm``; for speed: ``_rmvm``
+    (the transpose K_{I,J}^T, generic default from ``dense()``).
     """
 
     @property
@@ -74,10 +75,31 @@ class CrossOperator(abc.ABC):
     def _mvm(self, V: np.ndarray) -> np.ndarray:
         """K_{I,J} V for V of shape (cols, C, k)."""
 
+    def _rmvm(self, W: np.ndarray) -> np.ndarray:
+        """K_{I,J}^T W for W of shape (rows, C, k) -> (cols, C, k).
+
+        Generic default: the transpose of ``dense()``, i.e. cols*C unit-vector MVMs and an
+        (rows*C, cols*C) matrix in memory — slow; the package's cross blocks override it.
+        """
+        rows, cols, C = self.shape
+        k = W.shape[2]
+        return (self.dense().T @ W.reshape(rows * C, k)).reshape(cols, C, k)
+
     def mvm(self, V) -> np.ndarray:
         rows, cols, C = self.shape
         V3, flat = as_rhs(V, cols, C)
         out = self._mvm(V3)
+        return out[:, :, 0] if flat else out
+
+    def rmvm(self, W) -> np.ndarray:
+        """K_{I,J}^T W for W of shape (rows, C) or (rows, C, k); the result has cols rows.
+
+        The transpose is what maps test-point directions back to the training points, e.g. the
+        columns Q_j = K̃_{X,(j,.)} of the Laplace predictive (R&W 2006, eq. 3.44).
+        """
+        rows, cols, C = self.shape
+        W3, flat = as_rhs(W, rows, C, "W")
+        out = self._rmvm(np.ascontiguousarray(W3))
         return out[:, :, 0] if flat else out
 
     def dense(self) -> np.ndarray:
@@ -97,7 +119,8 @@ class Operator(abc.ABC):
     Must be defined: ``n_points``, ``n_classes``, ``_mvm``, ``params``, ``param_names``,
     ``with_params``, ``_restrict``, ``_cross``, ``_cross_test``.
     For speed (generic defaults exist): ``_diag``, ``_point_block_mvm``, ``_point_blocks``,
-    ``_grad_trace``, ``_dense``; optional structure: ``_kron_terms``.
+    ``_grad_trace``, ``_dense``; optional structure: ``_kron_terms``; optional capability (no
+    default, raises): ``_test_point_blocks`` (prior blocks at new points, for the predictive).
     """
 
     #: True when K is block-diagonal over classes (K_{ic,jc'} = 0 for c != c'); lets Newton-CG
@@ -198,6 +221,16 @@ class Operator(abc.ABC):
         """
         return central_differences(self.params, lambda t: np.sum(E * self.with_params(t)._mvm(F)), FD_STEP)
 
+    def _test_point_blocks(self, X_new) -> np.ndarray:
+        """The prior C x C blocks K_** of each new point, (m, C, C): optional capability.
+
+        There is no generic default (an operator over training points alone cannot know its
+        kernel at new inputs); the default raises.  Needed by the Laplace predictive.
+        """
+        raise InputError(f"{type(self).__name__} does not give prior covariance blocks at new points "
+                         f"(test_point_blocks), which the predictive distribution needs; define "
+                         f"{type(self).__name__}._test_point_blocks(X_new) -> (m, C, C)")
+
     def _dense(self) -> np.ndarray:
         """K as an (nC, nC) matrix; generic default from unit-vector MVMs."""
         n, C = self.n_points, self.n_classes
@@ -260,6 +293,19 @@ class Operator(abc.ABC):
     def cross_test(self, X_new) -> CrossOperator:
         """The block K_{*,.} between new points (rows) and all training points (columns)."""
         return self._cross_test(X_new)
+
+    def test_point_blocks(self, X_new) -> np.ndarray:
+        """Prior covariance K_** of the C latent values at each new point: shape (m, C, C).
+
+        Block j is what ``dense()`` would hold at point j if the operator were built on the
+        training inputs and X_new together (the same kernel, variances, intercept, mixing).
+        """
+        out = np.asarray(self._test_point_blocks(X_new), dtype=np.float64)
+        C = self.n_classes
+        if out.ndim != 3 or out.shape[1:] != (C, C):
+            raise InputError(f"{type(self).__name__}._test_point_blocks must return shape (m, {C}, {C}); "
+                             f"got {out.shape}")
+        return out
 
     def dense(self) -> np.ndarray:
         """K as an (nC, nC) matrix with flat index i*C + c. For exact solvers and tests only."""

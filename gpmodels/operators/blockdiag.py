@@ -282,11 +282,28 @@ class BlockDiagonal(Operator):
         return _BlockDiagonalCross([r.cross(I, J) for r in self._rep_list], self._layout.classes, self._class_v, (I.size, J.size, self._C))
 
     def _cross_test(self, X_new):
+        X_new = self._check_new(X_new)
+        reps = [r.cross_test(X_new) for r in self._rep_list]
+        return _BlockDiagonalCross(reps, self._layout.classes, self._class_v, (X_new.shape[0], self.n_points, self._C))
+
+    def _check_new(self, X_new):
         X_new = check_features("X_new", X_new)
         if X_new.shape[1] != self.X.shape[1]:
             raise InputError(f"X_new must have {self.X.shape[1]} features like the training inputs; got {X_new.shape[1]}")
-        reps = [r.cross_test(X_new) for r in self._rep_list]
-        return _BlockDiagonalCross(reps, self._layout.classes, self._class_v, (X_new.shape[0], self.n_points, self._C))
+        return X_new
+
+    def _test_point_blocks(self, X_new):
+        # K_** = diag(v_c M^(l_c)(x_*, x_*))_c: class-diagonal like K (a low-rank representation's
+        # diagonal correction makes its diagonal exact, so M(x_*, x_*) is the kernel's own)
+        X_new = self._check_new(X_new)
+        m, C = X_new.shape[0], self._C
+        d = np.empty((m, C))
+        for l, k in enumerate(self.kernels):
+            cls = np.flatnonzero(self.class_kernel == l)
+            d[:, cls] = k.diag(X_new)[:, None] * self._class_v[cls][None, :]
+        out = np.zeros((m, C, C))
+        out[:, np.arange(C), np.arange(C)] = d
+        return out
 
     def _dense(self):
         n, C = self.n_points, self._C
@@ -329,4 +346,16 @@ class _BlockDiagonalCross(CrossOperator):
             block = V[:, cls, :]
             m = block.shape[1]
             out[:, cls, :] = rep.mvm(block.reshape(cols, m * k)).reshape(rows, m, k) * self._class_v[cls][None, :, None]
+        return out
+
+    def _rmvm(self, W):
+        # K_{I,J}^T = diag(v_c M_{I,J}^T): one transposed product per distinct M
+        cols = self._shape[1]
+        rows, C, k = W.shape
+        out = np.empty((cols, C, k))
+        for rep, cls in zip(self._reps, self._classes):
+            block = np.ascontiguousarray(W[:, cls, :])
+            m = block.shape[1]
+            res = rep.rmvm(block.reshape(rows, m * k)).reshape(cols, m, k)
+            out[:, cls, :] = res * self._class_v[cls][None, :, None]
         return out

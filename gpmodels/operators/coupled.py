@@ -165,6 +165,11 @@ class Coupled(Operator):
     def _cross_test(self, X_new):
         return _CoupledCross(self.inner._cross_test(X_new), self.B)
 
+    def _test_point_blocks(self, X_new):
+        # K(B)_** = B K_** B^T per new point
+        inner = self.inner._test_point_blocks(X_new)  # shape: (m, p, p)
+        return np.matmul(np.matmul(self.B, inner), self.B.T)
+
     def _dense(self):
         n, C, p = self.n_points, self.n_classes, self.n_factors
         inner = self.inner._dense().reshape(n, p, n, p)
@@ -201,3 +206,7 @@ class _CoupledCross(CrossOperator):
 
     def _mvm(self, V):
         return np.matmul(self.B, self.inner._mvm(np.ascontiguousarray(np.matmul(self.B.T, V))))
+
+    def _rmvm(self, W):
+        # ((B ⊗ I) K_{I,J} (B^T ⊗ I))^T = (B ⊗ I) K_{I,J}^T (B^T ⊗ I)
+        return np.matmul(self.B, self.inner._rmvm(np.ascontiguousarray(np.matmul(self.B.T, W))))

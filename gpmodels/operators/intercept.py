@@ -95,6 +95,13 @@ class Intercept(Operator):
     def _cross_test(self, X_new):
         return _InterceptCross(self.inner._cross_test(X_new), self.sigma2)
 
+    def _test_point_blocks(self, X_new):
+        # K̃_** = K_** + σ² I_C: the intercept b_c ~ N(0, σ²) is independent across classes
+        out = self.inner._test_point_blocks(X_new).copy()
+        C = self.n_classes
+        out[:, np.arange(C), np.arange(C)] += self.sigma2
+        return out
+
     def _dense(self):
         n, C = self.n_points, self.n_classes
         ones = np.kron(np.ones((n, n)), np.eye(C))
@@ -118,4 +125,10 @@ class _InterceptCross(CrossOperator):
     def _mvm(self, V):
         out = self.inner._mvm(V)
         out += self.sigma2 * V.sum(axis=0, keepdims=True)
+        return out
+
+    def _rmvm(self, W):
+        # (K + σ² 1 1^T ⊗ I_C)^T W = K^T W + σ² (column sums of W) on every column point
+        out = self.inner._rmvm(W)
+        out += self.sigma2 * W.sum(axis=0, keepdims=True)
         return out

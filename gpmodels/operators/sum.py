@@ -143,6 +143,9 @@ class Sum(Operator):
     def _cross_test(self, X_new):
         return _SumCross([op._cross_test(X_new) for op in self.ops], self.theta)
 
+    def _test_point_blocks(self, X_new):
+        return sum(t * op._test_point_blocks(X_new) for t, op in zip(self.theta, self.ops))
+
     def _dense(self):
         return sum(t * op._dense() for t, op in zip(self.theta, self.ops))
 
@@ -165,4 +168,10 @@ class _SumCross(CrossOperator):
         out = self.theta[0] * self.parts[0]._mvm(V)
         for t, p in zip(self.theta[1:], self.parts[1:]):
             out += t * p._mvm(V)
+        return out
+
+    def _rmvm(self, W):
+        out = self.theta[0] * self.parts[0]._rmvm(W)
+        for t, p in zip(self.theta[1:], self.parts[1:]):
+            out += t * p._rmvm(W)
         return out
