@@ -73,7 +73,8 @@ class ANOVAPrior:
     tree: ClassTree = attrs.field(validator=instance_of(ClassTree))
     kernel: Kernel = attrs.field(validator=instance_of(Kernel))
     sharing: str = attrs.field(default="level", validator=one_of(TREE_SHARING))
-    variance: float | Sequence[float] = attrs.field(default=1.0, validator=any_of(positive_number(), sequence_of(positive_number())))
+    variance: float | Sequence[float] = attrs.field(default=1.0,  # one for all, or one per variance group
+                                                    validator=any_of(positive_number(), sequence_of(positive_number())))
     sigma2: float = attrs.field(default=0.0, validator=nonnegative_number())
     kernel_sharing: str | None = attrs.field(default=None, validator=optional(one_of(TREE_SHARING)))  # None: sharing
     representation: RepresentationConfig = attrs.field(factory=RepresentationConfig,

@@ -106,7 +106,8 @@ class CoupledPrior:
                                        validator=optional(array_of(number(), ndim=2)))  # shape (C, p)
     tree: ClassTree | None = attrs.field(default=None, validator=optional(instance_of(ClassTree)))
     sharing: str = attrs.field(default="tied", validator=one_of(SHARING_MODES))
-    variance: float | Sequence[float] = attrs.field(default=1.0, validator=any_of(positive_number(), sequence_of(positive_number())))
+    variance: float | Sequence[float] = attrs.field(default=1.0,  # one for all, or one per variance group
+                                                    validator=any_of(positive_number(), sequence_of(positive_number())))
     sigma2: float = attrs.field(default=0.0, validator=nonnegative_number())
     representation: RepresentationConfig = attrs.field(factory=RepresentationConfig,
                                                        validator=instance_of(RepresentationConfig))

@@ -39,7 +39,8 @@ class IndependentGP:
 
     kernel: Kernel = attrs.field(validator=instance_of(Kernel))
     sharing: str | None = attrs.field(default="separate", validator=optional(one_of(SHARING_MODES)))
-    variance: float | Sequence[float] = attrs.field(default=1.0, validator=any_of(positive_number(), sequence_of(positive_number())))
+    variance: float | Sequence[float] = attrs.field(default=1.0,  # one for all, or one per variance group
+                                                    validator=any_of(positive_number(), sequence_of(positive_number())))
     sigma2: float = attrs.field(default=0.0, validator=nonnegative_number())
     kernel_groups: Sequence[Sequence[int]] | None = attrs.field(default=None, validator=optional(_GROUPS))
     variance_groups: Sequence[Sequence[int]] | None = attrs.field(default=None, validator=optional(_GROUPS))
