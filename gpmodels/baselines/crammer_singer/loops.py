@@ -1,6 +1,6 @@
 """The two engines of the Crammer–Singer inner loop (Crammer & Singer 2001, Fig. 4 with Fig. 3 and Sec. 7).
 
-Both run the same algorithm on the same state, which the driver (:mod:`.crammer_singer`) owns and
+Both run the same algorithm on the same state, which the driver (:mod:`.solver`) owns and
 which they update in place (:class:`LoopState`, *position* order: the active set A occupies
 positions 0..nA−1; ``perm``: position → example, ``pos``: example → position):
 

@@ -27,7 +27,7 @@ Sec. 7's improvements, each switchable (:class:`CSOptions`):
 - ``sparse``: CSR inputs for the kernel rows (``auto`` when at least 20 % of the entries are zero,
   the paper's observation).
 
-Engines (``engine``, :mod:`.cs_loops`): the loop of Fig. 4 runs in compiled code (``compiled``, the C
+Engines (``engine``, :mod:`.loops`): the loop of Fig. 4 runs in compiled code (``compiled``, the C
 extension ``_cs_core`` built at install when a C compiler is present) or in numpy (``numpy``, the
 fallback); ``auto`` takes the compiled one when it was built.  Both run the same steps on the same
 state in the same floating-point order and return the same τ; the switches above act on both.
