@@ -159,11 +159,11 @@ def best_single_paths(g: np.ndarray, tree: ClassTree) -> np.ndarray:
 
     score(c) = base + Σ_{j on path(c)} δ_j with base the all-negative labeling and
     δ_j = [g_j(+,+) − g_j(+,−)] + Σ_{c' child of j} [g_c'(+,−) − g_c'(−,−)], summed along the
-    paths by Φ_L (``tree.mix``).  # shape: g (n, P, 4)
+    paths by Φ_L (``tree.phi``).  # shape: g (n, P, 4)
     """
     hp = tree.parent >= 0
     delta = g[:, :, 3] - g[:, :, 2]
     gain = g[:, :, 2] - g[:, :, 0]                      # child-edge change when its parent turns positive
     if hp.any():
         np.add.at(delta.T, tree.parent[hp], gain[:, hp].T)
-    return np.argmax(tree.mix(delta), axis=1)
+    return np.argmax(tree.phi(delta), axis=1)
