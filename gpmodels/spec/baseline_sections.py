@@ -8,7 +8,7 @@ from gpmodels.baselines.crammer_singer.solver import COOLINGS, ENGINES, REDUCED_
 from gpmodels.baselines.hm3.solver import DIRECTIONS, WORKING_SETS
 from gpmodels.baselines.hm3.inference import TRAIN_LOSSES
 from gpmodels.errors import SpecError
-from gpmodels.scoring.multilabel import SCALINGS
+from gpmodels.scoring.multilabel import NODE_WEIGHTINGS
 from gpmodels.spec.schema import Node, option
 
 __all__ = ["CrammerSingerSpec", "HM3Spec", "HM3_COMPARE"]
@@ -49,7 +49,7 @@ class HM3Spec(Node):
 
     C: float = option(1.0, kind="float", exclusive_minimum=0.0, doc="box constraint C of (8)")
     loss: str = option("delta", kind="str", choices=TRAIN_LOSSES, doc="training loss: ℓ_Δ or ℓ_H̃ (split over edges)")
-    scaling: str = option("uniform", kind="str", choices=SCALINGS, doc="node weights c_j of the loss")
+    scaling: str = option("uniform", kind="str", choices=NODE_WEIGHTINGS, doc="node weights c_j of the loss")
     working_set: str = option("gap_sampling", kind="str", choices=WORKING_SETS,
                               doc="KKT + duality-gap sampling (Sec. 3.2) or cyclic sweeps")
     chunk_size: int = option(200, kind="int", minimum=1, doc="examples drawn per working set")

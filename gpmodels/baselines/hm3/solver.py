@@ -45,7 +45,7 @@ import scipy.sparse as sp
 from gpmodels.errors import InputError
 from gpmodels.hierarchy import ClassTree
 from gpmodels.kernels.base import Kernel
-from gpmodels.scoring.multilabel import SCALINGS, check_multilabels
+from gpmodels.scoring.multilabel import NODE_WEIGHTINGS, check_multilabels
 from gpmodels.validation import check_features, one_of, positive_number
 from gpmodels.baselines.hm3.inference import (TRAIN_LOSSES, best_labelings, best_single_paths, edge_losses, edge_onehot,
                                               parent_bits)
@@ -67,7 +67,7 @@ class HM3Options:
 
     C: float = attrs.field(default=1.0, validator=_POSITIVE)
     loss: str = attrs.field(default="delta", validator=one_of(TRAIN_LOSSES))
-    scaling: str = attrs.field(default="uniform", validator=one_of(SCALINGS))
+    scaling: str = attrs.field(default="uniform", validator=one_of(NODE_WEIGHTINGS))
     working_set: str = attrs.field(default="gap_sampling", validator=one_of(WORKING_SETS))
     chunk_size: int = attrs.field(default=200, validator=_POSITIVE)
     iteration_limit: int = attrs.field(default=10, validator=_POSITIVE)
