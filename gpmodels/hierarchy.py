@@ -193,8 +193,9 @@ class ClassTree:
         stack, out = [p], []
         while stack:
             q = stack.pop()
-            if self._leaf_of_node[q] >= 0:
-                out.append(self._leaf_of_node[q])
+            c = self.class_of_node(q)
+            if c >= 0:
+                out.append(c)
             stack.extend(self.children[q])
         return np.sort(np.array(out, dtype=np.intp))
 

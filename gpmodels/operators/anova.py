@@ -206,10 +206,6 @@ class ANOVA(Operator):
             return sum(self.inner.class_block(p) for p in path)
         return super().class_block(c)
 
-    def node_variances(self) -> np.ndarray | None:
-        """v_p per node when the inner operator is a BlockDiagonal (else None)."""
-        return getattr(self.inner, "class_variances", None)
-
     def __repr__(self) -> str:
         return f"ANOVA({self.inner!r}, {self.tree!r})"
 

@@ -38,10 +38,7 @@ def edge_onehot(Y: np.ndarray, tree: ClassTree) -> np.ndarray:
     """One-hot edge labelings of multilabels Y (n, P) bool -> (n, P, 4) float."""
     Y = np.asarray(Y, dtype=bool)
     n, P = Y.shape
-    par = np.ones((n, P), dtype=np.intp)
-    hp = tree.parent >= 0
-    par[:, hp] = Y[:, tree.parent[hp]]
-    u = 2 * par + Y
+    u = 2 * parent_bits(Y, tree).astype(np.intp) + Y
     out = np.zeros((n, P, 4))
     np.put_along_axis(out, u[:, :, None], 1.0, axis=2)
     return out
