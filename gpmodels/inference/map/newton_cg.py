@@ -93,7 +93,7 @@ class NewtonOptions:
     max_stall_restarts: int = attrs.field(default=2, validator=_nonneg)
     armijo: float = attrs.field(default=1e-4, validator=_nonneg)
     line_search_evals: int = attrs.field(default=30, validator=_positive_int)
-    preconditioner: str = attrs.field(default="diagonal", validator=_precond)  # see inference/preconditioners.py
+    preconditioner: str = attrs.field(default="diagonal", validator=_precond)  # see inference/map/preconditioners.py
     precond_rank: int = attrs.field(default=8, validator=_positive_int)  # lowrank: eigenpairs of the kernel
     precond_seed: int = attrs.field(default=0, validator=_nonneg)  # lowrank: seed of the randomized eigensolver
     cg_forcing_norm: str = attrs.field(default="auto", validator=_forcing_norm)  # residual | alpha | auto
