@@ -5,9 +5,10 @@ Minimises Φ(α) = (1/2) α^T K̃ α + Φ_lh(u), u = K̃ α, touching the prior 
 1. project α onto ran W (``likelihood.project_alpha``) and set u = K̃ α (:func:`project_start`);
 2. per Newton iteration: g = ∇_u Φ_lh, the factor V of W, g̃; solve
    (I + V^T K̃ V) β = V^T u - g̃   (eq. 5, :func:`newton_system`)
-   by preconditioned CG (:func:`newton_direction`), warm-started at β = D^{-1/2} α (the current α, "alpha" mode) or at the
-   last β ("beta" mode); α' = V β (+ the App. B fixed part).  Preconditioner (``preconditioner``,
-   see :mod:`gpmodels.inference.map.preconditioners`): ``diagonal`` is diag(I + V^T K̃ V) of App. B;
+   by preconditioned CG (:func:`newton_direction`), warm-started at β = D^{-1/2} α (the current α,
+   "alpha" mode) or at the last β ("beta" mode); α' = V β (+ the App. B fixed part).  Preconditioner
+   (``preconditioner``, see :mod:`gpmodels.inference.map.preconditioners`): ``diagonal`` is
+   diag(I + V^T K̃ V) of App. B;
    ``block`` the per-point C x C blocks; ``lowrank`` / ``lowrank_block`` deflate the leading kernel
    eigen-directions through the Kronecker form of K̃, with the diagonal / the per-point blocks for
    the rest (the preconditioning that Sec. 3 and 5.1.1 leave to future work);
@@ -223,10 +224,10 @@ def newton_step_with_restarts(likelihood: Likelihood, Y, alpha, u, phi: float, h
                               opts: NewtonOptions, *, inv_diag, precondition, alpha_norm: bool):
     """One Newton iteration of Alg. 1 (steps 2-3) with stall handling (Sec. 6.3, footnote 17).
 
-    The direction by CG on ``system`` β = ``rhs`` (:func:`newton_system`) from x0 and the line search; when the step stalls (:func:`is_stall`) CG is restarted
-    from its last β, without the forcing term, for another k2 steps, at most ``max_stall_restarts``
-    times, and not when CG had already converged to ``cg_tol`` (the stall is round-off at the
-    optimum).  Returns (line search result, s, s̃) of the best successful attempt (else the last
+    The direction by CG on ``system`` β = ``rhs`` (:func:`newton_system`) from x0 and the line
+    search; when the step stalls (:func:`is_stall`) CG is restarted from its last β, without the
+    forcing term, for another k2 steps, at most ``max_stall_restarts`` times, and not when CG had
+    already converged to ``cg_tol`` (the stall is round-off at the optimum).  Returns (line search result, s, s̃) of the best successful attempt (else the last
     one), the last β, the CG steps of all attempts and the number of stalls.
     """
     total_cg, stalls, forcing = 0, 0, opts.cg_forcing
