@@ -139,7 +139,7 @@ def edge_gradients(L: np.ndarray, H: np.ndarray, y_index: np.ndarray) -> np.ndar
 
 def best_vertex(g: np.ndarray, tree: ClassTree, C: float) -> np.ndarray:
     """The vertex μ* = C·vertex(argmax_y g·μ(y)) of the marginal polytope of one example (Rousu 2006,
-    Alg. 2 line 3, by the DP of Sec. 3.4), or μ* = 0 when that maximum is ≤ 0.  # shape: g (P, 4)"""
+    Alg. 2 line 4, by the DP of Sec. 3.4), or μ* = 0 when that maximum is ≤ 0.  # shape: g (P, 4)"""
     P = tree.n_nodes
     lab, val = best_labelings(g[None], tree)
     star = np.zeros((P, 4))
