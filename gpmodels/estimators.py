@@ -19,7 +19,6 @@ import os
 import warnings
 
 import numpy as np
-import scipy.sparse as sp
 
 from gpmodels.baselines.crammer_singer.solver import CSOptions, fit_crammer_singer
 from gpmodels.baselines.hm3.solver import HM3Options, fit_hm3

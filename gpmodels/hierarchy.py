@@ -9,8 +9,8 @@ Numbering follows the paper: the non-root nodes are numbered breadth first, p = 
 instance a data set's ``classes.txt``) or else in breadth-first order.  Leaves may sit at any depth.
 
 The mixing matrix Φ (P x P, u = Φ ŭ: u_p is the sum of ŭ over the path root -> p) and its leaf rows
-Φ_L (C x P) are never stored: :meth:`ClassTree.mix` applies Φ_L by walking down the tree level by
-level and :meth:`ClassTree.mix_t` applies Φ_L^T by accumulating up the levels, each in O(P) per
+Φ_L (C x P) are never stored: :meth:`ClassTree.phi` applies Φ_L by walking down the tree level by
+level and :meth:`ClassTree.phi_t` applies Φ_L^T by accumulating up the levels, each in O(P) per
 point and vectorised over points (Sec. 3, 5.3).  Arrays carry nodes or classes on axis 1:
 (n, P[, k]) <-> (n, C[, k]).
 
@@ -205,8 +205,9 @@ class ClassTree:
         stack, out = [p], []
         while stack:
             q = stack.pop()
-            if self._leaf_of_node[q] >= 0:
-                out.append(self._leaf_of_node[q])
+            c = self.class_of_node(q)
+            if c >= 0:
+                out.append(c)
             stack.extend(self.children[q])
         return np.sort(np.array(out, dtype=np.intp))
 
@@ -218,26 +219,32 @@ class ClassTree:
         return M
 
     # ------------------------------------------------------------------ Φ_L and Φ_L^T
-    def mix(self, U_nodes: np.ndarray) -> np.ndarray:
-        """Φ_L applied along axis 1: (n, P[, k]) -> (n, C[, k]); u_c = Σ_{p on path(c)} ŭ_p."""
+    def phi(self, U_nodes: np.ndarray) -> np.ndarray:
+        """Φ_L applied along axis 1: (n, P[, k]) -> (n, C[, k]); u_c = Σ_{p on path(c)} ŭ_p, by adding
+        parents down the levels (Seeger 2008, Sec. 3: u = (Φ_L ⊗ I) ŭ)."""
         U_nodes = np.asarray(U_nodes)
         if U_nodes.shape[1] != self.n_nodes:
-            raise HierarchyError(f"mix expects {self.n_nodes} nodes on axis 1; got shape {U_nodes.shape}")
+            raise HierarchyError(f"phi expects {self.n_nodes} nodes on axis 1; got shape {U_nodes.shape}")
         acc = U_nodes.copy()
         for nodes_d, par, _, _ in self._levels[1:]:
             acc[:, nodes_d] += acc[:, par]
         return acc[:, self.leaves]
 
-    def mix_t(self, E: np.ndarray) -> np.ndarray:
-        """Φ_L^T applied along axis 1: (n, C[, k]) -> (n, P[, k]); ẽ_p = Σ_{leaves c below p} e_c."""
+    def phi_t(self, E: np.ndarray) -> np.ndarray:
+        """Φ_L^T applied along axis 1: (n, C[, k]) -> (n, P[, k]); ẽ_p = Σ_{leaves c below p} e_c, by
+        accumulating the leaves up the levels."""
         E = np.asarray(E)
         if E.shape[1] != self.n_classes:
-            raise HierarchyError(f"mix_t expects {self.n_classes} classes on axis 1; got shape {E.shape}")
+            raise HierarchyError(f"phi_t expects {self.n_classes} classes on axis 1; got shape {E.shape}")
         acc = np.zeros((E.shape[0], self.n_nodes) + E.shape[2:], dtype=np.result_type(E, float))
         acc[:, self.leaves] = E
         for nodes_d, par, starts, uniq in reversed(self._levels[1:]):
             acc[:, uniq] += np.add.reduceat(acc[:, nodes_d], starts, axis=1)
         return acc
+
+    # the names before issue 11; kept so that code written against them (other branches) still runs
+    mix = phi
+    mix_t = phi_t
 
     # ------------------------------------------------------------------ paths and scores
     def lca(self, p: int, q: int) -> int:
@@ -269,7 +276,7 @@ class ClassTree:
         computed by the tree walks as Φ_L (Φ_L^T I) without forming Φ_L.
         """
         C = self.n_classes
-        return np.rint(self.mix(self.mix_t(np.eye(C)))).astype(np.intp)
+        return np.rint(self.phi(self.phi_t(np.eye(C)))).astype(np.intp)
 
     def taxo_matrix(self) -> np.ndarray:
         """(C, C) taxo-loss Δ(c, c'): half the length of the shortest path between the leaves

@@ -12,14 +12,15 @@ SHARED_NEWS20 = "../shared/data/news20/hierarchy.tsv"
 
 
 @given(random_trees(), st.integers(0, 2**31 - 1), st.integers(1, 3))
-def test_mix_and_mix_t_against_the_explicit_matrix(edges, seed, k):
+def test_phi_and_phi_t_against_the_explicit_matrix(edges, seed, k):
     t = ClassTree(edges)
     r = np.random.default_rng(seed)
     Phi = t.phi_leaf_matrix()
     U = r.normal(size=(4, t.n_nodes, k))
-    np.testing.assert_allclose(t.mix(U), np.einsum("cp,npk->nck", Phi, U), atol=1e-12)
+    np.testing.assert_allclose(t.phi(U), np.einsum("cp,npk->nck", Phi, U), atol=1e-12)
     E = r.normal(size=(4, t.n_classes))
-    np.testing.assert_allclose(t.mix_t(E), E @ Phi, atol=1e-12)
+    np.testing.assert_allclose(t.phi_t(E), E @ Phi, atol=1e-12)
+    assert ClassTree.mix is ClassTree.phi and ClassTree.mix_t is ClassTree.phi_t   # the old names still work
     # explicit Φ_L built from paths independently: leaf row has ones on all ancestors and itself
     for c, p in enumerate(t.leaves):
         anc, q = set(), int(p)

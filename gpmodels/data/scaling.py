@@ -17,9 +17,11 @@ import scipy.sparse as sp
 from gpmodels.errors import InputError
 from gpmodels.kernels.base import sq_norms
 
-__all__ = ["SCALINGS", "FeatureScaler", "scale_features", "auto_rbf_w"]
+__all__ = ["FEATURE_SCALINGS", "FeatureScaler", "scale_features", "auto_rbf_w"]
 
-SCALINGS = ("none", "standardize", "unit_norm")
+#: the choices of the feature scaling (module docstring)
+FEATURE_SCALINGS = ("none", "standardize", "unit_norm")
+SCALINGS = FEATURE_SCALINGS  # the name before issue 11 (it also named the node weightings); for other branches
 
 
 def _unit_rows(X):
@@ -49,8 +51,8 @@ class FeatureScaler:
 
     @classmethod
     def fit(cls, kind: str, X_train) -> "FeatureScaler":
-        if kind not in SCALINGS:
-            raise InputError(f"scaling must be one of {SCALINGS}; got {kind!r}")
+        if kind not in FEATURE_SCALINGS:
+            raise InputError(f"scaling must be one of {FEATURE_SCALINGS}; got {kind!r}")
         if kind != "standardize":
             return cls(kind)
         std = np.sqrt(np.maximum(_column_var(X_train), 0.0))

@@ -17,7 +17,7 @@ function, the setting of binary classification and regression here):
   ``_dpsi``  derivatives by the likelihood's own log-space hyperparameters ψ: a triple of arrays
              (p, n, C) of ∂_ψ(-log P), ∂_ψ ∂_u(-log P), ∂_ψ ∂²_u(-log P) (Laplace MLM gradients).
 
-Super-Gaussian representation (Nickisch & Seeger 2011, Sec. 2.3; used by VB, ``inference/vb.py``):
+Super-Gaussian representation (Nickisch & Seeger 2011, Sec. 2.3; used by VB, ``inference/marginal/vb.py``):
 every likelihood here is written as -2 log P(y | u) = G(s²) + ℓ_lin(u) with G concave and
 increasing in x = s² >= 0 and
 

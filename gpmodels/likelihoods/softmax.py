@@ -72,9 +72,6 @@ class Softmax(Likelihood):
         """Project onto ran W = {α : Σ_c α_ic = 0 for every i} (Alg. 1, first line)."""
         return alpha - alpha.mean(axis=1, keepdims=True)
 
-    def log_predictive(self, U) -> np.ndarray:
-        return log_softmax(np.asarray(U, dtype=np.float64))
-
 
 class SoftmaxFactor(HessianFactor):
     """V = A D^{1/2} at one point, with the App. B sets I (fixed) and I0 (zero warm start)."""

@@ -3,8 +3,7 @@
 Solves A x = b for symmetric positive definite A given as a function x -> A x, with an optional
 preconditioner: a diagonal one (an array of the inverse diagonal) or any symmetric positive
 definite r -> M^{-1} r (``precondition``; e.g. the per-point block-Jacobi of Newton–CG).  Used
-for the Newton systems (5) of Seeger 2008 (Alg. 1) and, later, the CV accumulation systems
-(Sec. 5.2).
+for the Newton systems (5) of Seeger 2008 (Alg. 1) and the CV accumulation systems (Sec. 5.2).
 """
 
 from __future__ import annotations

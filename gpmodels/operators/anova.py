@@ -9,7 +9,7 @@ block-diagonal over the P nodes (any operator with P "classes", typically a
     K = (Φ_L ⊗ I) K̆ (Φ_L^T ⊗ I)                                   (Seeger 2008, eq. 2)
 
 Φ_L (C x P, the leaf rows of Φ) is never stored: Φ_L^T and Φ_L are applied by the tree walks of
-:class:`~gpmodels.hierarchy.ClassTree` (``mix_t``: accumulate leaves up the levels; ``mix``: add
+:class:`~gpmodels.hierarchy.ClassTree` (``phi_t``: accumulate leaves up the levels; ``phi``: add
 parents down the levels), O(P) per point and right-hand side, vectorised over points.  In our
 (n, C) layout a latent vector's row i holds all classes of point i, so (Φ_L^T ⊗ I) acts on axis 1.
 
@@ -24,7 +24,7 @@ parents down the levels), O(P) per point and right-hand side, vectorised over po
   walks (numpy's stacked matmul runs in one thread: a multithreaded BLAS call of this size costs
   more in thread wake-up and spinning than it computes, measurably so on a loaded machine).
 - diag (Sec. 5.3): K_ic,ic = Σ_{p on path(L(c))} K̆_ip,ip when K̆ is block-diagonal, i.e. the
-  recursion d_child = d_parent + K̆^(child)_i down the tree = ``mix`` of diag K̆.
+  recursion d_child = d_parent + K̆^(child)_i down the tree = ``phi`` of diag K̆.
 - Per-point blocks (App. B): K_i = Φ_L K̆_i Φ_L^T, so K_i p_i = Φ_L (K̆_i (Φ_L^T p_i)); for a
   block-diagonal K̆ this is Φ_L (diag K̆_i ∘ Φ_L^T p_i), O(P) per point.
 - Gradient (Sec. 5.3): Φ does not depend on hyperparameters, so
@@ -86,7 +86,7 @@ class ANOVA(Operator):
                 weights[nodes] = v[nodes]
                 S = None
                 if nodes.size >= C and C <= DENSE_CLASS_MIX_MAX_C:  # S_r = Φ_L D_r Φ_L^T by two tree walks
-                    S = tree.mix(tree.mix(np.diag(weights)).T)
+                    S = tree.phi(tree.phi(np.diag(weights)).T)
                 plan.append((rep, nodes, weights, nodes.size >= C, S))
             self._merged = plan
             self._needs_walk = any(S is None for *_, S in plan)
@@ -109,19 +109,19 @@ class ANOVA(Operator):
     def _mvm(self, V):
         if self._merged is None:
             # shape: V (n, C, k) -> (n, P, k) -> (n, P, k) -> (n, C, k)
-            return self.tree.mix(self.inner._mvm(self.tree.mix_t(V)))
+            return self.tree.phi(self.inner._mvm(self.tree.phi_t(V)))
         return self._merged_mvm(V)
 
     def _merged_mvm(self, V):
         """Σ_r M_r (V S_r) for class-space groups, Φ_L (D_r M_r (Φ_L^T V)_{G_r}) for the others."""
         n, C, k = V.shape
-        Vt = self.tree.mix_t(V) if self._needs_walk else None  # shape: (n, P, k)
+        Vt = self.tree.phi_t(V) if self._needs_walk else None  # shape: (n, P, k)
         out = None
         node_part = None
         for rep, nodes, weights, class_space, S in self._merged:
             if class_space:  # GEMM on C k columns: M_r (Φ_L D_r Φ_L^T V)
                 if S is None:
-                    W = self.tree.mix(Vt * weights[None, :, None])
+                    W = self.tree.phi(Vt * weights[None, :, None])
                 else:  # (V S)_i = S v_i per point: a stacked matmul (one thread); a single BLAS call
                     W = np.matmul(S, V)  # of this size paid more in thread wake-up and spinning
                 res = rep.mvm(np.ascontiguousarray(W).reshape(n, C * k)).reshape(n, C, k)
@@ -135,13 +135,13 @@ class ANOVA(Operator):
                 res = rep.mvm(np.ascontiguousarray(Vt[:, nodes, :]).reshape(n, nodes.size * k))
                 node_part[:, nodes, :] = res.reshape(n, nodes.size, k) * weights[nodes][None, :, None]
         if node_part is not None:
-            mixed = self.tree.mix(node_part)
+            mixed = self.tree.phi(node_part)
             out = mixed if out is None else out + mixed
         return out
 
     def _diag(self):
         if self.inner.is_class_diagonal:
-            return self.tree.mix(self.inner._diag())  # Seeger 2008, Sec. 5.3 recursion
+            return self.tree.phi(self.inner._diag())  # Seeger 2008, Sec. 5.3 recursion
         return self._diag_from_blocks()
 
     def _diag_from_blocks(self):
@@ -149,14 +149,14 @@ class ANOVA(Operator):
 
     def _point_block_mvm(self, P):
         # K_i p_i = Φ_L K̆_i Φ_L^T p_i (App. B); shape: P (n, C)
-        return self.tree.mix(self.inner._point_block_mvm(self.tree.mix_t(P)))
+        return self.tree.phi(self.inner._point_block_mvm(self.tree.phi_t(P)))
 
     def _kron_terms(self):
         # (Φ_L ⊗ I)(M ⊗ S̆)(Φ_L^T ⊗ I) = M ⊗ Φ_L S̆ Φ_L^T, S̆ mixed on both sides by tree walks
         inner = self.inner._kron_terms()
         if inner is None:
             return None
-        return [t.with_S(self.tree.mix(self.tree.mix(t.S).T)) for t in inner]
+        return [t.with_S(self.tree.phi(self.tree.phi(t.S).T)) for t in inner]
 
     @property
     def params(self) -> np.ndarray:
@@ -175,8 +175,8 @@ class ANOVA(Operator):
 
     def _grad_trace(self, E, F):
         # Seeger 2008, Sec. 5.3: tr Ẽ^T (dK̆) F̃ with Ẽ = (Φ_L^T ⊗ I) E, F̃ = (Φ_L^T ⊗ I) F
-        Et = np.ascontiguousarray(self.tree.mix_t(E))
-        Ft = np.ascontiguousarray(self.tree.mix_t(F))
+        Et = np.ascontiguousarray(self.tree.phi_t(E))
+        Ft = np.ascontiguousarray(self.tree.phi_t(F))
         return self.inner._grad_trace(Et, Ft)
 
     def _restrict(self, J):
@@ -191,16 +191,16 @@ class ANOVA(Operator):
     def _test_point_blocks(self, X_new):
         # K_** = Φ_L K̆_** Φ_L^T per new point: two tree walks over the (m, P, P) node blocks
         inner = self.inner._test_point_blocks(X_new)  # shape: (m, P, P)
-        left = self.tree.mix(inner)  # shape: (m, C, P)
-        return np.ascontiguousarray(np.swapaxes(self.tree.mix(np.swapaxes(left, 1, 2)), 1, 2))
+        left = self.tree.phi(inner)  # shape: (m, C, P)
+        return np.ascontiguousarray(np.swapaxes(self.tree.phi(np.swapaxes(left, 1, 2)), 1, 2))
 
     def _dense(self):
         n, C, P = self.n_points, self.n_classes, self.n_nodes
         inner = self.inner._dense().reshape(n, P, n, P)
         # K[i c, j d] = Σ_{p, q} Φ_L[c, p] K̆[i p, j q] Φ_L[d, q], by two tree walks
-        left = self.tree.mix(inner.reshape(n, P, n * P))  # (n, C, n P)
+        left = self.tree.phi(inner.reshape(n, P, n * P))  # (n, C, n P)
         left = left.reshape(n, C, n, P).transpose(2, 3, 0, 1).reshape(n, P, n * C)
-        out = self.tree.mix(left).reshape(n, C, n, C).transpose(2, 3, 0, 1)
+        out = self.tree.phi(left).reshape(n, C, n, C).transpose(2, 3, 0, 1)
         return np.ascontiguousarray(out).reshape(n * C, n * C)
 
     def class_block(self, c: int) -> np.ndarray:
@@ -211,10 +211,6 @@ class ANOVA(Operator):
         if self.inner.is_class_diagonal:
             return sum(self.inner.class_block(p) for p in path)
         return super().class_block(c)
-
-    def node_variances(self) -> np.ndarray | None:
-        """v_p per node when the inner operator is a BlockDiagonal (else None)."""
-        return getattr(self.inner, "class_variances", None)
 
     def __repr__(self) -> str:
         return f"ANOVA({self.inner!r}, {self.tree!r})"
@@ -233,8 +229,8 @@ class _MixedCross(CrossOperator):
         return self._shape
 
     def _mvm(self, V):
-        return self.tree.mix(self.inner._mvm(self.tree.mix_t(V)))
+        return self.tree.phi(self.inner._mvm(self.tree.phi_t(V)))
 
     def _rmvm(self, W):
-        # ((Φ_L ⊗ I) K̆_{I,J} (Φ_L^T ⊗ I))^T = (Φ_L ⊗ I) K̆_{I,J}^T (Φ_L^T ⊗ I)
-        return self.tree.mix(self.inner._rmvm(np.ascontiguousarray(self.tree.mix_t(W))))
+        # ((Φ_L ⊗ I) K̆_{I,J} (Φ_Lᵀ ⊗ I))ᵀ = (Φ_L ⊗ I) K̆_{I,J}ᵀ (Φ_Lᵀ ⊗ I)
+        return self.tree.phi(self.inner._rmvm(np.ascontiguousarray(self.tree.phi_t(W))))

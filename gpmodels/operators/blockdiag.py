@@ -320,11 +320,6 @@ class BlockDiagonal(Operator):
         rep = self._rep_list[self._rep_of_group[self.class_kernel[c]]]
         return self._class_v[c] * rep.dense()
 
-    @property
-    def memory_bytes(self) -> int:
-        """Bytes held by the kernel representations."""
-        return sum(r.nbytes for r in self._rep_list)
-
     def __repr__(self) -> str:
         return (f"BlockDiagonal(n={self.n_points}, C={self._C}, kernels={len(self.kernels)}, "
                 f"distinct={len(self._rep_list)}, variances={self.variances.size})")

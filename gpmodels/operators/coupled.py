@@ -136,13 +136,6 @@ class Coupled(Operator):
         inner = self.inner.with_params(theta[:m]) if m else self.inner
         return Coupled(inner, B, self.learn, self.class_names)
 
-    def with_B(self, B) -> "Coupled":
-        """The same operator with another matrix B of the same shape."""
-        B = _check_B(B)
-        if B.shape != self.B.shape:
-            raise InputError(f"B must keep the shape {self.B.shape}; got {B.shape}")
-        return Coupled(self.inner, B, self.learn, self.class_names)
-
     def _grad_trace(self, E, F):
         n, C, q = E.shape
         Et = np.ascontiguousarray(self._to_factors(E))  # shape: (n, p, q)

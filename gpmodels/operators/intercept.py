@@ -52,7 +52,7 @@ class Intercept(Operator):
         inner = self.inner._kron_terms()
         if inner is None:
             return None
-        n, C = self.n_points, self.n_classes
+        C = self.n_classes
 
         def ones(B):  # (1 1^T) B
             return np.broadcast_to(B.sum(axis=0, keepdims=True), B.shape).copy()

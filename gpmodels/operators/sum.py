@@ -84,10 +84,6 @@ class Sum(Operator):
             out += t * op._mvm(V)
         return out
 
-    def component_mvms(self, V) -> np.ndarray:
-        """(K_m V)_m for V of shape (n, C) or (n, C, k): shape (M,) + V.shape (unweighted)."""
-        return np.stack([op.mvm(V) for op in self.ops])
-
     def _diag(self):
         return sum(t * op._diag() for t, op in zip(self.theta, self.ops))
 

@@ -24,10 +24,12 @@ import numpy as np
 from gpmodels.errors import HierarchyError, InputError
 from gpmodels.hierarchy import ClassTree
 
-__all__ = ["SCALINGS", "check_multilabels", "paths_to_multilabels", "node_weights", "zero_one_loss",
+__all__ = ["NODE_WEIGHTINGS", "check_multilabels", "paths_to_multilabels", "node_weights", "zero_one_loss",
            "symmetric_difference_loss", "htilde_loss", "h_loss", "micro_prf", "per_level_prf", "multilabel_report"]
 
-SCALINGS = ("uniform", "sibling", "subtree")
+#: the choices of the node weights c_j of the multilabel losses (:func:`node_weights`)
+NODE_WEIGHTINGS = ("uniform", "sibling", "subtree")
+SCALINGS = NODE_WEIGHTINGS  # the name before issue 11 (it also named the feature scalings); for other branches
 
 
 def check_multilabels(Y, tree: ClassTree, name: str = "Y") -> np.ndarray:
@@ -90,7 +92,7 @@ def node_weights(tree: ClassTree, scaling: str) -> np.ndarray:
             if q >= 0:
                 size[q] += size[p]
         return size / (P + 1)
-    raise InputError(f"scaling must be one of {', '.join(SCALINGS)}; got {scaling!r}")
+    raise InputError(f"scaling must be one of {', '.join(NODE_WEIGHTINGS)}; got {scaling!r}")
 
 
 def _pair(Y, U, tree):
@@ -161,7 +163,7 @@ def multilabel_report(Y, U, tree: ClassTree) -> dict:
     """ℓ_0/1, ℓ_Δ, ℓ_H̃ (three scalings), micro P/R/F1 and per-level P/R/F1 as a flat dict."""
     Y, U = _pair(Y, U, tree)
     out = {"zero_one": zero_one_loss(Y, U, tree), "delta": symmetric_difference_loss(Y, U, tree)}
-    for s in SCALINGS:
+    for s in NODE_WEIGHTINGS:
         out[f"htilde_{s}"] = htilde_loss(Y, U, tree, s)
     out["precision"], out["recall"], out["f1"] = micro_prf(Y, U, tree)
     for d, p, r, f in per_level_prf(Y, U, tree):

@@ -6,7 +6,7 @@ import attrs
 
 from gpmodels.data.datasets import NAMED_DATASETS
 from gpmodels.data.multilabel_sets import MULTILABEL_DATASETS
-from gpmodels.data.scaling import SCALINGS
+from gpmodels.data.scaling import FEATURE_SCALINGS
 from gpmodels.errors import SpecError
 from gpmodels.kernels.factory import KERNEL_NAMES, KERNEL_PARAMS
 from gpmodels.kernels.representations import REPRESENTATION_KINDS
@@ -86,7 +86,7 @@ class DataSpec(Node):
                        doc="`given`: the data set's test set; `split`: a seeded split of the training data")
     test_fraction: float = option(0.3, kind="float", exclusive_minimum=0.0, maximum=0.95,
                                   doc="fraction held out when `test` is `split`")
-    scaling: str = option("none", kind="str", choices=SCALINGS,
+    scaling: str = option("none", kind="str", choices=FEATURE_SCALINGS,
                           doc="feature scaling fitted on the training inputs")
     max_train: int | None = option(None, kind="int", minimum=2,
                                    doc="keep a seeded stratified subsample of this many training points")

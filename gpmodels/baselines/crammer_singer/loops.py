@@ -1,6 +1,6 @@
 """The two engines of the Crammer–Singer inner loop (Crammer & Singer 2001, Fig. 4 with Fig. 3 and Sec. 7).
 
-Both run the same algorithm on the same state, which the driver (:mod:`.crammer_singer`) owns and
+Both run the same algorithm on the same state, which the driver (:mod:`.solver`) owns and
 which they update in place (:class:`LoopState`, *position* order: the active set A occupies
 positions 0..nA−1; ``perm``: position → example, ``pos``: example → position):
 
@@ -50,7 +50,7 @@ import numpy as np
 
 from gpmodels.errors import InputError
 from gpmodels.baselines.crammer_singer.kernel_cache import KernelRows
-from gpmodels.baselines.crammer_singer.reduced_problem import _seqsum, fixed_point_list, solve_exact
+from gpmodels.baselines.crammer_singer.reduced_problem import _seqsum, fixed_point_list, solve_exact, tau_from_nu
 
 try:  # built by setup.py when a C compiler is available (optional extension)
     from gpmodels.baselines.crammer_singer import _core as _cs_core
@@ -170,14 +170,12 @@ class NumpyLoop:
         else:  # Fig. 3 on Python floats, from θ = mean(D) − 1/k (the image of θ_1 = min_r D_r)
             Dl = D.tolist()
             nu = np.array(fixed_point_list(Dl, (_seqsum(Dl) - 1.0) * (1.0 / k), self.fp_tol, self.fp_max_iter)[0])
-        new = nu - D  # τ = ν − D + 1_y (eq. 33)
-        new[yp] += 1.0
+        new = tau_from_nu(nu, D, yp)
         dt = new - tau[:, q]
         nz = np.flatnonzero(dt)
         if nz.size == 0 and not self.exact:
             nu = solve_exact(D)  # the fixed point stopped at once: take the exact step
-            new = nu - D
-            new[yp] += 1.0
+            new = tau_from_nu(nu, D, yp)
             dt = new - tau[:, q]
             nz = np.flatnonzero(dt)
         if nz.size == 0:

@@ -27,7 +27,7 @@ Sec. 7's improvements, each switchable (:class:`CSOptions`):
 - ``sparse``: CSR inputs for the kernel rows (``auto`` when at least 20 % of the entries are zero,
   the paper's observation).
 
-Engines (``engine``, :mod:`.cs_loops`): the loop of Fig. 4 runs in compiled code (``compiled``, the C
+Engines (``engine``, :mod:`.loops`): the loop of Fig. 4 runs in compiled code (``compiled``, the C
 extension ``_cs_core`` built at install when a C compiler is present) or in numpy (``numpy``, the
 fallback); ``auto`` takes the compiled one when it was built.  Both run the same steps on the same
 state in the same floating-point order and return the same τ; the switches above act on both.
@@ -59,7 +59,7 @@ from gpmodels.baselines.crammer_singer.loops import ENGINES, CompiledLoop, LoopS
 
 __all__ = ["CSOptions", "CSResult", "CrammerSingerModel", "fit_crammer_singer", "COOLINGS", "SELECTIONS",
            "SPARSE_MODES", "REDUCED_SOLVERS", "ENGINES", "cooling_schedule", "compiled_available", "dual_objective",
-           "duality_gap"]
+           "duality_gap", "run_cyclic_sweeps", "run_cooling_rounds"]
 
 COOLINGS = ("none", "exponential", "linear", "logarithmic")
 SELECTIONS = ("kkt", "cyclic")
@@ -241,24 +241,63 @@ def _check_labels(y, n: int, n_classes: int | None) -> tuple[np.ndarray, int]:
     return y.astype(np.intp), k
 
 
+def _training_rows(kernel: Kernel | None, X, gram: np.ndarray | None, o: CSOptions):
+    """(kernel rows, training inputs as used or None) from a kernel and X, or from a Gram matrix."""
+    if gram is not None:
+        return KernelRows(None, gram=gram), None
+    if kernel is None:
+        raise InputError("fit_crammer_singer needs a kernel (or a Gram matrix `gram`)")
+    Xs = _prepare_inputs(kernel, X, o.sparse)
+    return KernelRows(kernel, Xs, memory_mb=o.cache_mb, enabled=o.cache_mb > 0), Xs
+
+
+def run_cyclic_sweeps(loop, o: CSOptions, record) -> tuple[int, str]:
+    """The baseline "version 1" of Sec. 7: sweep the examples in order, solving every reduced problem,
+    until a sweep ends with max ψ < βε (``record(ε)`` appends the trace entry that holds max ψ / β).
+    Returns (sweeps, message)."""
+    sweeps, last = 0, None
+    while sweeps < o.max_sweeps and loop.updates < o.max_updates:
+        loop.sweep()
+        sweeps += 1
+        last = record(o.epsilon)
+        if last["max_psi"] < o.epsilon:
+            break
+    return sweeps, "max ψ < βε after a sweep" if last["max_psi"] < o.epsilon else "max_sweeps reached"
+
+
+def run_cooling_rounds(loop, o: CSOptions, record) -> tuple[int, str]:
+    """Fig. 4 in rounds of decreasing accuracy (Sec. 7, cooling of ε): round t selects by the KKT
+    quantity ψ (eq. 32) until max ψ ≤ βε_t, ε_t from :func:`cooling_schedule`; a round that made
+    updates (and the last one) is recorded by ``record(ε_t)``.  Returns (rounds, message)."""
+    beta = float(o.beta)
+    schedule = cooling_schedule(o.cooling, o.epsilon0, o.epsilon, 100_000)
+    rounds, stalled = 0, False
+    for eps_t in schedule:
+        before = loop.updates
+        stalled = loop.run_round(eps_t * beta, o.max_updates)
+        rounds += 1
+        if loop.updates > before or eps_t == schedule[-1]:
+            record(eps_t)
+        if stalled or loop.updates >= o.max_updates:
+            break
+    if stalled:
+        return rounds, "stalled: the reduced problem of the selected example made no progress (round-off)"
+    if loop.updates >= o.max_updates:
+        return rounds, "max_updates reached"
+    return rounds, "max ψ < βε"
+
+
 def fit_crammer_singer(kernel: Kernel | None, X, y, options: CSOptions = CSOptions(), *, n_classes: int | None = None,
                        gram: np.ndarray | None = None) -> CrammerSingerModel:
-    """Solve (15) by Fig. 4 with the improvements of Sec. 7 chosen in ``options``.
+    """Solve (15) by Fig. 4 with the improvements of Sec. 7 chosen in ``options``
+    (:func:`run_cooling_rounds`, or :func:`run_cyclic_sweeps` for ``selection='cyclic'``).
 
     ``kernel`` with training inputs ``X`` (dense or CSR; shape (m, d)), or ``gram`` (m x m) with
     ``kernel``/``X`` None.  ``y``: integer labels 0..k-1, shape (m,).
     """
     o = options
-    if gram is not None:
-        rows = KernelRows(None, gram=gram)
-        m = rows.m
-        Xs = None
-    else:
-        if kernel is None:
-            raise InputError("fit_crammer_singer needs a kernel (or a Gram matrix `gram`)")
-        Xs = _prepare_inputs(kernel, X, o.sparse)
-        rows = KernelRows(kernel, Xs, memory_mb=o.cache_mb, enabled=o.cache_mb > 0)
-        m = rows.m
+    rows, Xs = _training_rows(kernel, X, gram, o)
+    m = rows.m
     y, k = _check_labels(y, m, n_classes)
     beta = float(o.beta)
     A = rows.diag()
@@ -277,41 +316,16 @@ def fit_crammer_singer(kernel: Kernel | None, X, y, options: CSOptions = CSOptio
                 exact=o.reduced_solver == "exact", active=use_active)
     trace = []
 
-    def record(eps_t: float):
+    def record(eps_t: float) -> dict:
         F, tT = st.Fk.T, st.tau.T
         _, _, gap = duality_gap(tT, F, st.yv, beta)
         trace.append({"epsilon": eps_t, "updates": loop.updates, "seconds": time.perf_counter() - t0,
                       "max_psi": float(st.psi(0, m).max() / beta), "Q": dual_objective(tT, F, st.yv, beta),
                       "gap": gap})
+        return trace[-1]
 
-    stalled = False
-    if o.selection == "cyclic":
-        sweeps = 0
-        while sweeps < o.max_sweeps and loop.updates < o.max_updates:
-            loop.sweep()
-            sweeps += 1
-            record(o.epsilon)
-            if trace[-1]["max_psi"] < o.epsilon:
-                break
-        rounds = sweeps
-        message = "max ψ < βε after a sweep" if trace[-1]["max_psi"] < o.epsilon else "max_sweeps reached"
-    else:
-        schedule = cooling_schedule(o.cooling, o.epsilon0, o.epsilon, 100_000)
-        rounds = 0
-        for eps_t in schedule:
-            before = loop.updates
-            stalled = loop.run_round(eps_t * beta, o.max_updates)
-            rounds += 1
-            if loop.updates > before or eps_t == schedule[-1]:
-                record(eps_t)
-            if stalled or loop.updates >= o.max_updates:
-                break
-        if stalled:
-            message = "stalled: the reduced problem of the selected example made no progress (round-off)"
-        elif loop.updates >= o.max_updates:
-            message = "max_updates reached"
-        else:
-            message = "max ψ < βε"
+    run = run_cyclic_sweeps if o.selection == "cyclic" else run_cooling_rounds
+    rounds, message = run(loop, o, record)
     updates = loop.updates
     # back to example order
     order = st.pos

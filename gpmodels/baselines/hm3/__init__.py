@@ -3,6 +3,6 @@
 from gpmodels.baselines.hm3.inference import parent_bits, edge_onehot, edge_losses, best_labelings, node_max_marginals, labeling_scores, best_single_paths, TRAIN_LOSSES
 from gpmodels.baselines.hm3.lp import DirectionLP, solve_marginal_qp, polytope_constraints
 from gpmodels.baselines.hm3.node_svms import NodeSVMs, fit_node_svms, top_down_consistent, NODE_SVM_MODES
-from gpmodels.baselines.hm3.solver import HM3Options, HM3Result, HM3Model, fit_hm3, WORKING_SETS, DIRECTIONS
+from gpmodels.baselines.hm3.solver import HM3Options, HM3Result, HM3Model, fit_hm3, WORKING_SETS, DIRECTIONS, conditional_gradient_ascent, best_vertex, edge_gradients, dual_weights, objectives_and_gaps
 
-__all__ = ['parent_bits', 'edge_onehot', 'edge_losses', 'best_labelings', 'node_max_marginals', 'labeling_scores', 'best_single_paths', 'TRAIN_LOSSES', 'DirectionLP', 'solve_marginal_qp', 'polytope_constraints', 'NodeSVMs', 'fit_node_svms', 'top_down_consistent', 'NODE_SVM_MODES', 'HM3Options', 'HM3Result', 'HM3Model', 'fit_hm3', 'WORKING_SETS', 'DIRECTIONS']
+__all__ = ['parent_bits', 'edge_onehot', 'edge_losses', 'best_labelings', 'node_max_marginals', 'labeling_scores', 'best_single_paths', 'TRAIN_LOSSES', 'DirectionLP', 'solve_marginal_qp', 'polytope_constraints', 'NodeSVMs', 'fit_node_svms', 'top_down_consistent', 'NODE_SVM_MODES', 'HM3Options', 'HM3Result', 'HM3Model', 'fit_hm3', 'WORKING_SETS', 'DIRECTIONS', 'conditional_gradient_ascent', 'best_vertex', 'edge_gradients', 'dual_weights', 'objectives_and_gaps']

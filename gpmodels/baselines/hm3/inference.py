@@ -38,10 +38,7 @@ def edge_onehot(Y: np.ndarray, tree: ClassTree) -> np.ndarray:
     """One-hot edge labelings of multilabels Y (n, P) bool -> (n, P, 4) float."""
     Y = np.asarray(Y, dtype=bool)
     n, P = Y.shape
-    par = np.ones((n, P), dtype=np.intp)
-    hp = tree.parent >= 0
-    par[:, hp] = Y[:, tree.parent[hp]]
-    u = 2 * par + Y
+    u = 2 * parent_bits(Y, tree).astype(np.intp) + Y
     out = np.zeros((n, P, 4))
     np.put_along_axis(out, u[:, :, None], 1.0, axis=2)
     return out
@@ -159,11 +156,11 @@ def best_single_paths(g: np.ndarray, tree: ClassTree) -> np.ndarray:
 
     score(c) = base + Σ_{j on path(c)} δ_j with base the all-negative labeling and
     δ_j = [g_j(+,+) − g_j(+,−)] + Σ_{c' child of j} [g_c'(+,−) − g_c'(−,−)], summed along the
-    paths by Φ_L (``tree.mix``).  # shape: g (n, P, 4)
+    paths by Φ_L (``tree.phi``).  # shape: g (n, P, 4)
     """
     hp = tree.parent >= 0
     delta = g[:, :, 3] - g[:, :, 2]
     gain = g[:, :, 2] - g[:, :, 0]                      # child-edge change when its parent turns positive
     if hp.any():
         np.add.at(delta.T, tree.parent[hp], gain[:, hp].T)
-    return np.argmax(tree.mix(delta), axis=1)
+    return np.argmax(tree.phi(delta), axis=1)

@@ -6,7 +6,7 @@ Two uses (Rousu et al. 2006):
   cvxpy problem re-solved per call.
 - :func:`solve_marginal_qp` — the whole marginal dual (8) as a QP, the reference for small problems.
 
-Constraints per example (edge arrays (P, 4), labeling index u = 2a + b, see :mod:`.hm3_inference`):
+Constraints per example (edge arrays (P, 4), labeling index u = 2a + b, see :mod:`.inference`):
 v ≥ 0; Σ_u v_e(u) ≤ C (box, eq. 6); for node j and each child c, the node marginal of j from its
 parent edge equals that from the child edge: Σ_a v_j(a, y) = Σ_b v_c(y, b), y ∈ {0, 1} (eq. 7 on
 the edge pairs E2 of (8)); the root is positive: v_j(0, ·) = 0 on top-level edges, whose root

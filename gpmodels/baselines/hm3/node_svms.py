@@ -7,7 +7,7 @@ Both predict each node's microlabel and then make the multilabel consistent top-
 "Obtaining consistent labelings"): visiting the tree breadth first, a node predicted negative
 makes all of its descendants negative.
 
-The binary SVM is the Crammer–Singer machine with k = 2 (:mod:`.crammer_singer`): with M_2 = −M_1
+The binary SVM is the Crammer–Singer machine with k = 2 (:mod:`gpmodels.baselines.crammer_singer`): with M_2 = −M_1
 at the optimum and w = M_1 − M_2, (7) becomes ¼β||w||² + Σ_i ξ_i, i.e. the soft-margin SVM
 ½||w||² + C Σ_i ξ_i for β = 2/C.  A bias is obtained as the paper suggests (Sec. 3): the kernel
 K + 1 (``intercept=True``), which regularises the bias like a weight.  The Gram matrices on the

@@ -3,7 +3,7 @@
 Model (Sec. 2.3): orthogonal edge features φ_e^u(x, y) = [y_e = u] φ(x) on the class tree, so the
 joint kernel is Σ_e [y_e = y'_e] K_x(x, x') with an x-kernel K_x from :mod:`gpmodels.kernels`.
 Marginal dual (8), per example i, edge e, labeling u (arrays (m, P, 4), see
-:mod:`.hm3_inference`):
+:mod:`.inference`):
 
     max_μ  Σ μ·ℓ − ½ μᵀ K_E μ   s.t.  μ ≥ 0,  Σ_u μ_e(i, u) ≤ C,  marginals of adjacent edges agree.
 
@@ -31,7 +31,7 @@ the former yield fewer distinct examples than the chunk size; an example drawn k
 the base iteration limit.  ``working_set='cyclic'`` sweeps all examples in order instead.
 
 Direction finding: ``direction='dp'`` (Sec. 3.4) or ``'lp'`` (the LP (11) solved by cvxpy, the
-paper's LIPSOL comparison, :mod:`.hm3_lp`).
+paper's LIPSOL comparison, :mod:`.lp`).
 """
 
 from __future__ import annotations
@@ -45,12 +45,14 @@ import scipy.sparse as sp
 from gpmodels.errors import InputError
 from gpmodels.hierarchy import ClassTree
 from gpmodels.kernels.base import Kernel
-from gpmodels.scoring.multilabel import SCALINGS, check_multilabels
+from gpmodels.scoring.multilabel import NODE_WEIGHTINGS, check_multilabels
 from gpmodels.validation import check_features, nonnegative_int, one_of, optional, positive_int, positive_number
-from gpmodels.baselines.hm3.inference import TRAIN_LOSSES, best_labelings, best_single_paths, edge_losses, edge_onehot
+from gpmodels.baselines.hm3.inference import (TRAIN_LOSSES, best_labelings, best_single_paths, edge_losses, edge_onehot,
+                                              parent_bits)
 from gpmodels.baselines.crammer_singer.kernel_cache import KernelRows
 
-__all__ = ["HM3Options", "HM3Result", "HM3Model", "fit_hm3", "WORKING_SETS", "DIRECTIONS"]
+__all__ = ["HM3Options", "HM3Result", "HM3Model", "fit_hm3", "conditional_gradient_ascent", "best_vertex",
+           "edge_gradients", "dual_weights", "objectives_and_gaps", "WORKING_SETS", "DIRECTIONS"]
 
 WORKING_SETS = ("gap_sampling", "cyclic")
 DIRECTIONS = ("dp", "lp")
@@ -62,7 +64,7 @@ class HM3Options:
 
     C: float = attrs.field(default=1.0, validator=positive_number())
     loss: str = attrs.field(default="delta", validator=one_of(TRAIN_LOSSES))
-    scaling: str = attrs.field(default="uniform", validator=one_of(SCALINGS))
+    scaling: str = attrs.field(default="uniform", validator=one_of(NODE_WEIGHTINGS))
     working_set: str = attrs.field(default="gap_sampling", validator=one_of(WORKING_SETS))
     chunk_size: int = attrs.field(default=200, validator=positive_int())
     iteration_limit: int = attrs.field(default=10, validator=positive_int())
@@ -126,10 +128,125 @@ class HM3Model:
         return best_single_paths(self.edge_scores(X_new), self.tree)
 
 
-def _dual_parts(mu, nu, H, L, Yoh):
-    """(dual f, ||w||²) from μ, ν, H = K_x ν and the losses."""
+def edge_gradients(L: np.ndarray, H: np.ndarray, y_index: np.ndarray) -> np.ndarray:
+    """g = ℓ − K_E μ with (K_E μ)_ie(u) = H_ie(y_ie) − H_ie(u) (module docstring), the loss-augmented
+    margin violation per edge and labeling.  # shape: L, H (..., P, 4); y_index (..., P) -> (..., P, 4)"""
+    return L - np.take_along_axis(H, y_index[..., None], axis=-1) + H
+
+
+def best_vertex(g: np.ndarray, tree: ClassTree, C: float) -> np.ndarray:
+    """The vertex μ* = C·vertex(argmax_y g·μ(y)) of the marginal polytope of one example (Rousu 2006,
+    Alg. 2 line 4, by the DP of Sec. 3.4), or μ* = 0 when that maximum is ≤ 0.  # shape: g (P, 4)"""
+    P = tree.n_nodes
+    lab, val = best_labelings(g[None], tree)
+    star = np.zeros((P, 4))
+    if val[0] > 0.0:
+        star[np.arange(P), 2 * parent_bits(lab, tree)[0].astype(np.intp) + lab[0]] = C
+    return star
+
+
+def conditional_gradient_ascent(g: np.ndarray, mu_i: np.ndarray, y_onehot: np.ndarray, k_ii: float, tree: ClassTree,
+                                C: float, limit: int, *, direction=None) -> tuple[np.ndarray, np.ndarray, int]:
+    """Conditional subspace gradient ascent on one example (Rousu et al. 2006, Algorithm 2).
+
+    Maximises the dual (8) over μ_i (the other examples fixed), from μ_i with edge gradients
+    g = ℓ_i − K_E μ|_i, by at most ``limit`` conditional-gradient (Frank–Wolfe) steps:
+
+        μ* = C·vertex(argmax_y g·μ(y))  (0 when that maximum is ≤ 0),   Δμ = μ* − μ_i,
+        q = g·Δμ,   r = Δμᵀ K_ii Δμ,   τ = min(q/r, 1)  (eq. 10, clipped to stay feasible),
+        μ_i ← μ_i + τ Δμ,   g ← g − τ K_ii Δμ,
+
+    stopping when q ≤ 0 (μ_i optimal on its polytope).  K_ii Δμ = K_x(i, i)(Δν(y_i) − Δν) with
+    Δν = Δm 1_{y_i} − Δμ (Sec. 3.5), O(P) per step.  ``direction``: None for the DP of Sec. 3.4
+    (:func:`best_vertex`), or an object with ``solve(g) -> μ*`` (the LP (11), :class:`.lp.DirectionLP`).
+
+    ``g``, ``mu_i`` (P, 4); ``y_onehot`` (P, 4) the true edge labelings; returns the new (μ_i, g) and
+    the number of steps taken.  The inputs are not modified.
+    """
+    mu_i = mu_i.copy()
+    g = g.copy()
+    steps = 0
+    for _ in range(limit):
+        star = best_vertex(g, tree, C) if direction is None else direction.solve(g)
+        dmu = star - mu_i
+        q = float(np.vdot(g, dmu))
+        if q <= 0.0:
+            break
+        dnu = dmu.sum(axis=1)[:1] * y_onehot - dmu      # Δν = Δm Y_i − Δμ, Δm the same on every edge
+        dnu_y = (dnu * y_onehot).sum(axis=1, keepdims=True)
+        s = k_ii * (dnu_y - dnu)                        # K_ii Δμ (Sec. 3.5)
+        r = float(np.vdot(dmu, s))
+        tau = 1.0 if r <= 0.0 else min(q / r, 1.0)      # eq. (10), clipped to stay feasible
+        mu_i += tau * dmu
+        g -= tau * s
+        steps += 1
+    return mu_i, g, steps
+
+
+def dual_weights(mu: np.ndarray, Yoh: np.ndarray) -> np.ndarray:
+    """ν = m Y − μ with m_i = Σ_u μ_ie(u) (the same on every edge; read on edge 0).  # shape: (m, P, 4)"""
+    return mu[:, :1, :].sum(axis=2, keepdims=True) * Yoh - mu
+
+
+def objectives_and_gaps(mu, H, L, Yoh, y_index, tree: ClassTree, C: float):
+    """(dual f, primal, slacks ξ (m,), per-example gaps Δ_i (m,)) of (8) at μ with H = K_x ν.
+
+    f = Σ μ·ℓ − ½||w||², ||w||² = Σ ν·H, ξ_i = max(max_y Σ_e g_ie(y_e), 0) by the DP,
+    primal = ½||w||² + C Σ ξ, Δ_i = max(C ξ_i − μ_i·g_i, 0) (Sec. 3.2; Algorithm 1, line 9).
+    """
+    nu = dual_weights(mu, Yoh)
+    g = edge_gradients(L, H, y_index)
+    _, vals = best_labelings(g, tree)
+    xi = np.maximum(vals, 0.0)
+    gap_i = C * xi - np.einsum("npu,npu->n", mu, g)
     w2 = float(np.vdot(nu, H))
-    return float(np.vdot(mu, L)) - 0.5 * w2, w2
+    f = float(np.vdot(mu, L)) - 0.5 * w2
+    primal = 0.5 * w2 + C * xi.sum()
+    return f, primal, xi, np.maximum(gap_i, 0.0)
+
+
+def _check_inputs(kernel, X, Y, tree: ClassTree):
+    """Validated (kernel rows over X, multilabels Y) of :func:`fit_hm3`."""
+    if not isinstance(kernel, Kernel):
+        raise InputError(f"fit_hm3 needs a kernel from gpmodels.kernels; got {type(kernel).__name__}")
+    X = check_features("X", X, allow_sparse=kernel.supports_sparse)
+    rows = KernelRows(kernel, X, memory_mb=0.0, enabled=False)
+    Y = check_multilabels(Y, tree)
+    if Y.shape[0] != rows.m:
+        raise InputError(f"Dimension mismatch: Y has {Y.shape[0]} rows but X has {rows.m}")
+    return X, rows, Y
+
+
+def _working_set(o: HM3Options, mu, xi, gap_i, rng):
+    """UpdateWorkingSet (Sec. 3.2): (examples, per-example iteration limits); empty when none violates its KKT
+    conditions."""
+    m = mu.shape[0]
+    if o.working_set == "cyclic":
+        return np.arange(m), np.full(m, o.iteration_limit)
+    mass = mu[:, 0, :].sum(axis=1)
+    pool = ~((mass <= 0.0) & (xi <= 1e-12 * max(1.0, o.C)))
+    return _draw_working_set(gap_i, mass, pool, float(o.C), o.chunk_size, o.iteration_limit, rng)
+
+
+def _update_chunk(W, limits, rows: KernelRows, mu, H, L, Yoh, y_index, Kd, tree: ClassTree, C: float, direction):
+    """Algorithm 1, lines 4-8: Algorithm 2 on each example of the working set W in turn (its edge scores
+    H_i from the chunk start plus the chunk's earlier updates), then H += K_x[:, W] Δν_W (one GEMM).
+    Updates μ and H in place; returns the number of Algorithm 2 steps."""
+    m, P = mu.shape[0], tree.n_nodes
+    Kc = rows.block(W)                              # K_x(X, X_W), (m, s)
+    KWW = Kc[W]                                     # (s, s)
+    dnu = np.zeros((W.size, P, 4))
+    steps = 0
+    for t, i in enumerate(W):
+        h = H[i] if t == 0 else H[i] + np.tensordot(KWW[t, :t], dnu[:t], axes=1)
+        g = edge_gradients(L[i], h, y_index[i])
+        mu_i, _, n_steps = conditional_gradient_ascent(g, mu[i], Yoh[i], Kd[i], tree, C, int(limits[t]),
+                                                       direction=direction)
+        steps += n_steps
+        dnu[t] = (mu_i.sum(axis=1)[:1] - mu[i].sum(axis=1)[:1]) * Yoh[i] - (mu_i - mu[i])
+        mu[i] = mu_i
+    H += (Kc @ dnu.reshape(W.size, -1)).reshape(m, P, 4)
+    return steps
 
 
 def fit_hm3(kernel: Kernel, X, Y, tree: ClassTree, options: HM3Options = HM3Options(), *,
@@ -141,15 +258,8 @@ def fit_hm3(kernel: Kernel, X, Y, tree: ClassTree, options: HM3Options = HM3Opti
     ``callback(record)`` is called with each pass' trace record.
     """
     o = options
-    if not isinstance(kernel, Kernel):
-        raise InputError(f"fit_hm3 needs a kernel from gpmodels.kernels; got {type(kernel).__name__}")
-    X = check_features("X", X, allow_sparse=kernel.supports_sparse)
-    rows = KernelRows(kernel, X, memory_mb=0.0, enabled=False)
-    m = rows.m
-    Y = check_multilabels(Y, tree)
-    if Y.shape[0] != m:
-        raise InputError(f"Dimension mismatch: Y has {Y.shape[0]} rows but X has {m}")
-    P, C = tree.n_nodes, float(o.C)
+    X, rows, Y = _check_inputs(kernel, X, Y, tree)
+    m, P, C = rows.m, tree.n_nodes, float(o.C)
     rng = np.random.default_rng(o.seed)
     Kd = rows.diag()
     L = edge_losses(Y, tree, o.loss, o.scaling)        # (m, P, 4)
@@ -157,65 +267,17 @@ def fit_hm3(kernel: Kernel, X, Y, tree: ClassTree, options: HM3Options = HM3Opti
     yidx = np.argmax(Yoh, axis=2)                       # (m, P) index of y_ie
     mu = np.zeros((m, P, 4))
     H = np.zeros((m, P, 4))
-    arP = np.arange(P)
-    par_idx = np.where(tree.parent >= 0, tree.parent, P)   # the root -> a sentinel that is positive
-    lp = None
+    direction = None
     if o.direction == "lp":
         from gpmodels.baselines.hm3.lp import DirectionLP
 
-        lp = DirectionLP(tree, C)
+        direction = DirectionLP(tree, C)
     t0 = time.perf_counter()
-    trace = []
     steps = 0
-
-    def status():
-        nu = mu.sum(axis=2, keepdims=True)[:, :1] * Yoh - mu
-        Hy = np.take_along_axis(H, yidx[:, :, None], axis=2)
-        g = L - Hy + H
-        _, vals = best_labelings(g, tree)
-        xi = np.maximum(vals, 0.0)
-        gap_i = C * xi - np.einsum("npu,npu->n", mu, g)
-        f, w2 = _dual_parts(mu, nu, H, L, Yoh)
-        primal = 0.5 * w2 + C * xi.sum()
-        return f, primal, xi, np.maximum(gap_i, 0.0)
-
-    def csga(i: int, h: np.ndarray, limit: int) -> np.ndarray:
-        """Algorithm 2 on example i with edge scores h = H_i (P, 4); returns Δν_i."""
-        nonlocal steps
-        yo = Yoh[i]
-        mu_i = mu[i].copy()
-        g = L[i] - np.take_along_axis(h, yidx[i][:, None], axis=1) + h
-        kii = Kd[i]
-        for _ in range(limit):
-            if lp is None:
-                lab, val = best_labelings(g[None], tree)
-                star = np.zeros((P, 4))
-                if val[0] > 0.0:
-                    labx = np.append(lab[0], True)
-                    star[arP, 2 * labx[par_idx].astype(np.intp) + lab[0]] = C
-            else:
-                star = lp.solve(g)
-            dmu = star - mu_i
-            q = float(np.vdot(g, dmu))
-            if q <= 0.0:
-                break
-            dnu = dmu.sum(axis=1)[:1] * yo - dmu        # Δν = Δm Y_i − Δμ, Δm the same on every edge
-            dnu_y = (dnu * yo).sum(axis=1, keepdims=True)
-            s = kii * (dnu_y - dnu)                     # K_ii Δμ (Sec. 3.5)
-            r = float(np.vdot(dmu, s))
-            tau = 1.0 if r <= 0.0 else min(q / r, 1.0)  # eq. (10), clipped to stay feasible
-            mu_i += tau * dmu
-            g -= tau * s
-            steps += 1
-        dnu_i = (mu_i.sum(axis=1)[:1] - mu[i].sum(axis=1)[:1]) * yo - (mu_i - mu[i])
-        mu[i] = mu_i
-        return dnu_i
-
-    f, primal, xi, gap_i = status()
+    f, primal, xi, gap_i = objectives_and_gaps(mu, H, L, Yoh, yidx, tree, C)
     converged, message, passes = False, "max_passes reached", 0
     gap = primal - f
-    trace.append({"pass": 0, "seconds": 0.0, "dual": f, "primal": primal, "gap": gap, "csga_steps": 0})
-    order = np.arange(m)
+    trace = [{"pass": 0, "seconds": 0.0, "dual": f, "primal": primal, "gap": gap, "csga_steps": 0}]
     while passes < o.max_passes:
         if gap <= o.gap_tol * max(abs(primal), abs(f), 1e-300):
             converged, message = True, "relative duality gap below gap_tol"
@@ -223,28 +285,13 @@ def fit_hm3(kernel: Kernel, X, Y, tree: ClassTree, options: HM3Options = HM3Opti
         if time.perf_counter() - t0 > o.max_seconds:
             message = "max_seconds reached"
             break
-        # -------- UpdateWorkingSet (Sec. 3.2)
-        if o.working_set == "cyclic":
-            W, limits = order, np.full(m, o.iteration_limit)
-        else:
-            mass = mu[:, 0, :].sum(axis=1)
-            pool = ~((mass <= 0.0) & (xi <= 1e-12 * max(1.0, C)))
-            W, limits = _draw_working_set(gap_i, mass, pool, C, o.chunk_size, o.iteration_limit, rng)
-            if W.size == 0:
-                message = "no example violates its KKT conditions"
-                converged = True
-                break
-        # -------- Algorithm 1, lines 4-8
-        Kc = rows.block(W)                              # K_x(X, X_W), (m, s)
-        KWW = Kc[W]                                     # (s, s)
-        dnu = np.zeros((W.size, P, 4))
-        for t, i in enumerate(W):
-            h = H[i] if t == 0 else H[i] + np.tensordot(KWW[t, :t], dnu[:t], axes=1)
-            dnu[t] = csga(int(i), h, int(limits[t]))
-        H += (Kc @ dnu.reshape(W.size, -1)).reshape(m, P, 4)
+        W, limits = _working_set(o, mu, xi, gap_i, rng)
+        if W.size == 0:
+            converged, message = True, "no example violates its KKT conditions"
+            break
+        steps += _update_chunk(W, limits, rows, mu, H, L, Yoh, yidx, Kd, tree, C, direction)
         passes += 1
-        # -------- line 9
-        f, primal, xi, gap_i = status()
+        f, primal, xi, gap_i = objectives_and_gaps(mu, H, L, Yoh, yidx, tree, C)   # Algorithm 1, line 9
         gap = primal - f
         rec = {"pass": passes, "seconds": time.perf_counter() - t0, "dual": f, "primal": primal, "gap": gap,
                "csga_steps": steps, "working_set": int(W.size)}
@@ -252,9 +299,8 @@ def fit_hm3(kernel: Kernel, X, Y, tree: ClassTree, options: HM3Options = HM3Opti
         if callback is not None:
             callback(rec)
     seconds = time.perf_counter() - t0
-    nu = mu[:, :1, :].sum(axis=2, keepdims=True) * Yoh - mu
     result = HM3Result(mu, f, primal, gap, converged, message, passes, steps, seconds, tuple(trace))
-    return HM3Model(kernel, X, nu, tree, result)
+    return HM3Model(kernel, X, dual_weights(mu, Yoh), tree, result)
 
 
 def _draw_working_set(gap_i, mass, pool, C, size, base_limit, rng):

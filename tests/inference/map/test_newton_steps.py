@@ -1,0 +1,126 @@
+"""The steps of Newton–CG (Seeger 2008, Alg. 1) as functions of their own: the projected start, the Newton
+system (5), the CG direction (the Newton point in u-space), the line search step, stall handling."""
+
+import numpy as np
+import pytest
+from conftest import toy_classification
+
+from gpmodels.errors import InputError
+from gpmodels.inference.map.line_search import LineSearchResult, objective
+from gpmodels.inference.map.newton_cg import (
+    NewtonOptions,
+    is_stall,
+    line_search_step,
+    newton_cg,
+    newton_direction,
+    newton_step_with_restarts,
+    newton_system,
+    project_start,
+)
+from gpmodels.inference.map.preconditioners import make_preconditioner
+from gpmodels.kernels.rbf import RBF
+from gpmodels.likelihoods.softmax import Softmax
+from gpmodels.priors.independent import IndependentGP
+
+TIGHT = NewtonOptions(cg_max_iter=500, cg_tol=1e-13, cg_forcing=0.0)
+
+
+def _problem(n=20, C=3, seed=0):
+    X, y = toy_classification(n, C, seed=seed)
+    op = IndependentGP(RBF(0.5), "separate", 2.0, 1.0).operator(X, C)
+    return op, Softmax(), np.eye(C)[y]
+
+
+def _state(op, lik, Y, seed=1):
+    """A point α in ran W with u = K̃ α, the gradient g and the Hessian factor there."""
+    alpha, u = project_start(lik, 0.3 * np.random.default_rng(seed).normal(size=Y.shape), *Y.shape, op.mvm)
+    g = lik.gradient(u, Y)
+    return alpha, u, g, lik.hessian_factor(u, Y)
+
+
+def test_project_start_at_zero_needs_no_mvm_and_checks_the_shape():
+    op, lik, Y = _problem()
+    calls = []
+    alpha, u = project_start(lik, None, *Y.shape, lambda V: calls.append(V) or op.mvm(V))
+    assert not calls and not alpha.any() and not u.any()
+    with pytest.raises(InputError, match="alpha0 must have shape"):
+        project_start(lik, np.zeros((3, 3)), *Y.shape, op.mvm)
+
+
+def test_project_start_lands_in_the_range_of_W_with_u_its_image():
+    op, lik, Y = _problem()
+    alpha, u = project_start(lik, np.random.default_rng(0).normal(size=Y.shape), *Y.shape, op.mvm)
+    np.testing.assert_allclose(lik.project_alpha(alpha), alpha, atol=1e-14)   # a projection
+    np.testing.assert_allclose(u, op.mvm(alpha), atol=1e-14)
+
+
+def test_newton_direction_solves_the_newton_equation_in_u_space():
+    op, lik, Y = _problem()
+    alpha, u, g, hf = _state(op, lik, Y)
+    assert hf.fixed_alpha is None
+    system, rhs = newton_system(hf, op.mvm, u, g)
+    inv_diag, precondition = make_preconditioner("diagonal", op).for_factor(hf)
+    res, new_alpha = newton_direction(system, rhs, hf, hf.beta_init(alpha), TIGHT, inv_diag=inv_diag,
+                                      precondition=precondition, forcing=0.0, alpha_norm=False)
+    assert res.converged
+    # (I + V^T K̃ V) β = V^T u − g̃ with α' = V β  <=>  α' + W K̃ α' = W u − g  (W = V V^T, g ∈ ran V)
+    def W(x):
+        return hf.V(hf.Vt(x))
+
+    np.testing.assert_allclose(new_alpha + W(op.mvm(new_alpha)), W(u) - g, atol=1e-9)
+
+
+def test_line_search_step_searches_along_the_newton_point():
+    op, lik, Y = _problem()
+    alpha, u, _, _ = _state(op, lik, Y)
+    new_alpha = alpha + 0.1 * np.random.default_rng(2).normal(size=alpha.shape)
+    phi = objective(lik, Y, alpha, u)
+    ls, s, s_tilde = line_search_step(lik, Y, alpha, u, new_alpha, phi, op.mvm, NewtonOptions())
+    np.testing.assert_allclose(s, new_alpha - alpha, atol=0)
+    np.testing.assert_allclose(s_tilde, op.mvm(s), atol=1e-14)
+    if ls.success:
+        assert ls.phi == pytest.approx(objective(lik, Y, alpha + ls.step * s, u + ls.step * s_tilde), rel=1e-12)
+        assert ls.phi <= phi
+
+
+@pytest.mark.parametrize("step,phi_new,stall", [(0.0, 5.0, True), (1.0, 4.0, False), (0.5, 4.0, False),
+                                                (0.5, 5.0 - 1e-15, True), (1.0, 5.0 - 1e-15, False)])
+def test_is_stall(step, phi_new, stall):
+    assert is_stall(LineSearchResult(step=step, phi=phi_new, evaluations=1), 5.0, 1e-12) is stall
+
+
+def test_one_newton_step_is_the_first_iteration_of_newton_cg():
+    op, lik, Y = _problem()
+    opts = NewtonOptions(max_iter=1)
+    alpha, u = project_start(lik, None, *Y.shape, op.mvm)
+    g = lik.gradient(u, Y)
+    hf = lik.hessian_factor(u, Y)
+    system, rhs = newton_system(hf, op.mvm, u, g)
+    inv_diag, precondition = make_preconditioner("diagonal", op).for_factor(hf)
+    ls, s, _, beta, n_cg, stalls = newton_step_with_restarts(
+        lik, Y, alpha, u, objective(lik, Y, alpha, u), hf, system, rhs, hf.beta_init(alpha), op.mvm, opts,
+        inv_diag=inv_diag, precondition=precondition, alpha_norm=False)
+    fit = newton_cg(op, lik, Y, opts)
+    assert stalls == fit.diagnostics.stalls == 0 and n_cg == fit.diagnostics.cg_iterations[0]
+    np.testing.assert_array_equal(alpha + ls.step * s, fit.alpha)
+    np.testing.assert_array_equal(beta, fit.beta)
+    assert ls.phi == fit.phi < objective(lik, Y, alpha, u)
+
+
+def test_a_truncated_direction_that_stalls_restarts_cg_from_its_last_beta():
+    op, lik, Y = _problem()
+    alpha, u, g, hf = _state(op, lik, Y)
+    system, rhs = newton_system(hf, op.mvm, u, g)
+    inv_diag, precondition = make_preconditioner("diagonal", op).for_factor(hf)
+    phi = objective(lik, Y, alpha, u)
+    # phi_rtol = 1: every damped step counts as a stall, so each attempt (one CG step) is followed by a restart
+    results = {}
+    for restarts in (0, 2):
+        opts = NewtonOptions(cg_max_iter=1, max_stall_restarts=restarts, phi_rtol=1.0)
+        results[restarts] = newton_step_with_restarts(lik, Y, alpha, u, phi, hf, system, rhs, hf.beta_init(alpha),
+                                                      op.mvm, opts, inv_diag=inv_diag, precondition=precondition,
+                                                      alpha_norm=False)
+    (ls0, *_, n_cg0, stalls0), (ls2, *_, n_cg2, stalls2) = results[0], results[2]
+    assert (stalls0, n_cg0, stalls2, n_cg2) == (1, 1, 3, 3)
+    assert ls0.success and ls0.step < 1.0
+    assert ls2.phi <= ls0.phi < phi   # the best attempt is kept, and the first attempt is one of them
