@@ -59,19 +59,46 @@ def save_arrays(model_dir, kind: str, arrays: dict) -> Path:
     return target
 
 
+def _no_model_message(model_dir: Path) -> str:
+    """Why ``model_dir`` holds no model.npz: a run that saves none, or no run at all."""
+    from gpmodels.spec.output import read_identity
+
+    ident = read_identity(model_dir)
+    if ident is not None:
+        return (f"{model_dir} holds the report of run {ident.get('name')!r} (objective "
+                f"{ident.get('objective')!r}), which saved no {MODEL_FILE}: there is no model for this run to "
+                "predict with")
+    return f"{model_dir} holds no {MODEL_FILE}: it is not a saved model folder (run `gpmodels run` first)"
+
+
 def load_arrays(model_dir) -> tuple[str, dict]:
-    path = Path(model_dir) / MODEL_FILE
+    """The model kind and arrays of ``model_dir/model.npz``; DataError for a missing, truncated,
+    non-npz or foreign file (described by its size, never quoted)."""
+    model_dir = Path(model_dir)
+    if not model_dir.is_dir():
+        raise DataError(f"model folder {model_dir} {'is not a folder' if model_dir.exists() else 'not found'}")
+    path = model_dir / MODEL_FILE
     if not path.is_file():
-        raise DataError(f"{model_dir} holds no {MODEL_FILE}: it is not a saved model folder (run `gpmodels run` first)")
+        raise DataError(_no_model_message(model_dir))
     try:
         with np.load(path, allow_pickle=False) as z:
+            if not hasattr(z, "files"):
+                raise ValueError("a single array, not an archive")
             arrays = {k: z[k] for k in z.files}
-    except (OSError, ValueError) as exc:
-        raise DataError(f"{path} cannot be read as a model file: {exc}") from None
-    version = int(arrays.get("format_version", -1))
+    except MemoryError:
+        raise
+    except Exception as exc:  # OSError, EOFError, BadZipFile, ValueError (object arrays, bad headers), ...
+        size = path.stat().st_size if path.exists() else 0
+        kind = "empty" if size == 0 else f"{size} bytes, truncated or not an .npz archive of plain arrays"
+        raise DataError(f"{path} cannot be read as a model file ({kind}; {type(exc).__name__})") from None
+    try:
+        version = int(arrays["format_version"])
+        kind = str(arrays["kind"])
+    except (KeyError, TypeError, ValueError):
+        raise DataError(f"{path} is not a gpmodels model file (no format_version / kind entries)") from None
     if version != FORMAT_VERSION:
         raise DataError(f"{path} has model format version {version}; this gpmodels reads version {FORMAT_VERSION}")
-    return str(arrays["kind"]), arrays
+    return kind, arrays
 
 
 @attrs.frozen(eq=False)
@@ -187,16 +214,22 @@ def _load_one_vs_rest(model_dir: Path, arrays: dict, spec) -> OneVsRestPredictor
 LOADERS: dict[str, Callable] = {"map": _load_map, "one_vs_rest": _load_one_vs_rest}
 
 
-def load_model(model_dir):
-    """Load a saved model folder; returns a predictor with ``predict_proba`` and ``predict``."""
+def load_model(model_dir, *, allow_import=()):
+    """Load a saved model folder; returns a predictor with ``predict_proba`` and ``predict``.
+
+    The folder's ``spec.resolved.yaml`` runs no code: a ``model.prior: module:builder`` path in it is
+    imported only when its module is in ``allow_import`` (``gpmodels predict --allow-import``)."""
     from gpmodels.spec.loader import load_spec
 
     model_dir = Path(model_dir)
     kind, arrays = load_arrays(model_dir)
     if kind not in LOADERS:
-        raise DataError(f"{model_dir}: unknown model kind {kind!r}; this gpmodels reads {sorted(LOADERS)}")
+        raise DataError(f"{model_dir}: unknown model kind {kind[:50]!r}; this gpmodels reads {sorted(LOADERS)}")
     spec_path = model_dir / SPEC_FILE
     if not spec_path.is_file():
         raise DataError(f"{model_dir} holds no {SPEC_FILE}; a model folder needs both {MODEL_FILE} and {SPEC_FILE}")
-    spec, _ = load_spec(spec_path)
-    return LOADERS[kind](model_dir, arrays, spec)
+    spec, _ = load_spec(spec_path, allow_import=allow_import)
+    try:
+        return LOADERS[kind](model_dir, arrays, spec)
+    except KeyError as exc:
+        raise DataError(f"{model_dir / MODEL_FILE} lacks the array {exc.args[0]!r} of a {kind!r} model") from None

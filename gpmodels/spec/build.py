@@ -81,7 +81,8 @@ def check_files(spec: Spec, base_dir: Path | None) -> None:
         resolve_path(pt.file, base_dir, "data.pseudo_targets.file")
     if hierarchy_path(spec, base_dir) is None and _tree_needed_by(spec) is not None:
         _no_tree(spec)
-    resolve_prior(spec.model.prior)  # a user prior by import path: importable, callable
+    # a user prior by import path: importable and callable, imported only when the user allowed its module
+    resolve_prior(spec.model.prior, allow_import=spec.model.allow_import)
 
 
 # ---------------------------------------------------------------------------- class trees
@@ -335,7 +336,7 @@ for _name, _builder in (("independent", _build_independent), ("anova", _build_an
 def build_prior(m: ModelSpec, X_train, base_dir: Path | None = None, *, tree: ClassTree | None = None):
     """The prior factory of ``model``: the builder registered under ``model.prior`` (or imported from
     ``package.module:builder``) applied to a :class:`PriorContext`."""
-    builder = resolve_prior(m.prior)
+    builder = resolve_prior(m.prior, allow_import=m.allow_import)
     ctx = PriorContext(name=m.prior, options=dict(m.prior_options or {}), model=m,
                        kernel=build_kernel(m.kernel, X_train, base_dir), representation=_representation(m),
                        X_train=X_train, tree=tree, base_dir=base_dir)

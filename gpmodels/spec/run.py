@@ -34,10 +34,11 @@ from gpmodels.persistence import save_map_model
 from gpmodels.progress import Console
 from gpmodels.spec.build import (build_data, build_likelihood, build_newton_options, build_operator, build_pseudo_targets, build_tree,
                     check_files, resolve_model)
-from gpmodels.spec.loader import dump_yaml
+from gpmodels.spec.loader import dump_yaml, grant_imports
+from gpmodels.spec.output import claim_output, spec_digest
 from gpmodels.spec.sections import Spec
 
-__all__ = ["run_spec", "output_dir", "RunOutcome", "RUNNERS", "register_runner"]
+__all__ = ["run_spec", "output_dir", "RunOutcome", "RUNNERS", "register_runner", "run_identity"]
 
 
 @attrs.frozen
@@ -181,19 +182,32 @@ def _hierarchical_scores(spec: Spec, data: Dataset, base_dir, P: np.ndarray, out
     return out
 
 
+def run_identity(spec: Spec) -> dict:
+    """What ``run.json`` records of a run (see :mod:`gpmodels.spec.output`)."""
+    return {"kind": "run", "name": spec.name, "objective": spec.objective.type, "spec_sha256": spec_digest(spec)}
+
+
 def run_spec(spec: Spec, base_dir: Path | None = None, out: str | Path | None = None, *, quiet: bool = False,
-             progress: bool = False) -> dict:
+             progress: bool = False, force: bool = False, allow_import=()) -> dict:
     """Fit and evaluate ``spec``; returns the metrics written to ``metrics.json``.
 
     Messages go to stdout unless ``quiet``; ``progress`` adds tqdm bars on stderr (Newton
-    iterations, CV outer iterations) unless ``quiet``.  Neither changes any result."""
+    iterations, CV outer iterations) unless ``quiet``.  Neither changes any result.
+
+    The report folder is checked, locked and cleared of an earlier run's artefacts before any work
+    (:func:`~gpmodels.spec.output.claim_output`); one holding another spec's report is refused
+    unless ``force``.  ``allow_import``: modules a ``model.prior: module:builder`` path may import."""
+    spec = grant_imports(spec, allow_import)
     runner = RUNNERS.get(spec.objective.type)
     if runner is None:
         raise SpecError(f"no runner for objective type {spec.objective.type!r}; known: {sorted(RUNNERS)}", "objective.type")
     check_files(spec, base_dir)
     out_dir = output_dir(spec, out)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    with claim_output(out_dir, run_identity(spec), force=force, key="--out" if out is not None else "output.dir"):
+        return _run(spec, runner, base_dir, out_dir, quiet=quiet, progress=progress)
 
+
+def _run(spec: Spec, runner, base_dir, out_dir: Path, *, quiet: bool, progress: bool) -> dict:
     say = Console(spec.name, messages=not quiet, bars=progress and not quiet)
 
     t0 = time.perf_counter()
@@ -236,7 +250,7 @@ def run_spec(spec: Spec, base_dir: Path | None = None, out: str | Path | None = 
         if f"test_taxo_{rule}" in metrics:
             say(f"hierarchical ({rule} decisions): taxo-loss {metrics[f'test_taxo_{rule}']:.4f}, "
                 f"parent accuracy {metrics[f'test_pacc_{rule}']:.4f}")
-    say(f"report: {out_dir}/ ({', '.join(sorted(p.name for p in out_dir.iterdir()))})")
+    say(f"report: {out_dir}/ ({', '.join(sorted(p.name for p in out_dir.iterdir() if not p.name.startswith('.')))})")
     return metrics
 
 

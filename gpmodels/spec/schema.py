@@ -17,7 +17,7 @@ from typing import Any, Sequence
 
 import attrs
 
-from gpmodels.errors import SpecError
+from gpmodels.errors import SpecError, shown
 
 __all__ = ["Node", "option", "REQUIRED", "reference_markdown"]
 
@@ -46,6 +46,13 @@ def option(default: Any = REQUIRED, *, kind: str, doc: str, choices: Sequence | 
     return attrs.field(kw_only=True, default=default, metadata={"spec": meta})
 
 
+def _kind_of(v) -> str:
+    """The type and size of ``v``, quoting none of it (for a whole document that is not a mapping)."""
+    if isinstance(v, (str, bytes, list, tuple, dict)):
+        return f"{_type_name(v)} ({len(v)} {'characters' if isinstance(v, (str, bytes)) else 'items'})"
+    return _type_name(v)
+
+
 def _type_name(v) -> str:
     return type(v).__name__ if v is not None else "null"
 
@@ -56,16 +63,16 @@ def _number(value, path: str, integer: bool):
             try:
                 value = float(value) if not integer else int(value)
             except ValueError:
-                raise SpecError(f"must be {'an integer' if integer else 'a number'}; got the string {value!r}", path) from None
+                raise SpecError(f"must be {'an integer' if integer else 'a number'}; got the string {shown(value)}", path) from None
         else:
-            raise SpecError(f"must be {'an integer' if integer else 'a number'}; got {_type_name(value)} {value!r}", path)
+            raise SpecError(f"must be {'an integer' if integer else 'a number'}; got {_type_name(value)} {shown(value)}", path)
     if integer:
         if isinstance(value, float) and not value.is_integer():
-            raise SpecError(f"must be an integer; got {value!r}", path)
+            raise SpecError(f"must be an integer; got {shown(value)}", path)
         return int(value)
     value = float(value)
     if not math.isfinite(value):
-        raise SpecError(f"must be a finite number; got {value!r}", path)
+        raise SpecError(f"must be a finite number; got {shown(value)}", path)
     return value
 
 
@@ -76,11 +83,11 @@ def _bounds(value, meta, path):
         if not isinstance(v, (int, float)):
             continue
         if lo is not None and v < lo:
-            raise SpecError(f"must be >= {lo}; got {v!r}", path)
+            raise SpecError(f"must be >= {lo}; got {shown(v)}", path)
         if xlo is not None and v <= xlo:
-            raise SpecError(f"must be > {xlo}; got {v!r}", path)
+            raise SpecError(f"must be > {xlo}; got {shown(v)}", path)
         if hi is not None and v > hi:
-            raise SpecError(f"must be <= {hi}; got {v!r}", path)
+            raise SpecError(f"must be <= {hi}; got {shown(v)}", path)
 
 
 def _convert(value, meta, path: str):
@@ -93,24 +100,24 @@ def _convert(value, meta, path: str):
         return value
     if kind == "str":
         if not isinstance(value, str):
-            raise SpecError(f"must be a string; got {_type_name(value)} {value!r}", path)
+            raise SpecError(f"must be a string; got {_type_name(value)} {shown(value)}", path)
         out = value
     elif kind == "bool":
         if not isinstance(value, bool):
-            raise SpecError(f"must be true or false; got {_type_name(value)} {value!r}", path)
+            raise SpecError(f"must be true or false; got {_type_name(value)} {shown(value)}", path)
         out = value
     elif kind in ("int", "float"):
         out = _number(value, path, kind == "int")
     elif kind.startswith("list["):
         if not isinstance(value, (list, tuple)):
-            raise SpecError(f"must be a list; got {_type_name(value)} {value!r}", path)
+            raise SpecError(f"must be a list; got {_type_name(value)} {shown(value)}", path)
         inner = kind[5:-1]
         if inner == "node":
             out = tuple(meta["node"].from_dict(v, f"{path}[{i}]") for i, v in enumerate(value))
         elif inner == "str":
             for i, v in enumerate(value):
                 if not isinstance(v, str):
-                    raise SpecError(f"must be a list of strings; item {i} is {_type_name(v)} {v!r}", path)
+                    raise SpecError(f"must be a list of strings; item {i} is {_type_name(v)} {shown(v)}", path)
             out = tuple(value)
         else:
             out = tuple(_number(v, f"{path}[{i}]", inner == "int") for i, v in enumerate(value))
@@ -122,7 +129,7 @@ def _convert(value, meta, path: str):
             try:
                 return _number(value, path, False)
             except SpecError:
-                raise SpecError(f"must be {' or '.join(a if a != 'auto' else repr('auto') for a in allowed)}; got {value!r}", path) from None
+                raise SpecError(f"must be {' or '.join(a if a != 'auto' else repr('auto') for a in allowed)}; got {shown(value)}", path) from None
         if isinstance(value, (list, tuple)):
             if "list[float]" not in allowed:
                 raise SpecError(f"must be a number{' or ' + repr('auto') if 'auto' in allowed else ''}; got a list", path)
@@ -133,14 +140,14 @@ def _convert(value, meta, path: str):
         return meta["node"].from_dict(value, path)
     elif kind == "dict":
         if not isinstance(value, dict):
-            raise SpecError(f"must be a mapping; got {_type_name(value)} {value!r}", path)
+            raise SpecError(f"must be a mapping; got {_type_name(value)} {shown(value)}", path)
         out = dict(value)
     else:  # pragma: no cover - guarded by option()
         raise SpecError(f"unsupported kind {kind}", path)
     if meta["choices"] is not None and out not in meta["choices"]:
-        near = difflib.get_close_matches(str(out), [str(c) for c in meta["choices"]], n=1)
+        near = difflib.get_close_matches(str(out)[:100], [str(c) for c in meta["choices"]], n=1)
         hint = f"; did you mean {near[0]!r}?" if near else ""
-        raise SpecError(f"must be one of {', '.join(repr(c) for c in meta['choices'])}; got {out!r}{hint}", path)
+        raise SpecError(f"must be one of {', '.join(repr(c) for c in meta['choices'])}; got {shown(out)}{hint}", path)
     _bounds(out, meta, path)
     return out
 
@@ -162,16 +169,16 @@ class Node:
     @classmethod
     def from_dict(cls, data, path: str = ""):
         if not isinstance(data, dict):
-            raise SpecError(f"must be a mapping of keys to values; got {_type_name(data)} {data!r}", path)
+            raise SpecError(f"must be a mapping of keys to values; got {_kind_of(data)}", path)
         fields = {f.name: f for f in cls.spec_fields()}
         removed = getattr(cls, "REMOVED_KEYS", {})
         for key in data:
             if key in removed:
-                raise SpecError(f"was removed: {removed[key]}", _join(path, str(key)))
+                raise SpecError(f"was removed: {removed[key]}", _join(path, str(key)[:100]))
             if not isinstance(key, str) or key not in fields:
-                near = difflib.get_close_matches(str(key), list(fields), n=1, cutoff=0.6)
+                near = difflib.get_close_matches(str(key)[:100], list(fields), n=1, cutoff=0.6)
                 hint = f"; did you mean {near[0]!r}?" if near else ""
-                raise SpecError(f"unknown key {key!r}{hint} (allowed: {', '.join(fields)})", _join(path, str(key)))
+                raise SpecError(f"unknown key {shown(key)}{hint} (allowed: {', '.join(fields)})", _join(path, str(key)[:100]))
         kwargs = {}
         for name, f in fields.items():
             sub = _join(path, name)

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import re
+
 import attrs
 
 from gpmodels.data.datasets import NAMED_DATASETS
 from gpmodels.data.multilabel_sets import MULTILABEL_DATASETS
 from gpmodels.data.scaling import SCALINGS
-from gpmodels.errors import SpecError
+from gpmodels.errors import SpecError, shown
 from gpmodels.kernels.representations import REPRESENTATION_KINDS
 from gpmodels.inference.map.newton_cg import FORCING_NORMS
 from gpmodels.inference.map.preconditioners import PRECONDITIONERS
@@ -20,7 +22,7 @@ from gpmodels.spec.schema import Node, option
 __all__ = ["TASKS", "LIKELIHOODS", "OBJECTIVES", "SOLVERS", "check_unifying", "Spec", "DataSpec", "ModelSpec",
            "KernelSpec", "RepresentationSpec", "ObjectiveSpec", "EvaluationSpec", "OutputSpec", "KERNEL_TYPES",
            "KERNEL_KEYS", "PseudoTargetsSpec", "CouplingSpec", "PRIORS", "MODEL_SHARING", "DECISIONS", "CVSpec",
-           "check_one_vs_rest"]
+           "check_one_vs_rest", "check_name", "NAME_PATTERN"]
 
 #: built-in priors: flat independent GPs, the ANOVA class tree (Sec. 3), square coupling B and C x p loadings
 #: (Sec. 7.4.1); more are registered by gpmodels.priors.register_prior or named by import path
@@ -30,6 +32,11 @@ PRIORS = BUILTIN_PRIORS
 MODEL_SHARING = SHARING_MODES + ("level", "subtree")
 #: decision rules scored on a class tree (Sec. 6.1): argmax, each score's Bayes rule, or both
 DECISIONS = ("argmax", "expected_loss", "both")
+
+#: a run's, study's or study model's name: it becomes a folder name, so it is a name, never a path
+NAME_PATTERN = re.compile(r"^[A-Za-z0-9_\-][A-Za-z0-9_.\-]{0,99}$")
+NAME_RULE = ("letters, digits, '-', '_' and '.' (not first), at most 100 characters: a folder name, "
+             "without '/' or '..'")
 
 TASKS = ("classification", "regression")
 LIKELIHOODS = ("softmax", "logistic", "hinge", "gaussian", "laplace", "student_t")
@@ -225,6 +232,9 @@ class ModelSpec(Node):
                                    doc="initial kernel weights θ of `kernels` (default all 1)")
     representation: RepresentationSpec = option(RepresentationSpec, kind="node", node=RepresentationSpec,
                                                 doc="kernel matrix representation")
+    #: modules the user allowed a ``prior: module:builder`` path to import (``--allow-import``; not a spec key:
+    #: granted by the caller of load_spec / spec_from_dict / run_spec / load_model, never by a file)
+    allow_import: tuple = attrs.field(default=(), kw_only=True, eq=False, repr=False)
 
     @property
     def builtin_prior(self) -> bool:
@@ -389,6 +399,7 @@ class Spec(Node):
     output: OutputSpec = option(OutputSpec, kind="node", node=OutputSpec, doc="output")
 
     def check(self, path):
+        check_name(self.name, "name")
         if self.objective.method == "exact" and self.model.builtin_prior and self.model.prior != "independent":
             raise SpecError("exact Newton needs the independent (flat) prior", "objective.method")
         if self.objective.type == "em" and self.data.pseudo_targets is None:
@@ -403,6 +414,12 @@ class Spec(Node):
         if self.objective.type == "one_vs_rest":
             check_one_vs_rest(self)
         check_unifying(self)
+
+
+def check_name(name: str, key: str) -> None:
+    """``name`` is a safe folder name (``NAME_RULE``), else SpecError naming ``key``."""
+    if not NAME_PATTERN.match(name) or ".." in name:
+        raise SpecError(f"must be a name of {NAME_RULE}; got {shown(name)}", key)
 
 
 def check_one_vs_rest(spec: Spec) -> None:
