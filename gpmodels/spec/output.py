@@ -9,11 +9,12 @@ A run (or study) claims its folder with :func:`claim_output` before it loads dat
    (a crash, kill -9) is stale and taken over;
 3. the run identity ``run.json`` (name, objective, SHA-256 of the spec without its ``output``
    section) is compared with the one already there: a folder holding *another* run's report is
-   refused unless ``force``; with the same spec or ``force`` the earlier run's artefacts (model,
-   metrics, plots; see ``RUN_ARTEFACTS``) are removed before anything is written, so nothing of the
-   earlier run is left to be taken for this run's (a run that saves no model leaves no model.npz).
-   CV checkpoints are kept for the same spec (they resume it) and removed with ``force``.  Files
-   the package does not write are never touched.
+   refused unless ``force`` (a failed run that left no report is not protected); with the same
+   spec or ``force`` the earlier run's artefacts (model, metrics, plots; see ``RUN_ARTEFACTS``) are
+   removed before anything is written, so nothing of the earlier run is left to be taken for this
+   run's (a run that saves no model leaves no model.npz).  CV checkpoints are kept (they resume the
+   same spec; another spec's is refused by its own identity) and removed with ``force``.  Files the
+   package does not write are never touched.
 
 ``release`` removes the lock; ``finish`` records the outcome in ``run.json``.
 """
@@ -192,17 +193,16 @@ def claim_output(folder, identity: dict, *, force: bool = False, artefacts=RUN_A
         old = read_identity(folder)
         names = [p.name for p in folder.iterdir() if p.is_file()]
         same = old is not None and old.get("spec_sha256") == identity["spec_sha256"]
-        if not same and not force:
+        report = sorted(n for n in names if _matches(n, artefacts))
+        if not same and not force and report:  # a failed run left no report: nothing to protect
             if old is not None:
                 raise OutputError(f"{key} {folder} holds the report of another run ({old.get('name')!r}, spec "
                                   f"{str(old.get('spec_sha256'))[:12]}; this spec is "
                                   f"{identity['spec_sha256'][:12]}): choose another folder or pass --force "
                                   "(force=True) to replace it", key)
-            found = sorted(n for n in names if _matches(n, artefacts) or n == IDENTITY_FILE)
-            if found:
-                raise OutputError(f"{key} {folder} holds files of an earlier run without a run identity "
-                                  f"({', '.join(found[:5])}); choose another folder or pass --force (force=True) "
-                                  "to replace them", key)
+            raise OutputError(f"{key} {folder} holds files of an earlier run without a run identity "
+                              f"({', '.join(report[:5])}); choose another folder or pass --force (force=True) "
+                              "to replace them", key)
         # a checkpoint without a run identity carries its own (checked when it is read); --force drops it
         stale = artefacts + (CHECKPOINTS if force and not same else ())
         for n in names:

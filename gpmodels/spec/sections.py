@@ -64,7 +64,7 @@ class PseudoTargetsSpec(Node):
     fraction: float | None = option(None, kind="float", minimum=0.0, maximum=1.0,
                                     doc="instead of `file`: replace this seeded fraction of the training labels by "
                                         "an ancestor")
-    levels_up: int = option(1, kind="int", minimum=1,
+    levels_up: int = option(1, kind="int", minimum=1, maximum=1000,
                             doc="with `fraction`: how many levels up (never above a child of the root)")
 
     def check(self, path):
@@ -135,7 +135,7 @@ class KernelSpec(Node):
     type: str = option(kind="str", choices=KERNEL_TYPES, doc="covariance function")
     w: object = option(None, kind="float|auto|list[float]", exclusive_minimum=0.0,
                        doc="rbf/ard: inverse squared length-scale(s); `auto` = 1 / Σ_j Var[x_j] of the training inputs")
-    degree: int | None = option(None, kind="int", minimum=1, doc="polynomial: degree d of (scale x·x' + offset)^d")
+    degree: int | None = option(None, kind="int", minimum=1, maximum=100, doc="polynomial: degree d of (scale x·x' + offset)^d")
     scale: float | None = option(None, kind="float", exclusive_minimum=0.0, doc="polynomial: scale (default 1)")
     offset: float | None = option(None, kind="float", minimum=0.0, doc="polynomial: offset (default 1)")
     gram: str | None = option(None, kind="str",
@@ -161,10 +161,11 @@ class RepresentationSpec(Node):
 
     kind: str = option("auto", kind="str", choices=REPRESENTATION_KINDS,
                        doc="`stored` n x n in memory; `blocked` on the fly; `features` linear X X^T; `lowrank` ICF; `auto` chooses")
-    memory_mb: float = option(256.0, kind="float", exclusive_minimum=0.0, doc="memory bound of one on-the-fly block")
-    stored_max_mb: float = option(4096.0, kind="float", exclusive_minimum=0.0,
+    memory_mb: float = option(256.0, kind="float", exclusive_minimum=0.0, maximum=1_048_576.0,
+                              doc="memory bound of one on-the-fly block")
+    stored_max_mb: float = option(4096.0, kind="float", exclusive_minimum=0.0, maximum=1_048_576.0,
                                   doc="`auto` stores a kernel matrix up to this size, else blocks it")
-    rank: int = option(200, kind="int", minimum=1, doc="lowrank: maximal rank of the incomplete Cholesky")
+    rank: int = option(200, kind="int", minimum=1, maximum=100_000, doc="lowrank: maximal rank of the incomplete Cholesky")
     tol: float = option(1e-8, kind="float", minimum=0.0, doc="lowrank: stop when the residual diagonal is below tol x max")
 
 
@@ -172,7 +173,7 @@ class RepresentationSpec(Node):
 class CouplingSpec(Node):
     """The matrix B of the `coupled` (C x C) and `loadings` (C x p) priors, Seeger 2008, Sec. 7.4.1."""
 
-    factors: int | None = option(None, kind="int", minimum=1, doc="loadings: the number p < C of latent factors")
+    factors: int | None = option(None, kind="int", minimum=1, maximum=100_000, doc="loadings: the number p < C of latent factors")
     init: str = option("auto", kind="str", choices=COUPLING_INITS,
                        doc="initial B: `identity` (square), `tree` (from the class tree), `random` (seeded "
                            "contrasts); `auto`: identity for coupling, tree (else random) for loadings")
@@ -344,7 +345,8 @@ class ObjectiveSpec(Node):
                                     "`alternating`; `lbfgs` (L-BFGS-B on the criterion, default otherwise)")
     path: str = option("exact", kind="str", choices=("exact", "mvm"),
                        doc="laplace: `exact` (Cholesky) or `mvm` (CG, Lanczos log-determinant, Hutchinson traces)")
-    n_probes: int = option(32, kind="int", minimum=1, doc="laplace mvm: Hutchinson / Lanczos probes (seeded by `seed`)")
+    n_probes: int = option(32, kind="int", minimum=1, maximum=100_000,
+                           doc="laplace mvm: Hutchinson / Lanczos probes (seeded by `seed`)")
     max_iter: int = option(100, kind="int", minimum=1, doc="outer iterations of the hyperparameter learning")
     tol: float = option(1e-8, kind="float", minimum=0.0, doc="outer tolerance (relative criterion decrease)")
     lam: float = option(1.0, kind="float", minimum=0.0, doc="mkl: weight λ of the penalty λ ||θ||_p^p")
@@ -356,7 +358,7 @@ class ObjectiveSpec(Node):
                                  doc="CG preconditioner: App. B `diagonal`; per-point `block`s; `lowrank` deflation of "
                                      "the leading kernel eigen-directions with the diagonal (`lowrank`) or the "
                                      "per-point blocks (`lowrank_block`) for the rest")
-    precond_rank: int = option(8, kind="int", minimum=1, doc="`lowrank*`: number of kernel eigenpairs deflated")
+    precond_rank: int = option(8, kind="int", minimum=1, maximum=100_000, doc="`lowrank*`: number of kernel eigenpairs deflated")
     cg_forcing_norm: str = option("auto", kind="str", choices=FORCING_NORMS,
                                   doc="CG forcing test on the `residual` or on V r (`alpha`-space); `auto`: residual "
                                       "for the diagonal preconditioner, alpha for the others")
