@@ -144,12 +144,15 @@ def _predict(model_dir, data, out, allow_import=()) -> None:
         print(f"gpmodels: {P.shape[0]} points, error {100 * err:.2f} % against the labels in {data}", file=sys.stderr)
 
 
-def _kind_of_spec(path) -> str:
-    """``study`` when the spec file lists ``models``, else ``model`` (read with the spec loader's bounds)."""
+def _kind_of_spec(path) -> str | None:
+    """``study`` when the spec file lists ``models``, ``model`` when it has a ``model`` section, None for
+    anything else (the loader then says what is wrong); read with the spec loader's bounds."""
     from gpmodels.spec.loader import read_yaml
 
     data = read_yaml(path)
-    return "study" if isinstance(data, dict) and "models" in data else "model"
+    if not isinstance(data, dict):
+        return None
+    return "study" if "models" in data else "model" if "model" in data else None
 
 
 def _bounded(text: str) -> str:
@@ -181,8 +184,8 @@ def _command(args) -> int:
         return EXIT_OK
     kind = _kind_of_spec(args.spec)
     if args.command == "study":
-        if kind != "study":
-            raise SpecError(f"{args.spec} is a model spec (it lists no `models`); run it with "
+        if kind == "model":
+            raise SpecError(f"{args.spec} is a model spec (a `model` section, no `models` list); run it with "
                             f"`gpmodels run {args.spec}`")
         from gpmodels.spec.loader import load_any_spec
         from gpmodels.spec.study import failed_models, run_study

@@ -21,7 +21,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from gpmodels.data.scaling import FeatureScaler
-from gpmodels.errors import DataError
+from gpmodels.errors import DataError, SpecError
 from gpmodels.validation import check_features
 
 __all__ = ["FORMAT_VERSION", "save_arrays", "load_arrays", "save_map_model", "load_model", "MAPPredictor", "LOADERS",
@@ -228,7 +228,11 @@ def load_model(model_dir, *, allow_import=()):
     spec_path = model_dir / SPEC_FILE
     if not spec_path.is_file():
         raise DataError(f"{model_dir} holds no {SPEC_FILE}; a model folder needs both {MODEL_FILE} and {SPEC_FILE}")
-    spec, _ = load_spec(spec_path, allow_import=allow_import)
+    try:
+        spec, _ = load_spec(spec_path, allow_import=allow_import)
+    except SpecError as exc:
+        message = str(exc) if str(spec_path) in str(exc) else f"{spec_path}: {exc}"
+        raise SpecError(f"{message} (a model folder's spec as written by `gpmodels run`)") from None
     try:
         return LOADERS[kind](model_dir, arrays, spec)
     except KeyError as exc:

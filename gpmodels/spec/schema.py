@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import difflib
 import math
+import re
 from typing import Any, Sequence
 
 import attrs
@@ -44,6 +45,10 @@ def option(default: Any = REQUIRED, *, kind: str, doc: str, choices: Sequence | 
     if node is not None and kind == "node" and default is not None:
         return attrs.field(kw_only=True, factory=default if callable(default) else (lambda: default), metadata={"spec": meta})
     return attrs.field(kw_only=True, default=default, metadata={"spec": meta})
+
+
+#: what a spec key looks like; other keys are described, not quoted, in messages
+_KEY_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-]{0,63}$")
 
 
 def _kind_of(v) -> str:
@@ -174,11 +179,16 @@ class Node:
         removed = getattr(cls, "REMOVED_KEYS", {})
         for key in data:
             if key in removed:
-                raise SpecError(f"was removed: {removed[key]}", _join(path, str(key)[:100]))
+                raise SpecError(f"was removed: {removed[key]}", _join(path, key))
             if not isinstance(key, str) or key not in fields:
-                near = difflib.get_close_matches(str(key)[:100], list(fields), n=1, cutoff=0.6)
+                allowed = f"(allowed: {', '.join(fields)})"
+                if not (isinstance(key, str) and _KEY_NAME.match(key)):
+                    # not shaped like a key: maybe a line of a file that is no spec; described, never quoted
+                    what = f"{len(key)} characters" if isinstance(key, str) else _type_name(key)
+                    raise SpecError(f"unknown key that is not a key name ({what}) {allowed}", path)
+                near = difflib.get_close_matches(key, list(fields), n=1, cutoff=0.6)
                 hint = f"; did you mean {near[0]!r}?" if near else ""
-                raise SpecError(f"unknown key {shown(key)}{hint} (allowed: {', '.join(fields)})", _join(path, str(key)[:100]))
+                raise SpecError(f"unknown key {key!r}{hint} {allowed}", _join(path, key))
         kwargs = {}
         for name, f in fields.items():
             sub = _join(path, name)
