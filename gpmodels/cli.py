@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 import traceback
 from pathlib import Path
@@ -27,6 +28,8 @@ from gpmodels.errors import CheckpointError, GPModelsError, InputError
 __all__ = ["main"]
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
+#: a quoted token of 12 or more characters in a reader's message (replaced by its length at predict)
+_QUOTED = re.compile(r"'[^'\n]{12,}'|\"[^\"\n]{12,}\"")
 #: the most characters of an error message printed
 MAX_MESSAGE = 2000
 ALLOW_IMPORT_HELP = ("let a `model.prior: MODULE:builder` path import MODULE or a sub-module of it (repeatable); "
@@ -111,7 +114,17 @@ def _predict(model_dir, data, out, allow_import=()) -> None:
 
     model = load_model(model_dir, allow_import=allow_import)
     _check_input_file(data)
-    X, y = load_inputs(data)
+    try:
+        X, y = load_inputs(data)
+    except InputError as exc:  # the reader's message may quote a token of the file: long quotes are described
+        raise type(exc)(_QUOTED.sub(lambda m: f"<{len(m.group(0)) - 2} characters of the file>", str(exc))) from None
+    except (GPModelsError, MemoryError):
+        raise
+    except Exception as exc:  # noqa: BLE001 - a reader's own error may quote the file: describe it instead
+        from gpmodels.errors import DataError
+
+        raise DataError(f"input file {data} ({Path(data).stat().st_size} bytes) cannot be read as inputs "
+                        f"(.npz with X, .arff or svmlight text; {type(exc).__name__})") from None
     P = model.predict_proba(X)
     names = list(model.classes)
     if not names:  # regression: the likelihood's prediction is the value itself

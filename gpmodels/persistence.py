@@ -21,7 +21,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from gpmodels.data.scaling import FeatureScaler
-from gpmodels.errors import DataError, SpecError
+from gpmodels.errors import DataError, GPModelsError, SpecError
 from gpmodels.validation import check_features
 
 __all__ = ["FORMAT_VERSION", "save_arrays", "load_arrays", "save_map_model", "load_model", "MAPPredictor", "LOADERS",
@@ -235,5 +235,11 @@ def load_model(model_dir, *, allow_import=()):
         raise SpecError(f"{message} (a model folder's spec as written by `gpmodels run`)") from None
     try:
         return LOADERS[kind](model_dir, arrays, spec)
+    except GPModelsError:
+        raise
     except KeyError as exc:
-        raise DataError(f"{model_dir / MODEL_FILE} lacks the array {exc.args[0]!r} of a {kind!r} model") from None
+        raise DataError(f"{model_dir / MODEL_FILE} lacks the array {str(exc.args[0])[:50]!r} of a {kind!r} "
+                        "model") from None
+    except (ValueError, IndexError, TypeError) as exc:  # arrays that do not fit each other or the spec
+        raise DataError(f"{model_dir / MODEL_FILE} does not hold a consistent {kind!r} model for its "
+                        f"{SPEC_FILE} ({type(exc).__name__}); was one of the two files replaced?") from None

@@ -13,7 +13,7 @@ A run (or study) claims its folder with :func:`claim_output` before it loads dat
    spec or ``force`` the earlier run's artefacts (model, metrics, plots; see ``RUN_ARTEFACTS``) are
    removed before anything is written, so nothing of the earlier run is left to be taken for this
    run's (a run that saves no model leaves no model.npz).  CV checkpoints are kept (they resume the
-   same spec; another spec's is refused by its own identity) and removed with ``force``.  Files the
+   same spec; another spec's is refused by its own identity) and removed with ``force`` (a clean start).  Files the
    package does not write are never touched.
 
 ``release`` removes the lock; ``finish`` records the outcome in ``run.json``.
@@ -44,7 +44,7 @@ RUN_ARTEFACTS = ("metrics.json", "diagnostics.json", "spec.resolved.yaml", "mode
                  "hyperparameters.png")
 #: what a study writes into its folder (its models have their own sub-folders)
 STUDY_ARTEFACTS = ("study.md", "study.csv", "study.json", "report.md", "error_reject.png")
-#: learning checkpoints: kept for a rerun of the same spec (resume), removed with ``force``
+#: learning checkpoints: kept for a rerun (it resumes the same spec), removed with ``force``
 CHECKPOINTS = ("checkpoint.npz", "checkpoint-class*.npz", "checkpoint*.npz.tmp*")
 
 
@@ -204,7 +204,7 @@ def claim_output(folder, identity: dict, *, force: bool = False, artefacts=RUN_A
                               f"({', '.join(report[:5])}); choose another folder or pass --force (force=True) "
                               "to replace them", key)
         # a checkpoint without a run identity carries its own (checked when it is read); --force drops it
-        stale = artefacts + (CHECKPOINTS if force and not same else ())
+        stale = artefacts + (CHECKPOINTS if force else ())
         for n in names:
             if _matches(n, stale):
                 (folder / n).unlink()
