@@ -35,7 +35,7 @@ from external_prior import ClassSimilarity, ClassSimilarityPrior, build_class_si
 from operator_cases import kernels, log_uniform
 from oracles import naive_gram
 sys.path.insert(0, str(Path(__file__).resolve().parent / "inference" / "cv"))  # test_cv moved there in the re-layout
-from test_cv import CG_TIGHT, _fd_gradient  # noqa: E402
+from test_cv import CG_TIGHT, _fd_gradient
 
 TESTS = Path(__file__).resolve().parent
 ROOT = TESTS.parent

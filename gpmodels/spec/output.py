@@ -33,8 +33,17 @@ import attrs
 
 from gpmodels.errors import OutputError
 
-__all__ = ["OutputFolder", "claim_output", "read_identity", "spec_digest", "IDENTITY_FILE", "LOCK_FILE",
-           "RUN_ARTEFACTS", "STUDY_ARTEFACTS", "CHECKPOINTS"]
+__all__ = [
+    "CHECKPOINTS",
+    "IDENTITY_FILE",
+    "LOCK_FILE",
+    "RUN_ARTEFACTS",
+    "STUDY_ARTEFACTS",
+    "OutputFolder",
+    "claim_output",
+    "read_identity",
+    "spec_digest",
+]
 
 IDENTITY_FILE = "run.json"
 LOCK_FILE = ".gpmodels.lock"

@@ -9,10 +9,9 @@ import zipfile
 import numpy as np
 import pytest
 import yaml
+from conftest import toy_classification
 
 from gpmodels.cli import main
-
-from conftest import toy_classification
 
 SECRET = "root:$6$SECRETHASH:19000:0:99999:7:::"
 

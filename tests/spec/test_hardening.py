@@ -13,14 +13,15 @@ import warnings
 import numpy as np
 import pytest
 import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from conftest import toy_classification
 
 from gpmodels.cli import main
-from gpmodels.errors import OutputError, SpecError
-from gpmodels.spec.loader import load_spec, read_yaml, spec_from_dict
+from gpmodels.errors import InputError, OutputError, SpecError
+from gpmodels.spec.loader import load_any_spec, load_spec, read_yaml, spec_from_dict
 from gpmodels.spec.output import LOCK_FILE, claim_output
 from gpmodels.spec.run import run_spec
-
-from conftest import toy_classification
 
 SECRET = "root:$6$SECRETHASHSECRETHASH:19000:0:99999:7:::"
 
@@ -356,3 +357,36 @@ def test_run_and_study_say_which_command_a_spec_needs(tmp_path, capsys):
     assert code == 2 and f"is a model spec (a `model` section, no `models` list); run it with `gpmodels run {model}`" in err
     code, err = _cli(capsys, "run", study)
     assert code == 2 and f"is a study spec (it lists `models`); run it with `gpmodels study {study}`" in err
+
+
+# ------------------------------------------------------------------ property: the spec loader never crashes
+_yaml_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True) | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.sampled_from(
+        ["name", "data", "model", "objective", "models", "kernel", "type", "w", "path", "prior", "x"]), inner,
+        max_size=4),
+    max_leaves=20)
+
+
+@settings(max_examples=150, deadline=2000, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(raw=st.binary(max_size=400))
+def test_random_bytes_give_a_spec_or_a_spec_error(tmp_path, raw):
+    p = tmp_path / "random.yaml"
+    p.write_bytes(raw)
+    try:
+        load_any_spec(p)
+    except SpecError as exc:
+        assert len(str(exc)) < 3000
+    except InputError:  # a spec naming files that do not exist etc.
+        pass
+
+
+@settings(max_examples=150, deadline=2000, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=_yaml_values)
+def test_random_yaml_gives_a_spec_or_a_spec_error(tmp_path, data):
+    p = tmp_path / "random.yaml"
+    p.write_text(yaml.safe_dump(data))
+    try:
+        load_any_spec(p)
+    except SpecError as exc:
+        assert len(str(exc)) < 3000
