@@ -368,7 +368,7 @@ _yaml_values = st.recursive(
     max_leaves=20)
 
 
-@settings(max_examples=150, deadline=2000, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=80, deadline=2000, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(raw=st.binary(max_size=400))
 def test_random_bytes_give_a_spec_or_a_spec_error(tmp_path, raw):
     p = tmp_path / "random.yaml"
@@ -381,7 +381,7 @@ def test_random_bytes_give_a_spec_or_a_spec_error(tmp_path, raw):
         pass
 
 
-@settings(max_examples=150, deadline=2000, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=80, deadline=2000, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=_yaml_values)
 def test_random_yaml_gives_a_spec_or_a_spec_error(tmp_path, data):
     p = tmp_path / "random.yaml"
