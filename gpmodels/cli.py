@@ -112,8 +112,19 @@ def _predict(model_dir, data, out, allow_import=()) -> None:
     from gpmodels.data.datasets import load_inputs
     from gpmodels.persistence import load_model
 
-    model = load_model(model_dir, allow_import=allow_import)
+    if out is not None:  # checked before any work
+        from gpmodels.errors import OutputError
+
+        target = Path(out)
+        if target.is_dir():
+            raise OutputError(f"--out {target} is a folder; give a CSV file name", "--out")
+        parent = target.parent if str(target.parent) else Path(".")
+        if not parent.is_dir():
+            raise OutputError(f"--out {target}: the folder {parent} does not exist", "--out")
+        if not os.access(parent, os.W_OK) or (target.exists() and not os.access(target, os.W_OK)):
+            raise OutputError(f"--out {target} is not writable; choose a file you can write", "--out")
     _check_input_file(data)
+    model = load_model(model_dir, allow_import=allow_import)
     try:
         X, y = load_inputs(data)
     except InputError as exc:  # the reader's message may quote a token of the file: long quotes are described

@@ -277,7 +277,15 @@ def build_kernel(k: KernelSpec, X_train, base_dir: Path | None) -> Kernel:
     if k.type == "polynomial":
         return Polynomial(degree=k.degree or 2, scale=1.0 if k.scale is None else k.scale,
                           offset=1.0 if k.offset is None else k.offset)
-    G = np.load(resolve_path(k.gram, base_dir, "model.kernel.gram"), allow_pickle=False)
+    path = resolve_path(k.gram, base_dir, "model.kernel.gram")
+    try:
+        G = np.load(path, allow_pickle=False)
+        if not isinstance(G, np.ndarray):  # an .npz archive
+            G.close()
+            raise ValueError("an archive")
+    except (OSError, ValueError, EOFError) as exc:
+        raise SpecError(f"{path} ({path.stat().st_size} bytes) cannot be read as a .npy Gram matrix of numbers "
+                        f"({type(exc).__name__}; object arrays and archives are refused)", "model.kernel.gram") from None
     return Precomputed(G)
 
 

@@ -390,3 +390,28 @@ def test_random_yaml_gives_a_spec_or_a_spec_error(tmp_path, data):
         load_any_spec(p)
     except SpecError as exc:
         assert len(str(exc)) < 3000
+
+
+@pytest.mark.parametrize("content", [b"", SECRET.encode(), "npz", "object"])
+def test_an_unreadable_gram_file_is_bad_input(tmp_path, capsys, content):
+    g = tmp_path / "g.npy"
+    if content == "npz":
+        np.savez(g.with_suffix(""), G=np.eye(3))
+        g.with_suffix(".npz").rename(g)
+    elif content == "object":
+        np.save(g, np.array([{"a": 1}] * 3, dtype=object), allow_pickle=True)
+    else:
+        g.write_bytes(content)
+    d = _spec(tmp_path)
+    d["model"]["kernel"] = {"type": "precomputed", "gram": str(g)}
+    code, err = _cli(capsys, "run", _write(tmp_path / "spec.yaml", d), "--quiet")
+    assert code == 2 and "model.kernel.gram" in err and "cannot be read as a .npy Gram matrix" in err
+    assert "SECRETHASH" not in err
+
+
+def test_predict_checks_its_out_file_first(tmp_path, capsys):
+    assert main(["run", str(_write(tmp_path / "spec.yaml", _spec(tmp_path))), "--quiet"]) == 0
+    for out, message in ((tmp_path, "is a folder"), (tmp_path / "no" / "p.csv", "does not exist")):
+        code, err = _cli(capsys, "predict", tmp_path / "out", tmp_path / "test.npz", "--out", out)
+        assert code == 2 and message in err
+    assert main(["predict", str(tmp_path / "out"), str(tmp_path / "test.npz"), "--out", str(tmp_path / "p.csv")]) == 0
