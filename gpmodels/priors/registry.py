@@ -129,7 +129,7 @@ def registered_priors() -> tuple[str, ...]:
 
 def is_import_path(name: str) -> bool:
     """Whether ``name`` has the form ``package.module:attribute``."""
-    return bool(_IMPORT_PATH.match(name))
+    return len(name) <= 200 and bool(_IMPORT_PATH.match(name))
 
 
 def is_known_prior(name: str) -> bool:

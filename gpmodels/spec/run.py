@@ -28,12 +28,12 @@ import numpy as np
 from gpmodels.scoring import metrics as M
 from gpmodels import reports
 from gpmodels.data.datasets import Dataset
-from gpmodels.errors import SpecError
+from gpmodels.errors import DataError, GPModelsError, SpecError
 from gpmodels.inference.map.model import fit_map
 from gpmodels.persistence import save_map_model
 from gpmodels.progress import Console
 from gpmodels.spec.build import (build_data, build_likelihood, build_newton_options, build_operator, build_pseudo_targets, build_tree,
-                    check_files, resolve_model)
+                    check_files, resolve_model, resolve_path)
 from gpmodels.spec.loader import dump_yaml, grant_imports
 from gpmodels.spec.output import claim_output, spec_digest
 from gpmodels.spec.sections import Spec
@@ -182,6 +182,25 @@ def _hierarchical_scores(spec: Spec, data: Dataset, base_dir, P: np.ndarray, out
     return out
 
 
+def _read_data(spec: Spec, base_dir) -> Dataset:
+    """``build_data``, with a reader's unforeseen error (EOFError of a truncated .npz, ...) turned into a
+    DataError that names the data keys and describes the files, never quoting them."""
+    try:
+        return build_data(spec, base_dir)
+    except (GPModelsError, MemoryError, KeyboardInterrupt):
+        raise
+    except Exception as exc:  # noqa: BLE001 - a reader's own error may quote the file
+        d = spec.data
+        files = []
+        for key, value in (("data.path", d.path), ("data.test_path", d.test_path)):
+            if value is not None:
+                p = resolve_path(value, base_dir, key, must_exist=False)
+                files.append(f"{key} {p} ({p.stat().st_size if p.is_file() else 'no'} bytes)")
+        what = ", ".join(files) or f"data set {d.dataset!r}"
+        raise DataError(f"the data cannot be read: {what} ({type(exc).__name__}); a data file is an .npz of plain "
+                        "arrays X, y, an .arff or svmlight text") from None
+
+
 def run_identity(spec: Spec) -> dict:
     """What ``run.json`` records of a run (see :mod:`gpmodels.spec.output`)."""
     return {"kind": "run", "name": spec.name, "objective": spec.objective.type, "spec_sha256": spec_digest(spec)}
@@ -211,7 +230,7 @@ def _run(spec: Spec, runner, base_dir, out_dir: Path, *, quiet: bool, progress: 
     say = Console(spec.name, messages=not quiet, bars=progress and not quiet)
 
     t0 = time.perf_counter()
-    data = build_data(spec, base_dir)
+    data = _read_data(spec, base_dir)
     say(f"data {data.name}: {data.X_train.shape[0]} train, {data.X_test.shape[0]} test, {data.n_classes} classes, "
         f"{data.X_train.shape[1]} features{' (sparse)' if data.sparse else ''}")
     # runners see the effective report folder (``--out`` included) in ``spec.output.dir``

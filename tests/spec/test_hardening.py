@@ -415,3 +415,17 @@ def test_predict_checks_its_out_file_first(tmp_path, capsys):
         code, err = _cli(capsys, "predict", tmp_path / "out", tmp_path / "test.npz", "--out", out)
         assert code == 2 and message in err
     assert main(["predict", str(tmp_path / "out"), str(tmp_path / "test.npz"), "--out", str(tmp_path / "p.csv")]) == 0
+
+
+@pytest.mark.parametrize("content", [b"", "truncated", "object"])
+def test_an_unreadable_data_file_is_bad_input(tmp_path, capsys, content):
+    d = _spec(tmp_path)
+    train = tmp_path / "train.npz"
+    if content == "truncated":
+        train.write_bytes(train.read_bytes()[:200])
+    elif content == "object":
+        np.savez(train, X=np.array([{"a": 1}] * 3, dtype=object), y=np.arange(3))
+    else:
+        train.write_bytes(content)
+    code, err = _cli(capsys, "run", _write(tmp_path / "spec.yaml", d), "--quiet")
+    assert code == 2 and "data.path" in err and "cannot be read" in err, err
