@@ -12,6 +12,7 @@ __all__ = [
     "InputError",
     "DataError",
     "SpecError",
+    "OutputError",
     "HierarchyError",
     "ConvergenceError",
     "CheckpointError",
@@ -45,6 +46,15 @@ class SpecError(InputError):
         super().__init__(f"{path}: {message}" if path else message)
 
 
+class OutputError(InputError):
+    """A report folder cannot be used: not a writable folder, locked by another run, or holding
+    another run's report.  ``key`` names the setting (``--out``, ``output.dir``)."""
+
+    def __init__(self, message: str, key: str = ""):
+        self.key = key
+        super().__init__(message)
+
+
 class HierarchyError(InputError):
     """A class hierarchy is not a rooted tree, or a label does not fit it."""
 
@@ -71,3 +81,22 @@ class DataConversionWarning(UserWarning):
 
 class ConvergenceWarning(UserWarning):
     """An iterative fit stopped at its iteration or update limit before reaching its tolerance."""
+
+
+#: the most characters an error message quotes of a value
+SHOWN_CHARS = 200
+
+
+def shown(value, limit: int = SHOWN_CHARS) -> str:
+    """``repr(value)`` bounded in work and length, for error messages: nested containers are cut at
+    a few levels and items (so a value built by YAML aliases is never expanded), and the text at
+    ``limit`` characters with the number of characters left out."""
+    import reprlib
+
+    r = reprlib.Repr()
+    r.maxlevel, r.maxdict, r.maxlist, r.maxtuple, r.maxset = 3, 8, 8, 8, 8
+    r.maxstring, r.maxother, r.maxlong = limit, limit, limit
+    text = r.repr(value)
+    if len(text) > limit:
+        text = f"{text[:limit]}... ({len(text) - limit} more characters)"
+    return text

@@ -21,7 +21,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from gpmodels.data.scaling import FeatureScaler
-from gpmodels.errors import DataError, SpecError
+from gpmodels.errors import DataError, GPModelsError, SpecError
 from gpmodels.validation import check_features
 
 __all__ = ["FORMAT_VERSION", "save_arrays", "load_arrays", "save_map_model", "load_model", "MAPPredictor", "LOADERS",
@@ -59,19 +59,46 @@ def save_arrays(model_dir, kind: str, arrays: dict) -> Path:
     return target
 
 
+def _no_model_message(model_dir: Path) -> str:
+    """Why ``model_dir`` holds no model.npz: a run that saves none, or no run at all."""
+    from gpmodels.spec.output import read_identity
+
+    ident = read_identity(model_dir)
+    if ident is not None:
+        return (f"{model_dir} holds the report of run {ident.get('name')!r} (objective "
+                f"{ident.get('objective')!r}), which saved no {MODEL_FILE}: there is no model for this run to "
+                "predict with")
+    return f"{model_dir} holds no {MODEL_FILE}: it is not a saved model folder (run `gpmodels run` first)"
+
+
 def load_arrays(model_dir) -> tuple[str, dict]:
-    path = Path(model_dir) / MODEL_FILE
+    """The model kind and arrays of ``model_dir/model.npz``; DataError for a missing, truncated,
+    non-npz or foreign file (described by its size, never quoted)."""
+    model_dir = Path(model_dir)
+    if not model_dir.is_dir():
+        raise DataError(f"model folder {model_dir} {'is not a folder' if model_dir.exists() else 'not found'}")
+    path = model_dir / MODEL_FILE
     if not path.is_file():
-        raise DataError(f"{model_dir} holds no {MODEL_FILE}: it is not a saved model folder (run `gpmodels run` first)")
+        raise DataError(_no_model_message(model_dir))
     try:
         with np.load(path, allow_pickle=False) as z:
+            if not hasattr(z, "files"):
+                raise ValueError("a single array, not an archive")
             arrays = {k: z[k] for k in z.files}
-    except (OSError, ValueError) as exc:
-        raise DataError(f"{path} cannot be read as a model file: {exc}") from None
-    version = int(arrays.get("format_version", -1))
+    except MemoryError:
+        raise
+    except Exception as exc:  # OSError, EOFError, BadZipFile, ValueError (object arrays, bad headers), ...
+        size = path.stat().st_size if path.exists() else 0
+        kind = "empty" if size == 0 else f"{size} bytes, truncated or not an .npz archive of plain arrays"
+        raise DataError(f"{path} cannot be read as a model file ({kind}; {type(exc).__name__})") from None
+    try:
+        version = int(arrays["format_version"])
+        kind = str(arrays["kind"])
+    except (KeyError, TypeError, ValueError):
+        raise DataError(f"{path} is not a gpmodels model file (no format_version / kind entries)") from None
     if version != FORMAT_VERSION:
         raise DataError(f"{path} has model format version {version}; this gpmodels reads version {FORMAT_VERSION}")
-    return str(arrays["kind"]), arrays
+    return kind, arrays
 
 
 @attrs.frozen(eq=False)
@@ -187,24 +214,44 @@ def _load_one_vs_rest(model_dir: Path, arrays: dict, spec) -> OneVsRestPredictor
 LOADERS: dict[str, Callable] = {"map": _load_map, "one_vs_rest": _load_one_vs_rest}
 
 
-def load_model(model_dir):
-    """Load a saved model folder; returns a predictor with ``predict_proba`` and ``predict``."""
+def load_model(model_dir, *, allow_import=()):
+    """Load a saved model folder; returns a predictor with ``predict_proba`` and ``predict``.
+
+    The folder's ``spec.resolved.yaml`` runs no code: a ``model.prior: module:builder`` path in it is
+    imported only when its module is in ``allow_import`` (``gpmodels predict --allow-import``)."""
     from gpmodels.spec.loader import read_yaml, spec_from_dict
 
     model_dir = Path(model_dir)
     kind, arrays = load_arrays(model_dir)
     if kind not in LOADERS:
-        raise DataError(f"{model_dir}: unknown model kind {kind!r}; this gpmodels reads {sorted(LOADERS)}")
+        raise DataError(f"{model_dir}: unknown model kind {kind[:50]!r}; this gpmodels reads {sorted(LOADERS)}")
     spec_path = model_dir / SPEC_FILE
     if not spec_path.is_file():
         raise DataError(f"{model_dir} holds no {SPEC_FILE}; a model folder needs both {MODEL_FILE} and {SPEC_FILE}")
-    data = read_yaml(spec_path)
     try:
-        spec = spec_from_dict(data)
+        spec = _saved_spec(read_yaml(spec_path), allow_import, spec_from_dict)
     except SpecError as exc:
-        if not (exc.path.startswith("objective") and isinstance(data.get("objective"), dict)):
+        message = str(exc) if str(spec_path) in str(exc) else f"{spec_path}: {exc}"
+        raise SpecError(f"{message} (a model folder's spec as written by `gpmodels run`)") from None
+    try:
+        return LOADERS[kind](model_dir, arrays, spec)
+    except GPModelsError:
+        raise
+    except KeyError as exc:
+        raise DataError(f"{model_dir / MODEL_FILE} lacks the array {str(exc.args[0])[:50]!r} of a {kind!r} "
+                        "model") from None
+    except (ValueError, IndexError, TypeError) as exc:  # arrays that do not fit each other or the spec
+        raise DataError(f"{model_dir / MODEL_FILE} does not hold a consistent {kind!r} model for its "
+                        f"{SPEC_FILE} ({type(exc).__name__}); was one of the two files replaced?") from None
+
+
+def _saved_spec(data, allow_import, spec_from_dict):
+    """The spec of a model folder; a folder saved before the objective sub-sections keeps only the
+    objective keys that enter predictions (its fitting settings do not)."""
+    try:
+        return spec_from_dict(data, allow_import=allow_import)
+    except SpecError as exc:
+        if not (exc.path.startswith("objective") and isinstance(data, dict) and isinstance(data.get("objective"), dict)):
             raise
-        # a folder saved before the objective sub-sections: its fitting settings do not enter predictions
-        spec = spec_from_dict({**data, "objective": {k: data["objective"][k] for k in ("type", "method", "learn")
-                                                     if k in data["objective"]}})
-    return LOADERS[kind](model_dir, arrays, spec)
+        kept = {k: data["objective"][k] for k in ("type", "method", "learn") if k in data["objective"]}
+        return spec_from_dict({**data, "objective": kept}, allow_import=allow_import)

@@ -34,6 +34,7 @@ from conftest import toy_classification
 from external_prior import ClassSimilarity, ClassSimilarityPrior, build_class_similarity
 from operator_cases import kernels, log_uniform
 from oracles import naive_gram
+sys.path.insert(0, str(Path(__file__).resolve().parent / "inference" / "cv"))  # test_cv moved there in the re-layout
 from test_cv import CG_TIGHT, _fd_gradient
 
 TESTS = Path(__file__).resolve().parent
@@ -200,7 +201,8 @@ def _predict_in_fresh_process(folder: Path, X) -> np.ndarray:
     """load_model in a new interpreter that never registered the prior (only PYTHONPATH reaches it)."""
     np.save(folder / "X_new.npy", X)
     code = ("import sys, numpy as np; from gpmodels.persistence import load_model; "
-            "P = load_model(sys.argv[1]).predict_proba(np.load(sys.argv[2])); np.save(sys.argv[3], P)")
+            "P = load_model(sys.argv[1], allow_import=('external_prior',)).predict_proba(np.load(sys.argv[2])); "
+            "np.save(sys.argv[3], P)")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(TESTS)])}
     subprocess.run([sys.executable, "-c", code, str(folder), str(folder / "X_new.npy"), str(folder / "P.npy")],
                    check=True, env=env, cwd=folder)
@@ -237,21 +239,26 @@ def test_import_path_prior_learns_by_cv_and_laplace_through_the_driver(tmp_path)
     path = "external_prior:build_class_similarity"
     cv = {"type": "cv", "cv": {"folds": 3, "outer": {"max_iter": 2}}}  # the checkpoint identity holds prior_options
     d = _spec(tmp_path, path, cv)
-    m = run_spec(spec_from_dict(d), quiet=True)
+    with pytest.raises(SpecError, match="needs --allow-import external_prior"):  # a path runs no code unasked
+        run_spec(spec_from_dict(d), quiet=True)
+    m = run_spec(spec_from_dict(d, allow_import=("external_prior",)), quiet=True)
     assert m["psi_learned"] < m["psi_start"] and "hyper.strength" in m and m["hyper.strength"] != 0.5
     assert (tmp_path / "out" / "checkpoint.npz").is_file()
-    again = run_spec(spec_from_dict(d), quiet=True)  # resumes: the identity (prior_options included) matches
+    again = run_spec(spec_from_dict(d), quiet=True, allow_import="external_prior")  # resumes: the identity (prior_options included) matches
     assert again["resumed_from_iteration"] == 2 and again["psi_learned"] == m["psi_learned"]
     X_test = np.load(tmp_path / "test.npz")["X"]
-    P = load_model(tmp_path / "out").predict_proba(X_test)
+    P = load_model(tmp_path / "out", allow_import=("external_prior",)).predict_proba(X_test)
     np.testing.assert_array_equal(_predict_in_fresh_process(tmp_path / "out", X_test), P)
     d = _spec(tmp_path, path, {"type": "laplace", "laplace": {"learn_max_iter": 3}})
     d["output"]["dir"] = str(tmp_path / "laplace")
-    m = run_spec(spec_from_dict(d), quiet=True)
+    m = run_spec(spec_from_dict(d, allow_import=("external_prior",)), quiet=True)
     assert m["test_error"] < 0.3
     diag = json.loads((tmp_path / "laplace" / "diagnostics.json").read_text())
     assert diag["trace"][-1] < diag["trace"][0]  # -log q decreased
-    np.testing.assert_array_equal(load_model(tmp_path / "laplace").predict_proba(X_test).shape, (30, 3))
+    with pytest.raises(SpecError, match="needs --allow-import external_prior"):  # a model folder runs no code unasked
+        load_model(tmp_path / "laplace")
+    np.testing.assert_array_equal(load_model(tmp_path / "laplace", allow_import=("external_prior",))
+                                  .predict_proba(X_test).shape, (30, 3))
 
 
 @pytest.mark.parametrize("mutate, key, message", [
@@ -270,8 +277,8 @@ def test_bad_user_prior_specs_name_the_key(tmp_path, registered, mutate, key, me
     d = _spec(tmp_path, registered)
     mutate(d)
     with pytest.raises(SpecError, match=message) as info:
-        spec = spec_from_dict(d)
-        check_files(spec, None)  # imports a prior named by path, as `gpmodels validate` does
+        spec = spec_from_dict(d, allow_import=("external_prior", "no_such_module_xyz"))
+        check_files(spec, None)  # imports an allowed prior named by path, as `gpmodels validate --allow-import` does
         run_spec(spec, quiet=True)
     assert info.value.path == key
     if "did you mean 'class" in message:
@@ -293,7 +300,10 @@ def test_builder_must_return_a_prior_factory_of_an_operator(tmp_path):
 
 
 def test_registry_rules():
-    assert resolve_prior("external_prior:build_class_similarity") is build_class_similarity
+    with pytest.raises(SpecError, match="needs --allow-import external_prior"):
+        resolve_prior("external_prior:build_class_similarity")
+    assert resolve_prior("external_prior:build_class_similarity", allow_import="external_prior") is \
+        build_class_similarity
     register_prior("class_similarity", build_class_similarity)
     try:
         register_prior("class_similarity", build_class_similarity)  # the same builder again: a no-op

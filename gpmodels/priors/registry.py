@@ -11,10 +11,14 @@ The built-in priors (``independent``, ``anova``, ``coupled``, ``loadings``) are 
     register_prior("class_similarity", build_class_similarity)
 
 A spec may also name a builder by its import path, ``model.prior: "package.module:builder"``
-(``module:Class.method`` works too); the module is imported when the spec is checked or built.
-This form needs no registration, so it works from the command line and when a saved model is
-loaded in a fresh process.  Free-form ``model.prior_options`` reach the builder as
-``context.options``.
+(``module:Class.method`` works too).  Importing a module runs its code, so a path named by a file
+(a spec, a model folder's ``spec.resolved.yaml``) is imported only when the user opted in for that
+module: ``--allow-import package`` on the command line, ``allow_import=("package",)`` in Python
+(``load_spec``, ``spec_from_dict``, ``run_spec``, ``load_model``).  An allowed name covers the module
+and its sub-modules (``package`` allows ``package.module``).  Without the opt-in the path is checked
+for its syntax only and resolving it is a SpecError; the path of a *registered* builder needs no
+opt-in (it is matched against the registry, nothing is imported).  Free-form
+``model.prior_options`` reach the builder as ``context.options``.
 
 Unknown names raise :class:`SpecError` listing the registered ones, with the nearest name for a typo.
 """
@@ -29,10 +33,11 @@ from typing import Any, Callable, Mapping
 
 import attrs
 
-from gpmodels.errors import SpecError
+from gpmodels.errors import SpecError, shown as _shown
 
 __all__ = ["PriorContext", "register_prior", "unregister_prior", "registered_priors", "resolve_prior",
-           "is_import_path", "is_known_prior", "import_path_of", "unknown_prior_message", "BUILTIN_PRIORS"]
+           "is_import_path", "is_known_prior", "import_path_of", "unknown_prior_message", "BUILTIN_PRIORS",
+           "check_allow_import", "import_allowed"]
 
 #: registered by gpmodels.spec.build; cannot be replaced or removed
 BUILTIN_PRIORS = ("independent", "anova", "coupled", "loadings")
@@ -41,6 +46,7 @@ KEY = "model.prior"
 OPTIONS_KEY = "model.prior_options"
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-]*$")
+_MODULE = re.compile(r"^[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)*$")
 _IMPORT_PATH = re.compile(r"^[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)*:[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)*$")
 
 Builder = Callable[["PriorContext"], Any]
@@ -123,7 +129,7 @@ def registered_priors() -> tuple[str, ...]:
 
 def is_import_path(name: str) -> bool:
     """Whether ``name`` has the form ``package.module:attribute``."""
-    return bool(_IMPORT_PATH.match(name))
+    return len(name) <= 200 and bool(_IMPORT_PATH.match(name))
 
 
 def is_known_prior(name: str) -> bool:
@@ -131,20 +137,59 @@ def is_known_prior(name: str) -> bool:
     return name in BUILTIN_PRIORS or name in _REGISTRY or is_import_path(name)
 
 
-def resolve_prior(name: str, key: str = KEY) -> Builder:
-    """The builder of a registered name or of an import path ``module:attribute`` (imported now)."""
+def check_allow_import(allow_import) -> tuple[str, ...]:
+    """``allow_import`` as a tuple of module names (a single string is one name); ValueError for anything else."""
+    if allow_import is None:
+        return ()
+    if isinstance(allow_import, str):
+        allow_import = (allow_import,)
+    out = tuple(allow_import)
+    for name in out:
+        if not isinstance(name, str) or not _MODULE.match(name):
+            raise ValueError(f"allow_import takes module names such as 'mypkg' or 'mypkg.priors'; got {name!r}")
+    return out
+
+
+def import_allowed(module: str, allow_import=()) -> bool:
+    """Whether ``module`` is one of ``allow_import`` or a sub-module of one (``a`` allows ``a`` and ``a.b``)."""
+    return any(module == a or module.startswith(a + ".") for a in check_allow_import(allow_import))
+
+
+def _registered_path(path: str) -> Builder | None:
+    """The registered builder whose ``module:qualname`` is ``path`` (found without importing anything)."""
+    for builder in _REGISTRY.values():
+        if f"{getattr(builder, '__module__', '')}:{getattr(builder, '__qualname__', '')}" == path:
+            return builder
+    return None
+
+
+def resolve_prior(name: str, key: str = KEY, *, allow_import=()) -> Builder:
+    """The builder of a registered name, or of an import path ``module:attribute``.
+
+    A path whose builder is registered resolves to it without an import; any other path is imported
+    only when its module is in ``allow_import`` (see the module docstring), else SpecError."""
     if name in _REGISTRY:
         return _REGISTRY[name]
     if ":" in name:
+        if not is_import_path(name):
+            raise SpecError(f"{_shown(name)} is not an import path of the form 'package.module:builder'", key)
+        registered = _registered_path(name)
+        if registered is not None:
+            return registered
+        module = name.split(":")[0]
+        if not import_allowed(module, allow_import):
+            raise SpecError(f"{name!r} names a Python module; importing code named by a spec needs --allow-import "
+                            f"{module} (in Python: allow_import=({module!r},)), or register the builder with "
+                            "gpmodels.priors.register_prior", key)
         return _import(name, key)
     raise SpecError(unknown_prior_message(name), key)
 
 
 def unknown_prior_message(name: str) -> str:
     names = BUILTIN_PRIORS + tuple(n for n in registered_priors() if n not in BUILTIN_PRIORS)
-    near = difflib.get_close_matches(name, names, n=1)
+    near = difflib.get_close_matches(name[:200], names, n=1)
     hint = f"; did you mean {near[0]!r}?" if near else ""
-    return (f"unknown prior {name!r}{hint} (registered: {', '.join(names)}; or 'package.module:builder' "
+    return (f"unknown prior {_shown(name)}{hint} (registered: {', '.join(names)}; or 'package.module:builder' "
             "for a builder imported by path, see docs/extending.md)")
 
 

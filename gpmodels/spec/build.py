@@ -79,7 +79,8 @@ def check_files(spec: Spec, base_dir: Path | None) -> None:
         resolve_path(pt.file, base_dir, "data.pseudo_targets.file")
     if hierarchy_path(spec, base_dir) is None and _tree_needed_by(spec) is not None:
         _no_tree(spec)
-    resolve_prior(spec.model.prior)  # a user prior by import path: importable, callable
+    # a user prior by import path: importable and callable, imported only when the user allowed its module
+    resolve_prior(spec.model.prior, allow_import=spec.model.allow_import)
 
 
 # ---------------------------------------------------------------------------- class trees
@@ -264,11 +265,24 @@ def build_kernel(k: KernelSpec, X_train, base_dir: Path | None, key: str = "mode
     k = resolve_kernel(k, X_train)
     params = {name: getattr(k, name) for name in KERNEL_PARAMS[k.type] if name != "gram"}
     if k.type == "precomputed":
-        params["gram"] = np.load(resolve_path(k.gram, base_dir, f"{key}.gram"), allow_pickle=False)
+        params["gram"] = _load_gram(resolve_path(k.gram, base_dir, f"{key}.gram"), f"{key}.gram")
     try:
         return make_kernel(k.type, X=X_train, **params)
     except InputError as exc:
         raise SpecError(str(exc), f"{key}.w" if "w" in params else key) from None
+
+
+def _load_gram(path: Path, key: str) -> np.ndarray:
+    """A precomputed Gram matrix from a .npy file (no pickles, no archives); errors name ``key``."""
+    try:
+        G = np.load(path, allow_pickle=False)
+        if not isinstance(G, np.ndarray):  # an .npz archive
+            G.close()
+            raise ValueError("an archive")
+    except (OSError, ValueError, EOFError) as exc:
+        raise SpecError(f"{path} ({path.stat().st_size} bytes) cannot be read as a .npy Gram matrix of numbers "
+                        f"({type(exc).__name__}; object arrays and archives are refused)", key) from None
+    return G
 
 
 #: model.sharing -> (node variance sharing, node kernel sharing) of the ANOVA prior (None: follow)
@@ -326,7 +340,7 @@ for _name, _builder in (("independent", _build_independent), ("anova", _build_an
 def build_prior(m: ModelSpec, X_train, base_dir: Path | None = None, *, tree: ClassTree | None = None):
     """The prior factory of ``model``: the builder registered under ``model.prior`` (or imported from
     ``package.module:builder``) applied to a :class:`PriorContext`."""
-    builder = resolve_prior(m.prior)
+    builder = resolve_prior(m.prior, allow_import=m.allow_import)
     ctx = PriorContext(name=m.prior, options=dict(m.prior_options or {}), model=m,
                        kernel=build_kernel(m.kernel, X_train, base_dir), representation=_representation(m),
                        X_train=X_train, tree=tree, base_dir=base_dir)

@@ -28,16 +28,17 @@ import numpy as np
 from gpmodels.scoring import metrics as M
 from gpmodels import reports
 from gpmodels.data.datasets import Dataset
-from gpmodels.errors import SpecError
+from gpmodels.errors import DataError, GPModelsError, SpecError
 from gpmodels.inference.map.model import fit_map
 from gpmodels.persistence import save_map_model
 from gpmodels.progress import Console
 from gpmodels.spec.build import (build_data, build_likelihood, build_newton_options, build_operator, build_pseudo_targets, build_tree,
-                    check_files, resolve_model)
-from gpmodels.spec.loader import dump_yaml
+                    check_files, resolve_model, resolve_path)
+from gpmodels.spec.loader import dump_yaml, grant_imports
+from gpmodels.spec.output import claim_output, spec_digest
 from gpmodels.spec.sections import Spec
 
-__all__ = ["run_spec", "output_dir", "RunOutcome", "RUNNERS", "register_runner"]
+__all__ = ["run_spec", "output_dir", "RunOutcome", "RUNNERS", "register_runner", "run_identity"]
 
 
 @attrs.frozen
@@ -181,23 +182,55 @@ def _hierarchical_scores(spec: Spec, data: Dataset, base_dir, P: np.ndarray, out
     return out
 
 
+def _read_data(spec: Spec, base_dir) -> Dataset:
+    """``build_data``, with a reader's unforeseen error (EOFError of a truncated .npz, ...) turned into a
+    DataError that names the data keys and describes the files, never quoting them."""
+    try:
+        return build_data(spec, base_dir)
+    except (GPModelsError, MemoryError, KeyboardInterrupt):
+        raise
+    except Exception as exc:  # noqa: BLE001 - a reader's own error may quote the file
+        d = spec.data
+        files = []
+        for key, value in (("data.path", d.path), ("data.test_path", d.test_path)):
+            if value is not None:
+                p = resolve_path(value, base_dir, key, must_exist=False)
+                files.append(f"{key} {p} ({p.stat().st_size if p.is_file() else 'no'} bytes)")
+        what = ", ".join(files) or f"data set {d.dataset!r}"
+        raise DataError(f"the data cannot be read: {what} ({type(exc).__name__}); a data file is an .npz of plain "
+                        "arrays X, y, an .arff or svmlight text") from None
+
+
+def run_identity(spec: Spec) -> dict:
+    """What ``run.json`` records of a run (see :mod:`gpmodels.spec.output`)."""
+    return {"kind": "run", "name": spec.name, "objective": spec.objective.type, "spec_sha256": spec_digest(spec)}
+
+
 def run_spec(spec: Spec, base_dir: Path | None = None, out: str | Path | None = None, *, quiet: bool = False,
-             progress: bool = False) -> dict:
+             progress: bool = False, force: bool = False, allow_import=()) -> dict:
     """Fit and evaluate ``spec``; returns the metrics written to ``metrics.json``.
 
     Messages go to stdout unless ``quiet``; ``progress`` adds tqdm bars on stderr (Newton
-    iterations, CV outer iterations) unless ``quiet``.  Neither changes any result."""
+    iterations, CV outer iterations) unless ``quiet``.  Neither changes any result.
+
+    The report folder is checked, locked and cleared of an earlier run's artefacts before any work
+    (:func:`~gpmodels.spec.output.claim_output`); one holding another spec's report is refused
+    unless ``force``.  ``allow_import``: modules a ``model.prior: module:builder`` path may import."""
+    spec = grant_imports(spec, allow_import)
     runner = RUNNERS.get(spec.objective.type)
     if runner is None:
         raise SpecError(f"no runner for objective type {spec.objective.type!r}; known: {sorted(RUNNERS)}", "objective.type")
     check_files(spec, base_dir)
     out_dir = output_dir(spec, out)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    with claim_output(out_dir, run_identity(spec), force=force, key="--out" if out is not None else "output.dir"):
+        return _run(spec, runner, base_dir, out_dir, quiet=quiet, progress=progress)
 
+
+def _run(spec: Spec, runner, base_dir, out_dir: Path, *, quiet: bool, progress: bool) -> dict:
     say = Console(spec.name, messages=not quiet, bars=progress and not quiet)
 
     t0 = time.perf_counter()
-    data = build_data(spec, base_dir)
+    data = _read_data(spec, base_dir)
     say(f"data {data.name}: {data.X_train.shape[0]} train, {data.X_test.shape[0]} test, {data.n_classes} classes, "
         f"{data.X_train.shape[1]} features{' (sparse)' if data.sparse else ''}")
     # runners see the effective report folder (``--out`` included) in ``spec.output.dir``
@@ -236,7 +269,7 @@ def run_spec(spec: Spec, base_dir: Path | None = None, out: str | Path | None = 
         if f"test_taxo_{rule}" in metrics:
             say(f"hierarchical ({rule} decisions): taxo-loss {metrics[f'test_taxo_{rule}']:.4f}, "
                 f"parent accuracy {metrics[f'test_pacc_{rule}']:.4f}")
-    say(f"report: {out_dir}/ ({', '.join(sorted(p.name for p in out_dir.iterdir()))})")
+    say(f"report: {out_dir}/ ({', '.join(sorted(p.name for p in out_dir.iterdir() if not p.name.startswith('.')))})")
     return metrics
 
 

@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import difflib
 import math
+import re
 from typing import Any, Sequence
 
 import attrs
 
-from gpmodels.errors import SpecError
+from gpmodels.errors import SpecError, shown
 
 __all__ = ["Node", "option", "REQUIRED", "reference_markdown"]
 
@@ -50,6 +51,17 @@ def option(default: Any = REQUIRED, *, kind: str, doc: str, choices: Sequence | 
     return attrs.field(kw_only=True, default=default, metadata={"spec": meta})
 
 
+#: what a spec key looks like; other keys are described, not quoted, in messages
+_KEY_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-]{0,63}$")
+
+
+def _kind_of(v) -> str:
+    """The type and size of ``v``, quoting none of it (for a whole document that is not a mapping)."""
+    if isinstance(v, (str, bytes, list, tuple, dict)):
+        return f"{_type_name(v)} ({len(v)} {'characters' if isinstance(v, (str, bytes)) else 'items'})"
+    return _type_name(v)
+
+
 def _type_name(v) -> str:
     return type(v).__name__ if v is not None else "null"
 
@@ -60,16 +72,16 @@ def _number(value, path: str, integer: bool, finite: bool = True):
             try:
                 value = float(value) if not integer else int(value)
             except ValueError:
-                raise SpecError(f"must be {'an integer' if integer else 'a number'}; got the string {value!r}", path) from None
+                raise SpecError(f"must be {'an integer' if integer else 'a number'}; got the string {shown(value)}", path) from None
         else:
-            raise SpecError(f"must be {'an integer' if integer else 'a number'}; got {_type_name(value)} {value!r}", path)
+            raise SpecError(f"must be {'an integer' if integer else 'a number'}; got {_type_name(value)} {shown(value)}", path)
     if integer:
         if isinstance(value, float) and not value.is_integer():
-            raise SpecError(f"must be an integer; got {value!r}", path)
+            raise SpecError(f"must be an integer; got {shown(value)}", path)
         return int(value)
     value = float(value)
     if math.isnan(value) or (finite and not math.isfinite(value)):
-        raise SpecError(f"must be a finite number; got {value!r}", path)
+        raise SpecError(f"must be a finite number; got {shown(value)}", path)
     return value
 
 
@@ -80,13 +92,13 @@ def _bounds(value, meta, path):
         if not isinstance(v, (int, float)):
             continue
         if lo is not None and v < lo:
-            raise SpecError(f"must be >= {lo}; got {v!r}", path)
+            raise SpecError(f"must be >= {lo}; got {shown(v)}", path)
         if xlo is not None and v <= xlo:
-            raise SpecError(f"must be > {xlo}; got {v!r}", path)
+            raise SpecError(f"must be > {xlo}; got {shown(v)}", path)
         if hi is not None and v > hi:
-            raise SpecError(f"must be <= {hi}; got {v!r}", path)
+            raise SpecError(f"must be <= {hi}; got {shown(v)}", path)
         if xhi is not None and v >= xhi:
-            raise SpecError(f"must be < {xhi}; got {v!r}", path)
+            raise SpecError(f"must be < {xhi}; got {shown(v)}", path)
 
 
 def _convert(value, meta, path: str):
@@ -99,24 +111,24 @@ def _convert(value, meta, path: str):
         return value
     if kind == "str":
         if not isinstance(value, str):
-            raise SpecError(f"must be a string; got {_type_name(value)} {value!r}", path)
+            raise SpecError(f"must be a string; got {_type_name(value)} {shown(value)}", path)
         out = value
     elif kind == "bool":
         if not isinstance(value, bool):
-            raise SpecError(f"must be true or false; got {_type_name(value)} {value!r}", path)
+            raise SpecError(f"must be true or false; got {_type_name(value)} {shown(value)}", path)
         out = value
     elif kind in ("int", "float"):
         out = _number(value, path, kind == "int", meta["finite"])
     elif kind.startswith("list["):
         if not isinstance(value, (list, tuple)):
-            raise SpecError(f"must be a list; got {_type_name(value)} {value!r}", path)
+            raise SpecError(f"must be a list; got {_type_name(value)} {shown(value)}", path)
         inner = kind[5:-1]
         if inner == "node":
             out = tuple(meta["node"].from_dict(v, f"{path}[{i}]") for i, v in enumerate(value))
         elif inner == "str":
             for i, v in enumerate(value):
                 if not isinstance(v, str):
-                    raise SpecError(f"must be a list of strings; item {i} is {_type_name(v)} {v!r}", path)
+                    raise SpecError(f"must be a list of strings; item {i} is {_type_name(v)} {shown(v)}", path)
             out = tuple(value)
         else:
             out = tuple(_number(v, f"{path}[{i}]", inner == "int") for i, v in enumerate(value))
@@ -128,7 +140,7 @@ def _convert(value, meta, path: str):
             try:
                 return _number(value, path, False)
             except SpecError:
-                raise SpecError(f"must be {' or '.join(a if a != 'auto' else repr('auto') for a in allowed)}; got {value!r}", path) from None
+                raise SpecError(f"must be {' or '.join(a if a != 'auto' else repr('auto') for a in allowed)}; got {shown(value)}", path) from None
         if isinstance(value, (list, tuple)):
             if "list[float]" not in allowed:
                 raise SpecError(f"must be a number{' or ' + repr('auto') if 'auto' in allowed else ''}; got a list", path)
@@ -139,14 +151,14 @@ def _convert(value, meta, path: str):
         return meta["node"].from_dict(value, path)
     elif kind == "dict":
         if not isinstance(value, dict):
-            raise SpecError(f"must be a mapping; got {_type_name(value)} {value!r}", path)
+            raise SpecError(f"must be a mapping; got {_type_name(value)} {shown(value)}", path)
         out = dict(value)
     else:  # pragma: no cover - guarded by option()
         raise SpecError(f"unsupported kind {kind}", path)
     if meta["choices"] is not None and out not in meta["choices"]:
-        near = difflib.get_close_matches(str(out), [str(c) for c in meta["choices"]], n=1)
+        near = difflib.get_close_matches(str(out)[:100], [str(c) for c in meta["choices"]], n=1)
         hint = f"; did you mean {near[0]!r}?" if near else ""
-        raise SpecError(f"must be one of {', '.join(repr(c) for c in meta['choices'])}; got {out!r}{hint}", path)
+        raise SpecError(f"must be one of {', '.join(repr(c) for c in meta['choices'])}; got {shown(out)}{hint}", path)
     _bounds(out, meta, path)
     return out
 
@@ -171,7 +183,7 @@ class Node:
     @classmethod
     def from_dict(cls, data, path: str = ""):
         if not isinstance(data, dict):
-            raise SpecError(f"must be a mapping of keys to values; got {_type_name(data)} {data!r}", path)
+            raise SpecError(f"must be a mapping of keys to values; got {_kind_of(data)}", path)
         fields = {f.name: f for f in cls.spec_fields()}
         removed = getattr(cls, "REMOVED_KEYS", {})
         moved = getattr(cls, "MOVED_KEYS", {})
@@ -183,9 +195,14 @@ class Node:
                 new = (new,) if isinstance(new, str) else new
                 raise SpecError(f"moved: write it as {' or '.join(_join(path, n) for n in new)}", _join(path, str(key)))
             if not isinstance(key, str) or key not in fields:
-                near = difflib.get_close_matches(str(key), list(fields), n=1, cutoff=0.6)
+                allowed = f"(allowed: {', '.join(fields)})"
+                if not (isinstance(key, str) and _KEY_NAME.match(key)):
+                    # not shaped like a key: maybe a line of a file that is no spec; described, never quoted
+                    what = f"{len(key)} characters" if isinstance(key, str) else _type_name(key)
+                    raise SpecError(f"unknown key that is not a key name ({what}) {allowed}", path)
+                near = difflib.get_close_matches(key, list(fields), n=1, cutoff=0.6)
                 hint = f"; did you mean {near[0]!r}?" if near else ""
-                raise SpecError(f"unknown key {key!r}{hint} (allowed: {', '.join(fields)})", _join(path, str(key)))
+                raise SpecError(f"unknown key {key!r}{hint} {allowed}", _join(path, key))
         kwargs = {}
         for name, f in fields.items():
             sub = _join(path, name)

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import re
+
 import attrs
 
 from gpmodels.data.datasets import NAMED_DATASETS
 from gpmodels.data.multilabel_sets import MULTILABEL_DATASETS
 from gpmodels.data.scaling import FEATURE_SCALINGS
-from gpmodels.errors import SpecError
+from gpmodels.errors import SpecError, shown
 from gpmodels.kernels.factory import KERNEL_NAMES, KERNEL_PARAMS
 from gpmodels.kernels.representations import REPRESENTATION_KINDS
 from gpmodels.inference.cv.criterion import CVOptions
@@ -29,7 +31,7 @@ __all__ = ["TASKS", "LIKELIHOODS", "OBJECTIVES", "SOLVERS", "check_unifying", "S
            "KernelSpec", "RepresentationSpec", "ObjectiveSpec", "EvaluationSpec", "OutputSpec", "KERNEL_TYPES",
            "KERNEL_KEYS", "PseudoTargetsSpec", "CouplingSpec", "PRIORS", "MODEL_SHARING", "DECISIONS", "CVSpec",
            "check_one_vs_rest", "NewtonSpec", "CVNewtonSpec", "OuterSpec", "EMSpec", "LaplaceSpec", "VBSpec", "MKLSpec",
-           "OBJECTIVE_MOVED_KEYS", "SECTION_TYPES"]
+           "OBJECTIVE_MOVED_KEYS", "SECTION_TYPES", "check_name", "NAME_PATTERN"]
 
 #: built-in priors: flat independent GPs, the ANOVA class tree (Sec. 3), square coupling B and C x p loadings
 #: (Sec. 7.4.1); more are registered by gpmodels.priors.register_prior or named by import path
@@ -39,6 +41,11 @@ PRIORS = BUILTIN_PRIORS
 MODEL_SHARING = SHARING_MODES + ("level", "subtree")
 #: decision rules scored on a class tree (Sec. 6.1): argmax, each score's Bayes rule, or both
 DECISIONS = ("argmax", "expected_loss", "both")
+
+#: a run's, study's or study model's name: it becomes a folder name, so it is a name, never a path
+NAME_PATTERN = re.compile(r"^[A-Za-z0-9_\-][A-Za-z0-9_.\-]{0,99}$")
+NAME_RULE = ("letters, digits, '-', '_' and '.' (not first), at most 100 characters: a folder name, "
+             "without '/' or '..'")
 
 TASKS = ("classification", "regression")
 LIKELIHOODS = ("softmax", "logistic", "hinge", "gaussian", "laplace", "student_t")
@@ -60,7 +67,7 @@ class PseudoTargetsSpec(Node):
     fraction: float | None = option(None, kind="float", minimum=0.0, maximum=1.0,
                                     doc="instead of `file`: replace this seeded fraction of the training labels by "
                                         "an ancestor")
-    levels_up: int = option(1, kind="int", minimum=1,
+    levels_up: int = option(1, kind="int", minimum=1, maximum=1000,
                             doc="with `fraction`: how many levels up (never above a child of the root)")
 
     def check(self, path):
@@ -131,7 +138,7 @@ class KernelSpec(Node):
     type: str = option(kind="str", choices=KERNEL_TYPES, doc="covariance function")
     w: object = option(None, kind="float|auto|list[float]", exclusive_minimum=0.0,
                        doc="rbf/ard: inverse squared length-scale(s); `auto` = 1 / Σ_j Var[x_j] of the training inputs")
-    degree: int | None = option(None, kind="int", minimum=1, doc="polynomial: degree d of (scale x·x' + offset)^d")
+    degree: int | None = option(None, kind="int", minimum=1, maximum=100, doc="polynomial: degree d of (scale x·x' + offset)^d")
     scale: float | None = option(None, kind="float", exclusive_minimum=0.0, doc="polynomial: scale (default 1)")
     offset: float | None = option(None, kind="float", minimum=0.0, doc="polynomial: offset (default 1)")
     gram: str | None = option(None, kind="str",
@@ -157,10 +164,11 @@ class RepresentationSpec(Node):
 
     kind: str = option("auto", kind="str", choices=REPRESENTATION_KINDS,
                        doc="`stored` n x n in memory; `blocked` on the fly; `features` linear X X^T; `lowrank` ICF; `auto` chooses")
-    memory_mb: float = option(256.0, kind="float", exclusive_minimum=0.0, doc="memory bound of one on-the-fly block")
-    stored_max_mb: float = option(4096.0, kind="float", exclusive_minimum=0.0,
+    memory_mb: float = option(256.0, kind="float", exclusive_minimum=0.0, maximum=1_048_576.0,
+                              doc="memory bound of one on-the-fly block")
+    stored_max_mb: float = option(4096.0, kind="float", exclusive_minimum=0.0, maximum=1_048_576.0,
                                   doc="`auto` stores a kernel matrix up to this size, else blocks it")
-    rank: int = option(200, kind="int", minimum=1, doc="lowrank: maximal rank of the incomplete Cholesky")
+    rank: int = option(200, kind="int", minimum=1, maximum=100_000, doc="lowrank: maximal rank of the incomplete Cholesky")
     tol: float = option(1e-8, kind="float", minimum=0.0, doc="lowrank: stop when the residual diagonal is below tol x max")
 
 
@@ -168,7 +176,7 @@ class RepresentationSpec(Node):
 class CouplingSpec(Node):
     """The matrix B of the `coupled` (C x C) and `loadings` (C x p) priors, Seeger 2008, Sec. 7.4.1."""
 
-    factors: int | None = option(None, kind="int", minimum=1, doc="loadings: the number p < C of latent factors")
+    factors: int | None = option(None, kind="int", minimum=1, maximum=100_000, doc="loadings: the number p < C of latent factors")
     init: str = option("auto", kind="str", choices=COUPLING_INITS,
                        doc="initial B: `identity` (square), `tree` (from the class tree), `random` (seeded "
                            "contrasts); `auto`: identity for coupling, tree (else random) for loadings")
@@ -228,6 +236,9 @@ class ModelSpec(Node):
                                    doc="initial kernel weights θ of `kernels` (default all 1)")
     representation: RepresentationSpec = option(RepresentationSpec, kind="node", node=RepresentationSpec,
                                                 doc="kernel matrix representation")
+    #: modules the user allowed a ``prior: module:builder`` path to import (``--allow-import``; not a spec key:
+    #: granted by the caller of load_spec / spec_from_dict / run_spec / load_model, never by a file)
+    allow_import: tuple = attrs.field(default=(), kw_only=True, eq=False, repr=False)
 
     @property
     def builtin_prior(self) -> bool:
@@ -513,6 +524,7 @@ class Spec(Node):
     output: OutputSpec = option(OutputSpec, kind="node", node=OutputSpec, doc="output")
 
     def check(self, path):
+        check_name(self.name, "name")
         if self.objective.method == "exact" and self.model.builtin_prior and self.model.prior != "independent":
             raise SpecError("exact Newton needs the independent (flat) prior", "objective.method")
         if self.objective.type == "em" and self.data.pseudo_targets is None:
@@ -527,6 +539,12 @@ class Spec(Node):
         if self.objective.type == "one_vs_rest":
             check_one_vs_rest(self)
         check_unifying(self)
+
+
+def check_name(name: str, key: str) -> None:
+    """``name`` is a safe folder name (``NAME_RULE``), else SpecError naming ``key``."""
+    if not NAME_PATTERN.match(name) or ".." in name:
+        raise SpecError(f"must be a name of {NAME_RULE}; got {shown(name)}", key)
 
 
 def check_one_vs_rest(spec: Spec) -> None:

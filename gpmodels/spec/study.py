@@ -11,16 +11,17 @@ from __future__ import annotations
 
 import csv
 import json
+import sys
 import time
 from pathlib import Path
 
 import attrs
 
-from gpmodels.errors import SpecError
+from gpmodels.errors import GPModelsError, SpecError
 from gpmodels.spec.schema import Node, option
-from gpmodels.spec.sections import DataSpec, EvaluationSpec, ModelSpec, ObjectiveSpec, OutputSpec, Spec
+from gpmodels.spec.sections import check_name, DataSpec, EvaluationSpec, ModelSpec, ObjectiveSpec, OutputSpec, Spec
 
-__all__ = ["StudyEntry", "StudySpec", "run_study", "DEFAULT_COLUMNS"]
+__all__ = ["StudyEntry", "StudySpec", "run_study", "failed_models", "study_identity", "DEFAULT_COLUMNS"]
 
 DEFAULT_COLUMNS = ("test_error", "test_log_loss", "test_prec", "fit_seconds", "total_seconds")
 
@@ -48,6 +49,9 @@ class StudySpec(Node):
     columns: tuple = option(DEFAULT_COLUMNS, kind="list[str]", doc="metrics shown in the table")
 
     def check(self, path):
+        check_name(self.name, "name")
+        for i, e in enumerate(self.models):
+            check_name(e.name, f"models[{i}].name")
         if not self.models:
             raise SpecError("a study needs at least one model", f"{path}.models" if path else "models")
         names = [m.name for m in self.models]
@@ -73,34 +77,78 @@ def _fmt(v) -> str:
     return "" if v is None else str(v)
 
 
+def _first_line(exc: BaseException, limit: int = 200) -> str:
+    """The first line of an error's message, bounded (for the table and the console)."""
+    text = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+    text = text if isinstance(exc, GPModelsError) else f"{type(exc).__name__}: {text}"
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def study_identity(study: StudySpec) -> dict:
+    """What the study folder's ``run.json`` records."""
+    from gpmodels.spec.output import spec_digest
+
+    return {"kind": "study", "name": study.name, "objective": "study", "spec_sha256": spec_digest(study)}
+
+
 def run_study(study: StudySpec, base_dir: Path | None = None, out=None, *, quiet: bool = False,
-              progress: bool = False) -> list[dict]:
+              progress: bool = False, force: bool = False, allow_import=()) -> list[dict]:
     """Run every model of the study; returns the table rows (one metrics dict per model).
+
+    A model that fails does not stop the study: its row has ``status: failed`` and ``error`` (the
+    first line of its message), the console names it, and the table and report are written all the
+    same; the caller tells failures by :func:`failed_models` (``gpmodels study`` exits with 1).
+    The study folder is checked, locked and cleared like a run's (``force`` as in ``run_spec``).
 
     Messages go to stdout unless ``quiet``; ``progress`` adds tqdm bars on stderr unless ``quiet``:
     one over the study's rows (the model and its test error in the postfix) and each run's own."""
     from gpmodels import reports
     from gpmodels.progress import Console
+    from gpmodels.spec.loader import grant_imports
+    from gpmodels.spec.output import STUDY_ARTEFACTS, claim_output
     from gpmodels.spec.run import run_spec
 
+    study = grant_imports(study, allow_import)
     say = Console(study.name, messages=not quiet, bars=progress and not quiet)
     out_dir = Path(out) if out is not None else Path(study.output.dir.replace("{name}", study.name))
-    out_dir.mkdir(parents=True, exist_ok=True)
+    with claim_output(out_dir, study_identity(study), force=force, artefacts=STUDY_ARTEFACTS,
+                      key="--out" if out is not None else "output.dir"):
+        return _run_study(study, base_dir, out_dir, say, reports, run_spec, quiet=quiet, progress=progress,
+                          force=force)
+
+
+def failed_models(rows: list[dict]) -> list[str]:
+    """Names of the study rows whose model failed."""
+    return [r["model"] for r in rows if r.get("status") == "failed"]
+
+
+def _run_study(study, base_dir, out_dir: Path, say, reports, run_spec, *, quiet, progress, force) -> list[dict]:
     rows, curves = [], {}
     t0 = time.perf_counter()
     with say.bar(len(study.models), "models", unit="model") as bar:
         for i, entry in enumerate(study.models, start=1):
             say(f"model {i}/{len(study.models)}: {entry.name}")
             spec = study.entry_spec(entry, out_dir)
-            metrics = run_spec(spec, base_dir, out_dir / entry.name, quiet=quiet, progress=progress)
-            rows.append({"model": entry.name, **metrics})
+            try:
+                metrics = run_spec(spec, base_dir, out_dir / entry.name, quiet=quiet, progress=progress, force=force)
+            except KeyboardInterrupt:
+                raise
+            except Exception as exc:  # noqa: BLE001 - one model's failure must not lose the others' rows
+                error = _first_line(exc)
+                print(f"gpmodels: study {study.name}: model {entry.name!r} failed: {error}", file=sys.stderr)
+                rows.append({"model": entry.name, "status": "failed", "error": error})
+                bar.goto(i, model=entry.name)
+                continue
+            rows.append({"model": entry.name, "status": "ok", **metrics})
             er = out_dir / entry.name / "error_reject.csv"
             if er.is_file():
                 curves[entry.name] = reports.read_error_reject_csv(er)
             bar.goto(i, model=entry.name, **({"test_error": metrics["test_error"]} if "test_error" in metrics else {}))
-    cols = ["model"] + [c for c in study.columns if any(c in r for r in rows)]
+    failed = failed_models(rows)
+    cols = ["model"] + (["status"] if failed else []) + [c for c in study.columns if any(c in r for r in rows)]
+    cols += ["error"] if failed else []
     md = ["| " + " | ".join(cols) + " |", "|" + " --- |" * len(cols)]
-    md += ["| " + " | ".join(_fmt(r.get(c)) for c in cols) + " |" for r in rows]
+    md += ["| " + " | ".join(_fmt(r.get(c)).replace("|", "/").replace("\n", " ") for c in cols) + " |" for r in rows]
     table = "\n".join(md) + "\n"
     (out_dir / "study.md").write_text(table)
     with open(out_dir / "study.csv", "w", newline="") as fh:
@@ -114,9 +162,11 @@ def run_study(study: StudySpec, base_dir: Path | None = None, out=None, *, quiet
         plots.append("error_reject.png")
     report = [f"# Study {study.name}", "", study.description or "", "",
               f"Data: `{study.data.dataset or study.data.path}`, seed {study.seed}; "
-              f"{len(rows)} models, {time.perf_counter() - t0:.1f} s in all.", "", table]
+              f"{len(rows)} models, {time.perf_counter() - t0:.1f} s in all." +
+              (f" Failed: {', '.join(failed)} (their errors are in the table)." if failed else ""), "", table]
     report += [f"![{p}]({p})" for p in plots]
-    report += ["", "Per-model reports: " + ", ".join(f"[{r['model']}]({r['model']}/metrics.json)" for r in rows)]
+    report += ["", "Per-model reports: " + ", ".join(f"[{r['model']}]({r['model']}/metrics.json)" for r in rows
+                                                     if r["status"] == "ok")]
     (out_dir / "report.md").write_text("\n".join(report) + "\n")
     if not quiet:
         print(table, end="")

@@ -159,7 +159,8 @@ def test_a_study_whose_model_fails_exits_1(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("exc, code, shown", [
-    (RuntimeError("boom in the runner"), 1, "RuntimeError: boom in the runner"),  # unexpected: traceback, exit 1
+    # unexpected: named by type and place, its message (which may quote a file) and traceback not shown, exit 1
+    (RuntimeError("boom in the runner"), 1, "internal error RuntimeError at test_spec_cli.py"),
     (KeyboardInterrupt(), 1, "gpmodels: interrupted"),
     (MemoryError(), 1, "MemoryError"),
 ])
@@ -171,7 +172,12 @@ def test_unexpected_failures_exit_1(tmp_path, monkeypatch, capsys, exc, code, sh
 
     monkeypatch.setitem(run_module.RUNNERS, "map", failing)
     assert main(["run", str(_write(tmp_path, _spec(tmp_path))), "--quiet"]) == code
-    assert shown in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert shown in err and "Traceback" not in err and "boom" not in err
+    if isinstance(exc, RuntimeError):  # the traceback on request
+        monkeypatch.setenv("GPMODELS_DEBUG", "1")
+        assert main(["run", str(_write(tmp_path, _spec(tmp_path))), "--quiet", "--force"]) == code
+        assert "Traceback" in capsys.readouterr().err
 
 
 def test_bad_command_lines_exit_2(capsys):

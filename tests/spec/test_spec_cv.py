@@ -3,6 +3,7 @@ foreign or corrupt checkpoint, spec checks; and the shipped satimage spec.  One-
 test_spec_one_vs_rest.py."""
 
 import json
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -70,15 +71,26 @@ def test_a_changed_spec_refuses_the_old_checkpoint(tmp_path, capsys):
     d = _spec(tmp_path, max_iter=1)
     assert main(["run", str(_write(tmp_path, d)), "--quiet"]) == 0
     d["model"]["variance"] = 3.0
-    assert main(["run", str(_write(tmp_path, d)), "--quiet"]) == 1
+    # the folder holds another spec's report: refused before any work
+    assert main(["run", str(_write(tmp_path, d)), "--quiet"]) == 2
+    assert "holds the report of another run" in capsys.readouterr().err
+    # a checkpoint brought into a fresh folder is checked against its own identity
+    (tmp_path / "elsewhere").mkdir()
+    shutil.copy(tmp_path / "out" / "checkpoint.npz", tmp_path / "elsewhere" / "checkpoint.npz")
+    elsewhere = ["--out", str(tmp_path / "elsewhere")]
+    assert main(["run", str(_write(tmp_path, d)), "--quiet"] + elsewhere) == 2
     err = capsys.readouterr().err
     assert "belongs to another run" in err and "caller" in err
     d["objective"]["cv"]["resume"] = "never"  # starting afresh is explicit
-    assert main(["run", str(_write(tmp_path, d)), "--quiet"]) == 0
-    (tmp_path / "out" / "checkpoint.npz").write_bytes(b"\x00" * 100)
-    d["objective"]["cv"]["resume"] = "auto"
-    assert main(["run", str(_write(tmp_path, d)), "--quiet"]) == 1
+    assert main(["run", str(_write(tmp_path, d)), "--quiet"] + elsewhere) == 0
+    (tmp_path / "elsewhere" / "checkpoint.npz").write_bytes(b"\x00" * 100)
+    d["objective"]["cv"]["resume"] = "auto"  # the same run (checkpoint settings are not part of its identity)
+    assert main(["run", str(_write(tmp_path, d)), "--quiet"] + elsewhere) == 2
     assert "corrupt" in capsys.readouterr().err
+    # --force replaces the other run's report and drops its checkpoint
+    assert main(["run", str(_write(tmp_path, d)), "--quiet", "--force"]) == 0
+    assert "resumed_from_iteration" not in json.loads((tmp_path / "out" / "metrics.json").read_text()) or \
+        json.loads((tmp_path / "out" / "metrics.json").read_text())["resumed_from_iteration"] is None
 
 
 def test_exact_inner_solves_through_the_driver(tmp_path):

@@ -64,7 +64,7 @@ def test_structured_priors_run_and_report_hierarchical_scores(tmp_path, model):
 def test_flat_data_write_no_levels_plot(tmp_path):
     d = _spec(tmp_path, {"prior": "independent", "sharing": "tied"})
     d["data"].pop("hierarchy")
-    run_spec(spec_from_dict(d), quiet=True)
+    run_spec(spec_from_dict(d), quiet=True, force=True)
     assert (tmp_path / "out" / "metrics.json").is_file()
     assert not (tmp_path / "out" / "levels.png").exists() and not (tmp_path / "out" / "confusion_levels.json").exists()
 
@@ -84,21 +84,21 @@ def test_em_spec_with_coarsened_labels_and_with_a_file(tmp_path, capsys):
     names = ["g" if i % 2 else "c31" for i in range(56)]
     (tmp_path / "pt.txt").write_text("\n".join(names) + "\n")
     d["data"]["pseudo_targets"] = {"file": str(tmp_path / "pt.txt")}
-    m = run_spec(spec_from_dict(d), quiet=True)
+    m = run_spec(spec_from_dict(d), quiet=True, force=True)
     assert m["uncertain_targets"] == 28
     (tmp_path / "pt.txt").write_text("\n".join(names[:10]) + "\n")
     with pytest.raises(SpecError, match="lists 10 pseudo-targets but there are 56") as err:
-        run_spec(spec_from_dict(d), quiet=True)
+        run_spec(spec_from_dict(d), quiet=True, force=True)
     assert err.value.path == "data.pseudo_targets.file"
     (tmp_path / "pt.txt").write_text("\n".join(["nowhere"] * 56) + "\n")
     with pytest.raises(SpecError, match="'nowhere' is not a node"):
-        run_spec(spec_from_dict(d), quiet=True)
+        run_spec(spec_from_dict(d), quiet=True, force=True)
 
 
 def test_saved_hierarchical_model_predicts_like_the_run(tmp_path):
     d = _spec(tmp_path, {"prior": "anova"}, data={"prune_hierarchy": True})
     (tmp_path / "h.tsv").write_text(HIER.replace("c3\tc31\nc3\tc32\n", "c3\tc3x\nc3x\tc31\nc3x\tc32\n"))
-    run_spec(spec_from_dict(d), quiet=True)
+    run_spec(spec_from_dict(d), quiet=True, force=True)
     model = load_model(tmp_path / "out")
     tree = model.operator.inner.tree
     assert type(model.operator.inner).__name__ == "ANOVA"
@@ -141,5 +141,5 @@ def test_a_hierarchy_that_does_not_fit_the_classes(tmp_path):
     d = _spec(tmp_path)
     (tmp_path / "h.tsv").write_text("root\tg\ng\tc1\ng\tc2\nroot\tc31\n")  # c32 missing
     with pytest.raises(SpecError, match="'c32' is not a node") as err:
-        run_spec(spec_from_dict(d), quiet=True)
+        run_spec(spec_from_dict(d), quiet=True, force=True)
     assert err.value.path == "data.hierarchy"

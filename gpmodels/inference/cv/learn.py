@@ -17,6 +17,7 @@ exist — ANOVA variances or coupling / factor-loading entries).
 from __future__ import annotations
 
 import time
+import warnings
 from pathlib import Path
 from typing import Callable
 
@@ -181,10 +182,18 @@ def learn_hyperparameters(op: Operator, likelihood: Likelihood, Y, folds, option
             resumed_from = state.iteration
 
     reported = [None if state is None else state.iteration]
+    last_good = [None if state is None else state.iteration]
 
     def on_iter(s: OuterState):
         if checkpoint is not None:
-            write_checkpoint(checkpoint.path, s, identity)
+            try:
+                write_checkpoint(checkpoint.path, s, identity)
+                last_good[0] = s.iteration
+            except OSError as exc:  # disk full, permissions: the learning goes on without this checkpoint
+                kept = ("none yet" if last_good[0] is None else f"the one of outer iteration {last_good[0]}")
+                warnings.warn(f"cannot write the checkpoint {checkpoint.path} ({exc.strerror or type(exc).__name__}); "
+                              f"learning goes on; the last good checkpoint there: {kept}", RuntimeWarning,
+                              stacklevel=2)
         if on_iteration is not None and s.history and s.iteration != reported[0]:
             reported[0] = s.iteration
             on_iteration(s.history[-1])
