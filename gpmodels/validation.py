@@ -28,7 +28,7 @@ __all__ = [
     # attrs validators of options classes
     "integer", "number", "positive_number", "nonnegative_number", "probability", "positive_int", "nonnegative_int",
     "one_of", "instance_of", "boolean", "optional", "array_of", "describe_validator", "Integer", "Number", "OneOf",
-    "InstanceOf", "Optional", "ArrayOf", "sequence_of", "any_of", "SequenceOf", "AnyOf",
+    "InstanceOf", "Optional", "MAX_SIZE", "ArrayOf", "sequence_of", "any_of", "SequenceOf", "AnyOf",
     # attrs converters that normalise numbers and leave everything else for the validator to refuse
     "to_float", "to_int", "to_path", "to_float_array",
 ]
@@ -363,6 +363,11 @@ class AnyOf:
             except InputError:
                 pass
         _fail(instance, attribute, self.describe(), value)
+
+
+#: the largest count a setting may ask for where it sizes an allocation (probes, ranks, eigenpairs):
+#: refused before allocating, so a typo cannot ask for petabytes
+MAX_SIZE = 100_000
 
 
 def integer(low: int | None = None, high: int | None = None) -> Integer:

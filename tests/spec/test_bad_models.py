@@ -25,7 +25,7 @@ def _files(folder):
 def _spec(folder, **cv):
     return {"name": "toy", "data": {"path": str(folder / "train.npz"), "test_path": str(folder / "test.npz")},
             "model": {"kernel": {"type": "rbf", "w": "auto"}, "variance": 5.0, "sigma2": 4.0},
-            "objective": {"type": "cv", "cv": {"folds": 3, "max_iter": 1, "k1": 5, **cv}}}
+            "objective": {"type": "cv", "cv": {"folds": 3, "outer": {"max_iter": 1}, "newton": {"max_iter": 5}, **cv}}}
 
 
 @pytest.fixture(scope="module")
@@ -154,7 +154,7 @@ def test_bad_checkpoints_exit_2_before_learning(case, good, tmp_path, capsys):
         target.write_bytes((good / "model" / "checkpoint.npz").read_bytes()[:500])
     else:
         target.write_bytes(content)
-    spec = _spec(tmp_path, k2=7)  # another run than the good one
+    spec = _spec(tmp_path, partition_seed=7)  # another run than the good one
     (tmp_path / "spec.yaml").write_text(yaml.safe_dump(spec))
     code = main(["run", str(tmp_path / "spec.yaml"), "--out", str(tmp_path / "out"), "--quiet"])
     err = capsys.readouterr().err

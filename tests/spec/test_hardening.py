@@ -37,7 +37,8 @@ def _spec(tmp_path, name="toy", **objective):
     tr, te = _files(tmp_path)
     return {"name": name, "data": {"path": str(tr), "test_path": str(te)},
             "model": {"kernel": {"type": "rbf", "w": "auto"}, "variance": 5.0, "sigma2": 4.0},
-            "objective": {"k1": 20, "k2": 30, **objective}, "output": {"dir": str(tmp_path / "out")}}
+            "objective": {"newton": {"max_iter": 20, "cg_max_iter": 30}, **objective},
+            "output": {"dir": str(tmp_path / "out")}}
 
 
 def _write(path, d):
@@ -199,13 +200,15 @@ def test_good_names_pass():
 
 # ------------------------------------------------------------------ 5. sizes bounded before allocating
 @pytest.mark.parametrize("section, key, value, message", [
-    ("objective", "n_probes", 10**12, "objective.n_probes: must be <= 100000"),
-    ("objective", "precond_rank", 10**9, "objective.precond_rank: must be <= 100000"),
+    ("objective.laplace", "n_probes", 10**12, "objective.laplace.n_probes: must be <= 100000"),
+    ("objective.newton", "precond_rank", 10**9, "objective.newton.precond_rank: must be <= 100000"),
     ("model.representation", "rank", 10**9, "model.representation.rank: must be <= 100000"),
     ("model.representation", "memory_mb", 1e15, "model.representation.memory_mb: must be <= 1048576"),
 ])
 def test_sizes_from_spec_keys_are_bounded(tmp_path, capsys, section, key, value, message):
-    d = _spec(tmp_path)
+    d = _spec(tmp_path, **({"type": "laplace"} if "laplace" in section else {}))
+    if "laplace" in section:
+        del d["objective"]["newton"]
     target = d
     for part in section.split("."):
         target = target.setdefault(part, {})
@@ -320,7 +323,7 @@ def test_a_failing_checkpoint_write_warns_and_the_run_goes_on(tmp_path, monkeypa
         return real(path, state, identity, *a, **k)
 
     monkeypatch.setattr(learn, "write_checkpoint", flaky)
-    d = _spec(tmp_path, type="cv", cv={"folds": 3, "max_iter": 3, "k1": 5})
+    d = _spec(tmp_path, type="cv", cv={"folds": 3, "outer": {"max_iter": 3}, "newton": {"max_iter": 5}})
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         metrics = run_spec(spec_from_dict(d), quiet=True)
@@ -334,9 +337,9 @@ def test_a_failing_checkpoint_write_warns_and_the_run_goes_on(tmp_path, monkeypa
 def test_a_study_goes_on_past_a_failing_model(tmp_path, capsys):
     d = _spec(tmp_path)
     study = {"name": "st", "data": d["data"], "models": [
-        {"name": "first", "model": d["model"], "objective": {"k1": 10}},
+        {"name": "first", "model": d["model"], "objective": {"newton": {"max_iter": 10}}},
         {"name": "broken", "model": {**d["model"], "kernel": {"type": "precomputed", "gram": str(tmp_path / "g.npy")}}},
-        {"name": "last", "model": d["model"], "objective": {"k1": 10}}]}
+        {"name": "last", "model": d["model"], "objective": {"newton": {"max_iter": 10}}}]}
     np.save(tmp_path / "g.npy", np.eye(3))  # too small for the data: the model fails at run time
     p = _write(tmp_path / "study.yaml", study)
     code, err = _cli(capsys, "study", p, "--out", tmp_path / "st", "--quiet")

@@ -46,7 +46,7 @@ from gpmodels.operators.base import Operator
 from gpmodels.linalg.cg import cg
 from gpmodels.inference.map.line_search import objective, pair_line_search
 from gpmodels.inference.map.preconditioners import PRECONDITIONERS, make_preconditioner
-from gpmodels.validation import nonnegative_int, nonnegative_number, number, one_of, positive_int
+from gpmodels.validation import MAX_SIZE, integer, nonnegative_int, nonnegative_number, number, one_of, positive_int
 
 __all__ = ["NewtonOptions", "NewtonDiagnostics", "NewtonResult", "NewtonStep", "newton_cg", "gradient_rms", "PRECONDITIONERS",
            "FORCING_NORMS", "NEWTON_WARM_STARTS", "project_start", "newton_system", "newton_direction",
@@ -72,7 +72,7 @@ class NewtonOptions:
     armijo: float = attrs.field(default=1e-4, validator=number(0, 1, open_high=True))  # c1 of the Armijo condition
     line_search_evals: int = attrs.field(default=30, validator=positive_int())
     preconditioner: str = attrs.field(default="diagonal", validator=one_of(PRECONDITIONERS))  # see preconditioners.py
-    precond_rank: int = attrs.field(default=8, validator=positive_int())  # lowrank: eigenpairs of the kernel
+    precond_rank: int = attrs.field(default=8, validator=integer(1, MAX_SIZE))  # lowrank: eigenpairs of the kernel
     precond_seed: int = attrs.field(default=0, validator=nonnegative_int())  # lowrank: randomised eigensolver seed
     cg_forcing_norm: str = attrs.field(default="auto", validator=one_of(FORCING_NORMS))  # residual | alpha | auto
 

@@ -65,7 +65,7 @@ from gpmodels.operators.base import Operator
 from gpmodels.optimize.hyperopt import HyperResult, JointParams, minimize_lbfgs
 from gpmodels.inference.map.newton_cg import NewtonOptions, NewtonResult, newton_cg
 from gpmodels.linalg.slq import batched_cg, hutchinson_blocks, rademacher, slq_logdet
-from gpmodels.validation import instance_of, nonnegative_int, nonnegative_number, one_of, optional, positive_int
+from gpmodels.validation import MAX_SIZE, integer, instance_of, nonnegative_int, nonnegative_number, one_of, optional, positive_int
 
 __all__ = ["LaplaceOptions", "LaplaceResult", "laplace_mlm", "laplace_objective", "learn_laplace", "LAPLACE_PATHS", "MODE_OPTIONS"]
 
@@ -81,7 +81,7 @@ class LaplaceOptions:
     """Path (``exact`` | ``mvm``), MVM-path probes / CG settings and the probe seed; mode settings."""
 
     path: str = attrs.field(default="exact", validator=one_of(LAPLACE_PATHS))
-    n_probes: int = attrs.field(default=32, validator=positive_int())
+    n_probes: int = attrs.field(default=32, validator=integer(1, MAX_SIZE))
     cg_max_iter: int = attrs.field(default=500, validator=positive_int())
     cg_tol: float = attrs.field(default=1e-8, validator=nonnegative_number())
     seed: int | None = attrs.field(default=0, validator=optional(nonnegative_int()))  # None: fresh probes each time
