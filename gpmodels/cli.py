@@ -64,7 +64,7 @@ def _predict(model_dir, data, out) -> None:
     import numpy as np
 
     from gpmodels.data.datasets import load_inputs
-    from gpmodels.persistence import load_model
+    from gpmodels.spec.saved import load_model
 
     model = load_model(model_dir)
     X, y = load_inputs(data)
