@@ -89,7 +89,7 @@ print(json.dumps(results))
 def _third_party() -> list[str]:
     """Non-gpmodels modules imported at module level anywhere in gpmodels."""
     out = set()
-    for name, path in MODULES.items():
+    for path in MODULES.values():
         if path is None:
             continue
         for node in _module_level_imports(ast.parse(path.read_text(encoding="utf-8"), str(path))):
@@ -114,8 +114,8 @@ def test_every_module_imports_alone_in_a_fresh_interpreter():
     workers = max(2, min(8, 2 * (os.cpu_count() or 1)))
     names = sorted(MODULES)
     if hasattr(os, "fork"):
-        proc = subprocess.run([sys.executable, "-c", _FORK_IMPORTER], input=json.dumps([_third_party(), names, workers]),
-                              capture_output=True, text=True, timeout=600, env=_env(), cwd=ROOT)
+        job = json.dumps([_third_party(), names, workers])
+        proc = subprocess.run([sys.executable, "-c", _FORK_IMPORTER], input=job, capture_output=True, text=True, timeout=600, env=_env(), cwd=ROOT)
         assert proc.returncode == 0, proc.stderr
         results = [(name, rc, err) for name, (rc, err) in json.loads(proc.stdout).items()]
     else:

@@ -79,6 +79,6 @@ def build_independent(ctx) -> IndependentGP:
         g = tree.class_groups(m.sharing)
         vgroups = [np.flatnonzero(g == j).tolist() for j in range(int(g.max()) + 1)]
         kgroups = vgroups if m.kernel_sharing == "follow" else [list(range(tree.n_classes))]
-        return IndependentGP(ctx.kernel, None, ctx.variance(), m.sigma2, kernel_groups=kgroups, variance_groups=vgroups,
-                             representation=ctx.representation)
+        return IndependentGP(ctx.kernel, None, ctx.variance(), m.sigma2, kernel_groups=kgroups,
+                             variance_groups=vgroups, representation=ctx.representation)
     return IndependentGP(ctx.kernel, m.sharing, ctx.variance(), m.sigma2, representation=ctx.representation)
