@@ -115,7 +115,8 @@ def test_every_module_imports_alone_in_a_fresh_interpreter():
     names = sorted(MODULES)
     if hasattr(os, "fork"):
         job = json.dumps([_third_party(), names, workers])
-        proc = subprocess.run([sys.executable, "-c", _FORK_IMPORTER], input=job, capture_output=True, text=True, timeout=600, env=_env(), cwd=ROOT)
+        proc = subprocess.run([sys.executable, "-c", _FORK_IMPORTER], input=job, capture_output=True, text=True,
+                              timeout=600, env=_env(), cwd=ROOT)
         assert proc.returncode == 0, proc.stderr
         results = [(name, rc, err) for name, (rc, err) in json.loads(proc.stdout).items()]
     else:
