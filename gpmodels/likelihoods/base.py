@@ -159,7 +159,8 @@ class Likelihood(abc.ABC):
         """∂/∂u_ic of Σ_j tr(S_j W_j(u_j)) with the per-point blocks S (n, C, C) held fixed, shape (n, C).
 
         W is per point, so u_ic moves only W_i: the result is tr(S_i ∂W_i/∂u_ic).  Default: central
-        differences of the exact per-point blocks W_i = V_i V_i^T, all points at once per class.
+        differences of the exact per-point blocks W_i = V_i V_i^T (diagonal W: ``diagonal_W``), all points
+        at once per class.
         """
         U = np.asarray(U, dtype=np.float64)
         out = np.empty(U.shape)
@@ -169,8 +170,13 @@ class Likelihood(abc.ABC):
             for sign in (1.0, -1.0):
                 Uc = U.copy()
                 Uc[:, c] += sign * h
-                Vb = self.exact_hessian_factor(Uc, Y).point_V()  # shape: (n, C, C)
-                traces.append(np.einsum("icd,ice,ide->i", S, Vb, Vb))  # tr(S_i V_i V_i^T)
+                hf = self.exact_hessian_factor(Uc, Y)
+                w = hf.diagonal_W()  # signed: V = W^{1/2} cannot carry negative curvature
+                if w is not None:
+                    traces.append(np.einsum("icc,ic->i", S, w))
+                else:
+                    Vb = hf.point_V()  # shape: (n, C, C)
+                    traces.append(np.einsum("icd,ice,ide->i", S, Vb, Vb))  # tr(S_i V_i V_i^T)
             out[:, c] = (traces[0] - traces[1]) / (2.0 * h)
         return out
 
