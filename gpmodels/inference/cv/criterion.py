@@ -38,8 +38,9 @@ App. B and the accumulation solve: the Hessian factor of the softmax fixes compo
 (i, c) with log π_ic < κ, y_ic > 0 because the Newton right-hand side contains
 g̃ = D^{-1/2} g, which explodes there.  The accumulation system has no g̃: its right-hand side is
 V^T K̃_{J,I} r_I, bounded for any π.  Masking those components out of V would drop A D_I A^T from
-W (an O(e^κ) error of the gradient), so the accumulation solve uses the factor with nothing fixed
-(W = V V^T exactly); ``fixed_alpha`` belongs to the Newton step only and is never added here.
+W (an O(e^κ) error of the gradient), so the accumulation solve uses the likelihood's
+``exact_hessian_factor`` (nothing fixed, W = V V^T exactly; for factorised likelihoods the true
+second derivative, not a majoriser); ``fixed_alpha`` belongs to the Newton step only.
 
 Warm starts (Sec. 4: every refit starts from α[J] of the last successful evaluation).  After a
 large move of the hyperparameters the old α[J] can be a *worse* start than α = 0: u = K̃_J(θ') α[J]

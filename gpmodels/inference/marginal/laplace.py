@@ -14,7 +14,7 @@ the gradient by a kernel hyperparameter θ_j (R&W eq. 5.22-5.24) is
 
 and we use the adjoint form s2^T (I + K̃W)^{-1} K̃_j α̂ = t^T K̃_j α̂ with t = (I + W K̃)^{-1} s2 =
 s2 - R K̃ s2, so every θ_j costs one ``grad_trace`` call together (no solve per θ_j as in R&W
-Alg. 5.1 lines 11-15).  ∂_f tr(Σ W) is, per point i:
+Alg. 5.1 lines 11-15).  ∂_f tr(Σ W) is the likelihood's ``trace_hessian_derivative`` hook; per point i:
 
   diagonal W (logistic, Gaussian, Student-t):  Σ_ii ∂W_ii/∂f_i  (R&W Alg. 5.1 line 9, the third
                                                derivative of -log P);
@@ -25,6 +25,9 @@ Likelihood hyperparameters ψ (noise variance, scales): with the mode equation f
     ∂ log q/∂ψ = -∂_ψ Φ_lh - ½ Σ_i Σ_ii ∂_ψ W_ii - t^T K̃ ∂_ψ g.
 
 Two paths compute log|B|, tr(R K̃_j) and the blocks Σ_i:
+
+W is the likelihood's ``exact_hessian_factor``; its structure picks the exact path
+(``diagonal_W``, ``multinomial_pi``), never the likelihood's type.
 
 * ``exact``: Cholesky factors.  Diagonal W: B = I + W^{1/2} K̃ W^{1/2} = L L^T (R&W Alg. 3.1; an LU
   of I + K̃ W when some W_ii < 0, Student-t).  Softmax with a class-diagonal prior: R&W Alg. 3.3,
@@ -45,7 +48,7 @@ Two paths compute log|B|, tr(R K̃_j) and the blocks Σ_i:
   ``np.random.default_rng(options.seed)`` at every evaluation, so the estimate is a deterministic
   function of θ (common random numbers for the outer optimiser).
 
-Hyperparameter learning (``learn_laplace``) maximises log q by L-BFGS-B (``inference/hyperopt.py``)
+Hyperparameter learning (``learn_laplace``) maximises log q by L-BFGS-B (``optimize/hyperopt.py``)
 over one flat log-space vector: the operator's parameters, then the likelihood's.
 """
 
