@@ -13,8 +13,8 @@ import numpy as np
 
 from gpmodels.operators.base import Operator
 
-__all__ = ["check_operator", "check_grad_trace", "check_likelihood", "check_likelihood_hooks", "check_diagonal_likelihood",
-           "assert_close"]
+__all__ = ["check_operator", "check_grad_trace", "check_likelihood", "check_likelihood_hooks",
+           "check_diagonal_likelihood", "assert_close"]
 
 
 def assert_close(what: str, actual, expected, rtol: float = 1e-8, atol: float = 1e-10) -> None:
@@ -208,8 +208,8 @@ def check_likelihood_hooks(lik, U: np.ndarray, Y: np.ndarray, rng: np.random.Gen
         assert_close("exact factor: W = V V^T", hf.V(hf.Vt(x)), hf.W(x), 1e-9, 1e-9)
     pi = hf.multinomial_pi()
     if pi is not None:
-        assert_close("multinomial_pi: W x = π x - π (π^T x)", hf.W(x), pi * x - pi * np.sum(pi * x, axis=1, keepdims=True),
-                     1e-12, 1e-12)
+        expect = pi * x - pi * np.sum(pi * x, axis=1, keepdims=True)
+        assert_close("multinomial_pi: W x = π x - π (π^T x)", hf.W(x), expect, 1e-12, 1e-12)
     B = rng.normal(size=(n, C, C))
     S = np.einsum("icd,ied->ice", B, B)
     fd = np.empty((n, C))

@@ -464,6 +464,6 @@ def cv_criterion(op: Operator, likelihood: Likelihood, Y, folds, options: CVOpti
             acc.fail("non-finite gradient")
     ok = acc.ok
     return CVEvaluation(
-        psi=float(acc.psi) if ok else float("nan"), gradient=grad, state=_new_state(acc.alphas, acc.betas) if ok else None,
-        ok=ok, mean_grad_norm=float(mean_norm), folds=tuple(acc.diags), seconds=time.perf_counter() - t_start,
+        psi=float(acc.psi) if ok else float("nan"), gradient=grad,
+        state=_new_state(acc.alphas, acc.betas) if ok else None, ok=ok, mean_grad_norm=float(mean_norm), folds=tuple(acc.diags), seconds=time.perf_counter() - t_start,
         grad_trace_seconds=gt_s, message=acc.message)

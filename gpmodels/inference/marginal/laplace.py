@@ -172,7 +172,7 @@ class _DiagonalExact(_ExactPosterior):
 
 
 class _MultinomialExact(_ExactPosterior):
-    """W_i = diag π_i - π_i π_i^T (softmax) with a class-diagonal prior: R&W Alg. 3.3 with the complete determinant."""
+    """W_i = diag π_i - π_i π_i^T (softmax) with a class-diagonal prior: R&W Alg. 3.3, complete determinant."""
 
     def __init__(self, op: Operator, pi: np.ndarray):
         n, C = pi.shape
