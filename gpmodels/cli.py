@@ -110,7 +110,7 @@ def _predict(model_dir, data, out, allow_import=()) -> None:
     import numpy as np
 
     from gpmodels.data.datasets import load_inputs
-    from gpmodels.persistence import load_model
+    from gpmodels.spec.saved import load_model
 
     if out is not None:  # checked before any work
         from gpmodels.errors import OutputError

@@ -7,14 +7,15 @@ feature scaler.  Loading rebuilds the operator from the spec and the stored inpu
 reproduces predictions exactly (the kernel matrices are recomputed by the same code on the same
 numbers).
 
-Kinds register a loader in ``LOADERS``; built in: ``map`` (a MAP fit: α̂ over an operator) and
-``one_vs_rest`` (C binary MAP fits, each with its own hyperparameters, over the same inputs).
+Kinds: ``map`` (a MAP fit: α̂ over an operator) and ``one_vs_rest`` (C binary MAP fits, each with its
+own hyperparameters, over the same inputs).  This module stores and reads arrays and knows nothing
+of specs; rebuilding a model from its folder (``load_model``, one loader per kind in ``LOADERS``)
+needs the spec builders and lives above it, in :mod:`gpmodels.spec.saved`.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Callable
 
 import attrs
 import numpy as np
@@ -24,8 +25,8 @@ from gpmodels.data.scaling import FeatureScaler
 from gpmodels.errors import DataError, GPModelsError, SpecError
 from gpmodels.validation import check_features
 
-__all__ = ["FORMAT_VERSION", "save_arrays", "load_arrays", "save_map_model", "load_model", "MAPPredictor", "LOADERS",
-           "pack_inputs", "unpack_inputs", "save_one_vs_rest_model", "OneVsRestPredictor"]
+__all__ = ["FORMAT_VERSION", "save_arrays", "load_arrays", "save_map_model", "MAPPredictor", "pack_inputs",
+           "unpack_inputs", "save_one_vs_rest_model", "OneVsRestPredictor", "MODEL_FILE", "SPEC_FILE"]
 
 FORMAT_VERSION = 1
 MODEL_FILE = "model.npz"
@@ -136,28 +137,6 @@ def save_map_model(model_dir, X_train, alpha, classes, scaler: FeatureScaler | N
     return save_arrays(model_dir, "map", arrays)
 
 
-def _load_map(model_dir: Path, arrays: dict, spec) -> MAPPredictor:
-    from gpmodels.spec.build import build_likelihood, build_operator
-
-    X = unpack_inputs(arrays)
-    classes = tuple(str(c) for c in arrays["classes"])
-    tree = None
-    if "tree_edges" in arrays:
-        from gpmodels.hierarchy import ClassTree
-
-        tree = ClassTree([tuple(e) for e in arrays["tree_edges"].tolist()], classes)
-    op = build_operator(spec.model, X, len(classes), model_dir, tree=tree)
-    likelihood = build_likelihood(spec.model)
-    if "theta" in arrays:
-        op = op.with_params(arrays["theta"])
-    if "likelihood_theta" in arrays:
-        likelihood = likelihood.with_params(arrays["likelihood_theta"])
-    alpha = arrays["alpha"]
-    if alpha.shape != (op.n_points, op.n_classes):
-        raise DataError(f"stored alpha has shape {alpha.shape}; the rebuilt operator needs {(op.n_points, op.n_classes)}")
-    return MAPPredictor(op, likelihood, alpha, classes, FeatureScaler.from_arrays(arrays))
-
-
 @attrs.frozen(eq=False)
 class OneVsRestPredictor:
     """A loaded one-vs-rest model: raw inputs -> scaled -> P̂_c(+1 | x) of every binary model ->
@@ -196,62 +175,11 @@ def save_one_vs_rest_model(model_dir, X_train, alphas, thetas, classes, scaler: 
     return save_arrays(model_dir, "one_vs_rest", arrays)
 
 
-def _load_one_vs_rest(model_dir: Path, arrays: dict, spec) -> OneVsRestPredictor:
-    from gpmodels.spec.build import build_binary_operator, build_likelihood
+def __getattr__(name: str):
+    """``load_model`` / ``LOADERS`` now live in :mod:`gpmodels.spec.saved` (they rebuild models from specs,
+    which sits above this module); kept reachable here for existing callers, without a module-level import."""
+    if name in ("load_model", "LOADERS"):
+        from gpmodels.spec import saved
 
-    X = unpack_inputs(arrays)
-    classes = tuple(str(c) for c in arrays["classes"])
-    op = build_binary_operator(spec, X, model_dir)
-    alphas, thetas = arrays["alphas"], arrays["thetas"]
-    if alphas.shape != (len(classes), op.n_points, 2) or thetas.shape != (len(classes), op.params.size):
-        raise DataError(f"stored one-vs-rest arrays alphas {alphas.shape} and thetas {thetas.shape} do not fit "
-                        f"{len(classes)} classes, {op.n_points} points and {op.params.size} hyperparameters per class")
-    ops = tuple(op.with_params(t) for t in thetas)
-    return OneVsRestPredictor(ops, build_likelihood(spec.model), alphas, classes, FeatureScaler.from_arrays(arrays))
-
-
-#: model kind -> loader(model_dir, arrays, resolved spec) returning an object with predict_proba / predict
-LOADERS: dict[str, Callable] = {"map": _load_map, "one_vs_rest": _load_one_vs_rest}
-
-
-def load_model(model_dir, *, allow_import=()):
-    """Load a saved model folder; returns a predictor with ``predict_proba`` and ``predict``.
-
-    The folder's ``spec.resolved.yaml`` runs no code: a ``model.prior: module:builder`` path in it is
-    imported only when its module is in ``allow_import`` (``gpmodels predict --allow-import``)."""
-    from gpmodels.spec.loader import read_yaml, spec_from_dict
-
-    model_dir = Path(model_dir)
-    kind, arrays = load_arrays(model_dir)
-    if kind not in LOADERS:
-        raise DataError(f"{model_dir}: unknown model kind {kind[:50]!r}; this gpmodels reads {sorted(LOADERS)}")
-    spec_path = model_dir / SPEC_FILE
-    if not spec_path.is_file():
-        raise DataError(f"{model_dir} holds no {SPEC_FILE}; a model folder needs both {MODEL_FILE} and {SPEC_FILE}")
-    try:
-        spec = _saved_spec(read_yaml(spec_path), allow_import, spec_from_dict)
-    except SpecError as exc:
-        message = str(exc) if str(spec_path) in str(exc) else f"{spec_path}: {exc}"
-        raise SpecError(f"{message} (a model folder's spec as written by `gpmodels run`)") from None
-    try:
-        return LOADERS[kind](model_dir, arrays, spec)
-    except GPModelsError:
-        raise
-    except KeyError as exc:
-        raise DataError(f"{model_dir / MODEL_FILE} lacks the array {str(exc.args[0])[:50]!r} of a {kind!r} "
-                        "model") from None
-    except (ValueError, IndexError, TypeError) as exc:  # arrays that do not fit each other or the spec
-        raise DataError(f"{model_dir / MODEL_FILE} does not hold a consistent {kind!r} model for its "
-                        f"{SPEC_FILE} ({type(exc).__name__}); was one of the two files replaced?") from None
-
-
-def _saved_spec(data, allow_import, spec_from_dict):
-    """The spec of a model folder; a folder saved before the objective sub-sections keeps only the
-    objective keys that enter predictions (its fitting settings do not)."""
-    try:
-        return spec_from_dict(data, allow_import=allow_import)
-    except SpecError as exc:
-        if not (exc.path.startswith("objective") and isinstance(data, dict) and isinstance(data.get("objective"), dict)):
-            raise
-        kept = {k: data["objective"][k] for k in ("type", "method", "learn") if k in data["objective"]}
-        return spec_from_dict({**data, "objective": kept}, allow_import=allow_import)
+        return getattr(saved, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -13,7 +13,8 @@ import numpy as np
 
 from gpmodels.operators.base import Operator
 
-__all__ = ["check_operator", "check_grad_trace", "check_likelihood", "check_diagonal_likelihood", "assert_close"]
+__all__ = ["check_operator", "check_grad_trace", "check_likelihood", "check_likelihood_hooks",
+           "check_diagonal_likelihood", "assert_close"]
 
 
 def assert_close(what: str, actual, expected, rtol: float = 1e-8, atol: float = 1e-10) -> None:
@@ -167,6 +168,70 @@ def check_likelihood(lik, U: np.ndarray, Y: np.ndarray, rng: np.random.Generator
             vj = hf.V(E[:, :, j])
             expect.reshape(-1)[j] = 1.0 + float(np.sum(vj * np.einsum("icd,id->ic", blocks, vj)))
         assert_close("precond_diag = diag(I + V^T K V)", d, expect, 1e-9, 1e-9)
+    check_likelihood_hooks(lik, U, Y, rng, step=step, rtol=rtol)
+
+
+def _exact_blocks(lik, U, Y) -> np.ndarray:
+    """The per-point blocks W_i (n, C, C) of the exact Hessian from ``exact_hessian_factor`` (signed
+    ``diagonal_W`` when the factor has one: V = W^{1/2} cannot hold negative curvature)."""
+    hf = lik.exact_hessian_factor(U, Y)
+    w = hf.diagonal_W()
+    n, C = U.shape
+    if w is not None:
+        return np.einsum("ic,cd->icd", w, np.eye(C))
+    out = np.empty((n, C, C))
+    for c in range(C):
+        E = np.zeros((n, C))
+        E[:, c] = 1.0
+        out[:, :, c] = hf.W(E)
+    return out
+
+
+def check_likelihood_hooks(lik, U: np.ndarray, Y: np.ndarray, rng: np.random.Generator, *, step: float = 1e-6,
+                           rtol: float = 1e-5) -> None:
+    """The hooks of the criteria (:mod:`gpmodels.likelihoods.base`): ``value_per_point`` sums to ``value``;
+    ``exact_hessian_factor`` has nothing fixed, is the Hessian (finite differences of the gradient) and
+    W = V V^T where W >= 0; ``multinomial_pi`` (when given) reproduces W; ``trace_hessian_derivative``
+    against central differences of Σ_i tr(S_i W_i); ``check_laplace`` raises only InputError.  A
+    likelihood whose ``exact_hessian_factor`` raises InputError (not provided) skips those checks."""
+    from gpmodels.errors import InputError
+
+    n, C = U.shape
+    per_point = lik.value_per_point(U, Y)
+    assert np.shape(per_point) == (n,), f"value_per_point must have shape ({n},); got {np.shape(per_point)}"
+    assert_close("sum of value_per_point = value", float(np.sum(per_point)), lik.value(U, Y), 1e-10, 1e-10)
+    try:
+        lik.check_laplace()
+    except InputError:
+        pass
+    try:
+        hf = lik.exact_hessian_factor(U, Y)
+    except InputError:
+        return
+    assert np.all(hf.free) and hf.fixed_alpha is None, "exact_hessian_factor must leave every component free"
+    x = rng.normal(size=(n, C))
+    Wx_fd = (lik.gradient(U + step * x, Y) - lik.gradient(U - step * x, Y)) / (2 * step)
+    W = _exact_blocks(lik, U, Y)
+    assert_close("exact Hessian x vs finite differences of the gradient", np.einsum("icd,id->ic", W, x), Wx_fd,
+                 rtol, rtol)
+    if np.all(np.linalg.eigvalsh(0.5 * (W + np.transpose(W, (0, 2, 1)))) >= 0):
+        assert_close("exact factor: W = V V^T", hf.V(hf.Vt(x)), hf.W(x), 1e-9, 1e-9)
+    pi = hf.multinomial_pi()
+    if pi is not None:
+        expect = pi * x - pi * np.sum(pi * x, axis=1, keepdims=True)
+        assert_close("multinomial_pi: W x = π x - π (π^T x)", hf.W(x), expect, 1e-12, 1e-12)
+    B = rng.normal(size=(n, C, C))
+    S = np.einsum("icd,ied->ice", B, B)
+    fd = np.empty((n, C))
+    for c in range(C):
+        Up, Um = U.copy(), U.copy()
+        Up[:, c] += step
+        Um[:, c] -= step
+        tp = np.einsum("icd,idc->i", S, _exact_blocks(lik, Up, Y))
+        tm = np.einsum("icd,idc->i", S, _exact_blocks(lik, Um, Y))
+        fd[:, c] = (tp - tm) / (2 * step)
+    assert_close("trace_hessian_derivative vs differences of tr(S W)", lik.trace_hessian_derivative(U, Y, S), fd,
+                 rtol, rtol)
 
 
 def check_diagonal_likelihood(lik, U: np.ndarray, Y: np.ndarray, *, step: float = 1e-6, rtol: float = 1e-5) -> None:

@@ -22,7 +22,7 @@ from gpmodels.inference.cv.criterion import cv_criterion
 from gpmodels.kernels.rbf import RBF
 from gpmodels.likelihoods.softmax import Softmax, log_softmax
 from gpmodels.operators import Intercept
-from gpmodels.persistence import load_model
+from gpmodels.spec.saved import load_model
 from gpmodels.priors import register_prior, registered_priors, resolve_prior, unregister_prior
 from gpmodels.spec.build import check_files
 from gpmodels.spec.loader import load_spec, spec_from_dict
@@ -200,7 +200,7 @@ def _spec(tmp_path, prior, objective=None, **model):
 def _predict_in_fresh_process(folder: Path, X) -> np.ndarray:
     """load_model in a new interpreter that never registered the prior (only PYTHONPATH reaches it)."""
     np.save(folder / "X_new.npy", X)
-    code = ("import sys, numpy as np; from gpmodels.persistence import load_model; "
+    code = ("import sys, numpy as np; from gpmodels.spec.saved import load_model; "
             "P = load_model(sys.argv[1], allow_import=('external_prior',)).predict_proba(np.load(sys.argv[2])); "
             "np.save(sys.argv[3], P)")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(TESTS)])}

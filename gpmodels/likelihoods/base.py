@@ -10,6 +10,23 @@ positive definite system (I + V^T K̃ V) β = V^T u - g̃, α' = V β  (eq. 5).
 A factor may *fix* some components of γ = D^{1/2} β where the symmetric form is ill-conditioned
 (Seeger 2008, App. B, the set I): then ``V``/``Vt`` act on the free components only (``free``
 mask), and α' = V β + ``fixed_alpha``; the right-hand side gets -V^T K̃ ``fixed_alpha``.
+
+Hooks that let every objective treat a new likelihood without editing inference (each has a
+correct generic default, so a new likelihood works first and gets fast later):
+
+* ``exact_hessian_factor(U, Y)``: V with V V^T = W = ∇∇_u Φ_lh *exactly* and nothing fixed (no
+  App. B set, no majoriser).  The CV accumulation solve (Seeger 2008, Sec. 5.2) and the Laplace
+  criterion (R&W Sec. 3.4-3.5, 5.5) need the true W, not the Newton safeguards.
+* ``trace_hessian_derivative(U, Y, S)``: ∂/∂u_ic Σ_j tr(S_j W_j(u_j)) for fixed per-point C x C
+  blocks S_j: the third-derivative term s2 = -½ ∂_f tr(Σ W) of the Laplace gradient (R&W Alg. 5.1
+  line 9; softmax: Sec. 3.5).  Default: central differences of the exact W blocks.
+* ``value_per_point(U, Y)``: the terms -log P(y_i | u_i) of Φ_lh, shape (n,).
+* ``check_laplace()``: raise when the Laplace approximation is not defined for the likelihood.
+* ``param_derivatives(U, Y)``: derivatives by the likelihood's own log-space hyperparameters ψ.
+
+A factor may also expose structure that faster exact algorithms use: ``diagonal_W()`` (W diagonal:
+R&W Alg. 3.1) and ``multinomial_pi()`` (W_i = diag π_i - π_i π_i^T: R&W Alg. 3.3, Seeger App. C);
+both are None by default, which selects the generic dense / MVM paths.
 """
 
 from __future__ import annotations
@@ -18,6 +35,7 @@ import abc
 
 import numpy as np
 
+from gpmodels.errors import InputError
 from gpmodels.validation import check_targets
 
 __all__ = ["Likelihood", "HessianFactor"]
@@ -58,6 +76,19 @@ class HessianFactor(abc.ABC):
     @abc.abstractmethod
     def precond_diag(self, diag_K: np.ndarray, point_block_mvm) -> np.ndarray:
         """diag(I + V^T K̃ V) (App. B), from diag K̃ (n, C) and P -> (K̃_i p_i)_i."""
+
+    def diagonal_W(self) -> np.ndarray | None:
+        """The diagonal of W (n, C) when W is diagonal (a factorised likelihood), else None.
+
+        The values are W's own (not floored to keep V = W^{1/2} finite; negative where the
+        likelihood is not log-concave), for exact algorithms that work with W itself (R&W Alg. 3.1).
+        """
+        return None
+
+    def multinomial_pi(self) -> np.ndarray | None:
+        """π (n, C) when W_i = diag π_i - π_i π_i^T at every point with π_i a distribution (the
+        softmax Hessian), else None; enables R&W Alg. 3.3 / Seeger 2008 App. C."""
+        return None
 
     def point_V(self) -> np.ndarray:
         """The per-point C x C factors V_i as (n, C, C) (column c = V applied to e_c at every point).
@@ -110,6 +141,62 @@ class Likelihood(abc.ABC):
     def predict(self, U: np.ndarray) -> np.ndarray:
         """Predictive summary at latent values U (class probabilities for classification)."""
 
+    # ------------------------------------------------------------------ hooks of the criteria (module docstring)
+    def exact_hessian_factor(self, U: np.ndarray, Y: np.ndarray) -> HessianFactor:
+        """V with V V^T = ∇∇_u Φ_lh exactly at (U, Y), all components free (no App. B fixing).
+
+        Default: ``hessian_factor`` when that is already exact with nothing fixed; a likelihood whose
+        Newton factor is a majoriser or fixes components overrides this.
+        """
+        hf = self.hessian_factor(U, Y)
+        if hf.exact and hf.fixed_alpha is None and bool(np.all(hf.free)):
+            return hf
+        raise InputError(f"{type(self).__name__}.hessian_factor is not the exact Hessian with every component free "
+                         "(a majoriser or App. B fixing); define exact_hessian_factor for the CV gradient and the "
+                         "Laplace criterion")
+
+    def trace_hessian_derivative(self, U: np.ndarray, Y: np.ndarray, S: np.ndarray) -> np.ndarray:
+        """∂/∂u_ic of Σ_j tr(S_j W_j(u_j)) with the per-point blocks S (n, C, C) held fixed, shape (n, C).
+
+        W is per point, so u_ic moves only W_i: the result is tr(S_i ∂W_i/∂u_ic).  Default: central
+        differences of the exact per-point blocks W_i = V_i V_i^T (diagonal W: ``diagonal_W``), all points
+        at once per class.
+        """
+        U = np.asarray(U, dtype=np.float64)
+        out = np.empty(U.shape)
+        for c in range(U.shape[1]):
+            h = 1e-5 * np.maximum(1.0, np.abs(U[:, c]))
+            traces = []
+            for sign in (1.0, -1.0):
+                Uc = U.copy()
+                Uc[:, c] += sign * h
+                hf = self.exact_hessian_factor(Uc, Y)
+                w = hf.diagonal_W()  # signed: V = W^{1/2} cannot carry negative curvature
+                if w is not None:
+                    traces.append(np.einsum("icc,ic->i", S, w))
+                else:
+                    Vb = hf.point_V()  # shape: (n, C, C)
+                    traces.append(np.einsum("icd,ice,ide->i", S, Vb, Vb))  # tr(S_i V_i V_i^T)
+            out[:, c] = (traces[0] - traces[1]) / (2.0 * h)
+        return out
+
+    def value_per_point(self, U: np.ndarray, Y: np.ndarray) -> np.ndarray:
+        """-log P(y_i | u_i) per point, shape (n,); the terms of ``value``.  Default: ``value`` row by row."""
+        return np.array([self.value(U[i:i + 1], Y[i:i + 1]) for i in range(np.shape(U)[0])])
+
+    def check_laplace(self) -> None:
+        """Raise :class:`InputError` when the Laplace approximation is not defined for this likelihood
+        (not twice differentiable, or not a normalised density).  Default: defined."""
+
+    def param_derivatives(self, U: np.ndarray, Y: np.ndarray):
+        """(∂_ψ Φ_lh (p,), ∂_ψ g (p, n, C), ∂_ψ W (p, n, C)) for the log-space hyperparameters ψ of the
+        likelihood (Laplace MLM gradient).  Default: none (a likelihood with parameters defines it)."""
+        if self.params.size:
+            raise InputError(f"{type(self).__name__} has hyperparameters {self.param_names} but no "
+                             "param_derivatives; define it to learn them by the Laplace criterion")
+        z = np.zeros((0,) + np.shape(U))
+        return np.zeros(0), z, z
+
     def check_targets(self, Y, n: int, n_classes: int) -> np.ndarray:
         """Validate targets for this likelihood; default: rows are distributions."""
         return check_targets(Y, n, n_classes)
@@ -128,7 +215,5 @@ class Likelihood(abc.ABC):
 
     def with_params(self, theta) -> "Likelihood":
         if np.asarray(theta).size:
-            from gpmodels.errors import InputError
-
             raise InputError(f"{type(self).__name__} has no parameters; got {np.asarray(theta).size}")
         return self

@@ -63,6 +63,7 @@ class DiagonalFactor(HessianFactor):
     """V = W^{1/2} for a diagonal W = diag(w), w > 0, all arrays (n, C)."""
 
     def __init__(self, w: np.ndarray, exact: bool = True):
+        self._w_given = w
         self.w = np.maximum(w, _W_FLOOR)
         self.sqrt_w = np.sqrt(self.w)
         self.free = np.ones(w.shape, dtype=bool)
@@ -86,6 +87,10 @@ class DiagonalFactor(HessianFactor):
 
     def precond_diag(self, diag_K, point_block_mvm):
         return 1.0 + self.w * diag_K  # diag(I + W^{1/2} K̃ W^{1/2}), App. B with diagonal W
+
+    def diagonal_W(self) -> np.ndarray:
+        """w as given (before the floor that keeps W^{1/2} and W^{-1/2} finite)."""
+        return self._w_given
 
 
 class DiagonalLikelihood(Likelihood):
@@ -146,7 +151,27 @@ class DiagonalLikelihood(Likelihood):
     def hessian_factor(self, U, Y) -> DiagonalFactor:
         return DiagonalFactor(self._curvature(U, Y), exact=self.curvature_kind == "hessian")
 
-    # ------------------------------------------------------------------ exact derivatives (MLM)
+    # ------------------------------------------------------------------ exact derivatives (MLM, CV)
+    def exact_hessian_factor(self, U, Y) -> DiagonalFactor:
+        """V = W^{1/2} of the exact second derivative (not the majoriser curvature).  Where W < 0 (Student-t
+        away from the mode's bulk) no real factor exists: V uses W floored at 1e-300 and ``diagonal_W``
+        keeps the signed values for the exact paths that use W itself."""
+        return DiagonalFactor(self.hessian_diag(U, Y), exact=True)
+
+    def trace_hessian_derivative(self, U, Y, S) -> np.ndarray:
+        """diag(S_i) ∘ ∂³_u Φ_lh: W is diagonal, ∂W_ii/∂u_i is the third derivative (R&W Alg. 5.1 line 9)."""
+        return np.einsum("icc->ic", S) * self.third_derivative(U, Y)
+
+    def value_per_point(self, U, Y) -> np.ndarray:
+        """Σ_c -log P(y_ic | u_ic) per point."""
+        return np.sum(self._nlp(U, Y), axis=1)
+
+    def check_laplace(self) -> None:
+        if not self.smooth or not self.has_super_gaussian:
+            raise InputError(f"the Laplace approximation needs a smooth, normalised likelihood; {type(self).__name__} "
+                             f"is {'a loss' if self.smooth else 'not differentiable (W = 0 almost everywhere)'} "
+                             f"(use the VB objective for the Laplace likelihood)")
+
     def hessian_diag(self, U, Y) -> np.ndarray:
         """The exact W = ∂²_u Φ_lh elementwise (may be negative when not log-concave)."""
         return self._d2(U, Y)

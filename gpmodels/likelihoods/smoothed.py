@@ -81,6 +81,14 @@ class VarianceSmoothed(Likelihood):
         s, _, x = self._parts(U, Y)
         return self.base.sg_dG(x, Y) + 2.0 * s**2 * self.base.sg_d2G(x, Y)
 
+    def value_per_point(self, U, Y) -> np.ndarray:
+        s, _, x = self._parts(U, Y)
+        return 0.5 * np.sum(self.base.sg_G(x, Y) + self.base.sg_lin(U, Y), axis=1)
+
+    def exact_hessian_factor(self, U, Y) -> DiagonalFactor:
+        """W^{1/2} of the exact second derivative (``hessian_diag``), whatever Newton's curvature is."""
+        return DiagonalFactor(self.hessian_diag(U, Y), exact=True)
+
     def hessian_factor(self, U, Y):
         if self.base.log_concave:
             return DiagonalFactor(self.hessian_diag(U, Y), exact=True)

@@ -72,6 +72,22 @@ class Softmax(Likelihood):
         """Project onto ran W = {α : Σ_c α_ic = 0 for every i} (Alg. 1, first line)."""
         return alpha - alpha.mean(axis=1, keepdims=True)
 
+    def value_per_point(self, U, Y) -> np.ndarray:
+        """l_i - y_i^T u_i per point."""
+        return _logsumexp_rows(U)[:, 0] - np.sum(Y * U, axis=1)
+
+    def exact_hessian_factor(self, U, Y) -> "SoftmaxFactor":
+        """The factor with κ = -∞: nothing fixed, so V V^T = W exactly.  V = A D^{1/2} is bounded for any
+        π; only g̃ = D^{-1/2} g needs the App. B safeguard, and the callers of this factor do not use g̃."""
+        return SoftmaxFactor(log_softmax(U), np.asarray(Y), -np.inf)
+
+    def trace_hessian_derivative(self, U, Y, S) -> np.ndarray:
+        """tr(S_i ∂W_i/∂u_ic) for W_i = diag π_i - π_i π_i^T (R&W Sec. 3.5): with
+        q_i = diag S_i - 2 S_i π_i this is (W_i q_i)_c = π_ic q_ic - π_ic π_i^T q_i."""
+        pi = np.exp(log_softmax(U))
+        q = np.einsum("icc->ic", S) - 2.0 * np.einsum("icd,id->ic", S, pi)
+        return pi * q - pi * np.sum(pi * q, axis=1, keepdims=True)
+
 
 class SoftmaxFactor(HessianFactor):
     """V = A D^{1/2} at one point, with the App. B sets I (fixed) and I0 (zero warm start)."""
@@ -110,6 +126,9 @@ class SoftmaxFactor(HessianFactor):
 
     def beta_init(self, alpha):
         return np.where(self.free & ~self.zero_start, alpha * self._inv_sqrt_pi, 0.0)
+
+    def multinomial_pi(self) -> np.ndarray:
+        return self.pi
 
     def precond_diag(self, diag_K, point_block_mvm):
         w = point_block_mvm(self.pi)

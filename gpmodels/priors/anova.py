@@ -41,7 +41,7 @@ from gpmodels.operators.intercept import Intercept
 from gpmodels.validation import any_of, boolean, instance_of, nonnegative_number, one_of, optional, positive_number, \
     sequence_of
 
-__all__ = ["ANOVAPrior", "group_labels"]
+__all__ = ["ANOVAPrior", "group_labels", "build_anova", "SPEC_SHARING"]
 
 
 def group_labels(tree: ClassTree, mode: str) -> list[str]:
@@ -118,3 +118,20 @@ class ANOVAPrior:
                 raise InputError("learn_sigma2 needs sigma2 > 0 to start from")
             return op
         return Intercept(op, self.sigma2, learn=self.learn_sigma2)
+
+
+#: model.sharing -> (node variance sharing, node kernel sharing) of the spec's ANOVA prior (None: follow)
+SPEC_SHARING = {"tied": ("tied", "tied"), "semi": ("node", "tied"), "separate": ("node", "node"),
+                "level": ("level", None), "subtree": ("subtree", None)}
+
+
+def build_anova(ctx) -> ANOVAPrior:
+    """Spec builder of ``model.prior: anova`` (needs the class tree); ``model.sharing`` maps to the node
+    variance / kernel groups by :data:`SPEC_SHARING`."""
+    m = ctx.model
+    tree = ctx.require_tree()
+    vmode, kmode = SPEC_SHARING[m.sharing]
+    if kmode is None:
+        kmode = vmode if m.kernel_sharing == "follow" else "tied"
+    return ANOVAPrior(tree, ctx.kernel, vmode, ctx.variance(), m.sigma2, kernel_sharing=kmode,
+                      representation=ctx.representation)

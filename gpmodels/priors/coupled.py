@@ -39,7 +39,7 @@ from gpmodels.operators.intercept import Intercept
 from gpmodels.validation import (any_of, array_of, boolean, instance_of, nonnegative_int, nonnegative_number, number,
                                  one_of, optional, positive_int, positive_number, sequence_of, to_float_array)
 
-__all__ = ["CoupledPrior", "coupling_init", "COUPLING_INITS"]
+__all__ = ["CoupledPrior", "coupling_init", "COUPLING_INITS", "build_coupled"]
 
 COUPLING_INITS = ("auto", "identity", "tree", "random")
 
@@ -137,3 +137,13 @@ class CoupledPrior:
                 raise InputError("learn_sigma2 needs sigma2 > 0 to start from")
             return op
         return Intercept(op, self.sigma2, learn=self.learn_sigma2)
+
+
+def build_coupled(ctx) -> CoupledPrior:
+    """Spec builder of ``model.prior: coupled`` (C x C B) and ``loadings`` (C x p B) from ``model.coupling``."""
+    m = ctx.model
+    c = m.coupling
+    B = None if c.matrix is None else np.asarray(c.matrix, dtype=float)
+    return CoupledPrior(ctx.kernel, n_factors=c.factors, init=c.init, B=B, tree=ctx.tree, sharing=m.sharing,
+                        variance=ctx.variance(), sigma2=m.sigma2, representation=ctx.representation, learn_B=c.learn,
+                        seed=c.seed)

@@ -13,7 +13,7 @@ from typing import Sequence
 import attrs
 import numpy as np
 
-from gpmodels.errors import InputError
+from gpmodels.errors import InputError, SpecError
 from gpmodels.kernels.base import Kernel
 from gpmodels.kernels.representations import RepresentationConfig
 from gpmodels.operators.base import Operator
@@ -22,7 +22,7 @@ from gpmodels.operators.intercept import Intercept
 from gpmodels.validation import (any_of, boolean, instance_of, nonnegative_int, nonnegative_number, one_of, optional,
                                  positive_number, sequence_of)
 
-__all__ = ["IndependentGP"]
+__all__ = ["IndependentGP", "build_independent"]
 
 #: class groups: a list of lists of class indices.
 _GROUPS = sequence_of(sequence_of(nonnegative_int()))
@@ -70,3 +70,22 @@ class IndependentGP:
                 raise InputError("learn_sigma2 needs sigma2 > 0 to start from")
             return inner
         return Intercept(inner, self.sigma2, learn=self.learn_sigma2)
+
+
+def build_independent(ctx) -> IndependentGP:
+    """Spec builder of ``model.prior: independent`` from a :class:`~gpmodels.priors.registry.PriorContext`.
+
+    ``model.sharing`` ``level`` / ``subtree`` groups the classes by the class tree (F2 of Seeger
+    2008, Sec. 6.1); the kernels follow the variance groups or are tied (``kernel_sharing``).
+    """
+    m = ctx.model
+    if m.sharing in ("level", "subtree"):
+        tree = ctx.tree
+        if tree is None:
+            raise SpecError("needs a class hierarchy (`data.hierarchy`)", "model.sharing")
+        g = tree.class_groups(m.sharing)
+        vgroups = [np.flatnonzero(g == j).tolist() for j in range(int(g.max()) + 1)]
+        kgroups = vgroups if m.kernel_sharing == "follow" else [list(range(tree.n_classes))]
+        return IndependentGP(ctx.kernel, None, ctx.variance(), m.sigma2, kernel_groups=kgroups,
+                             variance_groups=vgroups, representation=ctx.representation)
+    return IndependentGP(ctx.kernel, m.sharing, ctx.variance(), m.sigma2, representation=ctx.representation)

@@ -4,8 +4,11 @@ A spec names its prior in ``model.prior``.  The name is resolved here to a **bui
 
     builder(context: PriorContext) -> prior factory        (an object with ``operator(X, n_classes)``)
 
-The built-in priors (``independent``, ``anova``, ``coupled``, ``loadings``) are registered by
-``gpmodels.spec.build`` through the same function a user calls::
+The built-in priors (``independent``, ``anova``, ``coupled``, ``loadings``) are a fixed table here,
+:data:`BUILTIN_BUILDERS`, of import paths of the builders defined next to the priors
+(``gpmodels.priors.independent:build_independent``, ...), imported when first resolved: nothing
+has to be imported for them to be known, and this module imports nothing from the package above
+``gpmodels.errors``.  User priors are registered by name::
 
     from gpmodels.priors import register_prior
     register_prior("class_similarity", build_class_similarity)
@@ -37,10 +40,14 @@ from gpmodels.errors import SpecError, shown as _shown
 
 __all__ = ["PriorContext", "register_prior", "unregister_prior", "registered_priors", "resolve_prior",
            "is_import_path", "is_known_prior", "import_path_of", "unknown_prior_message", "BUILTIN_PRIORS",
-           "check_allow_import", "import_allowed"]
+           "check_allow_import", "import_allowed", "BUILTIN_BUILDERS"]
 
-#: registered by gpmodels.spec.build; cannot be replaced or removed
-BUILTIN_PRIORS = ("independent", "anova", "coupled", "loadings")
+#: name -> import path of the builder, next to the prior it builds; cannot be replaced or removed
+BUILTIN_BUILDERS = {"independent": "gpmodels.priors.independent:build_independent",
+                    "anova": "gpmodels.priors.anova:build_anova",
+                    "coupled": "gpmodels.priors.coupled:build_coupled",
+                    "loadings": "gpmodels.priors.coupled:build_coupled"}
+BUILTIN_PRIORS = tuple(BUILTIN_BUILDERS)
 #: where a spec's prior is named, for error messages
 KEY = "model.prior"
 OPTIONS_KEY = "model.prior_options"
@@ -93,6 +100,11 @@ class PriorContext:
                                 f"{OPTIONS_KEY}.{key}")
         return {**defaults, **self.options}
 
+    def variance(self):
+        """``model.variance`` as the priors take it: a number, or a list of per-class values."""
+        v = self.model.variance
+        return list(v) if isinstance(v, tuple) else v
+
 
 def register_prior(name: str, builder: Builder, *, replace: bool = False) -> Builder:
     """Make ``builder`` usable as ``model.prior: name``; returns the builder (usable as a decorator's body).
@@ -105,12 +117,13 @@ def register_prior(name: str, builder: Builder, *, replace: bool = False) -> Bui
                          "(import paths 'module:builder' need no registration)")
     if not callable(builder):
         raise TypeError(f"the builder of prior {name!r} must be callable; got {type(builder).__name__}")
-    old = _REGISTRY.get(name)
-    if old is not None and old is not builder:
-        if name in BUILTIN_PRIORS:
+    if name in BUILTIN_BUILDERS:
+        if builder is not _builtin(name):
             raise ValueError(f"{name!r} is a built-in prior and cannot be replaced; register under another name")
-        if not replace:
-            raise ValueError(f"prior {name!r} is already registered (to {_describe(old)}); pass replace=True")
+        return builder
+    old = _REGISTRY.get(name)
+    if old is not None and old is not builder and not replace:
+        raise ValueError(f"prior {name!r} is already registered (to {_describe(old)}); pass replace=True")
     _REGISTRY[name] = builder
     return builder
 
@@ -124,7 +137,7 @@ def unregister_prior(name: str) -> None:
 
 def registered_priors() -> tuple[str, ...]:
     """Registered names: the built-ins first, then user priors in registration order."""
-    return tuple(n for n in BUILTIN_PRIORS if n in _REGISTRY) + tuple(n for n in _REGISTRY if n not in BUILTIN_PRIORS)
+    return BUILTIN_PRIORS + tuple(_REGISTRY)
 
 
 def is_import_path(name: str) -> bool:
@@ -156,7 +169,11 @@ def import_allowed(module: str, allow_import=()) -> bool:
 
 
 def _registered_path(path: str) -> Builder | None:
-    """The registered builder whose ``module:qualname`` is ``path`` (found without importing anything)."""
+    """The built-in or registered builder whose ``module:qualname`` is ``path`` (found without importing
+    anything but the built-in prior modules)."""
+    for name, builtin in BUILTIN_BUILDERS.items():
+        if builtin == path:
+            return _builtin(name)
     for builder in _REGISTRY.values():
         if f"{getattr(builder, '__module__', '')}:{getattr(builder, '__qualname__', '')}" == path:
             return builder
@@ -168,6 +185,8 @@ def resolve_prior(name: str, key: str = KEY, *, allow_import=()) -> Builder:
 
     A path whose builder is registered resolves to it without an import; any other path is imported
     only when its module is in ``allow_import`` (see the module docstring), else SpecError."""
+    if name in BUILTIN_BUILDERS:
+        return _builtin(name)
     if name in _REGISTRY:
         return _REGISTRY[name]
     if ":" in name:
@@ -185,8 +204,12 @@ def resolve_prior(name: str, key: str = KEY, *, allow_import=()) -> Builder:
     raise SpecError(unknown_prior_message(name), key)
 
 
+def _builtin(name: str) -> Builder:
+    return _import(BUILTIN_BUILDERS[name], KEY)
+
+
 def unknown_prior_message(name: str) -> str:
-    names = BUILTIN_PRIORS + tuple(n for n in registered_priors() if n not in BUILTIN_PRIORS)
+    names = registered_priors()
     near = difflib.get_close_matches(name[:200], names, n=1)
     hint = f"; did you mean {near[0]!r}?" if near else ""
     return (f"unknown prior {_shown(name)}{hint} (registered: {', '.join(names)}; or 'package.module:builder' "

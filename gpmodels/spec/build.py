@@ -2,7 +2,7 @@
 
 Relative file paths in a spec are looked up in the working directory first, then next to the
 spec file.  Priors are built through the registry of :mod:`gpmodels.priors.registry`; the four
-built-in priors are registered here, by the same ``register_prior`` a user calls.
+built-in priors are the registry's own table (builders next to the priors).
 """
 
 from __future__ import annotations
@@ -31,10 +31,7 @@ from gpmodels.operators.base import Operator
 from gpmodels.operators.blockdiag import BlockDiagonal
 from gpmodels.operators.sum import Sum
 from gpmodels.likelihoods.uncertain import PseudoTargets, coarsen_labels
-from gpmodels.priors.anova import ANOVAPrior
-from gpmodels.priors.coupled import CoupledPrior
-from gpmodels.priors.independent import IndependentGP
-from gpmodels.priors.registry import PriorContext, import_path_of, register_prior, resolve_prior
+from gpmodels.priors.registry import PriorContext, import_path_of, resolve_prior
 from gpmodels.validation import check_features
 from gpmodels.spec.sections import KernelSpec, ModelSpec, ObjectiveSpec, Spec
 
@@ -285,56 +282,9 @@ def _load_gram(path: Path, key: str) -> np.ndarray:
     return G
 
 
-#: model.sharing -> (node variance sharing, node kernel sharing) of the ANOVA prior (None: follow)
-_ANOVA_SHARING = {"tied": ("tied", "tied"), "semi": ("node", "tied"), "separate": ("node", "node"),
-                  "level": ("level", None), "subtree": ("subtree", None)}
-
-
 def _representation(m: ModelSpec) -> RepresentationConfig:
     r = m.representation
     return RepresentationConfig(kind=r.kind, memory_mb=r.memory_mb, stored_max_mb=r.stored_max_mb, rank=r.rank, tol=r.tol)
-
-
-def _variance(m: ModelSpec):
-    return m.variance if not isinstance(m.variance, tuple) else list(m.variance)
-
-
-def _build_independent(ctx: PriorContext) -> IndependentGP:
-    m = ctx.model
-    if m.sharing in ("level", "subtree"):  # F2 of Seeger 2008, Sec. 6.1: classes grouped by the tree
-        tree = ctx.tree
-        if tree is None:
-            raise SpecError("needs a class hierarchy (`data.hierarchy`)", "model.sharing")
-        g = tree.class_groups(m.sharing)
-        vgroups = [np.flatnonzero(g == j).tolist() for j in range(int(g.max()) + 1)]
-        kgroups = vgroups if m.kernel_sharing == "follow" else [list(range(tree.n_classes))]
-        return IndependentGP(ctx.kernel, None, _variance(m), m.sigma2, kernel_groups=kgroups, variance_groups=vgroups,
-                             representation=ctx.representation)
-    return IndependentGP(ctx.kernel, m.sharing, _variance(m), m.sigma2, representation=ctx.representation)
-
-
-def _build_anova(ctx: PriorContext) -> ANOVAPrior:
-    m = ctx.model
-    tree = ctx.require_tree()
-    vmode, kmode = _ANOVA_SHARING[m.sharing]
-    if kmode is None:
-        kmode = vmode if m.kernel_sharing == "follow" else "tied"
-    return ANOVAPrior(tree, ctx.kernel, vmode, _variance(m), m.sigma2, kernel_sharing=kmode,
-                      representation=ctx.representation)
-
-
-def _build_coupled(ctx: PriorContext) -> CoupledPrior:  # `coupled` (C x C B) and `loadings` (C x p B)
-    m = ctx.model
-    c = m.coupling
-    B = None if c.matrix is None else np.asarray(c.matrix, dtype=float)
-    return CoupledPrior(ctx.kernel, n_factors=c.factors, init=c.init, B=B, tree=ctx.tree, sharing=m.sharing,
-                        variance=_variance(m), sigma2=m.sigma2, representation=ctx.representation, learn_B=c.learn,
-                        seed=c.seed)
-
-
-for _name, _builder in (("independent", _build_independent), ("anova", _build_anova), ("coupled", _build_coupled),
-                        ("loadings", _build_coupled)):
-    register_prior(_name, _builder)
 
 
 def build_prior(m: ModelSpec, X_train, base_dir: Path | None = None, *, tree: ClassTree | None = None):

@@ -1,6 +1,7 @@
 """Run a validated spec: load data, dispatch to the objective's runner, evaluate, write the report.
 
-Each objective type has a runner in ``RUNNERS`` (``objective.type`` -> function); a runner gets the
+The driver only: each objective type has a runner in ``RUNNERS`` (``objective.type`` -> function, the
+explicit table of :mod:`gpmodels.spec.runners`); a runner gets the
 spec, the loaded data and ``say``, a :class:`~gpmodels.progress.Console` (``say(msg)`` prints a
 message, ``say.bar(...)`` opens a progress bar; both may be off), and returns a
 :class:`RunOutcome`: its own metrics,
@@ -20,7 +21,6 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
-from typing import Callable
 
 import attrs
 import numpy as np
@@ -29,133 +29,33 @@ from gpmodels.scoring import metrics as M
 from gpmodels import reports
 from gpmodels.data.datasets import Dataset
 from gpmodels.errors import DataError, GPModelsError, SpecError
-from gpmodels.inference.map.model import fit_map
-from gpmodels.persistence import save_map_model
 from gpmodels.progress import Console
-from gpmodels.spec.build import (build_data, build_likelihood, build_newton_options, build_operator, build_pseudo_targets, build_tree,
-                    check_files, resolve_model, resolve_path)
+from gpmodels.spec.build import build_data, build_tree, check_files, resolve_path
 from gpmodels.spec.loader import dump_yaml, grant_imports
+from gpmodels.spec.outcome import RunOutcome, Runner, map_saver
 from gpmodels.spec.output import claim_output, spec_digest
+from gpmodels.spec.runners import RUNNERS as BUILTIN_RUNNERS
+from gpmodels.spec.runners.map import run_em, run_map  # noqa: F401  (they lived here; kept reachable)
 from gpmodels.spec.sections import Spec
 
-__all__ = ["run_spec", "output_dir", "RunOutcome", "RUNNERS", "register_runner", "run_identity"]
+__all__ = ["run_spec", "output_dir", "RunOutcome", "RUNNERS", "register_runner", "map_saver", "run_identity"]
 
 
-@attrs.frozen
-class RunOutcome:
-    """What a runner returns (see the module docstring)."""
-
-    metrics: dict
-    probabilities: np.ndarray | None
-    diagnostics: dict
-    resolved: Spec
-    save: Callable[[Path], object] | None = None  # writes model.npz into a folder
-    traces: dict = attrs.field(factory=dict)  # name -> values over iterations, or -> {line label: values}: trace_<name>.png
-    paths: tuple | None = None  # (parameter names, (iterations, p) values), plotted as hyperparameters.png
+#: objective.type -> runner; the explicit table of :mod:`gpmodels.spec.runners` (extend with ``register_runner``)
+RUNNERS: dict[str, Runner] = dict(BUILTIN_RUNNERS)
 
 
-Runner = Callable[[Spec, Dataset, "Path | None", Console], RunOutcome]
-RUNNERS: dict[str, Runner] = {}
-
-
-def register_runner(objective_type: str):
-    def deco(fn: Runner) -> Runner:
+def register_runner(objective_type: str, runner: Runner | None = None):
+    """Add a runner for ``objective.type`` (user extensions); usable as ``register_runner(t, fn)`` or as a
+    decorator.  The built-in runners are the table ``gpmodels.spec.runners.RUNNERS``, not registered."""
+    def add(fn: Runner) -> Runner:
         RUNNERS[objective_type] = fn
         return fn
-    return deco
+    return add if runner is None else add(runner)
 
 
 def output_dir(spec: Spec, out: str | Path | None) -> Path:
     return Path(out) if out is not None else Path(spec.output.dir.replace("{name}", spec.name))
-
-
-def map_saver(data: Dataset, op, likelihood, alpha, tree=None) -> Callable[[Path], object]:
-    """A ``save`` callback for any runner whose model is α̂ over an operator: the fitted
-    hyperparameters are stored with α̂, so any objective's learned values round-trip."""
-
-    def save(folder: Path):
-        return save_map_model(folder, data.X_train, alpha, data.classes, data.scaler, theta=op.params,
-                              likelihood_theta=likelihood.params, tree=tree)
-
-    return save
-
-
-@register_runner("map")
-def run_map(spec: Spec, data: Dataset, base_dir: Path | None, say) -> RunOutcome:
-    """MAP fit at the given hyperparameters by Newton–CG or exact Newton."""
-    from gpmodels.spec.runners.unifying import evaluate, targets
-
-    resolved = attrs.evolve(spec, model=resolve_model(spec.model, data.X_train))
-    tree = build_tree(spec, data, base_dir)
-    likelihood = build_likelihood(resolved.model)
-    t = time.perf_counter()
-    op = build_operator(resolved.model, data.X_train, data.n_classes, base_dir, tree=tree)
-    build_seconds = time.perf_counter() - t
-    t = time.perf_counter()
-    with say.bar(resolved.objective.newton.max_iter, "Newton") as bar:
-        model = fit_map(op, likelihood, targets(likelihood, data, spec.model.likelihood),
-                        build_newton_options(resolved.objective), method=resolved.objective.method,
-                        on_iteration=bar.newton)
-    fit_seconds = time.perf_counter() - t
-    diag = model.result.diagnostics
-    say(f"fit: {diag.iterations} Newton iterations, {diag.mvm_count} MVMs, {fit_seconds:.2f} s, "
-        f"Φ = {model.result.phi:.6g} ({diag.message})")
-    t = time.perf_counter()
-    scores, P = evaluate(likelihood, model.latent(data.X_test), data, spec.model.likelihood)
-    metrics = {**scores,
-               "fit_seconds": fit_seconds,
-               "kernel_build_seconds": build_seconds,
-               "predict_seconds": time.perf_counter() - t,
-               "newton_iterations": diag.iterations,
-               "cg_iterations": int(sum(diag.cg_iterations)),
-               "mvm_count": diag.mvm_count,
-               "phi": float(model.result.phi),
-               "gradient_rms": float(diag.grad_norm[-1]),
-               "converged": bool(diag.converged)}
-    if spec.evaluation.train_scores and spec.data.task == "classification":
-        tr = M.classification_report(likelihood.predict(model.result.u), data.y_train)
-        metrics.update({f"train_{k}": v for k, v in tr.items()})
-    return RunOutcome(metrics, P, diag.as_dict(), resolved,
-                      save=map_saver(data, op, likelihood, model.alpha, tree=tree), traces={"Phi": list(diag.phi)})
-
-
-@register_runner("em")
-def run_em(spec: Spec, data: Dataset, base_dir: Path | None, say) -> RunOutcome:
-    """MAP fit with uncertain targets (pseudo-targets on the class tree) by EM, Seeger 2008, Sec. 7.4.2."""
-    from gpmodels.inference.map.em import fit_em
-
-    resolved = attrs.evolve(spec, model=resolve_model(spec.model, data.X_train))
-    tree = build_tree(spec, data, base_dir)
-    pseudo = build_pseudo_targets(spec, data, tree, base_dir)
-    t = time.perf_counter()
-    op = build_operator(resolved.model, data.X_train, data.n_classes, base_dir, tree=tree)
-    build_seconds = time.perf_counter() - t
-    o = resolved.objective
-    likelihood = build_likelihood(resolved.model)
-    res = fit_em(op, pseudo, o.em.options(newton=build_newton_options(o)),
-                 likelihood=likelihood)
-    n_unc = int(np.sum(~pseudo.certain))
-    say(f"EM: {res.iterations} iterations, {n_unc} of {pseudo.n_points} targets uncertain, "
-        f"{sum(d.mvm_count for d in res.m_steps)} MVMs, {res.seconds:.2f} s, L = {res.trace[-1]:.6g} ({res.message})")
-    t = time.perf_counter()
-    P = res.model.predict_proba(data.X_test)
-    metrics = {
-        "fit_seconds": res.seconds,
-        "kernel_build_seconds": build_seconds,
-        "predict_seconds": time.perf_counter() - t,
-        "em_iterations": res.iterations,
-        "em_converged": bool(res.converged),
-        "uncertain_targets": n_unc,
-        "pseudo_target_log_likelihood": float(res.trace[-1]),
-        "newton_iterations": int(sum(d.iterations for d in res.m_steps)),
-        "cg_iterations": int(sum(sum(d.cg_iterations) for d in res.m_steps)),
-        "mvm_count": int(sum(d.mvm_count for d in res.m_steps)),
-        "train_acc_on_certain": float(np.mean((res.model.result.u.argmax(axis=1) == data.y_train)[pseudo.certain]))
-        if pseudo.certain.any() else float("nan"),
-    }
-
-    return RunOutcome(metrics, P, res.as_dict(), resolved, save=map_saver(data, op, likelihood, res.alpha, tree=tree),
-                      traces={"L": list(res.trace)})
 
 
 def _hierarchical_scores(spec: Spec, data: Dataset, base_dir, P: np.ndarray, out_dir: Path) -> dict:
@@ -272,8 +172,3 @@ def _run(spec: Spec, runner, base_dir, out_dir: Path, *, quiet: bool, progress: 
     say(f"report: {out_dir}/ ({', '.join(sorted(p.name for p in out_dir.iterdir() if not p.name.startswith('.')))})")
     return metrics
 
-
-from gpmodels.spec.runners import unifying  # noqa: E402,F401  (registers the unifying-paper runners)
-from gpmodels.spec.runners import baselines  # noqa: E402,F401  (registers the crammer_singer and hm3 runners)
-from gpmodels.spec.runners import cv as _run_cv  # noqa: E402,F401  (registers the `cv` runner)
-from gpmodels.spec.runners import one_vs_rest as _run_one_vs_rest  # noqa: E402,F401  (registers the `one_vs_rest` runner)

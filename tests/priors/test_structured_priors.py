@@ -157,3 +157,29 @@ def test_coupling_defaults_masks_and_errors():
         Coupled(BlockDiagonal.from_sharing(X, RBF(0.5), 3, "tied", 1.0), np.ones((7, 4)))
     with pytest.raises(InputError, match="boolean mask"):
         Coupled(BlockDiagonal.from_sharing(X, RBF(0.5), 3, "tied", 1.0), np.ones((7, 3)), learn=np.ones((2, 2), bool))
+
+
+def test_builtin_priors_resolve_in_a_fresh_interpreter_without_the_spec_package():
+    """The built-in priors are a table of the registry, not a side effect of importing gpmodels.spec."""
+    import subprocess
+    import sys
+
+    code = ("import sys, gpmodels\n"
+            "from gpmodels.priors import anova, coupled, independent, registry\n"
+            "assert registry.resolve_prior('anova') is anova.build_anova\n"
+            "assert registry.resolve_prior('independent') is independent.build_independent\n"
+            "assert registry.resolve_prior('coupled') is registry.resolve_prior('loadings') is coupled.build_coupled\n"
+            "assert registry.registered_priors() == ('independent', 'anova', 'coupled', 'loadings')\n"
+            "assert not any(m.startswith('gpmodels.spec') for m in sys.modules), 'gpmodels.spec was imported'\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+
+
+def test_builtin_priors_cannot_be_replaced_but_re_registering_them_is_a_no_op():
+    from gpmodels.priors import register_prior, resolve_prior, unregister_prior
+
+    assert register_prior("anova", resolve_prior("anova")) is resolve_prior("anova")
+    with pytest.raises(ValueError, match="built-in prior"):
+        register_prior("anova", lambda ctx: None)
+    with pytest.raises(ValueError, match="built-in prior"):
+        unregister_prior("coupled")

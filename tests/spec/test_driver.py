@@ -10,7 +10,7 @@ import yaml
 
 from gpmodels.cli import main
 from gpmodels.errors import DataError, SpecError
-from gpmodels.persistence import load_model
+from gpmodels.spec.saved import load_model
 from gpmodels.spec.study import StudySpec
 
 from conftest import ROOT, toy_classification

@@ -15,7 +15,8 @@ from gpmodels.errors import SpecError
 from gpmodels.inference.map.newton_cg import NewtonOptions
 from gpmodels.inference.cv.one_vs_rest import fit_one_vs_rest
 from gpmodels.likelihoods.softmax import Softmax
-from gpmodels.persistence import load_arrays, load_model
+from gpmodels.persistence import load_arrays
+from gpmodels.spec.saved import load_model
 from gpmodels.spec.loader import load_spec, spec_from_dict
 
 from conftest import ROOT, toy_classification

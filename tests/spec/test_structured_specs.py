@@ -10,7 +10,7 @@ import yaml
 
 from gpmodels.cli import main
 from gpmodels.errors import SpecError
-from gpmodels.persistence import load_model
+from gpmodels.spec.saved import load_model
 from gpmodels.spec.loader import spec_from_dict
 from gpmodels.spec.run import run_spec
 

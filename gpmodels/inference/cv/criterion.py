@@ -38,8 +38,9 @@ App. B and the accumulation solve: the Hessian factor of the softmax fixes compo
 (i, c) with log π_ic < κ, y_ic > 0 because the Newton right-hand side contains
 g̃ = D^{-1/2} g, which explodes there.  The accumulation system has no g̃: its right-hand side is
 V^T K̃_{J,I} r_I, bounded for any π.  Masking those components out of V would drop A D_I A^T from
-W (an O(e^κ) error of the gradient), so the accumulation solve uses the factor with nothing fixed
-(W = V V^T exactly); ``fixed_alpha`` belongs to the Newton step only and is never added here.
+W (an O(e^κ) error of the gradient), so the accumulation solve uses the likelihood's
+``exact_hessian_factor`` (nothing fixed, W = V V^T exactly; for factorised likelihoods the true
+second derivative, not a majoriser); ``fixed_alpha`` belongs to the Newton step only.
 
 Warm starts (Sec. 4: every refit starts from α[J] of the last successful evaluation).  After a
 large move of the hyperparameters the old α[J] can be a *worse* start than α = 0: u = K̃_J(θ') α[J]
@@ -65,8 +66,7 @@ import attrs
 import numpy as np
 
 from gpmodels.errors import InputError
-from gpmodels.likelihoods.base import HessianFactor, Likelihood
-from gpmodels.likelihoods.softmax import Softmax, SoftmaxFactor, log_softmax
+from gpmodels.likelihoods.base import Likelihood
 from gpmodels.operators.base import Operator
 from gpmodels.linalg.cg import cg
 from gpmodels.inference.map.line_search import objective
@@ -74,7 +74,7 @@ from gpmodels.inference.map.exact_newton import exact_newton, exact_newton_solve
 from gpmodels.inference.map.newton_cg import NewtonOptions, newton_cg
 from gpmodels.validation import boolean, instance_of, nonnegative_number, one_of, positive_int, positive_number
 
-__all__ = ["CVOptions", "CVState", "CVEvaluation", "FoldDiagnostics", "cv_criterion", "check_partition",
+__all__ = ["CVOptions", "CVState", "CVEvaluation", "FoldDiagnostics", "FoldResult", "cv_criterion", "check_partition",
            "CV_METHODS", "WARM_STARTS"]
 
 CV_METHODS = ("newton_cg", "exact")
@@ -202,18 +202,6 @@ def _complements(folds, n):
     return out
 
 
-def accumulation_factor(likelihood: Likelihood, u: np.ndarray, Y: np.ndarray) -> HessianFactor:
-    """The factor V with W = V V^T exactly, for the accumulation solve (no App. B fixed set).
-
-    For the softmax this is the factor with κ = -∞ (nothing fixed; V = A D^{1/2} is bounded for
-    any π, only g̃ = D^{-1/2} g, which this solve does not use, needs the safeguard).  Other
-    likelihoods' factors are used as they are.
-    """
-    if isinstance(likelihood, Softmax):
-        return SoftmaxFactor(log_softmax(u), Y, -np.inf)
-    return likelihood.hessian_factor(u, Y)
-
-
 class _Counted:
     """v -> K v with a count of right-hand sides (one per column)."""
 
@@ -251,64 +239,163 @@ def _refit(fit, op_J, lik, Y_J, alpha0, opts: CVOptions, retry: bool):
     return res, mvms, its, start
 
 
-def _fold_newton_cg(op_J, lik, Y_J, cross_IJ, cross_JI, Y_I, alpha0, beta0, opts: CVOptions, gradient: bool,
-                    retry: bool = True):
-    """Fit α[J] by Newton–CG, then Ψ_I and (optionally) the vector z of f = [r_I; -z]."""
+@attrs.frozen(eq=False)
+class FoldResult:
+    """One fold's inner fit (α[J], Seeger 2008 Sec. 4), held-out part (Ψ_I, r_I = ∇_u Φ_lh at u[I],
+    eq. 3) and accumulation vector z of f = I_{·,I} r_I - I_{·,J} z (Sec. 5.2), with their costs."""
+
+    alpha: np.ndarray
+    grad_norm: float
+    newton_iterations: int
+    fit_mvms: int
+    fit_seconds: float
+    start: str
+    psi: float
+    r_I: np.ndarray
+    z: np.ndarray | None = None
+    beta: np.ndarray | None = None  # the accumulation CG solution (warm start of the next evaluation)
+    accumulation_iterations: int = 0
+    accumulation_residual: float = 0.0
+    accumulation_mvms: int = 1
+    accumulation_seconds: float = 0.0
+
+    def diagnostics(self, restrict_seconds: float) -> FoldDiagnostics:
+        return FoldDiagnostics(
+            psi=float(self.psi), grad_norm=float(self.grad_norm), newton_iterations=int(self.newton_iterations),
+            fit_mvms=int(self.fit_mvms), accumulation_iterations=int(self.accumulation_iterations),
+            accumulation_residual=float(self.accumulation_residual), accumulation_mvms=int(self.accumulation_mvms),
+            fit_seconds=float(self.fit_seconds), accumulation_seconds=float(self.accumulation_seconds),
+            restrict_seconds=restrict_seconds, start=self.start)
+
+
+def _fit_and_hold_out(fit, op_J, lik, Y_J, cross_IJ, Y_I, alpha0, opts: CVOptions, retry: bool):
+    """The fold's refit of α[J], then Ψ_I = Φ_lh(u[I]) and r_I at u[I] = K̃_{I,J} α[J] (eq. 3);
+    returns (Newton result, FoldResult without the accumulation, time at the end of the fit)."""
     t = time.perf_counter()
-    res, mvms, its, start = _refit(newton_cg, op_J, lik, Y_J, alpha0, opts, retry)
-    fit_s = time.perf_counter() - t
-    out = dict(alpha=res.alpha, grad_norm=res.diagnostics.grad_norm[-1], newton_iterations=its, fit_mvms=mvms,
-               fit_seconds=fit_s, start=start)
-    t = time.perf_counter()
+    res, mvms, its, start = _refit(fit, op_J, lik, Y_J, alpha0, opts, retry)
+    t_fit = time.perf_counter()
     u_I = cross_IJ.mvm(res.alpha)  # Seeger 2008, eq. (3): u[I] = K̃_{I,J} α[J]
-    out["psi"] = lik.value(u_I, Y_I)
-    out["r_I"] = lik.gradient(u_I, Y_I)  # π[I] - y_I
-    acc_mvms, acc_its, acc_res, z = 1, 0, 0.0, None
-    if gradient:
-        K = _Counted(op_J)
-        hf = accumulation_factor(lik, res.u, Y_J)
-        b = cross_JI.mvm(out["r_I"])  # K̃_{J,I} r_I
-        acc_mvms += 1
-        rhs = hf.Vt(b)
-        inv_diag = 1.0 / hf.precond_diag(op_J.diag(), op_J.point_block_mvm)
-        sol = cg(lambda x: x + hf.Vt(K(hf.V(x))), rhs, x0=beta0, inv_diag=inv_diag, tol=opts.accumulation_tol,
-                 max_iter=opts.k3)
-        z = hf.V(sol.x)  # V (I + V^T K̃_J V)^{-1} V^T K̃_{J,I} r_I   (Sec. 5.2)
-        acc_mvms += K.count
-        acc_its, acc_res = sol.iterations, sol.residual
-        out["beta"] = sol.x
-    out.update(z=z, accumulation_iterations=acc_its, accumulation_residual=acc_res, accumulation_mvms=acc_mvms,
-               accumulation_seconds=time.perf_counter() - t)
-    return out
+    fold = FoldResult(alpha=res.alpha, grad_norm=res.diagnostics.grad_norm[-1], newton_iterations=its,
+                      fit_mvms=mvms, fit_seconds=t_fit - t, start=start, psi=lik.value(u_I, Y_I),
+                      r_I=lik.gradient(u_I, Y_I))  # r_I = π[I] - y_I for the softmax
+    return res, fold, t_fit
+
+
+def _fold_newton_cg(op_J, lik, Y_J, cross_IJ, cross_JI, Y_I, alpha0, beta0, opts: CVOptions, gradient: bool,
+                    retry: bool = True) -> FoldResult:
+    """Fit α[J] by Newton–CG, then Ψ_I and (optionally) z = V (I + V^T K̃_J V)^{-1} V^T K̃_{J,I} r_I by
+    preconditioned CG (Sec. 5.2), V the likelihood's *exact* Hessian factor at α[J] (module docstring)."""
+    res, fold, t = _fit_and_hold_out(newton_cg, op_J, lik, Y_J, cross_IJ, Y_I, alpha0, opts, retry)
+    if not gradient:
+        return attrs.evolve(fold, accumulation_seconds=time.perf_counter() - t)
+    K = _Counted(op_J)
+    hf = lik.exact_hessian_factor(res.u, Y_J)  # W = V V^T exactly: no App. B set in this solve
+    rhs = hf.Vt(cross_JI.mvm(fold.r_I))  # V^T K̃_{J,I} r_I
+    inv_diag = 1.0 / hf.precond_diag(op_J.diag(), op_J.point_block_mvm)
+    sol = cg(lambda x: x + hf.Vt(K(hf.V(x))), rhs, x0=beta0, inv_diag=inv_diag, tol=opts.accumulation_tol,
+             max_iter=opts.k3)
+    return attrs.evolve(fold, z=hf.V(sol.x), beta=sol.x, accumulation_iterations=sol.iterations,
+                        accumulation_residual=sol.residual, accumulation_mvms=2 + K.count,
+                        accumulation_seconds=time.perf_counter() - t)
 
 
 def _fold_exact(op_J, lik, Y_J, cross_IJ, cross_JI, Y_I, alpha0, beta0, opts: CVOptions, gradient: bool,
-                retry: bool = True):
-    """App. C: exact Newton for α[J]; z = (I + W K̃_J)^{-1} W K̃_{J,I} r_I by Cholesky + Woodbury."""
-    t = time.perf_counter()
-    res, mvms, its, start = _refit(exact_newton, op_J, lik, Y_J, alpha0, opts, retry)
-    fit_s = time.perf_counter() - t
-    out = dict(alpha=res.alpha, grad_norm=res.diagnostics.grad_norm[-1], newton_iterations=its, fit_mvms=mvms,
-               fit_seconds=fit_s, start=start)
-    t = time.perf_counter()
-    u_I = cross_IJ.mvm(res.alpha)
-    out["psi"] = lik.value(u_I, Y_I)
-    out["r_I"] = lik.gradient(u_I, Y_I)
-    z, mvms = None, 1
-    if gradient:
-        b = cross_JI.mvm(out["r_I"])
-        pi = lik.predict(res.u)
-        Wb = pi * b - pi * np.sum(pi * b, axis=1, keepdims=True)  # W = D - D P_cls D
-        blocks = [op_J.class_block(c) for c in range(op_J.n_classes)]
-        z = exact_newton_solve(blocks, pi, Wb)  # (I + W K̃_J)^{-1} W K̃_{J,I} r_I   (App. C)
-        mvms += 1
-    out.update(z=z, accumulation_iterations=0, accumulation_residual=0.0, accumulation_mvms=mvms,
-               accumulation_seconds=time.perf_counter() - t)
-    return out
+                retry: bool = True) -> FoldResult:
+    """App. C: exact Newton for α[J]; z = (I + W K̃_J)^{-1} W K̃_{J,I} r_I by Cholesky + Woodbury
+    (exact Newton checks that W_i = diag π_i - π_i π_i^T, the softmax form)."""
+    res, fold, t = _fit_and_hold_out(exact_newton, op_J, lik, Y_J, cross_IJ, Y_I, alpha0, opts, retry)
+    if not gradient:
+        return attrs.evolve(fold, accumulation_seconds=time.perf_counter() - t)
+    b = cross_JI.mvm(fold.r_I)
+    hf = lik.exact_hessian_factor(res.u, Y_J)
+    blocks = [op_J.class_block(c) for c in range(op_J.n_classes)]
+    z = exact_newton_solve(blocks, hf.multinomial_pi(), hf.W(b))  # (I + W K̃_J)^{-1} W K̃_{J,I} r_I   (App. C)
+    return attrs.evolve(fold, z=z, accumulation_mvms=2, accumulation_seconds=time.perf_counter() - t)
 
 
 def _new_state(alphas, betas) -> CVState:
     return CVState(tuple(alphas), None if any(b is None for b in betas) else tuple(betas))
+
+
+def _check_call(op: Operator, folds, opts: CVOptions, state: CVState | None) -> tuple[np.ndarray, ...]:
+    """The validated partition; the state must have one α per fold, App. C a flat prior."""
+    folds = check_partition(folds, op.n_points)
+    q = len(folds)
+    if state is not None and (not isinstance(state, CVState) or len(state.alphas) != q):
+        raise InputError(f"state must be a CVState with one α per fold ({q}); got "
+                         f"{len(state.alphas) if isinstance(state, CVState) else type(state).__name__}")
+    if opts.method == "exact" and not op.is_class_diagonal:
+        raise InputError("the exact CV criterion (App. C) needs a block-diagonal (flat) prior; use method 'newton_cg'")
+    return folds
+
+
+def _evaluate_fold(k: int, I, J, op: Operator, likelihood: Likelihood, Y, state, opts: CVOptions, gradient: bool,
+                   retry: bool) -> tuple[FoldResult, float]:
+    """Restrict K̃ to J once (contiguous copy, App. D.2), take the cross blocks, fit and accumulate."""
+    t = time.perf_counter()
+    op_J = op.restrict(J)
+    cross_IJ = op.cross(I, J)
+    cross_JI = op.cross(J, I) if gradient else None
+    restrict_s = time.perf_counter() - t
+    alpha0 = None if state is None else state.alphas[k]
+    if alpha0 is not None and alpha0.shape != (J.size, op.n_classes):
+        raise InputError(f"state.alphas[{k}] must have shape ({J.size}, {op.n_classes}); got {alpha0.shape}")
+    beta0 = None if state is None or state.betas is None else state.betas[k]
+    fold_fn = _fold_exact if opts.method == "exact" else _fold_newton_cg
+    fold = fold_fn(op_J, likelihood, Y[J], cross_IJ, cross_JI, Y[I], alpha0, beta0, opts, gradient, retry)
+    return fold, restrict_s
+
+
+@attrs.define
+class _Accumulator:
+    """Ψ, the inner state and E, F of eq. (6) over the folds, with the failure rules of Sec. 4."""
+
+    q: int
+    opts: CVOptions
+    E: np.ndarray | None
+    F: np.ndarray | None
+    psi: float = 0.0
+    norm_sum: float = 0.0
+    alphas: list = attrs.field(factory=list)
+    betas: list = attrs.field(factory=list)
+    diags: list = attrs.field(factory=list)
+    retry: bool = True  # switched off for the rest of the evaluation once a cold retry fails too
+    ok: bool = True
+    message: str = "ok"
+
+    def add(self, k: int, I, J, fold: FoldResult, restrict_s: float) -> bool:
+        """Take fold k; False when the evaluation has failed (stop)."""
+        opts = self.opts
+        self.diags.append(fold.diagnostics(restrict_s))
+        self.norm_sum += fold.grad_norm if np.isfinite(fold.grad_norm) else np.inf
+        if fold.start == "warm+cold" and not fold.grad_norm <= opts.fail_tol:
+            self.retry = False  # these hyperparameters are hard from either start: do not pay twice again
+        self.psi += fold.psi
+        self.alphas.append(fold.alpha)
+        self.betas.append(fold.beta)
+        if not (np.isfinite(fold.psi) and np.all(np.isfinite(fold.alpha))):
+            return self.fail(f"fold {k}: non-finite inner fit")
+        if opts.abort_on_failure and self.norm_sum > self.q * opts.fail_tol:
+            return self.fail(f"inner fits did not converge: after fold {k} the mean gradient RMS over {self.q} "
+                             f"folds is already above fail_tol {opts.fail_tol:g}")
+        if self.E is not None:
+            self.E[J, :, k] = fold.alpha  # e = I_{·,J} α[J]
+            self.F[I, :, k] = fold.r_I  # f = I_{·,I} r_I - I_{·,J} z
+            self.F[J, :, k] = -fold.z
+        return True
+
+    def fail(self, message: str) -> bool:
+        self.ok, self.message = False, message
+        return False
+
+    def mean_norm(self) -> float:
+        """Mean final gradient RMS over the folds (inf when not every fold ran); fails the evaluation when
+        above ``fail_tol``."""
+        mean = self.norm_sum / self.q if len(self.diags) == self.q else np.inf
+        if self.ok and not mean <= self.opts.fail_tol:
+            self.fail(f"inner fits did not converge: mean gradient RMS {mean:.3g} over folds > fail_tol "
+                      f"{self.opts.fail_tol:g}")
+        return mean
 
 
 def cv_criterion(op: Operator, likelihood: Likelihood, Y, folds, options: CVOptions | None = None, *,
@@ -325,73 +412,29 @@ def cv_criterion(op: Operator, likelihood: Likelihood, Y, folds, options: CVOpti
     t_start = time.perf_counter()
     n, C = op.n_points, op.n_classes
     Y = likelihood.check_targets(Y, n, C)
-    folds = check_partition(folds, n)
+    folds = _check_call(op, folds, opts, state)
     q = len(folds)
-    if state is not None:
-        if not isinstance(state, CVState) or len(state.alphas) != q:
-            raise InputError(f"state must be a CVState with one α per fold ({q}); got "
-                             f"{len(state.alphas) if isinstance(state, CVState) else type(state).__name__}")
-    if opts.method == "exact" and not op.is_class_diagonal:
-        raise InputError("the exact CV criterion (App. C) needs a block-diagonal (flat) prior; use method 'newton_cg'")
-    fold_fn = _fold_exact if opts.method == "exact" else _fold_newton_cg
-    Js = _complements(folds, n)
-    E = np.zeros((n, C, q)) if gradient else None  # shape: (n, C, q)
-    F = np.zeros((n, C, q)) if gradient else None  # shape: (n, C, q)
-    alphas, betas, diags, psi, norm_sum = [], [], [], 0.0, 0.0
-    retry = opts.retry_cold  # switched off for the rest of the evaluation once a cold retry fails too
-    ok, message = True, "ok"
-    for k, (I, J) in enumerate(zip(folds, Js)):
-        t = time.perf_counter()
-        op_J = op.restrict(J)  # contiguous copy, once per fold and evaluation (App. D.2)
-        cross_IJ = op.cross(I, J)
-        cross_JI = op.cross(J, I) if gradient else None
-        restrict_s = time.perf_counter() - t
-        alpha0 = None if state is None else state.alphas[k]
-        if alpha0 is not None and alpha0.shape != (J.size, C):
-            raise InputError(f"state.alphas[{k}] must have shape ({J.size}, {C}); got {alpha0.shape}")
-        beta0 = None if state is None or state.betas is None else state.betas[k]
+    acc = _Accumulator(q, opts, np.zeros((n, C, q)) if gradient else None, np.zeros((n, C, q)) if gradient else None,
+                       retry=opts.retry_cold)
+    for k, (I, J) in enumerate(zip(folds, _complements(folds, n))):
         try:
-            r = fold_fn(op_J, likelihood, Y[J], cross_IJ, cross_JI, Y[I], alpha0, beta0, opts, gradient, retry)
+            fold, restrict_s = _evaluate_fold(k, I, J, op, likelihood, Y, state, opts, gradient, acc.retry)
         except np.linalg.LinAlgError as exc:  # exact solves at extreme hyperparameters
-            ok, message = False, f"fold {k}: {exc}"
+            acc.fail(f"fold {k}: {exc}")
             break
-        del op_J, cross_IJ, cross_JI
-        diags.append(FoldDiagnostics(
-            psi=float(r["psi"]), grad_norm=float(r["grad_norm"]), newton_iterations=int(r["newton_iterations"]),
-            fit_mvms=int(r["fit_mvms"]), accumulation_iterations=int(r["accumulation_iterations"]),
-            accumulation_residual=float(r["accumulation_residual"]), accumulation_mvms=int(r["accumulation_mvms"]),
-            fit_seconds=float(r["fit_seconds"]), accumulation_seconds=float(r["accumulation_seconds"]),
-            restrict_seconds=restrict_s, start=r["start"]))
-        norm_sum += r["grad_norm"] if np.isfinite(r["grad_norm"]) else np.inf
-        if r["start"] == "warm+cold" and not r["grad_norm"] <= opts.fail_tol:
-            retry = False  # these hyperparameters are hard from either start: do not pay twice again
-        psi += r["psi"]
-        alphas.append(r["alpha"])
-        betas.append(r.get("beta"))
-        if not (np.isfinite(r["psi"]) and np.all(np.isfinite(r["alpha"]))):
-            ok, message = False, f"fold {k}: non-finite inner fit"
+        if not acc.add(k, I, J, fold, restrict_s):
             break
-        if opts.abort_on_failure and norm_sum > q * opts.fail_tol:
-            ok = False
-            message = (f"inner fits did not converge: after fold {k} the mean gradient RMS over {q} folds is "
-                       f"already above fail_tol {opts.fail_tol:g}")
-            break
-        if gradient:
-            E[J, :, k] = r["alpha"]  # e = I_{·,J} α[J]
-            F[I, :, k] = r["r_I"]  # f = I_{·,I} r_I - I_{·,J} z
-            F[J, :, k] = -r["z"]
-    mean_norm = norm_sum / q if len(diags) == q else np.inf
-    if ok and not mean_norm <= opts.fail_tol:
-        ok = False
-        message = f"inner fits did not converge: mean gradient RMS {mean_norm:.3g} over folds > fail_tol {opts.fail_tol:g}"
+    mean_norm = acc.mean_norm()
     grad, gt_s = None, 0.0
-    if ok and gradient:
+    if acc.ok and gradient:
         t = time.perf_counter()
-        grad = op.grad_trace(E, F)  # Seeger 2008, eq. (6): dΨ = tr E^T (dK̃) F
+        grad = op.grad_trace(acc.E, acc.F)  # Seeger 2008, eq. (6): dΨ = tr E^T (dK̃) F
         gt_s = time.perf_counter() - t
         if not np.all(np.isfinite(grad)):
-            ok, grad, message = False, None, "non-finite gradient"
+            grad = None
+            acc.fail("non-finite gradient")
+    ok = acc.ok
     return CVEvaluation(
-        psi=float(psi) if ok else float("nan"), gradient=grad, state=_new_state(alphas, betas) if ok else None, ok=ok,
-        mean_grad_norm=float(mean_norm), folds=tuple(diags), seconds=time.perf_counter() - t_start,
-        grad_trace_seconds=gt_s, message=message)
+        psi=float(acc.psi) if ok else float("nan"), gradient=grad,
+        state=_new_state(acc.alphas, acc.betas) if ok else None, ok=ok, mean_grad_norm=float(mean_norm), folds=tuple(acc.diags), seconds=time.perf_counter() - t_start,
+        grad_trace_seconds=gt_s, message=acc.message)

@@ -22,7 +22,7 @@ import numpy as np
 import scipy.linalg as sla
 
 from gpmodels.errors import InputError
-from gpmodels.likelihoods.softmax import Softmax
+from gpmodels.likelihoods.base import Likelihood
 from gpmodels.operators.base import Operator
 from gpmodels.inference.map.line_search import objective, pair_line_search
 from gpmodels.inference.map.newton_cg import NewtonDiagnostics, NewtonOptions, NewtonResult, NewtonStep, gradient_rms
@@ -61,14 +61,15 @@ def exact_newton_solve(blocks: list[np.ndarray], pi: np.ndarray, rhs: np.ndarray
     return rhs - c_vec + np.column_stack([apply_E(c, z) for c in range(C)])
 
 
-def exact_newton(op: Operator, likelihood: Softmax, Y, options: NewtonOptions | None = None, *,
+def exact_newton(op: Operator, likelihood: Likelihood, Y, options: NewtonOptions | None = None, *,
                  alpha0=None, on_iteration: Callable[[NewtonStep], None] | None = None) -> NewtonResult:
     """Fit α̂ by exact Newton steps with line search (App. C); same result type as ``newton_cg``.
-    ``on_iteration`` gets a :class:`NewtonStep` at the start and after every iteration."""
+    ``on_iteration`` gets a :class:`NewtonStep` at the start and after every iteration.
+
+    The likelihood's exact Hessian must have the softmax form W_i = diag π_i - π_i π_i^T (its
+    ``exact_hessian_factor`` gives ``multinomial_pi``); App. C's Woodbury identity rests on it."""
     if not op.is_class_diagonal:
         raise InputError("exact Newton (App. C) needs a block-diagonal (flat) prior; use newton_cg for coupled or hierarchical priors")
-    if not isinstance(likelihood, Softmax):
-        raise InputError(f"exact Newton (App. C) is written for the Softmax likelihood; got {type(likelihood).__name__}")
     opts = options or NewtonOptions()
     n, C = op.n_points, op.n_classes
     Y = likelihood.check_targets(Y, n, C)
@@ -81,6 +82,9 @@ def exact_newton(op: Operator, likelihood: Softmax, Y, options: NewtonOptions | 
     alpha = np.zeros((n, C)) if alpha0 is None else likelihood.project_alpha(np.array(alpha0, dtype=float))
     u = kmvm(alpha)
     mvms = 1
+    if likelihood.exact_hessian_factor(u, Y).multinomial_pi() is None:
+        raise InputError("exact Newton (App. C) needs a likelihood whose Hessian is W_i = diag π_i - π_i π_i^T "
+                         f"(the softmax); {type(likelihood).__name__}'s is not: use newton_cg")
     phi = objective(likelihood, Y, alpha, u)
     phis, grads, steps, mvm_trace = [phi], [], [], [mvms]
     converged, message, it = False, "maximum number of Newton iterations reached", 0
@@ -95,8 +99,9 @@ def exact_newton(op: Operator, likelihood: Softmax, Y, options: NewtonOptions | 
         if it >= opts.max_iter:
             break
         it += 1
-        pi = g + Y
-        Wu = pi * u - pi * np.sum(pi * u, axis=1, keepdims=True)
+        hf = likelihood.exact_hessian_factor(u, Y)
+        pi = hf.multinomial_pi()
+        Wu = hf.W(u)
         new_alpha = exact_newton_solve(blocks, pi, Wu - g)
         s = new_alpha - alpha
         s_tilde = kmvm(s)

@@ -14,7 +14,7 @@ the gradient by a kernel hyperparameter θ_j (R&W eq. 5.22-5.24) is
 
 and we use the adjoint form s2^T (I + K̃W)^{-1} K̃_j α̂ = t^T K̃_j α̂ with t = (I + W K̃)^{-1} s2 =
 s2 - R K̃ s2, so every θ_j costs one ``grad_trace`` call together (no solve per θ_j as in R&W
-Alg. 5.1 lines 11-15).  ∂_f tr(Σ W) is, per point i:
+Alg. 5.1 lines 11-15).  ∂_f tr(Σ W) is the likelihood's ``trace_hessian_derivative`` hook; per point i:
 
   diagonal W (logistic, Gaussian, Student-t):  Σ_ii ∂W_ii/∂f_i  (R&W Alg. 5.1 line 9, the third
                                                derivative of -log P);
@@ -25,6 +25,9 @@ Likelihood hyperparameters ψ (noise variance, scales): with the mode equation f
     ∂ log q/∂ψ = -∂_ψ Φ_lh - ½ Σ_i Σ_ii ∂_ψ W_ii - t^T K̃ ∂_ψ g.
 
 Two paths compute log|B|, tr(R K̃_j) and the blocks Σ_i:
+
+W is the likelihood's ``exact_hessian_factor``; its structure picks the exact path
+(``diagonal_W``, ``multinomial_pi``), never the likelihood's type.
 
 * ``exact``: Cholesky factors.  Diagonal W: B = I + W^{1/2} K̃ W^{1/2} = L L^T (R&W Alg. 3.1; an LU
   of I + K̃ W when some W_ii < 0, Student-t).  Softmax with a class-diagonal prior: R&W Alg. 3.3,
@@ -45,7 +48,7 @@ Two paths compute log|B|, tr(R K̃_j) and the blocks Σ_i:
   ``np.random.default_rng(options.seed)`` at every evaluation, so the estimate is a deterministic
   function of θ (common random numbers for the outer optimiser).
 
-Hyperparameter learning (``learn_laplace``) maximises log q by L-BFGS-B (``inference/hyperopt.py``)
+Hyperparameter learning (``learn_laplace``) maximises log q by L-BFGS-B (``optimize/hyperopt.py``)
 over one flat log-space vector: the operator's parameters, then the likelihood's.
 """
 
@@ -58,9 +61,7 @@ import numpy as np
 import scipy.linalg as sla
 
 from gpmodels.errors import InputError
-from gpmodels.likelihoods.base import Likelihood
-from gpmodels.likelihoods.diagonal import DiagonalFactor, DiagonalLikelihood
-from gpmodels.likelihoods.softmax import Softmax, SoftmaxFactor, log_softmax
+from gpmodels.likelihoods.base import HessianFactor, Likelihood
 from gpmodels.operators.base import Operator
 from gpmodels.optimize.hyperopt import HyperResult, JointParams, minimize_lbfgs
 from gpmodels.inference.map.newton_cg import NewtonOptions, NewtonResult, newton_cg
@@ -102,26 +103,6 @@ class LaplaceResult:
     mvm_count: int
 
 
-def _check_smooth(lik: Likelihood) -> None:
-    if isinstance(lik, Softmax):
-        return
-    if not isinstance(lik, DiagonalLikelihood):
-        raise InputError(f"the Laplace MLM is written for the softmax and factorised likelihoods; got {type(lik).__name__}")
-    if not lik.smooth or not lik.has_super_gaussian:
-        raise InputError(f"the Laplace approximation needs a smooth, normalised likelihood; {type(lik).__name__} is "
-                         f"{'a loss' if lik.smooth else 'not differentiable (W = 0 almost everywhere)'} "
-                         f"(use the VB objective for the Laplace likelihood)")
-
-
-def _dlogdet_df(lik, U, Y, S):
-    """∂/∂f of tr(S W(f)) at f = U for per-point blocks S (n, C, C) held fixed (see the docstring)."""
-    if isinstance(lik, Softmax):
-        pi = np.exp(log_softmax(U))
-        q = np.einsum("icc->ic", S) - 2.0 * np.einsum("icd,id->ic", S, pi)
-        return pi * q - pi * np.sum(pi * q, axis=1, keepdims=True)  # W_i q_i
-    return np.einsum("icc->ic", S) * lik.third_derivative(U, Y)
-
-
 class _Counter:
     def __init__(self, op):
         self.op, self.count = op, 0
@@ -132,7 +113,19 @@ class _Counter:
 
 
 # ---------------------------------------------------------------------- exact path
-class _DiagonalExact:
+class _ExactPosterior:
+    """The gradient pieces of an exact posterior from its R, Σ blocks and trace factors."""
+
+    def t_vector(self, s2, K):
+        """t = (I + W K̃)^{-1} s2 = s2 - R K̃ s2."""
+        return s2 - self.apply_R(K(s2))
+
+    def trace_RdK(self, op):
+        """tr(R ∂K̃/∂θ_j) for every θ_j: one ``grad_trace``."""
+        return op.grad_trace(*self.trace_factors())
+
+
+class _DiagonalExact(_ExactPosterior):
     """C = 1, W diagonal: R&W Alg. 3.1 (Cholesky of B) or an LU of I + K W when W has negative entries."""
 
     def __init__(self, K: np.ndarray, w: np.ndarray):
@@ -169,8 +162,8 @@ class _DiagonalExact:
         return self.R[:, None, :], np.eye(n)[:, None, :]
 
 
-class _SoftmaxExact:
-    """Softmax with a class-diagonal prior: R&W Alg. 3.3 with the complete determinant."""
+class _MultinomialExact(_ExactPosterior):
+    """W_i = diag π_i - π_i π_i^T (softmax) with a class-diagonal prior: R&W Alg. 3.3, complete determinant."""
 
     def __init__(self, op: Operator, pi: np.ndarray):
         n, C = pi.shape
@@ -218,7 +211,7 @@ class _SoftmaxExact:
         return E, F
 
 
-class _DenseExact:
+class _DenseExact(_ExactPosterior):
     """Any prior and factor: dense (nC x nC) B = I + V^T K V."""
 
     def __init__(self, op: Operator, hf):
@@ -249,19 +242,82 @@ class _DenseExact:
         return self.R.reshape(n, C, N), np.eye(N).reshape(n, C, N)
 
 
+def _exact_posterior(op: Operator, hf: HessianFactor):
+    """The cheapest exact path for the structure of W (diagonal, multinomial, or any)."""
+    w = hf.diagonal_W()
+    if w is not None and op.n_classes == 1:
+        return _DiagonalExact(op.class_block(0), w[:, 0])
+    pi = hf.multinomial_pi()
+    if pi is not None and op.is_class_diagonal:
+        return _MultinomialExact(op, pi)
+    return _DenseExact(op, hf)
+
+
+# ---------------------------------------------------------------------- MVM path
+class _MVMPosterior:
+    """log|B| by SLQ on the Jacobi-scaled B̂ = D^{-1/2} B D^{-1/2}, and the gradient pieces by probes.
+
+    Rademacher probes Z1 (log-det, tr(R dK̃)) and Z2 (Σ blocks) are solved together by batched CG:
+    B̂ [Y1, Y2] = [Z1, D^{-1/2} V^T K̃ Z2] (see the module docstring).
+    """
+
+    def __init__(self, op: Operator, hf: HessianFactor, K, opts: LaplaceOptions, gradient: bool):
+        self.hf, self.K, self.opts = hf, K, opts
+        n, C = op.n_points, op.n_classes
+        self.d = hf.precond_diag(op.diag(), op.point_block_mvm)  # diag B, App. B formula
+        self.isd = 1.0 / np.sqrt(self.d)
+        m = self.m = opts.n_probes
+        rng = np.random.default_rng(opts.seed)
+        self.Z1 = rademacher(rng, (n, C, m))
+        self.Z2 = rademacher(rng, (n, C, m)) if gradient else np.zeros((n, C, 0))
+        self.KZ2 = K(self.Z2) if gradient else self.Z2
+        rhs = np.concatenate([self.Z1, self.DsVt(self.KZ2)], axis=2)
+        sol = batched_cg(self.Bhat, rhs, tol=opts.cg_tol, max_iter=opts.cg_max_iter)
+        self.logdet = float(np.sum(np.log(self.d))) + slq_logdet(sol, rhs, range(m))
+        self.Y1, self.Y2 = sol.x[:, :, :m], sol.x[:, :, m:]
+
+    @staticmethod
+    def _cols(fn, X):
+        """Apply an (n, C) map to every column of X (n, C, k)."""
+        out = np.empty_like(X)
+        for j in range(X.shape[2]):
+            out[:, :, j] = fn(X[:, :, j])
+        return out
+
+    def Bhat(self, X):
+        """D^{-1/2} (I + V^T K̃ V) D^{-1/2} X."""
+        Xs = self.isd[:, :, None] * X
+        return self.isd[:, :, None] * (Xs + self._cols(self.hf.Vt, self.K(self._cols(self.hf.V, Xs))))
+
+    def VDs(self, X):
+        """V D^{-1/2} X."""
+        return self._cols(self.hf.V, self.isd[:, :, None] * X)
+
+    def DsVt(self, X):
+        """D^{-1/2} V^T X."""
+        return self.isd[:, :, None] * self._cols(self.hf.Vt, X)
+
+    def sigma_blocks(self):
+        """Hutchinson blocks of Σ Z2 = K̃ Z2 - K̃ R K̃ Z2."""
+        return hutchinson_blocks(self.KZ2 - self.K(self.VDs(self.Y2)), self.Z2)
+
+    def t_vector(self, s2, K):
+        one = batched_cg(self.Bhat, self.DsVt(K(s2)[:, :, None]), tol=self.opts.cg_tol,
+                         max_iter=self.opts.cg_max_iter)
+        return s2 - self.VDs(one.x)[:, :, 0]
+
+    def trace_RdK(self, op):
+        """tr(R dK̃) ≈ (1/m) Σ_k z_k^T B̂^{-1} D^{-1/2} V^T dK̃ V D^{-1/2} z_k."""
+        return op.grad_trace(self.VDs(self.Y1), self.VDs(self.Z1)) / self.m
+
+
 # ---------------------------------------------------------------------- the criterion
-def _full_factor(lik, U, Y):
-    """V of the *exact* W with no App. B fixing (all components free)."""
-    if isinstance(lik, Softmax):
-        return SoftmaxFactor(log_softmax(U), Y, -np.inf)
-    return DiagonalFactor(lik.hessian_diag(U, Y), exact=True)
-
-
 def laplace_mlm(op: Operator, lik: Likelihood, Y, options: LaplaceOptions | None = None, *, alpha0=None,
                 gradient: bool = True) -> LaplaceResult:
-    """log q(y | θ) of the Laplace approximation and (optionally) its gradient; see the module docstring."""
+    """log q(y | θ) = -½ α̂^T f̂ - Φ_lh(f̂) - ½ log|B| (R&W eq. 3.32 / 3.44) and, optionally, its gradient
+    (:func:`_laplace_gradient`); see the module docstring for the two paths."""
     opts = options or LaplaceOptions()
-    _check_smooth(lik)
+    lik.check_laplace()
     t0 = time.perf_counter()
     n, C = op.n_points, op.n_classes
     Y = lik.check_targets(Y, n, C)
@@ -269,75 +325,35 @@ def laplace_mlm(op: Operator, lik: Likelihood, Y, options: LaplaceOptions | None
     alpha, f = mode.alpha, mode.u
     K = _Counter(op)
     names = tuple(op.param_names) + tuple(lik.param_names)
-    if isinstance(lik, DiagonalLikelihood):
-        w = lik.hessian_diag(f, Y)
-        if opts.path == "mvm" and np.any(w <= 0):
-            raise InputError("the MVM path needs W >= 0 at the mode (a log-concave likelihood); use path 'exact'")
+    hf = lik.exact_hessian_factor(f, Y)  # W exactly, nothing fixed
+    w = hf.diagonal_W()
+    if opts.path == "mvm" and w is not None and np.any(w <= 0):
+        raise InputError("the MVM path needs W >= 0 at the mode (a log-concave likelihood); use path 'exact'")
     fit_value = 0.5 * float(np.vdot(alpha, f)) + lik.value(f, Y)
-    if opts.path == "exact":
-        if isinstance(lik, DiagonalLikelihood):
-            post = _DiagonalExact(op.class_block(0), w[:, 0])
-        elif op.is_class_diagonal:
-            post = _SoftmaxExact(op, np.exp(log_softmax(f)))
-        else:
-            post = _DenseExact(op, _full_factor(lik, f, Y))
-        logdet = post.logdet
-        log_q = -fit_value - 0.5 * logdet  # R&W eq. 3.32 / 3.44 (softmax: with the |Σ_c E_c| factor)
-        if not gradient:
-            return LaplaceResult(log_q, None, names, logdet, mode, "exact", time.perf_counter() - t0, K.count)
-        S = post.sigma_blocks()
-        s2 = -0.5 * _dlogdet_df(lik, f, Y, S)  # R&W Alg. 5.1 line 9 (signs: Φ_lh = -log P)
-        t = s2 - post.apply_R(K(s2))  # (I + W K)^{-1} s2
-        Etr, Ftr = post.trace_factors()
-        tr_RdK = op.grad_trace(Etr, Ftr)
-    else:
-        hf = _full_factor(lik, f, Y)
-        d = hf.precond_diag(op.diag(), op.point_block_mvm)  # diag B, App. B formula
-        isd = 1.0 / np.sqrt(d)
+    post = _exact_posterior(op, hf) if opts.path == "exact" else _MVMPosterior(op, hf, K, opts, gradient)
+    log_q = -fit_value - 0.5 * post.logdet  # softmax: with the |Σ_c E_c| factor
+    grad = _laplace_gradient(op, lik, Y, mode, post, K) if gradient else None
+    return LaplaceResult(log_q, grad, names, post.logdet, mode, opts.path, time.perf_counter() - t0, K.count)
 
-        def cols(fn, X):  # apply an (n, C) map to every column of X (n, C, k)
-            out = np.empty_like(X)
-            for j in range(X.shape[2]):
-                out[:, :, j] = fn(X[:, :, j])
-            return out
 
-        def Bhat(X):  # D^{-1/2} (I + V^T K V) D^{-1/2} = D^{-1} + D^{-1/2} V^T K V D^{-1/2}
-            Xs = isd[:, :, None] * X
-            return isd[:, :, None] * (Xs + cols(hf.Vt, K(cols(hf.V, Xs))))
-
-        def VDs(X):  # V D^{-1/2} X
-            return cols(hf.V, isd[:, :, None] * X)
-
-        def DsVt(X):  # D^{-1/2} V^T X
-            return isd[:, :, None] * cols(hf.Vt, X)
-
-        m = opts.n_probes
-        rng = np.random.default_rng(opts.seed)
-        Z1 = rademacher(rng, (n, C, m))
-        Z2 = rademacher(rng, (n, C, m)) if gradient else np.zeros((n, C, 0))
-        KZ2 = K(Z2) if gradient else Z2
-        rhs = np.concatenate([Z1, DsVt(KZ2)], axis=2)
-        sol = batched_cg(Bhat, rhs, tol=opts.cg_tol, max_iter=opts.cg_max_iter)
-        logdet = float(np.sum(np.log(d))) + slq_logdet(sol, rhs, range(m))
-        log_q = -fit_value - 0.5 * logdet
-        if not gradient:
-            return LaplaceResult(log_q, None, names, logdet, mode, "mvm", time.perf_counter() - t0, K.count)
-        Y1, Y2 = sol.x[:, :, :m], sol.x[:, :, m:]
-        SZ2 = KZ2 - K(VDs(Y2))  # Σ Z2 = K Z2 - K R K Z2
-        S = hutchinson_blocks(SZ2, Z2)
-        s2 = -0.5 * _dlogdet_df(lik, f, Y, S)
-        one = batched_cg(Bhat, DsVt(K(s2)[:, :, None]), tol=opts.cg_tol, max_iter=opts.cg_max_iter)
-        t = s2 - VDs(one.x)[:, :, 0]
-        tr_RdK = op.grad_trace(VDs(Y1), VDs(Z1)) / m
-    g_op = 0.5 * op.grad_trace(alpha, alpha) - 0.5 * tr_RdK + op.grad_trace(t, alpha)  # R&W eq. 5.22-5.24
+def _laplace_gradient(op: Operator, lik: Likelihood, Y, mode: NewtonResult, post, K) -> np.ndarray:
+    """∂ log q/∂θ_j = ½ α̂^T K̃_j α̂ - ½ tr(R K̃_j) + t^T K̃_j α̂ (R&W eq. 5.22-5.24, adjoint form) with
+    s2 = -½ ∂_f tr(Σ W) (R&W Alg. 5.1 line 9, the likelihood's ``trace_hessian_derivative``) and
+    t = (I + W K̃)^{-1} s2; then the likelihood's ψ:
+    ∂ log q/∂ψ = -∂_ψ Φ_lh - ½ Σ_i Σ_ii ∂_ψ W_ii - t^T K̃ ∂_ψ g."""
+    alpha, f = mode.alpha, mode.u
+    S = post.sigma_blocks()
+    s2 = -0.5 * lik.trace_hessian_derivative(f, Y, S)  # signs: Φ_lh = -log P
+    t = post.t_vector(s2, K)
+    tr_RdK = post.trace_RdK(op)
+    g_op = 0.5 * op.grad_trace(alpha, alpha) - 0.5 * tr_RdK + op.grad_trace(t, alpha)
     g_lik = np.zeros(0)
     if lik.params.size:
         v_psi, g_psi, w_psi = lik.param_derivatives(f, Y)
         diag_S = np.einsum("icc->ic", S)
         g_lik = np.array([-v_psi[p] - 0.5 * float(np.sum(diag_S * w_psi[p])) - float(np.vdot(t, K(g_psi[p])))
                           for p in range(v_psi.size)])
-    return LaplaceResult(log_q, np.concatenate([g_op, g_lik]), names, logdet, mode, opts.path,
-                         time.perf_counter() - t0, K.count)
+    return np.concatenate([g_op, g_lik])
 
 
 def laplace_objective(op: Operator, lik: Likelihood, Y, options: LaplaceOptions | None = None):

@@ -162,7 +162,7 @@ class KernelCriterion:
             w = np.maximum(lik.hessian_diag(u, Y), 0.0)
         else:  # Laplace kink, Student-t: the majoriser curvature
             w = lik.hessian_factor(u, Y).W(np.ones_like(u))
-        return 2 * lik._nlp(u, Y), 2 * lik.gradient(u, Y), 2 * w
+        return 2 * lik.value_per_point(u, Y)[:, None], 2 * lik.gradient(u, Y), 2 * w
 
     def penalty(self, theta):
         if self.crit != "mkl":

@@ -27,7 +27,7 @@ from gpmodels.errors import SpecError
 from gpmodels.hierarchy import ClassTree
 from gpmodels.scoring.multilabel import multilabel_report, paths_to_multilabels
 from gpmodels.spec.build import build_kernel, resolve_kernel
-from gpmodels.spec.run import RunOutcome, register_runner
+from gpmodels.spec.outcome import RunOutcome
 from gpmodels.spec.sections import Spec
 
 __all__ = ["run_crammer_singer", "run_hm3"]
@@ -37,7 +37,6 @@ def _resolved(spec: Spec, X_train) -> Spec:
     return attrs.evolve(spec, model=attrs.evolve(spec.model, kernel=resolve_kernel(spec.model.kernel, X_train)))
 
 
-@register_runner("crammer_singer")
 def run_crammer_singer(spec: Spec, data, base_dir: Path | None, say) -> RunOutcome:
     """Crammer–Singer multiclass SVM (Crammer & Singer 2001)."""
     if isinstance(data, MultilabelDataset):
@@ -66,7 +65,6 @@ def run_crammer_singer(spec: Spec, data, base_dir: Path | None, say) -> RunOutco
     return RunOutcome(metrics, None, r.as_dict(), resolved)
 
 
-@register_runner("hm3")
 def run_hm3(spec: Spec, data, base_dir: Path | None, say) -> RunOutcome:
     """H-M^3 on a multilabel set, or on a single-label set with a hierarchy (labels as paths)."""
     resolved = _resolved(spec, data.X_train)

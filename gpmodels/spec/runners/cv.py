@@ -32,7 +32,7 @@ from gpmodels.inference.cv.learn import Checkpointing, LearnOptions, fit_learned
 from gpmodels.validation import labels_to_targets
 from gpmodels.errors import SpecError
 from gpmodels.spec.build import build_likelihood, build_newton_options, build_prior, build_tree, prior_operator, resolve_model
-from gpmodels.spec.run import RunOutcome, map_saver, register_runner
+from gpmodels.spec.outcome import RunOutcome, map_saver
 from gpmodels.spec.sections import ObjectiveSpec, Spec
 
 __all__ = ["run_cv", "build_learn_options", "cv_partition", "checkpoint_identity", "iteration_reporter",
@@ -94,7 +94,6 @@ def learning_metrics(results, prefix="") -> dict:
     return out
 
 
-@register_runner("cv")
 def run_cv(spec: Spec, data: Dataset, base_dir: Path | None, say) -> RunOutcome:
     """Learn by the CV criterion, fit at the learned hyperparameters, predict the test set."""
     c = spec.objective.cv

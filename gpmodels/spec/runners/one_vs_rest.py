@@ -26,7 +26,7 @@ from gpmodels.inference.cv.learn import Checkpointing, fit_learned, learn_hyperp
 from gpmodels.inference.cv.one_vs_rest import OneVsRestModel, binary_targets, check_one_vs_rest, fit_binary_task, task_checkpoint
 from gpmodels.persistence import save_one_vs_rest_model
 from gpmodels.spec.build import build_binary_operator, build_likelihood, build_newton_options, resolve_model
-from gpmodels.spec.run import RunOutcome, register_runner
+from gpmodels.spec.outcome import RunOutcome
 from gpmodels.spec.runners.cv import build_learn_options, checkpoint_identity, cv_partition, iteration_reporter, learning_metrics
 from gpmodels.spec.sections import Spec
 
@@ -81,7 +81,6 @@ def _fit(resolved: Spec, op2, likelihood, y, names, say):
     return OneVsRestModel(tuple(models)), {}, {}, traces
 
 
-@register_runner("one_vs_rest")
 def run_one_vs_rest(spec: Spec, data: Dataset, base_dir: Path | None, say) -> RunOutcome:
     """C binary models, learned by Ψ (or fitted at the given hyperparameters), combined by the largest score."""
     resolved = attrs.evolve(spec, model=resolve_model(spec.model, data.X_train))

@@ -25,7 +25,7 @@ from gpmodels.likelihoods.softmax import Softmax
 from gpmodels.operators.sum import Sum
 from gpmodels.validation import labels_to_targets
 from gpmodels.spec.build import _tree_needed_by, build_likelihood, build_operator, build_tree, resolve_model
-from gpmodels.spec.run import RunOutcome, register_runner
+from gpmodels.spec.outcome import RunOutcome, map_saver
 from gpmodels.spec.sections import REGRESSION_LIKELIHOODS, Spec
 
 __all__ = ["targets", "evaluate", "run_laplace", "run_vb", "run_kernel_weights"]
@@ -82,14 +82,12 @@ def _finish(spec, data, resolved, op, lik, alpha, metrics, diagnostics, say, tre
         say(f"test RMSE {scores['test_rmse']:.4f}, MAE {scores['test_mae']:.4f}")
     if isinstance(op, Sum):
         metrics.update({f"hyper.weight{m}": float(w) for m, w in enumerate(op.weights)})
-    from gpmodels.spec.run import map_saver
 
     traces = {"criterion": list(diagnostics["trace"])} if diagnostics.get("trace") else {}
     return RunOutcome(metrics, P, diagnostics, resolved, save=map_saver(data, op, lik, alpha, tree=tree),
                       traces=traces)
 
 
-@register_runner("laplace")
 def run_laplace(spec: Spec, data: Dataset, base_dir: Path | None, say) -> RunOutcome:
     """Laplace MLM (R&W Alg. 3.1-3.4, 5.1): learn the hyperparameters by L-BFGS-B, or evaluate."""
     o = spec.objective
@@ -109,10 +107,6 @@ def run_laplace(spec: Spec, data: Dataset, base_dir: Path | None, say) -> RunOut
     return _finish(spec, data, resolved, op, lik, res.mode.alpha, metrics, diag, say, tree)
 
 
-@register_runner("vb")
-@register_runner("mlm")
-@register_runner("mkl")
-@register_runner("joint_map")
 def run_kernel_weights(spec: Spec, data: Dataset, base_dir: Path | None, say) -> RunOutcome:
     """mkl / joint_map / mlm / vb.  With ``model.kernels``: learn the weights θ by Algorithm 1,
     alternating minimisation or L-BFGS-B (Nickisch & Seeger 2011).  Without (vb, mlm): learn every

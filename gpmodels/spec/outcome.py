@@ -1,0 +1,48 @@
+"""What a spec runner returns, and the ``save`` callback of runners whose model is α̂ over an operator.
+
+Below both the driver (:mod:`gpmodels.spec.run`) and the runners (:mod:`gpmodels.spec.runners`),
+so neither imports the other for these.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable
+
+import attrs
+import numpy as np
+
+from gpmodels.data.datasets import Dataset
+from gpmodels.persistence import save_map_model
+from gpmodels.progress import Console
+from gpmodels.spec.sections import Spec
+
+__all__ = ["RunOutcome", "Runner", "map_saver"]
+
+
+@attrs.frozen
+class RunOutcome:
+    """What a runner returns (see the module docstring)."""
+
+    metrics: dict
+    probabilities: np.ndarray | None
+    diagnostics: dict
+    resolved: Spec
+    save: Callable[[Path], object] | None = None  # writes model.npz into a folder
+    traces: dict = attrs.field(factory=dict)  # name -> values over iterations, or -> {line label: values}: trace_<name>.png
+    paths: tuple | None = None  # (parameter names, (iterations, p) values), plotted as hyperparameters.png
+
+
+#: a runner: (spec, loaded data, the spec's folder, console) -> outcome
+Runner = Callable[[Spec, Dataset, "Path | None", Console], RunOutcome]
+
+
+def map_saver(data: Dataset, op, likelihood, alpha, tree=None) -> Callable[[Path], object]:
+    """A ``save`` callback for any runner whose model is α̂ over an operator: the fitted
+    hyperparameters are stored with α̂, so any objective's learned values round-trip."""
+
+    def save(folder: Path):
+        return save_map_model(folder, data.X_train, alpha, data.classes, data.scaler, theta=op.params,
+                              likelihood_theta=likelihood.params, tree=tree)
+
+    return save

@@ -1,0 +1,94 @@
+"""The MAP runners of the spec driver: ``map`` (Newton–CG / exact Newton at given hyperparameters)
+and ``em`` (uncertain targets on the class tree, Seeger 2008, Sec. 7.4.2)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import attrs
+import numpy as np
+
+from gpmodels.data.datasets import Dataset
+from gpmodels.inference.map.em import fit_em
+from gpmodels.inference.map.model import fit_map
+from gpmodels.scoring import metrics as M
+from gpmodels.spec.build import (build_likelihood, build_newton_options, build_operator, build_pseudo_targets,
+                                 build_tree, resolve_model)
+from gpmodels.spec.outcome import RunOutcome, map_saver
+from gpmodels.spec.runners.unifying import evaluate, targets
+from gpmodels.spec.sections import Spec
+
+__all__ = ["run_map", "run_em"]
+
+
+def run_map(spec: Spec, data: Dataset, base_dir: Path | None, say) -> RunOutcome:
+    """MAP fit at the given hyperparameters by Newton–CG or exact Newton."""
+    resolved = attrs.evolve(spec, model=resolve_model(spec.model, data.X_train))
+    tree = build_tree(spec, data, base_dir)
+    likelihood = build_likelihood(resolved.model)
+    t = time.perf_counter()
+    op = build_operator(resolved.model, data.X_train, data.n_classes, base_dir, tree=tree)
+    build_seconds = time.perf_counter() - t
+    t = time.perf_counter()
+    with say.bar(resolved.objective.newton.max_iter, "Newton") as bar:
+        model = fit_map(op, likelihood, targets(likelihood, data, spec.model.likelihood),
+                        build_newton_options(resolved.objective), method=resolved.objective.method,
+                        on_iteration=bar.newton)
+    fit_seconds = time.perf_counter() - t
+    diag = model.result.diagnostics
+    say(f"fit: {diag.iterations} Newton iterations, {diag.mvm_count} MVMs, {fit_seconds:.2f} s, "
+        f"Φ = {model.result.phi:.6g} ({diag.message})")
+    t = time.perf_counter()
+    scores, P = evaluate(likelihood, model.latent(data.X_test), data, spec.model.likelihood)
+    metrics = {**scores,
+               "fit_seconds": fit_seconds,
+               "kernel_build_seconds": build_seconds,
+               "predict_seconds": time.perf_counter() - t,
+               "newton_iterations": diag.iterations,
+               "cg_iterations": int(sum(diag.cg_iterations)),
+               "mvm_count": diag.mvm_count,
+               "phi": float(model.result.phi),
+               "gradient_rms": float(diag.grad_norm[-1]),
+               "converged": bool(diag.converged)}
+    if spec.evaluation.train_scores and spec.data.task == "classification":
+        tr = M.classification_report(likelihood.predict(model.result.u), data.y_train)
+        metrics.update({f"train_{k}": v for k, v in tr.items()})
+    return RunOutcome(metrics, P, diag.as_dict(), resolved,
+                      save=map_saver(data, op, likelihood, model.alpha, tree=tree), traces={"Phi": list(diag.phi)})
+
+
+def run_em(spec: Spec, data: Dataset, base_dir: Path | None, say) -> RunOutcome:
+    """MAP fit with uncertain targets (pseudo-targets on the class tree) by EM, Seeger 2008, Sec. 7.4.2."""
+    resolved = attrs.evolve(spec, model=resolve_model(spec.model, data.X_train))
+    tree = build_tree(spec, data, base_dir)
+    pseudo = build_pseudo_targets(spec, data, tree, base_dir)
+    t = time.perf_counter()
+    op = build_operator(resolved.model, data.X_train, data.n_classes, base_dir, tree=tree)
+    build_seconds = time.perf_counter() - t
+    o = resolved.objective
+    likelihood = build_likelihood(resolved.model)
+    res = fit_em(op, pseudo, o.em.options(newton=build_newton_options(o)),
+                 likelihood=likelihood)
+    n_unc = int(np.sum(~pseudo.certain))
+    say(f"EM: {res.iterations} iterations, {n_unc} of {pseudo.n_points} targets uncertain, "
+        f"{sum(d.mvm_count for d in res.m_steps)} MVMs, {res.seconds:.2f} s, L = {res.trace[-1]:.6g} ({res.message})")
+    t = time.perf_counter()
+    P = res.model.predict_proba(data.X_test)
+    metrics = {
+        "fit_seconds": res.seconds,
+        "kernel_build_seconds": build_seconds,
+        "predict_seconds": time.perf_counter() - t,
+        "em_iterations": res.iterations,
+        "em_converged": bool(res.converged),
+        "uncertain_targets": n_unc,
+        "pseudo_target_log_likelihood": float(res.trace[-1]),
+        "newton_iterations": int(sum(d.iterations for d in res.m_steps)),
+        "cg_iterations": int(sum(sum(d.cg_iterations) for d in res.m_steps)),
+        "mvm_count": int(sum(d.mvm_count for d in res.m_steps)),
+        "train_acc_on_certain": float(np.mean((res.model.result.u.argmax(axis=1) == data.y_train)[pseudo.certain]))
+        if pseudo.certain.any() else float("nan"),
+    }
+
+    return RunOutcome(metrics, P, res.as_dict(), resolved, save=map_saver(data, op, likelihood, res.alpha, tree=tree),
+                      traces={"L": list(res.trace)})

@@ -1,0 +1,96 @@
+"""Rebuilding saved models: a model folder (``model.npz`` + ``spec.resolved.yaml``) -> a predictor.
+
+The arrays are read by :mod:`gpmodels.persistence` (which knows nothing of specs); the operator and
+likelihood are rebuilt here from the resolved spec and the stored inputs by the same builders a run
+uses (:mod:`gpmodels.spec.build`), then set to the stored hyperparameters, so a round trip
+reproduces predictions exactly.  One loader per model kind in ``LOADERS``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable
+
+from gpmodels.data.scaling import FeatureScaler
+from gpmodels.errors import DataError, GPModelsError, SpecError
+from gpmodels.hierarchy import ClassTree
+from gpmodels.persistence import MODEL_FILE, SPEC_FILE, MAPPredictor, OneVsRestPredictor, load_arrays, unpack_inputs
+from gpmodels.spec.build import build_binary_operator, build_likelihood, build_operator
+from gpmodels.spec.loader import read_yaml, spec_from_dict
+
+__all__ = ["load_model", "LOADERS"]
+
+
+def _load_map(model_dir: Path, arrays: dict, spec) -> MAPPredictor:
+    X = unpack_inputs(arrays)
+    classes = tuple(str(c) for c in arrays["classes"])
+    tree = None
+    if "tree_edges" in arrays:
+        tree = ClassTree([tuple(e) for e in arrays["tree_edges"].tolist()], classes)
+    op = build_operator(spec.model, X, len(classes), model_dir, tree=tree)
+    likelihood = build_likelihood(spec.model)
+    if "theta" in arrays:
+        op = op.with_params(arrays["theta"])
+    if "likelihood_theta" in arrays:
+        likelihood = likelihood.with_params(arrays["likelihood_theta"])
+    alpha = arrays["alpha"]
+    if alpha.shape != (op.n_points, op.n_classes):
+        raise DataError(f"stored alpha has shape {alpha.shape}; the rebuilt operator needs {(op.n_points, op.n_classes)}")
+    return MAPPredictor(op, likelihood, alpha, classes, FeatureScaler.from_arrays(arrays))
+
+
+def _load_one_vs_rest(model_dir: Path, arrays: dict, spec) -> OneVsRestPredictor:
+    X = unpack_inputs(arrays)
+    classes = tuple(str(c) for c in arrays["classes"])
+    op = build_binary_operator(spec, X, model_dir)
+    alphas, thetas = arrays["alphas"], arrays["thetas"]
+    if alphas.shape != (len(classes), op.n_points, 2) or thetas.shape != (len(classes), op.params.size):
+        raise DataError(f"stored one-vs-rest arrays alphas {alphas.shape} and thetas {thetas.shape} do not fit "
+                        f"{len(classes)} classes, {op.n_points} points and {op.params.size} hyperparameters per class")
+    ops = tuple(op.with_params(t) for t in thetas)
+    return OneVsRestPredictor(ops, build_likelihood(spec.model), alphas, classes, FeatureScaler.from_arrays(arrays))
+
+
+#: model kind -> loader(model_dir, arrays, resolved spec) returning an object with predict_proba / predict
+LOADERS: dict[str, Callable] = {"map": _load_map, "one_vs_rest": _load_one_vs_rest}
+
+
+def load_model(model_dir, *, allow_import=()):
+    """Load a saved model folder; returns a predictor with ``predict_proba`` and ``predict``.
+
+    The folder's ``spec.resolved.yaml`` runs no code: a ``model.prior: module:builder`` path in it is
+    imported only when its module is in ``allow_import`` (``gpmodels predict --allow-import``)."""
+    model_dir = Path(model_dir)
+    kind, arrays = load_arrays(model_dir)
+    if kind not in LOADERS:
+        raise DataError(f"{model_dir}: unknown model kind {kind[:50]!r}; this gpmodels reads {sorted(LOADERS)}")
+    spec_path = model_dir / SPEC_FILE
+    if not spec_path.is_file():
+        raise DataError(f"{model_dir} holds no {SPEC_FILE}; a model folder needs both {MODEL_FILE} and {SPEC_FILE}")
+    try:
+        spec = _saved_spec(read_yaml(spec_path), allow_import)
+    except SpecError as exc:
+        message = str(exc) if str(spec_path) in str(exc) else f"{spec_path}: {exc}"
+        raise SpecError(f"{message} (a model folder's spec as written by `gpmodels run`)") from None
+    try:
+        return LOADERS[kind](model_dir, arrays, spec)
+    except GPModelsError:
+        raise
+    except KeyError as exc:
+        raise DataError(f"{model_dir / MODEL_FILE} lacks the array {str(exc.args[0])[:50]!r} of a {kind!r} "
+                        "model") from None
+    except (ValueError, IndexError, TypeError) as exc:  # arrays that do not fit each other or the spec
+        raise DataError(f"{model_dir / MODEL_FILE} does not hold a consistent {kind!r} model for its "
+                        f"{SPEC_FILE} ({type(exc).__name__}); was one of the two files replaced?") from None
+
+
+def _saved_spec(data, allow_import):
+    """The spec of a model folder; a folder saved before the objective sub-sections keeps only the
+    objective keys that enter predictions (its fitting settings do not)."""
+    try:
+        return spec_from_dict(data, allow_import=allow_import)
+    except SpecError as exc:
+        if not (exc.path.startswith("objective") and isinstance(data, dict) and isinstance(data.get("objective"), dict)):
+            raise
+        kept = {k: data["objective"][k] for k in ("type", "method", "learn") if k in data["objective"]}
+        return spec_from_dict({**data, "objective": kept}, allow_import=allow_import)
