@@ -331,7 +331,7 @@ class ObjectiveSpec(Node):
                                                 "(false: evaluate the criterion, or fit, at the given ones)")
     solver: str | None = option(None, kind="str", choices=SOLVERS,
                                 doc="kernel weights: `algorithm1` (Nickisch & Seeger, default with `kernels`), "
-                                    "`alternating`; `lbfgs` (L-BFGS-B on the criterion, default otherwise)")
+                                    "`alternating`; `lbfgs` (the outer projected L-BFGS on the criterion, default otherwise)")
     path: str = option("exact", kind="str", choices=("exact", "mvm"),
                        doc="laplace: `exact` (Cholesky) or `mvm` (CG, Lanczos log-determinant, Hutchinson traces)")
     n_probes: int = option(32, kind="int", minimum=1, doc="laplace mvm: Hutchinson / Lanczos probes (seeded by `seed`)")

@@ -148,6 +148,24 @@ class CVState:
                 raise InputError("CVState.betas must match alphas: one array of the same shape per fold")
             object.__setattr__(self, "betas", betas)
 
+    def to_arrays(self) -> dict:
+        """Named arrays for checkpoints: ``alpha_<k>`` and (when kept) ``beta_<k>`` per fold k."""
+        out = {f"alpha_{k}": a for k, a in enumerate(self.alphas)}
+        out.update({f"beta_{k}": b for k, b in enumerate(self.betas or ())})
+        return out
+
+    @classmethod
+    def from_arrays(cls, arrays: dict) -> "CVState":
+        """The inverse of :meth:`to_arrays`; a missing fold raises :class:`InputError`."""
+        q = sum(1 for name in arrays if name.startswith("alpha_"))
+        try:
+            alphas = tuple(arrays[f"alpha_{k}"] for k in range(q))
+            betas = tuple(arrays[f"beta_{k}"] for k in range(q)) if any(n.startswith("beta_") for n in arrays) else None
+        except KeyError as exc:
+            raise InputError(f"CVState arrays must hold alpha_0..alpha_{q - 1} (and beta_k alike); {exc} is missing") \
+                from None
+        return cls(alphas, betas)
+
 
 @attrs.frozen
 class FoldDiagnostics:

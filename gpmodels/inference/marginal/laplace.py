@@ -45,8 +45,9 @@ Two paths compute log|B|, tr(R K̃_j) and the blocks Σ_i:
   ``np.random.default_rng(options.seed)`` at every evaluation, so the estimate is a deterministic
   function of θ (common random numbers for the outer optimiser).
 
-Hyperparameter learning (``learn_laplace``) maximises log q by L-BFGS-B (``inference/hyperopt.py``)
-over one flat log-space vector: the operator's parameters, then the likelihood's.
+Hyperparameter learning (``learn_laplace``) maximises log q by the package's outer optimiser
+(``gpmodels.optimize.minimize``: projected L-BFGS, checkpoints, progress) over one flat log-space
+vector: the operator's parameters, then the likelihood's (:class:`LaplaceObjective`).
 """
 
 from __future__ import annotations
@@ -62,11 +63,15 @@ from gpmodels.likelihoods.base import Likelihood
 from gpmodels.likelihoods.diagonal import DiagonalFactor, DiagonalLikelihood
 from gpmodels.likelihoods.softmax import Softmax, SoftmaxFactor, log_softmax
 from gpmodels.operators.base import Operator
-from gpmodels.optimize.hyperopt import HyperResult, JointParams, minimize_lbfgs
+from gpmodels.optimize.checkpoint import Checkpointing, digest_array, probe_operator
+from gpmodels.optimize.lbfgs import OuterOptions, Trial
+from gpmodels.optimize.minimize import OptimizeResult, minimize, outer_options
+from gpmodels.optimize.objective import JointParams, log_box
 from gpmodels.inference.map.newton_cg import NewtonOptions, NewtonResult, newton_cg
 from gpmodels.linalg.slq import batched_cg, hutchinson_blocks, rademacher, slq_logdet
 
-__all__ = ["LaplaceOptions", "LaplaceResult", "laplace_mlm", "laplace_objective", "learn_laplace", "LAPLACE_PATHS", "MODE_OPTIONS"]
+__all__ = ["LaplaceOptions", "LaplaceResult", "laplace_mlm", "laplace_objective", "LaplaceObjective", "learn_laplace",
+           "LAPLACE_PATHS", "MODE_OPTIONS"]
 
 LAPLACE_PATHS = ("exact", "mvm")
 
@@ -364,11 +369,51 @@ def laplace_objective(op: Operator, lik: Likelihood, Y, options: LaplaceOptions 
     return fun, joint
 
 
+class LaplaceObjective:
+    """-log q(y | θ) over the joint log-space vector as an outer-optimiser objective
+    (``optimize/objective.py``): the inner state is the mode {"alpha": α̂}, and every evaluation
+    warm-starts Newton–CG at the seed the optimiser gives (the mode of the last successful evaluation
+    to the left), so a resumed run reproduces the uninterrupted one."""
+
+    def __init__(self, op: Operator, lik: Likelihood, Y, options: LaplaceOptions | None = None):
+        _check_smooth(lik)
+        self.joint = JointParams(op, lik)
+        self.Y = lik.check_targets(Y, op.n_points, op.n_classes)
+        self.options = options or LaplaceOptions()
+
+    def evaluate(self, x, seed) -> Trial:
+        o, lk = self.joint.build(x)
+        try:
+            res = laplace_mlm(o, lk, self.Y, self.options, alpha0=None if seed is None else seed["alpha"])
+        except (np.linalg.LinAlgError, FloatingPointError) as exc:
+            return Trial(float("nan"), None, False, None, {"message": str(exc)})
+        ok = bool(np.isfinite(res.log_marginal) and np.all(np.isfinite(res.gradient)))
+        info = {"mode_converged": bool(res.mode.converged), "mvms": int(res.mvm_count), "seconds": res.seconds}
+        return Trial(-res.log_marginal, -res.gradient, ok, {"alpha": res.mode.alpha}, info)
+
+    def identity(self) -> dict:
+        op, lik = self.joint.op, self.joint.lik
+        return {"criterion": "laplace", "n": op.n_points, "C": op.n_classes, "targets": digest_array(self.Y),
+                "likelihood": repr(lik), "operator": type(op).__name__, "options": attrs.asdict(self.options)}
+
+    def probe(self) -> np.ndarray:
+        return probe_operator(self.joint.op)
+
+
 def learn_laplace(op: Operator, lik: Likelihood, Y, options: LaplaceOptions | None = None, *, x0=None,
-                  bounds=None, max_iter: int = 100, tol: float = 1e-6,
-                  optimizer=minimize_lbfgs) -> tuple[HyperResult, Operator, Likelihood]:
-    """Maximise log q(y | θ) over the joint log-space vector (L-BFGS-B by default); returns (result, op, lik)."""
-    fun, joint = laplace_objective(op, lik, Y, options)
-    result = optimizer(fun, joint.x0 if x0 is None else x0, joint.names, bounds=bounds, max_iter=max_iter, tol=tol)
+                  bounds=None, max_iter: int = 100, tol: float = 1e-6, outer: OuterOptions | None = None,
+                  checkpoint: Checkpointing | None = None,
+                  on_iteration=None) -> tuple[OptimizeResult, Operator, Likelihood]:
+    """Maximise log q(y | θ) over the joint log-space vector by :func:`gpmodels.optimize.minimize`
+    (``outer``, default :func:`outer_options` (max_iter, tol); ``bounds`` default: x0 ± 10 within the
+    operator's own bounds; ``checkpoint``, ``on_iteration``: as there); returns (result, op, lik)
+    with ``result.value`` = -log q at the learned θ."""
+    objective = LaplaceObjective(op, lik, Y, options)
+    joint = objective.joint
+    start = joint.x0 if x0 is None else np.asarray(x0, dtype=np.float64)
+    if bounds is None:
+        bounds = log_box(start, param_bounds=joint.bounds, names=joint.names)
+    result = minimize(objective, start, joint.names, bounds, outer or outer_options(max_iter, tol),
+                      checkpoint=checkpoint, on_iteration=on_iteration)
     o, lk = joint.build(result.x)
     return result, o, lk

@@ -17,7 +17,8 @@ import numpy as np
 
 from gpmodels.data.datasets import Dataset
 from gpmodels.errors import SpecError
-from gpmodels.optimize.hyperopt import minimize_lbfgs
+from gpmodels.hyperparameters import natural_values
+from gpmodels.optimize.minimize import minimize, outer_options
 from gpmodels.inference.marginal.laplace import MODE_OPTIONS, LaplaceOptions, laplace_mlm, learn_laplace
 from gpmodels.inference.mkl.algorithms import MKLOptions, algorithm1, alternating, criterion_at
 from gpmodels.inference.marginal.vb import VBOptions, learn_vb, vb_criterion
@@ -53,12 +54,7 @@ def evaluate(lik, latent: np.ndarray, data: Dataset, model_likelihood: str):
 
 
 def _hyper_metrics(names, x) -> dict:
-    out = {}
-    for name, v in zip(names, x):
-        last = name.split(".")[-1]
-        key = name.replace("log_", "") if last.startswith("log_") else name
-        out[f"hyper.{key}"] = float(np.exp(v)) if last.startswith("log_") else float(v)
-    return out
+    return natural_values(names, x, prefix="hyper.")
 
 
 def _setup(spec: Spec, data: Dataset, base_dir):
@@ -91,7 +87,7 @@ def _finish(spec, data, resolved, op, lik, alpha, metrics, diagnostics, say, tre
 
 @register_runner("laplace")
 def run_laplace(spec: Spec, data: Dataset, base_dir: Path | None, say) -> RunOutcome:
-    """Laplace MLM (R&W Alg. 3.1-3.4, 5.1): learn the hyperparameters by L-BFGS-B, or evaluate."""
+    """Laplace MLM (R&W Alg. 3.1-3.4, 5.1): learn the hyperparameters by the outer L-BFGS, or evaluate."""
     o = spec.objective
     resolved, op, lik, Y, tree = _setup(spec, data, base_dir)
     opts = LaplaceOptions(path=o.path, n_probes=o.n_probes, seed=spec.seed, newton=MODE_OPTIONS)
@@ -99,8 +95,8 @@ def run_laplace(spec: Spec, data: Dataset, base_dir: Path | None, say) -> RunOut
     diag = {}
     if o.learn:
         hr, op, lik = learn_laplace(op, lik, Y, opts, max_iter=o.max_iter, tol=o.tol)
-        diag = {"trace": list(hr.trace), "message": hr.message}
-        say(f"learned by L-BFGS-B: {hr.iterations} iterations, {hr.evaluations} evaluations ({hr.message})")
+        diag = {"trace": list(hr.values), "message": hr.message}
+        say(f"learned by L-BFGS: {hr.iterations} iterations, {hr.evaluations} evaluations ({hr.message})")
     res = laplace_mlm(op, lik, Y, opts, gradient=False)
     seconds = time.perf_counter() - t
     say(f"Laplace log marginal likelihood {res.log_marginal:.6g} ({o.path} path), {seconds:.2f} s")
@@ -115,8 +111,8 @@ def run_laplace(spec: Spec, data: Dataset, base_dir: Path | None, say) -> RunOut
 @register_runner("joint_map")
 def run_kernel_weights(spec: Spec, data: Dataset, base_dir: Path | None, say) -> RunOutcome:
     """mkl / joint_map / mlm / vb.  With ``model.kernels``: learn the weights θ by Algorithm 1,
-    alternating minimisation or L-BFGS-B (Nickisch & Seeger 2011).  Without (vb, mlm): learn every
-    hyperparameter by L-BFGS-B on φ_VB (exact for the Gaussian likelihood)."""
+    alternating minimisation or the outer L-BFGS (Nickisch & Seeger 2011).  Without (vb, mlm): learn
+    every hyperparameter by the outer L-BFGS on φ_VB (exact for the Gaussian likelihood)."""
     o = spec.objective
     if spec.model.kernels is None:
         return run_vb(spec, data, base_dir, say)
@@ -131,8 +127,8 @@ def run_kernel_weights(spec: Spec, data: Dataset, base_dir: Path | None, say) ->
     elif solver == "alternating":
         res = alternating(op, lik, Y, opts)
     else:
-        hr = minimize_lbfgs(lambda x: criterion_at(op, lik, Y, np.exp(x), opts), np.log(op.weights),
-                            [f"log_theta{m}" for m in range(op.n_kernels)], max_iter=o.max_iter, tol=o.tol)
+        hr = minimize(lambda x: criterion_at(op, lik, Y, np.exp(x), opts), np.log(op.weights),
+                      [f"log_theta{m}" for m in range(op.n_kernels)], options=outer_options(o.max_iter, o.tol))
         _, _, res = criterion_at(op, lik, Y, np.exp(hr.x), opts, return_fit=True)
     seconds = time.perf_counter() - t
     op = op.with_weights(res.theta)
@@ -145,15 +141,15 @@ def run_kernel_weights(spec: Spec, data: Dataset, base_dir: Path | None, say) ->
 
 
 def run_vb(spec: Spec, data: Dataset, base_dir: Path | None, say) -> RunOutcome:
-    """φ_VB (exact -2 log P for Gaussian noise): learn all hyperparameters by L-BFGS-B, or evaluate."""
+    """φ_VB (exact -2 log P for Gaussian noise): learn all hyperparameters by the outer L-BFGS, or evaluate."""
     o = spec.objective
     resolved, op, lik, Y, tree = _setup(spec, data, base_dir)
     t = time.perf_counter()
     diag = {}
     if o.learn:
         hr, op, lik = learn_vb(op, lik, Y, VBOptions(), max_iter=o.max_iter, tol=o.tol)
-        diag = {"trace": list(hr.trace), "message": hr.message}
-        say(f"learned by L-BFGS-B: {hr.iterations} iterations, {hr.evaluations} evaluations ({hr.message})")
+        diag = {"trace": list(hr.values), "message": hr.message}
+        say(f"learned by L-BFGS: {hr.iterations} iterations, {hr.evaluations} evaluations ({hr.message})")
     res = vb_criterion(op, lik, Y, gradient=False)
     seconds = time.perf_counter() - t
     say(f"VB bound φ = {res.phi:.6g} (>= -2 log P(y|θ)), {res.outer_iterations} double-loop iterations, {seconds:.2f} s")
