@@ -44,23 +44,15 @@ noise), ``max_iter`` iterations or ``max_evaluations`` evaluations.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from typing import Callable
 
 import attrs
 import numpy as np
 
 from gpmodels.errors import ConvergenceError, InputError
 
-__all__ = [
-    "OuterOptions",
-    "OuterRecord",
-    "OuterState",
-    "Trial",
-    "minimize_outer",
-    "outer_iteration",
-    "outer_start",
-    "projected_gradient",
-]
+__all__ = ["OuterOptions", "Trial", "OuterRecord", "OuterState", "outer_start", "outer_iteration", "minimize_outer",
+           "projected_gradient"]
 
 
 def _positive_int(instance, attribute, value):
