@@ -12,8 +12,17 @@ from gpmodels.inference.marginal.vb import VBOptions, learn_vb
 from gpmodels.kernels.rbf import RBF
 from gpmodels.likelihoods import Logistic
 from gpmodels.operators.blockdiag import BlockDiagonal
-from gpmodels.optimize import (CHECKPOINT_FORMAT, Checkpointing, OptimizeResult, OuterOptions, RunIdentity,
-                               log_box, minimize, read_checkpoint, write_checkpoint)
+from gpmodels.optimize import (
+    CHECKPOINT_FORMAT,
+    Checkpointing,
+    OptimizeResult,
+    OuterOptions,
+    RunIdentity,
+    log_box,
+    minimize,
+    read_checkpoint,
+    write_checkpoint,
+)
 from gpmodels.optimize.lbfgs import Trial
 
 
