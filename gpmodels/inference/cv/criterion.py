@@ -69,6 +69,7 @@ from gpmodels.likelihoods.base import HessianFactor, Likelihood
 from gpmodels.likelihoods.softmax import Softmax, SoftmaxFactor, log_softmax
 from gpmodels.operators.base import Operator
 from gpmodels.linalg.cg import cg
+from gpmodels.linalg.counting import MVMCounter
 from gpmodels.inference.map.line_search import objective
 from gpmodels.inference.map.exact_newton import exact_newton, exact_newton_solve
 from gpmodels.inference.map.newton_cg import NewtonOptions, newton_cg
@@ -261,17 +262,6 @@ def accumulation_factor(likelihood: Likelihood, u: np.ndarray, Y: np.ndarray) ->
     return likelihood.hessian_factor(u, Y)
 
 
-class _Counted:
-    """v -> K v with a count of right-hand sides (one per column)."""
-
-    def __init__(self, op):
-        self.op, self.count = op, 0
-
-    def __call__(self, V):
-        self.count += 1 if V.ndim == 2 else V.shape[2]
-        return self.op.mvm(V)
-
-
 def _refit(fit, op_J, lik, Y_J, alpha0, opts: CVOptions, retry: bool):
     """The fold's refit with the warm-start policy; returns (result, MVMs, Newton iterations, start)."""
     extra, start = 0, "cold"
@@ -312,7 +302,7 @@ def _fold_newton_cg(op_J, lik, Y_J, cross_IJ, cross_JI, Y_I, alpha0, beta0, opts
     out["r_I"] = lik.gradient(u_I, Y_I)  # π[I] - y_I
     acc_mvms, acc_its, acc_res, z = 1, 0, 0.0, None
     if gradient:
-        K = _Counted(op_J)
+        K = MVMCounter(op_J)
         hf = accumulation_factor(lik, res.u, Y_J)
         b = cross_JI.mvm(out["r_I"])  # K̃_{J,I} r_I
         acc_mvms += 1

@@ -42,6 +42,7 @@ from gpmodels.errors import InputError
 from gpmodels.likelihoods.base import Likelihood
 from gpmodels.operators.base import Operator
 from gpmodels.linalg.cg import cg
+from gpmodels.linalg.counting import MVMCounter
 from gpmodels.inference.map.line_search import objective, pair_line_search
 from gpmodels.inference.map.preconditioners import PRECONDITIONERS, make_preconditioner
 
@@ -147,15 +148,6 @@ def gradient_rms(alpha, g) -> float:
     return float(np.linalg.norm(alpha + g) / np.sqrt(alpha.shape[0]))
 
 
-class _Counter:
-    def __init__(self, op: Operator):
-        self.op, self.count = op, 0
-
-    def __call__(self, V):
-        self.count += 1 if V.ndim == 2 else V.shape[2]
-        return self.op.mvm(V)
-
-
 def newton_cg(
     op: Operator,
     likelihood: Likelihood,
@@ -172,7 +164,7 @@ def newton_cg(
     n, C = op.n_points, op.n_classes
     Y = likelihood.check_targets(Y, n, C)
     t0 = time.perf_counter()
-    K = _Counter(op)
+    K = MVMCounter(op)
     if alpha0 is None:
         alpha = np.zeros((n, C))
     else:

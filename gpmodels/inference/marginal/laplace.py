@@ -68,6 +68,8 @@ from gpmodels.optimize.lbfgs import OuterOptions, Trial
 from gpmodels.optimize.minimize import OptimizeResult, minimize, outer_options
 from gpmodels.optimize.objective import JointParams, log_box
 from gpmodels.inference.map.newton_cg import NewtonOptions, NewtonResult, newton_cg
+from gpmodels.linalg.counting import MVMCounter
+from gpmodels.linalg.dense_posterior import DensePosterior
 from gpmodels.linalg.slq import batched_cg, hutchinson_blocks, rademacher, slq_logdet
 
 __all__ = ["LaplaceOptions", "LaplaceResult", "laplace_mlm", "laplace_objective", "LaplaceObjective", "learn_laplace",
@@ -136,15 +138,6 @@ def _dlogdet_df(lik, U, Y, S):
     return np.einsum("icc->ic", S) * lik.third_derivative(U, Y)
 
 
-class _Counter:
-    def __init__(self, op):
-        self.op, self.count = op, 0
-
-    def __call__(self, V):
-        self.count += 1 if V.ndim == 2 else V.shape[2]
-        return self.op.mvm(V)
-
-
 # ---------------------------------------------------------------------- exact path
 class _DiagonalExact:
     """C = 1, W diagonal: R&W Alg. 3.1 (Cholesky of B) or an LU of I + K W when W has negative entries."""
@@ -153,15 +146,10 @@ class _DiagonalExact:
         n = K.shape[0]
         self.K = K
         if np.all(w > 0):
-            sw = np.sqrt(w)
-            B = sw[:, None] * K * sw[None, :]
-            B[np.diag_indices(n)] += 1.0
-            L = sla.cholesky(B, lower=True)
-            self.logdet = 2.0 * float(np.sum(np.log(np.diag(L))))
-            Li = sla.solve_triangular(L, np.diag(sw), lower=True)  # L^{-1} W^{1/2}
-            self.R = Li.T @ Li  # W^{1/2} B^{-1} W^{1/2}   (R&W Alg. 5.1 line 7)
-            C = sla.solve_triangular(L, sw[:, None] * K, lower=True)  # R&W Alg. 5.1 line 8
-            self.diag_sigma = np.diag(K) - np.sum(C * C, axis=0)  # diag Σ, R&W Alg. 5.1 line 9
+            post = DensePosterior(K, np.sqrt(w))  # B = I + W^{1/2} K W^{1/2} = L L^T   (R&W Alg. 3.1)
+            self.logdet = post.logdet
+            self.R = post.R  # W^{1/2} B^{-1} W^{1/2}   (R&W Alg. 5.1 line 7)
+            self.diag_sigma = post.sigma_diag()  # R&W Alg. 5.1 lines 8-9
         else:
             A = np.eye(n) + K * w[None, :]  # I + K W
             sign, logdet = np.linalg.slogdet(A)
@@ -193,13 +181,9 @@ class _SoftmaxExact:
         self.E = []
         logdet = 0.0
         for c in range(C):
-            sd = np.sqrt(pi[:, c])
-            B = sd[:, None] * self.blocks[c] * sd[None, :]
-            B[np.diag_indices(n)] += 1.0
-            L = sla.cholesky(B, lower=True)  # R&W Alg. 3.3: L_c
-            logdet += 2.0 * float(np.sum(np.log(np.diag(L))))
-            Li = sla.solve_triangular(L, np.diag(sd), lower=True)
-            self.E.append(Li.T @ Li)  # E_c = D^{1/2} B_c^{-1} D^{1/2}
+            post = DensePosterior(self.blocks[c], np.sqrt(pi[:, c]))  # R&W Alg. 3.3: B_c = L_c L_c^T
+            logdet += post.logdet
+            self.E.append(post.R)  # E_c = D^{1/2} B_c^{-1} D^{1/2}
         self.M = sla.cholesky(sum(self.E), lower=True)  # M M^T = Σ_c E_c
         self.logdet = logdet + 2.0 * float(np.sum(np.log(np.diag(self.M))))
         self._P = [sla.solve_triangular(self.M, self.E[c] @ self.blocks[c], lower=True) for c in range(C)]
@@ -241,12 +225,10 @@ class _DenseExact:
         K = op.dense()
         I3 = np.eye(N).reshape(n, C, N)
         Vd = np.stack([hf.V(I3[:, :, j]).ravel() for j in range(N)], axis=1)  # (N, N)
-        B = np.eye(N) + Vd.T @ K @ Vd
-        L = sla.cholesky(B, lower=True)
-        self.logdet = 2.0 * float(np.sum(np.log(np.diag(L))))
-        Li = sla.solve_triangular(L, Vd.T, lower=True)
-        self.R = Li.T @ Li
-        self.Sigma = K - K @ self.R @ K
+        post = DensePosterior(K, Vd)  # B = I + V^T K V
+        self.logdet = post.logdet
+        self.R = post.R
+        self.Sigma = post.sigma()
         self.n, self.C = n, C
 
     def apply_R(self, x):
@@ -281,7 +263,7 @@ def laplace_mlm(op: Operator, lik: Likelihood, Y, options: LaplaceOptions | None
     Y = lik.check_targets(Y, n, C)
     mode = newton_cg(op, lik, Y, opts.newton, alpha0=alpha0)
     alpha, f = mode.alpha, mode.u
-    K = _Counter(op)
+    K = MVMCounter(op)
     names = tuple(op.param_names) + tuple(lik.param_names)
     if isinstance(lik, DiagonalLikelihood):
         w = lik.hessian_diag(f, Y)

@@ -41,7 +41,6 @@ import time
 
 import attrs
 import numpy as np
-import scipy.linalg as sla
 
 from gpmodels.errors import InputError
 from gpmodels.likelihoods.diagonal import DiagonalLikelihood
@@ -52,6 +51,7 @@ from gpmodels.optimize.lbfgs import OuterOptions, Trial
 from gpmodels.optimize.minimize import OptimizeResult, minimize, outer_options
 from gpmodels.optimize.objective import JointParams, log_box
 from gpmodels.inference.map.newton_cg import NewtonOptions, newton_cg
+from gpmodels.linalg.dense_posterior import DensePosterior
 
 __all__ = ["VBOptions", "VBResult", "GammaBound", "gamma_bound", "vb_criterion", "vb_objective", "VBObjective",
            "learn_vb", "check_vb_likelihood"]
@@ -105,18 +105,12 @@ def check_vb_likelihood(lik) -> None:
 
 def gamma_bound(K: np.ndarray, lik: DiagonalLikelihood, Y: np.ndarray, x: np.ndarray) -> GammaBound:
     """φ(γ) at γ = 1/G'(x) (elementwise), K the n x n prior covariance, Y (n, 1), x (n, 1) >= 0."""
-    n = K.shape[0]
     dG = lik.sg_dG(x, Y)
     h = lik.sg_G(x, Y) - x * dG  # h(γ) = G(x) - x G'(x)  (Legendre)
-    sw = np.sqrt(dG[:, 0])  # Γ^{-1/2}
-    B = sw[:, None] * K * sw[None, :]
-    B[np.diag_indices(n)] += 1.0
-    L = sla.cholesky(B, lower=True)
-    logdet = 2.0 * float(np.sum(np.log(np.diag(L))))
-    Li = sla.solve_triangular(L, np.diag(sw), lower=True)
-    R = Li.T @ Li  # (K + Γ)^{-1} = Γ^{-1/2} B^{-1} Γ^{-1/2}
-    C = sla.solve_triangular(L, sw[:, None] * K, lower=True)
-    z = (np.diag(K) - np.sum(C * C, axis=0))[:, None]
+    post = DensePosterior(K, np.sqrt(dG[:, 0]))  # B = I + Γ^{-1/2} K Γ^{-1/2}
+    logdet = post.logdet  # log|K + Γ| - log|Γ|
+    R = post.R  # (K + Γ)^{-1} = Γ^{-1/2} B^{-1} Γ^{-1/2}
+    z = post.sigma_diag()[:, None]  # diag((K^{-1} + Γ^{-1})^{-1})
     if lik.vb_residual:
         alpha = R @ Y  # (K + Γ)^{-1} y
         Q = float(Y[:, 0] @ alpha[:, 0])

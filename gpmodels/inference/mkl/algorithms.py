@@ -60,6 +60,7 @@ import scipy.linalg as sla
 from gpmodels.errors import InputError
 from gpmodels.likelihoods.diagonal import DiagonalLikelihood
 from gpmodels.likelihoods.gaussian import Gaussian
+from gpmodels.linalg.dense_posterior import DensePosterior
 from gpmodels.operators.sum import Sum, check_weights
 
 __all__ = ["CRITERIA", "MKLOptions", "KernelLearningResult", "algorithm1", "alternating", "criterion_at",
@@ -232,13 +233,8 @@ class KernelCriterion:
         Returns the new state x = s² + z."""
         if self.crit != "vb":
             return None
-        K = self.K(theta)
-        sw = 1.0 / np.sqrt(self.gamma(state)[:, 0])
-        B = sw[:, None] * K * sw[None, :]
-        B[np.diag_indices(self.n)] += 1.0
-        L = sla.cholesky(B, lower=True)
-        C = sla.solve_triangular(L, sw[:, None] * K, lower=True)
-        z = np.maximum(np.diag(K) - np.sum(C * C, axis=0), 0.0)[:, None]
+        post = DensePosterior(self.K(theta), 1.0 / np.sqrt(self.gamma(state)[:, 0]))  # B = I + Γ^{-1/2} K Γ^{-1/2}
+        z = np.maximum(post.sigma_diag(), 0.0)[:, None]
         return self.lik.sg_s(u, self.Y) ** 2 + z
 
     # ------------------------------------------------------------------ Newton directions
@@ -257,16 +253,10 @@ class KernelCriterion:
             H = 2 * theta[:, None] * (V.T @ KiV) * theta[None, :] + np.diag(theta**2 * P2 + np.maximum(g_t, 0.0))
             dt = -np.linalg.solve(H + 1e-8 * max(np.trace(H) / self.M, 1e-300) * np.eye(self.M), g_t)
             return np.zeros_like(u), dt, float(g_t @ dt)
-        K = self.K(theta)
-        s = np.sqrt(np.maximum(L2[:, 0], 0.0) / 2.0)
-        Bm = s[:, None] * K * s[None, :]
-        Bm[np.diag_indices(self.n)] += 1.0
-        Lb = sla.cholesky(Bm, lower=True)
+        post = DensePosterior(self.K(theta), np.sqrt(np.maximum(L2[:, 0], 0.0) / 2.0))  # B = I + S K S
 
         def A(x):  # (2 K^{-1} + W)^{-1} x = ½ [K x - K S B^{-1} S K x]
-            Kx = K @ x
-            y = sla.cho_solve((Lb, True), s[:, None] * Kx if x.ndim == 2 else s * Kx)
-            return 0.5 * (Kx - K @ ((s[:, None] if x.ndim == 2 else s) * y))
+            return 0.5 * post.apply_sigma(x)
 
         if blocks == "u":
             du = -A(g_u)
