@@ -230,14 +230,16 @@ def read_checkpoint(path, identity: RunIdentity, restore_inner=None) -> tuple[Ou
     if header.get("fingerprint") != identity.fingerprint:
         theirs, ours = header.get("identity", {}), identity.exact
         keys = sorted(k for k in set(theirs) | set(ours) if _canonical(theirs.get(k)) != _canonical(ours.get(k)))
-        raise CheckpointError(f"checkpoint {path} belongs to another run (it differs in: {', '.join(keys) or 'fingerprint'}); "
-                              "it is refused. Delete it, point the run elsewhere, or start afresh explicitly (resume: never).")
+        raise CheckpointError(f"checkpoint {path} belongs to another run (it differs in: "
+                              f"{', '.join(keys) or 'fingerprint'}); it is refused. Delete it, point the run elsewhere, "
+                              "or start afresh explicitly (resume: never).")
     for name, ours in (("theta0", identity.theta0), ("probe", identity.probe)):
         theirs = data[name]
         ours = np.asarray(ours, dtype=float)
-        if theirs.shape != ours.shape or not np.allclose(theirs, ours, rtol=_NUMERIC_RTOL,
-                                                         atol=_NUMERIC_RTOL * max(1.0, float(np.abs(ours).max(initial=0)))):
-            what = "starting hyperparameters" if name == "theta0" else "kernel matrix (probe K̃ v differs: other data or kernel)"
+        atol = _NUMERIC_RTOL * max(1.0, float(np.abs(ours).max(initial=0)))
+        if theirs.shape != ours.shape or not np.allclose(theirs, ours, rtol=_NUMERIC_RTOL, atol=atol):
+            what = ("starting hyperparameters" if name == "theta0"
+                    else "kernel matrix (probe K̃ v differs: other data or kernel)")
             raise CheckpointError(f"checkpoint {path} belongs to another run (its {what} differ); it is refused. "
                                   "Delete it or start afresh explicitly (resume: never).")
     try:

@@ -148,6 +148,59 @@ def gradient_rms(alpha, g) -> float:
     return float(np.linalg.norm(alpha + g) / np.sqrt(alpha.shape[0]))
 
 
+def _newton_direction_and_step(K, likelihood, Y, alpha, u, phi, g, hf, beta, precond, opts: NewtonOptions,
+                               alpha_norm: bool):
+    """One Newton iteration's direction and step (Alg. 1, steps 2-4): solve eq. (5) by CG, line search
+    along s = α' - α (Sec. 5.1.2), and on a stall restart CG from its last β (footnote 17).
+
+    Returns (line-search result, s, s̃ = K̃ s, β, CG steps, stalls) for the best successful attempt
+    (or the last one when none succeeded).
+    """
+    n, C = alpha.shape
+    rhs = hf.Vt(u) - hf.g_tilde(g)
+    if hf.fixed_alpha is not None:
+        rhs -= hf.Vt(K(hf.fixed_alpha))
+    inv_diag, precondition = precond.for_factor(hf)
+
+    def system(x):
+        return x + hf.Vt(K(hf.V(x)))
+
+    if opts.warm_start == "beta" and beta is not None and beta.shape == (n, C):
+        x0 = np.where(hf.free, beta, 0.0)
+    else:
+        x0 = hf.beta_init(alpha)
+    total_cg = stalls = 0
+    forcing = opts.cg_forcing
+    best = None  # (line search result, s, s̃) of the best successful attempt
+    for _ in range(opts.max_stall_restarts + 1):
+        res = cg(system, rhs, x0=x0, inv_diag=inv_diag, tol=opts.cg_tol, forcing=forcing,
+                 max_iter=opts.cg_max_iter, precondition=precondition,
+                 forcing_map=hf.V if alpha_norm else None)
+        total_cg += res.iterations
+        beta = res.x
+        new_alpha = hf.V(beta)
+        if hf.fixed_alpha is not None:
+            new_alpha += hf.fixed_alpha
+        s = new_alpha - alpha
+        s_tilde = K(s)
+        ls = pair_line_search(likelihood, Y, alpha, u, s, s_tilde, phi, armijo=opts.armijo,
+                              max_evals=opts.line_search_evals)
+        if ls.success and (best is None or ls.phi < best[0].phi):
+            best = (ls, s, s_tilde)
+        # a damped step (λ < 1) that leaves Φ unchanged to phi_rtol is a stall as well: the
+        # truncated direction is useless, and accepting it would end the fit by phi_rtol
+        negligible = ls.success and ls.step < 1.0 and phi - ls.phi <= opts.phi_rtol * max(1.0, abs(phi))
+        if ls.success and not negligible:
+            break
+        stalls += 1
+        x0, forcing = beta, 0.0  # restart CG from its last β (footnote 17)
+        if res.converged and res.residual <= opts.cg_tol:
+            break  # CG already exact: the stall is round-off at the optimum
+    if best is not None:
+        ls, s, s_tilde = best
+    return ls, s, s_tilde, beta, total_cg, stalls
+
+
 def newton_cg(
     op: Operator,
     likelihood: Likelihood,
@@ -197,47 +250,9 @@ def newton_cg(
             break
         it += 1
         hf = likelihood.hessian_factor(u, Y)
-        rhs = hf.Vt(u) - hf.g_tilde(g)
-        if hf.fixed_alpha is not None:
-            rhs -= hf.Vt(K(hf.fixed_alpha))
-        inv_diag, precondition = precond.for_factor(hf)
-
-        def system(x, hf=hf):
-            return x + hf.Vt(K(hf.V(x)))
-
-        if opts.warm_start == "beta" and beta is not None and beta.shape == (n, C):
-            x0 = np.where(hf.free, beta, 0.0)
-        else:
-            x0 = hf.beta_init(alpha)
-        total_cg = 0
-        forcing = opts.cg_forcing
-        best = None  # (line search result, s, s̃) of the best successful attempt
-        for attempt in range(opts.max_stall_restarts + 1):
-            res = cg(system, rhs, x0=x0, inv_diag=inv_diag, tol=opts.cg_tol, forcing=forcing,
-                     max_iter=opts.cg_max_iter, precondition=precondition,
-                     forcing_map=hf.V if alpha_norm else None)
-            total_cg += res.iterations
-            beta = res.x
-            new_alpha = hf.V(beta)
-            if hf.fixed_alpha is not None:
-                new_alpha += hf.fixed_alpha
-            s = new_alpha - alpha
-            s_tilde = K(s)
-            ls = pair_line_search(likelihood, Y, alpha, u, s, s_tilde, phi, armijo=opts.armijo,
-                                  max_evals=opts.line_search_evals)
-            if ls.success and (best is None or ls.phi < best[0].phi):
-                best = (ls, s, s_tilde)
-            # a damped step (λ < 1) that leaves Φ unchanged to phi_rtol is a stall as well: the
-            # truncated direction is useless, and accepting it would end the fit by phi_rtol
-            negligible = ls.success and ls.step < 1.0 and phi - ls.phi <= opts.phi_rtol * max(1.0, abs(phi))
-            if ls.success and not negligible:
-                break
-            stalls += 1
-            x0, forcing = beta, 0.0  # restart CG from its last β (footnote 17)
-            if res.converged and res.residual <= opts.cg_tol:
-                break  # CG already exact: the stall is round-off at the optimum
-        if best is not None:
-            ls, s, s_tilde = best
+        ls, s, s_tilde, beta, total_cg, n_stalls = _newton_direction_and_step(K, likelihood, Y, alpha, u, phi, g, hf,
+                                                                           beta, precond, opts, alpha_norm)
+        stalls += n_stalls
         cg_its.append(total_cg)
         steps.append(ls.step)
         if ls.success:
