@@ -231,8 +231,8 @@ def read_checkpoint(path, identity: RunIdentity, restore_inner=None) -> tuple[Ou
         theirs, ours = header.get("identity", {}), identity.exact
         keys = sorted(k for k in set(theirs) | set(ours) if _canonical(theirs.get(k)) != _canonical(ours.get(k)))
         raise CheckpointError(f"checkpoint {path} belongs to another run (it differs in: "
-                              f"{', '.join(keys) or 'fingerprint'}); it is refused. Delete it, point the run elsewhere, "
-                              "or start afresh explicitly (resume: never).")
+                              f"{', '.join(keys) or 'fingerprint'}); it is refused. Delete it, point the run "
+                              "elsewhere, or start afresh explicitly (resume: never).")
     for name, ours in (("theta0", identity.theta0), ("probe", identity.probe)):
         theirs = data[name]
         ours = np.asarray(ours, dtype=float)
