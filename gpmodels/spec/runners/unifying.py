@@ -57,6 +57,14 @@ def _hyper_metrics(names, x) -> dict:
     return natural_values(names, x, prefix="hyper.")
 
 
+def _reporter(say, name: str):
+    """``on_iteration`` of the outer optimiser: one message per iteration (criterion, gradient, evaluations)."""
+    def report(rec):
+        say(f"iteration {rec.iteration}: {name} = {rec.value:.6g}, max|∇| = {rec.grad_norm:.3g}, "
+            f"{rec.evaluations} evaluation{'s' if rec.evaluations != 1 else ''} ({rec.failed} failed)")
+    return report
+
+
 def _setup(spec: Spec, data: Dataset, base_dir):
     """(resolved spec, operator, likelihood, targets, class tree or None); the tree is built only for
     priors that may use one (structured built-ins and user priors), not for the flat default."""
@@ -94,7 +102,8 @@ def run_laplace(spec: Spec, data: Dataset, base_dir: Path | None, say) -> RunOut
     t = time.perf_counter()
     diag = {}
     if o.learn:
-        hr, op, lik = learn_laplace(op, lik, Y, opts, max_iter=o.max_iter, tol=o.tol)
+        hr, op, lik = learn_laplace(op, lik, Y, opts, max_iter=o.max_iter, tol=o.tol,
+                                    on_iteration=_reporter(say, "-log q"))
         diag = {"trace": list(hr.values), "message": hr.message}
         say(f"learned by L-BFGS: {hr.iterations} iterations, {hr.evaluations} evaluations ({hr.message})")
     res = laplace_mlm(op, lik, Y, opts, gradient=False)
@@ -128,7 +137,8 @@ def run_kernel_weights(spec: Spec, data: Dataset, base_dir: Path | None, say) ->
         res = alternating(op, lik, Y, opts)
     else:
         hr = minimize(lambda x: criterion_at(op, lik, Y, np.exp(x), opts), np.log(op.weights),
-                      [f"log_theta{m}" for m in range(op.n_kernels)], options=outer_options(o.max_iter, o.tol))
+                      [f"log_theta{m}" for m in range(op.n_kernels)], options=outer_options(o.max_iter, o.tol),
+                      on_iteration=_reporter(say, o.type))
         _, _, res = criterion_at(op, lik, Y, np.exp(hr.x), opts, return_fit=True)
     seconds = time.perf_counter() - t
     op = op.with_weights(res.theta)
@@ -147,7 +157,8 @@ def run_vb(spec: Spec, data: Dataset, base_dir: Path | None, say) -> RunOutcome:
     t = time.perf_counter()
     diag = {}
     if o.learn:
-        hr, op, lik = learn_vb(op, lik, Y, VBOptions(), max_iter=o.max_iter, tol=o.tol)
+        hr, op, lik = learn_vb(op, lik, Y, VBOptions(), max_iter=o.max_iter, tol=o.tol,
+                               on_iteration=_reporter(say, "φ_VB"))
         diag = {"trace": list(hr.values), "message": hr.message}
         say(f"learned by L-BFGS: {hr.iterations} iterations, {hr.evaluations} evaluations ({hr.message})")
     res = vb_criterion(op, lik, Y, gradient=False)
