@@ -18,9 +18,8 @@ import numpy as np
 from gpmodels.data.datasets import Dataset
 from gpmodels.errors import SpecError
 from gpmodels.hyperparameters import natural_values
-from gpmodels.optimize.minimize import minimize, outer_options
 from gpmodels.inference.marginal.laplace import MODE_OPTIONS, LaplaceOptions, laplace_mlm, learn_laplace
-from gpmodels.inference.mkl.algorithms import MKLOptions, algorithm1, alternating, criterion_at
+from gpmodels.inference.mkl.algorithms import MKLOptions, algorithm1, alternating, criterion_at, learn_weights
 from gpmodels.inference.marginal.vb import VBOptions, learn_vb, vb_criterion
 from gpmodels.likelihoods.softmax import Softmax
 from gpmodels.operators.sum import Sum
@@ -136,10 +135,7 @@ def run_kernel_weights(spec: Spec, data: Dataset, base_dir: Path | None, say) ->
     elif solver == "alternating":
         res = alternating(op, lik, Y, opts)
     else:
-        hr = minimize(lambda x: criterion_at(op, lik, Y, np.exp(x), opts), np.log(op.weights),
-                      [f"log_theta{m}" for m in range(op.n_kernels)], options=outer_options(o.max_iter, o.tol),
-                      on_iteration=_reporter(say, o.type))
-        _, _, res = criterion_at(op, lik, Y, np.exp(hr.x), opts, return_fit=True)
+        _, res = learn_weights(op, lik, Y, opts, max_iter=o.max_iter, tol=o.tol, on_iteration=_reporter(say, o.type))
     seconds = time.perf_counter() - t
     op = op.with_weights(res.theta)
     say(f"{o.type} by {solver if o.learn else 'evaluation'}: criterion {res.criterion:.8g}, "
