@@ -40,6 +40,7 @@ from gpmodels import metrics as M
 from gpmodels.data import load_dataset
 from gpmodels.data.scaling import scale_features
 from gpmodels.data.splits import kfold_partition, subsample, train_test_split
+from gpmodels.hyperparameters import natural_values
 from gpmodels.inference.marginal.laplace import LaplaceOptions, laplace_mlm, learn_laplace
 from gpmodels.inference.mkl.algorithms import MKLOptions, algorithm1
 from gpmodels.inference.map.newton_cg import NewtonOptions, newton_cg
@@ -60,10 +61,8 @@ def rbf_op(X, w, v, sigma2):
 
 
 def describe(op, lik):
-    out = {}
-    for name, val in zip(tuple(op.param_names) + tuple(lik.param_names), np.concatenate([op.params, lik.params])):
-        out[name.split(".")[-1].replace("log_", "")] = float(np.exp(val))
-    return out
+    return natural_values(tuple(op.param_names) + tuple(lik.param_names), np.concatenate([op.params, lik.params]),
+                          short=True)
 
 
 def fmt_hyper(d):

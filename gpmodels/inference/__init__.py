@@ -9,7 +9,7 @@ from gpmodels.inference.map.line_search import pair_line_search
 from gpmodels.inference.cv.learn import Checkpointing, LearnOptions, LearnResult, fit_learned, learn_hyperparameters
 from gpmodels.inference.map.model import MAPModel, fit_map
 from gpmodels.inference.map.newton_cg import NewtonDiagnostics, NewtonOptions, NewtonResult, newton_cg
-from gpmodels.optimize.hyperopt import HyperResult, minimize_lbfgs
+from gpmodels.optimize.minimize import OptimizeResult, minimize
 from gpmodels.inference.marginal.laplace import LaplaceOptions, LaplaceResult, laplace_mlm, learn_laplace
 from gpmodels.inference.mkl.algorithms import KernelLearningResult, MKLOptions, algorithm1, alternating, criterion_at
 from gpmodels.inference.marginal.vb import VBOptions, VBResult, learn_vb, vb_criterion
@@ -19,7 +19,7 @@ from gpmodels.inference.cv.one_vs_rest import OneVsRestModel, fit_one_vs_rest, l
 from gpmodels.optimize.lbfgs import OuterOptions, OuterState, minimize_outer
 
 __all__ = ["cg", "CGResult", "newton_cg", "NewtonOptions", "NewtonResult", "NewtonDiagnostics", "exact_newton",
-           "pair_line_search", "fit_map", "MAPModel", "HyperResult", "minimize_lbfgs", "LaplaceOptions", "LaplaceResult",
+           "pair_line_search", "fit_map", "MAPModel", "OptimizeResult", "minimize", "LaplaceOptions", "LaplaceResult",
            "laplace_mlm", "learn_laplace", "KernelLearningResult", "MKLOptions", "algorithm1", "alternating",
            "criterion_at", "VBOptions", "VBResult", "learn_vb", "vb_criterion", "fit_em", "EMOptions",
            "EMResult", "make_preconditioner",

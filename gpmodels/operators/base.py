@@ -23,6 +23,7 @@ import numpy as np
 
 from gpmodels.linalg.finite_differences import central_differences
 from gpmodels.errors import InputError
+from gpmodels.hyperparameters import natural_values
 from gpmodels.validation import check_indices
 
 __all__ = ["Operator", "CrossOperator", "KronTerm", "as_rhs", "FD_STEP"]
@@ -325,13 +326,7 @@ class Operator(abc.ABC):
 
     def describe(self) -> dict:
         """Hyperparameters by name, in natural units where the name says ``log_``."""
-        out = {}
-        for name, value in zip(self.param_names, self.params):
-            if name.split(".")[-1].startswith("log_"):
-                out[name.replace("log_", "")] = float(np.exp(value))
-            else:
-                out[name] = float(value)
-        return out
+        return natural_values(self.param_names, self.params)
 
 
 def concat_params(parts: Sequence[tuple[str, np.ndarray, Sequence[str]]]) -> tuple[np.ndarray, tuple[str, ...]]:

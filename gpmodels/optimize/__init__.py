@@ -1,7 +1,64 @@
-"""Outer (hyperparameter) optimisation: projected L-BFGS with failed-evaluation brackets, checkpoints."""
+"""Outer (hyperparameter) optimisation: one projected L-BFGS with failed-evaluation brackets, one
+result type, checkpoints and progress for every learner (CV, Laplace, VB, MKL weights)."""
 
-from gpmodels.optimize.checkpoint import CHECKPOINT_FORMAT, RunIdentity, write_checkpoint, read_checkpoint, digest_array, probe_operator
-from gpmodels.optimize.hyperopt import HyperResult, JointParams, minimize_lbfgs, DEFAULT_BOX
-from gpmodels.optimize.lbfgs import OuterOptions, Trial, OuterRecord, OuterState, outer_start, outer_iteration, minimize_outer, projected_gradient
+from gpmodels.optimize.checkpoint import (
+                                          CHECKPOINT_FORMAT,
+                                          Checkpointing,
+                                          RunIdentity,
+                                          digest_array,
+                                          inner_arrays,
+                                          probe_operator,
+                                          read_checkpoint,
+                                          write_checkpoint,
+)
+from gpmodels.optimize.lbfgs import (
+                                          OuterOptions,
+                                          OuterRecord,
+                                          OuterState,
+                                          Trial,
+                                          minimize_outer,
+                                          outer_iteration,
+                                          outer_start,
+                                          projected_gradient,
+)
+from gpmodels.optimize.minimize import (
+                                          OptimizeResult,
+                                          minimize,
+                                          outer_options,
+                                          run_identity,
+)
+from gpmodels.optimize.objective import (
+                                          DEFAULT_BOX,
+                                          FunctionObjective,
+                                          JointParams,
+                                          as_objective,
+                                          log_box,
+)
 
-__all__ = ['CHECKPOINT_FORMAT', 'RunIdentity', 'write_checkpoint', 'read_checkpoint', 'digest_array', 'probe_operator', 'HyperResult', 'JointParams', 'minimize_lbfgs', 'DEFAULT_BOX', 'OuterOptions', 'Trial', 'OuterRecord', 'OuterState', 'outer_start', 'outer_iteration', 'minimize_outer', 'projected_gradient']
+__all__ = [
+                                          "CHECKPOINT_FORMAT",
+                                          "DEFAULT_BOX",
+                                          "Checkpointing",
+                                          "FunctionObjective",
+                                          "JointParams",
+                                          "OptimizeResult",
+                                          "OuterOptions",
+                                          "OuterRecord",
+                                          "OuterState",
+                                          "RunIdentity",
+                                          "Trial",
+                                          "as_objective",
+                                          "digest_array",
+                                          "inner_arrays",
+                                          "log_box",
+                                          "minimize",
+                                          "minimize_outer",
+                                          "outer_iteration",
+                                          "outer_options",
+                                          "outer_start",
+                                          "probe_operator",
+                                          "projected_gradient",
+                                          "read_checkpoint",
+                                          "run_identity",
+                                          "write_checkpoint",
+]

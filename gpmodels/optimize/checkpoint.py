@@ -1,15 +1,21 @@
 """Checkpoints of hyperparameter learning: atomic, verified, refused when corrupt or foreign.
 
 What is written (after the starting evaluation and after every successful outer iteration): the
-outer optimiser's state (hyperparameters x, Ψ, ∇Ψ, the L-BFGS pairs, counters, the progress
-records) and the inner state α[J_k] of every fold (Seeger 2008, Sec. 4: the inner state belongs
-to the outer state).  A run restarted from it continues exactly where it stopped, so an
-interruption loses at most the iteration in progress.
+outer optimiser's state (hyperparameters x, the criterion f, ∇f, the L-BFGS pairs, counters, the
+progress records) and the *inner state* of the objective (Seeger 2008, Sec. 4: the inner state
+belongs to the outer state; for the CV criterion α[J_k] of every fold, for the Laplace MLM the
+mode α̂, for VB the variational state).  A run restarted from it continues exactly where it
+stopped, so an interruption loses at most the iteration in progress.
+
+The inner state is opaque here: ``None``, a dict of named arrays, or an object with
+``to_arrays() -> dict`` (names: letters, digits, ``_``); the reader gives the arrays back as a dict,
+or to ``restore_inner(arrays)`` (e.g. ``CVState.from_arrays``).  Nothing here knows an objective.
 
 Format: one ``.npz`` file (numpy's zip of arrays, read with ``allow_pickle=False``) with
-- ``header``: UTF-8 JSON (format tag, the run's identity, scalars, progress records);
-- the arrays (``x``, ``value``, ``gradient``, ``S``, ``Yd``, ``inner_alpha_<k>``, ``inner_beta_<k>``
-  (the accumulation solutions, when kept), ``probe``, ``theta0``);
+- ``header``: UTF-8 JSON (format tag, the run's identity, scalars, progress records, the names of
+  the inner arrays);
+- the arrays (``x``, ``value``, ``gradient``, ``S``, ``Yd``, ``inner_<name>`` per inner array,
+  ``probe``, ``theta0``);
 - ``checksum``: SHA-256 over the header and every array (name, dtype, shape, bytes).
 
 Writes are atomic: a temporary file in the same folder is written, flushed, fsync'ed and
@@ -21,7 +27,8 @@ Refusals (:class:`CheckpointError`, never a silent fresh start or a silent use):
   canonical JSON of data and fold digests, names of the hyperparameters, settings, the caller's
   identity such as the spec; numeric parts compared to a relative 1e-9: the starting
   hyperparameters and a *probe* K̃ v for a fixed seeded v, which ties the checkpoint to the
-  kernel matrix itself).  The message names what differs.
+  kernel matrix itself).  The message names what differs.  Files of the earlier format
+  ``gpmodels.cv-checkpoint/1`` (inner state fixed to the CV folds) are refused by their tag.
 """
 
 from __future__ import annotations
@@ -36,12 +43,21 @@ import attrs
 import numpy as np
 
 from gpmodels.errors import CheckpointError, InputError
+from gpmodels.validation import boolean, instance_of, to_path
 from gpmodels.optimize.lbfgs import OuterRecord, OuterState
 
-__all__ = ["CHECKPOINT_FORMAT", "RunIdentity", "write_checkpoint", "read_checkpoint", "digest_array",
-           "probe_operator"]
+__all__ = [
+    "CHECKPOINT_FORMAT",
+    "Checkpointing",
+    "RunIdentity",
+    "digest_array",
+    "inner_arrays",
+    "probe_operator",
+    "read_checkpoint",
+    "write_checkpoint",
+]
 
-CHECKPOINT_FORMAT = "gpmodels.cv-checkpoint/1"
+CHECKPOINT_FORMAT = "gpmodels.outer-checkpoint/2"
 _PROBE_SEED = 20080101
 _NUMERIC_RTOL = 1e-9
 
@@ -59,6 +75,20 @@ def probe_operator(op) -> np.ndarray:
     """K̃ v for a fixed seeded v of shape (n, C): a numerical fingerprint of the kernel matrix."""
     v = np.random.default_rng(_PROBE_SEED).standard_normal((op.n_points, op.n_classes))
     return op.mvm(v)
+
+
+@attrs.frozen
+class Checkpointing:
+    """Where to checkpoint and whether to resume.
+
+    ``resume=True``: continue from ``path`` when it exists (a corrupt or foreign file raises
+    :class:`CheckpointError`); ``False``: start afresh and overwrite it.  ``identity``: what else
+    identifies the run (e.g. the spec), compared exactly on resume.
+    """
+
+    path: Path = attrs.field(converter=to_path, validator=instance_of(Path, what="a path (str or os.PathLike)"))
+    resume: bool = attrs.field(default=True, validator=boolean())
+    identity: dict = attrs.field(factory=dict, validator=instance_of(dict))
 
 
 @attrs.frozen(eq=False)
@@ -103,14 +133,27 @@ def _checksum(header_bytes: bytes, arrays: dict) -> str:
     return h.hexdigest()
 
 
-def write_checkpoint(path, state: OuterState, identity: RunIdentity, extra: dict | None = None) -> None:
-    """Atomically write ``state`` (inner state: a CVState or None) for the run ``identity``."""
-    from gpmodels.inference.cv.criterion import CVState
+def inner_arrays(inner) -> dict | None:
+    """The named arrays of an inner state: None, a dict of arrays, or ``inner.to_arrays()``."""
+    if inner is None:
+        return None
+    if isinstance(inner, dict):
+        arrays = inner
+    elif callable(getattr(inner, "to_arrays", None)):
+        arrays = inner.to_arrays()
+    else:
+        raise CheckpointError(f"cannot checkpoint an inner state of type {type(inner).__name__}: it must be None, "
+                              "a dict of named arrays or have to_arrays()")
+    bad = [k for k in arrays if not (isinstance(k, str) and k.replace("_", "a").isalnum() and k.isascii())]
+    if bad:
+        raise CheckpointError(f"inner-state array names must be ASCII letters, digits and '_'; got {bad[0]!r}")
+    return {k: np.asarray(v) for k, v in arrays.items()}
 
+
+def write_checkpoint(path, state: OuterState, identity: RunIdentity, extra: dict | None = None) -> None:
+    """Atomically write ``state`` (its inner state: see :func:`inner_arrays`) for the run ``identity``."""
     path = Path(path)
-    inner = state.inner
-    if inner is not None and not isinstance(inner, CVState):
-        raise CheckpointError(f"can only checkpoint a CV inner state (CVState); got {type(inner).__name__}")
+    inner = inner_arrays(state.inner)
     header = {
         "format": CHECKPOINT_FORMAT,
         "fingerprint": identity.fingerprint,
@@ -118,17 +161,13 @@ def write_checkpoint(path, state: OuterState, identity: RunIdentity, extra: dict
         "iteration": state.iteration, "evaluations": state.evaluations, "failed": state.failed,
         "elapsed": state.elapsed, "finished": state.finished, "converged": state.converged,
         "message": state.message, "history": [r.as_dict() for r in state.history],
-        "n_inner": -1 if inner is None else len(inner.alphas),
-        "inner_betas": inner is not None and inner.betas is not None,
+        "inner": None if inner is None else sorted(inner),
         "extra": extra or {},
     }
     arrays = {"x": state.x, "value": np.array(state.value), "gradient": state.gradient, "S": state.S, "Yd": state.Yd,
               "theta0": np.asarray(identity.theta0, dtype=float), "probe": np.asarray(identity.probe, dtype=float)}
-    if inner is not None:
-        for k, a in enumerate(inner.alphas):
-            arrays[f"inner_alpha_{k}"] = a
-        for k, b in enumerate(inner.betas or ()):
-            arrays[f"inner_beta_{k}"] = b
+    for name, a in (inner or {}).items():
+        arrays[f"inner_{name}"] = a
     header_bytes = _canonical(header).encode("utf-8")
     payload = dict(arrays)
     payload["header"] = np.frombuffer(header_bytes, dtype=np.uint8)
@@ -158,10 +197,11 @@ def _corrupt(path, why) -> CheckpointError:
     return CheckpointError(f"checkpoint {path} is corrupt ({why}); it is refused. Delete it to start afresh.")
 
 
-def read_checkpoint(path, identity: RunIdentity) -> tuple[OuterState, dict]:
-    """Read and verify a checkpoint written for ``identity``; returns (state, extra)."""
-    from gpmodels.inference.cv.criterion import CVState
+def read_checkpoint(path, identity: RunIdentity, restore_inner=None) -> tuple[OuterState, dict]:
+    """Read and verify a checkpoint written for ``identity``; returns (state, extra).
 
+    The state's inner state is None, ``restore_inner(arrays)`` when given, else the dict of arrays.
+    """
     path = Path(path)
     try:
         with np.load(path, allow_pickle=False) as z:
@@ -186,24 +226,28 @@ def read_checkpoint(path, identity: RunIdentity) -> tuple[OuterState, dict]:
         raise _corrupt(path, f"its header is not JSON: {exc}") from None
     if header.get("format") != CHECKPOINT_FORMAT:
         raise CheckpointError(f"checkpoint {path} has format {header.get('format')!r}, not {CHECKPOINT_FORMAT!r}: "
-                              "it was not written by this version of gpmodels' CV learning; it is refused")
+                              "it was not written by this version of gpmodels' hyperparameter learning; it is refused. "
+                              "Delete it to start afresh")
     if header.get("fingerprint") != identity.fingerprint:
         theirs, ours = header.get("identity", {}), identity.exact
         keys = sorted(k for k in set(theirs) | set(ours) if _canonical(theirs.get(k)) != _canonical(ours.get(k)))
-        raise CheckpointError(f"checkpoint {path} belongs to another run (it differs in: {', '.join(keys) or 'fingerprint'}); "
-                              "it is refused. Delete it, point the run elsewhere, or start afresh explicitly (resume: never).")
+        raise CheckpointError(f"checkpoint {path} belongs to another run (it differs in: "
+                              f"{', '.join(keys) or 'fingerprint'}); it is refused. Delete it, point the run "
+                              "elsewhere, or start afresh explicitly (resume: never).")
     for name, ours in (("theta0", identity.theta0), ("probe", identity.probe)):
         theirs = data[name]
         ours = np.asarray(ours, dtype=float)
-        if theirs.shape != ours.shape or not np.allclose(theirs, ours, rtol=_NUMERIC_RTOL,
-                                                         atol=_NUMERIC_RTOL * max(1.0, float(np.abs(ours).max(initial=0)))):
-            what = "starting hyperparameters" if name == "theta0" else "kernel matrix (probe K̃ v differs: other data or kernel)"
+        atol = _NUMERIC_RTOL * max(1.0, float(np.abs(ours).max(initial=0)))
+        if theirs.shape != ours.shape or not np.allclose(theirs, ours, rtol=_NUMERIC_RTOL, atol=atol):
+            what = ("starting hyperparameters" if name == "theta0"
+                    else "kernel matrix (probe K̃ v differs: other data or kernel)")
             raise CheckpointError(f"checkpoint {path} belongs to another run (its {what} differ); it is refused. "
                                   "Delete it or start afresh explicitly (resume: never).")
     try:
-        n_inner = int(header["n_inner"])
-        betas = tuple(data[f"inner_beta_{k}"] for k in range(n_inner)) if header["inner_betas"] else None
-        inner = None if n_inner < 0 else CVState(tuple(data[f"inner_alpha_{k}"] for k in range(n_inner)), betas)
+        names = header["inner"]
+        inner = None if names is None else {str(k): data[f"inner_{k}"] for k in names}
+        if inner is not None and restore_inner is not None:
+            inner = restore_inner(inner)
         history = tuple(OuterRecord(**{**r, "x": tuple(r["x"])}) for r in header["history"])
         state = OuterState(
             x=data["x"], value=float(data["value"]), gradient=data["gradient"], S=data["S"], Yd=data["Yd"], inner=inner,

@@ -222,8 +222,9 @@ def outer_start(evaluate: Callable, x0, bounds, options: OuterOptions | None = N
     tr = evaluate(x0, seed)
     if not _usable(tr, x0.size):
         raise ConvergenceError(
-            f"the first evaluation at the starting hyperparameters failed ({tr.info.get('message', 'inner fits did not converge')}); "
-            "raise the inner iteration limits (k1, k2) or the failure threshold")
+            "the first evaluation at the starting hyperparameters failed "
+            f"({tr.info.get('message', 'inner fits did not converge')}); start elsewhere, or (CV criterion) raise the "
+            "inner iteration limits (k1, k2) or the failure threshold")
     seconds = time.perf_counter() - t
     pg = projected_gradient(x0, tr.gradient, b)
     rec = OuterRecord(0, float(tr.value), float(np.abs(pg).max(initial=0.0)), tuple(float(v) for v in x0), 0.0, 1, 0,

@@ -69,6 +69,7 @@ from gpmodels.errors import InputError
 from gpmodels.likelihoods.base import Likelihood
 from gpmodels.operators.base import Operator
 from gpmodels.linalg.cg import cg
+from gpmodels.linalg.counting import MVMCounter
 from gpmodels.inference.map.line_search import objective
 from gpmodels.inference.map.exact_newton import exact_newton, exact_newton_solve
 from gpmodels.inference.map.newton_cg import NewtonOptions, newton_cg
@@ -118,6 +119,24 @@ class CVState:
             if len(betas) != len(self.alphas) or any(b.shape != a.shape for a, b in zip(self.alphas, betas)):
                 raise InputError("CVState.betas must match alphas: one array of the same shape per fold")
             object.__setattr__(self, "betas", betas)
+
+    def to_arrays(self) -> dict:
+        """Named arrays for checkpoints: ``alpha_<k>`` and (when kept) ``beta_<k>`` per fold k."""
+        out = {f"alpha_{k}": a for k, a in enumerate(self.alphas)}
+        out.update({f"beta_{k}": b for k, b in enumerate(self.betas or ())})
+        return out
+
+    @classmethod
+    def from_arrays(cls, arrays: dict) -> "CVState":
+        """The inverse of :meth:`to_arrays`; a missing fold raises :class:`InputError`."""
+        q = sum(1 for name in arrays if name.startswith("alpha_"))
+        try:
+            alphas = tuple(arrays[f"alpha_{k}"] for k in range(q))
+            betas = tuple(arrays[f"beta_{k}"] for k in range(q)) if any(n.startswith("beta_") for n in arrays) else None
+        except KeyError as exc:
+            raise InputError(f"CVState arrays must hold alpha_0..alpha_{q - 1} (and beta_k alike); {exc} is missing") \
+                from None
+        return cls(alphas, betas)
 
 
 @attrs.frozen
@@ -202,15 +221,6 @@ def _complements(folds, n):
     return out
 
 
-class _Counted:
-    """v -> K v with a count of right-hand sides (one per column)."""
-
-    def __init__(self, op):
-        self.op, self.count = op, 0
-
-    def __call__(self, V):
-        self.count += 1 if V.ndim == 2 else V.shape[2]
-        return self.op.mvm(V)
 
 
 def _refit(fit, op_J, lik, Y_J, alpha0, opts: CVOptions, retry: bool):
@@ -288,7 +298,7 @@ def _fold_newton_cg(op_J, lik, Y_J, cross_IJ, cross_JI, Y_I, alpha0, beta0, opts
     res, fold, t = _fit_and_hold_out(newton_cg, op_J, lik, Y_J, cross_IJ, Y_I, alpha0, opts, retry)
     if not gradient:
         return attrs.evolve(fold, accumulation_seconds=time.perf_counter() - t)
-    K = _Counted(op_J)
+    K = MVMCounter(op_J)
     hf = lik.exact_hessian_factor(res.u, Y_J)  # W = V V^T exactly: no App. B set in this solve
     rhs = hf.Vt(cross_JI.mvm(fold.r_I))  # V^T K̃_{J,I} r_I
     inv_diag = 1.0 / hf.precond_diag(op_J.diag(), op_J.point_block_mvm)

@@ -1,11 +1,11 @@
 """Hyperparameter learning by minimising the CV criterion Ψ, with checkpoints; the final fit.
 
-Seeger 2008, Sec. 4: a fixed (seeded) q-partition; the outer optimiser (``outer.py``) moves the
-log-space hyperparameters θ of the operator; every evaluation builds the operator at θ once
-(``with_params``) and computes Ψ and ∇Ψ by ``cv.cv_criterion``, warm-started from the inner state
-{α[J_k]} of the last successful evaluation.  After the start and after every successful outer
-iteration the state is checkpointed (``checkpoint.py``); a run given the same checkpoint path
-resumes from it.  Then the final fit on all training points with the learned θ and separate
+Seeger 2008, Sec. 4: a fixed (seeded) q-partition; the outer optimiser
+(``gpmodels.optimize.minimize``) moves the log-space hyperparameters θ of the operator; every
+evaluation builds the operator at θ once (``with_params``) and computes Ψ and ∇Ψ by
+``cv_criterion``, warm-started from the inner state {α[J_k]} of the last successful evaluation
+(:class:`CVObjective`).  After the start and after every successful outer iteration the state is
+checkpointed (``optimize/checkpoint.py``); a run given the same checkpoint path resumes from it.  Then the final fit on all training points with the learned θ and separate
 Newton settings (Sec. 6.2: k1 = 13, k2 = 25, k3 = 40 for learning, k1 = 30, k2 = 50 for the
 final fit).
 
@@ -17,8 +17,7 @@ exist — ANOVA variances or coupling / factor-loading entries).
 from __future__ import annotations
 
 import time
-import warnings
-from pathlib import Path
+
 from typing import Callable
 
 import attrs
@@ -27,15 +26,17 @@ import numpy as np
 from gpmodels.errors import InputError
 from gpmodels.likelihoods.base import Likelihood
 from gpmodels.operators.base import Operator
-from gpmodels.optimize.checkpoint import RunIdentity, digest_array, probe_operator, read_checkpoint, write_checkpoint
-from gpmodels.inference.cv.criterion import CVOptions, check_partition, cv_criterion
+from gpmodels.optimize.checkpoint import Checkpointing, digest_array, probe_operator
+from gpmodels.optimize.minimize import minimize
+from gpmodels.optimize.objective import log_box
+from gpmodels.inference.cv.criterion import CVOptions, CVState, check_partition, cv_criterion
 from gpmodels.inference.map.model import MAPModel, fit_map
 from gpmodels.inference.map.newton_cg import NewtonOptions, NewtonStep
-from gpmodels.optimize.lbfgs import OuterOptions, OuterRecord, OuterState, Trial, minimize_outer
+from gpmodels.optimize.lbfgs import OuterOptions, OuterRecord, OuterState, Trial
 from gpmodels.validation import boolean, instance_of, number, one_of, to_float, to_path
 
 __all__ = ["LearnOptions", "Checkpointing", "LearnResult", "learn_hyperparameters", "fit_learned",
-           "EvaluationLog", "FINAL_METHODS"]
+           "EvaluationLog", "CVObjective", "FINAL_METHODS"]
 
 
 FINAL_METHODS = ("newton_cg", "exact")
@@ -68,19 +69,6 @@ class LearnOptions:
 
 
 @attrs.frozen
-class Checkpointing:
-    """Where to checkpoint and whether to resume.
-
-    ``resume=True``: continue from ``path`` when it exists (a corrupt or foreign file raises
-    :class:`CheckpointError`); ``False``: start afresh and overwrite it.  ``identity``: what else
-    identifies the run (e.g. the spec), compared exactly on resume.
-    """
-
-    path: Path = attrs.field(converter=to_path, validator=instance_of(Path, what="a path (str or os.PathLike)"))
-    resume: bool = attrs.field(default=True, validator=boolean())
-    identity: dict = attrs.field(factory=dict, validator=instance_of(dict))
-
-
 @attrs.frozen
 class EvaluationLog:
     """One Ψ evaluation of this process (not restored on resume)."""
@@ -122,11 +110,43 @@ class LearnResult:
         return self.operator.describe()
 
 
-def _bounds(op: Operator, lower: float, upper: float) -> np.ndarray:
-    b = np.array(op.param_bounds, dtype=float).reshape(-1, 2)
-    b[:, 0] = np.maximum(b[:, 0], lower)
-    b[:, 1] = np.minimum(b[:, 1], upper)
-    return b
+class CVObjective:
+    """Ψ over ``op.params`` as an outer-optimiser objective (see ``optimize/objective.py``).
+
+    Every evaluation builds the operator at θ once (``with_params``; the folds restrict it) and runs
+    ``cv_criterion`` warm-started from ``seed`` (a :class:`CVState`).  Linear-algebra and
+    floating-point errors make a failed evaluation.  ``log`` collects an :class:`EvaluationLog` per
+    evaluation of this process.
+    """
+
+    def __init__(self, op: Operator, likelihood: Likelihood, Y, folds, options: CVOptions):
+        self.op, self.likelihood, self.Y, self.folds, self.options = op, likelihood, Y, folds, options
+        self.log: list[EvaluationLog] = []
+
+    def evaluate(self, theta, seed) -> Trial:
+        t = time.perf_counter()
+        try:
+            op_t = self.op.with_params(theta)
+            ev = cv_criterion(op_t, self.likelihood, self.Y, self.folds, self.options, state=seed)
+        except (np.linalg.LinAlgError, FloatingPointError) as exc:
+            self.log.append(EvaluationLog(False, float("nan"), time.perf_counter() - t, 0, {"message": str(exc)}))
+            return Trial(float("nan"), None, False, None, {"message": str(exc)})
+        info = ev.summary()
+        info["message"] = ev.message
+        info["seconds"] = time.perf_counter() - t
+        self.log.append(EvaluationLog(ev.ok, ev.psi, info["seconds"], ev.mvm_count, info))
+        return Trial(ev.psi, ev.gradient, ev.ok, ev.state, info)
+
+    def identity(self) -> dict:
+        op = self.op
+        return {"n": op.n_points, "C": op.n_classes, "targets": digest_array(self.Y),
+                "folds": [digest_array(I) for I in self.folds], "likelihood": repr(self.likelihood),
+                "operator": type(op).__name__, "options": {"cv": attrs.asdict(self.options)}}
+
+    def probe(self) -> np.ndarray:
+        return probe_operator(self.op)
+
+    restore_inner = staticmethod(CVState.from_arrays)
 
 
 def learn_hyperparameters(op: Operator, likelihood: Likelihood, Y, folds, options: LearnOptions | None = None, *,
@@ -137,7 +157,8 @@ def learn_hyperparameters(op: Operator, likelihood: Likelihood, Y, folds, option
     ``Y``: targets (n, C); ``folds``: the fixed partition (q index arrays, e.g. from
     ``data.kfold_partition`` with a seed).  ``on_iteration(record)`` gets the progress record of
     the start and of every outer iteration, after the checkpoint for it was written; it may raise
-    to stop the run (the checkpoint then holds that iteration).
+    to stop the run (the checkpoint then holds that iteration).  The optimisation is
+    :func:`gpmodels.optimize.minimize` on a :class:`CVObjective`.
     """
     opts = options or LearnOptions()
     n, C = op.n_points, op.n_classes
@@ -146,62 +167,14 @@ def learn_hyperparameters(op: Operator, likelihood: Likelihood, Y, folds, option
     theta0 = np.array(op.params, dtype=float)
     if theta0.size == 0:
         raise InputError("the operator has no hyperparameters to learn")
-    bounds = _bounds(op, opts.lower, opts.upper)
-    outside = (theta0 < bounds[:, 0]) | (theta0 > bounds[:, 1])
-    if np.any(outside):
-        i = int(np.flatnonzero(outside)[0])
-        raise InputError(f"starting hyperparameter {op.param_names[i]} = {theta0[i]:g} (log space) lies outside the "
-                         f"bounds [{bounds[i, 0]:g}, {bounds[i, 1]:g}]; widen lower/upper")
-    log: list[EvaluationLog] = []
-
-    def evaluate(theta, seed):
-        t = time.perf_counter()
-        try:
-            op_t = op.with_params(theta)  # once per evaluation; folds restrict it
-            ev = cv_criterion(op_t, likelihood, Y, folds, opts.cv, state=seed)
-        except (np.linalg.LinAlgError, FloatingPointError) as exc:
-            log.append(EvaluationLog(False, float("nan"), time.perf_counter() - t, 0, {"message": str(exc)}))
-            return Trial(float("nan"), None, False, None, {"message": str(exc)})
-        info = ev.summary()
-        info["message"] = ev.message
-        info["seconds"] = time.perf_counter() - t
-        log.append(EvaluationLog(ev.ok, ev.psi, info["seconds"], ev.mvm_count, info))
-        return Trial(ev.psi, ev.gradient, ev.ok, ev.state, info)
-
-    state, resumed_from, identity = None, None, None
-    if checkpoint is not None:
-        identity = RunIdentity(
-            exact={"names": list(op.param_names), "n": n, "C": C, "targets": digest_array(Y),
-                   "folds": [digest_array(I) for I in folds], "bounds": bounds.tolist(),
-                   "likelihood": repr(likelihood), "operator": type(op).__name__,
-                   "options": {"cv": attrs.asdict(opts.cv), "outer": attrs.asdict(opts.outer)},
-                   "caller": checkpoint.identity},
-            theta0=theta0, probe=probe_operator(op))
-        if checkpoint.resume and checkpoint.path.exists():
-            state, _ = read_checkpoint(checkpoint.path, identity)
-            resumed_from = state.iteration
-
-    reported = [None if state is None else state.iteration]
-    last_good = [None if state is None else state.iteration]
-
-    def on_iter(s: OuterState):
-        if checkpoint is not None:
-            try:
-                write_checkpoint(checkpoint.path, s, identity)
-                last_good[0] = s.iteration
-            except OSError as exc:  # disk full, permissions: the learning goes on without this checkpoint
-                kept = ("none yet" if last_good[0] is None else f"the one of outer iteration {last_good[0]}")
-                warnings.warn(f"cannot write the checkpoint {checkpoint.path} ({exc.strerror or type(exc).__name__}); "
-                              f"learning goes on; the last good checkpoint there: {kept}", RuntimeWarning,
-                              stacklevel=2)
-        if on_iteration is not None and s.history and s.iteration != reported[0]:
-            reported[0] = s.iteration
-            on_iteration(s.history[-1])
-
-    final = minimize_outer(evaluate, theta0, bounds, opts.outer, state=state, on_iteration=on_iter)
-    return LearnResult(operator=op.with_params(final.x), theta=final.x.copy(), names=tuple(op.param_names),
-                       psi=final.value, gradient=final.gradient.copy(), outer=final, resumed_from=resumed_from,
-                       evaluations=tuple(log))
+    bounds = log_box(theta0, half_width=np.inf, lower=opts.lower, upper=opts.upper, param_bounds=op.param_bounds,
+                     names=op.param_names)
+    objective = CVObjective(op, likelihood, Y, folds, opts.cv)
+    res = minimize(objective, theta0, op.param_names, bounds, opts.outer, checkpoint=checkpoint,
+                   on_iteration=on_iteration)
+    return LearnResult(operator=op.with_params(res.x), theta=res.x.copy(), names=tuple(op.param_names),
+                       psi=res.value, gradient=res.gradient.copy(), outer=res.state, resumed_from=res.resumed_from,
+                       evaluations=tuple(objective.log))
 
 
 def fit_learned(result: LearnResult, likelihood: Likelihood, Y, options: LearnOptions | None = None, *,

@@ -44,6 +44,7 @@ from gpmodels.errors import InputError
 from gpmodels.likelihoods.base import Likelihood
 from gpmodels.operators.base import Operator
 from gpmodels.linalg.cg import cg
+from gpmodels.linalg.counting import MVMCounter
 from gpmodels.inference.map.line_search import objective, pair_line_search
 from gpmodels.inference.map.preconditioners import PRECONDITIONERS, make_preconditioner
 from gpmodels.validation import MAX_SIZE, integer, nonnegative_int, nonnegative_number, number, one_of, positive_int
@@ -125,15 +126,6 @@ class NewtonResult:
 def gradient_rms(alpha, g) -> float:
     """Per-point RMS of ∇_u Φ = α + g: sqrt(Σ_i ||α_i + g_i||² / n)."""
     return float(np.linalg.norm(alpha + g) / np.sqrt(alpha.shape[0]))
-
-
-class _Counter:
-    def __init__(self, op: Operator):
-        self.op, self.count = op, 0
-
-    def __call__(self, V):
-        self.count += 1 if V.ndim == 2 else V.shape[2]
-        return self.op.mvm(V)
 
 
 def project_start(likelihood: Likelihood, alpha0, n: int, C: int, mvm) -> tuple[np.ndarray, np.ndarray]:
@@ -245,7 +237,7 @@ def newton_cg(
     n, C = op.n_points, op.n_classes
     Y = likelihood.check_targets(Y, n, C)
     t0 = time.perf_counter()
-    K = _Counter(op)
+    K = MVMCounter(op)
     alpha, u = project_start(likelihood, alpha0, n, C, K)
     beta = None if beta0 is None else np.array(beta0, dtype=np.float64)
     alpha_norm = opts.cg_forcing_norm == "alpha" or (opts.cg_forcing_norm == "auto" and opts.preconditioner != "diagonal")

@@ -48,8 +48,9 @@ W is the likelihood's ``exact_hessian_factor``; its structure picks the exact pa
   ``np.random.default_rng(options.seed)`` at every evaluation, so the estimate is a deterministic
   function of θ (common random numbers for the outer optimiser).
 
-Hyperparameter learning (``learn_laplace``) maximises log q by L-BFGS-B (``optimize/hyperopt.py``)
-over one flat log-space vector: the operator's parameters, then the likelihood's.
+Hyperparameter learning (``learn_laplace``) maximises log q by the package's outer optimiser
+(``gpmodels.optimize.minimize``: projected L-BFGS, checkpoints, progress) over one flat log-space
+vector: the operator's parameters, then the likelihood's (:class:`LaplaceObjective`).
 """
 
 from __future__ import annotations
@@ -63,12 +64,18 @@ import scipy.linalg as sla
 from gpmodels.errors import InputError
 from gpmodels.likelihoods.base import HessianFactor, Likelihood
 from gpmodels.operators.base import Operator
-from gpmodels.optimize.hyperopt import HyperResult, JointParams, minimize_lbfgs
+from gpmodels.optimize.checkpoint import Checkpointing, digest_array, probe_operator
+from gpmodels.optimize.lbfgs import OuterOptions, Trial
+from gpmodels.optimize.minimize import OptimizeResult, minimize, outer_options
+from gpmodels.optimize.objective import JointParams, log_box
 from gpmodels.inference.map.newton_cg import NewtonOptions, NewtonResult, newton_cg
+from gpmodels.linalg.counting import MVMCounter
+from gpmodels.linalg.dense_posterior import DensePosterior
 from gpmodels.linalg.slq import batched_cg, hutchinson_blocks, rademacher, slq_logdet
 from gpmodels.validation import MAX_SIZE, integer, instance_of, nonnegative_int, nonnegative_number, one_of, optional, positive_int
 
-__all__ = ["LaplaceOptions", "LaplaceResult", "laplace_mlm", "laplace_objective", "learn_laplace", "LAPLACE_PATHS", "MODE_OPTIONS"]
+__all__ = ["LaplaceOptions", "LaplaceResult", "laplace_mlm", "laplace_objective", "LaplaceObjective", "learn_laplace",
+           "LAPLACE_PATHS", "MODE_OPTIONS"]
 
 LAPLACE_PATHS = ("exact", "mvm")
 
@@ -103,13 +110,7 @@ class LaplaceResult:
     mvm_count: int
 
 
-class _Counter:
-    def __init__(self, op):
-        self.op, self.count = op, 0
 
-    def __call__(self, V):
-        self.count += 1 if V.ndim == 2 else V.shape[2]
-        return self.op.mvm(V)
 
 
 # ---------------------------------------------------------------------- exact path
@@ -132,15 +133,10 @@ class _DiagonalExact(_ExactPosterior):
         n = K.shape[0]
         self.K = K
         if np.all(w > 0):
-            sw = np.sqrt(w)
-            B = sw[:, None] * K * sw[None, :]
-            B[np.diag_indices(n)] += 1.0
-            L = sla.cholesky(B, lower=True)
-            self.logdet = 2.0 * float(np.sum(np.log(np.diag(L))))
-            Li = sla.solve_triangular(L, np.diag(sw), lower=True)  # L^{-1} W^{1/2}
-            self.R = Li.T @ Li  # W^{1/2} B^{-1} W^{1/2}   (R&W Alg. 5.1 line 7)
-            C = sla.solve_triangular(L, sw[:, None] * K, lower=True)  # R&W Alg. 5.1 line 8
-            self.diag_sigma = np.diag(K) - np.sum(C * C, axis=0)  # diag Σ, R&W Alg. 5.1 line 9
+            post = DensePosterior(K, np.sqrt(w))  # B = I + W^{1/2} K W^{1/2} = L L^T   (R&W Alg. 3.1)
+            self.logdet = post.logdet
+            self.R = post.R  # W^{1/2} B^{-1} W^{1/2}   (R&W Alg. 5.1 line 7)
+            self.diag_sigma = post.sigma_diag()  # R&W Alg. 5.1 lines 8-9
         else:
             A = np.eye(n) + K * w[None, :]  # I + K W
             sign, logdet = np.linalg.slogdet(A)
@@ -172,13 +168,9 @@ class _MultinomialExact(_ExactPosterior):
         self.E = []
         logdet = 0.0
         for c in range(C):
-            sd = np.sqrt(pi[:, c])
-            B = sd[:, None] * self.blocks[c] * sd[None, :]
-            B[np.diag_indices(n)] += 1.0
-            L = sla.cholesky(B, lower=True)  # R&W Alg. 3.3: L_c
-            logdet += 2.0 * float(np.sum(np.log(np.diag(L))))
-            Li = sla.solve_triangular(L, np.diag(sd), lower=True)
-            self.E.append(Li.T @ Li)  # E_c = D^{1/2} B_c^{-1} D^{1/2}
+            post = DensePosterior(self.blocks[c], np.sqrt(pi[:, c]))  # R&W Alg. 3.3: B_c = L_c L_c^T
+            logdet += post.logdet
+            self.E.append(post.R)  # E_c = D^{1/2} B_c^{-1} D^{1/2}
         self.M = sla.cholesky(sum(self.E), lower=True)  # M M^T = Σ_c E_c
         self.logdet = logdet + 2.0 * float(np.sum(np.log(np.diag(self.M))))
         self._P = [sla.solve_triangular(self.M, self.E[c] @ self.blocks[c], lower=True) for c in range(C)]
@@ -220,12 +212,10 @@ class _DenseExact(_ExactPosterior):
         K = op.dense()
         I3 = np.eye(N).reshape(n, C, N)
         Vd = np.stack([hf.V(I3[:, :, j]).ravel() for j in range(N)], axis=1)  # (N, N)
-        B = np.eye(N) + Vd.T @ K @ Vd
-        L = sla.cholesky(B, lower=True)
-        self.logdet = 2.0 * float(np.sum(np.log(np.diag(L))))
-        Li = sla.solve_triangular(L, Vd.T, lower=True)
-        self.R = Li.T @ Li
-        self.Sigma = K - K @ self.R @ K
+        post = DensePosterior(K, Vd)  # B = I + V^T K V
+        self.logdet = post.logdet
+        self.R = post.R
+        self.Sigma = post.sigma()
         self.n, self.C = n, C
 
     def apply_R(self, x):
@@ -323,7 +313,7 @@ def laplace_mlm(op: Operator, lik: Likelihood, Y, options: LaplaceOptions | None
     Y = lik.check_targets(Y, n, C)
     mode = newton_cg(op, lik, Y, opts.newton, alpha0=alpha0)
     alpha, f = mode.alpha, mode.u
-    K = _Counter(op)
+    K = MVMCounter(op)
     names = tuple(op.param_names) + tuple(lik.param_names)
     hf = lik.exact_hessian_factor(f, Y)  # W exactly, nothing fixed
     w = hf.diagonal_W()
@@ -371,11 +361,51 @@ def laplace_objective(op: Operator, lik: Likelihood, Y, options: LaplaceOptions 
     return fun, joint
 
 
+class LaplaceObjective:
+    """-log q(y | θ) over the joint log-space vector as an outer-optimiser objective
+    (``optimize/objective.py``): the inner state is the mode {"alpha": α̂}, and every evaluation
+    warm-starts Newton–CG at the seed the optimiser gives (the mode of the last successful evaluation
+    to the left), so a resumed run reproduces the uninterrupted one."""
+
+    def __init__(self, op: Operator, lik: Likelihood, Y, options: LaplaceOptions | None = None):
+        lik.check_laplace()
+        self.joint = JointParams(op, lik)
+        self.Y = lik.check_targets(Y, op.n_points, op.n_classes)
+        self.options = options or LaplaceOptions()
+
+    def evaluate(self, x, seed) -> Trial:
+        o, lk = self.joint.build(x)
+        try:
+            res = laplace_mlm(o, lk, self.Y, self.options, alpha0=None if seed is None else seed["alpha"])
+        except (np.linalg.LinAlgError, FloatingPointError) as exc:
+            return Trial(float("nan"), None, False, None, {"message": str(exc)})
+        ok = bool(np.isfinite(res.log_marginal) and np.all(np.isfinite(res.gradient)))
+        info = {"mode_converged": bool(res.mode.converged), "mvms": int(res.mvm_count), "seconds": res.seconds}
+        return Trial(-res.log_marginal, -res.gradient, ok, {"alpha": res.mode.alpha}, info)
+
+    def identity(self) -> dict:
+        op, lik = self.joint.op, self.joint.lik
+        return {"criterion": "laplace", "n": op.n_points, "C": op.n_classes, "targets": digest_array(self.Y),
+                "likelihood": repr(lik), "operator": type(op).__name__, "options": attrs.asdict(self.options)}
+
+    def probe(self) -> np.ndarray:
+        return probe_operator(self.joint.op)
+
+
 def learn_laplace(op: Operator, lik: Likelihood, Y, options: LaplaceOptions | None = None, *, x0=None,
-                  bounds=None, max_iter: int = 100, tol: float = 1e-6,
-                  optimizer=minimize_lbfgs) -> tuple[HyperResult, Operator, Likelihood]:
-    """Maximise log q(y | θ) over the joint log-space vector (L-BFGS-B by default); returns (result, op, lik)."""
-    fun, joint = laplace_objective(op, lik, Y, options)
-    result = optimizer(fun, joint.x0 if x0 is None else x0, joint.names, bounds=bounds, max_iter=max_iter, tol=tol)
+                  bounds=None, max_iter: int = 100, tol: float = 1e-6, outer: OuterOptions | None = None,
+                  checkpoint: Checkpointing | None = None,
+                  on_iteration=None) -> tuple[OptimizeResult, Operator, Likelihood]:
+    """Maximise log q(y | θ) over the joint log-space vector by :func:`gpmodels.optimize.minimize`
+    (``outer``, default :func:`outer_options` (max_iter, tol); ``bounds`` default: x0 ± 10 within the
+    operator's own bounds; ``checkpoint``, ``on_iteration``: as there); returns (result, op, lik)
+    with ``result.value`` = -log q at the learned θ."""
+    objective = LaplaceObjective(op, lik, Y, options)
+    joint = objective.joint
+    start = joint.x0 if x0 is None else np.asarray(x0, dtype=np.float64)
+    if bounds is None:
+        bounds = log_box(start, param_bounds=joint.bounds, names=joint.names)
+    result = minimize(objective, start, joint.names, bounds, outer or outer_options(max_iter, tol),
+                      checkpoint=checkpoint, on_iteration=on_iteration)
     o, lk = joint.build(result.x)
     return result, o, lk

@@ -30,7 +30,8 @@ Gradient (at the optimal γ, whose own derivative vanishes), with α = (K + Γ)^
   ∂φ_VB/∂θ_j = tr((K + Γ)^{-1} K_j) - α^T K_j α,     ∂φ_VB/∂ψ = Σ_i ∂G/∂ψ (x_i),  x_i = s(u_i)² + z_i
 
 (the second since ∂h(γ)/∂ψ = ∂G/∂ψ at the touching x, by Legendre duality).  Hyperparameter
-learning minimises φ_VB by L-BFGS-B over (operator parameters, likelihood parameters).
+learning minimises φ_VB by the package's outer optimiser (``gpmodels.optimize.minimize``) over
+(operator parameters, likelihood parameters): :class:`VBObjective`.
 This is the exact (Cholesky, O(n³)) path; K̃ = op.class_block(0).
 """
 
@@ -40,18 +41,21 @@ import time
 
 import attrs
 import numpy as np
-import scipy.linalg as sla
 
 from gpmodels.errors import InputError
 from gpmodels.likelihoods.diagonal import DiagonalLikelihood
 from gpmodels.likelihoods.smoothed import VarianceSmoothed
 from gpmodels.operators.base import Operator
-from gpmodels.optimize.hyperopt import HyperResult, JointParams, minimize_lbfgs
+from gpmodels.optimize.checkpoint import Checkpointing, digest_array, probe_operator
+from gpmodels.optimize.lbfgs import OuterOptions, Trial
+from gpmodels.optimize.minimize import OptimizeResult, minimize, outer_options
+from gpmodels.optimize.objective import JointParams, log_box
 from gpmodels.inference.map.newton_cg import NewtonOptions, newton_cg
 from gpmodels.validation import instance_of, nonnegative_number, positive_int
+from gpmodels.linalg.dense_posterior import DensePosterior
 
-__all__ = ["VBOptions", "VBResult", "GammaBound", "gamma_bound", "vb_criterion", "vb_objective", "learn_vb",
-           "check_vb_likelihood"]
+__all__ = ["VBOptions", "VBResult", "GammaBound", "gamma_bound", "vb_criterion", "vb_objective", "VBObjective",
+           "learn_vb", "check_vb_likelihood"]
 
 
 @attrs.frozen
@@ -103,18 +107,12 @@ def check_vb_likelihood(lik) -> None:
 
 def gamma_bound(K: np.ndarray, lik: DiagonalLikelihood, Y: np.ndarray, x: np.ndarray) -> GammaBound:
     """φ(γ) at γ = 1/G'(x) (elementwise), K the n x n prior covariance, Y (n, 1), x (n, 1) >= 0."""
-    n = K.shape[0]
     dG = lik.sg_dG(x, Y)
     h = lik.sg_G(x, Y) - x * dG  # h(γ) = G(x) - x G'(x)  (Legendre)
-    sw = np.sqrt(dG[:, 0])  # Γ^{-1/2}
-    B = sw[:, None] * K * sw[None, :]
-    B[np.diag_indices(n)] += 1.0
-    L = sla.cholesky(B, lower=True)
-    logdet = 2.0 * float(np.sum(np.log(np.diag(L))))
-    Li = sla.solve_triangular(L, np.diag(sw), lower=True)
-    R = Li.T @ Li  # (K + Γ)^{-1} = Γ^{-1/2} B^{-1} Γ^{-1/2}
-    C = sla.solve_triangular(L, sw[:, None] * K, lower=True)
-    z = (np.diag(K) - np.sum(C * C, axis=0))[:, None]
+    post = DensePosterior(K, np.sqrt(dG[:, 0]))  # B = I + Γ^{-1/2} K Γ^{-1/2}
+    logdet = post.logdet  # log|K + Γ| - log|Γ|
+    R = post.R  # (K + Γ)^{-1} = Γ^{-1/2} B^{-1} Γ^{-1/2}
+    z = post.sigma_diag()[:, None]  # diag((K^{-1} + Γ^{-1})^{-1})
     if lik.vb_residual:
         alpha = R @ Y  # (K + Γ)^{-1} y
         Q = float(Y[:, 0] @ alpha[:, 0])
@@ -185,11 +183,52 @@ def vb_objective(op: Operator, lik: DiagonalLikelihood, Y, options: VBOptions | 
     return fun, joint
 
 
+class VBObjective:
+    """φ_VB over the joint log-space vector as an outer-optimiser objective (``optimize/objective.py``):
+    the inner state is the variational state {"x": s(u)² + z} (γ = 1/G'(x)), and every evaluation
+    warm-starts the double loop at the seed the optimiser gives, so a resumed run reproduces the
+    uninterrupted one."""
+
+    def __init__(self, op: Operator, lik: DiagonalLikelihood, Y, options: VBOptions | None = None):
+        check_vb_likelihood(lik)
+        self.joint = JointParams(op, lik)
+        self.Y = lik.check_targets(Y, op.n_points, op.n_classes)
+        self.options = options or VBOptions()
+
+    def evaluate(self, v, seed) -> Trial:
+        o, lk = self.joint.build(v)
+        try:
+            res = vb_criterion(o, lk, self.Y, self.options, x0=None if seed is None else seed["x"])
+        except (np.linalg.LinAlgError, FloatingPointError) as exc:
+            return Trial(float("nan"), None, False, None, {"message": str(exc)})
+        ok = bool(np.isfinite(res.phi) and np.all(np.isfinite(res.gradient)))
+        x = lk.sg_s(res.u, self.Y) ** 2 + res.z
+        info = {"double_loop_iterations": res.outer_iterations, "double_loop_converged": res.converged,
+                "seconds": res.seconds}
+        return Trial(res.phi, res.gradient, ok, {"x": x}, info)
+
+    def identity(self) -> dict:
+        op, lik = self.joint.op, self.joint.lik
+        return {"criterion": "vb", "n": op.n_points, "C": op.n_classes, "targets": digest_array(self.Y),
+                "likelihood": repr(lik), "operator": type(op).__name__, "options": attrs.asdict(self.options)}
+
+    def probe(self) -> np.ndarray:
+        return probe_operator(self.joint.op)
+
+
 def learn_vb(op: Operator, lik: DiagonalLikelihood, Y, options: VBOptions | None = None, *, x0=None, bounds=None,
-             max_iter: int = 100, tol: float = 1e-6,
-             optimizer=minimize_lbfgs) -> tuple[HyperResult, Operator, DiagonalLikelihood]:
-    """Minimise φ_VB over the joint log-space vector (L-BFGS-B by default); returns (result, op, lik)."""
-    fun, joint = vb_objective(op, lik, Y, options)
-    result = optimizer(fun, joint.x0 if x0 is None else x0, joint.names, bounds=bounds, max_iter=max_iter, tol=tol)
+             max_iter: int = 100, tol: float = 1e-6, outer: OuterOptions | None = None,
+             checkpoint: Checkpointing | None = None,
+             on_iteration=None) -> tuple[OptimizeResult, Operator, DiagonalLikelihood]:
+    """Minimise φ_VB over the joint log-space vector by :func:`gpmodels.optimize.minimize` (``outer``,
+    default :func:`outer_options` (max_iter, tol); ``bounds`` default: x0 ± 10 within the operator's
+    own bounds; ``checkpoint``, ``on_iteration``: as there); returns (result, op, lik)."""
+    objective = VBObjective(op, lik, Y, options)
+    joint = objective.joint
+    start = joint.x0 if x0 is None else np.asarray(x0, dtype=np.float64)
+    if bounds is None:
+        bounds = log_box(start, param_bounds=joint.bounds, names=joint.names)
+    result = minimize(objective, start, joint.names, bounds, outer or outer_options(max_iter, tol),
+                      checkpoint=checkpoint, on_iteration=on_iteration)
     o, lk = joint.build(result.x)
     return result, o, lk

@@ -1,5 +1,6 @@
 """Kernel-weight learning (Nickisch & Seeger 2011, Alg. 1): MKL, joint MAP, Gaussian MLM, VB weights."""
 
-from gpmodels.inference.mkl.algorithms import CRITERIA, MKLOptions, KernelLearningResult, algorithm1, alternating, criterion_at, KernelCriterion
+from gpmodels.inference.mkl.algorithms import CRITERIA, MKLOptions, KernelLearningResult, algorithm1, alternating, criterion_at, KernelCriterion, WeightsObjective, learn_weights
 
-__all__ = ['CRITERIA', 'MKLOptions', 'KernelLearningResult', 'algorithm1', 'alternating', 'criterion_at', 'KernelCriterion']
+__all__ = ['CRITERIA', 'MKLOptions', 'KernelLearningResult', 'algorithm1', 'alternating', 'criterion_at', 'KernelCriterion',
+           'WeightsObjective', 'learn_weights']

@@ -45,6 +45,9 @@ majoriser).  All of this is dense, O(n³ + M n²) per iteration, as in the paper
 convergence; VB: with the γ refits), then over θ at fixed u (Newton in t with the bound refitted at
 every step), and repeat.
 
+**Quasi-Newton on φ(θ)** (``learn_weights``): φ(θ) = min_u F(u, θ) by :func:`criterion_at` with its
+envelope gradient, minimised over log θ by the package's outer optimiser (``gpmodels.optimize``).
+
 A small jitter ε I (``jitter`` times the mean diagonal of Σ_m K_m) is added to K_θ and is part of
 the criterion (the cvxpy references use the same matrix).
 """
@@ -60,11 +63,15 @@ import scipy.linalg as sla
 from gpmodels.errors import InputError
 from gpmodels.likelihoods.diagonal import DiagonalLikelihood
 from gpmodels.likelihoods.gaussian import Gaussian
+from gpmodels.linalg.dense_posterior import DensePosterior
 from gpmodels.operators.sum import Sum, check_weights
 from gpmodels.validation import nonnegative_int, nonnegative_number, number, one_of, positive_int, positive_number
+from gpmodels.optimize.checkpoint import Checkpointing, digest_array, probe_operator
+from gpmodels.optimize.lbfgs import OuterOptions, Trial
+from gpmodels.optimize.minimize import OptimizeResult, minimize, outer_options
 
 __all__ = ["CRITERIA", "MKLOptions", "KernelLearningResult", "algorithm1", "alternating", "criterion_at",
-           "KernelCriterion"]
+           "KernelCriterion", "WeightsObjective", "learn_weights"]
 
 CRITERIA = ("mkl", "joint_map", "mlm", "vb")
 
@@ -220,13 +227,8 @@ class KernelCriterion:
         Returns the new state x = s² + z."""
         if self.crit != "vb":
             return None
-        K = self.K(theta)
-        sw = 1.0 / np.sqrt(self.gamma(state)[:, 0])
-        B = sw[:, None] * K * sw[None, :]
-        B[np.diag_indices(self.n)] += 1.0
-        L = sla.cholesky(B, lower=True)
-        C = sla.solve_triangular(L, sw[:, None] * K, lower=True)
-        z = np.maximum(np.diag(K) - np.sum(C * C, axis=0), 0.0)[:, None]
+        post = DensePosterior(self.K(theta), 1.0 / np.sqrt(self.gamma(state)[:, 0]))  # B = I + Γ^{-1/2} K Γ^{-1/2}
+        z = np.maximum(post.sigma_diag(), 0.0)[:, None]
         return self.lik.sg_s(u, self.Y) ** 2 + z
 
     # ------------------------------------------------------------------ Newton directions
@@ -245,16 +247,10 @@ class KernelCriterion:
             H = 2 * theta[:, None] * (V.T @ KiV) * theta[None, :] + np.diag(theta**2 * P2 + np.maximum(g_t, 0.0))
             dt = -np.linalg.solve(H + 1e-8 * max(np.trace(H) / self.M, 1e-300) * np.eye(self.M), g_t)
             return np.zeros_like(u), dt, float(g_t @ dt)
-        K = self.K(theta)
-        s = np.sqrt(np.maximum(L2[:, 0], 0.0) / 2.0)
-        Bm = s[:, None] * K * s[None, :]
-        Bm[np.diag_indices(self.n)] += 1.0
-        Lb = sla.cholesky(Bm, lower=True)
+        post = DensePosterior(self.K(theta), np.sqrt(np.maximum(L2[:, 0], 0.0) / 2.0))  # B = I + S K S
 
         def A(x):  # (2 K^{-1} + W)^{-1} x = ½ [K x - K S B^{-1} S K x]
-            Kx = K @ x
-            y = sla.cho_solve((Lb, True), s[:, None] * Kx if x.ndim == 2 else s * Kx)
-            return 0.5 * (Kx - K @ ((s[:, None] if x.ndim == 2 else s) * y))
+            return 0.5 * post.apply_sigma(x)
 
         if blocks == "u":
             du = -A(g_u)
@@ -432,3 +428,50 @@ def criterion_at(op: Sum, lik: DiagonalLikelihood, Y, theta, options: MKLOptions
                                    "criterion at fixed weights")
         return val, theta * g_th, fit
     return val, theta * g_th
+
+
+class WeightsObjective:
+    """φ(θ) = min_u F(u, θ) by t = log θ (:func:`criterion_at`) as an outer-optimiser objective
+    (``optimize/objective.py``): every evaluation refits u (and γ) from scratch, so there is no inner
+    state; an evaluation whose Cholesky factors fail is a failed one (a right bracket)."""
+
+    def __init__(self, op: Sum, lik: DiagonalLikelihood, Y, options: MKLOptions | None = None):
+        self.options = options or MKLOptions()
+        crit = KernelCriterion(op, lik, Y, self.options)  # validates op, lik and Y
+        self.op, self.lik, self.Y = op, lik, crit.Y
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(f"log_theta{m}" for m in range(self.op.n_kernels))
+
+    def evaluate(self, t, seed=None) -> Trial:
+        try:
+            value, grad = criterion_at(self.op, self.lik, self.Y, np.exp(t), self.options)
+        except (np.linalg.LinAlgError, FloatingPointError) as exc:
+            return Trial(float("nan"), None, False, None, {"message": str(exc)})
+        ok = bool(np.isfinite(value) and np.all(np.isfinite(grad)))
+        return Trial(float(value), np.asarray(grad, dtype=np.float64), ok, None, {})
+
+    def identity(self) -> dict:
+        return {"criterion": f"kernel_weights/{self.options.criterion}", "n": self.op.n_points,
+                "targets": digest_array(self.Y), "likelihood": repr(self.lik), "kernels": self.op.n_kernels,
+                "options": attrs.asdict(self.options)}
+
+    def probe(self) -> np.ndarray:
+        return probe_operator(self.op)
+
+
+def learn_weights(op: Sum, lik: DiagonalLikelihood, Y, options: MKLOptions | None = None, *, max_iter: int = 100,
+                  tol: float = 1e-6, outer: OuterOptions | None = None, checkpoint: Checkpointing | None = None,
+                  on_iteration=None) -> tuple[OptimizeResult, KernelLearningResult]:
+    """Minimise φ(θ) over t = log θ by :func:`gpmodels.optimize.minimize` (``outer``, default
+    :func:`~gpmodels.optimize.outer_options` (max_iter, tol); box: log θ0 ± 10; ``checkpoint``,
+    ``on_iteration``: as there), the quasi-Newton alternative to :func:`algorithm1`; returns the
+    optimiser's result and the fit (α, u, γ) at the learned weights."""
+    objective = WeightsObjective(op, lik, Y, options)
+    result = minimize(objective, np.log(op.weights), objective.names, options=outer or outer_options(max_iter, tol),
+                      checkpoint=checkpoint, on_iteration=on_iteration)
+    _, _, fit = criterion_at(op, lik, objective.Y, np.exp(result.x), objective.options, return_fit=True)
+    return result, attrs.evolve(fit, trace=result.values, iterations=result.iterations, converged=result.converged,
+                                method="lbfgs", message=result.message,
+                                times=tuple(r.elapsed for r in result.trace))

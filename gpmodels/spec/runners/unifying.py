@@ -17,9 +17,9 @@ import numpy as np
 
 from gpmodels.data.datasets import Dataset
 from gpmodels.errors import SpecError
-from gpmodels.optimize.hyperopt import minimize_lbfgs
+from gpmodels.hyperparameters import natural_values
 from gpmodels.inference.marginal.laplace import laplace_mlm, learn_laplace
-from gpmodels.inference.mkl.algorithms import algorithm1, alternating, criterion_at
+from gpmodels.inference.mkl.algorithms import algorithm1, alternating, criterion_at, learn_weights
 from gpmodels.inference.marginal.vb import learn_vb, vb_criterion
 from gpmodels.likelihoods.softmax import Softmax
 from gpmodels.operators.sum import Sum
@@ -53,12 +53,15 @@ def evaluate(lik, latent: np.ndarray, data: Dataset, model_likelihood: str):
 
 
 def _hyper_metrics(names, x) -> dict:
-    out = {}
-    for name, v in zip(names, x):
-        last = name.split(".")[-1]
-        key = name.replace("log_", "") if last.startswith("log_") else name
-        out[f"hyper.{key}"] = float(np.exp(v)) if last.startswith("log_") else float(v)
-    return out
+    return natural_values(names, x, prefix="hyper.")
+
+
+def _reporter(say, name: str):
+    """``on_iteration`` of the outer optimiser: one message per iteration (criterion, gradient, evaluations)."""
+    def report(rec):
+        say(f"iteration {rec.iteration}: {name} = {rec.value:.6g}, max|∇| = {rec.grad_norm:.3g}, "
+            f"{rec.evaluations} evaluation{'s' if rec.evaluations != 1 else ''} ({rec.failed} failed)")
+    return report
 
 
 def _setup(spec: Spec, data: Dataset, base_dir):
@@ -89,16 +92,17 @@ def _finish(spec, data, resolved, op, lik, alpha, metrics, diagnostics, say, tre
 
 
 def run_laplace(spec: Spec, data: Dataset, base_dir: Path | None, say) -> RunOutcome:
-    """Laplace MLM (R&W Alg. 3.1-3.4, 5.1): learn the hyperparameters by L-BFGS-B, or evaluate."""
+    """Laplace MLM (R&W Alg. 3.1-3.4, 5.1): learn the hyperparameters by the outer L-BFGS, or evaluate."""
     o = spec.objective
     resolved, op, lik, Y, tree = _setup(spec, data, base_dir)
     opts = o.laplace.options(seed=spec.seed)
     t = time.perf_counter()
     diag = {}
     if o.learn:
-        hr, op, lik = learn_laplace(op, lik, Y, opts, max_iter=o.laplace.learn_max_iter, tol=o.laplace.learn_tol)
-        diag = {"trace": list(hr.trace), "message": hr.message}
-        say(f"learned by L-BFGS-B: {hr.iterations} iterations, {hr.evaluations} evaluations ({hr.message})")
+        hr, op, lik = learn_laplace(op, lik, Y, opts, max_iter=o.laplace.learn_max_iter, tol=o.laplace.learn_tol,
+                                    on_iteration=_reporter(say, "-log q"))
+        diag = {"trace": list(hr.values), "message": hr.message}
+        say(f"learned by L-BFGS: {hr.iterations} iterations, {hr.evaluations} evaluations ({hr.message})")
     res = laplace_mlm(op, lik, Y, opts, gradient=False)
     seconds = time.perf_counter() - t
     say(f"Laplace log marginal likelihood {res.log_marginal:.6g} ({opts.path} path), {seconds:.2f} s")
@@ -109,8 +113,8 @@ def run_laplace(spec: Spec, data: Dataset, base_dir: Path | None, say) -> RunOut
 
 def run_kernel_weights(spec: Spec, data: Dataset, base_dir: Path | None, say) -> RunOutcome:
     """mkl / joint_map / mlm / vb.  With ``model.kernels``: learn the weights θ by Algorithm 1,
-    alternating minimisation or L-BFGS-B (Nickisch & Seeger 2011).  Without (vb, mlm): learn every
-    hyperparameter by L-BFGS-B on φ_VB (exact for the Gaussian likelihood)."""
+    alternating minimisation or the outer L-BFGS (Nickisch & Seeger 2011).  Without (vb, mlm): learn
+    every hyperparameter by the outer L-BFGS on φ_VB (exact for the Gaussian likelihood)."""
     o = spec.objective
     if spec.model.kernels is None:
         return run_vb(spec, data, base_dir, say)
@@ -125,9 +129,8 @@ def run_kernel_weights(spec: Spec, data: Dataset, base_dir: Path | None, say) ->
     elif solver == "alternating":
         res = alternating(op, lik, Y, opts)
     else:
-        hr = minimize_lbfgs(lambda x: criterion_at(op, lik, Y, np.exp(x), opts), np.log(op.weights),
-                            [f"log_theta{m}" for m in range(op.n_kernels)], max_iter=opts.max_iter, tol=opts.tol)
-        _, _, res = criterion_at(op, lik, Y, np.exp(hr.x), opts, return_fit=True)
+        _, res = learn_weights(op, lik, Y, opts, max_iter=opts.max_iter, tol=opts.tol,
+                               on_iteration=_reporter(say, o.type))
     seconds = time.perf_counter() - t
     op = op.with_weights(res.theta)
     say(f"{o.type} by {solver if o.learn else 'evaluation'}: criterion {res.criterion:.8g}, "
@@ -139,15 +142,16 @@ def run_kernel_weights(spec: Spec, data: Dataset, base_dir: Path | None, say) ->
 
 
 def run_vb(spec: Spec, data: Dataset, base_dir: Path | None, say) -> RunOutcome:
-    """φ_VB (exact -2 log P for Gaussian noise): learn all hyperparameters by L-BFGS-B, or evaluate."""
+    """φ_VB (exact -2 log P for Gaussian noise): learn all hyperparameters by the outer L-BFGS, or evaluate."""
     o = spec.objective
     resolved, op, lik, Y, tree = _setup(spec, data, base_dir)
     t = time.perf_counter()
     diag = {}
     if o.learn:
-        hr, op, lik = learn_vb(op, lik, Y, o.vb.options(), max_iter=o.vb.learn_max_iter, tol=o.vb.learn_tol)
-        diag = {"trace": list(hr.trace), "message": hr.message}
-        say(f"learned by L-BFGS-B: {hr.iterations} iterations, {hr.evaluations} evaluations ({hr.message})")
+        hr, op, lik = learn_vb(op, lik, Y, o.vb.options(), max_iter=o.vb.learn_max_iter, tol=o.vb.learn_tol,
+                               on_iteration=_reporter(say, "φ_VB"))
+        diag = {"trace": list(hr.values), "message": hr.message}
+        say(f"learned by L-BFGS: {hr.iterations} iterations, {hr.evaluations} evaluations ({hr.message})")
     res = vb_criterion(op, lik, Y, o.vb.options(), gradient=False)
     seconds = time.perf_counter() - t
     say(f"VB bound φ = {res.phi:.6g} (>= -2 log P(y|θ)), {res.outer_iterations} double-loop iterations, {seconds:.2f} s")

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from gpmodels.errors import InputError
-from gpmodels.optimize.hyperopt import JointParams
+from gpmodels.optimize.objective import JointParams
 from gpmodels.inference.marginal.vb import VBOptions, gamma_bound, learn_vb, vb_criterion
 from gpmodels.kernels.rbf import RBF
 from gpmodels.likelihoods import Gaussian, Laplace, Logistic, SmoothedHinge, Softmax, StudentT

@@ -1,12 +1,12 @@
-"""Kernel-weight learning (Nickisch & Seeger 2011): Algorithm 1 and alternating minimisation against
-cvxpy (convex cases), the Gaussian closed form and finite differences; Sum and bad input."""
+"""Kernel-weight learning (Nickisch & Seeger 2011): Algorithm 1, alternating minimisation and the outer
+optimiser on φ(θ) against cvxpy (convex cases), the Gaussian closed form and finite differences; Sum and bad input."""
 
 import numpy as np
 import pytest
 
 from gpmodels.errors import InputError
 from gpmodels.inference.map.model import fit_map
-from gpmodels.inference.mkl.algorithms import MKLOptions, algorithm1, alternating, criterion_at
+from gpmodels.inference.mkl.algorithms import MKLOptions, algorithm1, alternating, criterion_at, learn_weights
 from gpmodels.inference.map.newton_cg import NewtonOptions
 from gpmodels.inference.marginal.vb import vb_criterion
 from gpmodels.kernels.linear import Linear
@@ -14,6 +14,7 @@ from gpmodels.kernels.rbf import RBF
 from gpmodels.likelihoods import Gaussian, Laplace, Logistic, SmoothedHinge, StudentT
 from gpmodels.operators.blockdiag import BlockDiagonal
 from gpmodels.operators.sum import Sum
+from gpmodels.optimize import Checkpointing
 
 cp = pytest.importorskip("cvxpy")
 
@@ -175,3 +176,20 @@ def test_bad_input():
         algorithm1(op, Gaussian(1.0), np.where(np.arange(10) == 2, np.inf, yr))
     with pytest.raises(InputError, match="positive"):
         algorithm1(op, Logistic(), yb, theta0=[1.0, 0.0])
+
+
+def test_learn_weights_by_the_outer_optimiser_matches_cvxpy(tmp_path):
+    """MKL with p = 2 (interior optimum) by quasi-Newton on φ(θ) = min_u F(u, θ) over log θ."""
+    X, yb, _ = _data(15)
+    op = _sum(X)
+    ref, th_ref = _cvx_mkl(op, yb, "logistic", 1.0, 2)
+    seen = []
+    result, fit = learn_weights(op, Logistic(), yb, MKLOptions(criterion="mkl", lam=1.0, p=2), tol=1e-9,
+                                checkpoint=Checkpointing(tmp_path / "ck.npz"), on_iteration=seen.append)
+    assert result.converged and result.names == ("log_theta0", "log_theta1", "log_theta2")
+    assert fit.criterion == pytest.approx(ref, rel=1e-6) and result.value == pytest.approx(fit.criterion, rel=1e-10)
+    np.testing.assert_allclose(fit.theta, th_ref, atol=2e-3 * max(1.0, th_ref.max()))
+    assert [r.iteration for r in seen] == list(range(result.iterations + 1)) and fit.trace == result.values
+    again, _ = learn_weights(op, Logistic(), yb, MKLOptions(criterion="mkl", lam=1.0, p=2), tol=1e-9,
+                             checkpoint=Checkpointing(tmp_path / "ck.npz"))
+    assert again.resumed_from == result.iterations and again.evaluations == result.evaluations
