@@ -69,7 +69,6 @@ class LearnOptions:
 
 
 @attrs.frozen
-@attrs.frozen
 class EvaluationLog:
     """One Ψ evaluation of this process (not restored on resume)."""
 
