@@ -155,6 +155,12 @@ class ClassTree:
     def classes(self) -> tuple[str, ...]:
         return tuple(self.nodes[p] for p in self.leaves)
 
+    def __getstate__(self) -> dict:
+        """Pickled (and hashed, copied) without the level cache: a tree that was walked equals a fresh one."""
+        state = self.__dict__.copy()
+        state["_level_cache"] = None
+        return state
+
     @property
     def _levels(self) -> list:
         """Nodes of depth d sorted by parent, with group starts, for d = 1..max_depth (see :attr:`levels`):

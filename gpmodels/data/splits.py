@@ -121,7 +121,7 @@ def subsample(n: int, size: int, seed, y=None, *, what: str = "the subsample siz
     y = np.asarray(y)
     if y.shape != (n,):
         raise InputError(f"Dimension mismatch: y must have shape ({n},); got {y.shape}")
-    classes, inverse, counts = np.unique(y, return_inverse=True, return_counts=True)
+    _, inverse, counts = np.unique(y, return_inverse=True, return_counts=True)
     take = stratified_counts(counts, size, what)
     inverse = inverse.ravel()
     keep = [rng.choice(np.flatnonzero(inverse == c), size=int(k), replace=False) for c, k in enumerate(take)]

@@ -129,8 +129,8 @@ def svmlight_matrix(raw: SvmlightRaw, zero_based: bool, n_features: int | None =
     cols = raw.cols if zero_based else raw.cols - 1
     if cols.size and cols.min() < 0:
         row = int(raw.rows[np.argmin(cols)]) + 1
-        raise DataError(f"{raw.path}: feature index 0 in data row {row} of a file read as 1-based (libsvm's convention); "
-                        "if the file's indices start at 0, read it with zero_based=True (data.zero_based: true)")
+        raise DataError(f"{raw.path}: feature index 0 in data row {row} of a file read as 1-based (libsvm's "
+                        "convention); if the file's indices start at 0, read it with zero_based=True")
     width = int(cols.max()) + 1 if cols.size else 0
     if n_features is not None:
         if width > n_features:

@@ -7,7 +7,8 @@ import zipfile
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from gpmodels.data.arff import load_arff
 from gpmodels.data.datasets import load_file, load_inputs, read_npz
