@@ -104,8 +104,12 @@ def test_subsamples_are_really_stratified():
     y = np.r_[np.zeros(90, int), np.ones(7, int), np.full(3, 2)]
     counts = np.bincount(y[subsample(100, 10, 1, y=y)], minlength=3)
     assert counts.sum() == 10 and counts.min() >= 1 and abs(counts[0] - 9) <= 1
+    y = np.repeat(np.arange(10), 100)
     with pytest.raises(InputError, match="max_train 3 is smaller than the 10 classes"):
-        subsample(1000, 3, 0, y=np.repeat(np.arange(10), 100), what="max_train")
+        subsample(1000, 3, 0, y=y, what="max_train")
+    assert subsample(1000, 3, 0, y=y).size == 3  # a test subsample may be smaller than the classes
+    with pytest.raises(InputError, match="the subsample size 2 is smaller than the 3 classes"):
+        stratified_counts([5, 5, 5], 2)
 
 
 @pytest.mark.parametrize("counts, size", [([5, 5, 5, 5], 4), ([100, 1, 1, 1], 5), ([1, 2, 3, 50, 7], 9), ([3, 3], 5)])
