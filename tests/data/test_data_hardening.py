@@ -89,6 +89,8 @@ def test_a_huge_feature_index_is_refused_before_allocating(tmp_path):
     with pytest.raises(DataError, match=r"big.svm:2: feature index 4000000000 exceeds the limit of 16777216 .*GiB"):
         load_file(f, f)
     assert time.perf_counter() - t0 < 5.0
+    with pytest.raises(DataError, match=r"feature index 999999999999999999999999\.\.\. exceeds the limit"):
+        load_svmlight(_write(tmp_path / "huge.svm", ["1 " + "9" * 1000 + ":1"]))
     with pytest.raises(DataError, match="feature index -2 is negative"):
         load_svmlight(_write(tmp_path / "neg.svm", ["1 -2:1"]))
     assert load_svmlight(_write(tmp_path / "ok.svm", ["1 30:1"]), max_features=30)[0].shape == (1, 30)
