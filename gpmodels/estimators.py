@@ -153,16 +153,19 @@ def _check_label_types(y) -> None:
     for j, v in enumerate(flat):
         if v is None:
             raise InputError(f"y contains None (label {j}); every sample needs a class label")
-        if isinstance(v, (str, np.str_, bytes)):
+        if isinstance(v, (str, np.str_)):
             kinds.add("string")
+        elif isinstance(v, (bytes, np.bytes_)):
+            kinds.add("bytes")
         elif isinstance(v, (bool, np.bool_, int, float, np.integer, np.floating)):
             kinds.add("number")
         else:
             raise InputError(f"Unknown label type: label {j} of y is a {type(v).__name__}; class labels must be "
                              "numbers or strings")
     if len(kinds) > 1:
-        raise InputError("Unknown label type: y mixes strings and numbers (Mix of label input types (string and "
-                         "number)); use one type of class label")
+        mix = " and ".join(sorted(kinds))
+        raise InputError(f"Unknown label type: y mixes {mix} labels (Mix of label input types ({mix})); use one "
+                         "type of class label")
 
 
 @functools.lru_cache(maxsize=1)
@@ -183,7 +186,10 @@ def _encode_targets(y):
     if y is None:
         raise InputError("this estimator requires y to be passed, but the target y is None")
     _check_label_types(y)
-    y = np.asarray(y)
+    try:
+        y = np.asarray(y)
+    except (TypeError, ValueError) as exc:
+        raise InputError(f"y must be a 1-D array of class labels; it cannot be converted to an array ({exc})") from None
     if y.ndim == 2 and y.shape[1] == 1:
         warnings.warn("A column-vector y was passed when a 1d array was expected. Please change the shape of y "
                       "to (n_samples,), for example using ravel().", _data_conversion_warning_class(), stacklevel=3)

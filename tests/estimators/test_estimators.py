@@ -180,8 +180,10 @@ def test_crammer_singer_svc_protocol_and_errors():
 
 # ------------------------------------------------------------------------------------------ issue 15: bad input
 @pytest.mark.parametrize("y, message", [
-    (np.array([1, "a"] * 6, dtype=object), "Unknown label type: y mixes strings and numbers"),
-    (["a", 1] * 6, "Unknown label type: y mixes strings and numbers"),
+    (np.array([1, "a"] * 6, dtype=object), r"Unknown label type: y mixes number and string labels"),
+    (["a", 1] * 6, "Unknown label type: y mixes number and string labels"),
+    (np.array([b"a", "a"] * 6, dtype=object), "Unknown label type: y mixes bytes and string labels"),
+    ([[1], [1, 2]] * 6, "Unknown label type: label 0 of y is a list"),
     ([1, None] * 6, r"y contains None \(label 1\)"),
     (np.array([0, 1.5j] * 6, dtype=object), "Unknown label type: label 1 of y is a complex"),
     (np.array([0.0, np.nan] * 6, dtype=object), "NaN or infinity"),
