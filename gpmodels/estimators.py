@@ -152,13 +152,16 @@ def _check_label_types(y) -> None:
     kinds = set()
     for j, v in enumerate(flat):
         if v is None:
-            raise InputError(f"y contains None (label {j}); every sample needs a class label")
+            raise InputError(f"y contains None (entry {j}); every sample needs a class label")
         if isinstance(v, (str, np.str_)):
             kinds.add("string")
         elif isinstance(v, (bytes, np.bytes_)):
             kinds.add("bytes")
         elif isinstance(v, (bool, np.bool_, int, float, np.integer, np.floating)):
             kinds.add("number")
+        elif isinstance(v, (list, tuple, np.ndarray)):
+            raise InputError(f"Unknown label type: entry {j} of y is a {type(v).__name__} (ragged or nested y); y "
+                             "must be a rectangular array of numbers or strings")
         else:
             raise InputError(f"Unknown label type: label {j} of y is a {type(v).__name__}; class labels must be "
                              "numbers or strings")
@@ -519,7 +522,10 @@ class HM3Classifier(EstimatorMixin):
         if Y is None:
             raise InputError(f"{owner} requires y to be passed, but the target y is None (Y: an (n, P) indicator "
                              "matrix over the hierarchy's nodes)")
+        _check_label_types(Y)
         Y = np.asarray(Y)
+        if Y.dtype.kind == "O":
+            Y = np.asarray(Y.tolist())  # numbers or strings only (checked above)
         if Y.dtype.kind == "f" and not np.all(np.isfinite(Y) & (Y == np.round(Y))):
             raise InputError("Unknown label type: continuous. Y must be a 0/1 indicator matrix over the hierarchy's "
                              "nodes; it has non-integral or non-finite values (a regression target?)")
