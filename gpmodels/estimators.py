@@ -149,17 +149,23 @@ def _check_label_types(y) -> None:
     kinds = set()
     for j, v in enumerate(flat):
         if v is None:
-            raise InputError(f"y contains None (label {j}); every sample needs a class label")
-        if isinstance(v, (str, np.str_, bytes)):
+            raise InputError(f"y contains None (entry {j}); every sample needs a class label")
+        if isinstance(v, (str, np.str_)):
             kinds.add("string")
+        elif isinstance(v, (bytes, np.bytes_)):
+            kinds.add("bytes")
         elif isinstance(v, (bool, np.bool_, int, float, np.integer, np.floating)):
             kinds.add("number")
+        elif isinstance(v, (list, tuple, np.ndarray)):
+            raise InputError(f"Unknown label type: entry {j} of y is a {type(v).__name__} (ragged or nested y); y "
+                             "must be a rectangular array of numbers or strings")
         else:
             raise InputError(f"Unknown label type: label {j} of y is a {type(v).__name__}; class labels must be "
                              "numbers or strings")
     if len(kinds) > 1:
-        raise InputError("Unknown label type: y mixes strings and numbers (Mix of label input types (string and "
-                         "number)); use one type of class label")
+        mix = " and ".join(sorted(kinds))
+        raise InputError(f"Unknown label type: y mixes {mix} labels (Mix of label input types ({mix})); use one "
+                         "type of class label")
 
 
 @functools.lru_cache(maxsize=1)
@@ -180,7 +186,10 @@ def _encode_targets(y):
     if y is None:
         raise InputError("this estimator requires y to be passed, but the target y is None")
     _check_label_types(y)
-    y = np.asarray(y)
+    try:
+        y = np.asarray(y)
+    except (TypeError, ValueError) as exc:
+        raise InputError(f"y must be a 1-D array of class labels; it cannot be converted to an array ({exc})") from None
     if y.ndim == 2 and y.shape[1] == 1:
         warnings.warn("A column-vector y was passed when a 1d array was expected. Please change the shape of y "
                       "to (n_samples,), for example using ravel().", _data_conversion_warning_class(), stacklevel=3)
@@ -496,7 +505,10 @@ class HM3Classifier(EstimatorMixin):
         if Y is None:
             raise InputError(f"{owner} requires y to be passed, but the target y is None (Y: an (n, P) indicator "
                              "matrix over the hierarchy's nodes)")
+        _check_label_types(Y)
         Y = np.asarray(Y)
+        if Y.dtype.kind == "O":
+            Y = np.asarray(Y.tolist())  # numbers or strings only (checked above)
         if Y.dtype.kind == "f" and not np.all(np.isfinite(Y) & (Y == np.round(Y))):
             raise InputError("Unknown label type: continuous. Y must be a 0/1 indicator matrix over the hierarchy's "
                              "nodes; it has non-integral or non-finite values (a regression target?)")

@@ -46,50 +46,55 @@ class ClassTree:
         edges = [(str(a), str(b)) for a, b in edges]
         if not edges:
             raise HierarchyError("a hierarchy needs at least one edge")
-        dup = [e for e, k in Counter(edges).items() if k > 1]
-        if dup:
+        if len(set(edges)) != len(edges):
+            dup = [e for e, k in Counter(edges).items() if k > 1]
             raise HierarchyError(f"duplicate edge {dup[0][0]!r} -> {dup[0][1]!r} ({len(dup)} duplicated edges)")
         loops = [a for a, b in edges if a == b]
         if loops:
             raise HierarchyError(f"self-loop at node {loops[0]!r}")
-        parents: dict[str, list[str]] = {}
+        parent_of = dict(zip([b for _, b in edges], [a for a, _ in edges]))
+        if len(parent_of) != len(edges):  # some node is the child of two edges
+            parents: dict[str, list[str]] = {}
+            for a, b in edges:
+                parents.setdefault(b, []).append(a)
+            b, ps = next((b, ps) for b, ps in parents.items() if len(ps) > 1)
+            raise HierarchyError(f"not a tree: node {b!r} has {len(ps)} parents ({', '.join(map(repr, ps))})")
         children: dict[str, list[str]] = {}
         for a, b in edges:
-            parents.setdefault(b, []).append(a)
             children.setdefault(a, []).append(b)
-            children.setdefault(b, [])
-        multi = [(b, ps) for b, ps in parents.items() if len(ps) > 1]
-        if multi:
-            b, ps = multi[0]
-            raise HierarchyError(f"not a tree: node {b!r} has {len(ps)} parents ({', '.join(map(repr, ps))})")
-        roots = [v for v in children if v not in parents]
+        names = dict.fromkeys(v for e in edges for v in e)  # first appearance order
+        roots = [v for v in names if v not in parent_of]
         if not roots:
             raise HierarchyError("the hierarchy has a cycle and no root (every node has a parent)")
         if len(roots) > 1:
             shown = ", ".join(map(repr, roots[:5])) + (" ..." if len(roots) > 5 else "")
             raise HierarchyError(f"the hierarchy must have exactly one root; found {len(roots)}: {shown}")
         root = roots[0]
-        order, depth = [], {root: 0}
-        frontier = [root]
-        while frontier:
-            nxt = []
-            for v in frontier:
-                for w in children[v]:
-                    depth[w] = depth[v] + 1
-                    order.append(w)
-                    nxt.append(w)
-            frontier = nxt
-        unreached = [v for v in children if v != root and v not in depth]
+        order, depth = [root], {root: 0}  # breadth first: a FIFO walk over one growing list
+        i = 0
+        while i < len(order):
+            v = order[i]
+            i += 1
+            ch = children.get(v)
+            if ch:
+                d = depth[v] + 1
+                for w in ch:
+                    depth[w] = d
+                order.extend(ch)
+        order = order[1:]
+        unreached = [v for v in names if v != root and v not in depth]
         if unreached:
             raise HierarchyError(f"nodes not reachable from the root {root!r} (they lie on a cycle): "
                                  f"{', '.join(map(repr, unreached[:5]))}")
         self.root = root
         self.nodes: tuple[str, ...] = tuple(order)
         self._index = {v: p for p, v in enumerate(order)}
-        self.parent = np.array([self._index.get(parents[v][0], -1) for v in order], dtype=np.intp)  # -1: root
+        self.parent = np.array([self._index.get(parent_of[v], -1) for v in order], dtype=np.intp)  # -1: root
         self.depth = np.array([depth[v] for v in order], dtype=np.intp)
-        self.children: tuple[tuple[int, ...], ...] = tuple(tuple(self._index[w] for w in children[v]) for v in order)
-        self.root_children = tuple(self._index[w] for w in children[root])
+        index = self._index
+        self.children: tuple[tuple[int, ...], ...] = tuple(tuple([index[w] for w in children[v]]) if v in children
+                                                           else () for v in order)
+        self.root_children = tuple(index[w] for w in children[root])
         leaf_nodes = [p for p, ch in enumerate(self.children) if not ch]
         if classes is None:
             self.leaves = np.array(leaf_nodes, dtype=np.intp)
@@ -154,6 +159,12 @@ class ClassTree:
     @property
     def classes(self) -> tuple[str, ...]:
         return tuple(self.nodes[p] for p in self.leaves)
+
+    def __getstate__(self) -> dict:
+        """Pickled (and hashed, copied) without the level cache: a tree that was walked equals a fresh one."""
+        state = self.__dict__.copy()
+        state["_level_cache"] = None
+        return state
 
     @property
     def _levels(self) -> list:

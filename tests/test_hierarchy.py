@@ -168,3 +168,15 @@ def test_per_level_scores_of_a_deep_chain_are_fast():
     assert len(levels) == 5000 and len(prf) == 5000
     assert levels[11]["accuracy"] == 1.0 and levels[12]["accuracy"] == 0.5
     assert rep["level1_acc"] == 1.0 and rep["level5000_acc"] == 0.5
+
+
+def test_walking_a_tree_does_not_change_its_pickled_state():
+    """The level lists are built on first use; a walked tree must still pickle (and hash, as
+    scikit-learn's check_estimators_overwrite_params does) like a fresh one."""
+    import pickle
+
+    t = ClassTree([("r", "a"), ("r", "b"), ("a", "c"), ("a", "d")])
+    before = pickle.dumps(t)
+    t.mix(np.ones((1, t.n_nodes)))
+    assert pickle.dumps(t) == before
+    np.testing.assert_array_equal(pickle.loads(before).mix(np.ones((1, 4))), t.mix(np.ones((1, 4))))

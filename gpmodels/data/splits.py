@@ -80,24 +80,27 @@ def kfold_partition(n: int, q: int, seed, y=None) -> list[np.ndarray]:
     return folds
 
 
-def stratified_counts(counts, size: int, what: str = "the subsample size") -> np.ndarray:
+def stratified_counts(counts, size: int, what: str | None = "the subsample size") -> np.ndarray:
     """Per-class counts of a stratified sample of ``size`` from classes with ``counts`` points.
 
     Quotas q_c = size · n_c / n are rounded by largest remainder (floors first, the leftover
     points to the largest fractional parts), then every class that got none gets one point,
     taken back from the classes most over their quota.  So every class has at least one point
     and each count is within one point of its quota, except where a small class' one point
-    forces it.  ``size`` below the number of classes is an error naming ``what``.
+    forces it.  ``size`` below the number of classes is an error naming ``what``; with
+    ``what=None`` it is allowed and the classes with the smallest quotas get no point.
     """
     counts = np.asarray(counts, dtype=np.int64)
     n, C = int(counts.sum()), counts.size
-    if size < C:
+    if size < C and what is not None:
         raise InputError(f"{what} {size} is smaller than the {C} classes of the data; a stratified subsample "
                          f"keeps at least one point of every class, so it needs at least {C}")
     quota = size * counts / n
     take = np.floor(quota).astype(np.int64)
     for c in np.argsort(-(quota - take), kind="stable")[: size - int(take.sum())]:
         take[c] += 1
+    if size < C:
+        return take
     for c in np.flatnonzero(take == 0):  # a class below one point's quota still keeps one point
         donors = np.flatnonzero(take > 1)
         donor = donors[np.argmax((take - quota)[donors])]
@@ -106,13 +109,15 @@ def stratified_counts(counts, size: int, what: str = "the subsample size") -> np
     return take
 
 
-def subsample(n: int, size: int, seed, y=None, *, what: str = "the subsample size") -> np.ndarray:
+def subsample(n: int, size: int, seed, y=None, *, what: str | None = None) -> np.ndarray:
     """Sorted indices of ``size`` points: seeded; with ``y`` stratified by :func:`stratified_counts`
-    (every class keeps a share proportional to its size, and at least one point)."""
+    (every class keeps a share proportional to its size, and at least one point when size is at
+    least the number of classes).  ``what`` (e.g. ``"max_train"``) makes a size below the number of
+    classes an error naming it; without it such a sample keeps the largest classes."""
     if size >= n:
         return np.arange(n)
     if size < 1:
-        raise InputError(f"{what} must be >= 1; got {size}")
+        raise InputError(f"{what or 'the subsample size'} must be >= 1; got {size}")
     rng = rng_from(seed)
     if y is None:
         order = rng.permutation(n)
@@ -121,7 +126,7 @@ def subsample(n: int, size: int, seed, y=None, *, what: str = "the subsample siz
     y = np.asarray(y)
     if y.shape != (n,):
         raise InputError(f"Dimension mismatch: y must have shape ({n},); got {y.shape}")
-    classes, inverse, counts = np.unique(y, return_inverse=True, return_counts=True)
+    _, inverse, counts = np.unique(y, return_inverse=True, return_counts=True)
     take = stratified_counts(counts, size, what)
     inverse = inverse.ravel()
     keep = [rng.choice(np.flatnonzero(inverse == c), size=int(k), replace=False) for c, k in enumerate(take)]

@@ -100,10 +100,12 @@ def parse_svmlight(path, *, multilabel: bool = False, max_features: int = MAX_FE
                 if idx < 0:
                     raise DataError(f"{path}:{lineno}: feature index {idx} is negative; indices are 0- or 1-based")
                 if idx > max_features:
+                    width = float(min(idx, 10**300))  # (a 4000-digit index would overflow a float)
                     raise DataError(
-                        f"{path}:{lineno}: feature index {idx} exceeds the limit of {max_features} features "
-                        f"(one dense per-feature vector of that width would need {_gib(8.0 * idx)}, dense inputs "
-                        f"n x d {_gib(8.0 * idx * max(n_rows + 1, 1))} so far); pass max_features to raise it")
+                        f"{path}:{lineno}: feature index {idx_s if len(idx_s) <= 24 else idx_s[:24] + '...'} exceeds "
+                        f"the limit of {max_features} features (one dense per-feature vector of that width would need "
+                        f"{_gib(8.0 * width)}, dense inputs n x d {_gib(8.0 * width * (n_rows + 1))} so far); pass "
+                        "max_features to raise it")
                 if not np.isfinite(val):
                     raise DataError(f"{path}:{lineno}: feature {shown!r} has a non-finite value")
                 rows.append(n_rows)
@@ -129,8 +131,8 @@ def svmlight_matrix(raw: SvmlightRaw, zero_based: bool, n_features: int | None =
     cols = raw.cols if zero_based else raw.cols - 1
     if cols.size and cols.min() < 0:
         row = int(raw.rows[np.argmin(cols)]) + 1
-        raise DataError(f"{raw.path}: feature index 0 in data row {row} of a file read as 1-based (libsvm's convention); "
-                        "if the file's indices start at 0, read it with zero_based=True (data.zero_based: true)")
+        raise DataError(f"{raw.path}: feature index 0 in data row {row} of a file read as 1-based (libsvm's "
+                        "convention); if the file's indices start at 0, read it with zero_based=True")
     width = int(cols.max()) + 1 if cols.size else 0
     if n_features is not None:
         if width > n_features:

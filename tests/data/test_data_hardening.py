@@ -89,6 +89,8 @@ def test_a_huge_feature_index_is_refused_before_allocating(tmp_path):
     with pytest.raises(DataError, match=r"big.svm:2: feature index 4000000000 exceeds the limit of 16777216 .*GiB"):
         load_file(f, f)
     assert time.perf_counter() - t0 < 5.0
+    with pytest.raises(DataError, match=r"feature index 999999999999999999999999\.\.\. exceeds the limit"):
+        load_svmlight(_write(tmp_path / "huge.svm", ["1 " + "9" * 1000 + ":1"]))
     with pytest.raises(DataError, match="feature index -2 is negative"):
         load_svmlight(_write(tmp_path / "neg.svm", ["1 -2:1"]))
     assert load_svmlight(_write(tmp_path / "ok.svm", ["1 30:1"]), max_features=30)[0].shape == (1, 30)
@@ -104,8 +106,12 @@ def test_subsamples_are_really_stratified():
     y = np.r_[np.zeros(90, int), np.ones(7, int), np.full(3, 2)]
     counts = np.bincount(y[subsample(100, 10, 1, y=y)], minlength=3)
     assert counts.sum() == 10 and counts.min() >= 1 and abs(counts[0] - 9) <= 1
+    y = np.repeat(np.arange(10), 100)
     with pytest.raises(InputError, match="max_train 3 is smaller than the 10 classes"):
-        subsample(1000, 3, 0, y=np.repeat(np.arange(10), 100), what="max_train")
+        subsample(1000, 3, 0, y=y, what="max_train")
+    assert subsample(1000, 3, 0, y=y).size == 3  # a test subsample may be smaller than the classes
+    with pytest.raises(InputError, match="the subsample size 2 is smaller than the 3 classes"):
+        stratified_counts([5, 5, 5], 2)
 
 
 @pytest.mark.parametrize("counts, size", [([5, 5, 5, 5], 4), ([100, 1, 1, 1], 5), ([1, 2, 3, 50, 7], 9), ([3, 3], 5)])

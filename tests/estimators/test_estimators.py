@@ -180,9 +180,11 @@ def test_crammer_singer_svc_protocol_and_errors():
 
 # ------------------------------------------------------------------------------------------ issue 15: bad input
 @pytest.mark.parametrize("y, message", [
-    (np.array([1, "a"] * 6, dtype=object), "Unknown label type: y mixes strings and numbers"),
-    (["a", 1] * 6, "Unknown label type: y mixes strings and numbers"),
-    ([1, None] * 6, r"y contains None \(label 1\)"),
+    (np.array([1, "a"] * 6, dtype=object), r"Unknown label type: y mixes number and string labels"),
+    (["a", 1] * 6, "Unknown label type: y mixes number and string labels"),
+    (np.array([b"a", "a"] * 6, dtype=object), "Unknown label type: y mixes bytes and string labels"),
+    ([[1], [1, 2]] * 6, r"Unknown label type: entry 0 of y is a list \(ragged or nested y\)"),
+    ([1, None] * 6, r"y contains None \(entry 1\)"),
     (np.array([0, 1.5j] * 6, dtype=object), "Unknown label type: label 1 of y is a complex"),
     (np.array([0.0, np.nan] * 6, dtype=object), "NaN or infinity"),
 ])
@@ -236,3 +238,14 @@ def test_a_column_vector_y_warns_with_sklearns_data_conversion_warning_under_any
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         check_supervised_y_2d("GPClassifier", GPClassifier())
+
+
+def test_hm3_indicator_matrices_with_none_or_mixed_types_are_named():
+    from gpmodels.estimators import HM3Classifier
+
+    X = np.random.default_rng(0).normal(size=(4, 2))
+    tree = [("r", "a"), ("a", "b")]
+    with pytest.raises(InputError, match=r"y contains None \(entry 1\)"):
+        HM3Classifier(tree).fit(X, np.array([[1, None], [0, 0], [1, 1], [1, 0]], dtype=object))
+    with pytest.raises(InputError, match="Unknown label type: y mixes number and string"):
+        HM3Classifier(tree).fit(X, [[1, "a"]] * 4)

@@ -49,13 +49,14 @@ def exact_newton_solve(blocks: list[np.ndarray], pi: np.ndarray, rhs: np.ndarray
         if info != 0:
             raise np.linalg.LinAlgError(f"Cholesky of I + D^1/2 K D^1/2 failed for class {c} (info {info})")
         factors.append((sd, (L, True)))
-        E_sum += sd[:, None] * sla.cho_solve((L, True), np.diag(sd))  # E_c = D^{1/2} A^{-1} D^{1/2}
+        V = sla.solve_triangular(L, np.diag(sd), lower=True)
+        E_sum += V.T @ V  # E_c = D^{1/2} A^{-1} D^{1/2} = V^T V with V = L^{-1} D^{1/2}
 
     def apply_E(c, x):
         sd, F = factors[c]
         return sd * sla.cho_solve(F, sd * x)
 
-    Mchol = sla.cho_factor(0.5 * (E_sum + E_sum.T), lower=True)
+    Mchol = sla.cho_factor(E_sum, lower=True)
     c_vec = np.column_stack([apply_E(c, blocks[c] @ rhs[:, c]) for c in range(C)])
     z = sla.cho_solve(Mchol, c_vec.sum(axis=1))
     return rhs - c_vec + np.column_stack([apply_E(c, z) for c in range(C)])
