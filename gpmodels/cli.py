@@ -126,7 +126,7 @@ def _predict(model_dir, data, out, allow_import=()) -> None:
     _check_input_file(data)
     model = load_model(model_dir, allow_import=allow_import)
     try:
-        X, y = load_inputs(data)
+        X, y = load_inputs(data, zero_based=model.zero_based, n_features=model.n_features)
     except InputError as exc:  # the reader's message may quote a token of the file: long quotes are described
         raise type(exc)(_QUOTED.sub(lambda m: f"<{len(m.group(0)) - 2} characters of the file>", str(exc))) from None
     except (GPModelsError, MemoryError):

@@ -111,6 +111,8 @@ class MAPPredictor:
     alpha: np.ndarray  # shape: (n, C)
     classes: tuple[str, ...]
     scaler: FeatureScaler
+    n_features: int  # width of the training inputs: prediction inputs are aligned to it
+    zero_based: bool = False  # svmlight index base of the training files
 
     def predict_proba(self, X) -> np.ndarray:
         X = self.scaler.transform(check_features("X", X))
@@ -122,7 +124,7 @@ class MAPPredictor:
 
 
 def save_map_model(model_dir, X_train, alpha, classes, scaler: FeatureScaler | None, *, theta=None,
-                   likelihood_theta=None, tree=None) -> Path:
+                   likelihood_theta=None, tree=None, zero_based: bool | None = None) -> Path:
     """Store α̂ with the inputs, classes (empty for regression), scaler, the class tree (when the
     prior or the scores use one) and the fitted hyperparameters of the operator (``theta``) and of the
     likelihood, so learned values round-trip."""
@@ -134,7 +136,20 @@ def save_map_model(model_dir, X_train, alpha, classes, scaler: FeatureScaler | N
         arrays["theta"] = np.asarray(theta, dtype=np.float64)
     if likelihood_theta is not None:
         arrays["likelihood_theta"] = np.asarray(likelihood_theta, dtype=np.float64)
+    arrays.update(input_format_arrays(zero_based))
     return save_arrays(model_dir, "map", arrays)
+
+
+def input_format_arrays(zero_based: bool | None) -> dict:
+    """The svmlight index base of the training files (absent when they were not svmlight), so
+    ``gpmodels predict`` reads inputs in the base the model was trained in."""
+    return {} if zero_based is None else {"svmlight_zero_based": np.array(bool(zero_based))}
+
+
+def input_format(arrays: dict, X_train) -> tuple[int, bool]:
+    """(training width, svmlight index base) of a stored model, for reading its prediction inputs."""
+    zero_based = bool(arrays["svmlight_zero_based"]) if "svmlight_zero_based" in arrays else False
+    return int(X_train.shape[1]), zero_based
 
 
 @attrs.frozen(eq=False)
@@ -147,6 +162,8 @@ class OneVsRestPredictor:
     alphas: np.ndarray  # shape: (C, n, 2)
     classes: tuple[str, ...]
     scaler: FeatureScaler
+    n_features: int  # width of the training inputs: prediction inputs are aligned to it
+    zero_based: bool = False  # svmlight index base of the training files
 
     def predict_scores(self, X) -> np.ndarray:
         X = self.scaler.transform(check_features("X", X))
@@ -162,7 +179,8 @@ class OneVsRestPredictor:
         return np.argmax(self.predict_scores(X), axis=1)
 
 
-def save_one_vs_rest_model(model_dir, X_train, alphas, thetas, classes, scaler: FeatureScaler | None) -> Path:
+def save_one_vs_rest_model(model_dir, X_train, alphas, thetas, classes, scaler: FeatureScaler | None, *,
+                           zero_based: bool | None = None) -> Path:
     """Store the C binary fits: ``alphas`` (C, n, 2) and the hyperparameters ``thetas`` (C, p) of
     each class' operator, with the inputs, classes and scaler."""
     alphas, thetas = np.asarray(alphas, dtype=np.float64), np.asarray(thetas, dtype=np.float64)
@@ -172,6 +190,7 @@ def save_one_vs_rest_model(model_dir, X_train, alphas, thetas, classes, scaler: 
                         f"got {alphas.shape} and {thetas.shape}")
     arrays = {**pack_inputs(X_train), "alphas": alphas, "thetas": thetas, "classes": np.array(classes, dtype=str)}
     arrays.update((scaler or FeatureScaler("none")).to_arrays())
+    arrays.update(input_format_arrays(zero_based))
     return save_arrays(model_dir, "one_vs_rest", arrays)
 
 

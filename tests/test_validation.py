@@ -179,7 +179,7 @@ def test_positive_number_accepts_exactly_the_finite_positive_floats(value):
 # ------------------------------------------------------------------------------------------- (b) completeness
 
 #: user-facing classes checked besides those whose names end in Options / Config.
-EXTRA = {"gpmodels.inference.cv.learn.Checkpointing", "gpmodels.kernels.rbf.RBF", "gpmodels.kernels.rbf.ARD",
+EXTRA = {"gpmodels.optimize.checkpoint.Checkpointing", "gpmodels.kernels.rbf.RBF", "gpmodels.kernels.rbf.ARD",
          "gpmodels.kernels.linear.Polynomial", "gpmodels.likelihoods.gaussian.Gaussian",
          "gpmodels.likelihoods.robust.Laplace", "gpmodels.likelihoods.robust.StudentT",
          "gpmodels.likelihoods.hinge.SmoothedHinge", "gpmodels.likelihoods.softmax.Softmax",

@@ -27,7 +27,7 @@ from gpmodels.validation import check_features
 from gpmodels.data.arff import load_arff
 from gpmodels.data.svmlight import MAX_FEATURES, load_svmlight, parse_svmlight, svmlight_matrix
 
-__all__ = ["Dataset", "find_data_root", "load_dataset", "load_file", "load_inputs", "NAMED_DATASETS", "encode_labels",
+__all__ = ["Dataset", "DataFiles", "read_data_files", "find_data_root", "load_dataset", "load_file", "load_inputs", "NAMED_DATASETS", "encode_labels",
            "read_npz", "check_npz"]
 
 NAMED_DATASETS = ("satimage", "usps", "news20", "imclef07a")
@@ -45,6 +45,7 @@ class Dataset:
     classes: tuple[str, ...]
     hierarchy_path: str | None = None
     scaler: object = None  # the FeatureScaler fitted on X_train, when the data went through one
+    zero_based: bool | None = None  # the svmlight index base of the files (None: not svmlight)
 
     @property
     def n_classes(self) -> int:
@@ -279,9 +280,28 @@ def _align_test_width(X, Xt, path: Path, test_path: Path, base: str):
                     "inputs must have the same columns")
 
 
+@attrs.frozen(eq=False)
+class DataFiles:
+    """What :func:`read_data_files` read: raw inputs and labels (the test part None without a test
+    file) and the svmlight index base used for both files (None when neither is svmlight)."""
+
+    X: object
+    y: np.ndarray
+    X_test: object | None
+    y_test: np.ndarray | None
+    zero_based: bool | None
+
+
 def load_file(path, test_path=None, name: str | None = None, *, zero_based: bool | None = None,
               max_features: int = MAX_FEATURES) -> tuple[object, np.ndarray, object | None, np.ndarray | None]:
-    """Raw (X, y, X_test, y_test) from files; the test part is None when no test file is given.
+    """Raw (X, y, X_test, y_test) from files (:func:`read_data_files` without the index base)."""
+    f = read_data_files(path, test_path, zero_based=zero_based, max_features=max_features)
+    return f.X, f.y, f.X_test, f.y_test
+
+
+def read_data_files(path, test_path=None, *, zero_based: bool | None = None,
+                    max_features: int = MAX_FEATURES) -> DataFiles:
+    """Raw inputs and labels from a training file and an optional test file.
 
     svmlight files: ``zero_based`` True / False is the index base of both files; None (default)
     decides it once for the pair: 0-based when either file uses feature index 0 (a 1-based file
@@ -309,10 +329,11 @@ def load_file(path, test_path=None, name: str | None = None, *, zero_based: bool
     else:
         loaded = [_load_one(p, role) for p, role in zip(paths, ("training", "test"))]
     X, y = loaded[0]
+    used = zero_based if any(svm) else None
     if test_path is None:
-        return X, y, None, None
+        return DataFiles(X, y, None, None, used)
     Xt, yt = loaded[1]
-    return X, y, _align_test_width(X, Xt, path, test_path, base), yt
+    return DataFiles(X, y, _align_test_width(X, Xt, path, test_path, base), yt, used)
 
 
 def load_inputs(path, *, zero_based: bool = False, n_features: int | None = None,

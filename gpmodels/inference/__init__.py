@@ -9,7 +9,7 @@ from gpmodels.inference.map.line_search import pair_line_search
 from gpmodels.inference.cv.learn import Checkpointing, LearnOptions, LearnResult, fit_learned, learn_hyperparameters
 from gpmodels.inference.map.model import MAPModel, fit_map
 from gpmodels.inference.map.newton_cg import NewtonDiagnostics, NewtonOptions, NewtonResult, newton_cg
-from gpmodels.optimize.minimize import OptimizeResult, minimize
+from gpmodels.optimize.driver import OptimizeResult, minimize
 from gpmodels.inference.marginal.laplace import LaplaceOptions, LaplaceResult, laplace_mlm, learn_laplace
 from gpmodels.inference.mkl.algorithms import KernelLearningResult, MKLOptions, algorithm1, alternating, criterion_at
 from gpmodels.inference.marginal.vb import VBOptions, VBResult, learn_vb, vb_criterion

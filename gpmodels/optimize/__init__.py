@@ -21,7 +21,7 @@ from gpmodels.optimize.lbfgs import (
                                           outer_start,
                                           projected_gradient,
 )
-from gpmodels.optimize.minimize import (
+from gpmodels.optimize.driver import (
                                           OptimizeResult,
                                           minimize,
                                           outer_options,

@@ -1,6 +1,6 @@
 """What the outer optimiser minimises: the objective protocol, the joint vector, the log-space box.
 
-An *objective* is what :func:`gpmodels.optimize.minimize` minimises over a flat log-space vector x.
+An *objective* is what :func:`gpmodels.optimize.driver` minimises over a flat log-space vector x.
 Either a plain function ``x -> (value, gradient)``, or an object with
 
 - ``evaluate(x, seed) -> Trial`` (required): f(x), ∇f(x), whether the evaluation succeeded and the

@@ -12,7 +12,7 @@ from pathlib import Path
 import attrs
 import numpy as np
 
-from gpmodels.data.datasets import Dataset, encode_labels, find_data_root, load_dataset, load_file
+from gpmodels.data.datasets import Dataset, encode_labels, find_data_root, load_dataset, read_data_files
 from gpmodels.data.multilabel_sets import MULTILABEL_DATASETS, MultilabelDataset, load_multilabel
 from gpmodels.data.scaling import FeatureScaler, auto_rbf_w
 from gpmodels.data.splits import subsample, train_test_split
@@ -165,12 +165,14 @@ def build_data(spec: Spec, base_dir: Path | None) -> Dataset:
         if d.test == "split":
             tr, te = train_test_split(ytr.size, d.test_fraction, spec.seed, y=ytr)
             Xtr, ytr, Xte, yte = Xtr[tr], ytr[tr], Xtr[te], ytr[te]
-        name, hier = ds.name, ds.hierarchy_path
+        name, hier, zero_based = ds.name, ds.hierarchy_path, ds.zero_based
     elif d.task == "regression":
         return _regression_data(spec, base_dir)
     else:
-        X, y, Xt, yt = load_file(resolve_path(d.path, base_dir, "data.path"),
-                                 resolve_path(d.test_path, base_dir, "data.test_path") if d.test_path else None)
+        files = read_data_files(resolve_path(d.path, base_dir, "data.path"),
+                                resolve_path(d.test_path, base_dir, "data.test_path") if d.test_path else None,
+                                zero_based=d.zero_based)
+        X, y, Xt, yt, zero_based = files.X, files.y, files.X_test, files.y_test, files.zero_based
         if d.test == "split":
             if Xt is not None:
                 raise SpecError("`test: split` splits `path`; drop `test_path` or use `test: given`", "data.test")
@@ -181,7 +183,7 @@ def build_data(spec: Spec, base_dir: Path | None) -> Dataset:
         Xtr, Xte = check_features("X_train", X), check_features("X_test", Xt)
         name, hier = Path(d.path).stem, None
     if d.max_train is not None and d.max_train < ytr.size:
-        keep = subsample(ytr.size, d.max_train, spec.seed, y=ytr)
+        keep = subsample(ytr.size, d.max_train, spec.seed, y=ytr, what="data.max_train")
         Xtr, ytr = Xtr[keep], ytr[keep]
     if d.max_test is not None and d.max_test < yte.size:
         keep = subsample(yte.size, d.max_test, spec.seed + 1, y=yte)
@@ -197,14 +199,17 @@ def build_data(spec: Spec, base_dir: Path | None) -> Dataset:
         missing = [classes[c] for c in np.setdiff1d(np.arange(len(classes)), present)]
         raise SpecError(f"the training data lack classes {missing}; raise max_train or drop the subsample", "data.max_train")
     scaler = FeatureScaler.fit(d.scaling, Xtr)
-    return Dataset(name, scaler.transform(Xtr), ytr, scaler.transform(Xte), yte, tuple(classes), hier, scaler)
+    return Dataset(name, scaler.transform(Xtr), ytr, scaler.transform(Xte), yte, tuple(classes), hier, scaler,
+                   zero_based)
 
 
 def _regression_data(spec: Spec, base_dir: Path | None) -> Dataset:
     """Real-valued targets from files: random (unstratified) split and subsample, no label encoding."""
     d = spec.data
-    X, y, Xt, yt = load_file(resolve_path(d.path, base_dir, "data.path"),
-                             resolve_path(d.test_path, base_dir, "data.test_path") if d.test_path else None)
+    files = read_data_files(resolve_path(d.path, base_dir, "data.path"),
+                            resolve_path(d.test_path, base_dir, "data.test_path") if d.test_path else None,
+                            zero_based=d.zero_based)
+    X, y, Xt, yt = files.X, files.y, files.X_test, files.y_test
     try:
         y = np.asarray(y, dtype=np.float64)
         yt = None if yt is None else np.asarray(yt, dtype=np.float64)
@@ -227,7 +232,8 @@ def _regression_data(spec: Spec, base_dir: Path | None) -> Dataset:
         keep = subsample(yt.size, d.max_test, spec.seed + 1)
         Xte, yt = Xte[keep], yt[keep]
     scaler = FeatureScaler.fit(d.scaling, Xtr)
-    return Dataset(Path(d.path).stem, scaler.transform(Xtr), y, scaler.transform(Xte), yt, (), None, scaler)
+    return Dataset(Path(d.path).stem, scaler.transform(Xtr), y, scaler.transform(Xte), yt, (), None, scaler,
+                   files.zero_based)
 
 
 def build_multilabel_data(spec: Spec, base_dir: Path | None) -> MultilabelDataset:

@@ -43,6 +43,6 @@ def map_saver(data: Dataset, op, likelihood, alpha, tree=None) -> Callable[[Path
 
     def save(folder: Path):
         return save_map_model(folder, data.X_train, alpha, data.classes, data.scaler, theta=op.params,
-                              likelihood_theta=likelihood.params, tree=tree)
+                              likelihood_theta=likelihood.params, tree=tree, zero_based=data.zero_based)
 
     return save

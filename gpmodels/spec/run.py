@@ -84,19 +84,23 @@ def _hierarchical_scores(spec: Spec, data: Dataset, base_dir, P: np.ndarray, out
 
 def _read_data(spec: Spec, base_dir) -> Dataset:
     """``build_data``, with a reader's unforeseen error (EOFError of a truncated .npz, ...) turned into a
-    DataError that names the data keys and describes the files, never quoting them."""
+    DataError that names the data keys and describes the files, never quoting them; a loader's own
+    DataError is prefixed with the key of the file it names."""
+    d = spec.data
+    files = {key: resolve_path(value, base_dir, key, must_exist=False)
+             for key, value in (("data.path", d.path), ("data.test_path", d.test_path)) if value is not None}
     try:
         return build_data(spec, base_dir)
+    except DataError as exc:
+        keys = [key for key, p in files.items() if str(p) in str(exc)]
+        if keys and not str(exc).startswith(keys[0]):
+            raise DataError(f"{keys[0]}: {exc}") from None
+        raise
     except (GPModelsError, MemoryError, KeyboardInterrupt):
         raise
     except Exception as exc:  # noqa: BLE001 - a reader's own error may quote the file
-        d = spec.data
-        files = []
-        for key, value in (("data.path", d.path), ("data.test_path", d.test_path)):
-            if value is not None:
-                p = resolve_path(value, base_dir, key, must_exist=False)
-                files.append(f"{key} {p} ({p.stat().st_size if p.is_file() else 'no'} bytes)")
-        what = ", ".join(files) or f"data set {d.dataset!r}"
+        described = [f"{key} {p} ({p.stat().st_size if p.is_file() else 'no'} bytes)" for key, p in files.items()]
+        what = ", ".join(described) or f"data set {d.dataset!r}"
         raise DataError(f"the data cannot be read: {what} ({type(exc).__name__}); a data file is an .npz of plain "
                         "arrays X, y, an .arff or svmlight text") from None
 

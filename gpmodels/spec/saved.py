@@ -14,7 +14,8 @@ from typing import Callable
 from gpmodels.data.scaling import FeatureScaler
 from gpmodels.errors import DataError, GPModelsError, SpecError
 from gpmodels.hierarchy import ClassTree
-from gpmodels.persistence import MODEL_FILE, SPEC_FILE, MAPPredictor, OneVsRestPredictor, load_arrays, unpack_inputs
+from gpmodels.persistence import (MODEL_FILE, SPEC_FILE, MAPPredictor, OneVsRestPredictor, input_format, load_arrays,
+                                  unpack_inputs)
 from gpmodels.spec.build import build_binary_operator, build_likelihood, build_operator
 from gpmodels.spec.loader import read_yaml, spec_from_dict
 
@@ -36,7 +37,7 @@ def _load_map(model_dir: Path, arrays: dict, spec) -> MAPPredictor:
     alpha = arrays["alpha"]
     if alpha.shape != (op.n_points, op.n_classes):
         raise DataError(f"stored alpha has shape {alpha.shape}; the rebuilt operator needs {(op.n_points, op.n_classes)}")
-    return MAPPredictor(op, likelihood, alpha, classes, FeatureScaler.from_arrays(arrays))
+    return MAPPredictor(op, likelihood, alpha, classes, FeatureScaler.from_arrays(arrays), *input_format(arrays, X))
 
 
 def _load_one_vs_rest(model_dir: Path, arrays: dict, spec) -> OneVsRestPredictor:
@@ -48,7 +49,8 @@ def _load_one_vs_rest(model_dir: Path, arrays: dict, spec) -> OneVsRestPredictor
         raise DataError(f"stored one-vs-rest arrays alphas {alphas.shape} and thetas {thetas.shape} do not fit "
                         f"{len(classes)} classes, {op.n_points} points and {op.params.size} hyperparameters per class")
     ops = tuple(op.with_params(t) for t in thetas)
-    return OneVsRestPredictor(ops, build_likelihood(spec.model), alphas, classes, FeatureScaler.from_arrays(arrays))
+    return OneVsRestPredictor(ops, build_likelihood(spec.model), alphas, classes, FeatureScaler.from_arrays(arrays),
+                              *input_format(arrays, X))
 
 
 #: model kind -> loader(model_dir, arrays, resolved spec) returning an object with predict_proba / predict

@@ -95,6 +95,10 @@ class DataSpec(Node):
                                   doc="fraction held out when `test` is `split`")
     scaling: str = option("none", kind="str", choices=FEATURE_SCALINGS,
                           doc="feature scaling fitted on the training inputs")
+    zero_based: bool | None = option(None, kind="bool",
+                                     doc="svmlight files: feature indices start at 0 (true) or 1 (false); null decides "
+                                         "once for the training and test files (0-based when either uses index 0); "
+                                         "saved with the model for `gpmodels predict`")
     max_train: int | None = option(None, kind="int", minimum=2,
                                    doc="keep a seeded stratified subsample of this many training points")
     max_test: int | None = option(None, kind="int", minimum=1,

@@ -111,9 +111,9 @@ def test_bad_model_folders_exit_2_with_a_message(case, good, tmp_path, capsys):
 INPUT_CASES = {
     "missing": (None, "input file not found"),
     "folder": ("dir", "not a regular file"),
-    "empty": (b"", "cannot be read"),
+    "empty": (b"", "is empty (0 bytes)"),
     "shadow": (SECRET.encode() + b"\n", "characters of the file"),
-    "truncated_npz": ("truncated", "cannot be read"),
+    "truncated_npz": ("truncated", "is not a readable .npz archive"),
 }
 
 

@@ -250,6 +250,7 @@ def test_another_runs_folder_is_refused_and_force_clears_its_artefacts(tmp_path,
     out = tmp_path / "out"
     assert (out / "model.npz").is_file() and json.loads((out / "run.json").read_text())["status"] == "finished"
     cs = _spec(tmp_path, name="cs", type="crammer_singer")  # a run that saves no model
+    del cs["objective"]["newton"]
     code, err = _cli(capsys, "run", _write(tmp_path / "b.yaml", cs), "--quiet")
     assert code == 2 and "holds the report of another run ('toy'" in err and "--force" in err
     assert (out / "model.npz").is_file()  # refused: nothing touched
@@ -312,7 +313,7 @@ def test_claim_output_in_python(tmp_path):
 
 # ------------------------------------------------------------------ 7. checkpoint writes that fail
 def test_a_failing_checkpoint_write_warns_and_the_run_goes_on(tmp_path, monkeypatch):
-    from gpmodels.inference.cv import learn
+    from gpmodels.optimize import driver as learn  # the outer optimiser writes every checkpoint
 
     real, calls = learn.write_checkpoint, []
 
@@ -431,4 +432,5 @@ def test_an_unreadable_data_file_is_bad_input(tmp_path, capsys, content):
     else:
         train.write_bytes(content)
     code, err = _cli(capsys, "run", _write(tmp_path / "spec.yaml", d), "--quiet")
-    assert code == 2 and "data.path" in err and "cannot be read" in err, err
+    assert code == 2 and "data.path" in err and str(train) in err, err
+    assert any(what in err for what in ("is empty", "not a readable .npz", "dtype object")), err

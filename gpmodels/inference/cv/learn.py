@@ -1,7 +1,7 @@
 """Hyperparameter learning by minimising the CV criterion Ψ, with checkpoints; the final fit.
 
 Seeger 2008, Sec. 4: a fixed (seeded) q-partition; the outer optimiser
-(``gpmodels.optimize.minimize``) moves the log-space hyperparameters θ of the operator; every
+(``gpmodels.optimize.driver``) moves the log-space hyperparameters θ of the operator; every
 evaluation builds the operator at θ once (``with_params``) and computes Ψ and ∇Ψ by
 ``cv_criterion``, warm-started from the inner state {α[J_k]} of the last successful evaluation
 (:class:`CVObjective`).  After the start and after every successful outer iteration the state is
@@ -27,7 +27,7 @@ from gpmodels.errors import InputError
 from gpmodels.likelihoods.base import Likelihood
 from gpmodels.operators.base import Operator
 from gpmodels.optimize.checkpoint import Checkpointing, digest_array, probe_operator
-from gpmodels.optimize.minimize import minimize
+from gpmodels.optimize.driver import minimize
 from gpmodels.optimize.objective import log_box
 from gpmodels.inference.cv.criterion import CVOptions, CVState, check_partition, cv_criterion
 from gpmodels.inference.map.model import MAPModel, fit_map
@@ -157,7 +157,7 @@ def learn_hyperparameters(op: Operator, likelihood: Likelihood, Y, folds, option
     ``data.kfold_partition`` with a seed).  ``on_iteration(record)`` gets the progress record of
     the start and of every outer iteration, after the checkpoint for it was written; it may raise
     to stop the run (the checkpoint then holds that iteration).  The optimisation is
-    :func:`gpmodels.optimize.minimize` on a :class:`CVObjective`.
+    :func:`gpmodels.optimize.driver` on a :class:`CVObjective`.
     """
     opts = options or LearnOptions()
     n, C = op.n_points, op.n_classes

@@ -49,7 +49,7 @@ W is the likelihood's ``exact_hessian_factor``; its structure picks the exact pa
   function of θ (common random numbers for the outer optimiser).
 
 Hyperparameter learning (``learn_laplace``) maximises log q by the package's outer optimiser
-(``gpmodels.optimize.minimize``: projected L-BFGS, checkpoints, progress) over one flat log-space
+(``gpmodels.optimize.driver``: projected L-BFGS, checkpoints, progress) over one flat log-space
 vector: the operator's parameters, then the likelihood's (:class:`LaplaceObjective`).
 """
 
@@ -66,7 +66,7 @@ from gpmodels.likelihoods.base import HessianFactor, Likelihood
 from gpmodels.operators.base import Operator
 from gpmodels.optimize.checkpoint import Checkpointing, digest_array, probe_operator
 from gpmodels.optimize.lbfgs import OuterOptions, Trial
-from gpmodels.optimize.minimize import OptimizeResult, minimize, outer_options
+from gpmodels.optimize.driver import OptimizeResult, minimize, outer_options
 from gpmodels.optimize.objective import JointParams, log_box
 from gpmodels.inference.map.newton_cg import NewtonOptions, NewtonResult, newton_cg
 from gpmodels.linalg.counting import MVMCounter
@@ -396,7 +396,7 @@ def learn_laplace(op: Operator, lik: Likelihood, Y, options: LaplaceOptions | No
                   bounds=None, max_iter: int = 100, tol: float = 1e-6, outer: OuterOptions | None = None,
                   checkpoint: Checkpointing | None = None,
                   on_iteration=None) -> tuple[OptimizeResult, Operator, Likelihood]:
-    """Maximise log q(y | θ) over the joint log-space vector by :func:`gpmodels.optimize.minimize`
+    """Maximise log q(y | θ) over the joint log-space vector by :func:`gpmodels.optimize.driver`
     (``outer``, default :func:`outer_options` (max_iter, tol); ``bounds`` default: x0 ± 10 within the
     operator's own bounds; ``checkpoint``, ``on_iteration``: as there); returns (result, op, lik)
     with ``result.value`` = -log q at the learned θ."""

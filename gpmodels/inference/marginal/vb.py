@@ -30,7 +30,7 @@ Gradient (at the optimal γ, whose own derivative vanishes), with α = (K + Γ)^
   ∂φ_VB/∂θ_j = tr((K + Γ)^{-1} K_j) - α^T K_j α,     ∂φ_VB/∂ψ = Σ_i ∂G/∂ψ (x_i),  x_i = s(u_i)² + z_i
 
 (the second since ∂h(γ)/∂ψ = ∂G/∂ψ at the touching x, by Legendre duality).  Hyperparameter
-learning minimises φ_VB by the package's outer optimiser (``gpmodels.optimize.minimize``) over
+learning minimises φ_VB by the package's outer optimiser (``gpmodels.optimize.driver``) over
 (operator parameters, likelihood parameters): :class:`VBObjective`.
 This is the exact (Cholesky, O(n³)) path; K̃ = op.class_block(0).
 """
@@ -48,7 +48,7 @@ from gpmodels.likelihoods.smoothed import VarianceSmoothed
 from gpmodels.operators.base import Operator
 from gpmodels.optimize.checkpoint import Checkpointing, digest_array, probe_operator
 from gpmodels.optimize.lbfgs import OuterOptions, Trial
-from gpmodels.optimize.minimize import OptimizeResult, minimize, outer_options
+from gpmodels.optimize.driver import OptimizeResult, minimize, outer_options
 from gpmodels.optimize.objective import JointParams, log_box
 from gpmodels.inference.map.newton_cg import NewtonOptions, newton_cg
 from gpmodels.validation import instance_of, nonnegative_number, positive_int
@@ -220,7 +220,7 @@ def learn_vb(op: Operator, lik: DiagonalLikelihood, Y, options: VBOptions | None
              max_iter: int = 100, tol: float = 1e-6, outer: OuterOptions | None = None,
              checkpoint: Checkpointing | None = None,
              on_iteration=None) -> tuple[OptimizeResult, Operator, DiagonalLikelihood]:
-    """Minimise φ_VB over the joint log-space vector by :func:`gpmodels.optimize.minimize` (``outer``,
+    """Minimise φ_VB over the joint log-space vector by :func:`gpmodels.optimize.driver` (``outer``,
     default :func:`outer_options` (max_iter, tol); ``bounds`` default: x0 ± 10 within the operator's
     own bounds; ``checkpoint``, ``on_iteration``: as there); returns (result, op, lik)."""
     objective = VBObjective(op, lik, Y, options)

@@ -68,7 +68,7 @@ from gpmodels.operators.sum import Sum, check_weights
 from gpmodels.validation import nonnegative_int, nonnegative_number, number, one_of, positive_int, positive_number
 from gpmodels.optimize.checkpoint import Checkpointing, digest_array, probe_operator
 from gpmodels.optimize.lbfgs import OuterOptions, Trial
-from gpmodels.optimize.minimize import OptimizeResult, minimize, outer_options
+from gpmodels.optimize.driver import OptimizeResult, minimize, outer_options
 
 __all__ = ["CRITERIA", "MKLOptions", "KernelLearningResult", "algorithm1", "alternating", "criterion_at",
            "KernelCriterion", "WeightsObjective", "learn_weights"]
@@ -464,7 +464,7 @@ class WeightsObjective:
 def learn_weights(op: Sum, lik: DiagonalLikelihood, Y, options: MKLOptions | None = None, *, max_iter: int = 100,
                   tol: float = 1e-6, outer: OuterOptions | None = None, checkpoint: Checkpointing | None = None,
                   on_iteration=None) -> tuple[OptimizeResult, KernelLearningResult]:
-    """Minimise φ(θ) over t = log θ by :func:`gpmodels.optimize.minimize` (``outer``, default
+    """Minimise φ(θ) over t = log θ by :func:`gpmodels.optimize.driver` (``outer``, default
     :func:`~gpmodels.optimize.outer_options` (max_iter, tol); box: log θ0 ± 10; ``checkpoint``,
     ``on_iteration``: as there), the quasi-Newton alternative to :func:`algorithm1`; returns the
     optimiser's result and the fit (α, u, γ) at the learned weights."""
