@@ -22,6 +22,9 @@ class BuildExt(build_ext):
 
 
 setup(
-    ext_modules=[Extension("gpmodels.baselines.crammer_singer._core", sources=["gpmodels/baselines/crammer_singer/_core.c"], optional=True)],
+    ext_modules=[
+        Extension("gpmodels.baselines.crammer_singer._core", sources=["gpmodels/baselines/crammer_singer/_core.c"],
+                  optional=True)
+    ],
     cmdclass={"build_ext": BuildExt},
 )

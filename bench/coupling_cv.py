@@ -65,11 +65,9 @@ def main(argv=None):
     folds = kfold_partition(data.y_train.size, spec.objective.cv.folds, 0, y=data.y_train)
     print(f"satimage: {data.y_train.size} train, {data.y_test.size} test, C = {C}; w0 = {w:.3g}, v0 = {v}, σ² = {s2}")
 
-    priors = {
-        "tied": IndependentGP(RBF(w), "tied", v, s2),
-        "coupled": CoupledPrior(RBF(w), init="identity", variance=v, sigma2=s2),
-        "loadings": CoupledPrior(RBF(w), n_factors=args.factors, init="random", variance=v, sigma2=s2, seed=0),
-    }
+    priors = {"tied": IndependentGP(RBF(w), "tied", v, s2),
+              "coupled": CoupledPrior(RBF(w), init="identity", variance=v, sigma2=s2),
+              "loadings": CoupledPrior(RBF(w), n_factors=args.factors, init="random", variance=v, sigma2=s2, seed=0)}
     rows = {}
     for name, prior in priors.items():
         n_hyp = prior.operator(data.X_train[:5], C).params.size
@@ -79,20 +77,30 @@ def main(argv=None):
         rows[name] = r
         hist = r.pop("history")
         r["psi_start"], r["psi_end"] = hist[0], hist[-1]
-        print(f"{name:9s} {n_hyp:3d} hyp.: Ψ {hist[0]:.5g} -> {hist[-1]:.5g} in {r['outer_iterations']} iterations, "
-              f"{r['evaluations']} evaluations ({r['failed_evaluations']} failed), learning {r['learning_seconds']:.1f} s; "
-              f"test error {100 * r['test_error']:.2f} %, log-loss {r['test_log_loss']:.4f}", flush=True)
+        print(
+            f"{name:9s} {n_hyp:3d} hyp.: Ψ {hist[0]:.5g} -> {hist[-1]:.5g} in {r['outer_iterations']} iterations, "
+            f"{r['evaluations']} evaluations ({r['failed_evaluations']} failed), learning "
+            f"{r['learning_seconds']:.1f} s; "
+            f"test error {100 * r['test_error']:.2f} %, log-loss {r['test_log_loss']:.4f}",
+            flush=True,
+        )
         if name != "tied":
             hyp = r["hyperparameters"]
-            B = np.array([[hyp[f"B[{c},{j}]"] for j in range(C if name == "coupled" else args.factors)] for c in range(C)])
+            B = np.array(
+                [[hyp[f"B[{c},{j}]"] for j in range(C if name == "coupled" else args.factors)] for c in range(C)]
+            )
             S = B @ B.T
             d = np.sqrt(np.diag(S))
             print("  learned class correlation B Bᵀ / (d dᵀ):")
             for row in S / np.outer(d, d):
                 print("   " + " ".join(f"{x:6.2f}" for x in row))
-    print(json.dumps({"bench": "coupling_cv", "max_train": args.max_train, "factors": args.factors,
-                      "results": {k: {kk: vv for kk, vv in r.items() if kk != "hyperparameters"} for k, r in rows.items()}},
-                     default=float))
+    print(
+        json.dumps(
+            {"bench": "coupling_cv", "max_train": args.max_train, "factors": args.factors,
+             "results": {k: {kk: vv for kk, vv in r.items() if kk != "hyperparameters"} for k, r in rows.items()}},
+            default=float,
+        )
+    )
 
 
 if __name__ == "__main__":

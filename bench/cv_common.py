@@ -101,9 +101,17 @@ def learn_and_evaluate(prior, likelihood, data, folds, options, *, one_vs_rest=F
     if not one_vs_rest:
         Y = np.eye(C)[data.y_train]
         op = Timed(prior.operator(data.X_train, C), clock)
-        res = learn_hyperparameters(op, likelihood, Y, folds, options,
-                                    on_iteration=lambda r: say(f"  {label} it {r.iteration}: Ψ = {r.value:.5g}, "
-                                                               f"{r.evaluations} eval ({r.failed} failed), {r.seconds:.1f} s"))
+        res = learn_hyperparameters(
+            op,
+            likelihood,
+            Y,
+            folds,
+            options,
+            on_iteration=lambda r: say(
+                f"  {label} it {r.iteration}: Ψ = {r.value:.5g}, "
+                f"{r.evaluations} eval ({r.failed} failed), {r.seconds:.1f} s"
+            ),
+        )
         learn_s = time.perf_counter() - t0
         t = time.perf_counter()
         model = fit_learned(res, likelihood, Y, options)
@@ -112,9 +120,18 @@ def learn_and_evaluate(prior, likelihood, data, folds, options, *, one_vs_rest=F
         results, hyper = [res], res.hyperparameters()
     else:
         op2 = Timed(prior.operator(data.X_train, 2), clock)
-        ovr = learn_one_vs_rest(op2, likelihood, data.y_train, C, folds, options,
-                                on_iteration=lambda c, r: say(f"  {label} class {c} it {r.iteration}: Ψ = {r.value:.5g}, "
-                                                              f"{r.evaluations} eval ({r.failed} failed), {r.seconds:.1f} s"))
+        ovr = learn_one_vs_rest(
+            op2,
+            likelihood,
+            data.y_train,
+            C,
+            folds,
+            options,
+            on_iteration=lambda c, r: say(
+                f"  {label} class {c} it {r.iteration}: Ψ = {r.value:.5g}, "
+                f"{r.evaluations} eval ({r.failed} failed), {r.seconds:.1f} s"
+            ),
+        )
         total = time.perf_counter() - t0
         fit_s = sum(m.result.diagnostics.seconds for m in ovr.models)
         learn_s = total - fit_s
@@ -124,8 +141,11 @@ def learn_and_evaluate(prior, likelihood, data, folds, options, *, one_vs_rest=F
     evals = [e for r in results for e in r.evaluations]
     eval_s = sum(e.seconds for e in evals)
     return {
-        "test_error": M.error(P, data.y_test), "test_log_loss": M.log_loss(P, data.y_test),
-        "learning_seconds": learn_s, "final_fit_seconds": fit_s, "evaluations": len(evals),
+        "test_error": M.error(P, data.y_test),
+        "test_log_loss": M.log_loss(P, data.y_test),
+        "learning_seconds": learn_s,
+        "final_fit_seconds": fit_s,
+        "evaluations": len(evals),
         "failed_evaluations": sum(not e.ok for e in evals),
         "outer_iterations": sum(r.outer.iteration for r in results),
         "seconds_per_evaluation": eval_s / max(1, len(evals)),
@@ -134,7 +154,9 @@ def learn_and_evaluate(prior, likelihood, data, folds, options, *, one_vs_rest=F
         "grad_trace_share": clock["grad_trace"] / max(learn_s + fit_s, 1e-12),
         "restrict_share": clock["restrict"] / max(learn_s + fit_s, 1e-12),
         "kernel_build_share": clock["kernel_build"] / max(learn_s + fit_s, 1e-12),
-        "mvms": clock["mvm_calls"], "psi": [r.psi for r in results], "converged": all(r.converged for r in results),
+        "mvms": clock["mvm_calls"],
+        "psi": [r.psi for r in results],
+        "converged": all(r.converged for r in results),
         "hyperparameters": hyper,
         "history": [rec.value for rec in results[0].history],  # Ψ per outer iteration (the first model)
     }

@@ -38,9 +38,9 @@ from cv_common import blas_threads, learn_and_evaluate  # noqa: E402
 from gpmodels.data.datasets import Dataset  # noqa: E402
 from gpmodels.data.scaling import auto_rbf_w  # noqa: E402
 from gpmodels.data.splits import kfold_partition, train_test_split  # noqa: E402
+from gpmodels.kernels.rbf import RBF  # noqa: E402
 from gpmodels.likelihoods.softmax import Softmax  # noqa: E402
 from gpmodels.priors.independent import IndependentGP  # noqa: E402
-from gpmodels.kernels.rbf import RBF  # noqa: E402
 from gpmodels.spec.build import build_data  # noqa: E402
 from gpmodels.spec.loader import load_spec  # noqa: E402
 from gpmodels.spec.runners.cv import build_learn_options  # noqa: E402
@@ -65,7 +65,8 @@ def load(name: str, max_train: int | None):
 
 def run_sklearn(data, v0, w0, sigma2):
     from sklearn.gaussian_process import GaussianProcessClassifier
-    from sklearn.gaussian_process.kernels import RBF as SkRBF, ConstantKernel
+    from sklearn.gaussian_process.kernels import RBF as SkRBF
+    from sklearn.gaussian_process.kernels import ConstantKernel
 
     kernel = ConstantKernel(v0, (1e-6, 1e6)) * SkRBF(1.0 / np.sqrt(w0), (1e-4, 1e7)) + ConstantKernel(sigma2, "fixed")
     gpc = GaussianProcessClassifier(kernel=kernel, random_state=0)
@@ -100,13 +101,19 @@ def main(argv=None):
             ours = learn_and_evaluate(prior, Softmax(), data, folds, options, label=f"[{name} {a.method}]",
                                       say=lambda s: print(s, flush=True))
             ours_s = time.perf_counter() - t
-            print(f"gpmodels {a.method} (5-fold CV learning + final fit): {ours_s:.1f} s, test error "
-                  f"{100 * ours['test_error']:.2f} % ({ours['evaluations']} evaluations, {ours['failed_evaluations']} failed)",
-                  flush=True)
+            print(
+                f"gpmodels {a.method} (5-fold CV learning + final fit): {ours_s:.1f} s, test error "
+                f"{100 * ours['test_error']:.2f} % ({ours['evaluations']} evaluations, {ours['failed_evaluations']} "
+                "failed)",
+                flush=True,
+            )
             sk = run_sklearn(data, v0, w0, sigma2)
             ratio = sk["seconds"] / ours_s
-            print(f"scikit-learn GaussianProcessClassifier (one-vs-rest, marginal likelihood, L-BFGS-B): "
-                  f"{sk['seconds']:.1f} s, test error {100 * sk['test_error']:.2f} %", flush=True)
+            print(
+                f"scikit-learn GaussianProcessClassifier (one-vs-rest, marginal likelihood, L-BFGS-B): "
+                f"{sk['seconds']:.1f} s, test error {100 * sk['test_error']:.2f} %",
+                flush=True,
+            )
             print(f"time ratio scikit-learn / gpmodels: {ratio:.1f}x (goal >= 10x at a lower test error)\n", flush=True)
             out[name] = {"n_train": int(data.y_train.size), "n_test": int(data.y_test.size), "gpmodels_seconds": ours_s,
                          "gpmodels_test_error": ours["test_error"], "gpmodels_evaluations": ours["evaluations"],
@@ -115,8 +122,11 @@ def main(argv=None):
                          "gpmodels_hyperparameters": ours["hyperparameters"], "sklearn_kernels": sk["kernels"]}
     print(f"{'data':10s} {'gpmodels s':>11s} {'err %':>6s} {'sklearn s':>10s} {'err %':>6s} {'ratio':>6s}")
     for name, r in out.items():
-        print(f"{name:10s} {r['gpmodels_seconds']:11.1f} {100 * r['gpmodels_test_error']:6.2f} {r['sklearn_seconds']:10.1f} "
-              f"{100 * r['sklearn_test_error']:6.2f} {r['time_ratio']:6.1f}")
+        print(
+            f"{name:10s} {r['gpmodels_seconds']:11.1f} {100 * r['gpmodels_test_error']:6.2f} "
+            f"{r['sklearn_seconds']:10.1f} "
+            f"{100 * r['sklearn_test_error']:6.2f} {r['time_ratio']:6.1f}"
+        )
     print(json.dumps({"bench": "cv_vs_sklearn", "method": a.method, "max_train": a.max_train, "results": out}))
 
 

@@ -19,10 +19,8 @@ import argparse
 import json
 import time
 
-import numpy as np
-
-from gpmodels.baselines.hm3.solver import HM3Options, fit_hm3
 from gpmodels.baselines.hm3.node_svms import fit_node_svms
+from gpmodels.baselines.hm3.solver import HM3Options, fit_hm3
 from gpmodels.data.multilabel_sets import load_multilabel
 from gpmodels.data.scaling import scale_features
 from gpmodels.kernels import RBF, Linear
@@ -48,7 +46,10 @@ def run_set(name, a):
     tree, Y, Yt = d.tree, d.Y_train, d.Y_test
     res = {}
     print(f"\n{name}: {X.shape[0]} train, {Xt.shape[0]} test, {tree.n_nodes} nodes, depth {int(tree.depth.max())}")
-    print(f"{'method':<16}{'l0/1%':>7}{'lD':>8}{'lH~uni':>8}{'lH~sib':>8}{'lH~sub':>8}{'P%':>7}{'R%':>7}{'F1%':>7}{'train s':>9}")
+    print(
+        f"{'method':<16}{'l0/1%':>7}{'lD':>8}{'lH~uni':>8}{'lH~sib':>8}{'lH~sub':>8}"
+        f"{'P%':>7}{'R%':>7}{'F1%':>7}{'train s':>9}"
+    )
     for mode, label in (("flat", "SVM"), ("hierarchical", "H-SVM")):
         t = time.perf_counter()
         s = fit_node_svms(kern, X, Y, tree, C=1.0, mode=mode)
@@ -58,8 +59,14 @@ def run_set(name, a):
         print(_row(label, rep, secs))
     for loss, scaling, label in (("delta", "uniform", "H-M3-lD"), ("htilde", "subtree", "H-M3-lH~")):
         t = time.perf_counter()
-        m = fit_hm3(kern, X, Y, tree, HM3Options(C=1.0, loss=loss, scaling=scaling, iteration_limit=10,
-                                                  gap_tol=a.gap_tol, max_passes=100000, max_seconds=a.hm3_seconds))
+        m = fit_hm3(
+            kern,
+            X,
+            Y,
+            tree,
+            HM3Options(C=1.0, loss=loss, scaling=scaling, iteration_limit=10, gap_tol=a.gap_tol, max_passes=100000,
+                       max_seconds=a.hm3_seconds),
+        )
         secs = time.perf_counter() - t
         rep = multilabel_report(Yt, m.predict(Xt), tree)
         r = m.result
@@ -67,8 +74,11 @@ def run_set(name, a):
         print(_row(label, rep, secs) + f"   (rel. gap {r.gap / r.primal:.3f}, {r.passes} passes)")
     print("per-level P / R / F1 (%):")
     for label, rep in res.items():
-        lv = "  ".join(f"L{k}: {100 * rep[f'level{k}_precision']:.0f}/{100 * rep[f'level{k}_recall']:.0f}/"
-                       f"{100 * rep[f'level{k}_f1']:.0f}" for k in range(1, int(tree.depth.max()) + 1))
+        lv = "  ".join(
+            f"L{k}: {100 * rep[f'level{k}_precision']:.0f}/{100 * rep[f'level{k}_recall']:.0f}/"
+            f"{100 * rep[f'level{k}_f1']:.0f}"
+            for k in range(1, int(tree.depth.max()) + 1)
+        )
         print(f"  {label:<10} {lv}")
     return res, (kern, X, Y, tree)
 
@@ -76,10 +86,17 @@ def run_set(name, a):
 def curves(kern, X, Y, tree, a):
     out = {}
     print(f"\nobjective vs time on enron_corr (dual objective; {a.curve_seconds:.0f} s each)")
-    for label, opts in [(f"DP, limit {lim}", HM3Options(iteration_limit=lim, max_seconds=a.curve_seconds, gap_tol=1e-4,
-                                                        max_passes=100000)) for lim in (1, 10, 50)] + \
-                       [("LP (cvxpy), limit 1", HM3Options(iteration_limit=1, direction="lp", max_seconds=a.curve_seconds,
-                                                           gap_tol=1e-4, chunk_size=50, max_passes=100000))]:
+    for label, opts in [
+        (f"DP, limit {lim}",
+         HM3Options(iteration_limit=lim, max_seconds=a.curve_seconds, gap_tol=1e-4, max_passes=100000))
+        for lim in (1, 10, 50)
+    ] + [
+        (
+            "LP (cvxpy), limit 1",
+            HM3Options(iteration_limit=1, direction="lp", max_seconds=a.curve_seconds, gap_tol=1e-4, chunk_size=50,
+                       max_passes=100000),
+        )
+    ]:
         m = fit_hm3(kern, X, Y, tree, opts)
         tr = [(rec["seconds"], rec["dual"], rec["gap"] / max(rec["primal"], 1e-300)) for rec in m.result.trace]
         out[label] = tr
@@ -88,8 +105,11 @@ def curves(kern, X, Y, tree, a):
         for t in marks:
             before = [d for s, d, _ in tr if s <= t]
             vals.append(before[-1] if before else float("nan"))
-        print(f"  {label:<22}" + "  ".join(f"{t:>3}s: {v:>9.2f}" for t, v in zip(marks, vals))
-              + f"   final rel. gap {tr[-1][2]:.3f}")
+        print(
+            f"  {label:<22}"
+            + "  ".join(f"{t:>3}s: {v:>9.2f}" for t, v in zip(marks, vals))
+            + f"   final rel. gap {tr[-1][2]:.3f}"
+        )
     return out
 
 

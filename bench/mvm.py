@@ -128,10 +128,15 @@ def main(argv=None):
         print(f"{s['case']} on {source}, {s['columns']} columns: row-contiguous {1e3 * s['row_contiguous_s']:.1f} ms, "
               f"column-contiguous {1e3 * s['column_contiguous_s']:.1f} ms, speed-up {s['speedup_row_vs_column']:.2f}x",
               flush=True)
-    summary = {"bench": "mvm", "gemm_efficiency": min(r["efficiency"] for r in rows),
-               "gemm_efficiency_by_case": {f"{r['case']} k={r['k']}": round(r["efficiency"], 4) for r in rows},
-               "sparse_row_vs_column_speedup": {str(s["columns"]): round(s["speedup_row_vs_column"], 3) for s in sparse_rows},
-               "sparse_source": source, "n": n, "C": a.C}
+    summary = {
+        "bench": "mvm",
+        "gemm_efficiency": min(r["efficiency"] for r in rows),
+        "gemm_efficiency_by_case": {f"{r['case']} k={r['k']}": round(r["efficiency"], 4) for r in rows},
+        "sparse_row_vs_column_speedup": {str(s["columns"]): round(s["speedup_row_vs_column"], 3) for s in sparse_rows},
+        "sparse_source": source,
+        "n": n,
+        "C": a.C,
+    }
     print(json.dumps(summary))
 
 

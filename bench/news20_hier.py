@@ -11,7 +11,8 @@ on the full set by default (11314 train / 7532 test; ``--subset small`` for 2000
    diagonal preconditioner (the paper's; with the residual forcing test of the flat default and
    with the α-space test) and with the low-rank preconditioners of this package.  A fit that stops
    before the optimum (compare Φ) makes its time ratio meaningless; the table says which did.
-3. Test scores (of the lowrank_block fits) at these fixed hyperparameters: acc, prec, taxo-loss and parent accuracy, flat vs
+3. Test scores (of the lowrank_block fits) at these fixed hyperparameters: acc, prec, taxo-loss and parent accuracy,
+flat vs
    ANOVA, with argmax decisions and with each score's Bayes rule (min expected taxo-loss, max
    expected parent accuracy, footnote 11).
 
@@ -32,10 +33,10 @@ import attrs
 import numpy as np
 
 from gpmodels import metrics as M
-from gpmodels.scoring.decisions import argmax_rule, max_expected_parent_accuracy, min_expected_taxo
 from gpmodels.inference.map.newton_cg import newton_cg
 from gpmodels.operators.anova import ANOVA
 from gpmodels.operators.intercept import Intercept
+from gpmodels.scoring.decisions import argmax_rule, max_expected_parent_accuracy, min_expected_taxo
 from gpmodels.spec.build import build_data, build_likelihood, build_newton_options, build_prior, build_tree
 from gpmodels.spec.loader import load_spec
 
@@ -77,8 +78,11 @@ def main():
     flat = build_prior(fspec.model, data.X_train, base).operator(data.X_train, C)
     hier = build_prior(hspec.model, data.X_train, base, tree=tree).operator(data.X_train, C)
     node_space = Intercept(ANOVA(hier.inner.inner, tree, merge_gemm=False), hier.sigma2)
-    print(f"news20{'-' + a.subset if a.subset else ''}: n = {n} train, {data.y_test.size} test, C = {C}, "
-          f"P = {tree.n_nodes}, {data.X_train.shape[1]} features, nnz = {data.X_train.nnz}", flush=True)
+    print(
+        f"news20{'-' + a.subset if a.subset else ''}: n = {n} train, {data.y_test.size} test, C = {C}, "
+        f"P = {tree.n_nodes}, {data.X_train.shape[1]} features, nnz = {data.X_train.nnz}",
+        flush=True,
+    )
 
     # ---------------------------------------------------------------- 1. MVM time
     rng = np.random.default_rng(0)
@@ -86,13 +90,17 @@ def main():
     for k in (1, 8):
         V = rng.normal(size=(n, C, k)) if k > 1 else rng.normal(size=(n, C))
         (tf, th, tn), (cf, ch, cn), (mf, mh, mn) = _interleaved(
-            [lambda: flat.mvm(V), lambda: hier.mvm(V), lambda: node_space.mvm(V)], a.repeats)
-        mvm[k] = {"flat_ms": 1e3 * tf, "hier_ms": 1e3 * th, "hier_node_space_ms": 1e3 * tn,
-                  "ratio": th / tf, "ratio_node_space": tn / tf, "ratio_median": mh / mf,
-                  "cpu_ratio": ch / cf, "cpu_ratio_node_space": cn / cf}
-        print(f"MVM k={k}: flat {1e3 * tf:.1f} ms, hierarchical {1e3 * th:.1f} ms, node-space order {1e3 * tn:.1f} ms; "
-              f"hier/flat {th / tf:.2f} (CPU {ch / cf:.2f}), node-space/flat {tn / tf:.2f} (CPU {cn / cf:.2f}); "
-              f"P/C = {tree.n_nodes / C:.2f}", flush=True)
+            [lambda V=V: flat.mvm(V), lambda V=V: hier.mvm(V), lambda V=V: node_space.mvm(V)], a.repeats
+        )
+        mvm[k] = {"flat_ms": 1e3 * tf, "hier_ms": 1e3 * th, "hier_node_space_ms": 1e3 * tn, "ratio": th / tf,
+                  "ratio_node_space": tn / tf, "ratio_median": mh / mf, "cpu_ratio": ch / cf,
+                  "cpu_ratio_node_space": cn / cf}
+        print(
+            f"MVM k={k}: flat {1e3 * tf:.1f} ms, hierarchical {1e3 * th:.1f} ms, node-space order {1e3 * tn:.1f} ms; "
+            f"hier/flat {th / tf:.2f} (CPU {ch / cf:.2f}), node-space/flat {tn / tf:.2f} (CPU {cn / cf:.2f}); "
+            f"P/C = {tree.n_nodes / C:.2f}",
+            flush=True,
+        )
 
     # ---------------------------------------------------------------- 2. fit time
     fits, probs = {}, {}
@@ -108,8 +116,11 @@ def main():
             fits[(pc, name)] = {"seconds": dt, "cpu_seconds": dc, "newton_iterations": d.iterations,
                                 "cg_steps": int(sum(d.cg_iterations)), "mvms": d.mvm_count, "phi": res.phi,
                                 "converged": d.converged}
-            print(f"fit {name:4s} {pc:14s}: {dt:6.1f} s (CPU {dc:6.1f} s), {d.iterations:2d} Newton its, "
-                  f"{sum(d.cg_iterations):4d} CG steps, {d.mvm_count:4d} MVMs, Phi = {res.phi:.6f} ({d.message})", flush=True)
+            print(
+                f"fit {name:4s} {pc:14s}: {dt:6.1f} s (CPU {dc:6.1f} s), {d.iterations:2d} Newton its, "
+                f"{sum(d.cg_iterations):4d} CG steps, {d.mvm_count:4d} MVMs, Phi = {res.phi:.6f} ({d.message})",
+                flush=True,
+            )
             probs[(pc, name)] = lik.predict(op.cross_test(data.X_test).mvm(res.alpha))
         r = fits[(pc, "hier")]["seconds"] / fits[(pc, "flat")]["seconds"]
         rc = fits[(pc, "hier")]["cpu_seconds"] / fits[(pc, "flat")]["cpu_seconds"]
@@ -117,16 +128,22 @@ def main():
         fits[(pc, "ratio")] = r
         fits[(pc, "cpu_ratio")] = rc
         fits[(pc, "mvm_ratio")] = rm
-        print(f"fit-time ratio hierarchical / flat ({pc}): {r:.2f} (CPU time {rc:.2f}; MVM count {rm:.2f}; "
-              f"paper: < 2; goal <= 1.5)", flush=True)
+        print(
+            f"fit-time ratio hierarchical / flat ({pc}): {r:.2f} (CPU time {rc:.2f}; MVM count {rm:.2f}; "
+            f"paper: < 2; goal <= 1.5)",
+            flush=True,
+        )
 
     for name in ("flat", "hier"):
         best = min(fits[(pc, name)]["phi"] for pc in configs)
         for pc in configs:
             f = fits[(pc, name)]
             f["phi_gap"] = (f["phi"] - best) / abs(best)
-        print(f"{name}: relative Φ gap to the best fit: " +
-              ", ".join(f"{pc} {fits[(pc, name)]['phi_gap']:.1e}" for pc in configs), flush=True)
+        print(
+            f"{name}: relative Φ gap to the best fit: "
+            + ", ".join(f"{pc} {fits[(pc, name)]['phi_gap']:.1e}" for pc in configs),
+            flush=True,
+        )
 
     # ---------------------------------------------------------------- 3. scores
     scores = {}
@@ -144,18 +161,24 @@ def main():
                  "pacc": M.parent_accuracy(y_pacc, y, tree)}
             scores[f"{name}_{rule}"] = s
             print(f"{name:5s} {rule:13s} {s['acc']:7.4f} {s['prec']:7.4f} {s['taxo']:7.4f} {s['pacc']:7.4f}")
-    agree = max(float(np.max(np.abs(probs[(pc, name)] - probs[("lowrank_block", name)])))
-                for pc in configs for name in ("flat", "hier") if fits[(pc, name)]["phi_gap"] < 1e-6)
+    agree = max(
+        float(np.max(np.abs(probs[(pc, name)] - probs[("lowrank_block", name)])))
+        for pc in configs
+        for name in ("flat", "hier")
+        if fits[(pc, name)]["phi_gap"] < 1e-6
+    )
     print(f"max |P - P_lowrank_block| over the fits within 1e-6 of the best Φ = {agree:.2e}", flush=True)
-    print(json.dumps({
-        "bench": "news20_hier", "subset": a.subset, "n_train": n, "n_test": int(y.size), "C": C, "P": tree.n_nodes,
-        "mvm": {str(k): v for k, v in mvm.items()},
-        "fit": {f"{pc}_{name}": v for (pc, name), v in fits.items() if name in ("flat", "hier")},
-        "fit_time_ratio": {pc: fits[(pc, "ratio")] for pc in configs},
-        "fit_cpu_ratio": {pc: fits[(pc, "cpu_ratio")] for pc in configs},
-        "fit_mvm_ratio": {pc: fits[(pc, "mvm_ratio")] for pc in configs},
-        "scores": scores, "max_prob_diff_within_1e-6_of_best_phi": agree,
-    }))
+    print(
+        json.dumps(
+            {"bench": "news20_hier", "subset": a.subset, "n_train": n, "n_test": int(y.size), "C": C, "P": tree.n_nodes,
+             "mvm": {str(k): v for k, v in mvm.items()},
+             "fit": {f"{pc}_{name}": v for (pc, name), v in fits.items() if name in ("flat", "hier")},
+             "fit_time_ratio": {pc: fits[(pc, "ratio")] for pc in configs},
+             "fit_cpu_ratio": {pc: fits[(pc, "cpu_ratio")] for pc in configs},
+             "fit_mvm_ratio": {pc: fits[(pc, "mvm_ratio")] for pc in configs}, "scores": scores,
+             "max_prob_diff_within_1e-6_of_best_phi": agree}
+        )
+    )
 
 
 if __name__ == "__main__":

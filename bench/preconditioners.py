@@ -26,10 +26,10 @@ from pathlib import Path
 import attrs
 import numpy as np
 
-from gpmodels.linalg.cg import cg
 from gpmodels.inference.map.line_search import objective, pair_line_search
 from gpmodels.inference.map.newton_cg import newton_cg
 from gpmodels.inference.map.preconditioners import make_preconditioner
+from gpmodels.linalg.cg import cg
 from gpmodels.spec.build import build_data, build_likelihood, build_newton_options, build_prior, build_tree
 from gpmodels.spec.loader import load_spec
 
@@ -87,7 +87,8 @@ def main():
            "flat": build_prior(fspec.model, data.X_train, base).operator(data.X_train, C)}
     kinds = [("diagonal", None), ("block", None)] + [(kind, r) for r in ranks for kind in ("lowrank", "lowrank_block")]
     label = {k: (k[0] if k[1] is None else f"{k[0]}{k[1]}") for k in kinds}
-    print(f"news20{'-' + a.subset if a.subset else ''}: n = {data.y_train.size}, C = {C}, P = {tree.n_nodes}", flush=True)
+    print(f"news20{'-' + a.subset if a.subset else ''}: n = {data.y_train.size}, C = {C}, P = {tree.n_nodes}",
+          flush=True)
     result = {"bench": "preconditioners", "subset": a.subset, "systems": {}, "fits": {}}
     for prior, op in ops.items():
         # ------------------------------------------------------------ 1. identical systems
@@ -102,8 +103,10 @@ def main():
                 inv_diag, pre = pcs[k].for_factor(hf)
                 res = cg(A, rhs, inv_diag=inv_diag, precondition=pre, tol=a.tol, max_iter=2000)
                 table[label[k]].append(res.iterations)
-        print(f"\n[{prior}] CG steps per Newton system to relative residual {a.tol:g} (from beta = 0; systems "
-              f"1..{a.systems} of an exact Newton path; preconditioner set-up {setup:.1f} s for all kinds):")
+        print(
+            f"\n[{prior}] CG steps per Newton system to relative residual {a.tol:g} (from beta = 0; systems "
+            f"1..{a.systems} of an exact Newton path; preconditioner set-up {setup:.1f} s for all kinds):"
+        )
         for k in kinds:
             print(f"    {label[k]:16s} {table[label[k]]}  total {sum(table[label[k]])}", flush=True)
         result["systems"][prior] = table
@@ -116,12 +119,15 @@ def main():
             res = newton_cg(op, lik, Y, opts)
             dc, dt = time.process_time() - c, time.perf_counter() - t
             d = res.diagnostics
-            result["fits"][f"{prior}_{label[k]}"] = {
-                "seconds": dt, "cpu_seconds": dc, "newton_iterations": d.iterations, "cg_steps": int(sum(d.cg_iterations)),
-                "mvms": d.mvm_count, "phi": res.phi, "converged": d.converged}
-            print(f"    {label[k]:16s} {dt:6.1f} s (CPU {dc:6.1f} s)  {d.iterations:2d} Newton its  "
-                  f"{sum(d.cg_iterations):4d} CG steps  {d.mvm_count:4d} MVMs  Phi = {res.phi:.8f}  ({d.message})",
-                  flush=True)
+            result["fits"][f"{prior}_{label[k]}"] = {"seconds": dt, "cpu_seconds": dc,
+                                                     "newton_iterations": d.iterations,
+                                                     "cg_steps": int(sum(d.cg_iterations)), "mvms": d.mvm_count,
+                                                     "phi": res.phi, "converged": d.converged}
+            print(
+                f"    {label[k]:16s} {dt:6.1f} s (CPU {dc:6.1f} s)  {d.iterations:2d} Newton its  "
+                f"{sum(d.cg_iterations):4d} CG steps  {d.mvm_count:4d} MVMs  Phi = {res.phi:.8f}  ({d.message})",
+                flush=True,
+            )
     print(json.dumps(result))
 
 

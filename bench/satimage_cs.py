@@ -34,9 +34,9 @@ import time
 
 import numpy as np
 
-from gpmodels.baselines.crammer_singer.solver import ENGINES, CSOptions, compiled_available, fit_crammer_singer
-from gpmodels.baselines.crammer_singer.loops import CompiledLoop
 from gpmodels.baselines.crammer_singer.kernel_cache import KernelRows
+from gpmodels.baselines.crammer_singer.loops import CompiledLoop
+from gpmodels.baselines.crammer_singer.solver import ENGINES, CSOptions, compiled_available, fit_crammer_singer
 from gpmodels.data import load_dataset
 from gpmodels.data.scaling import scale_features
 from gpmodels.kernels import RBF, Linear
@@ -139,27 +139,38 @@ def main():
     print("  runs ours " + " ".join(f"{v:.3f}" for v in ours["runs"]))
     if "engines_same_tau" in out:
         print(f"numpy engine {out['ours_numpy_engine']['seconds']:.2f} s: compiled / numpy speed-up "
-              f"{out['ours_numpy_engine']['seconds'] / out['ours']['seconds']:.1f}x, same tau: {out['engines_same_tau']}")
+              f"{out['ours_numpy_engine']['seconds'] / out['ours']['seconds']:.1f}x, same tau: "
+              f"{out['engines_same_tau']}")
     out["ratio_to_svc"] = ratio
     if a.profile and ours["engine"] == "compiled":
         pr = _profile(kern, X, y, headline)
         c = pr["loop_counters"]
         rest = pr["seconds"] - pr["rows_seconds"]
-        print(f"\nprofile of one headline fit ({pr['seconds']:.3f} s): kernel rows {pr['rows_seconds']:.3f} s "
-              f"({pr['rows']} rows, {1e6 * pr['rows_seconds'] / max(pr['rows'], 1):.0f} us each), compiled loop and "
-              f"set-up {rest:.3f} s ({1e6 * rest / max(c['updates'], 1):.1f} us per update)")
-        print(f"  loop: {c['updates']} updates, {c['scans']} scans of A^c, {c['syncs']} syncs, {c['swaps']} swaps; "
-              f"positions visited: psi on A {c['psi_active']:,}, F on A {c['axpy_active']:,}, psi on A^c "
-              f"{c['psi_rest']:,}, deferred F on A^c (position x pending row) {c['axpy_rest']:,}; "
-              f"Fig. 3 steps {c['fixed_point_steps']:,}")
+        print(
+            f"\nprofile of one headline fit ({pr['seconds']:.3f} s): kernel rows {pr['rows_seconds']:.3f} s "
+            f"({pr['rows']} rows, {1e6 * pr['rows_seconds'] / max(pr['rows'], 1):.0f} us each), compiled loop and "
+            f"set-up {rest:.3f} s ({1e6 * rest / max(c['updates'], 1):.1f} us per update)"
+        )
+        print(
+            f"  loop: {c['updates']} updates, {c['scans']} scans of A^c, {c['syncs']} syncs, {c['swaps']} swaps; "
+            f"positions visited: psi on A {c['psi_active']:,}, F on A {c['axpy_active']:,}, psi on A^c "
+            f"{c['psi_rest']:,}, deferred F on A^c (position x pending row) {c['axpy_rest']:,}; "
+            f"Fig. 3 steps {c['fixed_point_steps']:,}"
+        )
         out["profile"] = pr
     if not a.skip_ladder:
         e = a.ladder_epsilon
         rungs = [
-            ("1 cyclic, no cache", CSOptions(beta=1 / C, epsilon=e, selection="cyclic", active_set=False, cooling="none",
-                                             cache_mb=0, sparse="dense", max_sweeps=a.max_sweeps, engine=eng)),
-            ("2 + KKT selection", CSOptions(beta=1 / C, epsilon=e, active_set=False, cooling="none", cache_mb=0,
-                                            sparse="dense", max_updates=a.max_updates, engine=eng)),
+            (
+                "1 cyclic, no cache",
+                CSOptions(beta=1 / C, epsilon=e, selection="cyclic", active_set=False, cooling="none", cache_mb=0,
+                          sparse="dense", max_sweeps=a.max_sweeps, engine=eng),
+            ),
+            (
+                "2 + KKT selection",
+                CSOptions(beta=1 / C, epsilon=e, active_set=False, cooling="none", cache_mb=0, sparse="dense",
+                          max_updates=a.max_updates, engine=eng),
+            ),
             ("3 + active set, cooling (log)", CSOptions(beta=1 / C, epsilon=e, cache_mb=0, sparse="dense", engine=eng)),
             ("4 + LRU cache 200 MB", CSOptions(beta=1 / C, epsilon=e, sparse="dense", engine=eng)),
             ("5 + sparse inputs (auto)", CSOptions(beta=1 / C, epsilon=e, sparse="auto", engine=eng)),
@@ -170,8 +181,10 @@ def main():
         for name, opts in rungs:
             r = _fit(kern, X, y, Xt, yt, opts)
             ladder[name] = r
-            print(f"{name:<32}{r['seconds']:>9.2f}{r['updates']:>9}{r['rows_computed']:>8}{100 * r['error']:>7.2f}%"
-                  f"{r['rel_gap']:>9.2e}  {r['message']}")
+            print(
+                f"{name:<32}{r['seconds']:>9.2f}{r['updates']:>9}{r['rows_computed']:>8}{100 * r['error']:>7.2f}%"
+                f"{r['rel_gap']:>9.2e}  {r['message']}"
+            )
         n = load_dataset("news20", subset="small")
         Xn, _ = scale_features("unit_norm", n.X_train, n.X_test)
         sp_res = {}
@@ -179,8 +192,11 @@ def main():
             t = time.perf_counter()
             fit_crammer_singer(Linear(), Xn, n.y_train, CSOptions(beta=1.0, epsilon=e, sparse=mode, engine=eng))
             sp_res[mode] = time.perf_counter() - t
-        print(f"sparse inputs on news20-small (2000 x 32449, 0.4 % non-zero), linear kernel: dense {sp_res['dense']:.2f} s, "
-              f"CSR {sp_res['sparse']:.2f} s ({sp_res['dense'] / sp_res['sparse']:.1f}x)")
+        print(
+            f"sparse inputs on news20-small (2000 x 32449, 0.4 % non-zero), linear kernel: dense "
+            f"{sp_res['dense']:.2f} s, "
+            f"CSR {sp_res['sparse']:.2f} s ({sp_res['dense'] / sp_res['sparse']:.1f}x)"
+        )
         out["ladder"] = ladder
         out["sparse_news20_seconds"] = sp_res
     print(json.dumps(_public(out), default=float))

@@ -83,31 +83,45 @@ def main(argv=None):
                 r = learn_and_evaluate(prior, likelihood, data, folds, options, one_vs_rest=ovr, label=f"[{m} p{part}]",
                                        say=lambda s: print(s, flush=True))
                 rows[m].append(r)
-                print(f"{m:8s} partition {part}: test error {100 * r['test_error']:.2f} %, learning {r['learning_seconds']:.0f} s "
-                      f"({r['outer_iterations']} iterations, {r['evaluations']} evaluations, {r['failed_evaluations']} failed, "
-                      f"{r['seconds_per_evaluation']:.1f} s each), final fit {r['final_fit_seconds']:.1f} s, "
-                      f"MVM share {100 * r['mvm_share']:.0f} %, grad_trace {100 * r['grad_trace_share']:.0f} %, "
-                      f"restrict/cross copies {100 * r['restrict_share']:.0f} %, kernel build {100 * r['kernel_build_share']:.0f} %",
-                      flush=True)
-    print(f"\n{'method':8s} {'test error %':>14s} {'paper %':>8s} {'learning s':>11s} {'s/eval':>7s} {'evals':>6s} "
-          f"{'failed':>6s} {'MVM share':>9s}")
+                print(
+                    f"{m:8s} partition {part}: test error {100 * r['test_error']:.2f} %, learning "
+                    f"{r['learning_seconds']:.0f} s "
+                    f"({r['outer_iterations']} iterations, {r['evaluations']} evaluations, "
+                    f"{r['failed_evaluations']} failed, "
+                    f"{r['seconds_per_evaluation']:.1f} s each), final fit {r['final_fit_seconds']:.1f} s, "
+                    f"MVM share {100 * r['mvm_share']:.0f} %, grad_trace {100 * r['grad_trace_share']:.0f} %, "
+                    f"restrict/cross copies {100 * r['restrict_share']:.0f} %, kernel build "
+                    f"{100 * r['kernel_build_share']:.0f} %",
+                    flush=True,
+                )
+    print(
+        f"\n{'method':8s} {'test error %':>14s} {'paper %':>8s} {'learning s':>11s} {'s/eval':>7s} {'evals':>6s} "
+        f"{'failed':>6s} {'MVM share':>9s}"
+    )
     summary = {}
     for m in methods:
         e = np.array([r["test_error"] for r in rows[m]]) * 100
-        s = {k: float(np.mean([r[k] for r in rows[m]])) for k in
-             ("learning_seconds", "seconds_per_evaluation", "evaluations", "failed_evaluations", "mvm_share",
-              "grad_trace_share", "restrict_share", "kernel_build_share", "final_fit_seconds")}
+        s = {
+            k: float(np.mean([r[k] for r in rows[m]]))
+            for k in ("learning_seconds", "seconds_per_evaluation", "evaluations", "failed_evaluations", "mvm_share",
+                      "grad_trace_share", "restrict_share", "kernel_build_share", "final_fit_seconds")
+        }
         s.update(test_error_mean=float(e.mean()), test_error_std=float(e.std()), test_errors=e.tolist(),
                  paper=PAPER.get(m))
         summary[m] = s
         paper = f"{PAPER[m]:8.2f}" if m in PAPER else f"{'-':>8s}"
-        print(f"{m:8s} {e.mean():8.2f} ±{e.std():4.2f} {paper} {s['learning_seconds']:11.0f} "
-              f"{s['seconds_per_evaluation']:7.1f} {s['evaluations']:6.1f} {s['failed_evaluations']:6.1f} "
-              f"{100 * s['mvm_share']:8.0f}%")
-    print(json.dumps({"bench": "satimage_cv", "partitions": a.partitions, "n_train": int(data.y_train.size),
-                      "n_test": int(data.y_test.size), "total_seconds": time.perf_counter() - t_all,
-                      "methods": summary,
-                      "hyperparameters": {m: [r["hyperparameters"] for r in rows[m]] for m in methods}}))
+        print(
+            f"{m:8s} {e.mean():8.2f} ±{e.std():4.2f} {paper} {s['learning_seconds']:11.0f} "
+            f"{s['seconds_per_evaluation']:7.1f} {s['evaluations']:6.1f} {s['failed_evaluations']:6.1f} "
+            f"{100 * s['mvm_share']:8.0f}%"
+        )
+    print(
+        json.dumps(
+            {"bench": "satimage_cv", "partitions": a.partitions, "n_train": int(data.y_train.size),
+             "n_test": int(data.y_test.size), "total_seconds": time.perf_counter() - t_all, "methods": summary,
+             "hyperparameters": {m: [r["hyperparameters"] for r in rows[m]] for m in methods}}
+        )
+    )
 
 
 if __name__ == "__main__":

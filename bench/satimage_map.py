@@ -47,7 +47,8 @@ def main(argv=None):
     p.add_argument("--skip-exact", action="store_true", help="skip the exact-Newton reference")
     a = p.parse_args(argv)
     from sklearn.gaussian_process import GaussianProcessClassifier
-    from sklearn.gaussian_process.kernels import RBF as SkRBF, ConstantKernel
+    from sklearn.gaussian_process.kernels import RBF as SkRBF
+    from sklearn.gaussian_process.kernels import ConstantKernel
 
     spec, base = load_spec(SPEC)
     if a.max_train:
@@ -58,7 +59,8 @@ def main(argv=None):
     C = data.n_classes
     Y = labels_to_targets(data.y_train, C)
     lik = build_likelihood(model_spec)
-    print(f"satimage: {data.y_train.size} train, {data.y_test.size} test; v = {v}, w = {w:.6g}, sigma2 = {s2}", flush=True)
+    print(f"satimage: {data.y_train.size} train, {data.y_test.size} test; v = {v}, w = {w:.6g}, sigma2 = {s2}",
+          flush=True)
 
     # --- gpmodels: kernel construction + Newton-CG, as `gpmodels run` does
     t0 = time.perf_counter()
@@ -68,8 +70,11 @@ def main(argv=None):
     P = lik.predict(op.cross_test(data.X_test).mvm(res.alpha))
     ours_err = M.error(P, data.y_test)
     d = res.diagnostics
-    print(f"gpmodels Newton-CG: fit {ours_fit:.2f} s, {d.iterations} Newton iterations, {d.mvm_count} MVMs, "
-          f"test error {100 * ours_err:.2f} %", flush=True)
+    print(
+        f"gpmodels Newton-CG: fit {ours_fit:.2f} s, {d.iterations} Newton iterations, {d.mvm_count} MVMs, "
+        f"test error {100 * ours_err:.2f} %",
+        flush=True,
+    )
 
     # --- exact reference and the MVMs to a 1e-6 relative gap
     phi_star = mvm_gap = exact_s = None
@@ -80,28 +85,37 @@ def main(argv=None):
         phi_star = ex.phi
         tight = newton_cg(op, lik, Y, attrs.evolve(build_newton_options(spec.objective), grad_tol=1e-9, phi_rtol=0.0))
         mvm_gap = mvms_to_gap(tight.diagnostics, phi_star, 1e-6)
-        print(f"exact Newton (App. C): {exact_s:.1f} s, Phi* = {phi_star:.10g}; Newton-CG at the default settings ends "
-              f"at relative gap {(res.phi - phi_star) / abs(phi_star):.2e}; MVMs to reach 1e-6: {mvm_gap}", flush=True)
+        print(
+            f"exact Newton (App. C): {exact_s:.1f} s, Phi* = {phi_star:.10g}; Newton-CG at the default settings ends "
+            f"at relative gap {(res.phi - phi_star) / abs(phi_star):.2e}; MVMs to reach 1e-6: {mvm_gap}",
+            flush=True,
+        )
 
     # --- scikit-learn: one-vs-rest binary Laplace GPs, fixed hyperparameters
-    kern = ConstantKernel(v, "fixed") * SkRBF(length_scale=1.0 / np.sqrt(w), length_scale_bounds="fixed") \
-        + ConstantKernel(s2, "fixed")
+    kern = ConstantKernel(v, "fixed") * SkRBF(
+        length_scale=1.0 / np.sqrt(w), length_scale_bounds="fixed"
+    ) + ConstantKernel(s2, "fixed")
     gpc = GaussianProcessClassifier(kernel=kern, optimizer=None)
     t = time.perf_counter()
     gpc.fit(data.X_train, data.y_train)
     sk_fit = time.perf_counter() - t
     sk_err = float(np.mean(gpc.predict(data.X_test) != data.y_test))
-    print(f"scikit-learn GaussianProcessClassifier (one-vs-rest Laplace, optimizer=None): fit {sk_fit:.2f} s, "
-          f"test error {100 * sk_err:.2f} %", flush=True)
+    print(
+        f"scikit-learn GaussianProcessClassifier (one-vs-rest Laplace, optimizer=None): fit {sk_fit:.2f} s, "
+        f"test error {100 * sk_err:.2f} %",
+        flush=True,
+    )
     ratio = sk_fit / ours_fit
     print(f"fit-time ratio scikit-learn / gpmodels: {ratio:.1f}x (goal >= 10x at <= its test error)", flush=True)
-    print(json.dumps({
-        "bench": "satimage_map", "n_train": int(data.y_train.size), "n_test": int(data.y_test.size),
-        "gpmodels_fit_seconds": ours_fit, "gpmodels_test_error": ours_err, "gpmodels_mvms": d.mvm_count,
-        "gpmodels_newton_iterations": d.iterations, "sklearn_fit_seconds": sk_fit, "sklearn_test_error": sk_err,
-        "fit_time_ratio": ratio, "mvms_to_1e-6_gap": mvm_gap, "phi_exact": phi_star,
-        "phi_newton_cg": res.phi, "exact_newton_seconds": exact_s,
-    }))
+    print(
+        json.dumps(
+            {"bench": "satimage_map", "n_train": int(data.y_train.size), "n_test": int(data.y_test.size),
+             "gpmodels_fit_seconds": ours_fit, "gpmodels_test_error": ours_err, "gpmodels_mvms": d.mvm_count,
+             "gpmodels_newton_iterations": d.iterations, "sklearn_fit_seconds": sk_fit, "sklearn_test_error": sk_err,
+             "fit_time_ratio": ratio, "mvms_to_1e-6_gap": mvm_gap, "phi_exact": phi_star, "phi_newton_cg": res.phi,
+             "exact_newton_seconds": exact_s}
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -41,10 +41,10 @@ from gpmodels.data import load_dataset
 from gpmodels.data.scaling import scale_features
 from gpmodels.data.splits import kfold_partition, subsample, train_test_split
 from gpmodels.hyperparameters import natural_values
-from gpmodels.inference.marginal.laplace import LaplaceOptions, laplace_mlm, learn_laplace
-from gpmodels.inference.mkl.algorithms import MKLOptions, algorithm1
 from gpmodels.inference.map.newton_cg import NewtonOptions, newton_cg
+from gpmodels.inference.marginal.laplace import LaplaceOptions, laplace_mlm, learn_laplace
 from gpmodels.inference.marginal.vb import learn_vb, vb_criterion
+from gpmodels.inference.mkl.algorithms import MKLOptions, algorithm1
 from gpmodels.kernels.linear import Linear
 from gpmodels.kernels.rbf import RBF
 from gpmodels.likelihoods import Gaussian, Laplace, Logistic, StudentT
@@ -133,7 +133,7 @@ def regression_rows(quick):
                 grid = list(itertools.product(np.array([0.25, 1.0, 4.0]) / d, (0.5, 2.0, 8.0), scales[name]))
                 if quick:
                     grid = grid[::3]
-                w, v, s = cv_map(Xtr, ytr, grid, lambda X, w, v, s: (rbf_op(X, w, v, 0.0), mk(s)),
+                w, v, s = cv_map(Xtr, ytr, grid, lambda X, w, v, s, mk=mk: (rbf_op(X, w, v, 0.0), mk(s)),
                                  lambda lik, u, y: float(np.mean(np.abs(u[:, 0] - y))))
                 op, lik = rbf_op(Xtr, w, v, 0.0), mk(s)
                 alpha = newton_cg(op, lik, ytr, MAP_OPTS).alpha
@@ -177,8 +177,8 @@ def classification_rows(quick):
                 op, lik = rbf_op(Xtr, w, v, 1.0), Logistic()
                 alpha = newton_cg(op, lik, ytr, MAP_OPTS).alpha
             elif method == "Laplace-ML":
-                _, op, lik = learn_laplace(rbf_op(Xtr, 1.0 / d, 1.0, 1.0), Logistic(), ytr, LaplaceOptions(path="exact"),
-                                           max_iter=60)
+                _, op, lik = learn_laplace(rbf_op(Xtr, 1.0 / d, 1.0, 1.0), Logistic(), ytr,
+                                           LaplaceOptions(path="exact"), max_iter=60)
                 res = laplace_mlm(op, lik, ytr, LaplaceOptions(path="exact"), gradient=False)
                 alpha, extra = res.mode.alpha, {"log_marginal": res.log_marginal}
             elif method == "VB":
@@ -197,17 +197,22 @@ def classification_rows(quick):
             u = op.cross_test(Xte).mvm(alpha)
             P = lik.predict(u)
             labels = (yte > 0).astype(int)
-            learned = ({f"θ{m}": float(th) for m, th in enumerate(op.weights)} if isinstance(op, Sum)
-                       else describe(op, lik))
-            rows.append({"task": "classification", "data": dname, "likelihood": "logistic", "method": method,
-                         "error": M.error(P, labels), "log_loss": M.log_loss(P, labels), "learned": learned,
-                         "seconds": seconds, **extra})
+            learned = (
+                {f"θ{m}": float(th) for m, th in enumerate(op.weights)} if isinstance(op, Sum) else describe(op, lik)
+            )
+            rows.append(
+                {"task": "classification", "data": dname, "likelihood": "logistic", "method": method,
+                 "error": M.error(P, labels), "log_loss": M.log_loss(P, labels), "learned": learned, "seconds": seconds,
+                 **extra}
+            )
             print_row(rows[-1])
     return rows
 
 
-HEADER = (f"{'data':<20} {'likelihood':<10} {'method':<11} {'err/RMSE':>9} {'logloss/MAE':>11} {'time s':>7}  "
-          f"learned hyperparameters / kernel weights")
+HEADER = (
+    f"{'data':<20} {'likelihood':<10} {'method':<11} {'err/RMSE':>9} {'logloss/MAE':>11} {'time s':>7}  "
+    f"learned hyperparameters / kernel weights"
+)
 
 
 def print_row(r):
@@ -216,8 +221,11 @@ def print_row(r):
               flush=True)
         return
     a, b = (r["error"], r["log_loss"]) if r["task"] == "classification" else (r["rmse"], r["mae"])
-    print(f"{r['data']:<20} {r['likelihood']:<10} {r['method']:<11} {a:>9.4f} {b:>11.4f} {r['seconds']:>7.2f}  "
-          f"{fmt_hyper(r['learned'])}", flush=True)
+    print(
+        f"{r['data']:<20} {r['likelihood']:<10} {r['method']:<11} {a:>9.4f} {b:>11.4f} {r['seconds']:>7.2f}  "
+        f"{fmt_hyper(r['learned'])}",
+        flush=True,
+    )
 
 
 def main(argv=None):

@@ -46,7 +46,8 @@ def _module_name(text: str) -> str:
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="gpmodels", description="Kernel and GP classification with many, structured classes.")
+    p = argparse.ArgumentParser(prog="gpmodels",
+                                description="Kernel and GP classification with many, structured classes.")
     sub = p.add_subparsers(dest="command", required=True)
     r = sub.add_parser("run", help="fit and evaluate a spec; writes a report folder")
     r.add_argument("spec", help="path to a YAML spec")
@@ -134,8 +135,10 @@ def _predict(model_dir, data, out, allow_import=()) -> None:
     except Exception as exc:  # noqa: BLE001 - a reader's own error may quote the file: describe it instead
         from gpmodels.errors import DataError
 
-        raise DataError(f"input file {data} ({Path(data).stat().st_size} bytes) cannot be read as inputs "
-                        f"(.npz with X, .arff or svmlight text; {type(exc).__name__})") from None
+        raise DataError(
+            f"input file {data} ({Path(data).stat().st_size} bytes) cannot be read as inputs "
+            f"(.npz with X, .arff or svmlight text; {type(exc).__name__})"
+        ) from None
     P = model.predict_proba(X)
     names = list(model.classes)
     if not names:  # regression: the likelihood's prediction is the value itself
@@ -209,18 +212,22 @@ def _command(args) -> int:
     kind = _kind_of_spec(args.spec)
     if args.command == "study":
         if kind == "model":
-            raise SpecError(f"{args.spec} is a model spec (a `model` section, no `models` list); run it with "
-                            f"`gpmodels run {args.spec}`")
+            raise SpecError(
+                f"{args.spec} is a model spec (a `model` section, no `models` list); run it with "
+                f"`gpmodels run {args.spec}`"
+            )
         from gpmodels.spec.loader import load_any_spec
         from gpmodels.spec.study import failed_models, run_study
 
         study, base_dir = load_any_spec(args.spec, allow_import=args.allow_import)
-        rows = run_study(study, base_dir, args.out, quiet=args.quiet, progress=not args.no_progress,
-                         force=args.force)
+        rows = run_study(study, base_dir, args.out, quiet=args.quiet, progress=not args.no_progress, force=args.force)
         failed = failed_models(rows)
         if failed:
-            print(f"gpmodels: run failed: study {study.name!r}: {len(failed)} of {len(rows)} models failed "
-                  f"({', '.join(failed)}); the table and report are written", file=sys.stderr)
+            print(
+                f"gpmodels: run failed: study {study.name!r}: {len(failed)} of {len(rows)} models failed "
+                f"({', '.join(failed)}); the table and report are written",
+                file=sys.stderr,
+            )
             return EXIT_FAILED
         return EXIT_OK
     if kind == "study":
@@ -238,8 +245,11 @@ def main(argv=None) -> int:
     try:
         return _command(args)
     except CheckpointError as exc:  # a file in the report folder, not a failure of the fit
-        print(f"gpmodels: error: {_bounded(exc)} (set `objective.cv.resume: never` to start afresh, or pass "
-              "--force to clear the folder)", file=sys.stderr)
+        print(
+            f"gpmodels: error: {_bounded(exc)} (set `objective.cv.resume: never` to start afresh, or pass "
+            "--force to clear the folder)",
+            file=sys.stderr,
+        )
         return EXIT_BAD_INPUT
     except InputError as exc:
         print(f"gpmodels: error: {_bounded(exc)}", file=sys.stderr)
@@ -261,8 +271,11 @@ def main(argv=None) -> int:
         if os.environ.get("GPMODELS_DEBUG"):
             traceback.print_exc()
         else:
-            print(f"gpmodels: run failed: internal error {type(exc).__name__} at {_where(exc)} (set GPMODELS_DEBUG=1 "
-                  "to see the traceback; please report it)", file=sys.stderr)
+            print(
+                f"gpmodels: run failed: internal error {type(exc).__name__} at {_where(exc)} (set GPMODELS_DEBUG=1 "
+                "to see the traceback; please report it)",
+                file=sys.stderr,
+            )
         return EXIT_FAILED
 
 

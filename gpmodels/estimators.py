@@ -21,8 +21,8 @@ import warnings
 import numpy as np
 
 from gpmodels.baselines.crammer_singer.solver import CSOptions, fit_crammer_singer
-from gpmodels.baselines.hm3.solver import HM3Options, fit_hm3
 from gpmodels.baselines.hm3.inference import node_max_marginals
+from gpmodels.baselines.hm3.solver import HM3Options, fit_hm3
 from gpmodels.errors import ConvergenceWarning, DataConversionWarning, InputError, NotFittedError
 from gpmodels.hierarchy import ClassTree
 from gpmodels.inference.map.model import fit_map
@@ -31,8 +31,8 @@ from gpmodels.kernels.base import Kernel
 from gpmodels.kernels.factory import KERNEL_PARAMS, make_kernel
 from gpmodels.kernels.representations import RepresentationConfig
 from gpmodels.likelihoods.softmax import Softmax
-from gpmodels.scoring.multilabel import check_multilabels, micro_prf
 from gpmodels.priors.independent import IndependentGP
+from gpmodels.scoring.multilabel import check_multilabels, micro_prf
 from gpmodels.validation import check_features, labels_to_targets
 
 __all__ = ["GPClassifier", "CrammerSingerSVC", "HM3Classifier", "EstimatorMixin"]
@@ -405,7 +405,8 @@ class CrammerSingerSVC(EstimatorMixin):
         return self.model_.decision_function(self._check_X(X))
 
     def decision_function(self, X):
-        """Class scores f_r(x) (eq. 12), shape (n, k); for two classes f_1 − f_0, shape (n,), as scikit-learn expects."""
+        """Class scores f_r(x) (eq. 12), shape (n, k); for two classes f_1 − f_0, shape (n,), as scikit-learn
+        expects."""
         F = self._scores(X)
         return F[:, 1] - F[:, 0] if F.shape[1] == 2 else F
 
@@ -424,15 +425,19 @@ def _as_tree(hierarchy, owner: str) -> ClassTree:
         return ClassTree.from_networkx(hierarchy)
     if isinstance(hierarchy, (str, os.PathLike)):
         return ClassTree.from_tsv(hierarchy)
-    allowed = ("a gpmodels.hierarchy.ClassTree, a networkx DiGraph with edges parent -> child, a list of "
-               "(parent, child) pairs or the path of a hierarchy.tsv file")
+    allowed = (
+        "a gpmodels.hierarchy.ClassTree, a networkx DiGraph with edges parent -> child, a list of "
+        "(parent, child) pairs or the path of a hierarchy.tsv file"
+    )
     if hierarchy is None or not hasattr(hierarchy, "__iter__"):
         raise InputError(f"The 'hierarchy' parameter of {owner} must be {allowed}; got {hierarchy!r} instead")
     edges = list(hierarchy)
     bad = [e for e in edges if isinstance(e, str) or not hasattr(e, "__len__") or len(e) != 2]
     if bad:
-        raise InputError(f"The 'hierarchy' parameter of {owner} must be {allowed}; entry {bad[0]!r} of the "
-                         f"edge list is not a (parent, child) pair")
+        raise InputError(
+            f"The 'hierarchy' parameter of {owner} must be {allowed}; entry {bad[0]!r} of the "
+            f"edge list is not a (parent, child) pair"
+        )
     return ClassTree(edges)
 
 
@@ -472,9 +477,9 @@ class HM3Classifier(EstimatorMixin):
     whose ``result`` holds the objectives, the gap and the trace).
     """
 
-    def __init__(self, hierarchy, kernel="rbf", w="auto", degree=2, offset=1.0, C=1.0, loss="delta",
-                 scaling="uniform", working_set="gap_sampling", chunk_size=200, iteration_limit=10, direction="dp",
-                 gap_tol=1e-2, max_passes=200, seed=0):
+    def __init__(self, hierarchy, kernel="rbf", w="auto", degree=2, offset=1.0, C=1.0, loss="delta", scaling="uniform",
+                 working_set="gap_sampling", chunk_size=200, iteration_limit=10, direction="dp", gap_tol=1e-2,
+                 max_passes=200, seed=0):
         self.hierarchy = hierarchy
         self.kernel = kernel
         self.w = w
@@ -503,22 +508,31 @@ class HM3Classifier(EstimatorMixin):
         """Y as an (n, P) bool array over ``tree``'s nodes, or a clear error (wrong width, values, closure)."""
         owner = type(self).__name__
         if Y is None:
-            raise InputError(f"{owner} requires y to be passed, but the target y is None (Y: an (n, P) indicator "
-                             "matrix over the hierarchy's nodes)")
+            raise InputError(
+                f"{owner} requires y to be passed, but the target y is None (Y: an (n, P) indicator "
+                "matrix over the hierarchy's nodes)"
+            )
         _check_label_types(Y)
         Y = np.asarray(Y)
         if Y.dtype.kind == "O":
             Y = np.asarray(Y.tolist())  # numbers or strings only (checked above)
         if Y.dtype.kind == "f" and not np.all(np.isfinite(Y) & (Y == np.round(Y))):
-            raise InputError("Unknown label type: continuous. Y must be a 0/1 indicator matrix over the hierarchy's "
-                             "nodes; it has non-integral or non-finite values (a regression target?)")
+            raise InputError(
+                "Unknown label type: continuous. Y must be a 0/1 indicator matrix over the hierarchy's "
+                "nodes; it has non-integral or non-finite values (a regression target?)"
+            )
         P = tree.n_nodes
         if Y.ndim != 2 or Y.shape[1] != P:
             shown = ", ".join(map(repr, tree.nodes[:6])) + (", ..." if P > 6 else "")
-            hint = (" (a 1-D array of classes? convert it with gpmodels.scoring.multilabel.paths_to_multilabels)"
-                    if Y.ndim == 1 else "")
-            raise InputError(f"Dimension mismatch: Y must be an (n, {P}) 0/1 indicator matrix with one column per "
-                             f"non-root node of the hierarchy, in the order {shown}; got shape {Y.shape}{hint}")
+            hint = (
+                " (a 1-D array of classes? convert it with gpmodels.scoring.multilabel.paths_to_multilabels)"
+                if Y.ndim == 1
+                else ""
+            )
+            raise InputError(
+                f"Dimension mismatch: Y must be an (n, {P}) 0/1 indicator matrix with one column per "
+                f"non-root node of the hierarchy, in the order {shown}; got shape {Y.shape}{hint}"
+            )
         if Y.shape[0] != n:
             raise InputError(f"X has {n} samples but Y has {Y.shape[0]}")
         return check_multilabels(Y, tree, "Y")
@@ -537,9 +551,12 @@ class HM3Classifier(EstimatorMixin):
         model = fit_hm3(kernel, X, Y, tree, opts)
         result = model.result
         if not result.converged:
-            warnings.warn(f"{owner} stopped before the relative duality gap reached gap_tol = {self.gap_tol:g} "
-                          f"({result.message}; gap {result.gap:.3g}, primal {result.primal:.3g}); raise max_passes",
-                          ConvergenceWarning, stacklevel=2)
+            warnings.warn(
+                f"{owner} stopped before the relative duality gap reached gap_tol = {self.gap_tol:g} "
+                f"({result.message}; gap {result.gap:.3g}, primal {result.primal:.3g}); raise max_passes",
+                ConvergenceWarning,
+                stacklevel=2,
+            )
         self.tree_ = tree
         self.classes_ = np.array(tree.nodes, dtype=object)
         self.n_features_in_ = X.shape[1]
@@ -552,7 +569,7 @@ class HM3Classifier(EstimatorMixin):
 
     def _edge_scores(self, X) -> np.ndarray:
         self._check_fitted()
-        return self.model_.edge_scores(self._check_X(X))   # shape: (n, P, 4)
+        return self.model_.edge_scores(self._check_X(X))  # shape: (n, P, 4)
 
     def decision_function(self, X):
         """Max-marginal margins d_j(x) (class docstring), shape (n, P)."""

@@ -25,8 +25,8 @@ per subtree rooted at a child of the root, per node) come from :meth:`ClassTree.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Iterable, Sequence
 
 import numpy as np
 
@@ -102,16 +102,22 @@ class ClassTree:
             classes = [str(c) for c in classes]
             unknown = [c for c in classes if c not in self._index]
             if unknown:
-                raise HierarchyError(f"class {unknown[0]!r} is not a node of the hierarchy ({len(unknown)} such classes)")
+                raise HierarchyError(
+                    f"class {unknown[0]!r} is not a node of the hierarchy ({len(unknown)} such classes)"
+                )
             inner = [c for c in classes if self.children[self._index[c]]]
             if inner:
-                raise HierarchyError(f"class {inner[0]!r} is not a leaf of the hierarchy (it has children); classes must be leaves")
+                raise HierarchyError(
+                    f"class {inner[0]!r} is not a leaf of the hierarchy (it has children); classes must be leaves"
+                )
             if len(set(classes)) != len(classes):
                 raise HierarchyError("the class list repeats a name")
             missing = [self.nodes[p] for p in leaf_nodes if self.nodes[p] not in set(classes)]
             if missing:
-                raise HierarchyError(f"leaf {missing[0]!r} is not among the classes ({len(missing)} such leaves); "
-                                     "every leaf must be a class")
+                raise HierarchyError(
+                    f"leaf {missing[0]!r} is not among the classes ({len(missing)} such leaves); "
+                    "every leaf must be a class"
+                )
             self.leaves = np.array([self._index[c] for c in classes], dtype=np.intp)
         self._leaf_of_node = np.full(len(order), -1, dtype=np.intp)
         self._leaf_of_node[self.leaves] = np.arange(self.leaves.size)
@@ -119,17 +125,19 @@ class ClassTree:
 
     # ------------------------------------------------------------------ constructors
     @classmethod
-    def from_networkx(cls, graph, classes: Sequence[str] | None = None) -> "ClassTree":
+    def from_networkx(cls, graph, classes: Sequence[str] | None = None) -> ClassTree:
         """From a networkx DiGraph with edges parent -> child."""
         if not getattr(graph, "is_directed", lambda: False)():
-            raise HierarchyError("the hierarchy graph must be a directed graph (networkx.DiGraph), edges parent -> child")
+            raise HierarchyError(
+                "the hierarchy graph must be a directed graph (networkx.DiGraph), edges parent -> child"
+            )
         isolated = [v for v in graph.nodes if graph.degree(v) == 0]
         if isolated and graph.number_of_nodes() > 1:
             raise HierarchyError(f"node {isolated[0]!r} has no edges: it is not reachable from the root")
         return cls([(str(a), str(b)) for a, b in graph.edges], classes)
 
     @classmethod
-    def from_tsv(cls, path, classes: Sequence[str] | None = None) -> "ClassTree":
+    def from_tsv(cls, path, classes: Sequence[str] | None = None) -> ClassTree:
         """From a file of ``parent<TAB>child`` lines (blank lines and ``#`` comments skipped)."""
         path = Path(path)
         if not path.is_file():
@@ -249,7 +257,7 @@ class ClassTree:
             raise HierarchyError(f"phi_t expects {self.n_classes} classes on axis 1; got shape {E.shape}")
         acc = np.zeros((E.shape[0], self.n_nodes) + E.shape[2:], dtype=np.result_type(E, float))
         acc[:, self.leaves] = E
-        for nodes_d, par, starts, uniq in reversed(self._levels[1:]):
+        for nodes_d, _par, starts, uniq in reversed(self._levels[1:]):
             acc[:, uniq] += np.add.reduceat(acc[:, nodes_d], starts, axis=1)
         return acc
 
@@ -305,7 +313,7 @@ class ClassTree:
         if d < 1:
             raise HierarchyError(f"depth must be >= 1 (the root's children); got {d}")
         out = np.arange(self.n_nodes)
-        for nodes_e, par, _, _ in self._levels[int(d):]:  # depths d+1, d+2, ...: parents are final first
+        for nodes_e, par, _, _ in self._levels[int(d) :]:  # depths d+1, d+2, ...: parents are final first
             out[nodes_e] = out[par]
         return out
 
@@ -356,8 +364,10 @@ class ClassTree:
         Sec. 7.4.2); node -1 (the root) has every leaf below it."""
         nodes = np.asarray(nodes, dtype=np.intp).ravel()
         if nodes.size and (nodes.min() < -1 or nodes.max() >= self.n_nodes):
-            raise HierarchyError(f"node indices must lie in -1..{self.n_nodes - 1} (-1: the root); "
-                                 f"got values from {nodes.min()} to {nodes.max()}")
+            raise HierarchyError(
+                f"node indices must lie in -1..{self.n_nodes - 1} (-1: the root); "
+                f"got values from {nodes.min()} to {nodes.max()}"
+            )
         uniq, inv = np.unique(nodes, return_inverse=True)
         rows = np.zeros((uniq.size, self.n_classes), dtype=bool)
         for j, p in enumerate(uniq):
@@ -381,9 +391,11 @@ class ClassTree:
                 bad.append((j, v))
         if bad:
             j, v = bad[0]
-            raise HierarchyError(f"entry {j}: {v!r} is not a node of the hierarchy ({len(bad)} unknown names); "
-                                 f"allowed: the root {self.root!r} or one of {len(self.nodes)} nodes such as "
-                                 f"{', '.join(map(repr, self.nodes[:4]))}")
+            raise HierarchyError(
+                f"entry {j}: {v!r} is not a node of the hierarchy ({len(bad)} unknown names); "
+                f"allowed: the root {self.root!r} or one of {len(self.nodes)} nodes such as "
+                f"{', '.join(map(repr, self.nodes[:4]))}"
+            )
         return out
 
     def edges(self) -> list[tuple[str, str]]:
@@ -391,7 +403,7 @@ class ClassTree:
         return [(self.root if self.parent[p] < 0 else self.nodes[self.parent[p]], v) for p, v in enumerate(self.nodes)]
 
     # ------------------------------------------------------------------ transformations
-    def pruned(self) -> "ClassTree":
+    def pruned(self) -> ClassTree:
         """The tree without inner nodes that have a single child (Sec. 3, footnote 5).
 
         A pruned node's child takes its place under the pruned node's parent; leaves and the

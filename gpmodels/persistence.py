@@ -22,7 +22,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from gpmodels.data.scaling import FeatureScaler
-from gpmodels.errors import DataError, GPModelsError, SpecError
+from gpmodels.errors import DataError
 from gpmodels.validation import check_features
 
 __all__ = ["FORMAT_VERSION", "save_arrays", "load_arrays", "save_map_model", "MAPPredictor", "pack_inputs",

@@ -66,7 +66,7 @@ class Bar:
             self._bar.close()
             self._bar = None
 
-    def __enter__(self) -> "Bar":
+    def __enter__(self) -> Bar:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -110,7 +110,7 @@ class Console:
         label = f"[{self.prefix}] {desc}" if self.prefix else desc
         return Bar(tqdm(total=total, desc=label, unit=unit, leave=leave, file=sys.stderr, dynamic_ncols=True))
 
-    def with_prefix(self, prefix: str) -> "Console":
+    def with_prefix(self, prefix: str) -> Console:
         return attrs.evolve(self, prefix=prefix)
 
 

@@ -10,8 +10,8 @@ matplotlib is imported on first use so that importing gpmodels stays fast.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Mapping, Sequence
 
 import numpy as np
 
@@ -41,7 +41,9 @@ def read_error_reject_csv(path) -> list[tuple[float, float]]:
     return [tuple(float(v) for v in r.split(",")) for r in rows]
 
 
-def plot_error_reject(curves: Mapping[str, Sequence[tuple[float, float]]], path, title: str = "Error-reject curve") -> Path:
+def plot_error_reject(
+    curves: Mapping[str, Sequence[tuple[float, float]]], path, title: str = "Error-reject curve"
+) -> Path:
     plt = _plt()
     fig, ax = plt.subplots(figsize=(5.5, 4))
     for name, curve in curves.items():
@@ -78,7 +80,9 @@ def plot_traces(traces: Mapping[str, Sequence[float]], path, xlabel: str = "iter
     return _save(fig, path)
 
 
-def plot_paths(names: Sequence[str], values, path, xlabel: str = "outer iteration", title: str = "Hyperparameters") -> Path:
+def plot_paths(
+    names: Sequence[str], values, path, xlabel: str = "outer iteration", title: str = "Hyperparameters"
+) -> Path:
     """values: (iterations, p) array of log-space hyperparameters, one line per name."""
     plt = _plt()
     v = np.atleast_2d(np.asarray(values, dtype=float))
@@ -94,8 +98,9 @@ def plot_paths(names: Sequence[str], values, path, xlabel: str = "outer iteratio
     return _save(fig, path)
 
 
-def plot_bars(groups: Sequence[str], series: Mapping[str, Sequence[float]], path, ylabel: str = "score",
-              title: str = "") -> Path:
+def plot_bars(
+    groups: Sequence[str], series: Mapping[str, Sequence[float]], path, ylabel: str = "score", title: str = ""
+) -> Path:
     """Grouped bars: one group per entry of ``groups``, one bar per series."""
     plt = _plt()
     fig, ax = plt.subplots(figsize=(max(4.5, 0.9 * len(groups) * max(1, len(series))), 4))

@@ -242,7 +242,8 @@ def check_diagonal_likelihood(lik, U: np.ndarray, Y: np.ndarray, *, step: float 
     G(s²) + ℓ_lin = -2 log P, G' and G'' by differences, G concave, ∂G/∂ψ by differences.
     """
     d1 = lambda Z: lik.gradient(Z, Y)  # noqa: E731
-    assert_close("d2 vs differences of d1", lik.hessian_diag(U, Y), (d1(U + step) - d1(U - step)) / (2 * step), rtol, rtol)
+    differences = (d1(U + step) - d1(U - step)) / (2 * step)
+    assert_close("d2 vs differences of d1", lik.hessian_diag(U, Y), differences, rtol, rtol)
     d3_fd = (lik.hessian_diag(U + step, Y) - lik.hessian_diag(U - step, Y)) / (2 * step)
     assert_close("d3 vs differences of d2", lik.third_derivative(U, Y), d3_fd, rtol, rtol)
     w = lik.hessian_factor(U, Y).W(np.ones_like(U))
@@ -258,7 +259,8 @@ def check_diagonal_likelihood(lik, U: np.ndarray, Y: np.ndarray, *, step: float 
         tp[p] += step
         tm[p] -= step
         lp, lm = lik.with_params(tp), lik.with_params(tm)
-        assert_close(f"∂ value / ∂{lik.param_names[p]}", v[p], (lp.value(U, Y) - lm.value(U, Y)) / (2 * step), rtol, rtol)
+        assert_close(f"∂ value / ∂{lik.param_names[p]}", v[p], (lp.value(U, Y) - lm.value(U, Y)) / (2 * step), rtol,
+                     rtol)
         assert_close(f"∂ gradient / ∂{lik.param_names[p]}", dg[p], (lp.gradient(U, Y) - lm.gradient(U, Y)) / (2 * step),
                      rtol, rtol)
         assert_close(f"∂ W / ∂{lik.param_names[p]}", dw[p],
@@ -270,9 +272,10 @@ def check_diagonal_likelihood(lik, U: np.ndarray, Y: np.ndarray, *, step: float 
     assert_close("G(s²) + ℓ_lin = -2 log P", lik.sg_G(X, Y) + lik.sg_lin(U, Y), 2 * lik._nlp(U, Y), 1e-10, 1e-10)
     Xs = X + 0.1  # away from x = 0 for the differences
     h = step * np.maximum(1.0, Xs)
-    assert_close("G' vs differences", lik.sg_dG(Xs, Y), (lik.sg_G(Xs + h, Y) - lik.sg_G(Xs - h, Y)) / (2 * h), rtol, rtol)
-    assert_close("G'' vs differences", lik.sg_d2G(Xs, Y), (lik.sg_dG(Xs + h, Y) - lik.sg_dG(Xs - h, Y)) / (2 * h),
-                 rtol, rtol)
+    assert_close("G' vs differences", lik.sg_dG(Xs, Y), (lik.sg_G(Xs + h, Y) - lik.sg_G(Xs - h, Y)) / (2 * h), rtol,
+                 rtol)
+    assert_close("G'' vs differences", lik.sg_d2G(Xs, Y), (lik.sg_dG(Xs + h, Y) - lik.sg_dG(Xs - h, Y)) / (2 * h), rtol,
+                 rtol)
     assert np.all(lik.sg_d2G(Xs, Y) <= 1e-14), "G must be concave in x = s² (super-Gaussian)"
     assert np.all(lik.sg_dG(Xs, Y) > 0), "G must be increasing in x = s²"
     dG = lik.sg_dpsi(Xs, Y)

@@ -8,8 +8,8 @@ hot loops.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import attrs
 import numpy as np
@@ -70,7 +70,11 @@ def check_features(name: str, X, *, allow_sparse: bool = True):
     except ValueError as exc:
         raise InputError(f"{name} must be numeric; could not convert it to float: {exc}") from None
     if X.ndim != 2:
-        hint = " Reshape your data: X.reshape(-1, 1) for one feature, X.reshape(1, -1) for one sample." if X.ndim == 1 else ""
+        hint = (
+            " Reshape your data: X.reshape(-1, 1) for one feature, X.reshape(1, -1) for one sample."
+            if X.ndim == 1
+            else ""
+        )
         raise InputError(f"{name} must be 2-D (n, d); got shape {X.shape}.{hint}")
     _check_size(name, X.shape)
     check_finite(name, X)
@@ -117,8 +121,7 @@ def check_targets(Y: np.ndarray, n: int, n_classes: int, *, atol: float = 1e-8) 
     if bad.size:
         i = bad[0]
         raise InputError(
-            f"Y rows must be distributions summing to 1; row {i} sums to {sums[i]:.6g} "
-            f"({bad.size} such rows)"
+            f"Y rows must be distributions summing to 1; row {i} sums to {sums[i]:.6g} ({bad.size} such rows)"
         )
     return np.ascontiguousarray(Y)
 
@@ -154,8 +157,7 @@ def labels_to_targets(y, n_classes: int) -> np.ndarray:
     if np.any(bad):
         i = int(np.flatnonzero(bad)[0])
         raise InputError(
-            f"label {y[i]} at position {i} is outside the classes 0..{n_classes - 1} "
-            f"({int(bad.sum())} such labels)"
+            f"label {y[i]} at position {i} is outside the classes 0..{n_classes - 1} ({int(bad.sum())} such labels)"
         )
     Y = np.zeros((y.size, n_classes))
     Y[np.arange(y.size), y] = 1.0
@@ -202,8 +204,11 @@ class Integer:
         return "an integer"
 
     def __call__(self, instance, attribute, value):
-        if (not _is_integer(value) or (self.low is not None and value < self.low)
-                or (self.high is not None and value > self.high)):
+        if (
+            not _is_integer(value)
+            or (self.low is not None and value < self.low)
+            or (self.high is not None and value > self.high)
+        ):
             _fail(instance, attribute, self.describe(), value)
 
 
@@ -315,8 +320,12 @@ class ArrayOf:
         return f"{shape} of at least one entry, each entry {self.inner.describe()}"
 
     def __call__(self, instance, attribute, value):
-        ok = (isinstance(value, np.ndarray) and value.dtype.kind in "iuf" and value.size > 0
-              and (self.ndim is None or value.ndim == self.ndim))
+        ok = (
+            isinstance(value, np.ndarray)
+            and value.dtype.kind in "iuf"
+            and value.size > 0
+            and (self.ndim is None or value.ndim == self.ndim)
+        )
         if not (ok and bool(np.all(self.inner.holds(value)))):
             _fail(instance, attribute, self.describe(), value)
 
@@ -334,8 +343,9 @@ class SequenceOf:
         return f"{size}, each entry {self.inner.describe()}"
 
     def __call__(self, instance, attribute, value):
-        ok = (isinstance(value, (list, tuple)) or (isinstance(value, np.ndarray) and value.ndim >= 1)) \
-            and len(value) >= self.min_len
+        ok = (isinstance(value, (list, tuple)) or (isinstance(value, np.ndarray) and value.ndim >= 1)) and len(
+            value
+        ) >= self.min_len
         if ok:
             try:
                 for entry in value:

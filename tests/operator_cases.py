@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 from hypothesis import strategies as st
+from oracles import block_diagonal_cross, block_diagonal_dense, naive_gram, nystrom_gram
 
 from gpmodels.kernels.linear import Linear, Polynomial
 from gpmodels.kernels.precomputed import Precomputed, index_inputs
@@ -17,8 +18,6 @@ from gpmodels.kernels.representations import LowRankGram, RepresentationConfig
 from gpmodels.operators.blockdiag import BlockDiagonal
 from gpmodels.operators.intercept import Intercept
 from gpmodels.operators.sum import Sum
-
-from oracles import block_diagonal_cross, block_diagonal_dense, naive_gram, nystrom_gram
 
 CASES = {}
 
@@ -90,7 +89,8 @@ def block_diagonal_case(draw, with_intercept=False):
         op = BlockDiagonal(X, kers, kgroups, v, vgroups, rep)
     else:
         op = BlockDiagonal.from_sharing(X, draw(kernels(d, kinds)), C, mode,
-                                        draw(log_uniform) if mode == "tied" else [draw(log_uniform) for _ in range(C)], rep)
+                                        draw(log_uniform) if mode == "tied" else [draw(log_uniform) for _ in range(C)],
+                                        rep)
     grams, cross = [], []
     for c in range(C):
         k = op.kernels[op.class_kernel[c]]
@@ -174,12 +174,12 @@ def case_strategy(cls):
 
 
 # ---------------------------------------------------------------------------- structured priors
+from tree_strategies import random_trees  # noqa: E402
+
 from gpmodels.hierarchy import ClassTree  # noqa: E402
 from gpmodels.operators.anova import ANOVA  # noqa: E402
 from gpmodels.operators.coupled import Coupled  # noqa: E402
 from gpmodels.priors.anova import ANOVAPrior  # noqa: E402
-
-from tree_strategies import random_trees  # noqa: E402
 
 
 def _kron_rows(n, T):
@@ -235,7 +235,8 @@ def anova_case(draw, with_intercept=False):
         groups = tree.node_groups(mode)
         v_groups = np.array([draw(log_uniform) for _ in range(int(groups.max()) + 1)])
         kern = draw(kernels(d, kinds))
-        op = ANOVAPrior(tree, kern, sharing=mode, variance=list(v_groups), representation=rep).operator(X, tree.n_classes)
+        op = ANOVAPrior(tree, kern, sharing=mode, variance=list(v_groups), representation=rep).operator(X,
+                                                                                                        tree.n_classes)
         inner_dense, inner_cross = _block_oracles(X, X_new, [kern] * P, v_groups[groups])
     elif how == "groups":  # arbitrary kernel / variance groups over the nodes
         inner, kers, v = draw(_node_block_diagonal(X, d, kinds, rep, P))

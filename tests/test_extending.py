@@ -10,10 +10,16 @@ import subprocess
 import sys
 from pathlib import Path
 
+import external_prior
 import numpy as np
 import pytest
 import yaml
-from hypothesis import given, strategies as st
+from conftest import toy_classification
+from external_prior import ClassSimilarity, ClassSimilarityPrior, build_class_similarity
+from hypothesis import given
+from hypothesis import strategies as st
+from operator_cases import kernels, log_uniform
+from oracles import naive_gram
 
 from gpmodels.data.splits import kfold_partition
 from gpmodels.errors import InputError, SpecError
@@ -22,18 +28,13 @@ from gpmodels.inference.cv.criterion import cv_criterion
 from gpmodels.kernels.rbf import RBF
 from gpmodels.likelihoods.softmax import Softmax, log_softmax
 from gpmodels.operators import Intercept
-from gpmodels.spec.saved import load_model
 from gpmodels.priors import register_prior, registered_priors, resolve_prior, unregister_prior
 from gpmodels.spec.build import check_files
 from gpmodels.spec.loader import load_spec, spec_from_dict
 from gpmodels.spec.run import run_spec
+from gpmodels.spec.saved import load_model
 from gpmodels.testing import check_grad_trace, check_operator
 
-import external_prior
-from conftest import toy_classification
-from external_prior import ClassSimilarity, ClassSimilarityPrior, build_class_similarity
-from operator_cases import kernels, log_uniform
-from oracles import naive_gram
 sys.path.insert(0, str(Path(__file__).resolve().parent / "inference" / "cv"))  # test_cv moved there in the re-layout
 from test_cv import CG_TIGHT, _fd_gradient
 
@@ -244,7 +245,8 @@ def test_import_path_prior_learns_by_cv_and_laplace_through_the_driver(tmp_path)
     m = run_spec(spec_from_dict(d, allow_import=("external_prior",)), quiet=True)
     assert m["psi_learned"] < m["psi_start"] and "hyper.strength" in m and m["hyper.strength"] != 0.5
     assert (tmp_path / "out" / "checkpoint.npz").is_file()
-    again = run_spec(spec_from_dict(d), quiet=True, allow_import="external_prior")  # resumes: the identity (prior_options included) matches
+    # resumes: the identity (prior_options included) matches
+    again = run_spec(spec_from_dict(d), quiet=True, allow_import="external_prior")
     assert again["resumed_from_iteration"] == 2 and again["psi_learned"] == m["psi_learned"]
     X_test = np.load(tmp_path / "test.npz")["X"]
     P = load_model(tmp_path / "out", allow_import=("external_prior",)).predict_proba(X_test)
@@ -257,22 +259,26 @@ def test_import_path_prior_learns_by_cv_and_laplace_through_the_driver(tmp_path)
     assert diag["trace"][-1] < diag["trace"][0]  # -log q decreased
     with pytest.raises(SpecError, match="needs --allow-import external_prior"):  # a model folder runs no code unasked
         load_model(tmp_path / "laplace")
-    np.testing.assert_array_equal(load_model(tmp_path / "laplace", allow_import=("external_prior",))
-                                  .predict_proba(X_test).shape, (30, 3))
+    np.testing.assert_array_equal(
+        load_model(tmp_path / "laplace", allow_import=("external_prior",)).predict_proba(X_test).shape, (30, 3)
+    )
 
 
-@pytest.mark.parametrize("mutate, key, message", [
-    (lambda d: d["model"].update(prior="class_similarty"), "model.prior", "did you mean 'class_similarity'"),
-    (lambda d: d["model"].update(prior="no_such_module_xyz:build"), "model.prior", "cannot import module"),
-    (lambda d: d["model"].update(prior="external_prior:nothing"), "model.prior", "has no attribute"),
-    (lambda d: d["model"].update(prior="external_prior:__all__"), "model.prior", "not a builder"),
-    (lambda d: d["model"].update(prior="independent"), "model.prior_options", "are for user priors"),
-    (lambda d: d["model"]["prior_options"].update(strenght=2.0), "model.prior_options.strenght",
-     "did you mean 'strength'"),
-    (lambda d: d["model"]["prior_options"].update(similarity=[[1, 2], [2, 1]]), "model.prior_options.similarity",
-     "positive semi-definite"),
-    (lambda d: d["model"]["prior_options"].update(similarity="tree"), "model.prior", "needs a class hierarchy"),
-])
+@pytest.mark.parametrize(
+    "mutate, key, message",
+    [
+        (lambda d: d["model"].update(prior="class_similarty"), "model.prior", "did you mean 'class_similarity'"),
+        (lambda d: d["model"].update(prior="no_such_module_xyz:build"), "model.prior", "cannot import module"),
+        (lambda d: d["model"].update(prior="external_prior:nothing"), "model.prior", "has no attribute"),
+        (lambda d: d["model"].update(prior="external_prior:__all__"), "model.prior", "not a builder"),
+        (lambda d: d["model"].update(prior="independent"), "model.prior_options", "are for user priors"),
+        (lambda d: d["model"]["prior_options"].update(strenght=2.0), "model.prior_options.strenght",
+         "did you mean 'strength'"),
+        (lambda d: d["model"]["prior_options"].update(similarity=[[1, 2], [2, 1]]), "model.prior_options.similarity",
+         "positive semi-definite"),
+        (lambda d: d["model"]["prior_options"].update(similarity="tree"), "model.prior", "needs a class hierarchy"),
+    ],
+)
 def test_bad_user_prior_specs_name_the_key(tmp_path, registered, mutate, key, message):
     d = _spec(tmp_path, registered)
     mutate(d)
@@ -302,8 +308,9 @@ def test_builder_must_return_a_prior_factory_of_an_operator(tmp_path):
 def test_registry_rules():
     with pytest.raises(SpecError, match="needs --allow-import external_prior"):
         resolve_prior("external_prior:build_class_similarity")
-    assert resolve_prior("external_prior:build_class_similarity", allow_import="external_prior") is \
-        build_class_similarity
+    assert (
+        resolve_prior("external_prior:build_class_similarity", allow_import="external_prior") is build_class_similarity
+    )
     register_prior("class_similarity", build_class_similarity)
     try:
         register_prior("class_similarity", build_class_similarity)  # the same builder again: a no-op

@@ -1,12 +1,12 @@
 import networkx as nx
 import numpy as np
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
+from tree_strategies import random_trees
 
 from gpmodels.errors import HierarchyError
 from gpmodels.hierarchy import ClassTree
-
-from tree_strategies import random_trees
 
 SHARED_NEWS20 = "../shared/data/news20/hierarchy.tsv"
 
@@ -61,15 +61,12 @@ def test_builders_agree_and_class_order(tmp_path):
     assert t.classes == ("a2", "b", "a1")
 
 
-@pytest.mark.parametrize("edges, message", [
-    ([("r", "a"), ("a", "r")], "cycle"),
-    ([("r", "a"), ("s", "b")], "exactly one root; found 2"),
-    ([("r", "a"), ("a", "b"), ("b", "c"), ("c", "b")], "2 parents"),
-    ([("r", "a"), ("r", "a")], "duplicate edge 'r' -> 'a'"),
-    ([("r", "r")], "self-loop"),
-    ([], "at least one edge"),
-    ([("r", "a"), ("x", "y"), ("y", "x")], "reachable|parents"),
-])
+@pytest.mark.parametrize("edges, message", [([("r", "a"), ("a", "r")], "cycle"),
+                                            ([("r", "a"), ("s", "b")], "exactly one root; found 2"),
+                                            ([("r", "a"), ("a", "b"), ("b", "c"), ("c", "b")], "2 parents"),
+                                            ([("r", "a"), ("r", "a")], "duplicate edge 'r' -> 'a'"),
+                                            ([("r", "r")], "self-loop"), ([], "at least one edge"),
+                                            ([("r", "a"), ("x", "y"), ("y", "x")], "reachable|parents")])
 def test_bad_hierarchies(edges, message):
     with pytest.raises(HierarchyError, match=message):
         ClassTree(edges)

@@ -6,6 +6,7 @@ import json
 import numpy as np
 import pytest
 import yaml
+from conftest import toy_classification
 
 from gpmodels.cli import main
 from gpmodels.inference.map.newton_cg import NewtonOptions, newton_cg
@@ -15,8 +16,6 @@ from gpmodels.progress import SILENT, Console
 from gpmodels.spec.loader import spec_from_dict
 from gpmodels.spec.run import run_spec
 from gpmodels.validation import labels_to_targets
-
-from conftest import toy_classification
 
 
 def _data(tmp_path):
@@ -51,10 +50,7 @@ def _same_results(a, b):
     assert set(xa) == set(xb) and all(np.array_equal(xa[k], xb[k]) for k in xa)
 
 
-@pytest.mark.parametrize("objective, bar", [
-    (None, "Newton"),
-    (CV, "CV outer iterations"),
-])
+@pytest.mark.parametrize("objective, bar", [(None, "Newton"), (CV, "CV outer iterations")])
 def test_run_draws_bars_on_stderr_and_quiet_prints_nothing(tmp_path, capfd, objective, bar):
     with_bars = _write(tmp_path, _spec(tmp_path, "on", objective), "on.yaml")
     assert main(["run", str(with_bars)]) == 0

@@ -24,10 +24,35 @@ from gpmodels.errors import InputError
 from gpmodels.hierarchy import ClassTree
 from gpmodels.inference.map.newton_cg import NewtonOptions
 from gpmodels.kernels import RBF
-from gpmodels.validation import (AnyOf, ArrayOf, InstanceOf, Integer, Number, OneOf, Optional, SequenceOf,
-                                 any_of, array_of, boolean, describe_validator, instance_of, integer, nonnegative_int,
-                                 nonnegative_number, number, one_of, optional, positive_int, positive_number,
-                                 probability, sequence_of, to_float, to_float_array, to_int, to_path)
+from gpmodels.validation import (
+    AnyOf,
+    ArrayOf,
+    InstanceOf,
+    Integer,
+    Number,
+    OneOf,
+    Optional,
+    SequenceOf,
+    any_of,
+    array_of,
+    boolean,
+    describe_validator,
+    instance_of,
+    integer,
+    nonnegative_int,
+    nonnegative_number,
+    number,
+    one_of,
+    optional,
+    positive_int,
+    positive_number,
+    probability,
+    sequence_of,
+    to_float,
+    to_float_array,
+    to_int,
+    to_path,
+)
 
 
 def _box(validator, converter=None):

@@ -22,13 +22,13 @@ import attrs
 import numpy as np
 import scipy.sparse as sp
 
-from gpmodels.errors import DataError
-from gpmodels.validation import check_features
 from gpmodels.data.arff import load_arff
 from gpmodels.data.svmlight import MAX_FEATURES, load_svmlight, parse_svmlight, svmlight_matrix
+from gpmodels.errors import DataError
+from gpmodels.validation import check_features
 
-__all__ = ["Dataset", "DataFiles", "read_data_files", "find_data_root", "load_dataset", "load_file", "load_inputs", "NAMED_DATASETS", "encode_labels",
-           "read_npz", "check_npz"]
+__all__ = ["Dataset", "DataFiles", "read_data_files", "find_data_root", "load_dataset", "load_file", "load_inputs",
+           "NAMED_DATASETS", "encode_labels", "read_npz", "check_npz"]
 
 NAMED_DATASETS = ("satimage", "usps", "news20", "imclef07a")
 
@@ -71,7 +71,8 @@ def find_data_root(root=None) -> Path:
         if (c / "satimage").is_dir() or any((c / name).is_dir() for name in NAMED_DATASETS):
             return c.resolve()
     raise DataError(
-        "no data root found; looked in " + ", ".join(str(c) for c in candidates)
+        "no data root found; looked in "
+        + ", ".join(str(c) for c in candidates)
         + ". Set data.root in the spec or the GPMODELS_DATA environment variable."
     )
 
@@ -90,11 +91,15 @@ def encode_labels(y_train, y_test) -> tuple[np.ndarray, np.ndarray, tuple[str, .
     values = np.unique(y_train)
     if values.size < 2:
         shown = repr(str(values[0].item() if hasattr(values[0], "item") else values[0])) if values.size else "none"
-        raise DataError(f"the training data have {'one class' if values.size else 'no labels'} ({shown}); "
-                        "classification needs at least two")
+        raise DataError(
+            f"the training data have {'one class' if values.size else 'no labels'} ({shown}); "
+            "classification needs at least two"
+        )
     unknown = np.setdiff1d(np.unique(y_test), values)
     if unknown.size:
-        raise DataError(f"test labels {unknown.tolist()[:10]} do not occur in the training labels {values.tolist()[:20]}")
+        raise DataError(
+            f"test labels {unknown.tolist()[:10]} do not occur in the training labels {values.tolist()[:20]}"
+        )
     names = tuple(str(v.item() if hasattr(v, "item") else v) for v in values)
     return np.searchsorted(values, y_train), np.searchsorted(values, y_test), names
 
@@ -118,37 +123,53 @@ def check_npz(path) -> Path:
             for info in zf.infolist():
                 name = info.filename[:-4] if info.filename.endswith(".npy") else info.filename
                 if not info.filename.endswith(".npy"):
-                    raise DataError(f"{path}: member {name[:60]!r} is not a .npy array; expected an .npz archive "
-                                    "of arrays (numpy.savez)")
-                if info.compress_size > size or (info.compress_type == zipfile.ZIP_STORED
-                                                 and info.file_size > info.compress_size) or \
-                        info.file_size > _DEFLATE_MAX_RATIO * max(info.compress_size, 1) + 4096:
-                    raise DataError(f"{path}: array {name[:60]!r} declares {info.file_size} bytes that its "
-                                    f"{info.compress_size} stored bytes cannot hold (truncated or corrupt archive)")
+                    raise DataError(
+                        f"{path}: member {name[:60]!r} is not a .npy array; expected an .npz archive "
+                        "of arrays (numpy.savez)"
+                    )
+                if (
+                    info.compress_size > size
+                    or (info.compress_type == zipfile.ZIP_STORED and info.file_size > info.compress_size)
+                    or info.file_size > _DEFLATE_MAX_RATIO * max(info.compress_size, 1) + 4096
+                ):
+                    raise DataError(
+                        f"{path}: array {name[:60]!r} declares {info.file_size} bytes that its "
+                        f"{info.compress_size} stored bytes cannot hold (truncated or corrupt archive)"
+                    )
                 with zf.open(info) as fh:
                     try:
                         version = np.lib.format.read_magic(fh)
-                        read_header = (np.lib.format.read_array_header_1_0 if version == (1, 0)
-                                       else np.lib.format.read_array_header_2_0)
+                        read_header = (
+                            np.lib.format.read_array_header_1_0
+                            if version == (1, 0)
+                            else np.lib.format.read_array_header_2_0
+                        )
                         shape, _, dtype = read_header(fh)
                     except (ValueError, TypeError, SyntaxError, EOFError, KeyError, OverflowError):
-                        raise DataError(f"{path}: array {name[:60]!r} has no valid .npy header (truncated or "
-                                        "corrupt archive)") from None
+                        raise DataError(
+                            f"{path}: array {name[:60]!r} has no valid .npy header (truncated or corrupt archive)"
+                        ) from None
                     header_bytes = fh.tell() if fh.seekable() else 0
                 if dtype.hasobject:
-                    raise DataError(f"{path}: array {name[:60]!r} has dtype object (Python objects, which are "
-                                    "never unpickled); store numbers or fixed-width strings")
+                    raise DataError(
+                        f"{path}: array {name[:60]!r} has dtype object (Python objects, which are "
+                        "never unpickled); store numbers or fixed-width strings"
+                    )
                 n_bytes = int(np.prod(shape, dtype=object)) * dtype.itemsize
                 if n_bytes > info.file_size - header_bytes:
-                    raise DataError(f"{path}: array {name[:60]!r} declares shape {tuple(shape)} ({n_bytes} bytes) "
-                                    f"but the archive holds {info.file_size - header_bytes} bytes for it "
-                                    "(truncated or corrupt archive)")
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, OSError, zlib.error, NotImplementedError,
-            RuntimeError, ValueError, KeyError) as exc:
+                    raise DataError(
+                        f"{path}: array {name[:60]!r} declares shape {tuple(shape)} ({n_bytes} bytes) "
+                        f"but the archive holds {info.file_size - header_bytes} bytes for it "
+                        "(truncated or corrupt archive)"
+                    )
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, OSError, zlib.error, NotImplementedError, RuntimeError,
+            ValueError, KeyError) as exc:
         if isinstance(exc, DataError):
             raise
-        raise DataError(f"{path} is not a readable .npz archive (truncated or corrupt: {type(exc).__name__}); "
-                        "expected the output of numpy.savez") from None
+        raise DataError(
+            f"{path} is not a readable .npz archive (truncated or corrupt: {type(exc).__name__}); "
+            "expected the output of numpy.savez"
+        ) from None
     return path
 
 
@@ -246,8 +267,10 @@ def _npz_pair(path: Path, require_y: bool):
     if "X" in z and ("y" in z or not require_y):
         return z["X"], z.get("y")
     if {"data", "indices", "indptr", "shape"} <= set(z):
-        raise DataError(f"{path} is a sparse matrix without labels; store X and y together, "
-                        "or use svmlight text for sparse data with labels")
+        raise DataError(
+            f"{path} is a sparse matrix without labels; store X and y together, "
+            "or use svmlight text for sparse data with labels"
+        )
     need = "arrays 'X' and 'y'" if require_y else "an array 'X' (and optionally 'y')"
     raise DataError(f"{path} must hold {need}; it has {sorted(z)[:20]}")
 
@@ -271,13 +294,17 @@ def _align_test_width(X, Xt, path: Path, test_path: Path, base: str):
     if dt == d:
         return Xt
     if dt > d:
-        raise DataError(f"the test file {test_path} has {dt} features{base} but the training file {path} has {d}: "
-                        "the model has no weights for the extra features; give test inputs with the training "
-                        "file's features")
+        raise DataError(
+            f"the test file {test_path} has {dt} features{base} but the training file {path} has {d}: "
+            "the model has no weights for the extra features; give test inputs with the training "
+            "file's features"
+        )
     if sp.issparse(Xt):  # svmlight files end at their last non-zero feature: pad with zero columns
         return sp.csr_matrix((Xt.data, Xt.indices, Xt.indptr), shape=(Xt.shape[0], d))
-    raise DataError(f"the test file {test_path} has {dt} features but the training file {path} has {d}; dense "
-                    "inputs must have the same columns")
+    raise DataError(
+        f"the test file {test_path} has {dt} features but the training file {path} has {d}; dense "
+        "inputs must have the same columns"
+    )
 
 
 @attrs.frozen(eq=False)
@@ -299,8 +326,9 @@ def load_file(path, test_path=None, name: str | None = None, *, zero_based: bool
     return f.X, f.y, f.X_test, f.y_test
 
 
-def read_data_files(path, test_path=None, *, zero_based: bool | None = None,
-                    max_features: int = MAX_FEATURES) -> DataFiles:
+def read_data_files(
+    path, test_path=None, *, zero_based: bool | None = None, max_features: int = MAX_FEATURES
+) -> DataFiles:
     """Raw inputs and labels from a training file and an optional test file.
 
     svmlight files: ``zero_based`` True / False is the index base of both files; None (default)
@@ -324,8 +352,10 @@ def read_data_files(path, test_path=None, *, zero_based: bool | None = None,
         if zero_based is None:
             zero_based = any(r.uses_index_zero for r in raws if r is not None)
         base = f" ({'0' if zero_based else '1'}-based indices)"
-        loaded = [_check_pair(p, *svmlight_matrix(r, zero_based), role) if r is not None else _load_one(p, role)
-                  for p, r, role in zip(paths, raws, ("training", "test"))]
+        loaded = [
+            _check_pair(p, *svmlight_matrix(r, zero_based), role) if r is not None else _load_one(p, role)
+            for p, r, role in zip(paths, raws, ("training", "test"))
+        ]
     else:
         loaded = [_load_one(p, role) for p, role in zip(paths, ("training", "test"))]
     X, y = loaded[0]
@@ -336,8 +366,9 @@ def read_data_files(path, test_path=None, *, zero_based: bool | None = None,
     return DataFiles(X, y, _align_test_width(X, Xt, path, test_path, base), yt, used)
 
 
-def load_inputs(path, *, zero_based: bool = False, n_features: int | None = None,
-                max_features: int = MAX_FEATURES) -> tuple[object, np.ndarray | None]:
+def load_inputs(
+    path, *, zero_based: bool = False, n_features: int | None = None, max_features: int = MAX_FEATURES
+) -> tuple[object, np.ndarray | None]:
     """Inputs for prediction: (X, y or None) from an .npz with ``X`` (``y`` optional), ARFF (class
     attribute optional) or svmlight text (index base ``zero_based``: give the training data's).
     ``n_features`` (the training width) pads a narrower svmlight file and refuses a wider one."""
@@ -352,8 +383,10 @@ def load_inputs(path, *, zero_based: bool = False, n_features: int | None = None
         raw = parse_svmlight(path, max_features=max_features)
         width = None if n_features is None else max(int(n_features), 0)
         if width is not None and raw.max_index - (0 if zero_based else 1) >= width:
-            raise DataError(f"{path} uses feature index {raw.max_index} ({'0' if zero_based else '1'}-based) but the "
-                            f"model was trained on {width} features; give inputs with the training features")
+            raise DataError(
+                f"{path} uses feature index {raw.max_index} ({'0' if zero_based else '1'}-based) but the "
+                f"model was trained on {width} features; give inputs with the training features"
+            )
         X, y = svmlight_matrix(raw, zero_based, width)
     X, y = _check_pair(path, X, y, "input")
     if n_features is not None and X.shape[1] != n_features:

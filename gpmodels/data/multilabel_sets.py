@@ -22,10 +22,10 @@ import attrs
 import numpy as np
 import scipy.sparse as sp
 
+from gpmodels.data.datasets import _sparse_npz, find_data_root, read_npz
 from gpmodels.errors import DataError
 from gpmodels.hierarchy import ClassTree
 from gpmodels.scoring.multilabel import check_multilabels
-from gpmodels.data.datasets import _sparse_npz, find_data_root, read_npz
 
 __all__ = ["MultilabelDataset", "MULTILABEL_DATASETS", "FUNCAT_SETS", "load_multilabel", "encode_funcat_features"]
 
@@ -60,7 +60,9 @@ class MultilabelDataset:
 
 def _reorder(Y: np.ndarray, file_nodes: list[str], tree: ClassTree, name: str) -> np.ndarray:
     if Y.shape[1] != len(file_nodes):
-        raise DataError(f"{name}: the label matrix has {Y.shape[1]} columns but nodes.txt lists {len(file_nodes)} nodes")
+        raise DataError(
+            f"{name}: the label matrix has {Y.shape[1]} columns but nodes.txt lists {len(file_nodes)} nodes"
+        )
     col = {v: c for c, v in enumerate(file_nodes)}
     missing = [v for v in tree.nodes if v not in col]
     if missing:
@@ -72,7 +74,9 @@ def _npz(path: Path) -> dict:
     return read_npz(path)
 
 
-def encode_funcat_features(X_train: np.ndarray, X_test: np.ndarray, types: list[tuple[str, int]]) -> tuple[np.ndarray, np.ndarray]:
+def encode_funcat_features(
+    X_train: np.ndarray, X_test: np.ndarray, types: list[tuple[str, int]]
+) -> tuple[np.ndarray, np.ndarray]:
     """Mean-impute and standardise numeric columns, one-hot nominal ones (module docstring).
 
     ``types``: per column ("numeric", 0) or ("nominal", number of values).
@@ -136,4 +140,5 @@ def load_multilabel(name: str, root=None, *, validation: str = "merge") -> Multi
     if len(types) != Xtr.shape[1]:
         raise DataError(f"{name}: features.tsv lists {len(types)} attributes but X has {Xtr.shape[1]} columns")
     Xtr, Xte = encode_funcat_features(Xtr, te["X"], types)
-    return MultilabelDataset(name, Xtr, _reorder(Ytr, nodes, tree, name), Xte, _reorder(te["Y"], nodes, tree, name), tree)
+    return MultilabelDataset(name, Xtr, _reorder(Ytr, nodes, tree, name), Xte, _reorder(te["Y"], nodes, tree, name),
+                             tree)

@@ -50,7 +50,7 @@ class FeatureScaler:
     std: np.ndarray | None = None  # shape: (d,), standardize
 
     @classmethod
-    def fit(cls, kind: str, X_train) -> "FeatureScaler":
+    def fit(cls, kind: str, X_train) -> FeatureScaler:
         if kind not in FEATURE_SCALINGS:
             raise InputError(f"scaling must be one of {FEATURE_SCALINGS}; got {kind!r}")
         if kind != "standardize":
@@ -83,7 +83,7 @@ class FeatureScaler:
         return out
 
     @classmethod
-    def from_arrays(cls, arrays, prefix: str = "scaler_") -> "FeatureScaler":
+    def from_arrays(cls, arrays, prefix: str = "scaler_") -> FeatureScaler:
         get = lambda k: arrays[f"{prefix}{k}"] if f"{prefix}{k}" in arrays else None  # noqa: E731
         return cls(str(arrays[f"{prefix}kind"]), get("mean"), get("std"))
 

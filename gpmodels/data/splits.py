@@ -64,7 +64,9 @@ def train_test_split(n: int, test_fraction: float, seed, y=None) -> tuple[np.nda
         test = np.concatenate([rng.choice(np.flatnonzero(y == c), size=k, replace=False)
                                for c, k in zip(classes, take)])
         if test.size == 0:
-            raise InputError(f"test_fraction {test_fraction} leaves no test point when every class keeps one training point")
+            raise InputError(
+                f"test_fraction {test_fraction} leaves no test point when every class keeps one training point"
+            )
     mask = np.zeros(n, dtype=bool)
     mask[test] = True
     return np.flatnonzero(~mask), np.flatnonzero(mask)
@@ -93,8 +95,10 @@ def stratified_counts(counts, size: int, what: str | None = "the subsample size"
     counts = np.asarray(counts, dtype=np.int64)
     n, C = int(counts.sum()), counts.size
     if size < C and what is not None:
-        raise InputError(f"{what} {size} is smaller than the {C} classes of the data; a stratified subsample "
-                         f"keeps at least one point of every class, so it needs at least {C}")
+        raise InputError(
+            f"{what} {size} is smaller than the {C} classes of the data; a stratified subsample "
+            f"keeps at least one point of every class, so it needs at least {C}"
+        )
     quota = size * counts / n
     take = np.floor(quota).astype(np.int64)
     for c in np.argsort(-(quota - take), kind="stable")[: size - int(take.sum())]:

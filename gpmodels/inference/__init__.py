@@ -1,21 +1,21 @@
 """Algorithms over the operator and likelihood protocols."""
 
-from gpmodels.linalg.cg import CGResult, cg
-from gpmodels.inference.map.em import EMOptions, EMResult, fit_em
-from gpmodels.optimize.checkpoint import read_checkpoint, write_checkpoint
 from gpmodels.inference.cv.criterion import CVEvaluation, CVOptions, CVState, cv_criterion
+from gpmodels.inference.cv.learn import Checkpointing, LearnOptions, LearnResult, fit_learned, learn_hyperparameters
+from gpmodels.inference.cv.one_vs_rest import OneVsRestModel, fit_one_vs_rest, learn_one_vs_rest
+from gpmodels.inference.map.em import EMOptions, EMResult, fit_em
 from gpmodels.inference.map.exact_newton import exact_newton
 from gpmodels.inference.map.line_search import pair_line_search
-from gpmodels.inference.cv.learn import Checkpointing, LearnOptions, LearnResult, fit_learned, learn_hyperparameters
 from gpmodels.inference.map.model import MAPModel, fit_map
 from gpmodels.inference.map.newton_cg import NewtonDiagnostics, NewtonOptions, NewtonResult, newton_cg
-from gpmodels.optimize.driver import OptimizeResult, minimize
-from gpmodels.inference.marginal.laplace import LaplaceOptions, LaplaceResult, laplace_mlm, learn_laplace
-from gpmodels.inference.mkl.algorithms import KernelLearningResult, MKLOptions, algorithm1, alternating, criterion_at
-from gpmodels.inference.marginal.vb import VBOptions, VBResult, learn_vb, vb_criterion
 from gpmodels.inference.map.preconditioners import make_preconditioner
 from gpmodels.inference.map.predictive import LatentPredictive, latent_predictive, predictive_proba
-from gpmodels.inference.cv.one_vs_rest import OneVsRestModel, fit_one_vs_rest, learn_one_vs_rest
+from gpmodels.inference.marginal.laplace import LaplaceOptions, LaplaceResult, laplace_mlm, learn_laplace
+from gpmodels.inference.marginal.vb import VBOptions, VBResult, learn_vb, vb_criterion
+from gpmodels.inference.mkl.algorithms import KernelLearningResult, MKLOptions, algorithm1, alternating, criterion_at
+from gpmodels.linalg.cg import CGResult, cg
+from gpmodels.optimize.checkpoint import read_checkpoint, write_checkpoint
+from gpmodels.optimize.driver import OptimizeResult, minimize
 from gpmodels.optimize.lbfgs import OuterOptions, OuterState, minimize_outer
 
 __all__ = ["cg", "CGResult", "newton_cg", "NewtonOptions", "NewtonResult", "NewtonDiagnostics", "exact_newton",

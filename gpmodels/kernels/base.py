@@ -64,7 +64,7 @@ class Kernel(abc.ABC):
         """Names of ``params``."""
 
     @abc.abstractmethod
-    def with_params(self, theta) -> "Kernel":
+    def with_params(self, theta) -> Kernel:
         """A copy with parameters ``theta``."""
 
     # ----------------------------------------------------------------- for speed
@@ -116,7 +116,7 @@ class ParameterFreeKernel(Kernel):
     def param_names(self) -> tuple[str, ...]:
         return ()
 
-    def with_params(self, theta) -> "ParameterFreeKernel":
+    def with_params(self, theta) -> ParameterFreeKernel:
         if np.asarray(theta).size:
             raise InputError(f"the {type(self).__name__} kernel has no parameters; got {np.asarray(theta).size}")
         return self

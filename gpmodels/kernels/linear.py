@@ -56,7 +56,7 @@ class Polynomial(Kernel):
     def param_names(self) -> tuple[str, ...]:
         return ("log_scale", "log_offset") if self.offset > 0 else ("log_scale",)
 
-    def with_params(self, theta) -> "Polynomial":
+    def with_params(self, theta) -> Polynomial:
         t = np.exp(np.asarray(theta, dtype=float).ravel())
         if t.size != self.params.size:
             raise InputError(f"Polynomial expects {self.params.size} parameters; got {t.size}")

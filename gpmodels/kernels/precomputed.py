@@ -12,8 +12,8 @@ import attrs
 import numpy as np
 
 from gpmodels.errors import InputError
-from gpmodels.validation import check_finite
 from gpmodels.kernels.base import ParameterFreeKernel
+from gpmodels.validation import check_finite
 
 __all__ = ["Precomputed", "index_inputs"]
 

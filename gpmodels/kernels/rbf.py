@@ -62,7 +62,7 @@ class RBF(Kernel):
     def param_names(self) -> tuple[str, ...]:
         return ("log_w",)
 
-    def with_params(self, theta) -> "RBF":
+    def with_params(self, theta) -> RBF:
         return RBF(w=float(np.exp(np.asarray(theta, dtype=float).ravel()[0])))
 
     def gram(self, X1, X2) -> np.ndarray:
@@ -97,7 +97,7 @@ class ARD(Kernel):
     def param_names(self) -> tuple[str, ...]:
         return tuple(f"log_w{j}" for j in range(self.w.size))
 
-    def with_params(self, theta) -> "ARD":
+    def with_params(self, theta) -> ARD:
         return ARD(w=np.exp(np.asarray(theta, dtype=float).ravel()))
 
     def _check_dim(self, X) -> None:

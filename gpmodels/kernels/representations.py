@@ -30,16 +30,8 @@ from gpmodels.kernels.base import Kernel, sq_norms
 from gpmodels.kernels.linear import Linear
 from gpmodels.validation import nonnegative_number, one_of, positive_int, positive_number
 
-__all__ = [
-    "Representation",
-    "CrossRepresentation",
-    "StoredGram",
-    "BlockedGram",
-    "FeatureGram",
-    "LowRankGram",
-    "RepresentationConfig",
-    "incomplete_cholesky",
-]
+__all__ = ["Representation", "CrossRepresentation", "StoredGram", "BlockedGram", "FeatureGram", "LowRankGram",
+           "RepresentationConfig", "incomplete_cholesky"]
 
 REPRESENTATION_KINDS = ("auto", "stored", "blocked", "features", "lowrank")
 
@@ -174,7 +166,7 @@ class Representation(abc.ABC):
     def diag(self) -> np.ndarray: ...
 
     @abc.abstractmethod
-    def restrict(self, J: np.ndarray) -> "Representation": ...
+    def restrict(self, J: np.ndarray) -> Representation: ...
 
     @abc.abstractmethod
     def cross(self, I: np.ndarray, J: np.ndarray) -> CrossRepresentation: ...
@@ -187,7 +179,7 @@ class Representation(abc.ABC):
         """d/dθ Σ_j e_j^T M f_j over the kernel's parameters, E and F of shape (n, m)."""
 
     @abc.abstractmethod
-    def with_kernel(self, kernel: Kernel) -> "Representation":
+    def with_kernel(self, kernel: Kernel) -> Representation:
         """The same representation for another kernel (self if the kernel is unchanged)."""
 
     def dense(self) -> np.ndarray:
@@ -296,7 +288,8 @@ class FeatureGram(Representation):
     def __init__(self, X, kernel: Kernel | None = None):
         kernel = Linear() if kernel is None else kernel
         if not isinstance(kernel, Linear):
-            raise InputError(f"the 'features' representation is for the linear kernel only; got {type(kernel).__name__}")
+            raise InputError("the 'features' representation is for the linear kernel only; "
+                             f"got {type(kernel).__name__}")
         self.X, self.kernel = X, kernel
         self._XT = X.T.tocsr() if sp.issparse(X) else np.ascontiguousarray(X.T)
         self._diag = sq_norms(X)
@@ -373,7 +366,7 @@ class LowRankGram(Representation):
         self.dcorr = np.maximum(self._full_diag - np.einsum("ij,ij->i", self.L, self.L), 0.0)
 
     @classmethod
-    def from_icf(cls, X, kernel: Kernel, max_rank: int = 200, tol: float = 1e-8) -> "LowRankGram":
+    def from_icf(cls, X, kernel: Kernel, max_rank: int = 200, tol: float = 1e-8) -> LowRankGram:
         L, piv = incomplete_cholesky(X, kernel, max_rank, tol)
         if piv.size == 0:
             raise InputError("incomplete Cholesky found no pivot: the kernel diagonal is zero")

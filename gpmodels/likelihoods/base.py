@@ -187,6 +187,7 @@ class Likelihood(abc.ABC):
     def check_laplace(self) -> None:
         """Raise :class:`InputError` when the Laplace approximation is not defined for this likelihood
         (not twice differentiable, or not a normalised density).  Default: defined."""
+        return None
 
     def param_derivatives(self, U: np.ndarray, Y: np.ndarray):
         """(∂_ψ Φ_lh (p,), ∂_ψ g (p, n, C), ∂_ψ W (p, n, C)) for the log-space hyperparameters ψ of the
@@ -213,7 +214,7 @@ class Likelihood(abc.ABC):
     def param_names(self) -> tuple[str, ...]:
         return ()
 
-    def with_params(self, theta) -> "Likelihood":
+    def with_params(self, theta) -> Likelihood:
         if np.asarray(theta).size:
             raise InputError(f"{type(self).__name__} has no parameters; got {np.asarray(theta).size}")
         return self

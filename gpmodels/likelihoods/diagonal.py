@@ -36,8 +36,8 @@ import abc
 import numpy as np
 
 from gpmodels.errors import InputError
-from gpmodels.validation import check_finite, check_shape
 from gpmodels.likelihoods.base import HessianFactor, Likelihood
+from gpmodels.validation import check_finite, check_shape
 
 __all__ = ["DiagonalLikelihood", "DiagonalFactor", "as_single_latent"]
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 import attrs
 import numpy as np
 
-from gpmodels.validation import positive_number, to_float
 from gpmodels.likelihoods.diagonal import DiagonalLikelihood, as_single_latent
+from gpmodels.validation import positive_number, to_float
 
 __all__ = ["Gaussian"]
 

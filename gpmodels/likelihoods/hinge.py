@@ -9,7 +9,8 @@ criterion with ℓ_ε is within nε of the hinge criterion (the tests compare bo
 ∂²ℓ_ε vanishes where the gradient does not (t >= ε), so Newton uses the curvature of a quadratic
 majoriser touching ℓ_ε at t (``curvature_kind = "majoriser"``, as for the Laplace likelihood):
 w = 1/ε on (0, ε) (exact), w = 1/t for t >= ε (the IRLS weight), and w = 1/(ε + 2|t|) for t <= 0, the
-smallest c with c (t' - t)²/2 >= ℓ_ε(t') for all t' (attained at t' = ε + |t|).  There is no super-Gaussian (VB) form: the hinge
+smallest c with c (t' - t)²/2 >= ℓ_ε(t') for all t' (attained at t' = ε + |t|).  There is no super-Gaussian (VB)
+form: the hinge
 is not a normalised likelihood (Sollich 2000).
 """
 
@@ -18,9 +19,9 @@ from __future__ import annotations
 import attrs
 import numpy as np
 
-from gpmodels.validation import positive_number, to_float
 from gpmodels.likelihoods.diagonal import DiagonalLikelihood
 from gpmodels.likelihoods.logistic import check_pm1_targets
+from gpmodels.validation import positive_number, to_float
 
 __all__ = ["SmoothedHinge"]
 
@@ -64,4 +65,3 @@ class SmoothedHinge(DiagonalLikelihood):
         u = np.asarray(U, dtype=np.float64).reshape(-1)
         p = np.where(u > 0, 1.0, np.where(u < 0, 0.0, 0.5))
         return np.column_stack([1.0 - p, p])
-

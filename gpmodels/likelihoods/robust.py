@@ -28,8 +28,8 @@ import numpy as np
 from scipy.special import digamma, gammaln
 
 from gpmodels.errors import InputError
-from gpmodels.validation import boolean, positive_number, to_float
 from gpmodels.likelihoods.diagonal import DiagonalLikelihood, as_single_latent
+from gpmodels.validation import boolean, positive_number, to_float
 
 __all__ = ["Laplace", "StudentT"]
 

@@ -62,7 +62,7 @@ class Softmax(Likelihood):
     def gradient(self, U, Y) -> np.ndarray:
         return np.exp(log_softmax(U)) - Y
 
-    def hessian_factor(self, U, Y) -> "SoftmaxFactor":
+    def hessian_factor(self, U, Y) -> SoftmaxFactor:
         return SoftmaxFactor(log_softmax(U), np.asarray(Y), self.kappa)
 
     def predict(self, U) -> np.ndarray:
@@ -76,7 +76,7 @@ class Softmax(Likelihood):
         """l_i - y_i^T u_i per point."""
         return _logsumexp_rows(U)[:, 0] - np.sum(Y * U, axis=1)
 
-    def exact_hessian_factor(self, U, Y) -> "SoftmaxFactor":
+    def exact_hessian_factor(self, U, Y) -> SoftmaxFactor:
         """The factor with κ = -∞: nothing fixed, so V V^T = W exactly.  V = A D^{1/2} is bounded for any
         π; only g̃ = D^{-1/2} g needs the App. B safeguard, and the callers of this factor do not use g̃."""
         return SoftmaxFactor(log_softmax(U), np.asarray(Y), -np.inf)

@@ -13,7 +13,7 @@ log P(ỹ_i | u_i) = logsumexp_{c ∈ L_ỹi} u_ic - logsumexp_c u_ic.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 from scipy.special import logsumexp
@@ -50,12 +50,12 @@ class PseudoTargets:
         self.mask.setflags(write=False)
 
     @classmethod
-    def from_names(cls, tree: ClassTree, names: Sequence[str]) -> "PseudoTargets":
+    def from_names(cls, tree: ClassTree, names: Sequence[str]) -> PseudoTargets:
         """From node names (leaf names, inner node names or the root's name)."""
         return cls(tree, tree.node_index(names))
 
     @classmethod
-    def from_labels(cls, tree: ClassTree, y) -> "PseudoTargets":
+    def from_labels(cls, tree: ClassTree, y) -> PseudoTargets:
         """Certain targets: class indices 0..C-1 mapped to their leaves."""
         y = np.asarray(y)
         if y.ndim != 1 or y.dtype.kind not in "iu" or (y.size and (y.min() < 0 or y.max() >= tree.n_classes)):

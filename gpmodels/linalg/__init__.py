@@ -5,7 +5,7 @@ from gpmodels.linalg.cg import CGResult, cg
 from gpmodels.linalg.counting import MVMCounter
 from gpmodels.linalg.dense_posterior import DensePosterior
 from gpmodels.linalg.finite_differences import central_differences
-from gpmodels.linalg.slq import BatchedCGResult, batched_cg, rademacher, slq_logdet, hutchinson_blocks
+from gpmodels.linalg.slq import BatchedCGResult, batched_cg, hutchinson_blocks, rademacher, slq_logdet
 
 __all__ = ['CGResult', 'cg', 'central_differences', 'BatchedCGResult', 'batched_cg', 'rademacher', 'slq_logdet',
            'hutchinson_blocks', 'MVMCounter', 'DensePosterior']

@@ -8,7 +8,7 @@ for the Newton systems (5) of Seeger 2008 (Alg. 1) and the CV accumulation syste
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import attrs
 import numpy as np
@@ -27,18 +27,10 @@ class CGResult:
     matvecs: int
 
 
-def cg(
-    apply_A: Callable[[np.ndarray], np.ndarray],
-    b: np.ndarray,
-    *,
-    x0: np.ndarray | None = None,
-    inv_diag: np.ndarray | None = None,
-    tol: float = 1e-6,
-    forcing: float = 0.0,
-    max_iter: int = 100,
-    precondition: Callable[[np.ndarray], np.ndarray] | None = None,
-    forcing_map: Callable[[np.ndarray], np.ndarray] | None = None,
-) -> CGResult:
+def cg(apply_A: Callable[[np.ndarray], np.ndarray], b: np.ndarray, *, x0: np.ndarray | None = None,
+       inv_diag: np.ndarray | None = None, tol: float = 1e-6, forcing: float = 0.0, max_iter: int = 100,
+       precondition: Callable[[np.ndarray], np.ndarray] | None = None,
+       forcing_map: Callable[[np.ndarray], np.ndarray] | None = None) -> CGResult:
     """Preconditioned CG from x0; stops when ||r|| <= max(tol ||b||, forcing ||r_0||) or after
     ``max_iter`` steps.  ``forcing`` relative to the initial residual r_0 = b - A x0 is the
     truncated-Newton forcing term: with x0 the current point, r_0 is proportional to the gradient.

@@ -3,7 +3,7 @@ operators (and the reference of the conformance checks) share this one loop."""
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 

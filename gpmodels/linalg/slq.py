@@ -20,7 +20,7 @@ Hutchinson (1990): tr(M) ≈ (1/m) Σ_j z_j^T M z_j, and per-point blocks of M b
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import attrs
 import numpy as np

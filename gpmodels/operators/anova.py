@@ -37,7 +37,7 @@ are set up by :class:`gpmodels.priors.ANOVAPrior`), optionally under more descri
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -72,7 +72,9 @@ class ANOVA(Operator):
         if names is not None:
             names = tuple(str(v) for v in names)
             if len(names) != inner.params.size:
-                raise InputError(f"names must give one name per inner hyperparameter ({inner.params.size}); got {len(names)}")
+                raise InputError(
+                    f"names must give one name per inner hyperparameter ({inner.params.size}); got {len(names)}"
+                )
         self.inner = inner
         self.tree = tree
         self._names = names
@@ -170,7 +172,7 @@ class ANOVA(Operator):
     def param_bounds(self) -> np.ndarray:
         return self.inner.param_bounds
 
-    def with_params(self, theta) -> "ANOVA":
+    def with_params(self, theta) -> ANOVA:
         return ANOVA(self.inner.with_params(theta), self.tree, self._names, merge_gemm=self.merge_gemm)
 
     def _grad_trace(self, E, F):

@@ -17,13 +17,13 @@ Public methods validate and then call the ``_`` hooks.  Subclasses must define t
 from __future__ import annotations
 
 import abc
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
-from gpmodels.linalg.finite_differences import central_differences
 from gpmodels.errors import InputError
 from gpmodels.hyperparameters import natural_values
+from gpmodels.linalg.finite_differences import central_differences
 from gpmodels.validation import check_indices
 
 __all__ = ["Operator", "CrossOperator", "KronTerm", "as_rhs", "FD_STEP"]
@@ -55,7 +55,7 @@ class KronTerm:
     def __init__(self, mvm, S: np.ndarray, rank: int | None = None):
         self.mvm, self.S, self.rank = mvm, np.asarray(S, dtype=np.float64), rank
 
-    def with_S(self, S: np.ndarray) -> "KronTerm":
+    def with_S(self, S: np.ndarray) -> KronTerm:
         return KronTerm(self.mvm, S, self.rank)
 
 
@@ -154,11 +154,11 @@ class Operator(abc.ABC):
         """A name per entry of ``params``."""
 
     @abc.abstractmethod
-    def with_params(self, theta) -> "Operator":
+    def with_params(self, theta) -> Operator:
         """A new operator with hyperparameters ``theta`` (same layout as ``params``)."""
 
     @abc.abstractmethod
-    def _restrict(self, J: np.ndarray) -> "Operator":
+    def _restrict(self, J: np.ndarray) -> Operator:
         """The operator on the points J, laid out contiguously (Seeger 2008, App. D.2)."""
 
     @abc.abstractmethod
@@ -283,7 +283,7 @@ class Operator(abc.ABC):
             return np.zeros(0)
         return self._grad_trace(np.ascontiguousarray(E3), np.ascontiguousarray(F3))
 
-    def restrict(self, J) -> "Operator":
+    def restrict(self, J) -> Operator:
         """The operator on the training points J (in the order given), contiguous."""
         return self._restrict(check_indices("J", J, self.n_points))
 

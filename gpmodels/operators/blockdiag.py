@@ -24,15 +24,15 @@ Hyperparameters: every kernel group's shape parameters (``kernel{l}.log_w``, ...
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
 from gpmodels.errors import InputError
 from gpmodels.kernels.base import Kernel
 from gpmodels.kernels.representations import Representation, RepresentationConfig
-from gpmodels.validation import check_features
 from gpmodels.operators.base import CrossOperator, KronTerm, Operator, concat_params
+from gpmodels.validation import check_features
 
 __all__ = ["BlockDiagonal", "SHARING_MODES"]
 
@@ -57,7 +57,9 @@ def _group_array(name: str, groups, n_classes: int | None) -> np.ndarray:
                     raise InputError(f"{name}: class {c} appears in more than one group")
                 out[c] = g
         if np.any(out < 0):
-            raise InputError(f"{name}: classes {np.flatnonzero(out < 0).tolist()} are in no group; every class needs one")
+            raise InputError(
+                f"{name}: classes {np.flatnonzero(out < 0).tolist()} are in no group; every class needs one"
+            )
         return out
     arr = np.asarray(groups)
     if arr.ndim != 1 or arr.size == 0 or arr.dtype.kind not in "iu":
@@ -87,17 +89,8 @@ class BlockDiagonal(Operator):
 
     is_class_diagonal = True
 
-    def __init__(
-        self,
-        X,
-        kernels: Sequence[Kernel],
-        class_kernel,
-        variances,
-        class_variance,
-        representation: RepresentationConfig | None = None,
-        *,
-        _reps: dict | None = None,
-    ):
+    def __init__(self, X, kernels: Sequence[Kernel], class_kernel, variances, class_variance,
+                 representation: RepresentationConfig | None = None, *, _reps: dict | None = None):
         self.X = X if _reps is not None else check_features("X", X)
         self.kernels = tuple(kernels)
         if not self.kernels:
@@ -109,9 +102,15 @@ class BlockDiagonal(Operator):
         self._C = int(self.class_kernel.size)
         self.class_variance = _group_array("class_variance", class_variance, self._C)
         if self.class_kernel.max() + 1 != len(self.kernels):
-            raise InputError(f"class_kernel uses {self.class_kernel.max() + 1} kernel groups but {len(self.kernels)} kernels were given")
+            raise InputError(
+                f"class_kernel uses {self.class_kernel.max() + 1} kernel groups but {len(self.kernels)} kernels "
+                "were given"
+            )
         if self.class_variance.max() + 1 != variances.size:
-            raise InputError(f"class_variance uses {self.class_variance.max() + 1} variance groups but {variances.size} variances were given")
+            raise InputError(
+                f"class_variance uses {self.class_variance.max() + 1} variance groups but {variances.size} "
+                "variances were given"
+            )
         self.variances = variances
         self.representation = representation or RepresentationConfig()
         self._build_reps(_reps or {})
@@ -126,7 +125,7 @@ class BlockDiagonal(Operator):
         sharing: str = "separate",
         variance: float | Sequence[float] = 1.0,
         representation: RepresentationConfig | None = None,
-    ) -> "BlockDiagonal":
+    ) -> BlockDiagonal:
         """Build with a sharing mode: ``tied``, ``semi`` or ``separate`` (Seeger 2008, Sec. 6.2)."""
         if sharing not in SHARING_MODES:
             raise InputError(f"sharing must be one of {SHARING_MODES} (or give groups); got {sharing!r}")
@@ -134,7 +133,11 @@ class BlockDiagonal(Operator):
         if C < 1:
             raise InputError(f"n_classes must be >= 1; got {n_classes}")
         n_var = 1 if sharing == "tied" else C
-        v = np.broadcast_to(np.asarray(variance, dtype=np.float64), (n_var,)) if np.ndim(variance) == 0 else np.asarray(variance, dtype=np.float64)
+        v = (
+            np.broadcast_to(np.asarray(variance, dtype=np.float64), (n_var,))
+            if np.ndim(variance) == 0
+            else np.asarray(variance, dtype=np.float64)
+        )
         if v.shape != (n_var,):
             raise InputError(f"sharing {sharing!r} with {C} classes needs {n_var} variances; got {v.size}")
         if sharing == "separate":
@@ -164,16 +167,10 @@ class BlockDiagonal(Operator):
         self._layout = _Layout(self._rep_list, rep_of_group, self.class_kernel)
         self._class_v = self.variances[self.class_variance]
 
-    def _evolve(self, X=None, kernels=None, variances=None, reps=None) -> "BlockDiagonal":
-        return BlockDiagonal(
-            self.X if X is None else X,
-            self.kernels if kernels is None else kernels,
-            self.class_kernel,
-            self.variances if variances is None else variances,
-            self.class_variance,
-            self.representation,
-            _reps=self._rep_by_key if reps is None else reps,
-        )
+    def _evolve(self, X=None, kernels=None, variances=None, reps=None) -> BlockDiagonal:
+        return BlockDiagonal(self.X if X is None else X, self.kernels if kernels is None else kernels,
+                             self.class_kernel, self.variances if variances is None else variances, self.class_variance,
+                             self.representation, _reps=self._rep_by_key if reps is None else reps)
 
     # ------------------------------------------------------------------ protocol
     @property
@@ -244,16 +241,18 @@ class BlockDiagonal(Operator):
         parts.append(("", np.log(self.variances), [f"log_variance{j}" for j in range(self.variances.size)]))
         return parts
 
-    def with_params(self, theta) -> "BlockDiagonal":
+    def with_params(self, theta) -> BlockDiagonal:
         theta = np.asarray(theta, dtype=np.float64).ravel()
         if theta.size != self.params.size:
-            raise InputError(f"BlockDiagonal has {self.params.size} parameters {self.param_names}; got {theta.size} values")
+            raise InputError(
+                f"BlockDiagonal has {self.params.size} parameters {self.param_names}; got {theta.size} values"
+            )
         if not np.all(np.isfinite(theta)):
             raise InputError(f"hyperparameters must be finite; got {theta.tolist()}")
         kernels, pos = [], 0
         for k in self.kernels:
             p = k.params.size
-            kernels.append(k.with_params(theta[pos:pos + p]) if p else k)
+            kernels.append(k.with_params(theta[pos : pos + p]) if p else k)
             pos += p
         return self._evolve(kernels=kernels, variances=np.exp(theta[pos:]))
 
@@ -279,7 +278,8 @@ class BlockDiagonal(Operator):
         return self._evolve(X=self.X[J], reps=reps)
 
     def _cross(self, I, J):
-        return _BlockDiagonalCross([r.cross(I, J) for r in self._rep_list], self._layout.classes, self._class_v, (I.size, J.size, self._C))
+        return _BlockDiagonalCross([r.cross(I, J) for r in self._rep_list], self._layout.classes, self._class_v,
+                                   (I.size, J.size, self._C))
 
     def _cross_test(self, X_new):
         X_new = self._check_new(X_new)
@@ -289,7 +289,9 @@ class BlockDiagonal(Operator):
     def _check_new(self, X_new):
         X_new = check_features("X_new", X_new)
         if X_new.shape[1] != self.X.shape[1]:
-            raise InputError(f"X_new must have {self.X.shape[1]} features like the training inputs; got {X_new.shape[1]}")
+            raise InputError(
+                f"X_new must have {self.X.shape[1]} features like the training inputs; got {X_new.shape[1]}"
+            )
         return X_new
 
     def _test_point_blocks(self, X_new):
@@ -321,8 +323,10 @@ class BlockDiagonal(Operator):
         return self._class_v[c] * rep.dense()
 
     def __repr__(self) -> str:
-        return (f"BlockDiagonal(n={self.n_points}, C={self._C}, kernels={len(self.kernels)}, "
-                f"distinct={len(self._rep_list)}, variances={self.variances.size})")
+        return (
+            f"BlockDiagonal(n={self.n_points}, C={self._C}, kernels={len(self.kernels)}, "
+            f"distinct={len(self._rep_list)}, variances={self.variances.size})"
+        )
 
 
 class _BlockDiagonalCross(CrossOperator):

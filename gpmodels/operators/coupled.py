@@ -23,7 +23,7 @@ column of B and the variance of its factor: learn one of them (the prior factory
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -62,7 +62,9 @@ class Coupled(Operator):
         mask = np.broadcast_to(np.asarray(learn, dtype=bool), B.shape).copy() if np.ndim(learn) == 0 \
             else np.asarray(learn)
         if mask.shape != B.shape or mask.dtype != bool:
-            raise InputError(f"learn must be a bool or a boolean mask of B's shape {B.shape}; got {np.asarray(learn)!r}")
+            raise InputError(
+                f"learn must be a bool or a boolean mask of B's shape {B.shape}; got {np.asarray(learn)!r}"
+            )
         mask.setflags(write=False)
         if class_names is not None:
             class_names = tuple(str(c) for c in class_names)
@@ -99,7 +101,7 @@ class Coupled(Operator):
 
     def _diag(self):
         if self.inner.is_class_diagonal:
-            return self.inner._diag() @ (self.B ** 2).T
+            return self.inner._diag() @ (self.B**2).T
         return np.einsum("icc->ic", self._point_blocks())
 
     def _point_block_mvm(self, P):
@@ -124,9 +126,11 @@ class Coupled(Operator):
 
     @property
     def param_bounds(self) -> np.ndarray:
-        return np.vstack([self.inner.param_bounds.reshape(-1, 2), np.tile([-np.inf, np.inf], (int(self.learn.sum()), 1))])
+        return np.vstack(
+            [self.inner.param_bounds.reshape(-1, 2), np.tile([-np.inf, np.inf], (int(self.learn.sum()), 1))]
+        )
 
-    def with_params(self, theta) -> "Coupled":
+    def with_params(self, theta) -> Coupled:
         theta = np.asarray(theta, dtype=np.float64).ravel()
         if theta.size != self.params.size:
             raise InputError(f"Coupled has {self.params.size} parameters; got {theta.size} values")

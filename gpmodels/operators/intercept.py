@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpmodels.validation import check_positive
 from gpmodels.operators.base import CrossOperator, KronTerm, Operator
+from gpmodels.validation import check_positive
 
 __all__ = ["Intercept"]
 

@@ -14,7 +14,7 @@ must agree in n and C.  Weights must be positive and finite (θ_m = 0 means: dro
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -66,7 +66,7 @@ class Sum(Operator):
         """θ, shape (M,)."""
         return self.theta.copy()
 
-    def with_weights(self, theta) -> "Sum":
+    def with_weights(self, theta) -> Sum:
         return Sum(self.ops, theta)
 
     # ------------------------------------------------------------------ protocol

@@ -11,6 +11,12 @@ from gpmodels.optimize.checkpoint import (
                                           read_checkpoint,
                                           write_checkpoint,
 )
+from gpmodels.optimize.driver import (
+                                          OptimizeResult,
+                                          minimize,
+                                          outer_options,
+                                          run_identity,
+)
 from gpmodels.optimize.lbfgs import (
                                           OuterOptions,
                                           OuterRecord,
@@ -20,12 +26,6 @@ from gpmodels.optimize.lbfgs import (
                                           outer_iteration,
                                           outer_start,
                                           projected_gradient,
-)
-from gpmodels.optimize.driver import (
-                                          OptimizeResult,
-                                          minimize,
-                                          outer_options,
-                                          run_identity,
 )
 from gpmodels.optimize.objective import (
                                           DEFAULT_BOX,

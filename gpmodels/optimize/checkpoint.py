@@ -43,19 +43,11 @@ import attrs
 import numpy as np
 
 from gpmodels.errors import CheckpointError, InputError
-from gpmodels.validation import boolean, instance_of, to_path
 from gpmodels.optimize.lbfgs import OuterRecord, OuterState
+from gpmodels.validation import boolean, instance_of, to_path
 
-__all__ = [
-    "CHECKPOINT_FORMAT",
-    "Checkpointing",
-    "RunIdentity",
-    "digest_array",
-    "inner_arrays",
-    "probe_operator",
-    "read_checkpoint",
-    "write_checkpoint",
-]
+__all__ = ["CHECKPOINT_FORMAT", "Checkpointing", "RunIdentity", "digest_array", "inner_arrays", "probe_operator",
+           "read_checkpoint", "write_checkpoint"]
 
 CHECKPOINT_FORMAT = "gpmodels.outer-checkpoint/2"
 _PROBE_SEED = 20080101
@@ -154,16 +146,11 @@ def write_checkpoint(path, state: OuterState, identity: RunIdentity, extra: dict
     """Atomically write ``state`` (its inner state: see :func:`inner_arrays`) for the run ``identity``."""
     path = Path(path)
     inner = inner_arrays(state.inner)
-    header = {
-        "format": CHECKPOINT_FORMAT,
-        "fingerprint": identity.fingerprint,
-        "identity": identity.exact,
-        "iteration": state.iteration, "evaluations": state.evaluations, "failed": state.failed,
-        "elapsed": state.elapsed, "finished": state.finished, "converged": state.converged,
-        "message": state.message, "history": [r.as_dict() for r in state.history],
-        "inner": None if inner is None else sorted(inner),
-        "extra": extra or {},
-    }
+    header = {"format": CHECKPOINT_FORMAT, "fingerprint": identity.fingerprint, "identity": identity.exact,
+              "iteration": state.iteration, "evaluations": state.evaluations, "failed": state.failed,
+              "elapsed": state.elapsed, "finished": state.finished, "converged": state.converged,
+              "message": state.message, "history": [r.as_dict() for r in state.history],
+              "inner": None if inner is None else sorted(inner), "extra": extra or {}}
     arrays = {"x": state.x, "value": np.array(state.value), "gradient": state.gradient, "S": state.S, "Yd": state.Yd,
               "theta0": np.asarray(identity.theta0, dtype=float), "probe": np.asarray(identity.probe, dtype=float)}
     for name, a in (inner or {}).items():

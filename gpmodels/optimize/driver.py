@@ -13,7 +13,6 @@ progress callbacks, and one result type.
 from __future__ import annotations
 
 import warnings
-
 from collections.abc import Callable
 
 import attrs

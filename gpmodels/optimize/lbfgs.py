@@ -44,7 +44,7 @@ noise), ``max_iter`` iterations or ``max_evaluations`` evaluations.
 from __future__ import annotations
 
 import time
-from typing import Callable
+from collections.abc import Callable
 
 import attrs
 import numpy as np
@@ -217,14 +217,16 @@ def outer_start(evaluate: Callable, x0, bounds, options: OuterOptions | None = N
     b = _check_bounds(bounds, x0.size)
     if np.any(x0 < b[:, 0]) or np.any(x0 > b[:, 1]):
         i = int(np.flatnonzero((x0 < b[:, 0]) | (x0 > b[:, 1]))[0])
-        raise InputError(f"the starting point lies outside the bounds: x0[{i}] = {x0[i]:g} not in [{b[i, 0]:g}, {b[i, 1]:g}]")
+        raise InputError(f"the starting point lies outside the bounds: x0[{i}] = {x0[i]:g} not in "
+                         f"[{b[i, 0]:g}, {b[i, 1]:g}]")
     t = time.perf_counter()
     tr = evaluate(x0, seed)
     if not _usable(tr, x0.size):
         raise ConvergenceError(
             "the first evaluation at the starting hyperparameters failed "
             f"({tr.info.get('message', 'inner fits did not converge')}); start elsewhere, or (CV criterion) raise the "
-            "inner iteration limits (k1, k2) or the failure threshold")
+            "inner iteration limits (k1, k2) or the failure threshold"
+        )
     seconds = time.perf_counter() - t
     pg = projected_gradient(x0, tr.gradient, b)
     rec = OuterRecord(0, float(tr.value), float(np.abs(pg).max(initial=0.0)), tuple(float(v) for v in x0), 0.0, 1, 0,
@@ -236,8 +238,13 @@ def outer_start(evaluate: Callable, x0, bounds, options: OuterOptions | None = N
 
 
 def _usable(tr: Trial, p: int) -> bool:
-    return bool(tr.ok and np.isfinite(tr.value) and tr.gradient is not None and np.shape(tr.gradient) == (p,)
-                and np.all(np.isfinite(tr.gradient)))
+    return bool(
+        tr.ok
+        and np.isfinite(tr.value)
+        and tr.gradient is not None
+        and np.shape(tr.gradient) == (p,)
+        and np.all(np.isfinite(tr.gradient))
+    )
 
 
 def _check_stop(state: OuterState, b, opts: OuterOptions, previous: float | None) -> OuterState:
@@ -247,7 +254,8 @@ def _check_stop(state: OuterState, b, opts: OuterOptions, previous: float | None
     if gmax <= opts.gtol * scale:
         return attrs.evolve(state, finished=True, converged=True, message="projected gradient below gtol")
     if previous is not None and previous - state.value <= opts.ftol * scale:
-        return attrs.evolve(state, finished=True, converged=True, message="relative decrease of the objective below ftol")
+        return attrs.evolve(state, finished=True, converged=True,
+                            message="relative decrease of the objective below ftol")
     if state.iteration >= opts.max_iter:
         return attrs.evolve(state, finished=True, converged=False, message="maximum number of outer iterations reached")
     if state.evaluations >= opts.max_evaluations:
@@ -315,7 +323,7 @@ def outer_iteration(evaluate: Callable, state: OuterState, bounds, options: Oute
     total_evals = total_failed = 0
     S, Yd = state.S, state.Yd
     accepted, lam, d = None, 0.0, None
-    for attempt in range(2):
+    for _ in range(2):
         d, used_memory = _two_loop(pg, S, Yd, free, gamma0)
         d = np.where((lo & (d < 0)) | (hi & (d > 0)), 0.0, d)  # never step out of the box
         if not float(g @ d) < 0.0:
@@ -325,8 +333,8 @@ def outer_iteration(evaluate: Callable, state: OuterState, bounds, options: Oute
             d = d * (opts.max_step / dmax)
         if used_memory and -0.5 * float(g @ d) <= opts.ftol * max(1.0, abs(state.value)):
             # the quasi-Newton model promises less than ftol: below the resolution we asked for
-            return attrs.evolve(state, elapsed=state.elapsed + time.perf_counter() - t, finished=True,
-                                converged=True, message="predicted decrease of the objective below ftol")
+            return attrs.evolve(state, elapsed=state.elapsed + time.perf_counter() - t, finished=True, converged=True,
+                                message="predicted decrease of the objective below ftol")
         budget = opts.max_evaluations - state.evaluations - total_evals
         if budget <= 0 or dmax == 0.0:
             break
@@ -338,8 +346,9 @@ def outer_iteration(evaluate: Callable, state: OuterState, bounds, options: Oute
         S, Yd = S[:0], Yd[:0]  # no decrease along the quasi-Newton direction: drop the memory once
     seconds = time.perf_counter() - t
     if accepted is None:
-        msg = ("line search found no decrease" if total_evals else "no evaluations left") + \
-              f" ({total_failed} of {total_evals} evaluations failed)"
+        msg = (
+            "line search found no decrease" if total_evals else "no evaluations left"
+        ) + f" ({total_failed} of {total_evals} evaluations failed)"
         return attrs.evolve(state, S=S, Yd=Yd, evaluations=state.evaluations + total_evals,
                             failed=state.failed + total_failed, elapsed=state.elapsed + seconds, finished=True,
                             converged=False, message=msg)
@@ -347,8 +356,8 @@ def outer_iteration(evaluate: Callable, state: OuterState, bounds, options: Oute
     g_new = np.asarray(accepted.gradient, dtype=float)
     s, y = x_new - x, g_new - g
     if float(s @ y) > 1e-10 * np.linalg.norm(s) * np.linalg.norm(y):
-        S = np.vstack([S, s])[-opts.memory:]
-        Yd = np.vstack([Yd, y])[-opts.memory:]
+        S = np.vstack([S, s])[-opts.memory :]
+        Yd = np.vstack([Yd, y])[-opts.memory :]
     it = state.iteration + 1
     elapsed = state.elapsed + seconds
     pg_new = projected_gradient(x_new, g_new, b)
@@ -360,9 +369,16 @@ def outer_iteration(evaluate: Callable, state: OuterState, bounds, options: Oute
     return _check_stop(new, b, opts, previous=state.value)
 
 
-def minimize_outer(evaluate: Callable, x0, bounds, options: OuterOptions | None = None, *,
-                   state: OuterState | None = None, on_iteration: Callable[[OuterState], None] | None = None,
-                   seed=None) -> OuterState:
+def minimize_outer(
+    evaluate: Callable,
+    x0,
+    bounds,
+    options: OuterOptions | None = None,
+    *,
+    state: OuterState | None = None,
+    on_iteration: Callable[[OuterState], None] | None = None,
+    seed=None,
+) -> OuterState:
     """Run from x0 (or continue from ``state``) until a stopping rule holds.
 
     ``on_iteration(state)`` is called after the start and after every successful iteration

@@ -25,7 +25,7 @@ The flat counterparts F1 / F2 are :class:`~gpmodels.priors.IndependentGP` with
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import attrs
 import numpy as np
@@ -38,8 +38,16 @@ from gpmodels.operators.anova import ANOVA
 from gpmodels.operators.base import Operator
 from gpmodels.operators.blockdiag import BlockDiagonal
 from gpmodels.operators.intercept import Intercept
-from gpmodels.validation import any_of, boolean, instance_of, nonnegative_number, one_of, optional, positive_number, \
-    sequence_of
+from gpmodels.validation import (
+    any_of,
+    boolean,
+    instance_of,
+    nonnegative_number,
+    one_of,
+    optional,
+    positive_number,
+    sequence_of,
+)
 
 __all__ = ["ANOVAPrior", "group_labels", "build_anova", "SPEC_SHARING"]
 

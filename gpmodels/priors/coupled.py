@@ -23,7 +23,7 @@ average prior variance of a class function.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import attrs
 import numpy as np
@@ -36,8 +36,21 @@ from gpmodels.operators.base import Operator
 from gpmodels.operators.blockdiag import SHARING_MODES, BlockDiagonal
 from gpmodels.operators.coupled import Coupled
 from gpmodels.operators.intercept import Intercept
-from gpmodels.validation import (any_of, array_of, boolean, instance_of, nonnegative_int, nonnegative_number, number,
-                                 one_of, optional, positive_int, positive_number, sequence_of, to_float_array)
+from gpmodels.validation import (
+    any_of,
+    array_of,
+    boolean,
+    instance_of,
+    nonnegative_int,
+    nonnegative_number,
+    number,
+    one_of,
+    optional,
+    positive_int,
+    positive_number,
+    sequence_of,
+    to_float_array,
+)
 
 __all__ = ["CoupledPrior", "coupling_init", "COUPLING_INITS", "build_coupled"]
 
@@ -130,7 +143,9 @@ class CoupledPrior:
     def operator(self, X, n_classes: int) -> Operator:
         B = self.initial_B(n_classes)
         inner = BlockDiagonal.from_sharing(X, self.kernel, B.shape[1], self.sharing, self.variance, self.representation)
-        names = self.class_names if self.class_names is not None else (self.tree.classes if self.tree is not None else None)
+        names = self.class_names
+        if names is None and self.tree is not None:
+            names = self.tree.classes
         op = Coupled(inner, B, learn=self.learn_B, class_names=names)
         if self.sigma2 == 0:
             if self.learn_sigma2:

@@ -8,7 +8,7 @@ K̃ = K + σ² (I ⊗ 1 1^T) with K = diag(v_c M^(l_c)) (:class:`BlockDiagonal` 
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import attrs
 import numpy as np
@@ -19,8 +19,17 @@ from gpmodels.kernels.representations import RepresentationConfig
 from gpmodels.operators.base import Operator
 from gpmodels.operators.blockdiag import SHARING_MODES, BlockDiagonal
 from gpmodels.operators.intercept import Intercept
-from gpmodels.validation import (any_of, boolean, instance_of, nonnegative_int, nonnegative_number, one_of, optional,
-                                 positive_number, sequence_of)
+from gpmodels.validation import (
+    any_of,
+    boolean,
+    instance_of,
+    nonnegative_int,
+    nonnegative_number,
+    one_of,
+    optional,
+    positive_number,
+    sequence_of,
+)
 
 __all__ = ["IndependentGP", "build_independent"]
 
@@ -53,12 +62,19 @@ class IndependentGP:
         if self.sharing is not None:
             if self.kernel_groups is not None or self.variance_groups is not None:
                 raise InputError("give either a sharing mode or kernel_groups/variance_groups, not both")
-            inner = BlockDiagonal.from_sharing(X, self.kernel, n_classes, self.sharing, self.variance, self.representation)
+            inner = BlockDiagonal.from_sharing(X, self.kernel, n_classes, self.sharing, self.variance,
+                                               self.representation)
         else:
             if self.kernel_groups is None or self.variance_groups is None:
-                raise InputError(f"without a sharing mode ({SHARING_MODES}) both kernel_groups and variance_groups are needed")
+                raise InputError(
+                    f"without a sharing mode ({SHARING_MODES}) both kernel_groups and variance_groups are needed"
+                )
             n_var = len(self.variance_groups)
-            v = np.full(n_var, float(self.variance)) if np.ndim(self.variance) == 0 else np.asarray(self.variance, dtype=float)
+            v = (
+                np.full(n_var, float(self.variance))
+                if np.ndim(self.variance) == 0
+                else np.asarray(self.variance, dtype=float)
+            )
             inner = BlockDiagonal(X, [self.kernel] * len(self.kernel_groups), list(map(list, self.kernel_groups)), v,
                                   list(map(list, self.variance_groups)), self.representation)
             if inner.n_classes != n_classes:
@@ -86,6 +102,6 @@ def build_independent(ctx) -> IndependentGP:
         g = tree.class_groups(m.sharing)
         vgroups = [np.flatnonzero(g == j).tolist() for j in range(int(g.max()) + 1)]
         kgroups = vgroups if m.kernel_sharing == "follow" else [list(range(tree.n_classes))]
-        return IndependentGP(ctx.kernel, None, ctx.variance(), m.sigma2, kernel_groups=kgroups,
-                             variance_groups=vgroups, representation=ctx.representation)
+        return IndependentGP(ctx.kernel, None, ctx.variance(), m.sigma2, kernel_groups=kgroups, variance_groups=vgroups,
+                             representation=ctx.representation)
     return IndependentGP(ctx.kernel, m.sharing, ctx.variance(), m.sigma2, representation=ctx.representation)

@@ -31,12 +31,14 @@ from __future__ import annotations
 import difflib
 import importlib
 import re
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any
 
 import attrs
 
-from gpmodels.errors import SpecError, shown as _shown
+from gpmodels.errors import SpecError
+from gpmodels.errors import shown as _shown
 
 __all__ = ["PriorContext", "register_prior", "unregister_prior", "registered_priors", "resolve_prior",
            "is_import_path", "is_known_prior", "import_path_of", "unknown_prior_message", "BUILTIN_PRIORS",

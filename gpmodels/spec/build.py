@@ -27,13 +27,13 @@ from gpmodels.likelihoods.hinge import SmoothedHinge
 from gpmodels.likelihoods.logistic import Logistic
 from gpmodels.likelihoods.robust import Laplace, StudentT
 from gpmodels.likelihoods.softmax import Softmax
+from gpmodels.likelihoods.uncertain import PseudoTargets, coarsen_labels
 from gpmodels.operators.base import Operator
 from gpmodels.operators.blockdiag import BlockDiagonal
 from gpmodels.operators.sum import Sum
-from gpmodels.likelihoods.uncertain import PseudoTargets, coarsen_labels
 from gpmodels.priors.registry import PriorContext, import_path_of, resolve_prior
-from gpmodels.validation import check_features
 from gpmodels.spec.sections import KernelSpec, ModelSpec, ObjectiveSpec, Spec
+from gpmodels.validation import check_features
 
 __all__ = ["resolve_path", "check_files", "build_data", "build_multilabel_data", "build_kernel", "build_prior",
            "prior_operator", "build_likelihood", "build_newton_options", "model_kernels", "resolve_model", "n_latent",
@@ -197,7 +197,8 @@ def build_data(spec: Spec, base_dir: Path | None) -> Dataset:
     present = np.unique(ytr)
     if present.size < len(classes):
         missing = [classes[c] for c in np.setdiff1d(np.arange(len(classes)), present)]
-        raise SpecError(f"the training data lack classes {missing}; raise max_train or drop the subsample", "data.max_train")
+        raise SpecError(f"the training data lack classes {missing}; raise max_train or drop the subsample",
+                        "data.max_train")
     scaler = FeatureScaler.fit(d.scaling, Xtr)
     return Dataset(name, scaler.transform(Xtr), ytr, scaler.transform(Xte), yte, tuple(classes), hier, scaler,
                    zero_based)
@@ -217,8 +218,10 @@ def _regression_data(spec: Spec, base_dir: Path | None) -> Dataset:
         raise SpecError("regression targets must be numbers", "data.path") from None
     for name, v in (("y", y), ("y_test", yt)):
         if v is not None and not np.all(np.isfinite(v)):
-            raise SpecError(f"regression targets {name} must be finite; found {int(np.sum(~np.isfinite(v)))} "
-                            f"non-finite values", "data.path")
+            raise SpecError(
+                f"regression targets {name} must be finite; found {int(np.sum(~np.isfinite(v)))} non-finite values",
+                "data.path",
+            )
     if d.test == "split":
         if Xt is not None:
             raise SpecError("`test: split` splits `path`; drop `test_path` or use `test: given`", "data.test")
@@ -283,14 +286,18 @@ def _load_gram(path: Path, key: str) -> np.ndarray:
             G.close()
             raise ValueError("an archive")
     except (OSError, ValueError, EOFError) as exc:
-        raise SpecError(f"{path} ({path.stat().st_size} bytes) cannot be read as a .npy Gram matrix of numbers "
-                        f"({type(exc).__name__}; object arrays and archives are refused)", key) from None
+        raise SpecError(
+            f"{path} ({path.stat().st_size} bytes) cannot be read as a .npy Gram matrix of numbers "
+            f"({type(exc).__name__}; object arrays and archives are refused)",
+            key,
+        ) from None
     return G
 
 
 def _representation(m: ModelSpec) -> RepresentationConfig:
     r = m.representation
-    return RepresentationConfig(kind=r.kind, memory_mb=r.memory_mb, stored_max_mb=r.stored_max_mb, rank=r.rank, tol=r.tol)
+    return RepresentationConfig(kind=r.kind, memory_mb=r.memory_mb, stored_max_mb=r.stored_max_mb, rank=r.rank,
+                                tol=r.tol)
 
 
 def build_prior(m: ModelSpec, X_train, base_dir: Path | None = None, *, tree: ClassTree | None = None):
@@ -302,8 +309,11 @@ def build_prior(m: ModelSpec, X_train, base_dir: Path | None = None, *, tree: Cl
                        X_train=X_train, tree=tree, base_dir=base_dir)
     prior = builder(ctx)
     if not callable(getattr(prior, "operator", None)):
-        raise SpecError(f"the builder of prior {m.prior!r} returned a {type(prior).__name__}; a builder returns a "
-                        "prior factory, an object with a method operator(X, n_classes) -> Operator", "model.prior")
+        raise SpecError(
+            f"the builder of prior {m.prior!r} returned a {type(prior).__name__}; a builder returns a "
+            "prior factory, an object with a method operator(X, n_classes) -> Operator",
+            "model.prior",
+        )
     return prior
 
 
@@ -311,12 +321,17 @@ def prior_operator(prior, m: ModelSpec, X_train, n_classes: int) -> Operator:
     """``prior.operator(X_train, n_classes)``, checked to be an Operator of the right size."""
     op = prior.operator(X_train, n_classes)
     if not isinstance(op, Operator):
-        raise SpecError(f"prior {m.prior!r}: operator() returned a {type(op).__name__}, not a "
-                        "gpmodels.operators.Operator", "model.prior")
+        raise SpecError(
+            f"prior {m.prior!r}: operator() returned a {type(op).__name__}, not a gpmodels.operators.Operator",
+            "model.prior",
+        )
     n = X_train.shape[0]
     if (op.n_points, op.n_classes) != (n, n_classes):
-        raise SpecError(f"prior {m.prior!r}: operator() returned an operator over {op.n_points} points and "
-                        f"{op.n_classes} classes; the data need {n} and {n_classes}", "model.prior")
+        raise SpecError(
+            f"prior {m.prior!r}: operator() returned an operator over {op.n_points} points and "
+            f"{op.n_classes} classes; the data need {n} and {n_classes}",
+            "model.prior",
+        )
     return op
 
 
@@ -351,8 +366,10 @@ def build_operator(m: ModelSpec, X_train, n_classes: int, base_dir: Path | None 
     if m.kernels is None:
         return prior_operator(build_prior(m, X_train, base_dir, tree=tree), m, X_train, C)
     rep = _representation(m)
-    ops = [BlockDiagonal.from_sharing(X_train, build_kernel(k, X_train, base_dir, key), C, "tied", 1.0, rep)
-           for key, k in model_kernels(m)]
+    ops = [
+        BlockDiagonal.from_sharing(X_train, build_kernel(k, X_train, base_dir, key), C, "tied", 1.0, rep)
+        for key, k in model_kernels(m)
+    ]
     return Sum(ops, m.weights if m.weights is not None else np.ones(len(ops)))
 
 

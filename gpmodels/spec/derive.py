@@ -24,13 +24,14 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import attrs
 
 from gpmodels.errors import InputError, SpecError
 from gpmodels.spec.schema import Node, option
-from gpmodels.validation import Integer, InstanceOf, Number, OneOf, Optional, describe_validator
+from gpmodels.validation import InstanceOf, Integer, Number, OneOf, Optional, describe_validator
 
 __all__ = ["Part", "options_section", "OptionsSection"]
 

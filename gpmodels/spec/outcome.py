@@ -6,8 +6,8 @@ so neither imports the other for these.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import attrs
 import numpy as np
@@ -29,7 +29,9 @@ class RunOutcome:
     diagnostics: dict
     resolved: Spec
     save: Callable[[Path], object] | None = None  # writes model.npz into a folder
-    traces: dict = attrs.field(factory=dict)  # name -> values over iterations, or -> {line label: values}: trace_<name>.png
+    traces: dict = attrs.field(
+        factory=dict
+    )  # name -> values over iterations, or -> {line label: values}: trace_<name>.png
     paths: tuple | None = None  # (parameter names, (iterations, p) values), plotted as hyperparameters.png
 
 

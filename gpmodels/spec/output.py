@@ -33,17 +33,8 @@ import attrs
 
 from gpmodels.errors import OutputError
 
-__all__ = [
-    "CHECKPOINTS",
-    "IDENTITY_FILE",
-    "LOCK_FILE",
-    "RUN_ARTEFACTS",
-    "STUDY_ARTEFACTS",
-    "OutputFolder",
-    "claim_output",
-    "read_identity",
-    "spec_digest",
-]
+__all__ = ["CHECKPOINTS", "IDENTITY_FILE", "LOCK_FILE", "RUN_ARTEFACTS", "STUDY_ARTEFACTS", "OutputFolder",
+           "claim_output", "read_identity", "spec_digest"]
 
 IDENTITY_FILE = "run.json"
 LOCK_FILE = ".gpmodels.lock"
@@ -167,37 +158,51 @@ def _lock(folder: Path, key: str) -> None:
             except (OSError, ValueError, KeyError, TypeError):
                 pid, host = -1, me["host"]  # unreadable: a crash while writing it; stale
             if host == me["host"] and pid != me["pid"] and _pid_alive(pid):
-                raise OutputError(f"{key} {folder} is in use by another gpmodels run (process {pid}); wait for it to "
-                                  f"finish or choose another folder (a lock left by a crash on another host: remove "
-                                  f"{lock})", key) from None
+                raise OutputError(
+                    f"{key} {folder} is in use by another gpmodels run (process {pid}); wait for it to "
+                    f"finish or choose another folder (a lock left by a crash on another host: remove "
+                    f"{lock})",
+                    key,
+                ) from None
             if host != me["host"]:
-                raise OutputError(f"{key} {folder} is locked by a gpmodels run on host {host!r} (process {pid}); "
-                                  f"remove {lock} if that run is over", key) from None
+                raise OutputError(
+                    f"{key} {folder} is locked by a gpmodels run on host {host!r} (process {pid}); "
+                    f"remove {lock} if that run is over",
+                    key,
+                ) from None
             try:  # stale: its process is gone
                 lock.unlink()
             except FileNotFoundError:
                 pass
             except OSError as exc:
-                raise OutputError(f"{key} {folder}: cannot remove the stale lock {lock} ({exc.strerror})", key) from None
+                raise OutputError(
+                    f"{key} {folder}: cannot remove the stale lock {lock} ({exc.strerror})", key
+                ) from None
             continue
         except OSError as exc:
-            raise OutputError(f"{key} {folder} is not writable ({exc.strerror or type(exc).__name__}); choose a "
-                              "folder you can write", key) from None
+            raise OutputError(
+                f"{key} {folder} is not writable ({exc.strerror or type(exc).__name__}); choose a folder you can write",
+                key,
+            ) from None
         with os.fdopen(fd, "w") as fh:
             json.dump(me, fh)
         return
     raise OutputError(f"{key} {folder}: another run took the lock at the same time; try again", key)
 
 
-def claim_output(folder, identity: dict, *, force: bool = False, artefacts=RUN_ARTEFACTS,
-                 key: str = "--out") -> OutputFolder:
+def claim_output(
+    folder, identity: dict, *, force: bool = False, artefacts=RUN_ARTEFACTS, key: str = "--out"
+) -> OutputFolder:
     """Check, lock and take over ``folder`` for the run ``identity`` (a dict with at least ``name``
     and ``spec_sha256``); see the module docstring.  Raises :class:`OutputError` before any work."""
     folder = Path(folder)
     _check_path(folder, key)
     _lock(folder, key)
-    claimed = OutputFolder(folder, {**identity, "started": datetime.datetime.now(datetime.timezone.utc).isoformat(
-        timespec="seconds"), "status": "running"})
+    claimed = OutputFolder(
+        folder,
+        {**identity, "started": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+         "status": "running"},
+    )
     try:
         old = read_identity(folder)
         names = [p.name for p in folder.iterdir() if p.is_file()]
@@ -205,13 +210,19 @@ def claim_output(folder, identity: dict, *, force: bool = False, artefacts=RUN_A
         report = sorted(n for n in names if _matches(n, artefacts))
         if not same and not force and report:  # a failed run left no report: nothing to protect
             if old is not None:
-                raise OutputError(f"{key} {folder} holds the report of another run ({old.get('name')!r}, spec "
-                                  f"{str(old.get('spec_sha256'))[:12]}; this spec is "
-                                  f"{identity['spec_sha256'][:12]}): choose another folder or pass --force "
-                                  "(force=True) to replace it", key)
-            raise OutputError(f"{key} {folder} holds files of an earlier run without a run identity "
-                              f"({', '.join(report[:5])}); choose another folder or pass --force (force=True) "
-                              "to replace them", key)
+                raise OutputError(
+                    f"{key} {folder} holds the report of another run ({old.get('name')!r}, spec "
+                    f"{str(old.get('spec_sha256'))[:12]}; this spec is "
+                    f"{identity['spec_sha256'][:12]}): choose another folder or pass --force "
+                    "(force=True) to replace it",
+                    key,
+                )
+            raise OutputError(
+                f"{key} {folder} holds files of an earlier run without a run identity "
+                f"({', '.join(report[:5])}); choose another folder or pass --force (force=True) "
+                "to replace them",
+                key,
+            )
         # a checkpoint without a run identity carries its own (checked when it is read); --force drops it
         stale = artefacts + (CHECKPOINTS if force else ())
         for n in names:
@@ -220,8 +231,9 @@ def claim_output(folder, identity: dict, *, force: bool = False, artefacts=RUN_A
         (folder / IDENTITY_FILE).write_text(json.dumps(claimed.identity, indent=1) + "\n")
     except OSError as exc:
         claimed.release()
-        raise OutputError(f"{key} {folder}: cannot prepare the folder ({exc.strerror or type(exc).__name__})",
-                          key) from None
+        raise OutputError(
+            f"{key} {folder}: cannot prepare the folder ({exc.strerror or type(exc).__name__})", key
+        ) from None
     except BaseException:
         claimed.release()
         raise

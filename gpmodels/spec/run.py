@@ -25,14 +25,14 @@ from pathlib import Path
 import attrs
 import numpy as np
 
-from gpmodels.scoring import metrics as M
 from gpmodels import reports
 from gpmodels.data.datasets import Dataset
 from gpmodels.errors import DataError, GPModelsError, SpecError
 from gpmodels.progress import Console
+from gpmodels.scoring import metrics as M
 from gpmodels.spec.build import build_data, build_tree, check_files, resolve_path
 from gpmodels.spec.loader import dump_yaml, grant_imports
-from gpmodels.spec.outcome import RunOutcome, Runner, map_saver
+from gpmodels.spec.outcome import Runner, RunOutcome, map_saver
 from gpmodels.spec.output import claim_output, spec_digest
 from gpmodels.spec.runners import RUNNERS as BUILTIN_RUNNERS
 from gpmodels.spec.runners.map import run_em, run_map  # noqa: F401  (they lived here; kept reachable)
@@ -77,8 +77,9 @@ def _hierarchical_scores(spec: Spec, data: Dataset, base_dir, P: np.ndarray, out
                         for d, s in M.level_confusion(y_pred, data.y_test, tree).items()}
     (out_dir / "confusion_levels.json").write_text(json.dumps(levels, indent=1) + "\n")
     depths = sorted(levels[rules[0]], key=int)
-    reports.plot_bars([f"level {d}" for d in depths], {rule: [levels[rule][d]["accuracy"] for d in depths] for rule in rules},
-                      out_dir / "levels.png", ylabel="accuracy", title=f"{spec.name}: accuracy per tree level")
+    reports.plot_bars([f"level {d}" for d in depths],
+                      {rule: [levels[rule][d]["accuracy"] for d in depths] for rule in rules}, out_dir / "levels.png",
+                      ylabel="accuracy", title=f"{spec.name}: accuracy per tree level")
     return out
 
 
@@ -87,8 +88,11 @@ def _read_data(spec: Spec, base_dir) -> Dataset:
     DataError that names the data keys and describes the files, never quoting them; a loader's own
     DataError is prefixed with the key of the file it names."""
     d = spec.data
-    files = {key: resolve_path(value, base_dir, key, must_exist=False)
-             for key, value in (("data.path", d.path), ("data.test_path", d.test_path)) if value is not None}
+    files = {
+        key: resolve_path(value, base_dir, key, must_exist=False)
+        for key, value in (("data.path", d.path), ("data.test_path", d.test_path))
+        if value is not None
+    }
     try:
         return build_data(spec, base_dir)
     except DataError as exc:
@@ -101,8 +105,10 @@ def _read_data(spec: Spec, base_dir) -> Dataset:
     except Exception as exc:  # noqa: BLE001 - a reader's own error may quote the file
         described = [f"{key} {p} ({p.stat().st_size if p.is_file() else 'no'} bytes)" for key, p in files.items()]
         what = ", ".join(described) or f"data set {d.dataset!r}"
-        raise DataError(f"the data cannot be read: {what} ({type(exc).__name__}); a data file is an .npz of plain "
-                        "arrays X, y, an .arff or svmlight text") from None
+        raise DataError(
+            f"the data cannot be read: {what} ({type(exc).__name__}); a data file is an .npz of plain "
+            "arrays X, y, an .arff or svmlight text"
+        ) from None
 
 
 def run_identity(spec: Spec) -> dict:
@@ -123,7 +129,8 @@ def run_spec(spec: Spec, base_dir: Path | None = None, out: str | Path | None = 
     spec = grant_imports(spec, allow_import)
     runner = RUNNERS.get(spec.objective.type)
     if runner is None:
-        raise SpecError(f"no runner for objective type {spec.objective.type!r}; known: {sorted(RUNNERS)}", "objective.type")
+        raise SpecError(f"no runner for objective type {spec.objective.type!r}; known: {sorted(RUNNERS)}",
+                        "objective.type")
     check_files(spec, base_dir)
     out_dir = output_dir(spec, out)
     with claim_output(out_dir, run_identity(spec), force=force, key="--out" if out is not None else "output.dir"):
@@ -135,14 +142,18 @@ def _run(spec: Spec, runner, base_dir, out_dir: Path, *, quiet: bool, progress: 
 
     t0 = time.perf_counter()
     data = _read_data(spec, base_dir)
-    say(f"data {data.name}: {data.X_train.shape[0]} train, {data.X_test.shape[0]} test, {data.n_classes} classes, "
-        f"{data.X_train.shape[1]} features{' (sparse)' if data.sparse else ''}")
+    say(
+        f"data {data.name}: {data.X_train.shape[0]} train, {data.X_test.shape[0]} test, {data.n_classes} classes, "
+        f"{data.X_train.shape[1]} features{' (sparse)' if data.sparse else ''}"
+    )
     # runners see the effective report folder (``--out`` included) in ``spec.output.dir``
     outcome = runner(attrs.evolve(spec, output=attrs.evolve(spec.output, dir=str(out_dir))), data, base_dir, say)
     metrics = {"name": spec.name}
     if outcome.probabilities is not None:
         scores = M.classification_report(outcome.probabilities, data.y_test)
-        metrics.update({"test_error": scores["error"], "test_log_loss": scores["log_loss"], "test_prec": scores["prec"]})
+        metrics.update(
+            {"test_error": scores["error"], "test_log_loss": scores["log_loss"], "test_prec": scores["prec"]}
+        )
         curve = M.error_reject_curve(outcome.probabilities, data.y_test, spec.evaluation.error_reject)
         (out_dir / "error_reject.csv").write_text("reject_fraction,error\n" + "".join(f"{a},{e}\n" for a, e in curve))
         reports.plot_error_reject({spec.name: curve}, out_dir / "error_reject.png")
@@ -154,8 +165,10 @@ def _run(spec: Spec, runner, base_dir, out_dir: Path, *, quiet: bool, progress: 
                                 title=f"{spec.name}: {name} - min over iterations")
     if outcome.paths is not None:
         reports.plot_paths(outcome.paths[0], outcome.paths[1], out_dir / "hyperparameters.png")
-    metrics.update({"n_train": int(data.X_train.shape[0]), "n_test": int(data.X_test.shape[0]), "n_classes": data.n_classes,
-                    "n_features": int(data.X_train.shape[1])})
+    metrics.update(
+        {"n_train": int(data.X_train.shape[0]), "n_test": int(data.X_test.shape[0]), "n_classes": data.n_classes,
+         "n_features": int(data.X_train.shape[1])}
+    )
     metrics.update(outcome.metrics)
     if outcome.probabilities is not None:
         metrics.update(hier)
@@ -167,12 +180,15 @@ def _run(spec: Spec, runner, base_dir, out_dir: Path, *, quiet: bool, progress: 
     if outcome.save is not None:
         outcome.save(out_dir)
     if "test_log_loss" in metrics:
-        say(f"test error {100 * metrics['test_error']:.2f} %, log-loss {metrics['test_log_loss']:.4f}, "
-            f"prec {metrics['test_prec']:.4f}")
+        say(
+            f"test error {100 * metrics['test_error']:.2f} %, log-loss {metrics['test_log_loss']:.4f}, "
+            f"prec {metrics['test_prec']:.4f}"
+        )
     for rule in ("argmax", "expected_loss"):
         if f"test_taxo_{rule}" in metrics:
-            say(f"hierarchical ({rule} decisions): taxo-loss {metrics[f'test_taxo_{rule}']:.4f}, "
-                f"parent accuracy {metrics[f'test_pacc_{rule}']:.4f}")
+            say(
+                f"hierarchical ({rule} decisions): taxo-loss {metrics[f'test_taxo_{rule}']:.4f}, "
+                f"parent accuracy {metrics[f'test_pacc_{rule}']:.4f}"
+            )
     say(f"report: {out_dir}/ ({', '.join(sorted(p.name for p in out_dir.iterdir() if not p.name.startswith('.')))})")
     return metrics
-

@@ -8,14 +8,21 @@ reproduces predictions exactly.  One loader per model kind in ``LOADERS``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from gpmodels.data.scaling import FeatureScaler
 from gpmodels.errors import DataError, GPModelsError, SpecError
 from gpmodels.hierarchy import ClassTree
-from gpmodels.persistence import (MODEL_FILE, SPEC_FILE, MAPPredictor, OneVsRestPredictor, input_format, load_arrays,
-                                  unpack_inputs)
+from gpmodels.persistence import (
+    MODEL_FILE,
+    SPEC_FILE,
+    MAPPredictor,
+    OneVsRestPredictor,
+    input_format,
+    load_arrays,
+    unpack_inputs,
+)
 from gpmodels.spec.build import build_binary_operator, build_likelihood, build_operator
 from gpmodels.spec.loader import read_yaml, spec_from_dict
 
@@ -36,7 +43,9 @@ def _load_map(model_dir: Path, arrays: dict, spec) -> MAPPredictor:
         likelihood = likelihood.with_params(arrays["likelihood_theta"])
     alpha = arrays["alpha"]
     if alpha.shape != (op.n_points, op.n_classes):
-        raise DataError(f"stored alpha has shape {alpha.shape}; the rebuilt operator needs {(op.n_points, op.n_classes)}")
+        raise DataError(
+            f"stored alpha has shape {alpha.shape}; the rebuilt operator needs {(op.n_points, op.n_classes)}"
+        )
     return MAPPredictor(op, likelihood, alpha, classes, FeatureScaler.from_arrays(arrays), *input_format(arrays, X))
 
 
@@ -46,8 +55,10 @@ def _load_one_vs_rest(model_dir: Path, arrays: dict, spec) -> OneVsRestPredictor
     op = build_binary_operator(spec, X, model_dir)
     alphas, thetas = arrays["alphas"], arrays["thetas"]
     if alphas.shape != (len(classes), op.n_points, 2) or thetas.shape != (len(classes), op.params.size):
-        raise DataError(f"stored one-vs-rest arrays alphas {alphas.shape} and thetas {thetas.shape} do not fit "
-                        f"{len(classes)} classes, {op.n_points} points and {op.params.size} hyperparameters per class")
+        raise DataError(
+            f"stored one-vs-rest arrays alphas {alphas.shape} and thetas {thetas.shape} do not fit "
+            f"{len(classes)} classes, {op.n_points} points and {op.params.size} hyperparameters per class"
+        )
     ops = tuple(op.with_params(t) for t in thetas)
     return OneVsRestPredictor(ops, build_likelihood(spec.model), alphas, classes, FeatureScaler.from_arrays(arrays),
                               *input_format(arrays, X))
@@ -79,11 +90,14 @@ def load_model(model_dir, *, allow_import=()):
     except GPModelsError:
         raise
     except KeyError as exc:
-        raise DataError(f"{model_dir / MODEL_FILE} lacks the array {str(exc.args[0])[:50]!r} of a {kind!r} "
-                        "model") from None
+        raise DataError(
+            f"{model_dir / MODEL_FILE} lacks the array {str(exc.args[0])[:50]!r} of a {kind!r} model"
+        ) from None
     except (ValueError, IndexError, TypeError) as exc:  # arrays that do not fit each other or the spec
-        raise DataError(f"{model_dir / MODEL_FILE} does not hold a consistent {kind!r} model for its "
-                        f"{SPEC_FILE} ({type(exc).__name__}); was one of the two files replaced?") from None
+        raise DataError(
+            f"{model_dir / MODEL_FILE} does not hold a consistent {kind!r} model for its "
+            f"{SPEC_FILE} ({type(exc).__name__}); was one of the two files replaced?"
+        ) from None
 
 
 def _saved_spec(data, allow_import):
@@ -92,7 +106,9 @@ def _saved_spec(data, allow_import):
     try:
         return spec_from_dict(data, allow_import=allow_import)
     except SpecError as exc:
-        if not (exc.path.startswith("objective") and isinstance(data, dict) and isinstance(data.get("objective"), dict)):
+        if not (
+            exc.path.startswith("objective") and isinstance(data, dict) and isinstance(data.get("objective"), dict)
+        ):
             raise
         kept = {k: data["objective"][k] for k in ("type", "method", "learn") if k in data["objective"]}
         return spec_from_dict({**data, "objective": kept}, allow_import=allow_import)

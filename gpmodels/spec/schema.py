@@ -14,7 +14,8 @@ from __future__ import annotations
 import difflib
 import math
 import re
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import attrs
 
@@ -24,10 +25,8 @@ __all__ = ["Node", "option", "REQUIRED", "reference_markdown"]
 
 REQUIRED = attrs.NOTHING
 
-KINDS = (
-    "str", "int", "float", "bool", "node", "list[float]", "list[int]", "list[str]", "list[node]",
-    "float|auto", "float|list[float]", "float|auto|list[float]", "dict", "any",
-)
+KINDS = ("str", "int", "float", "bool", "node", "list[float]", "list[int]", "list[str]", "list[node]",
+         "float|auto", "float|list[float]", "float|auto|list[float]", "dict", "any")
 
 
 def option(default: Any = REQUIRED, *, kind: str, doc: str, choices: Sequence | None = None,
@@ -47,7 +46,8 @@ def option(default: Any = REQUIRED, *, kind: str, doc: str, choices: Sequence | 
     if default is REQUIRED:
         return attrs.field(kw_only=True, metadata={"spec": meta})
     if node is not None and kind == "node" and default is not None:
-        return attrs.field(kw_only=True, factory=default if callable(default) else (lambda: default), metadata={"spec": meta})
+        return attrs.field(kw_only=True, factory=default if callable(default) else (lambda: default),
+                           metadata={"spec": meta})
     return attrs.field(kw_only=True, default=default, metadata={"spec": meta})
 
 
@@ -72,9 +72,12 @@ def _number(value, path: str, integer: bool, finite: bool = True):
             try:
                 value = float(value) if not integer else int(value)
             except ValueError:
-                raise SpecError(f"must be {'an integer' if integer else 'a number'}; got the string {shown(value)}", path) from None
+                raise SpecError(f"must be {'an integer' if integer else 'a number'}; got the string {shown(value)}",
+                                path) from None
         else:
-            raise SpecError(f"must be {'an integer' if integer else 'a number'}; got {_type_name(value)} {shown(value)}", path)
+            raise SpecError(
+                f"must be {'an integer' if integer else 'a number'}; got {_type_name(value)} {shown(value)}", path
+            )
     if integer:
         if isinstance(value, float) and not value.is_integer():
             raise SpecError(f"must be an integer; got {shown(value)}", path)
@@ -140,10 +143,14 @@ def _convert(value, meta, path: str):
             try:
                 return _number(value, path, False)
             except SpecError:
-                raise SpecError(f"must be {' or '.join(a if a != 'auto' else repr('auto') for a in allowed)}; got {shown(value)}", path) from None
+                raise SpecError(
+                    f"must be {' or '.join(a if a != 'auto' else repr('auto') for a in allowed)}; got {shown(value)}",
+                    path,
+                ) from None
         if isinstance(value, (list, tuple)):
             if "list[float]" not in allowed:
-                raise SpecError(f"must be a number{' or ' + repr('auto') if 'auto' in allowed else ''}; got a list", path)
+                raise SpecError(f"must be a number{' or ' + repr('auto') if 'auto' in allowed else ''}; got a list",
+                                path)
             out = tuple(_number(v, f"{path}[{i}]", False) for i, v in enumerate(value))
         else:
             out = _number(value, path, False)
@@ -260,15 +267,18 @@ def _fmt_allowed(meta) -> str:
     return "; ".join(parts)
 
 
-def reference_markdown(root: type, title: str = "Spec reference", skip: set | None = None,
-                       intro: str | None = None) -> str:
+def reference_markdown(
+    root: type, title: str = "Spec reference", skip: set | None = None, intro: str | None = None
+) -> str:
     """Markdown tables of every section reachable from ``root``, in declaration order.
 
     Sections whose class is in ``skip`` are not repeated (the set is updated with those rendered).
     """
     if intro is None:
-        intro = ("Generated from the schema in `gpmodels/spec/` (`gpmodels spec-reference`); a test checks that\n"
-                 "this file matches it.")
+        intro = (
+            "Generated from the schema in `gpmodels/spec/` (`gpmodels spec-reference`); a test checks that\n"
+            "this file matches it."
+        )
     lines = [f"# {title}", "", intro, ""]
     seen = skip if skip is not None else set()
     queue = [("", root)]
@@ -277,8 +287,14 @@ def reference_markdown(root: type, title: str = "Spec reference", skip: set | No
         if cls in seen:
             continue
         seen.add(cls)
-        lines += [f"## `{path or '(top level)'}`", "", " ".join((cls.__doc__ or "").strip().split("\n\n")[0].split()), "",
-                  "| key | allowed | default | meaning |", "| --- | --- | --- | --- |"]
+        lines += [
+            f"## `{path or '(top level)'}`",
+            "",
+            " ".join((cls.__doc__ or "").strip().split("\n\n")[0].split()),
+            "",
+            "| key | allowed | default | meaning |",
+            "| --- | --- | --- | --- |",
+        ]
         for f in cls.spec_fields():
             meta = f.metadata["spec"]
             lines.append(f"| `{f.name}` | {_fmt_allowed(meta)} | {_fmt_default(f)} | {meta['doc']} |")
@@ -287,8 +303,8 @@ def reference_markdown(root: type, title: str = "Spec reference", skip: set | No
         lines.append("")
         moved = getattr(cls, "MOVED_KEYS", {})
         if moved:
-            lines += ["Keys of the old layout, refused with the place they moved to:", "",
-                      "| old key | write it as |", "| --- | --- |"]
+            lines += ["Keys of the old layout, refused with the place they moved to:", "", "| old key | write it as |",
+                      "| --- | --- |"]
             for key, new in moved.items():
                 new = new({}) if callable(new) else new
                 new = (new,) if isinstance(new, str) else new

@@ -10,8 +10,6 @@ from gpmodels.data.datasets import NAMED_DATASETS
 from gpmodels.data.multilabel_sets import MULTILABEL_DATASETS
 from gpmodels.data.scaling import FEATURE_SCALINGS
 from gpmodels.errors import SpecError, shown
-from gpmodels.kernels.factory import KERNEL_NAMES, KERNEL_PARAMS
-from gpmodels.kernels.representations import REPRESENTATION_KINDS
 from gpmodels.inference.cv.criterion import CVOptions
 from gpmodels.inference.cv.learn import LearnOptions
 from gpmodels.inference.map.em import EMOptions
@@ -19,8 +17,10 @@ from gpmodels.inference.map.newton_cg import NewtonOptions
 from gpmodels.inference.marginal.laplace import LaplaceOptions
 from gpmodels.inference.marginal.vb import VBOptions
 from gpmodels.inference.mkl.algorithms import MKLOptions
-from gpmodels.optimize.lbfgs import OuterOptions
+from gpmodels.kernels.factory import KERNEL_NAMES, KERNEL_PARAMS
+from gpmodels.kernels.representations import REPRESENTATION_KINDS
 from gpmodels.operators.blockdiag import SHARING_MODES
+from gpmodels.optimize.lbfgs import OuterOptions
 from gpmodels.priors.coupled import COUPLING_INITS
 from gpmodels.priors.registry import BUILTIN_PRIORS, is_import_path, is_known_prior, unknown_prior_message
 from gpmodels.spec.baseline_sections import CrammerSingerSpec, HM3Spec
@@ -82,8 +82,12 @@ class DataSpec(Node):
     dataset: str | None = option(None, kind="str", choices=NAMED_DATASETS + MULTILABEL_DATASETS,
                                  doc="a named data set under the data root (give this or `path`); "
                                      "enron_corr and *_FUN are hierarchical multilabel sets")
-    path: str | None = option(None, kind="str", doc="a data file: .npz with arrays X, y; .arff (numeric features, nominal class "
-                                                  "attribute `class` or the last one); or svmlight/libsvm text")
+    path: str | None = option(
+        None,
+        kind="str",
+        doc="a data file: .npz with arrays X, y; .arff (numeric features, nominal class "
+        "attribute `class` or the last one); or svmlight/libsvm text",
+    )
     test_path: str | None = option(None, kind="str", doc="test file for `path` (same format) when `test` is `given`")
     root: str | None = option(None, kind="str",
                               doc="data root for `dataset` (default: $GPMODELS_DATA, ./data, ../shared/data)")
@@ -95,24 +99,33 @@ class DataSpec(Node):
                                   doc="fraction held out when `test` is `split`")
     scaling: str = option("none", kind="str", choices=FEATURE_SCALINGS,
                           doc="feature scaling fitted on the training inputs")
-    zero_based: bool | None = option(None, kind="bool",
-                                     doc="svmlight files: feature indices start at 0 (true) or 1 (false); null decides "
-                                         "once for the training and test files (0-based when either uses index 0); "
-                                         "saved with the model for `gpmodels predict`")
+    zero_based: bool | None = option(
+        None,
+        kind="bool",
+        doc="svmlight files: feature indices start at 0 (true) or 1 (false); null decides "
+        "once for the training and test files (0-based when either uses index 0); "
+        "saved with the model for `gpmodels predict`",
+    )
     max_train: int | None = option(None, kind="int", minimum=2,
                                    doc="keep a seeded stratified subsample of this many training points")
     max_test: int | None = option(None, kind="int", minimum=1,
                                   doc="keep a seeded stratified subsample of this many test points")
     task: str = option("classification", kind="str", choices=TASKS,
                        doc="`regression`: real-valued targets from `path` files (scored by RMSE)")
-    positive_class: str | None = option(None, kind="str",
-                                        doc="binary task one-vs-rest: this label (as in the data) is y = +1, all others -1")
+    positive_class: str | None = option(
+        None, kind="str", doc="binary task one-vs-rest: this label (as in the data) is y = +1, all others -1"
+    )
     validation: str = option("merge", kind="str", choices=("merge", "drop"),
                              doc="FunCat sets: train on train + valid (`merge`, Vens et al. 2008) or drop valid")
-    hierarchy: str | None = option(None, kind="str",
-                                   doc="class tree as `parent<TAB>child` lines (classes = leaves); default: the "
-                                       "named data set's hierarchy.tsv (news20, imclef07a)")
-    prune_hierarchy: bool = option(False, kind="bool", doc="remove inner nodes with a single child (Sec. 3, footnote 5)")
+    hierarchy: str | None = option(
+        None,
+        kind="str",
+        doc="class tree as `parent<TAB>child` lines (classes = leaves); default: the "
+        "named data set's hierarchy.tsv (news20, imclef07a)",
+    )
+    prune_hierarchy: bool = option(
+        False, kind="bool", doc="remove inner nodes with a single child (Sec. 3, footnote 5)"
+    )
     pseudo_targets: PseudoTargetsSpec | None = option(None, kind="node", node=PseudoTargetsSpec,
                                                       doc="uncertain training targets for `objective.type: em`")
 
@@ -120,8 +133,10 @@ class DataSpec(Node):
         if (self.dataset is None) == (self.path is None):
             raise SpecError("give exactly one of `dataset` (a named set) or `path` (a file)", f"{path}.dataset")
         if self.task == "regression" and self.dataset is not None:
-            raise SpecError("the named data sets are classification sets; regression needs `path` (an .npz with "
-                            "real-valued y)", f"{path}.task")
+            raise SpecError(
+                "the named data sets are classification sets; regression needs `path` (an .npz with real-valued y)",
+                f"{path}.task",
+            )
         if self.task == "regression" and self.positive_class is not None:
             raise SpecError("`positive_class` makes a binary classification task; not for regression",
                             f"{path}.positive_class")
@@ -131,8 +146,10 @@ class DataSpec(Node):
             raise SpecError("`test_path` goes with `path`", f"{path}.test_path")
         pt = self.pseudo_targets
         if pt is not None and pt.file is not None and (self.test == "split" or self.max_train is not None):
-            raise SpecError("a pseudo-target file lists the training points as stored: it needs `test: given` and "
-                            "no `max_train`", f"{path}.pseudo_targets.file")
+            raise SpecError(
+                "a pseudo-target file lists the training points as stored: it needs `test: given` and no `max_train`",
+                f"{path}.pseudo_targets.file",
+            )
 
 
 @attrs.frozen
@@ -142,7 +159,8 @@ class KernelSpec(Node):
     type: str = option(kind="str", choices=KERNEL_TYPES, doc="covariance function")
     w: object = option(None, kind="float|auto|list[float]", exclusive_minimum=0.0,
                        doc="rbf/ard: inverse squared length-scale(s); `auto` = 1 / Σ_j Var[x_j] of the training inputs")
-    degree: int | None = option(None, kind="int", minimum=1, maximum=100, doc="polynomial: degree d of (scale x·x' + offset)^d")
+    degree: int | None = option(None, kind="int", minimum=1, maximum=100,
+                                doc="polynomial: degree d of (scale x·x' + offset)^d")
     scale: float | None = option(None, kind="float", exclusive_minimum=0.0, doc="polynomial: scale (default 1)")
     offset: float | None = option(None, kind="float", minimum=0.0, doc="polynomial: offset (default 1)")
     gram: str | None = option(None, kind="str",
@@ -166,24 +184,35 @@ class KernelSpec(Node):
 class RepresentationSpec(Node):
     """How each kernel matrix is held (Seeger 2008, App. D.1, Sec. 7.4.3)."""
 
-    kind: str = option("auto", kind="str", choices=REPRESENTATION_KINDS,
-                       doc="`stored` n x n in memory; `blocked` on the fly; `features` linear X X^T; `lowrank` ICF; `auto` chooses")
+    kind: str = option(
+        "auto",
+        kind="str",
+        choices=REPRESENTATION_KINDS,
+        doc="`stored` n x n in memory; `blocked` on the fly; `features` linear X X^T; `lowrank` ICF; `auto` chooses",
+    )
     memory_mb: float = option(256.0, kind="float", exclusive_minimum=0.0, maximum=1_048_576.0,
                               doc="memory bound of one on-the-fly block")
     stored_max_mb: float = option(4096.0, kind="float", exclusive_minimum=0.0, maximum=1_048_576.0,
                                   doc="`auto` stores a kernel matrix up to this size, else blocks it")
-    rank: int = option(200, kind="int", minimum=1, maximum=100_000, doc="lowrank: maximal rank of the incomplete Cholesky")
-    tol: float = option(1e-8, kind="float", minimum=0.0, doc="lowrank: stop when the residual diagonal is below tol x max")
+    rank: int = option(200, kind="int", minimum=1, maximum=100_000,
+                       doc="lowrank: maximal rank of the incomplete Cholesky")
+    tol: float = option(1e-8, kind="float", minimum=0.0,
+                        doc="lowrank: stop when the residual diagonal is below tol x max")
 
 
 @attrs.frozen
 class CouplingSpec(Node):
     """The matrix B of the `coupled` (C x C) and `loadings` (C x p) priors, Seeger 2008, Sec. 7.4.1."""
 
-    factors: int | None = option(None, kind="int", minimum=1, maximum=100_000, doc="loadings: the number p < C of latent factors")
-    init: str = option("auto", kind="str", choices=COUPLING_INITS,
-                       doc="initial B: `identity` (square), `tree` (from the class tree), `random` (seeded "
-                           "contrasts); `auto`: identity for coupling, tree (else random) for loadings")
+    factors: int | None = option(None, kind="int", minimum=1, maximum=100_000,
+                                 doc="loadings: the number p < C of latent factors")
+    init: str = option(
+        "auto",
+        kind="str",
+        choices=COUPLING_INITS,
+        doc="initial B: `identity` (square), `tree` (from the class tree), `random` (seeded "
+        "contrasts); `auto`: identity for coupling, tree (else random) for loadings",
+    )
     matrix: object = option(None, kind="any", doc="an explicit B as a list of C rows (overrides `init`)")
     learn: bool = option(True, kind="bool", doc="B's entries are hyperparameters (for hyperparameter learning)")
     seed: int = option(0, kind="int", minimum=0, doc="seed of the `random` initialisation")
@@ -191,9 +220,13 @@ class CouplingSpec(Node):
     def check(self, path):
         if self.matrix is not None:
             rows = self.matrix
-            ok = isinstance(rows, list) and rows and all(isinstance(r, list) and r for r in rows) and \
-                len({len(r) for r in rows}) == 1 and all(isinstance(v, (int, float)) and not isinstance(v, bool)
-                                                           for r in rows for v in r)
+            ok = (
+                isinstance(rows, list)
+                and rows
+                and all(isinstance(r, list) and r for r in rows)
+                and len({len(r) for r in rows}) == 1
+                and all(isinstance(v, (int, float)) and not isinstance(v, bool) for r in rows for v in r)
+            )
             if not ok:
                 raise SpecError("must be a list of equally long lists of numbers (the rows of B)", f"{path}.matrix")
 
@@ -202,40 +235,57 @@ class CouplingSpec(Node):
 class ModelSpec(Node):
     """Prior, kernel, sharing, likelihood and intercept."""
 
-    prior: str = option("independent", kind="str",
-                        allowed=", ".join(f"`{p}`" for p in PRIORS) + ", a registered name, `module:builder`",
-                        doc="`independent` GPs per class; `anova` class tree (needs a hierarchy); `coupled` "
-                            "K(B) with C x C B; `loadings` with C x p B; or a user prior: a name registered by "
-                            "`gpmodels.priors.register_prior`, or `package.module:builder` imported by path "
-                            "(docs/extending.md)")
-    prior_options: dict | None = option(None, kind="dict",
-                                        doc="user priors: free-form settings passed to the builder "
-                                            "(`PriorContext.options`)")
+    prior: str = option(
+        "independent",
+        kind="str",
+        allowed=", ".join(f"`{p}`" for p in PRIORS) + ", a registered name, `module:builder`",
+        doc="`independent` GPs per class; `anova` class tree (needs a hierarchy); `coupled` "
+        "K(B) with C x C B; `loadings` with C x p B; or a user prior: a name registered by "
+        "`gpmodels.priors.register_prior`, or `package.module:builder` imported by path "
+        "(docs/extending.md)",
+    )
+    prior_options: dict | None = option(
+        None, kind="dict", doc="user priors: free-form settings passed to the builder (`PriorContext.options`)"
+    )
     kernel: KernelSpec | None = option(None, kind="node", node=KernelSpec,
                                        doc="the covariance shape (or give `kernels`)")
-    sharing: str = option("separate", kind="str", choices=MODEL_SHARING,
-                          doc="over the prior's units (classes; nodes for `anova`; factors for `coupled`/`loadings`): "
-                              "`tied` one M, one v; `semi` one M, v per unit; `separate` M and v per unit; `level` "
-                              "/ `subtree` per tree level / per subtree at a root child (needs a hierarchy)")
-    kernel_sharing: str = option("follow", kind="str", choices=("follow", "tied"),
-                                 doc="with `level` / `subtree`: kernel shapes grouped like the variances (`follow`) "
-                                     "or one shared M (`tied`)")
+    sharing: str = option(
+        "separate",
+        kind="str",
+        choices=MODEL_SHARING,
+        doc="over the prior's units (classes; nodes for `anova`; factors for `coupled`/`loadings`): "
+        "`tied` one M, one v; `semi` one M, v per unit; `separate` M and v per unit; `level` "
+        "/ `subtree` per tree level / per subtree at a root child (needs a hierarchy)",
+    )
+    kernel_sharing: str = option(
+        "follow",
+        kind="str",
+        choices=("follow", "tied"),
+        doc="with `level` / `subtree`: kernel shapes grouped like the variances (`follow`) or one shared M (`tied`)",
+    )
     coupling: CouplingSpec = option(CouplingSpec, kind="node", node=CouplingSpec, doc="B of `coupled` / `loadings`")
     variance: object = option(1.0, kind="float|list[float]", exclusive_minimum=0.0,
                               doc="v: one value, or one per variance group")
     sigma2: float = option(0.0, kind="float", minimum=0.0, doc="intercept variance σ² (0: no intercept)")
-    likelihood: str = option("softmax", kind="str", choices=LIKELIHOODS,
-                             doc="`softmax` (C classes); single latent function: `logistic` (binary, y = ±1), "
-                                 "`hinge` (smoothed SVM loss), `gaussian`, `laplace`, `student_t` (regression)")
+    likelihood: str = option(
+        "softmax",
+        kind="str",
+        choices=LIKELIHOODS,
+        doc="`softmax` (C classes); single latent function: `logistic` (binary, y = ±1), "
+        "`hinge` (smoothed SVM loss), `gaussian`, `laplace`, `student_t` (regression)",
+    )
     kappa: float = option(-20.0, kind="float", maximum=-1e-12, doc="softmax: App. B threshold κ on log π")
     noise: float = option(1.0, kind="float", exclusive_minimum=0.0, doc="gaussian: noise variance σ²")
     scale: float = option(1.0, kind="float", exclusive_minimum=0.0, doc="laplace: scale τ; student_t: scale σ")
     df: float = option(4.0, kind="float", exclusive_minimum=0.0, doc="student_t: degrees of freedom ν")
     learn_df: bool = option(False, kind="bool", doc="student_t: learn ν with the other hyperparameters")
     hinge_eps: float = option(1e-3, kind="float", exclusive_minimum=0.0, doc="hinge: smoothing width ε")
-    kernels: tuple | None = option(None, kind="list[node]", node=KernelSpec,
-                                   doc="a kernel combination K_θ = Σ_m θ_m K_m (Sum; each with variance 1) "
-                                       "instead of `kernel`")
+    kernels: tuple | None = option(
+        None,
+        kind="list[node]",
+        node=KernelSpec,
+        doc="a kernel combination K_θ = Σ_m θ_m K_m (Sum; each with variance 1) instead of `kernel`",
+    )
     weights: tuple | None = option(None, kind="list[float]", exclusive_minimum=0.0,
                                    doc="initial kernel weights θ of `kernels` (default all 1)")
     representation: RepresentationSpec = option(RepresentationSpec, kind="node", node=RepresentationSpec,
@@ -256,8 +306,11 @@ class ModelSpec(Node):
                                 f"{path}.prior")
             raise SpecError(unknown_prior_message(self.prior), f"{path}.prior")
         if self.prior_options is not None and self.builtin_prior:
-            raise SpecError(f"`prior_options` are for user priors; the built-in prior {self.prior!r} takes its "
-                            "settings from the model keys (sharing, variance, coupling, ...)", f"{path}.prior_options")
+            raise SpecError(
+                f"`prior_options` are for user priors; the built-in prior {self.prior!r} takes its "
+                "settings from the model keys (sharing, variance, coupling, ...)",
+                f"{path}.prior_options",
+            )
         if (self.kernel is None) == (self.kernels is None):
             raise SpecError("give exactly one of `kernel` or `kernels` (a kernel combination)", f"{path}.kernel")
         if self.kernels is not None:
@@ -267,8 +320,11 @@ class ModelSpec(Node):
                 raise SpecError(f"one weight per kernel: {len(self.kernels)} kernels, {len(self.weights)} weights",
                                 f"{path}.weights")
             if self.sigma2 != 0:
-                raise SpecError("a kernel combination has no separate intercept; set sigma2: 0 (add a "
-                                "constant-offset kernel such as `polynomial` to the list instead)", f"{path}.sigma2")
+                raise SpecError(
+                    "a kernel combination has no separate intercept; set sigma2: 0 (add a "
+                    "constant-offset kernel such as `polynomial` to the list instead)",
+                    f"{path}.sigma2",
+                )
         elif self.weights is not None:
             raise SpecError("`weights` go with `kernels`", f"{path}.weights")
         if self.prior in ("coupled", "loadings") and self.sharing in ("level", "subtree"):
@@ -302,27 +358,34 @@ _NEWTON_DOCS = {
     "armijo": "line search: sufficient-decrease constant",
     "line_search_evals": "line search: maximal evaluations of Φ",
     "preconditioner": "CG preconditioner: App. B `diagonal`; per-point `block`s; `lowrank` deflation of the leading "
-                      "kernel eigen-directions with the diagonal (`lowrank`) or the per-point blocks "
-                      "(`lowrank_block`) for the rest",
+    "kernel eigen-directions with the diagonal (`lowrank`) or the per-point blocks "
+    "(`lowrank_block`) for the rest",
     "precond_rank": "`lowrank*`: number of kernel eigenpairs deflated",
     "precond_seed": "`lowrank*`: seed of the randomized eigensolver",
     "cg_forcing_norm": "CG forcing test on the `residual` or on V r (`alpha`-space); `auto`: residual for the "
-                       "diagonal preconditioner, alpha for the others",
+    "diagonal preconditioner, alpha for the others",
 }
 
 NewtonSpec = options_section(
-    "NewtonSpec", "Newton–CG (Alg. 1; k1, k2 and tolerances of Seeger 2008, Sec. 2, 6) of the MAP fit: `map`, the "
+    "NewtonSpec",
+    "Newton–CG (Alg. 1; k1, k2 and tolerances of Seeger 2008, Sec. 2, 6) of the MAP fit: `map`, the "
     "M-step of `em`, the final fit of `cv` and `one_vs_rest` (and `one_vs_rest` with `learn: false`).  Keys, "
     "defaults and bounds: `NewtonOptions`.",
-    [Part(NewtonOptions)], docs=_NEWTON_DOCS)
+    [Part(NewtonOptions)],
+    docs=_NEWTON_DOCS,
+)
 
 CVNewtonSpec = options_section(
-    "CVNewtonSpec", "Newton–CG of the refits inside every Ψ evaluation (Sec. 4, 6.2: k1, k2 during learning).  Keys "
+    "CVNewtonSpec",
+    "Newton–CG of the refits inside every Ψ evaluation (Sec. 4, 6.2: k1, k2 during learning).  Keys "
     "and bounds: `NewtonOptions`; defaults: `CVOptions().newton`.",
-    [Part(NewtonOptions, defaults=CVOptions().newton)], docs=_NEWTON_DOCS)
+    [Part(NewtonOptions, defaults=CVOptions().newton)],
+    docs=_NEWTON_DOCS,
+)
 
 OuterSpec = options_section(
-    "OuterSpec", "The outer quasi-Newton optimiser of Ψ (projected L-BFGS in log space).  Keys and bounds: "
+    "OuterSpec",
+    "The outer quasi-Newton optimiser of Ψ (projected L-BFGS in log space).  Keys and bounds: "
     "`OuterOptions`; defaults: `LearnOptions().outer`.",
     [Part(OuterOptions, defaults=LearnOptions().outer)],
     docs={"max_iter": "maximal outer (quasi-Newton) iterations", "max_evaluations": "maximal Ψ evaluations",
@@ -334,7 +397,8 @@ OuterSpec = options_section(
           "armijo": "line search: sufficient-decrease constant", "wolfe": "line search: curvature constant",
           "line_search_evals": "line search: maximal Ψ evaluations per iteration",
           "extrapolation": "line search: growth factor of an extrapolated step",
-          "max_extrapolations": "line search: maximal extrapolations"})
+          "max_extrapolations": "line search: maximal extrapolations"},
+)
 
 _CV_OUTER = ("max_iter", "max_evaluations", "ftol", "gtol", "initial_step", "max_step", "memory")
 
@@ -345,23 +409,36 @@ def _check_cv(self, path):
 
 
 CVSpec = options_section(
-    "CVSpec", "Hyperparameter learning by the CV criterion Ψ (`objective.type: cv` and `one_vs_rest`; Seeger 2008, "
+    "CVSpec",
+    "Hyperparameter learning by the CV criterion Ψ (`objective.type: cv` and `one_vs_rest`; Seeger 2008, "
     "Sec. 4, 5.2, 6.2).  Keys, defaults and bounds: `CVOptions` (one Ψ evaluation) and `LearnOptions` (`lower`, "
     "`upper`); the refits in `newton`, the outer optimiser in `outer`.",
     [Part(CVOptions, skip=("method",)), Part(LearnOptions, only=("lower", "upper"))],
-    nested=(("newton", CVNewtonSpec, "Newton–CG of the refits inside Ψ"),
-            ("outer", OuterSpec, "the outer optimiser")),
-    extra=(("folds", option(5, kind="int", minimum=2,
-                            doc="q: folds of the fixed random partition of the training set")),
-           ("partition_seed", option(None, kind="int", minimum=0,
-                                     doc="seed of the partition (default: the spec's `seed`)")),
-           ("learn_sigma2", option(False, kind="bool",
-                                   doc="also learn the intercept variance σ² (needs `model.sigma2` > 0)")),
-           ("checkpoint", option(True, kind="bool", doc="write `checkpoint.npz` in the report folder after every "
-                                                        "successful outer iteration")),
-           ("resume", option("auto", kind="str", choices=("auto", "never"),
-                             doc="`auto`: continue from an existing checkpoint (a corrupt or foreign one is an "
-                                 "error); `never`: start afresh"))),
+    nested=(("newton", CVNewtonSpec, "Newton–CG of the refits inside Ψ"), ("outer", OuterSpec, "the outer optimiser")),
+    extra=(
+        ("folds", option(5, kind="int", minimum=2, doc="q: folds of the fixed random partition of the training set")),
+        (
+            "partition_seed",
+            option(None, kind="int", minimum=0, doc="seed of the partition (default: the spec's `seed`)"),
+        ),
+        ("learn_sigma2",
+         option(False, kind="bool", doc="also learn the intercept variance σ² (needs `model.sigma2` > 0)")),
+        (
+            "checkpoint",
+            option(True, kind="bool",
+                   doc="write `checkpoint.npz` in the report folder after every successful outer iteration"),
+        ),
+        (
+            "resume",
+            option(
+                "auto",
+                kind="str",
+                choices=("auto", "never"),
+                doc="`auto`: continue from an existing checkpoint (a corrupt or foreign one is an "
+                "error); `never`: start afresh",
+            ),
+        ),
+    ),
     docs={"k3": "k3: maximal CG steps of a fold's gradient accumulation solve",
           "accumulation_tol": "relative residual of the accumulation solve",
           "fail_tol": "an evaluation fails when the mean over folds of the refits' gradient RMS is above",
@@ -371,49 +448,72 @@ CVSpec = options_section(
           "lower": "lower bound of every log-space hyperparameter",
           "upper": "upper bound of every log-space hyperparameter"},
     check=_check_cv,
-    removed={"multiclass": "one-vs-rest is its own objective: write `objective.type: one_vs_rest` (it takes these "
-                           "`objective.cv` settings); the joint softmax model is `objective.type: cv`"},
+    removed={
+        "multiclass": "one-vs-rest is its own objective: write `objective.type: one_vs_rest` (it takes these "
+        "`objective.cv` settings); the joint softmax model is `objective.type: cv`"
+    },
     moved={"k1": "newton.max_iter", "k2": "newton.cg_max_iter", "grad_tol": "newton.grad_tol",
-           **{k: f"outer.{k}" for k in _CV_OUTER}})
+           **{k: f"outer.{k}" for k in _CV_OUTER}},
+)
 
 EMSpec = options_section(
-    "EMSpec", "EM over uncertain targets (`objective.type: em`, Seeger 2008, Sec. 7.4.2); the M-step runs "
+    "EMSpec",
+    "EM over uncertain targets (`objective.type: em`, Seeger 2008, Sec. 7.4.2); the M-step runs "
     "`objective.newton`.  Keys, defaults and bounds: `EMOptions`.",
     [Part(EMOptions, skip=("newton",))],
     docs={"max_iter": "maximal EM iterations",
-          "rtol": "stop when the relative change of the pseudo-target log-likelihood is below"})
+          "rtol": "stop when the relative change of the pseudo-target log-likelihood is below"},
+)
 
-_LEARN = (("learn_max_iter", option(100, kind="int", minimum=1,
-                                    doc="outer L-BFGS-B iterations of the hyperparameter learning")),
-          ("learn_tol", option(1e-8, kind="float", minimum=0.0,
-                               doc="outer tolerance of the learning (relative criterion decrease)")))
+_LEARN = (
+    ("learn_max_iter",
+     option(100, kind="int", minimum=1, doc="outer L-BFGS-B iterations of the hyperparameter learning")),
+    ("learn_tol",
+     option(1e-8, kind="float", minimum=0.0, doc="outer tolerance of the learning (relative criterion decrease)")),
+)
 
 LaplaceSpec = options_section(
-    "LaplaceSpec", "Laplace marginal likelihood (`objective.type: laplace`; R&W Alg. 3.1-3.4, 5.1).  Keys, defaults "
+    "LaplaceSpec",
+    "Laplace marginal likelihood (`objective.type: laplace`; R&W Alg. 3.1-3.4, 5.1).  Keys, defaults "
     "and bounds: `LaplaceOptions` (its probe seed is the spec's `seed`), and the learning's `learn_*`.",
-    [Part(LaplaceOptions, skip=("seed", "newton"))], extra=_LEARN,
+    [Part(LaplaceOptions, skip=("seed", "newton"))],
+    extra=_LEARN,
     docs={"path": "`exact` (Cholesky) or `mvm` (CG, Lanczos log-determinant, Hutchinson traces)",
           "n_probes": "mvm: Hutchinson / Lanczos probes (seeded by the spec's `seed`)",
-          "cg_max_iter": "mvm: maximal CG steps", "cg_tol": "mvm: CG relative residual tolerance"})
+          "cg_max_iter": "mvm: maximal CG steps", "cg_tol": "mvm: CG relative residual tolerance"},
+)
 
 VBSpec = options_section(
-    "VBSpec", "Variational bound φ_VB (`objective.type: vb` and `mlm`, without `model.kernels`; Nickisch & Seeger "
+    "VBSpec",
+    "Variational bound φ_VB (`objective.type: vb` and `mlm`, without `model.kernels`; Nickisch & Seeger "
     "2009).  Keys, defaults and bounds: `VBOptions`, and the learning's `learn_*`.",
-    [Part(VBOptions, skip=("newton",))], extra=_LEARN,
-    docs={"max_outer": "maximal double-loop iterations", "tol": "double loop: relative tolerance on φ"})
+    [Part(VBOptions, skip=("newton",))],
+    extra=_LEARN,
+    docs={"max_outer": "maximal double-loop iterations", "tol": "double loop: relative tolerance on φ"},
+)
 
 MKLSpec = options_section(
-    "MKLSpec", "Kernel-weight learning (`objective.type: mkl`, `joint_map`, and `vb` / `mlm` with `model.kernels`; "
+    "MKLSpec",
+    "Kernel-weight learning (`objective.type: mkl`, `joint_map`, and `vb` / `mlm` with `model.kernels`; "
     "Nickisch & Seeger 2011); the criterion is the objective type.  Keys, defaults and bounds: `MKLOptions`.",
     [Part(MKLOptions, skip=("criterion",))],
-    extra=(("solver", option(None, kind="str", choices=SOLVERS,
-                             doc="`algorithm1` (Nickisch & Seeger, the default), `alternating`; `lbfgs` (L-BFGS-B "
-                                 "on the criterion)")),),
+    extra=(
+        (
+            "solver",
+            option(
+                None,
+                kind="str",
+                choices=SOLVERS,
+                doc="`algorithm1` (Nickisch & Seeger, the default), `alternating`; `lbfgs` (L-BFGS-B on the criterion)",
+            ),
+        ),
+    ),
     docs={"lam": "weight λ of the penalty λ ||θ||_p^p", "p": "the norm p >= 1", "jitter": "jitter added to K_θ",
           "max_iter": "maximal outer iterations", "tol": "stop when the relative decrease of the criterion is below",
           "grad_tol": "... and the gradient is below", "inner_newton": "Algorithm 1: Newton steps in u per iteration",
           "inner_max": "alternating: Newton steps per block", "max_log_step": "cap on |Δ log θ| per step",
-          "time_limit": "time limit in seconds (`.inf`: none)"})
+          "time_limit": "time limit in seconds (`.inf`: none)"},
+)
 
 
 def _moved_learning_key(key: str):
@@ -426,18 +526,28 @@ def _moved_learning_key(key: str):
         if t in ("mkl", "joint_map"):
             return (f"mkl.{key}",)
         return f"laplace.learn_{key}", f"vb.learn_{key}", f"mkl.{key}"
+
     return where
 
 
 #: objective keys that moved into the sub-sections (old key -> new path under `objective`)
 OBJECTIVE_MOVED_KEYS = {
-    "k1": "newton.max_iter", "k2": "newton.cg_max_iter",
-    **{k: f"newton.{k}" for k in ("grad_tol", "phi_rtol", "cg_tol", "cg_forcing", "warm_start", "preconditioner",
-                                  "precond_rank", "cg_forcing_norm")},
-    "em_max_iter": "em.max_iter", "em_rtol": "em.rtol",
-    "path": "laplace.path", "n_probes": "laplace.n_probes",
-    "solver": "mkl.solver", "lam": "mkl.lam", "p": "mkl.p",
-    "max_iter": _moved_learning_key("max_iter"), "tol": _moved_learning_key("tol"),
+    "k1": "newton.max_iter",
+    "k2": "newton.cg_max_iter",
+    **{
+        k: f"newton.{k}"
+        for k in ("grad_tol", "phi_rtol", "cg_tol", "cg_forcing", "warm_start", "preconditioner", "precond_rank",
+                  "cg_forcing_norm")
+    },
+    "em_max_iter": "em.max_iter",
+    "em_rtol": "em.rtol",
+    "path": "laplace.path",
+    "n_probes": "laplace.n_probes",
+    "solver": "mkl.solver",
+    "lam": "mkl.lam",
+    "p": "mkl.p",
+    "max_iter": _moved_learning_key("max_iter"),
+    "tol": _moved_learning_key("tol"),
 }
 
 
@@ -449,20 +559,31 @@ class ObjectiveSpec(Node):
 
     MOVED_KEYS = OBJECTIVE_MOVED_KEYS
 
-    type: str = option("map", kind="str", choices=OBJECTIVES,
-                       doc="`map`: MAP fit at the given hyperparameters (section `newton`); `laplace`: Laplace MLM "
-                           "(`laplace`); `vb`: variational bound, `mlm`: Gaussian marginal likelihood (`vb`); `mkl`, "
-                           "`joint_map`: kernel-weight criteria (Nickisch & Seeger 2011; `mkl`); `crammer_singer`, "
-                           "`hm3`: max-margin baselines (their sections); `em`: MAP fit with uncertain targets by EM "
-                           "(`em`, needs `data.pseudo_targets`); `cv`: learn the hyperparameters by the CV criterion "
-                           "Ψ (`cv`), then the MAP fit (`newton`); `one_vs_rest`: C binary softmax models (class c "
-                           "against the rest), each with its own hyperparameters learned by Ψ (`cv`; with `learn: "
-                           "false` fitted at the given ones), combined by the largest P_c(+1|x) (Sec. 6.2)")
-    method: str = option("newton_cg", kind="str", choices=("newton_cg", "exact"),
-                         doc="MAP fits (and the CV refits): `newton_cg` (Alg. 1) or `exact` Newton (App. C, flat "
-                             "prior, O(n^3 C))")
-    learn: bool = option(True, kind="bool", doc="laplace/vb/mlm/mkl/joint_map/one_vs_rest: learn the hyperparameters "
-                                                "(false: evaluate the criterion, or fit, at the given ones)")
+    type: str = option(
+        "map",
+        kind="str",
+        choices=OBJECTIVES,
+        doc="`map`: MAP fit at the given hyperparameters (section `newton`); `laplace`: Laplace MLM "
+        "(`laplace`); `vb`: variational bound, `mlm`: Gaussian marginal likelihood (`vb`); `mkl`, "
+        "`joint_map`: kernel-weight criteria (Nickisch & Seeger 2011; `mkl`); `crammer_singer`, "
+        "`hm3`: max-margin baselines (their sections); `em`: MAP fit with uncertain targets by EM "
+        "(`em`, needs `data.pseudo_targets`); `cv`: learn the hyperparameters by the CV criterion "
+        "Ψ (`cv`), then the MAP fit (`newton`); `one_vs_rest`: C binary softmax models (class c "
+        "against the rest), each with its own hyperparameters learned by Ψ (`cv`; with `learn: "
+        "false` fitted at the given ones), combined by the largest P_c(+1|x) (Sec. 6.2)",
+    )
+    method: str = option(
+        "newton_cg",
+        kind="str",
+        choices=("newton_cg", "exact"),
+        doc="MAP fits (and the CV refits): `newton_cg` (Alg. 1) or `exact` Newton (App. C, flat prior, O(n^3 C))",
+    )
+    learn: bool = option(
+        True,
+        kind="bool",
+        doc="laplace/vb/mlm/mkl/joint_map/one_vs_rest: learn the hyperparameters "
+        "(false: evaluate the criterion, or fit, at the given ones)",
+    )
     newton: NewtonSpec = option(NewtonSpec, kind="node", node=NewtonSpec, doc="Newton–CG of the MAP fit")
     em: EMSpec = option(EMSpec, kind="node", node=EMSpec, doc="settings of `type: em`")
     cv: CVSpec = option(CVSpec, kind="node", node=CVSpec, doc="settings of `type: cv` and `type: one_vs_rest`")
@@ -478,21 +599,17 @@ class ObjectiveSpec(Node):
         for name, types in SECTION_TYPES.items():
             section = getattr(self, name)
             if self.type not in types and section != type(section)():
-                raise SpecError(f"holds settings of `type: {' / '.join(types)}`; this objective is {self.type!r} "
-                                f"(drop the section or change `type`)", f"{path}.{name}" if path else name)
+                raise SpecError(
+                    f"holds settings of `type: {' / '.join(types)}`; this objective is {self.type!r} "
+                    f"(drop the section or change `type`)",
+                    f"{path}.{name}" if path else name,
+                )
 
 
 #: the objective types that use each sub-section of `objective` (giving another type's settings is an error)
-SECTION_TYPES = {
-    "newton": ("map", "em", "cv", "one_vs_rest"),
-    "em": ("em",),
-    "cv": ("cv", "one_vs_rest"),
-    "laplace": ("laplace",),
-    "vb": ("vb", "mlm"),
-    "mkl": ("mkl", "joint_map", "vb", "mlm"),
-    "crammer_singer": ("crammer_singer",),
-    "hm3": ("hm3",),
-}
+SECTION_TYPES = {"newton": ("map", "em", "cv", "one_vs_rest"), "em": ("em",), "cv": ("cv", "one_vs_rest"),
+                 "laplace": ("laplace",), "vb": ("vb", "mlm"), "mkl": ("mkl", "joint_map", "vb", "mlm"),
+                 "crammer_singer": ("crammer_singer",), "hm3": ("hm3",)}
 
 
 @attrs.frozen
@@ -502,9 +619,13 @@ class EvaluationSpec(Node):
     error_reject: tuple = option((0.0, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35), kind="list[float]", minimum=0.0,
                                  maximum=0.99, doc="rejection fractions of the error-reject curve")
     train_scores: bool = option(False, kind="bool", doc="also score the training set")
-    decision: str = option("both", kind="str", choices=DECISIONS,
-                           doc="with a class tree: score pacc / taxo-loss with the `argmax` rule, with each score's "
-                               "Bayes rule (`expected_loss`, Sec. 6.1), or `both`")
+    decision: str = option(
+        "both",
+        kind="str",
+        choices=DECISIONS,
+        doc="with a class tree: score pacc / taxo-loss with the `argmax` rule, with each score's "
+        "Bayes rule (`expected_loss`, Sec. 6.1), or `both`",
+    )
 
 
 @attrs.frozen
@@ -566,12 +687,16 @@ def check_one_vs_rest(spec: Spec) -> None:
                         "model.sharing")
     groups = 1 if m.sharing == "tied" else 2
     if isinstance(m.variance, tuple) and len(m.variance) != groups:
-        raise SpecError(f"a one-vs-rest model has 2 classes (c and the rest), so {groups} variance group(s) with "
-                        f"sharing {m.sharing!r}: give one number or a list of {groups}; got {len(m.variance)} values",
-                        "model.variance")
+        raise SpecError(
+            f"a one-vs-rest model has 2 classes (c and the rest), so {groups} variance group(s) with "
+            f"sharing {m.sharing!r}: give one number or a list of {groups}; got {len(m.variance)} values",
+            "model.variance",
+        )
     if d.task != "classification" or d.positive_class is not None:
-        raise SpecError("one-vs-rest is for multiclass classification; drop `positive_class` (it makes one binary "
-                        "task)", "data.positive_class" if d.positive_class is not None else "data.task")
+        raise SpecError(
+            "one-vs-rest is for multiclass classification; drop `positive_class` (it makes one binary task)",
+            "data.positive_class" if d.positive_class is not None else "data.task",
+        )
 
 
 def check_unifying(spec: Spec) -> None:
@@ -589,8 +714,10 @@ def check_unifying(spec: Spec) -> None:
         raise SpecError(f"prior {m.prior!r} couples the C class functions of the softmax; got likelihood {lik!r}",
                         "model.prior")
     if m.kernels is not None and lik == "softmax":
-        raise SpecError("kernel combinations are for a single latent function (logistic, hinge, gaussian, laplace, "
-                        "student_t)", "model.kernels")
+        raise SpecError(
+            "kernel combinations are for a single latent function (logistic, hinge, gaussian, laplace, student_t)",
+            "model.kernels",
+        )
     t = o.type
     if t == "laplace" and lik in ("hinge", "laplace"):
         raise SpecError(f"the Laplace approximation needs a smooth, normalised likelihood; got {lik!r} (use vb)",

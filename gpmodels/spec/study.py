@@ -19,7 +19,7 @@ import attrs
 
 from gpmodels.errors import GPModelsError, SpecError
 from gpmodels.spec.schema import Node, option
-from gpmodels.spec.sections import check_name, DataSpec, EvaluationSpec, ModelSpec, ObjectiveSpec, OutputSpec, Spec
+from gpmodels.spec.sections import DataSpec, EvaluationSpec, ModelSpec, ObjectiveSpec, OutputSpec, Spec, check_name
 
 __all__ = ["StudyEntry", "StudySpec", "run_study", "failed_models", "study_identity", "DEFAULT_COLUMNS"]
 
@@ -62,11 +62,14 @@ class StudySpec(Node):
             try:
                 self.entry_spec(e, "runs")
             except SpecError as exc:
-                raise SpecError(str(exc).split(": ", 1)[-1], f"models[{i}].{exc.path}" if exc.path else f"models[{i}]") from None
+                raise SpecError(
+                    str(exc).split(": ", 1)[-1], f"models[{i}].{exc.path}" if exc.path else f"models[{i}]"
+                ) from None
 
     def entry_spec(self, entry: StudyEntry, out_dir) -> Spec:
         spec = Spec(name=entry.name, description=self.description, seed=self.seed, data=self.data, model=entry.model,
-                    objective=entry.objective, evaluation=self.evaluation, output=OutputSpec(dir=str(Path(out_dir) / entry.name)))
+                    objective=entry.objective, evaluation=self.evaluation,
+                    output=OutputSpec(dir=str(Path(out_dir) / entry.name)))
         spec.check("")
         return spec
 
@@ -91,8 +94,8 @@ def study_identity(study: StudySpec) -> dict:
     return {"kind": "study", "name": study.name, "objective": "study", "spec_sha256": spec_digest(study)}
 
 
-def run_study(study: StudySpec, base_dir: Path | None = None, out=None, *, quiet: bool = False,
-              progress: bool = False, force: bool = False, allow_import=()) -> list[dict]:
+def run_study(study: StudySpec, base_dir: Path | None = None, out=None, *, quiet: bool = False, progress: bool = False,
+              force: bool = False, allow_import=()) -> list[dict]:
     """Run every model of the study; returns the table rows (one metrics dict per model).
 
     A model that fails does not stop the study: its row has ``status: failed`` and ``error`` (the
@@ -113,8 +116,7 @@ def run_study(study: StudySpec, base_dir: Path | None = None, out=None, *, quiet
     out_dir = Path(out) if out is not None else Path(study.output.dir.replace("{name}", study.name))
     with claim_output(out_dir, study_identity(study), force=force, artefacts=STUDY_ARTEFACTS,
                       key="--out" if out is not None else "output.dir"):
-        return _run_study(study, base_dir, out_dir, say, reports, run_spec, quiet=quiet, progress=progress,
-                          force=force)
+        return _run_study(study, base_dir, out_dir, say, reports, run_spec, quiet=quiet, progress=progress, force=force)
 
 
 def failed_models(rows: list[dict]) -> list[str]:
@@ -160,13 +162,23 @@ def _run_study(study, base_dir, out_dir: Path, say, reports, run_spec, *, quiet,
     if curves:
         reports.plot_error_reject(curves, out_dir / "error_reject.png", title=f"{study.name}: error-reject curves")
         plots.append("error_reject.png")
-    report = [f"# Study {study.name}", "", study.description or "", "",
-              f"Data: `{study.data.dataset or study.data.path}`, seed {study.seed}; "
-              f"{len(rows)} models, {time.perf_counter() - t0:.1f} s in all." +
-              (f" Failed: {', '.join(failed)} (their errors are in the table)." if failed else ""), "", table]
+    report = [
+        f"# Study {study.name}",
+        "",
+        study.description or "",
+        "",
+        f"Data: `{study.data.dataset or study.data.path}`, seed {study.seed}; "
+        f"{len(rows)} models, {time.perf_counter() - t0:.1f} s in all."
+        + (f" Failed: {', '.join(failed)} (their errors are in the table)." if failed else ""),
+        "",
+        table,
+    ]
     report += [f"![{p}]({p})" for p in plots]
-    report += ["", "Per-model reports: " + ", ".join(f"[{r['model']}]({r['model']}/metrics.json)" for r in rows
-                                                     if r["status"] == "ok")]
+    report += [
+        "",
+        "Per-model reports: "
+        + ", ".join(f"[{r['model']}]({r['model']}/metrics.json)" for r in rows if r["status"] == "ok"),
+    ]
     (out_dir / "report.md").write_text("\n".join(report) + "\n")
     if not quiet:
         print(table, end="")

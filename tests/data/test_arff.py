@@ -7,13 +7,12 @@ import json
 import numpy as np
 import pytest
 import yaml
+from conftest import toy_classification
 
 from gpmodels.cli import main
 from gpmodels.data.arff import load_arff
 from gpmodels.data.datasets import load_file, load_inputs
 from gpmodels.errors import DataError
-
-from conftest import toy_classification
 
 NAMES = ("setosa", "versicolor", "virginica")
 
@@ -75,11 +74,9 @@ def test_an_arff_spec_runs_and_predicts(tmp_path):
     assert err == pytest.approx(m["test_error"])
 
 
-@pytest.mark.parametrize("extra, message", [
-    ("@ATTRIBUTE note string", "'note' is a string attribute"),
-    ('@ATTRIBUTE "when" date "yyyy-MM-dd"', "'when' is a date attribute"),
-    ("@ATTRIBUTE colour {red,green}", "'colour' is a nominal feature"),
-])
+@pytest.mark.parametrize("extra, message", [("@ATTRIBUTE note string", "'note' is a string attribute"),
+                                            ('@ATTRIBUTE "when" date "yyyy-MM-dd"', "'when' is a date attribute"),
+                                            ("@ATTRIBUTE colour {red,green}", "'colour' is a nominal feature")])
 def test_unsupported_attributes_are_named(tmp_path, extra, message):
     X, y = _toy(6)
     p = _write_arff(tmp_path / "t.arff", X, y, extra_header=extra)

@@ -1,18 +1,18 @@
 """Loaders, splits, scaling: determinism, formats, errors."""
 
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from hypothesis import given, strategies as st
+from conftest import TESTS
+from hypothesis import given
+from hypothesis import strategies as st
 
 from gpmodels.data.datasets import encode_labels, find_data_root, load_dataset, load_file
 from gpmodels.data.scaling import auto_rbf_w, scale_features
 from gpmodels.data.splits import kfold_partition, subsample, train_test_split
 from gpmodels.data.svmlight import load_svmlight
 from gpmodels.errors import DataError, InputError
-
-from pathlib import Path
-from conftest import TESTS
 
 HERE = TESTS
 

@@ -69,7 +69,8 @@ def test_estimator_protocol_details():
     with pytest.raises(ValueError, match="expecting 2 features"):
         est.predict(np.zeros((2, 3)))
     assert "variance=5.0" in repr(est)
-    with pytest.raises(ValueError, match="The 'kernel' parameter of GPClassifier: unknown kernel 'rbff'; allowed: 'rbf', 'ard'"):
+    with pytest.raises(ValueError,
+                       match="The 'kernel' parameter of GPClassifier: unknown kernel 'rbff'; allowed: 'rbf', 'ard'"):
         GPClassifier(kernel="rbff").fit(X, y)
 
 
@@ -77,12 +78,13 @@ def test_estimator_protocol_details():
 # The linear and polynomial kernels on the checks' uncentred data (x ~ N(100, 1), random labels) make the
 # dual very ill-conditioned: Fig. 4 then needs far more than 10^5 example updates, so those instances cap
 # max_updates (they end with a ConvergenceWarning, deterministically, which no check minds).
-@pytest.mark.parametrize("estimator", [
-    CrammerSingerSVC(),
-    CrammerSingerSVC(kernel="linear", C=10.0, max_updates=20000),
-    CrammerSingerSVC(kernel="polynomial", cooling="none", reduced_solver="exact", max_updates=20000),
-    CrammerSingerSVC(kernel="ard", w=0.5, engine="numpy", epsilon=1e-2, cache_mb=0),
-], ids=["rbf", "linear", "poly-exact", "ard-numpy-nocache"])
+@pytest.mark.parametrize(
+    "estimator",
+    [CrammerSingerSVC(), CrammerSingerSVC(kernel="linear", C=10.0, max_updates=20000),
+     CrammerSingerSVC(kernel="polynomial", cooling="none", reduced_solver="exact", max_updates=20000),
+     CrammerSingerSVC(kernel="ard", w=0.5, engine="numpy", epsilon=1e-2, cache_mb=0)],
+    ids=["rbf", "linear", "poly-exact", "ard-numpy-nocache"],
+)
 @pytest.mark.filterwarnings("ignore::gpmodels.errors.ConvergenceWarning")
 def test_crammer_singer_sklearn_estimator_checks(estimator):
     results = check_estimator(estimator, on_fail=None)
@@ -114,7 +116,7 @@ def test_crammer_singer_svc_matches_the_solver_and_its_own_attributes():
                                atol=1e-12)
     np.testing.assert_array_equal(est.support_, np.flatnonzero(np.any(est.tau_ != 0, axis=1)))
     assert est.n_support_.sum() == est.support_.size and est.n_support_.shape == (3,)
-    np.testing.assert_allclose(est.tau_.sum(axis=1), 0.0, atol=1e-12)          # Σ_r τ_ir = 0
+    np.testing.assert_allclose(est.tau_.sum(axis=1), 0.0, atol=1e-12)  # Σ_r τ_ir = 0
     assert np.all(est.tau_[np.arange(y.size), y] <= 1.0) and est.n_iter_ == model.result.updates
     assert est.score(X, labels) > 0.9 and not hasattr(est, "predict_proba")
 
@@ -130,7 +132,7 @@ def test_crammer_singer_svc_against_liblinear_crammer_singer():
     for C in (0.1, 1.0):
         est = CrammerSingerSVC(kernel="linear", C=C, epsilon=1e-5, reduced_solver="exact").fit(X, y)
         ref = LinearSVC(multi_class="crammer_singer", fit_intercept=False, C=C, tol=1e-8, max_iter=100_000).fit(X, y)
-        W = est.dual_coef_.T @ est.support_vectors_                              # M = Σ_i (τ_i/β) x_iᵀ
+        W = est.dual_coef_.T @ est.support_vectors_  # M = Σ_i (τ_i/β) x_iᵀ
         np.testing.assert_allclose(W, ref.coef_, atol=1e-4)
         np.testing.assert_allclose(est.decision_function(X), ref.decision_function(X), atol=1e-4)
 
@@ -160,10 +162,13 @@ def test_crammer_singer_svc_protocol_and_errors():
         est.decision_function(X)
     assert clone(est).get_params()["C"] == 2.0 and "C=2.0" in repr(est)
     assert est.fit(X, y).decision_function(X).shape == (60, 3)
-    assert CrammerSingerSVC().fit(X[y < 2], y[y < 2]).decision_function(X).shape == (60,)   # f_1 − f_0
+    assert CrammerSingerSVC().fit(X[y < 2], y[y < 2]).decision_function(X).shape == (60,)  # f_1 − f_0
     with pytest.raises(ValueError, match="expecting 2 features"):
         est.predict(np.zeros((2, 3)))
-    with pytest.raises(ValueError, match="The 'kernel' parameter of CrammerSingerSVC: unknown kernel '(rbff|gauss)'; allowed: 'rbf', 'ard'"):
+    with pytest.raises(
+        ValueError,
+        match="The 'kernel' parameter of CrammerSingerSVC: unknown kernel '(rbff|gauss)'; allowed: 'rbf', 'ard'",
+    ):
         CrammerSingerSVC(kernel="rbff").fit(X, y)
     with pytest.raises(ValueError, match="The 'C' parameter of CrammerSingerSVC must be a positive number"):
         CrammerSingerSVC(C=0).fit(X, y)
@@ -179,15 +184,16 @@ def test_crammer_singer_svc_protocol_and_errors():
 
 
 # ------------------------------------------------------------------------------------------ issue 15: bad input
-@pytest.mark.parametrize("y, message", [
-    (np.array([1, "a"] * 6, dtype=object), r"Unknown label type: y mixes number and string labels"),
-    (["a", 1] * 6, "Unknown label type: y mixes number and string labels"),
-    (np.array([b"a", "a"] * 6, dtype=object), "Unknown label type: y mixes bytes and string labels"),
-    ([[1], [1, 2]] * 6, r"Unknown label type: entry 0 of y is a list \(ragged or nested y\)"),
-    ([1, None] * 6, r"y contains None \(entry 1\)"),
-    (np.array([0, 1.5j] * 6, dtype=object), "Unknown label type: label 1 of y is a complex"),
-    (np.array([0.0, np.nan] * 6, dtype=object), "NaN or infinity"),
-])
+@pytest.mark.parametrize(
+    "y, message",
+    [(np.array([1, "a"] * 6, dtype=object), r"Unknown label type: y mixes number and string labels"),
+     (["a", 1] * 6, "Unknown label type: y mixes number and string labels"),
+     (np.array([b"a", "a"] * 6, dtype=object), "Unknown label type: y mixes bytes and string labels"),
+     ([[1], [1, 2]] * 6, r"Unknown label type: entry 0 of y is a list \(ragged or nested y\)"),
+     ([1, None] * 6, r"y contains None \(entry 1\)"),
+     (np.array([0, 1.5j] * 6, dtype=object), "Unknown label type: label 1 of y is a complex"),
+     (np.array([0.0, np.nan] * 6, dtype=object), "NaN or infinity")],
+)
 @pytest.mark.parametrize("make", [GPClassifier, CrammerSingerSVC])
 def test_label_types_that_cannot_be_classes_are_named(make, y, message):
     X = np.random.default_rng(0).normal(size=(12, 2))
@@ -223,7 +229,6 @@ def test_nested_parameters_of_a_prior_object_are_set_or_refused_clearly():
 def test_a_column_vector_y_warns_with_sklearns_data_conversion_warning_under_any_filter():
     """check_supervised_y_2d turns scikit-learn's DataConversionWarning to "always"; a warning that is
     not that class was lost under an outer "ignore" filter and the check failed."""
-    import warnings
 
     from sklearn.exceptions import DataConversionWarning as SkDataConversionWarning
     from sklearn.utils.estimator_checks import check_supervised_y_2d

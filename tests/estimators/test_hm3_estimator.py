@@ -11,7 +11,9 @@ be taken off the list).
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from tree_strategies import random_trees
 
 from gpmodels.baselines.hm3.solver import HM3Options, fit_hm3
 from gpmodels.errors import HierarchyError, NotFittedError
@@ -19,8 +21,6 @@ from gpmodels.estimators import HM3Classifier
 from gpmodels.hierarchy import ClassTree
 from gpmodels.kernels import RBF
 from gpmodels.scoring.multilabel import check_multilabels, micro_prf, paths_to_multilabels
-
-from tree_strategies import random_trees
 
 sklearn = pytest.importorskip("sklearn")
 from sklearn.base import clone  # noqa: E402
@@ -228,9 +228,13 @@ def test_clear_errors_for_targets_and_hierarchies_that_do_not_fit():
         HM3Classifier([("r", "a"), ("s", "b")]).fit(X, Y)
     with pytest.raises(ValueError, match="The 'hierarchy' parameter of HM3Classifier must be a gpmodels.hierarchy"):
         HM3Classifier(5).fit(X, Y)
-    with pytest.raises(ValueError, match=r"entry \('root', 'a', 'b'\) of the edge list is not a \(parent, child\) pair"):
+    message = r"entry \('root', 'a', 'b'\) of the edge list is not a \(parent, child\) pair"
+    with pytest.raises(ValueError, match=message):
         HM3Classifier([("root", "a", "b")]).fit(X, Y)
-    with pytest.raises(ValueError, match="The 'kernel' parameter of HM3Classifier: unknown kernel '(rbff|gauss)'; allowed: 'rbf', 'ard'"):
+    with pytest.raises(
+        ValueError,
+        match="The 'kernel' parameter of HM3Classifier: unknown kernel '(rbff|gauss)'; allowed: 'rbf', 'ard'",
+    ):
         HM3Classifier(DEEP, kernel="gauss").fit(X, Y)
     with pytest.raises(ValueError, match="The 'C' parameter of HM3Classifier must be a positive number"):
         HM3Classifier(DEEP, C=-1.0).fit(X, Y)

@@ -7,7 +7,9 @@ import pkgutil
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
+from oracles import naive_gram
 
 import gpmodels
 from gpmodels.errors import InputError
@@ -15,11 +17,15 @@ from gpmodels.kernels.base import Kernel
 from gpmodels.kernels.linear import Linear, Polynomial
 from gpmodels.kernels.precomputed import Precomputed, index_inputs
 from gpmodels.kernels.rbf import ARD, RBF
-from gpmodels.kernels.representations import (BlockedGram, FeatureGram, LowRankGram, RepresentationConfig,
-                                              StoredGram, incomplete_cholesky)
+from gpmodels.kernels.representations import (
+    BlockedGram,
+    FeatureGram,
+    LowRankGram,
+    RepresentationConfig,
+    StoredGram,
+    incomplete_cholesky,
+)
 from gpmodels.testing import assert_close
-
-from oracles import naive_gram
 
 log_uniform = st.floats(-2, 2).map(lambda t: float(np.exp(t)))
 
@@ -52,7 +58,9 @@ KERNEL_CLASSES_TESTED = {RBF, ARD, Linear, Polynomial, Precomputed}
 def test_completeness_every_kernel_is_tested():
     for mod in pkgutil.walk_packages(gpmodels.__path__, "gpmodels."):
         importlib.import_module(mod.name)
-    concrete = {c for c in Kernel.__subclasses__() if not inspect.isabstract(c) and c.__module__.startswith("gpmodels.")}
+    concrete = {
+        c for c in Kernel.__subclasses__() if not inspect.isabstract(c) and c.__module__.startswith("gpmodels.")
+    }
     assert concrete <= KERNEL_CLASSES_TESTED, f"kernels without tests: {concrete - KERNEL_CLASSES_TESTED}"
 
 

@@ -6,7 +6,8 @@ import pkgutil
 
 import numpy as np
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 import gpmodels
 from gpmodels.errors import InputError

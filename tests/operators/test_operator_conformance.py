@@ -6,14 +6,14 @@ import pkgutil
 
 import numpy as np
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
+from minimal_operator import DenseTestOperator
+from operator_cases import CASES, case_strategy
 
 import gpmodels
 from gpmodels.operators.base import Operator
 from gpmodels.testing import check_grad_trace, check_operator
-
-from operator_cases import CASES, case_strategy
-from minimal_operator import DenseTestOperator
 
 
 def _all_operator_classes():

@@ -10,19 +10,18 @@ from pathlib import Path
 import attrs
 import numpy as np
 import pytest
+from conftest import TESTS, toy_classification
 
+from gpmodels.data.splits import kfold_partition
 from gpmodels.errors import CheckpointError
-from gpmodels.optimize.checkpoint import RunIdentity, read_checkpoint, write_checkpoint
 from gpmodels.inference.cv.criterion import CVOptions, CVState
 from gpmodels.inference.cv.learn import Checkpointing, LearnOptions, learn_hyperparameters
 from gpmodels.inference.map.newton_cg import NewtonOptions
-from gpmodels.optimize.lbfgs import OuterOptions
 from gpmodels.kernels.rbf import RBF
 from gpmodels.likelihoods.softmax import Softmax
-from gpmodels.data.splits import kfold_partition
+from gpmodels.optimize.checkpoint import RunIdentity, read_checkpoint, write_checkpoint
+from gpmodels.optimize.lbfgs import OuterOptions
 from gpmodels.priors.independent import IndependentGP
-
-from conftest import TESTS, toy_classification
 
 OPTIONS = LearnOptions(cv=CVOptions(newton=NewtonOptions(max_iter=20, cg_max_iter=40, grad_tol=1e-8)),
                        outer=OuterOptions(max_iter=6, ftol=0.0, gtol=0.0))

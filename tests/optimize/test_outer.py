@@ -7,8 +7,14 @@ import pytest
 from scipy.optimize import minimize
 
 from gpmodels.errors import ConvergenceError, InputError
-from gpmodels.optimize.lbfgs import (OuterOptions, Trial, minimize_outer, outer_iteration, outer_start,
-                                      projected_gradient)
+from gpmodels.optimize.lbfgs import (
+    OuterOptions,
+    Trial,
+    minimize_outer,
+    outer_iteration,
+    outer_start,
+    projected_gradient,
+)
 
 OPTS = OuterOptions(max_iter=200, max_evaluations=2000, ftol=0.0, gtol=1e-9, max_step=10.0)
 

@@ -4,7 +4,8 @@ reduce to known operators, B initialisations, MVM merging, errors."""
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from hypothesis import given, strategies as st
+from hypothesis import given
+from tree_strategies import random_trees
 
 from gpmodels.errors import HierarchyError, InputError
 from gpmodels.hierarchy import TREE_SHARING, ClassTree
@@ -16,8 +17,6 @@ from gpmodels.operators.blockdiag import BlockDiagonal
 from gpmodels.operators.coupled import Coupled
 from gpmodels.priors import ANOVAPrior, CoupledPrior, IndependentGP, coupling_init
 
-from tree_strategies import random_trees
-
 NEWS = [("root", "alt"), ("root", "comp"), ("comp", "graphics"), ("comp", "sys"), ("sys", "ibm"), ("sys", "mac"),
         ("root", "rec"), ("rec", "autos"), ("rec", "sport"), ("sport", "baseball"), ("sport", "hockey")]
 
@@ -28,7 +27,9 @@ def test_tree_sharing_groups_and_ancestors(edges):
     assert tree.node_groups("tied").tolist() == [0] * tree.n_nodes
     assert tree.node_groups("node").tolist() == list(range(tree.n_nodes))
     lv = tree.node_groups("level")
-    assert all((lv[p] == lv[q]) == (tree.depth[p] == tree.depth[q]) for p in range(tree.n_nodes) for q in range(tree.n_nodes))
+    assert all(
+        (lv[p] == lv[q]) == (tree.depth[p] == tree.depth[q]) for p in range(tree.n_nodes) for q in range(tree.n_nodes)
+    )
     top = tree.ancestors_at_depth(1)
     for p in range(tree.n_nodes):
         assert top[p] == tree.path(p)[0]
@@ -50,7 +51,9 @@ def test_sharing_modes_give_the_paper_parameter_counts_and_names():
     for mode, k in counts.items():
         op = ANOVAPrior(tree, Linear(), mode, 2.0).operator(X, tree.n_classes)
         assert op.params.size == k
-    op = ANOVAPrior(tree, RBF(0.5), "subtree", [1.0, 2.0, 3.0], kernel_sharing="tied", sigma2=0.1).operator(X, tree.n_classes)
+    op = ANOVAPrior(tree, RBF(0.5), "subtree", [1.0, 2.0, 3.0], kernel_sharing="tied", sigma2=0.1).operator(
+        X, tree.n_classes
+    )
     assert op.param_names == ("kernel.log_w", "log_variance[subtree:alt]", "log_variance[subtree:comp]",
                               "log_variance[subtree:rec]")
     with pytest.raises(InputError, match="3 variance groups .*level1, level2, level3.*got 2"):
@@ -69,8 +72,9 @@ def test_flat_class_groups_are_the_F2_setup():
     X = np.random.default_rng(0).normal(size=(5, 2))
     groups = tree.class_groups("subtree")
     vg = [list(np.flatnonzero(groups == g)) for g in range(int(groups.max()) + 1)]
-    op = IndependentGP(Linear(), None, [1.0, 2.0, 3.0], kernel_groups=[list(range(tree.n_classes))],
-                       variance_groups=vg).operator(X, tree.n_classes)
+    op = IndependentGP(
+        Linear(), None, [1.0, 2.0, 3.0], kernel_groups=[list(range(tree.n_classes))], variance_groups=vg
+    ).operator(X, tree.n_classes)
     v = op.class_variances
     assert [v[tree.classes.index(c)] for c in ("alt", "graphics", "hockey")] == [1.0, 2.0, 3.0]
 
@@ -164,13 +168,15 @@ def test_builtin_priors_resolve_in_a_fresh_interpreter_without_the_spec_package(
     import subprocess
     import sys
 
-    code = ("import sys, gpmodels\n"
-            "from gpmodels.priors import anova, coupled, independent, registry\n"
-            "assert registry.resolve_prior('anova') is anova.build_anova\n"
-            "assert registry.resolve_prior('independent') is independent.build_independent\n"
-            "assert registry.resolve_prior('coupled') is registry.resolve_prior('loadings') is coupled.build_coupled\n"
-            "assert registry.registered_priors() == ('independent', 'anova', 'coupled', 'loadings')\n"
-            "assert not any(m.startswith('gpmodels.spec') for m in sys.modules), 'gpmodels.spec was imported'\n")
+    code = (
+        "import sys, gpmodels\n"
+        "from gpmodels.priors import anova, coupled, independent, registry\n"
+        "assert registry.resolve_prior('anova') is anova.build_anova\n"
+        "assert registry.resolve_prior('independent') is independent.build_independent\n"
+        "assert registry.resolve_prior('coupled') is registry.resolve_prior('loadings') is coupled.build_coupled\n"
+        "assert registry.registered_priors() == ('independent', 'anova', 'coupled', 'loadings')\n"
+        "assert not any(m.startswith('gpmodels.spec') for m in sys.modules), 'gpmodels.spec was imported'\n"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
 

@@ -3,14 +3,14 @@
 import networkx as nx
 import numpy as np
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
+from tree_strategies import random_trees
 
 from gpmodels import metrics as M
-from gpmodels.scoring.decisions import (bayes_decision, decide, max_expected_parent_accuracy, min_expected_taxo)
 from gpmodels.errors import InputError
 from gpmodels.hierarchy import ClassTree
-
-from tree_strategies import random_trees
+from gpmodels.scoring.decisions import bayes_decision, decide, max_expected_parent_accuracy, min_expected_taxo
 
 
 def _nx_taxo(edges, tree):

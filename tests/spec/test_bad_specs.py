@@ -13,10 +13,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import toy_classification
 
 from gpmodels.cli import main
-
-from conftest import toy_classification
 
 CORPUS = Path(__file__).resolve().parent / "bad_specs"
 FILES = sorted(CORPUS.glob("*.yaml"))

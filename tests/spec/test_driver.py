@@ -7,13 +7,12 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 import yaml
+from conftest import ROOT, toy_classification
 
 from gpmodels.cli import main
 from gpmodels.errors import DataError, SpecError
 from gpmodels.spec.saved import load_model
 from gpmodels.spec.study import StudySpec
-
-from conftest import ROOT, toy_classification
 
 
 def _data(tmp_path, sparse=False):
@@ -96,12 +95,17 @@ def test_loading_refuses_what_is_not_a_model(tmp_path):
 
 def test_study_runs_every_model_on_the_same_split(tmp_path, capsys):
     tr, te = _data(tmp_path)
-    study = {"name": "st", "data": {"path": str(tr), "test": "split", "test_fraction": 0.3},
-             "models": [{"name": "tied", "model": {"kernel": {"type": "rbf", "w": 0.3}, "sharing": "tied", "variance": 3}},
-                        {"name": "exact", "model": {"kernel": {"type": "rbf", "w": 0.3}, "sharing": "tied", "variance": 3},
-                         "objective": {"method": "exact"}},
-                        {"name": "lin", "model": {"kernel": {"type": "linear"}, "sigma2": 1.0}}],
-             "output": {"dir": str(tmp_path / "study")}}
+    study = {
+        "name": "st",
+        "data": {"path": str(tr), "test": "split", "test_fraction": 0.3},
+        "models": [
+            {"name": "tied", "model": {"kernel": {"type": "rbf", "w": 0.3}, "sharing": "tied", "variance": 3}},
+            {"name": "exact", "model": {"kernel": {"type": "rbf", "w": 0.3}, "sharing": "tied", "variance": 3},
+             "objective": {"method": "exact"}},
+            {"name": "lin", "model": {"kernel": {"type": "linear"}, "sigma2": 1.0}},
+        ],
+        "output": {"dir": str(tmp_path / "study")},
+    }
     p = tmp_path / "study.yaml"
     p.write_text(yaml.safe_dump(study))
     assert main(["validate", str(p)]) == 0
@@ -117,15 +121,18 @@ def test_study_runs_every_model_on_the_same_split(tmp_path, capsys):
     assert "| tied |" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("mutate, key, message", [
-    (lambda d: d["models"].append(dict(d["models"][0])), "models", "unique"),
-    (lambda d: d["models"][0]["model"].update(sharng="x"), "models[0].model.sharng", "did you mean 'sharing'"),
-    (lambda d: d.update(models=[]), "models", "at least one"),
-    (lambda d: d["models"][0]["objective"].update(method="exact", newton={"max_iter": 0}),
-     "models[0].objective.newton.max_iter", ">= 1"),
-    (lambda d: d["models"][0]["objective"].update(k1=30), "models[0].objective.k1",
-     "moved: write it as models\\[0\\].objective.newton.max_iter"),
-])
+@pytest.mark.parametrize(
+    "mutate, key, message",
+    [
+        (lambda d: d["models"].append(dict(d["models"][0])), "models", "unique"),
+        (lambda d: d["models"][0]["model"].update(sharng="x"), "models[0].model.sharng", "did you mean 'sharing'"),
+        (lambda d: d.update(models=[]), "models", "at least one"),
+        (lambda d: d["models"][0]["objective"].update(method="exact", newton={"max_iter": 0}),
+         "models[0].objective.newton.max_iter", ">= 1"),
+        (lambda d: d["models"][0]["objective"].update(k1=30), "models[0].objective.k1",
+         "moved: write it as models\\[0\\].objective.newton.max_iter"),
+    ],
+)
 def test_bad_study_specs_name_the_key(mutate, key, message):
     d = {"name": "s", "data": {"dataset": "satimage"},
          "models": [{"name": "a", "model": {"kernel": {"type": "linear"}}, "objective": {}}]}
@@ -137,7 +144,6 @@ def test_bad_study_specs_name_the_key(mutate, key, message):
 
 def test_learned_hyperparameters_round_trip_for_regression(tmp_path, capsys):
     """A VB run learns (w, v, noise scale); the saved model predicts with the learned values."""
-    from pathlib import Path
 
     root = ROOT
     spec = yaml.safe_load((root / "specs" / "sinc-robust-vb.yaml").read_text())
@@ -154,8 +160,13 @@ def test_learned_hyperparameters_round_trip_for_regression(tmp_path, capsys):
         Xt, yt = z["X"], z["y"]
     pred = model.predict_proba(Xt)[:, 0]
     assert np.sqrt(np.mean((pred - yt) ** 2)) == pytest.approx(metrics["test_rmse"], rel=1e-9)
-    assert main(["predict", str(tmp_path / "vb"), str(root / "specs" / "data" / "sinc_test.npz"),
-                 "--out", str(tmp_path / "p.csv")]) == 0
+    assert (
+        main(
+            ["predict", str(tmp_path / "vb"), str(root / "specs" / "data" / "sinc_test.npz"), "--out",
+             str(tmp_path / "p.csv")]
+        )
+        == 0
+    )
     assert "RMSE" in capsys.readouterr().err
     rows = list(csv.reader(open(tmp_path / "p.csv")))
     assert rows[0] == ["row", "prediction"] and float(rows[1][1]) == pytest.approx(pred[0], rel=1e-6)

@@ -14,13 +14,13 @@ from pathlib import Path
 
 import pytest
 import yaml
+from conftest import ROOT
 
 from gpmodels.cli import main
 from gpmodels.spec.loader import spec_from_dict
 from gpmodels.spec.run import run_spec
 from gpmodels.spec.sections import MODEL_SHARING, OBJECTIVES, PRIORS
 from gpmodels.spec.study import StudySpec, run_study
-from conftest import ROOT
 
 SPECS_DIR = ROOT / "specs"
 SHARED = ROOT.parent / "shared" / "data"
@@ -134,11 +134,9 @@ def _entries():
             yield e["model"], e.get("objective") or {}
 
 
-@pytest.mark.parametrize("what, values, get", [
-    ("objective", OBJECTIVES, lambda m, o: o.get("type", "map")),
-    ("prior", PRIORS, lambda m, o: m.get("prior", "independent")),
-    ("sharing", MODEL_SHARING, lambda m, o: m.get("sharing", "separate")),
-])
+@pytest.mark.parametrize("what, values, get", [("objective", OBJECTIVES, lambda m, o: o.get("type", "map")),
+                                               ("prior", PRIORS, lambda m, o: m.get("prior", "independent")),
+                                               ("sharing", MODEL_SHARING, lambda m, o: m.get("sharing", "separate"))])
 def test_every_objective_prior_and_sharing_has_an_example(what, values, get):
     seen = {get(m, o) for m, o in _entries()}
     missing = [v for v in values if v not in seen]
@@ -158,5 +156,6 @@ def test_the_derived_regression_files_follow_their_recipe(tmp_path):
     mod.__spec__.loader.exec_module(mod)
     mod.main(SHARED, tmp_path)
     for part in ("train", "test"):
-        with np.load(SPECS_DIR / "data" / f"satimage_pixel_{part}.npz") as a, np.load(tmp_path / f"satimage_pixel_{part}.npz") as b:
+        shipped, made = SPECS_DIR / "data" / f"satimage_pixel_{part}.npz", tmp_path / f"satimage_pixel_{part}.npz"
+        with np.load(shipped) as a, np.load(made) as b:
             assert a["X"].shape == (1000, 32) and np.array_equal(a["X"], b["X"]) and np.array_equal(a["y"], b["y"])

@@ -13,9 +13,9 @@ import warnings
 import numpy as np
 import pytest
 import yaml
+from conftest import toy_classification
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from conftest import toy_classification
 
 from gpmodels.cli import main
 from gpmodels.errors import InputError, OutputError, SpecError
@@ -358,7 +358,8 @@ def test_run_and_study_say_which_command_a_spec_needs(tmp_path, capsys):
     study = _write(tmp_path / "study.yaml", {"name": "st", "data": d["data"],
                                              "models": [{"name": "m", "model": d["model"]}]})
     code, err = _cli(capsys, "study", model)
-    assert code == 2 and f"is a model spec (a `model` section, no `models` list); run it with `gpmodels run {model}`" in err
+    expected = f"is a model spec (a `model` section, no `models` list); run it with `gpmodels run {model}`"
+    assert code == 2 and expected in err
     code, err = _cli(capsys, "run", study)
     assert code == 2 and f"is a study spec (it lists `models`); run it with `gpmodels study {study}`" in err
 
@@ -366,10 +367,18 @@ def test_run_and_study_say_which_command_a_spec_needs(tmp_path, capsys):
 # ------------------------------------------------------------------ property: the spec loader never crashes
 _yaml_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True) | st.text(max_size=20),
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.sampled_from(
-        ["name", "data", "model", "objective", "models", "kernel", "type", "w", "path", "prior", "x"]), inner,
-        max_size=4),
-    max_leaves=20)
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.dictionaries(
+            st.sampled_from(
+                ["name", "data", "model", "objective", "models", "kernel", "type", "w", "path", "prior", "x"]
+            ),
+            inner,
+            max_size=4,
+        )
+    ),
+    max_leaves=20,
+)
 
 
 @settings(max_examples=80, deadline=2000, suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -1,11 +1,11 @@
 """The crammer_singer and hm3 objectives from specs; the multilabel loaders on ../shared/data."""
 
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
 import yaml
+from conftest import ROOT, toy_classification
 
 from gpmodels.baselines.crammer_singer.solver import compiled_available
 from gpmodels.cli import main
@@ -13,8 +13,6 @@ from gpmodels.data.multilabel_sets import encode_funcat_features, load_multilabe
 from gpmodels.errors import DataError, SpecError
 from gpmodels.scoring.multilabel import check_multilabels
 from gpmodels.spec.loader import load_spec, spec_from_dict
-
-from conftest import ROOT, toy_classification
 
 SHARED = ROOT.parent / "shared" / "data"
 needs_data = pytest.mark.skipif(not (SHARED / "enron_corr").is_dir(), reason="../shared/data not present")
@@ -45,7 +43,11 @@ def test_crammer_singer_spec_runs(tmp_path, engine):
 def test_bad_max_margin_specs_name_the_key():
     base = {"name": "x", "data": {"dataset": "satimage"}, "model": {"kernel": {"type": "linear"}}}
     for obj, key, msg in [
-        ({"type": "crammer_singer", "crammer_singer": {"cooling": "fast"}}, "objective.crammer_singer.cooling", "one of"),
+        (
+            {"type": "crammer_singer", "crammer_singer": {"cooling": "fast"}},
+            "objective.crammer_singer.cooling",
+            "one of",
+        ),
         ({"type": "crammer_singer", "crammer_singer": {"engine": "c"}}, "objective.crammer_singer.engine", "one of"),
         ({"type": "crammer_singer", "crammer_singer": {"selection": "cyclic"}}, "objective.crammer_singer.selection",
          "cyclic"),
@@ -65,27 +67,38 @@ def test_example_specs_are_valid(name):
 
 @needs_data
 def test_hm3_spec_on_enron_subsample(tmp_path):
-    d = {"name": "e", "data": {"dataset": "enron_corr", "root": str(SHARED), "scaling": "unit_norm",
-                               "max_train": 120, "max_test": 60},
-         "model": {"kernel": {"type": "linear"}},
-         "objective": {"type": "hm3", "hm3": {"max_passes": 5, "chunk_size": 60, "compare": ["hsvm"]}},
-         "output": {"dir": str(tmp_path / "out")}}
+    d = {
+        "name": "e",
+        "data": {
+            "dataset": "enron_corr",
+            "root": str(SHARED),
+            "scaling": "unit_norm",
+            "max_train": 120,
+            "max_test": 60,
+        },
+        "model": {"kernel": {"type": "linear"}},
+        "objective": {"type": "hm3", "hm3": {"max_passes": 5, "chunk_size": 60, "compare": ["hsvm"]}},
+        "output": {"dir": str(tmp_path / "out")},
+    }
     assert main(["run", str(_write(tmp_path, d)), "--quiet"]) == 0
     m = json.loads((tmp_path / "out" / "metrics.json").read_text())
     assert m["n_train"] == 120 and m["n_test"] == 60 and m["n_classes"] == 56
-    for key in ("test_zero_one", "test_delta", "test_htilde_sibling", "test_f1", "test_level3_recall",
-                "hsvm_f1", "hsvm_fit_seconds", "dual", "duality_gap"):
+    for key in ("test_zero_one", "test_delta", "test_htilde_sibling", "test_f1", "test_level3_recall", "hsvm_f1",
+                "hsvm_fit_seconds", "dual", "duality_gap"):
         assert key in m
     assert 0.0 < m["test_f1"] <= 1.0
 
 
 @needs_data
 def test_hm3_on_news20_paths_reports_single_label_error(tmp_path):
-    d = {"name": "n", "data": {"dataset": "news20", "subset": "small", "root": str(SHARED), "scaling": "unit_norm",
-                               "max_train": 200, "max_test": 100},
-         "model": {"kernel": {"type": "linear"}},
-         "objective": {"type": "hm3", "hm3": {"max_passes": 3, "chunk_size": 100}},
-         "output": {"dir": str(tmp_path / "out")}}
+    d = {
+        "name": "n",
+        "data": {"dataset": "news20", "subset": "small", "root": str(SHARED), "scaling": "unit_norm", "max_train": 200,
+                 "max_test": 100},
+        "model": {"kernel": {"type": "linear"}},
+        "objective": {"type": "hm3", "hm3": {"max_passes": 3, "chunk_size": 100}},
+        "output": {"dir": str(tmp_path / "out")},
+    }
     assert main(["run", str(_write(tmp_path, d)), "--quiet"]) == 0
     m = json.loads((tmp_path / "out" / "metrics.json").read_text())
     assert 0.0 <= m["test_error"] <= 1.0 and m["n_classes"] == 20 and "test_f1" in m

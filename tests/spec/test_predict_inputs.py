@@ -5,8 +5,8 @@ import csv
 import json
 
 import numpy as np
-
 from conftest import toy_classification
+
 from gpmodels.cli import main
 
 

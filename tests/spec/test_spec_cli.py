@@ -1,19 +1,16 @@
 """Spec validation, the driver and its exit codes, on small data generated here."""
 
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
 import yaml
+from conftest import ROOT, toy_classification
 
 from gpmodels.cli import main
 from gpmodels.errors import SpecError
-from gpmodels.spec.loader import spec_from_dict
 from gpmodels.spec import spec_reference
-
-from conftest import ROOT, toy_classification
-
+from gpmodels.spec.loader import spec_from_dict
 
 
 def _files(tmp_path):

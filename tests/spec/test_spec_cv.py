@@ -4,11 +4,11 @@ test_spec_one_vs_rest.py."""
 
 import json
 import shutil
-from pathlib import Path
 
 import numpy as np
 import pytest
 import yaml
+from conftest import ROOT, toy_classification
 
 from gpmodels.cli import main
 from gpmodels.errors import SpecError
@@ -17,9 +17,6 @@ from gpmodels.inference.cv.learn import LearnOptions
 from gpmodels.spec.loader import load_spec, spec_from_dict
 from gpmodels.spec.run import RUNNERS
 from gpmodels.spec.runners.cv import build_learn_options, cv_partition
-
-from conftest import ROOT, toy_classification
-
 
 
 def _spec(tmp_path, max_iter=4, **cv):
@@ -121,6 +118,7 @@ def test_cv_spec_settings_reach_the_options():
 
 def test_every_objective_type_has_a_runner():
     import attrs
+
     from gpmodels.spec.sections import ObjectiveSpec
     choices = attrs.fields(ObjectiveSpec).type.metadata["spec"]["choices"]
     assert set(choices) == set(RUNNERS), "objective.type choices and registered runners differ"

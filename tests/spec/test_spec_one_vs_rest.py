@@ -4,23 +4,20 @@ class, spec checks; and the shipped satimage spec."""
 
 import csv
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
 import yaml
+from conftest import ROOT, toy_classification
 
 from gpmodels.cli import main
 from gpmodels.errors import SpecError
-from gpmodels.inference.map.newton_cg import NewtonOptions
 from gpmodels.inference.cv.one_vs_rest import fit_one_vs_rest
+from gpmodels.inference.map.newton_cg import NewtonOptions
 from gpmodels.likelihoods.softmax import Softmax
 from gpmodels.persistence import load_arrays
-from gpmodels.spec.saved import load_model
 from gpmodels.spec.loader import load_spec, spec_from_dict
-
-from conftest import ROOT, toy_classification
-
+from gpmodels.spec.saved import load_model
 
 
 def _spec(tmp_path, learn=True, max_iter=2, **cv):
@@ -108,9 +105,9 @@ def test_one_vs_rest_without_learning_fits_at_the_given_hyperparameters(tmp_path
     assert (tmp_path / "out" / "trace_Phi.png").is_file() and not (tmp_path / "out" / "trace_Psi.png").exists()
     model = _round_trip(tmp_path, m)
     # the same C fits by the library at the spec's hyperparameters
+    from gpmodels.data.scaling import auto_rbf_w
     from gpmodels.kernels.rbf import RBF
     from gpmodels.priors.independent import IndependentGP
-    from gpmodels.data.scaling import auto_rbf_w
 
     with np.load(tmp_path / "train.npz") as z:
         X, y = z["X"], z["y"]

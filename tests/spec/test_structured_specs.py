@@ -7,14 +7,13 @@ import json
 import numpy as np
 import pytest
 import yaml
+from conftest import toy_classification
 
 from gpmodels.cli import main
 from gpmodels.errors import SpecError
-from gpmodels.spec.saved import load_model
 from gpmodels.spec.loader import spec_from_dict
 from gpmodels.spec.run import run_spec
-
-from conftest import toy_classification
+from gpmodels.spec.saved import load_model
 
 HIER = "root\tg\nroot\tc3\ng\tc1\ng\tc2\nc3\tc31\nc3\tc32\n"  # leaves c1, c2, c31, c32 (c3 is inner)
 
@@ -32,23 +31,25 @@ def _spec(tmp_path, model=None, objective=None, data=None):
     _files(tmp_path)
     m = {"prior": "anova", "kernel": {"type": "rbf", "w": 0.2}, "sharing": "level", "variance": 3.0, "sigma2": 1.0}
     m.update(model or {})
-    d = {"path": str(tmp_path / "train.npz"), "test_path": str(tmp_path / "test.npz"), "hierarchy": str(tmp_path / "h.tsv")}
+    d = {"path": str(tmp_path / "train.npz"), "test_path": str(tmp_path / "test.npz"),
+         "hierarchy": str(tmp_path / "h.tsv")}
     d.update(data or {})
     o = {"newton": {"max_iter": 30, "cg_max_iter": 60}}
     o.update(objective or {})
     return {"name": "tree", "data": d, "model": m, "objective": o, "output": {"dir": str(tmp_path / "out")}}
 
 
-@pytest.mark.parametrize("model", [
-    {"prior": "anova", "sharing": "level"},
-    {"prior": "anova", "sharing": "semi"},
-    {"prior": "independent", "sharing": "subtree", "kernel_sharing": "tied"},
-    {"prior": "coupled", "sharing": "tied", "coupling": {"init": "tree"}},
-    {"prior": "loadings", "sharing": "tied", "coupling": {"factors": 2}},
-])
+@pytest.mark.parametrize(
+    "model",
+    [{"prior": "anova", "sharing": "level"}, {"prior": "anova", "sharing": "semi"},
+     {"prior": "independent", "sharing": "subtree", "kernel_sharing": "tied"},
+     {"prior": "coupled", "sharing": "tied", "coupling": {"init": "tree"}},
+     {"prior": "loadings", "sharing": "tied", "coupling": {"factors": 2}}],
+)
 def test_structured_priors_run_and_report_hierarchical_scores(tmp_path, model):
-    spec = spec_from_dict(_spec(tmp_path, model, {"newton": {"max_iter": 30, "cg_max_iter": 60,
-                                                                 "preconditioner": "lowrank"}}))
+    spec = spec_from_dict(
+        _spec(tmp_path, model, {"newton": {"max_iter": 30, "cg_max_iter": 60, "preconditioner": "lowrank"}})
+    )
     m = run_spec(spec, quiet=True)
     for key in ("test_acc", "test_taxo_argmax", "test_pacc_argmax", "test_taxo_expected_loss",
                 "test_pacc_expected_loss", "test_level1_acc_argmax", "test_level2_acc_argmax"):
@@ -110,23 +111,35 @@ def test_saved_hierarchical_model_predicts_like_the_run(tmp_path):
     assert err == pytest.approx(m["test_error"])
 
 
-@pytest.mark.parametrize("mutate, key, message", [
-    (lambda d: d["data"].pop("hierarchy"), "model.prior", "needs a class hierarchy"),
-    (lambda d: (d["data"].pop("hierarchy"), d["model"].update(prior="independent", sharing="subtree")),
-     "model.sharing", "needs a class hierarchy"),
-    (lambda d: d["model"].update(prior="coupled", sharing="level"), "model.sharing", "shares over its latent factors"),
-    (lambda d: d["model"].update(prior="loadings", sharing="tied"), "model.coupling.factors", "needs `coupling.factors`"),
-    (lambda d: d["model"].update(prior="anova", coupling={"init": "tree"}), "model.coupling", "is for the coupled"),
-    (lambda d: d["model"].update(prior="coupled", coupling={"matrix": [[1, 2], [3]]}), "model.coupling.matrix",
-     "equally long lists"),
-    (lambda d: d["objective"].update(type="em"), "objective.type", "needs `data.pseudo_targets`"),
-    (lambda d: d["data"].update(pseudo_targets={"fraction": 0.3}), "data.pseudo_targets", "objective.type: em"),
-    (lambda d: d["data"].update(pseudo_targets={}), "data.pseudo_targets.file", "exactly one of"),
-    (lambda d: d["objective"]["newton"].update(preconditioner="ilu"), "objective.newton.preconditioner", "one of"),
-    (lambda d: d["model"].update(sharing="per-node"), "model.sharing", "one of"),
-    (lambda d: d["evaluation"].update(decision="bayes") if "evaluation" in d else d.update(evaluation={"decision": "bayes"}),
-     "evaluation.decision", "one of"),
-])
+@pytest.mark.parametrize(
+    "mutate, key, message",
+    [
+        (lambda d: d["data"].pop("hierarchy"), "model.prior", "needs a class hierarchy"),
+        (lambda d: (d["data"].pop("hierarchy"), d["model"].update(prior="independent", sharing="subtree")),
+         "model.sharing", "needs a class hierarchy"),
+        (lambda d: d["model"].update(prior="coupled", sharing="level"), "model.sharing",
+         "shares over its latent factors"),
+        (lambda d: d["model"].update(prior="loadings", sharing="tied"), "model.coupling.factors",
+         "needs `coupling.factors`"),
+        (lambda d: d["model"].update(prior="anova", coupling={"init": "tree"}), "model.coupling", "is for the coupled"),
+        (lambda d: d["model"].update(prior="coupled", coupling={"matrix": [[1, 2], [3]]}), "model.coupling.matrix",
+         "equally long lists"),
+        (lambda d: d["objective"].update(type="em"), "objective.type", "needs `data.pseudo_targets`"),
+        (lambda d: d["data"].update(pseudo_targets={"fraction": 0.3}), "data.pseudo_targets", "objective.type: em"),
+        (lambda d: d["data"].update(pseudo_targets={}), "data.pseudo_targets.file", "exactly one of"),
+        (lambda d: d["objective"]["newton"].update(preconditioner="ilu"), "objective.newton.preconditioner", "one of"),
+        (lambda d: d["model"].update(sharing="per-node"), "model.sharing", "one of"),
+        (
+            lambda d: (
+                d["evaluation"].update(decision="bayes")
+                if "evaluation" in d
+                else d.update(evaluation={"decision": "bayes"})
+            ),
+            "evaluation.decision",
+            "one of",
+        ),
+    ],
+)
 def test_bad_structured_specs_name_the_key(tmp_path, mutate, key, message):
     from gpmodels.spec.build import check_files
 

@@ -132,7 +132,11 @@ class KernelRows:
     def diag(self) -> np.ndarray:
         """K(x_i, x_i), shape (m,)."""
         if self._diag is None:
-            self._diag = np.diag(self.gram).copy() if self.gram is not None else np.asarray(self.kernel.diag(self.X), dtype=np.float64)
+            self._diag = (
+                np.diag(self.gram).copy()
+                if self.gram is not None
+                else np.asarray(self.kernel.diag(self.X), dtype=np.float64)
+            )
         return self._diag
 
     def stats(self) -> dict:

@@ -48,9 +48,9 @@ from __future__ import annotations
 import attrs
 import numpy as np
 
-from gpmodels.errors import InputError
 from gpmodels.baselines.crammer_singer.kernel_cache import KernelRows
 from gpmodels.baselines.crammer_singer.reduced_problem import _seqsum, fixed_point_list, solve_exact, tau_from_nu
+from gpmodels.errors import InputError
 
 try:  # built by setup.py when a C compiler is available (optional extension)
     from gpmodels.baselines.crammer_singer import _core as _cs_core
@@ -74,8 +74,10 @@ def resolve_engine(engine: str) -> str:
     if engine == "numpy" or (engine == "auto" and _cs_core is None):
         return "numpy"
     if _cs_core is None:
-        raise InputError("engine='compiled' needs the C extension gpmodels.baselines.crammer_singer._core, which is not built "
-                         "(was there a C compiler at install?); reinstall with one, or use engine='auto' or 'numpy'")
+        raise InputError(
+            "engine='compiled' needs the C extension gpmodels.baselines.crammer_singer._core, which is not built "
+            "(was there a C compiler at install?); reinstall with one, or use engine='auto' or 'numpy'"
+        )
     return "compiled"
 
 
@@ -83,17 +85,17 @@ def resolve_engine(engine: str) -> str:
 class LoopState:
     """The arrays of Fig. 4 in position order (module docstring); ``nA`` = |A|."""
 
-    Fk: np.ndarray    # shape: (k, m)
-    tau: np.ndarray   # shape: (k, m)
-    pen: np.ndarray   # shape: (k, m)
-    yv: np.ndarray    # shape: (m,) int64
-    Av: np.ndarray    # shape: (m,)
+    Fk: np.ndarray  # shape: (k, m)
+    tau: np.ndarray  # shape: (k, m)
+    pen: np.ndarray  # shape: (k, m)
+    yv: np.ndarray  # shape: (m,) int64
+    Av: np.ndarray  # shape: (m,)
     perm: np.ndarray  # shape: (m,) int64, position -> example
-    pos: np.ndarray   # shape: (m,) int64, example -> position
+    pos: np.ndarray  # shape: (m,) int64, example -> position
     nA: int
 
     @classmethod
-    def initial(cls, y: np.ndarray, A: np.ndarray, k: int, beta: float, n_active: int) -> "LoopState":
+    def initial(cls, y: np.ndarray, A: np.ndarray, k: int, beta: float, n_active: int) -> LoopState:
         """τ = 0 and F_ir = −β δ_{y_i r} (Fig. 4's initialisation)."""
         m = y.size
         ar = np.arange(m, dtype=np.int64)
@@ -101,8 +103,8 @@ class LoopState:
         Fk[y, ar] = -beta
         pen = np.full((k, m), np.inf)
         pen[y, ar] = 0.0
-        return cls(Fk, np.zeros((k, m)), pen, y.astype(np.int64), np.ascontiguousarray(A, dtype=np.float64),
-                   ar.copy(), ar.copy(), n_active)
+        return cls(Fk, np.zeros((k, m)), pen, y.astype(np.int64), np.ascontiguousarray(A, dtype=np.float64), ar.copy(),
+                   ar.copy(), n_active)
 
     def psi(self, lo: int, hi: int) -> np.ndarray:
         """ψ_i (eq. 32) at positions lo..hi−1."""
@@ -115,20 +117,20 @@ class NumpyLoop:
 
     engine = "numpy"
 
-    def __init__(self, st: LoopState, rows: KernelRows, *, capacity: int, fp_tol: float, fp_max_iter: int,
-                 exact: bool, active: bool):
+    def __init__(self, st: LoopState, rows: KernelRows, *, capacity: int, fp_tol: float, fp_max_iter: int, exact: bool,
+                 active: bool):
         k, m = st.Fk.shape
         self.st, self.rows, self.k, self.m = st, rows, k, m
         self.fp_tol, self.fp_max_iter, self.exact, self.active = fp_tol, int(fp_max_iter), exact, active
         self.lazy = capacity > 0  # defer F on A^c only when the rows are stored (cache, or a given Gram)
-        self.identity = True           # perm is the identity (no swap yet)
+        self.identity = True  # perm is the identity (no swap yet)
         self.pending: dict[int, np.ndarray] = {}
         self.buf = np.empty((k, m))
         self.updates = 0
 
     def psi_range(self, lo: int, hi: int) -> np.ndarray:
         st = self.st
-        b = self.buf[:, :hi - lo]
+        b = self.buf[:, : hi - lo]
         np.add(st.Fk[:, lo:hi], st.pen[:, lo:hi], out=b)
         return st.Fk[:, lo:hi].max(axis=0) - b.min(axis=0)
 
@@ -252,8 +254,8 @@ class CompiledLoop:
 
     engine = "compiled"
 
-    def __init__(self, st: LoopState, rows: KernelRows, *, capacity: int, fp_tol: float, fp_max_iter: int,
-                 exact: bool, active: bool):
+    def __init__(self, st: LoopState, rows: KernelRows, *, capacity: int, fp_tol: float, fp_max_iter: int, exact: bool,
+                 active: bool):
         if _cs_core is None:
             raise InputError("the C extension gpmodels.baselines.crammer_singer._core is not built; use engine='numpy'")
         k, m = st.Fk.shape
@@ -266,8 +268,10 @@ class CompiledLoop:
         # at most m rows are ever needed; without a cache one row is recomputed per request
         pool = np.empty((min(capacity, m) if capacity > 0 else 1, m))
         if gram is None:
+
             def fill(p: int, s: int) -> None:
                 rows.compute_into(p, pool[s])
+
         self.pool = pool
         # cap the Fig. 3 iterations at what fits a C long on every platform
         self.core = _cs_core.Solver(st.Fk, st.tau, st.pen, st.yv, st.Av, st.perm, st.pos, pool, capacity > 0, fill,

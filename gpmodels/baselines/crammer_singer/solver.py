@@ -51,11 +51,18 @@ import attrs
 import numpy as np
 import scipy.sparse as sp
 
+from gpmodels.baselines.crammer_singer.kernel_cache import KernelRows
+from gpmodels.baselines.crammer_singer.loops import (
+    ENGINES,
+    CompiledLoop,
+    LoopState,
+    NumpyLoop,
+    compiled_available,
+    resolve_engine,
+)
 from gpmodels.errors import InputError
 from gpmodels.kernels.base import Kernel
 from gpmodels.validation import boolean, check_features, nonnegative_number, one_of, positive_int, positive_number
-from gpmodels.baselines.crammer_singer.kernel_cache import KernelRows
-from gpmodels.baselines.crammer_singer.loops import ENGINES, CompiledLoop, LoopState, NumpyLoop, compiled_available, resolve_engine
 
 __all__ = ["CSOptions", "CSResult", "CrammerSingerModel", "fit_crammer_singer", "COOLINGS", "SELECTIONS",
            "SPARSE_MODES", "REDUCED_SOLVERS", "ENGINES", "cooling_schedule", "compiled_available", "dual_objective",
@@ -302,7 +309,8 @@ def fit_crammer_singer(kernel: Kernel | None, X, y, options: CSOptions = CSOptio
     beta = float(o.beta)
     A = rows.diag()
     if np.any(A <= 0):
-        raise InputError(f"K(x_i, x_i) must be > 0 for every example (eq. 18); example {int(np.argmin(A))} has {A.min()}")
+        raise InputError(f"K(x_i, x_i) must be > 0 for every example (eq. 18); example {int(np.argmin(A))} "
+                         f"has {A.min()}")
     engine = resolve_engine(o.engine)
     t0 = time.perf_counter()
     use_active = o.selection == "kkt" and o.active_set
@@ -319,9 +327,10 @@ def fit_crammer_singer(kernel: Kernel | None, X, y, options: CSOptions = CSOptio
     def record(eps_t: float) -> dict:
         F, tT = st.Fk.T, st.tau.T
         _, _, gap = duality_gap(tT, F, st.yv, beta)
-        trace.append({"epsilon": eps_t, "updates": loop.updates, "seconds": time.perf_counter() - t0,
-                      "max_psi": float(st.psi(0, m).max() / beta), "Q": dual_objective(tT, F, st.yv, beta),
-                      "gap": gap})
+        trace.append(
+            {"epsilon": eps_t, "updates": loop.updates, "seconds": time.perf_counter() - t0,
+             "max_psi": float(st.psi(0, m).max() / beta), "Q": dual_objective(tT, F, st.yv, beta), "gap": gap}
+        )
         return trace[-1]
 
     run = run_cyclic_sweeps if o.selection == "cyclic" else run_cooling_rounds
@@ -336,8 +345,9 @@ def fit_crammer_singer(kernel: Kernel | None, X, y, options: CSOptions = CSOptio
     primal, dual, gap = duality_gap(tauT, F, y, beta)
     support = np.flatnonzero(np.any(tauT != 0.0, axis=1))
     stats = loop.stats()
-    stats.update({"n_support": int(support.size), "sparse_inputs": bool(Xs is not None and sp.issparse(Xs)),
-                  "engine": engine})
+    stats.update(
+        {"n_support": int(support.size), "sparse_inputs": bool(Xs is not None and sp.issparse(Xs)), "engine": engine}
+    )
     result = CSResult(tauT, F, dual_objective(tauT, F, y, beta), primal, dual, gap, max_psi,
                       bool(max_psi <= o.epsilon * (1 + 1e-12)), message, updates, rounds, seconds, tuple(trace), stats)
     X_sv = None if Xs is None else Xs[support]

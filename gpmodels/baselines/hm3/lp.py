@@ -50,7 +50,8 @@ class DirectionLP:
         P = tree.n_nodes
         self.v = cp.Variable((P, 4))
         self.g = cp.Parameter((P, 4))
-        self.problem = cp.Problem(cp.Maximize(cp.sum(cp.multiply(self.g, self.v))), polytope_constraints(self.v, tree, C))
+        self.problem = cp.Problem(cp.Maximize(cp.sum(cp.multiply(self.g, self.v))),
+                                  polytope_constraints(self.v, tree, C))
         self.solver = "HIGHS" if "HIGHS" in cp.installed_solvers() else None
 
     def solve(self, g: np.ndarray) -> np.ndarray:
@@ -61,7 +62,9 @@ class DirectionLP:
         return np.maximum(v, 0.0)
 
 
-def solve_marginal_qp(K: np.ndarray, L: np.ndarray, Yoh: np.ndarray, tree: ClassTree, C: float) -> tuple[np.ndarray, float]:
+def solve_marginal_qp(
+    K: np.ndarray, L: np.ndarray, Yoh: np.ndarray, tree: ClassTree, C: float
+) -> tuple[np.ndarray, float]:
     """Solve (8) with cvxpy: max μ·ℓ − ½ Σ_{e,u} ν_{:,e,u}ᵀ K ν_{:,e,u}, ν = m Y − μ; returns (μ, value).
 
     K: x-kernel (m, m); L, Yoh: losses and one-hot true labelings (m, P, 4).  Small problems only.
@@ -70,11 +73,11 @@ def solve_marginal_qp(K: np.ndarray, L: np.ndarray, Yoh: np.ndarray, tree: Class
 
     m, P, _ = L.shape
     w, V = np.linalg.eigh(0.5 * (K + K.T))
-    R = V * np.sqrt(np.clip(w, 0.0, None))              # K = R Rᵀ
+    R = V * np.sqrt(np.clip(w, 0.0, None))  # K = R Rᵀ
     mu = cp.Variable((m, 4 * P))
-    ones4 = np.kron(np.eye(P), np.ones((4, 1)))           # (4P, P): per-edge sums
-    expand = np.kron(np.eye(P), np.ones((1, 4)))          # (P, 4P)
-    mass = mu @ ones4                                     # (m, P)
+    ones4 = np.kron(np.eye(P), np.ones((4, 1)))  # (4P, P): per-edge sums
+    expand = np.kron(np.eye(P), np.ones((1, 4)))  # (P, 4P)
+    mass = mu @ ones4  # (m, P)
     nu = cp.multiply(mass @ expand, Yoh.reshape(m, -1)) - mu
     obj = cp.sum(cp.multiply(L.reshape(m, -1), mu)) - 0.5 * cp.sum_squares(R.T @ nu)
     cons = []

@@ -21,12 +21,12 @@ import time
 import attrs
 import numpy as np
 
+from gpmodels.baselines.crammer_singer.solver import CSOptions, fit_crammer_singer
 from gpmodels.errors import InputError
 from gpmodels.hierarchy import ClassTree
 from gpmodels.kernels.base import Kernel
 from gpmodels.scoring.multilabel import check_multilabels
 from gpmodels.validation import check_features
-from gpmodels.baselines.crammer_singer.solver import CSOptions, fit_crammer_singer
 
 __all__ = ["NodeSVMs", "fit_node_svms", "top_down_consistent", "NODE_SVM_MODES"]
 

@@ -42,14 +42,20 @@ import attrs
 import numpy as np
 import scipy.sparse as sp
 
+from gpmodels.baselines.crammer_singer.kernel_cache import KernelRows
+from gpmodels.baselines.hm3.inference import (
+    TRAIN_LOSSES,
+    best_labelings,
+    best_single_paths,
+    edge_losses,
+    edge_onehot,
+    parent_bits,
+)
 from gpmodels.errors import InputError
 from gpmodels.hierarchy import ClassTree
 from gpmodels.kernels.base import Kernel
 from gpmodels.scoring.multilabel import NODE_WEIGHTINGS, check_multilabels
 from gpmodels.validation import check_features, nonnegative_int, one_of, optional, positive_int, positive_number
-from gpmodels.baselines.hm3.inference import (TRAIN_LOSSES, best_labelings, best_single_paths, edge_losses, edge_onehot,
-                                              parent_bits)
-from gpmodels.baselines.crammer_singer.kernel_cache import KernelRows
 
 __all__ = ["HM3Options", "HM3Result", "HM3Model", "fit_hm3", "conditional_gradient_ascent", "best_vertex",
            "edge_gradients", "dual_weights", "objectives_and_gaps", "WORKING_SETS", "DIRECTIONS"]

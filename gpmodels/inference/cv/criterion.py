@@ -60,19 +60,19 @@ no gradient; the outer optimiser treats it as a right bracket and discards its i
 from __future__ import annotations
 
 import time
-from typing import Sequence
+from collections.abc import Sequence
 
 import attrs
 import numpy as np
 
 from gpmodels.errors import InputError
+from gpmodels.inference.map.exact_newton import exact_newton, exact_newton_solve
+from gpmodels.inference.map.line_search import objective
+from gpmodels.inference.map.newton_cg import NewtonOptions, newton_cg
 from gpmodels.likelihoods.base import Likelihood
-from gpmodels.operators.base import Operator
 from gpmodels.linalg.cg import cg
 from gpmodels.linalg.counting import MVMCounter
-from gpmodels.inference.map.line_search import objective
-from gpmodels.inference.map.exact_newton import exact_newton, exact_newton_solve
-from gpmodels.inference.map.newton_cg import NewtonOptions, newton_cg
+from gpmodels.operators.base import Operator
 from gpmodels.validation import boolean, instance_of, nonnegative_number, one_of, positive_int, positive_number
 
 __all__ = ["CVOptions", "CVState", "CVEvaluation", "FoldDiagnostics", "FoldResult", "cv_criterion", "check_partition",
@@ -127,7 +127,7 @@ class CVState:
         return out
 
     @classmethod
-    def from_arrays(cls, arrays: dict) -> "CVState":
+    def from_arrays(cls, arrays: dict) -> CVState:
         """The inverse of :meth:`to_arrays`; a missing fold raises :class:`InputError`."""
         q = sum(1 for name in arrays if name.startswith("alpha_"))
         try:
@@ -193,21 +193,27 @@ class CVEvaluation:
 def check_partition(folds: Sequence, n: int) -> tuple[np.ndarray, ...]:
     """Validate a q-partition of range(n): q >= 2 non-empty, disjoint folds covering every point."""
     if isinstance(folds, np.ndarray) or len(folds) < 2:
-        raise InputError(f"folds must be a list of q >= 2 index arrays (a partition of 0..{n - 1}); got {type(folds).__name__}"
-                         f"{'' if isinstance(folds, np.ndarray) else f' of length {len(folds)}'}")
+        raise InputError(
+            f"folds must be a list of q >= 2 index arrays (a partition of 0..{n - 1}); got {type(folds).__name__}"
+            f"{'' if isinstance(folds, np.ndarray) else f' of length {len(folds)}'}"
+        )
     out, seen = [], np.zeros(n, dtype=np.intp)
     for k, I in enumerate(folds):
         I = np.asarray(I)
         if I.ndim != 1 or I.size == 0 or I.dtype.kind not in "iu":
-            raise InputError(f"fold {k} must be a non-empty 1-D integer index array; got dtype {I.dtype}, shape {I.shape}")
+            raise InputError(
+                f"fold {k} must be a non-empty 1-D integer index array; got dtype {I.dtype}, shape {I.shape}"
+            )
         if I.min() < 0 or I.max() >= n:
             raise InputError(f"fold {k} must index range(0, {n}); got values from {I.min()} to {I.max()}")
         np.add.at(seen, I, 1)
         out.append(np.sort(I.astype(np.intp)))
     if np.any(seen != 1):
         twice, never = np.flatnonzero(seen > 1), np.flatnonzero(seen == 0)
-        raise InputError(f"folds must partition 0..{n - 1}: {twice.size} points lie in more than one fold "
-                         f"(first {twice[:5].tolist()}), {never.size} in none (first {never[:5].tolist()})")
+        raise InputError(
+            f"folds must partition 0..{n - 1}: {twice.size} points lie in more than one fold "
+            f"(first {twice[:5].tolist()}), {never.size} in none (first {never[:5].tolist()})"
+        )
     return tuple(out)
 
 
@@ -219,8 +225,6 @@ def _complements(folds, n):
         out.append(np.flatnonzero(mask))
         mask[I] = True
     return out
-
-
 
 
 def _refit(fit, op_J, lik, Y_J, alpha0, opts: CVOptions, retry: bool):
@@ -270,12 +274,13 @@ class FoldResult:
     accumulation_seconds: float = 0.0
 
     def diagnostics(self, restrict_seconds: float) -> FoldDiagnostics:
-        return FoldDiagnostics(
-            psi=float(self.psi), grad_norm=float(self.grad_norm), newton_iterations=int(self.newton_iterations),
-            fit_mvms=int(self.fit_mvms), accumulation_iterations=int(self.accumulation_iterations),
-            accumulation_residual=float(self.accumulation_residual), accumulation_mvms=int(self.accumulation_mvms),
-            fit_seconds=float(self.fit_seconds), accumulation_seconds=float(self.accumulation_seconds),
-            restrict_seconds=restrict_seconds, start=self.start)
+        return FoldDiagnostics(psi=float(self.psi), grad_norm=float(self.grad_norm),
+                               newton_iterations=int(self.newton_iterations), fit_mvms=int(self.fit_mvms),
+                               accumulation_iterations=int(self.accumulation_iterations),
+                               accumulation_residual=float(self.accumulation_residual),
+                               accumulation_mvms=int(self.accumulation_mvms), fit_seconds=float(self.fit_seconds),
+                               accumulation_seconds=float(self.accumulation_seconds), restrict_seconds=restrict_seconds,
+                               start=self.start)
 
 
 def _fit_and_hold_out(fit, op_J, lik, Y_J, cross_IJ, Y_I, alpha0, opts: CVOptions, retry: bool):
@@ -285,9 +290,16 @@ def _fit_and_hold_out(fit, op_J, lik, Y_J, cross_IJ, Y_I, alpha0, opts: CVOption
     res, mvms, its, start = _refit(fit, op_J, lik, Y_J, alpha0, opts, retry)
     t_fit = time.perf_counter()
     u_I = cross_IJ.mvm(res.alpha)  # Seeger 2008, eq. (3): u[I] = K̃_{I,J} α[J]
-    fold = FoldResult(alpha=res.alpha, grad_norm=res.diagnostics.grad_norm[-1], newton_iterations=its,
-                      fit_mvms=mvms, fit_seconds=t_fit - t, start=start, psi=lik.value(u_I, Y_I),
-                      r_I=lik.gradient(u_I, Y_I))  # r_I = π[I] - y_I for the softmax
+    fold = FoldResult(
+        alpha=res.alpha,
+        grad_norm=res.diagnostics.grad_norm[-1],
+        newton_iterations=its,
+        fit_mvms=mvms,
+        fit_seconds=t_fit - t,
+        start=start,
+        psi=lik.value(u_I, Y_I),
+        r_I=lik.gradient(u_I, Y_I),
+    )  # r_I = π[I] - y_I for the softmax
     return res, fold, t_fit
 
 
@@ -332,8 +344,10 @@ def _check_call(op: Operator, folds, opts: CVOptions, state: CVState | None) -> 
     folds = check_partition(folds, op.n_points)
     q = len(folds)
     if state is not None and (not isinstance(state, CVState) or len(state.alphas) != q):
-        raise InputError(f"state must be a CVState with one α per fold ({q}); got "
-                         f"{len(state.alphas) if isinstance(state, CVState) else type(state).__name__}")
+        raise InputError(
+            f"state must be a CVState with one α per fold ({q}); got "
+            f"{len(state.alphas) if isinstance(state, CVState) else type(state).__name__}"
+        )
     if opts.method == "exact" and not op.is_class_diagonal:
         raise InputError("the exact CV criterion (App. C) needs a block-diagonal (flat) prior; use method 'newton_cg'")
     return folds
@@ -386,8 +400,10 @@ class _Accumulator:
         if not (np.isfinite(fold.psi) and np.all(np.isfinite(fold.alpha))):
             return self.fail(f"fold {k}: non-finite inner fit")
         if opts.abort_on_failure and self.norm_sum > self.q * opts.fail_tol:
-            return self.fail(f"inner fits did not converge: after fold {k} the mean gradient RMS over {self.q} "
-                             f"folds is already above fail_tol {opts.fail_tol:g}")
+            return self.fail(
+                f"inner fits did not converge: after fold {k} the mean gradient RMS over {self.q} "
+                f"folds is already above fail_tol {opts.fail_tol:g}"
+            )
         if self.E is not None:
             self.E[J, :, k] = fold.alpha  # e = I_{·,J} α[J]
             self.F[I, :, k] = fold.r_I  # f = I_{·,I} r_I - I_{·,J} z
@@ -403,8 +419,10 @@ class _Accumulator:
         above ``fail_tol``."""
         mean = self.norm_sum / self.q if len(self.diags) == self.q else np.inf
         if self.ok and not mean <= self.opts.fail_tol:
-            self.fail(f"inner fits did not converge: mean gradient RMS {mean:.3g} over folds > fail_tol "
-                      f"{self.opts.fail_tol:g}")
+            self.fail(
+                f"inner fits did not converge: mean gradient RMS {mean:.3g} over folds > fail_tol "
+                f"{self.opts.fail_tol:g}"
+            )
         return mean
 
 
@@ -444,7 +462,7 @@ def cv_criterion(op: Operator, likelihood: Likelihood, Y, folds, options: CVOpti
             grad = None
             acc.fail("non-finite gradient")
     ok = acc.ok
-    return CVEvaluation(
-        psi=float(acc.psi) if ok else float("nan"), gradient=grad,
-        state=_new_state(acc.alphas, acc.betas) if ok else None, ok=ok, mean_grad_norm=float(mean_norm), folds=tuple(acc.diags), seconds=time.perf_counter() - t_start,
-        grad_trace_seconds=gt_s, message=acc.message)
+    return CVEvaluation(psi=float(acc.psi) if ok else float("nan"), gradient=grad,
+                        state=_new_state(acc.alphas, acc.betas) if ok else None, ok=ok, mean_grad_norm=float(mean_norm),
+                        folds=tuple(acc.diags), seconds=time.perf_counter() - t_start, grad_trace_seconds=gt_s,
+                        message=acc.message)

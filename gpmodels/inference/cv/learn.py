@@ -5,7 +5,8 @@ Seeger 2008, Sec. 4: a fixed (seeded) q-partition; the outer optimiser
 evaluation builds the operator at θ once (``with_params``) and computes Ψ and ∇Ψ by
 ``cv_criterion``, warm-started from the inner state {α[J_k]} of the last successful evaluation
 (:class:`CVObjective`).  After the start and after every successful outer iteration the state is
-checkpointed (``optimize/checkpoint.py``); a run given the same checkpoint path resumes from it.  Then the final fit on all training points with the learned θ and separate
+checkpointed (``optimize/checkpoint.py``); a run given the same checkpoint path resumes from it.  Then the final fit
+on all training points with the learned θ and separate
 Newton settings (Sec. 6.2: k1 = 13, k2 = 25, k3 = 40 for learning, k1 = 30, k2 = 50 for the
 final fit).
 
@@ -17,26 +18,25 @@ exist — ANOVA variances or coupling / factor-loading entries).
 from __future__ import annotations
 
 import time
-
-from typing import Callable
+from collections.abc import Callable
 
 import attrs
 import numpy as np
 
 from gpmodels.errors import InputError
+from gpmodels.inference.cv.criterion import CVOptions, CVState, check_partition, cv_criterion
+from gpmodels.inference.map.model import MAPModel, fit_map
+from gpmodels.inference.map.newton_cg import NewtonOptions, NewtonStep
 from gpmodels.likelihoods.base import Likelihood
 from gpmodels.operators.base import Operator
 from gpmodels.optimize.checkpoint import Checkpointing, digest_array, probe_operator
 from gpmodels.optimize.driver import minimize
-from gpmodels.optimize.objective import log_box
-from gpmodels.inference.cv.criterion import CVOptions, CVState, check_partition, cv_criterion
-from gpmodels.inference.map.model import MAPModel, fit_map
-from gpmodels.inference.map.newton_cg import NewtonOptions, NewtonStep
 from gpmodels.optimize.lbfgs import OuterOptions, OuterRecord, OuterState, Trial
-from gpmodels.validation import boolean, instance_of, number, one_of, to_float, to_path
+from gpmodels.optimize.objective import log_box
+from gpmodels.validation import instance_of, number, one_of, to_float
 
-__all__ = ["LearnOptions", "Checkpointing", "LearnResult", "learn_hyperparameters", "fit_learned",
-           "EvaluationLog", "CVObjective", "FINAL_METHODS"]
+__all__ = ["LearnOptions", "Checkpointing", "LearnResult", "learn_hyperparameters", "fit_learned", "EvaluationLog",
+           "CVObjective", "FINAL_METHODS"]
 
 
 FINAL_METHODS = ("newton_cg", "exact")
@@ -64,8 +64,10 @@ class LearnOptions:
 
     def __attrs_post_init__(self):
         if not self.lower < self.upper:
-            raise InputError(f"LearnOptions.lower must be below upper (lower < upper); "
-                             f"got lower={self.lower!r} and upper={self.upper!r}")
+            raise InputError(
+                f"LearnOptions.lower must be below upper (lower < upper); "
+                f"got lower={self.lower!r} and upper={self.upper!r}"
+            )
 
 
 @attrs.frozen
@@ -171,8 +173,8 @@ def learn_hyperparameters(op: Operator, likelihood: Likelihood, Y, folds, option
     objective = CVObjective(op, likelihood, Y, folds, opts.cv)
     res = minimize(objective, theta0, op.param_names, bounds, opts.outer, checkpoint=checkpoint,
                    on_iteration=on_iteration)
-    return LearnResult(operator=op.with_params(res.x), theta=res.x.copy(), names=tuple(op.param_names),
-                       psi=res.value, gradient=res.gradient.copy(), outer=res.state, resumed_from=res.resumed_from,
+    return LearnResult(operator=op.with_params(res.x), theta=res.x.copy(), names=tuple(op.param_names), psi=res.value,
+                       gradient=res.gradient.copy(), outer=res.state, resumed_from=res.resumed_from,
                        evaluations=tuple(objective.log))
 
 
@@ -182,4 +184,3 @@ def fit_learned(result: LearnResult, likelihood: Likelihood, Y, options: LearnOp
     ``on_iteration`` reports its Newton iterations."""
     opts = options or LearnOptions()
     return fit_map(result.operator, likelihood, Y, opts.final, method=opts.final_method, on_iteration=on_iteration)
-

@@ -17,18 +17,18 @@ callers that report progress per task (the ``one_vs_rest`` runner of the spec dr
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import attrs
 import numpy as np
 
 from gpmodels.errors import InputError
-from gpmodels.likelihoods.base import Likelihood
-from gpmodels.operators.base import Operator
 from gpmodels.inference.cv.learn import Checkpointing, LearnOptions, LearnResult, fit_learned, learn_hyperparameters
 from gpmodels.inference.map.model import MAPModel, fit_map
 from gpmodels.inference.map.newton_cg import NewtonOptions, NewtonStep
+from gpmodels.likelihoods.base import Likelihood
+from gpmodels.operators.base import Operator
 
 __all__ = ["OneVsRestModel", "learn_one_vs_rest", "fit_one_vs_rest", "learn_binary_task", "fit_binary_task",
            "binary_targets", "check_one_vs_rest", "task_checkpoint"]
@@ -67,7 +67,9 @@ class OneVsRestModel:
 def check_one_vs_rest(binary_op: Operator, y, n_classes: int) -> tuple[np.ndarray, int]:
     """The integer labels and C, after checking the operator has two classes and every class a point."""
     if binary_op.n_classes != 2:
-        raise InputError(f"one-vs-rest needs a two-class operator for the binary tasks; got {binary_op.n_classes} classes")
+        raise InputError(
+            f"one-vs-rest needs a two-class operator for the binary tasks; got {binary_op.n_classes} classes"
+        )
     y = np.asarray(y)
     C = int(n_classes)
     if C < 2:
@@ -87,15 +89,26 @@ def task_checkpoint(checkpoint: Checkpointing | None, c: int) -> Checkpointing |
                         identity={**checkpoint.identity, "one_vs_rest_class": c})
 
 
-def learn_binary_task(binary_op: Operator, likelihood: Likelihood, y, c: int, folds, options: LearnOptions | None = None,
-                      *, checkpoint: Checkpointing | None = None, on_iteration=None,
-                      on_fit: Callable[[NewtonStep], None] | None = None) -> tuple[MAPModel, LearnResult]:
+def learn_binary_task(
+    binary_op: Operator,
+    likelihood: Likelihood,
+    y,
+    c: int,
+    folds,
+    options: LearnOptions | None = None,
+    *,
+    checkpoint: Checkpointing | None = None,
+    on_iteration=None,
+    on_fit: Callable[[NewtonStep], None] | None = None,
+) -> tuple[MAPModel, LearnResult]:
     """Task c ('class c' against the rest): learn its hyperparameters by Ψ from ``binary_op``'s,
     then the final fit.  ``checkpoint`` is used as given (see :func:`task_checkpoint`);
     ``on_iteration(record)`` reports the outer iterations, ``on_fit(step)`` the final fit."""
     opts = options or LearnOptions()
     Yc = binary_targets(y, c)
-    res = learn_hyperparameters(binary_op, likelihood, Yc, folds, opts, checkpoint=checkpoint, on_iteration=on_iteration)
+    res = learn_hyperparameters(
+        binary_op, likelihood, Yc, folds, opts, checkpoint=checkpoint, on_iteration=on_iteration
+    )
     return fit_learned(res, likelihood, Yc, opts, on_iteration=on_fit), res
 
 
@@ -127,8 +140,8 @@ def learn_one_vs_rest(binary_op: Operator, likelihood: Likelihood, y, n_classes:
     return OneVsRestModel(tuple(models), tuple(learned))
 
 
-def fit_one_vs_rest(binary_op: Operator, likelihood: Likelihood, y, n_classes: int, options: NewtonOptions | None = None,
-                    *, method: str = "newton_cg") -> OneVsRestModel:
+def fit_one_vs_rest(binary_op: Operator, likelihood: Likelihood, y, n_classes: int,
+                    options: NewtonOptions | None = None, *, method: str = "newton_cg") -> OneVsRestModel:
     """Fit the C binary models at ``binary_op``'s hyperparameters (no learning)."""
     y, C = check_one_vs_rest(binary_op, y, n_classes)
     return OneVsRestModel(tuple(fit_binary_task(binary_op, likelihood, y, c, options, method=method) for c in range(C)))

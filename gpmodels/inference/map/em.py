@@ -26,11 +26,11 @@ import attrs
 import numpy as np
 
 from gpmodels.errors import InputError
+from gpmodels.inference.map.model import MAPModel
+from gpmodels.inference.map.newton_cg import NewtonOptions, NewtonResult, newton_cg
 from gpmodels.likelihoods.softmax import Softmax
 from gpmodels.likelihoods.uncertain import PseudoTargets
 from gpmodels.operators.base import Operator
-from gpmodels.inference.map.model import MAPModel
-from gpmodels.inference.map.newton_cg import NewtonOptions, NewtonResult, newton_cg
 from gpmodels.validation import instance_of, nonnegative_number, positive_int
 
 __all__ = ["EMOptions", "EMResult", "fit_em", "penalised_log_likelihood"]

@@ -16,16 +16,16 @@ that Newton–CG is tested against; it needs a class-diagonal operator (flat pri
 from __future__ import annotations
 
 import time
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 import scipy.linalg as sla
 
 from gpmodels.errors import InputError
-from gpmodels.likelihoods.base import Likelihood
-from gpmodels.operators.base import Operator
 from gpmodels.inference.map.line_search import objective, pair_line_search
 from gpmodels.inference.map.newton_cg import NewtonDiagnostics, NewtonOptions, NewtonResult, NewtonStep, gradient_rms
+from gpmodels.likelihoods.base import Likelihood
+from gpmodels.operators.base import Operator
 
 __all__ = ["exact_newton", "exact_newton_solve"]
 
@@ -70,7 +70,10 @@ def exact_newton(op: Operator, likelihood: Likelihood, Y, options: NewtonOptions
     The likelihood's exact Hessian must have the softmax form W_i = diag π_i - π_i π_i^T (its
     ``exact_hessian_factor`` gives ``multinomial_pi``); App. C's Woodbury identity rests on it."""
     if not op.is_class_diagonal:
-        raise InputError("exact Newton (App. C) needs a block-diagonal (flat) prior; use newton_cg for coupled or hierarchical priors")
+        raise InputError(
+            "exact Newton (App. C) needs a block-diagonal (flat) prior; use newton_cg for coupled or hierarchical "
+            "priors"
+        )
     opts = options or NewtonOptions()
     n, C = op.n_points, op.n_classes
     Y = likelihood.check_targets(Y, n, C)
@@ -84,8 +87,10 @@ def exact_newton(op: Operator, likelihood: Likelihood, Y, options: NewtonOptions
     u = kmvm(alpha)
     mvms = 1
     if likelihood.exact_hessian_factor(u, Y).multinomial_pi() is None:
-        raise InputError("exact Newton (App. C) needs a likelihood whose Hessian is W_i = diag π_i - π_i π_i^T "
-                         f"(the softmax); {type(likelihood).__name__}'s is not: use newton_cg")
+        raise InputError(
+            "exact Newton (App. C) needs a likelihood whose Hessian is W_i = diag π_i - π_i π_i^T "
+            f"(the softmax); {type(likelihood).__name__}'s is not: use newton_cg"
+        )
     phi = objective(likelihood, Y, alpha, u)
     phis, grads, steps, mvm_trace = [phi], [], [], [mvms]
     converged, message, it = False, "maximum number of Newton iterations reached", 0
@@ -114,15 +119,17 @@ def exact_newton(op: Operator, likelihood: Likelihood, Y, options: NewtonOptions
             phis.append(phi)
             mvm_trace.append(mvms)
             converged = grads[-1] <= max(opts.grad_tol, 1e-9)
-            message = ("no further decrease of Phi (round-off level)" if converged else
-                       f"not converged: the line search found no decrease of Phi along the Newton direction at "
-                       f"gradient RMS {grads[-1]:.3g} > grad_tol {opts.grad_tol:g}")
+            message = (
+                "no further decrease of Phi (round-off level)"
+                if converged
+                else f"not converged: the line search found no decrease of Phi along the Newton direction at "
+                f"gradient RMS {grads[-1]:.3g} > grad_tol {opts.grad_tol:g}"
+            )
             break
         alpha, u, phi = alpha + ls.step * s, u + ls.step * s_tilde, ls.phi
         phis.append(phi)
         mvm_trace.append(mvms)
-    diag = NewtonDiagnostics(
-        phi=tuple(phis), grad_norm=tuple(grads), mvm_trace=tuple(mvm_trace), cg_iterations=(), step_sizes=tuple(steps), iterations=it,
-        stalls=0, mvm_count=mvms, seconds=time.perf_counter() - t0, converged=converged, message=message,
-    )
+    diag = NewtonDiagnostics(phi=tuple(phis), grad_norm=tuple(grads), mvm_trace=tuple(mvm_trace), cg_iterations=(),
+                             step_sizes=tuple(steps), iterations=it, stalls=0, mvm_count=mvms,
+                             seconds=time.perf_counter() - t0, converged=converged, message=message)
     return NewtonResult(alpha=alpha, u=u, phi=phi, beta=None, diagnostics=diag)

@@ -9,11 +9,11 @@ from __future__ import annotations
 import attrs
 import numpy as np
 
+from gpmodels.inference.map.exact_newton import exact_newton
+from gpmodels.inference.map.newton_cg import NewtonOptions, NewtonResult, newton_cg
 from gpmodels.likelihoods.base import Likelihood
 from gpmodels.operators.base import Operator
 from gpmodels.operators.intercept import Intercept
-from gpmodels.inference.map.exact_newton import exact_newton
-from gpmodels.inference.map.newton_cg import NewtonOptions, NewtonResult, newton_cg
 
 __all__ = ["MAPModel", "fit_map"]
 

@@ -35,23 +35,23 @@ Stopping: the per-point RMS of the gradient α + g (∇ of Φ in u-space, Sec. 5
 from __future__ import annotations
 
 import time
-from typing import Callable
+from collections.abc import Callable
 
 import attrs
 import numpy as np
 
 from gpmodels.errors import InputError
-from gpmodels.likelihoods.base import Likelihood
-from gpmodels.operators.base import Operator
-from gpmodels.linalg.cg import cg
-from gpmodels.linalg.counting import MVMCounter
 from gpmodels.inference.map.line_search import objective, pair_line_search
 from gpmodels.inference.map.preconditioners import PRECONDITIONERS, make_preconditioner
+from gpmodels.likelihoods.base import Likelihood
+from gpmodels.linalg.cg import cg
+from gpmodels.linalg.counting import MVMCounter
+from gpmodels.operators.base import Operator
 from gpmodels.validation import MAX_SIZE, integer, nonnegative_int, nonnegative_number, number, one_of, positive_int
 
-__all__ = ["NewtonOptions", "NewtonDiagnostics", "NewtonResult", "NewtonStep", "newton_cg", "gradient_rms", "PRECONDITIONERS",
-           "FORCING_NORMS", "NEWTON_WARM_STARTS", "project_start", "newton_system", "newton_direction",
-           "line_search_step", "is_stall", "newton_step_with_restarts"]
+__all__ = ["NewtonOptions", "NewtonDiagnostics", "NewtonResult", "NewtonStep", "newton_cg", "gradient_rms",
+           "PRECONDITIONERS", "FORCING_NORMS", "NEWTON_WARM_STARTS", "project_start", "newton_system",
+           "newton_direction", "line_search_step", "is_stall", "newton_step_with_restarts"]
 
 
 FORCING_NORMS = ("auto", "residual", "alpha")
@@ -177,8 +177,9 @@ def line_search_step(likelihood: Likelihood, Y, alpha, u, new_alpha, phi: float,
     returns (line search result, s, s̃)."""
     s = new_alpha - alpha
     s_tilde = mvm(s)
-    ls = pair_line_search(likelihood, Y, alpha, u, s, s_tilde, phi, armijo=opts.armijo,
-                          max_evals=opts.line_search_evals)
+    ls = pair_line_search(
+        likelihood, Y, alpha, u, s, s_tilde, phi, armijo=opts.armijo, max_evals=opts.line_search_evals
+    )
     return ls, s, s_tilde
 
 
@@ -196,7 +197,8 @@ def newton_step_with_restarts(likelihood: Likelihood, Y, alpha, u, phi: float, h
     The direction by CG on ``system`` β = ``rhs`` (:func:`newton_system`) from x0 and the line
     search; when the step stalls (:func:`is_stall`) CG is restarted from its last β, without the
     forcing term, for another k2 steps, at most ``max_stall_restarts`` times, and not when CG had
-    already converged to ``cg_tol`` (the stall is round-off at the optimum).  Returns (line search result, s, s̃) of the best successful attempt (else the last
+    already converged to ``cg_tol`` (the stall is round-off at the optimum).  Returns (line search result, s, s̃) of
+    the best successful attempt (else the last
     one), the last β, the CG steps of all attempts and the number of stalls.
     """
     total_cg, stalls, forcing = 0, 0, opts.cg_forcing
@@ -219,16 +221,8 @@ def newton_step_with_restarts(likelihood: Likelihood, Y, alpha, u, phi: float, h
     return ls, s, s_tilde, res.x, total_cg, stalls
 
 
-def newton_cg(
-    op: Operator,
-    likelihood: Likelihood,
-    Y,
-    options: NewtonOptions | None = None,
-    *,
-    alpha0=None,
-    beta0=None,
-    on_iteration: Callable[[NewtonStep], None] | None = None,
-) -> NewtonResult:
+def newton_cg(op: Operator, likelihood: Likelihood, Y, options: NewtonOptions | None = None, *, alpha0=None, beta0=None,
+              on_iteration: Callable[[NewtonStep], None] | None = None) -> NewtonResult:
     """Fit α̂ = argmin Φ by Newton–CG (Alg. 1; steps: :func:`project_start`, :func:`newton_system`,
     :func:`newton_direction`, :func:`line_search_step`, :func:`newton_step_with_restarts`).
     ``alpha0``/``beta0`` warm-start the fit; ``on_iteration`` gets a :class:`NewtonStep` at the start
@@ -240,7 +234,9 @@ def newton_cg(
     K = MVMCounter(op)
     alpha, u = project_start(likelihood, alpha0, n, C, K)
     beta = None if beta0 is None else np.array(beta0, dtype=np.float64)
-    alpha_norm = opts.cg_forcing_norm == "alpha" or (opts.cg_forcing_norm == "auto" and opts.preconditioner != "diagonal")
+    alpha_norm = opts.cg_forcing_norm == "alpha" or (
+        opts.cg_forcing_norm == "auto" and opts.preconditioner != "diagonal"
+    )
     precond = make_preconditioner(opts.preconditioner, op, rank=opts.precond_rank, seed=int(opts.precond_seed))
     phi = objective(likelihood, Y, alpha, u)
     phis, grads, cg_its, steps, mvms = [phi], [], [], [], [K.count]
@@ -255,8 +251,12 @@ def newton_cg(
         if gnorm <= opts.grad_tol:
             converged, message = True, "gradient below grad_tol"
             break
-        if opts.phi_rtol > 0 and it >= 1 and steps[-1] > 0 and \
-                phis[-2] - phis[-1] <= opts.phi_rtol * max(1.0, abs(phis[-1])):
+        if (
+            opts.phi_rtol > 0
+            and it >= 1
+            and steps[-1] > 0
+            and phis[-2] - phis[-1] <= opts.phi_rtol * max(1.0, abs(phis[-1]))
+        ):
             converged, message = True, "relative decrease of Phi below phi_rtol"
             break
         if it >= opts.max_iter:
@@ -269,9 +269,10 @@ def newton_cg(
             x0 = np.where(hf.free, beta, 0.0)
         else:
             x0 = hf.beta_init(alpha)
-        ls, s, s_tilde, beta, total_cg, n_stalls = newton_step_with_restarts(
-            likelihood, Y, alpha, u, phi, hf, system, rhs, x0, K, opts, inv_diag=inv_diag,
-            precondition=precondition, alpha_norm=alpha_norm)
+        ls, s, s_tilde, beta, total_cg, n_stalls = newton_step_with_restarts(likelihood, Y, alpha, u, phi, hf, system,
+                                                                             rhs, x0, K, opts, inv_diag=inv_diag,
+                                                                             precondition=precondition,
+                                                                             alpha_norm=alpha_norm)
         stalls += n_stalls
         cg_its.append(total_cg)
         steps.append(ls.step)
@@ -287,10 +288,7 @@ def newton_cg(
         phi = ls.phi
         phis.append(phi)
         mvms.append(K.count)
-    diag = NewtonDiagnostics(
-        phi=tuple(phis), grad_norm=tuple(grads), mvm_trace=tuple(mvms), cg_iterations=tuple(cg_its),
-        step_sizes=tuple(steps),
-        iterations=it, stalls=stalls, mvm_count=K.count, seconds=time.perf_counter() - t0,
-        converged=converged, message=message,
-    )
+    diag = NewtonDiagnostics(phi=tuple(phis), grad_norm=tuple(grads), mvm_trace=tuple(mvms),
+                             cg_iterations=tuple(cg_its), step_sizes=tuple(steps), iterations=it, stalls=stalls,
+                             mvm_count=K.count, seconds=time.perf_counter() - t0, converged=converged, message=message)
     return NewtonResult(alpha=alpha, u=u, phi=phi, beta=beta, diagnostics=diag)

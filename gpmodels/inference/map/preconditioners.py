@@ -43,7 +43,7 @@ Operators without a Kronecker form fall back to the diagonal.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 import scipy.linalg as sla

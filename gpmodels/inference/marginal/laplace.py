@@ -62,17 +62,26 @@ import numpy as np
 import scipy.linalg as sla
 
 from gpmodels.errors import InputError
-from gpmodels.likelihoods.base import HessianFactor, Likelihood
-from gpmodels.operators.base import Operator
-from gpmodels.optimize.checkpoint import Checkpointing, digest_array, probe_operator
-from gpmodels.optimize.lbfgs import OuterOptions, Trial
-from gpmodels.optimize.driver import OptimizeResult, minimize, outer_options
-from gpmodels.optimize.objective import JointParams, log_box
 from gpmodels.inference.map.newton_cg import NewtonOptions, NewtonResult, newton_cg
+from gpmodels.likelihoods.base import HessianFactor, Likelihood
 from gpmodels.linalg.counting import MVMCounter
 from gpmodels.linalg.dense_posterior import DensePosterior
 from gpmodels.linalg.slq import batched_cg, hutchinson_blocks, rademacher, slq_logdet
-from gpmodels.validation import MAX_SIZE, integer, instance_of, nonnegative_int, nonnegative_number, one_of, optional, positive_int
+from gpmodels.operators.base import Operator
+from gpmodels.optimize.checkpoint import Checkpointing, digest_array, probe_operator
+from gpmodels.optimize.driver import OptimizeResult, minimize, outer_options
+from gpmodels.optimize.lbfgs import OuterOptions, Trial
+from gpmodels.optimize.objective import JointParams, log_box
+from gpmodels.validation import (
+    MAX_SIZE,
+    instance_of,
+    integer,
+    nonnegative_int,
+    nonnegative_number,
+    one_of,
+    optional,
+    positive_int,
+)
 
 __all__ = ["LaplaceOptions", "LaplaceResult", "laplace_mlm", "laplace_objective", "LaplaceObjective", "learn_laplace",
            "LAPLACE_PATHS", "MODE_OPTIONS"]

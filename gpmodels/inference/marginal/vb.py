@@ -43,16 +43,16 @@ import attrs
 import numpy as np
 
 from gpmodels.errors import InputError
+from gpmodels.inference.map.newton_cg import NewtonOptions, newton_cg
 from gpmodels.likelihoods.diagonal import DiagonalLikelihood
 from gpmodels.likelihoods.smoothed import VarianceSmoothed
+from gpmodels.linalg.dense_posterior import DensePosterior
 from gpmodels.operators.base import Operator
 from gpmodels.optimize.checkpoint import Checkpointing, digest_array, probe_operator
-from gpmodels.optimize.lbfgs import OuterOptions, Trial
 from gpmodels.optimize.driver import OptimizeResult, minimize, outer_options
+from gpmodels.optimize.lbfgs import OuterOptions, Trial
 from gpmodels.optimize.objective import JointParams, log_box
-from gpmodels.inference.map.newton_cg import NewtonOptions, newton_cg
 from gpmodels.validation import instance_of, nonnegative_number, positive_int
-from gpmodels.linalg.dense_posterior import DensePosterior
 
 __all__ = ["VBOptions", "VBResult", "GammaBound", "gamma_bound", "vb_criterion", "vb_objective", "VBObjective",
            "learn_vb", "check_vb_likelihood"]
@@ -143,7 +143,7 @@ def vb_criterion(op: Operator, lik: DiagonalLikelihood, Y, options: VBOptions | 
     trace, converged, it = [], False, 0
     gb = gamma_bound(K, lik, Y, x)
     trace.append(gb.phi)
-    for it in range(1, opts.max_outer + 1):
+    for it in range(1, opts.max_outer + 1):  # noqa: B007 - the count is reported after the loop
         smoothed = VarianceSmoothed(lik, gb.z)  # Nickisch & Seeger 2011, eq. (12): inner problem at fixed z
         inner = newton_cg(op, smoothed, Y, opts.newton, alpha0=gb.alpha)
         x = lik.sg_s(inner.u, Y) ** 2 + gb.z  # γ_i = 1/G'(s_i² + z_i)

@@ -65,10 +65,10 @@ from gpmodels.likelihoods.diagonal import DiagonalLikelihood
 from gpmodels.likelihoods.gaussian import Gaussian
 from gpmodels.linalg.dense_posterior import DensePosterior
 from gpmodels.operators.sum import Sum, check_weights
-from gpmodels.validation import nonnegative_int, nonnegative_number, number, one_of, positive_int, positive_number
 from gpmodels.optimize.checkpoint import Checkpointing, digest_array, probe_operator
-from gpmodels.optimize.lbfgs import OuterOptions, Trial
 from gpmodels.optimize.driver import OptimizeResult, minimize, outer_options
+from gpmodels.optimize.lbfgs import OuterOptions, Trial
+from gpmodels.validation import nonnegative_int, nonnegative_number, number, one_of, positive_int, positive_number
 
 __all__ = ["CRITERIA", "MKLOptions", "KernelLearningResult", "algorithm1", "alternating", "criterion_at",
            "KernelCriterion", "WeightsObjective", "learn_weights"]
@@ -119,15 +119,21 @@ class KernelCriterion:
         if not isinstance(op, Sum):
             raise InputError(f"kernel-weight learning needs a Sum operator (K_θ = Σ θ_m K_m); got {type(op).__name__}")
         if op.n_classes != 1:
-            raise InputError(f"kernel-weight learning is for a single latent function (n_classes = 1); got {op.n_classes}")
+            raise InputError(
+                f"kernel-weight learning is for a single latent function (n_classes = 1); got {op.n_classes}"
+            )
         if not isinstance(lik, DiagonalLikelihood):
             raise InputError(f"kernel-weight learning needs a factorised likelihood or loss; got {type(lik).__name__}")
         crit = options.criterion
         if crit == "mlm" and not isinstance(lik, Gaussian):
-            raise InputError(f"the `mlm` criterion is the Gaussian marginal likelihood (eq. 6); got {type(lik).__name__} "
-                             f"(use `vb` for other likelihoods)")
+            raise InputError(
+                f"the `mlm` criterion is the Gaussian marginal likelihood (eq. 6); got {type(lik).__name__} "
+                f"(use `vb` for other likelihoods)"
+            )
         if crit == "vb" and not lik.has_super_gaussian:
-            raise InputError(f"the `vb` criterion needs a likelihood with a super-Gaussian form; got {type(lik).__name__}")
+            raise InputError(
+                f"the `vb` criterion needs a likelihood with a super-Gaussian form; got {type(lik).__name__}"
+            )
         self.lik, self.opts, self.crit = lik, options, crit
         self.n = op.n_points
         self.Y = lik.check_targets(Y, self.n, 1)
@@ -283,8 +289,8 @@ class KernelCriterion:
         """Backtracking on S along (u + λ du, θ exp(λ dt)); returns (λ, u', θ')."""
         big = np.max(np.abs(dt), initial=0.0)
         if big > self.opts.max_log_step:
-            du, dt, slope = du * self.opts.max_log_step / big, dt * self.opts.max_log_step / big, \
-                slope * self.opts.max_log_step / big
+            du, dt, slope = (du * self.opts.max_log_step / big, dt * self.opts.max_log_step / big,
+                             slope * self.opts.max_log_step / big)
         s0 = self.S(u, theta, state, c)
         lam = 1.0
         roundoff = 64 * np.finfo(float).eps * max(1.0, abs(s0))
@@ -324,8 +330,9 @@ def _grad_norm(crit, u, theta, state, c):
     return float(np.sqrt(np.sum((2 * alpha + L1) ** 2) / crit.n + np.sum(pg**2)))
 
 
-def algorithm1(op: Sum, lik: DiagonalLikelihood, Y, options: MKLOptions | None = None, *,
-               theta0=None) -> KernelLearningResult:
+def algorithm1(
+    op: Sum, lik: DiagonalLikelihood, Y, options: MKLOptions | None = None, *, theta0=None
+) -> KernelLearningResult:
     """Nickisch & Seeger (2011), Algorithm 1 (see the module docstring)."""
     opts = options or MKLOptions()
     crit = KernelCriterion(op, lik, Y, opts)
@@ -333,7 +340,7 @@ def algorithm1(op: Sum, lik: DiagonalLikelihood, Y, options: MKLOptions | None =
     t0 = time.perf_counter()
     trace, times = [crit.F(u, theta, state)], [0.0]
     converged, message, it = False, "maximum number of outer iterations reached", 0
-    for it in range(1, opts.max_iter + 1):
+    for it in range(1, opts.max_iter + 1):  # noqa: B007 - the count is reported after the loop
         for _ in range(opts.inner_newton):  # line 2 (optional)
             _, c = crit.concave(theta, state)
             du, dt, slope = crit.direction(u, theta, state, c, "u")
@@ -376,8 +383,9 @@ def _block_newton(crit, u, theta, state, blocks, max_steps, refit_c):
     return u, theta
 
 
-def alternating(op: Sum, lik: DiagonalLikelihood, Y, options: MKLOptions | None = None, *,
-                theta0=None) -> KernelLearningResult:
+def alternating(
+    op: Sum, lik: DiagonalLikelihood, Y, options: MKLOptions | None = None, *, theta0=None
+) -> KernelLearningResult:
     """Alternating minimisation: u (and γ) at fixed θ to convergence, then θ at fixed u; repeat."""
     opts = options or MKLOptions()
     crit = KernelCriterion(op, lik, Y, opts)
@@ -385,7 +393,7 @@ def alternating(op: Sum, lik: DiagonalLikelihood, Y, options: MKLOptions | None 
     t0 = time.perf_counter()
     trace, times = [crit.F(u, theta, state)], [0.0]
     converged, message, it = False, "maximum number of outer iterations reached", 0
-    for it in range(1, opts.max_iter + 1):
+    for it in range(1, opts.max_iter + 1):  # noqa: B007 - the count is reported after the loop
         u, theta = _block_newton(crit, u, theta, state, "u", opts.inner_max, False)
         if crit.crit == "vb":
             state = crit.refit_state(u, theta, state)
@@ -412,7 +420,7 @@ def criterion_at(op: Sum, lik: DiagonalLikelihood, Y, theta, options: MKLOptions
     crit = KernelCriterion(op, lik, Y, opts)
     theta, u, state = _start(crit, theta)
     prev = np.inf
-    for _ in range(opts.max_iter):
+    for it in range(1, opts.max_iter + 1):  # noqa: B007 - the count is reported after the loop
         u, _ = _block_newton(crit, u, theta, state, "u", opts.inner_max, False)
         val = crit.F(u, theta, state)
         if crit.crit != "vb" or prev - val <= opts.tol * max(1.0, abs(val)):
@@ -473,5 +481,4 @@ def learn_weights(op: Sum, lik: DiagonalLikelihood, Y, options: MKLOptions | Non
                       checkpoint=checkpoint, on_iteration=on_iteration)
     _, _, fit = criterion_at(op, lik, objective.Y, np.exp(result.x), objective.options, return_fit=True)
     return result, attrs.evolve(fit, trace=result.values, iterations=result.iterations, converged=result.converged,
-                                method="lbfgs", message=result.message,
-                                times=tuple(r.elapsed for r in result.trace))
+                                method="lbfgs", message=result.message, times=tuple(r.elapsed for r in result.trace))

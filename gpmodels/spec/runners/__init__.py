@@ -2,8 +2,14 @@
 ``objective.type`` -> runner that :func:`gpmodels.spec.run.run_spec` dispatches on."""
 
 from gpmodels.spec.runners.baselines import run_crammer_singer, run_hm3
-from gpmodels.spec.runners.cv import (build_learn_options, checkpoint_identity, cv_partition, iteration_reporter,
-                                      learning_metrics, run_cv)
+from gpmodels.spec.runners.cv import (
+                                      build_learn_options,
+                                      checkpoint_identity,
+                                      cv_partition,
+                                      iteration_reporter,
+                                      learning_metrics,
+                                      run_cv,
+)
 from gpmodels.spec.runners.map import run_em, run_map
 from gpmodels.spec.runners.one_vs_rest import run_one_vs_rest
 from gpmodels.spec.runners.unifying import evaluate, run_kernel_weights, run_laplace, run_vb, targets

@@ -18,13 +18,13 @@ from pathlib import Path
 import attrs
 import numpy as np
 
-from gpmodels.scoring import metrics as M
 from gpmodels.baselines.crammer_singer.solver import fit_crammer_singer
-from gpmodels.baselines.hm3.solver import fit_hm3
 from gpmodels.baselines.hm3.node_svms import fit_node_svms
+from gpmodels.baselines.hm3.solver import fit_hm3
 from gpmodels.data.multilabel_sets import MultilabelDataset
 from gpmodels.errors import SpecError
 from gpmodels.hierarchy import ClassTree
+from gpmodels.scoring import metrics as M
 from gpmodels.scoring.multilabel import multilabel_report, paths_to_multilabels
 from gpmodels.spec.build import build_kernel, resolve_kernel
 from gpmodels.spec.outcome import RunOutcome
@@ -95,8 +95,11 @@ def run_hm3(spec: Spec, data, base_dir: Path | None, say) -> RunOutcome:
                     "n_support": int(model.support_.size)})
     if single:
         metrics["test_error"] = float(np.mean(best_single_paths(G, tree) != data.y_test))
-    say(f"test ℓ0/1 {100 * metrics['test_zero_one']:.1f} %, ℓΔ {metrics['test_delta']:.3f}, "
-        f"F1 {100 * metrics['test_f1']:.1f} %" + (f", single-path error {100 * metrics['test_error']:.2f} %" if single else ""))
+    say(
+        f"test ℓ0/1 {100 * metrics['test_zero_one']:.1f} %, ℓΔ {metrics['test_delta']:.3f}, "
+        f"F1 {100 * metrics['test_f1']:.1f} %"
+        + (f", single-path error {100 * metrics['test_error']:.2f} %" if single else "")
+    )
     for name in h.compare:
         t = time.perf_counter()
         base = fit_node_svms(kernel, data.X_train, Ytr, tree, C=h.C, mode="flat" if name == "svm" else "hierarchical")
@@ -104,6 +107,8 @@ def run_hm3(spec: Spec, data, base_dir: Path | None, say) -> RunOutcome:
         Ub = base.predict(data.X_test)
         metrics.update({f"{name}_{k}": v for k, v in multilabel_report(Yte, Ub, tree).items()})
         metrics[f"{name}_fit_seconds"] = secs
-        say(f"{name}: ℓ0/1 {100 * metrics[f'{name}_zero_one']:.1f} %, ℓΔ {metrics[f'{name}_delta']:.3f}, "
-            f"F1 {100 * metrics[f'{name}_f1']:.1f} %, {secs:.2f} s")
+        say(
+            f"{name}: ℓ0/1 {100 * metrics[f'{name}_zero_one']:.1f} %, ℓΔ {metrics[f'{name}_delta']:.3f}, "
+            f"F1 {100 * metrics[f'{name}_f1']:.1f} %, {secs:.2f} s"
+        )
     return RunOutcome(metrics, None, r.as_dict(), resolved)

@@ -2,7 +2,8 @@
 
 Settings come from ``objective.cv`` (learning: the partition, k3 and tolerances, the refits'
 Newton–CG in ``objective.cv.newton``, the outer optimiser in ``objective.cv.outer``),
-``objective.newton`` (the final fit) and ``objective.method`` (``newton_cg`` or ``exact``).  The model is the joint softmax over all classes (the sharing mode
+``objective.newton`` (the final fit) and ``objective.method`` (``newton_cg`` or ``exact``).  The model is the joint
+softmax over all classes (the sharing mode
 ``model.sharing`` gives mc-tied / mc-semi / mc-sep); one-vs-rest is its own objective
 (``run_one_vs_rest.py``), which shares the helpers here.
 
@@ -26,14 +27,21 @@ import scipy.sparse as sp
 
 from gpmodels.data.datasets import Dataset
 from gpmodels.data.splits import kfold_partition
-from gpmodels.optimize.checkpoint import digest_array
+from gpmodels.errors import SpecError
 from gpmodels.inference.cv.criterion import CVOptions
 from gpmodels.inference.cv.learn import Checkpointing, LearnOptions, fit_learned, learn_hyperparameters
-from gpmodels.validation import labels_to_targets
-from gpmodels.errors import SpecError
-from gpmodels.spec.build import build_likelihood, build_newton_options, build_prior, build_tree, prior_operator, resolve_model
+from gpmodels.optimize.checkpoint import digest_array
+from gpmodels.spec.build import (
+    build_likelihood,
+    build_newton_options,
+    build_prior,
+    build_tree,
+    prior_operator,
+    resolve_model,
+)
 from gpmodels.spec.outcome import RunOutcome, map_saver
 from gpmodels.spec.sections import ObjectiveSpec, Spec
+from gpmodels.validation import labels_to_targets
 
 __all__ = ["run_cv", "build_learn_options", "cv_partition", "checkpoint_identity", "iteration_reporter",
            "learning_metrics"]
@@ -72,11 +80,15 @@ def checkpoint_identity(resolved: Spec, data: Dataset) -> dict:
 
 def iteration_reporter(say, bar, prefix=""):
     """``on_iteration`` of the learner: a message per outer iteration and the bar moved to it."""
+
     def report(rec):
         bar.outer(rec)
-        say(f"{prefix}iteration {rec.iteration}: Ψ = {rec.value:.6g}, max|∇Ψ| = {rec.grad_norm:.3g}, "
+        say(
+            f"{prefix}iteration {rec.iteration}: Ψ = {rec.value:.6g}, max|∇Ψ| = {rec.grad_norm:.3g}, "
             f"{rec.evaluations} evaluation{'s' if rec.evaluations != 1 else ''} ({rec.failed} failed), "
-            f"{rec.seconds:.1f} s")
+            f"{rec.seconds:.1f} s"
+        )
+
     return report
 
 
@@ -103,8 +115,11 @@ def run_cv(spec: Spec, data: Dataset, base_dir: Path | None, say) -> RunOutcome:
     prior = build_prior(resolved.model, data.X_train, base_dir, tree=tree)
     if c.learn_sigma2:
         if not (attrs.has(type(prior)) and "learn_sigma2" in attrs.fields_dict(type(prior))):
-            raise SpecError(f"prior {spec.model.prior!r} has no `learn_sigma2` setting; learn σ² inside the prior "
-                            "(e.g. Intercept(op, σ², learn=True)) and drop this key", "objective.cv.learn_sigma2")
+            raise SpecError(
+                f"prior {spec.model.prior!r} has no `learn_sigma2` setting; learn σ² inside the prior "
+                "(e.g. Intercept(op, σ², learn=True)) and drop this key",
+                "objective.cv.learn_sigma2",
+            )
         prior = attrs.evolve(prior, learn_sigma2=True)
     likelihood = build_likelihood(resolved.model)
     options = build_learn_options(resolved.objective)
@@ -124,8 +139,10 @@ def run_cv(spec: Spec, data: Dataset, base_dir: Path | None, say) -> RunOutcome:
     if res.resumed_from is not None:
         say(f"resumed from the checkpoint of outer iteration {res.resumed_from}")
     learn_s = time.perf_counter() - t
-    say(f"learned in {res.outer.iteration} iterations, {res.outer.evaluations} evaluations "
-        f"({res.outer.failed} failed): Ψ {res.history[0].value:.6g} -> {res.psi:.6g} ({res.message})")
+    say(
+        f"learned in {res.outer.iteration} iterations, {res.outer.evaluations} evaluations "
+        f"({res.outer.failed} failed): Ψ {res.history[0].value:.6g} -> {res.psi:.6g} ({res.message})"
+    )
     t = time.perf_counter()
     with say.bar(options.final.max_iter, "final fit: Newton") as bar:
         model = fit_learned(res, likelihood, Y, options, on_iteration=bar.newton)
@@ -134,18 +151,24 @@ def run_cv(spec: Spec, data: Dataset, base_dir: Path | None, say) -> RunOutcome:
     say(f"final fit: {diag.iterations} Newton iterations, {diag.mvm_count} MVMs, {fit_s:.2f} s ({diag.message})")
     P = model.predict_proba(data.X_test)
     metrics.update({f"hyper.{k}": v for k, v in res.hyperparameters().items()})
-    metrics.update({"psi_start": res.history[0].value, "psi_learned": res.psi,
-                    "final_newton_iterations": diag.iterations, "final_mvm_count": diag.mvm_count,
-                    "final_converged": bool(diag.converged), "final_phi": float(model.result.phi)})
+    metrics.update(
+        {"psi_start": res.history[0].value, "psi_learned": res.psi, "final_newton_iterations": diag.iterations,
+         "final_mvm_count": diag.mvm_count, "final_converged": bool(diag.converged),
+         "final_phi": float(model.result.phi)}
+    )
     diagnostics = {"learning": [r.as_dict() for r in res.history], "learning_message": res.message,
                    "final_fit": diag.as_dict()}
     if spec.evaluation.train_scores:
         from gpmodels.scoring import metrics as M
+
         tr = M.classification_report(likelihood.predict(model.result.u), data.y_train)
         metrics.update({f"train_{k}": v for k, v in tr.items()})
     metrics.update(learning_metrics([res]))
-    metrics.update({"learning_wall_seconds": learn_s, "final_fit_seconds": fit_s,
-                    "resumed_from_iteration": res.resumed_from, "folds": c.folds})
-    return RunOutcome(metrics, P, diagnostics, resolved, save=map_saver(data, model.operator, likelihood, model.alpha, tree=tree),
+    metrics.update(
+        {"learning_wall_seconds": learn_s, "final_fit_seconds": fit_s, "resumed_from_iteration": res.resumed_from,
+         "folds": c.folds}
+    )
+    return RunOutcome(metrics, P, diagnostics, resolved,
+                      save=map_saver(data, model.operator, likelihood, model.alpha, tree=tree),
                       traces={"Psi": [r.value for r in res.history]},
                       paths=(tuple(res.names), np.array([r.x for r in res.history])))

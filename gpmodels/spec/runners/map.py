@@ -13,8 +13,14 @@ from gpmodels.data.datasets import Dataset
 from gpmodels.inference.map.em import fit_em
 from gpmodels.inference.map.model import fit_map
 from gpmodels.scoring import metrics as M
-from gpmodels.spec.build import (build_likelihood, build_newton_options, build_operator, build_pseudo_targets,
-                                 build_tree, resolve_model)
+from gpmodels.spec.build import (
+    build_likelihood,
+    build_newton_options,
+    build_operator,
+    build_pseudo_targets,
+    build_tree,
+    resolve_model,
+)
 from gpmodels.spec.outcome import RunOutcome, map_saver
 from gpmodels.spec.runners.unifying import evaluate, targets
 from gpmodels.spec.sections import Spec

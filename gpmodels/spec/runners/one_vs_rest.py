@@ -3,7 +3,8 @@
 Task c is a two-class softmax model of class c against the rest, with the independent prior of
 ``model`` (its hyperparameters the starting point of every task).  With ``objective.learn`` (the
 default) every task learns its hyperparameters by the CV criterion Ψ with the ``objective.cv``
-settings on the same fold partition, then the final fit with ``objective.newton``; with ``learn: false`` every task is fitted at the given hyperparameters.  Prediction:
+settings on the same fold partition, then the final fit with ``objective.newton``; with ``learn: false`` every task
+is fitted at the given hyperparameters.  Prediction:
 the largest P̂_c(+1 | x) (``inference/one_vs_rest.py``).
 
 With ``objective.cv.checkpoint`` task c checkpoints to ``<report folder>/checkpoint-class<c>.npz``;
@@ -23,11 +24,23 @@ import numpy as np
 
 from gpmodels.data.datasets import Dataset
 from gpmodels.inference.cv.learn import Checkpointing, fit_learned, learn_hyperparameters
-from gpmodels.inference.cv.one_vs_rest import OneVsRestModel, binary_targets, check_one_vs_rest, fit_binary_task, task_checkpoint
+from gpmodels.inference.cv.one_vs_rest import (
+    OneVsRestModel,
+    binary_targets,
+    check_one_vs_rest,
+    fit_binary_task,
+    task_checkpoint,
+)
 from gpmodels.persistence import save_one_vs_rest_model
 from gpmodels.spec.build import build_binary_operator, build_likelihood, build_newton_options, resolve_model
 from gpmodels.spec.outcome import RunOutcome
-from gpmodels.spec.runners.cv import build_learn_options, checkpoint_identity, cv_partition, iteration_reporter, learning_metrics
+from gpmodels.spec.runners.cv import (
+    build_learn_options,
+    checkpoint_identity,
+    cv_partition,
+    iteration_reporter,
+    learning_metrics,
+)
 from gpmodels.spec.sections import Spec
 
 __all__ = ["run_one_vs_rest"]
@@ -41,8 +54,10 @@ def _learn(spec: Spec, resolved: Spec, data: Dataset, op2, likelihood, y, names,
     if c.checkpoint:
         checkpoint = Checkpointing(Path(spec.output.dir) / "checkpoint.npz", resume=c.resume == "auto",
                                    identity=checkpoint_identity(resolved, data))
-    say(f"one-vs-rest: {len(names)} binary tasks, {op2.params.size} hyperparameters each "
-        f"({', '.join(op2.param_names)}), learned by {c.folds}-fold CV")
+    say(
+        f"one-vs-rest: {len(names)} binary tasks, {op2.params.size} hyperparameters each "
+        f"({', '.join(op2.param_names)}), learned by {c.folds}-fold CV"
+    )
     models, learned = [], []
     for k, name in enumerate(names):
         Yk = binary_targets(y, k)
@@ -54,15 +69,19 @@ def _learn(spec: Spec, resolved: Spec, data: Dataset, op2, likelihood, y, names,
         with say.bar(options.final.max_iter, f"class {name}: final fit") as bar:
             model = fit_learned(res, likelihood, Yk, options, on_iteration=bar.newton)
         diag = model.result.diagnostics
-        say(f"class {name}: Ψ {res.history[0].value:.6g} -> {res.psi:.6g} in {res.outer.iteration} iterations "
-            f"({res.message}); final fit {diag.iterations} Newton iterations ({diag.message})")
+        say(
+            f"class {name}: Ψ {res.history[0].value:.6g} -> {res.psi:.6g} in {res.outer.iteration} iterations "
+            f"({res.message}); final fit {diag.iterations} Newton iterations ({diag.message})"
+        )
         models.append(model)
         learned.append(res)
     metrics = {}
     for k, r in enumerate(learned):
         metrics.update({f"hyper.class{k}.{key}": v for key, v in r.hyperparameters().items()})
-    metrics.update({"psi_start": sum(r.history[0].value for r in learned), "psi_learned": sum(r.psi for r in learned),
-                    **learning_metrics(learned), "resumed_from_iteration": learned[0].resumed_from, "folds": c.folds})
+    metrics.update(
+        {"psi_start": sum(r.history[0].value for r in learned), "psi_learned": sum(r.psi for r in learned),
+         **learning_metrics(learned), "resumed_from_iteration": learned[0].resumed_from, "folds": c.folds}
+    )
     diagnostics = {"learning": {f"class{k}": [x.as_dict() for x in r.history] for k, r in enumerate(learned)},
                    "learning_messages": {f"class{k}": r.message for k, r in enumerate(learned)}}
     traces = {"Psi": {f"class {name}": [x.value for x in r.history] for name, r in zip(names, learned)}}
@@ -75,8 +94,11 @@ def _fit(resolved: Spec, op2, likelihood, y, names, say):
     models = []
     for k, name in enumerate(names):
         with say.bar(o.newton.max_iter, f"class {name}: Newton") as bar:
-            models.append(fit_binary_task(op2, likelihood, y, k, build_newton_options(o), method=o.method,
-                                          on_iteration=bar.newton))
+            models.append(
+                fit_binary_task(
+                    op2, likelihood, y, k, build_newton_options(o), method=o.method, on_iteration=bar.newton
+                )
+            )
     traces = {"Phi": {f"class {name}": list(m.result.diagnostics.phi) for name, m in zip(names, models)}}
     return OneVsRestModel(tuple(models)), {}, {}, traces
 
@@ -97,12 +119,13 @@ def run_one_vs_rest(spec: Spec, data: Dataset, base_dir: Path | None, say) -> Ru
     t = time.perf_counter()
     P = ovr.predict_proba(data.X_test)
     diags = [m.result.diagnostics for m in ovr.models]
-    metrics.update({"fit_seconds": wall, "predict_seconds": time.perf_counter() - t,
-                    "final_fit_seconds": float(sum(d.seconds for d in diags)),
-                    "final_newton_iterations": int(sum(d.iterations for d in diags)),
-                    "final_mvm_count": int(sum(d.mvm_count for d in diags)),
-                    "final_converged": all(d.converged for d in diags),
-                    "final_phi": float(sum(m.result.phi for m in ovr.models))})
+    metrics.update(
+        {"fit_seconds": wall, "predict_seconds": time.perf_counter() - t,
+         "final_fit_seconds": float(sum(d.seconds for d in diags)),
+         "final_newton_iterations": int(sum(d.iterations for d in diags)),
+         "final_mvm_count": int(sum(d.mvm_count for d in diags)), "final_converged": all(d.converged for d in diags),
+         "final_phi": float(sum(m.result.phi for m in ovr.models))}
+    )
     diagnostics["final_fit"] = {f"class{k}": d.as_dict() for k, d in enumerate(diags)}
 
     def save(folder: Path):

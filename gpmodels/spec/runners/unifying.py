@@ -19,14 +19,14 @@ from gpmodels.data.datasets import Dataset
 from gpmodels.errors import SpecError
 from gpmodels.hyperparameters import natural_values
 from gpmodels.inference.marginal.laplace import laplace_mlm, learn_laplace
-from gpmodels.inference.mkl.algorithms import algorithm1, alternating, criterion_at, learn_weights
 from gpmodels.inference.marginal.vb import learn_vb, vb_criterion
+from gpmodels.inference.mkl.algorithms import algorithm1, alternating, criterion_at, learn_weights
 from gpmodels.likelihoods.softmax import Softmax
 from gpmodels.operators.sum import Sum
-from gpmodels.validation import labels_to_targets
 from gpmodels.spec.build import _tree_needed_by, build_likelihood, build_operator, build_tree, resolve_model
 from gpmodels.spec.outcome import RunOutcome, map_saver
 from gpmodels.spec.sections import REGRESSION_LIKELIHOODS, Spec
+from gpmodels.validation import labels_to_targets
 
 __all__ = ["targets", "evaluate", "run_laplace", "run_vb", "run_kernel_weights"]
 
@@ -154,7 +154,8 @@ def run_vb(spec: Spec, data: Dataset, base_dir: Path | None, say) -> RunOutcome:
         say(f"learned by L-BFGS: {hr.iterations} iterations, {hr.evaluations} evaluations ({hr.message})")
     res = vb_criterion(op, lik, Y, o.vb.options(), gradient=False)
     seconds = time.perf_counter() - t
-    say(f"VB bound φ = {res.phi:.6g} (>= -2 log P(y|θ)), {res.outer_iterations} double-loop iterations, {seconds:.2f} s")
+    say(f"VB bound φ = {res.phi:.6g} (>= -2 log P(y|θ)), {res.outer_iterations} double-loop iterations, "
+        f"{seconds:.2f} s")
     metrics = {"phi_vb": res.phi, "fit_seconds": seconds,
                **_hyper_metrics(res.param_names, np.concatenate([op.params, lik.params]))}
     return _finish(spec, data, resolved, op, lik, res.alpha, metrics, diag, say, tree)

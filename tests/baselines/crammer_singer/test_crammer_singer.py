@@ -4,16 +4,16 @@ import cvxpy as cp
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from hypothesis import example, given, settings, strategies as st
+from conftest import toy_classification
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
-from gpmodels.baselines.crammer_singer.solver import CSOptions, compiled_available, cooling_schedule, fit_crammer_singer
 from gpmodels.baselines.crammer_singer.kernel_cache import KernelRows
 from gpmodels.baselines.crammer_singer.reduced_problem import solve_exact, solve_fixed_point, theta_exact
+from gpmodels.baselines.crammer_singer.solver import CSOptions, compiled_available, cooling_schedule, fit_crammer_singer
 from gpmodels.errors import InputError
 from gpmodels.kernels import RBF, Linear, Polynomial, Precomputed
 from gpmodels.kernels.precomputed import index_inputs
-
-from conftest import toy_classification
 
 
 def _sorting_reference(D):
@@ -33,8 +33,16 @@ def _sorting_reference(D):
 finite = st.floats(-50, 50, allow_nan=False, allow_infinity=False)
 
 #: both engines of the Fig. 4 loop; the compiled one only where the C extension was built
-ENGINES = ["numpy", pytest.param("compiled", marks=pytest.mark.skipif(
-    not compiled_available(), reason="C extension gpmodels.baselines.crammer_singer._core not built (no C compiler at install)"))]
+ENGINES = [
+    "numpy",
+    pytest.param(
+        "compiled",
+        marks=pytest.mark.skipif(
+            not compiled_available(),
+            reason="C extension gpmodels.baselines.crammer_singer._core not built (no C compiler at install)",
+        ),
+    ),
+]
 
 
 @given(st.lists(finite, min_size=2, max_size=70), st.floats(1e-10, 1e-3))
@@ -62,8 +70,10 @@ def test_reduced_problem_against_cvxpy(D):
     nu = cp.Variable(D.size)
     # tight solver tolerances: at a degenerate vertex (D = [0, 1]: ν ≤ D active with a zero multiplier)
     # CLARABEL's defaults stop 2e-5 away from the solution, the size of the tolerance below
-    cp.Problem(cp.Minimize(cp.sum_squares(nu)), [nu <= D, cp.sum(nu) == D.sum() - 1]).solve(
-        solver="CLARABEL", tol_gap_abs=1e-12, tol_gap_rel=1e-12, tol_feas=1e-12)
+    cp.Problem(cp.Minimize(cp.sum_squares(nu)), [nu <= D, cp.sum(nu) == D.sum() - 1]).solve(solver="CLARABEL",
+                                                                                            tol_gap_abs=1e-12,
+                                                                                            tol_gap_rel=1e-12,
+                                                                                            tol_feas=1e-12)
     np.testing.assert_allclose(solve_exact(D), nu.value, atol=1e-5 * (1 + np.abs(D).max()))
 
 
@@ -128,13 +138,13 @@ def test_dual_against_cvxpy(kernel_name, solver, engine):
     assert np.array_equal(np.argmax(ours, axis=1)[clear], np.argmax(ref_scores, axis=1)[clear])
 
 
-@pytest.mark.parametrize("opts", [
-    dict(selection="cyclic", active_set=False, cooling="none", cache_mb=0.0),
-    dict(active_set=False, cooling="none", cache_mb=0.0),
-    dict(active_set=True, cooling="exponential", cache_mb=0.0),
-    dict(active_set=True, cooling="linear", epsilon0=0.01, cache_mb=0.01),
-    dict(active_set=True, cooling="logarithmic", sparse="sparse"),
-])
+@pytest.mark.parametrize(
+    "opts",
+    [dict(selection="cyclic", active_set=False, cooling="none", cache_mb=0.0),
+     dict(active_set=False, cooling="none", cache_mb=0.0), dict(active_set=True, cooling="exponential", cache_mb=0.0),
+     dict(active_set=True, cooling="linear", epsilon0=0.01, cache_mb=0.01),
+     dict(active_set=True, cooling="logarithmic", sparse="sparse")],
+)
 @pytest.mark.parametrize("engine", ENGINES)
 def test_every_improvement_reaches_the_same_optimum(opts, engine):
     X, y = toy_classification(60, 3, d=4, seed=5, spread=1.5)
@@ -153,17 +163,17 @@ def test_cooling_schedules():
     for kind in ("exponential", "linear", "logarithmic"):
         s = cooling_schedule(kind, 0.999, 1e-3, 100_000)
         assert s[0] == 0.999 and s[-1] == 1e-3 and all(a > b for a, b in zip(s, s[1:]))
-    assert len(cooling_schedule("exponential", 0.999, 1e-3, 100_000)) == 8   # e^-7 < 1e-3
-    assert len(cooling_schedule("linear", 0.999, 1e-3, 100_000)) == 999   # 0.999/(t+1) > 1e-3 for t < 998, then ε
+    assert len(cooling_schedule("exponential", 0.999, 1e-3, 100_000)) == 8  # e^-7 < 1e-3
+    assert len(cooling_schedule("linear", 0.999, 1e-3, 100_000)) == 999  # 0.999/(t+1) > 1e-3 for t < 998, then ε
 
 
 def test_kernel_row_cache_is_lru_and_bounded():
     X = np.random.default_rng(0).normal(size=(50, 3))
     k = RBF(w=0.5)
-    rows = KernelRows(k, X, memory_mb=3 * 50 * 8 / 2**20)   # room for exactly 3 rows
+    rows = KernelRows(k, X, memory_mb=3 * 50 * 8 / 2**20)  # room for exactly 3 rows
     assert rows.capacity == 3
     G = k.gram(X, X)
-    for p in (0, 1, 2, 0, 3):   # 1 is the least recently used when 3 arrives
+    for p in (0, 1, 2, 0, 3):  # 1 is the least recently used when 3 arrives
         np.testing.assert_allclose(rows.row(p), G[p], atol=1e-12)
     assert rows.hits == 1 and rows.misses == 4 and rows.evictions == 1
     rows.row(1)

@@ -13,19 +13,21 @@ from pathlib import Path
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from hypothesis import given, settings, strategies as st
+from conftest import toy_classification
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from gpmodels.baselines.crammer_singer import loops as cs_loops
-from gpmodels.baselines.crammer_singer.solver import CSOptions, compiled_available, fit_crammer_singer
 from gpmodels.baselines.crammer_singer.kernel_cache import KernelRows
+from gpmodels.baselines.crammer_singer.solver import CSOptions, compiled_available, fit_crammer_singer
 from gpmodels.errors import InputError
 from gpmodels.kernels import RBF, Linear, Precomputed
 from gpmodels.kernels.precomputed import index_inputs
 
-from conftest import toy_classification
-
-needs_compiled = pytest.mark.skipif(not compiled_available(),
-                                    reason="C extension gpmodels.baselines.crammer_singer._core not built (no C compiler at install)")
+needs_compiled = pytest.mark.skipif(
+    not compiled_available(),
+    reason="C extension gpmodels.baselines.crammer_singer._core not built (no C compiler at install)",
+)
 
 
 def _compiler_setuptools_would_use():
@@ -38,8 +40,10 @@ def test_extension_is_built_where_it_can_be():
     headers = Path(sysconfig.get_paths()["include"]) / "Python.h"
     if _compiler_setuptools_would_use() is None or not headers.exists():
         pytest.skip("no C compiler or no Python.h here: the numpy engine is the one in use")
-    assert compiled_available(), ("a C compiler and Python.h are present but gpmodels.baselines.crammer_singer._core did not "
-                                  "import: reinstall (pip install -e .) and read the build output")
+    assert compiled_available(), (
+        "a C compiler and Python.h are present but gpmodels.baselines.crammer_singer._core did not "
+        "import: reinstall (pip install -e .) and read the build output"
+    )
 
 
 def _problem(kind, m, k, d, seed):
@@ -164,9 +168,10 @@ def test_compiled_solver_refuses_bad_buffers():
                 fp_max_iter=100, exact=False, active=True)
     cs_loops._cs_core.Solver(**good)
     for change, err in [(dict(F=st_.Fk.astype(np.float32)), TypeError), (dict(pool=np.empty((2, m + 1))), ValueError),
-                        (dict(y=np.array([0, 1, 5, 0, 1])), ValueError), (dict(perm=np.zeros(m, dtype=np.int64)), ValueError),
-                        (dict(fill=None), TypeError), (dict(gram=np.eye(m + 1)), ValueError),
-                        (dict(n_active=m + 1), ValueError), (dict(lru=False), ValueError)]:
+                        (dict(y=np.array([0, 1, 5, 0, 1])), ValueError),
+                        (dict(perm=np.zeros(m, dtype=np.int64)), ValueError), (dict(fill=None), TypeError),
+                        (dict(gram=np.eye(m + 1)), ValueError), (dict(n_active=m + 1), ValueError),
+                        (dict(lru=False), ValueError)]:
         with pytest.raises(err):
             cs_loops._cs_core.Solver(**{**good, **change})
 

@@ -5,21 +5,36 @@ import itertools
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from tree_strategies import random_trees
 
-from gpmodels.baselines.hm3.solver import HM3Options, fit_hm3
-from gpmodels.baselines.hm3.inference import (best_labelings, best_single_paths, edge_losses, edge_onehot,
-                                              labeling_scores, node_max_marginals)
+from gpmodels.baselines.hm3.inference import (
+    best_labelings,
+    best_single_paths,
+    edge_losses,
+    edge_onehot,
+    labeling_scores,
+    node_max_marginals,
+)
 from gpmodels.baselines.hm3.lp import DirectionLP, solve_marginal_qp
 from gpmodels.baselines.hm3.node_svms import fit_node_svms, top_down_consistent
+from gpmodels.baselines.hm3.solver import HM3Options, fit_hm3
 from gpmodels.errors import HierarchyError, InputError
 from gpmodels.hierarchy import ClassTree
 from gpmodels.kernels import RBF
-from gpmodels.scoring.multilabel import (check_multilabels, h_loss, htilde_loss, micro_prf, multilabel_report,
-                                 node_weights, paths_to_multilabels, per_level_prf, symmetric_difference_loss,
-                                 zero_one_loss)
-
-from tree_strategies import random_trees
+from gpmodels.scoring.multilabel import (
+    check_multilabels,
+    h_loss,
+    htilde_loss,
+    micro_prf,
+    multilabel_report,
+    node_weights,
+    paths_to_multilabels,
+    per_level_prf,
+    symmetric_difference_loss,
+    zero_one_loss,
+)
 
 SMALL_TREE = [("root", "a"), ("root", "b"), ("a", "a1"), ("a", "a2"), ("b", "b1"), ("a1", "x")]
 

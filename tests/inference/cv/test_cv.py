@@ -9,22 +9,21 @@ tolerances against finite differences of the same); each entry is a factory (X, 
 
 import numpy as np
 import pytest
+from conftest import toy_classification
+from minimal_operator import DenseTestOperator
 
+from gpmodels.data.splits import kfold_partition
 from gpmodels.errors import InputError
+from gpmodels.hierarchy import ClassTree
 from gpmodels.inference.cv.criterion import CVOptions, CVState, check_partition, cv_criterion
 from gpmodels.inference.map.newton_cg import NewtonOptions
 from gpmodels.kernels.linear import Linear, Polynomial
 from gpmodels.kernels.rbf import ARD, RBF
 from gpmodels.kernels.representations import RepresentationConfig
 from gpmodels.likelihoods.softmax import Softmax
-from gpmodels.data.splits import kfold_partition
-from gpmodels.hierarchy import ClassTree
 from gpmodels.priors.anova import ANOVAPrior
 from gpmodels.priors.coupled import CoupledPrior
 from gpmodels.priors.independent import IndependentGP
-
-from conftest import toy_classification
-from minimal_operator import DenseTestOperator
 
 TIGHT = NewtonOptions(max_iter=100, cg_max_iter=600, cg_tol=1e-14, cg_forcing=0.0, grad_tol=1e-12, phi_rtol=0.0)
 EXACT = CVOptions(newton=TIGHT, method="exact", fail_tol=1e-8)

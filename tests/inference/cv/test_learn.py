@@ -3,20 +3,19 @@ one set of hyperparameters per binary task; bad input is refused."""
 
 import numpy as np
 import pytest
+from conftest import toy_classification
 
 from gpmodels import metrics as M
+from gpmodels.data.splits import kfold_partition
 from gpmodels.errors import InputError
 from gpmodels.inference.cv.criterion import CVOptions
 from gpmodels.inference.cv.learn import Checkpointing, LearnOptions, fit_learned, learn_hyperparameters
-from gpmodels.inference.map.newton_cg import NewtonOptions
 from gpmodels.inference.cv.one_vs_rest import binary_targets, learn_one_vs_rest
-from gpmodels.optimize.lbfgs import OuterOptions
+from gpmodels.inference.map.newton_cg import NewtonOptions
 from gpmodels.kernels.rbf import RBF
 from gpmodels.likelihoods.softmax import Softmax
-from gpmodels.data.splits import kfold_partition
+from gpmodels.optimize.lbfgs import OuterOptions
 from gpmodels.priors.independent import IndependentGP
-
-from conftest import toy_classification
 
 OPTIONS = LearnOptions(cv=CVOptions(newton=NewtonOptions(max_iter=20, cg_max_iter=40, grad_tol=1e-6)),
                        outer=OuterOptions(max_iter=8))

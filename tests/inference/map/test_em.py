@@ -3,6 +3,7 @@ plain fit, flat and ANOVA priors, and clear errors for bad pseudo-targets."""
 
 import numpy as np
 import pytest
+from conftest import toy_classification
 from scipy.special import softmax
 
 from gpmodels.errors import HierarchyError, InputError
@@ -13,8 +14,6 @@ from gpmodels.kernels.rbf import RBF
 from gpmodels.likelihoods.softmax import Softmax
 from gpmodels.likelihoods.uncertain import PseudoTargets, coarsen_labels
 from gpmodels.priors import ANOVAPrior, IndependentGP
-
-from conftest import toy_classification
 
 EDGES = [("root", "a"), ("root", "b"), ("root", "c"), ("a", "a1"), ("a", "a2"), ("a2", "a21"), ("a2", "a22"),
          ("b", "b1"), ("b", "b2")]

@@ -3,19 +3,16 @@
 import attrs
 import numpy as np
 import pytest
+from conftest import toy_classification
 
 from gpmodels.errors import InputError
-from gpmodels.linalg.cg import cg
 from gpmodels.inference.map.exact_newton import exact_newton, exact_newton_solve
 from gpmodels.inference.map.model import fit_map
 from gpmodels.inference.map.newton_cg import NewtonOptions, newton_cg
 from gpmodels.kernels.rbf import RBF
 from gpmodels.likelihoods.softmax import Softmax
-from gpmodels.operators.blockdiag import BlockDiagonal
-from gpmodels.operators.intercept import Intercept
+from gpmodels.linalg.cg import cg
 from gpmodels.priors.independent import IndependentGP
-
-from conftest import toy_classification
 
 TIGHT = NewtonOptions(max_iter=100, cg_max_iter=500, cg_tol=1e-13, cg_forcing=0.0, grad_tol=1e-10, phi_rtol=0.0)
 

@@ -3,7 +3,11 @@ with each of them against dense / exact references, for flat, ANOVA and coupled 
 
 import numpy as np
 import pytest
-from hypothesis import given, strategies as st
+from conftest import toy_classification
+from hypothesis import given
+from hypothesis import strategies as st
+from oracles import dense_softmax_map
+from tree_strategies import random_trees
 
 from gpmodels.errors import InputError
 from gpmodels.hierarchy import ClassTree
@@ -14,10 +18,6 @@ from gpmodels.kernels.linear import Linear
 from gpmodels.kernels.rbf import RBF
 from gpmodels.likelihoods.softmax import Softmax
 from gpmodels.priors import ANOVAPrior, CoupledPrior, IndependentGP
-
-from conftest import toy_classification
-from oracles import dense_softmax_map
-from tree_strategies import random_trees
 
 TREE = [("r", "a"), ("r", "b"), ("r", "c"), ("a", "a1"), ("a", "a2"), ("a2", "x"), ("a2", "y"), ("b", "b1"),
         ("b", "b2"), ("b", "b3")]
@@ -32,13 +32,11 @@ def _separate(X, C):
 
 
 def _operators(X, C, tree):
-    return {
-        "flat": IndependentGP(RBF(0.3), "semi", [2.0 + c for c in range(C)], 0.5).operator(X, C),
-        "separate": _separate(X, C),
-        "anova": ANOVAPrior(tree, Linear(), "level", [4.0, 2.0, 1.0], sigma2=0.5).operator(X, C),
-        "coupled": CoupledPrior(RBF(0.3), init="random", seed=3, variance=3.0, sigma2=0.2).operator(X, C),
-        "loadings": CoupledPrior(RBF(0.3), n_factors=3, tree=tree, variance=3.0).operator(X, C),
-    }
+    return {"flat": IndependentGP(RBF(0.3), "semi", [2.0 + c for c in range(C)], 0.5).operator(X, C),
+            "separate": _separate(X, C),
+            "anova": ANOVAPrior(tree, Linear(), "level", [4.0, 2.0, 1.0], sigma2=0.5).operator(X, C),
+            "coupled": CoupledPrior(RBF(0.3), init="random", seed=3, variance=3.0, sigma2=0.2).operator(X, C),
+            "loadings": CoupledPrior(RBF(0.3), n_factors=3, tree=tree, variance=3.0).operator(X, C)}
 
 
 def _dense_system(op, hf):

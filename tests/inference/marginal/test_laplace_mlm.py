@@ -2,18 +2,17 @@
 
 import numpy as np
 import pytest
+from minimal_operator import DenseTestOperator
 
 from gpmodels.errors import InputError
-from gpmodels.optimize.objective import JointParams
 from gpmodels.inference.marginal.laplace import LaplaceOptions, laplace_mlm, learn_laplace
+from gpmodels.kernels.linear import Linear
 from gpmodels.kernels.rbf import RBF
 from gpmodels.likelihoods import Gaussian, Laplace, Logistic, Softmax, StudentT
 from gpmodels.operators.blockdiag import BlockDiagonal
 from gpmodels.operators.intercept import Intercept
 from gpmodels.operators.sum import Sum
-from gpmodels.kernels.linear import Linear
-
-from minimal_operator import DenseTestOperator
+from gpmodels.optimize.objective import JointParams
 
 EXACT = LaplaceOptions(path="exact")
 
@@ -98,12 +97,14 @@ def test_softmax_determinant_is_complete():
 def test_binary_against_scikit_learn():
     """log q and its gradient against scikit-learn's GaussianProcessClassifier (same kernel)."""
     from sklearn.gaussian_process import GaussianProcessClassifier
-    from sklearn.gaussian_process.kernels import RBF as skRBF, ConstantKernel
+    from sklearn.gaussian_process.kernels import RBF as skRBF
+    from sklearn.gaussian_process.kernels import ConstantKernel
 
     X, yb, _, _ = _data(60, seed=4)
     v, w = 2.5, 0.8
     op = BlockDiagonal.from_sharing(X, RBF(w), 1, "tied", v)
-    gpc = GaussianProcessClassifier(ConstantKernel(v) * skRBF(1 / np.sqrt(w)), optimizer=None).fit(X, (yb > 0).astype(int))
+    gpc = GaussianProcessClassifier(ConstantKernel(v) * skRBF(1 / np.sqrt(w)), optimizer=None).fit(X,
+                                                                                                   (yb > 0).astype(int))
     sk_value, sk_grad = gpc.log_marginal_likelihood(gpc.kernel_.theta, eval_gradient=True)
     res = laplace_mlm(op, Logistic(), yb, EXACT)
     assert res.log_marginal == pytest.approx(sk_value, rel=1e-8)

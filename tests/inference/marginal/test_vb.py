@@ -7,13 +7,13 @@ import numpy as np
 import pytest
 
 from gpmodels.errors import InputError
-from gpmodels.optimize.objective import JointParams
 from gpmodels.inference.marginal.vb import VBOptions, gamma_bound, learn_vb, vb_criterion
 from gpmodels.kernels.rbf import RBF
 from gpmodels.likelihoods import Gaussian, Laplace, Logistic, SmoothedHinge, Softmax, StudentT
 from gpmodels.likelihoods.smoothed import VarianceSmoothed
 from gpmodels.operators.blockdiag import BlockDiagonal
 from gpmodels.operators.intercept import Intercept
+from gpmodels.optimize.objective import JointParams
 
 
 def _data(n=30, seed=0):
@@ -51,7 +51,9 @@ def test_gradient_against_finite_differences_and_monotone_double_loop(name):
         xp, xm = x0.copy(), x0.copy()
         xp[p] += h
         xm[p] -= h
-        fd[p] = (vb_criterion(*J.build(xp), y, gradient=False).phi - vb_criterion(*J.build(xm), y, gradient=False).phi) / (2 * h)
+        fd[p] = (
+            vb_criterion(*J.build(xp), y, gradient=False).phi - vb_criterion(*J.build(xm), y, gradient=False).phi
+        ) / (2 * h)
     np.testing.assert_allclose(res.gradient, fd, rtol=1e-4, atol=1e-4)
 
 

@@ -6,9 +6,9 @@ import pytest
 
 from gpmodels.errors import InputError
 from gpmodels.inference.map.model import fit_map
-from gpmodels.inference.mkl.algorithms import MKLOptions, algorithm1, alternating, criterion_at, learn_weights
 from gpmodels.inference.map.newton_cg import NewtonOptions
 from gpmodels.inference.marginal.vb import vb_criterion
+from gpmodels.inference.mkl.algorithms import MKLOptions, algorithm1, alternating, criterion_at, learn_weights
 from gpmodels.kernels.linear import Linear
 from gpmodels.kernels.rbf import RBF
 from gpmodels.likelihoods import Gaussian, Laplace, Logistic, SmoothedHinge, StudentT
@@ -28,7 +28,8 @@ def _data(n, seed=0):
     return X, yb, yr
 
 
-def _sum(X, kernels=(RBF(0.2), RBF(1.0), Linear()), theta=None):
+def _sum(X, kernels=None, theta=None):
+    kernels = (RBF(0.2), RBF(1.0), Linear()) if kernels is None else kernels
     ops = [BlockDiagonal.from_sharing(X, k, 1, "tied", 1.0) for k in kernels]
     return Sum(ops, np.ones(len(ops)) if theta is None else theta)
 
@@ -126,18 +127,28 @@ def test_gaussian_mlm_against_the_closed_form():
 def test_criterion_gradient_against_finite_differences(criterion, lik_name):
     X, yb, yr = _data(20)
     op = _sum(X, (RBF(0.2), RBF(1.0), RBF(5.0)))
-    lik, y = {"logistic": (Logistic(), yb), "gaussian": (Gaussian(0.1), yr), "student_t": (StudentT(4.0, 0.3), yr)}[lik_name]
+    cases = {"logistic": (Logistic(), yb), "gaussian": (Gaussian(0.1), yr), "student_t": (StudentT(4.0, 0.3), yr)}
+    lik, y = cases[lik_name]
     opts = MKLOptions(criterion=criterion, lam=0.5, p=1.5, tol=1e-14)
     theta = np.array([0.3, 1.2, 0.7])
     _, grad = criterion_at(op, lik, y, theta, opts)
     h = 1e-5
-    fd = [(criterion_at(op, lik, y, theta * np.exp(h * e), opts)[0] - criterion_at(op, lik, y, theta * np.exp(-h * e), opts)[0])
-          / (2 * h) for e in np.eye(3)]
+    fd = [
+        (
+            criterion_at(op, lik, y, theta * np.exp(h * e), opts)[0]
+            - criterion_at(op, lik, y, theta * np.exp(-h * e), opts)[0]
+        )
+        / (2 * h)
+        for e in np.eye(3)
+    ]
     np.testing.assert_allclose(grad, fd, rtol=1e-4, atol=1e-5)
 
 
-@pytest.mark.parametrize("criterion, lik_name", [("mkl", "hinge"), ("joint_map", "logistic"), ("mlm", "gaussian"),
-                                                 ("vb", "logistic"), ("vb", "laplace"), ("vb", "student_t")])
+@pytest.mark.parametrize(
+    "criterion, lik_name",
+    [("mkl", "hinge"), ("joint_map", "logistic"), ("mlm", "gaussian"), ("vb", "logistic"), ("vb", "laplace"),
+     ("vb", "student_t")],
+)
 def test_algorithm1_decreases_monotonically_and_agrees_with_alternating(criterion, lik_name):
     X, yb, yr = _data(25)
     op = _sum(X, (RBF(0.2), RBF(1.0), RBF(5.0)))
