@@ -32,9 +32,9 @@ from gpmodels.optimize.lbfgs import (
     OuterState,
     minimize_outer,
 )
-from gpmodels.optimize.objective import as_objective, log_box
+from gpmodels.optimize.objective import JointObjective, as_objective, log_box
 
-__all__ = ["OptimizeResult", "minimize", "outer_options", "run_identity"]
+__all__ = ["OptimizeResult", "minimize", "minimize_joint", "outer_options", "run_identity"]
 
 
 @attrs.frozen(eq=False)
@@ -154,3 +154,19 @@ def minimize(fun, x0, names, bounds=None, options: OuterOptions | None = None, *
 
     final = minimize_outer(objective.evaluate, x0, bounds, opts, state=state, on_iteration=on_iter, seed=seed)
     return OptimizeResult.from_state(final, names, resumed_from)
+
+
+def minimize_joint(objective: JointObjective, *, x0=None, bounds=None, outer: OuterOptions | None = None,
+                   max_iter: int = 100, tol: float = 1e-6, checkpoint: Checkpointing | None = None,
+                   on_iteration=None) -> tuple[OptimizeResult, object, object]:
+    """:func:`minimize` of a :class:`JointObjective` from ``x0`` (default: the current hyperparameters)
+    in ``bounds`` (default: x0 ± 10 within the operator's own bounds) with ``outer`` (default
+    :func:`outer_options` (max_iter, tol)); returns (result, operator, likelihood) at the optimum."""
+    joint = objective.joint
+    start = joint.x0 if x0 is None else np.asarray(x0, dtype=np.float64)
+    if bounds is None:
+        bounds = log_box(start, param_bounds=joint.bounds, names=joint.names)
+    result = minimize(objective, start, joint.names, bounds, outer or outer_options(max_iter, tol),
+                      checkpoint=checkpoint, on_iteration=on_iteration)
+    op, lik = joint.build(result.x)
+    return result, op, lik

@@ -27,14 +27,17 @@ bounds.
 
 from __future__ import annotations
 
+import abc
 from collections.abc import Callable
 
+import attrs
 import numpy as np
 
 from gpmodels.errors import InputError
+from gpmodels.optimize.checkpoint import digest_array, probe_operator
 from gpmodels.optimize.lbfgs import Trial
 
-__all__ = ["DEFAULT_BOX", "FunctionObjective", "JointParams", "as_objective", "log_box"]
+__all__ = ["DEFAULT_BOX", "FunctionObjective", "JointParams", "JointObjective", "as_objective", "log_box"]
 
 #: default half-width of the box around the start, in log units (e^10 ≈ 2.2e4).
 DEFAULT_BOX = 10.0
@@ -114,3 +117,42 @@ class JointParams:
         op = self.op.with_params(x[: self.n_op]) if self.n_op else self.op
         lik = self.lik.with_params(x[self.n_op:]) if x.size > self.n_op else self.lik
         return op, lik
+
+
+class JointObjective(abc.ABC):
+    """An objective over the joint (operator, likelihood) log-space vector whose inner state warm-starts
+    the next evaluation (the Laplace mode, the VB variational state).
+
+    Subclasses set ``criterion`` (its name in the checkpoint identity) and implement
+    ``_evaluate(op, lik, seed) -> (value, gradient, inner, info)`` at the hyperparameters of x; an
+    evaluation that raises a linear-algebra or floating-point error, or gives a non-finite value or
+    gradient, is failed (a right bracket of the line search).
+    """
+
+    criterion = ""
+
+    def __init__(self, op, lik, Y, options):
+        self.joint = JointParams(op, lik)
+        self.Y = lik.check_targets(Y, op.n_points, op.n_classes)
+        self.options = options
+
+    @abc.abstractmethod
+    def _evaluate(self, op, lik, seed) -> tuple:
+        """(value, gradient, inner state, info) of the criterion at ``op``, ``lik``, warm-started at ``seed``."""
+
+    def evaluate(self, x, seed) -> Trial:
+        op, lik = self.joint.build(x)
+        try:
+            value, gradient, inner, info = self._evaluate(op, lik, seed)
+        except (np.linalg.LinAlgError, FloatingPointError) as exc:
+            return Trial(float("nan"), None, False, None, {"message": str(exc)})
+        ok = bool(np.isfinite(value) and np.all(np.isfinite(gradient)))
+        return Trial(value, gradient, ok, inner, info)
+
+    def identity(self) -> dict:
+        op, lik = self.joint.op, self.joint.lik
+        return {"criterion": self.criterion, "n": op.n_points, "C": op.n_classes, "targets": digest_array(self.Y),
+                "likelihood": repr(lik), "operator": type(op).__name__, "options": attrs.asdict(self.options)}
+
+    def probe(self) -> np.ndarray:
+        return probe_operator(self.joint.op)

@@ -68,10 +68,10 @@ from gpmodels.linalg.counting import MVMCounter
 from gpmodels.linalg.dense_posterior import DensePosterior
 from gpmodels.linalg.slq import batched_cg, hutchinson_blocks, rademacher, slq_logdet
 from gpmodels.operators.base import Operator
-from gpmodels.optimize.checkpoint import Checkpointing, digest_array, probe_operator
-from gpmodels.optimize.driver import OptimizeResult, minimize, outer_options
-from gpmodels.optimize.lbfgs import OuterOptions, Trial
-from gpmodels.optimize.objective import JointParams, log_box
+from gpmodels.optimize.checkpoint import Checkpointing
+from gpmodels.optimize.driver import OptimizeResult, minimize_joint
+from gpmodels.optimize.lbfgs import OuterOptions
+from gpmodels.optimize.objective import JointObjective, JointParams
 from gpmodels.validation import (
     MAX_SIZE,
     instance_of,
@@ -370,35 +370,22 @@ def laplace_objective(op: Operator, lik: Likelihood, Y, options: LaplaceOptions 
     return fun, joint
 
 
-class LaplaceObjective:
+class LaplaceObjective(JointObjective):
     """-log q(y | θ) over the joint log-space vector as an outer-optimiser objective
     (``optimize/objective.py``): the inner state is the mode {"alpha": α̂}, and every evaluation
     warm-starts Newton–CG at the seed the optimiser gives (the mode of the last successful evaluation
     to the left), so a resumed run reproduces the uninterrupted one."""
 
+    criterion = "laplace"
+
     def __init__(self, op: Operator, lik: Likelihood, Y, options: LaplaceOptions | None = None):
         lik.check_laplace()
-        self.joint = JointParams(op, lik)
-        self.Y = lik.check_targets(Y, op.n_points, op.n_classes)
-        self.options = options or LaplaceOptions()
+        super().__init__(op, lik, Y, options or LaplaceOptions())
 
-    def evaluate(self, x, seed) -> Trial:
-        o, lk = self.joint.build(x)
-        try:
-            res = laplace_mlm(o, lk, self.Y, self.options, alpha0=None if seed is None else seed["alpha"])
-        except (np.linalg.LinAlgError, FloatingPointError) as exc:
-            return Trial(float("nan"), None, False, None, {"message": str(exc)})
-        ok = bool(np.isfinite(res.log_marginal) and np.all(np.isfinite(res.gradient)))
+    def _evaluate(self, op, lik, seed):
+        res = laplace_mlm(op, lik, self.Y, self.options, alpha0=None if seed is None else seed["alpha"])
         info = {"mode_converged": bool(res.mode.converged), "mvms": int(res.mvm_count), "seconds": res.seconds}
-        return Trial(-res.log_marginal, -res.gradient, ok, {"alpha": res.mode.alpha}, info)
-
-    def identity(self) -> dict:
-        op, lik = self.joint.op, self.joint.lik
-        return {"criterion": "laplace", "n": op.n_points, "C": op.n_classes, "targets": digest_array(self.Y),
-                "likelihood": repr(lik), "operator": type(op).__name__, "options": attrs.asdict(self.options)}
-
-    def probe(self) -> np.ndarray:
-        return probe_operator(self.joint.op)
+        return -res.log_marginal, -res.gradient, {"alpha": res.mode.alpha}, info
 
 
 def learn_laplace(op: Operator, lik: Likelihood, Y, options: LaplaceOptions | None = None, *, x0=None,
@@ -409,12 +396,5 @@ def learn_laplace(op: Operator, lik: Likelihood, Y, options: LaplaceOptions | No
     (``outer``, default :func:`outer_options` (max_iter, tol); ``bounds`` default: x0 ± 10 within the
     operator's own bounds; ``checkpoint``, ``on_iteration``: as there); returns (result, op, lik)
     with ``result.value`` = -log q at the learned θ."""
-    objective = LaplaceObjective(op, lik, Y, options)
-    joint = objective.joint
-    start = joint.x0 if x0 is None else np.asarray(x0, dtype=np.float64)
-    if bounds is None:
-        bounds = log_box(start, param_bounds=joint.bounds, names=joint.names)
-    result = minimize(objective, start, joint.names, bounds, outer or outer_options(max_iter, tol),
-                      checkpoint=checkpoint, on_iteration=on_iteration)
-    o, lk = joint.build(result.x)
-    return result, o, lk
+    return minimize_joint(LaplaceObjective(op, lik, Y, options), x0=x0, bounds=bounds, outer=outer, max_iter=max_iter,
+                          tol=tol, checkpoint=checkpoint, on_iteration=on_iteration)

@@ -48,10 +48,10 @@ from gpmodels.likelihoods.diagonal import DiagonalLikelihood
 from gpmodels.likelihoods.smoothed import VarianceSmoothed
 from gpmodels.linalg.dense_posterior import DensePosterior
 from gpmodels.operators.base import Operator
-from gpmodels.optimize.checkpoint import Checkpointing, digest_array, probe_operator
-from gpmodels.optimize.driver import OptimizeResult, minimize, outer_options
-from gpmodels.optimize.lbfgs import OuterOptions, Trial
-from gpmodels.optimize.objective import JointParams, log_box
+from gpmodels.optimize.checkpoint import Checkpointing
+from gpmodels.optimize.driver import OptimizeResult, minimize_joint
+from gpmodels.optimize.lbfgs import OuterOptions
+from gpmodels.optimize.objective import JointObjective, JointParams
 from gpmodels.validation import instance_of, nonnegative_number, positive_int
 
 __all__ = ["VBOptions", "VBResult", "GammaBound", "gamma_bound", "vb_criterion", "vb_objective", "VBObjective",
@@ -183,37 +183,24 @@ def vb_objective(op: Operator, lik: DiagonalLikelihood, Y, options: VBOptions | 
     return fun, joint
 
 
-class VBObjective:
+class VBObjective(JointObjective):
     """φ_VB over the joint log-space vector as an outer-optimiser objective (``optimize/objective.py``):
     the inner state is the variational state {"x": s(u)² + z} (γ = 1/G'(x)), and every evaluation
     warm-starts the double loop at the seed the optimiser gives, so a resumed run reproduces the
     uninterrupted one."""
 
+    criterion = "vb"
+
     def __init__(self, op: Operator, lik: DiagonalLikelihood, Y, options: VBOptions | None = None):
         check_vb_likelihood(lik)
-        self.joint = JointParams(op, lik)
-        self.Y = lik.check_targets(Y, op.n_points, op.n_classes)
-        self.options = options or VBOptions()
+        super().__init__(op, lik, Y, options or VBOptions())
 
-    def evaluate(self, v, seed) -> Trial:
-        o, lk = self.joint.build(v)
-        try:
-            res = vb_criterion(o, lk, self.Y, self.options, x0=None if seed is None else seed["x"])
-        except (np.linalg.LinAlgError, FloatingPointError) as exc:
-            return Trial(float("nan"), None, False, None, {"message": str(exc)})
-        ok = bool(np.isfinite(res.phi) and np.all(np.isfinite(res.gradient)))
-        x = lk.sg_s(res.u, self.Y) ** 2 + res.z
+    def _evaluate(self, op, lik, seed):
+        res = vb_criterion(op, lik, self.Y, self.options, x0=None if seed is None else seed["x"])
+        x = lik.sg_s(res.u, self.Y) ** 2 + res.z
         info = {"double_loop_iterations": res.outer_iterations, "double_loop_converged": res.converged,
                 "seconds": res.seconds}
-        return Trial(res.phi, res.gradient, ok, {"x": x}, info)
-
-    def identity(self) -> dict:
-        op, lik = self.joint.op, self.joint.lik
-        return {"criterion": "vb", "n": op.n_points, "C": op.n_classes, "targets": digest_array(self.Y),
-                "likelihood": repr(lik), "operator": type(op).__name__, "options": attrs.asdict(self.options)}
-
-    def probe(self) -> np.ndarray:
-        return probe_operator(self.joint.op)
+        return res.phi, res.gradient, {"x": x}, info
 
 
 def learn_vb(op: Operator, lik: DiagonalLikelihood, Y, options: VBOptions | None = None, *, x0=None, bounds=None,
@@ -223,12 +210,5 @@ def learn_vb(op: Operator, lik: DiagonalLikelihood, Y, options: VBOptions | None
     """Minimise φ_VB over the joint log-space vector by :func:`gpmodels.optimize.driver` (``outer``,
     default :func:`outer_options` (max_iter, tol); ``bounds`` default: x0 ± 10 within the operator's
     own bounds; ``checkpoint``, ``on_iteration``: as there); returns (result, op, lik)."""
-    objective = VBObjective(op, lik, Y, options)
-    joint = objective.joint
-    start = joint.x0 if x0 is None else np.asarray(x0, dtype=np.float64)
-    if bounds is None:
-        bounds = log_box(start, param_bounds=joint.bounds, names=joint.names)
-    result = minimize(objective, start, joint.names, bounds, outer or outer_options(max_iter, tol),
-                      checkpoint=checkpoint, on_iteration=on_iteration)
-    o, lk = joint.build(result.x)
-    return result, o, lk
+    return minimize_joint(VBObjective(op, lik, Y, options), x0=x0, bounds=bounds, outer=outer, max_iter=max_iter,
+                          tol=tol, checkpoint=checkpoint, on_iteration=on_iteration)
