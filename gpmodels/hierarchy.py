@@ -261,10 +261,6 @@ class ClassTree:
             acc[:, uniq] += np.add.reduceat(acc[:, nodes_d], starts, axis=1)
         return acc
 
-    # the names before issue 11; kept so that code written against them (other branches) still runs
-    mix = phi
-    mix_t = phi_t
-
     # ------------------------------------------------------------------ paths and scores
     def lca(self, p: int, q: int) -> int:
         """Lowest common ancestor of nodes p and q (p itself when q is below p); -1 for the root."""

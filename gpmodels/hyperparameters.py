@@ -8,11 +8,53 @@ so.  This is the one place that turns such a (name, value) pair into the natural
 
 from __future__ import annotations
 
+import abc
 from collections.abc import Iterable
 
 import numpy as np
 
-__all__ = ["is_log_name", "natural_name", "natural_value", "natural_values"]
+from gpmodels.errors import InputError
+
+__all__ = ["Parameterised", "ParameterFree", "is_log_name", "natural_name", "natural_value", "natural_values"]
+
+
+class Parameterised(abc.ABC):
+    """Hyperparameters as one flat vector in an unconstrained (log) space, a name per entry, and an
+    immutable copy at other values: the interface of kernels, operators and likelihoods that the outer
+    optimiser and checkpoints work with (scikit-learn's ``Kernel.theta`` / ``clone_with_theta``)."""
+
+    @property
+    @abc.abstractmethod
+    def params(self) -> np.ndarray:
+        """Hyperparameters as one flat vector in unconstrained (log) space."""
+
+    @property
+    @abc.abstractmethod
+    def param_names(self) -> tuple[str, ...]:
+        """A name per entry of ``params``."""
+
+    @abc.abstractmethod
+    def with_params(self, theta):
+        """A copy with hyperparameters ``theta`` (same layout as ``params``)."""
+
+
+class ParameterFree:
+    """Mixin of a :class:`Parameterised` without hyperparameters: empty ``params``; ``with_params``
+    accepts only an empty vector."""
+
+    @property
+    def params(self) -> np.ndarray:
+        return np.zeros(0)
+
+    @property
+    def param_names(self) -> tuple[str, ...]:
+        return ()
+
+    def with_params(self, theta):
+        size = np.asarray(theta).size
+        if size:
+            raise InputError(f"{type(self).__name__} has no hyperparameters; got {size} values")
+        return self
 
 
 def is_log_name(name: str) -> bool:

@@ -20,7 +20,6 @@ def test_phi_and_phi_t_against_the_explicit_matrix(edges, seed, k):
     np.testing.assert_allclose(t.phi(U), np.einsum("cp,npk->nck", Phi, U), atol=1e-12)
     E = r.normal(size=(4, t.n_classes))
     np.testing.assert_allclose(t.phi_t(E), E @ Phi, atol=1e-12)
-    assert ClassTree.mix is ClassTree.phi and ClassTree.mix_t is ClassTree.phi_t   # the old names still work
     # explicit Φ_L built from paths independently: leaf row has ones on all ancestors and itself
     for c, p in enumerate(t.leaves):
         anc, q = set(), int(p)
@@ -174,6 +173,6 @@ def test_walking_a_tree_does_not_change_its_pickled_state():
 
     t = ClassTree([("r", "a"), ("r", "b"), ("a", "c"), ("a", "d")])
     before = pickle.dumps(t)
-    t.mix(np.ones((1, t.n_nodes)))
+    t.phi(np.ones((1, t.n_nodes)))
     assert pickle.dumps(t) == before
-    np.testing.assert_array_equal(pickle.loads(before).mix(np.ones((1, 4))), t.mix(np.ones((1, 4))))
+    np.testing.assert_array_equal(pickle.loads(before).phi(np.ones((1, 4))), t.phi(np.ones((1, 4))))

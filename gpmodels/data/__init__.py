@@ -1,7 +1,7 @@
 """Loaders, splits and scaling."""
 
 from gpmodels.data.datasets import NAMED_DATASETS, Dataset, find_data_root, load_dataset, load_file
-from gpmodels.data.scaling import FEATURE_SCALINGS, SCALINGS, auto_rbf_w, scale_features  # noqa: F401 (old SCALINGS)
+from gpmodels.data.scaling import FEATURE_SCALINGS, auto_rbf_w, scale_features
 from gpmodels.data.splits import kfold_partition, subsample, train_test_split
 from gpmodels.data.svmlight import load_svmlight
 

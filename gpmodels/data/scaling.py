@@ -21,7 +21,6 @@ __all__ = ["FEATURE_SCALINGS", "FeatureScaler", "scale_features", "auto_rbf_w"]
 
 #: the choices of the feature scaling (module docstring)
 FEATURE_SCALINGS = ("none", "standardize", "unit_norm")
-SCALINGS = FEATURE_SCALINGS  # the name before issue 11 (it also named the node weightings); for other branches
 
 
 def _unit_rows(X):

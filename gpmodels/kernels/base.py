@@ -21,6 +21,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from gpmodels.errors import InputError
+from gpmodels.hyperparameters import ParameterFree, Parameterised, natural_values
 from gpmodels.linalg.finite_differences import central_differences
 
 __all__ = ["Kernel", "ParameterFreeKernel", "sq_norms", "cross_product", "FD_STEP_KERNEL"]
@@ -43,7 +44,7 @@ def cross_product(X1, X2) -> np.ndarray:
     return X1 @ X2.T
 
 
-class Kernel(abc.ABC):
+class Kernel(Parameterised):
     """A covariance shape function M(x, x') with log-space parameters."""
 
     #: whether the kernel accepts scipy.sparse CSR inputs.
@@ -52,20 +53,6 @@ class Kernel(abc.ABC):
     @abc.abstractmethod
     def gram(self, X1, X2) -> np.ndarray:
         """Matrix (M(x1_a, x2_b))_{a,b}, shape (n1, n2)."""
-
-    @property
-    @abc.abstractmethod
-    def params(self) -> np.ndarray:
-        """Parameters in log space."""
-
-    @property
-    @abc.abstractmethod
-    def param_names(self) -> tuple[str, ...]:
-        """Names of ``params``."""
-
-    @abc.abstractmethod
-    def with_params(self, theta) -> Kernel:
-        """A copy with parameters ``theta``."""
 
     # ----------------------------------------------------------------- for speed
     def diag(self, X) -> np.ndarray:
@@ -95,28 +82,14 @@ class Kernel(abc.ABC):
 
     def check_inputs(self, X) -> None:
         """Raise if this kernel cannot take X (sparse input to a dense-only kernel)."""
-        from gpmodels.errors import InputError
 
         if sp.issparse(X) and not self.supports_sparse:
             raise InputError(f"the {type(self).__name__} kernel needs dense inputs; got a sparse matrix")
 
     def __repr__(self) -> str:
-        desc = ", ".join(f"{n.replace('log_', '')}={np.exp(v):.4g}" for n, v in zip(self.param_names, self.params))
+        desc = ", ".join(f"{n}={v:.4g}" for n, v in natural_values(self.param_names, self.params).items())
         return f"{type(self).__name__}({desc})"
 
 
-class ParameterFreeKernel(Kernel):
+class ParameterFreeKernel(ParameterFree, Kernel):
     """A kernel without hyperparameters (linear, precomputed): empty ``params``."""
-
-    @property
-    def params(self) -> np.ndarray:
-        return np.zeros(0)
-
-    @property
-    def param_names(self) -> tuple[str, ...]:
-        return ()
-
-    def with_params(self, theta) -> ParameterFreeKernel:
-        if np.asarray(theta).size:
-            raise InputError(f"the {type(self).__name__} kernel has no parameters; got {np.asarray(theta).size}")
-        return self

@@ -36,6 +36,7 @@ import abc
 import numpy as np
 
 from gpmodels.errors import InputError
+from gpmodels.hyperparameters import ParameterFree, Parameterised
 from gpmodels.validation import check_targets
 
 __all__ = ["Likelihood", "HessianFactor"]
@@ -119,7 +120,7 @@ class HessianFactor(abc.ABC):
         return out
 
 
-class Likelihood(abc.ABC):
+class Likelihood(ParameterFree, Parameterised):
     """Per-point likelihood P(y_i | u_i) over C latent values; see the module docstring."""
 
     #: whether -log P is convex in u (Newton with the true Hessian is then a descent method).
@@ -206,15 +207,3 @@ class Likelihood(abc.ABC):
         """Project a starting α onto the set where the fit lives (identity by default)."""
         return alpha
 
-    @property
-    def params(self) -> np.ndarray:
-        return np.zeros(0)
-
-    @property
-    def param_names(self) -> tuple[str, ...]:
-        return ()
-
-    def with_params(self, theta) -> Likelihood:
-        if np.asarray(theta).size:
-            raise InputError(f"{type(self).__name__} has no parameters; got {np.asarray(theta).size}")
-        return self

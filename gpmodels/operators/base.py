@@ -22,7 +22,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from gpmodels.errors import InputError
-from gpmodels.hyperparameters import natural_values
+from gpmodels.hyperparameters import Parameterised, natural_values
 from gpmodels.linalg.finite_differences import central_differences
 from gpmodels.validation import check_indices
 
@@ -114,7 +114,7 @@ class CrossOperator(abc.ABC):
         return out
 
 
-class Operator(abc.ABC):
+class Operator(Parameterised):
     """Kernel matrix K (nC x nC) over n points and C classes, reached through MVMs.
 
     Must be defined: ``n_points``, ``n_classes``, ``_mvm``, ``params``, ``param_names``,
@@ -142,20 +142,6 @@ class Operator(abc.ABC):
     @abc.abstractmethod
     def _mvm(self, V: np.ndarray) -> np.ndarray:
         """K V for V of shape (n, C, k); returns a new array of the same shape."""
-
-    @property
-    @abc.abstractmethod
-    def params(self) -> np.ndarray:
-        """Hyperparameters as one flat vector in unconstrained (log) space."""
-
-    @property
-    @abc.abstractmethod
-    def param_names(self) -> tuple[str, ...]:
-        """A name per entry of ``params``."""
-
-    @abc.abstractmethod
-    def with_params(self, theta) -> Operator:
-        """A new operator with hyperparameters ``theta`` (same layout as ``params``)."""
 
     @abc.abstractmethod
     def _restrict(self, J: np.ndarray) -> Operator:

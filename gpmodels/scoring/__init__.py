@@ -21,9 +21,8 @@ from gpmodels.scoring.metrics import (
     prec,
     taxo_loss,
 )
-from gpmodels.scoring.multilabel import (  # noqa: F401 (old SCALINGS)
+from gpmodels.scoring.multilabel import (
     NODE_WEIGHTINGS,
-    SCALINGS,
     check_multilabels,
     h_loss,
     htilde_loss,

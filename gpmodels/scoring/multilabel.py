@@ -29,7 +29,6 @@ __all__ = ["NODE_WEIGHTINGS", "check_multilabels", "paths_to_multilabels", "node
 
 #: the choices of the node weights c_j of the multilabel losses (:func:`node_weights`)
 NODE_WEIGHTINGS = ("uniform", "sibling", "subtree")
-SCALINGS = NODE_WEIGHTINGS  # the name before issue 11 (it also named the feature scalings); for other branches
 
 
 def check_multilabels(Y, tree: ClassTree, name: str = "Y") -> np.ndarray:
