@@ -467,7 +467,8 @@ EMSpec = options_section(
 
 _LEARN = (
     ("learn_max_iter",
-     option(100, kind="int", minimum=1, doc="outer L-BFGS-B iterations of the hyperparameter learning")),
+     option(100, kind="int", minimum=1,
+            doc="iterations of the outer projected L-BFGS (gpmodels.optimize) learning the hyperparameters")),
     ("learn_tol",
      option(1e-8, kind="float", minimum=0.0, doc="outer tolerance of the learning (relative criterion decrease)")),
 )
@@ -504,7 +505,8 @@ MKLSpec = options_section(
                 None,
                 kind="str",
                 choices=SOLVERS,
-                doc="`algorithm1` (Nickisch & Seeger, the default), `alternating`; `lbfgs` (L-BFGS-B on the criterion)",
+                doc="`algorithm1` (Nickisch & Seeger, the default), `alternating`; `lbfgs` (the outer projected L-BFGS "
+                    "of gpmodels.optimize on the criterion)",
             ),
         ),
     ),
