@@ -330,13 +330,19 @@ def _grad_norm(crit, u, theta, state, c):
     return float(np.sqrt(np.sum((2 * alpha + L1) ** 2) / crit.n + np.sum(pg**2)))
 
 
+def _begin(op: Sum, lik: DiagonalLikelihood, Y, options: MKLOptions | None, theta0):
+    """The options, the criterion and the starting point (θ, u, γ-state) shared by both algorithms."""
+    opts = options or MKLOptions()
+    crit = KernelCriterion(op, lik, Y, opts)
+    theta, u, state = _start(crit, op.weights if theta0 is None else theta0)
+    return opts, crit, theta, u, state
+
+
 def algorithm1(
     op: Sum, lik: DiagonalLikelihood, Y, options: MKLOptions | None = None, *, theta0=None
 ) -> KernelLearningResult:
     """Nickisch & Seeger (2011), Algorithm 1 (see the module docstring)."""
-    opts = options or MKLOptions()
-    crit = KernelCriterion(op, lik, Y, opts)
-    theta, u, state = _start(crit, op.weights if theta0 is None else theta0)
+    opts, crit, theta, u, state = _begin(op, lik, Y, options, theta0)
     t0 = time.perf_counter()
     trace, times = [crit.F(u, theta, state)], [0.0]
     converged, message, it = False, "maximum number of outer iterations reached", 0
@@ -387,9 +393,7 @@ def alternating(
     op: Sum, lik: DiagonalLikelihood, Y, options: MKLOptions | None = None, *, theta0=None
 ) -> KernelLearningResult:
     """Alternating minimisation: u (and γ) at fixed θ to convergence, then θ at fixed u; repeat."""
-    opts = options or MKLOptions()
-    crit = KernelCriterion(op, lik, Y, opts)
-    theta, u, state = _start(crit, op.weights if theta0 is None else theta0)
+    opts, crit, theta, u, state = _begin(op, lik, Y, options, theta0)
     t0 = time.perf_counter()
     trace, times = [crit.F(u, theta, state)], [0.0]
     converged, message, it = False, "maximum number of outer iterations reached", 0
