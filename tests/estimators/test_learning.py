@@ -236,3 +236,12 @@ def test_the_package_imports_and_fits_without_sklearn():
     """)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
+
+
+def test_every_estimator_has_sklearns_bases_and_its_html_repr():
+    from gpmodels.estimators import CrammerSingerSVC
+
+    for est in (GPClassifier(optimizer="cv"), CrammerSingerSVC(C=2.0), HM3Classifier([("r", "a"), ("r", "b")])):
+        assert isinstance(est, BaseEstimator) and isinstance(est, ClassifierMixin)
+        assert type(est).__name__ in est._repr_html_()
+    assert repr(GPClassifier(optimizer="cv", length_scale=2.0)) == "GPClassifier(optimizer='cv', length_scale=2.0)"
