@@ -6,8 +6,14 @@ multilabel learner of :mod:`gpmodels.baselines.hm3.solver`.  All follow scikit-l
 conventions: ``__init__`` only stores its arguments, ``fit`` validates and fits, fitted
 state ends in ``_``, and ``predict`` / ``predict_proba`` / ``decision_function`` / ``score`` /
 ``get_params`` / ``set_params`` behave as scikit-learn's do, so the estimators drop into
-pipelines and grid searches.  scikit-learn itself is not a dependency: the protocol is implemented
-here, and ``__sklearn_tags__`` imports scikit-learn only when scikit-learn asks for the tags.
+pipelines and grid searches.  scikit-learn itself is not a dependency: when it is importable the
+estimators derive from its ``ClassifierMixin`` and ``BaseEstimator`` (HTML repr, ``set_output``,
+metadata routing, ``clone``) and their warnings from its warning classes (``ConvergenceWarning``,
+``DataConversionWarning``), so its filters see them; without it the package still imports, the
+protocol being implemented here, and the warnings are the plain ones of :mod:`gpmodels.errors`.
+
+Randomness is controlled by ``random_state`` (an int, a numpy Generator or RandomState, or None for
+numpy's global generator), as in scikit-learn.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ import math
 import os
 import warnings
 
+import attrs
 import numpy as np
 
 from gpmodels.baselines.crammer_singer.solver import CSOptions, fit_crammer_singer
@@ -25,7 +32,8 @@ from gpmodels.baselines.hm3.inference import node_max_marginals
 from gpmodels.baselines.hm3.solver import HM3Options, fit_hm3
 from gpmodels.errors import ConvergenceWarning, DataConversionWarning, InputError, NotFittedError
 from gpmodels.hierarchy import ClassTree
-from gpmodels.inference.map.model import fit_map
+from gpmodels.hyperparameters import natural_values
+from gpmodels.inference.map.model import MAPModel, fit_map
 from gpmodels.inference.map.newton_cg import NewtonOptions
 from gpmodels.kernels.base import Kernel
 from gpmodels.kernels.factory import KERNEL_PARAMS, make_kernel
@@ -35,11 +43,20 @@ from gpmodels.priors.independent import IndependentGP
 from gpmodels.scoring.multilabel import check_multilabels, micro_prf
 from gpmodels.validation import check_features, labels_to_targets
 
-__all__ = ["GPClassifier", "CrammerSingerSVC", "HM3Classifier", "EstimatorMixin"]
+try:  # scikit-learn is optional: its base classes when importable (module docstring)
+    from sklearn.base import BaseEstimator as _SkBaseEstimator
+    from sklearn.base import ClassifierMixin as _SkClassifierMixin
+except ImportError:  # pragma: no cover - exercised by a subprocess test with scikit-learn blocked
+    _BASES: tuple = ()
+else:
+    _BASES = (_SkClassifierMixin, _SkBaseEstimator)
+
+__all__ = ["GPClassifier", "CrammerSingerSVC", "HM3Classifier", "EstimatorMixin", "convergence_warning_class"]
 
 
-class EstimatorMixin:
-    """get_params / set_params / repr / tags following scikit-learn's protocol, without importing it."""
+class EstimatorMixin(*_BASES):
+    """get_params / set_params / repr / tags following scikit-learn's protocol; on top of scikit-learn's
+    ``ClassifierMixin`` and ``BaseEstimator`` when scikit-learn is importable, else standing alone."""
 
     _estimator_type = "classifier"
 
@@ -86,7 +103,25 @@ class EstimatorMixin:
         if not hasattr(self, "classes_"):
             raise _not_fitted_error(f"this {type(self).__name__} is not fitted yet; call fit(X, y) first")
 
+    def _set_n_features(self, X_raw, X) -> None:
+        """``n_features_in_``, and ``feature_names_in_`` when X (a DataFrame) has string column names."""
+        self.n_features_in_ = X.shape[1]
+        names = _feature_names(X_raw)
+        if names is not None:
+            self.feature_names_in_ = names
+        else:
+            self.__dict__.pop("feature_names_in_", None)
+
     def _check_X(self, X):
+        names = _feature_names(X)
+        fitted = getattr(self, "feature_names_in_", None)
+        if fitted is not None and names is not None and not np.array_equal(names, fitted):
+            raise InputError(f"The feature names of X ({list(names)[:10]}) differ from those seen in fit "
+                             f"({list(fitted)[:10]}); pass the columns in the order of fit")
+        if (fitted is None) != (names is None):
+            has, had = ("has", "without") if fitted is None else ("does not have", "with")
+            warnings.warn(f"X {has} valid feature names, but {type(self).__name__} was fitted {had} feature names",
+                          UserWarning, stacklevel=3)
         X = check_features("X", X)
         if X.shape[1] != self.n_features_in_:
             raise InputError(f"X has {X.shape[1]} features, but {type(self).__name__} is expecting "
@@ -123,6 +158,28 @@ def _set_nested(owner: str, name: str, obj, sub: str, value):
         if isinstance(exc, InputError):
             raise
         raise InputError(f"cannot set '{name}__{sub}' of {owner} to {value!r}: {exc}") from None
+
+
+def _feature_names(X):
+    """The column names of a DataFrame-like X when they are all strings (scikit-learn's rule), else None."""
+    columns = getattr(X, "columns", None)
+    if columns is None:
+        return None
+    names = np.asarray(list(columns), dtype=object)
+    return names if names.size and all(isinstance(c, str) for c in names) else None
+
+
+@functools.lru_cache(maxsize=1)
+def convergence_warning_class() -> type:
+    """The class of the estimators' convergence warnings: :class:`gpmodels.errors.ConvergenceWarning`,
+    also deriving from ``sklearn.exceptions.ConvergenceWarning`` when scikit-learn is importable (so
+    filters on either class see it; both derive from UserWarning)."""
+    try:
+        from sklearn.exceptions import ConvergenceWarning as SkConvergenceWarning
+    except ImportError:
+        return ConvergenceWarning
+    return type("ConvergenceWarning", (ConvergenceWarning, SkConvergenceWarning),
+                {"__module__": ConvergenceWarning.__module__})
 
 
 @functools.lru_cache(maxsize=1)
@@ -210,18 +267,88 @@ def _encode_targets(y):
     return classes, codes
 
 
+OPTIMIZERS = (None, "cv", "laplace")
+
+
+def _seed_from(owner: str, random_state) -> int:
+    """An int seed from ``random_state`` (scikit-learn's convention): an int as is, a numpy Generator or
+    RandomState draws one, None draws one from numpy's global generator."""
+    if random_state is None:
+        return int(np.random.randint(2**31 - 1))
+    if isinstance(random_state, (bool, np.bool_)):
+        pass
+    elif isinstance(random_state, (int, np.integer)) and random_state >= 0:
+        return int(random_state)
+    elif isinstance(random_state, np.random.Generator):
+        return int(random_state.integers(2**31 - 1))
+    elif isinstance(random_state, np.random.RandomState):
+        return int(random_state.randint(2**31 - 1))
+    raise InputError(f"The 'random_state' parameter of {owner} must be None, a non-negative int, a "
+                     f"numpy.random.Generator or a numpy.random.RandomState; got {random_state!r} instead")
+
+
+def _kernel_w(owner: str, kernel, w, length_scale):
+    """The kernel's w from ``w`` or ``length_scale`` ℓ (exclusive): w = 1 / ℓ² (elementwise for ARD)."""
+    if length_scale is None:
+        return w
+    if not (isinstance(w, str) and w == "auto"):
+        raise InputError(f"{owner} takes either 'w' or 'length_scale' (w = 1 / length_scale**2), not both; "
+                         f"got w={w!r} and length_scale={length_scale!r}")
+    if kernel not in ("rbf", "ard"):
+        raise InputError(f"The 'length_scale' parameter of {owner} applies to the 'rbf' and 'ard' kernels; "
+                         f"got kernel={kernel!r}")
+    ls = np.asarray(length_scale, dtype=float) if not isinstance(length_scale, str) else np.array(np.nan)
+    if ls.size == 0 or not np.all(np.isfinite(ls)) or np.any(ls <= 0) or (kernel == "rbf" and ls.ndim):
+        allowed = "a positive number" + (" or one per feature" if kernel == "ard" else "")
+        raise InputError(f"The 'length_scale' parameter of {owner} must be {allowed}; got {length_scale!r} instead")
+    w_ls = 1.0 / ls**2
+    return float(w_ls) if w_ls.ndim == 0 else w_ls
+
+
 class GPClassifier(EstimatorMixin):
-    """Multi-class GP classifier: a prior and a likelihood fitted by an objective.
+    """Multi-class GP classifier: a prior and a likelihood fitted by an objective, hyperparameters
+    fixed or learned.
 
     ``prior``: an object with ``operator(X, n_classes)`` (e.g. :class:`IndependentGP`); when None it
     is built from ``kernel`` (``'rbf'``, ``'ard'``, ``'linear'``, ``'polynomial'``), ``w`` (a number,
-    or ``'auto'`` = 1 / Σ_j Var[x_j]), ``variance``, ``sharing`` and ``sigma2``.  ``likelihood``
-    defaults to :class:`Softmax`.  ``objective``: ``'map'`` (Newton–CG at fixed hyperparameters)
-    or ``'exact'`` (exact Newton, App. C).
+    or ``'auto'`` = 1 / Σ_j Var[x_j]) or ``length_scale`` ℓ, ``variance``, ``sharing`` and ``sigma2``.
+    The RBF kernel is exp(-(w/2)||x - x'||²) = exp(-||x - x'||² / (2ℓ²)), so w = 1 / ℓ² (scikit-learn's
+    RBF length_scale; its gamma is w / 2); for ``'ard'`` ℓ may have one entry per feature.  ``w`` and
+    ``length_scale`` are exclusive.  ``likelihood`` defaults to :class:`Softmax`.  ``objective``:
+    ``'map'`` (Newton–CG, Alg. 1) or ``'exact'`` (exact Newton, App. C) for the fit of α̂ (``max_iter``,
+    ``cg_max_iter``, ``grad_tol``).
+
+    ``optimizer``: None keeps the hyperparameters as given (the default: today's behaviour, and
+    fast and deterministic in pipelines and grid searches); ``'cv'`` learns them (the operator's
+    ``params``, from the given values) by minimising the cross-validation criterion Ψ (Seeger 2008,
+    Sec. 4, eq. (4)) over ``cv`` folds drawn by :func:`gpmodels.data.splits.kfold_partition` (stratified,
+    seeded from ``random_state``; :func:`gpmodels.inference.cv.learn.learn_hyperparameters`);
+    ``'laplace'`` by maximising the Laplace approximation of the marginal likelihood log q(y | θ)
+    (Rasmussen & Williams, Sec. 3.4–3.5; :func:`gpmodels.inference.marginal.laplace.learn_laplace`, probe
+    seed from ``random_state``).  Either runs at most ``learn_max_iter`` quasi-Newton iterations, then the
+    final MAP fit at the learned θ.  ``checkpoint``: a path (or a
+    :class:`~gpmodels.optimize.checkpoint.Checkpointing`) where the learning checkpoints after every
+    outer iteration and from which a later fit with the same data and settings resumes.
+
+    A :class:`~gpmodels.estimators.convergence_warning_class` warning (scikit-learn's
+    ConvergenceWarning when importable) is raised when the final Newton fit or the learning stops
+    unconverged.
+
+    Fitted attributes: ``classes_``, ``n_features_in_`` (``feature_names_in_`` for a DataFrame),
+    ``X_train_``, ``alpha_`` (α̂, (n, C)), ``model_`` (the :class:`~gpmodels.inference.map.model.MAPModel`),
+    ``diagnostics_``, ``n_iter_`` (Newton iterations of the final fit), ``learned_hyperparameters_``
+    (name -> natural value, :func:`gpmodels.hyperparameters.natural_values`; the given values when
+    ``optimizer`` is None), ``optimizer_result_`` (the learning's result:
+    :class:`~gpmodels.inference.cv.learn.LearnResult` for 'cv', the driver's ``OptimizeResult`` for
+    'laplace'; None when nothing was learned).
+
+    Pickles carry no n×n matrix: ``__getstate__`` keeps X_train_, α̂, the hyperparameters and the
+    likelihood, and the operator is rebuilt from them on first use after unpickling.
     """
 
     def __init__(self, prior=None, likelihood=None, objective="map", kernel="rbf", w="auto", variance=1.0,
-                 sharing="separate", sigma2=1.0, representation="auto", max_iter=30, cg_max_iter=50, grad_tol=1e-6):
+                 sharing="separate", sigma2=1.0, representation="auto", max_iter=30, cg_max_iter=50, grad_tol=1e-6,
+                 optimizer=None, cv=5, learn_max_iter=20, checkpoint=None, length_scale=None, random_state=None):
         self.prior = prior
         self.likelihood = likelihood
         self.objective = objective
@@ -234,34 +361,130 @@ class GPClassifier(EstimatorMixin):
         self.max_iter = max_iter
         self.cg_max_iter = cg_max_iter
         self.grad_tol = grad_tol
+        self.optimizer = optimizer
+        self.cv = cv
+        self.learn_max_iter = learn_max_iter
+        self.checkpoint = checkpoint
+        self.length_scale = length_scale
+        self.random_state = random_state
 
     def _build_prior(self, X):
         if self.prior is not None:
             return self.prior
-        kernel = _make_kernel(type(self).__name__, self.kernel, self.w, None, None, X)
+        owner = type(self).__name__
+        w = _kernel_w(owner, self.kernel, self.w, self.length_scale)
+        kernel = _make_kernel(owner, self.kernel, w, None, None, X)
         return IndependentGP(kernel, self.sharing, self.variance, self.sigma2,
                              representation=RepresentationConfig(kind=self.representation))
 
-    def fit(self, X, y):
+    def _check_settings(self, n: int) -> None:
+        owner = type(self).__name__
         if self.objective not in ("map", "exact"):
             raise InputError(f"objective must be 'map' or 'exact'; got {self.objective!r}")
-        X = check_features("X", X)
+        if self.optimizer not in OPTIMIZERS:
+            raise InputError(f"The 'optimizer' parameter of {owner} must be None, 'cv' or 'laplace'; "
+                             f"got {self.optimizer!r} instead")
+        if self.optimizer is None:
+            return
+        learn_iter = self.learn_max_iter
+        if isinstance(learn_iter, bool) or not isinstance(learn_iter, (int, np.integer)) or learn_iter < 1:
+            raise InputError(f"The 'learn_max_iter' parameter of {owner} must be a positive int; got "
+                             f"{learn_iter!r} instead")
+        if self.optimizer == "cv" and (isinstance(self.cv, bool) or not isinstance(self.cv, (int, np.integer))
+                                       or not 2 <= self.cv <= n):
+            raise InputError(f"The 'cv' parameter of {owner} must be an int number of folds in 2..n_samples "
+                             f"= {n}; got {self.cv!r} instead")
+
+    def _checkpointing(self):
+        from gpmodels.optimize.checkpoint import Checkpointing
+
+        if self.checkpoint is None or isinstance(self.checkpoint, Checkpointing):
+            return self.checkpoint
+        if not isinstance(self.checkpoint, (str, os.PathLike)):
+            raise InputError(f"The 'checkpoint' parameter of {type(self).__name__} must be None, a path or a "
+                             f"gpmodels.optimize.checkpoint.Checkpointing; got {self.checkpoint!r} instead")
+        return Checkpointing(self.checkpoint)
+
+    def _newton_options(self) -> NewtonOptions:
+        return NewtonOptions(max_iter=self.max_iter, cg_max_iter=self.cg_max_iter, grad_tol=self.grad_tol)
+
+    def _learn(self, op, lik, Y, codes):
+        """(operator, likelihood, names, θ, optimiser result) after learning by ``self.optimizer``."""
+        from gpmodels.optimize.lbfgs import OuterOptions
+
+        owner = type(self).__name__
+        seed = _seed_from(owner, self.random_state)
+        outer = OuterOptions(max_iter=int(self.learn_max_iter))
+        if self.optimizer == "cv":
+            from gpmodels.data.splits import kfold_partition
+            from gpmodels.inference.cv.learn import LearnOptions, learn_hyperparameters
+
+            folds = kfold_partition(codes.size, int(self.cv), seed, y=codes)
+            opts = LearnOptions(outer=attrs.evolve(LearnOptions().outer, max_iter=int(self.learn_max_iter)))
+            res = learn_hyperparameters(op, lik, Y, folds, opts, checkpoint=self._checkpointing())
+            return res.operator, lik, res.names, res.theta, res
+        from gpmodels.inference.marginal.laplace import LaplaceOptions, learn_laplace
+
+        res, op, lik = learn_laplace(op, lik, Y, LaplaceOptions(seed=seed), outer=outer,
+                                     checkpoint=self._checkpointing())
+        return op, lik, res.names, res.x, res
+
+    def fit(self, X, y):
+        """Fit α̂ (after learning the hyperparameters when ``optimizer`` is set; class docstring)."""
+        X_raw, X = X, check_features("X", X)
         classes, codes = _encode_targets(y)
         if codes.size != X.shape[0]:
             raise InputError(f"X has {X.shape[0]} samples but y has {codes.size}")
+        self._check_settings(codes.size)
         C = classes.size
         op = self._build_prior(X).operator(X, C)
         lik = self.likelihood if self.likelihood is not None else Softmax()
-        opts = NewtonOptions(max_iter=self.max_iter, cg_max_iter=self.cg_max_iter, grad_tol=self.grad_tol)
-        model = fit_map(op, lik, labels_to_targets(codes, C), opts,
+        Y = labels_to_targets(codes, C)
+        learned = None
+        if self.optimizer is not None:
+            op, lik, names, theta, learned = self._learn(op, lik, Y, codes)
+            _warn_unconverged(learned, f"{type(self).__name__} learning (optimizer={self.optimizer!r})",
+                              "raise learn_max_iter")
+        else:
+            names, theta = op.param_names, op.params
+        model = fit_map(op, lik, Y, self._newton_options(),
                         method="exact" if self.objective == "exact" else "newton_cg")
+        _warn_unconverged(model.result, f"{type(self).__name__}'s Newton fit of alpha", "raise max_iter")
         self.classes_ = classes
-        self.n_features_in_ = X.shape[1]
+        self._set_n_features(X_raw, X)
+        self.X_train_ = X
         self.model_ = model
         self.alpha_ = model.alpha
         self.diagnostics_ = model.result.diagnostics
         self.n_iter_ = model.result.diagnostics.iterations
+        self.learned_hyperparameters_ = natural_values(names, np.asarray(theta, dtype=float))
+        self.optimizer_result_ = learned
         return self
+
+    def __getstate__(self):
+        """The fitted state without the operator (its n×n matrices): the operator is rebuilt on first use."""
+        state = super().__getstate__() if hasattr(super(), "__getstate__") else self.__dict__.copy()
+        state = dict(state)
+        model = state.pop("model_", None)
+        if model is not None:
+            state["_model_parts"] = (np.asarray(model.operator.params, dtype=float), model.likelihood, model.result)
+        result = state.get("optimizer_result_")
+        if result is not None and hasattr(result, "operator"):
+            state["optimizer_result_"] = attrs.evolve(result, operator=None)
+        return state
+
+    def __getattr__(self, name):
+        # only reached when normal lookup fails: rebuild ``model_`` after unpickling (__getstate__)
+        parts = self.__dict__.get("_model_parts") if name == "model_" else None
+        if parts is None:
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        theta, lik, result = parts
+        op = self._build_prior(self.X_train_).operator(self.X_train_, len(self.classes_))
+        if theta.size:
+            op = op.with_params(theta)
+        self.model_ = MAPModel(op, lik, result)
+        del self.__dict__["_model_parts"]
+        return self.model_
 
     def decision_function(self, X):
         """Latent values u_* (m, C); for two classes u_1 - u_0 (m,), as scikit-learn expects."""
@@ -279,6 +502,14 @@ class GPClassifier(EstimatorMixin):
     def predict(self, X):
         P = self.predict_proba(X)
         return self.classes_[np.argmax(P, axis=1)]
+
+
+def _warn_unconverged(result, what: str, hint: str) -> None:
+    """A convergence warning when ``result`` (a Newton or an optimiser result) did not converge."""
+    if result is None or result.converged:
+        return
+    message = getattr(result, "message", None) or getattr(getattr(result, "diagnostics", None), "message", "")
+    warnings.warn(f"{what} stopped unconverged ({message}); {hint}", convergence_warning_class(), stacklevel=3)
 
 
 def _make_kernel(owner: str, kernel, w, degree, offset, X) -> Kernel:
@@ -371,7 +602,7 @@ class CrammerSingerSVC(EstimatorMixin):
         opts = CSOptions(beta=1.0 / C, epsilon=self.epsilon, cooling=self.cooling, active_set=self.active_set,
                          reduced_solver=self.reduced_solver, cache_mb=self.cache_mb, engine=self.engine,
                          max_updates=self.max_updates)
-        X = check_features("X", X)
+        X_raw, X = X, check_features("X", X)
         classes, codes = _encode_targets(y)
         if codes.size != X.shape[0]:
             raise InputError(f"X has {X.shape[0]} samples but y has {codes.size}")
@@ -386,9 +617,9 @@ class CrammerSingerSVC(EstimatorMixin):
         if not result.converged:
             hint = "raise max_updates" + (" or try reduced_solver='exact'" if self.reduced_solver != "exact" else "")
             warnings.warn(f"{owner} stopped before max ψ < βε ({result.message}; max ψ/β = {result.max_psi:.3g}, "
-                          f"epsilon = {self.epsilon:g}); {hint}", ConvergenceWarning, stacklevel=2)
+                          f"epsilon = {self.epsilon:g}); {hint}", convergence_warning_class(), stacklevel=2)
         self.classes_ = classes
-        self.n_features_in_ = X.shape[1]
+        self._set_n_features(X_raw, X)
         self.kernel_ = kernel
         self.model_ = model
         self.support_ = keep[model.support_]
@@ -457,9 +688,11 @@ class HM3Classifier(EstimatorMixin):
     'polynomial' or a Kernel; ``w``, ``degree``, ``offset``); it is trained on the marginal dual (8)
     by Algorithms 1–2 with ``C``, training ``loss`` ('delta' = ℓ_Δ, 'htilde' = ℓ_H̃) and its node
     ``scaling`` ('uniform', 'sibling', 'subtree'), ``working_set`` ('gap_sampling', drawn with the
-    random generator seeded by ``seed``, or 'cyclic'), ``chunk_size``, ``iteration_limit``,
+    random generator seeded by ``random_state``, or 'cyclic'), ``chunk_size``, ``iteration_limit``,
     ``direction`` ('dp' or 'lp', the latter needing cvxpy), until the relative duality gap is below
     ``gap_tol`` or after ``max_passes`` passes; see :mod:`gpmodels.baselines.hm3.solver`.
+    ``random_state`` (default 0, so fits are reproducible as before) seeds gap sampling; ``seed``, its
+    old name, is still accepted for one release with a FutureWarning (it overrides ``random_state``).
 
     ``predict``: the union of partial paths of highest score, by the DP of Sec. 3.4 / 5, as an (n, P)
     0/1 int matrix — hierarchy-consistent by construction.  ``decision_function``: per node j the
@@ -479,7 +712,7 @@ class HM3Classifier(EstimatorMixin):
 
     def __init__(self, hierarchy, kernel="rbf", w="auto", degree=2, offset=1.0, C=1.0, loss="delta", scaling="uniform",
                  working_set="gap_sampling", chunk_size=200, iteration_limit=10, direction="dp", gap_tol=1e-2,
-                 max_passes=200, seed=0):
+                 max_passes=200, random_state=0, seed="deprecated"):
         self.hierarchy = hierarchy
         self.kernel = kernel
         self.w = w
@@ -494,7 +727,18 @@ class HM3Classifier(EstimatorMixin):
         self.direction = direction
         self.gap_tol = gap_tol
         self.max_passes = max_passes
+        self.random_state = random_state
         self.seed = seed
+
+    def _seed(self) -> int:
+        """The gap-sampling seed from ``random_state``, or from the deprecated ``seed`` (with a FutureWarning)."""
+        owner = type(self).__name__
+        if isinstance(self.seed, str) and self.seed == "deprecated":
+            return _seed_from(owner, self.random_state)
+        warnings.warn(f"The 'seed' parameter of {owner} is deprecated and will be removed in the next release; "
+                      f"use 'random_state' instead (seed={self.seed!r} is used for now, overriding random_state)",
+                      FutureWarning, stacklevel=3)
+        return _seed_from(owner, self.seed)
 
     def __sklearn_tags__(self):
         from sklearn.utils import ClassifierTags, InputTags, Tags, TargetTags
@@ -544,8 +788,8 @@ class HM3Classifier(EstimatorMixin):
         C = _check_positive(owner, "C", self.C)
         opts = HM3Options(C=C, loss=self.loss, scaling=self.scaling, working_set=self.working_set,
                           chunk_size=self.chunk_size, iteration_limit=self.iteration_limit, direction=self.direction,
-                          gap_tol=self.gap_tol, max_passes=self.max_passes, seed=self.seed)
-        X = check_features("X", X)
+                          gap_tol=self.gap_tol, max_passes=self.max_passes, seed=self._seed())
+        X_raw, X = X, check_features("X", X)
         Y = self._check_Y(y, tree, X.shape[0])
         kernel = _make_kernel(owner, self.kernel, self.w, self.degree, self.offset, X)
         model = fit_hm3(kernel, X, Y, tree, opts)
@@ -554,12 +798,12 @@ class HM3Classifier(EstimatorMixin):
             warnings.warn(
                 f"{owner} stopped before the relative duality gap reached gap_tol = {self.gap_tol:g} "
                 f"({result.message}; gap {result.gap:.3g}, primal {result.primal:.3g}); raise max_passes",
-                ConvergenceWarning,
+                convergence_warning_class(),
                 stacklevel=2,
             )
         self.tree_ = tree
         self.classes_ = np.array(tree.nodes, dtype=object)
-        self.n_features_in_ = X.shape[1]
+        self._set_n_features(X_raw, X)
         self.kernel_ = kernel
         self.model_ = model
         self.support_ = model.support_

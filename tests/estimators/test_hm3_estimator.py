@@ -172,9 +172,9 @@ def test_params_clone_round_trip_and_hierarchy_forms(tmp_path):
     import networkx as nx
 
     X, Y = _data()
-    est = HM3Classifier(DEEP, kernel="linear", C=3.0, seed=7, max_passes=5)   # gap sampling: the seed matters
+    est = HM3Classifier(DEEP, kernel="linear", C=3.0, random_state=7, max_passes=5)  # gap sampling: the seed matters
     params = est.get_params()
-    assert params["hierarchy"] == DEEP and params["C"] == 3.0 and params["seed"] == 7
+    assert params["hierarchy"] == DEEP and params["C"] == 3.0 and params["random_state"] == 7
     assert est.set_params(C=2.0, loss="htilde") is est and est.C == 2.0 and est.loss == "htilde"
     twin = clone(est)
     assert twin is not est and twin.get_params() == est.get_params() and "C=2.0" in repr(twin)
