@@ -87,11 +87,16 @@ class Console:
     prefix: str = ""
     messages: bool = False
     bars: bool = False
+    #: a file (``run.log`` of the report folder) that receives every message as a plain line, whether or not
+    #: messages are shown (never the bars)
+    log: str | None = None
 
     def __call__(self, msg: str) -> None:
+        text = f"[{self.prefix}] {msg}" if self.prefix else msg
+        if self.log is not None:
+            self.write_log(text)
         if not self.messages:
             return
-        text = f"[{self.prefix}] {msg}" if self.prefix else msg
         if self.bars:
             from tqdm import tqdm
 
@@ -109,6 +114,20 @@ class Console:
 
         label = f"[{self.prefix}] {desc}" if self.prefix else desc
         return Bar(tqdm(total=total, desc=label, unit=unit, leave=leave, file=sys.stderr, dynamic_ncols=True))
+
+    def write_log(self, line: str) -> None:
+        """Append ``line`` (with the UTC time) to the log file, if any; a log that cannot be written is
+        skipped (the run's results do not depend on it)."""
+        if self.log is None:
+            return
+        import datetime
+
+        stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        try:
+            with open(self.log, "a", encoding="utf-8") as fh:
+                fh.write(f"{stamp} {line}\n")
+        except OSError:
+            pass
 
     def with_prefix(self, prefix: str) -> Console:
         return attrs.evolve(self, prefix=prefix)
