@@ -19,6 +19,8 @@ from gpmodels.errors import SpecError
 __all__ = ["parse_override", "apply_overrides"]
 
 _INDEX = re.compile(r"\[(\d+)\]")
+#: a number in exponent notation that YAML 1.1 reads as a string (``1e-3``: no dot)
+_EXPONENT = re.compile(r"[-+]?\d+(\.\d*)?[eE][-+]?\d+")
 
 
 def parse_override(text: str) -> tuple[tuple[str, ...], object]:
@@ -34,18 +36,29 @@ def parse_override(text: str) -> tuple[tuple[str, ...], object]:
     except yaml.YAMLError:
         raise SpecError(f"{key.strip()}=...: the value is not valid YAML (quote a string with ':' or '#')",
                         "--set") from None
+    if isinstance(value, str) and _EXPONENT.fullmatch(value.strip()):
+        value = float(value)
     return parts, value
+
+
+def _copy(value):
+    """A deep copy that also un-shares what YAML aliases share (``*name``), so an override of one
+    entry does not change the others."""
+    if isinstance(value, dict):
+        return {k: _copy(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_copy(v) for v in value]
+    return value
 
 
 def apply_overrides(data, overrides) -> dict:
     """A copy of the spec's plain ``data`` with every ``key.path=value`` of ``overrides`` applied in
-    order (a later one wins).  Missing mappings on the way are created, so an unknown key reaches the
-    spec's own validation (which names it and suggests the nearest known key)."""
-    import copy
-
-    if not isinstance(data, dict):
+    order (a later one wins; entries shared by YAML aliases are copied apart first).  Missing mappings
+    on the way are created, so an unknown key reaches the spec's own validation (which names it and
+    suggests the nearest known key)."""
+    if not isinstance(data, dict) or not overrides:
         return data  # the loader says what is wrong with the file
-    data = copy.deepcopy(data)
+    data = _copy(data)
     for text in overrides:
         parts, value = parse_override(text)
         node = data
