@@ -338,12 +338,23 @@ def _command(args, command: str) -> int:
     return EXIT_OK
 
 
+def _command_line(argv) -> str:
+    """The command line recorded as a run's provenance: ``sys.argv`` (``python -m gpmodels`` for the
+    module's path), or ``gpmodels ARGS`` when ``main`` was called with ``argv``."""
+    if argv is not None:
+        return shlex.join(["gpmodels", *argv])
+    words = list(sys.argv)
+    if words and Path(words[0]).name == "__main__.py":
+        words[:1] = ["python", "-m", "gpmodels"]
+    return shlex.join(words)
+
+
 def main(argv=None) -> int:
     """The ``gpmodels`` command (``argv``: the arguments after the program name; default ``sys.argv[1:]``);
     returns the exit code (see ``EXIT_CODES``)."""
     try:
         args = _parser().parse_args(argv)
-        command = shlex.join(sys.argv if argv is None else ["gpmodels", *argv])
+        command = _command_line(argv)
         return _command(args, command)
     except KeyboardInterrupt:  # Ctrl-C: no traceback; checkpoints are written atomically, so the last one is kept
         print("gpmodels: interrupted", file=sys.stderr)

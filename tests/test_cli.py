@@ -250,6 +250,7 @@ def test_sigint_during_cv_learning_exits_130_and_the_checkpoint_resumes(tmp_path
     done = subprocess.run(cmd + ["--quiet"], capture_output=True, text=True, env=_env(), cwd=tmp_path, timeout=400)
     assert done.returncode == 0, done.stderr
     metrics = json.loads((tmp_path / "out" / "metrics.json").read_text())
+    assert metrics["command"] == f"python -m gpmodels run {p} --no-progress --quiet"
     assert metrics["resumed_from_iteration"] is not None and metrics["resumed_from_iteration"] >= 0
 
 
