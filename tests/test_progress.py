@@ -58,7 +58,7 @@ def test_run_draws_bars_on_stderr_and_quiet_prints_nothing(tmp_path, capfd, monk
     with_bars = _write(tmp_path, _spec(tmp_path, "on", objective), "on.yaml")
     assert main(["run", str(with_bars)]) == 0
     out, err = capfd.readouterr()
-    assert f"[bars] {bar}" in err and "%|" in err  # a tqdm bar, labelled
+    assert f"[bars] {bar}: 0it [" in err and "\r" in err  # a tqdm bar, labelled, open-ended (the cap is no count)
     assert "[bars] test error" in out and "%|" not in out  # messages stay on stdout
     if objective is not None:
         assert "Ψ=" in err and "final fit: Newton" in err
@@ -143,7 +143,7 @@ def test_progress_off_a_terminal_is_plain_lines(tmp_path, capfd, monkeypatch, ob
     assert "%|" not in err and "\r" not in err and "it/s" not in err  # no bar redraws in a log file
     lines = err.splitlines()
     assert lines and all(line.startswith("[bars] ") for line in lines)
-    assert any(line.startswith(f"[bars] {bar} 0/") for line in lines)  # the first state at once
+    assert any(line.startswith(f"[bars] {bar} 0 ") for line in lines)  # the first state at once; open-ended
     assert ("Φ=" if objective is None else "Ψ=") in err
     assert "[bars] test error" in out
 
@@ -171,3 +171,17 @@ def test_messages_go_to_the_gpmodels_logger(caplog):
     with caplog.at_level(logging.INFO, logger="gpmodels"):
         Console("p", messages=False)("hello")
     assert [(r.name, r.levelno, r.getMessage()) for r in caplog.records] == [("gpmodels", logging.INFO, "[p] hello")]
+
+
+@pytest.mark.parametrize("objective, bar", [
+    ({"type": "laplace", "laplace": {"learn_max_iter": 4}}, "Laplace MLM: outer iterations"),
+    ({"type": "vb", "vb": {"learn_max_iter": 3}}, "VB: outer iterations"),
+])
+def test_laplace_and_vb_learning_show_progress(tmp_path, capfd, monkeypatch, objective, bar):
+    monkeypatch.setattr(progress, "stderr_is_terminal", lambda: False)
+    d = _spec(tmp_path, "lv", objective)
+    d["data"]["positive_class"] = "1"
+    d["model"].update(likelihood="logistic", sharing="tied")
+    assert main(["run", str(_write(tmp_path, d))]) == 0
+    err = capfd.readouterr().err
+    assert f"[bars] {bar} 0 " in err and "%|" not in err
