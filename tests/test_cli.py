@@ -226,6 +226,7 @@ def test_ctrl_c_exits_130_without_traceback_and_keeps_the_checkpoint(tmp_path, m
     assert (out / "checkpoint.npz").read_bytes() == b"kept"
     if command == "run":
         assert "interrupted" in (out / "run.log").read_text()
+        assert read_identity(out)["status"] == "interrupted"
 
 
 def test_sigint_during_cv_learning_exits_130_and_the_checkpoint_resumes(tmp_path):
@@ -247,6 +248,7 @@ def test_sigint_during_cv_learning_exits_130_and_the_checkpoint_resumes(tmp_path
     assert err.strip().endswith("gpmodels: interrupted") and "Traceback" not in err
     assert ckpt.is_file() and not (tmp_path / "out" / "metrics.json").exists()
     assert "interrupted" in (tmp_path / "out" / "run.log").read_text()
+    assert read_identity(tmp_path / "out")["status"] == "interrupted"
     done = subprocess.run(cmd + ["--quiet"], capture_output=True, text=True, env=_env(), cwd=tmp_path, timeout=400)
     assert done.returncode == 0, done.stderr
     metrics = json.loads((tmp_path / "out" / "metrics.json").read_text())
