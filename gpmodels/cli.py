@@ -5,9 +5,16 @@
 ``--quiet`` both (errors still go to stderr).
 
 Exit codes: 0 success; 2 bad spec, bad input, unusable report folder or bad command line; 1 the
-run failed (a study: one of its models failed).  Errors are one line on stderr; a failure the
-package did not foresee names its type and place, and shows the traceback only with
-``GPMODELS_DEBUG=1``.  No message quotes the content of a file it could not read.
+run failed (a study: one of its models failed); 130 interrupted by Ctrl-C (``gpmodels: interrupted``,
+no traceback; a CV checkpoint is written atomically, so the last one is kept and resumed).
+
+``--set key.path=value`` (run, validate, study; repeatable) overrides a spec key before validation
+(:mod:`gpmodels.spec.overrides`); ``--fresh`` (run) starts CV learning afresh (``objective.cv.resume:
+never``); ``--version`` prints ``gpmodels <version>``; ``python -m gpmodels`` is the same program.
+Every run records its command line (``metrics.json`` ``command``; :func:`gpmodels.spec.run.provenance`).
+
+Errors are one line on stderr; a failure the package did not foresee names its type and place, and
+shows the traceback only with ``GPMODELS_DEBUG=1``.  No message quotes the content of a file it could not read.
 
 ``--allow-import MODULE`` (repeatable) lets a spec's or model folder's ``model.prior:
 MODULE:builder`` import that module (and its sub-modules); nothing a file names is imported
