@@ -5,9 +5,16 @@
 ``--quiet`` both (errors still go to stderr).
 
 Exit codes: 0 success; 2 bad spec, bad input, unusable report folder or bad command line; 1 the
-run failed (a study: one of its models failed).  Errors are one line on stderr; a failure the
-package did not foresee names its type and place, and shows the traceback only with
-``GPMODELS_DEBUG=1``.  No message quotes the content of a file it could not read.
+run failed (a study: one of its models failed); 130 interrupted by Ctrl-C (``gpmodels: interrupted``,
+no traceback; a CV checkpoint is written atomically, so the last one is kept and resumed).
+
+``--set key.path=value`` (run, validate, study; repeatable) overrides a spec key before validation
+(:mod:`gpmodels.spec.overrides`); ``--fresh`` (run) starts CV learning afresh (``objective.cv.resume:
+never``); ``--version`` prints ``gpmodels <version>``; ``python -m gpmodels`` is the same program.
+Every run records its command line (``metrics.json`` ``command``; :func:`gpmodels.spec.run.provenance`).
+
+Errors are one line on stderr; a failure the package did not foresee names its type and place, and
+shows the traceback only with ``GPMODELS_DEBUG=1``.  No message quotes the content of a file it could not read.
 
 ``--allow-import MODULE`` (repeatable) lets a spec's or model folder's ``model.prior:
 MODULE:builder`` import that module (and its sub-modules); nothing a file names is imported
@@ -19,9 +26,12 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import shlex
 import sys
 import traceback
 from pathlib import Path
+
+import attrs
 
 from gpmodels.errors import CheckpointError, GPModelsError, InputError
 
@@ -45,44 +55,136 @@ def _module_name(text: str) -> str:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+EXIT_INTERRUPTED = 130
+
+EXIT_CODES = """exit codes:
+  0    success
+  1    the run failed (a study: one of its models failed; an unforeseen error)
+  2    bad input: spec, data, command line, report folder or checkpoint
+  130  interrupted (Ctrl-C); a CV learning checkpoint written so far is kept and resumed by the next run
+"""
+ENVIRONMENT = """environment variables:
+  GPMODELS_DEBUG=1     show the traceback of an unforeseen error
+  GPMODELS_DATA=DIR    folder of the named data sets (`data.dataset`) when the spec sets no `data.root`
+"""
+_EXAMPLES = {
+    None: """examples:
+  gpmodels validate specs/satimage-map.yaml
+  gpmodels run specs/satimage-cv.yaml --out runs/cv --set objective.cv.folds=3
+  gpmodels study specs/study-objectives.yaml --no-progress
+  gpmodels predict runs/cv data/new.npz --out predictions.csv
+  python -m gpmodels --version
+""",
+    "run": """examples:
+  gpmodels run specs/satimage-map.yaml
+  gpmodels run specs/satimage-cv.yaml --out runs/cv --set objective.cv.folds=3 --set seed=7
+  gpmodels run specs/satimage-cv.yaml --fresh          # ignore and replace the CV checkpoint
+  gpmodels run specs/satimage-map.yaml --quiet --force
+
+The report folder gets metrics.json (scores and provenance: gpmodels_version, started_at, command,
+spec_sha256), spec.resolved.yaml (with the --set overrides), diagnostics.json, run.log (the run's
+messages), plots, model.npz and, for CV learning, checkpoint.npz (resumed when the run is repeated).
+""",
+    "validate": """examples:
+  gpmodels validate specs/satimage-map.yaml
+  gpmodels validate specs/study-objectives.yaml --set data.max_train=500
+""",
+    "study": """examples:
+  gpmodels study specs/study-objectives.yaml
+  gpmodels study specs/study-objectives.yaml --out runs/study --set seed=3 --set models.0.objective.type=map
+
+Writes study.md / study.csv / study.json (the table, provenance in study.json), report.md, run.log and
+one sub-folder per model (its own report).
+""",
+    "predict": """examples:
+  gpmodels predict runs/satimage-map data/new.npz
+  gpmodels predict runs/satimage-map data/new.svm --out predictions.csv
+""",
+    "spec-reference": """examples:
+  gpmodels spec-reference > docs/specs.md
+""",
+}
+SET_HELP = ("override a spec key before validation (repeatable; a later one wins): KEY.PATH=VALUE, VALUE read as "
+            "YAML (3, 0.5, true, [1, 2], null, text); list entries by index (models.0.name); recorded in "
+            "spec.resolved.yaml")
+
+
+def _epilog(command) -> str:
+    return "\n".join((_EXAMPLES[command], EXIT_CODES, ENVIRONMENT))
+
+
+def _add(sub, name: str, summary: str, description: str) -> argparse.ArgumentParser:
+    return sub.add_parser(name, help=summary, description=description, epilog=_epilog(name),
+                          formatter_class=argparse.RawDescriptionHelpFormatter)
+
+
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="gpmodels",
-                                description="Kernel and GP classification with many, structured classes.")
-    sub = p.add_subparsers(dest="command", required=True)
-    r = sub.add_parser("run", help="fit and evaluate a spec; writes a report folder")
+    from gpmodels.spec.run import package_version
+
+    p = argparse.ArgumentParser(
+        prog="gpmodels", formatter_class=argparse.RawDescriptionHelpFormatter, epilog=_epilog(None),
+        description="Kernel and GP classification with many, structured classes: run a YAML spec (fit, evaluate, "
+                    "report), compare models in a study, predict with a saved model.  `gpmodels COMMAND --help` "
+                    "describes each command; `python -m gpmodels` is the same program.")
+    p.add_argument("--version", action="version", version=f"gpmodels {package_version()}")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    r = _add(sub, "run", "fit and evaluate a spec; writes a report folder",
+             "Fit and evaluate the model of a YAML spec and write its report folder (default: the spec's "
+             "output.dir).  Messages on stdout, progress bars on stderr.")
     r.add_argument("spec", help="path to a YAML spec")
     r.add_argument("--out", default=None, help="report folder (default: the spec's output.dir)")
-    r.add_argument("--quiet", action="store_true", help="print nothing but errors: no messages, no progress bars")
-    r.add_argument("--no-progress", action="store_true", help="no progress bars on stderr (messages still on stdout)")
-    v = sub.add_parser("validate", help="check a spec or study spec (keys, types, files) without running it")
-    v.add_argument("spec")
-    for q in (r, v):
-        q.add_argument("--allow-import", action="append", default=[], type=_module_name, metavar="MODULE",
-                       help=ALLOW_IMPORT_HELP)
-    r.add_argument("--force", action="store_true", help="replace another run's report in the folder")
-    s = sub.add_parser("study", help="run every model of a study spec on the same data; prints one table")
+    r.add_argument("--fresh", action="store_true",
+                   help="start CV learning afresh: ignore and replace a checkpoint in the report folder "
+                        "(objective.cv.resume: never for this run)")
+    v = _add(sub, "validate", "check a spec or study spec (keys, types, files) without running it",
+             "Check a model spec or study spec (keys, types, values, the files it names) without running it.")
+    v.add_argument("spec", help="path to a YAML spec or study spec")
+    s = _add(sub, "study", "run every model of a study spec on the same data; prints one table",
+             "Run every model of a study spec on the same data and split; a model that fails is marked in the "
+             "table and the others still run.")
     s.add_argument("spec", help="path to a YAML study spec (it lists `models`)")
     s.add_argument("--out", default=None, help="study folder (default: the study's output.dir)")
-    s.add_argument("--quiet", action="store_true", help="print nothing but errors: no messages, no progress bars")
-    s.add_argument("--no-progress", action="store_true", help="no progress bars on stderr (messages still on stdout)")
-    s.add_argument("--force", action="store_true", help="replace another study's report in the folder")
-    pr = sub.add_parser("predict", help="probabilities and decisions of a saved model for new data")
+    for q, what in ((r, "run's"), (s, "study's")):
+        q.add_argument("--quiet", action="store_true", help="print nothing but errors: no messages, no progress bars")
+        q.add_argument("--no-progress", action="store_true",
+                       help="no progress bars on stderr (messages still on stdout)")
+        q.add_argument("--force", action="store_true", help=f"replace another {what} report in the folder")
+    for q in (r, v, s):
+        q.add_argument("--set", action="append", default=[], dest="overrides", metavar="KEY.PATH=VALUE",
+                       help=SET_HELP)
+    pr = _add(sub, "predict", "probabilities and decisions of a saved model for new data",
+              "Write one CSV row per input (the decision and the class probabilities) of a model saved by "
+              "`gpmodels run`; with labels in the input, the error is printed on stderr.")
     pr.add_argument("model_dir", help="a report folder of `gpmodels run` (model.npz + spec.resolved.yaml)")
     pr.add_argument("data", help="inputs: .npz with X (y optional), .arff (class optional) or svmlight/libsvm text")
     pr.add_argument("--out", default=None, help="CSV file for the predictions (default: standard output)")
-    for q in (s, pr):
+    for q in (r, v, s, pr):
         q.add_argument("--allow-import", action="append", default=[], type=_module_name, metavar="MODULE",
                        help=ALLOW_IMPORT_HELP)
-    sub.add_parser("spec-reference", help="print the spec reference (docs/specs.md)")
+    _add(sub, "spec-reference", "print the spec reference (docs/specs.md)",
+         "Print the reference of every spec key (type, default, allowed values), as in docs/specs.md.")
     return p
 
 
-def _validate(path, allow_import=()) -> None:
-    from gpmodels.spec.build import check_files
-    from gpmodels.spec.loader import load_any_spec
+def _load(path, overrides, allow_import, *, kind=None):
+    """The spec (or, ``kind=None``, spec or study spec) of ``path`` with ``--set`` overrides applied before
+    validation; with the spec's folder."""
+    from gpmodels.spec.loader import grant_imports, read_yaml, spec_from_dict
+    from gpmodels.spec.overrides import apply_overrides
     from gpmodels.spec.study import StudySpec
 
-    spec, base_dir = load_any_spec(path, allow_import=allow_import)
+    data = apply_overrides(read_yaml(path), overrides)
+    base_dir = Path(path).resolve().parent
+    if kind != "model" and isinstance(data, dict) and "models" in data:
+        return grant_imports(StudySpec.from_dict(data), allow_import), base_dir
+    return spec_from_dict(data, allow_import=allow_import), base_dir
+
+
+def _validate(path, allow_import=(), overrides=()) -> None:
+    from gpmodels.spec.build import check_files
+    from gpmodels.spec.study import StudySpec
+
+    spec, base_dir = _load(path, overrides, allow_import)
     if isinstance(spec, StudySpec):
         for entry in spec.models:
             check_files(spec.entry_spec(entry, "runs"), base_dir)
@@ -195,7 +297,7 @@ def _where(exc: BaseException) -> str:
     return f"{Path(tb.tb_frame.f_code.co_filename).name}:{tb.tb_lineno}" if tb is not None else "?"
 
 
-def _command(args) -> int:
+def _command(args, command: str) -> int:
     from gpmodels.errors import SpecError
 
     if args.command == "spec-reference":
@@ -204,7 +306,7 @@ def _command(args) -> int:
         sys.stdout.write(spec_reference())
         return EXIT_OK
     if args.command == "validate":
-        _validate(args.spec, args.allow_import)
+        _validate(args.spec, args.allow_import, args.overrides)
         return EXIT_OK
     if args.command == "predict":
         _predict(args.model_dir, args.data, args.out, args.allow_import)
@@ -216,11 +318,11 @@ def _command(args) -> int:
                 f"{args.spec} is a model spec (a `model` section, no `models` list); run it with "
                 f"`gpmodels run {args.spec}`"
             )
-        from gpmodels.spec.loader import load_any_spec
         from gpmodels.spec.study import failed_models, run_study
 
-        study, base_dir = load_any_spec(args.spec, allow_import=args.allow_import)
-        rows = run_study(study, base_dir, args.out, quiet=args.quiet, progress=not args.no_progress, force=args.force)
+        study, base_dir = _load(args.spec, args.overrides, args.allow_import)
+        rows = run_study(study, base_dir, args.out, quiet=args.quiet, progress=not args.no_progress, force=args.force,
+                         command=command)
         failed = failed_models(rows)
         if failed:
             print(
@@ -232,22 +334,42 @@ def _command(args) -> int:
         return EXIT_OK
     if kind == "study":
         raise SpecError(f"{args.spec} is a study spec (it lists `models`); run it with `gpmodels study {args.spec}`")
-    from gpmodels.spec.loader import load_spec
     from gpmodels.spec.run import run_spec
 
-    spec, base_dir = load_spec(args.spec, allow_import=args.allow_import)
-    run_spec(spec, base_dir, args.out, quiet=args.quiet, progress=not args.no_progress, force=args.force)
+    spec, base_dir = _load(args.spec, args.overrides, args.allow_import, kind="model")
+    if args.fresh:  # this run only: the checkpoint is ignored, then replaced by this run's
+        spec = attrs.evolve(spec, objective=attrs.evolve(
+            spec.objective, cv=attrs.evolve(spec.objective.cv, resume="never")))
+    run_spec(spec, base_dir, args.out, quiet=args.quiet, progress=not args.no_progress, force=args.force,
+             command=command)
     return EXIT_OK
 
 
+def _command_line(argv) -> str:
+    """The command line recorded as a run's provenance: ``sys.argv`` (``python -m gpmodels`` for the
+    module's path), or ``gpmodels ARGS`` when ``main`` was called with ``argv``."""
+    if argv is not None:
+        return shlex.join(["gpmodels", *argv])
+    words = list(sys.argv)
+    if words and Path(words[0]).name == "__main__.py":
+        words[:1] = ["python", "-m", "gpmodels"]
+    return shlex.join(words)
+
+
 def main(argv=None) -> int:
-    args = _parser().parse_args(argv)
+    """The ``gpmodels`` command (``argv``: the arguments after the program name; default ``sys.argv[1:]``);
+    returns the exit code (see ``EXIT_CODES``)."""
     try:
-        return _command(args)
+        args = _parser().parse_args(argv)
+        command = _command_line(argv)
+        return _command(args, command)
+    except KeyboardInterrupt:  # Ctrl-C: no traceback; checkpoints are written atomically, so the last one is kept
+        print("gpmodels: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
     except CheckpointError as exc:  # a file in the report folder, not a failure of the fit
         print(
-            f"gpmodels: error: {_bounded(exc)} (set `objective.cv.resume: never` to start afresh, or pass "
-            "--force to clear the folder)",
+            f"gpmodels: error: {_bounded(exc)} (pass --fresh or set `objective.cv.resume: never` to start afresh, "
+            "or pass --force to clear the folder)",
             file=sys.stderr,
         )
         return EXIT_BAD_INPUT
@@ -256,9 +378,6 @@ def main(argv=None) -> int:
         return EXIT_BAD_INPUT
     except GPModelsError as exc:
         print(f"gpmodels: run failed: {_bounded(exc)}", file=sys.stderr)
-        return EXIT_FAILED
-    except KeyboardInterrupt:
-        print("gpmodels: interrupted", file=sys.stderr)
         return EXIT_FAILED
     except MemoryError:
         print("gpmodels: run failed: out of memory (MemoryError)", file=sys.stderr)

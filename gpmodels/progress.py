@@ -1,10 +1,16 @@
-"""What the driver shows while it works: one-line messages on stdout and tqdm progress bars on stderr.
+"""What the driver shows while it works: one-line messages on stdout and progress on stderr.
 
 The library never prints: fits and learners report through explicit callbacks (``on_iteration``
 of ``newton_cg``, ``exact_newton``, ``fit_map``, ``fit_learned``, ``learn_hyperparameters``).  The
 driver (``run_spec``, ``run_study``, the CLI) holds a :class:`Console` and turns those calls into
 messages and bars; the default console is silent, so a library call shows nothing unless its
 caller asks.  ``gpmodels run|study`` show both; ``--quiet`` neither; ``--no-progress`` messages only.
+
+Progress is a tqdm bar only when stderr is a terminal; otherwise (a log file, a pipe, CI) it is
+plain lines ``[name] Newton 5/30 Φ=..., grad=...``, the first at once and then at most one every
+``Console.interval`` seconds, plus the last state when the bar closes: no redraws in log files.
+Every message also goes to the Python logger ``gpmodels`` (level INFO; silent unless the
+application configures logging) and, when the console has a ``log`` file, to that file.
 
 While bars are open, messages go through ``tqdm.write`` so that a bar is cleared, the message
 printed and the bar redrawn below it, instead of the two interleaving on the terminal.
@@ -18,11 +24,24 @@ Usage in a runner (``say`` is the runner's console)::
 
 from __future__ import annotations
 
+import logging
 import sys
+import time
 
 import attrs
 
-__all__ = ["Console", "Bar", "SILENT"]
+__all__ = ["Console", "Bar", "LineBar", "SILENT", "LOGGER"]
+
+#: the logger every console message goes to (INFO)
+LOGGER = logging.getLogger("gpmodels")
+
+
+def stderr_is_terminal() -> bool:
+    """Whether standard error is an interactive terminal (a closed or replaced stream: no)."""
+    try:
+        return bool(sys.stderr.isatty())
+    except (AttributeError, ValueError, OSError):
+        return False
 
 
 class Bar:
@@ -73,6 +92,49 @@ class Bar:
         self.close()
 
 
+class LineBar(Bar):
+    """Progress as plain lines on stderr, for a stream that is not a terminal: ``label n/total k=v, ...``
+    (``label n`` when the total is open-ended), the first update at once, then at most one line every
+    ``interval`` seconds, and the last state on ``close`` when it was not shown yet."""
+
+    def __init__(self, total: int | None, label: str, interval: float):
+        super().__init__(None)
+        self._total, self._label, self._interval = total, label, float(interval)
+        self._n, self._postfix, self._last, self._shown, self._open = 0, {}, None, None, True
+
+    @property
+    def active(self) -> bool:
+        return self._open
+
+    def goto(self, n: int, **postfix) -> None:
+        if not self._open:
+            return
+        self._n = max(self._n, int(n))
+        self._postfix.update(postfix)
+        now = time.monotonic()
+        if self._last is None or now - self._last >= self._interval:
+            self._emit()
+            self._last = now
+
+    def step(self, **postfix) -> None:
+        self.goto(self._n + 1, **postfix)
+
+    def _line(self) -> str:
+        count = f"{self._n}/{self._total}" if self._total is not None else f"{self._n}"
+        post = ", ".join(f"{k}={_fmt(v)}" for k, v in self._postfix.items())
+        return f"{self._label} {count}" + (f" {post}" if post else "")
+
+    def _emit(self) -> None:
+        line = self._line()
+        print(line, file=sys.stderr, flush=True)
+        self._shown = line
+
+    def close(self) -> None:
+        if self._open and self._last is not None and self._line() != self._shown:
+            self._emit()
+        self._open = False
+
+
 def _fmt(v) -> str:
     if isinstance(v, float):
         return f"{v:.6g}"
@@ -82,17 +144,27 @@ def _fmt(v) -> str:
 @attrs.frozen
 class Console:
     """Messages (``console(msg)``, stdout, prefixed ``[prefix]``) and bars (``console.bar(...)``,
-    stderr), each on or off.  Immutable; ``with_prefix`` gives the same settings for another run."""
+    stderr), each on or off.  Immutable; ``with_prefix`` gives the same settings for another run.
+    ``terminal``: tqdm bars (True) or plain lines (False); None decides by ``sys.stderr.isatty()``."""
 
     prefix: str = ""
     messages: bool = False
     bars: bool = False
+    #: a file (``run.log`` of the report folder) that receives every message as a plain line, whether or not
+    #: messages are shown (never the bars)
+    log: str | None = None
+    terminal: bool | None = None
+    #: the fewest seconds between two plain progress lines
+    interval: float = 5.0
 
     def __call__(self, msg: str) -> None:
+        text = f"[{self.prefix}] {msg}" if self.prefix else msg
+        LOGGER.info(text)
+        if self.log is not None:
+            self.write_log(text)
         if not self.messages:
             return
-        text = f"[{self.prefix}] {msg}" if self.prefix else msg
-        if self.bars:
+        if self.bars and (self.terminal if self.terminal is not None else stderr_is_terminal()):
             from tqdm import tqdm
 
             tqdm.write(text, file=sys.stdout)
@@ -105,10 +177,26 @@ class Console:
         ``leave=False`` erases the bar when it closes (the runner's message sums it up)."""
         if not self.bars:
             return Bar()
+        label = f"[{self.prefix}] {desc}" if self.prefix else desc
+        if not (self.terminal if self.terminal is not None else stderr_is_terminal()):
+            return LineBar(total, label, self.interval)
         from tqdm import tqdm
 
-        label = f"[{self.prefix}] {desc}" if self.prefix else desc
         return Bar(tqdm(total=total, desc=label, unit=unit, leave=leave, file=sys.stderr, dynamic_ncols=True))
+
+    def write_log(self, line: str) -> None:
+        """Append ``line`` (with the UTC time) to the log file, if any; a log that cannot be written is
+        skipped (the run's results do not depend on it)."""
+        if self.log is None:
+            return
+        import datetime
+
+        stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        try:
+            with open(self.log, "a", encoding="utf-8") as fh:
+                fh.write(f"{stamp} {line}\n")
+        except OSError:
+            pass
 
     def with_prefix(self, prefix: str) -> Console:
         return attrs.evolve(self, prefix=prefix)

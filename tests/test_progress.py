@@ -8,6 +8,7 @@ import pytest
 import yaml
 from conftest import toy_classification
 
+from gpmodels import progress
 from gpmodels.cli import main
 from gpmodels.inference.map.newton_cg import NewtonOptions, newton_cg
 from gpmodels.likelihoods.softmax import Softmax
@@ -44,18 +45,20 @@ CV = {"type": "cv", "newton": {"max_iter": 30, "cg_max_iter": 40},
 
 def _same_results(a, b):
     ma, mb = (json.loads((d / "metrics.json").read_text()) for d in (a, b))
-    timing = {k for k in ma if k.endswith("seconds")}
+    # timings and the provenance of the run (when and by which command line it ran) are not results
+    timing = {k for k in ma if k.endswith("seconds")} | {"started_at", "command"}
     assert {k: v for k, v in ma.items() if k not in timing} == {k: v for k, v in mb.items() if k not in timing}
     (_, xa), (_, xb) = load_arrays(a), load_arrays(b)
     assert set(xa) == set(xb) and all(np.array_equal(xa[k], xb[k]) for k in xa)
 
 
 @pytest.mark.parametrize("objective, bar", [(None, "Newton"), (CV, "CV outer iterations")])
-def test_run_draws_bars_on_stderr_and_quiet_prints_nothing(tmp_path, capfd, objective, bar):
+def test_run_draws_bars_on_stderr_and_quiet_prints_nothing(tmp_path, capfd, monkeypatch, objective, bar):
+    monkeypatch.setattr(progress, "stderr_is_terminal", lambda: True)  # bars are drawn on a terminal only
     with_bars = _write(tmp_path, _spec(tmp_path, "on", objective), "on.yaml")
     assert main(["run", str(with_bars)]) == 0
     out, err = capfd.readouterr()
-    assert f"[bars] {bar}" in err and "%|" in err  # a tqdm bar, labelled
+    assert f"[bars] {bar}: 0it [" in err and "\r" in err  # a tqdm bar, labelled, open-ended (the cap is no count)
     assert "[bars] test error" in out and "%|" not in out  # messages stay on stdout
     if objective is not None:
         assert "Ψ=" in err and "final fit: Newton" in err
@@ -130,3 +133,55 @@ def test_console_bar_moves_and_formats(capfd):
         bar.step()
     out, err = capfd.readouterr()
     assert "[p] between" in out and "3/4" in err and "psi=1.23457" in err
+
+
+@pytest.mark.parametrize("objective, bar", [(None, "Newton"), (CV, "CV outer iterations")])
+def test_progress_off_a_terminal_is_plain_lines(tmp_path, capfd, monkeypatch, objective, bar):
+    monkeypatch.setattr(progress, "stderr_is_terminal", lambda: False)  # a log file or a pipe
+    assert main(["run", str(_write(tmp_path, _spec(tmp_path, "plain", objective)))]) == 0
+    out, err = capfd.readouterr()
+    assert "%|" not in err and "\r" not in err and "it/s" not in err  # no bar redraws in a log file
+    lines = err.splitlines()
+    assert lines and all(line.startswith("[bars] ") for line in lines)
+    assert any(line.startswith(f"[bars] {bar} 0 ") for line in lines)  # the first state at once; open-ended
+    assert ("Φ=" if objective is None else "Ψ=") in err
+    assert "[bars] test error" in out
+
+
+def test_plain_lines_are_at_most_one_per_interval(capfd, monkeypatch):
+    clock = [100.0]
+    monkeypatch.setattr(progress.time, "monotonic", lambda: clock[0])
+    say = Console("p", bars=True, terminal=False, interval=5.0)
+    with say.bar(None, "EM") as bar:  # open-ended
+        assert bar.active
+        for i in range(1, 30):
+            clock[0] += 1.0
+            bar.goto(i, Φ=float(i))
+    err = capfd.readouterr().err.splitlines()
+    assert err == ["[p] EM 1 Φ=1", "[p] EM 6 Φ=6", "[p] EM 11 Φ=11", "[p] EM 16 Φ=16", "[p] EM 21 Φ=21",
+                   "[p] EM 26 Φ=26", "[p] EM 29 Φ=29"]  # every 5 s, and the last state at close
+    with Console(bars=True, terminal=False).bar(3, "x") as bar:
+        pass  # never moved: nothing shown
+    assert capfd.readouterr().err == ""
+
+
+def test_messages_go_to_the_gpmodels_logger(caplog):
+    import logging
+
+    with caplog.at_level(logging.INFO, logger="gpmodels"):
+        Console("p", messages=False)("hello")
+    assert [(r.name, r.levelno, r.getMessage()) for r in caplog.records] == [("gpmodels", logging.INFO, "[p] hello")]
+
+
+@pytest.mark.parametrize("objective, bar", [
+    ({"type": "laplace", "laplace": {"learn_max_iter": 4}}, "Laplace MLM: outer iterations"),
+    ({"type": "vb", "vb": {"learn_max_iter": 3}}, "VB: outer iterations"),
+])
+def test_laplace_and_vb_learning_show_progress(tmp_path, capfd, monkeypatch, objective, bar):
+    monkeypatch.setattr(progress, "stderr_is_terminal", lambda: False)
+    d = _spec(tmp_path, "lv", objective)
+    d["data"]["positive_class"] = "1"
+    d["model"].update(likelihood="logistic", sharing="tied")
+    assert main(["run", str(_write(tmp_path, d))]) == 0
+    err = capfd.readouterr().err
+    assert f"[bars] {bar} 0 " in err and "%|" not in err

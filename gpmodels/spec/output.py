@@ -106,8 +106,8 @@ class OutputFolder:
     released: bool = False
 
     def finish(self, status: str) -> None:
-        """Record ``status`` (``finished`` / ``failed``) in ``run.json``; a write error is ignored (the
-        report itself was written or the run failed anyway)."""
+        """Record ``status`` (``finished`` / ``failed`` / ``interrupted``: Ctrl-C) in ``run.json``; a write
+        error is ignored (the report itself was written or the run failed anyway)."""
         try:
             (self.path / IDENTITY_FILE).write_text(json.dumps({**self.identity, "status": status}, indent=1) + "\n")
         except OSError:
@@ -125,7 +125,8 @@ class OutputFolder:
         return self
 
     def __exit__(self, exc_type, exc, tb):
-        self.finish("finished" if exc_type is None else "failed")
+        interrupted = exc_type is not None and issubclass(exc_type, KeyboardInterrupt)
+        self.finish("finished" if exc_type is None else "interrupted" if interrupted else "failed")
         self.release()
         return False
 

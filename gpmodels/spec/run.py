@@ -38,7 +38,34 @@ from gpmodels.spec.runners import RUNNERS as BUILTIN_RUNNERS
 from gpmodels.spec.runners.map import run_em, run_map  # noqa: F401  (they lived here; kept reachable)
 from gpmodels.spec.sections import Spec
 
-__all__ = ["run_spec", "output_dir", "RunOutcome", "RUNNERS", "register_runner", "map_saver", "run_identity"]
+__all__ = ["run_spec", "output_dir", "RunOutcome", "RUNNERS", "register_runner", "map_saver", "run_identity",
+           "package_version", "provenance", "LOG_FILE"]
+
+#: the run's messages, plain text (one line each, UTC time first), in the report folder
+LOG_FILE = "run.log"
+
+
+def package_version() -> str:
+    """The installed distribution's version (``importlib.metadata``), else ``gpmodels.__version__``."""
+    from importlib import metadata
+
+    try:
+        return metadata.version("gpmodels")
+    except metadata.PackageNotFoundError:
+        from gpmodels import __version__
+
+        return __version__
+
+
+def provenance(spec, command: str | None = None) -> dict:
+    """What a run or study records of where it came from: ``gpmodels_version``, ``started_at`` (UTC,
+    ISO 8601), ``command`` (the command line when run by the CLI, ``"python"`` for an API call) and
+    ``spec_sha256`` (:func:`~gpmodels.spec.output.spec_digest`, the digest ``run.json`` holds)."""
+    import datetime
+
+    return {"gpmodels_version": package_version(),
+            "started_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "command": command if command is not None else "python", "spec_sha256": spec_digest(spec)}
 
 
 #: objective.type -> runner; the explicit table of :mod:`gpmodels.spec.runners` (extend with ``register_runner``)
@@ -117,7 +144,7 @@ def run_identity(spec: Spec) -> dict:
 
 
 def run_spec(spec: Spec, base_dir: Path | None = None, out: str | Path | None = None, *, quiet: bool = False,
-             progress: bool = False, force: bool = False, allow_import=()) -> dict:
+             progress: bool = False, force: bool = False, allow_import=(), command: str | None = None) -> dict:
     """Fit and evaluate ``spec``; returns the metrics written to ``metrics.json``.
 
     Messages go to stdout unless ``quiet``; ``progress`` adds tqdm bars on stderr (Newton
@@ -125,7 +152,11 @@ def run_spec(spec: Spec, base_dir: Path | None = None, out: str | Path | None = 
 
     The report folder is checked, locked and cleared of an earlier run's artefacts before any work
     (:func:`~gpmodels.spec.output.claim_output`); one holding another spec's report is refused
-    unless ``force``.  ``allow_import``: modules a ``model.prior: module:builder`` path may import."""
+    unless ``force``.  ``allow_import``: modules a ``model.prior: module:builder`` path may import.
+
+    Provenance: ``metrics.json`` records :func:`provenance` (version, start time, ``command``: the
+    command line of the CLI, ``"python"`` by default, spec digest); ``run.log`` receives every message
+    of the run as plain text (also with ``quiet``; never the bars), and how it ended."""
     spec = grant_imports(spec, allow_import)
     runner = RUNNERS.get(spec.objective.type)
     if runner is None:
@@ -134,12 +165,22 @@ def run_spec(spec: Spec, base_dir: Path | None = None, out: str | Path | None = 
     check_files(spec, base_dir)
     out_dir = output_dir(spec, out)
     with claim_output(out_dir, run_identity(spec), force=force, key="--out" if out is not None else "output.dir"):
-        return _run(spec, runner, base_dir, out_dir, quiet=quiet, progress=progress)
+        origin = provenance(spec, command)
+        say = Console(spec.name, messages=not quiet, bars=progress and not quiet, log=str(out_dir / LOG_FILE))
+        (out_dir / LOG_FILE).write_text("", encoding="utf-8")
+        say.write_log(f"gpmodels {origin['gpmodels_version']}: run {spec.name!r} (spec {origin['spec_sha256'][:12]}); "
+                      f"command: {origin['command']}")
+        try:
+            return _run(spec, runner, base_dir, out_dir, say, origin)
+        except KeyboardInterrupt:
+            say.write_log("interrupted (Ctrl-C); a learning checkpoint, if any, is kept")
+            raise
+        except BaseException as exc:
+            say.write_log(f"failed: {type(exc).__name__}: {(str(exc).splitlines() or [''])[0][:300]}")
+            raise
 
 
-def _run(spec: Spec, runner, base_dir, out_dir: Path, *, quiet: bool, progress: bool) -> dict:
-    say = Console(spec.name, messages=not quiet, bars=progress and not quiet)
-
+def _run(spec: Spec, runner, base_dir, out_dir: Path, say: Console, origin: dict) -> dict:
     t0 = time.perf_counter()
     data = _read_data(spec, base_dir)
     say(
@@ -148,7 +189,7 @@ def _run(spec: Spec, runner, base_dir, out_dir: Path, *, quiet: bool, progress: 
     )
     # runners see the effective report folder (``--out`` included) in ``spec.output.dir``
     outcome = runner(attrs.evolve(spec, output=attrs.evolve(spec.output, dir=str(out_dir))), data, base_dir, say)
-    metrics = {"name": spec.name}
+    metrics = {"name": spec.name, **origin}
     if outcome.probabilities is not None:
         scores = M.classification_report(outcome.probabilities, data.y_test)
         metrics.update(

@@ -10,6 +10,7 @@ comparison table), ``error_reject.png`` (all models' curves) and ``report.md`` l
 from __future__ import annotations
 
 import csv
+import functools
 import json
 import sys
 import time
@@ -95,7 +96,7 @@ def study_identity(study: StudySpec) -> dict:
 
 
 def run_study(study: StudySpec, base_dir: Path | None = None, out=None, *, quiet: bool = False, progress: bool = False,
-              force: bool = False, allow_import=()) -> list[dict]:
+              force: bool = False, allow_import=(), command: str | None = None) -> list[dict]:
     """Run every model of the study; returns the table rows (one metrics dict per model).
 
     A model that fails does not stop the study: its row has ``status: failed`` and ``error`` (the
@@ -104,19 +105,32 @@ def run_study(study: StudySpec, base_dir: Path | None = None, out=None, *, quiet
     The study folder is checked, locked and cleared like a run's (``force`` as in ``run_spec``).
 
     Messages go to stdout unless ``quiet``; ``progress`` adds tqdm bars on stderr unless ``quiet``:
-    one over the study's rows (the model and its test error in the postfix) and each run's own."""
+    one over the study's rows (the model and its test error in the postfix) and each run's own.
+    Provenance as in ``run_spec``: ``study.json`` records :func:`~gpmodels.spec.run.provenance` (version,
+    start time, ``command``, spec digest), ``run.log`` in the study folder the study's messages (each
+    model's own ``run.log`` is in its sub-folder)."""
     from gpmodels import reports
     from gpmodels.progress import Console
     from gpmodels.spec.loader import grant_imports
     from gpmodels.spec.output import STUDY_ARTEFACTS, claim_output
-    from gpmodels.spec.run import run_spec
+    from gpmodels.spec.run import LOG_FILE, provenance, run_spec
 
     study = grant_imports(study, allow_import)
-    say = Console(study.name, messages=not quiet, bars=progress and not quiet)
     out_dir = Path(out) if out is not None else Path(study.output.dir.replace("{name}", study.name))
     with claim_output(out_dir, study_identity(study), force=force, artefacts=STUDY_ARTEFACTS,
                       key="--out" if out is not None else "output.dir"):
-        return _run_study(study, base_dir, out_dir, say, reports, run_spec, quiet=quiet, progress=progress, force=force)
+        origin = provenance(study, command)
+        say = Console(study.name, messages=not quiet, bars=progress and not quiet, log=str(out_dir / LOG_FILE))
+        (out_dir / LOG_FILE).write_text("", encoding="utf-8")
+        say.write_log(f"gpmodels {origin['gpmodels_version']}: study {study.name!r} (spec "
+                      f"{origin['spec_sha256'][:12]}); command: {origin['command']}")
+        try:
+            return _run_study(study, base_dir, out_dir, say, reports,
+                              functools.partial(run_spec, command=origin["command"]), origin,
+                              quiet=quiet, progress=progress, force=force)
+        except KeyboardInterrupt:
+            say.write_log("interrupted (Ctrl-C)")
+            raise
 
 
 def failed_models(rows: list[dict]) -> list[str]:
@@ -124,7 +138,8 @@ def failed_models(rows: list[dict]) -> list[str]:
     return [r["model"] for r in rows if r.get("status") == "failed"]
 
 
-def _run_study(study, base_dir, out_dir: Path, say, reports, run_spec, *, quiet, progress, force) -> list[dict]:
+def _run_study(study, base_dir, out_dir: Path, say, reports, run_spec, origin, *, quiet, progress,
+               force) -> list[dict]:
     rows, curves = [], {}
     t0 = time.perf_counter()
     with say.bar(len(study.models), "models", unit="model") as bar:
@@ -138,6 +153,7 @@ def _run_study(study, base_dir, out_dir: Path, say, reports, run_spec, *, quiet,
             except Exception as exc:  # noqa: BLE001 - one model's failure must not lose the others' rows
                 error = _first_line(exc)
                 print(f"gpmodels: study {study.name}: model {entry.name!r} failed: {error}", file=sys.stderr)
+                say.write_log(f"model {entry.name!r} failed: {error}")
                 rows.append({"model": entry.name, "status": "failed", "error": error})
                 bar.goto(i, model=entry.name)
                 continue
@@ -157,7 +173,9 @@ def _run_study(study, base_dir, out_dir: Path, say, reports, run_spec, *, quiet,
         w = csv.DictWriter(fh, fieldnames=cols, extrasaction="ignore")
         w.writeheader()
         w.writerows(rows)
-    (out_dir / "study.json").write_text(json.dumps({"study": study.name, "rows": rows}, indent=2, default=float) + "\n")
+    (out_dir / "study.json").write_text(
+        json.dumps({"study": study.name, **origin, "rows": rows}, indent=2, default=float) + "\n"
+    )
     plots = []
     if curves:
         reports.plot_error_reject(curves, out_dir / "error_reject.png", title=f"{study.name}: error-reject curves")

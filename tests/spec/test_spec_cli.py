@@ -158,7 +158,7 @@ def test_a_study_whose_model_fails_exits_1(tmp_path, capsys):
 @pytest.mark.parametrize("exc, code, shown", [
     # unexpected: named by type and place, its message (which may quote a file) and traceback not shown, exit 1
     (RuntimeError("boom in the runner"), 1, "internal error RuntimeError at test_spec_cli.py"),
-    (KeyboardInterrupt(), 1, "gpmodels: interrupted"),
+    (KeyboardInterrupt(), 130, "gpmodels: interrupted"),  # Ctrl-C: 130, no traceback
     (MemoryError(), 1, "MemoryError"),
 ])
 def test_unexpected_failures_exit_1(tmp_path, monkeypatch, capsys, exc, code, shown):

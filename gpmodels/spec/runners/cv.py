@@ -133,7 +133,7 @@ def run_cv(spec: Spec, data: Dataset, base_dir: Path | None, say) -> RunOutcome:
     Y = labels_to_targets(data.y_train, C)
     op = prior_operator(prior, resolved.model, data.X_train, C)
     say(f"learning {op.params.size} hyperparameters by {c.folds}-fold CV ({', '.join(op.param_names)})")
-    with say.bar(c.outer.max_iter, "CV outer iterations") as bar:
+    with say.bar(None, "CV outer iterations") as bar:
         res = learn_hyperparameters(op, likelihood, Y, folds, options, checkpoint=checkpoint,
                                     on_iteration=iteration_reporter(say, bar))
     if res.resumed_from is not None:
@@ -144,7 +144,7 @@ def run_cv(spec: Spec, data: Dataset, base_dir: Path | None, say) -> RunOutcome:
         f"({res.outer.failed} failed): Ψ {res.history[0].value:.6g} -> {res.psi:.6g} ({res.message})"
     )
     t = time.perf_counter()
-    with say.bar(options.final.max_iter, "final fit: Newton") as bar:
+    with say.bar(None, "final fit: Newton") as bar:
         model = fit_learned(res, likelihood, Y, options, on_iteration=bar.newton)
     fit_s = time.perf_counter() - t
     diag = model.result.diagnostics

@@ -37,7 +37,7 @@ def run_map(spec: Spec, data: Dataset, base_dir: Path | None, say) -> RunOutcome
     op = build_operator(resolved.model, data.X_train, data.n_classes, base_dir, tree=tree)
     build_seconds = time.perf_counter() - t
     t = time.perf_counter()
-    with say.bar(resolved.objective.newton.max_iter, "Newton") as bar:
+    with say.bar(None, "Newton") as bar:
         model = fit_map(op, likelihood, targets(likelihood, data, spec.model.likelihood),
                         build_newton_options(resolved.objective), method=resolved.objective.method,
                         on_iteration=bar.newton)

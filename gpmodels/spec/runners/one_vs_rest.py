@@ -61,12 +61,12 @@ def _learn(spec: Spec, resolved: Spec, data: Dataset, op2, likelihood, y, names,
     models, learned = [], []
     for k, name in enumerate(names):
         Yk = binary_targets(y, k)
-        with say.bar(c.outer.max_iter, f"class {name}: CV outer iterations") as bar:
+        with say.bar(None, f"class {name}: CV outer iterations") as bar:
             res = learn_hyperparameters(op2, likelihood, Yk, folds, options, checkpoint=task_checkpoint(checkpoint, k),
                                         on_iteration=iteration_reporter(say, bar, f"class {name}: "))
         if res.resumed_from is not None:
             say(f"class {name}: resumed from the checkpoint of outer iteration {res.resumed_from}")
-        with say.bar(options.final.max_iter, f"class {name}: final fit") as bar:
+        with say.bar(None, f"class {name}: final fit") as bar:
             model = fit_learned(res, likelihood, Yk, options, on_iteration=bar.newton)
         diag = model.result.diagnostics
         say(
@@ -93,7 +93,7 @@ def _fit(resolved: Spec, op2, likelihood, y, names, say):
     say(f"one-vs-rest: {len(names)} binary tasks fitted at the given hyperparameters")
     models = []
     for k, name in enumerate(names):
-        with say.bar(o.newton.max_iter, f"class {name}: Newton") as bar:
+        with say.bar(None, f"class {name}: Newton") as bar:
             models.append(
                 fit_binary_task(
                     op2, likelihood, y, k, build_newton_options(o), method=o.method, on_iteration=bar.newton

@@ -56,9 +56,12 @@ def _hyper_metrics(names, x) -> dict:
     return natural_values(names, x, prefix="hyper.")
 
 
-def _reporter(say, name: str):
-    """``on_iteration`` of the outer optimiser: one message per iteration (criterion, gradient, evaluations)."""
+def _reporter(say, name: str, bar=None):
+    """``on_iteration`` of the outer optimiser: one message per iteration (criterion, gradient, evaluations),
+    and the progress ``bar`` (a :class:`~gpmodels.progress.Bar`) moved to it."""
     def report(rec):
+        if bar is not None:
+            bar.outer(rec)
         say(f"iteration {rec.iteration}: {name} = {rec.value:.6g}, max|∇| = {rec.grad_norm:.3g}, "
             f"{rec.evaluations} evaluation{'s' if rec.evaluations != 1 else ''} ({rec.failed} failed)")
     return report
@@ -99,8 +102,9 @@ def run_laplace(spec: Spec, data: Dataset, base_dir: Path | None, say) -> RunOut
     t = time.perf_counter()
     diag = {}
     if o.learn:
-        hr, op, lik = learn_laplace(op, lik, Y, opts, max_iter=o.laplace.learn_max_iter, tol=o.laplace.learn_tol,
-                                    on_iteration=_reporter(say, "-log q"))
+        with say.bar(None, "Laplace MLM: outer iterations") as bar:  # the count is not known ahead
+            hr, op, lik = learn_laplace(op, lik, Y, opts, max_iter=o.laplace.learn_max_iter, tol=o.laplace.learn_tol,
+                                        on_iteration=_reporter(say, "-log q", bar))
         diag = {"trace": list(hr.values), "message": hr.message}
         say(f"learned by L-BFGS: {hr.iterations} iterations, {hr.evaluations} evaluations ({hr.message})")
     res = laplace_mlm(op, lik, Y, opts, gradient=False)
@@ -129,8 +133,9 @@ def run_kernel_weights(spec: Spec, data: Dataset, base_dir: Path | None, say) ->
     elif solver == "alternating":
         res = alternating(op, lik, Y, opts)
     else:
-        _, res = learn_weights(op, lik, Y, opts, max_iter=opts.max_iter, tol=opts.tol,
-                               on_iteration=_reporter(say, o.type))
+        with say.bar(None, f"{o.type}: outer iterations") as bar:
+            _, res = learn_weights(op, lik, Y, opts, max_iter=opts.max_iter, tol=opts.tol,
+                                   on_iteration=_reporter(say, o.type, bar))
     seconds = time.perf_counter() - t
     op = op.with_weights(res.theta)
     say(f"{o.type} by {solver if o.learn else 'evaluation'}: criterion {res.criterion:.8g}, "
@@ -148,8 +153,9 @@ def run_vb(spec: Spec, data: Dataset, base_dir: Path | None, say) -> RunOutcome:
     t = time.perf_counter()
     diag = {}
     if o.learn:
-        hr, op, lik = learn_vb(op, lik, Y, o.vb.options(), max_iter=o.vb.learn_max_iter, tol=o.vb.learn_tol,
-                               on_iteration=_reporter(say, "φ_VB"))
+        with say.bar(None, "VB: outer iterations") as bar:
+            hr, op, lik = learn_vb(op, lik, Y, o.vb.options(), max_iter=o.vb.learn_max_iter, tol=o.vb.learn_tol,
+                                   on_iteration=_reporter(say, "φ_VB", bar))
         diag = {"trace": list(hr.values), "message": hr.message}
         say(f"learned by L-BFGS: {hr.iterations} iterations, {hr.evaluations} evaluations ({hr.message})")
     res = vb_criterion(op, lik, Y, o.vb.options(), gradient=False)
