@@ -165,8 +165,7 @@ def _predict(model_dir, data, out, allow_import=()) -> None:
         if out:
             fh.close()
     if y is not None:
-        truth = np.array([str(v.item() if hasattr(v, "item") else v) for v in np.asarray(y)])
-        truth = np.array([t[:-2] if t.endswith(".0") and t[:-2] in names else t for t in truth])
+        truth = model.class_names(y)  # raw labels as the model's classes (binary positive_class: "rest")
         err = float(np.mean(np.array(names)[pred] != truth))
         print(f"gpmodels: {P.shape[0]} points, error {100 * err:.2f} % against the labels in {data}", file=sys.stderr)
 

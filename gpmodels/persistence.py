@@ -26,7 +26,8 @@ from gpmodels.errors import DataError
 from gpmodels.validation import check_features
 
 __all__ = ["FORMAT_VERSION", "save_arrays", "load_arrays", "save_map_model", "MAPPredictor", "pack_inputs",
-           "unpack_inputs", "save_one_vs_rest_model", "OneVsRestPredictor", "MODEL_FILE", "SPEC_FILE"]
+           "unpack_inputs", "save_one_vs_rest_model", "OneVsRestPredictor", "MODEL_FILE", "SPEC_FILE",
+           "class_names_of_labels"]
 
 FORMAT_VERSION = 1
 MODEL_FILE = "model.npz"
@@ -47,6 +48,27 @@ def unpack_inputs(arrays, prefix: str = "X_"):
         return np.ascontiguousarray(arrays[f"{prefix}dense"])
     return sp.csr_matrix((arrays[f"{prefix}data"], arrays[f"{prefix}indices"], arrays[f"{prefix}indptr"]),
                          shape=tuple(arrays[f"{prefix}shape"]))
+
+
+def _label_text(value) -> str:
+    """A raw label as text, as :func:`gpmodels.data.datasets.encode_labels` names classes."""
+    return str(value.item() if hasattr(value, "item") else value)
+
+
+def class_names_of_labels(y, classes, positive_class: str | None = None) -> np.ndarray:
+    """The model's class name of every raw label in ``y`` (the labels of an input file).
+
+    Labels are compared as text, as the class names were made (``encode_labels``); a float label
+    ``4.0`` of a file whose classes are integers is ``4``.  A binary model of ``data.positive_class``
+    (classes ``("rest", <label>)``) names its positive label as itself and every other label ``rest``,
+    so its decisions compare with the raw labels of the file it was not trained on."""
+    names = set(classes)
+    truth = np.array([_label_text(v) for v in np.asarray(y).ravel()], dtype=object)
+    truth = np.array([t[:-2] if t.endswith(".0") and (t[:-2] in names or t[:-2] == positive_class) else t
+                      for t in truth], dtype=object)
+    if positive_class is not None:
+        truth = np.where(truth == positive_class, positive_class, "rest")
+    return truth.astype(str)
 
 
 def save_arrays(model_dir, kind: str, arrays: dict) -> Path:
@@ -113,10 +135,15 @@ class MAPPredictor:
     scaler: FeatureScaler
     n_features: int  # width of the training inputs: prediction inputs are aligned to it
     zero_based: bool = False  # svmlight index base of the training files
+    positive_class: str | None = None  # a binary `data.positive_class` model: classes ("rest", positive_class)
 
     def predict_proba(self, X) -> np.ndarray:
         X = self.scaler.transform(check_features("X", X))
         return self.likelihood.predict(self.operator.cross_test(X).mvm(self.alpha))
+
+    def class_names(self, y) -> np.ndarray:
+        """The class name of each raw label of an input file (see :func:`class_names_of_labels`)."""
+        return class_names_of_labels(y, self.classes, self.positive_class)
 
     def predict(self, X) -> np.ndarray:
         """Class indices by the argmax rule."""
@@ -124,10 +151,13 @@ class MAPPredictor:
 
 
 def save_map_model(model_dir, X_train, alpha, classes, scaler: FeatureScaler | None, *, theta=None,
-                   likelihood_theta=None, tree=None, zero_based: bool | None = None) -> Path:
+                   likelihood_theta=None, tree=None, zero_based: bool | None = None,
+                   positive_class: str | None = None) -> Path:
     """Store α̂ with the inputs, classes (empty for regression), scaler, the class tree (when the
     prior or the scores use one) and the fitted hyperparameters of the operator (``theta``) and of the
-    likelihood, so learned values round-trip."""
+    likelihood, so learned values round-trip.  ``positive_class``: the raw label of a binary
+    ``data.positive_class`` model (all other raw labels are ``rest``); the loader also reads it from
+    the folder's resolved spec."""
     arrays = {**pack_inputs(X_train), "alpha": np.asarray(alpha), "classes": np.array(classes, dtype=str)}
     if tree is not None:  # the class tree as used (after pruning): (parent, child) name pairs
         arrays["tree_edges"] = np.array(tree.edges(), dtype=str)
@@ -137,6 +167,8 @@ def save_map_model(model_dir, X_train, alpha, classes, scaler: FeatureScaler | N
     if likelihood_theta is not None:
         arrays["likelihood_theta"] = np.asarray(likelihood_theta, dtype=np.float64)
     arrays.update(input_format_arrays(zero_based))
+    if positive_class is not None:
+        arrays["positive_class"] = np.array(str(positive_class))
     return save_arrays(model_dir, "map", arrays)
 
 
@@ -164,6 +196,10 @@ class OneVsRestPredictor:
     scaler: FeatureScaler
     n_features: int  # width of the training inputs: prediction inputs are aligned to it
     zero_based: bool = False  # svmlight index base of the training files
+
+    def class_names(self, y) -> np.ndarray:
+        """The class name of each raw label of an input file (see :func:`class_names_of_labels`)."""
+        return class_names_of_labels(y, self.classes)
 
     def predict_scores(self, X) -> np.ndarray:
         X = self.scaler.transform(check_features("X", X))

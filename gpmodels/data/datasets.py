@@ -46,6 +46,7 @@ class Dataset:
     hierarchy_path: str | None = None
     scaler: object = None  # the FeatureScaler fitted on X_train, when the data went through one
     zero_based: bool | None = None  # the svmlight index base of the files (None: not svmlight)
+    positive_class: str | None = None  # a binary data.positive_class task: classes ("rest", positive_class)
 
     @property
     def n_classes(self) -> int:

@@ -201,7 +201,7 @@ def build_data(spec: Spec, base_dir: Path | None) -> Dataset:
                         "data.max_train")
     scaler = FeatureScaler.fit(d.scaling, Xtr)
     return Dataset(name, scaler.transform(Xtr), ytr, scaler.transform(Xte), yte, tuple(classes), hier, scaler,
-                   zero_based)
+                   zero_based, d.positive_class)
 
 
 def _regression_data(spec: Spec, base_dir: Path | None) -> Dataset:

@@ -46,7 +46,20 @@ def _load_map(model_dir: Path, arrays: dict, spec) -> MAPPredictor:
         raise DataError(
             f"stored alpha has shape {alpha.shape}; the rebuilt operator needs {(op.n_points, op.n_classes)}"
         )
-    return MAPPredictor(op, likelihood, alpha, classes, FeatureScaler.from_arrays(arrays), *input_format(arrays, X))
+    return MAPPredictor(op, likelihood, alpha, classes, FeatureScaler.from_arrays(arrays), *input_format(arrays, X),
+                        positive_class=_positive_class(arrays, spec, classes))
+
+
+def _positive_class(arrays: dict, spec, classes) -> str | None:
+    """The raw label of a binary ``data.positive_class`` model (stored array, else the resolved spec):
+    its classes are ``("rest", <label>)`` and every other raw label of an input file is ``rest``."""
+    positive = str(arrays["positive_class"]) if "positive_class" in arrays else spec.data.positive_class
+    if positive is None:
+        return None
+    if tuple(classes) != ("rest", positive):
+        raise DataError(f"a data.positive_class {positive!r} model has the classes ('rest', {positive!r}); "
+                        f"the stored model has {tuple(classes)[:5]}")
+    return positive
 
 
 def _load_one_vs_rest(model_dir: Path, arrays: dict, spec) -> OneVsRestPredictor:
