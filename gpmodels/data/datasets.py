@@ -3,7 +3,8 @@
 A :class:`Dataset` holds train and test inputs (dense float64 or CSR), integer labels 0..C-1 and
 the class names (the original label values as strings).  Named sets are found under a data root:
 the ``root`` argument, else ``$GPMODELS_DATA``, else ``./data``, ``../shared/data`` and
-``../../shared/data`` relative to the working directory.
+``../../shared/data`` relative to the working directory, else ``data/`` and ``../shared/data``
+beside the spec's folder and each of its parents (:func:`data_root_candidates`).
 
 Single-label sets: ``satimage``, ``usps``, ``news20`` (sparse counts; ``subset='small'`` uses
 ``subset_small.npz``), ``imclef07a``.  Files: ``.npz`` with arrays ``X``/``y`` (dense) or a
@@ -27,8 +28,8 @@ from gpmodels.data.svmlight import MAX_FEATURES, load_svmlight, parse_svmlight, 
 from gpmodels.errors import DataError
 from gpmodels.validation import check_features
 
-__all__ = ["Dataset", "DataFiles", "read_data_files", "find_data_root", "load_dataset", "load_file", "load_inputs",
-           "NAMED_DATASETS", "encode_labels", "read_npz", "check_npz"]
+__all__ = ["Dataset", "DataFiles", "read_data_files", "find_data_root", "data_root_candidates", "load_dataset",
+           "load_file", "load_inputs", "NAMED_DATASETS", "encode_labels", "read_npz", "check_npz"]
 
 NAMED_DATASETS = ("satimage", "usps", "news20", "imclef07a")
 
@@ -57,19 +58,43 @@ class Dataset:
         return sp.issparse(self.X_train)
 
 
-def find_data_root(root=None) -> Path:
-    """The folder holding the named data sets; raises DataError listing where it looked."""
-    candidates = []
+def _has_datasets(folder: Path) -> bool:
+    """A data root holds at least one named set (or the FunCat folder of the multilabel sets)."""
+    return any((folder / name).is_dir() for name in NAMED_DATASETS + ("funcat", "enron_corr"))
+
+
+def data_root_candidates(root=None, spec_dir=None) -> list[Path]:
+    """Where a data root is looked for, in order: ``root`` alone when given (``data.root``); else
+    ``$GPMODELS_DATA``; the working directory's ``data/`` and ``../shared/data`` (and
+    ``../../shared/data``); then the spec's own folder and each of its parents, ``data/`` and
+    ``../shared/data`` beside each — so a project spec runs by its path from any working directory."""
     if root is not None:
-        candidates.append(Path(root))
-    else:
-        env = os.environ.get("GPMODELS_DATA")
-        if env:
-            candidates.append(Path(env))
-        cwd = Path.cwd()
-        candidates += [cwd / "data", cwd.parent / "shared" / "data", cwd.parent.parent / "shared" / "data"]
+        return [Path(root)]
+    candidates = []
+    env = os.environ.get("GPMODELS_DATA")
+    if env:
+        candidates.append(Path(env))
+    cwd = Path.cwd()
+    candidates += [cwd / "data", cwd.parent / "shared" / "data", cwd.parent.parent / "shared" / "data"]
+    if spec_dir is not None:
+        folder = Path(spec_dir).expanduser().resolve()
+        for d in (folder, *folder.parents):
+            candidates += [d / "data", d.parent / "shared" / "data"]
+    seen, unique = set(), []
     for c in candidates:
-        if (c / "satimage").is_dir() or any((c / name).is_dir() for name in NAMED_DATASETS):
+        key = str(c.resolve()) if c.exists() else str(c)
+        if key not in seen:
+            seen.add(key)
+            unique.append(c)
+    return unique
+
+
+def find_data_root(root=None, *, spec_dir=None) -> Path:
+    """The folder holding the named data sets (see :func:`data_root_candidates`); raises DataError
+    listing every place it looked."""
+    candidates = data_root_candidates(root, spec_dir)
+    for c in candidates:
+        if _has_datasets(c):
             return c.resolve()
     raise DataError(
         "no data root found; looked in "
@@ -202,15 +227,16 @@ def _dense_pair(folder: Path, name: str) -> Dataset:
     return Dataset(name, check_features("X_train", tr["X"]), ytr, check_features("X_test", te["X"]), yte, classes)
 
 
-def load_dataset(name: str, root=None, *, subset: str | None = None) -> Dataset:
-    """Load a named data set from the data root (see the module docstring)."""
+def load_dataset(name: str, root=None, *, subset: str | None = None, spec_dir=None) -> Dataset:
+    """Load a named data set from the data root (see the module docstring; ``spec_dir``: the folder
+    of the spec that names it, searched with its parents)."""
     if name not in NAMED_DATASETS:
         import difflib
 
         near = difflib.get_close_matches(name, NAMED_DATASETS, n=1)
         hint = f"; did you mean {near[0]!r}?" if near else ""
         raise DataError(f"unknown data set {name!r}; known: {', '.join(NAMED_DATASETS)}{hint}")
-    folder = find_data_root(root) / name
+    folder = find_data_root(root, spec_dir=spec_dir) / name
     if not folder.is_dir():
         raise DataError(f"data set folder not found: {folder}")
     if subset is not None and name != "news20":

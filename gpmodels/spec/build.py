@@ -37,7 +37,8 @@ from gpmodels.validation import check_features
 
 __all__ = ["resolve_path", "check_files", "build_data", "build_multilabel_data", "build_kernel", "build_prior",
            "prior_operator", "build_likelihood", "build_newton_options", "model_kernels", "resolve_model", "n_latent",
-           "build_operator", "hierarchy_path", "build_tree", "build_pseudo_targets", "build_binary_operator"]
+           "build_operator", "data_root", "hierarchy_path",
+           "build_tree", "build_pseudo_targets", "build_binary_operator"]
 
 
 def resolve_path(value: str, base_dir: Path | None, key: str, must_exist: bool = True) -> Path:
@@ -51,12 +52,20 @@ def resolve_path(value: str, base_dir: Path | None, key: str, must_exist: bool =
     return candidates[0]
 
 
+def data_root(spec: Spec, base_dir: Path | None) -> Path:
+    """The data root of a named data set: ``data.root`` (relative to the working directory or the
+    spec's folder), else the places of :func:`gpmodels.data.datasets.data_root_candidates`, the spec's
+    own folder and its parents among them.  DataError listing every place looked."""
+    d = spec.data
+    return find_data_root(resolve_path(d.root, base_dir, "data.root") if d.root else None, spec_dir=base_dir)
+
+
 def check_files(spec: Spec, base_dir: Path | None) -> None:
     """Every file the spec names exists (without loading the data)."""
     d = spec.data
     if d.dataset is not None:
         try:
-            root = find_data_root(resolve_path(d.root, base_dir, "data.root") if d.root else None)
+            root = data_root(spec, base_dir)
         except Exception as exc:  # DataError: say which key
             raise SpecError(str(exc), "data.root" if d.root else "data.dataset") from None
         folder = root / "funcat" / d.dataset if d.dataset.endswith("_FUN") else root / d.dataset
@@ -110,7 +119,7 @@ def hierarchy_path(spec: Spec, base_dir: Path | None, data: Dataset | None = Non
         return Path(data.hierarchy_path)
     if d.dataset is not None:
         try:
-            root = find_data_root(resolve_path(d.root, base_dir, "data.root") if d.root else None)
+            root = data_root(spec, base_dir)
         except InputError:
             return None
         p = root / d.dataset / "hierarchy.tsv"
@@ -159,8 +168,7 @@ def build_data(spec: Spec, base_dir: Path | None) -> Dataset:
     if d.dataset in MULTILABEL_DATASETS:
         return build_multilabel_data(spec, base_dir)
     if d.dataset is not None:
-        root = resolve_path(d.root, base_dir, "data.root") if d.root else None
-        ds = load_dataset(d.dataset, root, subset=d.subset)
+        ds = load_dataset(d.dataset, data_root(spec, base_dir), subset=d.subset)
         Xtr, ytr, Xte, yte, classes = ds.X_train, ds.y_train, ds.X_test, ds.y_test, ds.classes
         if d.test == "split":
             tr, te = train_test_split(ytr.size, d.test_fraction, spec.seed, y=ytr)
@@ -244,7 +252,7 @@ def build_multilabel_data(spec: Spec, base_dir: Path | None) -> MultilabelDatase
     d = spec.data
     if d.test != "given":
         raise SpecError(f"multilabel data set {d.dataset!r} has a given test set; use `test: given`", "data.test")
-    ds = load_multilabel(d.dataset, resolve_path(d.root, base_dir, "data.root") if d.root else None,
+    ds = load_multilabel(d.dataset, data_root(spec, base_dir),
                          validation=d.validation)
     Xtr, Ytr, Xte, Yte = ds.X_train, ds.Y_train, ds.X_test, ds.Y_test
     if d.max_train is not None and d.max_train < Ytr.shape[0]:

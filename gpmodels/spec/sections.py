@@ -90,7 +90,9 @@ class DataSpec(Node):
     )
     test_path: str | None = option(None, kind="str", doc="test file for `path` (same format) when `test` is `given`")
     root: str | None = option(None, kind="str",
-                              doc="data root for `dataset` (default: $GPMODELS_DATA, ./data, ../shared/data)")
+                              doc="data root for `dataset` (default: $GPMODELS_DATA, ./data, ../shared/data of the "
+                                  "working directory, then data/ and ../shared/data beside the spec's folder "
+                                  "and each of its parents)")
     subset: str | None = option(None, kind="str", choices=("small",),
                                 doc="news20 only: `small` uses subset_small.npz (2000 train / 1000 test)")
     test: str = option("given", kind="str", choices=("given", "split"),
