@@ -127,7 +127,8 @@ def _predict(model_dir, data, out, allow_import=()) -> None:
     _check_input_file(data)
     model = load_model(model_dir, allow_import=allow_import)
     try:
-        X, y = load_inputs(data, zero_based=model.zero_based, n_features=model.n_features)
+        X, y = load_inputs(data, zero_based=model.zero_based, n_features=model.n_features,
+                           label_column=getattr(model, "label_column", "label"))
     except InputError as exc:  # the reader's message may quote a token of the file: long quotes are described
         raise type(exc)(_QUOTED.sub(lambda m: f"<{len(m.group(0)) - 2} characters of the file>", str(exc))) from None
     except (GPModelsError, MemoryError):
@@ -137,7 +138,7 @@ def _predict(model_dir, data, out, allow_import=()) -> None:
 
         raise DataError(
             f"input file {data} ({Path(data).stat().st_size} bytes) cannot be read as inputs "
-            f"(.npz with X, .arff or svmlight text; {type(exc).__name__})"
+            f"(.npz with X, .arff, .csv or svmlight text; {type(exc).__name__})"
         ) from None
     P = model.predict_proba(X)
     names = list(model.classes)

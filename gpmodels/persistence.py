@@ -136,6 +136,7 @@ class MAPPredictor:
     n_features: int  # width of the training inputs: prediction inputs are aligned to it
     zero_based: bool = False  # svmlight index base of the training files
     positive_class: str | None = None  # a binary `data.positive_class` model: classes ("rest", positive_class)
+    label_column: str = "label"  # the label column of .csv inputs (data.label_column)
 
     def predict_proba(self, X) -> np.ndarray:
         X = self.scaler.transform(check_features("X", X))
@@ -196,6 +197,7 @@ class OneVsRestPredictor:
     scaler: FeatureScaler
     n_features: int  # width of the training inputs: prediction inputs are aligned to it
     zero_based: bool = False  # svmlight index base of the training files
+    label_column: str = "label"  # the label column of .csv inputs (data.label_column)
 
     def class_names(self, y) -> np.ndarray:
         """The class name of each raw label of an input file (see :func:`class_names_of_labels`)."""

@@ -12,11 +12,18 @@ from pathlib import Path
 import attrs
 import numpy as np
 
-from gpmodels.data.datasets import Dataset, encode_labels, find_data_root, load_dataset, read_data_files
+from gpmodels.data.datasets import (
+    Dataset,
+    encode_labels,
+    file_format,
+    find_data_root,
+    load_dataset,
+    read_data_files,
+)
 from gpmodels.data.multilabel_sets import MULTILABEL_DATASETS, MultilabelDataset, load_multilabel
 from gpmodels.data.scaling import FeatureScaler, auto_rbf_w
 from gpmodels.data.splits import subsample, train_test_split
-from gpmodels.errors import HierarchyError, InputError, SpecError
+from gpmodels.errors import DataError, HierarchyError, InputError, SpecError
 from gpmodels.hierarchy import ClassTree
 from gpmodels.inference.map.newton_cg import NewtonOptions
 from gpmodels.kernels.base import Kernel
@@ -74,9 +81,12 @@ def check_files(spec: Spec, base_dir: Path | None) -> None:
         if d.subset is not None and d.dataset != "news20":
             raise SpecError(f"`subset` is defined for news20 only; got data set {d.dataset!r}", "data.subset")
     else:
-        resolve_path(d.path, base_dir, "data.path")
-        if d.test_path is not None:
-            resolve_path(d.test_path, base_dir, "data.test_path")
+        for key, value in (("data.path", d.path), ("data.test_path", d.test_path)):
+            if value is not None:
+                try:
+                    file_format(resolve_path(value, base_dir, key), key)
+                except DataError as exc:
+                    raise SpecError(str(exc), key) from None
     for key, k in model_kernels(spec.model):
         if k.gram is not None:
             resolve_path(k.gram, base_dir, f"{key}.gram")
@@ -179,7 +189,7 @@ def build_data(spec: Spec, base_dir: Path | None) -> Dataset:
     else:
         files = read_data_files(resolve_path(d.path, base_dir, "data.path"),
                                 resolve_path(d.test_path, base_dir, "data.test_path") if d.test_path else None,
-                                zero_based=d.zero_based)
+                                zero_based=d.zero_based, label_column=d.label_column)
         X, y, Xt, yt, zero_based = files.X, files.y, files.X_test, files.y_test, files.zero_based
         if d.test == "split":
             if Xt is not None:
@@ -217,7 +227,7 @@ def _regression_data(spec: Spec, base_dir: Path | None) -> Dataset:
     d = spec.data
     files = read_data_files(resolve_path(d.path, base_dir, "data.path"),
                             resolve_path(d.test_path, base_dir, "data.test_path") if d.test_path else None,
-                            zero_based=d.zero_based)
+                            zero_based=d.zero_based, label_column=d.label_column)
     X, y, Xt, yt = files.X, files.y, files.X_test, files.y_test
     try:
         y = np.asarray(y, dtype=np.float64)

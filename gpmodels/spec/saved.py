@@ -47,7 +47,7 @@ def _load_map(model_dir: Path, arrays: dict, spec) -> MAPPredictor:
             f"stored alpha has shape {alpha.shape}; the rebuilt operator needs {(op.n_points, op.n_classes)}"
         )
     return MAPPredictor(op, likelihood, alpha, classes, FeatureScaler.from_arrays(arrays), *input_format(arrays, X),
-                        positive_class=_positive_class(arrays, spec, classes))
+                        positive_class=_positive_class(arrays, spec, classes), label_column=spec.data.label_column)
 
 
 def _positive_class(arrays: dict, spec, classes) -> str | None:
@@ -74,7 +74,7 @@ def _load_one_vs_rest(model_dir: Path, arrays: dict, spec) -> OneVsRestPredictor
         )
     ops = tuple(op.with_params(t) for t in thetas)
     return OneVsRestPredictor(ops, build_likelihood(spec.model), alphas, classes, FeatureScaler.from_arrays(arrays),
-                              *input_format(arrays, X))
+                              *input_format(arrays, X), label_column=spec.data.label_column)
 
 
 #: model kind -> loader(model_dir, arrays, resolved spec) returning an object with predict_proba / predict
