@@ -140,6 +140,9 @@ def _predict(model_dir, data, out, allow_import=()) -> None:
             f"input file {data} ({Path(data).stat().st_size} bytes) cannot be read as inputs "
             f"(.npz with X, .arff, .csv or svmlight text; {type(exc).__name__})"
         ) from None
+    if hasattr(model, "prediction_table"):  # max-margin models: scores or multilabels, no probabilities
+        _write_table(out, data, model, y, *model.prediction_table(X))
+        return
     P = model.predict_proba(X)
     names = list(model.classes)
     if not names:  # regression: the likelihood's prediction is the value itself
@@ -169,6 +172,25 @@ def _predict(model_dir, data, out, allow_import=()) -> None:
         truth = model.class_names(y)  # raw labels as the model's classes (binary positive_class: "rest")
         err = float(np.mean(np.array(names)[pred] != truth))
         print(f"gpmodels: {P.shape[0]} points, error {100 * err:.2f} % against the labels in {data}", file=sys.stderr)
+
+
+def _write_table(out, data, model, y, header, rows, decided) -> None:
+    """Write a predictor's own CSV table; score its decisions against the file's labels when both exist."""
+    import csv
+
+    import numpy as np
+
+    fh = open(out, "w", newline="") if out else sys.stdout
+    try:
+        w = csv.writer(fh)
+        w.writerow(header)
+        w.writerows(rows)
+    finally:
+        if out:
+            fh.close()
+    if y is not None and decided is not None:
+        err = float(np.mean(np.asarray(decided) != model.class_names(y)))
+        print(f"gpmodels: {len(rows)} points, error {100 * err:.2f} % against the labels in {data}", file=sys.stderr)
 
 
 def _kind_of_spec(path) -> str | None:

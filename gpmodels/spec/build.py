@@ -272,7 +272,7 @@ def build_multilabel_data(spec: Spec, base_dir: Path | None) -> MultilabelDatase
         keep = subsample(Yte.shape[0], d.max_test, spec.seed + 1)
         Xte, Yte = Xte[keep], Yte[keep]
     scaler = FeatureScaler.fit(d.scaling, Xtr)
-    return MultilabelDataset(ds.name, scaler.transform(Xtr), Ytr, scaler.transform(Xte), Yte, ds.tree)
+    return MultilabelDataset(ds.name, scaler.transform(Xtr), Ytr, scaler.transform(Xte), Yte, ds.tree, scaler)
 
 
 def resolve_kernel(k: KernelSpec, X_train) -> KernelSpec:
