@@ -81,10 +81,7 @@ def _load_one_vs_rest(model_dir: Path, arrays: dict, spec) -> OneVsRestPredictor
 
 def _stored_kernel(model_dir: Path, spec, X_support):
     """The kernel of the resolved spec (its ``w`` resolved at the run, so the support patterns do not
-    change it); a precomputed Gram matrix cannot score new inputs."""
-    if spec.model.kernel is None or spec.model.kernel.type == "precomputed":
-        raise DataError(f"{model_dir}: a max-margin model on a precomputed Gram matrix cannot score new inputs "
-                        "(it has no kernel function); refit with an rbf or linear kernel to predict")
+    change it; a precomputed Gram matrix is read from its file, the inputs being point indices)."""
     return build_kernel(spec.model.kernel, X_support, model_dir)
 
 
