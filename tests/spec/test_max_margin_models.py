@@ -78,3 +78,24 @@ def test_an_hm3_model_round_trips_and_predicts_multilabels(tmp_path):
         rows = list(csv.reader(fh))
     assert rows[0] == ["row", *data.tree.nodes]
     np.testing.assert_array_equal(np.array([r[1:] for r in rows[1:]], dtype=int), U.astype(int))
+
+
+@pytest.mark.skipif(not (SHARED / "news20").is_dir(), reason="../shared/data not present")
+def test_an_hm3_model_on_single_label_paths_predicts_classes_and_scores_them(tmp_path, capsys):
+    d = {"name": "n", "data": {"dataset": "news20", "subset": "small", "root": str(SHARED), "scaling": "unit_norm",
+                               "max_train": 100, "max_test": 40},
+         "model": {"kernel": {"type": "linear"}},
+         "objective": {"type": "hm3", "hm3": {"max_passes": 2, "chunk_size": 50}},
+         "output": {"dir": str(tmp_path / "out")}}
+    assert main(["run", str(_write(tmp_path, d)), "--quiet"]) == 0
+    run_error = json.loads((tmp_path / "out" / "metrics.json").read_text())["test_error"]
+    spec = spec_from_dict({**d, "data": {**d["data"], "scaling": "none"}})
+    raw = build_data(spec, tmp_path)  # the same subsample, unscaled: predict scales as the run did
+    np.savez(tmp_path / "in.npz", X=raw.X_test.toarray(), y=np.array(raw.classes)[raw.y_test])
+    capsys.readouterr()
+    assert main(["predict", str(tmp_path / "out"), str(tmp_path / "in.npz"), "--out", str(tmp_path / "p.csv")]) == 0
+    reported = float(capsys.readouterr().err.split("error ")[1].split(" %")[0])
+    assert abs(reported - 100 * run_error) < 0.01
+    with open(tmp_path / "p.csv") as fh:
+        rows = list(csv.reader(fh))
+    assert rows[0][:2] == ["row", "prediction"] and {r[1] for r in rows[1:]} <= set(raw.classes)
