@@ -229,7 +229,8 @@ def _predict(model_dir, data, out, allow_import=()) -> None:
     _check_input_file(data)
     model = load_model(model_dir, allow_import=allow_import)
     try:
-        X, y = load_inputs(data, zero_based=model.zero_based, n_features=model.n_features)
+        X, y = load_inputs(data, zero_based=model.zero_based, n_features=model.n_features,
+                           label_column=getattr(model, "label_column", "label"))
     except InputError as exc:  # the reader's message may quote a token of the file: long quotes are described
         raise type(exc)(_QUOTED.sub(lambda m: f"<{len(m.group(0)) - 2} characters of the file>", str(exc))) from None
     except (GPModelsError, MemoryError):
@@ -239,8 +240,11 @@ def _predict(model_dir, data, out, allow_import=()) -> None:
 
         raise DataError(
             f"input file {data} ({Path(data).stat().st_size} bytes) cannot be read as inputs "
-            f"(.npz with X, .arff or svmlight text; {type(exc).__name__})"
+            f"(.npz with X, .arff, .csv or svmlight text; {type(exc).__name__})"
         ) from None
+    if hasattr(model, "prediction_table"):  # max-margin models: scores or multilabels, no probabilities
+        _write_table(out, data, model, y, *model.prediction_table(X))
+        return
     P = model.predict_proba(X)
     names = list(model.classes)
     if not names:  # regression: the likelihood's prediction is the value itself
@@ -267,10 +271,28 @@ def _predict(model_dir, data, out, allow_import=()) -> None:
         if out:
             fh.close()
     if y is not None:
-        truth = np.array([str(v.item() if hasattr(v, "item") else v) for v in np.asarray(y)])
-        truth = np.array([t[:-2] if t.endswith(".0") and t[:-2] in names else t for t in truth])
+        truth = model.class_names(y)  # raw labels as the model's classes (binary positive_class: "rest")
         err = float(np.mean(np.array(names)[pred] != truth))
         print(f"gpmodels: {P.shape[0]} points, error {100 * err:.2f} % against the labels in {data}", file=sys.stderr)
+
+
+def _write_table(out, data, model, y, header, rows, decided) -> None:
+    """Write a predictor's own CSV table; score its decisions against the file's labels when both exist."""
+    import csv
+
+    import numpy as np
+
+    fh = open(out, "w", newline="") if out else sys.stdout
+    try:
+        w = csv.writer(fh)
+        w.writerow(header)
+        w.writerows(rows)
+    finally:
+        if out:
+            fh.close()
+    if y is not None and decided is not None:
+        err = float(np.mean(np.asarray(decided) != model.class_names(y)))
+        print(f"gpmodels: {len(rows)} points, error {100 * err:.2f} % against the labels in {data}", file=sys.stderr)
 
 
 def _kind_of_spec(path) -> str | None:

@@ -7,8 +7,11 @@ feature scaler.  Loading rebuilds the operator from the spec and the stored inpu
 reproduces predictions exactly (the kernel matrices are recomputed by the same code on the same
 numbers).
 
-Kinds: ``map`` (a MAP fit: α̂ over an operator) and ``one_vs_rest`` (C binary MAP fits, each with its
-own hyperparameters, over the same inputs).  This module stores and reads arrays and knows nothing
+Kinds: ``map`` (a MAP fit: α̂ over an operator), ``one_vs_rest`` (C binary MAP fits, each with its
+own hyperparameters, over the same inputs), ``crammer_singer`` (the support patterns and their dual
+variables τ, Crammer & Singer 2001, eq. (15)) and ``hm3`` (the support patterns and their edge
+weights ν with the class tree, Rousu et al. 2006); the kernels of the last two are rebuilt from the
+resolved spec.  This module stores and reads arrays and knows nothing
 of specs; rebuilding a model from its folder (``load_model``, one loader per kind in ``LOADERS``)
 needs the spec builders and lives above it, in :mod:`gpmodels.spec.saved`.
 """
@@ -26,7 +29,9 @@ from gpmodels.errors import DataError
 from gpmodels.validation import check_features
 
 __all__ = ["FORMAT_VERSION", "save_arrays", "load_arrays", "save_map_model", "MAPPredictor", "pack_inputs",
-           "unpack_inputs", "save_one_vs_rest_model", "OneVsRestPredictor", "MODEL_FILE", "SPEC_FILE"]
+           "unpack_inputs", "save_one_vs_rest_model", "OneVsRestPredictor", "MODEL_FILE", "SPEC_FILE",
+           "class_names_of_labels", "save_crammer_singer_model", "CrammerSingerPredictor", "save_hm3_model",
+           "HM3Predictor"]
 
 FORMAT_VERSION = 1
 MODEL_FILE = "model.npz"
@@ -47,6 +52,27 @@ def unpack_inputs(arrays, prefix: str = "X_"):
         return np.ascontiguousarray(arrays[f"{prefix}dense"])
     return sp.csr_matrix((arrays[f"{prefix}data"], arrays[f"{prefix}indices"], arrays[f"{prefix}indptr"]),
                          shape=tuple(arrays[f"{prefix}shape"]))
+
+
+def _label_text(value) -> str:
+    """A raw label as text, as :func:`gpmodels.data.datasets.encode_labels` names classes."""
+    return str(value.item() if hasattr(value, "item") else value)
+
+
+def class_names_of_labels(y, classes, positive_class: str | None = None) -> np.ndarray:
+    """The model's class name of every raw label in ``y`` (the labels of an input file).
+
+    Labels are compared as text, as the class names were made (``encode_labels``); a float label
+    ``4.0`` of a file whose classes are integers is ``4``.  A binary model of ``data.positive_class``
+    (classes ``("rest", <label>)``) names its positive label as itself and every other label ``rest``,
+    so its decisions compare with the raw labels of the file it was not trained on."""
+    names = set(classes)
+    truth = np.array([_label_text(v) for v in np.asarray(y).ravel()], dtype=object)
+    truth = np.array([t[:-2] if t.endswith(".0") and (t[:-2] in names or t[:-2] == positive_class) else t
+                      for t in truth], dtype=object)
+    if positive_class is not None:
+        truth = np.where(truth == positive_class, positive_class, "rest")
+    return truth.astype(str)
 
 
 def save_arrays(model_dir, kind: str, arrays: dict) -> Path:
@@ -113,10 +139,16 @@ class MAPPredictor:
     scaler: FeatureScaler
     n_features: int  # width of the training inputs: prediction inputs are aligned to it
     zero_based: bool = False  # svmlight index base of the training files
+    positive_class: str | None = None  # a binary `data.positive_class` model: classes ("rest", positive_class)
+    label_column: str = "label"  # the label column of .csv inputs (data.label_column)
 
     def predict_proba(self, X) -> np.ndarray:
         X = self.scaler.transform(check_features("X", X))
         return self.likelihood.predict(self.operator.cross_test(X).mvm(self.alpha))
+
+    def class_names(self, y) -> np.ndarray:
+        """The class name of each raw label of an input file (see :func:`class_names_of_labels`)."""
+        return class_names_of_labels(y, self.classes, self.positive_class)
 
     def predict(self, X) -> np.ndarray:
         """Class indices by the argmax rule."""
@@ -124,10 +156,13 @@ class MAPPredictor:
 
 
 def save_map_model(model_dir, X_train, alpha, classes, scaler: FeatureScaler | None, *, theta=None,
-                   likelihood_theta=None, tree=None, zero_based: bool | None = None) -> Path:
+                   likelihood_theta=None, tree=None, zero_based: bool | None = None,
+                   positive_class: str | None = None) -> Path:
     """Store α̂ with the inputs, classes (empty for regression), scaler, the class tree (when the
     prior or the scores use one) and the fitted hyperparameters of the operator (``theta``) and of the
-    likelihood, so learned values round-trip."""
+    likelihood, so learned values round-trip.  ``positive_class``: the raw label of a binary
+    ``data.positive_class`` model (all other raw labels are ``rest``); the loader also reads it from
+    the folder's resolved spec."""
     arrays = {**pack_inputs(X_train), "alpha": np.asarray(alpha), "classes": np.array(classes, dtype=str)}
     if tree is not None:  # the class tree as used (after pruning): (parent, child) name pairs
         arrays["tree_edges"] = np.array(tree.edges(), dtype=str)
@@ -137,6 +172,8 @@ def save_map_model(model_dir, X_train, alpha, classes, scaler: FeatureScaler | N
     if likelihood_theta is not None:
         arrays["likelihood_theta"] = np.asarray(likelihood_theta, dtype=np.float64)
     arrays.update(input_format_arrays(zero_based))
+    if positive_class is not None:
+        arrays["positive_class"] = np.array(str(positive_class))
     return save_arrays(model_dir, "map", arrays)
 
 
@@ -164,6 +201,11 @@ class OneVsRestPredictor:
     scaler: FeatureScaler
     n_features: int  # width of the training inputs: prediction inputs are aligned to it
     zero_based: bool = False  # svmlight index base of the training files
+    label_column: str = "label"  # the label column of .csv inputs (data.label_column)
+
+    def class_names(self, y) -> np.ndarray:
+        """The class name of each raw label of an input file (see :func:`class_names_of_labels`)."""
+        return class_names_of_labels(y, self.classes)
 
     def predict_scores(self, X) -> np.ndarray:
         X = self.scaler.transform(check_features("X", X))
@@ -192,6 +234,105 @@ def save_one_vs_rest_model(model_dir, X_train, alphas, thetas, classes, scaler: 
     arrays.update((scaler or FeatureScaler("none")).to_arrays())
     arrays.update(input_format_arrays(zero_based))
     return save_arrays(model_dir, "one_vs_rest", arrays)
+
+
+def _write_kernel_model(model_dir, kind: str, X_support, arrays: dict, scaler, zero_based, tree=None) -> Path:
+    arrays = {**pack_inputs(X_support), **arrays}
+    if tree is not None:
+        arrays["tree_edges"] = np.array(tree.edges(), dtype=str).reshape(-1, 2)
+        arrays["tree_classes"] = np.array([tree.nodes[p] for p in tree.leaves], dtype=str)
+    arrays.update((scaler or FeatureScaler("none")).to_arrays())
+    arrays.update(input_format_arrays(zero_based))
+    return save_arrays(model_dir, kind, arrays)
+
+
+def save_crammer_singer_model(model_dir, model, classes, scaler: FeatureScaler | None, *,
+                              zero_based: bool | None = None, positive_class: str | None = None) -> Path:
+    """Store a fitted :class:`~gpmodels.baselines.crammer_singer.solver.CrammerSingerModel`: the support
+    patterns X_s, their dual variables τ_s (n_s, k) and β, so f(x) = K(x, X_s) τ_s / β (eq. (15))
+    is recomputed from the kernel of the resolved spec."""
+    arrays = {"tau_support": np.asarray(model.tau_support_, dtype=np.float64),
+              "support": np.asarray(model.support_, dtype=np.int64), "beta": np.array(float(model.beta)),
+              "classes": np.array(classes, dtype=str)}
+    if positive_class is not None:
+        arrays["positive_class"] = np.array(str(positive_class))
+    return _write_kernel_model(model_dir, "crammer_singer", model.X_support_, arrays, scaler, zero_based)
+
+
+def save_hm3_model(model_dir, model, classes, scaler: FeatureScaler | None, *, zero_based: bool | None = None) -> Path:
+    """Store a fitted :class:`~gpmodels.baselines.hm3.solver.HM3Model`: the support patterns, their edge
+    weights ν (n_s, P, 4) and the class tree (edges and leaf order), so the edge scores
+    H_e(x, u) = Σ_i K(x, x_i) ν_ie(u) and the DP labelings are recomputed.  ``classes``: the classes of a
+    single-label data set (its labels as root-to-leaf paths), empty for a multilabel set."""
+    arrays = {"nu_support": np.asarray(model.nu_support_, dtype=np.float64), "classes": np.array(classes, dtype=str)}
+    return _write_kernel_model(model_dir, "hm3", model.X_support_, arrays, scaler, zero_based, tree=model.tree)
+
+
+def _csv_cells(values) -> list[str]:
+    return [f"{v:.6g}" for v in values]
+
+
+@attrs.frozen(eq=False)
+class CrammerSingerPredictor:
+    """A loaded Crammer–Singer model: raw inputs -> scaled -> scores f_r(x) -> the largest wins.  It has
+    no probabilities: ``gpmodels predict`` writes the scores (``prediction_table``)."""
+
+    model: object  # a CrammerSingerModel over the stored support patterns
+    classes: tuple[str, ...]
+    scaler: FeatureScaler
+    n_features: int
+    zero_based: bool = False
+    label_column: str = "label"
+    positive_class: str | None = None
+
+    def decision_function(self, X) -> np.ndarray:
+        return self.model.decision_function(self.scaler.transform(check_features("X", X)))
+
+    def predict(self, X) -> np.ndarray:
+        """Class indices by the largest score."""
+        return np.argmax(self.decision_function(X), axis=1)
+
+    def class_names(self, y) -> np.ndarray:
+        return class_names_of_labels(y, self.classes, self.positive_class)
+
+    def prediction_table(self, X) -> tuple[list[str], list[list], np.ndarray]:
+        """(CSV header, rows, predicted class names): the decision and the score of every class."""
+        S = self.decision_function(X)
+        names = np.array(self.classes)[np.argmax(S, axis=1)]
+        rows = [[i, names[i], *_csv_cells(S[i])] for i in range(S.shape[0])]
+        return ["row", "prediction"] + [f"score_{c}" for c in self.classes], rows, names
+
+
+@attrs.frozen(eq=False)
+class HM3Predictor:
+    """A loaded H-M^3 model: raw inputs -> scaled -> edge scores -> the consistent multilabel of maximal
+    score (Rousu et al. 2006, Sec. 5), written as 0/1 per tree node; for a single-label model also the
+    class whose root-to-leaf path scores highest."""
+
+    model: object  # an HM3Model over the stored support patterns
+    classes: tuple[str, ...]  # empty for a multilabel model
+    scaler: FeatureScaler
+    n_features: int
+    zero_based: bool = False
+    label_column: str = "label"
+
+    def predict_multilabels(self, X) -> np.ndarray:
+        """(n, P) bool over the tree's non-root nodes (``model.tree.nodes``)."""
+        return self.model.predict(self.scaler.transform(check_features("X", X)))
+
+    def class_names(self, y) -> np.ndarray:
+        return class_names_of_labels(y, self.classes)
+
+    def prediction_table(self, X) -> tuple[list[str], list[list], np.ndarray | None]:
+        """(CSV header, rows, predicted class names or None): 0/1 per node, and for a single-label
+        model the best single path's class first."""
+        Xs = self.scaler.transform(check_features("X", X))
+        U = self.model.predict(Xs).astype(int)
+        nodes = list(self.model.tree.nodes)
+        if not self.classes:
+            return ["row"] + nodes, [[i, *U[i].tolist()] for i in range(U.shape[0])], None
+        names = np.array(self.classes)[self.model.predict_single_path(Xs)]
+        return ["row", "prediction"] + nodes, [[i, names[i], *U[i].tolist()] for i in range(U.shape[0])], names
 
 
 def __getattr__(name: str):

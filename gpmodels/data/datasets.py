@@ -3,7 +3,8 @@
 A :class:`Dataset` holds train and test inputs (dense float64 or CSR), integer labels 0..C-1 and
 the class names (the original label values as strings).  Named sets are found under a data root:
 the ``root`` argument, else ``$GPMODELS_DATA``, else ``./data``, ``../shared/data`` and
-``../../shared/data`` relative to the working directory.
+``../../shared/data`` relative to the working directory, else ``data/`` and ``../shared/data``
+beside the spec's folder and each of its parents (:func:`data_root_candidates`).
 
 Single-label sets: ``satimage``, ``usps``, ``news20`` (sparse counts; ``subset='small'`` uses
 ``subset_small.npz``), ``imclef07a``.  Files: ``.npz`` with arrays ``X``/``y`` (dense) or a
@@ -23,12 +24,14 @@ import numpy as np
 import scipy.sparse as sp
 
 from gpmodels.data.arff import load_arff
+from gpmodels.data.csvfile import DEFAULT_LABEL_COLUMN, load_csv
 from gpmodels.data.svmlight import MAX_FEATURES, load_svmlight, parse_svmlight, svmlight_matrix
 from gpmodels.errors import DataError
 from gpmodels.validation import check_features
 
-__all__ = ["Dataset", "DataFiles", "read_data_files", "find_data_root", "load_dataset", "load_file", "load_inputs",
-           "NAMED_DATASETS", "encode_labels", "read_npz", "check_npz"]
+__all__ = ["Dataset", "DataFiles", "read_data_files", "find_data_root", "data_root_candidates", "load_dataset",
+           "load_file", "load_inputs", "NAMED_DATASETS", "encode_labels", "read_npz", "check_npz",
+           "file_format", "FILE_FORMATS"]
 
 NAMED_DATASETS = ("satimage", "usps", "news20", "imclef07a")
 
@@ -46,6 +49,7 @@ class Dataset:
     hierarchy_path: str | None = None
     scaler: object = None  # the FeatureScaler fitted on X_train, when the data went through one
     zero_based: bool | None = None  # the svmlight index base of the files (None: not svmlight)
+    positive_class: str | None = None  # a binary data.positive_class task: classes ("rest", positive_class)
 
     @property
     def n_classes(self) -> int:
@@ -56,19 +60,43 @@ class Dataset:
         return sp.issparse(self.X_train)
 
 
-def find_data_root(root=None) -> Path:
-    """The folder holding the named data sets; raises DataError listing where it looked."""
-    candidates = []
+def _has_datasets(folder: Path) -> bool:
+    """A data root holds at least one named set (or the FunCat folder of the multilabel sets)."""
+    return any((folder / name).is_dir() for name in NAMED_DATASETS + ("funcat", "enron_corr"))
+
+
+def data_root_candidates(root=None, spec_dir=None) -> list[Path]:
+    """Where a data root is looked for, in order: ``root`` alone when given (``data.root``); else
+    ``$GPMODELS_DATA``; the working directory's ``data/`` and ``../shared/data`` (and
+    ``../../shared/data``); then the spec's own folder and each of its parents, ``data/`` and
+    ``../shared/data`` beside each — so a project spec runs by its path from any working directory."""
     if root is not None:
-        candidates.append(Path(root))
-    else:
-        env = os.environ.get("GPMODELS_DATA")
-        if env:
-            candidates.append(Path(env))
-        cwd = Path.cwd()
-        candidates += [cwd / "data", cwd.parent / "shared" / "data", cwd.parent.parent / "shared" / "data"]
+        return [Path(root)]
+    candidates = []
+    env = os.environ.get("GPMODELS_DATA")
+    if env:
+        candidates.append(Path(env))
+    cwd = Path.cwd()
+    candidates += [cwd / "data", cwd.parent / "shared" / "data", cwd.parent.parent / "shared" / "data"]
+    if spec_dir is not None:
+        folder = Path(spec_dir).expanduser().resolve()
+        for d in (folder, *folder.parents):
+            candidates += [d / "data", d.parent / "shared" / "data"]
+    seen, unique = set(), []
     for c in candidates:
-        if (c / "satimage").is_dir() or any((c / name).is_dir() for name in NAMED_DATASETS):
+        key = str(c.resolve()) if c.exists() else str(c)
+        if key not in seen:
+            seen.add(key)
+            unique.append(c)
+    return unique
+
+
+def find_data_root(root=None, *, spec_dir=None) -> Path:
+    """The folder holding the named data sets (see :func:`data_root_candidates`); raises DataError
+    listing every place it looked."""
+    candidates = data_root_candidates(root, spec_dir)
+    for c in candidates:
+        if _has_datasets(c):
             return c.resolve()
     raise DataError(
         "no data root found; looked in "
@@ -201,15 +229,16 @@ def _dense_pair(folder: Path, name: str) -> Dataset:
     return Dataset(name, check_features("X_train", tr["X"]), ytr, check_features("X_test", te["X"]), yte, classes)
 
 
-def load_dataset(name: str, root=None, *, subset: str | None = None) -> Dataset:
-    """Load a named data set from the data root (see the module docstring)."""
+def load_dataset(name: str, root=None, *, subset: str | None = None, spec_dir=None) -> Dataset:
+    """Load a named data set from the data root (see the module docstring; ``spec_dir``: the folder
+    of the spec that names it, searched with its parents)."""
     if name not in NAMED_DATASETS:
         import difflib
 
         near = difflib.get_close_matches(name, NAMED_DATASETS, n=1)
         hint = f"; did you mean {near[0]!r}?" if near else ""
         raise DataError(f"unknown data set {name!r}; known: {', '.join(NAMED_DATASETS)}{hint}")
-    folder = find_data_root(root) / name
+    folder = find_data_root(root, spec_dir=spec_dir) / name
     if not folder.is_dir():
         raise DataError(f"data set folder not found: {folder}")
     if subset is not None and name != "news20":
@@ -275,14 +304,36 @@ def _npz_pair(path: Path, require_y: bool):
     raise DataError(f"{path} must hold {need}; it has {sorted(z)[:20]}")
 
 
-def _load_one(path: Path, role: str):
-    """(X, raw labels) from an .npz (dense X/y), ARFF or svmlight (1-based) file."""
+#: file suffix -> format of a data file given by path
+FILE_FORMATS = {".npz": "npz", ".arff": "arff", ".csv": "csv", ".svm": "svmlight", ".svmlight": "svmlight",
+                ".libsvm": "svmlight", ".txt": "svmlight"}
+
+
+def file_format(path, key: str = "data.path") -> str:
+    """The format of a data file by its suffix (``FILE_FORMATS``); DataError naming the suffixes
+    read for any other."""
+    path = Path(path)
+    fmt = FILE_FORMATS.get(path.suffix.lower())
+    if fmt is None:
+        raise DataError(
+            f"{key}: {path.name[:80]!r} has the suffix {path.suffix[:20]!r}, not a data file format gpmodels "
+            "reads; use .npz (arrays X, y), .svm / .svmlight / .libsvm / .txt (svmlight text), .arff or .csv "
+            "(a header line and a label column)"
+        )
+    return fmt
+
+
+def _load_one(path: Path, role: str, label_column: str = DEFAULT_LABEL_COLUMN):
+    """(X, raw labels) from an .npz (dense X/y), ARFF, CSV or svmlight (1-based) file."""
     if not path.is_file():
         raise DataError(f"data file not found: {path}")
-    if path.suffix.lower() == ".arff":
+    fmt = file_format(path)
+    if fmt == "arff":
         X, y = load_arff(path)
-    elif path.suffix.lower() == ".npz":
+    elif fmt == "npz":
         X, y = _npz_pair(path, require_y=True)
+    elif fmt == "csv":
+        X, y = load_csv(path, label_column)
     else:
         X, y = load_svmlight(path)
     return _check_pair(path, X, y, role)
@@ -320,14 +371,16 @@ class DataFiles:
 
 
 def load_file(path, test_path=None, name: str | None = None, *, zero_based: bool | None = None,
-              max_features: int = MAX_FEATURES) -> tuple[object, np.ndarray, object | None, np.ndarray | None]:
+              max_features: int = MAX_FEATURES,
+              label_column: str = DEFAULT_LABEL_COLUMN) -> tuple[object, np.ndarray, object | None, np.ndarray | None]:
     """Raw (X, y, X_test, y_test) from files (:func:`read_data_files` without the index base)."""
-    f = read_data_files(path, test_path, zero_based=zero_based, max_features=max_features)
+    f = read_data_files(path, test_path, zero_based=zero_based, max_features=max_features, label_column=label_column)
     return f.X, f.y, f.X_test, f.y_test
 
 
 def read_data_files(
-    path, test_path=None, *, zero_based: bool | None = None, max_features: int = MAX_FEATURES
+    path, test_path=None, *, zero_based: bool | None = None, max_features: int = MAX_FEATURES,
+    label_column: str = DEFAULT_LABEL_COLUMN
 ) -> DataFiles:
     """Raw inputs and labels from a training file and an optional test file.
 
@@ -337,7 +390,9 @@ def read_data_files(
     Feature indices above ``max_features`` are refused (see :mod:`gpmodels.data.svmlight`).
     A test file narrower than the training file is padded with zero features up to the training
     width (svmlight files end at their last non-zero feature); a wider one is refused.
-    Files with no rows, labels that are not finite and object arrays are DataErrors.
+    CSV files (``.csv``): a header line, the labels in ``label_column`` (:mod:`gpmodels.data.csvfile`).
+    Files with no rows, labels that are not finite, object arrays and unknown suffixes
+    (:func:`file_format`) are DataErrors.
     """
     path = Path(path)
     test_path = None if test_path is None else Path(test_path)
@@ -345,7 +400,7 @@ def read_data_files(
     for p in paths:
         if not p.is_file():
             raise DataError(f"data file not found: {p}")
-    svm = [p.suffix.lower() not in (".npz", ".arff") for p in paths]
+    svm = [file_format(p, key) == "svmlight" for p, key in zip(paths, ("data.path", "data.test_path"))]
     base = ""
     if any(svm):
         raws = [parse_svmlight(p, max_features=max_features) if s else None for p, s in zip(paths, svm)]
@@ -353,11 +408,11 @@ def read_data_files(
             zero_based = any(r.uses_index_zero for r in raws if r is not None)
         base = f" ({'0' if zero_based else '1'}-based indices)"
         loaded = [
-            _check_pair(p, *svmlight_matrix(r, zero_based), role) if r is not None else _load_one(p, role)
+            _check_pair(p, *svmlight_matrix(r, zero_based), role) if r is not None else _load_one(p, role, label_column)
             for p, r, role in zip(paths, raws, ("training", "test"))
         ]
     else:
-        loaded = [_load_one(p, role) for p, role in zip(paths, ("training", "test"))]
+        loaded = [_load_one(p, role, label_column) for p, role in zip(paths, ("training", "test"))]
     X, y = loaded[0]
     used = zero_based if any(svm) else None
     if test_path is None:
@@ -367,18 +422,23 @@ def read_data_files(
 
 
 def load_inputs(
-    path, *, zero_based: bool = False, n_features: int | None = None, max_features: int = MAX_FEATURES
+    path, *, zero_based: bool = False, n_features: int | None = None, max_features: int = MAX_FEATURES,
+    label_column: str = DEFAULT_LABEL_COLUMN
 ) -> tuple[object, np.ndarray | None]:
     """Inputs for prediction: (X, y or None) from an .npz with ``X`` (``y`` optional), ARFF (class
-    attribute optional) or svmlight text (index base ``zero_based``: give the training data's).
+    attribute optional), CSV (the ``label_column`` optional) or svmlight text (index base
+    ``zero_based``: give the training data's).
     ``n_features`` (the training width) pads a narrower svmlight file and refuses a wider one."""
     path = Path(path)
     if not path.is_file():
         raise DataError(f"data file not found: {path}")
-    if path.suffix.lower() == ".npz":
+    fmt = file_format(path, "input")
+    if fmt == "npz":
         X, y = _npz_pair(path, require_y=False)
-    elif path.suffix.lower() == ".arff":
+    elif fmt == "arff":
         X, y = load_arff(path, require_class=False)
+    elif fmt == "csv":
+        X, y = load_csv(path, label_column, require_label=False)
     else:
         raw = parse_svmlight(path, max_features=max_features)
         width = None if n_features is None else max(int(n_features), 0)

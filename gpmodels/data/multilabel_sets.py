@@ -43,6 +43,7 @@ class MultilabelDataset:
     X_test: object
     Y_test: np.ndarray
     tree: ClassTree
+    scaler: object = None  # the FeatureScaler fitted on X_train, when the data went through one
 
     @property
     def n_classes(self) -> int:

@@ -14,6 +14,13 @@ allocated.  Labels must be finite numbers (``nan`` and ``inf`` are refused, nami
 are returned as int64 when all are integral and exactly representable (|y| <= 2^53), else float.
 ``qid:`` fields are ignored.  Several comma-separated labels on a line are a multilabel and are
 returned as a tuple per line.
+
+Parser.  When scikit-learn is importable, a single-label file is read by its compiled
+``load_svmlight_file`` (indices as written, float64) and the result then goes through the same
+checks (finite labels and values, index bounds) and the same index-base rule as ours; any file it
+refuses or that fails a check is re-read by the line parser here, so every error names its line as
+before.  ``bench/svmlight_parser.py`` measures both on news20 and checks that they give identical
+matrices and labels.  ``engine="python"`` forces the line parser.
 """
 
 from __future__ import annotations
@@ -26,7 +33,7 @@ import scipy.sparse as sp
 
 from gpmodels.errors import DataError, InputError
 
-__all__ = ["MAX_FEATURES", "SvmlightRaw", "parse_svmlight", "svmlight_matrix", "load_svmlight"]
+__all__ = ["MAX_FEATURES", "SvmlightRaw", "parse_svmlight", "svmlight_matrix", "load_svmlight", "PARSER_ENGINES"]
 
 #: default bound on a feature index (and so on the width of the data); raise it with ``max_features``
 MAX_FEATURES = 2**24
@@ -63,13 +70,43 @@ def _check_max_features(max_features) -> int:
     return int(max_features)
 
 
-def parse_svmlight(path, *, multilabel: bool = False, max_features: int = MAX_FEATURES) -> SvmlightRaw:
+PARSER_ENGINES = ("auto", "sklearn", "python")
+
+
+def _parse_sklearn(path: Path, max_features: int) -> SvmlightRaw | None:
+    """The file read by scikit-learn's compiled parser and checked as ours checks it; None when
+    scikit-learn is absent, refuses the file or a check fails (the line parser then names the line)."""
+    try:
+        from sklearn.datasets import load_svmlight_file
+    except ImportError:
+        return None
+    try:
+        X, y = load_svmlight_file(str(path), zero_based=True, dtype=np.float64, query_id=False)
+    except (ValueError, TypeError, OverflowError, OSError, UnicodeError):
+        return None
+    X = X.tocoo()
+    if X.shape[1] - 1 > max_features or not np.all(np.isfinite(y)) or not np.all(np.isfinite(X.data)):
+        return None
+    return SvmlightRaw(path, y.tolist(), X.row.astype(np.int64), X.col.astype(np.int64),
+                       np.asarray(X.data, dtype=np.float64), int(X.shape[0]), False)
+
+
+def parse_svmlight(path, *, multilabel: bool = False, max_features: int = MAX_FEATURES,
+                   engine: str = "auto") -> SvmlightRaw:
     """Read a file into a :class:`SvmlightRaw`, checking every line (labels finite, features
-    ``index:value`` with 0 <= index <= max_features and a finite value)."""
+    ``index:value`` with 0 <= index <= max_features and a finite value).  ``engine``: ``auto``
+    (scikit-learn's parser when importable, for single-label files; module docstring), ``sklearn``
+    (the same, for measuring) or ``python`` (the line parser)."""
     path = Path(path)
     max_features = _check_max_features(max_features)
+    if engine not in PARSER_ENGINES:
+        raise InputError(f"engine must be one of {', '.join(PARSER_ENGINES)}; got {engine!r}")
     if not path.is_file():
         raise DataError(f"svmlight file not found: {path}")
+    if engine != "python" and not multilabel:
+        raw = _parse_sklearn(path, max_features)
+        if raw is not None:
+            return raw
     labels, rows, cols, vals = [], [], [], []
     n_rows = 0
     with path.open("r", encoding="utf-8", errors="replace") as fh:

@@ -12,11 +12,18 @@ from pathlib import Path
 import attrs
 import numpy as np
 
-from gpmodels.data.datasets import Dataset, encode_labels, find_data_root, load_dataset, read_data_files
+from gpmodels.data.datasets import (
+    Dataset,
+    encode_labels,
+    file_format,
+    find_data_root,
+    load_dataset,
+    read_data_files,
+)
 from gpmodels.data.multilabel_sets import MULTILABEL_DATASETS, MultilabelDataset, load_multilabel
 from gpmodels.data.scaling import FeatureScaler, auto_rbf_w
 from gpmodels.data.splits import subsample, train_test_split
-from gpmodels.errors import HierarchyError, InputError, SpecError
+from gpmodels.errors import DataError, HierarchyError, InputError, SpecError
 from gpmodels.hierarchy import ClassTree
 from gpmodels.inference.map.newton_cg import NewtonOptions
 from gpmodels.kernels.base import Kernel
@@ -37,7 +44,8 @@ from gpmodels.validation import check_features
 
 __all__ = ["resolve_path", "check_files", "build_data", "build_multilabel_data", "build_kernel", "build_prior",
            "prior_operator", "build_likelihood", "build_newton_options", "model_kernels", "resolve_model", "n_latent",
-           "build_operator", "hierarchy_path", "build_tree", "build_pseudo_targets", "build_binary_operator"]
+           "build_operator", "data_root", "hierarchy_path",
+           "build_tree", "build_pseudo_targets", "build_binary_operator"]
 
 
 def resolve_path(value: str, base_dir: Path | None, key: str, must_exist: bool = True) -> Path:
@@ -51,12 +59,20 @@ def resolve_path(value: str, base_dir: Path | None, key: str, must_exist: bool =
     return candidates[0]
 
 
+def data_root(spec: Spec, base_dir: Path | None) -> Path:
+    """The data root of a named data set: ``data.root`` (relative to the working directory or the
+    spec's folder), else the places of :func:`gpmodels.data.datasets.data_root_candidates`, the spec's
+    own folder and its parents among them.  DataError listing every place looked."""
+    d = spec.data
+    return find_data_root(resolve_path(d.root, base_dir, "data.root") if d.root else None, spec_dir=base_dir)
+
+
 def check_files(spec: Spec, base_dir: Path | None) -> None:
     """Every file the spec names exists (without loading the data)."""
     d = spec.data
     if d.dataset is not None:
         try:
-            root = find_data_root(resolve_path(d.root, base_dir, "data.root") if d.root else None)
+            root = data_root(spec, base_dir)
         except Exception as exc:  # DataError: say which key
             raise SpecError(str(exc), "data.root" if d.root else "data.dataset") from None
         folder = root / "funcat" / d.dataset if d.dataset.endswith("_FUN") else root / d.dataset
@@ -65,9 +81,12 @@ def check_files(spec: Spec, base_dir: Path | None) -> None:
         if d.subset is not None and d.dataset != "news20":
             raise SpecError(f"`subset` is defined for news20 only; got data set {d.dataset!r}", "data.subset")
     else:
-        resolve_path(d.path, base_dir, "data.path")
-        if d.test_path is not None:
-            resolve_path(d.test_path, base_dir, "data.test_path")
+        for key, value in (("data.path", d.path), ("data.test_path", d.test_path)):
+            if value is not None:
+                try:
+                    file_format(resolve_path(value, base_dir, key), key)
+                except DataError as exc:
+                    raise SpecError(str(exc), key) from None
     for key, k in model_kernels(spec.model):
         if k.gram is not None:
             resolve_path(k.gram, base_dir, f"{key}.gram")
@@ -110,7 +129,7 @@ def hierarchy_path(spec: Spec, base_dir: Path | None, data: Dataset | None = Non
         return Path(data.hierarchy_path)
     if d.dataset is not None:
         try:
-            root = find_data_root(resolve_path(d.root, base_dir, "data.root") if d.root else None)
+            root = data_root(spec, base_dir)
         except InputError:
             return None
         p = root / d.dataset / "hierarchy.tsv"
@@ -159,8 +178,7 @@ def build_data(spec: Spec, base_dir: Path | None) -> Dataset:
     if d.dataset in MULTILABEL_DATASETS:
         return build_multilabel_data(spec, base_dir)
     if d.dataset is not None:
-        root = resolve_path(d.root, base_dir, "data.root") if d.root else None
-        ds = load_dataset(d.dataset, root, subset=d.subset)
+        ds = load_dataset(d.dataset, data_root(spec, base_dir), subset=d.subset)
         Xtr, ytr, Xte, yte, classes = ds.X_train, ds.y_train, ds.X_test, ds.y_test, ds.classes
         if d.test == "split":
             tr, te = train_test_split(ytr.size, d.test_fraction, spec.seed, y=ytr)
@@ -171,7 +189,7 @@ def build_data(spec: Spec, base_dir: Path | None) -> Dataset:
     else:
         files = read_data_files(resolve_path(d.path, base_dir, "data.path"),
                                 resolve_path(d.test_path, base_dir, "data.test_path") if d.test_path else None,
-                                zero_based=d.zero_based)
+                                zero_based=d.zero_based, label_column=d.label_column)
         X, y, Xt, yt, zero_based = files.X, files.y, files.X_test, files.y_test, files.zero_based
         if d.test == "split":
             if Xt is not None:
@@ -201,7 +219,7 @@ def build_data(spec: Spec, base_dir: Path | None) -> Dataset:
                         "data.max_train")
     scaler = FeatureScaler.fit(d.scaling, Xtr)
     return Dataset(name, scaler.transform(Xtr), ytr, scaler.transform(Xte), yte, tuple(classes), hier, scaler,
-                   zero_based)
+                   zero_based, d.positive_class)
 
 
 def _regression_data(spec: Spec, base_dir: Path | None) -> Dataset:
@@ -209,7 +227,7 @@ def _regression_data(spec: Spec, base_dir: Path | None) -> Dataset:
     d = spec.data
     files = read_data_files(resolve_path(d.path, base_dir, "data.path"),
                             resolve_path(d.test_path, base_dir, "data.test_path") if d.test_path else None,
-                            zero_based=d.zero_based)
+                            zero_based=d.zero_based, label_column=d.label_column)
     X, y, Xt, yt = files.X, files.y, files.X_test, files.y_test
     try:
         y = np.asarray(y, dtype=np.float64)
@@ -244,7 +262,7 @@ def build_multilabel_data(spec: Spec, base_dir: Path | None) -> MultilabelDatase
     d = spec.data
     if d.test != "given":
         raise SpecError(f"multilabel data set {d.dataset!r} has a given test set; use `test: given`", "data.test")
-    ds = load_multilabel(d.dataset, resolve_path(d.root, base_dir, "data.root") if d.root else None,
+    ds = load_multilabel(d.dataset, data_root(spec, base_dir),
                          validation=d.validation)
     Xtr, Ytr, Xte, Yte = ds.X_train, ds.Y_train, ds.X_test, ds.Y_test
     if d.max_train is not None and d.max_train < Ytr.shape[0]:
@@ -254,7 +272,7 @@ def build_multilabel_data(spec: Spec, base_dir: Path | None) -> MultilabelDatase
         keep = subsample(Yte.shape[0], d.max_test, spec.seed + 1)
         Xte, Yte = Xte[keep], Yte[keep]
     scaler = FeatureScaler.fit(d.scaling, Xtr)
-    return MultilabelDataset(ds.name, scaler.transform(Xtr), Ytr, scaler.transform(Xte), Yte, ds.tree)
+    return MultilabelDataset(ds.name, scaler.transform(Xtr), Ytr, scaler.transform(Xte), Yte, ds.tree, scaler)
 
 
 def resolve_kernel(k: KernelSpec, X_train) -> KernelSpec:

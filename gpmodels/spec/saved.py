@@ -17,13 +17,15 @@ from gpmodels.hierarchy import ClassTree
 from gpmodels.persistence import (
     MODEL_FILE,
     SPEC_FILE,
+    CrammerSingerPredictor,
+    HM3Predictor,
     MAPPredictor,
     OneVsRestPredictor,
     input_format,
     load_arrays,
     unpack_inputs,
 )
-from gpmodels.spec.build import build_binary_operator, build_likelihood, build_operator
+from gpmodels.spec.build import build_binary_operator, build_kernel, build_likelihood, build_operator
 from gpmodels.spec.loader import read_yaml, spec_from_dict
 
 __all__ = ["load_model", "LOADERS"]
@@ -46,7 +48,20 @@ def _load_map(model_dir: Path, arrays: dict, spec) -> MAPPredictor:
         raise DataError(
             f"stored alpha has shape {alpha.shape}; the rebuilt operator needs {(op.n_points, op.n_classes)}"
         )
-    return MAPPredictor(op, likelihood, alpha, classes, FeatureScaler.from_arrays(arrays), *input_format(arrays, X))
+    return MAPPredictor(op, likelihood, alpha, classes, FeatureScaler.from_arrays(arrays), *input_format(arrays, X),
+                        positive_class=_positive_class(arrays, spec, classes), label_column=spec.data.label_column)
+
+
+def _positive_class(arrays: dict, spec, classes) -> str | None:
+    """The raw label of a binary ``data.positive_class`` model (stored array, else the resolved spec):
+    its classes are ``("rest", <label>)`` and every other raw label of an input file is ``rest``."""
+    positive = str(arrays["positive_class"]) if "positive_class" in arrays else spec.data.positive_class
+    if positive is None:
+        return None
+    if tuple(classes) != ("rest", positive):
+        raise DataError(f"a data.positive_class {positive!r} model has the classes ('rest', {positive!r}); "
+                        f"the stored model has {tuple(classes)[:5]}")
+    return positive
 
 
 def _load_one_vs_rest(model_dir: Path, arrays: dict, spec) -> OneVsRestPredictor:
@@ -61,11 +76,49 @@ def _load_one_vs_rest(model_dir: Path, arrays: dict, spec) -> OneVsRestPredictor
         )
     ops = tuple(op.with_params(t) for t in thetas)
     return OneVsRestPredictor(ops, build_likelihood(spec.model), alphas, classes, FeatureScaler.from_arrays(arrays),
-                              *input_format(arrays, X))
+                              *input_format(arrays, X), label_column=spec.data.label_column)
+
+
+def _stored_kernel(model_dir: Path, spec, X_support):
+    """The kernel of the resolved spec (its ``w`` resolved at the run, so the support patterns do not
+    change it; a precomputed Gram matrix is read from its file, the inputs being point indices)."""
+    return build_kernel(spec.model.kernel, X_support, model_dir)
+
+
+def _load_crammer_singer(model_dir: Path, arrays: dict, spec) -> CrammerSingerPredictor:
+    from gpmodels.baselines.crammer_singer.solver import CrammerSingerModel
+
+    X = unpack_inputs(arrays)
+    classes = tuple(str(c) for c in arrays["classes"])
+    tau = arrays["tau_support"]
+    if tau.shape != (X.shape[0], len(classes)):
+        raise DataError(f"stored tau_support has shape {tau.shape}; {X.shape[0]} support patterns and "
+                        f"{len(classes)} classes need {(X.shape[0], len(classes))}")
+    model = CrammerSingerModel(_stored_kernel(model_dir, spec, X), X, tau, arrays["support"], float(arrays["beta"]),
+                               len(classes), None)
+    positive = str(arrays["positive_class"]) if "positive_class" in arrays else None
+    return CrammerSingerPredictor(model, classes, FeatureScaler.from_arrays(arrays), *input_format(arrays, X),
+                                  label_column=spec.data.label_column, positive_class=positive)
+
+
+def _load_hm3(model_dir: Path, arrays: dict, spec) -> HM3Predictor:
+    from gpmodels.baselines.hm3.solver import HM3Model
+
+    X = unpack_inputs(arrays)
+    classes = tuple(str(c) for c in arrays["classes"])
+    tree = ClassTree([tuple(e) for e in arrays["tree_edges"].tolist()], [str(c) for c in arrays["tree_classes"]])
+    nu = arrays["nu_support"]
+    if nu.shape != (X.shape[0], tree.n_nodes, 4):
+        raise DataError(f"stored nu_support has shape {nu.shape}; {X.shape[0]} support patterns and a tree of "
+                        f"{tree.n_nodes} nodes need {(X.shape[0], tree.n_nodes, 4)}")
+    model = HM3Model(_stored_kernel(model_dir, spec, X), X, nu, tree, None)
+    return HM3Predictor(model, classes, FeatureScaler.from_arrays(arrays), *input_format(arrays, X),
+                        label_column=spec.data.label_column)
 
 
 #: model kind -> loader(model_dir, arrays, resolved spec) returning an object with predict_proba / predict
-LOADERS: dict[str, Callable] = {"map": _load_map, "one_vs_rest": _load_one_vs_rest}
+LOADERS: dict[str, Callable] = {"map": _load_map, "one_vs_rest": _load_one_vs_rest,
+                                "crammer_singer": _load_crammer_singer, "hm3": _load_hm3}
 
 
 def load_model(model_dir, *, allow_import=()):

@@ -86,11 +86,17 @@ class DataSpec(Node):
         None,
         kind="str",
         doc="a data file: .npz with arrays X, y; .arff (numeric features, nominal class "
-        "attribute `class` or the last one); or svmlight/libsvm text",
+        "attribute `class` or the last one); .csv (a header line, numeric features, the labels in "
+        "`label_column`); or svmlight/libsvm text (.svm, .svmlight, .libsvm, .txt)",
     )
+    label_column: str = option("label", kind="str",
+                               doc=".csv files: the column holding the labels (every other column is a feature; "
+                                   "optional in the inputs of `gpmodels predict`)")
     test_path: str | None = option(None, kind="str", doc="test file for `path` (same format) when `test` is `given`")
     root: str | None = option(None, kind="str",
-                              doc="data root for `dataset` (default: $GPMODELS_DATA, ./data, ../shared/data)")
+                              doc="data root for `dataset` (default: $GPMODELS_DATA, ./data, ../shared/data of the "
+                                  "working directory, then data/ and ../shared/data beside the spec's folder "
+                                  "and each of its parents)")
     subset: str | None = option(None, kind="str", choices=("small",),
                                 doc="news20 only: `small` uses subset_small.npz (2000 train / 1000 test)")
     test: str = option("given", kind="str", choices=("given", "split"),

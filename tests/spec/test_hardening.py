@@ -249,7 +249,7 @@ def test_another_runs_folder_is_refused_and_force_clears_its_artefacts(tmp_path,
     assert main(["run", str(_write(tmp_path / "a.yaml", d)), "--quiet"]) == 0
     out = tmp_path / "out"
     assert (out / "model.npz").is_file() and json.loads((out / "run.json").read_text())["status"] == "finished"
-    cs = _spec(tmp_path, name="cs", type="crammer_singer")  # a run that saves no model
+    cs = _spec(tmp_path, name="cs", type="crammer_singer")  # another run, another kind of model
     del cs["objective"]["newton"]
     code, err = _cli(capsys, "run", _write(tmp_path / "b.yaml", cs), "--quiet")
     assert code == 2 and "holds the report of another run ('toy'" in err and "--force" in err
@@ -257,8 +257,11 @@ def test_another_runs_folder_is_refused_and_force_clears_its_artefacts(tmp_path,
     (out / "notes.txt").write_text("mine")
     code, err = _cli(capsys, "run", tmp_path / "b.yaml", "--quiet", "--force")
     assert code == 0
-    assert not (out / "model.npz").exists() and (out / "notes.txt").read_text() == "mine"
+    assert (out / "notes.txt").read_text() == "mine"
     assert json.loads((out / "metrics.json").read_text())["name"] == "cs"
+    with np.load(out / "model.npz") as z:
+        assert str(z["kind"]) == "crammer_singer"  # the stale MAP model was cleared, the new one saved
+    (out / "model.npz").unlink()  # a run's report without its model
     code, err = _cli(capsys, "predict", out, tmp_path / "test.npz")
     assert code == 2 and "saved no model.npz" in err and "'cs'" in err
 

@@ -58,3 +58,25 @@ def test_a_narrower_input_file_is_padded_and_a_wider_one_refused(tmp_path, capsy
     capsys.readouterr()
     assert main(["predict", str(tmp_path / "model"), str(tmp_path / "wide.svm")]) == 2
     assert "trained on 4 features" in capsys.readouterr().err
+
+
+def test_a_positive_class_model_scores_predict_against_the_raw_labels(tmp_path, capsys):
+    """A binary `data.positive_class` model (classes "rest" / "2") is scored at predict by mapping the
+    file's raw labels, so predict reports the run's own test error (it once compared "rest" with "0")."""
+    X, y = toy_classification(120, 3, d=4, seed=5)
+    np.savez(tmp_path / "train.npz", X=X[:80], y=y[:80])
+    np.savez(tmp_path / "test.npz", X=X[80:], y=y[80:])
+    spec = {"name": "pos", "data": {"path": str(tmp_path / "train.npz"), "test_path": str(tmp_path / "test.npz"),
+                                    "positive_class": "2"},
+            "model": {"kernel": {"type": "rbf", "w": "auto"}, "variance": 5.0, "sigma2": 1.0,
+                      "likelihood": "logistic", "sharing": "tied"}}
+    (tmp_path / "spec.yaml").write_text(json.dumps(spec))
+    assert main(["run", str(tmp_path / "spec.yaml"), "--out", str(tmp_path / "model"), "--quiet"]) == 0
+    run_error = json.loads((tmp_path / "model" / "metrics.json").read_text())["test_error"]
+    capsys.readouterr()
+    assert main(["predict", str(tmp_path / "model"), str(tmp_path / "test.npz"), "--out", str(tmp_path / "p.csv")]) == 0
+    err = capsys.readouterr().err
+    reported = float(err.split("error ")[1].split(" %")[0])
+    assert abs(reported - 100 * run_error) < 0.01, (err, run_error)
+    with open(tmp_path / "p.csv") as fh:
+        assert {row["prediction"] for row in csv.DictReader(fh)} <= {"rest", "2"}

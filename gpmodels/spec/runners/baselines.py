@@ -7,7 +7,9 @@ with a hierarchy (news20, imclef07a), whose labels become root-to-leaf paths; it
 multilabel scores (``test_zero_one``, ``test_delta``, ``test_htilde_*``, micro and per-level
 P/R/F1) and, for single-label data, ``test_error`` of the best single path, the score the softmax
 models report on the same data.  ``compare: [svm, hsvm]`` adds the per-node baselines' scores and
-times under ``svm_*`` / ``hsvm_*``.
+times under ``svm_*`` / ``hsvm_*``.  Both save their model (kinds ``crammer_singer`` and ``hm3`` of
+:mod:`gpmodels.persistence`: support patterns and dual variables, no pickle), so ``gpmodels predict``
+reads it; a Crammer–Singer fit on a precomputed Gram matrix saves none (no kernel function).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from gpmodels.baselines.hm3.solver import fit_hm3
 from gpmodels.data.multilabel_sets import MultilabelDataset
 from gpmodels.errors import SpecError
 from gpmodels.hierarchy import ClassTree
+from gpmodels.persistence import save_crammer_singer_model, save_hm3_model
 from gpmodels.scoring import metrics as M
 from gpmodels.scoring.multilabel import multilabel_report, paths_to_multilabels
 from gpmodels.spec.build import build_kernel, resolve_kernel
@@ -62,7 +65,12 @@ def run_crammer_singer(spec: Spec, data, base_dir: Path | None, say) -> RunOutco
     if spec.evaluation.train_scores:
         metrics["train_error"] = float(np.mean(np.argmax(r.F, axis=1) != data.y_train))
     say(f"test error {100 * metrics['test_error']:.2f} %, prec {metrics['test_prec']:.4f}")
-    return RunOutcome(metrics, None, r.as_dict(), resolved)
+
+    def save(folder: Path):
+        return save_crammer_singer_model(folder, model, data.classes, data.scaler, zero_based=data.zero_based,
+                                         positive_class=data.positive_class)
+
+    return RunOutcome(metrics, None, r.as_dict(), resolved, save=None if model.kernel is None else save)
 
 
 def run_hm3(spec: Spec, data, base_dir: Path | None, say) -> RunOutcome:
@@ -100,6 +108,17 @@ def run_hm3(spec: Spec, data, base_dir: Path | None, say) -> RunOutcome:
         f"F1 {100 * metrics['test_f1']:.1f} %"
         + (f", single-path error {100 * metrics['test_error']:.2f} %" if single else "")
     )
+    _compare(h, kernel, data, Ytr, Yte, tree, metrics, say)
+
+    def save(folder: Path):
+        return save_hm3_model(folder, model, () if not single else data.classes, getattr(data, "scaler", None),
+                              zero_based=getattr(data, "zero_based", None))
+
+    return RunOutcome(metrics, None, r.as_dict(), resolved, save=save)
+
+
+def _compare(h, kernel, data, Ytr, Yte, tree, metrics: dict, say) -> None:
+    """The per-node baselines of ``hm3.compare`` on the same data, their scores under ``svm_*`` / ``hsvm_*``."""
     for name in h.compare:
         t = time.perf_counter()
         base = fit_node_svms(kernel, data.X_train, Ytr, tree, C=h.C, mode="flat" if name == "svm" else "hierarchical")
@@ -111,4 +130,3 @@ def run_hm3(spec: Spec, data, base_dir: Path | None, say) -> RunOutcome:
             f"{name}: ℓ0/1 {100 * metrics[f'{name}_zero_one']:.1f} %, ℓΔ {metrics[f'{name}_delta']:.3f}, "
             f"F1 {100 * metrics[f'{name}_f1']:.1f} %, {secs:.2f} s"
         )
-    return RunOutcome(metrics, None, r.as_dict(), resolved)
