@@ -57,6 +57,17 @@ def package_version() -> str:
         return __version__
 
 
+def start_log(kind: str, spec, out_dir: Path, command, *, quiet: bool, progress: bool) -> tuple[dict, Console]:
+    """The provenance of a run or study (``kind``) and its Console, with ``run.log`` in ``out_dir``
+    started afresh by a line that names the version, the spec's digest and the command."""
+    origin = provenance(spec, command)
+    say = Console(spec.name, messages=not quiet, bars=progress and not quiet, log=str(out_dir / LOG_FILE))
+    (out_dir / LOG_FILE).write_text("", encoding="utf-8")
+    say.write_log(f"gpmodels {origin['gpmodels_version']}: {kind} {spec.name!r} (spec {origin['spec_sha256'][:12]}); "
+                  f"command: {origin['command']}")
+    return origin, say
+
+
 def provenance(spec, command: str | None = None) -> dict:
     """What a run or study records of where it came from: ``gpmodels_version``, ``started_at`` (UTC,
     ISO 8601), ``command`` (the command line when run by the CLI, ``"python"`` for an API call) and
@@ -165,11 +176,7 @@ def run_spec(spec: Spec, base_dir: Path | None = None, out: str | Path | None = 
     check_files(spec, base_dir)
     out_dir = output_dir(spec, out)
     with claim_output(out_dir, run_identity(spec), force=force, key="--out" if out is not None else "output.dir"):
-        origin = provenance(spec, command)
-        say = Console(spec.name, messages=not quiet, bars=progress and not quiet, log=str(out_dir / LOG_FILE))
-        (out_dir / LOG_FILE).write_text("", encoding="utf-8")
-        say.write_log(f"gpmodels {origin['gpmodels_version']}: run {spec.name!r} (spec {origin['spec_sha256'][:12]}); "
-                      f"command: {origin['command']}")
+        origin, say = start_log("run", spec, out_dir, command, quiet=quiet, progress=progress)
         try:
             return _run(spec, runner, base_dir, out_dir, say, origin)
         except KeyboardInterrupt:

@@ -110,20 +110,15 @@ def run_study(study: StudySpec, base_dir: Path | None = None, out=None, *, quiet
     start time, ``command``, spec digest), ``run.log`` in the study folder the study's messages (each
     model's own ``run.log`` is in its sub-folder)."""
     from gpmodels import reports
-    from gpmodels.progress import Console
     from gpmodels.spec.loader import grant_imports
     from gpmodels.spec.output import STUDY_ARTEFACTS, claim_output
-    from gpmodels.spec.run import LOG_FILE, provenance, run_spec
+    from gpmodels.spec.run import run_spec, start_log
 
     study = grant_imports(study, allow_import)
     out_dir = Path(out) if out is not None else Path(study.output.dir.replace("{name}", study.name))
     with claim_output(out_dir, study_identity(study), force=force, artefacts=STUDY_ARTEFACTS,
                       key="--out" if out is not None else "output.dir"):
-        origin = provenance(study, command)
-        say = Console(study.name, messages=not quiet, bars=progress and not quiet, log=str(out_dir / LOG_FILE))
-        (out_dir / LOG_FILE).write_text("", encoding="utf-8")
-        say.write_log(f"gpmodels {origin['gpmodels_version']}: study {study.name!r} (spec "
-                      f"{origin['spec_sha256'][:12]}); command: {origin['command']}")
+        origin, say = start_log("study", study, out_dir, command, quiet=quiet, progress=progress)
         try:
             return _run_study(study, base_dir, out_dir, say, reports,
                               functools.partial(run_spec, command=origin["command"]), origin,
