@@ -29,3 +29,25 @@ def toy_classification(n=40, C=3, d=2, seed=0, spread=2.0):
     y = np.arange(n) % C
     X = centres[y] + r.normal(size=(n, d))
     return X, y
+
+
+def write_spec(folder, d, name="spec.yaml"):
+    """Write the plain spec ``d`` as YAML to ``folder / name``; returns the path."""
+    import yaml
+
+    path = folder / name
+    path.write_text(yaml.safe_dump(d))
+    return path
+
+
+def assert_estimator_checks_pass(estimator, allowed_skips, **kwargs):
+    """scikit-learn's check_estimator finds no failure, skips only ``allowed_skips`` and ran its checks."""
+    from sklearn.utils.estimator_checks import check_estimator
+
+    results = check_estimator(estimator, on_fail=None, **kwargs)
+    failed = [(r["check_name"], repr(r["exception"])[:300]) for r in results if r["status"] == "failed"]
+    assert not failed, failed
+    skipped = {r["check_name"] for r in results if r["status"] == "skipped"}
+    assert skipped <= set(allowed_skips), skipped - set(allowed_skips)
+    assert len(results) > 40
+    return results

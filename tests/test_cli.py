@@ -13,7 +13,7 @@ import time
 import numpy as np
 import pytest
 import yaml
-from conftest import ROOT, toy_classification
+from conftest import ROOT, toy_classification, write_spec
 
 from gpmodels.cli import main
 from gpmodels.errors import SpecError
@@ -39,12 +39,6 @@ def _cv(max_iter=2):
     return {"type": "cv", "newton": {"max_iter": 30, "cg_max_iter": 40},
             "cv": {"folds": 3, "newton": {"max_iter": 20, "cg_max_iter": 30, "grad_tol": 1e-6},
                    "outer": {"max_iter": max_iter}}}
-
-
-def _write(tmp_path, d, name="spec.yaml"):
-    p = tmp_path / name
-    p.write_text(yaml.safe_dump(d))
-    return p
 
 
 def _env():
@@ -76,7 +70,7 @@ def test_python_dash_m_gpmodels_is_the_same_program(tmp_path):
     done = subprocess.run([sys.executable, "-m", "gpmodels", "--version"], capture_output=True, text=True,
                           env=_env(), cwd=tmp_path, timeout=120)
     assert done.returncode == 0 and done.stdout.startswith("gpmodels ")
-    p = _write(tmp_path, _spec(tmp_path))
+    p = write_spec(tmp_path, _spec(tmp_path))
     done = subprocess.run([sys.executable, "-m", "gpmodels", "validate", str(p)], capture_output=True, text=True,
                           env=_env(), cwd=tmp_path, timeout=120)
     assert done.returncode == 0 and done.stdout.strip() == f"{p}: valid"
@@ -133,7 +127,7 @@ def test_overrides_parse_values_as_yaml_and_name_list_entries():
 
 
 def test_set_overrides_a_key_before_validation_and_is_recorded(tmp_path, capsys):
-    p = _write(tmp_path, _spec(tmp_path))
+    p = write_spec(tmp_path, _spec(tmp_path))
     argv = ["run", str(p), "--quiet", "--set", "model.variance=3.5", "--set", "objective.newton.max_iter=7",
             "--set", "model.kernel.w=0.25"]
     assert main(argv) == 0
@@ -150,13 +144,13 @@ def test_set_overrides_a_key_before_validation_and_is_recorded(tmp_path, capsys)
 
 def test_a_bad_override_is_the_same_spec_error_as_in_the_file(tmp_path, capsys):
     d = _spec(tmp_path)
-    p = _write(tmp_path, d)
+    p = write_spec(tmp_path, d)
     for command in ("run", "validate"):
         assert main([command, str(p), "--set", "model.kernel.ww=1"]) == 2
         from_set = capsys.readouterr().err
         d2 = json.loads(json.dumps(d))
         d2["model"]["kernel"]["ww"] = 1
-        assert main([command, str(_write(tmp_path, d2, "bad.yaml"))]) == 2
+        assert main([command, str(write_spec(tmp_path, d2, "bad.yaml"))]) == 2
         assert capsys.readouterr().err == from_set and "did you mean 'w'" in from_set
     assert main(["validate", str(p), "--set", "objective.newton.max_iter=-1"]) == 2
     assert "objective.newton.max_iter" in capsys.readouterr().err
@@ -170,7 +164,7 @@ def test_set_reaches_the_models_of_a_study(tmp_path, capsys):
     study = {"name": "st", "data": d["data"], "output": {"dir": str(tmp_path / "st")},
              "models": [{"name": "a", "model": d["model"], "objective": d["objective"]},
                         {"name": "b", "model": d["model"], "objective": d["objective"]}]}
-    p = _write(tmp_path, study, "study.yaml")
+    p = write_spec(tmp_path, study, "study.yaml")
     assert "&id" in p.read_text()  # the models share one `model` by a YAML alias: an override changes one
     assert main(["validate", str(p), "--set", "models.1.model.variance=0"]) == 2
     assert "models[1].model.variance" in capsys.readouterr().err
@@ -183,7 +177,7 @@ def test_set_reaches_the_models_of_a_study(tmp_path, capsys):
 
 
 def test_fresh_ignores_and_replaces_the_checkpoint(tmp_path, capsys):
-    p = _write(tmp_path, _spec(tmp_path, _cv(max_iter=2)))
+    p = write_spec(tmp_path, _spec(tmp_path, _cv(max_iter=2)))
     out = tmp_path / "out"
     assert main(["run", str(p), "--quiet"]) == 0
     first = json.loads((out / "metrics.json").read_text())
@@ -220,7 +214,7 @@ def test_ctrl_c_exits_130_without_traceback_and_keeps_the_checkpoint(tmp_path, m
     out = tmp_path / "out" / ("m" if command == "study" else "")
     out.mkdir(parents=True)
     (out / "checkpoint.npz").write_bytes(b"kept")
-    assert main([command, str(_write(tmp_path, d))]) == 130
+    assert main([command, str(write_spec(tmp_path, d))]) == 130
     err = capsys.readouterr().err
     assert err.strip().endswith("gpmodels: interrupted") and "Traceback" not in err
     assert (out / "checkpoint.npz").read_bytes() == b"kept"
@@ -230,7 +224,7 @@ def test_ctrl_c_exits_130_without_traceback_and_keeps_the_checkpoint(tmp_path, m
 
 
 def test_sigint_during_cv_learning_exits_130_and_the_checkpoint_resumes(tmp_path):
-    p = _write(tmp_path, _spec(tmp_path, _cv(max_iter=6), n=240))
+    p = write_spec(tmp_path, _spec(tmp_path, _cv(max_iter=6), n=240))
     ckpt = tmp_path / "out" / "checkpoint.npz"
     cmd = [sys.executable, "-m", "gpmodels", "run", str(p), "--no-progress"]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env(), cwd=tmp_path)
@@ -263,7 +257,7 @@ def test_metrics_record_version_time_command_and_spec_digest(tmp_path, capsys):
     from gpmodels.spec.loader import load_spec
     from gpmodels.spec.run import package_version, run_spec
 
-    p = _write(tmp_path, _spec(tmp_path))
+    p = write_spec(tmp_path, _spec(tmp_path))
     before = datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0)
     assert main(["run", str(p), "--no-progress"]) == 0
     shown = capsys.readouterr().out
@@ -284,7 +278,7 @@ def test_metrics_record_version_time_command_and_spec_digest(tmp_path, capsys):
 
 
 def test_run_log_holds_messages_not_progress_bars(tmp_path, capsys):
-    p = _write(tmp_path, _spec(tmp_path))
+    p = write_spec(tmp_path, _spec(tmp_path))
     assert main(["run", str(p)]) == 0  # bars on
     assert "Newton" in capsys.readouterr().err
     log = (tmp_path / "out" / "run.log").read_text()
@@ -298,7 +292,7 @@ def test_a_study_records_provenance_and_a_log(tmp_path, capsys):
                         {"name": "bad", "model": d["model"],
                          "objective": {"type": "cv", "cv": {"newton": {"max_iter": 1}, "fail_tol": 1e-12, "folds": 3,
                                                             "checkpoint": False}}}]}
-    p = _write(tmp_path, study, "study.yaml")
+    p = write_spec(tmp_path, study, "study.yaml")
     assert main(["study", str(p), "--quiet"]) == 1
     capsys.readouterr()
     s = json.loads((tmp_path / "st" / "study.json").read_text())

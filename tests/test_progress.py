@@ -5,8 +5,7 @@ import json
 
 import numpy as np
 import pytest
-import yaml
-from conftest import toy_classification
+from conftest import toy_classification, write_spec
 
 from gpmodels import progress
 from gpmodels.cli import main
@@ -33,12 +32,6 @@ def _spec(tmp_path, out, objective=None):
             "output": {"dir": str(tmp_path / out)}}
 
 
-def _write(tmp_path, d, name="spec.yaml"):
-    p = tmp_path / name
-    p.write_text(yaml.safe_dump(d))
-    return p
-
-
 CV = {"type": "cv", "newton": {"max_iter": 30, "cg_max_iter": 40},
       "cv": {"folds": 3, "newton": {"max_iter": 20, "cg_max_iter": 30}, "outer": {"max_iter": 2}, "checkpoint": False}}
 
@@ -55,7 +48,7 @@ def _same_results(a, b):
 @pytest.mark.parametrize("objective, bar", [(None, "Newton"), (CV, "CV outer iterations")])
 def test_run_draws_bars_on_stderr_and_quiet_prints_nothing(tmp_path, capfd, monkeypatch, objective, bar):
     monkeypatch.setattr(progress, "stderr_is_terminal", lambda: True)  # bars are drawn on a terminal only
-    with_bars = _write(tmp_path, _spec(tmp_path, "on", objective), "on.yaml")
+    with_bars = write_spec(tmp_path, _spec(tmp_path, "on", objective), "on.yaml")
     assert main(["run", str(with_bars)]) == 0
     out, err = capfd.readouterr()
     assert f"[bars] {bar}: 0it [" in err and "\r" in err  # a tqdm bar, labelled, open-ended (the cap is no count)
@@ -64,14 +57,14 @@ def test_run_draws_bars_on_stderr_and_quiet_prints_nothing(tmp_path, capfd, monk
         assert "Ψ=" in err and "final fit: Newton" in err
     else:
         assert "Φ=" in err
-    quiet = _write(tmp_path, _spec(tmp_path, "off", objective), "off.yaml")
+    quiet = write_spec(tmp_path, _spec(tmp_path, "off", objective), "off.yaml")
     assert main(["run", str(quiet), "--quiet"]) == 0
     assert capfd.readouterr() == ("", "")
     _same_results(tmp_path / "on", tmp_path / "off")
 
 
 def test_no_progress_keeps_the_messages(tmp_path, capfd):
-    assert main(["run", str(_write(tmp_path, _spec(tmp_path, "o"))), "--no-progress"]) == 0
+    assert main(["run", str(write_spec(tmp_path, _spec(tmp_path, "o"))), "--no-progress"]) == 0
     out, err = capfd.readouterr()
     assert "[bars] fit:" in out and err == ""
 
@@ -79,7 +72,7 @@ def test_no_progress_keeps_the_messages(tmp_path, capfd):
 def test_one_vs_rest_shows_a_bar_per_class(tmp_path, capfd):
     d = _spec(tmp_path, "o", {**CV, "type": "one_vs_rest"})
     d["model"]["sharing"] = "tied"
-    assert main(["run", str(_write(tmp_path, d))]) == 0
+    assert main(["run", str(write_spec(tmp_path, d))]) == 0
     err = capfd.readouterr().err
     assert all(f"class {c}: CV outer iterations" in err and f"class {c}: final fit" in err for c in range(3))
 
@@ -89,13 +82,13 @@ def test_study_bar_over_rows_and_quiet_study(tmp_path, capfd):
              "models": [{"name": "tied", "model": {"kernel": {"type": "rbf", "w": 0.3}, "sharing": "tied"}},
                         {"name": "lin", "model": {"kernel": {"type": "linear"}, "sigma2": 1.0}}],
              "output": {"dir": str(tmp_path / "study")}}
-    p = _write(tmp_path, study, "study.yaml")
+    p = write_spec(tmp_path, study, "study.yaml")
     assert main(["study", str(p)]) == 0
     out, err = capfd.readouterr()
     assert "[st] models" in err and "2/2" in err and "model=lin" in err
     assert "| tied |" in out and "[st] report:" in out
     study["output"]["dir"] = str(tmp_path / "quiet")
-    assert main(["study", str(_write(tmp_path, study, "study.yaml")), "--quiet"]) == 0
+    assert main(["study", str(write_spec(tmp_path, study, "study.yaml")), "--quiet"]) == 0
     assert capfd.readouterr() == ("", "")
     a = json.loads((tmp_path / "study" / "study.json").read_text())["rows"]
     b = json.loads((tmp_path / "quiet" / "study.json").read_text())["rows"]
@@ -138,7 +131,7 @@ def test_console_bar_moves_and_formats(capfd):
 @pytest.mark.parametrize("objective, bar", [(None, "Newton"), (CV, "CV outer iterations")])
 def test_progress_off_a_terminal_is_plain_lines(tmp_path, capfd, monkeypatch, objective, bar):
     monkeypatch.setattr(progress, "stderr_is_terminal", lambda: False)  # a log file or a pipe
-    assert main(["run", str(_write(tmp_path, _spec(tmp_path, "plain", objective)))]) == 0
+    assert main(["run", str(write_spec(tmp_path, _spec(tmp_path, "plain", objective)))]) == 0
     out, err = capfd.readouterr()
     assert "%|" not in err and "\r" not in err and "it/s" not in err  # no bar redraws in a log file
     lines = err.splitlines()
@@ -182,6 +175,6 @@ def test_laplace_and_vb_learning_show_progress(tmp_path, capfd, monkeypatch, obj
     d = _spec(tmp_path, "lv", objective)
     d["data"]["positive_class"] = "1"
     d["model"].update(likelihood="logistic", sharing="tied")
-    assert main(["run", str(_write(tmp_path, d))]) == 0
+    assert main(["run", str(write_spec(tmp_path, d))]) == 0
     err = capfd.readouterr().err
     assert f"[bars] {bar} 0 " in err and "%|" not in err

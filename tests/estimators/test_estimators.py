@@ -14,7 +14,7 @@ from gpmodels.estimators import CrammerSingerSVC, GPClassifier
 from gpmodels.kernels import RBF, Linear
 
 sklearn = pytest.importorskip("sklearn")
-from sklearn.utils.estimator_checks import check_estimator  # noqa: E402
+from conftest import assert_estimator_checks_pass  # noqa: E402
 
 # checks that may be skipped, and why (none may fail)
 ALLOWED_SKIPS = {
@@ -29,12 +29,7 @@ ALLOWED_SKIPS = {
     GPClassifier(kernel="ard", w=0.5, sharing="semi", variance=2.0, representation="lowrank"),
 ], ids=["rbf-map", "linear-exact", "ard-lowrank"])
 def test_sklearn_estimator_checks(estimator):
-    results = check_estimator(estimator, on_fail=None)
-    failed = [(r["check_name"], repr(r["exception"])[:300]) for r in results if r["status"] == "failed"]
-    assert not failed, failed
-    skipped = {r["check_name"] for r in results if r["status"] == "skipped"}
-    assert skipped <= set(ALLOWED_SKIPS), skipped - set(ALLOWED_SKIPS)
-    assert len(results) > 40
+    assert_estimator_checks_pass(estimator, ALLOWED_SKIPS)
 
 
 def test_gp_classifier_in_a_pipeline_and_grid_search():
@@ -87,12 +82,7 @@ def test_estimator_protocol_details():
 )
 @pytest.mark.filterwarnings("ignore::gpmodels.errors.ConvergenceWarning")
 def test_crammer_singer_sklearn_estimator_checks(estimator):
-    results = check_estimator(estimator, on_fail=None)
-    failed = [(r["check_name"], repr(r["exception"])[:300]) for r in results if r["status"] == "failed"]
-    assert not failed, failed
-    skipped = {r["check_name"] for r in results if r["status"] == "skipped"}
-    assert skipped <= set(ALLOWED_SKIPS), skipped - set(ALLOWED_SKIPS)
-    assert len(results) > 40
+    assert_estimator_checks_pass(estimator, ALLOWED_SKIPS)
 
 
 def _blobs(seed=0, n=90, k=3):

@@ -24,8 +24,8 @@ TIGHT = NewtonOptions(max_iter=100, cg_max_iter=600, cg_tol=1e-14, cg_forcing=0.
 CV = CVOptions(newton=TIGHT, k3=600, accumulation_tol=1e-13, fail_tol=1e-8)
 
 
-class Delegating(Likelihood):
-    """Every method of the protocol forwarded to a held Softmax."""
+class _HeldSoftmax(Likelihood):
+    """The methods every likelihood defines, forwarded to a held Softmax (not a Softmax subclass)."""
 
     def __init__(self):
         self.inner = Softmax()
@@ -36,14 +36,18 @@ class Delegating(Likelihood):
     def gradient(self, U, Y):
         return self.inner.gradient(U, Y)
 
-    def hessian_factor(self, U, Y):
-        return self.inner.hessian_factor(U, Y)
-
     def predict(self, U):
         return self.inner.predict(U)
 
     def project_alpha(self, alpha):
         return self.inner.project_alpha(alpha)
+
+
+class Delegating(_HeldSoftmax):
+    """Every method of the protocol forwarded to the held Softmax."""
+
+    def hessian_factor(self, U, Y):
+        return self.inner.hessian_factor(U, Y)
 
     def exact_hessian_factor(self, U, Y):
         return self.inner.exact_hessian_factor(U, Y)
@@ -80,26 +84,11 @@ class _OpaqueFactor(HessianFactor):
         return self.hf.precond_diag(diag_K, point_block_mvm)
 
 
-class Minimal(Likelihood):
-    """Only the abstract methods (and the softmax's projection onto ran W)."""
-
-    def __init__(self):
-        self.inner = Softmax()
-
-    def value(self, U, Y):
-        return self.inner.value(U, Y)
-
-    def gradient(self, U, Y):
-        return self.inner.gradient(U, Y)
+class Minimal(_HeldSoftmax):
+    """Only the abstract methods (and the softmax's projection onto ran W); an opaque Hessian factor."""
 
     def hessian_factor(self, U, Y):
         return _OpaqueFactor(self.inner.hessian_factor(U, Y))
-
-    def predict(self, U):
-        return self.inner.predict(U)
-
-    def project_alpha(self, alpha):
-        return self.inner.project_alpha(alpha)
 
 
 def _problem(n=18, C=3, seed=0):

@@ -8,7 +8,7 @@ import json
 import numpy as np
 import pytest
 import yaml
-from conftest import ROOT, toy_classification
+from conftest import ROOT, toy_classification, write_spec
 
 from gpmodels.baselines.crammer_singer.solver import fit_crammer_singer
 from gpmodels.cli import main
@@ -18,12 +18,6 @@ from gpmodels.spec.loader import spec_from_dict
 from gpmodels.spec.saved import load_model
 
 SHARED = ROOT.parent / "shared" / "data"
-
-
-def _write(tmp_path, d):
-    p = tmp_path / "spec.yaml"
-    p.write_text(yaml.safe_dump(d))
-    return p
 
 
 def test_a_crammer_singer_model_round_trips(tmp_path, capsys):
@@ -36,7 +30,7 @@ def test_a_crammer_singer_model_round_trips(tmp_path, capsys):
          "model": {"kernel": {"type": "rbf", "w": "auto"}},
          "objective": {"type": "crammer_singer", "crammer_singer": {"beta": 0.5, "epsilon": 1e-4, "engine": "numpy"}},
          "output": {"dir": str(tmp_path / "out")}}
-    assert main(["run", str(_write(tmp_path, d)), "--quiet"]) == 0
+    assert main(["run", str(write_spec(tmp_path, d)), "--quiet"]) == 0
     assert (tmp_path / "out" / "model.npz").is_file()
     run_error = json.loads((tmp_path / "out" / "metrics.json").read_text())["test_error"]
     # the run's scores, recomputed in process from the same spec
@@ -64,7 +58,7 @@ def test_an_hm3_model_round_trips_and_predicts_multilabels(tmp_path):
          "model": {"kernel": {"type": "linear"}},
          "objective": {"type": "hm3", "hm3": {"max_passes": 3, "chunk_size": 40}},
          "output": {"dir": str(tmp_path / "out")}}
-    assert main(["run", str(_write(tmp_path, d)), "--quiet"]) == 0
+    assert main(["run", str(write_spec(tmp_path, d)), "--quiet"]) == 0
     metrics = json.loads((tmp_path / "out" / "metrics.json").read_text())
     data = build_multilabel_data(spec_from_dict(d), tmp_path)
     loaded = load_model(tmp_path / "out")
@@ -87,7 +81,7 @@ def test_an_hm3_model_on_single_label_paths_predicts_classes_and_scores_them(tmp
          "model": {"kernel": {"type": "linear"}},
          "objective": {"type": "hm3", "hm3": {"max_passes": 2, "chunk_size": 50}},
          "output": {"dir": str(tmp_path / "out")}}
-    assert main(["run", str(_write(tmp_path, d)), "--quiet"]) == 0
+    assert main(["run", str(write_spec(tmp_path, d)), "--quiet"]) == 0
     run_error = json.loads((tmp_path / "out" / "metrics.json").read_text())["test_error"]
     spec = spec_from_dict({**d, "data": {**d["data"], "scaling": "none"}})
     raw = build_data(spec, tmp_path)  # the same subsample, unscaled: predict scales as the run did

@@ -4,8 +4,7 @@ import json
 
 import numpy as np
 import pytest
-import yaml
-from conftest import ROOT, toy_classification
+from conftest import ROOT, toy_classification, write_spec
 
 from gpmodels.baselines.crammer_singer.solver import compiled_available
 from gpmodels.cli import main
@@ -18,12 +17,6 @@ SHARED = ROOT.parent / "shared" / "data"
 needs_data = pytest.mark.skipif(not (SHARED / "enron_corr").is_dir(), reason="../shared/data not present")
 
 
-def _write(tmp_path, d):
-    p = tmp_path / "spec.yaml"
-    p.write_text(yaml.safe_dump(d))
-    return p
-
-
 @pytest.mark.parametrize("engine", ["auto", "numpy"])
 def test_crammer_singer_spec_runs(tmp_path, engine):
     X, y = toy_classification(90, 3, d=4, seed=0)
@@ -33,7 +26,7 @@ def test_crammer_singer_spec_runs(tmp_path, engine):
          "model": {"kernel": {"type": "rbf", "w": "auto"}},
          "objective": {"type": "crammer_singer", "crammer_singer": {"beta": 0.5, "epsilon": 1e-4, "engine": engine}},
          "evaluation": {"train_scores": True}, "output": {"dir": str(tmp_path / "out")}}
-    assert main(["run", str(_write(tmp_path, d)), "--quiet"]) == 0
+    assert main(["run", str(write_spec(tmp_path, d)), "--quiet"]) == 0
     m = json.loads((tmp_path / "out" / "metrics.json").read_text())
     assert m["test_error"] < 0.2 and m["converged"] and m["duality_gap"] >= -1e-9 and m["n_support"] > 0
     assert all(not isinstance(v, (dict, list)) for v in m.values())
@@ -80,7 +73,7 @@ def test_hm3_spec_on_enron_subsample(tmp_path):
         "objective": {"type": "hm3", "hm3": {"max_passes": 5, "chunk_size": 60, "compare": ["hsvm"]}},
         "output": {"dir": str(tmp_path / "out")},
     }
-    assert main(["run", str(_write(tmp_path, d)), "--quiet"]) == 0
+    assert main(["run", str(write_spec(tmp_path, d)), "--quiet"]) == 0
     m = json.loads((tmp_path / "out" / "metrics.json").read_text())
     assert m["n_train"] == 120 and m["n_test"] == 60 and m["n_classes"] == 56
     for key in ("test_zero_one", "test_delta", "test_htilde_sibling", "test_f1", "test_level3_recall", "hsvm_f1",
@@ -99,7 +92,7 @@ def test_hm3_on_news20_paths_reports_single_label_error(tmp_path):
         "objective": {"type": "hm3", "hm3": {"max_passes": 3, "chunk_size": 100}},
         "output": {"dir": str(tmp_path / "out")},
     }
-    assert main(["run", str(_write(tmp_path, d)), "--quiet"]) == 0
+    assert main(["run", str(write_spec(tmp_path, d)), "--quiet"]) == 0
     m = json.loads((tmp_path / "out" / "metrics.json").read_text())
     assert 0.0 <= m["test_error"] <= 1.0 and m["n_classes"] == 20 and "test_f1" in m
 

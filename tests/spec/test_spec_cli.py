@@ -5,7 +5,7 @@ import json
 import numpy as np
 import pytest
 import yaml
-from conftest import ROOT, toy_classification
+from conftest import ROOT, toy_classification, write_spec
 
 from gpmodels.cli import main
 from gpmodels.errors import SpecError
@@ -28,14 +28,8 @@ def _spec(tmp_path, **model):
             "objective": {"newton": {"max_iter": 20, "cg_max_iter": 30}}, "output": {"dir": str(tmp_path / "out")}}
 
 
-def _write(tmp_path, d, name="spec.yaml"):
-    p = tmp_path / name
-    p.write_text(yaml.safe_dump(d))
-    return p
-
-
 def test_run_writes_the_report_contract(tmp_path, capsys):
-    p = _write(tmp_path, _spec(tmp_path))
+    p = write_spec(tmp_path, _spec(tmp_path))
     assert main(["run", str(p)]) == 0
     out = tmp_path / "out"
     m = json.loads((out / "metrics.json").read_text())
@@ -54,7 +48,7 @@ def test_run_writes_the_report_contract(tmp_path, capsys):
 def test_run_out_flag_quiet_and_exact_method(tmp_path, capsys):
     d = _spec(tmp_path)
     d["objective"]["method"] = "exact"
-    p = _write(tmp_path, d)
+    p = write_spec(tmp_path, d)
     assert main(["run", str(p), "--out", str(tmp_path / "elsewhere"), "--quiet"]) == 0
     assert (tmp_path / "elsewhere" / "metrics.json").is_file()
     assert capsys.readouterr().out == ""
@@ -65,7 +59,7 @@ def test_svmlight_split_and_sparse_linear(tmp_path):
                                  "test_fraction": 0.5},
          "model": {"kernel": {"type": "linear"}, "sharing": "tied", "sigma2": 1.0},
          "output": {"dir": str(tmp_path / "o")}}
-    assert main(["run", str(_write(tmp_path, d)), "--quiet"]) == 0
+    assert main(["run", str(write_spec(tmp_path, d)), "--quiet"]) == 0
 
 
 @pytest.mark.parametrize("mutate, key, message", [
@@ -93,7 +87,7 @@ def test_bad_specs_name_the_key(tmp_path, mutate, key, message):
 def test_missing_file_is_named_and_exit_code_is_2(tmp_path, capsys):
     d = _spec(tmp_path)
     d["data"]["path"] = str(tmp_path / "nope.npz")
-    p = _write(tmp_path, d)
+    p = write_spec(tmp_path, d)
     assert main(["validate", str(p)]) == 2
     err = capsys.readouterr().err
     assert "data.path" in err and "nope.npz" in err
@@ -108,7 +102,7 @@ def test_nan_in_the_data_is_a_bad_input(tmp_path, capsys):
         X, y = z["X"].copy(), z["y"]
     X[3, 1] = np.nan
     np.savez(tr, X=X, y=y)
-    p = _write(tmp_path, {**_spec(tmp_path), "data": {"path": str(tr), "test_path": str(te)}})
+    p = write_spec(tmp_path, {**_spec(tmp_path), "data": {"path": str(tr), "test_path": str(te)}})
     np.savez(tr, X=X, y=y)  # _spec rewrote it; poison again
     assert main(["run", str(p), "--quiet"]) == 2
     assert "X_train must be finite" in capsys.readouterr().err
@@ -134,7 +128,7 @@ def test_a_run_that_fails_exits_1(tmp_path, capsys):
     d = _spec(tmp_path)
     d["objective"] = {"type": "cv", "cv": {"newton": {"max_iter": 1}, "fail_tol": 1e-12, "folds": 3,
                                            "checkpoint": False}}
-    assert main(["run", str(_write(tmp_path, d)), "--quiet"]) == 1
+    assert main(["run", str(write_spec(tmp_path, d)), "--quiet"]) == 1
     err = capsys.readouterr().err
     assert err.startswith("gpmodels: run failed: ") and "first evaluation at the starting hyperparameters failed" in err
     assert not (tmp_path / "out" / "metrics.json").exists()
@@ -148,7 +142,7 @@ def test_a_study_whose_model_fails_exits_1(tmp_path, capsys):
                         {"name": "fails", "model": model,
                          "objective": {"type": "cv", "cv": {"newton": {"max_iter": 1}, "fail_tol": 1e-12, "folds": 3,
                                                              "checkpoint": False}}}]}
-    p = _write(tmp_path, study, "study.yaml")
+    p = write_spec(tmp_path, study, "study.yaml")
     assert main(["validate", str(p)]) == 0
     assert main(["study", str(p), "--out", str(tmp_path / "st"), "--quiet"]) == 1
     assert "run failed" in capsys.readouterr().err
@@ -168,12 +162,12 @@ def test_unexpected_failures_exit_1(tmp_path, monkeypatch, capsys, exc, code, sh
         raise exc
 
     monkeypatch.setitem(run_module.RUNNERS, "map", failing)
-    assert main(["run", str(_write(tmp_path, _spec(tmp_path))), "--quiet"]) == code
+    assert main(["run", str(write_spec(tmp_path, _spec(tmp_path))), "--quiet"]) == code
     err = capsys.readouterr().err
     assert shown in err and "Traceback" not in err and "boom" not in err
     if isinstance(exc, RuntimeError):  # the traceback on request
         monkeypatch.setenv("GPMODELS_DEBUG", "1")
-        assert main(["run", str(_write(tmp_path, _spec(tmp_path))), "--quiet", "--force"]) == code
+        assert main(["run", str(write_spec(tmp_path, _spec(tmp_path))), "--quiet", "--force"]) == code
         assert "Traceback" in capsys.readouterr().err
 
 
@@ -187,7 +181,7 @@ def test_bad_command_lines_exit_2(capsys):
 
 def test_validate_run_and_study_exit_0_and_out_decides_the_folder(tmp_path, capsys):
     d = _spec(tmp_path)
-    p = _write(tmp_path, d)
+    p = write_spec(tmp_path, d)
     assert main(["validate", str(p)]) == 0
     assert capsys.readouterr().out.strip() == f"{p}: valid"
     assert main(["run", str(p), "--out", str(tmp_path / "a"), "--quiet"]) == 0
@@ -196,7 +190,7 @@ def test_validate_run_and_study_exit_0_and_out_decides_the_folder(tmp_path, caps
     assert resolved["output"]["dir"] == str(tmp_path / "a")  # the report records where it went
     study = {"name": "st", "data": d["data"], "models": [{"name": "m", "model": d["model"]}],
              "output": {"dir": str(tmp_path / "default")}}
-    ps = _write(tmp_path, study, "study.yaml")
+    ps = write_spec(tmp_path, study, "study.yaml")
     assert main(["study", str(ps), "--out", str(tmp_path / "b"), "--quiet"]) == 0
     assert (tmp_path / "b" / "study.md").is_file() and (tmp_path / "b" / "m" / "metrics.json").is_file()
     assert not (tmp_path / "default").exists()

@@ -8,7 +8,7 @@ import shutil
 import numpy as np
 import pytest
 import yaml
-from conftest import ROOT, toy_classification
+from conftest import ROOT, toy_classification, write_spec
 
 from gpmodels.cli import main
 from gpmodels.errors import SpecError
@@ -33,14 +33,8 @@ def _spec(tmp_path, max_iter=4, **cv):
             "output": {"dir": str(tmp_path / "out")}}
 
 
-def _write(tmp_path, d):
-    p = tmp_path / "spec.yaml"
-    p.write_text(yaml.safe_dump(d))
-    return p
-
-
 def test_cv_run_writes_the_report_and_resumes(tmp_path, capsys):
-    p = _write(tmp_path, _spec(tmp_path))
+    p = write_spec(tmp_path, _spec(tmp_path))
     assert main(["run", str(p)]) == 0
     out = tmp_path / "out"
     m = json.loads((out / "metrics.json").read_text())
@@ -66,26 +60,26 @@ def test_cv_run_writes_the_report_and_resumes(tmp_path, capsys):
 
 def test_a_changed_spec_refuses_the_old_checkpoint(tmp_path, capsys):
     d = _spec(tmp_path, max_iter=1)
-    assert main(["run", str(_write(tmp_path, d)), "--quiet"]) == 0
+    assert main(["run", str(write_spec(tmp_path, d)), "--quiet"]) == 0
     d["model"]["variance"] = 3.0
     # the folder holds another spec's report: refused before any work
-    assert main(["run", str(_write(tmp_path, d)), "--quiet"]) == 2
+    assert main(["run", str(write_spec(tmp_path, d)), "--quiet"]) == 2
     assert "holds the report of another run" in capsys.readouterr().err
     # a checkpoint brought into a fresh folder is checked against its own identity
     (tmp_path / "elsewhere").mkdir()
     shutil.copy(tmp_path / "out" / "checkpoint.npz", tmp_path / "elsewhere" / "checkpoint.npz")
     elsewhere = ["--out", str(tmp_path / "elsewhere")]
-    assert main(["run", str(_write(tmp_path, d)), "--quiet"] + elsewhere) == 2
+    assert main(["run", str(write_spec(tmp_path, d)), "--quiet"] + elsewhere) == 2
     err = capsys.readouterr().err
     assert "belongs to another run" in err and "caller" in err
     d["objective"]["cv"]["resume"] = "never"  # starting afresh is explicit
-    assert main(["run", str(_write(tmp_path, d)), "--quiet"] + elsewhere) == 0
+    assert main(["run", str(write_spec(tmp_path, d)), "--quiet"] + elsewhere) == 0
     (tmp_path / "elsewhere" / "checkpoint.npz").write_bytes(b"\x00" * 100)
     d["objective"]["cv"]["resume"] = "auto"  # the same run (checkpoint settings are not part of its identity)
-    assert main(["run", str(_write(tmp_path, d)), "--quiet"] + elsewhere) == 2
+    assert main(["run", str(write_spec(tmp_path, d)), "--quiet"] + elsewhere) == 2
     assert "corrupt" in capsys.readouterr().err
     # --force replaces the other run's report and drops its checkpoint
-    assert main(["run", str(_write(tmp_path, d)), "--quiet", "--force"]) == 0
+    assert main(["run", str(write_spec(tmp_path, d)), "--quiet", "--force"]) == 0
     assert "resumed_from_iteration" not in json.loads((tmp_path / "out" / "metrics.json").read_text()) or \
         json.loads((tmp_path / "out" / "metrics.json").read_text())["resumed_from_iteration"] is None
 
@@ -93,7 +87,7 @@ def test_a_changed_spec_refuses_the_old_checkpoint(tmp_path, capsys):
 def test_exact_inner_solves_through_the_driver(tmp_path):
     d = _spec(tmp_path, max_iter=2, checkpoint=False)
     d["objective"]["method"] = "exact"
-    assert main(["run", str(_write(tmp_path, d)), "--quiet"]) == 0
+    assert main(["run", str(write_spec(tmp_path, d)), "--quiet"]) == 0
     m = json.loads((tmp_path / "out" / "metrics.json").read_text())
     assert m["psi_learned"] < m["psi_start"] and m["final_converged"]
 

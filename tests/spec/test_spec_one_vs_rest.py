@@ -7,8 +7,7 @@ import json
 
 import numpy as np
 import pytest
-import yaml
-from conftest import ROOT, toy_classification
+from conftest import ROOT, toy_classification, write_spec
 
 from gpmodels.cli import main
 from gpmodels.errors import SpecError
@@ -35,12 +34,6 @@ def _spec(tmp_path, learn=True, max_iter=2, **cv):
             "output": {"dir": str(tmp_path / "out")}}
 
 
-def _write(tmp_path, d):
-    p = tmp_path / "spec.yaml"
-    p.write_text(yaml.safe_dump(d))
-    return p
-
-
 def _round_trip(tmp_path, m):
     """The saved model predicts the test file as the run did; `gpmodels predict` agrees."""
     out = tmp_path / "out"
@@ -65,7 +58,7 @@ def _round_trip(tmp_path, m):
 
 def test_one_vs_rest_learns_each_class_and_round_trips(tmp_path, capsys):
     d = _spec(tmp_path, learn_sigma2=True)
-    assert main(["run", str(_write(tmp_path, d))]) == 0
+    assert main(["run", str(write_spec(tmp_path, d))]) == 0
     out = tmp_path / "out"
     m = json.loads((out / "metrics.json").read_text())
     for c in range(3):
@@ -86,7 +79,7 @@ def test_one_vs_rest_learns_each_class_and_round_trips(tmp_path, capsys):
 
 def test_one_vs_rest_checkpoints_per_class_and_resumes(tmp_path, capsys):
     d = _spec(tmp_path, checkpoint=True, max_iter=1)
-    p = _write(tmp_path, d)
+    p = write_spec(tmp_path, d)
     assert main(["run", str(p), "--quiet"]) == 0
     assert {f"checkpoint-class{c}.npz" for c in range(3)} <= {f.name for f in (tmp_path / "out").iterdir()}
     m = json.loads((tmp_path / "out" / "metrics.json").read_text())
@@ -99,7 +92,7 @@ def test_one_vs_rest_checkpoints_per_class_and_resumes(tmp_path, capsys):
 
 def test_one_vs_rest_without_learning_fits_at_the_given_hyperparameters(tmp_path):
     d = _spec(tmp_path, learn=False)
-    assert main(["run", str(_write(tmp_path, d)), "--quiet"]) == 0
+    assert main(["run", str(write_spec(tmp_path, d)), "--quiet"]) == 0
     m = json.loads((tmp_path / "out" / "metrics.json").read_text())
     assert "psi_learned" not in m and "outer_iterations" not in m and m["final_converged"]
     assert (tmp_path / "out" / "trace_Phi.png").is_file() and not (tmp_path / "out" / "trace_Psi.png").exists()
