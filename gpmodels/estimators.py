@@ -35,13 +35,14 @@ from gpmodels.hierarchy import ClassTree
 from gpmodels.hyperparameters import natural_values
 from gpmodels.inference.map.model import MAPModel, fit_map
 from gpmodels.inference.map.newton_cg import NewtonOptions
+from gpmodels.inference.map.predictive import PREDICTIVE_METHODS, PREDICTIVES, laplace_predict_proba
 from gpmodels.kernels.base import Kernel
 from gpmodels.kernels.factory import KERNEL_PARAMS, make_kernel
 from gpmodels.kernels.representations import RepresentationConfig
 from gpmodels.likelihoods.softmax import Softmax
 from gpmodels.priors.independent import IndependentGP
 from gpmodels.scoring.multilabel import check_multilabels, micro_prf
-from gpmodels.validation import check_features, labels_to_targets
+from gpmodels.validation import MAX_SIZE, check_features, labels_to_targets
 
 try:  # scikit-learn is optional: its base classes when importable (module docstring)
     from sklearn.base import BaseEstimator as _SkBaseEstimator
@@ -330,6 +331,15 @@ class GPClassifier(EstimatorMixin):
     :class:`~gpmodels.optimize.checkpoint.Checkpointing`) where the learning checkpoints after every
     outer iteration and from which a later fit with the same data and settings resumes.
 
+    ``predictive``: how ``predict_proba`` makes probabilities: ``'plugin'`` (default) p(y | u_*) at the
+    latent mean u_* = K̃_{*,.} α̂; ``'laplace'`` averages the likelihood over the Laplace latent predictive
+    N(μ_*, Σ_*) (Rasmussen & Williams 2006, eq. 3.40 / 3.43;
+    :func:`gpmodels.inference.map.predictive.laplace_predict_proba`) with ``predictive_samples`` Monte
+    Carlo draws, Σ_* by ``predictive_method`` (``'exact'`` batched CG, ``'lanczos'`` a rank-256 LOVE
+    basis).  The draws are seeded once at ``fit`` from ``random_state`` (``predictive_seed_``), so
+    repeated calls agree.  For the softmax and logistic likelihoods (whose curvature W depends on û
+    alone).  ``predict`` is the argmax of ``predict_proba``.
+
     A :class:`~gpmodels.estimators.convergence_warning_class` warning (scikit-learn's
     ConvergenceWarning when importable) is raised when the final Newton fit or the learning stops
     unconverged.
@@ -348,7 +358,8 @@ class GPClassifier(EstimatorMixin):
 
     def __init__(self, prior=None, likelihood=None, objective="map", kernel="rbf", w="auto", variance=1.0,
                  sharing="separate", sigma2=1.0, representation="auto", max_iter=30, cg_max_iter=50, grad_tol=1e-6,
-                 optimizer=None, cv=5, learn_max_iter=20, checkpoint=None, length_scale=None, random_state=None):
+                 optimizer=None, cv=5, learn_max_iter=20, checkpoint=None, length_scale=None, random_state=None,
+                 predictive="plugin", predictive_samples=2000, predictive_method="exact"):
         self.prior = prior
         self.likelihood = likelihood
         self.objective = objective
@@ -367,6 +378,9 @@ class GPClassifier(EstimatorMixin):
         self.checkpoint = checkpoint
         self.length_scale = length_scale
         self.random_state = random_state
+        self.predictive = predictive
+        self.predictive_samples = predictive_samples
+        self.predictive_method = predictive_method
 
     def _build_prior(self, X):
         if self.prior is not None:
@@ -384,6 +398,7 @@ class GPClassifier(EstimatorMixin):
         if self.optimizer not in OPTIMIZERS:
             raise InputError(f"The 'optimizer' parameter of {owner} must be None, 'cv' or 'laplace'; "
                              f"got {self.optimizer!r} instead")
+        _check_predictive(owner, self.predictive, self.predictive_samples, self.predictive_method)
         if self.optimizer is None:
             return
         learn_iter = self.learn_max_iter
@@ -459,6 +474,8 @@ class GPClassifier(EstimatorMixin):
         self.n_iter_ = model.result.diagnostics.iterations
         self.learned_hyperparameters_ = natural_values(names, np.asarray(theta, dtype=float))
         self.optimizer_result_ = learned
+        self.predictive_seed_ = _seed_from(type(self).__name__, self.random_state) if self.predictive == "laplace" \
+            else None
         return self
 
     def __getstate__(self):
@@ -493,8 +510,14 @@ class GPClassifier(EstimatorMixin):
         return U[:, 1] - U[:, 0] if U.shape[1] == 2 else U
 
     def predict_proba(self, X):
+        """Class probabilities (m, C) by ``predictive`` (class docstring)."""
         self._check_fitted()
-        return self.model_.likelihood.predict(self.model_.latent(self._check_X(X)))
+        X = self._check_X(X)
+        if getattr(self, "predictive_seed_", None) is None:  # plug-in (or fitted before `predictive` existed)
+            return self.model_.likelihood.predict(self.model_.latent(X))
+        P, _ = laplace_predict_proba(self.model_, X, latent=self.predictive_method, n_samples=self.predictive_samples,
+                                     random_state=self.predictive_seed_)
+        return P
 
     def predict_log_proba(self, X):
         return np.log(np.maximum(self.predict_proba(X), 1e-300))
@@ -502,6 +525,19 @@ class GPClassifier(EstimatorMixin):
     def predict(self, X):
         P = self.predict_proba(X)
         return self.classes_[np.argmax(P, axis=1)]
+
+
+def _check_predictive(owner: str, predictive, samples, method) -> None:
+    """``predictive`` in PREDICTIVES, ``samples`` a positive int, ``method`` in PREDICTIVE_METHODS."""
+    if predictive not in PREDICTIVES:
+        raise InputError(f"The 'predictive' parameter of {owner} must be one of {PREDICTIVES}; got {predictive!r} "
+                         "instead")
+    if isinstance(samples, bool) or not isinstance(samples, (int, np.integer)) or not 1 <= samples <= MAX_SIZE:
+        raise InputError(f"The 'predictive_samples' parameter of {owner} must be an int in 1..{MAX_SIZE}; got "
+                         f"{samples!r} instead")
+    if method not in PREDICTIVE_METHODS:
+        raise InputError(f"The 'predictive_method' parameter of {owner} must be one of {PREDICTIVE_METHODS}; got "
+                         f"{method!r} instead")
 
 
 def _warn_unconverged(result, what: str, hint: str) -> None:

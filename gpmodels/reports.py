@@ -4,7 +4,8 @@
   Fig. 3), one line per model;
 - ``plot_traces``: criterion values over iterations (Φ per Newton iteration, Ψ per outer iteration);
 - ``plot_paths``: hyperparameters over outer iterations;
-- ``plot_bars``: grouped bar chart (e.g. per-level scores of a hierarchy).
+- ``plot_bars``: grouped bar chart (e.g. per-level scores of a hierarchy);
+- ``plot_reliability``: reliability diagram, accuracy against confidence per bin (top label).
 matplotlib is imported on first use so that importing gpmodels stays fast.
 """
 
@@ -15,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["plot_error_reject", "plot_traces", "plot_paths", "plot_bars", "read_error_reject_csv"]
+__all__ = ["plot_error_reject", "plot_traces", "plot_paths", "plot_bars", "read_error_reject_csv", "plot_reliability"]
 
 
 def _plt():
@@ -115,4 +116,31 @@ def plot_bars(
         ax.set_title(title)
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3, axis="y")
+    return _save(fig, path)
+
+
+def plot_reliability(curves: Mapping[str, object], path, title: str = "Reliability diagram") -> Path:
+    """Reliability diagram: per confidence bin, the accuracy of the top-label predictions against their
+    mean confidence (one line per :class:`~gpmodels.scoring.calibration.ReliabilityCurve`; empty bins
+    left out), the diagonal of perfect calibration, and the share of points per bin as bars below."""
+    plt = _plt()
+    fig, (ax, axc) = plt.subplots(2, 1, figsize=(5, 5.5), sharex=True, gridspec_kw={"height_ratios": [3, 1]})
+    ax.plot([0, 1], [0, 1], color="0.5", lw=1, ls="--", label="calibrated")
+    width = 1.0 / max(1, len(curves))
+    for k, (name, c) in enumerate(curves.items()):
+        full = np.asarray(c.counts) > 0
+        ax.plot(np.asarray(c.confidence)[full], np.asarray(c.accuracy)[full], marker="o", ms=4, label=name)
+        edges = np.asarray(c.edges)
+        bw = np.diff(edges) * width
+        axc.bar(edges[:-1] + k * bw, np.asarray(c.counts) / max(1, int(np.sum(c.counts))), bw, align="edge",
+                label=name)
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, 1)
+    ax.set_ylabel("accuracy")
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8, loc="upper left")
+    axc.set_xlabel("confidence (largest class probability)")
+    axc.set_ylabel("share of points")
+    axc.grid(alpha=0.3, axis="y")
     return _save(fig, path)

@@ -9,7 +9,12 @@ from gpmodels.inference.map.line_search import pair_line_search
 from gpmodels.inference.map.model import MAPModel, fit_map
 from gpmodels.inference.map.newton_cg import NewtonDiagnostics, NewtonOptions, NewtonResult, newton_cg
 from gpmodels.inference.map.preconditioners import make_preconditioner
-from gpmodels.inference.map.predictive import LatentPredictive, latent_predictive, predictive_proba
+from gpmodels.inference.map.predictive import (
+    LatentPredictive,
+    laplace_predict_proba,
+    latent_predictive,
+    predictive_proba,
+)
 from gpmodels.inference.marginal.laplace import LaplaceOptions, LaplaceResult, laplace_mlm, learn_laplace
 from gpmodels.inference.marginal.vb import VBOptions, VBResult, learn_vb, vb_criterion
 from gpmodels.inference.mkl.algorithms import KernelLearningResult, MKLOptions, algorithm1, alternating, criterion_at
@@ -28,4 +33,4 @@ __all__ = ["cg", "CGResult", "newton_cg", "NewtonOptions", "NewtonResult", "Newt
            "learn_hyperparameters", "fit_learned", "LearnOptions", "LearnResult", "Checkpointing", "read_checkpoint",
            "write_checkpoint", "learn_one_vs_rest", "fit_one_vs_rest", "OneVsRestModel",
            # Laplace predictive distribution (R&W 2006, Sec. 3.4.2, 3.5)
-           "LatentPredictive", "latent_predictive", "predictive_proba"]
+           "LatentPredictive", "latent_predictive", "predictive_proba", "laplace_predict_proba"]

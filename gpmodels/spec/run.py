@@ -121,6 +121,16 @@ def _hierarchical_scores(spec: Spec, data: Dataset, base_dir, P: np.ndarray, out
     return out
 
 
+def _calibration(P: np.ndarray, y, out_dir: Path, name: str) -> dict:
+    """Brier score and top-label ECE (15 equal-width bins) of the test probabilities, and the reliability
+    diagram ``reliability.png`` (:mod:`gpmodels.scoring.calibration`)."""
+    from gpmodels.scoring.calibration import brier_score, expected_calibration_error, reliability_curve
+
+    reports.plot_reliability({name: reliability_curve(P, y)}, out_dir / "reliability.png",
+                             title=f"{name}: reliability (top label)")
+    return {"test_brier": brier_score(P, y), "test_ece": expected_calibration_error(P, y)}
+
+
 def _read_data(spec: Spec, base_dir) -> Dataset:
     """``build_data``, with a reader's unforeseen error (EOFError of a truncated .npz, ...) turned into a
     DataError that names the data keys and describes the files, never quoting them; a loader's own
@@ -202,6 +212,7 @@ def _run(spec: Spec, runner, base_dir, out_dir: Path, say: Console, origin: dict
         metrics.update(
             {"test_error": scores["error"], "test_log_loss": scores["log_loss"], "test_prec": scores["prec"]}
         )
+        metrics.update(_calibration(outcome.probabilities, data.y_test, out_dir, spec.name))
         curve = M.error_reject_curve(outcome.probabilities, data.y_test, spec.evaluation.error_reject)
         (out_dir / "error_reject.csv").write_text("reject_fraction,error\n" + "".join(f"{a},{e}\n" for a, e in curve))
         reports.plot_error_reject({spec.name: curve}, out_dir / "error_reject.png")

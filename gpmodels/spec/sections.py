@@ -14,6 +14,7 @@ from gpmodels.inference.cv.criterion import CVOptions
 from gpmodels.inference.cv.learn import LearnOptions
 from gpmodels.inference.map.em import EMOptions
 from gpmodels.inference.map.newton_cg import NewtonOptions
+from gpmodels.inference.map.predictive import PREDICTIVE_METHODS, PREDICTIVES
 from gpmodels.inference.marginal.laplace import LaplaceOptions
 from gpmodels.inference.marginal.vb import VBOptions
 from gpmodels.inference.mkl.algorithms import MKLOptions
@@ -26,12 +27,14 @@ from gpmodels.priors.registry import BUILTIN_PRIORS, is_import_path, is_known_pr
 from gpmodels.spec.baseline_sections import CrammerSingerSpec, HM3Spec
 from gpmodels.spec.derive import Part, options_section
 from gpmodels.spec.schema import Node, option
+from gpmodels.validation import MAX_SIZE
 
 __all__ = ["TASKS", "LIKELIHOODS", "OBJECTIVES", "SOLVERS", "check_unifying", "Spec", "DataSpec", "ModelSpec",
            "KernelSpec", "RepresentationSpec", "ObjectiveSpec", "EvaluationSpec", "OutputSpec", "KERNEL_TYPES",
            "KERNEL_KEYS", "PseudoTargetsSpec", "CouplingSpec", "PRIORS", "MODEL_SHARING", "DECISIONS", "CVSpec",
            "check_one_vs_rest", "NewtonSpec", "CVNewtonSpec", "OuterSpec", "EMSpec", "LaplaceSpec", "VBSpec", "MKLSpec",
-           "OBJECTIVE_MOVED_KEYS", "SECTION_TYPES", "check_name", "NAME_PATTERN"]
+           "OBJECTIVE_MOVED_KEYS", "SECTION_TYPES", "check_name", "NAME_PATTERN",
+           "check_predictive"]
 
 #: built-in priors: flat independent GPs, the ANOVA class tree (Sec. 3), square coupling B and C x p loadings
 #: (Sec. 7.4.1); more are registered by gpmodels.priors.register_prior or named by import path
@@ -634,6 +637,25 @@ class EvaluationSpec(Node):
         doc="with a class tree: score pacc / taxo-loss with the `argmax` rule, with each score's "
         "Bayes rule (`expected_loss`, Sec. 6.1), or `both`",
     )
+    predictive: str = option(
+        "plugin",
+        kind="str",
+        choices=PREDICTIVES,
+        doc="test probabilities: `plugin` = the likelihood at the latent mean u_* = K̃_{*,.} α̂; `laplace` = "
+        "averaged over the Laplace latent predictive N(μ_*, Σ_*) (R&W eq. 3.40, 3.43) by seeded Monte Carlo "
+        "(objectives `map` and `cv`, likelihoods softmax and logistic)",
+    )
+    predictive_latent: str = option(
+        "exact",
+        kind="str",
+        choices=PREDICTIVE_METHODS,
+        doc="`laplace` predictive: Σ_* by batched CG (`exact`) or a rank-`predictive_rank` Lanczos "
+        "basis (`lanczos`, LOVE; over-estimates Σ_*, cheaper for many test points)",
+    )
+    predictive_rank: int = option(256, kind="int", minimum=1, maximum=MAX_SIZE,
+                                  doc="`laplace` predictive with `lanczos`: the Lanczos rank")
+    predictive_samples: int = option(2000, kind="int", minimum=1, maximum=MAX_SIZE,
+                                     doc="`laplace` predictive: Monte Carlo samples per test point (seeded by `seed`)")
 
 
 @attrs.frozen
@@ -672,6 +694,19 @@ class Spec(Node):
         if self.objective.type == "one_vs_rest":
             check_one_vs_rest(self)
         check_unifying(self)
+        check_predictive(self)
+
+
+def check_predictive(spec: Spec) -> None:
+    """`evaluation.predictive: laplace` needs a MAP model whose likelihood has a latent predictive here."""
+    if spec.evaluation.predictive != "laplace":
+        return
+    if spec.objective.type not in ("map", "cv"):
+        raise SpecError(f"the Laplace predictive is computed for objectives map and cv; got objective "
+                        f"{spec.objective.type!r} (use `predictive: plugin`)", "evaluation.predictive")
+    if spec.data.task != "classification" or spec.model.likelihood not in ("softmax", "logistic"):
+        raise SpecError(f"the Laplace predictive averages the softmax or logistic likelihood; got likelihood "
+                        f"{spec.model.likelihood!r} (use `predictive: plugin`)", "evaluation.predictive")
 
 
 def check_name(name: str, key: str) -> None:

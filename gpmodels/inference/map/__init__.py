@@ -23,8 +23,10 @@ from gpmodels.inference.map.newton_cg import (
 from gpmodels.inference.map.preconditioners import Preconditioner, make_preconditioner, randomized_eigh
 from gpmodels.inference.map.predictive import (
            PREDICTIVE_METHODS,
+           PREDICTIVES,
            PROBA_METHODS,
            LatentPredictive,
+           laplace_predict_proba,
            latent_predictive,
            predictive_proba,
 )
@@ -34,4 +36,5 @@ __all__ = ["EMOptions", "EMResult", "fit_em", "penalised_log_likelihood", "exact
            "NewtonDiagnostics", "NewtonResult", "NewtonStep", "newton_cg", "gradient_rms", "PRECONDITIONERS",
            "FORCING_NORMS", "project_start", "newton_system", "newton_direction", "line_search_step", "is_stall",
            "newton_step_with_restarts", "randomized_eigh", "Preconditioner", "make_preconditioner", "LatentPredictive",
-           "latent_predictive", "predictive_proba", "PREDICTIVE_METHODS", "PROBA_METHODS"]
+           "latent_predictive", "predictive_proba", "PREDICTIVE_METHODS", "PROBA_METHODS",
+           "laplace_predict_proba", "PREDICTIVES"]

@@ -51,10 +51,14 @@ from gpmodels.likelihoods.base import HessianFactor, Likelihood
 from gpmodels.linalg.slq import batched_cg
 from gpmodels.validation import check_features
 
-__all__ = ["LatentPredictive", "latent_predictive", "predictive_proba", "PREDICTIVE_METHODS", "PROBA_METHODS"]
+__all__ = ["LatentPredictive", "latent_predictive", "predictive_proba", "laplace_predict_proba", "PREDICTIVE_METHODS",
+           "PROBA_METHODS", "PREDICTIVES"]
 
 PREDICTIVE_METHODS = ("exact", "lanczos")
 PROBA_METHODS = ("mc", "probit")
+#: how class probabilities at test points are made: ``plugin`` = likelihood at the latent mean,
+#: ``laplace`` = averaged over the Laplace latent predictive (:func:`laplace_predict_proba`)
+PREDICTIVES = ("plugin", "laplace")
 
 
 @attrs.frozen
@@ -284,3 +288,17 @@ def predictive_proba(pred: LatentPredictive, likelihood: Likelihood, *, method: 
         P = P.reshape(b, m, -1).sum(axis=0)
         total = P if total is None else total + P
     return total / S
+
+
+def laplace_predict_proba(model, X_new, *, latent: str = "exact", rank: int | None = None, n_samples: int = 2000,
+                          random_state=0, Y=None) -> tuple[np.ndarray, LatentPredictive]:
+    """Laplace-predictive class probabilities of a fitted MAP model at X_new, and the latent predictive.
+
+    P_j = E[p(y | u_*)] under u_* ~ N(μ_j, Σ_j) (R&W eq. 3.40 / 3.43 for μ_j, Σ_j; see the module
+    docstring), by :func:`latent_predictive` with ``method=latent`` (``exact`` or ``lanczos`` of
+    rank ``rank``) and Monte Carlo with ``n_samples`` draws seeded by ``random_state``
+    (:func:`predictive_proba`).  The plug-in alternative is ``model.predict_proba(X_new)`` =
+    p(y | μ_j), which ignores Σ_j.
+    """
+    pred = latent_predictive(model, X_new, method=latent, rank=rank, Y=Y, random_state=random_state)
+    return predictive_proba(pred, model.likelihood, n_samples=n_samples, random_state=random_state), pred

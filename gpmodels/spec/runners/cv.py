@@ -40,6 +40,7 @@ from gpmodels.spec.build import (
     resolve_model,
 )
 from gpmodels.spec.outcome import RunOutcome, map_saver
+from gpmodels.spec.runners.predictive import predict_test_set
 from gpmodels.spec.sections import ObjectiveSpec, Spec
 from gpmodels.validation import labels_to_targets
 
@@ -149,7 +150,8 @@ def run_cv(spec: Spec, data: Dataset, base_dir: Path | None, say) -> RunOutcome:
     fit_s = time.perf_counter() - t
     diag = model.result.diagnostics
     say(f"final fit: {diag.iterations} Newton iterations, {diag.mvm_count} MVMs, {fit_s:.2f} s ({diag.message})")
-    P = model.predict_proba(data.X_test)
+    P, predictive = predict_test_set(spec, model, data.X_test, data.y_test, say)
+    metrics.update(predictive)
     metrics.update({f"hyper.{k}": v for k, v in res.hyperparameters().items()})
     metrics.update(
         {"psi_start": res.history[0].value, "psi_learned": res.psi, "final_newton_iterations": diag.iterations,

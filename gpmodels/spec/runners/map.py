@@ -22,6 +22,7 @@ from gpmodels.spec.build import (
     resolve_model,
 )
 from gpmodels.spec.outcome import RunOutcome, map_saver
+from gpmodels.spec.runners.predictive import predict_test_set
 from gpmodels.spec.runners.unifying import evaluate, targets
 from gpmodels.spec.sections import Spec
 
@@ -47,6 +48,9 @@ def run_map(spec: Spec, data: Dataset, base_dir: Path | None, say) -> RunOutcome
         f"Φ = {model.result.phi:.6g} ({diag.message})")
     t = time.perf_counter()
     scores, P = evaluate(likelihood, model.latent(data.X_test), data, spec.model.likelihood)
+    if P is not None:
+        P, predictive = predict_test_set(spec, model, data.X_test, data.y_test, say)
+        scores.update(predictive)
     metrics = {**scores,
                "fit_seconds": fit_seconds,
                "kernel_build_seconds": build_seconds,
