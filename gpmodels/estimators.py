@@ -504,9 +504,14 @@ class GPClassifier(EstimatorMixin):
         return self.model_
 
     def decision_function(self, X):
-        """Latent values u_* (m, C); for two classes u_1 - u_0 (m,), as scikit-learn expects."""
+        """Latent values u_* (m, C); for two classes u_1 - u_0 (m,), as scikit-learn expects.  With
+        ``predictive='laplace'`` the log predictive probabilities instead, so that its argmax is
+        ``predict``'s (averaging over Σ_* may move a point's most probable class away from argmax u_*)."""
         self._check_fitted()
-        U = self.model_.latent(self._check_X(X))
+        if getattr(self, "predictive_seed_", None) is None:
+            U = self.model_.latent(self._check_X(X))
+        else:
+            U = self.predict_log_proba(X)
         return U[:, 1] - U[:, 0] if U.shape[1] == 2 else U
 
     def predict_proba(self, X):

@@ -27,7 +27,8 @@ ALLOWED_SKIPS = {
     GPClassifier(max_iter=20),
     GPClassifier(kernel="linear", sharing="tied", objective="exact"),
     GPClassifier(kernel="ard", w=0.5, sharing="semi", variance=2.0, representation="lowrank"),
-], ids=["rbf-map", "linear-exact", "ard-lowrank"])
+    GPClassifier(max_iter=20, predictive="laplace", predictive_samples=200, random_state=0),
+], ids=["rbf-map", "linear-exact", "ard-lowrank", "laplace-predictive"])
 def test_sklearn_estimator_checks(estimator):
     assert_estimator_checks_pass(estimator, ALLOWED_SKIPS)
 

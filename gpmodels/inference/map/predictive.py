@@ -259,7 +259,9 @@ def predictive_proba(pred: LatentPredictive, likelihood: Likelihood, *, method: 
     ``mc``: (1/S) Σ_s predict(μ_j + L_j ε_s), ε_s ~ N(0, I) from ``numpy.random.default_rng(
     random_state)`` in float64, L_j the Cholesky factor of Σ_j (+ jitter·mean diag Σ_j where Σ_j
     is numerically singular); the Monte Carlo standard error of each probability is at most
-    0.5/sqrt(S).  ``probit``: the analytic probit / "mean-field" approximation
+    0.5/sqrt(S).  The draws ε_s are shared by all test points (common random numbers), so a point's
+    estimate depends on its own μ_j, Σ_j and the seed only: not on the other test points or their order.
+    ``probit``: the analytic probit / "mean-field" approximation
     predict(μ_jc / sqrt(1 + π Σ_j,cc / 8)) — for the binary logistic (C = 1) this is MacKay's
     σ(κ(s²) μ) (R&W eq. 3.25 approximation); for the softmax it rescales each class' mean
     independently, ignores the correlations of Σ_j and is renormalised by the softmax: an
@@ -282,8 +284,8 @@ def predictive_proba(pred: LatentPredictive, likelihood: Likelihood, *, method: 
     step = max(1, int(chunk) // max(1, m * C))
     for s in range(0, S, step):
         b = min(step, S - s)
-        eps = rng.standard_normal((b, m, C, 1))
-        U = mean[None] + np.matmul(L[None], eps)[..., 0]  # shape: (b, m, C)
+        eps = rng.standard_normal((b, C))  # common random numbers: the same ε_s for every test point
+        U = mean[None] + np.einsum("jcd,sd->sjc", L, eps)  # shape: (b, m, C)
         P = likelihood.predict(U.reshape(b * m, C))
         P = P.reshape(b, m, -1).sum(axis=0)
         total = P if total is None else total + P

@@ -200,3 +200,13 @@ def test_bad_arguments_are_refused():
         predictive_proba(pred, Softmax(), method="laplace")
     with pytest.raises(InputError, match="n_samples"):
         predictive_proba(pred, Softmax(), n_samples=0)
+
+
+def test_monte_carlo_estimates_do_not_depend_on_the_other_test_points_or_their_order():
+    """Common random numbers: point j's estimate is a function of (μ_j, Σ_j, seed) alone."""
+    X, Y, X_new = _problem(2, n=15, m=6)
+    model = fit_map(_independent(X), Softmax(), Y, OPTS)
+    P = predictive_proba(latent_predictive(model, X_new), Softmax(), n_samples=300, random_state=5)
+    order = np.array([4, 0, 5, 2])
+    Q = predictive_proba(latent_predictive(model, X_new[order]), Softmax(), n_samples=300, random_state=5)
+    assert_close("reordered subset", Q, P[order], 1e-12, 1e-12)
