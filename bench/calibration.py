@@ -2,8 +2,9 @@
 
 For each data set: learn the hyperparameters of the joint softmax model (RBF kernels v exp(-(w/2)
 ||x - x'||²) plus the fixed intercept variance σ², started at v = 10, w = 1 / Σ_j Var[x_j]) by the
-5-fold CV criterion Ψ (Seeger 2008, Sec. 4; the Ψ settings of specs/satimage-cv.yaml, at most
-``--learn-iter`` outer iterations) on a stratified subsample of ``--learn-n`` training points (the
+5-fold CV criterion Ψ (``--learner cv``: Seeger 2008, Sec. 4; the Ψ settings of specs/satimage-cv.yaml)
+or the Laplace marginal likelihood (``--learner laplace``: R&W Sec. 3.5, exact path), at most
+``--learn-iter`` outer iterations, on a stratified subsample of ``--learn-n`` training points (the
 learned values are printed and stored); fit α̂ at them on the whole training set (Newton–CG, k1 = 30,
 k2 = 50); then score on the test set
 - ``plugin``: softmax(u_*) at the latent mean u_* = K̃_{*,.} α̂;
@@ -18,7 +19,7 @@ the seconds of each predictive (plug-in seconds beside them).
 Data: satimage (specs/satimage-cv.yaml data: 4435 train, 2000 test, σ² = 16) and scikit-learn's
 digits (stratified 2/3 - 1/3 split with seed 0, σ² = 4; like bench/cv_vs_sklearn.py).
 
-Usage: python bench/calibration.py [--datasets satimage,digits] [--sharing tied] [--learn-n 800]
+Usage: python bench/calibration.py [--datasets satimage,digits] [--learner cv] [--sharing tied] [--learn-n 800]
        [--learn-iter 12] [--ranks 256,1024] [--exact-n 200] [--samples 2000]
 Prints a table and a final JSON line.
 """
@@ -44,8 +45,10 @@ from gpmodels.inference.cv.learn import learn_hyperparameters  # noqa: E402
 from gpmodels.inference.map.model import fit_map  # noqa: E402
 from gpmodels.inference.map.newton_cg import NewtonOptions  # noqa: E402
 from gpmodels.inference.map.predictive import latent_predictive, predictive_proba  # noqa: E402
+from gpmodels.inference.marginal.laplace import LaplaceOptions, learn_laplace  # noqa: E402
 from gpmodels.kernels.rbf import RBF  # noqa: E402
 from gpmodels.likelihoods.softmax import Softmax  # noqa: E402
+from gpmodels.optimize.lbfgs import OuterOptions  # noqa: E402
 from gpmodels.priors.independent import IndependentGP  # noqa: E402
 from gpmodels.scoring.calibration import calibration_report  # noqa: E402
 from gpmodels.scoring.metrics import error  # noqa: E402
@@ -56,22 +59,32 @@ from gpmodels.validation import labels_to_targets  # noqa: E402
 SPEC = Path(__file__).resolve().parent.parent / "specs" / "satimage-cv.yaml"
 
 
-def learn(data, sigma2, sharing, learn_n, learn_iter, say):
-    """(names, θ) learned by 5-fold CV on a stratified subsample of ``learn_n`` training points."""
-    spec, _ = load_spec(SPEC)
-    options = build_learn_options(spec.objective)
-    options = attrs.evolve(options, outer=attrs.evolve(options.outer, max_iter=learn_iter))
+def learn(data, sigma2, sharing, learn_n, learn_iter, learner, say):
+    """(names, θ, seconds, converged) learned on a stratified subsample of ``learn_n`` training points by
+    the 5-fold CV criterion Ψ (``cv``) or the Laplace marginal likelihood (``laplace``, exact path)."""
     keep = subsample(data.y_train.size, min(learn_n, data.y_train.size), 0, y=data.y_train)
     X, y = data.X_train[keep], data.y_train[keep]
     C = data.n_classes
     op = IndependentGP(RBF(auto_rbf_w(data.X_train)), sharing, 10.0, sigma2).operator(X, C)
-    folds = kfold_partition(y.size, 5, 0, y=y)
+    Y = labels_to_targets(y, C)
     t = time.perf_counter()
-    res = learn_hyperparameters(op, Softmax(), labels_to_targets(y, C), folds, options,
-                                on_iteration=lambda r: say(f"  iteration {r.iteration}: Ψ = {r.value:.6g}"))
-    say(f"  learned on {y.size} points in {time.perf_counter() - t:.1f} s, {res.outer.iteration} iterations "
-        f"({res.message}): {natural_values(res.names, res.theta)}")
-    return res.names, np.asarray(res.theta), time.perf_counter() - t, res.converged
+    if learner == "laplace":
+        res, _, _ = learn_laplace(op, Softmax(), Y, LaplaceOptions(seed=0), outer=OuterOptions(max_iter=learn_iter),
+                                  on_iteration=lambda r: say(f"  iteration {r.iteration}: -log q = {r.value:.6g}"))
+        names, theta, converged, message, iterations = res.names, res.x, res.converged, res.message, res.iterations
+    else:
+        spec, _ = load_spec(SPEC)
+        options = build_learn_options(spec.objective)
+        options = attrs.evolve(options, outer=attrs.evolve(options.outer, max_iter=learn_iter))
+        folds = kfold_partition(y.size, 5, 0, y=y)
+        res = learn_hyperparameters(op, Softmax(), Y, folds, options,
+                                    on_iteration=lambda r: say(f"  iteration {r.iteration}: Ψ = {r.value:.6g}"))
+        names, theta, converged, message, iterations = res.names, res.theta, res.converged, res.message, \
+            res.outer.iteration
+    seconds = time.perf_counter() - t
+    say(f"  learned by {learner} on {y.size} points in {seconds:.1f} s, {iterations} iterations ({message}): "
+        f"{natural_values(names, theta)}")
+    return names, np.asarray(theta), seconds, converged
 
 
 def score(P, y) -> dict:
@@ -112,7 +125,9 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--datasets", default="satimage,digits")
     p.add_argument("--sharing", default="tied", choices=("tied", "semi", "separate"))
-    p.add_argument("--learn-n", type=int, default=800, help="stratified training subsample for CV learning")
+    p.add_argument("--learner", default="cv", choices=("cv", "laplace"),
+                   help="learn by the CV criterion or the Laplace marginal likelihood")
+    p.add_argument("--learn-n", type=int, default=800, help="stratified training subsample for learning")
     p.add_argument("--learn-iter", type=int, default=12, help="outer iterations of CV learning at most")
     p.add_argument("--ranks", default="256,1024", help="Lanczos ranks of the Laplace predictive")
     p.add_argument("--exact-n", type=int, default=200, help="test points for the exact predictive (0: none)")
@@ -123,7 +138,7 @@ def main(argv=None):
     for name in [d.strip() for d in a.datasets.split(",") if d.strip()]:
         data, sigma2 = load(name, None)
         print(f"{name}: {data.y_train.size} train, {data.y_test.size} test, {data.n_classes} classes", flush=True)
-        names, theta, learn_s, learn_ok = learn(data, sigma2, a.sharing, a.learn_n, a.learn_iter,
+        names, theta, learn_s, learn_ok = learn(data, sigma2, a.sharing, a.learn_n, a.learn_iter, a.learner,
                                                 lambda s: print(s, flush=True))
         op = IndependentGP(RBF(1.0), a.sharing, 1.0, sigma2).operator(data.X_train, data.n_classes).with_params(theta)
         t = time.perf_counter()
@@ -141,7 +156,8 @@ def main(argv=None):
         for key, r in scores.items():
             print(f"  {key:32s} {r['brier']:7.4f} {r['ece']:7.4f} {r['log_loss']:8.4f} {100 * r['error']:6.2f} "
                   f"{r.get('seconds', float('nan')):8.2f}", flush=True)
-    print(json.dumps({"bench": "calibration", "sharing": a.sharing, "learn_n": a.learn_n, "learn_iter": a.learn_iter,
+    print(json.dumps({"bench": "calibration", "learner": a.learner, "sharing": a.sharing, "learn_n": a.learn_n,
+                      "learn_iter": a.learn_iter,
                       "samples": a.samples, "results": results}, default=float))
 
 

@@ -41,7 +41,7 @@ LOCK_FILE = ".gpmodels.lock"
 #: what a run writes into its folder (file name patterns), removed when the folder is reused
 RUN_ARTEFACTS = ("metrics.json", "diagnostics.json", "spec.resolved.yaml", "model.npz", "model.npz.tmp.npz",
                  "error_reject.csv", "error_reject.png", "confusion_levels.json", "levels.png", "trace_*.png",
-                 "hyperparameters.png")
+                 "hyperparameters.png", "reliability.png", "report.md")
 #: what a study writes into its folder (its models have their own sub-folders)
 STUDY_ARTEFACTS = ("study.md", "study.csv", "study.json", "report.md", "error_reject.png")
 #: learning checkpoints: kept for a rerun (it resumes the same spec), removed with ``force``

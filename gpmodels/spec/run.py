@@ -14,6 +14,9 @@ the runner can save its model; see :mod:`gpmodels.persistence`), and plots: ``er
 with ``error_reject.csv`` (when there are probabilities), ``confusion_levels.json`` and
 ``levels.png`` (accuracy per tree level and decision rule, when the data have a class tree), and
 one ``trace_<name>.png`` per criterion trace the runner reports (e.g. Φ over Newton iterations).
+Classification runs add ``test_brier`` and ``test_ece`` to the metrics and ``reliability.png``; every run
+writes ``report.md`` (:mod:`gpmodels.spec.report_md`: provenance, data sizes, settings, convergence
+flags, scores, timings and the plots).
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from gpmodels.spec.build import build_data, build_tree, check_files, resolve_pat
 from gpmodels.spec.loader import dump_yaml, grant_imports
 from gpmodels.spec.outcome import Runner, RunOutcome, map_saver
 from gpmodels.spec.output import claim_output, spec_digest
+from gpmodels.spec.report_md import write_report_md
 from gpmodels.spec.runners import RUNNERS as BUILTIN_RUNNERS
 from gpmodels.spec.runners.map import run_em, run_map  # noqa: F401  (they lived here; kept reachable)
 from gpmodels.spec.sections import Spec
@@ -238,6 +242,7 @@ def _run(spec: Spec, runner, base_dir, out_dir: Path, say: Console, origin: dict
     dump_yaml(resolved.to_dict(), out_dir / "spec.resolved.yaml")
     if outcome.save is not None:
         outcome.save(out_dir)
+    write_report_md(out_dir, resolved, metrics)
     if "test_log_loss" in metrics:
         say(
             f"test error {100 * metrics['test_error']:.2f} %, log-loss {metrics['test_log_loss']:.4f}, "
