@@ -178,3 +178,65 @@ def test_laplace_and_vb_learning_show_progress(tmp_path, capfd, monkeypatch, obj
     assert main(["run", str(write_spec(tmp_path, d))]) == 0
     err = capfd.readouterr().err
     assert f"[bars] {bar} 0 " in err and "%|" not in err
+
+
+HIER = "root\tg\nroot\tc3\ng\tc1\ng\tc2\nc3\tc31\nc3\tc32\n"  # leaves c1, c2, c31, c32
+
+
+def _tree_spec(tmp_path, objective):
+    X, y = toy_classification(80, 4, d=4, seed=0, spread=3.0)
+    names = np.array(["c1", "c2", "c31", "c32"])[y]
+    np.savez(tmp_path / "ttrain.npz", X=X[:56], y=names[:56])
+    np.savez(tmp_path / "ttest.npz", X=X[56:], y=names[56:])
+    (tmp_path / "h.tsv").write_text(HIER)
+    return {"name": "bars", "data": {"path": str(tmp_path / "ttrain.npz"), "test_path": str(tmp_path / "ttest.npz"),
+                                     "hierarchy": str(tmp_path / "h.tsv")},
+            "model": {"prior": "anova", "kernel": {"type": "rbf", "w": 0.2}, "sharing": "level", "variance": 3.0},
+            "objective": objective, "output": {"dir": str(tmp_path / "t")}}
+
+
+def _enron_spec(tmp_path):
+    from conftest import ROOT
+
+    shared = ROOT.parent / "shared" / "data"
+    if not (shared / "enron_corr").is_dir():
+        pytest.skip("../shared/data not present")
+    return {"name": "bars", "data": {"dataset": "enron_corr", "root": str(shared), "scaling": "unit_norm",
+                                     "max_train": 120, "max_test": 30},
+            "model": {"kernel": {"type": "linear"}},
+            "objective": {"type": "hm3", "hm3": {"max_passes": 4, "chunk_size": 30}},
+            "output": {"dir": str(tmp_path / "e")}}
+
+
+def _kernels_spec(tmp_path, solver):
+    d = _spec(tmp_path, "k", {"type": "mkl", "mkl": {"solver": solver, "max_iter": 30}})
+    d["data"]["positive_class"] = "1"
+    d["model"] = {"kernels": [{"type": "rbf", "w": 0.3}, {"type": "linear"}], "likelihood": "logistic"}
+    return d
+
+
+@pytest.mark.parametrize("make, label", [
+    (lambda p: _tree_spec(p, {"type": "em", "em": {"max_iter": 3}}), "EM iterations"),
+    (_enron_spec, "H-M^3: passes"),
+    (lambda p: _spec(p, "cs", {"type": "crammer_singer"}), "Crammer-Singer: rounds"),
+    (lambda p: _kernels_spec(p, "algorithm1"), "mkl by algorithm1: outer iterations"),
+    (lambda p: _kernels_spec(p, "alternating"), "mkl by alternating: outer iterations"),
+], ids=["em", "hm3", "crammer_singer", "mkl-algorithm1", "mkl-alternating"])
+def test_em_baselines_and_mkl_solvers_show_progress(tmp_path, capfd, monkeypatch, make, label):
+    """Off a terminal: plain lines `[name] label n[/total] key=value`, the first at once and the last state."""
+    monkeypatch.setattr(progress, "stderr_is_terminal", lambda: False)
+    d = make(tmp_path)
+    d["data"]["pseudo_targets"] = {"fraction": 0.5, "levels_up": 1} if d["objective"]["type"] == "em" else None
+    if d["data"]["pseudo_targets"] is None:
+        del d["data"]["pseudo_targets"]
+    assert main(["run", str(write_spec(tmp_path, d))]) == 0
+    err = capfd.readouterr().err
+    lines = [ln for ln in err.splitlines() if ln.startswith(f"[bars] {label} ")]
+    assert lines, err[-2000:]
+    assert "\r" not in err and "%|" not in err
+    assert int(lines[-1].split()[len(label.split()) + 1].split("/")[0]) >= 1  # moved past 0
+    quiet = tmp_path / "quiet.yaml"
+    d["output"]["dir"] = str(tmp_path / "q")
+    write_spec(tmp_path, d, quiet.name)
+    assert main(["run", str(quiet), "--quiet"]) == 0
+    assert capfd.readouterr() == ("", "")

@@ -295,9 +295,11 @@ def run_cooling_rounds(loop, o: CSOptions, record) -> tuple[int, str]:
 
 
 def fit_crammer_singer(kernel: Kernel | None, X, y, options: CSOptions = CSOptions(), *, n_classes: int | None = None,
-                       gram: np.ndarray | None = None) -> CrammerSingerModel:
+                       gram: np.ndarray | None = None, on_iteration=None) -> CrammerSingerModel:
     """Solve (15) by Fig. 4 with the improvements of Sec. 7 chosen in ``options``
     (:func:`run_cooling_rounds`, or :func:`run_cyclic_sweeps` for ``selection='cyclic'``).
+    ``on_iteration(record)`` is called with each trace record (a recorded round or sweep: ``epsilon``,
+    ``updates``, ``seconds``, ``max_psi``, ``Q``, ``gap``), for progress.
 
     ``kernel`` with training inputs ``X`` (dense or CSR; shape (m, d)), or ``gram`` (m x m) with
     ``kernel``/``X`` None.  ``y``: integer labels 0..k-1, shape (m,).
@@ -331,6 +333,8 @@ def fit_crammer_singer(kernel: Kernel | None, X, y, options: CSOptions = CSOptio
             {"epsilon": eps_t, "updates": loop.updates, "seconds": time.perf_counter() - t0,
              "max_psi": float(st.psi(0, m).max() / beta), "Q": dual_objective(tT, F, st.yv, beta), "gap": gap}
         )
+        if on_iteration is not None:
+            on_iteration(trace[-1])
         return trace[-1]
 
     run = run_cyclic_sweeps if o.selection == "cyclic" else run_cooling_rounds

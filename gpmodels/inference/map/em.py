@@ -76,8 +76,9 @@ def penalised_log_likelihood(pseudo: PseudoTargets, alpha, u) -> tuple[float, fl
 
 
 def fit_em(op: Operator, pseudo: PseudoTargets, options: EMOptions | None = None, *,
-           likelihood: Softmax | None = None, alpha0=None) -> EMResult:
-    """Fit α by EM over pseudo-targets (see the module docstring)."""
+           likelihood: Softmax | None = None, alpha0=None, on_iteration=None) -> EMResult:
+    """Fit α by EM over pseudo-targets (see the module docstring).  ``on_iteration(iteration, L)`` is
+    called after each E- and M-step with the penalised pseudo-target log-likelihood L (progress)."""
     opts = options or EMOptions()
     lik = likelihood or Softmax()
     if not isinstance(lik, Softmax):
@@ -110,6 +111,8 @@ def fit_em(op: Operator, pseudo: PseudoTargets, options: EMOptions | None = None
         L, ll = penalised_log_likelihood(pseudo, alpha, u)
         trace.append(L)
         lls.append(ll)
+        if on_iteration is not None:
+            on_iteration(it, L)
         if all_certain:
             converged, message = res.converged, "every pseudo-target is a leaf: one M-step is the plain fit"
             break

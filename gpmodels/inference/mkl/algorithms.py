@@ -339,9 +339,10 @@ def _begin(op: Sum, lik: DiagonalLikelihood, Y, options: MKLOptions | None, thet
 
 
 def algorithm1(
-    op: Sum, lik: DiagonalLikelihood, Y, options: MKLOptions | None = None, *, theta0=None
+    op: Sum, lik: DiagonalLikelihood, Y, options: MKLOptions | None = None, *, theta0=None, on_iteration=None
 ) -> KernelLearningResult:
-    """Nickisch & Seeger (2011), Algorithm 1 (see the module docstring)."""
+    """Nickisch & Seeger (2011), Algorithm 1 (see the module docstring).  ``on_iteration(iteration, F)``
+    is called after each outer iteration with the criterion F (progress)."""
     opts, crit, theta, u, state = _begin(op, lik, Y, options, theta0)
     t0 = time.perf_counter()
     trace, times = [crit.F(u, theta, state)], [0.0]
@@ -359,6 +360,8 @@ def algorithm1(
         lam, u, theta, ok = crit.line_search(u, theta, state, c, du, dt, slope)  # line 5
         trace.append(crit.F(u, theta, state))
         times.append(time.perf_counter() - t0)
+        if on_iteration is not None:
+            on_iteration(it, trace[-1])
         if lam == 0.0 or not ok:
             message, converged = "no further decrease along the Newton direction (round-off level)", True
             break
@@ -390,9 +393,10 @@ def _block_newton(crit, u, theta, state, blocks, max_steps, refit_c):
 
 
 def alternating(
-    op: Sum, lik: DiagonalLikelihood, Y, options: MKLOptions | None = None, *, theta0=None
+    op: Sum, lik: DiagonalLikelihood, Y, options: MKLOptions | None = None, *, theta0=None, on_iteration=None
 ) -> KernelLearningResult:
-    """Alternating minimisation: u (and γ) at fixed θ to convergence, then θ at fixed u; repeat."""
+    """Alternating minimisation: u (and γ) at fixed θ to convergence, then θ at fixed u; repeat.
+    ``on_iteration(iteration, F)``: as in :func:`algorithm1`."""
     opts, crit, theta, u, state = _begin(op, lik, Y, options, theta0)
     t0 = time.perf_counter()
     trace, times = [crit.F(u, theta, state)], [0.0]
@@ -405,6 +409,8 @@ def alternating(
         u, theta = _block_newton(crit, u, theta, state, "t", opts.inner_max, True)
         trace.append(crit.F(u, theta, state))
         times.append(time.perf_counter() - t0)
+        if on_iteration is not None:
+            on_iteration(it, trace[-1])
         rel = (trace[-2] - trace[-1]) / max(1.0, abs(trace[-1]))
         if rel <= opts.tol:
             converged, message = True, "relative decrease below tolerance"

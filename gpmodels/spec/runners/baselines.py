@@ -50,7 +50,9 @@ def run_crammer_singer(spec: Spec, data, base_dir: Path | None, say) -> RunOutco
     kernel = build_kernel(resolved.model.kernel, data.X_train, base_dir)
     opts = c.options()
     t = time.perf_counter()
-    model = fit_crammer_singer(kernel, data.X_train, data.y_train, opts, n_classes=data.n_classes)
+    with say.bar(None, "Crammer-Singer: rounds") as bar:  # the rounds that make updates are not known ahead
+        model = fit_crammer_singer(kernel, data.X_train, data.y_train, opts, n_classes=data.n_classes,
+                                   on_iteration=lambda rec: bar.step(max_psi=rec["max_psi"], gap=rec["gap"]))
     fit_seconds = time.perf_counter() - t
     r = model.result
     say(f"fit: {r.updates} updates in {r.rounds} rounds, {fit_seconds:.2f} s, {r.stats['n_support']} support patterns, "
@@ -88,7 +90,9 @@ def run_hm3(spec: Spec, data, base_dir: Path | None, say) -> RunOutcome:
     kernel = build_kernel(resolved.model.kernel, data.X_train, base_dir)
     opts = h.options(seed=spec.seed)
     t = time.perf_counter()
-    model = fit_hm3(kernel, data.X_train, Ytr, tree, opts)
+    with say.bar(None, "H-M^3: passes") as bar:
+        model = fit_hm3(kernel, data.X_train, Ytr, tree, opts,
+                        callback=lambda rec: bar.goto(rec["pass"], gap=rec["gap"], dual=rec["dual"]))
     fit_seconds = time.perf_counter() - t
     r = model.result
     say(f"fit: {r.passes} passes, {r.csga_steps} CSGA steps, {fit_seconds:.2f} s, dual {r.dual:.6g}, "

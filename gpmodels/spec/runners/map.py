@@ -78,8 +78,10 @@ def run_em(spec: Spec, data: Dataset, base_dir: Path | None, say) -> RunOutcome:
     build_seconds = time.perf_counter() - t
     o = resolved.objective
     likelihood = build_likelihood(resolved.model)
-    res = fit_em(op, pseudo, o.em.options(newton=build_newton_options(o)),
-                 likelihood=likelihood)
+    em_options = o.em.options(newton=build_newton_options(o))
+    with say.bar(em_options.max_iter, "EM iterations") as bar:
+        res = fit_em(op, pseudo, em_options, likelihood=likelihood,
+                     on_iteration=lambda it, value: bar.goto(it, L=value))
     n_unc = int(np.sum(~pseudo.certain))
     say(f"EM: {res.iterations} iterations, {n_unc} of {pseudo.n_points} targets uncertain, "
         f"{sum(d.mvm_count for d in res.m_steps)} MVMs, {res.seconds:.2f} s, L = {res.trace[-1]:.6g} ({res.message})")

@@ -128,10 +128,10 @@ def run_kernel_weights(spec: Spec, data: Dataset, base_dir: Path | None, say) ->
     t = time.perf_counter()
     if not o.learn:
         _, _, res = criterion_at(op, lik, Y, op.weights, opts, return_fit=True)
-    elif solver == "algorithm1":
-        res = algorithm1(op, lik, Y, opts)
-    elif solver == "alternating":
-        res = alternating(op, lik, Y, opts)
+    elif solver in ("algorithm1", "alternating"):
+        with say.bar(opts.max_iter, f"{o.type} by {solver}: outer iterations") as bar:
+            res = (algorithm1 if solver == "algorithm1" else alternating)(
+                op, lik, Y, opts, on_iteration=lambda it, value: bar.goto(it, F=value))
     else:
         with say.bar(None, f"{o.type}: outer iterations") as bar:
             _, res = learn_weights(op, lik, Y, opts, max_iter=opts.max_iter, tol=opts.tol,
