@@ -16,7 +16,8 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["plot_error_reject", "plot_traces", "plot_paths", "plot_bars", "read_error_reject_csv", "plot_reliability"]
+__all__ = ["plot_error_reject", "plot_traces", "plot_paths", "plot_bars", "read_error_reject_csv", "plot_reliability",
+           "line_styles", "log_gap_values"]
 
 
 def _plt():
@@ -58,21 +59,39 @@ def plot_error_reject(
     return _save(fig, path)
 
 
+def log_gap_values(values) -> tuple[np.ndarray, float]:
+    """(value - min(value), floor) with every point kept: the gap is 0 at the minimum (usually the final
+    iterate), which a log axis cannot show, so zeros are drawn at ``floor`` = a tenth of the smallest
+    positive gap (1 when there is none); non-finite values stay NaN."""
+    v = np.asarray(values, dtype=float)
+    finite = np.isfinite(v)
+    gap = np.full(v.shape, np.nan)
+    if not finite.any():
+        return gap, 1.0
+    gap[finite] = v[finite] - v[finite].min()
+    positive = gap[finite & (gap > 0)]
+    floor = float(positive.min()) / 10.0 if positive.size else 1.0
+    gap[finite & (gap <= 0)] = floor
+    return gap, floor
+
+
 def plot_traces(traces: Mapping[str, Sequence[float]], path, xlabel: str = "iteration", ylabel: str = "criterion",
                 title: str = "", log_gap: bool = False) -> Path:
-    """One line per trace; ``log_gap`` plots value - min(value) on a log axis (convergence)."""
+    """One line per trace, every iterate from the start (0) to the final one; ``log_gap`` plots
+    value - min(value) on a log axis (convergence), the minimum drawn at the floor of :func:`log_gap_values`
+    (a dotted line marks it)."""
     plt = _plt()
     fig, ax = plt.subplots(figsize=(5.5, 4))
     for name, values in traces.items():
         v = np.asarray(values, dtype=float)
         if log_gap:
-            gap = v - v.min()
-            gap[gap <= 0] = np.nan
+            gap, floor = log_gap_values(v)
             ax.semilogy(np.arange(v.size), gap, marker="o", ms=3, label=name)
+            ax.axhline(floor, color="0.6", lw=0.8, ls=":")
         else:
             ax.plot(np.arange(v.size), v, marker="o", ms=3, label=name)
     ax.set_xlabel(xlabel)
-    ax.set_ylabel(f"{ylabel} - min" if log_gap else ylabel)
+    ax.set_ylabel(f"{ylabel} - min (min at the dotted floor)" if log_gap else ylabel)
     if title:
         ax.set_title(title)
     ax.grid(alpha=0.3)
@@ -84,19 +103,36 @@ def plot_traces(traces: Mapping[str, Sequence[float]], path, xlabel: str = "iter
 def plot_paths(
     names: Sequence[str], values, path, xlabel: str = "outer iteration", title: str = "Hyperparameters"
 ) -> Path:
-    """values: (iterations, p) array of log-space hyperparameters, one line per name."""
+    """values: (iterations, p) array of log-space hyperparameters, one line per name, each with its own
+    colour and line style (:func:`line_styles`); the legend sits right of the axes, outside the data."""
     plt = _plt()
     v = np.atleast_2d(np.asarray(values, dtype=float))
-    fig, ax = plt.subplots(figsize=(6, 4))
+    styles = line_styles(len(names))
+    ncol = 1 if len(names) <= 20 else 2
+    fig, ax = plt.subplots(figsize=(6 + 2.2 * ncol, 4))
     for j, name in enumerate(names):
-        ax.plot(np.arange(v.shape[0]), v[:, j], marker=".", label=name)
+        color, ls = styles[j]
+        ax.plot(np.arange(v.shape[0]), v[:, j], marker=".", color=color, ls=ls, label=name)
     ax.set_xlabel(xlabel)
     ax.set_ylabel("value (log space)")
     ax.set_title(title)
     ax.grid(alpha=0.3)
-    if len(names) <= 16:
-        ax.legend(fontsize=7, ncol=2)
+    ax.legend(fontsize=7, ncol=ncol, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0)
     return _save(fig, path)
+
+
+def line_styles(n: int) -> list[tuple[tuple, str]]:
+    """n distinct (colour, line style) pairs: the 20 colours of matplotlib's ``tab20`` (so up to 20 lines
+    differ in colour), then the same colours dashed, dotted, dash-dotted (80 distinct pairs), and beyond
+    that colours sampled from ``hsv``."""
+    import matplotlib
+
+    tab = matplotlib.colormaps["tab20"]
+    dashes = ("-", "--", ":", "-.")
+    if n <= 20 * len(dashes):
+        return [(tuple(tab(k % 20)), dashes[k // 20]) for k in range(n)]
+    hsv = matplotlib.colormaps["hsv"]
+    return [(tuple(hsv(k / n)), dashes[k % len(dashes)]) for k in range(n)]
 
 
 def plot_bars(

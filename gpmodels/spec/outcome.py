@@ -33,6 +33,8 @@ class RunOutcome:
         factory=dict
     )  # name -> values over iterations, or -> {line label: values}: trace_<name>.png
     paths: tuple | None = None  # (parameter names, (iterations, p) values), plotted as hyperparameters.png
+    #: trace name -> what one point of it is (x-axis label of trace_<name>.png); default "iteration"
+    trace_units: dict = attrs.field(factory=dict)
 
 
 #: a runner: (spec, loaded data, the spec's folder, console) -> outcome

@@ -224,8 +224,9 @@ def _run(spec: Spec, runner, base_dir, out_dir: Path, say: Console, origin: dict
     for name, values in outcome.traces.items():
         series = values if isinstance(values, dict) else {name: values}  # a dict: one line per entry
         if any(len(v) > 1 for v in series.values()):
-            reports.plot_traces(series, out_dir / f"trace_{name}.png", ylabel=name, log_gap=True,
-                                title=f"{spec.name}: {name} - min over iterations")
+            unit = outcome.trace_units.get(name, "iteration")
+            reports.plot_traces(series, out_dir / f"trace_{name}.png", xlabel=unit, ylabel=name, log_gap=True,
+                                title=f"{spec.name}: {name} - min over {unit}s")
     if outcome.paths is not None:
         reports.plot_paths(outcome.paths[0], outcome.paths[1], out_dir / "hyperparameters.png")
     metrics.update(

@@ -172,5 +172,5 @@ def run_cv(spec: Spec, data: Dataset, base_dir: Path | None, say) -> RunOutcome:
     )
     return RunOutcome(metrics, P, diagnostics, resolved,
                       save=map_saver(data, model.operator, likelihood, model.alpha, tree=tree),
-                      traces={"Psi": [r.value for r in res.history]},
+                      traces={"Psi": [r.value for r in res.history]}, trace_units={"Psi": "outer iteration"},
                       paths=(tuple(res.names), np.array([r.x for r in res.history])))

@@ -65,7 +65,8 @@ def run_map(spec: Spec, data: Dataset, base_dir: Path | None, say) -> RunOutcome
         tr = M.classification_report(likelihood.predict(model.result.u), data.y_train)
         metrics.update({f"train_{k}": v for k, v in tr.items()})
     return RunOutcome(metrics, P, diag.as_dict(), resolved,
-                      save=map_saver(data, op, likelihood, model.alpha, tree=tree), traces={"Phi": list(diag.phi)})
+                      save=map_saver(data, op, likelihood, model.alpha, tree=tree), traces={"Phi": list(diag.phi)},
+                      trace_units={"Phi": "Newton iteration"})
 
 
 def run_em(spec: Spec, data: Dataset, base_dir: Path | None, say) -> RunOutcome:
@@ -103,4 +104,4 @@ def run_em(spec: Spec, data: Dataset, base_dir: Path | None, say) -> RunOutcome:
     }
 
     return RunOutcome(metrics, P, res.as_dict(), resolved, save=map_saver(data, op, likelihood, res.alpha, tree=tree),
-                      traces={"L": list(res.trace)})
+                      traces={"L": list(res.trace)}, trace_units={"L": "EM iteration"})

@@ -133,4 +133,5 @@ def run_one_vs_rest(spec: Spec, data: Dataset, base_dir: Path | None, say) -> Ru
                                       np.stack([np.asarray(m.operator.params, dtype=float) for m in ovr.models]),
                                       data.classes, data.scaler, zero_based=data.zero_based)
 
-    return RunOutcome(metrics, P, diagnostics, resolved, save=save, traces=traces)
+    return RunOutcome(metrics, P, diagnostics, resolved, save=save, traces=traces,
+                      trace_units={"Psi": "outer iteration", "Phi": "Newton iteration"})

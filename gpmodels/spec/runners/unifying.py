@@ -91,7 +91,7 @@ def _finish(spec, data, resolved, op, lik, alpha, metrics, diagnostics, say, tre
 
     traces = {"criterion": list(diagnostics["trace"])} if diagnostics.get("trace") else {}
     return RunOutcome(metrics, P, diagnostics, resolved, save=map_saver(data, op, lik, alpha, tree=tree),
-                      traces=traces)
+                      traces=traces, trace_units={"criterion": "outer iteration"})
 
 
 def run_laplace(spec: Spec, data: Dataset, base_dir: Path | None, say) -> RunOutcome:

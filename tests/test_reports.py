@@ -1,0 +1,92 @@
+"""Plots of gpmodels/reports.py: every iterate in trace plots, x axes named by what they count, distinct
+colours and an outside legend in hyperparameters.png, the reliability diagram."""
+
+import json
+
+import matplotlib.colors as mcolors
+import numpy as np
+import pytest
+from conftest import toy_classification, write_spec
+
+from gpmodels import reports
+from gpmodels.cli import main
+from gpmodels.scoring.calibration import reliability_curve
+
+
+@pytest.fixture
+def figures(monkeypatch):
+    """Every figure saved by reports: {file name: (x label, [(x, y) of each line], figure facts)}."""
+    seen = {}
+    save = reports._save
+
+    def spy(fig, path):
+        fig.canvas.draw()
+        ax = fig.axes[0]
+        lines = [(np.asarray(ln.get_xdata(), float), np.asarray(ln.get_ydata(), float)) for ln in ax.get_lines()
+                 if ln.get_label() and not ln.get_label().startswith("_")]
+        colours = [(mcolors.to_hex(ln.get_color()), ln.get_linestyle()) for ln in ax.get_lines()
+                   if not ln.get_label().startswith("_")]
+        legend = ax.get_legend()
+        outside = legend is not None and legend.get_window_extent().x0 >= ax.get_window_extent().x1
+        seen[path.name if hasattr(path, "name") else str(path)] = {"xlabel": ax.get_xlabel(), "lines": lines,
+                                                                   "colours": colours, "legend_outside": outside}
+        return save(fig, path)
+
+    monkeypatch.setattr(reports, "_save", spy)
+    return seen
+
+
+def test_trace_plot_keeps_the_final_iterate_at_the_minimum(tmp_path, figures):
+    values = [10.0, 4.0, 2.5, 2.0, 2.0]  # the last two at the minimum: gap 0
+    reports.plot_traces({"Phi": values}, tmp_path / "t.png", log_gap=True)
+    (x, y), = figures["t.png"]["lines"]
+    assert x.size == len(values) and np.all(np.isfinite(y))
+    gap, floor = reports.log_gap_values(values)
+    assert y[-1] == floor == pytest.approx(0.05) and np.array_equal(y, gap)
+
+
+def test_hyperparameter_paths_have_distinct_colours_and_the_legend_outside(tmp_path, figures):
+    names = [f"kernel{c}.log_w" for c in range(6)] + [f"log_variance{c}" for c in range(6)]
+    reports.plot_paths(names, np.random.default_rng(0).normal(size=(5, 12)), tmp_path / "h.png")
+    f = figures["h.png"]
+    assert len({c for c, _ in f["colours"]}) == 12, "12 lines need 12 colours"
+    assert f["legend_outside"]
+    assert len(set(reports.line_styles(60))) == 60 and len(set(reports.line_styles(200))) == 200
+
+
+def _files(tmp_path):
+    X, y = toy_classification(70, 3, d=3, seed=3, spread=2.0)
+    np.savez(tmp_path / "train.npz", X=X[:50], y=y[:50])
+    np.savez(tmp_path / "test.npz", X=X[50:], y=y[50:])
+    return {"path": str(tmp_path / "train.npz"), "test_path": str(tmp_path / "test.npz")}
+
+
+@pytest.mark.parametrize("objective, trace, unit, count", [
+    ({"type": "map"}, "Phi", "Newton iteration", "newton_iterations"),
+    ({"type": "cv", "cv": {"folds": 3, "outer": {"max_iter": 3}}}, "Psi", "outer iteration", "outer_iterations"),
+    ({"type": "laplace", "laplace": {"learn_max_iter": 4}}, "criterion", "outer iteration", None),
+])
+def test_run_traces_plot_every_iterate_against_what_they_count(tmp_path, figures, objective, trace, unit, count):
+    d = {"name": "p", "data": _files(tmp_path), "output": {"dir": str(tmp_path / "o")}, "objective": objective,
+         "model": {"kernel": {"type": "rbf", "w": 0.5}, "sharing": "tied", "variance": 2.0}}
+    if objective["type"] == "laplace":
+        d["data"]["positive_class"] = "1"
+        d["model"]["likelihood"] = "logistic"
+    assert main(["run", str(write_spec(tmp_path, d)), "--quiet"]) == 0
+    m = json.loads((tmp_path / "o" / "metrics.json").read_text())
+    f = figures[f"trace_{trace}.png"]
+    assert f["xlabel"] == unit
+    (x, y), = f["lines"]
+    if count is None:  # Laplace: one value per outer iteration, the start first
+        count_value = len(json.loads((tmp_path / "o" / "diagnostics.json").read_text())["trace"]) - 1
+    else:
+        count_value = m[count]
+    assert x.size == count_value + 1 and np.all(np.isfinite(y))
+
+
+def test_reliability_diagram_draws_the_non_empty_bins(tmp_path, figures):
+    P = np.array([[0.9, 0.1], [0.6, 0.4], [0.2, 0.8], [0.55, 0.45]])
+    y = np.array([0, 1, 1, 0])
+    reports.plot_reliability({"m": reliability_curve(P, y, 10)}, tmp_path / "r.png")
+    lines = figures["r.png"]["lines"]
+    assert [x.size for x, _ in lines] == [2, 3]  # the diagonal, then 3 non-empty bins
