@@ -24,7 +24,7 @@ from gpmodels.spec.sections import DataSpec, EvaluationSpec, ModelSpec, Objectiv
 
 __all__ = ["StudyEntry", "StudySpec", "run_study", "failed_models", "study_identity", "DEFAULT_COLUMNS"]
 
-DEFAULT_COLUMNS = ("test_error", "test_log_loss", "test_prec", "fit_seconds", "total_seconds")
+DEFAULT_COLUMNS = ("test_error", "test_log_loss", "test_brier", "test_ece", "test_prec", "fit_seconds", "total_seconds")
 
 
 @attrs.frozen

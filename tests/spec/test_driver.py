@@ -115,7 +115,9 @@ def test_study_runs_every_model_on_the_same_split(tmp_path, capsys):
     assert [r["model"] for r in rows] == ["tied", "exact", "lin"]
     assert len({r["n_test"] for r in rows}) == 1
     assert rows[0]["test_error"] == pytest.approx(rows[1]["test_error"])  # same model, two solvers, same split
-    assert (out / "study.md").read_text().startswith("| model | test_error")
+    assert (out / "study.md").read_text().startswith("| model | test_error | test_log_loss | test_brier | test_ece")
+    assert all(0 <= r["test_brier"] <= 2 and 0 <= r["test_ece"] <= 1 for r in rows)
+    assert all((out / r["model"] / "report.md").is_file() for r in rows)
     assert (out / "error_reject.png").is_file() and "error_reject.png" in (out / "report.md").read_text()
     assert list(csv.reader(open(out / "study.csv")))[0][0] == "model"
     assert "| tied |" in capsys.readouterr().out
