@@ -49,8 +49,13 @@ Newton model poor and the line searches take tiny steps, while α = 0 (π unifor
 usual number of iterations.  ``warm_start="better"`` (default) therefore starts from whichever of
 {α[J], 0} has the lower Φ_J (one extra MVM); ``"always"`` is the paper's rule.  With
 ``retry_cold`` a warm-started refit that misses ``fail_tol`` is repeated once from α = 0, and
-the better of the two is kept; once such a retry misses too, the rest of the evaluation does not
-retry (the hyperparameters are hard from either start, and a failing evaluation should stay cheap).
+the better of the two is kept.  (Before the folds became independent tasks, a retry that missed
+switched retries off for the later folds; that made fold k depend on folds < k, which a parallel
+map cannot reproduce, and ``abort_on_failure`` already keeps failing evaluations cheap.)
+
+Folds are independent: :func:`evaluate_fold` is a pure function ``FoldTask -> FoldResult`` and the
+loop over folds is :func:`map_folds` (sequential, or ``fold_workers`` threads), whose results are
+taken in fold order by the accumulation of Ψ, E, F and the failure rule.
 
 An evaluation *fails* when its inner fits did not converge: the mean over folds of the final
 per-point RMS of ∇_u Φ_J (= α[J] + g[J]) is above ``fail_tol`` (Sec. 4).  A failed evaluation has
@@ -75,8 +80,8 @@ from gpmodels.linalg.counting import MVMCounter
 from gpmodels.operators.base import Operator
 from gpmodels.validation import boolean, instance_of, nonnegative_number, one_of, positive_int, positive_number
 
-__all__ = ["CVOptions", "CVState", "CVEvaluation", "FoldDiagnostics", "FoldResult", "cv_criterion", "check_partition",
-           "CV_METHODS", "WARM_STARTS"]
+__all__ = ["CVOptions", "CVState", "CVEvaluation", "FoldDiagnostics", "FoldResult", "FoldTask", "cv_criterion",
+           "check_partition", "fold_tasks", "evaluate_fold", "map_folds", "CV_METHODS", "WARM_STARTS"]
 
 CV_METHODS = ("newton_cg", "exact")
 WARM_STARTS = ("better", "always", "never")
@@ -90,7 +95,9 @@ class CVOptions:
     accumulation solve, stopped at relative residual ``accumulation_tol``; ``fail_tol``: an
     evaluation fails when the mean over folds of the per-point RMS of ∇_u Φ_J is above it;
     ``abort_on_failure``: stop at the first fold that makes the failure certain (saves the rest);
-    ``warm_start``, ``retry_cold``: how refits use the inner state (module docstring).
+    ``warm_start``, ``retry_cold``: how refits use the inner state (module docstring);
+    ``fold_workers``: folds evaluated at once by threads, each with its share of the BLAS threads
+    (1: one after the other; the result is the same either way, see :func:`map_folds`).
     """
 
     newton: NewtonOptions = attrs.field(factory=lambda: NewtonOptions(max_iter=13, cg_max_iter=25, grad_tol=1e-6),
@@ -102,6 +109,7 @@ class CVOptions:
     abort_on_failure: bool = attrs.field(default=True, validator=boolean())
     warm_start: str = attrs.field(default="better", validator=one_of(WARM_STARTS))
     retry_cold: bool = attrs.field(default=True, validator=boolean())
+    fold_workers: int = attrs.field(default=1, validator=positive_int())
 
 
 @attrs.frozen(eq=False)
@@ -272,14 +280,16 @@ class FoldResult:
     accumulation_residual: float = 0.0
     accumulation_mvms: int = 1
     accumulation_seconds: float = 0.0
+    restrict_seconds: float = 0.0
 
-    def diagnostics(self, restrict_seconds: float) -> FoldDiagnostics:
+    def diagnostics(self) -> FoldDiagnostics:
         return FoldDiagnostics(psi=float(self.psi), grad_norm=float(self.grad_norm),
                                newton_iterations=int(self.newton_iterations), fit_mvms=int(self.fit_mvms),
                                accumulation_iterations=int(self.accumulation_iterations),
                                accumulation_residual=float(self.accumulation_residual),
                                accumulation_mvms=int(self.accumulation_mvms), fit_seconds=float(self.fit_seconds),
-                               accumulation_seconds=float(self.accumulation_seconds), restrict_seconds=restrict_seconds,
+                               accumulation_seconds=float(self.accumulation_seconds),
+                               restrict_seconds=float(self.restrict_seconds),
                                start=self.start)
 
 
@@ -353,21 +363,84 @@ def _check_call(op: Operator, folds, opts: CVOptions, state: CVState | None) -> 
     return folds
 
 
-def _evaluate_fold(k: int, I, J, op: Operator, likelihood: Likelihood, Y, state, opts: CVOptions, gradient: bool,
-                   retry: bool) -> tuple[FoldResult, float]:
-    """Restrict K̃ to J once (contiguous copy, App. D.2), take the cross blocks, fit and accumulate."""
+@attrs.frozen(eq=False)
+class FoldTask:
+    """What fold k needs besides the evaluation's common inputs: its held-out set I_k, training set
+    J_k = {1..n} \\ I_k and its part of the inner state (α[J_k] and β_k, or None: cold)."""
+
+    k: int
+    I: np.ndarray
+    J: np.ndarray
+    alpha0: np.ndarray | None = None
+    beta0: np.ndarray | None = None
+
+
+def fold_tasks(folds, n: int, C: int, state: CVState | None) -> list[FoldTask]:
+    """One :class:`FoldTask` per fold, with the state's α[J_k], β_k checked against |J_k| x C."""
+    tasks = []
+    for k, (I, J) in enumerate(zip(folds, _complements(folds, n))):
+        alpha0 = None if state is None else state.alphas[k]
+        if alpha0 is not None and alpha0.shape != (J.size, C):
+            raise InputError(f"state.alphas[{k}] must have shape ({J.size}, {C}); got {alpha0.shape}")
+        beta0 = None if state is None or state.betas is None else state.betas[k]
+        tasks.append(FoldTask(k, I, J, alpha0, beta0))
+    return tasks
+
+
+def evaluate_fold(task: FoldTask, op: Operator, likelihood: Likelihood, Y, opts: CVOptions,
+                  gradient: bool) -> FoldResult:
+    """All the work of one fold, a pure function of its inputs: restrict K̃ to J once (contiguous
+    copy, App. D.2) and take the cross blocks, refit α[J] (Sec. 4), hold out (eq. 3) and, with
+    ``gradient``, solve the accumulation system (Sec. 5.2).  It reads nothing of other folds, so
+    the folds may run in any order or at once (:func:`map_folds`)."""
+    I, J = task.I, task.J
     t = time.perf_counter()
     op_J = op.restrict(J)
     cross_IJ = op.cross(I, J)
     cross_JI = op.cross(J, I) if gradient else None
     restrict_s = time.perf_counter() - t
-    alpha0 = None if state is None else state.alphas[k]
-    if alpha0 is not None and alpha0.shape != (J.size, op.n_classes):
-        raise InputError(f"state.alphas[{k}] must have shape ({J.size}, {op.n_classes}); got {alpha0.shape}")
-    beta0 = None if state is None or state.betas is None else state.betas[k]
     fold_fn = _fold_exact if opts.method == "exact" else _fold_newton_cg
-    fold = fold_fn(op_J, likelihood, Y[J], cross_IJ, cross_JI, Y[I], alpha0, beta0, opts, gradient, retry)
-    return fold, restrict_s
+    fold = fold_fn(op_J, likelihood, Y[J], cross_IJ, cross_JI, Y[I], task.alpha0, task.beta0, opts, gradient,
+                   opts.retry_cold)
+    return attrs.evolve(fold, restrict_seconds=restrict_s)
+
+
+def _blas_share(workers: int):
+    """A context that gives each of ``workers`` threads its share of the BLAS threads (threadpoolctl),
+    so that folds at once do not oversubscribe the cores."""
+    try:
+        from threadpoolctl import threadpool_info, threadpool_limits
+    except ImportError:  # pragma: no cover - threadpoolctl comes with the package's dependencies
+        raise InputError("CVOptions.fold_workers > 1 needs threadpoolctl (pip install threadpoolctl); "
+                         "use fold_workers=1") from None
+    total = max([p.get("num_threads", 1) for p in threadpool_info() if p.get("user_api") == "blas"] or [1])
+    return threadpool_limits(limits=max(1, total // workers), user_api="blas")
+
+
+def map_folds(fn, tasks: Sequence, workers: int = 1):
+    """``fn(task)`` for every task, yielded in task order: the loop over folds as a map.
+
+    ``workers`` 1 computes each result when it is asked for (a consumer that stops early, as on a
+    failed evaluation, saves the rest); more run up to that many at once on threads, with the BLAS
+    threads split between them.  ``fn`` must be pure (:func:`evaluate_fold`): then the results are
+    the same arrays, bit for bit, in either mode given the same BLAS threads per fold (with one BLAS
+    thread, as in the tests; more threads may split the sums differently).  An
+    exception of ``fn`` is raised when its task's result is reached.
+    """
+    if workers <= 1 or len(tasks) <= 1:
+        for task in tasks:
+            yield fn(task)
+        return
+    from concurrent.futures import ThreadPoolExecutor
+
+    with _blas_share(min(workers, len(tasks))), ThreadPoolExecutor(max_workers=min(workers, len(tasks))) as pool:
+        futures = [pool.submit(fn, task) for task in tasks]
+        try:
+            for f in futures:
+                yield f.result()
+        finally:
+            for f in futures:
+                f.cancel()
 
 
 @attrs.define
@@ -383,17 +456,14 @@ class _Accumulator:
     alphas: list = attrs.field(factory=list)
     betas: list = attrs.field(factory=list)
     diags: list = attrs.field(factory=list)
-    retry: bool = True  # switched off for the rest of the evaluation once a cold retry fails too
     ok: bool = True
     message: str = "ok"
 
-    def add(self, k: int, I, J, fold: FoldResult, restrict_s: float) -> bool:
-        """Take fold k; False when the evaluation has failed (stop)."""
-        opts = self.opts
-        self.diags.append(fold.diagnostics(restrict_s))
+    def add(self, task: FoldTask, fold: FoldResult) -> bool:
+        """Take fold k (in fold order); False when the evaluation has failed (stop)."""
+        opts, k, I, J = self.opts, task.k, task.I, task.J
+        self.diags.append(fold.diagnostics())
         self.norm_sum += fold.grad_norm if np.isfinite(fold.grad_norm) else np.inf
-        if fold.start == "warm+cold" and not fold.grad_norm <= opts.fail_tol:
-            self.retry = False  # these hyperparameters are hard from either start: do not pay twice again
         self.psi += fold.psi
         self.alphas.append(fold.alpha)
         self.betas.append(fold.beta)
@@ -442,16 +512,18 @@ def cv_criterion(op: Operator, likelihood: Likelihood, Y, folds, options: CVOpti
     Y = likelihood.check_targets(Y, n, C)
     folds = _check_call(op, folds, opts, state)
     q = len(folds)
-    acc = _Accumulator(q, opts, np.zeros((n, C, q)) if gradient else None, np.zeros((n, C, q)) if gradient else None,
-                       retry=opts.retry_cold)
-    for k, (I, J) in enumerate(zip(folds, _complements(folds, n))):
+    acc = _Accumulator(q, opts, np.zeros((n, C, q)) if gradient else None, np.zeros((n, C, q)) if gradient else None)
+    tasks = fold_tasks(folds, n, C, state)
+    results = map_folds(lambda task: evaluate_fold(task, op, likelihood, Y, opts, gradient), tasks, opts.fold_workers)
+    for task in tasks:
         try:
-            fold, restrict_s = _evaluate_fold(k, I, J, op, likelihood, Y, state, opts, gradient, acc.retry)
+            fold = next(results)
         except np.linalg.LinAlgError as exc:  # exact solves at extreme hyperparameters
-            acc.fail(f"fold {k}: {exc}")
+            acc.fail(f"fold {task.k}: {exc}")
             break
-        if not acc.add(k, I, J, fold, restrict_s):
+        if not acc.add(task, fold):
             break
+    results.close()  # a stopped evaluation leaves the remaining folds undone (or cancelled)
     mean_norm = acc.mean_norm()
     grad, gt_s = None, 0.0
     if acc.ok and gradient:

@@ -244,3 +244,35 @@ def test_warm_start_policy_picks_the_better_start_and_retries_cold():
                            state=bad)
     assert retried.ok and "warm+cold" in [f.start for f in retried.folds]
     assert retried.psi == pytest.approx(good.psi, rel=1e-5)  # refits converged to fail_tol
+
+
+@pytest.mark.parametrize("name", ["rbf-separate", "ard-semi"])
+def test_parallel_folds_are_bit_identical_to_the_sequential_loop(name):
+    """fold_workers threads give the same Ψ, ∇Ψ, inner state and per-fold work as one after the other."""
+    X, Y, folds = _data(n=40, q=4)
+    op = FLAT_CASES[name](X, 3)
+    base = CVOptions(newton=NewtonOptions(max_iter=20, cg_max_iter=30), k3=20)
+    seq = cv_criterion(op, Softmax(), Y, folds, base)
+    par = cv_criterion(op, Softmax(), Y, folds, CVOptions(newton=base.newton, k3=20, fold_workers=3))
+    moved = op.with_params(op.params + 0.3)
+    seq2 = cv_criterion(moved, Softmax(), Y, folds, base, state=seq.state)
+    par2 = cv_criterion(moved, Softmax(), Y, folds, CVOptions(newton=base.newton, k3=20, fold_workers=4),
+                        state=par.state)
+    for s, p in [(seq, par), (seq2, par2)]:
+        assert s.ok and p.ok and s.psi == p.psi
+        assert np.array_equal(s.gradient, p.gradient)
+        for a, b in zip(s.state.alphas + s.state.betas, p.state.alphas + p.state.betas, strict=True):
+            assert np.array_equal(a, b)
+        assert [(f.newton_iterations, f.fit_mvms, f.accumulation_iterations, f.start) for f in s.folds] == \
+            [(f.newton_iterations, f.fit_mvms, f.accumulation_iterations, f.start) for f in p.folds]
+
+
+def test_parallel_folds_stop_like_the_sequential_loop_on_a_failure():
+    X, Y, folds = _data()
+    op = FLAT_CASES["rbf-separate"](X, 3)
+    short = NewtonOptions(max_iter=1, cg_max_iter=2)
+    ev = cv_criterion(op, Softmax(), Y, folds, CVOptions(newton=short, fail_tol=1e-6, fold_workers=2))
+    assert not ev.ok and ev.gradient is None and ev.state is None
+    assert len(ev.folds) == 1 and "did not converge" in ev.message
+    with pytest.raises(InputError, match="fold_workers"):
+        CVOptions(fold_workers=0)
