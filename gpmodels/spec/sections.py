@@ -403,7 +403,9 @@ OuterSpec = options_section(
           "armijo": "line search: sufficient-decrease constant", "wolfe": "line search: curvature constant",
           "line_search_evals": "line search: maximal Ψ evaluations per iteration",
           "extrapolation": "line search: growth factor of an extrapolated step",
-          "max_extrapolations": "line search: maximal extrapolations"},
+          "max_extrapolations": "line search: maximal extrapolations",
+          "score_patience": "stop when the held-out misclassifications of Ψ's folds have not improved for this "
+                            "many iterations (0: off)"},
 )
 
 _CV_OUTER = ("max_iter", "max_evaluations", "ftol", "gtol", "initial_step", "max_step", "memory")

@@ -162,6 +162,7 @@ class FoldDiagnostics:
     accumulation_seconds: float
     restrict_seconds: float
     start: str = "cold"  # where the refit started: "warm", "cold" or "warm+cold" (retried)
+    held_out_errors: int = -1  # misclassified held-out points of the fold (-1: single-latent likelihood)
 
 
 @attrs.frozen(eq=False)
@@ -195,6 +196,7 @@ class CVEvaluation:
             "restrict_seconds": float(sum(x.restrict_seconds for x in f)),
             "grad_trace_seconds": float(self.grad_trace_seconds), "seconds": float(self.seconds),
             "warm_starts": sum(x.start == "warm" for x in f), "cold_retries": sum(x.start == "warm+cold" for x in f),
+            "held_out_errors": int(sum(x.held_out_errors for x in f)) if all(x.held_out_errors >= 0 for x in f) else -1,
         }
 
 
@@ -281,6 +283,7 @@ class FoldResult:
     accumulation_mvms: int = 1
     accumulation_seconds: float = 0.0
     restrict_seconds: float = 0.0
+    held_out_errors: int = -1  # misclassified held-out points (-1: not defined for this likelihood)
 
     def diagnostics(self) -> FoldDiagnostics:
         return FoldDiagnostics(psi=float(self.psi), grad_norm=float(self.grad_norm),
@@ -290,7 +293,16 @@ class FoldResult:
                                accumulation_mvms=int(self.accumulation_mvms), fit_seconds=float(self.fit_seconds),
                                accumulation_seconds=float(self.accumulation_seconds),
                                restrict_seconds=float(self.restrict_seconds),
+                               held_out_errors=int(self.held_out_errors),
                                start=self.start)
+
+
+def _held_out_errors(u_I, Y_I) -> int:
+    """Held-out points whose largest latent is not their target's largest entry (C >= 2; the
+    misclassifications of the fold's MAP predictor), -1 for single-latent likelihoods."""
+    if u_I.ndim != 2 or u_I.shape[1] < 2:
+        return -1
+    return int(np.count_nonzero(np.argmax(u_I, axis=1) != np.argmax(Y_I, axis=1)))
 
 
 def _fit_and_hold_out(fit, op_J, lik, Y_J, cross_IJ, Y_I, alpha0, opts: CVOptions, retry: bool):
@@ -309,6 +321,7 @@ def _fit_and_hold_out(fit, op_J, lik, Y_J, cross_IJ, Y_I, alpha0, opts: CVOption
         start=start,
         psi=lik.value(u_I, Y_I),
         r_I=lik.gradient(u_I, Y_I),
+        held_out_errors=_held_out_errors(u_I, Y_I),
     )  # r_I = π[I] - y_I for the softmax
     return res, fold, t_fit
 

@@ -150,6 +150,8 @@ class CVObjective:
         info = ev.summary()
         info["message"] = ev.message
         info["grad_tol"], info["accumulation_tol"] = opts.newton.grad_tol, opts.accumulation_tol
+        if info["held_out_errors"] >= 0:
+            info["score"] = info["held_out_errors"]  # the outer optimiser's optional held-out stopping rule
         if ev.ok:
             self.progress.update(ev.psi)
         info["seconds"] = time.perf_counter() - t
