@@ -46,8 +46,12 @@ Warm starts (Sec. 4: every refit starts from α[J] of the last successful evalua
 large move of the hyperparameters the old α[J] can be a *worse* start than α = 0: u = K̃_J(θ') α[J]
 may saturate the softmax (π_ic ~ 1e-50 seen on satimage when w doubled), where W ≈ 0 makes the
 Newton model poor and the line searches take tiny steps, while α = 0 (π uniform) converges in the
-usual number of iterations.  ``warm_start="better"`` (default) therefore starts from whichever of
-{α[J], 0} has the lower Φ_J (one extra MVM); ``"always"`` is the paper's rule.  With
+usual number of iterations.  ``warm_start="better"`` therefore starts from whichever of
+{α[J], 0} has the lower Φ_J (one extra MVM); ``"always"`` is the paper's rule.  ``"scaled"``
+(default, issue 12) starts from the best t α[J], t >= 0, by Φ_J (:func:`scaled_warm_start`: the
+same one MVM, t = 0 and t = 1 among the candidates): a variance step rescales u, and the old
+direction rescaled is a far better start than either.  Digits mc-sep, all log variances up by
+0.5 / 1.5 / 3.0: 335 / 518 / 951 MVMs per evaluation against 374 / 749 / failed with ``better``.  With
 ``retry_cold`` a warm-started refit that misses ``fail_tol`` is repeated once from α = 0, and
 the better of the two is kept.  (Before the folds became independent tasks, a retry that missed
 switched retries off for the later folds; that made fold k depend on folds < k, which a parallel
@@ -69,6 +73,7 @@ from collections.abc import Sequence
 
 import attrs
 import numpy as np
+from scipy.optimize import minimize_scalar
 
 from gpmodels.errors import InputError
 from gpmodels.inference.map.exact_newton import exact_newton, exact_newton_solve
@@ -84,7 +89,7 @@ __all__ = ["CVOptions", "CVState", "CVEvaluation", "FoldDiagnostics", "FoldResul
            "check_partition", "fold_tasks", "evaluate_fold", "map_folds", "CV_METHODS", "WARM_STARTS"]
 
 CV_METHODS = ("newton_cg", "exact")
-WARM_STARTS = ("better", "always", "never")
+WARM_STARTS = ("scaled", "better", "always", "never")
 
 
 @attrs.frozen
@@ -107,7 +112,7 @@ class CVOptions:
     fail_tol: float = attrs.field(default=1e-3, validator=positive_number())
     method: str = attrs.field(default="newton_cg", validator=one_of(CV_METHODS))
     abort_on_failure: bool = attrs.field(default=True, validator=boolean())
-    warm_start: str = attrs.field(default="better", validator=one_of(WARM_STARTS))
+    warm_start: str = attrs.field(default="scaled", validator=one_of(WARM_STARTS))
     retry_cold: bool = attrs.field(default=True, validator=boolean())
     fold_workers: int = attrs.field(default=1, validator=positive_int())
 
@@ -237,10 +242,37 @@ def _complements(folds, n):
     return out
 
 
+def scaled_warm_start(op_J, lik, Y_J, alpha0):
+    """The best multiple t α[J] (t >= 0) of the old inner state as the refit's start, by Φ_J.
+
+    After an outer step the old α[J] keeps its direction but not its scale: when the variances
+    grow by a factor s, u = K̃(θ') α[J] grows about s-fold and saturates the softmax.  With
+    u = K̃_J α (one MVM), Φ_J(t α) = (t²/2) α^T u + Φ_lh(t u) (Seeger 2008, eq. 1) is convex in t
+    for log-concave likelihoods and costs no further MVM; t = 1 is the paper's warm start, t = 0 the
+    cold start.  Returns (t α or None for the cold start, t)."""
+    a = lik.project_alpha(alpha0)
+    u = op_J.mvm(a)
+    quad = float(np.vdot(a, u))
+    phi_cold = lik.value(np.zeros_like(u), Y_J)
+
+    def phi(t):
+        return 0.5 * t * t * quad + lik.value(t * u, Y_J)
+
+    res = minimize_scalar(phi, bracket=(0.0, 1.0))
+    candidates = {0.0: phi_cold, 1.0: phi(1.0)}  # the cold and the paper's start are always candidates
+    if np.isfinite(res.fun) and res.x > 0:
+        candidates[float(res.x)] = float(res.fun)
+    t = min(candidates, key=candidates.get)
+    return (None, 0.0) if t == 0.0 else (t * a, t)
+
+
 def _refit(fit, op_J, lik, Y_J, alpha0, opts: CVOptions, retry: bool):
     """The fold's refit with the warm-start policy; returns (result, MVMs, Newton iterations, start)."""
     extra, start = 0, "cold"
-    if alpha0 is not None and opts.warm_start == "better":
+    if alpha0 is not None and opts.warm_start == "scaled":
+        alpha0, _ = scaled_warm_start(op_J, lik, Y_J, alpha0)
+        extra += 1
+    elif alpha0 is not None and opts.warm_start == "better":
         a = lik.project_alpha(alpha0)
         phi_warm = objective(lik, Y_J, a, op_J.mvm(a))
         extra += 1

@@ -49,7 +49,9 @@ class LearnOptions:
 
     ``cv``: one Ψ evaluation (inner k1, k2, k3, failure threshold); ``outer``: the quasi-Newton
     optimiser (default ftol 1e-4: Ψ from truncated inner fits is noisy at about 1e-6 relative, and
-    decreases of 1e-4 · Ψ no longer move the test scores); ``final``: Newton settings of the final
+    decreases of 1e-4 · Ψ no longer move the test scores; score_patience 3: stop when the folds'
+    held-out misclassifications have not improved for 3 iterations — on digits mc-sep the test
+    error stayed at 1.3–1.5 % over the last 8 of 12 iterations); ``final``: Newton settings of the final
     fit (its k1, k2), by ``final_method``;
     ``lower``/``upper``: log-space box for every hyperparameter (intersected with the
     operator's own ``param_bounds``); ``inner_tolerances``: ``adaptive`` loosens the refits' and
@@ -58,7 +60,8 @@ class LearnOptions:
     """
 
     cv: CVOptions = attrs.field(factory=CVOptions, validator=instance_of(CVOptions))
-    outer: OuterOptions = attrs.field(factory=lambda: OuterOptions(ftol=1e-4), validator=instance_of(OuterOptions))
+    outer: OuterOptions = attrs.field(factory=lambda: OuterOptions(ftol=1e-4, score_patience=3),
+                                      validator=instance_of(OuterOptions))
     final: NewtonOptions = attrs.field(factory=lambda: NewtonOptions(max_iter=30, cg_max_iter=50),
                                        validator=instance_of(NewtonOptions))
     final_method: str = attrs.field(default="newton_cg", validator=one_of(FINAL_METHODS))

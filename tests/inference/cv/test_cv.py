@@ -230,12 +230,13 @@ def test_warm_start_policy_picks_the_better_start_and_retries_cold():
     X, Y, folds = _data(n=45)
     op = FLAT_CASES["rbf-separate"](X, 3)
     newton = NewtonOptions(max_iter=30, cg_max_iter=50, grad_tol=1e-8)
-    good = cv_criterion(op, Softmax(), Y, folds, CVOptions(newton=newton))
+    better = CVOptions(newton=newton, warm_start="better")
+    good = cv_criterion(op, Softmax(), Y, folds, better)
     assert all(f.start == "cold" for f in good.folds)
     bad = CVState(tuple(40.0 * a for a in good.state.alphas))  # saturates the softmax: worse than α = 0
-    ev = cv_criterion(op, Softmax(), Y, folds, CVOptions(newton=newton), state=bad)
+    ev = cv_criterion(op, Softmax(), Y, folds, better, state=bad)
     assert [f.start for f in ev.folds] == ["cold"] * 3 and ev.ok
-    ev = cv_criterion(op, Softmax(), Y, folds, CVOptions(newton=newton), state=good.state)
+    ev = cv_criterion(op, Softmax(), Y, folds, better, state=good.state)
     assert [f.start for f in ev.folds] == ["warm"] * 3 and ev.summary()["warm_starts"] == 3
     short = NewtonOptions(max_iter=6, cg_max_iter=50, grad_tol=1e-8)
     opts = CVOptions(newton=short, warm_start="always", fail_tol=1e-4, retry_cold=False)
@@ -244,6 +245,29 @@ def test_warm_start_policy_picks_the_better_start_and_retries_cold():
                            state=bad)
     assert retried.ok and "warm+cold" in [f.start for f in retried.folds]
     assert retried.psi == pytest.approx(good.psi, rel=1e-5)  # refits converged to fail_tol
+
+
+def test_scaled_warm_start_rescues_a_mis_scaled_state():
+    """A state 40x too large (as after the variances shrank 40-fold): ``better`` falls back to α = 0,
+    ``scaled`` (the default) starts from α/40 by Φ_J along t α and needs fewer Newton iterations;
+    both reach the same Ψ."""
+    from gpmodels.inference.cv.criterion import scaled_warm_start
+
+    X, Y, folds = _data(n=45)
+    op = FLAT_CASES["rbf-separate"](X, 3)
+    newton = NewtonOptions(max_iter=30, cg_max_iter=50, grad_tol=1e-8)
+    good = cv_criterion(op, Softmax(), Y, folds, CVOptions(newton=newton))
+    bad = CVState(tuple(40.0 * a for a in good.state.alphas))
+    assert CVOptions().warm_start == "scaled"
+    scaled = cv_criterion(op, Softmax(), Y, folds, CVOptions(newton=newton), state=bad)
+    cold = cv_criterion(op, Softmax(), Y, folds, CVOptions(newton=newton, warm_start="better"), state=bad)
+    assert [f.start for f in scaled.folds] == ["warm"] * 3 and [f.start for f in cold.folds] == ["cold"] * 3
+    assert scaled.psi == pytest.approx(cold.psi, rel=1e-6)
+    assert sum(f.newton_iterations for f in scaled.folds) < sum(f.newton_iterations for f in cold.folds)
+    J = np.setdiff1d(np.arange(45), folds[0])
+    start, t = scaled_warm_start(op.restrict(J), Softmax(), Y[J], bad.alphas[0])
+    assert t == pytest.approx(1 / 40, rel=0.3)
+    np.testing.assert_allclose(start, t * Softmax().project_alpha(bad.alphas[0]))
 
 
 @pytest.mark.parametrize("name", ["rbf-separate", "ard-semi"])
