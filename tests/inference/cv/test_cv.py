@@ -300,3 +300,22 @@ def test_parallel_folds_stop_like_the_sequential_loop_on_a_failure():
     assert len(ev.folds) == 1 and "did not converge" in ev.message
     with pytest.raises(InputError, match="fold_workers"):
         CVOptions(fold_workers=0)
+
+
+def test_auto_method_picks_exact_on_small_flat_problems_and_newton_cg_otherwise():
+    """|J| C = 16 · 3 favours App. C's factorisations, |J| C = 80 · 3 the MVMs; a non-flat prior
+    always takes Newton–CG.  The choice is what ran: the same Ψ as the named method."""
+    from gpmodels.inference.cv.criterion import EXACT_MAX_SIZE
+
+    small_X, small_Y, small_folds = _data(n=24, q=3)  # |J| = 16
+    big_X, big_Y, big_folds = _data(n=120, q=3)  # |J| = 80
+    assert 16 * 3 <= EXACT_MAX_SIZE < 80 * 3
+    auto = CVOptions(newton=TIGHT, method="auto", fail_tol=1e-8, k3=600, accumulation_tol=1e-13)
+    small = cv_criterion(FLAT_CASES["rbf-separate"](small_X, 3), Softmax(), small_Y, small_folds, auto)
+    big = cv_criterion(FLAT_CASES["rbf-separate"](big_X, 3), Softmax(), big_Y, big_folds, auto)
+    nonflat = cv_criterion(NONFLAT_CASES["anova-rbf-level"](small_X, 3), Softmax(), small_Y, small_folds, auto)
+    assert (small.method, big.method, nonflat.method) == ("exact", "newton_cg", "newton_cg")
+    ref = cv_criterion(FLAT_CASES["rbf-separate"](small_X, 3), Softmax(), small_Y, small_folds, EXACT)
+    assert small.psi == pytest.approx(ref.psi, rel=1e-10)
+    assert all(f.accumulation_iterations == 0 for f in small.folds)  # no CG: the App. C solve
+    assert all(f.accumulation_iterations > 0 for f in big.folds)
