@@ -38,7 +38,10 @@ Pairs with s^T y <= 1e-10 ||s|| ||y|| are not stored (BFGS needs positive curvat
 Stopping: max-norm of the projected gradient <= ``gtol`` max(1, |f|), relative decrease of f over
 an iteration <= ``ftol``, the decrease predicted by the quasi-Newton model (-g^T d / 2) <= ``ftol``
 max(1, |f|) (with an inexactly evaluated f, as Ψ with truncated inner fits, smaller decreases are
-noise), ``max_iter`` iterations or ``max_evaluations`` evaluations.
+noise), ``max_iter`` iterations or ``max_evaluations`` evaluations.  With ``score_patience`` p > 0
+also when a held-out score the objective reports with its evaluations (``Trial.info["score"]``,
+lower is better; the CV criterion gives its held-out misclassifications) has not improved on its
+best for p iterations: further decrease of f no longer moves what f stands for (issue 12).
 """
 
 from __future__ import annotations
@@ -72,6 +75,7 @@ class OuterOptions:
     line_search_evals: int = attrs.field(default=8, validator=positive_int())
     extrapolation: float = attrs.field(default=4.0, validator=number(1, open_low=True))
     max_extrapolations: int = attrs.field(default=2, validator=nonnegative_int())
+    score_patience: int = attrs.field(default=0, validator=nonnegative_int())  # 0: off
 
     def __attrs_post_init__(self):
         if not self.armijo < self.wolfe:
@@ -256,11 +260,23 @@ def _check_stop(state: OuterState, b, opts: OuterOptions, previous: float | None
     if previous is not None and previous - state.value <= opts.ftol * scale:
         return attrs.evolve(state, finished=True, converged=True,
                             message="relative decrease of the objective below ftol")
+    if opts.score_patience and _score_stalled(state.history, opts.score_patience):
+        return attrs.evolve(state, finished=True, converged=True,
+                            message=f"held-out score not improved for {opts.score_patience} iterations")
     if state.iteration >= opts.max_iter:
         return attrs.evolve(state, finished=True, converged=False, message="maximum number of outer iterations reached")
     if state.evaluations >= opts.max_evaluations:
         return attrs.evolve(state, finished=True, converged=False, message="maximum number of evaluations reached")
     return state
+
+
+def _score_stalled(history, patience: int) -> bool:
+    """True when the records' ``info["score"]`` (all present) has not improved on its best for
+    ``patience`` iterations."""
+    scores = [rec.info.get("score") for rec in history]
+    if len(scores) <= patience or any(s is None for s in scores):
+        return False
+    return min(scores[-patience:]) >= min(scores[:-patience])
 
 
 def _line_search(evaluate, state: OuterState, d, b, opts: OuterOptions, budget: int):

@@ -406,7 +406,9 @@ OuterSpec = options_section(
           "armijo": "line search: sufficient-decrease constant", "wolfe": "line search: curvature constant",
           "line_search_evals": "line search: maximal Ψ evaluations per iteration",
           "extrapolation": "line search: growth factor of an extrapolated step",
-          "max_extrapolations": "line search: maximal extrapolations"},
+          "max_extrapolations": "line search: maximal extrapolations",
+          "score_patience": "stop when the held-out misclassifications of Ψ's folds have not improved for this "
+                            "many iterations (0: off)"},
 )
 
 _CV_OUTER = ("max_iter", "max_evaluations", "ftol", "gtol", "initial_step", "max_step", "memory")
@@ -422,7 +424,7 @@ CVSpec = options_section(
     "Hyperparameter learning by the CV criterion Ψ (`objective.type: cv` and `one_vs_rest`; Seeger 2008, "
     "Sec. 4, 5.2, 6.2).  Keys, defaults and bounds: `CVOptions` (one Ψ evaluation) and `LearnOptions` (`lower`, "
     "`upper`); the refits in `newton`, the outer optimiser in `outer`.",
-    [Part(CVOptions, skip=("method",)), Part(LearnOptions, only=("lower", "upper"))],
+    [Part(CVOptions, skip=("method",)), Part(LearnOptions, only=("lower", "upper", "inner_tolerances"))],
     nested=(("newton", CVNewtonSpec, "Newton–CG of the refits inside Ψ"), ("outer", OuterSpec, "the outer optimiser")),
     extra=(
         ("folds", option(5, kind="int", minimum=2, doc="q: folds of the fixed random partition of the training set")),
@@ -455,7 +457,10 @@ CVSpec = options_section(
           "warm_start": "how refits start from the inner state (`gpmodels.inference.cv.criterion`)",
           "retry_cold": "retry a failed warm refit from a cold start",
           "lower": "lower bound of every log-space hyperparameter",
-          "upper": "upper bound of every log-space hyperparameter"},
+          "upper": "upper bound of every log-space hyperparameter",
+          "inner_tolerances": "`adaptive`: refit and accumulation tolerances loosened far from the optimum "
+                              "(`gpmodels.inference.cv.tolerances`); `fixed`: the configured ones throughout",
+          "fold_workers": "folds of an evaluation computed at once on threads (BLAS threads split between them)"},
     check=_check_cv,
     removed={
         "multiclass": "one-vs-rest is its own objective: write `objective.type: one_vs_rest` (it takes these "

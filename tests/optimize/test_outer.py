@@ -189,3 +189,25 @@ def test_trial_steps_never_exceed_max_step_and_extrapolations_are_limited():
         assert max(steps) <= 0.5 + 1e-12
         assert len(steps) <= 2  # λ = 1 and one extrapolation
     assert state.iteration == 5 and state.value < fun(np.zeros(2))[0]
+
+
+def test_score_patience_stops_when_the_held_out_score_stops_improving():
+    """A slowly converging quadratic whose reported score improves for a while, then stays put: with
+    patience p the run stops p iterations after the score's last improvement; without, it goes on."""
+    A, b = np.diag([1.0, 1e-3]), np.array([1.0, 1.0])
+    fun = _quadratic(A, b)
+
+    def evaluate(x, seed):
+        v, g = fun(x)
+        return Trial(float(v), g, True, None, {"score": max(0, 5 - int(np.sum(np.abs(x) > 0.5)) * 2)})
+
+    opts = attrs.evolve(OPTS, max_iter=50, score_patience=2)
+    st = minimize_outer(evaluate, np.zeros(2), np.array([[-1e4, 1e4]] * 2), opts)
+    scores = [r.info["score"] for r in st.history]
+    best_at = scores.index(min(scores))
+    assert st.converged and "held-out score" in st.message
+    assert len(scores) - 1 == best_at + 2
+    off = minimize_outer(evaluate, np.zeros(2), np.array([[-1e4, 1e4]] * 2), attrs.evolve(opts, score_patience=0))
+    assert off.iteration > st.iteration
+    with pytest.raises(InputError, match="score_patience"):
+        OuterOptions(score_patience=-1)

@@ -24,7 +24,7 @@ def _spec(tmp_path, max_iter=4, **cv):
     np.savez(tmp_path / "train.npz", X=X[:60], y=y[:60])
     np.savez(tmp_path / "test.npz", X=X[60:], y=y[60:])
     settings = {"folds": 3, "newton": {"max_iter": 20, "cg_max_iter": 30, "grad_tol": 1e-6},
-                "outer": {"max_iter": max_iter}}
+                "outer": {"max_iter": max_iter, "score_patience": 0}}  # the report at exactly max_iter
     settings.update(cv)
     return {"name": "toy-cv", "seed": 1,
             "data": {"path": str(tmp_path / "train.npz"), "test_path": str(tmp_path / "test.npz")},

@@ -25,6 +25,7 @@ import numpy as np
 
 from gpmodels.errors import InputError
 from gpmodels.inference.cv.criterion import CVOptions, CVState, check_partition, cv_criterion
+from gpmodels.inference.cv.tolerances import INNER_TOLERANCES, ProgressTracker, scheduled_options
 from gpmodels.inference.map.model import MAPModel, fit_map
 from gpmodels.inference.map.newton_cg import NewtonOptions, NewtonStep
 from gpmodels.likelihoods.base import Likelihood
@@ -48,19 +49,25 @@ class LearnOptions:
 
     ``cv``: one Ψ evaluation (inner k1, k2, k3, failure threshold); ``outer``: the quasi-Newton
     optimiser (default ftol 1e-4: Ψ from truncated inner fits is noisy at about 1e-6 relative, and
-    decreases of 1e-4 · Ψ no longer move the test scores); ``final``: Newton settings of the final
+    decreases of 1e-4 · Ψ no longer move the test scores; score_patience 3: stop when the folds'
+    held-out misclassifications have not improved for 3 iterations — on digits mc-sep the test
+    error stayed at 1.3–1.5 % over the last 8 of 12 iterations); ``final``: Newton settings of the final
     fit (its k1, k2), by ``final_method``;
     ``lower``/``upper``: log-space box for every hyperparameter (intersected with the
-    operator's own ``param_bounds``).
+    operator's own ``param_bounds``); ``inner_tolerances``: ``adaptive`` loosens the refits' and
+    accumulation solves' tolerances far from the optimum (``inference/cv/tolerances.py``; the
+    ``cv`` values are the tightest used), ``fixed`` uses the ``cv`` values throughout.
     """
 
     cv: CVOptions = attrs.field(factory=CVOptions, validator=instance_of(CVOptions))
-    outer: OuterOptions = attrs.field(factory=lambda: OuterOptions(ftol=1e-4), validator=instance_of(OuterOptions))
+    outer: OuterOptions = attrs.field(factory=lambda: OuterOptions(ftol=1e-4, score_patience=3),
+                                      validator=instance_of(OuterOptions))
     final: NewtonOptions = attrs.field(factory=lambda: NewtonOptions(max_iter=30, cg_max_iter=50),
                                        validator=instance_of(NewtonOptions))
     final_method: str = attrs.field(default="newton_cg", validator=one_of(FINAL_METHODS))
     lower: float = attrs.field(default=-15.0, converter=to_float, validator=number())  # log space
     upper: float = attrs.field(default=15.0, converter=to_float, validator=number())
+    inner_tolerances: str = attrs.field(default="adaptive", validator=one_of(INNER_TOLERANCES))
 
     def __attrs_post_init__(self):
         if not self.lower < self.upper:
@@ -117,23 +124,39 @@ class CVObjective:
     Every evaluation builds the operator at θ once (``with_params``; the folds restrict it) and runs
     ``cv_criterion`` warm-started from ``seed`` (a :class:`CVState`).  Linear-algebra and
     floating-point errors make a failed evaluation.  ``log`` collects an :class:`EvaluationLog` per
-    evaluation of this process.
+    evaluation of this process.  ``inner_tolerances="adaptive"``: each evaluation's inner
+    tolerances follow the progress of the best Ψ so far (:func:`scheduled_options`).
     """
 
-    def __init__(self, op: Operator, likelihood: Likelihood, Y, folds, options: CVOptions):
+    def __init__(self, op: Operator, likelihood: Likelihood, Y, folds, options: CVOptions,
+                 inner_tolerances: str = "fixed"):
         self.op, self.likelihood, self.Y, self.folds, self.options = op, likelihood, Y, folds, options
+        self.inner_tolerances = inner_tolerances
+        self.progress = ProgressTracker()
         self.log: list[EvaluationLog] = []
+
+    def options_now(self) -> CVOptions:
+        """The options of the next evaluation (scheduled when adaptive)."""
+        if self.inner_tolerances == "adaptive":
+            return scheduled_options(self.options, self.progress.rho)
+        return self.options
 
     def evaluate(self, theta, seed) -> Trial:
         t = time.perf_counter()
         try:
             op_t = self.op.with_params(theta)
-            ev = cv_criterion(op_t, self.likelihood, self.Y, self.folds, self.options, state=seed)
+            opts = self.options_now()
+            ev = cv_criterion(op_t, self.likelihood, self.Y, self.folds, opts, state=seed)
         except (np.linalg.LinAlgError, FloatingPointError) as exc:
             self.log.append(EvaluationLog(False, float("nan"), time.perf_counter() - t, 0, {"message": str(exc)}))
             return Trial(float("nan"), None, False, None, {"message": str(exc)})
         info = ev.summary()
         info["message"] = ev.message
+        info["grad_tol"], info["accumulation_tol"] = opts.newton.grad_tol, opts.accumulation_tol
+        if info["held_out_errors"] >= 0:
+            info["score"] = info["held_out_errors"]  # the outer optimiser's optional held-out stopping rule
+        if ev.ok:
+            self.progress.update(ev.psi)
         info["seconds"] = time.perf_counter() - t
         self.log.append(EvaluationLog(ev.ok, ev.psi, info["seconds"], ev.mvm_count, info))
         return Trial(ev.psi, ev.gradient, ev.ok, ev.state, info)
@@ -170,7 +193,7 @@ def learn_hyperparameters(op: Operator, likelihood: Likelihood, Y, folds, option
         raise InputError("the operator has no hyperparameters to learn")
     bounds = log_box(theta0, half_width=np.inf, lower=opts.lower, upper=opts.upper, param_bounds=op.param_bounds,
                      names=op.param_names)
-    objective = CVObjective(op, likelihood, Y, folds, opts.cv)
+    objective = CVObjective(op, likelihood, Y, folds, opts.cv, opts.inner_tolerances)
     res = minimize(objective, theta0, op.param_names, bounds, opts.outer, checkpoint=checkpoint,
                    on_iteration=on_iteration)
     return LearnResult(operator=op.with_params(res.x), theta=res.x.copy(), names=tuple(op.param_names), psi=res.value,

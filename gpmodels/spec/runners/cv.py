@@ -54,7 +54,8 @@ def build_learn_options(o: ObjectiveSpec) -> LearnOptions:
     inner method of both is ``o.method``."""
     c = o.cv
     return LearnOptions(cv=c.options(CVOptions, method=o.method), outer=c.outer.options(),
-                        final=build_newton_options(o), final_method=o.method, lower=c.lower, upper=c.upper)
+                        final=build_newton_options(o), final_method=o.method, lower=c.lower, upper=c.upper,
+                        inner_tolerances=c.inner_tolerances)
 
 
 def cv_partition(spec: Spec, y) -> list[np.ndarray]:

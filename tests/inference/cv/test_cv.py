@@ -230,12 +230,13 @@ def test_warm_start_policy_picks_the_better_start_and_retries_cold():
     X, Y, folds = _data(n=45)
     op = FLAT_CASES["rbf-separate"](X, 3)
     newton = NewtonOptions(max_iter=30, cg_max_iter=50, grad_tol=1e-8)
-    good = cv_criterion(op, Softmax(), Y, folds, CVOptions(newton=newton))
+    better = CVOptions(newton=newton, warm_start="better")
+    good = cv_criterion(op, Softmax(), Y, folds, better)
     assert all(f.start == "cold" for f in good.folds)
     bad = CVState(tuple(40.0 * a for a in good.state.alphas))  # saturates the softmax: worse than α = 0
-    ev = cv_criterion(op, Softmax(), Y, folds, CVOptions(newton=newton), state=bad)
+    ev = cv_criterion(op, Softmax(), Y, folds, better, state=bad)
     assert [f.start for f in ev.folds] == ["cold"] * 3 and ev.ok
-    ev = cv_criterion(op, Softmax(), Y, folds, CVOptions(newton=newton), state=good.state)
+    ev = cv_criterion(op, Softmax(), Y, folds, better, state=good.state)
     assert [f.start for f in ev.folds] == ["warm"] * 3 and ev.summary()["warm_starts"] == 3
     short = NewtonOptions(max_iter=6, cg_max_iter=50, grad_tol=1e-8)
     opts = CVOptions(newton=short, warm_start="always", fail_tol=1e-4, retry_cold=False)
@@ -244,3 +245,77 @@ def test_warm_start_policy_picks_the_better_start_and_retries_cold():
                            state=bad)
     assert retried.ok and "warm+cold" in [f.start for f in retried.folds]
     assert retried.psi == pytest.approx(good.psi, rel=1e-5)  # refits converged to fail_tol
+
+
+def test_scaled_warm_start_rescues_a_mis_scaled_state():
+    """A state 40x too large (as after the variances shrank 40-fold): ``better`` falls back to α = 0,
+    ``scaled`` (the default) starts from α/40 by Φ_J along t α and needs fewer Newton iterations;
+    both reach the same Ψ."""
+    from gpmodels.inference.cv.criterion import scaled_warm_start
+
+    X, Y, folds = _data(n=45)
+    op = FLAT_CASES["rbf-separate"](X, 3)
+    newton = NewtonOptions(max_iter=30, cg_max_iter=50, grad_tol=1e-8)
+    good = cv_criterion(op, Softmax(), Y, folds, CVOptions(newton=newton))
+    bad = CVState(tuple(40.0 * a for a in good.state.alphas))
+    assert CVOptions().warm_start == "scaled"
+    scaled = cv_criterion(op, Softmax(), Y, folds, CVOptions(newton=newton), state=bad)
+    cold = cv_criterion(op, Softmax(), Y, folds, CVOptions(newton=newton, warm_start="better"), state=bad)
+    assert [f.start for f in scaled.folds] == ["warm"] * 3 and [f.start for f in cold.folds] == ["cold"] * 3
+    assert scaled.psi == pytest.approx(cold.psi, rel=1e-6)
+    assert sum(f.newton_iterations for f in scaled.folds) < sum(f.newton_iterations for f in cold.folds)
+    J = np.setdiff1d(np.arange(45), folds[0])
+    start, t = scaled_warm_start(op.restrict(J), Softmax(), Y[J], bad.alphas[0])
+    assert t == pytest.approx(1 / 40, rel=0.3)
+    np.testing.assert_allclose(start, t * Softmax().project_alpha(bad.alphas[0]))
+
+
+@pytest.mark.parametrize("name", ["rbf-separate", "ard-semi"])
+def test_parallel_folds_are_bit_identical_to_the_sequential_loop(name):
+    """fold_workers threads give the same Ψ, ∇Ψ, inner state and per-fold work as one after the other."""
+    X, Y, folds = _data(n=40, q=4)
+    op = FLAT_CASES[name](X, 3)
+    base = CVOptions(newton=NewtonOptions(max_iter=20, cg_max_iter=30), k3=20)
+    seq = cv_criterion(op, Softmax(), Y, folds, base)
+    par = cv_criterion(op, Softmax(), Y, folds, CVOptions(newton=base.newton, k3=20, fold_workers=3))
+    moved = op.with_params(op.params + 0.3)
+    seq2 = cv_criterion(moved, Softmax(), Y, folds, base, state=seq.state)
+    par2 = cv_criterion(moved, Softmax(), Y, folds, CVOptions(newton=base.newton, k3=20, fold_workers=4),
+                        state=par.state)
+    for s, p in [(seq, par), (seq2, par2)]:
+        assert s.ok and p.ok and s.psi == p.psi
+        assert np.array_equal(s.gradient, p.gradient)
+        for a, b in zip(s.state.alphas + s.state.betas, p.state.alphas + p.state.betas, strict=True):
+            assert np.array_equal(a, b)
+        assert [(f.newton_iterations, f.fit_mvms, f.accumulation_iterations, f.start) for f in s.folds] == \
+            [(f.newton_iterations, f.fit_mvms, f.accumulation_iterations, f.start) for f in p.folds]
+
+
+def test_parallel_folds_stop_like_the_sequential_loop_on_a_failure():
+    X, Y, folds = _data()
+    op = FLAT_CASES["rbf-separate"](X, 3)
+    short = NewtonOptions(max_iter=1, cg_max_iter=2)
+    ev = cv_criterion(op, Softmax(), Y, folds, CVOptions(newton=short, fail_tol=1e-6, fold_workers=2))
+    assert not ev.ok and ev.gradient is None and ev.state is None
+    assert len(ev.folds) == 1 and "did not converge" in ev.message
+    with pytest.raises(InputError, match="fold_workers"):
+        CVOptions(fold_workers=0)
+
+
+def test_auto_method_picks_exact_on_small_flat_problems_and_newton_cg_otherwise():
+    """|J| C = 16 · 3 favours App. C's factorisations, |J| C = 80 · 3 the MVMs; a non-flat prior
+    always takes Newton–CG.  The choice is what ran: the same Ψ as the named method."""
+    from gpmodels.inference.cv.criterion import EXACT_MAX_SIZE
+
+    small_X, small_Y, small_folds = _data(n=24, q=3)  # |J| = 16
+    big_X, big_Y, big_folds = _data(n=120, q=3)  # |J| = 80
+    assert 16 * 3 <= EXACT_MAX_SIZE < 80 * 3
+    auto = CVOptions(newton=TIGHT, method="auto", fail_tol=1e-8, k3=600, accumulation_tol=1e-13)
+    small = cv_criterion(FLAT_CASES["rbf-separate"](small_X, 3), Softmax(), small_Y, small_folds, auto)
+    big = cv_criterion(FLAT_CASES["rbf-separate"](big_X, 3), Softmax(), big_Y, big_folds, auto)
+    nonflat = cv_criterion(NONFLAT_CASES["anova-rbf-level"](small_X, 3), Softmax(), small_Y, small_folds, auto)
+    assert (small.method, big.method, nonflat.method) == ("exact", "newton_cg", "newton_cg")
+    ref = cv_criterion(FLAT_CASES["rbf-separate"](small_X, 3), Softmax(), small_Y, small_folds, EXACT)
+    assert small.psi == pytest.approx(ref.psi, rel=1e-10)
+    assert all(f.accumulation_iterations == 0 for f in small.folds)  # no CG: the App. C solve
+    assert all(f.accumulation_iterations > 0 for f in big.folds)

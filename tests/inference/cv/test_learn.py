@@ -104,3 +104,43 @@ class _Frozen:
         self.params = np.zeros(0)
         self.param_names = ()
         self.n_points, self.n_classes = op.n_points, op.n_classes
+
+
+def test_adaptive_inner_tolerances_follow_the_outer_progress():
+    """Loose (the ceilings) before any decrease and while Ψ falls fast, the configured values once the
+    decreases are small; never tighter than configured, never looser than fail_tol allows."""
+    from gpmodels.inference.cv.tolerances import (
+        ACCUMULATION_TOL_CEILING,
+        GRAD_TOL_CEILING,
+        ProgressTracker,
+        scheduled_options,
+    )
+
+    base = CVOptions()
+    tracker = ProgressTracker()
+    loose = scheduled_options(base, tracker.rho)
+    assert loose.newton.grad_tol == GRAD_TOL_CEILING and loose.accumulation_tol == ACCUMULATION_TOL_CEILING
+    assert loose.newton.grad_tol * 10 <= base.fail_tol
+    for psi in (100.0, 60.0, 59.9, 59.9, 61.0):  # ρ = 0.4/60, then 1e-3 (59.9 again and a worse Ψ do not count)
+        tracker.update(psi)
+    assert tracker.rho == pytest.approx(0.1 / 59.9)
+    mid = scheduled_options(base, tracker.rho)
+    assert mid.newton.grad_tol == pytest.approx(0.01 * 0.1 / 59.9) and mid.accumulation_tol == pytest.approx(0.1 / 59.9)
+    tight = scheduled_options(base, 1e-9)
+    assert tight.newton.grad_tol == base.newton.grad_tol and tight.accumulation_tol == base.accumulation_tol
+    assert tight.newton.max_iter == base.newton.max_iter and tight.k3 == base.k3
+
+
+def test_learning_with_fixed_and_adaptive_tolerances_reaches_the_same_psi():
+    X, y, _, _ = _split()
+    op = IndependentGP(RBF(5.0), "separate", 0.5, 1.0).operator(X, 3)
+    folds = kfold_partition(y.size, 5, seed=1, y=y)
+    runs = {}
+    for mode in ("fixed", "adaptive"):
+        opts = LearnOptions(cv=OPTIONS.cv, outer=OuterOptions(max_iter=8), inner_tolerances=mode)
+        runs[mode] = learn_hyperparameters(op, Softmax(), np.eye(3)[y], folds, opts)
+    fixed, adaptive = runs["fixed"], runs["adaptive"]
+    assert adaptive.psi == pytest.approx(fixed.psi, rel=2e-2)
+    tols = [e.summary["grad_tol"] for e in adaptive.evaluations]
+    assert tols[0] == 1e-4 and min(tols) < tols[0]  # loose at the start, tighter as Ψ flattens
+    assert all(e.summary["grad_tol"] == OPTIONS.cv.newton.grad_tol for e in fixed.evaluations)
