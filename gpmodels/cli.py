@@ -136,6 +136,9 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--fresh", action="store_true",
                    help="start CV learning afresh: ignore and replace a checkpoint in the report folder "
                         "(objective.cv.resume: never for this run)")
+    r.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                   help="run on the Dask cluster of this scheduler (tcp://host:8786, started by `dask scheduler`); "
+                        "sets engine.scheduler and engine.type: dask (pip install gpmodels[dask])")
     v = _add(sub, "validate", "check a spec or study spec (keys, types, files) without running it",
              "Check a model spec or study spec (keys, types, values, the files it names) without running it.")
     v.add_argument("spec", help="path to a YAML spec or study spec")
@@ -358,7 +361,10 @@ def _command(args, command: str) -> int:
         raise SpecError(f"{args.spec} is a study spec (it lists `models`); run it with `gpmodels study {args.spec}`")
     from gpmodels.spec.run import run_spec
 
-    spec, base_dir = _load(args.spec, args.overrides, args.allow_import, kind="model")
+    overrides = list(args.overrides)
+    if args.scheduler is not None:  # validated like any engine.scheduler of a spec
+        overrides += ["engine.type=dask", f"engine.scheduler={args.scheduler}"]
+    spec, base_dir = _load(args.spec, overrides, args.allow_import, kind="model")
     if args.fresh:  # this run only: the checkpoint is ignored, then replaced by this run's
         spec = attrs.evolve(spec, objective=attrs.evolve(
             spec.objective, cv=attrs.evolve(spec.objective.cv, resume="never")))

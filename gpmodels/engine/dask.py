@@ -47,7 +47,8 @@ def engine_failures(what: str):
     try:
         yield
     except distributed.KilledWorker as exc:
-        key, worker = (exc.args + (None, None))[:2]
+        key, worker = getattr(exc, "task", None), getattr(exc, "last_worker", None)
+        worker = getattr(worker, "address", worker)  # a WorkerState
         raise EngineError(f"{what}: worker {worker} was lost running task {key} more often than Dask retries "
                           "(distributed.scheduler.allowed-failures); the run stops rather than continue "
                           "without it") from exc
@@ -83,7 +84,7 @@ class DaskEngine(Engine):
         try:
             cluster = distributed.LocalCluster(n_workers=config.n_workers, threads_per_worker=config.threads_per_worker,
                                                memory_limit=config.memory_limit, processes=config.processes,
-                                               dashboard_address=None)
+                                               dashboard_address=":0")
         except (ValueError, TypeError) as exc:
             raise EngineError(f"cannot start a LocalCluster with engine {config}: {exc}") from None
         try:

@@ -103,10 +103,10 @@ def _fit(resolved: Spec, op2, likelihood, y, names, say):
     return OneVsRestModel(tuple(models)), {}, {}, traces
 
 
-def run_one_vs_rest(spec: Spec, data: Dataset, base_dir: Path | None, say) -> RunOutcome:
+def run_one_vs_rest(spec: Spec, data: Dataset, base_dir: Path | None, say, *, engine=None) -> RunOutcome:
     """C binary models, learned by Ψ (or fitted at the given hyperparameters), combined by the largest score."""
     resolved = attrs.evolve(spec, model=resolve_model(spec.model, data.X_train))
-    op2 = build_binary_operator(resolved, data.X_train, base_dir)
+    op2 = build_binary_operator(resolved, data.X_train, base_dir, engine=engine)
     likelihood = build_likelihood(resolved.model)
     y, _ = check_one_vs_rest(op2, data.y_train, data.n_classes)
     names = data.classes
