@@ -178,3 +178,48 @@ def test_a_dask_gram_is_not_shipped_to_workers(threads):
     rep = RepresentationConfig(kind="stored", engine=threads).build(np.eye(3), RBF(w=1.0))
     with pytest.raises(EngineError, match="cannot be sent"):
         pickle.dumps(rep)
+
+
+@pytest.fixture(scope="module")
+def tasks():
+    """A threaded LocalCluster that runs independent work as tasks (distribute: tasks)."""
+    with open_engine(EngineConfig(type="dask", processes=False, n_workers=2, distribute="tasks")) as eng:
+        yield eng
+
+
+def test_folds_and_one_vs_rest_tasks_equal_the_sequential_loop(tasks):
+    from gpmodels.inference.cv.one_vs_rest import fit_one_vs_rest
+
+    X, y, Y = _problem(45)
+    op = BlockDiagonal.from_sharing(X, RBF(w=0.3), 3, "tied", 2.0, RepresentationConfig(kind="stored"))
+    folds = kfold_partition(45, 3, 0, y=y)
+    seq, par = cv_criterion(op, Softmax(), Y, folds), cv_criterion(op, Softmax(), Y, folds, map_folds=tasks.map)
+    assert seq.ok and par.ok and len(par.folds) == 3
+    assert par.psi == pytest.approx(seq.psi, rel=1e-12)
+    assert rel(par.gradient, seq.gradient) <= 1e-12
+    op2 = BlockDiagonal.from_sharing(X, RBF(w=0.3), 2, "tied", 2.0, RepresentationConfig(kind="stored"))
+    a = fit_one_vs_rest(op2, Softmax(), y, 3)
+    b = fit_one_vs_rest(op2, Softmax(), y, 3, map_tasks=tasks.map)
+    assert [m.result.phi for m in a.models] == pytest.approx([m.result.phi for m in b.models], rel=1e-12)
+    assert np.array_equal(a.predict(X), b.predict(X))
+
+
+@pytest.mark.slow  # ~25 s: the study twice, the second on two fresh worker processes
+def test_study_rows_as_tasks(tmp_path):
+    from gpmodels.spec.study import StudySpec, run_study
+
+    X, y = toy_classification(40, 3, d=4, seed=0)
+    np.savez(tmp_path / "train.npz", X=X[:30], y=y[:30] + 1)
+    np.savez(tmp_path / "test.npz", X=X[30:], y=y[30:] + 1)
+    d = {"name": "s", "data": {"path": str(tmp_path / "train.npz"), "test_path": str(tmp_path / "test.npz")},
+         "models": [{"name": f"v{v}", "model": {"kernel": {"type": "rbf", "w": 0.3}, "variance": v}}
+                    for v in (1.0, 5.0, 20.0)]}
+    local = run_study(StudySpec.from_dict(d), out=tmp_path / "local", quiet=True)
+    d["engine"] = {"type": "dask", "processes": False, "distribute": "tasks"}
+    with pytest.raises(SpecError, match="engine.processes"):  # runs in one process share plots and log
+        StudySpec.from_dict(d)
+    d["engine"] = {"type": "dask", "processes": True, "n_workers": 2, "distribute": "tasks"}
+    par = run_study(StudySpec.from_dict(d), out=tmp_path / "par", quiet=True)
+    assert [r["status"] for r in par] == ["ok"] * 3
+    assert [r["test_error"] for r in par] == [r["test_error"] for r in local]
+    assert [r["phi"] for r in par] == pytest.approx([r["phi"] for r in local], rel=1e-12)

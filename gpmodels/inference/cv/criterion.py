@@ -426,8 +426,17 @@ class _Accumulator:
         return mean
 
 
+def _fold_task(job: tuple) -> tuple:
+    """One fold as an independent task of ``map_folds``: ((fold, restrict seconds), None), or
+    (None, message) when its exact solves failed."""
+    try:
+        return _evaluate_fold(*job), None
+    except np.linalg.LinAlgError as exc:
+        return None, str(exc)
+
+
 def cv_criterion(op: Operator, likelihood: Likelihood, Y, folds, options: CVOptions | None = None, *,
-                 state: CVState | None = None, gradient: bool = True) -> CVEvaluation:
+                 state: CVState | None = None, gradient: bool = True, map_folds=None) -> CVEvaluation:
     """Ψ (eq. 3) and ∇Ψ = op.grad_trace(E, F) (eq. 6) at the operator's hyperparameters.
 
     ``op``: the full operator K̃ at the hyperparameters to evaluate (build it once per evaluation
@@ -435,6 +444,10 @@ def cv_criterion(op: Operator, likelihood: Likelihood, Y, folds, options: CVOpti
     arrays.  ``state``: the inner state to warm-start from (α[J_k] of the last successful
     evaluation), or None for α = 0.  Returns ``ok=False`` (and no gradient) when the inner fits
     did not converge to ``options.fail_tol``; ``state`` is then None (discarded).
+
+    ``map_folds(fn, jobs)`` (e.g. ``engine.map`` of :mod:`gpmodels.engine`): run the folds as
+    independent tasks; every fold then runs (no early stop, the cold-retry setting of the start for
+    all), and the results are taken in fold order as in the sequential loop.
     """
     opts = options or CVOptions()
     t_start = time.perf_counter()
@@ -444,12 +457,15 @@ def cv_criterion(op: Operator, likelihood: Likelihood, Y, folds, options: CVOpti
     q = len(folds)
     acc = _Accumulator(q, opts, np.zeros((n, C, q)) if gradient else None, np.zeros((n, C, q)) if gradient else None,
                        retry=opts.retry_cold)
-    for k, (I, J) in enumerate(zip(folds, _complements(folds, n))):
-        try:
-            fold, restrict_s = _evaluate_fold(k, I, J, op, likelihood, Y, state, opts, gradient, acc.retry)
-        except np.linalg.LinAlgError as exc:  # exact solves at extreme hyperparameters
-            acc.fail(f"fold {k}: {exc}")
+    pairs = list(zip(folds, _complements(folds, n)))
+    jobs = [(k, I, J, op, likelihood, Y, state, opts, gradient) for k, (I, J) in enumerate(pairs)]
+    done = None if map_folds is None else map_folds(_fold_task, [job + (acc.retry,) for job in jobs])
+    for k, (I, J) in enumerate(pairs):
+        res, err = _fold_task(jobs[k] + (acc.retry,)) if done is None else done[k]
+        if err is not None:  # exact solves at extreme hyperparameters
+            acc.fail(f"fold {k}: {err}")
             break
+        fold, restrict_s = res
         if not acc.add(k, I, J, fold, restrict_s):
             break
     mean_norm = acc.mean_norm()

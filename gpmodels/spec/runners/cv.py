@@ -135,7 +135,8 @@ def run_cv(spec: Spec, data: Dataset, base_dir: Path | None, say, *, engine=None
     say(f"learning {op.params.size} hyperparameters by {c.folds}-fold CV ({', '.join(op.param_names)})")
     with say.bar(None, "CV outer iterations") as bar:
         res = learn_hyperparameters(op, likelihood, Y, folds, options, checkpoint=checkpoint,
-                                    on_iteration=iteration_reporter(say, bar))
+                                    on_iteration=iteration_reporter(say, bar),
+                                    map_folds=engine.map if engine is not None and engine.maps_tasks else None)
     if res.resumed_from is not None:
         say(f"resumed from the checkpoint of outer iteration {res.resumed_from}")
     learn_s = time.perf_counter() - t
