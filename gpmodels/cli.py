@@ -136,9 +136,6 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--fresh", action="store_true",
                    help="start CV learning afresh: ignore and replace a checkpoint in the report folder "
                         "(objective.cv.resume: never for this run)")
-    r.add_argument("--scheduler", default=None, metavar="ADDRESS",
-                   help="run on the Dask cluster of this scheduler (tcp://host:8786, started by `dask scheduler`); "
-                        "sets engine.scheduler and engine.type: dask (pip install gpmodels[dask])")
     v = _add(sub, "validate", "check a spec or study spec (keys, types, files) without running it",
              "Check a model spec or study spec (keys, types, values, the files it names) without running it.")
     v.add_argument("spec", help="path to a YAML spec or study spec")
@@ -152,6 +149,10 @@ def _parser() -> argparse.ArgumentParser:
         q.add_argument("--no-progress", action="store_true",
                        help="no progress bars on stderr (messages still on stdout)")
         q.add_argument("--force", action="store_true", help=f"replace another {what} report in the folder")
+    for q in (r, s):
+        q.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                       help="run on the Dask cluster of this scheduler (tcp://host:8786, started by `dask scheduler`); "
+                            "sets engine.scheduler and engine.type: dask (pip install gpmodels[dask])")
     for q in (r, v, s):
         q.add_argument("--set", action="append", default=[], dest="overrides", metavar="KEY.PATH=VALUE",
                        help=SET_HELP)
@@ -322,6 +323,15 @@ def _where(exc: BaseException) -> str:
     return f"{Path(tb.tb_frame.f_code.co_filename).name}:{tb.tb_lineno}" if tb is not None else "?"
 
 
+def _with_scheduler(args) -> list:
+    """The ``--set`` overrides, plus engine.type / engine.scheduler for ``--scheduler`` (validated like
+    the same keys in the spec file)."""
+    overrides = list(args.overrides)
+    if args.scheduler is not None:
+        overrides += ["engine.type=dask", f"engine.scheduler={args.scheduler}"]
+    return overrides
+
+
 def _command(args, command: str) -> int:
     from gpmodels.errors import SpecError
 
@@ -345,7 +355,7 @@ def _command(args, command: str) -> int:
             )
         from gpmodels.spec.study import failed_models, run_study
 
-        study, base_dir = _load(args.spec, args.overrides, args.allow_import)
+        study, base_dir = _load(args.spec, _with_scheduler(args), args.allow_import)
         rows = run_study(study, base_dir, args.out, quiet=args.quiet, progress=not args.no_progress, force=args.force,
                          command=command)
         failed = failed_models(rows)
@@ -361,10 +371,7 @@ def _command(args, command: str) -> int:
         raise SpecError(f"{args.spec} is a study spec (it lists `models`); run it with `gpmodels study {args.spec}`")
     from gpmodels.spec.run import run_spec
 
-    overrides = list(args.overrides)
-    if args.scheduler is not None:  # validated like any engine.scheduler of a spec
-        overrides += ["engine.type=dask", f"engine.scheduler={args.scheduler}"]
-    spec, base_dir = _load(args.spec, overrides, args.allow_import, kind="model")
+    spec, base_dir = _load(args.spec, _with_scheduler(args), args.allow_import, kind="model")
     if args.fresh:  # this run only: the checkpoint is ignored, then replaced by this run's
         spec = attrs.evolve(spec, objective=attrs.evolve(
             spec.objective, cv=attrs.evolve(spec.objective.cv, resume="never")))

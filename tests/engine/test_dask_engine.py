@@ -1,6 +1,9 @@
 """The Dask engine (issue 13): DaskGram against dense oracles and the in-process StoredGram, the fit,
 Ψ and ∇Ψ through it, worker processes, a lost worker, the spec section, the CLI and checkpoints."""
 
+import os
+import signal
+import time
 import types
 
 import numpy as np
@@ -89,8 +92,8 @@ def test_mvm_fit_psi_and_gradient_equal_in_process(threads):
 
 
 def test_worker_processes_and_a_lost_worker():
-    """Two worker processes: the MVM equals the in-process one; after a worker is closed mid-run its
-    blocks are rebuilt by Dask from the broadcast X on the other worker, and the MVM is unchanged."""
+    """Two worker processes: the MVM equals the in-process one; after a worker process is killed
+    mid-run its blocks are rebuilt by Dask from the broadcast X, and the MVM is unchanged."""
     X, _, _ = _problem(40)
     cfg = EngineConfig(type="dask", processes=True, n_workers=2, threads_per_worker=1, block_rows=10)
     rep_local = RepresentationConfig(kind="stored").build(X, RBF(w=0.5))
@@ -98,11 +101,12 @@ def test_worker_processes_and_a_lost_worker():
     with open_engine(cfg) as eng:
         rep = RepresentationConfig(kind="blocked", engine=eng).build(X, RBF(w=0.5))
         assert rel(rep.mvm(B), rep_local.mvm(B)) <= 1e-10
-        victim = next(iter(eng.cluster.workers))
-        eng.cluster.scale(1)  # closes one worker and its held blocks
-        eng.client.wait_for_workers(1)
-        while len(eng.client.scheduler_info()["workers"]) > 1:
-            eng.client.sync(lambda: __import__("asyncio").sleep(0.05))
+        victim, pid = next(iter(eng.client.run(os.getpid).items()))
+        os.kill(pid, signal.SIGKILL)  # a hard kill: its held blocks are gone
+        deadline = time.monotonic() + 30
+        while victim in eng.client.scheduler_info()["workers"] and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert victim not in eng.client.scheduler_info()["workers"]
         assert rel(rep.mvm(B), rep_local.mvm(B)) <= 1e-10, f"after losing worker {victim}"
     assert eng.client is None and eng.cluster is None  # closed by the context manager
 
