@@ -73,7 +73,8 @@ def main() -> None:
     cfg = EngineConfig(type="dask", n_workers=2, threads_per_worker=1, processes=True)
     with open_engine(cfg) as engine:
         t = time.perf_counter()
-        dist = BlockDiagonal.from_sharing(X, kernel, C, "tied", 10.0, RepresentationConfig(kind="stored", engine=engine))
+        rep = RepresentationConfig(kind="stored", engine=engine)
+        dist = BlockDiagonal.from_sharing(X, kernel, C, "tied", 10.0, rep)
         dist.mvm(V[:, :1].repeat(C, axis=1))  # wait for the blocks
         build_dask = time.perf_counter() - t
         s_dask = mvm_seconds(dist, V, args.repeats)
@@ -102,8 +103,10 @@ def main() -> None:
     out["load_after"] = os.getloadavg()
     print(f"n = {args.n}, C = {C}, d = {d}, RBF tied; load {out['load_before'][0]:.2f} -> {out['load_after'][0]:.2f}")
     print(f"{'engine':24s} {'build s':>8s} {'s/MVM':>8s} {'fit s':>8s} {'MVMs':>6s} {'Φ':>18s} {'test err':>8s}")
+    def f(v, fmt):
+        return format(v, fmt) if v is not None else "-"
+
     for name, b, s, ft, mv, phi, err in rows:
-        f = (lambda v, fmt: format(v, fmt) if v is not None else "-")
         print(f"{name:24s} {b:8.2f} {s:8.4f} {f(ft, '8.1f'):>8s} {f(mv, 'd'):>6s} {f(phi, '.12g'):>18s} "
               f"{f(err, '.4f'):>8s}")
     print(f"dask_mvm_overhead = {out['dask_mvm_overhead']:.3f}, MVM rel. diff = {out['mvm_rel_diff']:.2e}"
