@@ -80,6 +80,12 @@ class DaskEngine(Engine):
                 raise EngineError(f"cannot reach the Dask scheduler at {config.scheduler!r} ({type(exc).__name__}: "
                                   f"{exc}); start it with `dask scheduler` and the workers with "
                                   f"`dask worker {config.scheduler}`") from None
+            try:
+                client.wait_for_workers(1, timeout=60)
+            except (OSError, TimeoutError):
+                client.close()
+                raise EngineError(f"the Dask scheduler at {config.scheduler!r} has no worker after 60 s; start "
+                                  f"them with `dask worker {config.scheduler}`") from None
             return cls(client, None, config)
         try:
             cluster = distributed.LocalCluster(n_workers=config.n_workers, threads_per_worker=config.threads_per_worker,

@@ -61,9 +61,12 @@ def _block_grad(kernel: Kernel, X, rows: slice, Mb: np.ndarray, E: np.ndarray, F
     return kernel.grad_contract(X[rows], X, E[rows] @ F.T, gram=Mb)
 
 
-def _take(cols: np.ndarray, *pieces) -> np.ndarray:
-    """Rows of held blocks, columns ``cols``: pieces alternate (block, local row indices)."""
-    parts = [blk[idx][:, cols] for blk, idx in zip(pieces[0::2], pieces[1::2])]
+def _take(cols: np.ndarray, block: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """Rows ``rows`` (local indices) and columns ``cols`` of one held block."""
+    return np.ascontiguousarray(block[rows][:, cols])
+
+
+def _stack(*parts) -> np.ndarray:
     return np.ascontiguousarray(np.vstack(parts))
 
 
@@ -100,7 +103,8 @@ class _HeldRows:
 
         Where I runs through the held blocks in order (sorted folds), each new block is one run of
         rows of one held block, built on that block's worker (nothing moves); otherwise new blocks
-        of ``block_rows`` rows gather their rows from the held blocks they need."""
+        of ``block_rows`` rows stack the pieces cut from the held blocks they need (each piece cut on
+        its block's worker, so only the pieces move)."""
         I = np.asarray(I, dtype=np.intp)
         J = np.asarray(J, dtype=np.intp)
         starts = np.array([s.start for s in self.slices], dtype=np.intp)
@@ -116,15 +120,14 @@ class _HeldRows:
         new_slices, futures, pos = [], [], 0
         with engine_failures("taking rows of a distributed kernel matrix"):
             Jf = self.engine.scatter(J)
+            submit = self.engine.client.submit
             for group in groups:
-                pieces = []
-                for run in group:
-                    b = int(owner[run[0]])
-                    pieces += [self.futures[b], I[run] - starts[b]]
+                pieces = [submit(_take, Jf, self.futures[int(owner[run[0]])], I[run] - starts[int(owner[run[0]])],
+                                 pure=False) for run in group]
                 size = sum(r.size for r in group)
                 new_slices.append(slice(pos, pos + size))
                 pos += size
-                futures.append(self.engine.client.submit(_take, Jf, *pieces, pure=False))
+                futures.append(pieces[0] if len(pieces) == 1 else submit(_stack, *pieces, pure=False))
         return _HeldRows(self.engine, new_slices, futures, (I.size, J.size))
 
     def dense(self) -> np.ndarray:

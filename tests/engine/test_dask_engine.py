@@ -234,3 +234,17 @@ def test_study_rows_as_tasks(tmp_path):
     assert [r["status"] for r in par] == ["ok"] * 3
     assert [r["test_error"] for r in par] == [r["test_error"] for r in local]
     assert [r["phi"] for r in par] == pytest.approx([r["phi"] for r in local], rel=1e-12)
+
+
+def test_connect_to_a_running_scheduler_and_leave_it_running():
+    """``scheduler: ADDRESS`` connects to a cluster someone else started and does not close it."""
+    import distributed
+
+    X, _, _ = _problem(20)
+    B = np.random.default_rng(2).normal(size=(20, 2))
+    with distributed.LocalCluster(n_workers=1, processes=False, dashboard_address=":0") as cluster:
+        with open_engine(EngineConfig(type="dask", scheduler=cluster.scheduler_address, block_rows=8)) as eng:
+            assert eng.cluster is None and eng.n_threads >= 1
+            rep = RepresentationConfig(kind="stored", engine=eng).build(X, RBF(w=0.4))
+            assert rel(rep.mvm(B), RepresentationConfig(kind="stored").build(X, RBF(w=0.4)).mvm(B)) <= 1e-10
+        assert cluster.status.name == "running"
