@@ -149,6 +149,10 @@ def _parser() -> argparse.ArgumentParser:
         q.add_argument("--no-progress", action="store_true",
                        help="no progress bars on stderr (messages still on stdout)")
         q.add_argument("--force", action="store_true", help=f"replace another {what} report in the folder")
+    for q in (r, s):
+        q.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                       help="run on the Dask cluster of this scheduler (tcp://host:8786, started by `dask scheduler`); "
+                            "sets engine.scheduler and engine.type: dask (pip install gpmodels[dask])")
     for q in (r, v, s):
         q.add_argument("--set", action="append", default=[], dest="overrides", metavar="KEY.PATH=VALUE",
                        help=SET_HELP)
@@ -319,6 +323,15 @@ def _where(exc: BaseException) -> str:
     return f"{Path(tb.tb_frame.f_code.co_filename).name}:{tb.tb_lineno}" if tb is not None else "?"
 
 
+def _with_scheduler(args) -> list:
+    """The ``--set`` overrides, plus engine.type / engine.scheduler for ``--scheduler`` (validated like
+    the same keys in the spec file)."""
+    overrides = list(args.overrides)
+    if args.scheduler is not None:
+        overrides += ["engine.type=dask", f"engine.scheduler={args.scheduler}"]
+    return overrides
+
+
 def _command(args, command: str) -> int:
     from gpmodels.errors import SpecError
 
@@ -342,7 +355,7 @@ def _command(args, command: str) -> int:
             )
         from gpmodels.spec.study import failed_models, run_study
 
-        study, base_dir = _load(args.spec, args.overrides, args.allow_import)
+        study, base_dir = _load(args.spec, _with_scheduler(args), args.allow_import)
         rows = run_study(study, base_dir, args.out, quiet=args.quiet, progress=not args.no_progress, force=args.force,
                          command=command)
         failed = failed_models(rows)
@@ -358,7 +371,7 @@ def _command(args, command: str) -> int:
         raise SpecError(f"{args.spec} is a study spec (it lists `models`); run it with `gpmodels study {args.spec}`")
     from gpmodels.spec.run import run_spec
 
-    spec, base_dir = _load(args.spec, args.overrides, args.allow_import, kind="model")
+    spec, base_dir = _load(args.spec, _with_scheduler(args), args.allow_import, kind="model")
     if args.fresh:  # this run only: the checkpoint is ignored, then replaced by this run's
         spec = attrs.evolve(spec, objective=attrs.evolve(
             spec.objective, cv=attrs.evolve(spec.objective.cv, resume="never")))

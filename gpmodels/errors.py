@@ -16,6 +16,7 @@ __all__ = [
     "HierarchyError",
     "ConvergenceError",
     "CheckpointError",
+    "EngineError",
     "NotFittedError",
     "InputTypeError",
     "DataConversionWarning",
@@ -65,6 +66,11 @@ class ConvergenceError(GPModelsError, RuntimeError):
 
 class CheckpointError(GPModelsError, RuntimeError):
     """A checkpoint is corrupt or belongs to another run; it is refused rather than used."""
+
+
+class EngineError(GPModelsError, RuntimeError):
+    """The distributed engine failed: its package is missing, the cluster cannot be reached, or a
+    worker was lost and its work could not be redone.  The message names the scheduler or worker."""
 
 
 class NotFittedError(GPModelsError, ValueError, AttributeError):

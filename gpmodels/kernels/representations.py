@@ -25,10 +25,11 @@ import numpy as np
 import scipy.linalg as sla
 import scipy.sparse as sp
 
+from gpmodels.engine.base import Engine
 from gpmodels.errors import InputError
 from gpmodels.kernels.base import Kernel, sq_norms
 from gpmodels.kernels.linear import Linear
-from gpmodels.validation import nonnegative_number, one_of, positive_int, positive_number
+from gpmodels.validation import instance_of, nonnegative_number, one_of, optional, positive_int, positive_number
 
 __all__ = ["Representation", "CrossRepresentation", "StoredGram", "BlockedGram", "FeatureGram", "LowRankGram",
            "RepresentationConfig", "incomplete_cholesky"]
@@ -443,6 +444,9 @@ class RepresentationConfig:
 
     ``auto``: the linear kernel as ``features``; other kernels ``stored`` when the n x n matrix
     fits in ``stored_max_mb``, else ``blocked`` with ``memory_mb``.
+
+    ``engine``: an engine that distributes kernel matrices (``gpmodels.engine``) holds every
+    ``stored`` or ``blocked`` matrix on its workers instead (:class:`~gpmodels.kernels.distributed.DaskGram`).
     """
 
     kind: str = attrs.field(default="auto", validator=one_of(REPRESENTATION_KINDS))
@@ -450,6 +454,7 @@ class RepresentationConfig:
     stored_max_mb: float = attrs.field(default=4096.0, validator=positive_number())
     rank: int = attrs.field(default=200, validator=positive_int())  # lowrank: maximal rank of the ICF
     tol: float = attrs.field(default=1e-8, validator=nonnegative_number())  # lowrank: ICF stopping tolerance
+    engine: Engine | None = attrs.field(default=None, validator=optional(instance_of(Engine)))
 
     def build(self, X, kernel: Kernel) -> Representation:
         kernel.check_inputs(X)
@@ -461,6 +466,11 @@ class RepresentationConfig:
                 kind = "stored"
             else:
                 kind = "blocked"
+        if kind in ("stored", "blocked") and self.engine is not None and self.engine.distributes_gram:
+            from gpmodels.kernels.distributed import DaskGram
+
+            return DaskGram(X, kernel, self.engine, block_rows=self.engine.block_rows,
+                            cross_memory_mb=self.memory_mb)
         if kind == "stored":
             return StoredGram(X, kernel, cross_memory_mb=self.memory_mb)
         if kind == "blocked":

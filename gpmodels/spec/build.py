@@ -23,6 +23,7 @@ from gpmodels.data.datasets import (
 from gpmodels.data.multilabel_sets import MULTILABEL_DATASETS, MultilabelDataset, load_multilabel
 from gpmodels.data.scaling import FeatureScaler, auto_rbf_w
 from gpmodels.data.splits import subsample, train_test_split
+from gpmodels.engine.base import Engine, EngineConfig
 from gpmodels.errors import DataError, HierarchyError, InputError, SpecError
 from gpmodels.hierarchy import ClassTree
 from gpmodels.inference.map.newton_cg import NewtonOptions
@@ -39,10 +40,11 @@ from gpmodels.operators.base import Operator
 from gpmodels.operators.blockdiag import BlockDiagonal
 from gpmodels.operators.sum import Sum
 from gpmodels.priors.registry import PriorContext, import_path_of, resolve_prior
-from gpmodels.spec.sections import KernelSpec, ModelSpec, ObjectiveSpec, Spec
+from gpmodels.spec.sections import EngineSpec, KernelSpec, ModelSpec, ObjectiveSpec, Spec
 from gpmodels.validation import check_features
 
 __all__ = ["resolve_path", "check_files", "build_data", "build_multilabel_data", "build_kernel", "build_prior",
+           "build_engine_config",
            "prior_operator", "build_likelihood", "build_newton_options", "model_kernels", "resolve_model", "n_latent",
            "build_operator", "data_root", "hierarchy_path",
            "build_tree", "build_pseudo_targets", "build_binary_operator"]
@@ -312,18 +314,30 @@ def _load_gram(path: Path, key: str) -> np.ndarray:
     return G
 
 
-def _representation(m: ModelSpec) -> RepresentationConfig:
+def _representation(m: ModelSpec, engine: Engine | None = None) -> RepresentationConfig:
     r = m.representation
     return RepresentationConfig(kind=r.kind, memory_mb=r.memory_mb, stored_max_mb=r.stored_max_mb, rank=r.rank,
-                                tol=r.tol)
+                                tol=r.tol, engine=engine)
 
 
-def build_prior(m: ModelSpec, X_train, base_dir: Path | None = None, *, tree: ClassTree | None = None):
+def build_engine_config(e: EngineSpec, scheduler: str | None = None) -> EngineConfig:
+    """The ``EngineConfig`` of the spec's ``engine`` section; ``scheduler`` (CLI ``--scheduler``)
+    overrides its address and implies ``type: dask``."""
+    if scheduler is not None:
+        e = attrs.evolve(e, type="dask", scheduler=scheduler)
+    return EngineConfig(type=e.type, scheduler=e.scheduler, n_workers=e.n_workers,
+                        threads_per_worker=e.threads_per_worker, memory_limit=e.memory_limit, processes=e.processes,
+                        distribute=e.distribute, block_rows=e.block_rows)
+
+
+def build_prior(m: ModelSpec, X_train, base_dir: Path | None = None, *, tree: ClassTree | None = None,
+                engine: Engine | None = None):
     """The prior factory of ``model``: the builder registered under ``model.prior`` (or imported from
-    ``package.module:builder``) applied to a :class:`PriorContext`."""
+    ``package.module:builder``) applied to a :class:`PriorContext`; ``engine`` (one that distributes
+    kernel matrices) goes into the representation."""
     builder = resolve_prior(m.prior, allow_import=m.allow_import)
     ctx = PriorContext(name=m.prior, options=dict(m.prior_options or {}), model=m,
-                       kernel=build_kernel(m.kernel, X_train, base_dir), representation=_representation(m),
+                       kernel=build_kernel(m.kernel, X_train, base_dir), representation=_representation(m, engine),
                        X_train=X_train, tree=tree, base_dir=base_dir)
     prior = builder(ctx)
     if not callable(getattr(prior, "operator", None)):
@@ -378,12 +392,13 @@ def n_latent(m: ModelSpec, n_classes: int) -> int:
     return n_classes if m.likelihood == "softmax" else 1
 
 
-def build_operator(m: ModelSpec, X_train, n_classes: int, base_dir: Path | None = None, tree: ClassTree | None = None):
+def build_operator(m: ModelSpec, X_train, n_classes: int, base_dir: Path | None = None, tree: ClassTree | None = None,
+                   engine: Engine | None = None):
     """The prior's operator; with ``kernels`` the Sum K_θ = Σ θ_m K_m of variance-1 components."""
     C = n_latent(m, n_classes)
     if m.kernels is None:
-        return prior_operator(build_prior(m, X_train, base_dir, tree=tree), m, X_train, C)
-    rep = _representation(m)
+        return prior_operator(build_prior(m, X_train, base_dir, tree=tree, engine=engine), m, X_train, C)
+    rep = _representation(m, engine)
     ops = [
         BlockDiagonal.from_sharing(X_train, build_kernel(k, X_train, base_dir, key), C, "tied", 1.0, rep)
         for key, k in model_kernels(m)
@@ -391,10 +406,10 @@ def build_operator(m: ModelSpec, X_train, n_classes: int, base_dir: Path | None 
     return Sum(ops, m.weights if m.weights is not None else np.ones(len(ops)))
 
 
-def build_binary_operator(spec: Spec, X_train, base_dir: Path | None = None):
+def build_binary_operator(spec: Spec, X_train, base_dir: Path | None = None, engine: Engine | None = None):
     """The operator of every binary task of `objective.type: one_vs_rest` (two classes: c and the
     rest) at the spec's hyperparameters; σ² among them when CV learns it (`objective.cv.learn_sigma2`)."""
-    prior = build_prior(spec.model, X_train, base_dir)
+    prior = build_prior(spec.model, X_train, base_dir, engine=engine)
     if spec.objective.learn and spec.objective.cv.learn_sigma2:
         prior = attrs.evolve(prior, learn_sigma2=True)
     return prior_operator(prior, spec.model, X_train, 2)

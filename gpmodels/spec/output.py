@@ -49,7 +49,7 @@ CHECKPOINTS = ("checkpoint.npz", "checkpoint-class*.npz", "checkpoint*.npz.tmp*"
 
 
 #: keys that do not change a run's results: not part of its identity (``cv`` keys inside any ``cv`` section)
-_NOT_IDENTITY = ("output", "description")
+_NOT_IDENTITY = ("output", "description", "engine")  # engine: where it runs, not what it computes
 _NOT_IDENTITY_CV = ("checkpoint", "resume")
 
 

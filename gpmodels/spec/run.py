@@ -21,6 +21,7 @@ flags, scores, timings and the plots).
 
 from __future__ import annotations
 
+import inspect
 import json
 import time
 from pathlib import Path
@@ -30,10 +31,11 @@ import numpy as np
 
 from gpmodels import reports
 from gpmodels.data.datasets import Dataset
+from gpmodels.engine.base import LocalEngine, open_engine
 from gpmodels.errors import DataError, GPModelsError, SpecError
 from gpmodels.progress import Console
 from gpmodels.scoring import metrics as M
-from gpmodels.spec.build import build_data, build_tree, check_files, resolve_path
+from gpmodels.spec.build import build_data, build_engine_config, build_tree, check_files, resolve_path
 from gpmodels.spec.loader import dump_yaml, grant_imports
 from gpmodels.spec.outcome import Runner, RunOutcome, map_saver
 from gpmodels.spec.output import claim_output, spec_digest
@@ -201,6 +203,18 @@ def run_spec(spec: Spec, base_dir: Path | None = None, out: str | Path | None = 
             raise
 
 
+def _call_runner(runner, spec: Spec, data, base_dir, say: Console, engine):
+    """The runner on ``engine``: the local engine calls it as every runner is called; another engine is
+    passed as ``engine=`` to the runners that take it (a runner without that keyword cannot use it)."""
+    if isinstance(engine, LocalEngine):
+        return runner(spec, data, base_dir, say)
+    if "engine" not in inspect.signature(runner).parameters:
+        raise SpecError(f"objective type {spec.objective.type!r} does not run on a {spec.engine.type} engine; "
+                        "use `engine.type: local`", "engine.type")
+    say(f"engine: {engine!r}")
+    return runner(spec, data, base_dir, say, engine=engine)
+
+
 def _run(spec: Spec, runner, base_dir, out_dir: Path, say: Console, origin: dict) -> dict:
     t0 = time.perf_counter()
     data = _read_data(spec, base_dir)
@@ -209,7 +223,9 @@ def _run(spec: Spec, runner, base_dir, out_dir: Path, say: Console, origin: dict
         f"{data.X_train.shape[1]} features{' (sparse)' if data.sparse else ''}"
     )
     # runners see the effective report folder (``--out`` included) in ``spec.output.dir``
-    outcome = runner(attrs.evolve(spec, output=attrs.evolve(spec.output, dir=str(out_dir))), data, base_dir, say)
+    with open_engine(build_engine_config(spec.engine)) as engine:
+        outcome = _call_runner(runner, attrs.evolve(spec, output=attrs.evolve(spec.output, dir=str(out_dir))), data,
+                               base_dir, say, engine)
     metrics = {"name": spec.name, **origin}
     if outcome.probabilities is not None:
         scores = M.classification_report(outcome.probabilities, data.y_test)

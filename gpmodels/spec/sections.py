@@ -9,6 +9,7 @@ import attrs
 from gpmodels.data.datasets import NAMED_DATASETS
 from gpmodels.data.multilabel_sets import MULTILABEL_DATASETS
 from gpmodels.data.scaling import FEATURE_SCALINGS
+from gpmodels.engine.base import DISTRIBUTE_MODES, ENGINE_TYPES
 from gpmodels.errors import SpecError, shown
 from gpmodels.inference.cv.criterion import CVOptions
 from gpmodels.inference.cv.learn import LearnOptions
@@ -34,7 +35,7 @@ __all__ = ["TASKS", "LIKELIHOODS", "OBJECTIVES", "SOLVERS", "check_unifying", "S
            "KERNEL_KEYS", "PseudoTargetsSpec", "CouplingSpec", "PRIORS", "MODEL_SHARING", "DECISIONS", "CVSpec",
            "check_one_vs_rest", "NewtonSpec", "CVNewtonSpec", "OuterSpec", "EMSpec", "LaplaceSpec", "VBSpec", "MKLSpec",
            "OBJECTIVE_MOVED_KEYS", "SECTION_TYPES", "check_name", "NAME_PATTERN",
-           "check_predictive"]
+           "check_predictive", "EngineSpec", "SCHEDULER_PATTERN"]
 
 #: built-in priors: flat independent GPs, the ANOVA class tree (Sec. 3), square coupling B and C x p loadings
 #: (Sec. 7.4.1); more are registered by gpmodels.priors.register_prior or named by import path
@@ -670,6 +671,36 @@ class OutputSpec(Node):
     dir: str = option("runs/{name}", kind="str", doc="report folder; `{name}` is replaced by the spec's name")
 
 
+#: a Dask scheduler address: ``tcp://host:8786`` (or tls://, ucx://, inproc://)
+SCHEDULER_PATTERN = re.compile(r"^(tcp|tls|ucx|inproc)://[^\s/]+$")
+
+
+@attrs.frozen
+class EngineSpec(Node):
+    """Where the work runs: in this process, or on a Dask cluster (`pip install gpmodels[dask]`)."""
+
+    type: str = option("local", kind="str", choices=ENGINE_TYPES,
+                       doc="`local`: this process; `dask`: a dask.distributed cluster (CLI `--scheduler` implies it)")
+    scheduler: str | None = option(None, kind="str", allowed="null or tcp://host:port",
+                                   doc="address of a running `dask scheduler`; null starts a LocalCluster for the run")
+    n_workers: int = option(2, kind="int", minimum=1, maximum=1024, doc="LocalCluster: worker processes")
+    threads_per_worker: int = option(1, kind="int", minimum=1, maximum=1024, doc="LocalCluster: threads per worker")
+    memory_limit: str = option("auto", kind="str", doc="LocalCluster: memory per worker (`4GiB`, `auto`)")
+    processes: bool = option(True, kind="bool", doc="LocalCluster: workers are processes (false: threads)")
+    distribute: str = option("gram", kind="str", choices=DISTRIBUTE_MODES,
+                             doc="`gram`: kernel matrices held in row blocks on the workers; `tasks`: CV folds, "
+                             "one-vs-rest models and study rows as parallel tasks")
+    block_rows: int | None = option(None, kind="int", minimum=1,
+                                    doc="rows of one held kernel-matrix block (null: n over the worker threads)")
+
+    def check(self, path):
+        if self.scheduler is not None and not SCHEDULER_PATTERN.match(self.scheduler):
+            raise SpecError(f"must be a scheduler address like tcp://host:8786; got {shown(self.scheduler)}",
+                            f"{path}.scheduler" if path else "scheduler")
+        if self.scheduler is not None and self.type != "dask":
+            raise SpecError("a scheduler address needs `type: dask`", f"{path}.type" if path else "type")
+
+
 @attrs.frozen
 class Spec(Node):
     """A model spec: data, model, objective, evaluation and output."""
@@ -682,6 +713,7 @@ class Spec(Node):
     objective: ObjectiveSpec = option(ObjectiveSpec, kind="node", node=ObjectiveSpec, doc="objective")
     evaluation: EvaluationSpec = option(EvaluationSpec, kind="node", node=EvaluationSpec, doc="evaluation")
     output: OutputSpec = option(OutputSpec, kind="node", node=OutputSpec, doc="output")
+    engine: EngineSpec = option(EngineSpec, kind="node", node=EngineSpec, doc="where the work runs (issue 13)")
 
     def check(self, path):
         check_name(self.name, "name")

@@ -20,7 +20,16 @@ import attrs
 
 from gpmodels.errors import GPModelsError, SpecError
 from gpmodels.spec.schema import Node, option
-from gpmodels.spec.sections import DataSpec, EvaluationSpec, ModelSpec, ObjectiveSpec, OutputSpec, Spec, check_name
+from gpmodels.spec.sections import (
+    DataSpec,
+    EngineSpec,
+    EvaluationSpec,
+    ModelSpec,
+    ObjectiveSpec,
+    OutputSpec,
+    Spec,
+    check_name,
+)
 
 __all__ = ["StudyEntry", "StudySpec", "run_study", "failed_models", "study_identity", "DEFAULT_COLUMNS"]
 
@@ -48,11 +57,19 @@ class StudySpec(Node):
     output: OutputSpec = option(OutputSpec, kind="node", node=OutputSpec, doc="output folder of the study")
     models: tuple = option(kind="list[node]", node=StudyEntry, doc="the compared models")
     columns: tuple = option(DEFAULT_COLUMNS, kind="list[str]", doc="metrics shown in the table")
+    engine: EngineSpec = option(EngineSpec, kind="node", node=EngineSpec,
+                                doc="where the models run: with `type: dask, distribute: tasks` the rows run as "
+                                "parallel tasks, with `distribute: gram` one after the other, each on the engine")
 
     def check(self, path):
         check_name(self.name, "name")
         for i, e in enumerate(self.models):
             check_name(e.name, f"models[{i}].name")
+        e = self.engine
+        if e.type == "dask" and e.distribute == "tasks" and (not e.processes or e.threads_per_worker > 1):
+            raise SpecError("study rows as tasks need worker processes with one thread each (`processes: true`, "
+                            "`threads_per_worker: 1`): runs in one process would share the plots and the log",
+                            "engine.processes" if not e.processes else "engine.threads_per_worker")
         if not self.models:
             raise SpecError("a study needs at least one model", f"{path}.models" if path else "models")
         names = [m.name for m in self.models]
@@ -68,9 +85,11 @@ class StudySpec(Node):
                 ) from None
 
     def entry_spec(self, entry: StudyEntry, out_dir) -> Spec:
+        rows_as_tasks = self.engine.type == "dask" and self.engine.distribute == "tasks"
         spec = Spec(name=entry.name, description=self.description, seed=self.seed, data=self.data, model=entry.model,
                     objective=entry.objective, evaluation=self.evaluation,
-                    output=OutputSpec(dir=str(Path(out_dir) / entry.name)))
+                    output=OutputSpec(dir=str(Path(out_dir) / entry.name)),
+                    engine=EngineSpec() if rows_as_tasks else self.engine)
         spec.check("")
         return spec
 
@@ -133,20 +152,48 @@ def failed_models(rows: list[dict]) -> list[str]:
     return [r["model"] for r in rows if r.get("status") == "failed"]
 
 
+def _row_task(job: tuple) -> tuple:
+    """One study row as an independent task: (metrics, None) or (None, the first line of its error)."""
+    run_spec, spec, base_dir, out, force = job
+    try:
+        return run_spec(spec, base_dir, out, quiet=True, progress=False, force=force), None
+    except Exception as exc:  # noqa: BLE001 - one model's failure must not lose the others' rows
+        return None, _first_line(exc)
+
+
+def _run_rows(study, base_dir, out_dir: Path, say, run_spec, *, quiet, progress, force):
+    """(entry, (metrics, error)) per model in order: one after the other here, or, with
+    ``engine: {type: dask, distribute: tasks}``, all as parallel tasks on the engine's workers (each
+    run then in-process on its worker; the report folder must be reachable from the workers)."""
+    from gpmodels.engine import open_engine
+    from gpmodels.spec.build import build_engine_config
+
+    specs = [study.entry_spec(entry, out_dir) for entry in study.models]
+    if study.engine.type == "dask" and study.engine.distribute == "tasks":
+        with open_engine(build_engine_config(study.engine)) as engine:
+            say(f"{len(specs)} models as parallel tasks on {engine!r}")
+            done = engine.map(_row_task, [(run_spec, spec, base_dir, out_dir / spec.name, force) for spec in specs])
+        yield from zip(study.models, done)
+        return
+    for i, (entry, spec) in enumerate(zip(study.models, specs), start=1):
+        say(f"model {i}/{len(study.models)}: {entry.name}")
+        try:
+            yield entry, (run_spec(spec, base_dir, out_dir / entry.name, quiet=quiet, progress=progress, force=force),
+                          None)
+        except KeyboardInterrupt:
+            raise
+        except Exception as exc:  # noqa: BLE001 - one model's failure must not lose the others' rows
+            yield entry, (None, _first_line(exc))
+
+
 def _run_study(study, base_dir, out_dir: Path, say, reports, run_spec, origin, *, quiet, progress,
                force) -> list[dict]:
     rows, curves = [], {}
     t0 = time.perf_counter()
     with say.bar(len(study.models), "models", unit="model") as bar:
-        for i, entry in enumerate(study.models, start=1):
-            say(f"model {i}/{len(study.models)}: {entry.name}")
-            spec = study.entry_spec(entry, out_dir)
-            try:
-                metrics = run_spec(spec, base_dir, out_dir / entry.name, quiet=quiet, progress=progress, force=force)
-            except KeyboardInterrupt:
-                raise
-            except Exception as exc:  # noqa: BLE001 - one model's failure must not lose the others' rows
-                error = _first_line(exc)
+        for i, (entry, (metrics, error)) in enumerate(_run_rows(study, base_dir, out_dir, say, run_spec, quiet=quiet,
+                                                                progress=progress, force=force), start=1):
+            if error is not None:
                 print(f"gpmodels: study {study.name}: model {entry.name!r} failed: {error}", file=sys.stderr)
                 say.write_log(f"model {entry.name!r} failed: {error}")
                 rows.append({"model": entry.name, "status": "failed", "error": error})

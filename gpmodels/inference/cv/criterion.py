@@ -60,7 +60,7 @@ switched retries off for the later folds; that made fold k depend on folds < k, 
 map cannot reproduce, and ``abort_on_failure`` already keeps failing evaluations cheap.)
 
 Folds are independent: :func:`evaluate_fold` is a pure function ``FoldTask -> FoldResult`` and the
-loop over folds is :func:`map_folds` (sequential, or ``fold_workers`` threads), whose results are
+loop over folds is :func:`map_folds_threaded` (sequential, or ``fold_workers`` threads), whose results are
 taken in fold order by the accumulation of Ψ, E, F and the failure rule.
 
 An evaluation *fails* when its inner fits did not converge: the mean over folds of the final
@@ -88,7 +88,7 @@ from gpmodels.operators.base import Operator
 from gpmodels.validation import boolean, instance_of, nonnegative_number, one_of, positive_int, positive_number
 
 __all__ = ["CVOptions", "CVState", "CVEvaluation", "FoldDiagnostics", "FoldResult", "FoldTask", "cv_criterion",
-           "check_partition", "fold_tasks", "evaluate_fold", "map_folds", "choose_method", "CV_METHODS",
+           "check_partition", "fold_tasks", "evaluate_fold", "map_folds_threaded", "choose_method", "CV_METHODS",
            "EXACT_MAX_SIZE", "WARM_STARTS"]
 
 CV_METHODS = ("newton_cg", "exact", "auto")
@@ -111,7 +111,7 @@ class CVOptions:
     ``abort_on_failure``: stop at the first fold that makes the failure certain (saves the rest);
     ``warm_start``, ``retry_cold``: how refits use the inner state (module docstring);
     ``fold_workers``: folds evaluated at once by threads, each with its share of the BLAS threads
-    (1: one after the other; the result is the same either way, see :func:`map_folds`).
+    (1: one after the other; the result is the same either way, see :func:`map_folds_threaded`).
     """
 
     newton: NewtonOptions = attrs.field(factory=lambda: NewtonOptions(max_iter=13, cg_max_iter=25, grad_tol=1e-6),
@@ -456,7 +456,7 @@ def evaluate_fold(task: FoldTask, op: Operator, likelihood: Likelihood, Y, opts:
     """All the work of one fold, a pure function of its inputs: restrict K̃ to J once (contiguous
     copy, App. D.2) and take the cross blocks, refit α[J] (Sec. 4), hold out (eq. 3) and, with
     ``gradient``, solve the accumulation system (Sec. 5.2).  It reads nothing of other folds, so
-    the folds may run in any order or at once (:func:`map_folds`)."""
+    the folds may run in any order or at once (:func:`map_folds_threaded`)."""
     I, J = task.I, task.J
     t = time.perf_counter()
     op_J = op.restrict(J)
@@ -481,7 +481,7 @@ def _blas_share(workers: int):
     return threadpool_limits(limits=max(1, total // workers), user_api="blas")
 
 
-def map_folds(fn, tasks: Sequence, workers: int = 1):
+def map_folds_threaded(fn, tasks: Sequence, workers: int = 1):
     """``fn(task)`` for every task, yielded in task order: the loop over folds as a map.
 
     ``workers`` 1 computes each result when it is asked for (a consumer that stops early, as on a
@@ -560,8 +560,19 @@ class _Accumulator:
         return mean
 
 
+def _fold_task(job: tuple) -> tuple:
+    """One fold as an independent task (:func:`map_folds_threaded` or an engine's map): (FoldResult, None),
+    or (None, message) when its exact solves failed.  ``job`` = (task, op, likelihood, Y, opts,
+    gradient); module-level so that a distributed engine can pickle it."""
+    task, op, likelihood, Y, opts, gradient = job
+    try:
+        return evaluate_fold(task, op, likelihood, Y, opts, gradient), None
+    except np.linalg.LinAlgError as exc:  # exact solves at extreme hyperparameters
+        return None, str(exc)
+
+
 def cv_criterion(op: Operator, likelihood: Likelihood, Y, folds, options: CVOptions | None = None, *,
-                 state: CVState | None = None, gradient: bool = True) -> CVEvaluation:
+                 state: CVState | None = None, gradient: bool = True, map_folds=None) -> CVEvaluation:
     """Ψ (eq. 3) and ∇Ψ = op.grad_trace(E, F) (eq. 6) at the operator's hyperparameters.
 
     ``op``: the full operator K̃ at the hyperparameters to evaluate (build it once per evaluation
@@ -569,6 +580,11 @@ def cv_criterion(op: Operator, likelihood: Likelihood, Y, folds, options: CVOpti
     arrays.  ``state``: the inner state to warm-start from (α[J_k] of the last successful
     evaluation), or None for α = 0.  Returns ``ok=False`` (and no gradient) when the inner fits
     did not converge to ``options.fail_tol``; ``state`` is then None (discarded).
+
+    ``map_folds(fn, jobs)`` (e.g. ``engine.map`` of :mod:`gpmodels.engine`): run the folds as
+    independent tasks elsewhere; every fold then runs (no early stop) and the results are taken in
+    fold order as in the sequential loop.  Without it the folds run here, on ``opts.fold_workers``
+    threads (:func:`map_folds_threaded`).
     """
     opts = options or CVOptions()
     t_start = time.perf_counter()
@@ -580,16 +596,19 @@ def cv_criterion(op: Operator, likelihood: Likelihood, Y, folds, options: CVOpti
     q = len(folds)
     acc = _Accumulator(q, opts, np.zeros((n, C, q)) if gradient else None, np.zeros((n, C, q)) if gradient else None)
     tasks = fold_tasks(folds, n, C, state)
-    results = map_folds(lambda task: evaluate_fold(task, op, likelihood, Y, opts, gradient), tasks, opts.fold_workers)
+    jobs = [(task, op, likelihood, Y, opts, gradient) for task in tasks]
+    if map_folds is None:
+        results = map_folds_threaded(_fold_task, jobs, opts.fold_workers)
+    else:
+        results = iter(map_folds(_fold_task, jobs))
     for task in tasks:
-        try:
-            fold = next(results)
-        except np.linalg.LinAlgError as exc:  # exact solves at extreme hyperparameters
-            acc.fail(f"fold {task.k}: {exc}")
+        fold, err = next(results)
+        if err is not None:
+            acc.fail(f"fold {task.k}: {err}")
             break
         if not acc.add(task, fold):
             break
-    results.close()  # a stopped evaluation leaves the remaining folds undone (or cancelled)
+    getattr(results, "close", lambda: None)()  # a stopped evaluation leaves the remaining folds undone (or cancelled)
     mean_norm = acc.mean_norm()
     grad, gt_s = None, 0.0
     if acc.ok and gradient:

@@ -129,9 +129,10 @@ class CVObjective:
     """
 
     def __init__(self, op: Operator, likelihood: Likelihood, Y, folds, options: CVOptions,
-                 inner_tolerances: str = "fixed"):
+                 inner_tolerances: str = "fixed", map_folds=None):
         self.op, self.likelihood, self.Y, self.folds, self.options = op, likelihood, Y, folds, options
         self.inner_tolerances = inner_tolerances
+        self.map_folds = map_folds  # folds as independent tasks (cv_criterion's ``map_folds``)
         self.progress = ProgressTracker()
         self.log: list[EvaluationLog] = []
 
@@ -146,7 +147,7 @@ class CVObjective:
         try:
             op_t = self.op.with_params(theta)
             opts = self.options_now()
-            ev = cv_criterion(op_t, self.likelihood, self.Y, self.folds, opts, state=seed)
+            ev = cv_criterion(op_t, self.likelihood, self.Y, self.folds, opts, state=seed, map_folds=self.map_folds)
         except (np.linalg.LinAlgError, FloatingPointError) as exc:
             self.log.append(EvaluationLog(False, float("nan"), time.perf_counter() - t, 0, {"message": str(exc)}))
             return Trial(float("nan"), None, False, None, {"message": str(exc)})
@@ -175,14 +176,14 @@ class CVObjective:
 
 def learn_hyperparameters(op: Operator, likelihood: Likelihood, Y, folds, options: LearnOptions | None = None, *,
                           checkpoint: Checkpointing | None = None,
-                          on_iteration: Callable[[OuterRecord], None] | None = None) -> LearnResult:
+                          on_iteration: Callable[[OuterRecord], None] | None = None, map_folds=None) -> LearnResult:
     """Minimise Ψ over ``op.params`` starting from the operator's current hyperparameters.
 
     ``Y``: targets (n, C); ``folds``: the fixed partition (q index arrays, e.g. from
     ``data.kfold_partition`` with a seed).  ``on_iteration(record)`` gets the progress record of
     the start and of every outer iteration, after the checkpoint for it was written; it may raise
     to stop the run (the checkpoint then holds that iteration).  The optimisation is
-    :func:`gpmodels.optimize.driver` on a :class:`CVObjective`.
+    :func:`gpmodels.optimize.driver` on a :class:`CVObjective`; ``map_folds``: see ``cv_criterion``.
     """
     opts = options or LearnOptions()
     n, C = op.n_points, op.n_classes
@@ -193,7 +194,7 @@ def learn_hyperparameters(op: Operator, likelihood: Likelihood, Y, folds, option
         raise InputError("the operator has no hyperparameters to learn")
     bounds = log_box(theta0, half_width=np.inf, lower=opts.lower, upper=opts.upper, param_bounds=op.param_bounds,
                      names=op.param_names)
-    objective = CVObjective(op, likelihood, Y, folds, opts.cv, opts.inner_tolerances)
+    objective = CVObjective(op, likelihood, Y, folds, opts.cv, opts.inner_tolerances, map_folds)
     res = minimize(objective, theta0, op.param_names, bounds, opts.outer, checkpoint=checkpoint,
                    on_iteration=on_iteration)
     return LearnResult(operator=op.with_params(res.x), theta=res.x.copy(), names=tuple(op.param_names), psi=res.value,

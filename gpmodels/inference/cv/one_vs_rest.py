@@ -118,18 +118,35 @@ def fit_binary_task(binary_op: Operator, likelihood: Likelihood, y, c: int, opti
     return fit_map(binary_op, likelihood, binary_targets(y, c), options, method=method, on_iteration=on_iteration)
 
 
+def _learn_task(job: tuple):
+    """Task c of :func:`learn_one_vs_rest` as an independent task: (model, LearnResult)."""
+    binary_op, likelihood, y, c, folds, options, checkpoint = job
+    return learn_binary_task(binary_op, likelihood, y, c, folds, options, checkpoint=checkpoint)
+
+
+def _fit_task(job: tuple) -> MAPModel:
+    """Task c of :func:`fit_one_vs_rest` as an independent task."""
+    binary_op, likelihood, y, c, options, method = job
+    return fit_binary_task(binary_op, likelihood, y, c, options, method=method)
+
+
 def learn_one_vs_rest(binary_op: Operator, likelihood: Likelihood, y, n_classes: int, folds,
                       options: LearnOptions | None = None, *, checkpoint: Checkpointing | None = None,
-                      on_iteration: Callable[[int, object], None] | None = None) -> OneVsRestModel:
+                      on_iteration: Callable[[int, object], None] | None = None, map_tasks=None) -> OneVsRestModel:
     """Learn and fit the C binary models.
 
     ``binary_op``: the prior's operator over the training points for two classes (the starting
     hyperparameters of every binary task); ``y``: integer labels in 0..C-1; ``folds``: the
     partition shared by all tasks.  ``checkpoint``: its path gets a ``-class<c>`` suffix per task;
     a resumed run skips finished tasks through their finished checkpoints.
-    ``on_iteration(c, record)`` reports progress.
+    ``on_iteration(c, record)`` reports progress.  ``map_tasks(fn, jobs)`` (e.g. ``engine.map`` of
+    :mod:`gpmodels.engine`): the C tasks run as independent tasks (then without ``on_iteration``).
     """
     y, C = check_one_vs_rest(binary_op, y, n_classes)
+    if map_tasks is not None:
+        done = map_tasks(_learn_task, [(binary_op, likelihood, y, c, folds, options, task_checkpoint(checkpoint, c))
+                                       for c in range(C)])
+        return OneVsRestModel(tuple(m for m, _ in done), tuple(r for _, r in done))
     models, learned = [], []
     for c in range(C):
         report = None if on_iteration is None else (lambda rec, c=c: on_iteration(c, rec))
@@ -141,7 +158,10 @@ def learn_one_vs_rest(binary_op: Operator, likelihood: Likelihood, y, n_classes:
 
 
 def fit_one_vs_rest(binary_op: Operator, likelihood: Likelihood, y, n_classes: int,
-                    options: NewtonOptions | None = None, *, method: str = "newton_cg") -> OneVsRestModel:
-    """Fit the C binary models at ``binary_op``'s hyperparameters (no learning)."""
+                    options: NewtonOptions | None = None, *, method: str = "newton_cg",
+                    map_tasks=None) -> OneVsRestModel:
+    """Fit the C binary models at ``binary_op``'s hyperparameters (no learning); ``map_tasks``: as in
+    :func:`learn_one_vs_rest`."""
     y, C = check_one_vs_rest(binary_op, y, n_classes)
-    return OneVsRestModel(tuple(fit_binary_task(binary_op, likelihood, y, c, options, method=method) for c in range(C)))
+    jobs = [(binary_op, likelihood, y, c, options, method) for c in range(C)]
+    return OneVsRestModel(tuple((map_tasks or (lambda f, js: [f(j) for j in js]))(_fit_task, jobs)))

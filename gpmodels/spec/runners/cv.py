@@ -108,13 +108,13 @@ def learning_metrics(results, prefix="") -> dict:
     return out
 
 
-def run_cv(spec: Spec, data: Dataset, base_dir: Path | None, say) -> RunOutcome:
+def run_cv(spec: Spec, data: Dataset, base_dir: Path | None, say, *, engine=None) -> RunOutcome:
     """Learn by the CV criterion, fit at the learned hyperparameters, predict the test set."""
     c = spec.objective.cv
     C = data.n_classes
     resolved = attrs.evolve(spec, model=resolve_model(spec.model, data.X_train))
     tree = build_tree(spec, data, base_dir)
-    prior = build_prior(resolved.model, data.X_train, base_dir, tree=tree)
+    prior = build_prior(resolved.model, data.X_train, base_dir, tree=tree, engine=engine)
     if c.learn_sigma2:
         if not (attrs.has(type(prior)) and "learn_sigma2" in attrs.fields_dict(type(prior))):
             raise SpecError(
@@ -137,7 +137,8 @@ def run_cv(spec: Spec, data: Dataset, base_dir: Path | None, say) -> RunOutcome:
     say(f"learning {op.params.size} hyperparameters by {c.folds}-fold CV ({', '.join(op.param_names)})")
     with say.bar(None, "CV outer iterations") as bar:
         res = learn_hyperparameters(op, likelihood, Y, folds, options, checkpoint=checkpoint,
-                                    on_iteration=iteration_reporter(say, bar))
+                                    on_iteration=iteration_reporter(say, bar),
+                                    map_folds=engine.map if engine is not None and engine.maps_tasks else None)
     if res.resumed_from is not None:
         say(f"resumed from the checkpoint of outer iteration {res.resumed_from}")
     learn_s = time.perf_counter() - t

@@ -29,13 +29,13 @@ from gpmodels.spec.sections import Spec
 __all__ = ["run_map", "run_em"]
 
 
-def run_map(spec: Spec, data: Dataset, base_dir: Path | None, say) -> RunOutcome:
+def run_map(spec: Spec, data: Dataset, base_dir: Path | None, say, *, engine=None) -> RunOutcome:
     """MAP fit at the given hyperparameters by Newton–CG or exact Newton."""
     resolved = attrs.evolve(spec, model=resolve_model(spec.model, data.X_train))
     tree = build_tree(spec, data, base_dir)
     likelihood = build_likelihood(resolved.model)
     t = time.perf_counter()
-    op = build_operator(resolved.model, data.X_train, data.n_classes, base_dir, tree=tree)
+    op = build_operator(resolved.model, data.X_train, data.n_classes, base_dir, tree=tree, engine=engine)
     build_seconds = time.perf_counter() - t
     t = time.perf_counter()
     with say.bar(None, "Newton") as bar:
@@ -69,13 +69,13 @@ def run_map(spec: Spec, data: Dataset, base_dir: Path | None, say) -> RunOutcome
                       trace_units={"Phi": "Newton iteration"})
 
 
-def run_em(spec: Spec, data: Dataset, base_dir: Path | None, say) -> RunOutcome:
+def run_em(spec: Spec, data: Dataset, base_dir: Path | None, say, *, engine=None) -> RunOutcome:
     """MAP fit with uncertain targets (pseudo-targets on the class tree) by EM, Seeger 2008, Sec. 7.4.2."""
     resolved = attrs.evolve(spec, model=resolve_model(spec.model, data.X_train))
     tree = build_tree(spec, data, base_dir)
     pseudo = build_pseudo_targets(spec, data, tree, base_dir)
     t = time.perf_counter()
-    op = build_operator(resolved.model, data.X_train, data.n_classes, base_dir, tree=tree)
+    op = build_operator(resolved.model, data.X_train, data.n_classes, base_dir, tree=tree, engine=engine)
     build_seconds = time.perf_counter() - t
     o = resolved.objective
     likelihood = build_likelihood(resolved.model)

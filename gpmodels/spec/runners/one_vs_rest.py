@@ -29,6 +29,7 @@ from gpmodels.inference.cv.one_vs_rest import (
     binary_targets,
     check_one_vs_rest,
     fit_binary_task,
+    learn_one_vs_rest,
     task_checkpoint,
 )
 from gpmodels.persistence import save_one_vs_rest_model
@@ -46,18 +47,8 @@ from gpmodels.spec.sections import Spec
 __all__ = ["run_one_vs_rest"]
 
 
-def _learn(spec: Spec, resolved: Spec, data: Dataset, op2, likelihood, y, names, say):
-    c = resolved.objective.cv
-    options = build_learn_options(resolved.objective)
-    folds = cv_partition(resolved, y)
-    checkpoint = None
-    if c.checkpoint:
-        checkpoint = Checkpointing(Path(spec.output.dir) / "checkpoint.npz", resume=c.resume == "auto",
-                                   identity=checkpoint_identity(resolved, data))
-    say(
-        f"one-vs-rest: {len(names)} binary tasks, {op2.params.size} hyperparameters each "
-        f"({', '.join(op2.param_names)}), learned by {c.folds}-fold CV"
-    )
+def _learn_in_order(op2, likelihood, y, names, folds, options, checkpoint, say):
+    """The binary tasks one after the other in this process, with progress per class."""
     models, learned = [], []
     for k, name in enumerate(names):
         Yk = binary_targets(y, k)
@@ -75,6 +66,28 @@ def _learn(spec: Spec, resolved: Spec, data: Dataset, op2, likelihood, y, names,
         )
         models.append(model)
         learned.append(res)
+    return models, learned
+
+
+def _learn(spec: Spec, resolved: Spec, data: Dataset, op2, likelihood, y, names, say, engine=None):
+    c = resolved.objective.cv
+    options = build_learn_options(resolved.objective)
+    folds = cv_partition(resolved, y)
+    checkpoint = None
+    if c.checkpoint:
+        checkpoint = Checkpointing(Path(spec.output.dir) / "checkpoint.npz", resume=c.resume == "auto",
+                                   identity=checkpoint_identity(resolved, data))
+    say(
+        f"one-vs-rest: {len(names)} binary tasks, {op2.params.size} hyperparameters each "
+        f"({', '.join(op2.param_names)}), learned by {c.folds}-fold CV"
+    )
+    if engine is not None and engine.maps_tasks:
+        say(f"one-vs-rest: the {len(names)} tasks run as parallel tasks on {engine!r}")
+        ovr = learn_one_vs_rest(op2, likelihood, y, len(names), folds, options, checkpoint=checkpoint,
+                                map_tasks=engine.map)
+        models, learned = list(ovr.models), list(ovr.learned)
+    else:
+        models, learned = _learn_in_order(op2, likelihood, y, names, folds, options, checkpoint, say)
     metrics = {}
     for k, r in enumerate(learned):
         metrics.update({f"hyper.class{k}.{key}": v for key, v in r.hyperparameters().items()})
@@ -103,16 +116,16 @@ def _fit(resolved: Spec, op2, likelihood, y, names, say):
     return OneVsRestModel(tuple(models)), {}, {}, traces
 
 
-def run_one_vs_rest(spec: Spec, data: Dataset, base_dir: Path | None, say) -> RunOutcome:
+def run_one_vs_rest(spec: Spec, data: Dataset, base_dir: Path | None, say, *, engine=None) -> RunOutcome:
     """C binary models, learned by Ψ (or fitted at the given hyperparameters), combined by the largest score."""
     resolved = attrs.evolve(spec, model=resolve_model(spec.model, data.X_train))
-    op2 = build_binary_operator(resolved, data.X_train, base_dir)
+    op2 = build_binary_operator(resolved, data.X_train, base_dir, engine=engine)
     likelihood = build_likelihood(resolved.model)
     y, _ = check_one_vs_rest(op2, data.y_train, data.n_classes)
     names = data.classes
     t = time.perf_counter()
     if resolved.objective.learn:
-        ovr, metrics, diagnostics, traces = _learn(spec, resolved, data, op2, likelihood, y, names, say)
+        ovr, metrics, diagnostics, traces = _learn(spec, resolved, data, op2, likelihood, y, names, say, engine)
     else:
         ovr, metrics, diagnostics, traces = _fit(resolved, op2, likelihood, y, names, say)
     wall = time.perf_counter() - t

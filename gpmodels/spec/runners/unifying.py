@@ -67,13 +67,13 @@ def _reporter(say, name: str, bar=None):
     return report
 
 
-def _setup(spec: Spec, data: Dataset, base_dir):
+def _setup(spec: Spec, data: Dataset, base_dir, engine=None):
     """(resolved spec, operator, likelihood, targets, class tree or None); the tree is built only for
     priors that may use one (structured built-ins and user priors), not for the flat default."""
     resolved = attrs.evolve(spec, model=resolve_model(spec.model, data.X_train))
     m = spec.model
     tree = None if m.builtin_prior and _tree_needed_by(spec) is None else build_tree(spec, data, base_dir)
-    op = build_operator(resolved.model, data.X_train, data.n_classes, base_dir, tree=tree)
+    op = build_operator(resolved.model, data.X_train, data.n_classes, base_dir, tree=tree, engine=engine)
     lik = build_likelihood(resolved.model)
     return resolved, op, lik, targets(lik, data, spec.model.likelihood), tree
 
@@ -94,10 +94,10 @@ def _finish(spec, data, resolved, op, lik, alpha, metrics, diagnostics, say, tre
                       traces=traces, trace_units={"criterion": "outer iteration"})
 
 
-def run_laplace(spec: Spec, data: Dataset, base_dir: Path | None, say) -> RunOutcome:
+def run_laplace(spec: Spec, data: Dataset, base_dir: Path | None, say, *, engine=None) -> RunOutcome:
     """Laplace MLM (R&W Alg. 3.1-3.4, 5.1): learn the hyperparameters by the outer L-BFGS, or evaluate."""
     o = spec.objective
-    resolved, op, lik, Y, tree = _setup(spec, data, base_dir)
+    resolved, op, lik, Y, tree = _setup(spec, data, base_dir, engine)
     opts = o.laplace.options(seed=spec.seed)
     t = time.perf_counter()
     diag = {}
@@ -115,14 +115,14 @@ def run_laplace(spec: Spec, data: Dataset, base_dir: Path | None, say) -> RunOut
     return _finish(spec, data, resolved, op, lik, res.mode.alpha, metrics, diag, say, tree)
 
 
-def run_kernel_weights(spec: Spec, data: Dataset, base_dir: Path | None, say) -> RunOutcome:
+def run_kernel_weights(spec: Spec, data: Dataset, base_dir: Path | None, say, *, engine=None) -> RunOutcome:
     """mkl / joint_map / mlm / vb.  With ``model.kernels``: learn the weights θ by Algorithm 1,
     alternating minimisation or the outer L-BFGS (Nickisch & Seeger 2011).  Without (vb, mlm): learn
     every hyperparameter by the outer L-BFGS on φ_VB (exact for the Gaussian likelihood)."""
     o = spec.objective
     if spec.model.kernels is None:
-        return run_vb(spec, data, base_dir, say)
-    resolved, op, lik, Y, tree = _setup(spec, data, base_dir)
+        return run_vb(spec, data, base_dir, say, engine=engine)
+    resolved, op, lik, Y, tree = _setup(spec, data, base_dir, engine)
     opts = o.mkl.options(criterion=o.type)
     solver = o.mkl.solver or "algorithm1"
     t = time.perf_counter()
@@ -146,10 +146,10 @@ def run_kernel_weights(spec: Spec, data: Dataset, base_dir: Path | None, say) ->
     return _finish(spec, data, resolved, op, lik, res.alpha, metrics, diag, say, tree)
 
 
-def run_vb(spec: Spec, data: Dataset, base_dir: Path | None, say) -> RunOutcome:
+def run_vb(spec: Spec, data: Dataset, base_dir: Path | None, say, *, engine=None) -> RunOutcome:
     """φ_VB (exact -2 log P for Gaussian noise): learn all hyperparameters by the outer L-BFGS, or evaluate."""
     o = spec.objective
-    resolved, op, lik, Y, tree = _setup(spec, data, base_dir)
+    resolved, op, lik, Y, tree = _setup(spec, data, base_dir, engine)
     t = time.perf_counter()
     diag = {}
     if o.learn:

@@ -1,0 +1,130 @@
+"""The Dask engine: a dask.distributed cluster behind the :class:`~gpmodels.engine.base.Engine` protocol.
+
+dask.distributed is an optional extra (``pip install gpmodels[dask]``); it is imported when an engine
+starts, never when this module is imported.  With no scheduler address a ``LocalCluster`` is started
+and closed by :meth:`DaskEngine.close` (the context manager closes it on errors and Ctrl-C too); with
+an address the engine connects to a cluster started by ``dask scheduler`` / ``dask worker`` and
+leaves it running.
+
+Failures.  Every task is pure, so when a worker is lost Dask recomputes what it held from the
+inputs scattered to every worker (``broadcast``) and retries its running tasks (``allowed-failures``
+times, Dask's setting).  What cannot be redone — a task that kills worker after worker, every
+replica of a scattered input gone, a scheduler that cannot be reached — surfaces as an
+:class:`~gpmodels.errors.EngineError` naming the lost worker or the address: never a silently wrong
+number.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterable
+
+from gpmodels.engine.base import Engine, EngineConfig
+from gpmodels.errors import EngineError
+
+__all__ = ["DaskEngine", "import_distributed", "engine_failures"]
+
+INSTALL_HINT = "pip install gpmodels[dask]"
+
+
+def import_distributed():
+    """The ``distributed`` module, or EngineError naming the extra to install."""
+    try:
+        import distributed
+    except ImportError as exc:
+        raise EngineError(f"the dask engine needs dask.distributed, which is not installed ({exc}); "
+                          f"install it with `{INSTALL_HINT}`") from None
+    return distributed
+
+
+@contextlib.contextmanager
+def engine_failures(what: str):
+    """Turn Dask's failures (a killed worker, lost or cancelled futures, a lost connection) into an
+    EngineError that says ``what`` was running and which worker was lost."""
+    distributed = import_distributed()
+    from distributed.client import FutureCancelledError
+
+    try:
+        yield
+    except distributed.KilledWorker as exc:
+        key, worker = getattr(exc, "task", None), getattr(exc, "last_worker", None)
+        worker = getattr(worker, "address", worker)  # a WorkerState
+        raise EngineError(f"{what}: worker {worker} was lost running task {key} more often than Dask retries "
+                          "(distributed.scheduler.allowed-failures); the run stops rather than continue "
+                          "without it") from exc
+    except FutureCancelledError as exc:
+        raise EngineError(f"{what}: a task was cancelled ({exc}); its worker or the scheduler was lost with "
+                          "every copy of its inputs") from exc
+    except (OSError, TimeoutError) as exc:
+        raise EngineError(f"{what}: lost the connection to the cluster ({type(exc).__name__}: {exc})") from exc
+
+
+class DaskEngine(Engine):
+    """A dask.distributed ``Client`` (and the ``LocalCluster`` it started, if any)."""
+
+    def __init__(self, client, cluster=None, config: EngineConfig | None = None):
+        self.client, self.cluster = client, cluster
+        self.config = config or EngineConfig(type="dask")
+        self.distributes_gram = self.config.distribute == "gram"
+        self.maps_tasks = self.config.distribute == "tasks"
+        self.block_rows = self.config.block_rows
+
+    @classmethod
+    def start(cls, config: EngineConfig) -> DaskEngine:
+        """Connect to ``config.scheduler``, or start a LocalCluster of ``config.n_workers`` workers."""
+        distributed = import_distributed()
+        if config.scheduler is not None:
+            try:
+                client = distributed.Client(config.scheduler, timeout="20s")
+            except (OSError, TimeoutError) as exc:
+                raise EngineError(f"cannot reach the Dask scheduler at {config.scheduler!r} ({type(exc).__name__}: "
+                                  f"{exc}); start it with `dask scheduler` and the workers with "
+                                  f"`dask worker {config.scheduler}`") from None
+            try:
+                client.wait_for_workers(1, timeout=60)
+            except (OSError, TimeoutError):
+                client.close()
+                raise EngineError(f"the Dask scheduler at {config.scheduler!r} has no worker after 60 s; start "
+                                  f"them with `dask worker {config.scheduler}`") from None
+            return cls(client, None, config)
+        try:
+            cluster = distributed.LocalCluster(n_workers=config.n_workers, threads_per_worker=config.threads_per_worker,
+                                               memory_limit=config.memory_limit, processes=config.processes,
+                                               dashboard_address=":0")
+        except (ValueError, TypeError) as exc:
+            raise EngineError(f"cannot start a LocalCluster with engine {config}: {exc}") from None
+        try:
+            client = distributed.Client(cluster)
+        except BaseException:
+            cluster.close()
+            raise
+        return cls(client, cluster, config)
+
+    @property
+    def n_threads(self) -> int:
+        """Worker threads of the cluster now (at least 1)."""
+        return max(1, sum(self.client.nthreads().values()))
+
+    def scatter(self, data):
+        """``data`` on every worker (broadcast: a lost worker loses no input); one future."""
+        with engine_failures("scattering the inputs"):
+            return self.client.scatter(data, broadcast=True, hash=False)
+
+    def map(self, fn: Callable, items: Iterable) -> list:
+        items = list(items)
+        with engine_failures(f"running {getattr(fn, '__name__', 'a task')} on {len(items)} items"):
+            futures = self.client.map(fn, items, pure=False)
+            return self.client.gather(futures)
+
+    def close(self) -> None:
+        client, cluster = self.client, self.cluster
+        self.client = self.cluster = None
+        if client is not None:
+            client.close()
+        if cluster is not None:
+            cluster.close()
+
+    def __repr__(self) -> str:
+        local = f"LocalCluster({self.config.n_workers} workers)" if self.cluster else "closed"
+        where = self.config.scheduler or local
+        return f"DaskEngine({where}, distribute={self.config.distribute!r})"
