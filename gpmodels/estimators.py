@@ -330,6 +330,10 @@ class GPClassifier(EstimatorMixin):
     :class:`~gpmodels.optimize.checkpoint.Checkpointing`) where the learning checkpoints after every
     outer iteration and from which a later fit with the same data and settings resumes.
 
+    ``representation``: a kind name (``auto``, ``stored``, ``blocked``, ``features``, ``lowrank``) or a
+    :class:`~gpmodels.kernels.representations.RepresentationConfig` (``memory_gb``, ``dtype``,
+    ``allow_lowrank``, ...).
+
     A :class:`~gpmodels.estimators.convergence_warning_class` warning (scikit-learn's
     ConvergenceWarning when importable) is raised when the final Newton fit or the learning stops
     unconverged.
@@ -374,8 +378,10 @@ class GPClassifier(EstimatorMixin):
         owner = type(self).__name__
         w = _kernel_w(owner, self.kernel, self.w, self.length_scale)
         kernel = _make_kernel(owner, self.kernel, w, None, None, X)
-        return IndependentGP(kernel, self.sharing, self.variance, self.sigma2,
-                             representation=RepresentationConfig(kind=self.representation))
+        rep = self.representation
+        if not isinstance(rep, RepresentationConfig):  # a kind name; a RepresentationConfig sets memory_gb, dtype, ...
+            rep = RepresentationConfig(kind=rep)
+        return IndependentGP(kernel, self.sharing, self.variance, self.sigma2, representation=rep)
 
     def _check_settings(self, n: int) -> None:
         owner = type(self).__name__

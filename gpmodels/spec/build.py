@@ -43,7 +43,8 @@ from gpmodels.spec.sections import KernelSpec, ModelSpec, ObjectiveSpec, Spec
 from gpmodels.validation import check_features
 
 __all__ = ["resolve_path", "check_files", "build_data", "build_multilabel_data", "build_kernel", "build_prior",
-           "prior_operator", "build_likelihood", "build_newton_options", "model_kernels", "resolve_model", "n_latent",
+           "representation_choices", "prior_operator", "build_likelihood", "build_newton_options", "model_kernels",
+           "resolve_model", "n_latent",
            "build_operator", "data_root", "hierarchy_path",
            "build_tree", "build_pseudo_targets", "build_binary_operator"]
 
@@ -314,8 +315,8 @@ def _load_gram(path: Path, key: str) -> np.ndarray:
 
 def _representation(m: ModelSpec) -> RepresentationConfig:
     r = m.representation
-    return RepresentationConfig(kind=r.kind, memory_mb=r.memory_mb, stored_max_mb=r.stored_max_mb, rank=r.rank,
-                                tol=r.tol)
+    return RepresentationConfig(kind=r.kind, memory_mb=r.memory_mb, rank=r.rank, tol=r.tol, dtype=r.dtype,
+                                memory_gb=r.memory_gb, allow_lowrank=r.allow_lowrank, blocked_max_n=r.blocked_max_n)
 
 
 def build_prior(m: ModelSpec, X_train, base_dir: Path | None = None, *, tree: ClassTree | None = None):
@@ -389,6 +390,21 @@ def build_operator(m: ModelSpec, X_train, n_classes: int, base_dir: Path | None 
         for key, k in model_kernels(m)
     ]
     return Sum(ops, m.weights if m.weights is not None else np.ones(len(ops)))
+
+
+def representation_choices(op) -> list[dict]:
+    """What each kernel matrix of ``op`` is held as and why (:class:`RepresentationChoice` dicts),
+    walking wrappers (``inner``) and sums (``ops``) down to the block-diagonal operators."""
+    found, stack = [], [op]
+    while stack:
+        o = stack.pop()
+        stack.extend(reversed(getattr(o, "ops", ())))
+        if getattr(o, "inner", None) is not None:
+            stack.append(o.inner)
+        for rep in getattr(o, "_rep_list", ()):
+            if rep.choice is not None:
+                found.append(rep.choice.as_dict() | {"nbytes": int(rep.nbytes)})
+    return found
 
 
 def build_binary_operator(spec: Spec, X_train, base_dir: Path | None = None):
