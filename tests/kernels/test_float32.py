@@ -59,6 +59,9 @@ def test_tiled_products_on_several_row_and_column_tiles(rng, monkeypatch):
     assert_close("tiled M B", mp.stored_matmul(M, B), M.astype(np.float64) @ B, 1e-13)
     assert_close("tiled M^T B", mp.stored_rmatmul(M, Bt), M.astype(np.float64).T @ Bt, 1e-13)
     assert_close("one column", mp.stored_matmul(M, B[:, :1]), M.astype(np.float64) @ B[:, :1], 1e-13)
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    with threadpoolctl.threadpool_limits(limits=2, user_api="blas"):  # rows split over 2 Python threads
+        assert_close("tiled M B, 2 workers", mp.stored_matmul(M, B), M.astype(np.float64) @ B, 1e-13)
 
 
 class _RecordingRBF(RBF):
