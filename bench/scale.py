@@ -104,7 +104,13 @@ def run_row(row: dict) -> dict:
     t0 = time.perf_counter()
     op = build()
     build_s = time.perf_counter() - t0
-    res = newton_cg(op, lik, labels_to_targets(y, nc), NewtonOptions(**NEWTON))
+    print(f"PROGRESS build {build_s:.1f} s", file=sys.stderr, flush=True)
+
+    def progress(step):  # a row that times out still reports how far it came
+        print(f"PROGRESS Newton iteration {step.iteration}: {step.mvm_count} MVMs, {time.perf_counter() - t0:.1f} s, "
+              f"grad RMS {step.grad_rms:.3g}", file=sys.stderr, flush=True)
+
+    res = newton_cg(op, lik, labels_to_targets(y, nc), NewtonOptions(**NEWTON), on_iteration=progress)
     fit_s = time.perf_counter() - t0
     V = np.random.default_rng(0).normal(size=(X.shape[0], nc))
     times = []
@@ -126,8 +132,10 @@ def _in_subprocess(row: dict, timeout: float) -> dict:
     cmd = [sys.executable, str(Path(__file__).resolve()), "--row", json.dumps(row)]
     try:
         out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        return row | {"engine": "local", "error": f"timed out after {timeout:.0f} s"}
+    except subprocess.TimeoutExpired as e:
+        err = e.stderr.decode() if isinstance(e.stderr, bytes) else (e.stderr or "")
+        last = [ln[9:] for ln in err.splitlines() if ln.startswith("PROGRESS ")][-2:]
+        return row | {"engine": "local", "error": f"timed out after {timeout:.0f} s ({'; '.join(last)})"}
     lines = [ln for ln in out.stdout.splitlines() if ln.startswith("ROW ")]
     if out.returncode != 0 or not lines:
         tail = (out.stderr or out.stdout).strip().splitlines()[-1:] or [f"exit {out.returncode}"]
