@@ -104,11 +104,13 @@ def run_row(row: dict) -> dict:
     t0 = time.perf_counter()
     op = build()
     build_s = time.perf_counter() - t0
-    print(f"PROGRESS build {build_s:.1f} s", file=sys.stderr, flush=True)
+    print(f"PROGRESS build {build_s:.1f} s, peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20:.2f} GiB",
+          file=sys.stderr, flush=True)
 
     def progress(step):  # a row that times out still reports how far it came
         print(f"PROGRESS Newton iteration {step.iteration}: {step.mvm_count} MVMs, {time.perf_counter() - t0:.1f} s, "
-              f"grad RMS {step.grad_rms:.3g}", file=sys.stderr, flush=True)
+              f"grad RMS {step.grad_rms:.3g}, peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20:.2f} GiB",
+              file=sys.stderr, flush=True)
 
     res = newton_cg(op, lik, labels_to_targets(y, nc), NewtonOptions(**NEWTON), on_iteration=progress)
     fit_s = time.perf_counter() - t0
