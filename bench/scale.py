@@ -86,6 +86,11 @@ def _spec_problem(name: str, cfg_kw: dict | None):
     return build, build_likelihood(model), data.X_train, data.y_train, data.X_test, data.y_test, data.n_classes
 
 
+def _peak_gib() -> float:
+    """Peak resident memory of this process (ru_maxrss, KiB on Linux) in GiB."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+
+
 def run_row(row: dict) -> dict:
     """One row in this process: build, fit, time MVMs, predict; peak RSS of this process."""
     from gpmodels import metrics as M
@@ -104,12 +109,11 @@ def run_row(row: dict) -> dict:
     t0 = time.perf_counter()
     op = build()
     build_s = time.perf_counter() - t0
-    print(f"PROGRESS build {build_s:.1f} s, peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20:.2f} GiB",
-          file=sys.stderr, flush=True)
+    print(f"PROGRESS build {build_s:.1f} s, peak RSS {_peak_gib():.2f} GiB", file=sys.stderr, flush=True)
 
     def progress(step):  # a row that times out still reports how far it came
         print(f"PROGRESS Newton iteration {step.iteration}: {step.mvm_count} MVMs, {time.perf_counter() - t0:.1f} s, "
-              f"grad RMS {step.grad_rms:.3g}, peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20:.2f} GiB",
+              f"grad RMS {step.grad_rms:.3g}, peak RSS {_peak_gib():.2f} GiB",
               file=sys.stderr, flush=True)
 
     res = newton_cg(op, lik, labels_to_targets(y, nc), NewtonOptions(**NEWTON), on_iteration=progress)
@@ -125,7 +129,7 @@ def run_row(row: dict) -> dict:
     d = res.diagnostics
     return {"n": int(X.shape[0]), "data": row["data"], "representation": "+".join(labels), "engine": "local",
             "fit_seconds": round(fit_s, 2), "mvms": int(d.mvm_count), "seconds_per_mvm": float(np.median(times)),
-            "peak_rss_gib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20,
+            "peak_rss_gib": _peak_gib(),
             "test_error": float(err), "_build_seconds": round(build_s, 2), "_newton_iterations": int(d.iterations),
             "_converged": bool(d.converged), "_phi": float(res.phi)}
 
