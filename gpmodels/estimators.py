@@ -340,6 +340,10 @@ class GPClassifier(EstimatorMixin):
     repeated calls agree.  For the softmax and logistic likelihoods (whose curvature W depends on û
     alone).  ``predict`` is the argmax of ``predict_proba``.
 
+    ``representation``: a kind name (``auto``, ``stored``, ``blocked``, ``features``, ``lowrank``) or a
+    :class:`~gpmodels.kernels.representations.RepresentationConfig` (``memory_gb``, ``dtype``,
+    ``allow_lowrank``, ...).
+
     A :class:`~gpmodels.estimators.convergence_warning_class` warning (scikit-learn's
     ConvergenceWarning when importable) is raised when the final Newton fit or the learning stops
     unconverged.
@@ -388,8 +392,10 @@ class GPClassifier(EstimatorMixin):
         owner = type(self).__name__
         w = _kernel_w(owner, self.kernel, self.w, self.length_scale)
         kernel = _make_kernel(owner, self.kernel, w, None, None, X)
-        return IndependentGP(kernel, self.sharing, self.variance, self.sigma2,
-                             representation=RepresentationConfig(kind=self.representation))
+        rep = self.representation
+        if not isinstance(rep, RepresentationConfig):  # a kind name; a RepresentationConfig sets memory_gb, dtype, ...
+            rep = RepresentationConfig(kind=rep)
+        return IndependentGP(kernel, self.sharing, self.variance, self.sigma2, representation=rep)
 
     def _check_settings(self, n: int) -> None:
         owner = type(self).__name__

@@ -5,7 +5,8 @@ right-hand sides of one kernel group, laid out C-contiguously), ``diag``, ``rest
 contiguous re-layout on a subset, Seeger 2008 App. D.2), cross blocks for held-out folds and new
 points, and ``grad_contract(E, F)`` = d/dθ Σ_j e_j^T M f_j over the kernel's shape parameters.
 
-- :class:`StoredGram` keeps M in memory (App. D.1): one GEMM per MVM.
+- :class:`StoredGram` keeps M in memory (App. D.1): one GEMM per MVM; float64 or float32 storage
+  (float64 accumulation either way, :mod:`gpmodels.kernels.mixed_precision`).
 - :class:`BlockedGram` recomputes row blocks of M on the fly under a memory bound, for n too
   large to store.
 - :class:`FeatureGram` is the linear kernel as X (X^T B) on dense or sparse CSR X, never forming
@@ -14,11 +15,15 @@ points, and ``grad_contract(E, F)`` = d/dθ Σ_j e_j^T M f_j over the kernel's s
   correction of Sec. 7.4.3: M ≈ diag(M) + L L^T - diag(L L^T).  With the pivot set fixed it is the
   Nyström form K_{.,I} K_{I,I}^{-1} K_{I,.} plus that correction, which is what ``with_kernel``
   recomputes and ``grad_contract`` differentiates.
+
+:class:`RepresentationConfig` builds one of them per kernel matrix; its ``auto`` kind chooses within a
+memory budget (:mod:`gpmodels.kernels.memory_budget`) and records the choice as ``rep.choice``.
 """
 
 from __future__ import annotations
 
 import abc
+import logging
 
 import attrs
 import numpy as np
@@ -29,10 +34,18 @@ from gpmodels.engine.base import Engine
 from gpmodels.errors import InputError
 from gpmodels.kernels.base import Kernel, sq_norms
 from gpmodels.kernels.linear import Linear
-from gpmodels.validation import instance_of, nonnegative_number, one_of, optional, positive_int, positive_number
+from gpmodels.kernels.memory_budget import GIB, RepresentationChoice, choose_representation, default_budget_bytes
+from gpmodels.kernels.mixed_precision import (
+    STORAGE_DTYPES,
+    block_rows,
+    gram_in_row_blocks,
+    stored_matmul,
+    stored_rmatmul,
+)
+from gpmodels.validation import boolean, instance_of, nonnegative_number, one_of, optional, positive_int, positive_number
 
 __all__ = ["Representation", "CrossRepresentation", "StoredGram", "BlockedGram", "FeatureGram", "LowRankGram",
-           "RepresentationConfig", "incomplete_cholesky"]
+           "RepresentationConfig", "RepresentationChoice", "incomplete_cholesky"]
 
 REPRESENTATION_KINDS = ("auto", "stored", "blocked", "features", "lowrank")
 
@@ -41,8 +54,7 @@ def _rows(X, idx):
     return X[idx]
 
 
-def _block_rows(n_rows: int, n_cols: int, memory_mb: float) -> int:
-    return int(max(1, min(n_rows, (memory_mb * 2**20) // (8 * max(1, n_cols)))))
+_block_rows = block_rows
 
 
 # ---------------------------------------------------------------------------- cross blocks
@@ -67,20 +79,20 @@ class CrossRepresentation(abc.ABC):
 
 
 class MatrixCross(CrossRepresentation):
-    """A stored block (a copy made once, e.g. once per CV fold)."""
+    """A stored block (a copy made once, e.g. once per CV fold), float64 or float32 (float64 accumulation)."""
 
     def __init__(self, M: np.ndarray):
         self.M = np.ascontiguousarray(M)
         self.shape = M.shape
 
     def mvm(self, B):
-        return self.M @ B
+        return stored_matmul(self.M, B)
 
     def rmvm(self, B):
-        return self.M.T @ B
+        return stored_rmatmul(self.M, B)
 
     def dense(self):
-        return self.M.copy()
+        return self.M.astype(np.float64)
 
 
 class GramCross(CrossRepresentation):
@@ -154,6 +166,8 @@ class Representation(abc.ABC):
 
     kernel: Kernel
     X: object
+    #: what RepresentationConfig.build chose and why (None for representations made otherwise)
+    choice: RepresentationChoice | None = None
 
     @property
     def n(self) -> int:
@@ -192,19 +206,27 @@ class Representation(abc.ABC):
 
 
 class StoredGram(Representation):
-    """M stored in memory (Seeger 2008, App. D.1); MVMs are single GEMMs."""
+    """M stored in memory (Seeger 2008, App. D.1); MVMs are single GEMMs.
 
-    def __init__(self, X, kernel: Kernel, M: np.ndarray | None = None, cross_memory_mb: float = 256.0):
+    ``dtype`` float32 halves the memory: M is built in row blocks straight into float32 (no n x n
+    float64 temporary) and every product accumulates in float64 (:func:`stored_matmul`).
+    """
+
+    def __init__(self, X, kernel: Kernel, M: np.ndarray | None = None, cross_memory_mb: float = 256.0,
+                 dtype: str = "float64"):
         self.X, self.kernel, self.cross_memory_mb = X, kernel, cross_memory_mb
-        self.M = np.ascontiguousarray(kernel.gram(X, X) if M is None else M)
-        self._diag = np.diag(self.M).copy()
+        if M is None:
+            M = gram_in_row_blocks(kernel, X, X, np.dtype(dtype), cross_memory_mb)
+        self.M = np.ascontiguousarray(M)
+        self.dtype = self.M.dtype.name
+        self._diag = np.diag(self.M).astype(np.float64)
 
     def mvm(self, B):
-        if B.shape[1] == 1:
+        if B.shape[1] == 1 and self.M.dtype == np.float64:
             # one column (separate kernels: one per class): BLAS symv reads one triangle of the
             # symmetric M, half of gemv's memory traffic (1.7x faster at n = 3548)
             return sla.blas.dsymv(1.0, self.M.T, B[:, 0], lower=1)[:, None]
-        return self.M @ B
+        return stored_matmul(self.M, B)
 
     def diag(self):
         return self._diag
@@ -219,17 +241,24 @@ class StoredGram(Representation):
         return GramCross(self.kernel, X_new, self.X, self.cross_memory_mb)
 
     def grad_contract(self, E, F):
+        # Σ over row blocks b of d/dθ Σ_{a in b} (E F^T)_{a,.} M_{a,.}: no n x n float64 temporary
         if self.kernel.params.size == 0:
             return np.zeros(0)
-        return self.kernel.grad_contract(self.X, self.X, E @ F.T, gram=self.M)
+        total = np.zeros(self.kernel.params.size)
+        step = block_rows(self.n, self.n, self.cross_memory_mb)
+        for s in range(0, self.n, step):
+            b = slice(s, min(self.n, s + step))
+            total += self.kernel.grad_contract(_rows(self.X, b), self.X, E[b] @ F.T,
+                                               gram=self.M[b].astype(np.float64))
+        return total
 
     def with_kernel(self, kernel):
         if kernel.key() == self.kernel.key():
             return self
-        return StoredGram(self.X, kernel, None, self.cross_memory_mb)
+        return StoredGram(self.X, kernel, None, self.cross_memory_mb, self.dtype)
 
     def dense(self):
-        return self.M.copy()
+        return self.M.astype(np.float64)
 
     @property
     def nbytes(self):
@@ -438,43 +467,86 @@ class LowRankGram(Representation):
         return self.L.nbytes
 
 
+LOG = logging.getLogger("gpmodels")
+
+
 @attrs.frozen
 class RepresentationConfig:
     """How to represent each kernel matrix.
 
-    ``auto``: the linear kernel as ``features``; other kernels ``stored`` when the n x n matrix
-    fits in ``stored_max_mb``, else ``blocked`` with ``memory_mb``.
+    ``kind``: ``stored`` / ``blocked`` / ``features`` / ``lowrank``, or ``auto``: chosen per kernel
+    matrix from n, the number of distinct kernel matrices and the memory budget ``memory_gb`` (None:
+    a fraction of the machine's available memory), see :mod:`gpmodels.kernels.memory_budget`.
+    ``auto`` approximates (``lowrank``) only with ``allow_lowrank``; when nothing exact fits it raises.
+    ``dtype``: storage of ``stored`` matrices (None: float64, or for ``auto`` the first that fits).
+    ``memory_mb`` bounds one on-the-fly block (blocked MVMs, cross blocks, building M).
 
     ``engine``: an engine that distributes kernel matrices (``gpmodels.engine``) holds every
-    ``stored`` or ``blocked`` matrix on its workers instead (:class:`~gpmodels.kernels.distributed.DaskGram`).
+    ``stored`` or ``blocked`` matrix on its workers instead (:class:`~gpmodels.kernels.distributed.DaskGram`,
+    float64).
     """
 
     kind: str = attrs.field(default="auto", validator=one_of(REPRESENTATION_KINDS))
     memory_mb: float = attrs.field(default=256.0, validator=positive_number())
-    stored_max_mb: float = attrs.field(default=4096.0, validator=positive_number())
     rank: int = attrs.field(default=200, validator=positive_int())  # lowrank: maximal rank of the ICF
     tol: float = attrs.field(default=1e-8, validator=nonnegative_number())  # lowrank: ICF stopping tolerance
     engine: Engine | None = attrs.field(default=None, validator=optional(instance_of(Engine)))
+    dtype: str | None = attrs.field(default=None, validator=optional(one_of(STORAGE_DTYPES)))
+    memory_gb: float | None = attrs.field(default=None, validator=optional(positive_number()))
+    allow_lowrank: bool = attrs.field(default=False, validator=boolean())
+    blocked_max_n: int = attrs.field(default=50_000, validator=positive_int())
 
-    def build(self, X, kernel: Kernel) -> Representation:
+    def budget_bytes(self) -> int:
+        return default_budget_bytes() if self.memory_gb is None else int(self.memory_gb * GIB)
+
+    def choose(self, n: int, kernel: Kernel, n_matrices: int = 1) -> RepresentationChoice:
+        """The representation of one of ``n_matrices`` kernel matrices over n points, with its reason."""
+        if self.kind != "auto":
+            dtype = self.dtype or "float64"
+            return RepresentationChoice(self.kind, dtype if self.kind == "stored" else "float64",
+                                        "given in the configuration", 0, n_matrices, None)
+        return choose_representation(n, n_matrices, linear=isinstance(kernel, Linear), budget_bytes=self.budget_bytes(),
+                                     dtype=self.dtype, allow_lowrank=self.allow_lowrank, rank=self.rank,
+                                     blocked_max_n=self.blocked_max_n, blocked_memory_mb=self.memory_mb)
+
+    def build(self, X, kernel: Kernel, n_matrices: int = 1, *, log: bool = False) -> Representation:
+        """The representation of M(X, X); ``n_matrices``: how many distinct kernel matrices the
+        operator holds (``auto`` budgets for all of them); ``log``: say the choice on the
+        ``gpmodels`` logger.  The choice is kept as ``rep.choice``."""
         kernel.check_inputs(X)
-        kind = self.kind
-        if kind == "auto":
-            if isinstance(kernel, Linear):
-                kind = "features"
-            elif 8.0 * X.shape[0] ** 2 <= self.stored_max_mb * 2**20:
-                kind = "stored"
-            else:
-                kind = "blocked"
-        if kind in ("stored", "blocked") and self.engine is not None and self.engine.distributes_gram:
-            from gpmodels.kernels.distributed import DaskGram
-
-            return DaskGram(X, kernel, self.engine, block_rows=self.engine.block_rows,
-                            cross_memory_mb=self.memory_mb)
+        if self._on_engine(kernel):
+            return self._build_distributed(X, kernel, n_matrices, log)
+        choice = self.choose(X.shape[0], kernel, n_matrices)
+        if log:
+            LOG.info("representation %s: %s", self.kind, choice.describe())
+        kind = choice.kind
         if kind == "stored":
-            return StoredGram(X, kernel, cross_memory_mb=self.memory_mb)
-        if kind == "blocked":
-            return BlockedGram(X, kernel, self.memory_mb)
-        if kind == "features":
-            return FeatureGram(X, kernel)
-        return LowRankGram.from_icf(X, kernel, self.rank, self.tol)
+            rep = StoredGram(X, kernel, cross_memory_mb=self.memory_mb, dtype=choice.dtype)
+        elif kind == "blocked":
+            rep = BlockedGram(X, kernel, self.memory_mb)
+        elif kind == "features":
+            rep = FeatureGram(X, kernel)
+        else:
+            rep = LowRankGram.from_icf(X, kernel, self.rank, self.tol)
+        rep.choice = choice
+        return rep
+
+    def _on_engine(self, kernel: Kernel) -> bool:
+        """Whether the matrix goes to the engine's workers: an engine that distributes kernel
+        matrices takes every exact full matrix (``stored``, ``blocked``, or ``auto`` for a
+        non-linear kernel); the local memory budget does not apply to the workers' memory."""
+        if self.engine is None or not self.engine.distributes_gram:
+            return False
+        return self.kind in ("stored", "blocked") or (self.kind == "auto" and not isinstance(kernel, Linear))
+
+    def _build_distributed(self, X, kernel: Kernel, n_matrices: int, log: bool) -> Representation:
+        from gpmodels.kernels.distributed import DaskGram
+
+        n = X.shape[0]
+        choice = RepresentationChoice("dask", "float64", "row blocks held on the engine's workers", 8 * n * n,
+                                      n_matrices, None)
+        if log:
+            LOG.info("representation %s: %s", self.kind, choice.describe())
+        rep = DaskGram(X, kernel, self.engine, block_rows=self.engine.block_rows, cross_memory_mb=self.memory_mb)
+        rep.choice = choice
+        return rep

@@ -44,8 +44,8 @@ from gpmodels.spec.sections import EngineSpec, KernelSpec, ModelSpec, ObjectiveS
 from gpmodels.validation import check_features
 
 __all__ = ["resolve_path", "check_files", "build_data", "build_multilabel_data", "build_kernel", "build_prior",
-           "build_engine_config",
-           "prior_operator", "build_likelihood", "build_newton_options", "model_kernels", "resolve_model", "n_latent",
+           "build_engine_config", "representation_choices", "prior_operator", "build_likelihood",
+           "build_newton_options", "model_kernels", "resolve_model", "n_latent",
            "build_operator", "data_root", "hierarchy_path",
            "build_tree", "build_pseudo_targets", "build_binary_operator"]
 
@@ -316,8 +316,9 @@ def _load_gram(path: Path, key: str) -> np.ndarray:
 
 def _representation(m: ModelSpec, engine: Engine | None = None) -> RepresentationConfig:
     r = m.representation
-    return RepresentationConfig(kind=r.kind, memory_mb=r.memory_mb, stored_max_mb=r.stored_max_mb, rank=r.rank,
-                                tol=r.tol, engine=engine)
+    return RepresentationConfig(kind=r.kind, memory_mb=r.memory_mb, rank=r.rank, tol=r.tol, dtype=r.dtype,
+                                memory_gb=r.memory_gb, allow_lowrank=r.allow_lowrank, blocked_max_n=r.blocked_max_n,
+                                engine=engine)
 
 
 def build_engine_config(e: EngineSpec, scheduler: str | None = None) -> EngineConfig:
@@ -406,7 +407,9 @@ def build_operator(m: ModelSpec, X_train, n_classes: int, base_dir: Path | None 
     return Sum(ops, m.weights if m.weights is not None else np.ones(len(ops)))
 
 
-def build_binary_operator(spec: Spec, X_train, base_dir: Path | None = None, engine: Engine | None = None):
+    return RepresentationConfig(kind=r.kind, memory_mb=r.memory_mb, rank=r.rank, tol=r.tol, dtype=r.dtype,
+                                memory_gb=r.memory_gb, allow_lowrank=r.allow_lowrank, blocked_max_n=r.blocked_max_n,
+                                engine=engine)
     """The operator of every binary task of `objective.type: one_vs_rest` (two classes: c and the
     rest) at the spec's hyperparameters; σ² among them when CV learns it (`objective.cv.learn_sigma2`)."""
     prior = build_prior(spec.model, X_train, base_dir, engine=engine)

@@ -20,6 +20,7 @@ from gpmodels.inference.marginal.laplace import LaplaceOptions
 from gpmodels.inference.marginal.vb import VBOptions
 from gpmodels.inference.mkl.algorithms import MKLOptions
 from gpmodels.kernels.factory import KERNEL_NAMES, KERNEL_PARAMS
+from gpmodels.kernels.mixed_precision import STORAGE_DTYPES
 from gpmodels.kernels.representations import REPRESENTATION_KINDS
 from gpmodels.operators.blockdiag import SHARING_MODES
 from gpmodels.optimize.lbfgs import OuterOptions
@@ -194,6 +195,9 @@ class KernelSpec(Node):
 class RepresentationSpec(Node):
     """How each kernel matrix is held (Seeger 2008, App. D.1, Sec. 7.4.3)."""
 
+    REMOVED_KEYS = {"stored_max_mb": "representation.memory_gb (the budget `auto` chooses stored / blocked / "
+                                     "low-rank by)"}
+
     kind: str = option(
         "auto",
         kind="str",
@@ -202,8 +206,15 @@ class RepresentationSpec(Node):
     )
     memory_mb: float = option(256.0, kind="float", exclusive_minimum=0.0, maximum=1_048_576.0,
                               doc="memory bound of one on-the-fly block")
-    stored_max_mb: float = option(4096.0, kind="float", exclusive_minimum=0.0, maximum=1_048_576.0,
-                                  doc="`auto` stores a kernel matrix up to this size, else blocks it")
+    memory_gb: float | None = option(None, kind="float", exclusive_minimum=0.0, maximum=1_048_576.0,
+                                     doc="`auto`: memory budget of all kernel matrices (null: 0.7 x available memory)")
+    dtype: str | None = option(None, kind="str", choices=STORAGE_DTYPES,
+                               doc="storage of `stored` matrices, float64 accumulation (null: float64; `auto`: "
+                                   "first that fits)")
+    allow_lowrank: bool = option(False, kind="bool",
+                                 doc="`auto` may approximate by `lowrank` when no stored matrix fits the budget")
+    blocked_max_n: int = option(50_000, kind="int", minimum=1, maximum=100_000_000,
+                                doc="`auto` recomputes (`blocked`) only up to this n, else low-rank or an error")
     rank: int = option(200, kind="int", minimum=1, maximum=100_000,
                        doc="lowrank: maximal rank of the incomplete Cholesky")
     tol: float = option(1e-8, kind="float", minimum=0.0,

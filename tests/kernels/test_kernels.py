@@ -174,7 +174,7 @@ def test_representation_config_auto_choices(rng):
     X = rng.normal(size=(10, 2))
     assert isinstance(RepresentationConfig().build(X, Linear()), FeatureGram)
     assert isinstance(RepresentationConfig().build(X, RBF(1.0)), StoredGram)
-    assert isinstance(RepresentationConfig(stored_max_mb=1e-6).build(X, RBF(1.0)), BlockedGram)
+    assert isinstance(RepresentationConfig(memory_gb=1e-7, memory_mb=1e-5).build(X, RBF(1.0)), BlockedGram)
     with pytest.raises(InputError, match="RepresentationConfig.kind must be one of"):
         RepresentationConfig(kind="magic")
     with pytest.raises(InputError, match="needs dense inputs"):

@@ -19,6 +19,7 @@ from gpmodels.spec.build import (
     build_operator,
     build_pseudo_targets,
     build_tree,
+    representation_choices,
     resolve_model,
 )
 from gpmodels.spec.outcome import RunOutcome, map_saver
@@ -37,6 +38,9 @@ def run_map(spec: Spec, data: Dataset, base_dir: Path | None, say, *, engine=Non
     t = time.perf_counter()
     op = build_operator(resolved.model, data.X_train, data.n_classes, base_dir, tree=tree, engine=engine)
     build_seconds = time.perf_counter() - t
+    reps = representation_choices(op)
+    for r in reps:
+        say(f"kernel matrix: {r['label']} ({r['nbytes'] / 2**30:.3g} GiB): {r['reason']}")
     t = time.perf_counter()
     with say.bar(None, "Newton") as bar:
         model = fit_map(op, likelihood, targets(likelihood, data, spec.model.likelihood),
@@ -64,7 +68,7 @@ def run_map(spec: Spec, data: Dataset, base_dir: Path | None, say, *, engine=Non
     if spec.evaluation.train_scores and spec.data.task == "classification":
         tr = M.classification_report(likelihood.predict(model.result.u), data.y_train)
         metrics.update({f"train_{k}": v for k, v in tr.items()})
-    return RunOutcome(metrics, P, diag.as_dict(), resolved,
+    return RunOutcome(metrics, P, diag.as_dict() | {"representations": reps}, resolved,
                       save=map_saver(data, op, likelihood, model.alpha, tree=tree), traces={"Phi": list(diag.phi)},
                       trace_units={"Phi": "Newton iteration"})
 

@@ -1,0 +1,119 @@
+"""The `auto` representation: which way to hold each kernel matrix within a memory budget.
+
+:func:`choose_representation` is a pure function of n, the number of distinct kernel matrices G
+(``tied`` / ``semi`` sharing: 1; ``separate``: C; groups: their number), the kernel and the budget:
+
+1. the linear kernel: ``features`` (X (X^T B), exact, never forms M);
+2. ``stored`` float64 if G n^2 8 bytes fit in the budget;
+3. ``stored`` float32 if G n^2 4 bytes fit (exact up to one float32 rounding of M's entries);
+4. with ``allow_lowrank``: ``lowrank`` (an approximation, so only when the user allows it) if
+   G n (rank + 2) 8 bytes fit;
+5. ``blocked`` (exact; M recomputed at every MVM, about n^2 kernel evaluations each) if
+   n <= ``blocked_max_n``;
+6. otherwise an :class:`~gpmodels.errors.InputError` naming the memory needed and the options,
+   rather than a run that swaps the machine to death.
+
+An explicit ``dtype`` restricts step 2-3 to that storage type.  The default budget is
+:data:`SAFETY_FRACTION` of the memory the machine has available now (``MemAvailable`` of
+/proc/meminfo, else psutil): the rest is for X, the (n, C) vectors of Newton–CG, cross blocks of
+predictions and the other processes.
+"""
+
+from __future__ import annotations
+
+import attrs
+
+from gpmodels.errors import InputError
+
+__all__ = ["RepresentationChoice", "choose_representation", "available_memory_bytes", "default_budget_bytes",
+           "SAFETY_FRACTION"]
+
+#: the fraction of the available memory that the default budget takes
+SAFETY_FRACTION = 0.7
+GIB = 2**30
+
+
+def available_memory_bytes() -> int | None:
+    """Bytes of memory available now (/proc/meminfo MemAvailable, else psutil); None if unknown."""
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    try:
+        import psutil
+    except ImportError:
+        return None
+    return int(psutil.virtual_memory().available)
+
+
+def default_budget_bytes() -> int:
+    avail = available_memory_bytes()
+    if avail is None:
+        raise InputError("the machine's available memory cannot be read (no /proc/meminfo, no psutil); "
+                         "give representation.memory_gb")
+    return int(SAFETY_FRACTION * avail)
+
+
+@attrs.frozen
+class RepresentationChoice:
+    """What `auto` (or an explicit kind) picked for one kernel matrix, and why."""
+
+    kind: str
+    dtype: str
+    reason: str
+    bytes_per_matrix: int
+    n_matrices: int
+    budget_bytes: int | None
+
+    def label(self) -> str:
+        return f"{self.kind}-{self.dtype}" if self.kind == "stored" else self.kind
+
+    def describe(self) -> str:
+        return f"{self.label()}: {self.reason}"
+
+    def as_dict(self) -> dict:
+        return attrs.asdict(self) | {"label": self.label()}
+
+
+def _gib(b: float) -> str:
+    return f"{b / GIB:.3g} GiB"
+
+
+def choose_representation(n: int, n_matrices: int, *, linear: bool, budget_bytes: int, dtype: str | None,
+                          allow_lowrank: bool, rank: int, blocked_max_n: int,
+                          blocked_memory_mb: float) -> RepresentationChoice:
+    """The `auto` choice (module docstring, steps 1-6) for G = ``n_matrices`` kernel matrices over n points."""
+    G, budget = max(1, n_matrices), budget_bytes
+    what = f"n = {n}, {G} kernel matri{'x' if G == 1 else 'ces'}, budget {_gib(budget)}"
+    if linear:
+        return RepresentationChoice("features", "float64", f"linear kernel: X (X^T B), M never formed ({what})",
+                                    0, G, budget)
+    for dt, size in (("float64", 8), ("float32", 4)):
+        need = G * n * n * size
+        if dtype in (None, dt) and need <= budget:
+            return RepresentationChoice("stored", dt, f"{G} x n^2 x {size} B = {_gib(need)} fit ({what})",
+                                        n * n * size, G, budget)
+    smallest = G * n * n * (4 if dtype in (None, "float32") else 8)
+    lowrank_need = G * n * (min(rank, n) + 2) * 8
+    if allow_lowrank and lowrank_need <= budget:
+        return RepresentationChoice("lowrank", "float64", f"stored needs {_gib(smallest)} > budget; low-rank "
+                                    f"rank <= {rank} needs {_gib(lowrank_need)} ({what}; allow_lowrank is set)",
+                                    lowrank_need // G, G, budget)
+    blocked_need = G * int(3 * blocked_memory_mb * 2**20)
+    if n <= blocked_max_n and blocked_need <= budget:
+        return RepresentationChoice("blocked", "float64", f"stored needs {_gib(smallest)} > budget; blocked "
+                                    f"recomputes M at every MVM (n <= blocked_max_n = {blocked_max_n}; {what})",
+                                    blocked_need // G, G, budget)
+    why_not_blocked = (f"blocked (recomputing ~n^2 kernel values per MVM) is limited to n <= blocked_max_n = "
+                       f"{blocked_max_n}" if n > blocked_max_n else
+                       f"blocked needs {_gib(blocked_need)} for its blocks (3 x memory_mb per matrix)")
+    raise InputError(
+        f"representation auto: no exact representation fits ({what}): stored float32 needs {_gib(smallest)}, "
+        f"and {why_not_blocked}. "
+        "Allowed: raise representation.memory_gb (if the machine has the memory), set allow_lowrank: true "
+        f"(low-rank approximation, needs {_gib(lowrank_need)} at rank {rank}), kind: blocked, "
+        "or a larger blocked_max_n"
+    )
