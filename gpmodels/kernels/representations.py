@@ -42,7 +42,15 @@ from gpmodels.kernels.mixed_precision import (
     stored_matmul,
     stored_rmatmul,
 )
-from gpmodels.validation import boolean, instance_of, nonnegative_number, one_of, optional, positive_int, positive_number
+from gpmodels.validation import (
+    boolean,
+    instance_of,
+    nonnegative_number,
+    one_of,
+    optional,
+    positive_int,
+    positive_number,
+)
 
 __all__ = ["Representation", "CrossRepresentation", "StoredGram", "BlockedGram", "FeatureGram", "LowRankGram",
            "RepresentationConfig", "RepresentationChoice", "incomplete_cholesky"]

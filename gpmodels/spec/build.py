@@ -407,9 +407,22 @@ def build_operator(m: ModelSpec, X_train, n_classes: int, base_dir: Path | None 
     return Sum(ops, m.weights if m.weights is not None else np.ones(len(ops)))
 
 
-    return RepresentationConfig(kind=r.kind, memory_mb=r.memory_mb, rank=r.rank, tol=r.tol, dtype=r.dtype,
-                                memory_gb=r.memory_gb, allow_lowrank=r.allow_lowrank, blocked_max_n=r.blocked_max_n,
-                                engine=engine)
+def representation_choices(op) -> list[dict]:
+    """What each kernel matrix of ``op`` is held as and why (:class:`RepresentationChoice` dicts),
+    walking wrappers (``inner``) and sums (``ops``) down to the block-diagonal operators."""
+    found, stack = [], [op]
+    while stack:
+        o = stack.pop()
+        stack.extend(reversed(getattr(o, "ops", ())))
+        if getattr(o, "inner", None) is not None:
+            stack.append(o.inner)
+        for rep in getattr(o, "_rep_list", ()):
+            if rep.choice is not None:
+                found.append(rep.choice.as_dict() | {"nbytes": int(rep.nbytes)})
+    return found
+
+
+def build_binary_operator(spec: Spec, X_train, base_dir: Path | None = None, engine: Engine | None = None):
     """The operator of every binary task of `objective.type: one_vs_rest` (two classes: c and the
     rest) at the spec's hyperparameters; σ² among them when CV learns it (`objective.cv.learn_sigma2`)."""
     prior = build_prior(spec.model, X_train, base_dir, engine=engine)
