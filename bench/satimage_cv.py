@@ -23,7 +23,9 @@ stores every finished (method, partition) row as JSON in the folder and checkpoi
 learning of the row in progress (bench/cv_protocol.py); the same command again skips finished rows
 and resumes the interrupted one; a folder of another configuration (spec, --max-train,
 --max-iter) is refused.  The table is computed from all stored rows of the selected methods and
-partitions.
+partitions.  A row resumed from its checkpoint has bit-identical hyperparameters and test error (the
+test in tests/bench), but its timings count only the resuming process (``resumed_from`` says so).
+``--no-yardstick`` skips the scikit-learn fit (rows then have no ratio).
 
 Usage: python bench/satimage_cv.py [--partitions 3] [--first-partition 0] [--methods mc-sep,mc-semi,mc-tied,1rest|all]
        [--max-train N] [--max-iter N] [--blas-threads K] [--out DIR]
