@@ -2,7 +2,7 @@
 
 Runs specs/news20-hier.yaml (ANOVA class-tree prior, H1: one variance per level, all at v = 40,
 σ² = 0.01, linear kernel on unit-norm rows; Seeger 2008 Sec. 3, 6.1) and specs/news20-hier-cv.yaml
-(the same model with the level variances learned by 5-fold CV, Sec. 4, started at v = 10) through
+(the same model with the level variances learned by 5-fold CV, Sec. 4, started at v = 40) through
 the spec driver (``run_spec``, as ``gpmodels run`` does), on the same data: the full set by
 default (11314 train / 7532 test, C = 20), ``--subset small`` for 2000 / 1000.  Prints, for both,
 the wall time (the CV row: learning and final fit), test accuracy, taxo-loss and parent accuracy
