@@ -10,7 +10,7 @@ the wall time (the CV row: learning and final fit), test accuracy, taxo-loss and
 in ≤ 10 minutes with scores at least as good as the fixed values.
 
 Usage: python bench/news20_cv.py [--subset small] [--out DIR] [--blas-threads K] [--max-iter N] [--resume]
-       [--reuse-fixed]
+       [--reuse-fixed] [--start-variance V]
 (``--out``: report folders DIR/fixed and DIR/cv, default runs/news20-cv-bench; without ``--resume``
 the CV learning starts afresh, so that its time is the whole learning.)
 """
@@ -41,6 +41,8 @@ def _spec(name, a):
     spec, base = load_spec(ROOT / "specs" / f"{name}.yaml")
     spec = attrs.evolve(spec, data=attrs.evolve(spec.data, subset=a.subset))
     if spec.objective.type == "cv":
+        if a.start_variance is not None:
+            spec = attrs.evolve(spec, model=attrs.evolve(spec.model, variance=a.start_variance))
         cv = spec.objective.cv
         cv = attrs.evolve(cv, resume="auto" if a.resume else "never")
         if a.max_iter:
@@ -63,6 +65,7 @@ def main(argv=None):
     p.add_argument("--out", default=str(ROOT / "runs" / "news20-cv-bench"), help="report folders DIR/fixed, DIR/cv")
     p.add_argument("--blas-threads", type=int, default=None, help="limit BLAS threads (threadpoolctl)")
     p.add_argument("--max-iter", type=int, default=None, help="override objective.cv.outer.max_iter")
+    p.add_argument("--start-variance", type=float, default=None, help="start of the learned level variances")
     p.add_argument("--resume", action="store_true", help="continue the CV learning from its checkpoint")
     p.add_argument("--verbose", action="store_true", help="the driver's messages")
     p.add_argument("--reuse-fixed", action="store_true", help="read DIR/fixed/metrics.json if present")
