@@ -93,8 +93,12 @@ def blas_threads(n):
         yield
 
 
-def learn_and_evaluate(prior, likelihood, data, folds, options, *, one_vs_rest=False, say=print, label=""):
-    """CV learning + final fit + test scores for one method; returns a dict of figures."""
+def learn_and_evaluate(prior, likelihood, data, folds, options, *, one_vs_rest=False, say=print, label="",
+                       checkpoint=None):
+    """CV learning + final fit + test scores for one method; returns a dict of figures.
+
+    ``checkpoint`` (a :class:`~gpmodels.optimize.checkpoint.Checkpointing`): the learning checkpoints
+    there and resumes from it (``resumed_from``; a resumed run's timings count only its own part)."""
     clock = new_clock()
     C = data.n_classes
     t0 = time.perf_counter()
@@ -107,6 +111,7 @@ def learn_and_evaluate(prior, likelihood, data, folds, options, *, one_vs_rest=F
             Y,
             folds,
             options,
+            checkpoint=checkpoint,
             on_iteration=lambda r: say(
                 f"  {label} it {r.iteration}: Ψ = {r.value:.5g}, "
                 f"{r.evaluations} eval ({r.failed} failed), {r.seconds:.1f} s"
@@ -127,6 +132,7 @@ def learn_and_evaluate(prior, likelihood, data, folds, options, *, one_vs_rest=F
             C,
             folds,
             options,
+            checkpoint=checkpoint,
             on_iteration=lambda c, r: say(
                 f"  {label} class {c} it {r.iteration}: Ψ = {r.value:.5g}, "
                 f"{r.evaluations} eval ({r.failed} failed), {r.seconds:.1f} s"
@@ -157,6 +163,7 @@ def learn_and_evaluate(prior, likelihood, data, folds, options, *, one_vs_rest=F
         "mvms": clock["mvm_calls"],
         "psi": [r.psi for r in results],
         "converged": all(r.converged for r in results),
+        "resumed_from": [r.resumed_from for r in results],
         "hyperparameters": hyper,
         "history": [rec.value for rec in results[0].history],  # Ψ per outer iteration (the first model)
     }

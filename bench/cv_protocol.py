@@ -9,27 +9,21 @@ The CV learning of an unfinished row checkpoints to ``checkpoints/<method>-p<par
 through the package's checkpoint machinery (``optimize/checkpoint.py``, one file per task for
 one-vs-rest) and resumes from it, so an interrupted row continues at its last outer iteration.
 
-``learn_and_evaluate_row`` is ``cv_common.learn_and_evaluate`` with that checkpoint passed to the
-learner (the shared helper takes none); its figures are the same keys plus ``resumed_from``.
+The rows are computed by ``cv_common.learn_and_evaluate`` with the row's checkpoint.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import time
 from pathlib import Path
 
 import numpy as np
-from cv_common import Timed, new_clock
 
-from gpmodels import metrics as M
 from gpmodels.errors import OutputError
-from gpmodels.inference.cv.learn import fit_learned, learn_hyperparameters
-from gpmodels.inference.cv.one_vs_rest import learn_one_vs_rest
 from gpmodels.optimize.checkpoint import Checkpointing
 
-__all__ = ["RowStore", "learn_and_evaluate_row", "mean_sd_table"]
+__all__ = ["RowStore", "mean_sd_table"]
 
 
 def _plain(obj):
@@ -81,59 +75,6 @@ class RowStore:
         """The resumable checkpoint of the row's CV learning (identity: config, method, partition)."""
         return Checkpointing(self.folder / "checkpoints" / f"{method}-p{partition}.npz", resume=True,
                              identity={**_plain(identity), "method": method, "partition": partition})
-
-
-def learn_and_evaluate_row(prior, likelihood, data, folds, options, *, checkpoint: Checkpointing,
-                           one_vs_rest=False, say=print, label=""):
-    """CV learning (checkpointed) + final fit + test scores for one method; returns a dict of figures."""
-    clock = new_clock()
-    C = data.n_classes
-    t0 = time.perf_counter()
-
-    def report(prefix):
-        return lambda r: say(f"  {label}{prefix} it {r.iteration}: Ψ = {r.value:.5g}, "
-                             f"{r.evaluations} eval ({r.failed} failed), {r.seconds:.1f} s")
-
-    if not one_vs_rest:
-        Y = np.eye(C)[data.y_train]
-        op = Timed(prior.operator(data.X_train, C), clock)
-        res = learn_hyperparameters(op, likelihood, Y, folds, options, checkpoint=checkpoint, on_iteration=report(""))
-        learn_s = time.perf_counter() - t0
-        t = time.perf_counter()
-        model = fit_learned(res, likelihood, Y, options)
-        fit_s = time.perf_counter() - t
-        P = model.predict_proba(data.X_test)
-        results, hyper = [res], res.hyperparameters()
-    else:
-        op2 = Timed(prior.operator(data.X_train, 2), clock)
-        ovr = learn_one_vs_rest(op2, likelihood, data.y_train, C, folds, options, checkpoint=checkpoint,
-                                on_iteration=lambda c, r: report(f" class {c}")(r))
-        fit_s = sum(m.result.diagnostics.seconds for m in ovr.models)
-        learn_s = time.perf_counter() - t0 - fit_s
-        P = ovr.predict_proba(data.X_test)
-        results = list(ovr.learned)
-        hyper = {f"class{c}.{k}": v for c, r in enumerate(results) for k, v in r.hyperparameters().items()}
-    evals = [e for r in results for e in r.evaluations]
-    wall = max(learn_s + fit_s, 1e-12)
-    return {
-        "test_error": M.error(P, data.y_test),
-        "test_log_loss": M.log_loss(P, data.y_test),
-        "learning_seconds": learn_s,  # of this process: a resumed row counts only its own part
-        "final_fit_seconds": fit_s,
-        "evaluations": len(evals),
-        "failed_evaluations": sum(not e.ok for e in evals),
-        "outer_iterations": sum(r.outer.iteration for r in results),
-        "seconds_per_evaluation": sum(e.seconds for e in evals) / max(1, len(evals)),
-        "mvm_share": clock["mvm"] / wall,
-        "grad_trace_share": clock["grad_trace"] / wall,
-        "restrict_share": clock["restrict"] / wall,
-        "kernel_build_share": clock["kernel_build"] / wall,
-        "mvms": clock["mvm_calls"],
-        "psi": [r.psi for r in results],
-        "converged": all(r.converged for r in results),
-        "resumed_from": [r.resumed_from for r in results],
-        "hyperparameters": hyper,
-    }
 
 
 def mean_sd_table(rows: dict, keys) -> dict:

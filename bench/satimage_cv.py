@@ -44,7 +44,7 @@ import attrs
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from cv_common import blas_threads, learn_and_evaluate  # noqa: E402
-from cv_protocol import RowStore, learn_and_evaluate_row, mean_sd_table  # noqa: E402
+from cv_protocol import RowStore, mean_sd_table  # noqa: E402
 from sklearn_yardstick import sklearn_fixed_fit_seconds  # noqa: E402
 
 from gpmodels.data.splits import kfold_partition  # noqa: E402
@@ -138,11 +138,8 @@ def run_rows(a, say):
                 prior = build_prior(attrs.evolve(model, **overrides), data.X_train, base)
                 kw = dict(one_vs_rest=ovr, label=f"[{m} p{part}]", say=say)
                 cpu = time.process_time()
-                if store:
-                    r = learn_and_evaluate_row(prior, likelihood, data, folds, options,
-                                               checkpoint=store.checkpoint(m, part, config), **kw)
-                else:
-                    r = learn_and_evaluate(prior, likelihood, data, folds, options, **kw)
+                r = learn_and_evaluate(prior, likelihood, data, folds, options,
+                                       checkpoint=store.checkpoint(m, part, config) if store else None, **kw)
                 r["cpu_seconds"] = time.process_time() - cpu  # learning + final fit + test prediction
                 if yard is not None:
                     r.update(learn_over_sklearn_fixed_fit=r["learning_seconds"] / yard, sklearn_fixed_fit_seconds=yard,
