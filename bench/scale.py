@@ -14,10 +14,12 @@ stands: ANOVA class-tree prior, RBF, 8 subtree kernels, 2000 training points, ``
 Every row runs in a fresh subprocess, so its peak resident memory (ru_maxrss of that process) is its
 own.  Per row: fit seconds (kernel build + Newton–CG), MVMs of the fit, seconds per MVM (median of
 3 MVMs with (n, C) right-hand sides timed after the fit), peak RSS, test error.  ``engine`` is
-``local`` (the in-process engine) for every row here.
+``local`` (the in-process engine) for these rows; ``--dask-n`` (default 20 000, 0: none) adds a row
+run by bench/dask_overhead.py (its own generator; Dask on a 2-worker LocalCluster against the
+in-process StoredGram in the same run), which gives ``dask_mvm_overhead`` and ``dask_fit_rel_diff``.
 
 Usage: python bench/scale.py [--n 10000 20000 ...] [--representations stored-float32 lowrank ...]
-       [--real news20 imclef07a | --real none] [--memory-gb G]
+       [--real news20 imclef07a | --real none] [--memory-gb G] [--dask-n N]
 Prints a table and a final JSON line.
 """
 
@@ -178,6 +180,8 @@ def main(argv=None):
     p.add_argument("--real", nargs="*", default=["news20", "imclef07a"], choices=["news20", "imclef07a", "none"])
     p.add_argument("--memory-gb", type=float, default=None, help="budget of `auto` rows (default: the machine's)")
     p.add_argument("--timeout", type=float, default=1800.0, help="seconds per row")
+    p.add_argument("--dask-n", type=int, default=20_000,
+                   help="n of the Dask row (bench/dask_overhead.py in a subprocess; 0: no Dask row)")
     p.add_argument("--row", help=argparse.SUPPRESS)
     a = p.parse_args(argv)
     if a.row:
@@ -194,7 +198,34 @@ def main(argv=None):
     keys = ("n", "data", "representation", "engine", "fit_seconds", "mvms", "seconds_per_mvm", "peak_rss_gib",
             "test_error")
     rows = [{k: r.get(k) for k in keys} | ({"error": r["error"]} if "error" in r else {}) for r in results]
-    print(json.dumps({"bench": "scale", "rows": rows, "dask_mvm_overhead": None, "dask_fit_rel_diff": None}))
+    dask = _dask_row(a.dask_n, a.timeout) if a.dask_n > 0 else {}
+    if dask:
+        rows.append({k: dask.get(k) for k in keys} | ({"error": dask["error"]} if "error" in dask else {}))
+    print(json.dumps({"bench": "scale", "rows": rows, "dask_mvm_overhead": dask.get("dask_mvm_overhead"),
+                      "dask_fit_rel_diff": dask.get("dask_fit_rel_diff")}))
+
+
+def _dask_row(n: int, timeout: float) -> dict:
+    """The Dask row: ``bench/dask_overhead.py --n n`` in a subprocess (its own generator, tied RBF,
+    C = 10, d = 20; 2-worker LocalCluster against the in-process StoredGram in the same run), read
+    from its final JSON line.  Peak RSS is not given: the matrix lives in the worker processes."""
+    cmd = [sys.executable, str(ROOT / "bench" / "dask_overhead.py"), "--n", str(n)]
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=ROOT)
+        out = json.loads(proc.stdout.strip().splitlines()[-1])
+    except (subprocess.TimeoutExpired, ValueError, IndexError) as exc:
+        row = {"n": n, "data": "synthetic-dask", "representation": "dask", "engine": "dask",
+               "error": f"dask_overhead.py gave no result: {type(exc).__name__}"}
+        print(f"{'synthetic-dask':>10} {n:>7} {'dask':>15} {'dask':>6}  {row['error']}", flush=True)
+        return row
+    row = {"n": n, "data": "synthetic-dask", "representation": "dask", "engine": "dask",
+           "fit_seconds": out.get("fit_seconds_dask"), "mvms": out.get("mvms_dask"),
+           "seconds_per_mvm": out["seconds_per_mvm_dask"], "peak_rss_gib": None, "test_error": out.get("test_error"),
+           "dask_mvm_overhead": out["dask_mvm_overhead"], "dask_fit_rel_diff": out.get("dask_fit_rel_diff")}
+    print(f"{'synthetic-dask':>10} {n:>7} {'dask':>15} {'dask':>6} fit {row['fit_seconds'] or float('nan'):.1f} s, "
+          f"{row['seconds_per_mvm']:.4f} s/MVM, overhead {row['dask_mvm_overhead']:.3f} vs in-process, "
+          f"Φ rel. diff {row['dask_fit_rel_diff'] or float('nan'):.2e}", flush=True)
+    return row
 
 
 if __name__ == "__main__":
