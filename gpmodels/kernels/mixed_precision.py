@@ -20,6 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from gpmodels.errors import InputError
+from gpmodels.linalg.blas_threads import blas_threads, limit_blas_threads
 
 __all__ = ["STORAGE_DTYPES", "storage_dtype", "stored_matmul", "stored_rmatmul", "gram_in_row_blocks",
            "block_rows"]
@@ -46,16 +47,6 @@ def _tiles(n1: int, n2: int):
     for s in range(0, n1, TILE_ROWS):
         for c in range(0, n2, TILE_COLS):
             yield slice(s, min(n1, s + TILE_ROWS)), slice(c, min(n2, c + TILE_COLS))
-
-
-@functools.lru_cache(maxsize=1)
-def _blas_controller():
-    """threadpoolctl's controller when importable (scikit-learn installs it), else None."""
-    try:
-        from threadpoolctl import ThreadpoolController
-    except ImportError:
-        return None
-    return ThreadpoolController()
 
 
 @functools.lru_cache(maxsize=8)
@@ -86,7 +77,7 @@ def stored_matmul(M: np.ndarray, B: np.ndarray) -> np.ndarray:
     float32 M: out_I = Σ_J float64(M_{I,J}) B_J over 64 x 8192 tiles (I, J), each converted into
     a reusable float64 buffer (see the module docstring for the measurements).  The tiles' GEMMs are
     too small for BLAS threads (2 BLAS threads on 64-row tiles: 0.66 s vs 0.10 s single-threaded,
-    n = 5000, loaded machine), so with threadpoolctl the BLAS runs single-threaded here and the rows
+    n = 5000, loaded machine), so the BLAS runs single-threaded here and the rows
     are split over as many Python threads as the BLAS had (numpy releases the GIL in both steps).
     """
     if M.dtype == np.float64:
@@ -94,14 +85,12 @@ def stored_matmul(M: np.ndarray, B: np.ndarray) -> np.ndarray:
     B = np.ascontiguousarray(B, dtype=np.float64)
     n1 = M.shape[0]
     out = np.zeros((n1, B.shape[1]))
-    ctl = _blas_controller()
-    workers = max((c.num_threads for c in ctl.lib_controllers if c.user_api == "blas"), default=1) if ctl else 1
-    workers = max(1, min(workers, -(-n1 // TILE_ROWS)))
+    workers = max(1, min(blas_threads(), -(-n1 // TILE_ROWS)))
     if workers == 1:
         _matmul_rows(M, B, out, 0, n1)
         return out
     cuts = [TILE_ROWS * (k * -(-n1 // TILE_ROWS) // workers) for k in range(workers)] + [n1]
-    with ctl.limit(limits=1, user_api="blas"):
+    with limit_blas_threads(1):
         list(_executor(workers).map(lambda k: _matmul_rows(M, B, out, cuts[k], cuts[k + 1]), range(workers)))
     return out
 

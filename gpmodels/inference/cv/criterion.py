@@ -82,6 +82,7 @@ from gpmodels.inference.map.exact_newton import exact_newton, exact_newton_solve
 from gpmodels.inference.map.line_search import objective
 from gpmodels.inference.map.newton_cg import NewtonOptions, newton_cg
 from gpmodels.likelihoods.base import Likelihood
+from gpmodels.linalg.blas_threads import blas_threads, limit_blas_threads
 from gpmodels.linalg.cg import cg
 from gpmodels.linalg.counting import MVMCounter
 from gpmodels.operators.base import Operator
@@ -469,18 +470,6 @@ def evaluate_fold(task: FoldTask, op: Operator, likelihood: Likelihood, Y, opts:
     return attrs.evolve(fold, restrict_seconds=restrict_s)
 
 
-def _blas_share(workers: int):
-    """A context that gives each of ``workers`` threads its share of the BLAS threads (threadpoolctl),
-    so that folds at once do not oversubscribe the cores."""
-    try:
-        from threadpoolctl import threadpool_info, threadpool_limits
-    except ImportError:  # pragma: no cover - threadpoolctl comes with the package's dependencies
-        raise InputError("CVOptions.fold_workers > 1 needs threadpoolctl (pip install threadpoolctl); "
-                         "use fold_workers=1") from None
-    total = max([p.get("num_threads", 1) for p in threadpool_info() if p.get("user_api") == "blas"] or [1])
-    return threadpool_limits(limits=max(1, total // workers), user_api="blas")
-
-
 def map_folds_threaded(fn, tasks: Sequence, workers: int = 1):
     """``fn(task)`` for every task, yielded in task order: the loop over folds as a map.
 
@@ -497,7 +486,8 @@ def map_folds_threaded(fn, tasks: Sequence, workers: int = 1):
         return
     from concurrent.futures import ThreadPoolExecutor
 
-    with _blas_share(min(workers, len(tasks))), ThreadPoolExecutor(max_workers=min(workers, len(tasks))) as pool:
+    workers = min(workers, len(tasks))
+    with limit_blas_threads(blas_threads() // workers), ThreadPoolExecutor(max_workers=workers) as pool:
         futures = [pool.submit(fn, task) for task in tasks]
         try:
             for f in futures:
