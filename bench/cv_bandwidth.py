@@ -31,6 +31,10 @@ Prints a table and a final JSON line.  About 2–3 minutes on 2 idle cores.
 
 from __future__ import annotations
 
+import gpmodels  # noqa: F401  (first: its OpenBLAS setting must precede numpy's import)
+
+# isort: split
+
 import argparse
 import contextlib
 import json

@@ -28,6 +28,10 @@ average before and after each timed part (the machine may be shared).
 
 from __future__ import annotations
 
+import gpmodels  # noqa: F401  (first: its OpenBLAS setting must precede numpy's import)
+
+# isort: split
+
 import argparse
 import json
 import os

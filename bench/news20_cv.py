@@ -17,6 +17,10 @@ the CV learning starts afresh, so that its time is the whole learning.)
 
 from __future__ import annotations
 
+import gpmodels  # noqa: F401  (first: its OpenBLAS setting must precede numpy's import)
+
+# isort: split
+
 import argparse
 import json
 import sys

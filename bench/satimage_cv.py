@@ -34,6 +34,10 @@ The default is 3 partitions, all methods, all 4435 training points, nothing stor
 
 from __future__ import annotations
 
+import gpmodels  # noqa: F401  (first: its OpenBLAS setting must precede numpy's import)
+
+# isort: split
+
 import argparse
 import json
 import sys

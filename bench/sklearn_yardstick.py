@@ -10,6 +10,10 @@ as a learning time, the ratio learning / yardstick is comparable across machines
 
 from __future__ import annotations
 
+import gpmodels  # noqa: F401  (first: its OpenBLAS setting must precede numpy's import)
+
+# isort: split
+
 import time
 
 import numpy as np
