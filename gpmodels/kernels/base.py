@@ -24,7 +24,7 @@ from gpmodels.errors import InputError
 from gpmodels.hyperparameters import ParameterFree, Parameterised, natural_values
 from gpmodels.linalg.finite_differences import central_differences
 
-__all__ = ["Kernel", "ParameterFreeKernel", "sq_norms", "cross_product", "FD_STEP_KERNEL"]
+__all__ = ["Kernel", "ParameterFreeKernel", "sq_norms", "sq_dists", "cross_product", "FD_STEP_KERNEL"]
 
 FD_STEP_KERNEL = 1e-6
 
@@ -42,6 +42,16 @@ def cross_product(X1, X2) -> np.ndarray:
         out = X1 @ X2.T
         return out.toarray() if sp.issparse(out) else np.asarray(out)
     return X1 @ X2.T
+
+
+def sq_dists(X1, X2) -> np.ndarray:
+    """Squared Euclidean distances ||x1_a - x2_b||^2, shape (n1, n2), clipped at 0 (exactly 0 on the
+    diagonal when X1 is X2)."""
+    d2 = sq_norms(X1)[:, None] + sq_norms(X2)[None, :] - 2.0 * cross_product(X1, X2)
+    np.maximum(d2, 0.0, out=d2)
+    if X1 is X2:
+        np.fill_diagonal(d2, 0.0)
+    return d2
 
 
 class Kernel(Parameterised):
@@ -66,6 +76,18 @@ class Kernel(Parameterised):
         """
         return central_differences(self.params, lambda t: np.sum(self.with_params(t).gram(X1, X2) * G),
                                    FD_STEP_KERNEL)
+
+    def gram_from_sq_dists(self, D: np.ndarray) -> np.ndarray | None:
+        """M from the squared distances D_ab = ||x_a - x_b||^2 for kernels that are a function of
+        them alone (isotropic stationary shapes), else None.  Lets a stored matrix be rebuilt at new
+        parameters without recomputing the distances (issue 12: they do not change with w)."""
+        return None
+
+    def grad_contract_from_sq_dists(self, D: np.ndarray, G: np.ndarray, gram: np.ndarray) -> np.ndarray | None:
+        """``grad_contract`` from the squared distances D and M = ``gram`` of the same block (for the
+        kernels of ``gram_from_sq_dists``; None otherwise): one pass over the block instead of
+        products with the features."""
+        return None
 
     def diag_grad_contract(self, X, g) -> np.ndarray:
         """Σ_a ∂M(x_a, x_a)/∂θ_p g_a for every p.  Generic default: finite differences."""

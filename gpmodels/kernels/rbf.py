@@ -16,18 +16,10 @@ import numpy as np
 import scipy.sparse as sp
 
 from gpmodels.errors import InputError
-from gpmodels.kernels.base import Kernel, cross_product, sq_norms
+from gpmodels.kernels.base import Kernel, sq_dists, sq_norms
 from gpmodels.validation import array_of, positive_number, to_float, to_float_array
 
 __all__ = ["RBF", "ARD"]
-
-
-def _sq_dists(X1, X2) -> np.ndarray:
-    d2 = sq_norms(X1)[:, None] + sq_norms(X2)[None, :] - 2.0 * cross_product(X1, X2)
-    np.maximum(d2, 0.0, out=d2)
-    if X1 is X2:
-        np.fill_diagonal(d2, 0.0)
-    return d2
 
 
 def _h_times(H: np.ndarray, X2) -> np.ndarray:
@@ -66,9 +58,17 @@ class RBF(Kernel):
         return RBF(w=float(np.exp(np.asarray(theta, dtype=float).ravel()[0])))
 
     def gram(self, X1, X2) -> np.ndarray:
-        d2 = _sq_dists(X1, X2)
+        d2 = sq_dists(X1, X2)
         d2 *= -0.5 * self.w
         return np.exp(d2, out=d2)
+
+    def gram_from_sq_dists(self, D: np.ndarray) -> np.ndarray:
+        d2 = D * (-0.5 * self.w)
+        return np.exp(d2, out=d2)
+
+    def grad_contract_from_sq_dists(self, D, G, gram) -> np.ndarray:
+        # dM/dlog w = w M∘A with A = -D/2 (module docstring)
+        return np.array([-0.5 * self.w * float(np.einsum("ab,ab,ab->", gram, G, D))])
 
     def diag(self, X) -> np.ndarray:
         return np.ones(X.shape[0])
@@ -113,7 +113,7 @@ class ARD(Kernel):
         self._check_dim(X2)
         Z1 = self._scaled(X1)
         Z2 = Z1 if X2 is X1 else self._scaled(X2)
-        d2 = _sq_dists(Z1, Z2)
+        d2 = sq_dists(Z1, Z2)
         d2 *= -0.5
         return np.exp(d2, out=d2)
 

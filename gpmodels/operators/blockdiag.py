@@ -157,7 +157,8 @@ class BlockDiagonal(Operator):
             if key not in rep_index:
                 rep = old.get(key)
                 if rep is None:  # `auto` budgets for every kernel group (separate sharing: C matrices)
-                    rep = self.representation.build(self.X, k, len(self.kernels), log=not old)
+                    rep = self.representation.build(self.X, k, len(self.kernels), log=not old,
+                                                    like=next(iter(old.values()), None))
                 rep_index[key] = len(reps)
                 reps[key] = rep
             rep_of_group[l] = rep_index[key]

@@ -179,3 +179,30 @@ def test_representation_config_auto_choices(rng):
         RepresentationConfig(kind="magic")
     with pytest.raises(InputError, match="needs dense inputs"):
         RepresentationConfig().build(sp.csr_matrix(X), Precomputed(np.eye(3)))
+
+
+def test_stored_rbf_matrices_at_new_parameters_reuse_the_squared_distances(rng, monkeypatch):
+    """An operator at new hyperparameters rebuilds its stored RBF matrices from the cached squared
+    distances (computed once): the same numbers as a fresh build; restrict and cross blocks are the
+    submatrices; kernels without ``gram_from_sq_dists`` and float32 storage get no cache."""
+    import gpmodels.kernels.representations as R
+    from gpmodels.priors.independent import IndependentGP
+
+    X = rng.standard_normal((30, 3))
+    calls = []
+    real = R.sq_dists
+    monkeypatch.setattr(R, "sq_dists", lambda a, b: calls.append(1) or real(a, b))
+    op = IndependentGP(RBF(0.5), "separate", [1.0, 2.0], 1.0).operator(X, 2)
+    moved = op.with_params(op.params + np.array([0.3, -0.2, 0.1, 0.0])).with_params(op.params - 0.4)
+    assert len(calls) == 1
+    reps = [r for r, _ in moved.inner.rep_groups]
+    assert all(r.sq_dists is not None for r in reps)
+    for rep in reps:
+        assert np.array_equal(rep.M, StoredGram(X, rep.kernel).M)
+    J, I = np.array([0, 3, 4, 9, 17, 29]), np.array([1, 2, 28])
+    assert np.array_equal(reps[0].restrict(J).M, reps[0].M[np.ix_(J, J)])
+    assert np.array_equal(reps[0].cross(I, J).M, reps[0].M[np.ix_(I, J)])
+    assert RepresentationConfig(kind="stored").build(X, Linear()).sq_dists is None
+    assert RepresentationConfig(kind="stored", dtype="float32").build(X, RBF(0.5)).sq_dists is None
+    tiny = RepresentationConfig(kind="stored", memory_gb=1e-9)  # the cache would exceed its share of the budget
+    assert tiny.build(X, RBF(0.5)).sq_dists is None
