@@ -20,8 +20,8 @@ more symmetric solve) is independent of the number of hyperparameters.
 
 Per evaluation the caller builds the operator at the new hyperparameters once (``with_params``);
 here every fold restricts it once (``op.restrict(J)``: a contiguous re-layout, App. D.2
-"covariance shuffling", never index-mapped per MVM) and takes the two rectangular blocks
-K̃_{I,J}, K̃_{J,I} (``op.cross``).  All of it is generic over the operator protocol: flat,
+"covariance shuffling", never index-mapped per MVM) and takes the rectangular block K̃_{I,J}
+(``op.cross``; K̃_{J,I} is its transpose, ``rmvm``).  All of it is generic over the operator protocol: flat,
 hierarchical (ANOVA) and coupled priors only differ in their operators.
 
 Inner solves:
@@ -90,7 +90,7 @@ from gpmodels.validation import boolean, instance_of, nonnegative_number, one_of
 
 __all__ = ["CVOptions", "CVState", "CVEvaluation", "FoldDiagnostics", "FoldResult", "FoldTask", "cv_criterion",
            "check_partition", "fold_tasks", "evaluate_fold", "map_folds_threaded", "choose_method", "CV_METHODS",
-           "EXACT_MAX_SIZE", "WARM_STARTS"]
+           "EXACT_MAX_SIZE", "WARM_STARTS", "FOLD_PARALLELISM"]
 
 CV_METHODS = ("newton_cg", "exact", "auto")
 # ``auto`` picks the exact fold solve when the largest fold's |J| · C is at most this (flat softmax
@@ -100,6 +100,7 @@ CV_METHODS = ("newton_cg", "exact", "auto")
 # while the per-MVM overhead of Newton–CG dominates, about |J| C <= 128.
 EXACT_MAX_SIZE = 128
 WARM_STARTS = ("scaled", "better", "always", "never")
+FOLD_PARALLELISM = ("processes", "threads")
 
 
 @attrs.frozen
@@ -111,8 +112,11 @@ class CVOptions:
     evaluation fails when the mean over folds of the per-point RMS of ∇_u Φ_J is above it;
     ``abort_on_failure``: stop at the first fold that makes the failure certain (saves the rest);
     ``warm_start``, ``retry_cold``: how refits use the inner state (module docstring);
-    ``fold_workers``: folds evaluated at once by threads, each with its share of the BLAS threads
-    (1: one after the other; the result is the same either way, see :func:`map_folds_threaded`).
+    ``fold_workers``: folds evaluated at once, each with its share of the BLAS threads (1: one
+    after the other; the result is the same either way); ``fold_parallelism``: by ``processes``
+    (:mod:`~gpmodels.inference.cv.fold_processes`, started once per ``learn_hyperparameters`` run:
+    threads do not run at once under the GIL) or ``threads`` (:func:`map_folds_threaded`; a bare
+    ``cv_criterion`` call always uses threads).
     """
 
     newton: NewtonOptions = attrs.field(factory=lambda: NewtonOptions(max_iter=13, cg_max_iter=25, grad_tol=1e-6),
@@ -125,6 +129,7 @@ class CVOptions:
     warm_start: str = attrs.field(default="scaled", validator=one_of(WARM_STARTS))
     retry_cold: bool = attrs.field(default=True, validator=boolean())
     fold_workers: int = attrs.field(default=1, validator=positive_int())
+    fold_parallelism: str = attrs.field(default="processes", validator=one_of(FOLD_PARALLELISM))
 
 
 @attrs.frozen(eq=False)
@@ -369,7 +374,7 @@ def _fit_and_hold_out(fit, op_J, lik, Y_J, cross_IJ, Y_I, alpha0, opts: CVOption
     return res, fold, t_fit
 
 
-def _fold_newton_cg(op_J, lik, Y_J, cross_IJ, cross_JI, Y_I, alpha0, beta0, opts: CVOptions, gradient: bool,
+def _fold_newton_cg(op_J, lik, Y_J, cross_IJ, Y_I, alpha0, beta0, opts: CVOptions, gradient: bool,
                     retry: bool = True) -> FoldResult:
     """Fit α[J] by Newton–CG, then Ψ_I and (optionally) z = V (I + V^T K̃_J V)^{-1} V^T K̃_{J,I} r_I by
     preconditioned CG (Sec. 5.2), V the likelihood's *exact* Hessian factor at α[J] (module docstring)."""
@@ -378,7 +383,7 @@ def _fold_newton_cg(op_J, lik, Y_J, cross_IJ, cross_JI, Y_I, alpha0, beta0, opts
         return attrs.evolve(fold, accumulation_seconds=time.perf_counter() - t)
     K = MVMCounter(op_J)
     hf = lik.exact_hessian_factor(res.u, Y_J)  # W = V V^T exactly: no App. B set in this solve
-    rhs = hf.Vt(cross_JI.mvm(fold.r_I))  # V^T K̃_{J,I} r_I
+    rhs = hf.Vt(cross_IJ.rmvm(fold.r_I))  # V^T K̃_{J,I} r_I, K̃_{J,I} = K̃_{I,J}^T
     inv_diag = 1.0 / hf.precond_diag(op_J.diag(), op_J.point_block_mvm)
     sol = cg(lambda x: x + hf.Vt(K(hf.V(x))), rhs, x0=beta0, inv_diag=inv_diag, tol=opts.accumulation_tol,
              max_iter=opts.k3)
@@ -387,14 +392,14 @@ def _fold_newton_cg(op_J, lik, Y_J, cross_IJ, cross_JI, Y_I, alpha0, beta0, opts
                         accumulation_seconds=time.perf_counter() - t)
 
 
-def _fold_exact(op_J, lik, Y_J, cross_IJ, cross_JI, Y_I, alpha0, beta0, opts: CVOptions, gradient: bool,
+def _fold_exact(op_J, lik, Y_J, cross_IJ, Y_I, alpha0, beta0, opts: CVOptions, gradient: bool,
                 retry: bool = True) -> FoldResult:
     """App. C: exact Newton for α[J]; z = (I + W K̃_J)^{-1} W K̃_{J,I} r_I by Cholesky + Woodbury
     (exact Newton checks that W_i = diag π_i - π_i π_i^T, the softmax form)."""
     res, fold, t = _fit_and_hold_out(exact_newton, op_J, lik, Y_J, cross_IJ, Y_I, alpha0, opts, retry)
     if not gradient:
         return attrs.evolve(fold, accumulation_seconds=time.perf_counter() - t)
-    b = cross_JI.mvm(fold.r_I)
+    b = cross_IJ.rmvm(fold.r_I)  # K̃_{J,I} r_I
     hf = lik.exact_hessian_factor(res.u, Y_J)
     blocks = [op_J.class_block(c) for c in range(op_J.n_classes)]
     z = exact_newton_solve(blocks, hf.multinomial_pi(), hf.W(b))  # (I + W K̃_J)^{-1} W K̃_{J,I} r_I   (App. C)
@@ -461,11 +466,10 @@ def evaluate_fold(task: FoldTask, op: Operator, likelihood: Likelihood, Y, opts:
     I, J = task.I, task.J
     t = time.perf_counter()
     op_J = op.restrict(J)
-    cross_IJ = op.cross(I, J)
-    cross_JI = op.cross(J, I) if gradient else None
+    cross_IJ = op.cross(I, J)  # its transpose is K̃_{J,I} (rmvm): one copy per fold, not two
     restrict_s = time.perf_counter() - t
     fold_fn = _fold_exact if opts.method == "exact" else _fold_newton_cg
-    fold = fold_fn(op_J, likelihood, Y[J], cross_IJ, cross_JI, Y[I], task.alpha0, task.beta0, opts, gradient,
+    fold = fold_fn(op_J, likelihood, Y[J], cross_IJ, Y[I], task.alpha0, task.beta0, opts, gradient,
                    opts.retry_cold)
     return attrs.evolve(fold, restrict_seconds=restrict_s)
 

@@ -161,12 +161,13 @@ class _Spy:
         return attr
 
 
-def test_one_restrict_per_fold_and_one_grad_trace_per_evaluation():
+def test_one_restrict_and_one_cross_block_per_fold_and_one_grad_trace_per_evaluation():
+    """K̃_{J,I} is the transpose of the fold's one cross block K̃_{I,J} (``rmvm``), not a second copy."""
     X, Y, folds = _data(q=4)
     spy = _Spy(FLAT_CASES["ard-semi"](X, 3))
     ev = cv_criterion(spy, Softmax(), Y, folds, CG_TIGHT)
     assert ev.ok
-    assert spy.calls == {"restrict": 4, "cross": 8, "grad_trace": 1}
+    assert spy.calls == {"restrict": 4, "cross": 4, "grad_trace": 1}
 
 
 def test_accumulation_is_independent_of_the_number_of_hyperparameters():
