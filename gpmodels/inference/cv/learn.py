@@ -17,6 +17,7 @@ exist — ANOVA variances or coupling / factor-loading entries).
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable
 
@@ -25,6 +26,7 @@ import numpy as np
 
 from gpmodels.errors import InputError
 from gpmodels.inference.cv.criterion import CVOptions, CVState, check_partition, cv_criterion
+from gpmodels.inference.cv.fold_processes import FoldProcesses
 from gpmodels.inference.cv.tolerances import INNER_TOLERANCES, ProgressTracker, scheduled_options
 from gpmodels.inference.map.model import MAPModel, fit_map
 from gpmodels.inference.map.newton_cg import NewtonOptions, NewtonStep
@@ -129,10 +131,11 @@ class CVObjective:
     """
 
     def __init__(self, op: Operator, likelihood: Likelihood, Y, folds, options: CVOptions,
-                 inner_tolerances: str = "fixed", map_folds=None):
+                 inner_tolerances: str = "fixed", map_folds=None, fold_processes: FoldProcesses | None = None):
         self.op, self.likelihood, self.Y, self.folds, self.options = op, likelihood, Y, folds, options
         self.inner_tolerances = inner_tolerances
         self.map_folds = map_folds  # folds as independent tasks (cv_criterion's ``map_folds``)
+        self.fold_processes = fold_processes  # or on worker processes that build the operator at θ
         self.progress = ProgressTracker()
         self.log: list[EvaluationLog] = []
 
@@ -147,7 +150,8 @@ class CVObjective:
         try:
             op_t = self.op.with_params(theta)
             opts = self.options_now()
-            ev = cv_criterion(op_t, self.likelihood, self.Y, self.folds, opts, state=seed, map_folds=self.map_folds)
+            map_folds = self.map_folds if self.fold_processes is None else self.fold_processes.at(theta)
+            ev = cv_criterion(op_t, self.likelihood, self.Y, self.folds, opts, state=seed, map_folds=map_folds)
         except (np.linalg.LinAlgError, FloatingPointError) as exc:
             self.log.append(EvaluationLog(False, float("nan"), time.perf_counter() - t, 0, {"message": str(exc)}))
             return Trial(float("nan"), None, False, None, {"message": str(exc)})
@@ -184,6 +188,8 @@ def learn_hyperparameters(op: Operator, likelihood: Likelihood, Y, folds, option
     the start and of every outer iteration, after the checkpoint for it was written; it may raise
     to stop the run (the checkpoint then holds that iteration).  The optimisation is
     :func:`gpmodels.optimize.driver` on a :class:`CVObjective`; ``map_folds``: see ``cv_criterion``.
+    Without it, ``options.cv.fold_workers`` > 1 with ``fold_parallelism="processes"`` runs the folds
+    on that many worker processes for the whole run (:class:`FoldProcesses`).
     """
     opts = options or LearnOptions()
     n, C = op.n_points, op.n_classes
@@ -194,9 +200,13 @@ def learn_hyperparameters(op: Operator, likelihood: Likelihood, Y, folds, option
         raise InputError("the operator has no hyperparameters to learn")
     bounds = log_box(theta0, half_width=np.inf, lower=opts.lower, upper=opts.upper, param_bounds=op.param_bounds,
                      names=op.param_names)
-    objective = CVObjective(op, likelihood, Y, folds, opts.cv, opts.inner_tolerances, map_folds)
-    res = minimize(objective, theta0, op.param_names, bounds, opts.outer, checkpoint=checkpoint,
-                   on_iteration=on_iteration)
+    with contextlib.ExitStack() as stack:
+        pool = None
+        if map_folds is None and opts.cv.fold_workers > 1 and opts.cv.fold_parallelism == "processes":
+            pool = stack.enter_context(FoldProcesses(op, likelihood, Y, min(opts.cv.fold_workers, len(folds))))
+        objective = CVObjective(op, likelihood, Y, folds, opts.cv, opts.inner_tolerances, map_folds, pool)
+        res = minimize(objective, theta0, op.param_names, bounds, opts.outer, checkpoint=checkpoint,
+                       on_iteration=on_iteration)
     return LearnResult(operator=op.with_params(res.x), theta=res.x.copy(), names=tuple(op.param_names), psi=res.value,
                        gradient=res.gradient.copy(), outer=res.state, resumed_from=res.resumed_from,
                        evaluations=tuple(objective.log))
