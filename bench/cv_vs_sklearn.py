@@ -20,10 +20,10 @@ Usage: python bench/cv_vs_sklearn.py [--datasets satimage,digits] [--method mc-s
        [--max-train N (satimage subsample)] [--blas-threads K] [--fold-workers W]
        [--score-patience P]
 scikit-learn runs once per data set, so several methods are compared against the same fit.
-``--fold-workers``: folds of a Ψ evaluation at once on threads (CVOptions.fold_workers; the BLAS
-threads are split between them).  Prints a table and a final JSON line with the time ratio
-(scikit-learn / gpmodels) and both test errors per data set and method, and the 1-minute load
-average before and after each timed part (the machine may be shared).
+``--fold-workers``: folds of a Ψ evaluation at once on worker processes (CVOptions.fold_workers;
+default: the spec's, 2; the BLAS threads are split between them).  Prints a table and a final
+JSON line with the time ratio (scikit-learn / gpmodels) and both test errors per data set and
+method, and the 1-minute load average before and after each timed part (the machine may be shared).
 """
 
 from __future__ import annotations
@@ -89,9 +89,10 @@ def run_sklearn(data, v0, w0, sigma2):
     return {"seconds": fit_s, "test_error": err, "kernels": kernels}
 
 
-def _options(spec, fold_workers: int, score_patience: int | None):
+def _options(spec, fold_workers: int | None, score_patience: int | None):
     options = build_learn_options(spec.objective)
-    options = attrs.evolve(options, cv=attrs.evolve(options.cv, fold_workers=fold_workers))
+    if fold_workers is not None:
+        options = attrs.evolve(options, cv=attrs.evolve(options.cv, fold_workers=fold_workers))
     if score_patience is not None:
         options = attrs.evolve(options, outer=attrs.evolve(options.outer, score_patience=score_patience))
     return options
@@ -121,7 +122,7 @@ def main(argv=None):
     p.add_argument("--method", default="mc-sep", help="comma-separated: " + ", ".join(sorted(SHARING)))
     p.add_argument("--max-train", type=int, default=None, help="satimage: subsample the training set")
     p.add_argument("--blas-threads", type=int, default=None, help="limit BLAS threads for both (threadpoolctl)")
-    p.add_argument("--fold-workers", type=int, default=1, help="CV folds at once on threads (gpmodels)")
+    p.add_argument("--fold-workers", type=int, default=None, help="CV folds at once (gpmodels; default: the spec's)")
     p.add_argument("--score-patience", type=int, default=None, help="outer stop on held-out errors (default: spec)")
     a = p.parse_args(argv)
     methods = [m.strip() for m in a.method.split(",") if m.strip()]
@@ -167,7 +168,7 @@ def main(argv=None):
             f"{100 * r['sklearn_test_error']:6.2f} {r['time_ratio']:6.1f}"
         )
     print(json.dumps({"bench": "cv_vs_sklearn", "methods": methods, "max_train": a.max_train,
-                      "fold_workers": a.fold_workers, "results": out}))
+                      "fold_workers": options.cv.fold_workers, "results": out}))
 
 
 if __name__ == "__main__":

@@ -47,7 +47,7 @@ from pathlib import Path
 import attrs
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from cv_common import blas_threads, learn_and_evaluate  # noqa: E402
+from cv_common import blas_threads, cpu_seconds, learn_and_evaluate  # noqa: E402
 from cv_protocol import RowStore, mean_sd_table  # noqa: E402
 from sklearn_yardstick import sklearn_fixed_fit_seconds  # noqa: E402
 
@@ -108,7 +108,8 @@ def row_line(m, part, r):
         f"{m:8s} partition {part}: test error {100 * r['test_error']:.2f} %, learning {r['learning_seconds']:.0f} s "
         f"({r['outer_iterations']} iterations, {r['evaluations']} evaluations, {r['failed_evaluations']} failed, "
         f"{r['seconds_per_evaluation']:.1f} s each), final fit {r['final_fit_seconds']:.1f} s, "
-        f"MVM share {100 * r['mvm_share']:.0f} %, grad_trace {100 * r['grad_trace_share']:.0f} %, "
+        f"fold work {r['fold_work_seconds']:.0f} s (summed over folds), "
+        f"MVM share (this process) {100 * r['mvm_share']:.0f} %, grad_trace {100 * r['grad_trace_share']:.0f} %, "
         f"restrict/cross copies {100 * r['restrict_share']:.0f} %, kernel build {100 * r['kernel_build_share']:.0f} %"
         + (f"; learning / yardstick {r[YARD_KEY]:.1f} (CPU time, learning + final fit: "
            f"{r['cpu_over_sklearn_fixed_fit_cpu']:.1f})" if YARD_KEY in r else "")
@@ -141,10 +142,10 @@ def run_rows(a, say):
                 overrides, ovr = METHODS[m]
                 prior = build_prior(attrs.evolve(model, **overrides), data.X_train, base)
                 kw = dict(one_vs_rest=ovr, label=f"[{m} p{part}]", say=say)
-                cpu = time.process_time()
+                cpu = cpu_seconds()
                 r = learn_and_evaluate(prior, likelihood, data, folds, options,
                                        checkpoint=store.checkpoint(m, part, config) if store else None, **kw)
-                r["cpu_seconds"] = time.process_time() - cpu  # learning + final fit + test prediction
+                r["cpu_seconds"] = cpu_seconds() - cpu  # learning + final fit + test prediction, fold workers too
                 if yard is not None:
                     r.update(learn_over_sklearn_fixed_fit=r["learning_seconds"] / yard, sklearn_fixed_fit_seconds=yard,
                              cpu_over_sklearn_fixed_fit_cpu=r["cpu_seconds"] / yard_cpu)

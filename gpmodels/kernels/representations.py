@@ -73,16 +73,32 @@ def _submatrix(M: np.ndarray, I: np.ndarray, J: np.ndarray) -> np.ndarray:
 class SqDistCache:
     """The training points' squared distances D_ab = ||x_a - x_b||^2, computed on first use and
     shared by the stored matrices of every parameter value of a kernel with ``gram_from_sq_dists``
-    (an RBF matrix at a new w is then one exp over D, not a GEMM over the features as well)."""
+    (an RBF matrix at a new w is then one exp over D, not a GEMM over the features as well).
 
-    def __init__(self, X):
+    ``block(I, J)`` = D[I][:, J] is kept (up to ``max_block_bytes`` in all) for the next request of
+    the same index sets: CV folds restrict every evaluation's matrices to the same J_k and take
+    the same I_k x J_k blocks, which are then one exp each, not a copy of a freshly built n x n
+    matrix (whose build is skipped: :class:`StoredGram` builds M only when it is used)."""
+
+    def __init__(self, X, max_block_bytes: float = 0.0):
         self.X = X
+        self.max_block_bytes = max_block_bytes
         self._D = None
+        self._blocks: dict = {}
 
     def get(self) -> np.ndarray:
         if self._D is None:
             self._D = sq_dists(self.X, self.X)
         return self._D
+
+    def block(self, I: np.ndarray, J: np.ndarray) -> np.ndarray:
+        key = (I.tobytes(), J.tobytes())
+        out = self._blocks.get(key)
+        if out is None:
+            out = _submatrix(self.get(), I, J)
+            if out.nbytes + sum(b.nbytes for b in self._blocks.values()) <= self.max_block_bytes:
+                self._blocks[key] = out
+        return out
 
     @property
     def nbytes(self) -> int:
@@ -250,14 +266,21 @@ class StoredGram(Representation):
     def __init__(self, X, kernel: Kernel, M: np.ndarray | None = None, cross_memory_mb: float = 256.0,
                  dtype: str = "float64", sq_dists: SqDistCache | None = None):
         self.X, self.kernel, self.cross_memory_mb = X, kernel, cross_memory_mb
-        self.sq_dists = sq_dists if np.dtype(dtype) == np.float64 else None
-        if M is None and self.sq_dists is not None:
-            M = kernel.gram_from_sq_dists(self.sq_dists.get())
-        if M is None:
+        self.sq_dists = sq_dists if np.dtype(dtype) == np.float64 and M is None else None
+        if self.sq_dists is not None and kernel.gram_from_sq_dists(np.zeros((1, 1))) is None:
+            self.sq_dists = None
+        if M is None and self.sq_dists is None:
             M = gram_in_row_blocks(kernel, X, X, np.dtype(dtype), cross_memory_mb)
-        self.M = np.ascontiguousarray(M)
-        self.dtype = self.M.dtype.name
-        self._diag = np.diag(self.M).astype(np.float64)
+        # with a squared-distance cache M is built on first use: CV folds only need their blocks
+        self._M = None if M is None else np.ascontiguousarray(M)
+        self.dtype = np.dtype(dtype).name if M is None else self._M.dtype.name
+        self._diag = None
+
+    @property
+    def M(self) -> np.ndarray:
+        if self._M is None:
+            self._M = np.ascontiguousarray(self.kernel.gram_from_sq_dists(self.sq_dists.get()))
+        return self._M
 
     def mvm(self, B):
         if B.shape[1] == 1 and self.M.dtype == np.float64:
@@ -267,13 +290,21 @@ class StoredGram(Representation):
         return stored_matmul(self.M, B)
 
     def diag(self):
+        if self._diag is None:
+            self._diag = np.diag(self.M).astype(np.float64)
         return self._diag
 
+    def _block(self, I, J) -> np.ndarray:
+        """M[I][:, J]: from the cached squared distances while M is not built (the same numbers)."""
+        if self.sq_dists is not None and self._M is None:
+            return self.kernel.gram_from_sq_dists(self.sq_dists.block(I, J))
+        return _submatrix(self.M, I, J)
+
     def restrict(self, J):
-        return StoredGram(_rows(self.X, J), self.kernel, _submatrix(self.M, J, J), self.cross_memory_mb)
+        return StoredGram(_rows(self.X, J), self.kernel, self._block(J, J), self.cross_memory_mb)
 
     def cross(self, I, J):
-        return MatrixCross(_submatrix(self.M, I, J))
+        return MatrixCross(self._block(I, J))
 
     def cross_test(self, X_new):
         return GramCross(self.kernel, X_new, self.X, self.cross_memory_mb)
@@ -304,7 +335,7 @@ class StoredGram(Representation):
 
     @property
     def nbytes(self):
-        return self.M.nbytes
+        return self.n * self.n * np.dtype(self.dtype).itemsize
 
 
 class BlockedGram(Representation):
@@ -560,7 +591,8 @@ class RepresentationConfig:
         ``like``: a representation this configuration built on the same X for another kernel
         value (an operator at its previous hyperparameters); a stored matrix then reuses its
         squared-distance cache.  Stored float64 matrices of kernels with ``gram_from_sq_dists``
-        get such a cache when it takes at most ``SQ_DIST_CACHE_SHARE`` of the memory budget."""
+        get such a cache when it takes at most ``SQ_DIST_CACHE_SHARE`` of the memory budget
+        (its kept blocks share the rest of that share)."""
         kernel.check_inputs(X)
         if self._on_engine(kernel):
             return self._build_distributed(X, kernel, n_matrices, log)
@@ -573,10 +605,10 @@ class RepresentationConfig:
             LOG.info("representation %s: %s", self.kind, choice.describe())
         kind = choice.kind
         if kind == "stored":
-            cache = None
+            cache, share = None, SQ_DIST_CACHE_SHARE * self.budget_bytes()
             if (choice.dtype == "float64" and kernel.gram_from_sq_dists(np.zeros((1, 1))) is not None
-                    and 8 * X.shape[0] ** 2 <= SQ_DIST_CACHE_SHARE * self.budget_bytes()):
-                cache = SqDistCache(X)
+                    and 8 * X.shape[0] ** 2 <= share):
+                cache = SqDistCache(X, max_block_bytes=share - 8 * X.shape[0] ** 2)
             rep = StoredGram(X, kernel, cross_memory_mb=self.memory_mb, dtype=choice.dtype, sq_dists=cache)
         elif kind == "blocked":
             rep = BlockedGram(X, kernel, self.memory_mb)

@@ -31,7 +31,8 @@ the slope is still steep and no right bracket is known (at most ``max_extrapolat
 never beyond ``max_step`` from x: every evaluation is a full set of inner fits, and far steps end
 at hyperparameters where they fail), and otherwise interpolates (cubic, safeguarded to the inner
 80 % of the bracket; bisection next to a failed bracket).  A sufficient decrease that reached the
-extrapolation limit is accepted.  If it finds
+extrapolation limit is accepted, and so is one whose extrapolation overshot (no further decrease, or
+a failed evaluation) instead of interpolating inside that bracket for the curvature condition.  If it finds
 no decrease, the memory is dropped and one steepest-descent search is tried before giving up.
 Pairs with s^T y <= 1e-10 ||s|| ||y|| are not stored (BFGS needs positive curvature).
 
@@ -307,6 +308,10 @@ def _line_search(evaluate, state: OuterState, d, b, opts: OuterOptions, budget: 
                 return tr, lam, evals, failed
             else:
                 left = (lam, float(tr.value), slope, tr.inner, tr)
+        if right is not None and left[4] is not None and left[1] <= (right[1] if right[1] is not None else np.inf):
+            # an extrapolation overshot: keep the sufficient decrease already found rather than spend
+            # evaluations on the curvature condition inside the bracket (each is a full set of refits)
+            return left[4], left[0], evals, failed
         if right is None:
             lam = min(opts.extrapolation * lam, lam_max)
             extrapolations += 1

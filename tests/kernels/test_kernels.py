@@ -193,15 +193,18 @@ def test_stored_rbf_matrices_at_new_parameters_reuse_the_squared_distances(rng, 
     real = R.sq_dists
     monkeypatch.setattr(R, "sq_dists", lambda a, b: calls.append(1) or real(a, b))
     op = IndependentGP(RBF(0.5), "separate", [1.0, 2.0], 1.0).operator(X, 2)
-    moved = op.with_params(op.params + np.array([0.3, -0.2, 0.1, 0.0])).with_params(op.params - 0.4)
-    assert len(calls) == 1
+    moved = op.with_params(op.params - 0.4).with_params(op.params + np.array([0.3, -0.2, 0.1, 0.0]))
     reps = [r for r, _ in moved.inner.rep_groups]
-    assert all(r.sq_dists is not None for r in reps)
+    assert len(reps) == 2 and all(r.sq_dists is not None and r._M is None for r in reps)  # M: built on use
+    J, I = np.array([0, 3, 4, 9, 17, 29]), np.array([1, 2, 28])
+    restricted, cross = reps[0].restrict(J).M, reps[0].cross(I, J).M  # from the cached distance blocks
+    assert reps[0]._M is None and len(reps[0].sq_dists._blocks) == 2
     for rep in reps:
         assert np.array_equal(rep.M, StoredGram(X, rep.kernel).M)
-    J, I = np.array([0, 3, 4, 9, 17, 29]), np.array([1, 2, 28])
-    assert np.array_equal(reps[0].restrict(J).M, reps[0].M[np.ix_(J, J)])
-    assert np.array_equal(reps[0].cross(I, J).M, reps[0].M[np.ix_(I, J)])
+    assert np.array_equal(restricted, reps[0].M[np.ix_(J, J)])
+    assert np.array_equal(cross, reps[0].M[np.ix_(I, J)])
+    assert np.array_equal(reps[1].restrict(J).M, reps[1].M[np.ix_(J, J)])  # and from a built M
+    assert len(calls) == 1  # the distances were computed once, for every parameter value
     assert RepresentationConfig(kind="stored").build(X, Linear()).sq_dists is None
     assert RepresentationConfig(kind="stored", dtype="float32").build(X, RBF(0.5)).sq_dists is None
     tiny = RepresentationConfig(kind="stored", memory_gb=1e-9)  # the cache would exceed its share of the budget

@@ -211,3 +211,15 @@ def test_score_patience_stops_when_the_held_out_score_stops_improving():
     assert off.iteration > st.iteration
     with pytest.raises(InputError, match="score_patience"):
         OuterOptions(score_patience=-1)
+
+
+def test_an_overshooting_extrapolation_keeps_the_sufficient_decrease_found_before_it():
+    """1-D f(x) = (x - 1.5)^2 from 0 with a steepest-descent step of 1: λ = 1 decreases f but its slope is
+    still steep (no curvature), the extrapolation to λ = 4 overshoots; the search accepts λ = 1 after
+    those two evaluations instead of interpolating inside [1, 4]."""
+    evaluate = _plain(lambda x: ((x[0] - 1.5) ** 2, np.array([2.0 * (x[0] - 1.5)])))
+    opts = OuterOptions(initial_step=1.0, max_step=10.0, wolfe=0.1)
+    state = outer_start(evaluate, np.zeros(1), np.array([[-10.0, 10.0]]), opts)
+    new = outer_iteration(evaluate, state, np.array([[-10.0, 10.0]]), opts)
+    assert new.iteration == 1 and new.history[-1].evaluations == 2
+    assert new.x[0] == pytest.approx(1.0) and new.value == pytest.approx(0.25)

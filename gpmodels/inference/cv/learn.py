@@ -25,7 +25,7 @@ import attrs
 import numpy as np
 
 from gpmodels.errors import InputError
-from gpmodels.inference.cv.criterion import CVOptions, CVState, check_partition, cv_criterion
+from gpmodels.inference.cv.criterion import CVOptions, CVState, check_partition, cv_criterion, scaled_warm_start
 from gpmodels.inference.cv.fold_processes import FoldProcesses
 from gpmodels.inference.cv.tolerances import INNER_TOLERANCES, ProgressTracker, scheduled_options
 from gpmodels.inference.map.model import MAPModel, fit_map
@@ -39,7 +39,7 @@ from gpmodels.optimize.objective import log_box
 from gpmodels.validation import instance_of, number, one_of, to_float
 
 __all__ = ["LearnOptions", "Checkpointing", "LearnResult", "learn_hyperparameters", "fit_learned", "EvaluationLog",
-           "CVObjective", "FINAL_METHODS"]
+           "CVObjective", "FINAL_METHODS", "start_from_folds"]
 
 
 FINAL_METHODS = ("newton_cg", "exact")
@@ -102,6 +102,7 @@ class LearnResult:
     outer: OuterState
     resumed_from: int | None  # outer iteration the run resumed from, or None
     evaluations: tuple  # EvaluationLog of this process
+    folds: tuple = ()  # the partition Ψ was computed on (with ``outer.inner``: the final fit's start)
 
     @property
     def history(self) -> tuple:
@@ -209,12 +210,38 @@ def learn_hyperparameters(op: Operator, likelihood: Likelihood, Y, folds, option
                        on_iteration=on_iteration)
     return LearnResult(operator=op.with_params(res.x), theta=res.x.copy(), names=tuple(op.param_names), psi=res.value,
                        gradient=res.gradient.copy(), outer=res.state, resumed_from=res.resumed_from,
-                       evaluations=tuple(objective.log))
+                       evaluations=tuple(objective.log), folds=folds)
+
+
+def start_from_folds(state: CVState | None, folds, n: int) -> np.ndarray | None:
+    """A start for the fit on all n points from the inner state at the learned hyperparameters:
+    at each point the mean of its entries in the α[J_k] of the q - 1 folds that train on it
+    (None without a state).  Each α[J_k] is the MAP dual vector on (q - 1)/q of the points, so
+    the mean is close to the full fit's α (the scale is then set by :func:`scaled_warm_start`)."""
+    if state is None or not folds or len(state.alphas) != len(folds):
+        return None
+    C = state.alphas[0].shape[1]
+    total, count = np.zeros((n, C)), np.zeros(n)
+    mask = np.ones(n, dtype=bool)
+    for I, alpha in zip(folds, state.alphas):
+        mask[I] = False
+        total[mask] += alpha
+        count[mask] += 1
+        mask[I] = True
+    if np.any(count == 0):
+        return None
+    return total / count[:, None]
 
 
 def fit_learned(result: LearnResult, likelihood: Likelihood, Y, options: LearnOptions | None = None, *,
                 on_iteration: Callable[[NewtonStep], None] | None = None) -> MAPModel:
-    """The final fit on all training points at the learned hyperparameters (``options.final``);
-    ``on_iteration`` reports its Newton iterations."""
+    """The final fit on all training points at the learned hyperparameters (``options.final``),
+    started from the folds' inner state (:func:`start_from_folds`, scaled by Φ along t α as the
+    refits are, :func:`scaled_warm_start`; cold when there is none); ``on_iteration`` reports its
+    Newton iterations."""
     opts = options or LearnOptions()
-    return fit_map(result.operator, likelihood, Y, opts.final, method=opts.final_method, on_iteration=on_iteration)
+    op = result.operator
+    alpha0 = start_from_folds(getattr(result.outer, "inner", None), result.folds, op.n_points)
+    if alpha0 is not None:
+        alpha0, _ = scaled_warm_start(op, likelihood, likelihood.check_targets(Y, op.n_points, op.n_classes), alpha0)
+    return fit_map(op, likelihood, Y, opts.final, method=opts.final_method, alpha0=alpha0, on_iteration=on_iteration)

@@ -174,7 +174,8 @@ def test_exact_newton_at_huge_variance_reaches_the_optimum():
     Kx = np.column_stack([blocks[c] @ x[:, c] for c in range(3)])
     WKx = pi * Kx - pi * np.sum(pi * Kx, axis=1, keepdims=True)
     assert np.abs(x + WKx - rhs).max() < 1e-2  # was ~1e5 with the explicit inverse
-    exact = exact_newton(op, Softmax(), Y)
+    # about 30 iterations from α = 0 (31 with numpy 2.4 / scipy 1.17): the point is the optimum, not the count
+    exact = exact_newton(op, Softmax(), Y, NewtonOptions(max_iter=60))
     cg_fit = newton_cg(op, Softmax(), Y)
     assert exact.converged, exact.diagnostics.message
     assert exact.phi <= cg_fit.phi + 1e-6 * abs(cg_fit.phi)
