@@ -234,10 +234,8 @@ def newton_cg(op: Operator, likelihood: Likelihood, Y, options: NewtonOptions | 
     K = MVMCounter(op)
     alpha, u = project_start(likelihood, alpha0, n, C, K)
     beta = None if beta0 is None else np.array(beta0, dtype=np.float64)
-    alpha_norm = opts.cg_forcing_norm == "alpha" or (
-        opts.cg_forcing_norm == "auto" and opts.preconditioner != "diagonal"
-    )
     precond = make_preconditioner(opts.preconditioner, op, rank=opts.precond_rank, seed=int(opts.precond_seed))
+    alpha_norm = opts.cg_forcing_norm == "alpha" or (opts.cg_forcing_norm == "auto" and precond.kind != "diagonal")
     phi = objective(likelihood, Y, alpha, u)
     phis, grads, cg_its, steps, mvms = [phi], [], [], [], [K.count]
     stalls, converged, message = 0, False, "maximum number of Newton iterations reached"

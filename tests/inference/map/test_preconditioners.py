@@ -152,3 +152,21 @@ def test_the_flat_default_path_is_unchanged_and_lowrank_falls_back_without_kron_
     assert pc.kind == "diagonal" and pc.requested == "lowrank"
     with pytest.raises(InputError, match="preconditioner must be one of"):
         NewtonOptions(preconditioner="ilu")
+
+
+def test_auto_deflates_from_lowrank_min_points_on(monkeypatch):
+    """``auto`` is the diagonal on small problems and ``lowrank`` from LOWRANK_MIN_POINTS points on
+    (both sides built here by moving the threshold); either way the fit reaches the same optimum."""
+    import gpmodels.inference.map.preconditioners as P
+
+    X, y = toy_classification(30, 3, seed=1)
+    op = _separate(X, 3)
+    assert make_preconditioner("auto", op).kind == ("lowrank" if op.n_points >= P.LOWRANK_MIN_POINTS else "diagonal")
+    opts = NewtonOptions(max_iter=60, grad_tol=1e-10, phi_rtol=0.0, preconditioner="auto")
+    fits = {}
+    for threshold, expect in [(31, "diagonal"), (30, "lowrank")]:
+        monkeypatch.setattr(P, "LOWRANK_MIN_POINTS", threshold)
+        assert make_preconditioner("auto", op).kind == expect
+        fits[expect] = newton_cg(op, Softmax(), np.eye(3)[y], opts)
+    np.testing.assert_allclose(fits["diagonal"].u, fits["lowrank"].u, atol=1e-7)
+    assert fits["diagonal"].diagnostics.mvm_count != fits["lowrank"].diagnostics.mvm_count
