@@ -89,8 +89,8 @@ from gpmodels.operators.base import Operator
 from gpmodels.validation import boolean, instance_of, nonnegative_number, one_of, positive_int, positive_number
 
 __all__ = ["CVOptions", "CVState", "CVEvaluation", "FoldDiagnostics", "FoldResult", "FoldTask", "cv_criterion",
-           "check_partition", "fold_tasks", "evaluate_fold", "map_folds_threaded", "choose_method", "CV_METHODS",
-           "EXACT_MAX_SIZE", "WARM_STARTS", "FOLD_PARALLELISM"]
+           "check_partition", "fold_tasks", "evaluate_fold", "map_folds_threaded", "results_in_order", "choose_method",
+           "CV_METHODS", "EXACT_MAX_SIZE", "WARM_STARTS", "FOLD_PARALLELISM"]
 
 CV_METHODS = ("newton_cg", "exact", "auto")
 # ``auto`` picks the exact fold solve when the largest fold's |J| · C is at most this (flat softmax
@@ -492,13 +492,18 @@ def map_folds_threaded(fn, tasks: Sequence, workers: int = 1):
 
     workers = min(workers, len(tasks))
     with limit_blas_threads(blas_threads() // workers), ThreadPoolExecutor(max_workers=workers) as pool:
-        futures = [pool.submit(fn, task) for task in tasks]
-        try:
-            for f in futures:
-                yield f.result()
-        finally:
-            for f in futures:
-                f.cancel()
+        yield from results_in_order([pool.submit(fn, task) for task in tasks])
+
+
+def results_in_order(futures):
+    """The futures' results in their order; closing the generator early (a failed evaluation)
+    cancels those not started yet.  An exception is raised when its future's result is reached."""
+    try:
+        for f in futures:
+            yield f.result()
+    finally:
+        for f in futures:
+            f.cancel()
 
 
 @attrs.define

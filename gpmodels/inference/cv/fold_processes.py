@@ -28,7 +28,7 @@ from concurrent.futures import ProcessPoolExecutor
 import numpy as np
 
 from gpmodels.errors import InputError
-from gpmodels.inference.cv.criterion import _fold_task
+from gpmodels.inference.cv.criterion import _fold_task, results_in_order
 from gpmodels.likelihoods.base import Likelihood
 from gpmodels.linalg.blas_threads import blas_threads, limit_blas_threads
 from gpmodels.operators.base import Operator
@@ -85,14 +85,8 @@ class FoldProcesses:
         theta = np.array(theta, dtype=np.float64)
 
         def map_folds(fn, jobs):
-            futures = [self._pool.submit(_fold_at, task, theta, opts, gradient)
-                       for task, _op, _lik, _Y, opts, gradient in jobs]
-            try:
-                for f in futures:
-                    yield f.result()
-            finally:
-                for f in futures:
-                    f.cancel()
+            return results_in_order([self._pool.submit(_fold_at, task, theta, opts, gradient)
+                                     for task, _op, _lik, _Y, opts, gradient in jobs])
 
         return map_folds
 
