@@ -18,6 +18,7 @@ exist — ANOVA variances or coupling / factor-loading entries).
 from __future__ import annotations
 
 import contextlib
+import multiprocessing
 import time
 from collections.abc import Callable
 
@@ -190,7 +191,8 @@ def learn_hyperparameters(op: Operator, likelihood: Likelihood, Y, folds, option
     to stop the run (the checkpoint then holds that iteration).  The optimisation is
     :func:`gpmodels.optimize.driver` on a :class:`CVObjective`; ``map_folds``: see ``cv_criterion``.
     Without it, ``options.cv.fold_workers`` > 1 with ``fold_parallelism="processes"`` runs the folds
-    on that many worker processes for the whole run (:class:`FoldProcesses`).
+    on that many worker processes for the whole run (:class:`FoldProcesses`; on threads inside a
+    daemonic process, such as a task of a process pool, which may not start children).
     """
     opts = options or LearnOptions()
     n, C = op.n_points, op.n_classes
@@ -203,7 +205,8 @@ def learn_hyperparameters(op: Operator, likelihood: Likelihood, Y, folds, option
                      names=op.param_names)
     with contextlib.ExitStack() as stack:
         pool = None
-        if map_folds is None and opts.cv.fold_workers > 1 and opts.cv.fold_parallelism == "processes":
+        if (map_folds is None and opts.cv.fold_workers > 1 and opts.cv.fold_parallelism == "processes"
+                and not multiprocessing.current_process().daemon):  # a daemonic process (a pool's task) has no children
             pool = stack.enter_context(FoldProcesses(op, likelihood, Y, min(opts.cv.fold_workers, len(folds))))
         objective = CVObjective(op, likelihood, Y, folds, opts.cv, opts.inner_tolerances, map_folds, pool)
         res = minimize(objective, theta0, op.param_names, bounds, opts.outer, checkpoint=checkpoint,
@@ -216,8 +219,9 @@ def learn_hyperparameters(op: Operator, likelihood: Likelihood, Y, folds, option
 def start_from_folds(state: CVState | None, folds, n: int) -> np.ndarray | None:
     """A start for the fit on all n points from the inner state at the learned hyperparameters:
     at each point the mean of its entries in the α[J_k] of the q - 1 folds that train on it
-    (None without a state).  Each α[J_k] is the MAP dual vector on (q - 1)/q of the points, so
-    the mean is close to the full fit's α (the scale is then set by :func:`scaled_warm_start`)."""
+    (None without a state).  Each α[J_k] is the MAP dual vector on (q - 1)/q of the points, and
+    their mean a start near the full fit's α (its scale is then set by :func:`scaled_warm_start`):
+    the final fits of digits and satimage-2000 mc-sep took 4 and 5 Newton iterations from it."""
     if state is None or not folds or len(state.alphas) != len(folds):
         return None
     C = state.alphas[0].shape[1]

@@ -48,14 +48,18 @@ __all__ = ["run_cv", "build_learn_options", "cv_partition", "checkpoint_identity
            "learning_metrics"]
 
 
-def build_learn_options(o: ObjectiveSpec) -> LearnOptions:
+def build_learn_options(o: ObjectiveSpec, engine=None) -> LearnOptions:
     """LearnOptions from the objective section: one Ψ evaluation from ``o.cv`` (its refits from
     ``o.cv.newton``), the outer optimiser from ``o.cv.outer``, the final fit from ``o.newton``; the
-    inner method of both is ``o.method``."""
+    inner method of both is ``o.method``.  With an ``engine`` that holds the kernel matrices on its
+    workers, folds run on threads (``fold_parallelism``): a forked fold process must not share the
+    engine's client connection."""
     c = o.cv
-    return LearnOptions(cv=c.options(CVOptions, method=o.method), outer=c.outer.options(),
-                        final=build_newton_options(o), final_method=o.method, lower=c.lower, upper=c.upper,
-                        inner_tolerances=c.inner_tolerances)
+    cv = c.options(CVOptions, method=o.method)
+    if engine is not None and engine.distributes_gram:
+        cv = attrs.evolve(cv, fold_parallelism="threads")
+    return LearnOptions(cv=cv, outer=c.outer.options(), final=build_newton_options(o), final_method=o.method,
+                        lower=c.lower, upper=c.upper, inner_tolerances=c.inner_tolerances)
 
 
 def cv_partition(spec: Spec, y) -> list[np.ndarray]:
@@ -124,7 +128,7 @@ def run_cv(spec: Spec, data: Dataset, base_dir: Path | None, say, *, engine=None
             )
         prior = attrs.evolve(prior, learn_sigma2=True)
     likelihood = build_likelihood(resolved.model)
-    options = build_learn_options(resolved.objective)
+    options = build_learn_options(resolved.objective, engine)
     folds = cv_partition(resolved, data.y_train)
     checkpoint = None
     if c.checkpoint:

@@ -71,7 +71,7 @@ def _learn_in_order(op2, likelihood, y, names, folds, options, checkpoint, say):
 
 def _learn(spec: Spec, resolved: Spec, data: Dataset, op2, likelihood, y, names, say, engine=None):
     c = resolved.objective.cv
-    options = build_learn_options(resolved.objective)
+    options = build_learn_options(resolved.objective, engine)
     folds = cv_partition(resolved, y)
     checkpoint = None
     if c.checkpoint:

@@ -74,3 +74,33 @@ def test_learning_with_fold_processes_reproduces_the_sequential_run():
         par = learn_hyperparameters(op, Softmax(), Y, folds, procs)
     assert np.array_equal(seq.theta, par.theta) and seq.psi == par.psi
     assert [e.psi for e in seq.evaluations] == [e.psi for e in par.evaluations]
+
+
+def _learn_in_child(_):
+    op, Y, folds = _problem()
+    opts = LearnOptions(cv=CVOptions(newton=NEWTON, k3=20, fold_workers=2), outer=OuterOptions(max_iter=1))
+    return learn_hyperparameters(op, Softmax(), Y, folds, opts).psi
+
+
+def test_inside_a_daemonic_process_the_folds_fall_back_to_threads():
+    """A task of a process pool (daemonic, as a Dask worker's) may not start children: the learning
+    runs its folds on threads there and gives the same Ψ as in this process."""
+    import multiprocessing
+
+    with multiprocessing.get_context("fork").Pool(1) as pool:
+        child = pool.map(_learn_in_child, [0])[0]
+    with limit_blas_threads(1):
+        assert child == pytest.approx(_learn_in_child(0), rel=1e-12)
+
+
+def test_an_engine_that_holds_the_kernel_matrices_runs_folds_on_threads():
+    from pathlib import Path
+    from types import SimpleNamespace
+
+    from gpmodels.spec.loader import load_spec
+    from gpmodels.spec.runners.cv import build_learn_options
+
+    spec, _ = load_spec(Path(__file__).resolve().parents[3] / "specs" / "satimage-cv.yaml")
+    assert build_learn_options(spec.objective).cv.fold_parallelism == "processes"
+    held = build_learn_options(spec.objective, SimpleNamespace(distributes_gram=True))
+    assert held.cv.fold_parallelism == "threads" and held.cv.fold_workers == 2
