@@ -221,7 +221,8 @@ def start_from_folds(state: CVState | None, folds, n: int) -> np.ndarray | None:
     at each point the mean of its entries in the α[J_k] of the q - 1 folds that train on it
     (None without a state).  Each α[J_k] is the MAP dual vector on (q - 1)/q of the points, and
     their mean a start near the full fit's α (its scale is then set by :func:`scaled_warm_start`):
-    the final fits of digits and satimage-2000 mc-sep took 4 and 5 Newton iterations from it."""
+    the final fit of digits mc-sep took 4 Newton iterations and 67 MVMs from it, 20 and 1002 from
+    α = 0 at the same hyperparameters (the same Φ)."""
     if state is None or not folds or len(state.alphas) != len(folds):
         return None
     C = state.alphas[0].shape[1]
