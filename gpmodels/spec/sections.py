@@ -380,7 +380,7 @@ _NEWTON_DOCS = {
     "line_search_evals": "line search: maximal evaluations of Φ",
     "preconditioner": "CG preconditioner: App. B `diagonal`; per-point `block`s; `lowrank` deflation of the leading "
     "kernel eigen-directions with the diagonal (`lowrank`) or the per-point blocks "
-    "(`lowrank_block`) for the rest",
+    "(`lowrank_block`) for the rest; `auto`: `lowrank` from 1500 points on, else `diagonal`",
     "precond_rank": "`lowrank*`: number of kernel eigenpairs deflated",
     "precond_seed": "`lowrank*`: seed of the randomized eigensolver",
     "cg_forcing_norm": "CG forcing test on the `residual` or on V r (`alpha`-space); `auto`: residual for the "
