@@ -376,6 +376,7 @@ _NEWTON_DOCS = {
     "phi_rtol": "stop when the relative decrease of Φ is below",
     "warm_start": "CG start: β = D^{-1/2} α (`alpha`) or the last β (`beta`)",
     "max_stall_restarts": "restarts from a cold CG start when a Newton step makes no progress",
+    "stall_step": "a line-search step below this counts as a stall (CG is restarted without the forcing term)",
     "armijo": "line search: sufficient-decrease constant",
     "line_search_evals": "line search: maximal evaluations of Φ",
     "preconditioner": "CG preconditioner: App. B `diagonal`; per-point `block`s; `lowrank` deflation of the leading "

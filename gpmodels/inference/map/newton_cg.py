@@ -14,9 +14,14 @@ Minimises Φ(α) = (1/2) α^T K̃ α + Φ_lh(u), u = K̃ α, touching the prior 
    the rest (the preconditioning that Sec. 3 and 5.1.1 leave to future work);
 3. pair-optimisation line search along s = α' - α in u with s̃ = K̃ s (one MVM, Sec. 5.1.2;
    :func:`line_search_step`);
-4. when a step stalls (no decrease of Φ, or a damped step whose decrease is below phi_rtol) CG is
-   restarted from its last β for another k2 steps (Sec. 6.3, footnote 17; :func:`is_stall`,
-   :func:`newton_step_with_restarts`); the stalled iteration counts towards k1.
+4. when a step stalls (no decrease of Φ, a damped step whose decrease is below phi_rtol, or a
+   step λ < ``stall_step``) CG is restarted from its last β for another k2 steps (Sec. 6.3,
+   footnote 17; :func:`is_stall`, :func:`newton_step_with_restarts`); the stalled iteration counts
+   towards k1.  The ``stall_step`` rule (0.1 by default) catches a truncated direction that is
+   poor without being useless: on a news20 CV fold (ANOVA prior, v = 40, |J| = 9051) the line
+   search took λ = 0.077, 0.014, 0.0036, ... for 8 iterations, each shrinking Φ by less than the
+   last, before the phi_rtol rule restarted CG (24 iterations, 491 MVMs); restarting at λ < 0.1
+   gave 13 iterations and 315 MVMs, and left the other four folds unchanged.
 
 CG stops at the truncated-Newton forcing term: the residual fell by ``cg_forcing`` from its start,
 measured on r (``residual``) or on V r, the residual mapped to α-space (``alpha``; it ignores the
@@ -70,6 +75,7 @@ class NewtonOptions:
     phi_rtol: float = attrs.field(default=1e-12, validator=nonnegative_number())
     warm_start: str = attrs.field(default="alpha", validator=one_of(NEWTON_WARM_STARTS))
     max_stall_restarts: int = attrs.field(default=2, validator=nonnegative_int())
+    stall_step: float = attrs.field(default=0.1, validator=number(0, 1))  # a line-search step λ below it is a stall
     armijo: float = attrs.field(default=1e-4, validator=number(0, 1, open_high=True))  # c1 of the Armijo condition
     line_search_evals: int = attrs.field(default=30, validator=positive_int())
     preconditioner: str = attrs.field(default="diagonal", validator=one_of(PRECONDITIONERS))  # see preconditioners.py
@@ -183,11 +189,12 @@ def line_search_step(likelihood: Likelihood, Y, alpha, u, new_alpha, phi: float,
     return ls, s, s_tilde
 
 
-def is_stall(ls, phi: float, phi_rtol: float) -> bool:
+def is_stall(ls, phi: float, phi_rtol: float, stall_step: float = 0.0) -> bool:
     """No decrease of Φ, or a damped step (λ < 1) that leaves Φ unchanged to ``phi_rtol``: the truncated
-    direction is useless, and accepting the step would end the fit by phi_rtol (Sec. 6.3)."""
+    direction is useless, and accepting the step would end the fit by phi_rtol (Sec. 6.3); or a step
+    λ < ``stall_step``: the direction is poor, and the next ones tend to be damped further."""
     negligible = ls.success and ls.step < 1.0 and phi - ls.phi <= phi_rtol * max(1.0, abs(phi))
-    return not ls.success or negligible
+    return not ls.success or negligible or ls.step < stall_step
 
 
 def newton_step_with_restarts(likelihood: Likelihood, Y, alpha, u, phi: float, hf, system, rhs, x0, mvm,
@@ -210,7 +217,7 @@ def newton_step_with_restarts(likelihood: Likelihood, Y, alpha, u, phi: float, h
         ls, s, s_tilde = line_search_step(likelihood, Y, alpha, u, new_alpha, phi, mvm, opts)
         if ls.success and (best is None or ls.phi < best[0].phi):
             best = (ls, s, s_tilde)
-        if not is_stall(ls, phi, opts.phi_rtol):
+        if not is_stall(ls, phi, opts.phi_rtol, opts.stall_step):
             break
         stalls += 1
         x0, forcing = res.x, 0.0  # restart CG from its last β (footnote 17)

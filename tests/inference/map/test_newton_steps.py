@@ -89,6 +89,32 @@ def test_is_stall(step, phi_new, stall):
     assert is_stall(LineSearchResult(step=step, phi=phi_new, evaluations=1), 5.0, 1e-12) is stall
 
 
+@pytest.mark.parametrize("step,stall_step,stall", [(0.05, 0.1, True), (0.1, 0.1, False), (0.05, 0.0, False),
+                                                   (1.0, 1.0, False), (0.99, 1.0, True)])
+def test_a_step_below_stall_step_is_a_stall(step, stall_step, stall):
+    """A clear decrease (5 -> 4) still counts as a stall when λ < stall_step: the direction is poor."""
+    assert is_stall(LineSearchResult(step=step, phi=4.0, evaluations=1), 5.0, 1e-12, stall_step) is stall
+
+
+def test_a_damped_step_below_stall_step_restarts_cg_and_the_fit_reaches_the_same_optimum():
+    op, lik, Y = _problem()
+    alpha, u, g, hf = _state(op, lik, Y)
+    system, rhs = newton_system(hf, op.mvm, u, g)
+    inv_diag, precondition = make_preconditioner("diagonal", op).for_factor(hf)
+    phi = objective(lik, Y, alpha, u)
+    stalls = {}
+    for stall_step in (0.0, 1.0):  # 1.0: every damped step restarts CG
+        opts = NewtonOptions(cg_max_iter=1, max_stall_restarts=2, stall_step=stall_step)
+        ls, *_, stalls[stall_step] = newton_step_with_restarts(lik, Y, alpha, u, phi, hf, system, rhs,
+                                                               hf.beta_init(alpha), op.mvm, opts, inv_diag=inv_diag,
+                                                               precondition=precondition, alpha_norm=False)
+        assert ls.success and ls.phi < phi
+    assert stalls[0.0] == 0 and stalls[1.0] >= 1
+    fits = [newton_cg(op, lik, Y, NewtonOptions(cg_max_iter=3, grad_tol=1e-8, stall_step=s)) for s in (0.0, 0.5)]
+    assert all(f.converged for f in fits) and fits[1].diagnostics.stalls >= fits[0].diagnostics.stalls
+    assert fits[1].phi == pytest.approx(fits[0].phi, rel=1e-10)
+
+
 def test_one_newton_step_is_the_first_iteration_of_newton_cg():
     op, lik, Y = _problem()
     opts = NewtonOptions(max_iter=1)
