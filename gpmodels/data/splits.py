@@ -21,15 +21,13 @@ def rng_from(seed) -> np.random.Generator:
     return np.random.default_rng(int(seed))
 
 
-def _stratified_order(y, rng) -> np.ndarray:
-    """A permutation that interleaves classes so that any prefix is near-stratified."""
+def _class_blocks_order(y, rng) -> np.ndarray:
+    """A permutation that lays the classes out one after the other (classes in random order, each
+    class' points shuffled), so that dealing its positions round robin to q folds gives every
+    class ⌊n_c/q⌋ or ⌈n_c/q⌉ points in each fold and the folds sizes within one point."""
     y = np.asarray(y)
-    keys = np.empty(y.size)
-    for c in np.unique(y):
-        idx = np.flatnonzero(y == c)
-        idx = rng.permutation(idx)
-        keys[idx] = (np.arange(idx.size) + rng.random()) / idx.size
-    return np.argsort(keys, kind="stable")
+    classes = np.unique(y)
+    return np.concatenate([rng.permutation(np.flatnonzero(y == c)) for c in rng.permutation(classes)])
 
 
 def train_test_split(n: int, test_fraction: float, seed, y=None) -> tuple[np.ndarray, np.ndarray]:
@@ -73,11 +71,17 @@ def train_test_split(n: int, test_fraction: float, seed, y=None) -> tuple[np.nda
 
 
 def kfold_partition(n: int, q: int, seed, y=None) -> list[np.ndarray]:
-    """A random partition of range(n) into q folds I_k (sorted index arrays), stratified by y."""
+    """A random partition of range(n) into q folds I_k (sorted index arrays), stratified by y: each
+    class has ⌊n_c/q⌋ or ⌈n_c/q⌉ points in every fold, and fold sizes differ by at most one.
+
+    (Until issue 12 the stratified order interleaved the classes by evenly spaced random keys.
+    With equal class sizes that order is periodic in the class, and when q divides C every fold
+    held out whole classes: on news20-small (20 classes of 100) each fold held out 4 classes and
+    none of the others, on digits one fold had none of class 9 and 49 of class 5.)"""
     if int(q) != q or q < 2 or q > n:
         raise InputError(f"the number of folds q must be an integer in 2..{n}; got {q}")
     rng = rng_from(seed)
-    order = _stratified_order(y, rng) if y is not None else rng.permutation(n)
+    order = _class_blocks_order(y, rng) if y is not None else rng.permutation(n)
     folds = [np.sort(order[k::q]) for k in range(q)]
     return folds
 

@@ -79,6 +79,30 @@ def test_splits_are_deterministic_disjoint_and_stratified(n, frac, seed, C):
     assert s.size == n // 2 and np.unique(s).size == s.size
 
 
+@given(st.integers(2, 40), st.integers(2, 6), st.integers(0, 1000), st.integers(1, 30), st.booleans())
+def test_kfold_partition_gives_every_class_its_share_of_every_fold(C, q, seed, size, balanced):
+    """Stratified folds: class c has ⌊n_c/q⌋ or ⌈n_c/q⌉ points in each fold, whatever C, q and the
+    class sizes (equal sizes with q dividing C once made every fold hold out whole classes)."""
+    sizes = np.full(C, size) if balanced else 1 + np.random.default_rng(seed).integers(0, 3 * size, C)
+    y = np.random.default_rng(seed + 1).permutation(np.repeat(np.arange(C), sizes))
+    if y.size < q:
+        return
+    folds = kfold_partition(y.size, q, seed, y=y)
+    assert np.array_equal(np.sort(np.concatenate(folds)), np.arange(y.size))
+    assert max(f.size for f in folds) - min(f.size for f in folds) <= 1
+    counts = np.array([np.bincount(y[f], minlength=C) for f in folds])  # (q, C)
+    assert np.all(counts >= sizes // q) and np.all(counts <= -(-sizes // q))
+
+
+def test_kfold_partition_holds_out_every_class_of_news20_small_sized_data():
+    y = np.repeat(np.arange(20), 100)  # 20 classes of 100, q = 5 divides C
+    for seed in range(3):
+        counts = np.array([np.bincount(y[f], minlength=20) for f in kfold_partition(y.size, 5, seed, y=y)])
+        assert np.all(counts == 20)
+    a, b = kfold_partition(y.size, 5, 0, y=y), kfold_partition(y.size, 5, 1, y=y)
+    assert not all(np.array_equal(f, g) for f, g in zip(a, b))  # the seed matters
+
+
 def test_split_arguments_are_checked():
     with pytest.raises(InputError, match="seed must be an integer"):
         train_test_split(10, 0.3, None)
