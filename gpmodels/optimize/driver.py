@@ -152,6 +152,8 @@ def minimize(fun, x0, names, bounds=None, options: OuterOptions | None = None, *
             reported[0] = s.iteration
             on_iteration(s.history[-1])
 
+    if state is not None and hasattr(objective, "resume_from"):
+        objective.resume_from(state)
     final = minimize_outer(objective.evaluate, x0, bounds, opts, state=state, on_iteration=on_iter, seed=seed)
     return OptimizeResult.from_state(final, names, resumed_from)
 

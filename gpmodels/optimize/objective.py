@@ -14,7 +14,10 @@ Either a plain function ``x -> (value, gradient)``, or an object with
 - ``probe() -> array`` (optional): a numerical fingerprint (e.g. K̃ v for a seeded v), compared to a
   relative 1e-9 on resume;
 - ``restore_inner(arrays) -> inner`` (optional): the inverse of the inner state's ``to_arrays()``
-  for checkpoints (without it the inner state must be a dict of named arrays, or None).
+  for checkpoints (without it the inner state must be a dict of named arrays, or None);
+- ``resume_from(state)`` (optional): called with the optimiser state a run continues from (a
+  checkpoint's), before the next evaluation, for what the objective derives from the run so far
+  (the CV criterion's inner tolerance schedule follows the best value's progress).
 
 :class:`FunctionObjective` makes the first kind an objective of the second: an evaluation that
 raises a linear-algebra or floating-point error, or returns a non-finite value, is *failed* (a right

@@ -168,6 +168,13 @@ class CVObjective:
         self.log.append(EvaluationLog(ev.ok, ev.psi, info["seconds"], ev.mvm_count, info))
         return Trial(ev.psi, ev.gradient, ev.ok, ev.state, info)
 
+    def resume_from(self, state) -> None:
+        """Rebuild the inner tolerance schedule's progress from the run so far (its iterations' Ψ),
+        so that a resumed run schedules its evaluations as the uninterrupted one did."""
+        self.progress = ProgressTracker()
+        for rec in state.history:
+            self.progress.update(rec.value)
+
     def identity(self) -> dict:
         op = self.op
         return {"n": op.n_points, "C": op.n_classes, "targets": digest_array(self.Y),
