@@ -60,14 +60,23 @@ class RowStore:
     def row_path(self, method: str, partition: int) -> Path:
         return self.folder / "rows" / f"{method}-p{partition}.json"
 
-    def get(self, method: str, partition: int) -> dict | None:
-        """The stored row, or None if it has not finished."""
+    def get(self, method: str, partition: int, folds_digest: str) -> dict | None:
+        """The stored row, or None if it has not finished.  A row computed on other folds than
+        ``folds_digest`` (a partition drawn by an older ``kfold_partition``) raises OutputError."""
         p = self.row_path(method, partition)
-        return json.loads(p.read_text()) if p.exists() else None
+        if not p.exists():
+            return None
+        row = json.loads(p.read_text())
+        if row.get("folds_digest") != folds_digest:
+            raise OutputError(
+                f"{p} was computed on other folds than partition {partition} has now (the stratified "
+                "partition changed in issue 12); use a fresh folder"
+            )
+        return row
 
-    def put(self, method: str, partition: int, row: dict) -> dict:
-        """Store a finished row (atomically); returns it as read back."""
-        row = _plain({**row, "method": method, "partition": partition})
+    def put(self, method: str, partition: int, row: dict, folds_digest: str) -> dict:
+        """Store a finished row (atomically) with the digest of its folds; returns it as read back."""
+        row = _plain({**row, "method": method, "partition": partition, "folds_digest": folds_digest})
         _write_atomic(self.row_path(method, partition), row)
         return row
 

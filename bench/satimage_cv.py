@@ -45,6 +45,7 @@ import time
 from pathlib import Path
 
 import attrs
+import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from cv_common import blas_threads, cpu_seconds, learn_and_evaluate  # noqa: E402
@@ -52,6 +53,7 @@ from cv_protocol import RowStore, mean_sd_table  # noqa: E402
 from sklearn_yardstick import sklearn_fixed_fit_seconds  # noqa: E402
 
 from gpmodels.data.splits import kfold_partition  # noqa: E402
+from gpmodels.optimize.checkpoint import digest_array  # noqa: E402
 from gpmodels.spec.build import build_data, build_likelihood, build_prior, resolve_kernel  # noqa: E402
 from gpmodels.spec.loader import load_spec  # noqa: E402
 from gpmodels.spec.runners.cv import build_learn_options, checkpoint_identity  # noqa: E402
@@ -127,8 +129,9 @@ def run_rows(a, say):
     with blas_threads(a.blas_threads):
         for part in range(a.first_partition, a.first_partition + a.partitions):
             folds = kfold_partition(data.y_train.size, spec.objective.cv.folds, part, y=data.y_train)
+            folds_digest = digest_array(np.concatenate([*folds, [f.size for f in folds]]))  # the folds and their sizes
             for m in a.methods:
-                r = store.get(m, part) if store else None
+                r = store.get(m, part, folds_digest) if store else None
                 if r is not None:
                     say(f"{m:8s} partition {part}: stored row, test error {100 * r['test_error']:.2f} %")
                     rows[m].append(r)
@@ -149,7 +152,7 @@ def run_rows(a, say):
                 if yard is not None:
                     r.update(learn_over_sklearn_fixed_fit=r["learning_seconds"] / yard, sklearn_fixed_fit_seconds=yard,
                              cpu_over_sklearn_fixed_fit_cpu=r["cpu_seconds"] / yard_cpu)
-                r = store.put(m, part, r) if store else {**r, "partition": part}
+                r = store.put(m, part, r, folds_digest) if store else {**r, "partition": part}
                 rows[m].append(r)
                 say(row_line(m, part, r))
     return data, rows, (yard, yard_cpu)

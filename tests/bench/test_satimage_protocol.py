@@ -76,3 +76,18 @@ def test_a_changed_configuration_is_refused(tmp_path):
         satimage_cv.main([*args[:-3], "2", "--out", str(tmp_path)], say=lambda s: None)
     again = satimage_cv.main(args, say=lambda s: None)  # the same settings: every row read back
     assert again["sklearn_fixed_fit_seconds"] is None
+
+
+def test_a_row_computed_on_other_folds_is_refused(tmp_path):
+    """A row whose folds differ from the partition's folds now (an older kfold_partition) is not reused."""
+    import satimage_cv
+
+    from gpmodels.errors import OutputError
+
+    args = ["--partitions", "1", "--methods", "mc-tied", "--max-train", "90", "--max-iter", "1", "--out", str(tmp_path)]
+    satimage_cv.main(args, say=lambda s: None)
+    path = tmp_path / "rows" / "mc-tied-p0.json"
+    row = json.loads(path.read_text())
+    path.write_text(json.dumps({**row, "folds_digest": "0" * len(row["folds_digest"])}))
+    with pytest.raises(OutputError, match="other folds"):
+        satimage_cv.main(args, say=lambda s: None)
