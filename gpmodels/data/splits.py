@@ -24,7 +24,7 @@ def rng_from(seed) -> np.random.Generator:
 def _class_blocks_order(y, rng) -> np.ndarray:
     """A permutation that lays the classes out one after the other (classes in random order, each
     class' points shuffled), so that dealing its positions round robin to q folds gives every
-    class ⌊n_c/q⌋ or ⌈n_c/q⌉ points in each fold and the folds sizes within one point."""
+    class ⌊n_c/q⌋ or ⌈n_c/q⌉ points in each fold and the fold sizes within one point."""
     y = np.asarray(y)
     classes = np.unique(y)
     return np.concatenate([rng.permutation(np.flatnonzero(y == c)) for c in rng.permutation(classes)])
