@@ -98,3 +98,17 @@ def dense_softmax_map(K, Y, iters=60):
             step *= 0.5
         alpha = alpha + step * (new - alpha)
     return (K @ alpha).reshape(n, C), phi(alpha)
+
+
+def cv_fd_gradient(op, Y, folds, opts, step):
+    """∇Ψ by central differences in each log hyperparameter (softmax likelihood)."""
+    from gpmodels.inference.cv.criterion import cv_criterion
+    from gpmodels.likelihoods.softmax import Softmax
+    from gpmodels.linalg.finite_differences import central_differences
+
+    def psi(theta):
+        ev = cv_criterion(op.with_params(theta), Softmax(), Y, folds, opts, gradient=False)
+        assert ev.ok, ev.message
+        return ev.psi
+
+    return central_differences(op.params, psi, step)

@@ -36,7 +36,8 @@ from gpmodels.spec.saved import load_model
 from gpmodels.testing import check_grad_trace, check_operator
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "inference" / "cv"))  # test_cv moved there in the re-layout
-from test_cv import CG_TIGHT, _fd_gradient
+from oracles import cv_fd_gradient
+from test_cv import CG_TIGHT, FD_STEP
 
 TESTS = Path(__file__).resolve().parent
 ROOT = TESTS.parent
@@ -139,7 +140,7 @@ def test_cv_gradient_matches_central_differences():
     op = ClassSimilarityPrior(RBF(0.5), S3, variance=2.0, strength=0.7).operator(X, 3)
     ev = cv_criterion(op, Softmax(), Y, folds, CG_TIGHT)
     assert ev.ok, ev.message
-    fd = _fd_gradient(op, Y, folds, CG_TIGHT)
+    fd = cv_fd_gradient(op, Y, folds, CG_TIGHT, FD_STEP)
     np.testing.assert_allclose(ev.gradient, fd, rtol=1e-5, atol=1e-6 * np.abs(fd).max())
 
 

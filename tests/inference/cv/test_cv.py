@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from conftest import toy_classification
 from minimal_operator import DenseTestOperator
+from oracles import cv_fd_gradient
 
 from gpmodels.data.splits import kfold_partition
 from gpmodels.errors import InputError
@@ -69,27 +70,13 @@ def _data(n=24, C=3, seed=0, q=3):
     return X, np.eye(C)[y], kfold_partition(n, q, seed=seed + 1, y=y)
 
 
-def _fd_gradient(op, Y, folds, opts):
-    theta = op.params
-    out = np.empty(theta.size)
-    for p in range(theta.size):
-        tp, tm = theta.copy(), theta.copy()
-        tp[p] += FD_STEP
-        tm[p] -= FD_STEP
-        fp = cv_criterion(op.with_params(tp), Softmax(), Y, folds, opts, gradient=False)
-        fm = cv_criterion(op.with_params(tm), Softmax(), Y, folds, opts, gradient=False)
-        assert fp.ok and fm.ok
-        out[p] = (fp.psi - fm.psi) / (2 * FD_STEP)
-    return out
-
-
 @pytest.mark.parametrize("name", sorted(FLAT_CASES))
 def test_gradient_matches_central_differences_with_exact_inner_solves(name):
     X, Y, folds = _data()
     op = FLAT_CASES[name](X, 3)
     ev = cv_criterion(op, Softmax(), Y, folds, EXACT)
     assert ev.ok, ev.message
-    fd = _fd_gradient(op, Y, folds, EXACT)
+    fd = cv_fd_gradient(op, Y, folds, EXACT, FD_STEP)
     np.testing.assert_allclose(ev.gradient, fd, rtol=2e-6, atol=2e-6 * np.abs(fd).max())
 
 
@@ -111,7 +98,7 @@ def test_gradient_of_a_non_flat_operator_matches_central_differences(name):
     assert not op.is_class_diagonal
     ev = cv_criterion(op, Softmax(), Y, folds, CG_TIGHT)
     assert ev.ok, ev.message
-    fd = _fd_gradient(op, Y, folds, CG_TIGHT)
+    fd = cv_fd_gradient(op, Y, folds, CG_TIGHT, FD_STEP)
     np.testing.assert_allclose(ev.gradient, fd, rtol=1e-5, atol=1e-6 * np.abs(fd).max())
     with pytest.raises(InputError, match="flat"):
         cv_criterion(op, Softmax(), Y, folds, EXACT)

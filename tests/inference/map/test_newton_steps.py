@@ -96,18 +96,22 @@ def test_a_step_below_stall_step_is_a_stall(step, stall_step, stall):
     assert is_stall(LineSearchResult(step=step, phi=4.0, evaluations=1), 5.0, 1e-12, stall_step) is stall
 
 
-def test_a_damped_step_below_stall_step_restarts_cg_and_the_fit_reaches_the_same_optimum():
-    op, lik, Y = _problem()
+def _step_at_state(op, lik, Y, opts):
+    """Φ at the test state and one Newton iteration from it (diagonal preconditioner)."""
     alpha, u, g, hf = _state(op, lik, Y)
     system, rhs = newton_system(hf, op.mvm, u, g)
     inv_diag, precondition = make_preconditioner("diagonal", op).for_factor(hf)
     phi = objective(lik, Y, alpha, u)
+    return phi, newton_step_with_restarts(lik, Y, alpha, u, phi, hf, system, rhs, hf.beta_init(alpha), op.mvm, opts,
+                                          inv_diag=inv_diag, precondition=precondition, alpha_norm=False)
+
+
+def test_a_damped_step_below_stall_step_restarts_cg_and_the_fit_reaches_the_same_optimum():
+    op, lik, Y = _problem()
     stalls = {}
     for stall_step in (0.0, 1.0):  # 1.0: every damped step restarts CG
-        opts = NewtonOptions(cg_max_iter=1, max_stall_restarts=2, stall_step=stall_step)
-        ls, *_, stalls[stall_step] = newton_step_with_restarts(lik, Y, alpha, u, phi, hf, system, rhs,
-                                                               hf.beta_init(alpha), op.mvm, opts, inv_diag=inv_diag,
-                                                               precondition=precondition, alpha_norm=False)
+        phi, (ls, *_, stalls[stall_step]) = _step_at_state(
+            op, lik, Y, NewtonOptions(cg_max_iter=1, max_stall_restarts=2, stall_step=stall_step))
         assert ls.success and ls.phi < phi
     assert stalls[0.0] == 0 and stalls[1.0] >= 1
     fits = [newton_cg(op, lik, Y, NewtonOptions(cg_max_iter=3, grad_tol=1e-8, stall_step=s)) for s in (0.0, 0.5)]
@@ -135,17 +139,11 @@ def test_one_newton_step_is_the_first_iteration_of_newton_cg():
 
 def test_a_truncated_direction_that_stalls_restarts_cg_from_its_last_beta():
     op, lik, Y = _problem()
-    alpha, u, g, hf = _state(op, lik, Y)
-    system, rhs = newton_system(hf, op.mvm, u, g)
-    inv_diag, precondition = make_preconditioner("diagonal", op).for_factor(hf)
-    phi = objective(lik, Y, alpha, u)
     # phi_rtol = 1: every damped step counts as a stall, so each attempt (one CG step) is followed by a restart
     results = {}
     for restarts in (0, 2):
-        opts = NewtonOptions(cg_max_iter=1, max_stall_restarts=restarts, phi_rtol=1.0)
-        results[restarts] = newton_step_with_restarts(lik, Y, alpha, u, phi, hf, system, rhs, hf.beta_init(alpha),
-                                                      op.mvm, opts, inv_diag=inv_diag, precondition=precondition,
-                                                      alpha_norm=False)
+        phi, results[restarts] = _step_at_state(op, lik, Y,
+                                                NewtonOptions(cg_max_iter=1, max_stall_restarts=restarts, phi_rtol=1.0))
     (ls0, *_, n_cg0, stalls0), (ls2, *_, n_cg2, stalls2) = results[0], results[2]
     assert (stalls0, n_cg0, stalls2, n_cg2) == (1, 1, 3, 3)
     assert ls0.success and ls0.step < 1.0

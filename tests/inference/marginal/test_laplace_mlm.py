@@ -9,6 +9,7 @@ from gpmodels.inference.marginal.laplace import LaplaceOptions, laplace_mlm, lea
 from gpmodels.kernels.linear import Linear
 from gpmodels.kernels.rbf import RBF
 from gpmodels.likelihoods import Gaussian, Laplace, Logistic, Softmax, StudentT
+from gpmodels.linalg.finite_differences import central_differences
 from gpmodels.operators.blockdiag import BlockDiagonal
 from gpmodels.operators.intercept import Intercept
 from gpmodels.operators.sum import Sum
@@ -30,15 +31,7 @@ def _data(n=40, seed=0):
 
 def _fd(op, lik, Y, h=1e-5):
     J = JointParams(op, lik)
-    x0 = J.x0
-    out = np.empty(x0.size)
-    for p in range(x0.size):
-        xp, xm = x0.copy(), x0.copy()
-        xp[p] += h
-        xm[p] -= h
-        out[p] = (laplace_mlm(*J.build(xp), Y, EXACT, gradient=False).log_marginal
-                  - laplace_mlm(*J.build(xm), Y, EXACT, gradient=False).log_marginal) / (2 * h)
-    return out
+    return central_differences(J.x0, lambda x: laplace_mlm(*J.build(x), Y, EXACT, gradient=False).log_marginal, h)
 
 
 def _op(X, C=1, sharing="tied", learn_sigma2=True):
