@@ -22,9 +22,11 @@ Four kinds, selected by ``NewtonOptions.preconditioner`` (``auto``: ``lowrank`` 
               (the App. B formula applied to the residual R = K̃ - L L^T).  By Woodbury,
                   P^{-1} = D^{-1} - D^{-1} Z (I + Z^T D^{-1} Z)^{-1} Z^T D^{-1},
               where Z^T D^{-1} Z = L^T (V D^{-1} V^T) L only needs the per-point C x C matrices
-              G_i = V_i D_i^{-1} V_i^T: its (k, l) block is F_k^T (Σ_i a_ik a_il G_i) F_l
-              (one GEMM of size (Σ r_t)^2 x n x C^2 per Newton iteration).  Applying P^{-1} costs
-              O(n C Σ r_t) per CG step.
+              G_i = V_i D_i^{-1} V_i^T: its (k, l) block is F_k^T (Σ_i a_ik a_il G_i) F_l, one
+              GEMM of size R0^2 x n x C^2 per Newton iteration (R0 = Σ r_t eigenvectors, R columns
+              of L), or, where cheaper (the flat prior: one column of F per eigenvector), Σ_i
+              L_i^T G_i L_i from the rows L_i (C x R) of L, O(n C R (C + R)).  Applying P^{-1}
+              costs O(n C R) per CG step.
 ``lowrank_block`` the same deflation with the per-point C x C blocks of I + V^T R V in place of
               its diagonal (G_i = V_i B_i^{-1} V_i^T): once the kernel's outlying directions are
               deflated, the coupling of the classes within a point (the tree's S under the ANOVA
@@ -84,6 +86,14 @@ def randomized_eigh(mvm: Callable[[np.ndarray], np.ndarray], n: int, rank: int, 
     return lam[keep], np.ascontiguousarray(Q @ U[:, keep])
 
 
+def _rows_cheaper(n: int, C: int, R0: int, R: int, max_bytes: float = 256e6) -> bool:
+    """Whether Z^T D^{-1} Z is cheaper from L's rows, O(n C R (C + R)), than from the pairs of
+    eigenvectors, O(n R0^2 C^2), within ``max_bytes`` for L (n C R floats).  The flat prior (one
+    column of F per eigenvector, R = R0) always takes the rows; the ANOVA prior (F_t with C columns)
+    the pairs."""
+    return C * R * (C + R) <= R0 * R0 * C * C and n * C * R * 8 <= max_bytes
+
+
 def _psd_factor(S: np.ndarray) -> np.ndarray:
     """F (C, s) with F F^T = S for symmetric PSD S, s = numerical rank."""
     lam, U = np.linalg.eigh(0.5 * (S + S.T))
@@ -139,14 +149,33 @@ class Preconditioner:
             w += wt[:, None] * np.diag(t.S)[None, :]
             parts.append((wt, t.S))
         self.A = np.ascontiguousarray(np.column_stack(cols)) if cols else np.zeros((n, 0))  # shape: (n, R0)
-        self.F = factors
+        R0 = self.A.shape[1]
         self.offsets = np.cumsum([0] + [F.shape[1] for F in factors])
+        R = int(self.offsets[-1])
+        # F_big: block-diagonal (R0 C, R) with F_k in block (k, k), so that L's column blocks are
+        # a_k ⊗ F_k and every class-space product below is one GEMM
+        self.F_big = np.zeros((R0 * C, R))
+        for k, F in enumerate(factors):
+            self.F_big[k * C:(k + 1) * C, self.offsets[k]:self.offsets[k + 1]] = F
+        self.F = factors
+        # every F_k of one shape (C, s) (one Kronecker term, or the flat prior's): the (k, l) blocks of
+        # Z^T D^{-1} Z are one batched product over the pairs
+        shapes = {F.shape for F in factors}
+        self.F_stack = np.stack(factors) if len(shapes) == 1 else None  # shape: (R0, C, s)
+        self.use_rows(bool(R0) and _rows_cheaper(n, C, R0, R))
         self.diag_res = self.diag_K - w
         self.res_parts = parts
         if self.blocks_K is not None:  # per-point blocks of the residual R = K̃ - L L^T
             self.blocks_res = self.blocks_K.copy()
             for wt, S in parts:
                 self.blocks_res -= wt[:, None, None] * S[None]
+
+    def use_rows(self, on: bool) -> None:
+        """Build Z^T D^{-1} Z from L's rows (kept, n C R floats) or from pairs of eigenvectors; the
+        two give the same P (tested); :func:`_rows_cheaper` picks one."""
+        n, C, R0 = self.A.shape[0], self.op.n_classes, self.A.shape[1]
+        # L itself, row i of shape (C, R): [a_ik F_k]_k (the flat prior: R = R0, one column each)
+        self.L_rows = (self.A @ self.F_big.reshape(R0, -1)).reshape(n * C, -1) if on else None
 
     def _res_point_block_mvm(self, P):
         out = self.point_block_mvm(P)
@@ -168,8 +197,8 @@ class Preconditioner:
         return None, self._lowrank_apply(hf)
 
     def _lowrank_apply(self, hf):
-        A, F, off = self.A, self.F, self.offsets
-        R0, R = A.shape[1], int(off[-1])
+        A = self.A
+        R0, R = A.shape[1], int(self.offsets[-1])
         Vb = hf.point_V()  # shape: (n, C, C), V_i
         if self.kind == "lowrank_block":
             Binv = np.linalg.inv(hf.precond_blocks(self.blocks_res))  # per-point blocks of I + V^T R V
@@ -188,24 +217,33 @@ class Preconditioner:
         n, C = Vb.shape[:2]
         if R0 == 0:
             return solve_B
-        AA = (A[:, :, None] * A[:, None, :]).reshape(n, R0 * R0)
-        Gsum = (AA.T @ G.reshape(n, C * C)).reshape(R0, R0, C, C)  # Σ_i a_ik a_il G_i
-        H = np.eye(R)
-        for k in range(R0):
-            for l in range(k, R0):
-                blk = F[k].T @ Gsum[k, l] @ F[l]
-                H[off[k]:off[k + 1], off[l]:off[l + 1]] += blk
-                if l != k:
-                    H[off[l]:off[l + 1], off[k]:off[k + 1]] += blk.T
+        L_rows, F_big, Fs = self.L_rows, self.F_big, self.F_stack
+        if L_rows is not None:  # H = I + Σ_i L_i^T G_i L_i: O(n C R (C + R))
+            GL = np.matmul(G, L_rows.reshape(n, C, R)).reshape(n * C, R)
+            H = np.eye(R) + L_rows.T @ GL
+        else:  # (k, l) block F_k^T (Σ_i a_ik a_il G_i) F_l: O(n R0^2 C^2), for F_k with many columns
+            AA = (A[:, :, None] * A[:, None, :]).reshape(n, R0 * R0)
+            G_sum = (AA.T @ G.reshape(n, C * C)).reshape(R0, R0, C, C)
+            if Fs is not None:
+                blocks = np.matmul(np.matmul(np.swapaxes(Fs, 1, 2)[:, None], G_sum), Fs[None])  # (R0, R0, s, s)
+                H = np.eye(R) + blocks.transpose(0, 2, 1, 3).reshape(R, R)
+            else:
+                H = np.eye(R) + F_big.T @ G_sum.transpose(0, 2, 1, 3).reshape(R0 * C, R0 * C) @ F_big
         chol = sla.cho_factor(H, lower=True)
 
-        def apply_lowrank(r):
-            # per CG step; the thin products use numpy's einsum loop, not a (multithreaded) BLAS call
+        def apply_lowrank(r):  # per CG step: B^{-1} r - B^{-1} Z H^{-1} Z^T B^{-1} r,  Z = V^T L
             y = solve_B(r)
-            AV = np.einsum("nk,nc->kc", A, hf.V(y))  # shape: (R0, C): Σ_i a_ik (V y)_i = L^T V y by blocks
-            z = sla.cho_solve(chol, np.concatenate([F[k].T @ AV[k] for k in range(R0)]))
-            FZ = np.stack([F[k] @ z[off[k]:off[k + 1]] for k in range(R0)])  # shape: (R0, C)
-            return y - solve_B(hf.Vt(np.einsum("nk,kc->nc", A, FZ)))  # B^{-1} r - B^{-1} Z H^{-1} Z^T B^{-1} r
+            Vy = hf.V(y)  # shape: (n, C)
+            if L_rows is not None:
+                z = sla.cho_solve(chol, L_rows.T @ Vy.ravel())
+                LZ = (L_rows @ z).reshape(n, C)
+            elif Fs is not None:
+                z = sla.cho_solve(chol, np.einsum("kcs,kc->ks", Fs, A.T @ Vy).ravel())
+                LZ = A @ np.einsum("kcs,ks->kc", Fs, z.reshape(R0, -1))
+            else:
+                z = sla.cho_solve(chol, F_big.T @ (A.T @ Vy).ravel())
+                LZ = A @ (F_big @ z).reshape(R0, C)
+            return y - solve_B(hf.Vt(LZ))
 
         return apply_lowrank
 

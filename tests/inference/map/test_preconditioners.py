@@ -66,6 +66,31 @@ def test_lowrank_with_full_rank_is_the_exact_inverse(kind, precond):
     np.testing.assert_allclose(Pinv @ A, np.eye(A.shape[0]), atol=1e-7)
 
 
+@pytest.mark.parametrize("kind", ["separate", "anova", "coupled"])
+def test_lowrank_ways_of_forming_the_small_system_agree(kind):
+    """Z^T B^{-1} Z from L's rows, from batched pairs of equal-shaped F_k, or from the block-diagonal
+    F_big: three computations of one preconditioner."""
+    tree = ClassTree(TREE)
+    X, _ = toy_classification(11, tree.n_classes, d=3, seed=4)
+    op = _operators(X, tree.n_classes, tree)[kind]
+    U, Y = _state(11, tree.n_classes, 2)
+    hf = Softmax().hessian_factor(U, Y)
+    _, E = _dense_system(op, hf)
+    pc = make_preconditioner("lowrank", op, rank=6)
+    stack = pc.F_stack
+
+    def inverse(rows, stacked):
+        pc.use_rows(rows)
+        pc.F_stack = stack if stacked else None
+        _, apply = pc.for_factor(hf)
+        return np.stack([apply(E[:, :, j]).ravel() for j in range(E.shape[2])], axis=1)
+
+    ref = inverse(False, False)
+    np.testing.assert_allclose(inverse(True, False), ref, atol=1e-10)
+    if stack is not None:
+        np.testing.assert_allclose(inverse(False, True), ref, atol=1e-10)
+
+
 @given(edges=random_trees(max_nodes=7), seed=st.integers(0, 2**31 - 1), rank=st.integers(1, 4), blocks=st.booleans())
 def test_lowrank_is_the_woodbury_inverse_of_its_splitting(edges, seed, rank, blocks):
     """Low rank: P^{-1} is the inverse of B + V^T L L^T V with B = diag(I + V^T (K - L L^T) V)
@@ -79,8 +104,13 @@ def test_lowrank_is_the_woodbury_inverse_of_its_splitting(edges, seed, rank, blo
     hf = Softmax().hessian_factor(U, Y)
     A, E = _dense_system(op, hf)
     pc = make_preconditioner("lowrank_block" if blocks else "lowrank", op, rank=rank, seed=seed)
-    _, apply = pc.for_factor(hf)
-    Pinv = np.stack([apply(E[:, :, j]).ravel() for j in range(n * C)], axis=1)
+    Pinvs = []
+    for rows in (False, True):  # both ways of forming Z^T B^{-1} Z give the same P^{-1}
+        pc.use_rows(rows)
+        _, apply = pc.for_factor(hf)
+        Pinvs.append(np.stack([apply(E[:, :, j]).ravel() for j in range(n * C)], axis=1))
+    np.testing.assert_allclose(Pinvs[0], Pinvs[1], atol=1e-10)
+    Pinv = Pinvs[1]
     np.testing.assert_allclose(Pinv, Pinv.T, atol=1e-10)
     low = sum(np.kron(np.outer(a, a), F @ F.T) for a, F in zip(pc.A.T, pc.F))
     Vd = np.stack([hf.V(E[:, :, j]).ravel() for j in range(n * C)], axis=1)
