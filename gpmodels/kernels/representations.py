@@ -58,6 +58,10 @@ __all__ = ["Representation", "CrossRepresentation", "StoredGram", "BlockedGram",
 REPRESENTATION_KINDS = ("auto", "stored", "blocked", "features", "lowrank")
 #: the squared-distance cache of a stored matrix may take this share of the memory budget
 SQ_DIST_CACHE_SHARE = 0.1
+#: Row blocks of ``StoredGram.grad_contract``'s temporaries (E F^T per block): blocks of a few MB
+#: come back from the heap, where one n x n temporary is fresh pages each call.  Measured on
+#: satimage-2000 mc-sep CV learning (n = 2000, 5 columns): E F^T 18 ms per class at 256 MB, 6 ms at 4 MB.
+GRAD_BLOCK_MB = 4.0
 
 
 def _rows(X, idx):
@@ -244,6 +248,13 @@ class Representation(abc.ABC):
     def grad_contract(self, E: np.ndarray, F: np.ndarray) -> np.ndarray:
         """d/dθ Σ_j e_j^T M f_j over the kernel's parameters, E and F of shape (n, m)."""
 
+    def contractions(self, E: np.ndarray, F: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(e_j^T M f_j for every column j, d/dθ Σ_j weights_j e_j^T M f_j over the kernel's
+        parameters), E and F of shape (n, m): the two contractions of a gradient trace (eq. 6)."""
+        values = np.einsum("ij,ij->j", E, self.mvm(F))
+        grad = self.grad_contract(E * weights[None, :], F) if self.kernel.params.size else np.zeros(0)
+        return values, grad
+
     @abc.abstractmethod
     def with_kernel(self, kernel: Kernel) -> Representation:
         """The same representation for another kernel (self if the kernel is unchanged)."""
@@ -314,7 +325,7 @@ class StoredGram(Representation):
         if self.kernel.params.size == 0:
             return np.zeros(0)
         total = np.zeros(self.kernel.params.size)
-        step = block_rows(self.n, self.n, self.cross_memory_mb)
+        step = block_rows(self.n, self.n, min(self.cross_memory_mb, GRAD_BLOCK_MB))
         D = None if self.sq_dists is None else self.sq_dists.get()
         for s in range(0, self.n, step):
             b = slice(s, min(self.n, s + step))
@@ -324,6 +335,22 @@ class StoredGram(Representation):
                 part = self.kernel.grad_contract(_rows(self.X, b), self.X, E[b] @ F.T, gram=gram)
             total += part
         return total
+
+    def contractions(self, E, F, weights):
+        # while M is not built (the CV parent's operator at θ): one pass over row blocks of M rebuilt
+        # from the squared distances, for both contractions, and no n x n matrix
+        if self._M is not None or self.sq_dists is None or not self.kernel.params.size:
+            return super().contractions(E, F, weights)
+        D = self.sq_dists.get()
+        values, grad = np.zeros(E.shape[1]), np.zeros(self.kernel.params.size)
+        Ew = E * weights[None, :]
+        step = block_rows(self.n, self.n, min(self.cross_memory_mb, GRAD_BLOCK_MB))
+        for s in range(0, self.n, step):
+            b = slice(s, min(self.n, s + step))
+            gram = self.kernel.gram_from_sq_dists(D[b])
+            values += np.einsum("ij,ij->j", E[b], gram @ F)
+            grad += self.kernel.grad_contract_from_sq_dists(D[b], Ew[b] @ F.T, gram)
+        return values, grad
 
     def with_kernel(self, kernel):
         if kernel.key() == self.kernel.key():

@@ -265,12 +265,11 @@ class BlockDiagonal(Operator):
             cls = np.flatnonzero(self.class_kernel == l)
             rep = self._rep_list[self._rep_of_group[l]]
             Fl = np.ascontiguousarray(F[:, cls, :]).reshape(n, -1)
-            El = np.ascontiguousarray(E[:, cls, :])
-            MF = rep.mvm(Fl).reshape(n, cls.size, q)
-            t[cls] = np.einsum("icq,icq->c", El, MF)
+            El = np.ascontiguousarray(E[:, cls, :]).reshape(n, -1)
+            values, grad = rep.contractions(El, Fl, np.repeat(self._class_v[cls], q))
+            t[cls] = values.reshape(cls.size, q).sum(axis=1)
             if self.kernels[l].params.size:
-                Ev = (El * self._class_v[cls][None, :, None]).reshape(n, -1)
-                grads_kernel[l] = rep.grad_contract(Ev, Fl)
+                grads_kernel[l] = grad
         g_var = np.bincount(self.class_variance, weights=self._class_v * t, minlength=self.variances.size)
         return np.concatenate(grads_kernel + [g_var])
 
