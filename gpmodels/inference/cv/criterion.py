@@ -70,6 +70,7 @@ no gradient; the outer optimiser treats it as a right bracket and discards its i
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Sequence
 
@@ -135,10 +136,13 @@ class CVOptions:
 @attrs.frozen(eq=False)
 class CVState:
     """The inner state: α[J_k] of every fold, shape (|J_k|, C) each (Sec. 4), and optionally the
-    last accumulation solutions β_k (same shapes), which warm-start the next accumulation CG."""
+    last accumulation solutions β_k (same shapes), which warm-start the next accumulation CG, and
+    the ``lowrank`` preconditioner's eigensolver subspaces of every fold's K̃_J, shape (|J_k|, m),
+    which start the next evaluation's eigensolvers (:func:`~gpmodels.inference.map.newton_cg`)."""
 
     alphas: tuple
     betas: tuple | None = None
+    bases: tuple | None = None
 
     def __attrs_post_init__(self):
         object.__setattr__(self, "alphas", tuple(np.asarray(a, dtype=np.float64) for a in self.alphas))
@@ -147,24 +151,37 @@ class CVState:
             if len(betas) != len(self.alphas) or any(b.shape != a.shape for a, b in zip(self.alphas, betas)):
                 raise InputError("CVState.betas must match alphas: one array of the same shape per fold")
             object.__setattr__(self, "betas", betas)
+        if self.bases is not None:
+            bases = tuple(np.asarray(b, dtype=np.float64) for b in self.bases)
+            if len(bases) != len(self.alphas) or any(b.ndim != 2 or b.shape[0] != a.shape[0]
+                                                     for a, b in zip(self.alphas, bases)):
+                raise InputError("CVState.bases must match alphas: one (|J_k|, m) array per fold")
+            object.__setattr__(self, "bases", bases)
 
     def to_arrays(self) -> dict:
-        """Named arrays for checkpoints: ``alpha_<k>`` and (when kept) ``beta_<k>`` per fold k."""
+        """Named arrays for checkpoints: ``alpha_<k>`` and (when kept) ``beta_<k>`` and ``basis_<k>``
+        per fold k."""
         out = {f"alpha_{k}": a for k, a in enumerate(self.alphas)}
         out.update({f"beta_{k}": b for k, b in enumerate(self.betas or ())})
+        out.update({f"basis_{k}": b for k, b in enumerate(self.bases or ())})
         return out
 
     @classmethod
     def from_arrays(cls, arrays: dict) -> CVState:
         """The inverse of :meth:`to_arrays`; a missing fold raises :class:`InputError`."""
         q = sum(1 for name in arrays if name.startswith("alpha_"))
+
+        def optional(prefix):
+            return tuple(arrays[f"{prefix}_{k}"] for k in range(q)) if any(n.startswith(f"{prefix}_")
+                                                                           for n in arrays) else None
+
         try:
             alphas = tuple(arrays[f"alpha_{k}"] for k in range(q))
-            betas = tuple(arrays[f"beta_{k}"] for k in range(q)) if any(n.startswith("beta_") for n in arrays) else None
+            betas, bases = optional("beta"), optional("basis")
         except KeyError as exc:
-            raise InputError(f"CVState arrays must hold alpha_0..alpha_{q - 1} (and beta_k alike); {exc} is missing") \
-                from None
-        return cls(alphas, betas)
+            raise InputError(f"CVState arrays must hold alpha_0..alpha_{q - 1} (and beta_k, basis_k alike); {exc} is "
+                             "missing") from None
+        return cls(alphas, betas, bases)
 
 
 @attrs.frozen
@@ -282,9 +299,12 @@ def scaled_warm_start(op_J, lik, Y_J, alpha0):
     return (None, 0.0) if t == 0.0 else (t * a, t)
 
 
-def _refit(fit, op_J, lik, Y_J, alpha0, opts: CVOptions, retry: bool):
-    """The fold's refit with the warm-start policy; returns (result, MVMs, Newton iterations, start)."""
+def _refit(fit, op_J, lik, Y_J, alpha0, opts: CVOptions, retry: bool, basis0=None):
+    """The fold's refit with the warm-start policy; returns (result, MVMs, Newton iterations, start).
+    ``basis0``: the last evaluation's preconditioner subspaces of this fold (Newton–CG only)."""
     extra, start = 0, "cold"
+    if basis0 is not None:
+        fit = functools.partial(fit, precond_start=basis0)
     if alpha0 is not None and opts.warm_start == "scaled":
         alpha0, _ = scaled_warm_start(op_J, lik, Y_J, alpha0)
         extra += 1
@@ -332,6 +352,7 @@ class FoldResult:
     accumulation_seconds: float = 0.0
     restrict_seconds: float = 0.0
     held_out_errors: int = -1  # misclassified held-out points (-1: not defined for this likelihood)
+    basis: np.ndarray | None = None  # the refit's preconditioner subspaces (start of the next evaluation's)
 
     def diagnostics(self) -> FoldDiagnostics:
         return FoldDiagnostics(psi=float(self.psi), grad_norm=float(self.grad_norm),
@@ -353,11 +374,11 @@ def _held_out_errors(u_I, Y_I) -> int:
     return int(np.count_nonzero(np.argmax(u_I, axis=1) != np.argmax(Y_I, axis=1)))
 
 
-def _fit_and_hold_out(fit, op_J, lik, Y_J, cross_IJ, Y_I, alpha0, opts: CVOptions, retry: bool):
+def _fit_and_hold_out(fit, op_J, lik, Y_J, cross_IJ, Y_I, alpha0, opts: CVOptions, retry: bool, basis0=None):
     """The fold's refit of α[J], then Ψ_I = Φ_lh(u[I]) and r_I at u[I] = K̃_{I,J} α[J] (eq. 3);
     returns (Newton result, FoldResult without the accumulation, time at the end of the fit)."""
     t = time.perf_counter()
-    res, mvms, its, start = _refit(fit, op_J, lik, Y_J, alpha0, opts, retry)
+    res, mvms, its, start = _refit(fit, op_J, lik, Y_J, alpha0, opts, retry, basis0)
     t_fit = time.perf_counter()
     u_I = cross_IJ.mvm(res.alpha)  # Seeger 2008, eq. (3): u[I] = K̃_{I,J} α[J]
     fold = FoldResult(
@@ -370,15 +391,16 @@ def _fit_and_hold_out(fit, op_J, lik, Y_J, cross_IJ, Y_I, alpha0, opts: CVOption
         psi=lik.value(u_I, Y_I),
         r_I=lik.gradient(u_I, Y_I),
         held_out_errors=_held_out_errors(u_I, Y_I),
+        basis=res.precond_basis,
     )  # r_I = π[I] - y_I for the softmax
     return res, fold, t_fit
 
 
 def _fold_newton_cg(op_J, lik, Y_J, cross_IJ, Y_I, alpha0, beta0, opts: CVOptions, gradient: bool,
-                    retry: bool = True) -> FoldResult:
+                    retry: bool = True, basis0=None) -> FoldResult:
     """Fit α[J] by Newton–CG, then Ψ_I and (optionally) z = V (I + V^T K̃_J V)^{-1} V^T K̃_{J,I} r_I by
     preconditioned CG (Sec. 5.2), V the likelihood's *exact* Hessian factor at α[J] (module docstring)."""
-    res, fold, t = _fit_and_hold_out(newton_cg, op_J, lik, Y_J, cross_IJ, Y_I, alpha0, opts, retry)
+    res, fold, t = _fit_and_hold_out(newton_cg, op_J, lik, Y_J, cross_IJ, Y_I, alpha0, opts, retry, basis0)
     if not gradient:
         return attrs.evolve(fold, accumulation_seconds=time.perf_counter() - t)
     K = MVMCounter(op_J)
@@ -393,7 +415,7 @@ def _fold_newton_cg(op_J, lik, Y_J, cross_IJ, Y_I, alpha0, beta0, opts: CVOption
 
 
 def _fold_exact(op_J, lik, Y_J, cross_IJ, Y_I, alpha0, beta0, opts: CVOptions, gradient: bool,
-                retry: bool = True) -> FoldResult:
+                retry: bool = True, basis0=None) -> FoldResult:
     """App. C: exact Newton for α[J]; z = (I + W K̃_J)^{-1} W K̃_{J,I} r_I by Cholesky + Woodbury
     (exact Newton checks that W_i = diag π_i - π_i π_i^T, the softmax form)."""
     res, fold, t = _fit_and_hold_out(exact_newton, op_J, lik, Y_J, cross_IJ, Y_I, alpha0, opts, retry)
@@ -406,8 +428,11 @@ def _fold_exact(op_J, lik, Y_J, cross_IJ, Y_I, alpha0, beta0, opts: CVOptions, g
     return attrs.evolve(fold, z=z, accumulation_mvms=2, accumulation_seconds=time.perf_counter() - t)
 
 
-def _new_state(alphas, betas) -> CVState:
-    return CVState(tuple(alphas), None if any(b is None for b in betas) else tuple(betas))
+def _new_state(alphas, betas, bases) -> CVState:
+    def kept(arrays):
+        return None if any(b is None for b in arrays) else tuple(arrays)
+
+    return CVState(tuple(alphas), kept(betas), kept(bases))
 
 
 def choose_method(op: Operator, likelihood: Likelihood, fold_size: int) -> str:
@@ -443,6 +468,7 @@ class FoldTask:
     J: np.ndarray
     alpha0: np.ndarray | None = None
     beta0: np.ndarray | None = None
+    basis0: np.ndarray | None = None
 
 
 def fold_tasks(folds, n: int, C: int, state: CVState | None) -> list[FoldTask]:
@@ -453,7 +479,10 @@ def fold_tasks(folds, n: int, C: int, state: CVState | None) -> list[FoldTask]:
         if alpha0 is not None and alpha0.shape != (J.size, C):
             raise InputError(f"state.alphas[{k}] must have shape ({J.size}, {C}); got {alpha0.shape}")
         beta0 = None if state is None or state.betas is None else state.betas[k]
-        tasks.append(FoldTask(k, I, J, alpha0, beta0))
+        basis0 = None if state is None or state.bases is None else state.bases[k]
+        if basis0 is not None and basis0.shape[0] != J.size:
+            raise InputError(f"state.bases[{k}] must have {J.size} rows; got {basis0.shape[0]}")
+        tasks.append(FoldTask(k, I, J, alpha0, beta0, basis0))
     return tasks
 
 
@@ -470,7 +499,7 @@ def evaluate_fold(task: FoldTask, op: Operator, likelihood: Likelihood, Y, opts:
     restrict_s = time.perf_counter() - t
     fold_fn = _fold_exact if opts.method == "exact" else _fold_newton_cg
     fold = fold_fn(op_J, likelihood, Y[J], cross_IJ, Y[I], task.alpha0, task.beta0, opts, gradient,
-                   opts.retry_cold)
+                   opts.retry_cold, basis0=task.basis0)
     return attrs.evolve(fold, restrict_seconds=restrict_s)
 
 
@@ -518,6 +547,7 @@ class _Accumulator:
     norm_sum: float = 0.0
     alphas: list = attrs.field(factory=list)
     betas: list = attrs.field(factory=list)
+    bases: list = attrs.field(factory=list)
     diags: list = attrs.field(factory=list)
     ok: bool = True
     message: str = "ok"
@@ -530,6 +560,7 @@ class _Accumulator:
         self.psi += fold.psi
         self.alphas.append(fold.alpha)
         self.betas.append(fold.beta)
+        self.bases.append(fold.basis)
         if not (np.isfinite(fold.psi) and np.all(np.isfinite(fold.alpha))):
             return self.fail(f"fold {k}: non-finite inner fit")
         if opts.abort_on_failure and self.norm_sum > self.q * opts.fail_tol:
@@ -619,6 +650,7 @@ def cv_criterion(op: Operator, likelihood: Likelihood, Y, folds, options: CVOpti
             acc.fail("non-finite gradient")
     ok = acc.ok
     return CVEvaluation(psi=float(acc.psi) if ok else float("nan"), gradient=grad,
-                        state=_new_state(acc.alphas, acc.betas) if ok else None, ok=ok, mean_grad_norm=float(mean_norm),
+                        state=_new_state(acc.alphas, acc.betas, acc.bases) if ok else None, ok=ok,
+                        mean_grad_norm=float(mean_norm),
                         folds=tuple(acc.diags), seconds=time.perf_counter() - t_start, grad_trace_seconds=gt_s,
                         message=acc.message, method=opts.method)

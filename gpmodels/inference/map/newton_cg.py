@@ -123,6 +123,7 @@ class NewtonResult:
     phi: float
     beta: np.ndarray | None
     diagnostics: NewtonDiagnostics
+    precond_basis: np.ndarray | None = None  # ``lowrank``: the eigensolvers' subspaces (start of the next fit)
 
     @property
     def converged(self) -> bool:
@@ -229,11 +230,13 @@ def newton_step_with_restarts(likelihood: Likelihood, Y, alpha, u, phi: float, h
 
 
 def newton_cg(op: Operator, likelihood: Likelihood, Y, options: NewtonOptions | None = None, *, alpha0=None, beta0=None,
-              on_iteration: Callable[[NewtonStep], None] | None = None) -> NewtonResult:
+              on_iteration: Callable[[NewtonStep], None] | None = None,
+              precond_start: np.ndarray | None = None) -> NewtonResult:
     """Fit α̂ = argmin Φ by Newton–CG (Alg. 1; steps: :func:`project_start`, :func:`newton_system`,
     :func:`newton_direction`, :func:`line_search_step`, :func:`newton_step_with_restarts`).
     ``alpha0``/``beta0`` warm-start the fit; ``on_iteration`` gets a :class:`NewtonStep` at the start
-    and after every iteration."""
+    and after every iteration; ``precond_start``: a previous fit's ``precond_basis`` on the same
+    points (the ``lowrank`` eigensolvers start from it, :func:`make_preconditioner`)."""
     opts = options or NewtonOptions()
     n, C = op.n_points, op.n_classes
     Y = likelihood.check_targets(Y, n, C)
@@ -241,7 +244,8 @@ def newton_cg(op: Operator, likelihood: Likelihood, Y, options: NewtonOptions | 
     K = MVMCounter(op)
     alpha, u = project_start(likelihood, alpha0, n, C, K)
     beta = None if beta0 is None else np.array(beta0, dtype=np.float64)
-    precond = make_preconditioner(opts.preconditioner, op, rank=opts.precond_rank, seed=int(opts.precond_seed))
+    precond = make_preconditioner(opts.preconditioner, op, rank=opts.precond_rank, seed=int(opts.precond_seed),
+                                  start=precond_start)
     alpha_norm = opts.cg_forcing_norm == "alpha" or (opts.cg_forcing_norm == "auto" and precond.kind != "diagonal")
     phi = objective(likelihood, Y, alpha, u)
     phis, grads, cg_its, steps, mvms = [phi], [], [], [], [K.count]
@@ -296,4 +300,4 @@ def newton_cg(op: Operator, likelihood: Likelihood, Y, options: NewtonOptions | 
     diag = NewtonDiagnostics(phi=tuple(phis), grad_norm=tuple(grads), mvm_trace=tuple(mvms),
                              cg_iterations=tuple(cg_its), step_sizes=tuple(steps), iterations=it, stalls=stalls,
                              mvm_count=K.count, seconds=time.perf_counter() - t0, converged=converged, message=message)
-    return NewtonResult(alpha=alpha, u=u, phi=phi, beta=beta, diagnostics=diag)
+    return NewtonResult(alpha=alpha, u=u, phi=phi, beta=beta, diagnostics=diag, precond_basis=precond.basis)

@@ -62,28 +62,38 @@ PRECONDITIONERS = ("diagonal", "block", "lowrank", "lowrank_block", "auto")
 #: on 2 workers: 24.3 / 19.7 s); |J| = 3548: 21.5 / 13.9 s (795 / 362 MVMs).  The set-up (randomised
 #: eigensolver, O(n r) per CG step) only pays once an MVM costs enough.
 LOWRANK_MIN_POINTS = 1500
+#: columns beyond the rank in the randomized eigensolver's subspace (Halko et al.'s oversampling p)
+RANGE_OVERSAMPLE = 8
 
 
 def randomized_eigh(mvm: Callable[[np.ndarray], np.ndarray], n: int, rank: int, rng: np.random.Generator, *,
-                    oversample: int = 8, power_iters: int = 2) -> tuple[np.ndarray, np.ndarray]:
-    """Leading eigenpairs (λ (r,), Q (n, r)) of a symmetric PSD n x n matrix given by B -> M B.
+                    oversample: int = 8, power_iters: int = 2,
+                    start: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Leading eigenpairs (λ (r,), Q (n, r)) of a symmetric PSD n x n matrix given by B -> M B, and
+    the orthonormal basis (n, k) of the subspace they were taken from, k = rank + oversample.
 
     Randomized range finder with ``power_iters`` subspace iterations and a Rayleigh–Ritz step
     (Halko, Martinsson & Tropp 2011, Alg. 4.4 and 5.3); eigenvalues below 1e-12 of the largest are
-    dropped.  Costs (power_iters + 2) MVMs with rank + oversample columns.
+    dropped.  Costs (power_iters + 2) MVMs with k columns.  ``start``: a basis (n, k) of a nearby
+    matrix's leading subspace (the previous call's third result): the range is then one subspace
+    iteration from it (Alg. 4.4 with the start in place of the Gaussian test matrix and no further
+    power iterations), 2 MVMs.
     """
     k = int(min(n, rank + oversample))
-    Y = mvm(rng.standard_normal((n, k)))
-    for _ in range(power_iters):
-        Qy, _ = np.linalg.qr(Y)
-        Y = mvm(Qy)
+    if start is not None and start.shape == (n, k):
+        Y = mvm(start)
+    else:
+        Y = mvm(rng.standard_normal((n, k)))
+        for _ in range(power_iters):
+            Qy, _ = np.linalg.qr(Y)
+            Y = mvm(Qy)
     Q, _ = np.linalg.qr(Y)
     T = Q.T @ mvm(Q)
     lam, U = np.linalg.eigh(0.5 * (T + T.T))
     order = np.argsort(lam)[::-1][: min(rank, k)]
     lam, U = lam[order], U[:, order]
     keep = lam > 1e-12 * max(float(lam[0]) if lam.size else 0.0, np.finfo(float).tiny)
-    return lam[keep], np.ascontiguousarray(Q @ U[:, keep])
+    return lam[keep], np.ascontiguousarray(Q @ U[:, keep]), Q
 
 
 def _rows_cheaper(n: int, C: int, R0: int, R: int, max_bytes: float = 256e6) -> bool:
@@ -105,7 +115,7 @@ class Preconditioner:
     """Built once per fit from the operator; ``for_factor(hf)`` gives, per Newton iteration, either
     ``(inv_diag, None)`` or ``(None, apply)`` for :func:`gpmodels.linalg.cg.cg`."""
 
-    def __init__(self, kind: str, op: Operator, *, rank: int = 8, seed: int = 0):
+    def __init__(self, kind: str, op: Operator, *, rank: int = 8, seed: int = 0, start: np.ndarray | None = None):
         if kind not in PRECONDITIONERS:
             from gpmodels.errors import InputError
 
@@ -119,25 +129,33 @@ class Preconditioner:
         self.point_block_mvm = op.point_block_mvm
         self.blocks_K = op.point_blocks() if kind in ("block", "lowrank_block") else None  # shape: (n, C, C)
         self.terms = None
+        self.basis = None  # lowrank: the eigensolvers' subspaces side by side, (n, Σ k_t)
         if kind in ("lowrank", "lowrank_block"):
             terms = op.kron_terms()
             if terms is None:
                 self.kind = "diagonal"  # no Kronecker form: fall back (documented)
             else:
-                self._setup_lowrank(terms, int(rank), np.random.default_rng(seed))
+                self._setup_lowrank(terms, int(rank), np.random.default_rng(seed), start)
 
     # ------------------------------------------------------------------ low rank set-up (once per fit)
-    def _setup_lowrank(self, terms: list[KronTerm], rank: int, rng: np.random.Generator) -> None:
+    def _setup_lowrank(self, terms: list[KronTerm], rank: int, rng: np.random.Generator,
+                       start: np.ndarray | None) -> None:
         n, C = self.op.n_points, self.op.n_classes
         terms = [t for t in terms if np.any(t.S != 0.0)]
         flexible = [t for t in terms if t.rank is None]
         per_term = max(1, rank // max(1, len(flexible)))
-        cols, factors = [], []
+        ranks = [per_term if t.rank is None else int(t.rank) for t in terms]
+        widths = [min(n, r + RANGE_OVERSAMPLE) for r in ranks]
+        if start is not None and start.shape != (n, sum(widths)):
+            start = None  # another operator's or setting's subspaces: start afresh
+        offsets = np.cumsum([0] + widths)
+        cols, factors, bases = [], [], []
         w = np.zeros((n, C))  # diag of the low-rank part per (i, c)
         parts = []  # (weights per point (n,), S) for the residual point blocks
-        for t in terms:
-            r = per_term if t.rank is None else int(t.rank)
-            lam, Q = randomized_eigh(t.mvm, n, r, rng)
+        for j, (t, r) in enumerate(zip(terms, ranks)):
+            lam, Q, basis = randomized_eigh(t.mvm, n, r, rng, oversample=RANGE_OVERSAMPLE,
+                                            start=None if start is None else start[:, offsets[j]:offsets[j + 1]])
+            bases.append(basis)
             if lam.size == 0:
                 continue
             F = _psd_factor(t.S)
@@ -148,6 +166,7 @@ class Preconditioner:
             wt = np.sum(A * A, axis=1)  # Σ_j λ_j q_ij^2
             w += wt[:, None] * np.diag(t.S)[None, :]
             parts.append((wt, t.S))
+        self.basis = np.hstack(bases) if bases else None
         self.A = np.ascontiguousarray(np.column_stack(cols)) if cols else np.zeros((n, 0))  # shape: (n, R0)
         R0 = self.A.shape[1]
         self.offsets = np.cumsum([0] + [F.shape[1] for F in factors])
@@ -248,6 +267,9 @@ class Preconditioner:
         return apply_lowrank
 
 
-def make_preconditioner(kind: str, op: Operator, *, rank: int = 8, seed: int = 0) -> Preconditioner:
-    """The preconditioner ``kind`` (see the module docstring) for Newton–CG on ``op``."""
-    return Preconditioner(kind, op, rank=rank, seed=seed)
+def make_preconditioner(kind: str, op: Operator, *, rank: int = 8, seed: int = 0,
+                        start: np.ndarray | None = None) -> Preconditioner:
+    """The preconditioner ``kind`` (see the module docstring) for Newton–CG on ``op``; ``start``:
+    the ``basis`` of a preconditioner of a nearby operator on the same points (``lowrank``: its
+    eigensolvers then start from those subspaces, 2 MVMs per Kronecker term instead of 4)."""
+    return Preconditioner(kind, op, rank=rank, seed=seed, start=start)

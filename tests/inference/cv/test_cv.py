@@ -184,6 +184,45 @@ def test_warm_start_from_the_inner_state_saves_work():
     assert sum(f.accumulation_iterations for f in warm.folds) < sum(f.accumulation_iterations for f in again.folds)
 
 
+def test_the_lowrank_preconditioner_subspaces_travel_with_the_inner_state(monkeypatch):
+    """With ``lowrank`` every fold's eigensolver subspaces come back in the state and start the next
+    evaluation's eigensolvers (2 products per Kronecker term, not 4); Ψ and ∇Ψ are unchanged
+    (the preconditioner only moves CG, not what it converges to), and the bases survive
+    a checkpoint's arrays."""
+    import gpmodels.inference.map.preconditioners as pc
+
+    X, Y, folds = _data(n=45)
+    op = FLAT_CASES["rbf-separate"](X, 3)
+    newton = NewtonOptions(max_iter=40, cg_max_iter=200, grad_tol=1e-10, cg_forcing=1e-3, preconditioner="lowrank",
+                           precond_rank=6)
+    opts = CVOptions(newton=newton, accumulation_tol=1e-10, k3=200)
+    first = cv_criterion(op, Softmax(), Y, folds, opts)
+    J_sizes = [45 - I.size for I in folds]
+    assert [b.shape[0] for b in first.state.bases] == J_sizes
+    starts = []
+    real = pc.randomized_eigh
+
+    def spy(*a, **k):
+        starts.append(k.get("start") is not None)
+        return real(*a, **k)
+
+    monkeypatch.setattr(pc, "randomized_eigh", spy)
+    moved = op.with_params(op.params + 0.05)
+    warm = cv_criterion(moved, Softmax(), Y, folds, opts, state=first.state)
+    assert starts and all(starts)
+    no_bases = CVState(first.state.alphas, first.state.betas)
+    starts.clear()
+    fresh = cv_criterion(moved, Softmax(), Y, folds, opts, state=no_bases)
+    assert starts and not any(starts)
+    assert warm.psi == pytest.approx(fresh.psi, rel=1e-9)
+    np.testing.assert_allclose(warm.gradient, fresh.gradient, rtol=1e-5, atol=1e-7 * np.abs(fresh.gradient).max())
+    back = CVState.from_arrays(warm.state.to_arrays())
+    for a, b in zip(back.bases, warm.state.bases):
+        np.testing.assert_array_equal(a, b)
+    with pytest.raises(InputError, match="bases"):
+        CVState(first.state.alphas, None, tuple(b[:-1] for b in first.state.bases))
+
+
 def test_an_evaluation_whose_inner_fits_do_not_converge_fails():
     X, Y, folds = _data()
     op = FLAT_CASES["rbf-separate"](X, 3)
