@@ -32,6 +32,7 @@ import scipy.sparse as sp
 
 from gpmodels.engine.base import Engine
 from gpmodels.errors import InputError
+from gpmodels.kernels import compiled_symv
 from gpmodels.kernels.base import Kernel, sq_dists, sq_norms
 from gpmodels.kernels.linear import Linear
 from gpmodels.kernels.memory_budget import GIB, RepresentationChoice, choose_representation, default_budget_bytes
@@ -277,7 +278,7 @@ class StoredGram(Representation):
     def __init__(self, X, kernel: Kernel, M: np.ndarray | None = None, cross_memory_mb: float = 256.0,
                  dtype: str = "float64", sq_dists: SqDistCache | None = None):
         self.X, self.kernel, self.cross_memory_mb = X, kernel, cross_memory_mb
-        self.sq_dists = sq_dists if np.dtype(dtype) == np.float64 and M is None else None
+        self.sq_dists = sq_dists if M is None else None
         if self.sq_dists is not None and kernel.gram_from_sq_dists(np.zeros((1, 1))) is None:
             self.sq_dists = None
         if M is None and self.sq_dists is None:
@@ -290,14 +291,19 @@ class StoredGram(Representation):
     @property
     def M(self) -> np.ndarray:
         if self._M is None:
-            self._M = np.ascontiguousarray(self.kernel.gram_from_sq_dists(self.sq_dists.get()))
+            self._M = self._from_sq_dists(self.sq_dists.get())
         return self._M
+
+    def _from_sq_dists(self, D: np.ndarray) -> np.ndarray:
+        return np.ascontiguousarray(self.kernel.gram_from_sq_dists(D), dtype=self.dtype)
 
     def mvm(self, B):
         if B.shape[1] == 1 and self.M.dtype == np.float64:
             # one column (separate kernels: one per class): BLAS symv reads one triangle of the
             # symmetric M, half of gemv's memory traffic (1.7x faster at n = 3548)
             return sla.blas.dsymv(1.0, self.M.T, B[:, 0], lower=1)[:, None]
+        if B.shape[1] == 1 and compiled_symv.AVAILABLE:  # float32: one triangle, float64 sums
+            return compiled_symv.symv_float32(self.M, B[:, 0])[:, None]
         return stored_matmul(self.M, B)
 
     def diag(self):
@@ -308,7 +314,7 @@ class StoredGram(Representation):
     def _block(self, I, J) -> np.ndarray:
         """M[I][:, J]: from the cached squared distances while M is not built (the same numbers)."""
         if self.sq_dists is not None and self._M is None:
-            return self.kernel.gram_from_sq_dists(self.sq_dists.block(I, J))
+            return self._from_sq_dists(self.sq_dists.block(I, J))
         return _submatrix(self.M, I, J)
 
     def restrict(self, J):
@@ -347,7 +353,7 @@ class StoredGram(Representation):
         step = block_rows(self.n, self.n, min(self.cross_memory_mb, GRAD_BLOCK_MB))
         for s in range(0, self.n, step):
             b = slice(s, min(self.n, s + step))
-            gram = self.kernel.gram_from_sq_dists(D[b])
+            gram = self._from_sq_dists(D[b]).astype(np.float64, copy=False)  # float32: M's own numbers
             values += np.einsum("ij,ij->j", E[b], gram @ F)
             grad += self.kernel.grad_contract_from_sq_dists(D[b], Ew[b] @ F.T, gram)
         return values, grad
@@ -617,7 +623,7 @@ class RepresentationConfig:
 
         ``like``: a representation this configuration built on the same X for another kernel
         value (an operator at its previous hyperparameters); a stored matrix then reuses its
-        squared-distance cache.  Stored float64 matrices of kernels with ``gram_from_sq_dists``
+        squared-distance cache.  Stored matrices (float64 or float32) of kernels with ``gram_from_sq_dists``
         get such a cache when it takes at most ``SQ_DIST_CACHE_SHARE`` of the memory budget
         (its kept blocks share the rest of that share)."""
         kernel.check_inputs(X)
@@ -633,8 +639,7 @@ class RepresentationConfig:
         kind = choice.kind
         if kind == "stored":
             cache, share = None, SQ_DIST_CACHE_SHARE * self.budget_bytes()
-            if (choice.dtype == "float64" and kernel.gram_from_sq_dists(np.zeros((1, 1))) is not None
-                    and 8 * X.shape[0] ** 2 <= share):
+            if kernel.gram_from_sq_dists(np.zeros((1, 1))) is not None and 8 * X.shape[0] ** 2 <= share:
                 cache = SqDistCache(X, max_block_bytes=share - 8 * X.shape[0] ** 2)
             rep = StoredGram(X, kernel, cross_memory_mb=self.memory_mb, dtype=choice.dtype, sq_dists=cache)
         elif kind == "blocked":

@@ -184,7 +184,7 @@ def test_representation_config_auto_choices(rng):
 def test_stored_rbf_matrices_at_new_parameters_reuse_the_squared_distances(rng, monkeypatch):
     """An operator at new hyperparameters rebuilds its stored RBF matrices from the cached squared
     distances (computed once): the same numbers as a fresh build; restrict and cross blocks are the
-    submatrices; kernels without ``gram_from_sq_dists`` and float32 storage get no cache."""
+    submatrices (float32 storage: rounded once); kernels without ``gram_from_sq_dists`` get no cache."""
     import gpmodels.kernels.representations as R
     from gpmodels.priors.independent import IndependentGP
 
@@ -206,6 +206,9 @@ def test_stored_rbf_matrices_at_new_parameters_reuse_the_squared_distances(rng, 
     assert np.array_equal(reps[1].restrict(J).M, reps[1].M[np.ix_(J, J)])  # and from a built M
     assert len(calls) == 1  # the distances were computed once, for every parameter value
     assert RepresentationConfig(kind="stored").build(X, Linear()).sq_dists is None
-    assert RepresentationConfig(kind="stored", dtype="float32").build(X, RBF(0.5)).sq_dists is None
+    f32 = RepresentationConfig(kind="stored", dtype="float32").build(X, RBF(0.5))  # float32 from the cache too
+    assert f32.sq_dists is not None
+    assert f32.restrict(J).M.dtype == np.float32 and f32.cross(I, J).M.dtype == np.float32
+    assert np.array_equal(f32.restrict(J).M, StoredGram(X, RBF(0.5)).M[np.ix_(J, J)].astype(np.float32))
     tiny = RepresentationConfig(kind="stored", memory_gb=1e-9)  # the cache would exceed its share of the budget
     assert tiny.build(X, RBF(0.5)).sq_dists is None

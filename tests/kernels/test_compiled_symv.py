@@ -1,0 +1,46 @@
+"""The compiled float32-storage product (optional extra ``fast``): float64 accumulation, one triangle."""
+
+import numpy as np
+import pytest
+
+from gpmodels.kernels import compiled_symv
+from gpmodels.kernels.rbf import RBF
+from gpmodels.kernels.representations import RepresentationConfig
+
+pytest.importorskip("numba")
+
+
+@pytest.mark.parametrize("n", [1, 2, 17, 301])
+def test_symv_float32_is_the_float64_product_of_the_float32_numbers(rng, n):
+    A = rng.normal(size=(n, n)).astype(np.float32)
+    M = np.ascontiguousarray(np.tril(A) + np.tril(A, -1).T)  # symmetric float32
+    v = rng.normal(size=n) * np.logspace(0, 6, n)  # spread magnitudes: float32 sums would lose digits
+    exact = M.astype(np.float64) @ v
+    got = compiled_symv.symv_float32(M, v)
+    assert got.dtype == np.float64
+    np.testing.assert_allclose(got, exact, rtol=0, atol=1e-13 * np.abs(M).max() * np.abs(v).sum())
+    if n >= 17:  # float32 sums (BLAS ssymv's) are far off: the accumulation is float64
+        float32_sums = (M @ v.astype(np.float32)).astype(np.float64)
+        assert np.abs(float32_sums - exact).max() > 100 * np.abs(got - exact).max()
+
+
+def test_symv_float32_reads_only_the_lower_triangle(rng):
+    A = rng.normal(size=(40, 40)).astype(np.float32)
+    lower = np.ascontiguousarray(np.tril(A) + np.tril(A, -1).T)
+    garbage_upper = np.ascontiguousarray(np.tril(A) + np.triu(np.full_like(A, np.nan), 1))
+    v = rng.normal(size=40)
+    np.testing.assert_array_equal(compiled_symv.symv_float32(garbage_upper, v), compiled_symv.symv_float32(lower, v))
+
+
+def test_stored_float32_one_column_products_use_it_and_agree_with_the_tiled_product(rng, monkeypatch):
+    X = rng.normal(size=(120, 4))
+    rep = RepresentationConfig(kind="stored", dtype="float32").build(X, RBF(0.3))
+    B = rng.normal(size=(120, 1))
+    calls = []
+    real = compiled_symv.symv_float32
+    monkeypatch.setattr(compiled_symv, "symv_float32", lambda M, v: calls.append(1) or real(M, v))
+    compiled = rep.mvm(B)
+    assert calls == [1]
+    monkeypatch.setattr(compiled_symv, "AVAILABLE", False)
+    tiled = rep.mvm(B)
+    np.testing.assert_allclose(compiled, tiled, rtol=1e-13, atol=1e-13 * np.abs(tiled).max())
