@@ -4,7 +4,8 @@ marginal-likelihood learning, on satimage and on scikit-learn's bundled digits, 
 Both learn the hyperparameters of RBF kernels v exp(-(w/2)||x - x'||^2) plus a constant σ² (the
 intercept prior, fixed), started at v = 10, w = 1 / Σ_j Var[x_j]:
 - gpmodels: the joint softmax model, learned by the 5-fold CV criterion Ψ (Seeger 2008, Sec. 4;
-  settings of specs/satimage-cv.yaml: k1 = 13, k2 = 25, k3 = 40, final fit k1 = 30, k2 = 50),
+  settings of specs/satimage-cv.yaml: k1 = 13, k2 = 25, k3 = 40, final fit k1 = 30, k2 = 50, kernel
+  matrices stored in float32 with float64 sums),
   ``--method`` mc-sep (default: v_c, w_c per class, 2C hyperparameters) | mc-semi | mc-tied;
   then the final fit and prediction.
 - scikit-learn: one-vs-rest binary Laplace GPs (its only multi-class mode), each maximising its
@@ -49,9 +50,10 @@ from gpmodels.data.datasets import Dataset  # noqa: E402
 from gpmodels.data.scaling import auto_rbf_w  # noqa: E402
 from gpmodels.data.splits import kfold_partition, train_test_split  # noqa: E402
 from gpmodels.kernels.rbf import RBF  # noqa: E402
+from gpmodels.kernels.representations import RepresentationConfig  # noqa: E402
 from gpmodels.likelihoods.softmax import Softmax  # noqa: E402
 from gpmodels.priors.independent import IndependentGP  # noqa: E402
-from gpmodels.spec.build import build_data  # noqa: E402
+from gpmodels.spec.build import build_data, build_representation  # noqa: E402
 from gpmodels.spec.loader import load_spec  # noqa: E402
 from gpmodels.spec.runners.cv import build_learn_options  # noqa: E402
 
@@ -98,9 +100,10 @@ def _options(spec, fold_workers: int | None, score_patience: int | None):
     return options
 
 
-def _run_ours(data, folds, sigma2, method, options, name):
+def _run_ours(data, folds, sigma2, method, options, name, representation=None):
     w0, v0 = auto_rbf_w(data.X_train), 10.0
-    prior = IndependentGP(RBF(w0), SHARING[method], v0, sigma2)
+    prior = IndependentGP(RBF(w0), SHARING[method], v0, sigma2,
+                          representation=representation or RepresentationConfig())
     load0 = os.getloadavg()[0]
     t = time.perf_counter()
     ours = learn_and_evaluate(prior, Softmax(), data, folds, options, label=f"[{name} {method}]",
@@ -138,7 +141,8 @@ def main(argv=None):
             print(f"{name}: {data.y_train.size} train, {data.y_test.size} test, {data.n_classes} classes, "
                   f"{data.X_train.shape[1]} features; start v = 10, w = {w0:.4g}, sigma2 = {sigma2}", flush=True)
             folds = kfold_partition(data.y_train.size, spec.objective.cv.folds, 0, y=data.y_train)
-            ours = {m: _run_ours(data, folds, sigma2, m, options, name) for m in methods}
+            representation = build_representation(spec.model)  # the spec's storage (float32)
+            ours = {m: _run_ours(data, folds, sigma2, m, options, name, representation) for m in methods}
             load0 = os.getloadavg()[0]
             sk = run_sklearn(data, 10.0, w0, sigma2)
             sk["load"] = [load0, os.getloadavg()[0]]

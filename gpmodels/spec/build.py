@@ -44,6 +44,7 @@ from gpmodels.spec.sections import EngineSpec, KernelSpec, ModelSpec, ObjectiveS
 from gpmodels.validation import check_features
 
 __all__ = ["resolve_path", "check_files", "build_data", "build_multilabel_data", "build_kernel", "build_prior",
+           "build_representation",
            "build_engine_config", "representation_choices", "prior_operator", "build_likelihood",
            "build_newton_options", "model_kernels", "resolve_model", "n_latent",
            "build_operator", "data_root", "hierarchy_path",
@@ -314,7 +315,8 @@ def _load_gram(path: Path, key: str) -> np.ndarray:
     return G
 
 
-def _representation(m: ModelSpec, engine: Engine | None = None) -> RepresentationConfig:
+def build_representation(m: ModelSpec, engine: Engine | None = None) -> RepresentationConfig:
+    """The kernel-matrix representation of the spec's ``model.representation`` (on ``engine``)."""
     r = m.representation
     return RepresentationConfig(kind=r.kind, memory_mb=r.memory_mb, rank=r.rank, tol=r.tol, dtype=r.dtype,
                                 memory_gb=r.memory_gb, allow_lowrank=r.allow_lowrank, blocked_max_n=r.blocked_max_n,
@@ -338,7 +340,7 @@ def build_prior(m: ModelSpec, X_train, base_dir: Path | None = None, *, tree: Cl
     kernel matrices) goes into the representation."""
     builder = resolve_prior(m.prior, allow_import=m.allow_import)
     ctx = PriorContext(name=m.prior, options=dict(m.prior_options or {}), model=m,
-                       kernel=build_kernel(m.kernel, X_train, base_dir), representation=_representation(m, engine),
+                       kernel=build_kernel(m.kernel, X_train, base_dir), representation=build_representation(m, engine),
                        X_train=X_train, tree=tree, base_dir=base_dir)
     prior = builder(ctx)
     if not callable(getattr(prior, "operator", None)):
@@ -399,7 +401,7 @@ def build_operator(m: ModelSpec, X_train, n_classes: int, base_dir: Path | None 
     C = n_latent(m, n_classes)
     if m.kernels is None:
         return prior_operator(build_prior(m, X_train, base_dir, tree=tree, engine=engine), m, X_train, C)
-    rep = _representation(m, engine)
+    rep = build_representation(m, engine)
     ops = [
         BlockDiagonal.from_sharing(X_train, build_kernel(k, X_train, base_dir, key), C, "tied", 1.0, rep)
         for key, k in model_kernels(m)

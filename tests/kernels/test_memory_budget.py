@@ -18,7 +18,7 @@ from gpmodels.kernels.representations import (
     StoredGram,
 )
 from gpmodels.operators.blockdiag import BlockDiagonal
-from gpmodels.spec.build import _representation, representation_choices
+from gpmodels.spec.build import build_representation, representation_choices
 from gpmodels.spec.loader import spec_from_dict
 
 N = 100
@@ -94,7 +94,7 @@ def test_spec_keys_reach_the_configuration_and_stored_max_mb_is_retired():
     base = {"name": "t", "data": {"dataset": "satimage"}, "model": {"kernel": {"type": "rbf", "w": 1.0}}}
     spec = spec_from_dict(base | {"model": {"kernel": {"type": "rbf", "w": 1.0}, "representation": {
         "memory_gb": 12.5, "dtype": "float32", "allow_lowrank": True, "blocked_max_n": 1000}}})
-    cfg = _representation(spec.model)
+    cfg = build_representation(spec.model)
     assert (cfg.memory_gb, cfg.dtype, cfg.allow_lowrank, cfg.blocked_max_n) == (12.5, "float32", True, 1000)
     with pytest.raises(SpecError, match="memory_gb"):
         spec_from_dict(base | {"model": {"kernel": {"type": "rbf", "w": 1.0}, "representation": {"stored_max_mb": 10}}})
