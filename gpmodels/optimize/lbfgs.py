@@ -42,7 +42,9 @@ max(1, |f|) (with an inexactly evaluated f, as Ψ with truncated inner fits, sma
 noise), ``max_iter`` iterations or ``max_evaluations`` evaluations.  With ``score_patience`` p > 0
 also when a held-out score the objective reports with its evaluations (``Trial.info["score"]``,
 lower is better; the CV criterion gives its held-out misclassifications) has not improved on its
-best for p iterations: further decrease of f no longer moves what f stands for (issue 12).
+best for p iterations (by more than ``score_rtol`` of it: a count of held-out errors moves by one
+or two between nearby hyperparameters by chance): further decrease of f no longer moves what f
+stands for (issue 12).
 """
 
 from __future__ import annotations
@@ -77,6 +79,7 @@ class OuterOptions:
     extrapolation: float = attrs.field(default=4.0, validator=number(1, open_low=True))
     max_extrapolations: int = attrs.field(default=2, validator=nonnegative_int())
     score_patience: int = attrs.field(default=0, validator=nonnegative_int())  # 0: off
+    score_rtol: float = attrs.field(default=0.0, validator=number(0, 1))  # smaller relative gains are noise
 
     def __attrs_post_init__(self):
         if not self.armijo < self.wolfe:
@@ -261,7 +264,7 @@ def _check_stop(state: OuterState, b, opts: OuterOptions, previous: float | None
     if previous is not None and previous - state.value <= opts.ftol * scale:
         return attrs.evolve(state, finished=True, converged=True,
                             message="relative decrease of the objective below ftol")
-    if opts.score_patience and _score_stalled(state.history, opts.score_patience):
+    if opts.score_patience and _score_stalled(state.history, opts.score_patience, opts.score_rtol):
         return attrs.evolve(state, finished=True, converged=True,
                             message=f"held-out score not improved for {opts.score_patience} iterations")
     if state.iteration >= opts.max_iter:
@@ -271,13 +274,14 @@ def _check_stop(state: OuterState, b, opts: OuterOptions, previous: float | None
     return state
 
 
-def _score_stalled(history, patience: int) -> bool:
+def _score_stalled(history, patience: int, rtol: float = 0.0) -> bool:
     """True when the records' ``info["score"]`` (all present) has not improved on its best for
-    ``patience`` iterations."""
+    ``patience`` iterations by more than ``rtol`` of that best."""
     scores = [rec.info.get("score") for rec in history]
     if len(scores) <= patience or any(s is None for s in scores):
         return False
-    return min(scores[-patience:]) >= min(scores[:-patience])
+    best = min(scores[:-patience])
+    return min(scores[-patience:]) >= best - rtol * abs(best)
 
 
 def _line_search(evaluate, state: OuterState, d, b, opts: OuterOptions, budget: int):

@@ -421,7 +421,8 @@ OuterSpec = options_section(
           "extrapolation": "line search: growth factor of an extrapolated step",
           "max_extrapolations": "line search: maximal extrapolations",
           "score_patience": "stop when the held-out misclassifications of Ψ's folds have not improved for this "
-                            "many iterations (0: off)"},
+                            "many iterations (0: off)",
+          "score_rtol": "`score_patience`: a smaller gain than this fraction of the best count is no improvement"},
 )
 
 _CV_OUTER = ("max_iter", "max_evaluations", "ftol", "gtol", "initial_step", "max_step", "memory")

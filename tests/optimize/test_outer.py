@@ -213,6 +213,24 @@ def test_score_patience_stops_when_the_held_out_score_stops_improving():
         OuterOptions(score_patience=-1)
 
 
+def test_score_rtol_counts_only_gains_above_that_share_of_the_best_as_improvements():
+    """Scores 200, 180, 179, 179, 179: with rtol 0.01 the gain of 1 on 180 (below 1.8) is noise and a
+    patience of 3 stops at the fifth record; with rtol 0 it counts."""
+    from gpmodels.optimize.lbfgs import _score_stalled
+
+    class Rec:
+        def __init__(self, score):
+            self.info = {"score": score}
+
+    history = [Rec(s) for s in (200, 180, 179, 179, 179)]
+    assert not _score_stalled(history[:4], 3, 0.01)  # 180 vs 200 is a gain: only 2 records after it
+    assert _score_stalled(history, 3, 0.01)
+    assert not _score_stalled(history, 3, 0.0)
+    assert not _score_stalled([Rec(200), Rec(180), Rec(179), Rec(179), Rec(178)], 3, 0.01)  # 2 > 1.8
+    with pytest.raises(InputError, match="score_rtol"):
+        OuterOptions(score_rtol=-0.1)
+
+
 def test_an_overshooting_extrapolation_keeps_the_sufficient_decrease_found_before_it():
     """1-D f(x) = (x - 1.5)^2 from 0 with a steepest-descent step of 1: λ = 1 decreases f but its slope is
     still steep (no curvature), the extrapolation to λ = 4 overshoots; the search accepts λ = 1 after
