@@ -15,6 +15,7 @@ accumulation); 64-row converted blocks 0.059 s, 256-row blocks 0.092 s.  Tiles a
 from __future__ import annotations
 
 import functools
+import os
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -49,8 +50,14 @@ def _tiles(n1: int, n2: int):
             yield slice(s, min(n1, s + TILE_ROWS)), slice(c, min(n2, c + TILE_COLS))
 
 
-@functools.lru_cache(maxsize=8)
 def _executor(workers: int) -> ThreadPoolExecutor:
+    """A pool of ``workers`` threads of this process (a forked child, e.g. a CV fold worker, does
+    not inherit its parent's threads, so it gets pools of its own)."""
+    return _executor_of(workers, os.getpid())
+
+
+@functools.lru_cache(maxsize=8)
+def _executor_of(workers: int, pid: int) -> ThreadPoolExecutor:
     return ThreadPoolExecutor(workers, thread_name_prefix="gpmodels-f32")
 
 

@@ -24,6 +24,17 @@ def test_symv_float32_is_the_float64_product_of_the_float32_numbers(rng, n):
         assert np.abs(float32_sums - exact).max() > 100 * np.abs(got - exact).max()
 
 
+def test_symv_float32_on_threads_gives_the_one_thread_product(rng, monkeypatch):
+    monkeypatch.setattr(compiled_symv, "MIN_ROWS_PER_THREAD", 10)
+    A = rng.normal(size=(97, 97)).astype(np.float32)
+    M = np.ascontiguousarray(np.tril(A) + np.tril(A, -1).T)
+    v = rng.normal(size=97)
+    one = compiled_symv.symv_float32(M, v, threads=1)
+    for threads in (2, 3):
+        np.testing.assert_allclose(compiled_symv.symv_float32(M, v, threads=threads), one, rtol=1e-13,
+                                   atol=1e-13 * np.abs(one).max())
+
+
 def test_symv_float32_reads_only_the_lower_triangle(rng):
     A = rng.normal(size=(40, 40)).astype(np.float32)
     lower = np.ascontiguousarray(np.tril(A) + np.tril(A, -1).T)
@@ -38,7 +49,7 @@ def test_stored_float32_one_column_products_use_it_and_agree_with_the_tiled_prod
     B = rng.normal(size=(120, 1))
     calls = []
     real = compiled_symv.symv_float32
-    monkeypatch.setattr(compiled_symv, "symv_float32", lambda M, v: calls.append(1) or real(M, v))
+    monkeypatch.setattr(compiled_symv, "symv_float32", lambda M, v: calls.append(1) or real(M, v, threads=1))
     compiled = rep.mvm(B)
     assert calls == [1]
     monkeypatch.setattr(compiled_symv, "AVAILABLE", False)
