@@ -171,12 +171,8 @@ class Preconditioner:
         R0 = self.A.shape[1]
         self.offsets = np.cumsum([0] + [F.shape[1] for F in factors])
         R = int(self.offsets[-1])
-        # F_big: block-diagonal (R0 C, R) with F_k in block (k, k), so that L's column blocks are
-        # a_k ⊗ F_k and every class-space product below is one GEMM
-        self.F_big = np.zeros((R0 * C, R))
-        for k, F in enumerate(factors):
-            self.F_big[k * C:(k + 1) * C, self.offsets[k]:self.offsets[k + 1]] = F
         self.F = factors
+        self._F_big = None
         # every F_k of one shape (C, s) (one Kronecker term, or the flat prior's): the (k, l) blocks of
         # Z^T D^{-1} Z are one batched product over the pairs
         shapes = {F.shape for F in factors}
@@ -194,7 +190,22 @@ class Preconditioner:
         two give the same P (tested); :func:`_rows_cheaper` picks one."""
         n, C, R0 = self.A.shape[0], self.op.n_classes, self.A.shape[1]
         # L itself, row i of shape (C, R): [a_ik F_k]_k (the flat prior: R = R0, one column each)
-        self.L_rows = (self.A @ self.F_big.reshape(R0, -1)).reshape(n * C, -1) if on else None
+        if not on:
+            self.L_rows = None
+        elif self.F_stack is not None:
+            self.L_rows = np.einsum("ik,kcs->icks", self.A, self.F_stack).reshape(n * C, -1)
+        else:
+            self.L_rows = (self.A @ self.F_big().reshape(R0, -1)).reshape(n * C, -1)
+
+    def F_big(self) -> np.ndarray:
+        """Block-diagonal (R0 C, R) with F_k in block (k, k): L's column blocks are a_k ⊗ F_k (built
+        on first use, for F_k of different shapes)."""
+        if self._F_big is None:
+            C, R0 = self.op.n_classes, self.A.shape[1]
+            self._F_big = np.zeros((R0 * C, int(self.offsets[-1])))
+            for k, F in enumerate(self.F):
+                self._F_big[k * C:(k + 1) * C, self.offsets[k]:self.offsets[k + 1]] = F
+        return self._F_big
 
     def _res_point_block_mvm(self, P):
         out = self.point_block_mvm(P)
@@ -236,7 +247,8 @@ class Preconditioner:
         n, C = Vb.shape[:2]
         if R0 == 0:
             return solve_B
-        L_rows, F_big, Fs = self.L_rows, self.F_big, self.F_stack
+        L_rows, Fs = self.L_rows, self.F_stack
+        F_big = self.F_big() if L_rows is None and Fs is None else None
         if L_rows is not None:  # H = I + Σ_i L_i^T G_i L_i: O(n C R (C + R))
             GL = np.matmul(G, L_rows.reshape(n, C, R)).reshape(n * C, R)
             H = np.eye(R) + L_rows.T @ GL

@@ -68,8 +68,8 @@ def test_lowrank_with_full_rank_is_the_exact_inverse(kind, precond):
 
 @pytest.mark.parametrize("kind", ["separate", "anova", "coupled"])
 def test_lowrank_ways_of_forming_the_small_system_agree(kind):
-    """Z^T B^{-1} Z from L's rows, from batched pairs of equal-shaped F_k, or from the block-diagonal
-    F_big: three computations of one preconditioner."""
+    """Z^T B^{-1} Z from L's rows (built with or without the stacked F_k), from batched pairs of
+    equal-shaped F_k, or from the block-diagonal F_big: the computations of one preconditioner."""
     tree = ClassTree(TREE)
     X, _ = toy_classification(11, tree.n_classes, d=3, seed=4)
     op = _operators(X, tree.n_classes, tree)[kind]
@@ -80,8 +80,8 @@ def test_lowrank_ways_of_forming_the_small_system_agree(kind):
     stack = pc.F_stack
 
     def inverse(rows, stacked):
-        pc.use_rows(rows)
         pc.F_stack = stack if stacked else None
+        pc.use_rows(rows)
         _, apply = pc.for_factor(hf)
         return np.stack([apply(E[:, :, j]).ravel() for j in range(E.shape[2])], axis=1)
 
@@ -89,6 +89,7 @@ def test_lowrank_ways_of_forming_the_small_system_agree(kind):
     np.testing.assert_allclose(inverse(True, False), ref, atol=1e-10)
     if stack is not None:
         np.testing.assert_allclose(inverse(False, True), ref, atol=1e-10)
+        np.testing.assert_allclose(inverse(True, True), ref, atol=1e-10)
 
 
 @given(edges=random_trees(max_nodes=7), seed=st.integers(0, 2**31 - 1), rank=st.integers(1, 4), blocks=st.booleans())
