@@ -12,20 +12,25 @@ matrix far larger than the caches (read bandwidth) and a large numpy copy (read 
 
 Model of the bytes read (per representation call, counted where it happens by wrapping the
 representation classes' ``mvm`` / ``rmvm`` for the duration of the run):
-* a stored matrix M (``StoredGram``, the restricted M_J) times B with ≥ 2 columns: GEMM streams
-  M once, ``nbytes`` (its dtype's size × rows × cols);
-* a stored M times one column: BLAS symv reads one triangle, ``nbytes × (n + 1) / (2n)``;
+* a stored matrix M (``StoredGram``, the restricted M_J) times B with ≥ 2 columns, float64 or
+  float32 without the compiled product: GEMM (or the tiled product) streams M once, ``nbytes``;
+* a stored M times one column (BLAS symv), or a float32 M times at most
+  ``compiled_symv.MAX_COLUMNS`` columns (the compiled product, Numba): one triangle,
+  ``nbytes × (n + 1) / (2n)``;
 * a stored cross block M_{I,J} (``MatrixCross``) times B, or its transpose: ``nbytes``.
 Vectors (n × columns) are not counted: they are < 0.2 % of M at these sizes.  Computed blocks
 (``GramCross``, used for test points only) are not reads and are reported apart.
 ``efficiency`` = achieved / GEMV bandwidth (goal ≥ 0.7 for stored kernels), by wall time and,
 on a shared machine the steadier figure, by this thread's CPU time (``thread_time``: time the
 process was not running counts in neither; meaningful with ``--blas-threads 1``, where BLAS runs
-in the calling thread).  The time counted is
+in the calling thread).  The folds run one after the other (``--fold-workers``, default 1, where the
+spec has 2): the reference is one stream, and two folds reading at once would each see half the
+machine's bandwidth, so per-call times would measure the sharing, not the product.  The time counted is
 the representation call's wall time (BLAS plus the call's own copies); the operator-level MVM time
 (with the variance scaling and the intercept's rank-one term) is printed beside it.
 
 Usage: python bench/cv_bandwidth.py [--max-train N] [--sharing separate|semi|tied] [--blas-threads K]
+[--fold-workers W]
 Prints a table and a final JSON line.  About 2–3 minutes on 2 idle cores.
 """
 
@@ -50,6 +55,7 @@ from cv_common import Timed, blas_threads, new_clock  # noqa: E402
 
 from gpmodels.data.splits import kfold_partition  # noqa: E402
 from gpmodels.inference.cv.criterion import cv_criterion  # noqa: E402
+from gpmodels.kernels import compiled_symv  # noqa: E402
 from gpmodels.kernels import representations as R  # noqa: E402
 from gpmodels.spec.build import build_data, build_likelihood, build_prior, resolve_kernel  # noqa: E402
 from gpmodels.spec.loader import load_spec  # noqa: E402
@@ -65,9 +71,10 @@ def new_meter() -> dict:
 def _read_bytes(rep, B, transpose=False) -> float:
     """Kernel bytes one call reads (the model of the module docstring)."""
     M = rep.M
-    if isinstance(rep, R.StoredGram) and not transpose and B.shape[1] == 1:
+    compiled = M.dtype == np.float32 and compiled_symv.AVAILABLE and B.shape[1] <= compiled_symv.MAX_COLUMNS
+    if isinstance(rep, R.StoredGram) and not transpose and (B.shape[1] == 1 or compiled):
         n = M.shape[0]
-        return M.nbytes * (n + 1) / (2 * n)  # symv: one triangle
+        return M.nbytes * (n + 1) / (2 * n)  # symv / compiled float32 product: one triangle
     return float(M.nbytes)
 
 
@@ -166,6 +173,8 @@ def main(argv=None):
     p.add_argument("--max-train", type=int, default=None, help="subsample the training set (smoke runs)")
     p.add_argument("--sharing", default="separate", choices=["separate", "semi", "tied"])
     p.add_argument("--blas-threads", type=int, default=None, help="limit BLAS threads (threadpoolctl)")
+    p.add_argument("--fold-workers", type=int, default=1,
+                   help="folds evaluated at once (the spec's 2 share the bandwidth; see the docstring)")
     p.add_argument("--plain-mib", type=int, default=512, help="size of the plain-bandwidth matrix")
     a = p.parse_args(argv)
     spec, base = load_spec(SPEC)
@@ -174,6 +183,7 @@ def main(argv=None):
     data = build_data(spec, base)
     model = attrs.evolve(spec.model, kernel=resolve_kernel(spec.model.kernel, data.X_train), sharing=a.sharing)
     lik, opts = build_likelihood(model), build_learn_options(spec.objective)
+    opts = attrs.evolve(opts, cv=attrs.evolve(opts.cv, fold_workers=a.fold_workers))
     C = data.n_classes
     Y = np.eye(C)[data.y_train]
     folds = kfold_partition(data.y_train.size, spec.objective.cv.folds, 0, y=data.y_train)
@@ -203,6 +213,7 @@ def main(argv=None):
               f"{r['achieved_GBps']:6.2f} {r['efficiency']:5.2f} {r['read_cpu_seconds']:6.1f} "
               f"{r['achieved_cpu_GBps']:6.2f} {r['efficiency_cpu']:5.2f} {r['distinct_kernels']!s:>7s}")
     print(json.dumps({"bench": "cv_bandwidth", "n_train": int(data.y_train.size), "sharing": a.sharing,
+                      "fold_workers": a.fold_workers,
                       "plain_before": before, "plain_after": after, "reference_GBps": ref,
                       "reference_cpu_GBps": ref_cpu, "evaluations": [r0, r1]}))
 

@@ -302,8 +302,8 @@ class StoredGram(Representation):
             # one column (separate kernels: one per class): BLAS symv reads one triangle of the
             # symmetric M, half of gemv's memory traffic (1.7x faster at n = 3548)
             return sla.blas.dsymv(1.0, self.M.T, B[:, 0], lower=1)[:, None]
-        if B.shape[1] == 1 and compiled_symv.AVAILABLE:  # float32: one triangle, float64 sums
-            return compiled_symv.symv_float32(self.M, B[:, 0])[:, None]
+        if self.M.dtype == np.float32 and B.shape[1] <= compiled_symv.MAX_COLUMNS and compiled_symv.AVAILABLE:
+            return compiled_symv.symm_float32(self.M, B)  # one triangle for all columns, float64 sums
         return stored_matmul(self.M, B)
 
     def diag(self):

@@ -30,3 +30,17 @@ def test_metered_counts_the_bytes_each_stored_read_touches_and_restores_the_clas
         assert meter["calls"] == 4 and meter["seconds"] > 0
     assert (R.StoredGram.mvm, R.MatrixCross.mvm, R.MatrixCross.rmvm) == originals
     np.testing.assert_allclose(one[:, 0], rep.dense().sum(axis=1))  # the wrapper returns what the call did
+
+
+def test_a_float32_matrix_times_a_few_columns_counts_one_triangle_where_the_compiled_product_runs():
+    import cv_bandwidth as B
+
+    from gpmodels.kernels import RBF, compiled_symv
+    from gpmodels.kernels import representations as R
+
+    X = np.random.default_rng(0).normal(size=(30, 3))
+    rep = R.RepresentationConfig(kind="stored", dtype="float32").build(X, RBF(w=0.5))
+    with B.metered(B.new_meter()) as meter:
+        rep.mvm(np.ones((30, 3)))
+    whole, triangle = 30 * 30 * 4, 30 * 31 / 2 * 4
+    assert meter["bytes"] == (triangle if compiled_symv.AVAILABLE else whole)

@@ -10,7 +10,7 @@ from gpmodels.kernels.representations import RepresentationConfig
 pytest.importorskip("numba")
 
 
-@pytest.mark.parametrize("n", [1, 2, 17, 301])
+@pytest.mark.parametrize("n", [1, 2, 8, 9, 17, 64, 301])  # 8-row blocks and their remainders
 def test_symv_float32_is_the_float64_product_of_the_float32_numbers(rng, n):
     A = rng.normal(size=(n, n)).astype(np.float32)
     M = np.ascontiguousarray(np.tril(A) + np.tril(A, -1).T)  # symmetric float32
@@ -48,10 +48,36 @@ def test_stored_float32_one_column_products_use_it_and_agree_with_the_tiled_prod
     rep = RepresentationConfig(kind="stored", dtype="float32").build(X, RBF(0.3))
     B = rng.normal(size=(120, 1))
     calls = []
-    real = compiled_symv.symv_float32
-    monkeypatch.setattr(compiled_symv, "symv_float32", lambda M, v: calls.append(1) or real(M, v, threads=1))
+    real = compiled_symv.symm_float32
+    monkeypatch.setattr(compiled_symv, "symm_float32", lambda M, B: calls.append(1) or real(M, B, threads=1))
     compiled = rep.mvm(B)
     assert calls == [1]
     monkeypatch.setattr(compiled_symv, "AVAILABLE", False)
     tiled = rep.mvm(B)
     np.testing.assert_allclose(compiled, tiled, rtol=1e-13, atol=1e-13 * np.abs(tiled).max())
+
+
+@pytest.mark.parametrize("n, k", [(1, 3), (9, 2), (64, 6), (301, 5)])
+def test_symm_float32_is_the_float64_product_for_every_column(rng, monkeypatch, n, k):
+    monkeypatch.setattr(compiled_symv, "MIN_ROWS_PER_THREAD", 4)  # two threads from 8 rows
+    A = rng.normal(size=(n, n)).astype(np.float32)
+    M = np.ascontiguousarray(np.tril(A) + np.tril(A, -1).T)
+    B = rng.normal(size=(n, k)) * np.logspace(0, 6, n)[:, None]
+    exact = M.astype(np.float64) @ B
+    for threads in (1, 2):
+        got = compiled_symv.symm_float32(M, B, threads=threads)
+        assert got.shape == (n, k) and got.dtype == np.float64
+        np.testing.assert_allclose(got, exact, rtol=0, atol=1e-13 * np.abs(M).max() * np.abs(B).sum(axis=0).max())
+
+
+def test_stored_float32_products_up_to_max_columns_use_it(rng, monkeypatch):
+    X = rng.normal(size=(60, 3))
+    rep = RepresentationConfig(kind="stored", dtype="float32").build(X, RBF(0.3))
+    calls = []
+    real = compiled_symv.symm_float32
+    monkeypatch.setattr(compiled_symv, "symm_float32", lambda M, B: calls.append(B.shape[1]) or real(M, B, threads=1))
+    monkeypatch.setattr(compiled_symv, "MAX_COLUMNS", 4)
+    for k in (1, 4, 5):
+        B = rng.normal(size=(60, k))
+        np.testing.assert_allclose(rep.mvm(B), rep.M.astype(np.float64) @ B, rtol=1e-12, atol=1e-12)
+    assert calls == [1, 4]  # five columns: the tiled dgemm
