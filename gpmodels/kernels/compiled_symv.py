@@ -1,22 +1,22 @@
 """Y = M B for a symmetric float32 matrix M, reading one triangle and accumulating in float64.
 
-The CV refits spend most of their time in products with stored kernel matrices: one column per
-class matrix for separate kernels (mc-sep), one n x C product where classes share a matrix (tied,
-semi, and mc-sep at a start where all classes are equal); those are memory-bound.  BLAS offers no product that reads float32
-and accumulates in float64: ``ssymv`` accumulates in float32 (relative error ~1e-7 at n = 1600,
-not acceptable inside Newton–CG and Ψ's gradient), and :func:`~gpmodels.kernels.mixed_precision.stored_matmul`
-converts float32 tiles into a float64 buffer for ``dgemm`` (float64 accuracy, but 0.89 ms against
-0.38 ms of float64 ``dsymv`` at n = 1600).  :func:`symm_float32` is that product compiled by
-Numba: the lower triangle of M, 8 rows at a time (rows i..i+7 give Σ_{j<i} M_rj v_j to y_r and
-Σ_r M_rj v_r to every y_j, so v_j and y_j are loaded once per 8 entries), each float32 entry widened
-to float64 before its multiply-add, so the only difference to the float64 product of the same
-float32 numbers is float64 round-off.  Measured on one thread (2 cores, idle), float32 against
-``dsymv`` on the float64 matrix: n = 1600 0.13 ms against 0.19 ms; n = 3548 (a satimage CV fold)
-1.23 ms against 2.60 ms; n = 6000 4.0 ms against 7.8 ms (one row at a time it had taken 3.5 ms at
-n = 3548: the y traffic, not the matrix, bounded it).  On two threads (row ranges of equal work) it
-only pays from about 4000 rows (:data:`MIN_ROWS_PER_THREAD`).  With k columns the 8 rows stay in
-cache while the columns pass over them, so M is read once: n = 3548, 6 columns 4.1 ms against
-12.6 ms for the tiled dgemm (:data:`MAX_COLUMNS`).
+The CV refits spend most of their time in products with stored kernel matrices: one column per class
+matrix for separate kernels (mc-sep), one n x C product where classes share a matrix (tied, semi,
+and mc-sep at a start where all classes are equal); those are memory-bound. BLAS offers no product
+that reads float32 and accumulates in float64: ``ssymv`` accumulates in float32 (relative error
+~1e-7 at n = 1600, not acceptable inside Newton–CG and Ψ's gradient), and
+:func:`~gpmodels.kernels.mixed_precision.stored_matmul` converts float32 tiles into a float64 buffer
+for ``dgemm`` (float64 accuracy, but 0.89 ms against 0.38 ms of float64 ``dsymv`` at n = 1600).
+:func:`symm_float32` is that product compiled by Numba: the lower triangle of M, 8 rows at a time
+(rows i..i+7 give Σ_{j<i} M_rj v_j to y_r and Σ_r M_rj v_r to every y_j, so v_j and y_j are loaded
+once per 8 entries), each float32 entry widened to float64 before its multiply-add, so the only
+difference to the float64 product of the same float32 numbers is float64 round-off. Measured on one
+thread (2 cores, idle), float32 against ``dsymv`` on the float64 matrix: n = 1600 0.13 ms against
+0.19 ms; n = 3548 (a satimage CV fold) 1.23 ms against 2.60 ms; n = 6000 4.0 ms against 7.8 ms (one
+row at a time it had taken 3.5 ms at n = 3548: the y traffic, not the matrix, bounded it). On two
+threads (row ranges of equal work) it only pays from about 4000 rows (:data:`MIN_ROWS_PER_THREAD`).
+With k columns the 8 rows stay in cache while the columns pass over them, so M is read once: n =
+3548, 6 columns 4.1 ms against 12.6 ms for the tiled dgemm (:data:`MAX_COLUMNS`).
 
 Numba is the optional extra ``fast`` (``pip install gpmodels[fast]``): where it is missing,
 :data:`AVAILABLE` is False and stored float32 matrices use the tiled product.  The compiled code is
