@@ -2,7 +2,7 @@
 
 The CV refits spend most of their time in products with stored kernel matrices: one column per class
 matrix for separate kernels (mc-sep), one n x C product where classes share a matrix (tied, semi,
-and mc-sep at a start where all classes are equal); those are memory-bound. BLAS offers no product
+and mc-sep at a start where all classes are equal); one column is memory-bound. BLAS offers no product
 that reads float32 and accumulates in float64: ``ssymv`` accumulates in float32 (relative error
 ~1e-7 at n = 1600, not acceptable inside Newton–CG and Ψ's gradient), and
 :func:`~gpmodels.kernels.mixed_precision.stored_matmul` converts float32 tiles into a float64 buffer
