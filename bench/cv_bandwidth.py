@@ -55,7 +55,6 @@ from cv_common import Timed, blas_threads, new_clock  # noqa: E402
 
 from gpmodels.data.splits import kfold_partition  # noqa: E402
 from gpmodels.inference.cv.criterion import cv_criterion  # noqa: E402
-from gpmodels.kernels import compiled_symv  # noqa: E402
 from gpmodels.kernels import representations as R  # noqa: E402
 from gpmodels.spec.build import build_data, build_likelihood, build_prior, resolve_kernel  # noqa: E402
 from gpmodels.spec.loader import load_spec  # noqa: E402
@@ -71,8 +70,7 @@ def new_meter() -> dict:
 def _read_bytes(rep, B, transpose=False) -> float:
     """Kernel bytes one call reads (the model of the module docstring)."""
     M = rep.M
-    compiled = M.dtype == np.float32 and compiled_symv.AVAILABLE and B.shape[1] <= compiled_symv.MAX_COLUMNS
-    if isinstance(rep, R.StoredGram) and not transpose and (B.shape[1] == 1 or compiled):
+    if isinstance(rep, R.StoredGram) and not transpose and rep.reads_one_triangle(B.shape[1]):
         n = M.shape[0]
         return M.nbytes * (n + 1) / (2 * n)  # symv / compiled float32 product: one triangle
     return float(M.nbytes)

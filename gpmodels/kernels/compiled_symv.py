@@ -138,7 +138,8 @@ def symm_float32(M: np.ndarray, B: np.ndarray, threads: int | None = None) -> np
     kernel = _kernel()
     n = B.shape[0]
     Vt = np.ascontiguousarray(B.T, dtype=np.float64)
-    threads = max(1, min(blas_threads() if threads is None else int(threads), n // MIN_ROWS_PER_THREAD))
+    most = n // MIN_ROWS_PER_THREAD  # the BLAS threads are only asked where they could matter
+    threads = 1 if most <= 1 else min(blas_threads() if threads is None else max(1, int(threads)), most)
     if threads == 1:
         Yt = np.zeros_like(Vt)
         kernel(M, Vt, Yt, 0, n)

@@ -81,3 +81,18 @@ def test_stored_float32_products_up_to_max_columns_use_it(rng, monkeypatch):
         B = rng.normal(size=(60, k))
         np.testing.assert_allclose(rep.mvm(B), rep.M.astype(np.float64) @ B, rtol=1e-12, atol=1e-12)
     assert calls == [1, 4]  # five columns: the tiled dgemm
+
+
+def test_one_triangle_is_read_for_one_float64_column_and_up_to_max_columns_in_float32(rng, monkeypatch):
+    X = rng.normal(size=(40, 3))
+    f64 = RepresentationConfig(kind="stored").build(X, RBF(0.3))
+    f32 = RepresentationConfig(kind="stored", dtype="float32").build(X, RBF(0.3))
+    monkeypatch.setattr(compiled_symv, "MAX_COLUMNS", 4)
+    assert [f64.reads_one_triangle(k) for k in (1, 2)] == [True, False]
+    assert [f32.reads_one_triangle(k) for k in (1, 4, 5)] == [True, True, False]
+    for rep in (f64, f32):  # every path is the product with the stored numbers
+        for k in (1, 2, 5):
+            B = rng.normal(size=(40, k))
+            np.testing.assert_allclose(rep.mvm(B), rep.M.astype(np.float64) @ B, rtol=1e-12, atol=1e-12)
+    monkeypatch.setattr(compiled_symv, "AVAILABLE", False)
+    assert not f32.reads_one_triangle(1)
