@@ -11,8 +11,12 @@ import scipy.sparse as sp
 from hypothesis import strategies as st
 from oracles import block_diagonal_cross, block_diagonal_dense, naive_gram, nystrom_gram
 
+from gpmodels.kernels.composite import KernelProduct, KernelSum
+from gpmodels.kernels.constant import Constant
 from gpmodels.kernels.linear import Linear, Polynomial
+from gpmodels.kernels.matern import Matern, MaternARD
 from gpmodels.kernels.precomputed import Precomputed, index_inputs
+from gpmodels.kernels.rational_quadratic import RationalQuadratic
 from gpmodels.kernels.rbf import ARD, RBF
 from gpmodels.kernels.representations import LowRankGram, RepresentationConfig
 from gpmodels.operators.blockdiag import BlockDiagonal
@@ -40,9 +44,23 @@ class Case:
 log_uniform = st.floats(min_value=-2.0, max_value=2.0).map(lambda t: float(np.exp(t)))
 
 
+#: kernels of the shapes' own parameters (w, nu, alpha) and their sums and products (Matérn + RBF,
+#: scaled RQ): every representation and grad_trace runs over them
+STATIONARY_KINDS = ("matern", "matern_ard", "rq", "sum", "product")
+
+
 @st.composite
-def kernels(draw, d, kinds=("rbf", "ard", "linear", "poly")):
+def kernels(draw, d, kinds=("rbf", "ard", "linear", "poly") + STATIONARY_KINDS):
     kind = draw(st.sampled_from(kinds))
+    if kind in ("matern", "matern_ard"):
+        w = draw(log_uniform) if kind == "matern" else [draw(log_uniform) for _ in range(d)]
+        return (Matern if kind == "matern" else MaternARD)(w=w, nu=draw(st.sampled_from([0.5, 1.5, 2.5])))
+    if kind == "rq":
+        return RationalQuadratic(w=draw(log_uniform), alpha=draw(log_uniform))
+    if kind == "sum":
+        return KernelSum((draw(kernels(d, ("matern", "rbf"))), draw(kernels(d, ("rbf", "rq", "poly")))))
+    if kind == "product":
+        return KernelProduct((Constant(draw(log_uniform)), draw(kernels(d, ("matern", "rq", "rbf")))))
     if kind == "rbf":
         return RBF(w=draw(log_uniform))
     if kind == "ard":
@@ -74,12 +92,12 @@ def block_diagonal_case(draw, with_intercept=False):
     if rep_kind == "features":
         kinds = ("linear",)
     elif rep_kind == "lowrank":
-        kinds = ("rbf", "ard", "poly")
+        kinds = ("rbf", "ard", "poly") + STATIONARY_KINDS
     else:
-        kinds = ("rbf", "ard", "linear", "poly")
+        kinds = ("rbf", "ard", "linear", "poly") + STATIONARY_KINDS
     if rep_kind in ("features", "blocked", "auto") and draw(st.booleans()):
         X, X_new = sp.csr_matrix(X * (r.random(X.shape) < 0.6)), sp.csr_matrix(X_new)
-        kinds = tuple(k for k in kinds if k != "ard") or ("linear",)
+        kinds = tuple(k for k in kinds if k not in ("ard", "matern_ard")) or ("linear",)
     mode = draw(st.sampled_from(["tied", "semi", "separate", "groups"]))
     rep = RepresentationConfig(kind=rep_kind, memory_mb=8 * 2 * n / 2**20, rank=draw(st.integers(1, n)), tol=0.0)
     if mode == "groups":

@@ -8,30 +8,66 @@ def _dense(X):
     return X.toarray() if sp.issparse(X) else np.asarray(X)
 
 
-def naive_gram(kernel, X1, X2):
-    """M(x1_a, x2_b) by loops over pairs, from the kernel's definition (not its code)."""
+def _matern(nu, r):
+    """Matérn profile of smoothness nu at scaled distance r (Rasmussen & Williams 2006, eq. 4.16-4.17)."""
+    if nu == 0.5:
+        return np.exp(-r)
+    if nu == 1.5:
+        return (1.0 + np.sqrt(3.0) * r) * np.exp(-np.sqrt(3.0) * r)
+    return (1.0 + np.sqrt(5.0) * r + 5.0 * r**2 / 3.0) * np.exp(-np.sqrt(5.0) * r)
+
+
+def _pair_value(kernel, a, b):
+    """M(a, b) for one pair of points from the kernel's definition."""
+    from gpmodels.kernels.constant import Constant, White
     from gpmodels.kernels.linear import Linear, Polynomial
-    from gpmodels.kernels.precomputed import Precomputed
+    from gpmodels.kernels.matern import Matern, MaternARD
+    from gpmodels.kernels.rational_quadratic import RationalQuadratic, RationalQuadraticARD
     from gpmodels.kernels.rbf import ARD, RBF
+
+    diff = a - b
+    if isinstance(kernel, RBF):
+        return np.exp(-0.5 * kernel.w * np.sum(diff**2))
+    if isinstance(kernel, ARD):
+        return np.exp(-0.5 * np.sum(kernel.w * diff**2))
+    if isinstance(kernel, Linear):
+        return np.sum(a * b)
+    if isinstance(kernel, Polynomial):
+        return (kernel.scale * np.sum(a * b) + kernel.offset) ** kernel.degree
+    if isinstance(kernel, (Matern, MaternARD)):
+        return _matern(kernel.nu, np.sqrt(np.sum(kernel.w * diff**2)))
+    if isinstance(kernel, (RationalQuadratic, RationalQuadraticARD)):
+        return (1.0 + np.sum(kernel.w * diff**2) / (2.0 * kernel.alpha)) ** (-kernel.alpha)
+    if isinstance(kernel, Constant):
+        return kernel.value
+    if isinstance(kernel, White):
+        return kernel.noise if np.all(diff == 0) else 0.0
+    raise TypeError(type(kernel))
+
+
+def naive_gram(kernel, X1, X2):
+    """M(x1_a, x2_b) by loops over pairs, from the kernel's definition (not its code); sums and
+    products from their terms' oracles, a scikit-learn kernel by calling it on each pair."""
+    from gpmodels.kernels.composite import Constrained, KernelProduct, KernelSum
+    from gpmodels.kernels.precomputed import Precomputed
+    from gpmodels.kernels.sklearn_adapter import SklearnKernel
 
     if isinstance(kernel, Precomputed):
         i1, i2 = np.asarray(X1)[:, 0].astype(int), np.asarray(X2)[:, 0].astype(int)
         return np.array([[kernel.gram_matrix[a, b] for b in i2] for a in i1])
+    if isinstance(kernel, Constrained):
+        return naive_gram(kernel.kernel, X1, X2)
+    if isinstance(kernel, (KernelSum, KernelProduct)):
+        grams = [naive_gram(t, X1, X2) for t in kernel.terms]
+        return sum(grams) if isinstance(kernel, KernelSum) else np.prod(grams, axis=0)
     A, B = _dense(X1), _dense(X2)
     out = np.empty((A.shape[0], B.shape[0]))
     for a in range(A.shape[0]):
         for b in range(B.shape[0]):
-            diff = A[a] - B[b]
-            if isinstance(kernel, RBF):
-                out[a, b] = np.exp(-0.5 * kernel.w * np.sum(diff**2))
-            elif isinstance(kernel, ARD):
-                out[a, b] = np.exp(-0.5 * np.sum(kernel.w * diff**2))
-            elif isinstance(kernel, Linear):
-                out[a, b] = np.sum(A[a] * B[b])
-            elif isinstance(kernel, Polynomial):
-                out[a, b] = (kernel.scale * np.sum(A[a] * B[b]) + kernel.offset) ** kernel.degree
+            if isinstance(kernel, SklearnKernel):
+                out[a, b] = kernel.kernel(A[a:a + 1], B[b:b + 1])[0, 0]
             else:
-                raise TypeError(type(kernel))
+                out[a, b] = _pair_value(kernel, A[a], B[b])
     return out
 
 

@@ -6,6 +6,13 @@ parameters belong to a :class:`Kernel`.  Parameters live in log space.
 
 Must be defined: ``gram``, ``params``, ``param_names``, ``with_params``.
 For speed (generic defaults exist): ``diag``, ``grad_contract``, ``diag_grad_contract``.
+Declared capability: ``has_sq_dist_form`` (M is a function of the squared distances alone); a
+kernel that declares it defines ``gram_from_sq_dists`` and ``grad_contract_from_sq_dists``.
+Optional: ``param_bounds`` (log-space box of the parameters; default unbounded).
+
+Kernels compose: ``k1 + k2`` and ``k1 * k2`` are :class:`~gpmodels.kernels.composite.KernelSum` and
+:class:`~gpmodels.kernels.composite.KernelProduct` (a positive number stands for a
+:class:`~gpmodels.kernels.constant.Constant`; adding 0 leaves a kernel unchanged, so ``sum(kernels)`` works).
 
 ``grad_contract(X1, X2, G)`` is the kernel's only derivative primitive: the vector over
 parameters p of Σ_ab ∂M(x1_a, x2_b)/∂θ_p · G_ab.  Every representation (stored, blocked, low
@@ -77,9 +84,23 @@ class Kernel(Parameterised):
         return central_differences(self.params, lambda t: np.sum(self.with_params(t).gram(X1, X2) * G),
                                    FD_STEP_KERNEL)
 
+    @property
+    def has_sq_dist_form(self) -> bool:
+        """Whether M is a function of the squared distances D_ab = ||x_a - x_b||^2 alone (isotropic
+        stationary shapes, constants and their sums and products): then ``gram_from_sq_dists`` and
+        ``grad_contract_from_sq_dists`` give M and its contraction from D, and a stored matrix keeps D
+        to rebuild M at new parameters (:class:`~gpmodels.kernels.representations.SqDistCache`)."""
+        return False
+
+    @property
+    def param_bounds(self) -> np.ndarray:
+        """(p, 2) lower and upper bounds of ``params`` (log space; unbounded: ±inf).  Learners
+        intersect their search box with them (a scikit-learn kernel's bounds arrive here)."""
+        return np.tile([-np.inf, np.inf], (self.params.size, 1))
+
     def gram_from_sq_dists(self, D: np.ndarray) -> np.ndarray | None:
         """M from the squared distances D_ab = ||x_a - x_b||^2 for kernels that are a function of
-        them alone (isotropic stationary shapes), else None.  Lets a stored matrix be rebuilt at new
+        them alone (``has_sq_dist_form``), else None.  Lets a stored matrix be rebuilt at new
         parameters without recomputing the distances (issue 12: they do not change with w)."""
         return None
 
@@ -92,6 +113,31 @@ class Kernel(Parameterised):
     def diag_grad_contract(self, X, g) -> np.ndarray:
         """Σ_a ∂M(x_a, x_a)/∂θ_p g_a for every p.  Generic default: finite differences."""
         return central_differences(self.params, lambda t: np.dot(self.with_params(t).diag(X), g), FD_STEP_KERNEL)
+
+    # ----------------------------------------------------------------- composition
+    def __add__(self, other):
+        from gpmodels.kernels.composite import KernelSum, as_kernel_term
+
+        if _is_zero(other):
+            return self
+        return KernelSum((self, as_kernel_term(other, "+")))
+
+    def __radd__(self, other):
+        from gpmodels.kernels.composite import KernelSum, as_kernel_term
+
+        if _is_zero(other):
+            return self
+        return KernelSum((as_kernel_term(other, "+"), self))
+
+    def __mul__(self, other):
+        from gpmodels.kernels.composite import KernelProduct, as_kernel_term
+
+        return KernelProduct((self, as_kernel_term(other, "*")))
+
+    def __rmul__(self, other):
+        from gpmodels.kernels.composite import KernelProduct, as_kernel_term
+
+        return KernelProduct((as_kernel_term(other, "*"), self))
 
     # ----------------------------------------------------------------- identity
     def key(self) -> tuple:
@@ -111,6 +157,11 @@ class Kernel(Parameterised):
     def __repr__(self) -> str:
         desc = ", ".join(f"{n}={v:.4g}" for n, v in natural_values(self.param_names, self.params).items())
         return f"{type(self).__name__}({desc})"
+
+
+def _is_zero(value) -> bool:
+    """Whether ``value`` is the plain number 0 (the start of ``sum(kernels)``)."""
+    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool) and value == 0
 
 
 class ParameterFreeKernel(ParameterFree, Kernel):

@@ -62,6 +62,10 @@ class RBF(Kernel):
         d2 *= -0.5 * self.w
         return np.exp(d2, out=d2)
 
+    @property
+    def has_sq_dist_form(self) -> bool:
+        return True
+
     def gram_from_sq_dists(self, D: np.ndarray) -> np.ndarray:
         d2 = D * (-0.5 * self.w)
         return np.exp(d2, out=d2)

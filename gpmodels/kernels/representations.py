@@ -77,7 +77,7 @@ def _submatrix(M: np.ndarray, I: np.ndarray, J: np.ndarray) -> np.ndarray:
 
 class SqDistCache:
     """The training points' squared distances D_ab = ||x_a - x_b||^2, computed on first use and
-    shared by the stored matrices of every parameter value of a kernel with ``gram_from_sq_dists``
+    shared by the stored matrices of every parameter value of a kernel with ``has_sq_dist_form``
     (an RBF matrix at a new w is then one exp over D, not a GEMM over the features as well).
 
     ``block(I, J)`` = D[I][:, J] is kept (up to ``max_block_bytes`` in all) for the next request of
@@ -279,7 +279,7 @@ class StoredGram(Representation):
                  dtype: str = "float64", sq_dists: SqDistCache | None = None):
         self.X, self.kernel, self.cross_memory_mb = X, kernel, cross_memory_mb
         self.sq_dists = sq_dists if M is None else None
-        if self.sq_dists is not None and kernel.gram_from_sq_dists(np.zeros((1, 1))) is None:
+        if self.sq_dists is not None and not kernel.has_sq_dist_form:
             self.sq_dists = None
         if M is None and self.sq_dists is None:
             M = gram_in_row_blocks(kernel, X, X, np.dtype(dtype), cross_memory_mb)
@@ -631,7 +631,7 @@ class RepresentationConfig:
 
         ``like``: a representation this configuration built on the same X for another kernel
         value (an operator at its previous hyperparameters); a stored matrix then reuses its
-        squared-distance cache.  Stored matrices (float64 or float32) of kernels with ``gram_from_sq_dists``
+        squared-distance cache.  Stored matrices (float64 or float32) of kernels with ``has_sq_dist_form``
         get such a cache when it takes at most ``SQ_DIST_CACHE_SHARE`` of the memory budget
         (its kept blocks share the rest of that share)."""
         kernel.check_inputs(X)
@@ -647,7 +647,7 @@ class RepresentationConfig:
         kind = choice.kind
         if kind == "stored":
             cache, share = None, SQ_DIST_CACHE_SHARE * self.budget_bytes()
-            if kernel.gram_from_sq_dists(np.zeros((1, 1))) is not None and 8 * X.shape[0] ** 2 <= share:
+            if kernel.has_sq_dist_form and 8 * X.shape[0] ** 2 <= share:
                 cache = SqDistCache(X, max_block_bytes=share - 8 * X.shape[0] ** 2)
             rep = StoredGram(X, kernel, cross_memory_mb=self.memory_mb, dtype=choice.dtype, sq_dists=cache)
         elif kind == "blocked":

@@ -242,6 +242,12 @@ class BlockDiagonal(Operator):
         parts.append(("", np.log(self.variances), [f"log_variance{j}" for j in range(self.variances.size)]))
         return parts
 
+    @property
+    def param_bounds(self) -> np.ndarray:
+        """The kernels' own bounds (e.g. a scikit-learn kernel's), the variances unbounded."""
+        parts = [k.param_bounds.reshape(-1, 2) for k in self.kernels]
+        return np.vstack(parts + [np.tile([-np.inf, np.inf], (self.variances.size, 1))])
+
     def with_params(self, theta) -> BlockDiagonal:
         theta = np.asarray(theta, dtype=np.float64).ravel()
         if theta.size != self.params.size:

@@ -22,7 +22,7 @@ from gpmodels.inference.cv.criterion import CVOptions, cv_criterion  # noqa: E40
 from gpmodels.inference.map.model import fit_map  # noqa: E402
 from gpmodels.inference.map.newton_cg import NewtonOptions  # noqa: E402
 from gpmodels.inference.marginal.laplace import laplace_mlm  # noqa: E402
-from gpmodels.kernels import ARD, RBF, Polynomial, RepresentationConfig  # noqa: E402
+from gpmodels.kernels import ARD, RBF, Matern, Polynomial, RationalQuadratic, RepresentationConfig  # noqa: E402
 from gpmodels.kernels.distributed import DaskGram  # noqa: E402
 from gpmodels.likelihoods.softmax import Softmax  # noqa: E402
 from gpmodels.operators.blockdiag import BlockDiagonal  # noqa: E402
@@ -44,7 +44,9 @@ def threads():
 
 
 @pytest.mark.parametrize("mode, kernel", [("tied", RBF(w=0.7)), ("semi", ARD(w=[0.5, 2.0, 1.0])),
-                                          ("separate", Polynomial(degree=2, scale=0.5, offset=1.0))])
+                                          ("separate", Polynomial(degree=2, scale=0.5, offset=1.0)),
+                                          ("semi", Matern(w=0.6, nu=1.5) + RBF(2.0)),  # sums and products of kernels
+                                          ("tied", 2.0 * RationalQuadratic(w=0.4, alpha=1.5) * Matern(w=1.0, nu=0.5))])
 def test_operator_conformance_on_dask(threads, mode, kernel):
     """The operator conformance suite (gpmodels.testing) on a BlockDiagonal over DaskGram."""
     r = np.random.default_rng(3)

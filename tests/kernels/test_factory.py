@@ -20,8 +20,10 @@ def test_names_build_their_kernels():
 
 
 @pytest.mark.parametrize("call, message", [
-    (lambda: make_kernel("rbff", w=1.0), "unknown kernel 'rbff'; allowed: 'rbf', 'ard', 'linear', 'polynomial', "
-                                         "'precomputed' (did you mean 'rbf'?)"),
+    (lambda: make_kernel("rbff", w=1.0), "unknown kernel 'rbff'; allowed: 'rbf', 'ard', 'matern', 'matern_ard', "
+                                         "'rational_quadratic', 'rational_quadratic_ard', 'constant', 'white', "
+                                         "'linear', 'polynomial', 'precomputed', 'sum', 'product' "
+                                         "(did you mean 'rbf'?)"),
     (lambda: make_kernel("linear", w=1.0), "kernel 'linear' takes no parameter 'w'"),
     (lambda: make_kernel("rbf"), "kernel 'rbf' needs `w`"),
     (lambda: make_kernel("rbf", w="automatic"), "must be 'auto' or a positive number"),

@@ -14,8 +14,12 @@ from oracles import naive_gram
 import gpmodels
 from gpmodels.errors import InputError
 from gpmodels.kernels.base import Kernel
+from gpmodels.kernels.composite import Constrained, KernelProduct, KernelSum
+from gpmodels.kernels.constant import Constant, White
 from gpmodels.kernels.linear import Linear, Polynomial
+from gpmodels.kernels.matern import Matern, MaternARD
 from gpmodels.kernels.precomputed import Precomputed, index_inputs
+from gpmodels.kernels.rational_quadratic import RationalQuadratic, RationalQuadraticARD
 from gpmodels.kernels.rbf import ARD, RBF
 from gpmodels.kernels.representations import (
     BlockedGram,
@@ -25,9 +29,35 @@ from gpmodels.kernels.representations import (
     StoredGram,
     incomplete_cholesky,
 )
+from gpmodels.kernels.sklearn_adapter import SklearnKernel
 from gpmodels.testing import assert_close
 
 log_uniform = st.floats(-2, 2).map(lambda t: float(np.exp(t)))
+
+
+BASE_KINDS = ["rbf", "ard", "linear", "poly", "matern", "matern_ard", "rq", "rq_ard", "constant", "white"]
+
+
+@st.composite
+def base_kernel(draw, d, kinds=tuple(BASE_KINDS)):
+    kind = draw(st.sampled_from(kinds))
+    if kind == "rbf":
+        return RBF(draw(log_uniform))
+    if kind == "ard":
+        return ARD([draw(log_uniform) for _ in range(d)])
+    if kind == "linear":
+        return Linear()
+    if kind == "poly":
+        return Polynomial(draw(st.integers(1, 4)), draw(log_uniform), draw(st.sampled_from([0.0, 0.5, 2.0])))
+    if kind in ("matern", "matern_ard"):
+        w = draw(log_uniform) if kind == "matern" else [draw(log_uniform) for _ in range(d)]
+        return (Matern if kind == "matern" else MaternARD)(w=w, nu=draw(st.sampled_from([0.5, 1.5, 2.5])))
+    if kind in ("rq", "rq_ard"):
+        w = draw(log_uniform) if kind == "rq" else [draw(log_uniform) for _ in range(d)]
+        return (RationalQuadratic if kind == "rq" else RationalQuadraticARD)(w=w, alpha=draw(log_uniform))
+    if kind == "constant":
+        return Constant(draw(log_uniform))
+    return White(draw(log_uniform))
 
 
 @st.composite
@@ -35,15 +65,21 @@ def kernel_and_inputs(draw):
     d = draw(st.integers(1, 4))
     r = np.random.default_rng(draw(st.integers(0, 2**31 - 1)))
     X1, X2 = r.normal(size=(draw(st.integers(1, 6)), d)), r.normal(size=(draw(st.integers(1, 6)), d))
-    kind = draw(st.sampled_from(["rbf", "ard", "linear", "poly", "precomputed"]))
-    if kind == "rbf":
-        k = RBF(draw(log_uniform))
-    elif kind == "ard":
-        k = ARD([draw(log_uniform) for _ in range(d)])
-    elif kind == "linear":
-        k = Linear()
-    elif kind == "poly":
-        k = Polynomial(draw(st.integers(1, 4)), draw(log_uniform), draw(st.sampled_from([0.0, 0.5, 2.0])))
+    kind = draw(st.sampled_from(BASE_KINDS + ["precomputed", "sum", "product", "constrained", "sklearn"]))
+    if kind in BASE_KINDS:
+        k = draw(base_kernel(d, (kind,)))
+    elif kind in ("sum", "product"):
+        terms = [draw(base_kernel(d)) for _ in range(draw(st.integers(1, 3)))]
+        k = KernelSum(terms) if kind == "sum" else KernelProduct(terms)
+    elif kind == "constrained":
+        inner = draw(base_kernel(d, ("rq", "rq_ard", "ard")))
+        free = np.array([draw(st.booleans()) for _ in range(inner.params.size)])
+        k = Constrained(inner, np.tile([-20.0, 20.0], (int(free.sum()), 1)), free)
+    elif kind == "sklearn":
+        import sklearn.gaussian_process.kernels as skk
+
+        k = SklearnKernel(skk.ConstantKernel(draw(log_uniform)) * skk.ExpSineSquared(draw(log_uniform),
+                                                                                        draw(log_uniform)))
     else:
         N = 8
         Z = r.normal(size=(N, N))
@@ -52,14 +88,25 @@ def kernel_and_inputs(draw):
     return k, X1, X2, r
 
 
-KERNEL_CLASSES_TESTED = {RBF, ARD, Linear, Polynomial, Precomputed}
+KERNEL_CLASSES_TESTED = {RBF, ARD, Linear, Polynomial, Precomputed, Matern, MaternARD, RationalQuadratic,
+                         RationalQuadraticARD, Constant, White, KernelSum, KernelProduct, Constrained, SklearnKernel}
+
+
+def _all_subclasses(cls):
+    out, stack = set(), [cls]
+    while stack:
+        for sub in stack.pop().__subclasses__():
+            if sub not in out:
+                out.add(sub)
+                stack.append(sub)
+    return out
 
 
 def test_completeness_every_kernel_is_tested():
     for mod in pkgutil.walk_packages(gpmodels.__path__, "gpmodels."):
         importlib.import_module(mod.name)
     concrete = {
-        c for c in Kernel.__subclasses__() if not inspect.isabstract(c) and c.__module__.startswith("gpmodels.")
+        c for c in _all_subclasses(Kernel) if not inspect.isabstract(c) and c.__module__.startswith("gpmodels.")
     }
     assert concrete <= KERNEL_CLASSES_TESTED, f"kernels without tests: {concrete - KERNEL_CLASSES_TESTED}"
 
@@ -89,12 +136,17 @@ def test_grad_contract_against_finite_differences(case):
         assert abs(gd[p] - fdd) <= 1e-5 * max(1.0, abs(fdd))
 
 
-@given(st.integers(0, 2**31 - 1), st.sampled_from(["rbf", "ard", "linear", "poly"]))
+@given(st.integers(0, 2**31 - 1), st.sampled_from(["rbf", "ard", "linear", "poly", "matern", "matern_ard", "rq",
+                                                  "sum", "product"]))
 def test_sparse_inputs_give_the_dense_results(seed, kind):
     r = np.random.default_rng(seed)
     X = r.normal(size=(6, 5)) * (r.random((6, 5)) < 0.5)
     Xs = sp.csr_matrix(X)
-    k = {"rbf": RBF(0.7), "ard": ARD(r.random(5) + 0.1), "linear": Linear(), "poly": Polynomial(2, 0.5, 1.0)}[kind]
+    k = {"rbf": RBF(0.7), "ard": ARD(r.random(5) + 0.1), "linear": Linear(), "poly": Polynomial(2, 0.5, 1.0),
+         "matern": Matern(0.7, nu=2.5), "matern_ard": MaternARD(r.random(5) + 0.1, nu=0.5),
+         "rq": RationalQuadratic(0.4, alpha=2.0), "sum": Matern(0.3, nu=1.5) + RBF(0.5) + Linear(),
+         "product": Constant(2.0) * RationalQuadraticARD(r.random(5) + 0.1) * Polynomial(2, 0.5, 1.0)}[kind]
+    assert k.supports_sparse
     assert_close("gram sparse", k.gram(Xs, Xs), k.gram(X, X), 1e-12)
     G = r.normal(size=(6, 6))
     assert_close("grad_contract sparse", k.grad_contract(Xs, Xs, G), k.grad_contract(X, X, G), 1e-10)
