@@ -28,7 +28,7 @@ from gpmodels.errors import DataError, HierarchyError, InputError, SpecError
 from gpmodels.hierarchy import ClassTree
 from gpmodels.inference.map.newton_cg import NewtonOptions
 from gpmodels.kernels.base import Kernel
-from gpmodels.kernels.factory import KERNEL_PARAMS, make_kernel
+from gpmodels.kernels.factory import KERNEL_PARAMS, STATIONARY_KERNELS, make_kernel
 from gpmodels.kernels.representations import RepresentationConfig
 from gpmodels.likelihoods.gaussian import Gaussian
 from gpmodels.likelihoods.hinge import SmoothedHinge
@@ -279,17 +279,23 @@ def build_multilabel_data(spec: Spec, base_dir: Path | None) -> MultilabelDatase
 
 
 def resolve_kernel(k: KernelSpec, X_train) -> KernelSpec:
-    """Replace ``w: auto`` by its value on the training inputs."""
+    """Replace ``w: auto`` by its value on the training inputs (in every term of a sum or product)."""
+    if k.terms is not None:
+        return attrs.evolve(k, terms=tuple(resolve_kernel(t, X_train) for t in k.terms))
     if k.w == "auto":
         w = auto_rbf_w(X_train)
-        return attrs.evolve(k, w=w if k.type == "rbf" else tuple([w] * X_train.shape[1]))
+        return attrs.evolve(k, w=w if k.type in STATIONARY_KERNELS else tuple([w] * X_train.shape[1]))
     return k
 
 
 def build_kernel(k: KernelSpec, X_train, base_dir: Path | None, key: str = "model.kernel") -> Kernel:
     """The kernel of a ``kernel`` section by :func:`gpmodels.kernels.make_kernel` (``w: auto`` resolved
-    on the training inputs, ``gram`` loaded from its .npy file); its errors name the key path."""
+    on the training inputs, ``gram`` loaded from its .npy file, the ``terms`` of a sum or product built
+    the same way); its errors name the key path."""
     k = resolve_kernel(k, X_train)
+    if k.terms is not None:
+        terms = [build_kernel(t, X_train, base_dir, f"{key}.terms[{i}]") for i, t in enumerate(k.terms)]
+        return make_kernel(k.type, terms=terms)
     params = {name: getattr(k, name) for name in KERNEL_PARAMS[k.type] if name != "gram"}
     if k.type == "precomputed":
         params["gram"] = _load_gram(resolve_path(k.gram, base_dir, f"{key}.gram"), f"{key}.gram")

@@ -19,7 +19,8 @@ from gpmodels.inference.map.predictive import PREDICTIVE_METHODS, PREDICTIVES
 from gpmodels.inference.marginal.laplace import LaplaceOptions
 from gpmodels.inference.marginal.vb import VBOptions
 from gpmodels.inference.mkl.algorithms import MKLOptions
-from gpmodels.kernels.factory import KERNEL_NAMES, KERNEL_PARAMS
+from gpmodels.kernels.factory import KERNEL_NAMES, KERNEL_PARAMS, STATIONARY_KERNELS
+from gpmodels.kernels.matern import MATERN_NUS
 from gpmodels.kernels.mixed_precision import STORAGE_DTYPES
 from gpmodels.kernels.representations import REPRESENTATION_KINDS
 from gpmodels.operators.blockdiag import SHARING_MODES
@@ -60,6 +61,8 @@ SOLVERS = ("algorithm1", "alternating", "lbfgs")
 #: the kernels of :func:`gpmodels.kernels.make_kernel`, and the keys each uses (besides ``type``)
 KERNEL_TYPES = KERNEL_NAMES
 KERNEL_KEYS = KERNEL_PARAMS
+#: kernel types with one w per feature
+ARD_TYPES = tuple(ard for ard, _, _ in STATIONARY_KERNELS.values())
 
 
 @attrs.frozen
@@ -165,30 +168,50 @@ class DataSpec(Node):
 
 @attrs.frozen
 class KernelSpec(Node):
-    """The covariance shape M(x, x'); the variance v belongs to the model (K = v M)."""
+    """The covariance shape M(x, x'); the variance v belongs to the model (K = v M).  `sum` and
+    `product` compose kernels given as `terms` (each a kernel section, nested as deep as needed)."""
 
     type: str = option(kind="str", choices=KERNEL_TYPES, doc="covariance function")
     w: object = option(None, kind="float|auto|list[float]", exclusive_minimum=0.0,
-                       doc="rbf/ard: inverse squared length-scale(s); `auto` = 1 / Σ_j Var[x_j] of the training inputs")
+                       doc="rbf, matern, rational_quadratic (and their `_ard` forms, and `ard`): inverse squared "
+                           "length-scale(s) w = 1/ℓ²; `auto` = 1 / Σ_j Var[x_j] of the training inputs")
+    nu: float | None = option(None, kind="float", choices=MATERN_NUS,
+                              doc="matern, matern_ard: smoothness ν (default 1.5)")
+    alpha: float | None = option(None, kind="float", exclusive_minimum=0.0,
+                                 doc="rational_quadratic(_ard): shape α of (1 + r²/(2α))^(-α) (default 1)")
+    value: float | None = option(None, kind="float", exclusive_minimum=0.0,
+                                 doc="constant: the value c of M = c (default 1; a scale in a `product`)")
+    noise: float | None = option(None, kind="float", exclusive_minimum=0.0,
+                                 doc="white: σ² of M = σ² [x = x'] (default 1)")
     degree: int | None = option(None, kind="int", minimum=1, maximum=100,
                                 doc="polynomial: degree d of (scale x·x' + offset)^d")
     scale: float | None = option(None, kind="float", exclusive_minimum=0.0, doc="polynomial: scale (default 1)")
     offset: float | None = option(None, kind="float", minimum=0.0, doc="polynomial: offset (default 1)")
     gram: str | None = option(None, kind="str",
                               doc="precomputed: .npy Gram matrix over all points; the data's X holds point indices")
+    terms: tuple | None = option(None, kind="list[node]",
+                                 doc="sum, product: the kernels added / multiplied (kernel sections)")
 
     def check(self, path):
         used = KERNEL_KEYS[self.type]
-        for key in ("w", "degree", "scale", "offset", "gram"):
+        for key in ("w", "nu", "alpha", "value", "noise", "degree", "scale", "offset", "gram", "terms"):
             if getattr(self, key) is not None and key not in used:
                 allowed = ", ".join(("type",) + used)
                 raise SpecError(f"not used by kernel type {self.type!r} (its keys: {allowed})", f"{path}.{key}")
-        if self.type in ("rbf", "ard") and self.w is None:
-            raise SpecError(f"kernel type {self.type!r} needs `w` (a number, a list for ard, or 'auto')", f"{path}.w")
-        if self.type == "rbf" and isinstance(self.w, tuple):
-            raise SpecError("rbf takes one w; use type 'ard' for one per feature", f"{path}.w")
+        if "w" in used and self.w is None:
+            listed = "a list, " if self.type in ARD_TYPES else ""
+            raise SpecError(f"kernel type {self.type!r} needs `w` (a number, {listed}or 'auto')", f"{path}.w")
+        if self.type in STATIONARY_KERNELS and isinstance(self.w, tuple):
+            raise SpecError(f"{self.type} takes one w; use type {STATIONARY_KERNELS[self.type][0]!r} for one per "
+                            f"feature", f"{path}.w")
         if self.type == "precomputed" and self.gram is None:
             raise SpecError("kernel type 'precomputed' needs `gram` (a .npy file)", f"{path}.gram")
+        if self.type in ("sum", "product") and not self.terms:
+            raise SpecError(f"kernel type {self.type!r} needs `terms` (a non-empty list of kernel sections)",
+                            f"{path}.terms")
+
+
+attrs.fields(KernelSpec).terms.metadata["spec"]["node"] = KernelSpec  # terms are kernel sections themselves
 
 
 @attrs.frozen
