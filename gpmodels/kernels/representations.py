@@ -16,6 +16,11 @@ points, and ``grad_contract(E, F)`` = d/dθ Σ_j e_j^T M f_j over the kernel's s
   Nyström form K_{.,I} K_{I,I}^{-1} K_{I,.} plus that correction, which is what ``with_kernel``
   recomputes and ``grad_contract`` differentiates.
 
+Each is written once, as a block over a row side and a column side (:class:`MatrixCross`,
+:class:`GramCross`, :class:`FeatureCross`, :class:`LowRankCross`): a CV fold's M_{I,J} and a
+prediction's M(X_new, X) are those blocks, and the square representation is its block over (X, X)
+plus the square-only methods (diag, restrict, cross, derivatives, fast symmetric products).
+
 :class:`RepresentationConfig` builds one of them per kernel matrix; its ``auto`` kind chooses within a
 memory budget (:mod:`gpmodels.kernels.memory_budget`) and records the choice as ``rep.choice``.
 """
