@@ -1,7 +1,7 @@
 """Engines: the one way independent work runs (in this process, on worker processes, or on a Dask
 cluster), sized by default from the cores and memory (:mod:`gpmodels.engine.auto`)."""
 
-from gpmodels.engine.auto import AutoEngine, WorkerPlan, plan_workers
+from gpmodels.engine.auto import AutoEngine, WorkerPlan, engine_for_jobs, plan_workers
 from gpmodels.engine.base import (
     DISTRIBUTE_MODES,
     ENGINE_TYPES,
@@ -14,4 +14,4 @@ from gpmodels.engine.base import (
 from gpmodels.engine.processes import ProcessEngine
 
 __all__ = ["Engine", "LocalEngine", "ProcessEngine", "AutoEngine", "EngineConfig", "Workload", "WorkerPlan",
-           "plan_workers", "ENGINE_TYPES", "DISTRIBUTE_MODES", "open_engine"]
+           "plan_workers", "engine_for_jobs", "ENGINE_TYPES", "DISTRIBUTE_MODES", "open_engine"]

@@ -34,10 +34,12 @@ import numpy as np
 
 from gpmodels.engine.base import Engine, EngineConfig, LocalEngine, Workload
 from gpmodels.engine.processes import ProcessEngine
+from gpmodels.errors import InputError
 from gpmodels.kernels.memory_budget import GIB, available_memory_bytes
 from gpmodels.linalg.blas_threads import blas_threads, limit_blas_threads, usable_cores
 
-__all__ = ["AutoEngine", "WorkerPlan", "plan_workers", "resident_bytes", "MIN_POINTS", "MEMORY_SHARE"]
+__all__ = ["AutoEngine", "WorkerPlan", "plan_workers", "resident_bytes", "engine_for_jobs", "MIN_POINTS",
+           "MEMORY_SHARE"]
 
 #: below this many training points the auto engine runs the jobs in this process (module docstring)
 MIN_POINTS = 500
@@ -161,3 +163,17 @@ class AutoEngine(Engine):
 
     def __repr__(self) -> str:
         return f"AutoEngine(cores={self.cores}{'' if self.memory_gb is None else f', memory_gb={self.memory_gb}'})"
+
+
+def engine_for_jobs(n_jobs, owner: str = "the estimator") -> Engine:
+    """scikit-learn's ``n_jobs`` as an engine: None -> :class:`AutoEngine` (sized from the cores and
+    memory), 1 -> this process, one job after the other, k > 1 -> k worker processes, -1 -> one per
+    usable core, -k -> the usable cores + 1 - k (at least one).  ``owner`` names the parameter's
+    owner in the error for anything else."""
+    if n_jobs is None:
+        return AutoEngine()
+    if isinstance(n_jobs, bool) or not isinstance(n_jobs, (int, np.integer)) or n_jobs == 0:
+        raise InputError(f"The 'n_jobs' parameter of {owner} must be None, a positive int or a negative int (-1: all "
+                         f"cores); got {n_jobs!r} instead")
+    workers = int(n_jobs) if n_jobs > 0 else max(1, usable_cores() + 1 + int(n_jobs))
+    return LocalEngine() if workers == 1 else ProcessEngine(workers)
