@@ -218,3 +218,15 @@ def test_the_spec_chooses_the_engine_and_fold_workers_is_gone():
         Spec.from_dict({**base, "engine": {"type": "threads"}})
     with pytest.raises(SpecError, match="objective.cv.fold_workers.*engine"):
         Spec.from_dict({**base, "objective": {"type": "cv", "cv": {"fold_workers": 2}}})
+
+
+def test_n_jobs_as_an_engine():
+    from gpmodels.engine import engine_for_jobs
+
+    assert isinstance(engine_for_jobs(None), AutoEngine)
+    assert isinstance(engine_for_jobs(1), LocalEngine)
+    assert engine_for_jobs(3).workers == 3
+    assert engine_for_jobs(-1).workers == len(os.sched_getaffinity(0)) or isinstance(engine_for_jobs(-1), LocalEngine)
+    for bad in (0, 1.5, True, "2"):
+        with pytest.raises(InputError, match="'n_jobs' parameter of GPClassifier"):
+            engine_for_jobs(bad, "GPClassifier")
