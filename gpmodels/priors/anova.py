@@ -33,7 +33,7 @@ import numpy as np
 from gpmodels.errors import HierarchyError, InputError
 from gpmodels.hierarchy import TREE_SHARING, ClassTree
 from gpmodels.kernels.base import Kernel
-from gpmodels.kernels.representations import RepresentationConfig
+from gpmodels.kernels.representations import RepresentationBuilder, RepresentationConfig
 from gpmodels.operators.anova import ANOVA
 from gpmodels.operators.base import Operator
 from gpmodels.operators.blockdiag import BlockDiagonal
@@ -85,8 +85,8 @@ class ANOVAPrior:
                                                     validator=any_of(positive_number(), sequence_of(positive_number())))
     sigma2: float = attrs.field(default=0.0, validator=nonnegative_number())
     kernel_sharing: str | None = attrs.field(default=None, validator=optional(one_of(TREE_SHARING)))  # None: sharing
-    representation: RepresentationConfig = attrs.field(factory=RepresentationConfig,
-                                                       validator=instance_of(RepresentationConfig))
+    representation: RepresentationBuilder = attrs.field(
+        factory=RepresentationConfig, validator=instance_of(RepresentationBuilder, what="a RepresentationConfig"))
     learn_sigma2: bool = attrs.field(default=False, validator=boolean())
 
     @property
@@ -98,6 +98,11 @@ class ANOVAPrior:
     def kernel_groups(self) -> np.ndarray:
         """(P,) kernel-shape group of every node."""
         return self.tree.node_groups(self.kernel_sharing or self.sharing)
+
+    @property
+    def class_names(self) -> tuple[str, ...]:
+        """The classes in the order of the operator's columns: the tree's leaves (the labels must be these names)."""
+        return self.tree.classes
 
     def operator(self, X, n_classes: int) -> Operator:
         """K̃ over the training inputs X; ``n_classes`` must be the tree's number of leaves."""
