@@ -45,7 +45,10 @@ from gpmodels.kernels.matern import MATERN_NUS, Matern, MaternARD
 from gpmodels.kernels.rational_quadratic import RationalQuadratic
 from gpmodels.kernels.rbf import ARD, RBF
 
-__all__ = ["from_sklearn", "is_sklearn_kernel", "SklearnKernel", "SKLEARN_MAPPED"]
+__all__ = ["from_sklearn", "is_sklearn_kernel", "as_kernel", "SklearnKernel", "SKLEARN_MAPPED", "KERNEL_OBJECTS"]
+
+#: what a prior's ``kernel`` may be, for messages
+KERNEL_OBJECTS = "a gpmodels kernel (gpmodels.kernels.Kernel) or a scikit-learn kernel object"
 
 #: the scikit-learn kernel classes mapped to native kernels (others are wrapped by SklearnKernel)
 SKLEARN_MAPPED = ("ConstantKernel", "RBF", "Matern", "RationalQuadratic", "WhiteKernel", "DotProduct", "Sum",
@@ -64,6 +67,12 @@ def is_sklearn_kernel(obj) -> bool:
         return isinstance(obj, _sk().Kernel)
     except ImportError:  # pragma: no cover - scikit-learn is installed with the package
         return False
+
+
+def as_kernel(value):
+    """attrs converter of a prior's kernel: a scikit-learn kernel object becomes its gpmodels kernel
+    (:func:`from_sklearn`); anything else is passed on for the field's validator to judge."""
+    return from_sklearn(value) if not isinstance(value, Kernel) and is_sklearn_kernel(value) else value
 
 
 def from_sklearn(kernel, *, native: bool = True) -> Kernel:

@@ -34,6 +34,7 @@ from gpmodels.errors import HierarchyError, InputError
 from gpmodels.hierarchy import TREE_SHARING, ClassTree
 from gpmodels.kernels.base import Kernel
 from gpmodels.kernels.representations import RepresentationBuilder, RepresentationConfig
+from gpmodels.kernels.sklearn_adapter import KERNEL_OBJECTS, as_kernel
 from gpmodels.operators.anova import ANOVA
 from gpmodels.operators.base import Operator
 from gpmodels.operators.blockdiag import BlockDiagonal
@@ -79,7 +80,7 @@ class ANOVAPrior:
     """
 
     tree: ClassTree = attrs.field(validator=instance_of(ClassTree))
-    kernel: Kernel = attrs.field(validator=instance_of(Kernel))
+    kernel: Kernel = attrs.field(converter=as_kernel, validator=instance_of(Kernel, what=KERNEL_OBJECTS))
     sharing: str = attrs.field(default="level", validator=one_of(TREE_SHARING))
     variance: float | Sequence[float] = attrs.field(default=1.0,  # one for all, or one per variance group
                                                     validator=any_of(positive_number(), sequence_of(positive_number())))

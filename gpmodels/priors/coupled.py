@@ -32,6 +32,7 @@ from gpmodels.errors import InputError
 from gpmodels.hierarchy import ClassTree
 from gpmodels.kernels.base import Kernel
 from gpmodels.kernels.representations import RepresentationBuilder, RepresentationConfig
+from gpmodels.kernels.sklearn_adapter import KERNEL_OBJECTS, as_kernel
 from gpmodels.operators.base import Operator
 from gpmodels.operators.blockdiag import SHARING_MODES, BlockDiagonal
 from gpmodels.operators.coupled import Coupled
@@ -112,7 +113,7 @@ class CoupledPrior:
     hyperparameters.
     """
 
-    kernel: Kernel = attrs.field(validator=instance_of(Kernel))
+    kernel: Kernel = attrs.field(converter=as_kernel, validator=instance_of(Kernel, what=KERNEL_OBJECTS))
     n_factors: int | None = attrs.field(default=None, validator=optional(positive_int()))
     init: str = attrs.field(default="auto", validator=one_of(COUPLING_INITS))
     B: np.ndarray | None = attrs.field(default=None, eq=False, converter=to_float_array,

@@ -16,6 +16,7 @@ import numpy as np
 from gpmodels.errors import InputError, SpecError
 from gpmodels.kernels.base import Kernel
 from gpmodels.kernels.representations import RepresentationBuilder, RepresentationConfig
+from gpmodels.kernels.sklearn_adapter import KERNEL_OBJECTS, as_kernel
 from gpmodels.operators.base import Operator
 from gpmodels.operators.blockdiag import SHARING_MODES, BlockDiagonal
 from gpmodels.operators.intercept import Intercept
@@ -46,7 +47,7 @@ class IndependentGP:
     group.  ``sigma2 = 0`` drops the intercept.
     """
 
-    kernel: Kernel = attrs.field(validator=instance_of(Kernel))
+    kernel: Kernel = attrs.field(converter=as_kernel, validator=instance_of(Kernel, what=KERNEL_OBJECTS))
     sharing: str | None = attrs.field(default="separate", validator=optional(one_of(SHARING_MODES)))
     variance: float | Sequence[float] = attrs.field(default=1.0,  # one for all, or one per variance group
                                                     validator=any_of(positive_number(), sequence_of(positive_number())))

@@ -308,3 +308,20 @@ def test_factory_names_the_new_kernels():
         make_kernel("matern", w=[1.0, 2.0])
     with pytest.raises(InputError, match="needs `terms`"):
         make_kernel("product")
+
+
+def test_priors_take_scikit_learn_kernels_and_the_estimator_learns_with_one():
+    from gpmodels.estimators import GPClassifier
+    from gpmodels.priors import ANOVAPrior, CoupledPrior
+
+    sk = skk.ConstantKernel(1.0, "fixed") * skk.Matern(2.0, nu=1.5) + skk.RBF(3.0)
+    prior = IndependentGP(sk, "tied", 1.0, 1.0)
+    assert isinstance(prior.kernel, KernelSum) and prior.kernel.param_names == ("k0.k1.log_w", "k1.log_w")
+    assert isinstance(CoupledPrior(skk.RBF(1.0)).kernel.kernel, RBF)
+    assert ANOVAPrior.__attrs_attrs__.kernel.converter is IndependentGP.__attrs_attrs__.kernel.converter
+    with pytest.raises(InputError, match="must be a gpmodels kernel .* or a scikit-learn kernel object; got 'rbf'"):
+        IndependentGP("rbf")
+    X, y = toy_classification(45, 3, d=2, seed=2)
+    clf = GPClassifier(prior=prior, objective="cv", cv=3, random_state=0).fit(X, y)
+    assert clf.score(X, y) > 0.8
+    assert set(clf.learned_hyperparameters_) >= {"kernel0.k0.k1.w", "kernel0.k1.w"}
