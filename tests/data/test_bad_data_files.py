@@ -20,13 +20,14 @@ BAD = Path(__file__).resolve().parent / "bad"
 
 CASES = [
     # file, stage, error type, message fragment
-    ("svm_nan_label.svm", "train", DataError, "svm_nan_label.svm:2: label 'nan' is not finite"),
-    ("svm_inf_label.svm", "test", DataError, "svm_inf_label.svm:3: label '-inf' is not finite"),
-    ("svm_huge_index.svm", "train", DataError, "svm_huge_index.svm:2: feature index 4000000000 exceeds the limit"),
-    ("svm_negative_index.svm", "train", DataError, "svm_negative_index.svm:2: feature index -4 is negative"),
-    ("svm_bad_token.svm", "train", DataError, "svm_bad_token.svm:2: feature '1=2' is not of the form index:value"),
-    ("svm_bad_label.svm", "train", DataError, "svm_bad_label.svm:1: label 'one' is not a number"),
-    ("svm_nan_value.svm", "train", DataError, "svm_nan_value.svm:2: feature '1:nan' has a non-finite value"),
+    ("svm_nan_label.svm", "train", DataError, "svm_nan_label.svm:2:1: label nan is not finite"),
+    ("svm_inf_label.svm", "test", DataError, "svm_inf_label.svm:3:1: label -inf is not finite"),
+    ("svm_huge_index.svm", "train", DataError, "svm_huge_index.svm:2:3: feature index 4000000000 exceeds the limit"),
+    ("svm_negative_index.svm", "train", DataError, "svm_negative_index.svm:2:3: feature index -4 is negative"),
+    ("svm_bad_token.svm", "train", DataError,
+     "svm_bad_token.svm:2:3: a feature (3 characters) is not of the form index:value"),
+    ("svm_bad_label.svm", "train", DataError, "svm_bad_label.svm:1:1: the label (3 characters) is not a number"),
+    ("svm_nan_value.svm", "train", DataError, "svm_nan_value.svm:2:3: feature 1 has the non-finite value nan"),
     ("svm_no_rows.svm", "train", DataError, "the training file"),
     ("svm_no_rows.svm", "test", DataError, "svm_no_rows.svm has no rows"),
     ("svm_one_class.svm", "labels", DataError,
@@ -44,9 +45,9 @@ CASES = [
     ("npz_nan_label.npz", "train", DataError, "labels must be finite; y[1] is nan"),
     ("npz_3d.npz", "train", DataError, "X must be 2-D (n, d); got shape (2, 2, 2)"),
     ("npz_rows_labels.npz", "test", DataError, "X has 3 rows but y has 2 labels"),
-    ("arff_string_attribute.arff", "train", DataError, "attribute 's' is a string attribute"),
+    ("arff_string_attribute.arff", "train", DataError, "attribute 2 (line 3) is a string attribute"),
     ("arff_no_header.arff", "train", DataError, "no `@attribute` lines"),
-    ("arff_missing_class.arff", "train", DataError, "the class attribute 'class' is missing ('?') in 1 rows"),
+    ("arff_missing_class.arff", "train", DataError, "the class (attribute 2 (line 3)) is missing ('?') in 1 rows"),
     ("arff_one_class.arff", "labels", DataError, "the training data have one class ('x')"),
 ]
 

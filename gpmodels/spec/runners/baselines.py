@@ -70,7 +70,7 @@ def run_crammer_singer(spec: Spec, data, base_dir: Path | None, say) -> RunOutco
 
     def save(folder: Path):
         return save_crammer_singer_model(folder, model, data.classes, data.scaler, zero_based=data.zero_based,
-                                         positive_class=data.positive_class)
+                                         positive_class=data.positive_class, inputs=data.input_format)
 
     return RunOutcome(metrics, None, r.as_dict(), resolved, save=None if model.kernel is None else save)
 
@@ -116,7 +116,8 @@ def run_hm3(spec: Spec, data, base_dir: Path | None, say) -> RunOutcome:
 
     def save(folder: Path):
         return save_hm3_model(folder, model, () if not single else data.classes, getattr(data, "scaler", None),
-                              zero_based=getattr(data, "zero_based", None))
+                              zero_based=getattr(data, "zero_based", None),
+                              inputs=getattr(data, "input_format", None))
 
     return RunOutcome(metrics, None, r.as_dict(), resolved, save=save)
 
