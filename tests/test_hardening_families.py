@@ -508,3 +508,34 @@ def test_csv_messages_name_columns_by_number(tmp_path):
     with pytest.raises(DataError) as info:
         load_csv(tmp_path / "c.csv", "klass")
     assert "secretcolumn" not in str(info.value) and "'klass'" in str(info.value)
+
+
+# ---------------------------------------------------------------- determinism
+def _cv_spec(tmp_path, dtype, checkpoint):
+    X, y = toy_classification(150, 3, d=3, seed=3, spread=2.0)
+    np.savez(tmp_path / "train.npz", X=X[:120], y=y[:120])
+    np.savez(tmp_path / "test.npz", X=X[120:], y=y[120:])
+    return {"name": "det", "seed": 1,
+            "data": {"path": str(tmp_path / "train.npz"), "test_path": str(tmp_path / "test.npz")},
+            "model": {"kernel": {"type": "rbf", "w": "auto"}, "sharing": "semi", "variance": 2.0, "sigma2": 1.0,
+                      "representation": {"kind": "auto", "dtype": dtype}},
+            "objective": {"type": "cv", "newton": {"max_iter": 30, "cg_max_iter": 40},
+                          "cv": {"folds": 3, "checkpoint": checkpoint, "newton": {"max_iter": 20, "cg_max_iter": 30},
+                                 "outer": {"max_iter": 5, "score_patience": 0}}}}
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_determinism_checkpoint_on_and_off_learn_bit_identically(tmp_path, dtype):
+    """The checkpoint's identity probe multiplies on a restricted copy: the operator learning reads is
+    never changed by it, so the learned hyperparameters, Ψ and α are the same bits either way."""
+    results = []
+    for checkpoint in (False, True):
+        out = tmp_path / f"out{checkpoint}"
+        (tmp_path / "s.yaml").write_text(yaml.safe_dump(_cv_spec(tmp_path, dtype, checkpoint)))
+        assert main(["run", str(tmp_path / "s.yaml"), "--out", str(out), "--quiet"]) == 0
+        assert (out / "checkpoint.npz").exists() == checkpoint
+        with np.load(out / "model.npz") as z:
+            results.append((z["theta"].copy(), z["alpha"].copy()))
+        results[-1] += (json.loads((out / "metrics.json").read_text())["psi_learned"],)
+    (t0, a0, p0), (t1, a1, p1) = results
+    assert p0 == p1 and np.array_equal(t0, t1) and np.array_equal(a0, a1)
