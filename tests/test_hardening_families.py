@@ -539,3 +539,50 @@ def test_determinism_checkpoint_on_and_off_learn_bit_identically(tmp_path, dtype
         results[-1] += (json.loads((out / "metrics.json").read_text())["psi_learned"],)
     (t0, a0, p0), (t1, a1, p1) = results
     assert p0 == p1 and np.array_equal(t0, t1) and np.array_equal(a0, a1)
+
+
+@SETTINGS
+@given(st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.integers(-5, 5)),
+       st.sampled_from([("model", "variance"), ("model", "sigma2"), ("objective", "cv", "folds"),
+                        ("model", "kernel", "w"), ("model", "representation", "memory_gb")]))
+def test_yaml_numbers_written_as_strings_are_validated_as_those_numbers(value, key):
+    from gpmodels.spec.loader import spec_from_dict
+
+    def spec(v):
+        d = {"name": "a", "data": {"dataset": "satimage"}, "model": {"kernel": {"type": "rbf", "w": 1.0}},
+             "objective": {"type": "cv"}}
+        node = d
+        for k in key[:-1]:
+            node = node.setdefault(k, {})
+        node[key[-1]] = v
+        return d
+
+    outcomes = []
+    for v in (value, repr(value) if isinstance(value, float) else str(value)):
+        try:
+            s = spec_from_dict(spec(v))
+            got = s.to_dict()
+            for k in key:
+                got = got[k]
+            outcomes.append(("ok", got))
+        except SpecError as exc:
+            outcomes.append(("error", str(exc).split(";")[0]))
+    if outcomes[0][0] == "ok":
+        assert outcomes[1] == outcomes[0]
+    else:
+        assert outcomes[1][0] == "error"
+
+
+def test_labels_hm3_uses_the_specs_hierarchy(tmp_path):
+    X, y = toy_classification(60, 4, d=4, seed=0, spread=3.0)
+    names = np.array(["c1", "c2", "c31", "c32"])[y]
+    np.savez(tmp_path / "train.npz", X=X[:40], y=names[:40])
+    np.savez(tmp_path / "test.npz", X=X[40:], y=names[40:])
+    (tmp_path / "tree.tsv").write_text("root\tc1\nroot\tc2\nroot\tc3\nc3\tc31\nc3\tc32\n")
+    spec = {"name": "h", "data": {"path": str(tmp_path / "train.npz"), "test_path": str(tmp_path / "test.npz"),
+                                  "hierarchy": str(tmp_path / "tree.tsv")},
+            "model": {"kernel": {"type": "rbf", "w": 0.2}}, "objective": {"type": "hm3"}}
+    (tmp_path / "s.yaml").write_text(yaml.safe_dump(spec))
+    assert main(["run", str(tmp_path / "s.yaml"), "--out", str(tmp_path / "out"), "--quiet"]) == 0
+    with np.load(tmp_path / "out" / "model.npz") as z:
+        assert sorted(z["tree_edges"][:, 1].tolist()) == ["c1", "c2", "c3", "c31", "c32"]

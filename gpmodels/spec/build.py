@@ -156,7 +156,7 @@ def build_tree(spec: Spec, data: Dataset, base_dir: Path | None) -> ClassTree | 
     try:
         tree = ClassTree.from_tsv(path, data.classes)
     except HierarchyError as exc:
-        raise SpecError(f"{path}: {exc}", "data.hierarchy") from None
+        raise SpecError(str(exc) if str(exc).startswith(str(path)) else f"{path}: {exc}", "data.hierarchy") from None
     return tree.pruned() if spec.data.prune_hierarchy else tree
 
 
