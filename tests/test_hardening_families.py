@@ -423,7 +423,7 @@ def test_signals_term_and_hup_end_a_run_like_ctrl_c(tmp_path, sig):
     _, err = proc.communicate(timeout=120)
     if proc.returncode == 0:
         pytest.skip("the run finished before the signal")
-    assert proc.returncode == 128 + sig and "interrupted" in err and "Traceback" not in err
+    assert proc.returncode == 128 + sig and "interrupted" in err and "Traceback" not in err, err
     assert json.loads((out / "run.json").read_text())["status"] == "interrupted"
     assert not (out / LOCK_FILE).exists() and (out / "checkpoint.npz").exists()
     assert "interrupted (SIG" in (out / "run.log").read_text()
