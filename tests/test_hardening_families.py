@@ -586,3 +586,39 @@ def test_labels_hm3_uses_the_specs_hierarchy(tmp_path):
     assert main(["run", str(tmp_path / "s.yaml"), "--out", str(tmp_path / "out"), "--quiet"]) == 0
     with np.load(tmp_path / "out" / "model.npz") as z:
         assert sorted(z["tree_edges"][:, 1].tolist()) == ["c1", "c2", "c3", "c31", "c32"]
+
+
+def test_signals_workers_die_with_a_killed_parent(tmp_path):
+    """SIGKILL of a run leaves no worker process behind (each worker watches its parent)."""
+    code = ("import sys, time\nfrom gpmodels.engine.processes import ProcessEngine\n"
+            "def _worker_pid(shared, job):\n    import os\n    return os.getpid()\n"
+            "e = ProcessEngine(2, blas_threads=1)\n"
+            "pids = e.map_shared(_worker_pid, {}, [0, 1, 2, 3])\n"
+            "open(sys.argv[1], 'w').write(' '.join(map(str, set(pids))))\ntime.sleep(60)\n")
+    proc = subprocess.Popen([sys.executable, "-c", code, str(tmp_path / "pids")], cwd=ROOT,
+                            env={**os.environ, "PYTHONPATH": str(ROOT)})
+    deadline = time.time() + 60
+    while not (tmp_path / "pids").exists() or not (tmp_path / "pids").read_text():
+        assert time.time() < deadline and proc.poll() is None
+        time.sleep(0.1)
+    workers = [int(p) for p in (tmp_path / "pids").read_text().split()]
+    assert workers and proc.pid not in workers
+    proc.kill()
+    proc.wait()
+    deadline = time.time() + 10
+    alive = workers
+    while alive and time.time() < deadline:
+        alive = [p for p in alive if _alive(p)]
+        time.sleep(0.1)
+    assert not alive
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:  # a zombie awaiting its reaper is gone for our purpose
+        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+    except OSError:
+        return True
