@@ -622,3 +622,24 @@ def _alive(pid: int) -> bool:
         return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
     except OSError:
         return True
+
+
+def test_engines_a_checkpoint_written_on_dask_resumes_without_dask(tmp_path, capsys):
+    """The checkpoint records what it computes, not where: a run on a Dask engine stopped after its first
+    outer iteration resumes on the local engine."""
+    pytest.importorskip("distributed")
+    X, y = toy_classification(30, 3, d=4, seed=0)
+    np.savez(tmp_path / "train.npz", X=X[:20], y=y[:20] + 1)
+    np.savez(tmp_path / "test.npz", X=X[20:], y=y[20:] + 1)
+    spec = {"name": "toy", "data": {"path": str(tmp_path / "train.npz"), "test_path": str(tmp_path / "test.npz")},
+            "model": {"kernel": {"type": "rbf", "w": 0.3}, "variance": 5.0, "sharing": "tied"},
+            "objective": {"type": "cv", "cv": {"folds": 2, "outer": {"max_iter": 1}, "newton": {"max_iter": 4}}},
+            "engine": {"type": "dask", "processes": False, "n_workers": 2, "block_rows": 10}}
+    (tmp_path / "spec.yaml").write_text(yaml.safe_dump(spec))
+    out = tmp_path / "out"
+    assert main(["run", str(tmp_path / "spec.yaml"), "--out", str(out), "--quiet"]) == 0
+    assert (out / "checkpoint.npz").exists()
+    capsys.readouterr()
+    assert main(["run", str(tmp_path / "spec.yaml"), "--out", str(out), "--set", "engine.type=local"]) == 0, \
+        capsys.readouterr().err
+    assert "resumed from the checkpoint" in capsys.readouterr().out
