@@ -315,6 +315,8 @@ def check_kernel_scale(kernel: Kernel, X, key: str = "model.kernel") -> None:
     not touched, so nothing it caches changes."""
     if X is None or getattr(X, "shape", (0,))[0] == 0:
         return
+    if type(kernel).diag is Kernel.diag:  # the generic per-point default: its first point only (O(d))
+        X = X[:1]
     with np.errstate(over="ignore", invalid="ignore"):
         d = np.asarray(kernel.diag(X), dtype=np.float64)
     if d.size and not (np.all(np.isfinite(d)) and np.max(np.abs(d)) <= MAX_KERNEL_DIAG):
