@@ -25,8 +25,9 @@ from gpmodels.data.labels import label_kind
 from gpmodels.data.multilabel_sets import MULTILABEL_DATASETS, MultilabelDataset, load_multilabel
 from gpmodels.data.scaling import FeatureScaler, auto_rbf_w
 from gpmodels.data.splits import subsample, train_test_split
+from gpmodels.data.svmlight import check_line_lengths
 from gpmodels.engine.base import Engine, EngineConfig
-from gpmodels.errors import DataError, HierarchyError, InputError, NumericalError, SpecError
+from gpmodels.errors import DataError, HierarchyError, InputError, NumericalError, SpecError, at
 from gpmodels.hierarchy import ClassTree
 from gpmodels.inference.map.newton_cg import NewtonOptions
 from gpmodels.kernels.base import Kernel
@@ -166,10 +167,21 @@ def build_pseudo_targets(spec: Spec, data: Dataset, tree: ClassTree, base_dir: P
     key = "data.pseudo_targets"
     if pt.file is not None:
         path = resolve_path(pt.file, base_dir, f"{key}.file")
-        names = [line.strip() for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        check_line_lengths(path)
+        try:
+            lines = path.read_text(encoding="utf-8").splitlines()
+        except UnicodeDecodeError:
+            raise SpecError(f"{path} is not UTF-8 text; give one node name per line", f"{key}.file") from None
+        numbered = [(k, line.strip()) for k, line in enumerate(lines, start=1) if line.strip()]
+        names = [name for _, name in numbered]
         if len(names) != data.y_train.size:
             raise SpecError(f"{path} lists {len(names)} pseudo-targets but there are {data.y_train.size} training "
                             "points; give one node name per line in the data set's order", f"{key}.file")
+        known = set(tree.nodes) | {tree.root}
+        unknown = [k for k, name in numbered if name not in known]
+        if unknown:  # (the file's lines are never quoted: the spec may name any file)
+            raise SpecError(f"{at(path, unknown[0])}: not a node of the class tree ({len(unknown)} such lines); give "
+                            "one node name of data.hierarchy per line", f"{key}.file")
         try:
             return PseudoTargets.from_names(tree, names)
         except HierarchyError as exc:
