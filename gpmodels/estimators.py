@@ -36,6 +36,7 @@ from gpmodels.hyperparameters import natural_values
 from gpmodels.inference.map.model import MAPModel, fit_map
 from gpmodels.inference.map.newton_cg import NewtonOptions
 from gpmodels.inference.map.predictive import PREDICTIVE_METHODS, PREDICTIVES, laplace_predict_proba
+from gpmodels.inference.map.solvers import make_solver
 from gpmodels.kernels.base import Kernel
 from gpmodels.kernels.factory import KERNEL_PARAMS, make_kernel
 from gpmodels.kernels.representations import RepresentationConfig
@@ -468,8 +469,8 @@ class GPClassifier(EstimatorMixin):
                               "raise learn_max_iter")
         else:
             names, theta = op.param_names, op.params
-        model = fit_map(op, lik, Y, self._newton_options(),
-                        method="exact" if self.objective == "exact" else "newton_cg")
+        model = fit_map(op, lik, Y, make_solver("exact" if self.objective == "exact" else "newton-cg",
+                                                self._newton_options()))
         _warn_unconverged(model.result, f"{type(self).__name__}'s Newton fit of alpha", "raise max_iter")
         self.classes_ = classes
         self._set_n_features(X_raw, X)

@@ -49,9 +49,15 @@ class VarianceSmoothed(Likelihood):
     base: DiagonalLikelihood = attrs.field(validator=_base)
     z: np.ndarray = attrs.field(converter=_z)
 
+    hessian_form = "diagonal"
+
     @property
     def log_concave(self) -> bool:
         return self.base.log_concave
+
+    @property
+    def target_encoding(self) -> str:
+        return self.base.target_encoding
 
     @property
     def curvature_kind(self) -> str:

@@ -26,7 +26,7 @@ import numpy as np
 from gpmodels.errors import InputError
 from gpmodels.inference.cv.learn import Checkpointing, LearnOptions, LearnResult, fit_learned, learn_hyperparameters
 from gpmodels.inference.map.model import MAPModel, fit_map
-from gpmodels.inference.map.newton_cg import NewtonOptions, NewtonStep
+from gpmodels.inference.map.newton import NewtonSolver, NewtonStep
 from gpmodels.likelihoods.base import Likelihood
 from gpmodels.operators.base import Operator
 
@@ -112,10 +112,10 @@ def learn_binary_task(
     return fit_learned(res, likelihood, Yc, opts, on_iteration=on_fit), res
 
 
-def fit_binary_task(binary_op: Operator, likelihood: Likelihood, y, c: int, options: NewtonOptions | None = None, *,
-                    method: str = "newton_cg", on_iteration: Callable[[NewtonStep], None] | None = None) -> MAPModel:
-    """Task c fitted at ``binary_op``'s hyperparameters (MAP, no learning)."""
-    return fit_map(binary_op, likelihood, binary_targets(y, c), options, method=method, on_iteration=on_iteration)
+def fit_binary_task(binary_op: Operator, likelihood: Likelihood, y, c: int, solver: NewtonSolver | None = None, *,
+                    on_iteration: Callable[[NewtonStep], None] | None = None) -> MAPModel:
+    """Task c fitted at ``binary_op``'s hyperparameters (MAP by ``solver``, Newton–CG by default; no learning)."""
+    return fit_map(binary_op, likelihood, binary_targets(y, c), solver, on_iteration=on_iteration)
 
 
 def _learn_task(job: tuple):
@@ -126,8 +126,8 @@ def _learn_task(job: tuple):
 
 def _fit_task(job: tuple) -> MAPModel:
     """Task c of :func:`fit_one_vs_rest` as an independent task."""
-    binary_op, likelihood, y, c, options, method = job
-    return fit_binary_task(binary_op, likelihood, y, c, options, method=method)
+    binary_op, likelihood, y, c, solver = job
+    return fit_binary_task(binary_op, likelihood, y, c, solver)
 
 
 def learn_one_vs_rest(binary_op: Operator, likelihood: Likelihood, y, n_classes: int, folds,
@@ -158,10 +158,9 @@ def learn_one_vs_rest(binary_op: Operator, likelihood: Likelihood, y, n_classes:
 
 
 def fit_one_vs_rest(binary_op: Operator, likelihood: Likelihood, y, n_classes: int,
-                    options: NewtonOptions | None = None, *, method: str = "newton_cg",
-                    map_tasks=None) -> OneVsRestModel:
-    """Fit the C binary models at ``binary_op``'s hyperparameters (no learning); ``map_tasks``: as in
-    :func:`learn_one_vs_rest`."""
+                    solver: NewtonSolver | None = None, *, map_tasks=None) -> OneVsRestModel:
+    """Fit the C binary models at ``binary_op``'s hyperparameters with ``solver`` (Newton–CG by
+    default; no learning); ``map_tasks``: as in :func:`learn_one_vs_rest`."""
     y, C = check_one_vs_rest(binary_op, y, n_classes)
-    jobs = [(binary_op, likelihood, y, c, options, method) for c in range(C)]
+    jobs = [(binary_op, likelihood, y, c, solver) for c in range(C)]
     return OneVsRestModel(tuple((map_tasks or (lambda f, js: [f(j) for j in js]))(_fit_task, jobs)))

@@ -2,7 +2,7 @@
 
 Settings come from ``objective.cv`` (learning: the partition, k3 and tolerances, the refits'
 Newton–CG in ``objective.cv.newton``, the outer optimiser in ``objective.cv.outer``),
-``objective.newton`` (the final fit) and ``objective.method`` (``newton_cg`` or ``exact``).  The model is the joint
+``objective.newton`` (the final fit) and ``objective.solver`` (``newton-cg`` or ``exact``).  The model is the joint
 softmax over all classes (the sharing mode
 ``model.sharing`` gives mc-tied / mc-semi / mc-sep); one-vs-rest is its own objective
 (``run_one_vs_rest.py``), which shares the helpers here.
@@ -51,14 +51,14 @@ __all__ = ["run_cv", "build_learn_options", "cv_partition", "checkpoint_identity
 def build_learn_options(o: ObjectiveSpec, engine=None) -> LearnOptions:
     """LearnOptions from the objective section: one Ψ evaluation from ``o.cv`` (its refits from
     ``o.cv.newton``), the outer optimiser from ``o.cv.outer``, the final fit from ``o.newton``; the
-    inner method of both is ``o.method``.  With an ``engine`` that holds the kernel matrices on its
+    inner solver of both is ``o.solver``.  With an ``engine`` that holds the kernel matrices on its
     workers, folds run on threads (``fold_parallelism``): a forked fold process must not share the
     engine's client connection."""
     c = o.cv
-    cv = c.options(CVOptions, method=o.method)
+    cv = c.options(CVOptions, solver=o.solver)
     if engine is not None and engine.distributes_gram:
         cv = attrs.evolve(cv, fold_parallelism="threads")
-    return LearnOptions(cv=cv, outer=c.outer.options(), final=build_newton_options(o), final_method=o.method,
+    return LearnOptions(cv=cv, outer=c.outer.options(), final=build_newton_options(o), final_solver=o.solver,
                         lower=c.lower, upper=c.upper, inner_tolerances=c.inner_tolerances)
 
 
@@ -80,7 +80,7 @@ def checkpoint_identity(resolved: Spec, data: Dataset) -> dict:
     """What a checkpoint must match: the learning-relevant spec and the training data."""
     d = resolved.to_dict()
     cv = {k: v for k, v in d["objective"]["cv"].items() if k not in ("checkpoint", "resume")}
-    return {"seed": d["seed"], "data": d["data"], "model": d["model"], "method": d["objective"]["method"], "cv": cv,
+    return {"seed": d["seed"], "data": d["data"], "model": d["model"], "solver": d["objective"]["solver"], "cv": cv,
             "train": _data_digest(data.X_train, data.y_train)}
 
 

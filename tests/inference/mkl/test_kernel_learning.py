@@ -6,7 +6,7 @@ import pytest
 
 from gpmodels.errors import InputError
 from gpmodels.inference.map.model import fit_map
-from gpmodels.inference.map.newton_cg import NewtonOptions
+from gpmodels.inference.map.newton_cg import NewtonCG, NewtonOptions
 from gpmodels.inference.marginal.vb import vb_criterion
 from gpmodels.inference.mkl.algorithms import MKLOptions, algorithm1, alternating, criterion_at, learn_weights
 from gpmodels.kernels.linear import Linear
@@ -94,7 +94,8 @@ def test_inner_map_problem_matches_cvxpy(loss):
     prob = cp.Problem(cp.Minimize(0.5 * cp.sum_squares(L.T @ a) + expr(K @ a)))
     prob.solve(solver="CLARABEL")
     # the Laplace likelihood is not differentiable: IRLS (majoriser) steps converge linearly
-    model = fit_map(K_op, lik, y, NewtonOptions(max_iter=300, cg_max_iter=500, grad_tol=1e-10, phi_rtol=1e-14))
+    model = fit_map(K_op, lik, y, NewtonCG(NewtonOptions(max_iter=300, cg_max_iter=500, grad_tol=1e-10,
+                                                          phi_rtol=1e-14)))
     assert model.result.phi == pytest.approx(prob.value, rel=1e-6 if loss == "laplace" else 1e-7)
 
 
