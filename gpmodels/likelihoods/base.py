@@ -135,6 +135,11 @@ class Likelihood(ParameterFree, Parameterised):
     #: how the labels of a data set become targets Y: ``distribution`` (rows of (n, C) are distributions:
     #: one-hot labels or soft q), ``signed`` (binary y = ±1, (n, 1)) or ``real`` (values, (n, 1)).
     target_encoding: str = "distribution"
+    #: whether the likelihood has a super-Gaussian (variational) lower bound (VB, Nickisch & Seeger
+    #: 2011): the ``_sg_*`` hooks of a factorised likelihood (:mod:`gpmodels.likelihoods.diagonal`)
+    has_super_gaussian: bool = False
+    #: whether the likelihood is Gaussian in u (the posterior is Gaussian: the closed-form marginal likelihood)
+    conjugate: bool = False
 
     @abc.abstractmethod
     def value(self, U: np.ndarray, Y: np.ndarray) -> float:

@@ -30,7 +30,7 @@ __all__ = ["VarianceSmoothed"]
 
 
 def _base(instance, attribute, base):
-    if not isinstance(base, DiagonalLikelihood) or not base.has_super_gaussian:
+    if not isinstance(base, Likelihood) or not base.has_super_gaussian:
         raise InputError(f"VB needs a likelihood with a super-Gaussian form (logistic, gaussian, laplace, "
                          f"student_t); got {type(base).__name__}")
 

@@ -129,6 +129,8 @@ class Operator(Parameterised):
     is_class_diagonal: bool = False
     #: True when the operator carries intercepts b = σ² Σ_i α_i (Sec. 5.1.1): see :meth:`intercepts`.
     has_intercept: bool = False
+    #: True for K = Σ_m θ_m K_m with components ``ops`` and weights ``weights`` (kernel-weight learning)
+    is_kernel_sum: bool = False
 
     def intercepts(self, alpha) -> np.ndarray | None:
         """The intercepts b (C,) of the dual vector α (n, C), or None without ``has_intercept``."""

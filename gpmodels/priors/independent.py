@@ -57,6 +57,13 @@ class IndependentGP:
                                                        validator=instance_of(RepresentationConfig))
     learn_sigma2: bool = attrs.field(default=False, validator=boolean())
 
+    #: the intercept variance σ² can be learned with the other hyperparameters (:meth:`learning_sigma2`)
+    can_learn_sigma2 = True
+
+    def learning_sigma2(self):
+        """This prior with σ² among its learned hyperparameters."""
+        return attrs.evolve(self, learn_sigma2=True)
+
     def operator(self, X, n_classes: int) -> Operator:
         """The operator K̃ over the training inputs X for ``n_classes`` classes."""
         if self.sharing is not None:

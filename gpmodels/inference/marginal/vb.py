@@ -44,6 +44,7 @@ import numpy as np
 
 from gpmodels.errors import InputError
 from gpmodels.inference.map.newton_cg import NewtonOptions, newton_cg
+from gpmodels.likelihoods.base import Likelihood
 from gpmodels.likelihoods.diagonal import DiagonalLikelihood
 from gpmodels.likelihoods.smoothed import VarianceSmoothed
 from gpmodels.linalg.dense_posterior import DensePosterior
@@ -100,7 +101,7 @@ class VBResult:
 
 
 def check_vb_likelihood(lik) -> None:
-    if not isinstance(lik, DiagonalLikelihood) or not lik.has_super_gaussian:
+    if not isinstance(lik, Likelihood) or not lik.has_super_gaussian:
         raise InputError(f"VB needs a likelihood with a super-Gaussian form (logistic, gaussian, laplace, student_t); "
                          f"got {type(lik).__name__}")
 

@@ -62,7 +62,6 @@ import scipy.linalg as sla
 
 from gpmodels.errors import InputError
 from gpmodels.likelihoods.diagonal import DiagonalLikelihood
-from gpmodels.likelihoods.gaussian import Gaussian
 from gpmodels.linalg.dense_posterior import DensePosterior
 from gpmodels.operators.sum import Sum, check_weights
 from gpmodels.optimize.checkpoint import Checkpointing, digest_array, probe_operator
@@ -116,16 +115,16 @@ class KernelCriterion:
     """One criterion on fixed base matrices K_m: F, the bound S, their derivatives and the refits."""
 
     def __init__(self, op: Sum, lik: DiagonalLikelihood, Y, options: MKLOptions):
-        if not isinstance(op, Sum):
+        if not op.is_kernel_sum:
             raise InputError(f"kernel-weight learning needs a Sum operator (K_θ = Σ θ_m K_m); got {type(op).__name__}")
         if op.n_classes != 1:
             raise InputError(
                 f"kernel-weight learning is for a single latent function (n_classes = 1); got {op.n_classes}"
             )
-        if not isinstance(lik, DiagonalLikelihood):
+        if lik.hessian_form != "diagonal":
             raise InputError(f"kernel-weight learning needs a factorised likelihood or loss; got {type(lik).__name__}")
         crit = options.criterion
-        if crit == "mlm" and not isinstance(lik, Gaussian):
+        if crit == "mlm" and not lik.conjugate:
             raise InputError(
                 f"the `mlm` criterion is the Gaussian marginal likelihood (eq. 6); got {type(lik).__name__} "
                 f"(use `vb` for other likelihoods)"

@@ -120,13 +120,13 @@ def run_cv(spec: Spec, data: Dataset, base_dir: Path | None, say, *, engine=None
     tree = build_tree(spec, data, base_dir)
     prior = build_prior(resolved.model, data.X_train, base_dir, tree=tree, engine=engine)
     if c.learn_sigma2:
-        if not (attrs.has(type(prior)) and "learn_sigma2" in attrs.fields_dict(type(prior))):
+        if not getattr(prior, "can_learn_sigma2", False):  # optional in the prior protocol
             raise SpecError(
                 f"prior {spec.model.prior!r} has no `learn_sigma2` setting; learn σ² inside the prior "
                 "(e.g. Intercept(op, σ², learn=True)) and drop this key",
                 "objective.cv.learn_sigma2",
             )
-        prior = attrs.evolve(prior, learn_sigma2=True)
+        prior = prior.learning_sigma2()
     likelihood = build_likelihood(resolved.model)
     options = build_learn_options(resolved.objective, engine)
     folds = cv_partition(resolved, data.y_train)
