@@ -26,7 +26,7 @@ from pathlib import Path
 import attrs
 import numpy as np
 
-from gpmodels.inference.map.line_search import objective, pair_line_search
+from gpmodels.inference.map.line_search import NewtonPoint, objective, pair_line_search
 from gpmodels.inference.map.newton_cg import newton_cg
 from gpmodels.inference.map.preconditioners import make_preconditioner
 from gpmodels.linalg.cg import cg
@@ -62,7 +62,7 @@ def newton_path(op, lik, Y, n_systems, exact_pc):
         new = hf.V(beta) + (hf.fixed_alpha if hf.fixed_alpha is not None else 0.0)
         s = new - alpha
         st = op.mvm(s)
-        ls = pair_line_search(lik, Y, alpha, u, s, st, objective(lik, Y, alpha, u))
+        ls = pair_line_search(lik, Y, NewtonPoint(alpha, u, objective(lik, Y, alpha, u), lik.gradient(u, Y)), s, st)
         alpha, u = alpha + ls.step * s, u + ls.step * st
     return out
 

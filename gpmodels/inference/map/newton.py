@@ -29,7 +29,7 @@ import attrs
 import numpy as np
 
 from gpmodels.errors import InputError
-from gpmodels.inference.map.line_search import LineSearchResult, objective, pair_line_search
+from gpmodels.inference.map.line_search import LineSearchResult, NewtonPoint, objective, pair_line_search
 from gpmodels.likelihoods.base import Likelihood
 from gpmodels.operators.base import Operator
 from gpmodels.validation import MAX_SIZE, integer, nonnegative_int, nonnegative_number, number, one_of, positive_int
@@ -124,16 +124,6 @@ class NewtonProblem:
 
 
 @attrs.frozen(eq=False)
-class NewtonPoint:
-    """The current iterate: α and u = K̃ α (n, C), Φ there and g = ∇_u Φ_lh (n, C)."""
-
-    alpha: np.ndarray
-    u: np.ndarray
-    phi: float
-    g: np.ndarray
-
-
-@attrs.frozen(eq=False)
 class StepResult:
     """One Newton iteration's outcome: the line search along s (α-space) with s̃ = K̃ s, the last CG
     solution β (None without CG), the CG steps taken (None without CG) and the stalls met."""
@@ -198,8 +188,8 @@ def line_search_step(problem: NewtonProblem, point: NewtonPoint, new_alpha: np.n
     s = new_alpha - point.alpha
     s_tilde = problem.mvm(s)
     opts = problem.options
-    ls = pair_line_search(problem.likelihood, problem.Y, point.alpha, point.u, s, s_tilde, point.phi,
-                          armijo=opts.armijo, max_evals=opts.line_search_evals)
+    ls = pair_line_search(problem.likelihood, problem.Y, point, s, s_tilde, armijo=opts.armijo,
+                          max_evals=opts.line_search_evals)
     return ls, s, s_tilde
 
 

@@ -111,6 +111,10 @@ class KernelLearningResult:
     message: str
 
 
+#: the joint line search of Algorithm 1: Armijo constant and evaluations of S
+LINE_SEARCH_ARMIJO, LINE_SEARCH_EVALS = 1e-4, 40
+
+
 class KernelCriterion:
     """One criterion on fixed base matrices K_m: F, the bound S, their derivatives and the refits."""
 
@@ -284,8 +288,10 @@ class KernelCriterion:
             slope = float(g_u[:, 0] @ du[:, 0])
         return du, dt, slope
 
-    def line_search(self, u, theta, state, c, du, dt, slope, armijo=1e-4, max_evals=40):
-        """Backtracking on S along (u + λ du, θ exp(λ dt)); returns (λ, u', θ')."""
+    def line_search(self, u, theta, state, c, du, dt, slope):
+        """Backtracking on S along (u + λ du, θ exp(λ dt)) (Armijo constant ``LINE_SEARCH_ARMIJO``, at
+        most ``LINE_SEARCH_EVALS`` evaluations); returns (λ, u', θ', whether S decreased)."""
+        armijo, max_evals = LINE_SEARCH_ARMIJO, LINE_SEARCH_EVALS
         big = np.max(np.abs(dt), initial=0.0)
         if big > self.opts.max_log_step:
             du, dt, slope = (du * self.opts.max_log_step / big, dt * self.opts.max_log_step / big,
@@ -312,7 +318,9 @@ def _start(crit: KernelCriterion, theta0):
     return theta, u, state
 
 
-def _result(crit, method, theta, u, state, trace, times, it, converged, message):
+def _result(crit, method, theta, u, state, trace, times, end):
+    """The result at (θ, u, state) with the traces and ``end`` = (iterations, converged, message)."""
+    it, converged, message = end
     _, alpha, _ = crit.quad(u, theta)
     return KernelLearningResult(theta, alpha, u, trace[-1], tuple(trace), tuple(times), it, converged, method,
                                 crit.gamma(state), message)
@@ -371,7 +379,7 @@ def algorithm1(
         if times[-1] > opts.time_limit:
             message = "time limit"
             break
-    return _result(crit, "algorithm1", theta, u, state, trace, times, it, converged, message)
+    return _result(crit, "algorithm1", theta, u, state, trace, times, (it, converged, message))
 
 
 def _block_newton(crit, u, theta, state, blocks, max_steps, refit_c):
@@ -417,7 +425,7 @@ def alternating(
         if times[-1] > opts.time_limit:
             message = "time limit"
             break
-    return _result(crit, "alternating", theta, u, state, trace, times, it, converged, message)
+    return _result(crit, "alternating", theta, u, state, trace, times, (it, converged, message))
 
 
 def criterion_at(op: Sum, lik: DiagonalLikelihood, Y, theta, options: MKLOptions | None = None, *,
