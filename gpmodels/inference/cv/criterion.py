@@ -161,7 +161,8 @@ class CVOptions:
     fail_tol: float = attrs.field(default=1e-3, validator=positive_number())
     solver: str = attrs.field(default="newton-cg", validator=one_of(CV_SOLVERS))
     abort_on_failure: bool = attrs.field(default=True, validator=boolean())
-    warm_start: Callable = attrs.field(default=scaled_start, validator=attrs.validators.is_callable())
+    warm_start: Callable = attrs.field(default=scaled_start, validator=instance_of(
+        Callable, what="a warm-start policy: a callable (op_J, likelihood, Y_J, α[J]) -> (start or None, MVMs)"))
     retry_cold: bool = attrs.field(default=True, validator=boolean())
     fold_workers: int = attrs.field(default=1, validator=positive_int())
     fold_parallelism: str = attrs.field(default="processes", validator=one_of(FOLD_PARALLELISM))

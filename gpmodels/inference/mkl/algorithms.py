@@ -486,15 +486,15 @@ class WeightsObjective:
         return probe_operator(self.op)
 
 
-def learn_weights(op: Sum, lik: DiagonalLikelihood, Y, options: MKLOptions | None = None, *, max_iter: int = 100,
-                  tol: float = 1e-6, outer: OuterOptions | None = None, checkpoint: Checkpointing | None = None,
+def learn_weights(op: Sum, lik: DiagonalLikelihood, Y, options: MKLOptions | None = None, *,
+                  outer: OuterOptions | None = None, checkpoint: Checkpointing | None = None,
                   on_iteration=None) -> tuple[OptimizeResult, KernelLearningResult]:
     """Minimise φ(θ) over t = log θ by :func:`gpmodels.optimize.driver` (``outer``, default
-    :func:`~gpmodels.optimize.outer_options` (max_iter, tol); box: log θ0 ± 10; ``checkpoint``,
+    :func:`~gpmodels.optimize.outer_options` () (100 iterations, tol 1e-6); box: log θ0 ± 10; ``checkpoint``,
     ``on_iteration``: as there), the quasi-Newton alternative to :func:`algorithm1`; returns the
     optimiser's result and the fit (α, u, γ) at the learned weights."""
     objective = WeightsObjective(op, lik, Y, options)
-    result = minimize(objective, np.log(op.weights), objective.names, options=outer or outer_options(max_iter, tol),
+    result = minimize(objective, np.log(op.weights), objective.names, options=outer or outer_options(),
                       checkpoint=checkpoint, on_iteration=on_iteration)
     _, _, fit = criterion_at(op, lik, objective.Y, np.exp(result.x), objective.options, return_fit=True)
     return result, attrs.evolve(fit, trace=result.values, iterations=result.iterations, converged=result.converged,

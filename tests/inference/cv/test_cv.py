@@ -259,7 +259,7 @@ def test_bad_partitions_and_states_are_refused():
         CVOptions(k3=0)
     with pytest.raises(InputError, match="solver"):
         CVOptions(solver="lanczos")
-    with pytest.raises(TypeError, match="warm_start"):
+    with pytest.raises(InputError, match="warm_start must be a warm-start policy"):
         CVOptions(warm_start="better")  # a policy is a callable
 
 

@@ -196,7 +196,7 @@ def test_a_solver_never_reports_a_stall_far_from_the_optimum_as_round_off(monkey
     from gpmodels.inference.map.line_search import LineSearchResult
 
     op, Y, _, _ = _problem(n=20, C=3)
-    monkeypatch.setattr(loop, "pair_line_search", lambda *a, **k: LineSearchResult(0.0, a[6], 1))
+    monkeypatch.setattr(loop, "pair_line_search", lambda *a, **k: LineSearchResult(0.0, a[2].phi, 1))
     res = solver().fit(op, Softmax(), Y)
     assert not res.converged
     assert "not converged" in res.diagnostics.message and "round-off" not in res.diagnostics.message
