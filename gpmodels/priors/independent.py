@@ -64,6 +64,11 @@ class IndependentGP:
         """This prior with σ² among its learned hyperparameters."""
         return attrs.evolve(self, learn_sigma2=True)
 
+    @property
+    def class_names(self) -> None:
+        """The class order this prior imposes: none (any labels, in any order)."""
+        return None
+
     def operator(self, X, n_classes: int) -> Operator:
         """The operator K̃ over the training inputs X for ``n_classes`` classes."""
         if self.sharing is not None:
