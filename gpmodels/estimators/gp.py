@@ -130,7 +130,7 @@ class GPClassifier(ClassifierMixin, BaseEstimator):
             return SOLVERS[self.solver]()
         if isinstance(self.solver, tuple(SOLVERS.values())):
             return self.solver
-        raise InputError(f"The 'solver' parameter of {type(self).__name__} must be 'newton-cg', 'exact', a "
+        raise InputError(f"The 'solver' parameter of {type(self).__name__} must be 'newton-cg', 'exact' or a "
                          f"NewtonOptions or a solver object (NewtonCG, ExactNewton); got {self.solver!r} instead")
 
     def _predictive(self) -> LaplacePredictive | None:
