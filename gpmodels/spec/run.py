@@ -263,13 +263,14 @@ def _run(spec: Spec, runner, base_dir, out_dir: Path, say: Console, origin: dict
     if "test_log_loss" in metrics:
         say(
             f"test error {100 * metrics['test_error']:.2f} %, log-loss {metrics['test_log_loss']:.4f}, "
-            f"prec {metrics['test_prec']:.4f}"
+            f"mean reciprocal rank of the true class (prec) {metrics['test_prec']:.4f}"
         )
     for rule in ("argmax", "expected_loss"):
         if f"test_taxo_{rule}" in metrics:
             say(
                 f"hierarchical ({rule} decisions): taxo-loss {metrics[f'test_taxo_{rule}']:.4f}, "
-                f"parent accuracy {metrics[f'test_pacc_{rule}']:.4f}"
+                f"parent accuracy {metrics[f'test_pacc_{rule}']:.4f}, "
+                f"hierarchical F1 {metrics[f'test_hier_f1_{rule}']:.4f}"
             )
     say(f"report: {out_dir}/ ({', '.join(sorted(p.name for p in out_dir.iterdir() if not p.name.startswith('.')))})")
     return metrics

@@ -65,3 +65,14 @@ def test_a_forced_rerun_leaves_no_plot_or_report_of_the_earlier_run(tmp_path):
     assert not (out / "reliability.png").exists()
     text = (out / "report.md").read_text()
     assert text != "stale" and "| `objective.type` | crammer_singer |" in text
+
+
+def test_score_legend_explains_the_names_it_knows():
+    from gpmodels.spec.report_md import score_legend
+
+    lines = score_legend(["test_prec", "test_hier_f1_argmax", "test_level2_acc_expected_loss", "fit_seconds"])
+    text = "\n".join(lines)
+    assert "`prec`: mean reciprocal rank of the true class" in text and "not scikit-learn's precision" in text
+    assert "`hier_f1`: hierarchical F1" in text and "`level{d}_acc`" in text and "`…_argmax`" in text
+    assert "seconds" not in text
+    assert score_legend(["test_something_new"]) == []
