@@ -1,8 +1,9 @@
 """The per-run ``report.md``: one human-readable page beside ``metrics.json`` in the report folder.
 
 Sections: provenance (package version, start time, command line, spec digest), data (sizes), settings
-(objective, model, evaluation), convergence (every ``*converged*`` flag of the metrics), scores
-(test and train scores, calibration included, with a legend that says what each score name means:
+(objective, model, evaluation), learned hyperparameters (every ``hyper.*`` value, natural units, with the
+classes each acts on where ``hyper_classes`` names them), convergence (every ``*converged*`` flag of the
+metrics), scores (test and train scores, calibration included, with a legend that says what each score name means:
 :func:`score_legend`), timings (every ``*seconds`` figure) and the plots of the folder, linked as
 images.  Everything comes from the metrics dict and the resolved spec; the file holds no figure that
 ``metrics.json`` does not.
@@ -107,6 +108,11 @@ def write_report_md(out_dir: Path, spec: Spec, metrics: dict) -> Path:
     lines += ["## Data", "", *_table((k, metrics.get(k)) for k in ("n_train", "n_test", "n_classes", "n_features")),
               ""]
     lines += ["## Settings", "", *_table(_settings(spec)), "", "The whole resolved spec: `spec.resolved.yaml`.", ""]
+    hyper = [(k[len("hyper."):], v) for k, v in metrics.items() if k.startswith("hyper.")]
+    if hyper:
+        scope = metrics.get("hyper_classes") or {}
+        lines += ["## Learned hyperparameters", "", "| hyperparameter | value | acts on |", "|---|---|---|",
+                  *(f"| `{k}` | {_value(v)} | {scope.get(k, '')} |" for k, v in hyper), ""]
     lines += ["## Convergence", "", *_table(flags), ""]
     unconverged = [k for k, v in flags if v is False]
     if unconverged:

@@ -241,8 +241,10 @@ def _run(spec: Spec, runner, base_dir, out_dir: Path, say: Console, origin: dict
         series = values if isinstance(values, dict) else {name: values}  # a dict: one line per entry
         if any(len(v) > 1 for v in series.values()):
             unit = outcome.trace_units.get(name, "iteration")
-            reports.plot_traces(series, out_dir / f"trace_{name}.png", xlabel=unit, ylabel=name, log_gap=True,
-                                title=f"{spec.name}: {name} - min over {unit}s")
+            label, grads = outcome.trace_gradients.get(name, ("gradient norm", None))
+            reports.plot_traces(series, out_dir / f"trace_{name}.png", xlabel=unit, ylabel=name,
+                                title=f"{spec.name}: {name} over {unit}s",
+                                gradients=None if grads is None else {name: grads}, gradient_label=label)
     if outcome.paths is not None:
         reports.plot_paths(outcome.paths[0], outcome.paths[1], out_dir / "hyperparameters.png")
     metrics.update(

@@ -76,3 +76,15 @@ def test_score_legend_explains_the_names_it_knows():
     assert "`hier_f1`: hierarchical F1" in text and "`level{d}_acc`" in text and "`…_argmax`" in text
     assert "seconds" not in text
     assert score_legend(["test_something_new"]) == []
+
+
+def test_report_md_lists_the_learned_hyperparameters_with_their_classes(tmp_path):
+    out, m = _run(tmp_path, objective={"type": "cv", "cv": {"folds": 3, "outer": {"max_iter": 2}}},
+                  extra={"model": {"kernel": {"type": "rbf", "w": 0.5}, "sharing": "semi", "variance": 2.0}})
+    text = (out / "report.md").read_text()
+    section = text.split("## Learned hyperparameters")[1].split("##")[0]
+    for k in m:
+        if k.startswith("hyper."):
+            assert f"`{k[len('hyper.'):]}`" in section
+    assert "| `kernel0.w` |" in section and "all classes" in section
+    assert m["hyper_classes"]["variance0"].startswith("class ")
