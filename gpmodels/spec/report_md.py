@@ -2,7 +2,7 @@
 
 Sections: provenance (package version, start time, command line, spec digest), data (sizes), settings
 (objective, model, evaluation), learned hyperparameters (every ``hyper.*`` value, natural units, with the
-classes each acts on where ``hyper_classes`` names them), convergence (every ``*converged*`` flag of the
+classes each acts on where a ``hyper_scope.*`` entry names them), convergence (every ``*converged*`` flag of the
 metrics), scores (test and train scores, calibration included, with a legend that says what each score name means:
 :func:`score_legend`), timings (every ``*seconds`` figure) and the plots of the folder, linked as
 images.  Everything comes from the metrics dict and the resolved spec; the file holds no figure that
@@ -110,7 +110,7 @@ def write_report_md(out_dir: Path, spec: Spec, metrics: dict) -> Path:
     lines += ["## Settings", "", *_table(_settings(spec)), "", "The whole resolved spec: `spec.resolved.yaml`.", ""]
     hyper = [(k[len("hyper."):], v) for k, v in metrics.items() if k.startswith("hyper.")]
     if hyper:
-        scope = metrics.get("hyper_classes") or {}
+        scope = {k[len("hyper_scope."):]: v for k, v in metrics.items() if k.startswith("hyper_scope.")}
         lines += ["## Learned hyperparameters", "", "| hyperparameter | value | acts on |", "|---|---|---|",
                   *(f"| `{k}` | {_value(v)} | {scope.get(k, '')} |" for k, v in hyper), ""]
     lines += ["## Convergence", "", *_table(flags), ""]

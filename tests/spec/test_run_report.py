@@ -87,4 +87,4 @@ def test_report_md_lists_the_learned_hyperparameters_with_their_classes(tmp_path
         if k.startswith("hyper."):
             assert f"`{k[len('hyper.'):]}`" in section
     assert "| `kernel0.w` |" in section and "all classes" in section
-    assert m["hyper_classes"]["variance0"].startswith("class ")
+    assert m["hyper_scope.variance0"].startswith("class ") and m["hyper_scope.kernel0.w"] == "all classes"

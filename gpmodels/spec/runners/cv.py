@@ -160,8 +160,8 @@ def run_cv(spec: Spec, data: Dataset, base_dir: Path | None, say, *, engine=None
     P, predictive = predict_test_set(spec, model, data.X_test, data.y_test, say)
     metrics.update(predictive)
     metrics.update({f"hyper.{k}": v for k, v in res.hyperparameters().items()})
-    metrics["hyper_classes"] = hyperparameter_classes(res.hyperparameters(), model.operator.param_classes(),
-                                                      data.classes)
+    metrics.update({f"hyper_scope.{k}": v for k, v in hyperparameter_classes(
+        res.hyperparameters(), model.operator.param_classes(), data.classes).items()})
     metrics.update(
         {"psi_start": res.history[0].value, "psi_learned": res.psi, "final_newton_iterations": diag.iterations,
          "final_mvm_count": diag.mvm_count, "final_converged": bool(diag.converged),
