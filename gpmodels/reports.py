@@ -150,19 +150,24 @@ def class_scopes(names: Sequence[str], param_classes: Sequence[Sequence[int] | N
                  class_names: Sequence[str]) -> list[str]:
     """Each hyperparameter name with the classes it acts on (``Operator.param_classes``):
     ``kernel0.log_w (class 1)``, ``log_variance0 (all classes)``, ``kernel1.log_w (classes 2, 3)``;
-    a name without classes is kept as it is."""
-    return [str(name) if cls is None else f"{name} ({_scope(cls, class_names)})"
+    a name without classes is kept as it is, and so is every name when there are no class names to give
+    (regression: one latent function)."""
+    return [str(name) if _scope(cls, class_names) is None else f"{name} ({_scope(cls, class_names)})"
             for name, cls in zip(names, param_classes)]
 
 
 def hyperparameter_classes(hyperparameters: Mapping[str, float], param_classes: Sequence[Sequence[int] | None],
                            class_names: Sequence[str]) -> dict[str, str]:
     """{name: the classes it acts on, in words} for the hyperparameters (in ``params`` order) that act on
-    particular classes, for metrics.json and report.md."""
-    return {name: _scope(cls, class_names) for name, cls in zip(hyperparameters, param_classes) if cls is not None}
+    particular classes, for metrics.json and report.md (none without class names: regression)."""
+    return {name: _scope(cls, class_names) for name, cls in zip(hyperparameters, param_classes)
+            if _scope(cls, class_names) is not None}
 
 
-def _scope(cls: Sequence[int], class_names: Sequence[str]) -> str:
+def _scope(cls: Sequence[int] | None, class_names: Sequence[str]) -> str | None:
+    """The classes ``cls`` in words; None for no classes, or for indices without a name (regression)."""
+    if cls is None or not len(cls) or max(cls) >= len(class_names):
+        return None
     if len(cls) == len(class_names) and len(cls) > 1:
         return "all classes"
     if len(cls) == 1:

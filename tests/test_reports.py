@@ -125,3 +125,10 @@ def test_hyperparameter_names_carry_the_classes_they_act_on():
     assert reports.hyperparameter_classes(groups.describe(), groups.param_classes(), names) == {
         "kernel0.w": "classes a, c", "kernel1.w": "class b", "variance0": "class a", "variance1": "class b",
         "variance2": "class c"}
+
+
+def test_hyperparameters_of_a_regression_keep_their_names():
+    """One latent function and no class names (a regression): no class labels, no error."""
+    assert reports.class_scopes(["kernel0.log_w", "log_variance0"], [(0,), (0,)], ()) == ["kernel0.log_w",
+                                                                                         "log_variance0"]
+    assert reports.hyperparameter_classes({"kernel0.w": 1.0}, [(0,)], ()) == {}
