@@ -188,6 +188,14 @@ class BlockDiagonal(Operator):
         C = self._C
         return [(rep, np.arange(C)[cls]) for rep, cls in zip(self._layout.reps, self._layout.classes)]
 
+    def kernel_groups(self) -> list[tuple[Representation, np.ndarray]]:
+        out = []
+        for rep, cls in self.rep_groups:
+            weights = np.zeros(self._C)
+            weights[cls] = self._class_v[cls]
+            out.append((rep, weights))
+        return out
+
     @property
     def class_variances(self) -> np.ndarray:
         """v_c per class, shape (C,)."""
