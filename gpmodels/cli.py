@@ -55,6 +55,8 @@ def _module_name(text: str) -> str:
 
 
 EXIT_INTERRUPTED = 130
+#: 128 + SIGPIPE, what a shell reports for a Unix tool stopped by a closed pipe
+EXIT_BROKEN_PIPE = 141
 
 EXIT_CODES = """exit codes:
   0    success
@@ -63,6 +65,7 @@ EXIT_CODES = """exit codes:
   130  interrupted (Ctrl-C); a CV learning checkpoint written so far is kept and resumed by the next run
   143  terminated (SIGTERM), 129 hung up (SIGHUP): handled as Ctrl-C (checkpoint kept, run.json final, lock
        released)
+  141  the reader of the output went away (`gpmodels predict ... | head`): stopped quietly, as Unix tools do
 """
 ENVIRONMENT = """environment variables:
   GPMODELS_DEBUG=1     show the traceback of an unforeseen error
@@ -438,6 +441,14 @@ def _handle_stop_signals() -> dict:
         if sig is not None:
             previous[sig] = signal.signal(sig, _raise_terminated)
     return previous
+def _silence_stdout() -> None:
+    """Point stdout at the null device, so that the interpreter's last flush of the buffered output into
+    the closed pipe raises nothing at exit (the recipe of Python's signal documentation, "SIGPIPE")."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):  # stdout is not a file descriptor (captured, replaced)
+        pass
 
 
 def main(argv=None) -> int:
@@ -456,6 +467,9 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:  # Ctrl-C: no traceback; checkpoints are written atomically, so the last one is kept
         print("gpmodels: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except BrokenPipeError:  # stdout's reader closed the pipe (`... | head`): nothing more can be shown
+        _silence_stdout()
+        return EXIT_BROKEN_PIPE
     except CheckpointError as exc:  # a file in the report folder, not a failure of the fit
         print(
             f"gpmodels: error: {_bounded(exc)} (pass --fresh or set `objective.cv.resume: never` to start afresh, "
