@@ -29,7 +29,7 @@ from gpmodels.hierarchy import ClassTree
 from gpmodels.inference.map.newton_cg import NewtonOptions
 from gpmodels.kernels.base import Kernel
 from gpmodels.kernels.factory import KERNEL_PARAMS, make_kernel
-from gpmodels.kernels.representations import RepresentationConfig
+from gpmodels.kernels.representations import RepresentationBuilder, RepresentationConfig
 from gpmodels.likelihoods.gaussian import Gaussian
 from gpmodels.likelihoods.hinge import SmoothedHinge
 from gpmodels.likelihoods.logistic import Logistic
@@ -315,12 +315,13 @@ def _load_gram(path: Path, key: str) -> np.ndarray:
     return G
 
 
-def build_representation(m: ModelSpec, engine: Engine | None = None) -> RepresentationConfig:
-    """The kernel-matrix representation of the spec's ``model.representation`` (on ``engine``)."""
+def build_representation(m: ModelSpec, engine: Engine | None = None) -> RepresentationBuilder:
+    """The kernel-matrix representation of the spec's ``model.representation``; an ``engine`` that
+    holds kernel matrices on its workers wraps it (``engine.representation``)."""
     r = m.representation
-    return RepresentationConfig(kind=r.kind, memory_mb=r.memory_mb, rank=r.rank, tol=r.tol, dtype=r.dtype,
-                                memory_gb=r.memory_gb, allow_lowrank=r.allow_lowrank, blocked_max_n=r.blocked_max_n,
-                                engine=engine)
+    config = RepresentationConfig(kind=r.kind, memory_mb=r.memory_mb, rank=r.rank, tol=r.tol, dtype=r.dtype,
+                                  memory_gb=r.memory_gb, allow_lowrank=r.allow_lowrank, blocked_max_n=r.blocked_max_n)
+    return config if engine is None else engine.representation(config)
 
 
 def build_engine_config(e: EngineSpec, scheduler: str | None = None) -> EngineConfig:
@@ -328,16 +329,17 @@ def build_engine_config(e: EngineSpec, scheduler: str | None = None) -> EngineCo
     overrides its address and implies ``type: dask``."""
     if scheduler is not None:
         e = attrs.evolve(e, type="dask", scheduler=scheduler)
-    return EngineConfig(type=e.type, scheduler=e.scheduler, n_workers=e.n_workers,
-                        threads_per_worker=e.threads_per_worker, memory_limit=e.memory_limit, processes=e.processes,
-                        distribute=e.distribute, block_rows=e.block_rows)
+    return EngineConfig(type=e.type, scheduler=e.scheduler, n_workers=e.n_workers, blas_threads=e.blas_threads,
+                        cores=e.cores, memory_gb=e.memory_gb, threads_per_worker=e.threads_per_worker,
+                        memory_limit=e.memory_limit, processes=e.processes, distribute=e.distribute,
+                        block_rows=e.block_rows)
 
 
 def build_prior(m: ModelSpec, X_train, base_dir: Path | None = None, *, tree: ClassTree | None = None,
                 engine: Engine | None = None):
     """The prior factory of ``model``: the builder registered under ``model.prior`` (or imported from
-    ``package.module:builder``) applied to a :class:`PriorContext`; ``engine`` (one that distributes
-    kernel matrices) goes into the representation."""
+    ``package.module:builder``) applied to a :class:`PriorContext`; ``engine`` builds the
+    representation when it holds kernel matrices on its workers."""
     builder = resolve_prior(m.prior, allow_import=m.allow_import)
     ctx = PriorContext(name=m.prior, options=dict(m.prior_options or {}), model=m,
                        kernel=build_kernel(m.kernel, X_train, base_dir), representation=build_representation(m, engine),

@@ -473,14 +473,15 @@ CVSpec = options_section(
           "lower": "lower bound of every log-space hyperparameter",
           "upper": "upper bound of every log-space hyperparameter",
           "inner_tolerances": "`adaptive`: refit and accumulation tolerances loosened far from the optimum "
-                              "(`gpmodels.inference.cv.tolerances`); `fixed`: the configured ones throughout",
-          "fold_workers": "folds of an evaluation computed at once (BLAS threads split between them)",
-          "fold_parallelism": "`processes` (worker processes started once per learning run) or `threads` "
-                              "(which the GIL keeps from running at once)"},
+                              "(`gpmodels.inference.cv.tolerances`); `fixed`: the configured ones throughout"},
     check=_check_cv,
     removed={
         "multiclass": "one-vs-rest is its own objective: write `objective.type: one_vs_rest` (it takes these "
-        "`objective.cv` settings); the joint softmax model is `objective.type: cv`"
+        "`objective.cv` settings); the joint softmax model is `objective.type: cv`",
+        "fold_workers": "where the folds run is the engine's choice: drop the key (the default `engine: {type: "
+        "auto}` sizes the workers from the cores) or write `engine: {type: processes, n_workers: N}`",
+        "fold_parallelism": "where the folds run is the engine's choice: `engine: {type: processes}` or "
+        "`{type: local, n_workers: N}` (threads)",
     },
     moved={"k1": "newton.max_iter", "k2": "newton.cg_max_iter", "grad_tol": "newton.grad_tol",
            **{k: f"outer.{k}" for k in _CV_OUTER}},
@@ -692,13 +693,25 @@ SCHEDULER_PATTERN = re.compile(r"^(tcp|tls|ucx|inproc)://[^\s/]+$")
 
 @attrs.frozen
 class EngineSpec(Node):
-    """Where the work runs: in this process, or on a Dask cluster (`pip install gpmodels[dask]`)."""
+    """Where independent work (CV folds, one-vs-rest models, study rows) runs: sized from the cores
+    (`auto`), in this process, on worker processes, or on a Dask cluster (`pip install gpmodels[dask]`)."""
 
-    type: str = option("local", kind="str", choices=ENGINE_TYPES,
-                       doc="`local`: this process; `dask`: a dask.distributed cluster (CLI `--scheduler` implies it)")
+    type: str = option("auto", kind="str", choices=ENGINE_TYPES,
+                       doc="`auto`: workers and BLAS threads sized from the usable cores and the memory; `local`: "
+                       "this process (`n_workers` threads); `processes`: worker processes; `dask`: a "
+                       "dask.distributed cluster (CLI `--scheduler` implies it)")
+    n_workers: int | None = option(None, kind="int", minimum=1, maximum=1024,
+                                   doc="workers: threads (`local`), processes (`processes`), LocalCluster workers "
+                                   "(`dask`); null: 1 for `local`, else the cores")
+    blas_threads: int | None = option(None, kind="int", minimum=1, maximum=1024,
+                                      doc="BLAS threads of each worker (null: the cores over the workers)")
+    cores: int | None = option(None, kind="int", minimum=1, maximum=65536,
+                               doc="cores to use (null: those this process may run on, `os.sched_getaffinity`)")
+    memory_gb: float | None = option(None, kind="float", exclusive_minimum=0.0, maximum=1_048_576.0,
+                                     doc="`auto`: memory the workers may take together (null: 80 % of the "
+                                     "available memory)")
     scheduler: str | None = option(None, kind="str", allowed="null or tcp://host:port",
                                    doc="address of a running `dask scheduler`; null starts a LocalCluster for the run")
-    n_workers: int = option(2, kind="int", minimum=1, maximum=1024, doc="LocalCluster: worker processes")
     threads_per_worker: int = option(1, kind="int", minimum=1, maximum=1024, doc="LocalCluster: threads per worker")
     memory_limit: str = option("auto", kind="str", doc="LocalCluster: memory per worker (`4GiB`, `auto`)")
     processes: bool = option(True, kind="bool", doc="LocalCluster: workers are processes (false: threads)")

@@ -89,7 +89,7 @@ class StudySpec(Node):
         spec = Spec(name=entry.name, description=self.description, seed=self.seed, data=self.data, model=entry.model,
                     objective=entry.objective, evaluation=self.evaluation,
                     output=OutputSpec(dir=str(Path(out_dir) / entry.name)),
-                    engine=EngineSpec() if rows_as_tasks else self.engine)
+                    engine=EngineSpec(type="local") if rows_as_tasks else self.engine)
         spec.check("")
         return spec
 

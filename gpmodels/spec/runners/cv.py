@@ -27,6 +27,7 @@ import scipy.sparse as sp
 
 from gpmodels.data.datasets import Dataset
 from gpmodels.data.splits import kfold_partition
+from gpmodels.engine.base import LocalEngine
 from gpmodels.errors import SpecError
 from gpmodels.inference.cv.criterion import CVOptions
 from gpmodels.inference.cv.learn import Checkpointing, LearnOptions, fit_learned, learn_hyperparameters
@@ -48,16 +49,12 @@ __all__ = ["run_cv", "build_learn_options", "cv_partition", "checkpoint_identity
            "learning_metrics"]
 
 
-def build_learn_options(o: ObjectiveSpec, engine=None) -> LearnOptions:
+def build_learn_options(o: ObjectiveSpec) -> LearnOptions:
     """LearnOptions from the objective section: one Ψ evaluation from ``o.cv`` (its refits from
     ``o.cv.newton``), the outer optimiser from ``o.cv.outer``, the final fit from ``o.newton``; the
-    inner method of both is ``o.method``.  With an ``engine`` that holds the kernel matrices on its
-    workers, folds run on threads (``fold_parallelism``): a forked fold process must not share the
-    engine's client connection."""
+    inner method of both is ``o.method``."""
     c = o.cv
     cv = c.options(CVOptions, method=o.method)
-    if engine is not None and engine.distributes_gram:
-        cv = attrs.evolve(cv, fold_parallelism="threads")
     return LearnOptions(cv=cv, outer=c.outer.options(), final=build_newton_options(o), final_method=o.method,
                         lower=c.lower, upper=c.upper, inner_tolerances=c.inner_tolerances)
 
@@ -128,7 +125,7 @@ def run_cv(spec: Spec, data: Dataset, base_dir: Path | None, say, *, engine=None
             )
         prior = attrs.evolve(prior, learn_sigma2=True)
     likelihood = build_likelihood(resolved.model)
-    options = build_learn_options(resolved.objective, engine)
+    options = build_learn_options(resolved.objective)
     folds = cv_partition(resolved, data.y_train)
     checkpoint = None
     if c.checkpoint:
@@ -141,8 +138,7 @@ def run_cv(spec: Spec, data: Dataset, base_dir: Path | None, say, *, engine=None
     say(f"learning {op.params.size} hyperparameters by {c.folds}-fold CV ({', '.join(op.param_names)})")
     with say.bar(None, "CV outer iterations") as bar:
         res = learn_hyperparameters(op, likelihood, Y, folds, options, checkpoint=checkpoint,
-                                    on_iteration=iteration_reporter(say, bar),
-                                    map_folds=engine.map if engine is not None and engine.maps_tasks else None)
+                                    on_iteration=iteration_reporter(say, bar), engine=engine or LocalEngine())
     if res.resumed_from is not None:
         say(f"resumed from the checkpoint of outer iteration {res.resumed_from}")
     learn_s = time.perf_counter() - t
