@@ -153,5 +153,11 @@ def run_one_vs_rest(spec: Spec, data: Dataset, base_dir: Path | None, say, *, en
                                       np.stack([np.asarray(m.operator.params, dtype=float) for m in ovr.models]),
                                       data.classes, data.scaler, zero_based=data.zero_based)
 
+    if resolved.objective.learn:
+        gradients = {"Psi": ("max |∇Ψ| (projected)", {f"class {name}": [x.grad_norm for x in r.history]
+                                                      for name, r in zip(names, ovr.learned)})}
+    else:
+        gradients = {"Phi": ("gradient RMS of Φ", {f"class {name}": list(m.result.diagnostics.grad_norm)
+                                                   for name, m in zip(names, ovr.models)})}
     return RunOutcome(metrics, P, diagnostics, resolved, save=save, traces=traces,
-                      trace_units={"Psi": "outer iteration", "Phi": "Newton iteration"})
+                      trace_units={"Psi": "outer iteration", "Phi": "Newton iteration"}, trace_gradients=gradients)
