@@ -166,7 +166,7 @@ class GPClassifier(ClassifierMixin, BaseEstimator):
     def _class_order(self, prior, classes) -> np.ndarray:
         """perm: class k of ``classes_`` is column perm[k] of the operator.  A prior that orders the classes
         (a class tree's leaves, ``class_names``) needs the labels to be those names."""
-        names = prior.class_names
+        names = getattr(prior, "class_names", None)  # optional: declared by priors that order the classes
         if names is None:
             return np.arange(classes.size)
         labels = [str(c) for c in classes]
