@@ -84,13 +84,17 @@ class Kernel(Parameterised):
         return central_differences(self.params, lambda t: np.sum(self.with_params(t).gram(X1, X2) * G),
                                    FD_STEP_KERNEL)
 
+    #: whether M = X X^T (the linear kernel): it can be applied as X (X^T B) without forming M
+    is_linear: bool = False
+
     @property
     def has_sq_dist_form(self) -> bool:
         """Whether M is a function of the squared distances D_ab = ||x_a - x_b||^2 alone (isotropic
         stationary shapes, constants and their sums and products): then ``gram_from_sq_dists`` and
         ``grad_contract_from_sq_dists`` give M and its contraction from D, and a stored matrix keeps D
-        to rebuild M at new parameters (:class:`~gpmodels.kernels.representations.SqDistCache`)."""
-        return False
+        to rebuild M at new parameters (:class:`~gpmodels.kernels.representations.SqDistCache`).
+        Default: whether the class defines ``gram_from_sq_dists``; compositions say it from their terms."""
+        return type(self).gram_from_sq_dists is not Kernel.gram_from_sq_dists
 
     @property
     def param_bounds(self) -> np.ndarray:

@@ -270,6 +270,10 @@ class Constrained(Kernel):
         return self.kernel.supports_sparse
 
     @property
+    def is_linear(self) -> bool:
+        return self.kernel.is_linear
+
+    @property
     def has_sq_dist_form(self) -> bool:
         return self.kernel.has_sq_dist_form
 

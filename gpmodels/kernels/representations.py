@@ -447,7 +447,7 @@ class FeatureGram(Representation, FeatureCross):
 
     def __init__(self, X, kernel: Kernel | None = None):
         kernel = Linear() if kernel is None else kernel
-        if not isinstance(kernel, Linear):
+        if not kernel.is_linear:
             raise InputError("the 'features' representation is for the linear kernel only; "
                              f"got {type(kernel).__name__}")
         self.X, self.kernel = X, kernel
@@ -645,7 +645,7 @@ class RepresentationConfig(RepresentationBuilder):
             dtype = self.dtype or "float64"
             return RepresentationChoice(self.kind, dtype if self.kind == "stored" else "float64",
                                         "given in the configuration", 0, n_matrices, None)
-        return choose_representation(n, n_matrices, linear=isinstance(kernel, Linear), budget_bytes=self.budget_bytes(),
+        return choose_representation(n, n_matrices, linear=kernel.is_linear, budget_bytes=self.budget_bytes(),
                                      dtype=self.dtype, allow_lowrank=self.allow_lowrank, rank=self.rank,
                                      blocked_max_n=self.blocked_max_n, blocked_memory_mb=self.memory_mb)
 
@@ -687,4 +687,4 @@ class RepresentationConfig(RepresentationBuilder):
         """Whether this configuration keeps an exact full matrix of ``kernel`` (``stored``,
         ``blocked``, or ``auto`` for a kernel without a feature form): what an engine may hold on
         its workers instead."""
-        return self.kind in ("stored", "blocked") or (self.kind == "auto" and not isinstance(kernel, Linear))
+        return self.kind in ("stored", "blocked") or (self.kind == "auto" and not kernel.is_linear)
