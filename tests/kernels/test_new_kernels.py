@@ -10,6 +10,7 @@ from oracles import block_diagonal_dense, cv_fd_gradient, naive_gram, nystrom_gr
 from gpmodels.data.splits import kfold_partition
 from gpmodels.errors import InputError
 from gpmodels.inference.cv.criterion import CVOptions, cv_criterion
+from gpmodels.inference.map.exact_newton import ExactNewton
 from gpmodels.inference.map.model import fit_map
 from gpmodels.inference.map.newton_cg import NewtonOptions
 from gpmodels.inference.marginal.laplace import LaplaceOptions, laplace_mlm
@@ -163,7 +164,7 @@ def test_matern_half_is_exactly_one_on_the_diagonal_of_row_blocks():
 
 # ----------------------------------------------------------------------------- the learners' gradients
 TIGHT = NewtonOptions(max_iter=100, cg_max_iter=600, cg_tol=1e-14, cg_forcing=0.0, grad_tol=1e-12, phi_rtol=0.0)
-EXACT = CVOptions(newton=TIGHT, method="exact", fail_tol=1e-8)
+EXACT = CVOptions(newton=TIGHT, solver="exact", fail_tol=1e-8)
 
 
 @pytest.mark.parametrize("rep", ["stored", "blocked"])
@@ -261,7 +262,7 @@ def test_a_scikit_learn_constant_times_rbf_gives_the_native_fit():
     for name, kernel in [("native", Constant(2.0) * RBF(1.0 / 1.5**2)), ("mapped", from_sklearn(sk)),
                          ("generic", from_sklearn(sk, native=False))]:
         op = IndependentGP(kernel, "separate", 1.0, 1.0).operator(X, 3)
-        fits[name] = fit_map(op, Softmax(), Y, TIGHT, method="exact").result
+        fits[name] = fit_map(op, Softmax(), Y, ExactNewton(TIGHT)).result
     assert fits["mapped"].phi == fits["native"].phi
     assert abs(fits["generic"].phi - fits["native"].phi) <= 1e-10
     np.testing.assert_allclose(fits["generic"].alpha, fits["native"].alpha, atol=1e-9)
