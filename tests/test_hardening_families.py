@@ -78,7 +78,7 @@ def test_echo_no_message_quotes_a_token_of_a_data_file(tmp_path_factory, secret,
         assert secret not in text
 
 
-@SETTINGS
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(_secret, st.sampled_from(["{s}\n", "root\t{s}\n{s}\n", "a\tb\tc{s}\n", "{s}:x:0:0::/root:/bin/sh\n"]))
 def test_echo_a_hierarchy_file_is_never_quoted_through_the_cli(tmp_path_factory, secret, template):
     folder = tmp_path_factory.mktemp("hier")
