@@ -13,7 +13,7 @@ from pathlib import Path
 
 from gpmodels.data.labels import InputFormat
 from gpmodels.data.scaling import FeatureScaler
-from gpmodels.errors import DataError, GPModelsError, SpecError
+from gpmodels.errors import DataError, GPModelsError, SpecError, described
 from gpmodels.hierarchy import ClassTree
 from gpmodels.persistence import (
     MODEL_FILE,
@@ -133,7 +133,8 @@ def load_model(model_dir, *, allow_import=()):
     model_dir = Path(model_dir)
     kind, arrays = load_arrays(model_dir)
     if kind not in LOADERS:
-        raise DataError(f"{model_dir}: unknown model kind {kind[:50]!r}; this gpmodels reads {sorted(LOADERS)}")
+        raise DataError(f"{model_dir}: {MODEL_FILE} names a model kind ({described(kind)}) that is none of "
+                        f"{sorted(LOADERS)}, the kinds this gpmodels reads")
     spec_path = model_dir / SPEC_FILE
     if not spec_path.is_file():
         raise DataError(f"{model_dir} holds no {SPEC_FILE}; a model folder needs both {MODEL_FILE} and {SPEC_FILE}")
