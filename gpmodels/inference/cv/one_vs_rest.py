@@ -105,19 +105,18 @@ def learn_binary_task(
     *,
     checkpoint: Checkpointing | None = None,
     on_iteration=None,
-    on_fit: Callable[[NewtonStep], None] | None = None,
     engine: Engine | None = None,
 ) -> tuple[MAPModel, LearnResult]:
     """Task c ('class c' against the rest): learn its hyperparameters by Ψ from ``binary_op``'s,
     then the final fit.  ``checkpoint`` is used as given (see :func:`task_checkpoint`);
-    ``on_iteration(record)`` reports the outer iterations, ``on_fit(step)`` the final fit;
-    ``engine``: where the folds run (as in :func:`learn_hyperparameters`)."""
+    ``on_iteration(record)`` reports the outer iterations; ``engine``: where the folds run (as in
+    :func:`learn_hyperparameters`)."""
     opts = options or LearnOptions()
     Yc = binary_targets(y, c)
     res = learn_hyperparameters(
         binary_op, likelihood, Yc, folds, opts, checkpoint=checkpoint, on_iteration=on_iteration, engine=engine
     )
-    return fit_learned(res, likelihood, Yc, opts, on_iteration=on_fit), res
+    return fit_learned(res, likelihood, Yc, opts), res
 
 
 def fit_binary_task(binary_op: Operator, likelihood: Likelihood, y, c: int, options: NewtonOptions | None = None, *,
