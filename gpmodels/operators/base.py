@@ -167,6 +167,14 @@ class Operator(Parameterised):
     #: True when K is block-diagonal over classes (K_{ic,jc'} = 0 for c != c'); lets Newton-CG
     #: use the cheap diagonal preconditioner formula of Seeger 2008, App. B.
     is_class_diagonal: bool = False
+    #: True when the operator carries intercepts b = σ² Σ_i α_i (Sec. 5.1.1): see :meth:`intercepts`.
+    has_intercept: bool = False
+    #: True for K = Σ_m θ_m K_m with components ``ops`` and weights ``weights`` (kernel-weight learning)
+    is_kernel_sum: bool = False
+
+    def intercepts(self, alpha) -> np.ndarray | None:
+        """The intercepts b (C,) of the dual vector α (n, C), or None without ``has_intercept``."""
+        return None
 
     # ------------------------------------------------------------------ must be defined
     @property
@@ -239,6 +247,14 @@ class Operator(Parameterised):
 
         Generic default: None (preconditioners that need it fall back to the diagonal).
         """
+        return None
+
+    def kernel_groups(self) -> list[tuple[object, np.ndarray]] | None:
+        """K = Σ_r M_r ⊗ diag(w_r) over distinct kernel matrices M_r: per M_r its representation
+        (``mvm``: B (n, m) -> M_r B) and its class weights w_r, shape (C,) (v_c > 0 on the classes
+        that use M_r, 0 elsewhere), when K is block-diagonal over classes with shared matrices;
+        None otherwise (default).  A composite around K may then regroup its GEMMs (ANOVA's
+        merged MVM)."""
         return None
 
     def _grad_trace(self, E: np.ndarray, F: np.ndarray) -> np.ndarray:
@@ -353,6 +369,12 @@ class Operator(Parameterised):
     def describe(self) -> dict:
         """Hyperparameters by name, in natural units where the name says ``log_``."""
         return natural_values(self.param_names, self.params)
+
+    def param_classes(self) -> tuple[tuple[int, ...] | None, ...]:
+        """Per hyperparameter (the order of ``params``), the indices of the classes whose covariance it
+        scales or shapes, or None where it is not tied to particular classes; reports label hyperparameters
+        with these classes' names.  Default: None for every hyperparameter."""
+        return (None,) * self.params.size
 
 
 class Composite(Operator):

@@ -19,6 +19,8 @@ __all__ = ["Intercept"]
 class Intercept(Composite):
     """K̃ = K + σ² 1 1^T per class, around any operator K."""
 
+    has_intercept = True
+
     def __init__(self, inner: Operator, sigma2: float, learn: bool = False):
         self.inner = inner
         self.sigma2 = check_positive("sigma2 (intercept variance)", sigma2)
@@ -73,6 +75,11 @@ class Intercept(Composite):
     def param_names(self):
         names = self.inner.param_names
         return names + ("log_sigma2",) if self.learn else names
+
+    def param_classes(self):
+        """The inner operator's, then None for σ² (it acts on every class) when learned."""
+        inner = self.inner.param_classes()
+        return inner + (None,) if self.learn else inner
 
     @property
     def param_bounds(self):

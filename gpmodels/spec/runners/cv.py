@@ -2,7 +2,7 @@
 
 Settings come from ``objective.cv`` (learning: the partition, k3 and tolerances, the refits'
 Newton–CG in ``objective.cv.newton``, the outer optimiser in ``objective.cv.outer``),
-``objective.newton`` (the final fit) and ``objective.method`` (``newton_cg`` or ``exact``).  The model is the joint
+``objective.newton`` (the final fit) and ``objective.solver`` (``newton-cg`` or ``exact``).  The model is the joint
 softmax over all classes (the sharing mode
 ``model.sharing`` gives mc-tied / mc-semi / mc-sep); one-vs-rest is its own objective
 (``run_one_vs_rest.py``), which shares the helpers here.
@@ -32,6 +32,7 @@ from gpmodels.errors import SpecError
 from gpmodels.inference.cv.criterion import CVOptions
 from gpmodels.inference.cv.learn import Checkpointing, LearnOptions, fit_learned, learn_hyperparameters
 from gpmodels.optimize.checkpoint import digest_array
+from gpmodels.reports import class_scopes, hyperparameter_classes
 from gpmodels.spec.build import (
     build_likelihood,
     build_newton_options,
@@ -52,10 +53,10 @@ __all__ = ["run_cv", "build_learn_options", "cv_partition", "checkpoint_identity
 def build_learn_options(o: ObjectiveSpec) -> LearnOptions:
     """LearnOptions from the objective section: one Ψ evaluation from ``o.cv`` (its refits from
     ``o.cv.newton``), the outer optimiser from ``o.cv.outer``, the final fit from ``o.newton``; the
-    inner method of both is ``o.method``."""
+    inner solver of both is ``o.solver``."""
     c = o.cv
-    cv = c.options(CVOptions, method=o.method)
-    return LearnOptions(cv=cv, outer=c.outer.options(), final=build_newton_options(o), final_method=o.method,
+    cv = c.options(CVOptions, solver=o.solver)
+    return LearnOptions(cv=cv, outer=c.outer.options(), final=build_newton_options(o), final_solver=o.solver,
                         lower=c.lower, upper=c.upper, inner_tolerances=c.inner_tolerances)
 
 
@@ -77,7 +78,7 @@ def checkpoint_identity(resolved: Spec, data: Dataset) -> dict:
     """What a checkpoint must match: the learning-relevant spec and the training data."""
     d = resolved.to_dict()
     cv = {k: v for k, v in d["objective"]["cv"].items() if k not in ("checkpoint", "resume")}
-    return {"seed": d["seed"], "data": d["data"], "model": d["model"], "method": d["objective"]["method"], "cv": cv,
+    return {"seed": d["seed"], "data": d["data"], "model": d["model"], "solver": d["objective"]["solver"], "cv": cv,
             "train": _data_digest(data.X_train, data.y_train)}
 
 
@@ -117,13 +118,13 @@ def run_cv(spec: Spec, data: Dataset, base_dir: Path | None, say, *, engine=None
     tree = build_tree(spec, data, base_dir)
     prior = build_prior(resolved.model, data.X_train, base_dir, tree=tree, engine=engine)
     if c.learn_sigma2:
-        if not (attrs.has(type(prior)) and "learn_sigma2" in attrs.fields_dict(type(prior))):
+        if not getattr(prior, "can_learn_sigma2", False):  # optional in the prior protocol
             raise SpecError(
                 f"prior {spec.model.prior!r} has no `learn_sigma2` setting; learn σ² inside the prior "
                 "(e.g. Intercept(op, σ², learn=True)) and drop this key",
                 "objective.cv.learn_sigma2",
             )
-        prior = attrs.evolve(prior, learn_sigma2=True)
+        prior = prior.learning_sigma2()
     likelihood = build_likelihood(resolved.model)
     options = build_learn_options(resolved.objective)
     folds = cv_partition(resolved, data.y_train)
@@ -155,6 +156,8 @@ def run_cv(spec: Spec, data: Dataset, base_dir: Path | None, say, *, engine=None
     P, predictive = predict_test_set(spec, model, data.X_test, data.y_test, say)
     metrics.update(predictive)
     metrics.update({f"hyper.{k}": v for k, v in res.hyperparameters().items()})
+    metrics.update({f"hyper_scope.{k}": v for k, v in hyperparameter_classes(
+        res.hyperparameters(), model.operator.param_classes(), data.classes).items()})
     metrics.update(
         {"psi_start": res.history[0].value, "psi_learned": res.psi, "final_newton_iterations": diag.iterations,
          "final_mvm_count": diag.mvm_count, "final_converged": bool(diag.converged),
@@ -175,4 +178,6 @@ def run_cv(spec: Spec, data: Dataset, base_dir: Path | None, say, *, engine=None
     return RunOutcome(metrics, P, diagnostics, resolved,
                       save=map_saver(data, model.operator, likelihood, model.alpha, tree=tree),
                       traces={"Psi": [r.value for r in res.history]}, trace_units={"Psi": "outer iteration"},
-                      paths=(tuple(res.names), np.array([r.x for r in res.history])))
+                      trace_gradients={"Psi": ("max |∇Ψ| (projected)", [r.grad_norm for r in res.history])},
+                      paths=(tuple(class_scopes(res.names, model.operator.param_classes(), data.classes)),
+                             np.array([r.x for r in res.history])))
