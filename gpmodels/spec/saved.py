@@ -27,6 +27,7 @@ from gpmodels.persistence import (
 )
 from gpmodels.spec.build import build_binary_operator, build_kernel, build_likelihood, build_operator
 from gpmodels.spec.loader import read_yaml, spec_from_dict
+from gpmodels.spec.output import read_identity
 
 __all__ = ["load_model", "LOADERS"]
 
@@ -127,6 +128,11 @@ def load_model(model_dir, *, allow_import=()):
     The folder's ``spec.resolved.yaml`` runs no code: a ``model.prior: module:builder`` path in it is
     imported only when its module is in ``allow_import`` (``gpmodels predict --allow-import``)."""
     model_dir = Path(model_dir)
+    ident = read_identity(model_dir)
+    if ident is not None and not (model_dir / MODEL_FILE).is_file():
+        raise DataError(f"{model_dir} holds the report of run {ident.get('name')!r} (objective "
+                        f"{ident.get('objective')!r}), which saved no {MODEL_FILE}: there is no model for this run "
+                        "to predict with")
     kind, arrays = load_arrays(model_dir)
     if kind not in LOADERS:
         raise DataError(f"{model_dir}: unknown model kind {kind[:50]!r}; this gpmodels reads {sorted(LOADERS)}")
