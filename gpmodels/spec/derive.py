@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 import re
+import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -182,16 +183,14 @@ class OptionsSection(Node):
 
 
 def options_section(name: str, doc: str, parts: Sequence[Part], *, nested: Sequence[tuple] = (),
-                    extra: Sequence[tuple] = (), docs: dict | None = None, check: Callable | None = None,
-                    removed: dict | None = None, moved: dict | None = None,
-                    module: str = "gpmodels.spec.sections") -> type:
+                    extra: Sequence[tuple] = (), docs: dict | None = None, check: Callable | None = None) -> type:
     """A frozen :class:`OptionsSection` subclass named ``name`` (module docstring).
 
     ``nested``: (key, section class, doc) of nested options fields (e.g. ``CVOptions.newton``);
     ``extra``: (key, option(...)) of spec-only keys, listed first (what the runner uses besides the
     options object); ``docs``: key -> doc line for fields without ``metadata["doc"]``; ``check``:
-    cross-key rules (self, path); ``removed`` / ``moved``: ``REMOVED_KEYS`` / ``MOVED_KEYS``;
-    ``module``: the module that exports the class (its ``__module__``).
+    cross-key rules (self, path).  The class's ``__module__`` is the caller's, so that it pickles by
+    reference like a class written out there.
     """
     docs = docs or {}
     these: dict = {}
@@ -207,10 +206,9 @@ def options_section(name: str, doc: str, parts: Sequence[Part], *, nested: Seque
                 these[f.name] = opt
     for key, cls, text in nested:
         these[key] = option(cls, kind="node", node=cls, doc=text)
-    body = {"__doc__": doc, "PARTS": tuple(parts), "NESTED": nested_map, "EXTRA_CHECK": check,
-            "REMOVED_KEYS": dict(removed or {}), "MOVED_KEYS": dict(moved or {})}
+    body = {"__doc__": doc, "PARTS": tuple(parts), "NESTED": nested_map, "EXTRA_CHECK": check}
     cls = attrs.make_class(name, these, bases=(OptionsSection,), frozen=True)
     for k, v in body.items():
         setattr(cls, k, staticmethod(v) if k == "EXTRA_CHECK" and v is not None else v)
-    cls.__module__ = module
+    cls.__module__ = sys._getframe(1).f_globals["__name__"]
     return cls

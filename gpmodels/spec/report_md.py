@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gpmodels.spec.sections import Spec
+from gpmodels.spec.sections.spec import Spec
 
 __all__ = ["write_report_md", "REPORT_FILE"]
 

@@ -4,7 +4,7 @@ The driver only: each objective type has a runner in ``RUNNERS`` (``objective.ty
 explicit table of :mod:`gpmodels.spec.runners`); a runner gets the
 spec, the loaded data and ``say``, a :class:`~gpmodels.progress.Console` (``say(msg)`` prints a
 message, ``say.bar(...)`` opens a progress bar; both may be off), and returns a
-:class:`RunOutcome`: its own metrics,
+:class:`~gpmodels.spec.outcome.RunOutcome`: its own metrics,
 the test-set predictive probabilities when it has them (then error, log-loss, prec and the
 error-reject curve are added here), a diagnostics dict and the resolved spec.
 
@@ -37,15 +37,14 @@ from gpmodels.progress import Console
 from gpmodels.scoring import metrics as M
 from gpmodels.spec.build import build_data, build_engine_config, build_tree, check_files, resolve_path
 from gpmodels.spec.loader import dump_yaml, grant_imports
-from gpmodels.spec.outcome import Runner, RunOutcome, map_saver
+from gpmodels.spec.outcome import Runner
 from gpmodels.spec.output import claim_output, spec_digest
 from gpmodels.spec.report_md import write_report_md
 from gpmodels.spec.runners import RUNNERS as BUILTIN_RUNNERS
-from gpmodels.spec.runners.map import run_em, run_map  # noqa: F401  (they lived here; kept reachable)
-from gpmodels.spec.sections import Spec
+from gpmodels.spec.sections.spec import Spec
 
-__all__ = ["run_spec", "output_dir", "RunOutcome", "RUNNERS", "register_runner", "map_saver", "run_identity",
-           "package_version", "provenance", "LOG_FILE"]
+__all__ = ["run_spec", "output_dir", "RUNNERS", "register_runner", "run_identity", "package_version", "provenance",
+           "start_log", "LOG_FILE"]
 
 #: the run's messages, plain text (one line each, UTC time first), in the report folder
 LOG_FILE = "run.log"

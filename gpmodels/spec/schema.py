@@ -175,13 +175,7 @@ def _join(path: str, key: str) -> str:
 
 
 class Node:
-    """Base of spec classes: build from a plain dict with checks; back to a plain dict.
-
-    A subclass may list keys it no longer takes in a class attribute ``REMOVED_KEYS`` (key ->
-    what to write instead); such a key is an error that says so, not an unknown key.  Keys that
-    moved go in ``MOVED_KEYS`` (key -> the new path relative to this section, a tuple of
-    alternatives, or a function of the section's dict giving either): "objective.k1: moved: write
-    it as objective.newton.max_iter"."""
+    """Base of spec classes: build from a plain dict with checks; back to a plain dict."""
 
     @classmethod
     def spec_fields(cls):
@@ -192,15 +186,7 @@ class Node:
         if not isinstance(data, dict):
             raise SpecError(f"must be a mapping of keys to values; got {_kind_of(data)}", path)
         fields = {f.name: f for f in cls.spec_fields()}
-        removed = getattr(cls, "REMOVED_KEYS", {})
-        moved = getattr(cls, "MOVED_KEYS", {})
         for key in data:
-            if key in removed:
-                raise SpecError(f"was removed: {removed[key]}", _join(path, str(key)))
-            if key in moved and key not in fields:
-                new = moved[key](data) if callable(moved[key]) else moved[key]
-                new = (new,) if isinstance(new, str) else new
-                raise SpecError(f"moved: write it as {' or '.join(_join(path, n) for n in new)}", _join(path, str(key)))
             if not isinstance(key, str) or key not in fields:
                 allowed = f"(allowed: {', '.join(fields)})"
                 if not (isinstance(key, str) and _KEY_NAME.match(key)):
@@ -301,13 +287,4 @@ def reference_markdown(
             if meta["node"] is not None:
                 queue.append((_join(path, f.name), meta["node"]))
         lines.append("")
-        moved = getattr(cls, "MOVED_KEYS", {})
-        if moved:
-            lines += ["Keys of the old layout, refused with the place they moved to:", "", "| old key | write it as |",
-                      "| --- | --- |"]
-            for key, new in moved.items():
-                new = new({}) if callable(new) else new
-                new = (new,) if isinstance(new, str) else new
-                lines.append(f"| `{_join(path, key)}` | {' or '.join(f'`{_join(path, n)}`' for n in new)} |")
-            lines.append("")
     return "\n".join(lines)

@@ -8,7 +8,7 @@ from gpmodels.inference.cv.criterion import CVOptions
 from gpmodels.inference.map.newton_cg import NewtonOptions
 from gpmodels.spec.derive import Part, options_section
 from gpmodels.spec.schema import option, reference_markdown
-from gpmodels.spec.sections import CVSpec, NewtonSpec, ObjectiveSpec
+from gpmodels.spec.sections.objective import CVSpec, NewtonSpec, ObjectiveSpec
 from gpmodels.validation import boolean, integer, number, one_of, optional, positive_number
 
 
@@ -96,14 +96,14 @@ def test_the_objective_sections_follow_their_classes():
 
 
 @pytest.mark.parametrize("data, path, message", [
-    ({"k1": 5}, "objective.k1", "moved: write it as objective.newton.max_iter"),
-    ({"em_rtol": 1e-3}, "objective.em_rtol", "moved: write it as objective.em.rtol"),
-    ({"type": "vb", "tol": 1e-3}, "objective.tol", "objective.vb.learn_tol or objective.mkl.tol"),
-    ({"type": "mkl", "max_iter": 3}, "objective.max_iter", "moved: write it as objective.mkl.max_iter$"),
-    ({"cv": {"grad_tol": 1e-4}}, "objective.cv.grad_tol", "moved: write it as objective.cv.newton.grad_tol"),
-    ({"cv": {"memory": 4}}, "objective.cv.memory", "moved: write it as objective.cv.outer.memory"),
+    ({"k1": 5}, "objective.k1", r"unknown key 'k1' \(allowed: type, method, learn, newton, em, cv"),
+    ({"metod": "exact"}, "objective.metod", "unknown key 'metod'; did you mean 'method'"),
+    ({"type": "mkl", "max_iter": 3}, "objective.max_iter", r"unknown key 'max_iter' \(allowed: type,"),
+    ({"cv": {"fold": 3}}, "objective.cv.fold", "unknown key 'fold'; did you mean 'folds'"),
+    ({"cv": {"memory": 4}}, "objective.cv.memory", r"unknown key 'memory' \(allowed: folds,"),
+    ({"newton": {"max_iters": 3}}, "objective.newton.max_iters", "unknown key 'max_iters'; did you mean 'max_iter'"),
 ])
-def test_old_flat_keys_name_their_new_place(data, path, message):
+def test_unknown_objective_keys_name_the_allowed_ones_and_the_nearest(data, path, message):
     with pytest.raises(SpecError, match=message) as err:
         ObjectiveSpec.from_dict(data, "objective")
     assert err.value.path == path

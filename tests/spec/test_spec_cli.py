@@ -71,7 +71,7 @@ def test_svmlight_split_and_sparse_linear(tmp_path):
     (lambda d: d["model"].update(variance=-1.0), "model.variance", "> 0"),
     (lambda d: d["model"]["kernel"].update(degree=2), "model.kernel.degree", "not used by kernel type 'rbf'"),
     (lambda d: d["objective"]["newton"].update(max_iter=2.5), "objective.newton.max_iter", "integer"),
-    (lambda d: d["objective"].update(k1=20), "objective.k1", "moved: write it as objective.newton.max_iter"),
+    (lambda d: d["objective"].update(k1=20), "objective.k1", "unknown key 'k1'"),
     (lambda d: d["data"].update(dataset="satimage"), "data.dataset", "exactly one"),
     (lambda d: d.pop("model"), "model", "missing required key"),
     (lambda d: d["model"]["kernel"].pop("w"), "model.kernel.w", "needs `w`"),

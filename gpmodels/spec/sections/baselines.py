@@ -26,7 +26,7 @@ def _check_cs(self, path):
 CrammerSingerSpec = options_section(
     "CrammerSingerSpec", "Crammer–Singer multiclass SVM, dual (15) by the fixed-point algorithm (Crammer & Singer "
     "2001).  Keys, defaults and bounds: `CSOptions`.",
-    [Part(CSOptions)], check=_check_cs, module=__name__,
+    [Part(CSOptions)], check=_check_cs,
     docs={"beta": "regularisation β of (7); SVC's C = 1/β", "epsilon": "stop when max_i ψ_i < β ε (Fig. 4)",
           "selection": "`kkt`: largest ψ (Fig. 4); `cyclic`: sweep all examples (the baseline)",
           "active_set": "search the active set first (Sec. 7)", "cooling": "cooling schedule of ε (Sec. 7)",
@@ -48,7 +48,7 @@ def _check_hm3(self, path):
 HM3Spec = options_section(
     "HM3Spec", "H-M^3 hierarchical multilabel max-margin learning (Rousu et al. 2006).  Keys, defaults and bounds: "
     "`HM3Options` (its seed is the spec's `seed`), and `compare`.",
-    [Part(HM3Options, skip=("seed",))], check=_check_hm3, module=__name__,
+    [Part(HM3Options, skip=("seed",))], check=_check_hm3,
     extra=(("compare", option((), kind="list[str]", doc="also train the baselines `svm` (per node) and `hsvm`")),),
     docs={"C": "box constraint C of (8)", "loss": "training loss: ℓ_Δ or ℓ_H̃ (split over edges)",
           "scaling": "node weights c_j of the loss",

@@ -97,8 +97,8 @@ def test_an_engine_that_holds_the_kernel_matrices_runs_folds_on_threads():
     from pathlib import Path
     from types import SimpleNamespace
 
+    from gpmodels.spec.build import build_learn_options
     from gpmodels.spec.loader import load_spec
-    from gpmodels.spec.runners.cv import build_learn_options
 
     spec, _ = load_spec(Path(__file__).resolve().parents[3] / "specs" / "satimage-cv.yaml")
     assert build_learn_options(spec.objective).cv.fold_parallelism == "processes"
