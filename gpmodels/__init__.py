@@ -4,16 +4,7 @@ Compose a likelihood, a prior and an objective; every objective reaches the prio
 the MVM operator protocol (:class:`gpmodels.operators.Operator`).
 """
 
-import os as _os
-
-# OpenBLAS keeps an idle worker thread spinning for 2^28 cycles (its default) after every call.
-# Newton–CG alternates short BLAS calls (one symv per class) with numpy work in the main thread,
-# which that spinning thread slows: a final fit on digits (n = 1198, C = 10) took 21.7 s with two
-# BLAS threads on two cores against 3.3 s with one, and 2.6 s with a 2^4-cycle spin.  A default
-# only: a value already in the environment wins, and it has no effect once numpy was imported.
-_os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
-
-from gpmodels.errors import (  # noqa: E402
+from gpmodels.errors import (
                      CheckpointError,
                      ConvergenceError,
                      DataError,
@@ -55,6 +46,7 @@ from gpmodels.inference.map.em import EMOptions, fit_em
 from gpmodels.kernels import ARD, RBF, Linear, Polynomial, Precomputed, RepresentationConfig, make_kernel
 from gpmodels.likelihoods import Gaussian, Laplace, Logistic, SmoothedHinge, Softmax, StudentT
 from gpmodels.likelihoods.uncertain import PseudoTargets, coarsen_labels
+from gpmodels.linalg.blas_threads import configure_openblas
 from gpmodels.operators import ANOVA, BlockDiagonal, Coupled, Intercept, Operator, Sum
 from gpmodels.priors import ANOVAPrior, CoupledPrior, IndependentGP, PriorContext, coupling_init, register_prior
 from gpmodels.scoring import decisions, metrics, multilabel
@@ -70,4 +62,4 @@ __all__ = ["metrics", "multilabel", "GPModelsError", "InputError", "DataError", 
            "ANOVAPrior", "CoupledPrior", "coupling_init", "PseudoTargets", "coarsen_labels", "EMOptions", "fit_em",
            "cv_criterion", "CVOptions", "LearnOptions", "learn_hyperparameters", "fit_learned", "learn_one_vs_rest",
            "fit_one_vs_rest", "register_prior", "PriorContext", "LatentPredictive", "latent_predictive",
-           "predictive_proba"]
+           "predictive_proba", "configure_openblas"]
