@@ -24,6 +24,7 @@ without it.  ``--force`` lets ``run`` / ``study`` replace another run's report i
 from __future__ import annotations
 
 import argparse
+import csv
 import os
 import re
 import shlex
@@ -32,8 +33,19 @@ import traceback
 from pathlib import Path
 
 import attrs
+import numpy as np
 
-from gpmodels.errors import CheckpointError, GPModelsError, InputError
+from gpmodels.data.datasets import load_inputs
+from gpmodels.errors import CheckpointError, DataError, GPModelsError, InputError, OutputError, SpecError
+from gpmodels.linalg.blas_threads import configure_openblas
+from gpmodels.priors.registry import check_allow_import
+from gpmodels.spec import spec_reference
+from gpmodels.spec.build import check_files
+from gpmodels.spec.loader import grant_imports, read_yaml, spec_from_dict
+from gpmodels.spec.overrides import apply_overrides
+from gpmodels.spec.run import package_version, run_spec
+from gpmodels.spec.saved import load_model
+from gpmodels.spec.study import StudySpec, failed_models, run_study
 
 __all__ = ["main"]
 
@@ -47,8 +59,6 @@ ALLOW_IMPORT_HELP = ("let a `model.prior: MODULE:builder` path import MODULE or 
 
 
 def _module_name(text: str) -> str:
-    from gpmodels.priors.registry import check_allow_import
-
     try:
         return check_allow_import(text)[0]
     except ValueError as exc:
@@ -66,6 +76,7 @@ EXIT_CODES = """exit codes:
 ENVIRONMENT = """environment variables:
   GPMODELS_DEBUG=1     show the traceback of an unforeseen error
   GPMODELS_DATA=DIR    folder of the named data sets (`data.dataset`) when the spec sets no `data.root`
+  OPENBLAS_THREAD_TIMEOUT=N  idle OpenBLAS threads spin 2^N cycles; unset, the command runs with 4
 """
 _EXAMPLES = {
     None: """examples:
@@ -119,8 +130,6 @@ def _add(sub, name: str, summary: str, description: str) -> argparse.ArgumentPar
 
 
 def _parser() -> argparse.ArgumentParser:
-    from gpmodels.spec.run import package_version
-
     p = argparse.ArgumentParser(
         prog="gpmodels", formatter_class=argparse.RawDescriptionHelpFormatter, epilog=_epilog(None),
         description="Kernel and GP classification with many, structured classes: run a YAML spec (fit, evaluate, "
@@ -173,10 +182,6 @@ def _parser() -> argparse.ArgumentParser:
 def _load(path, overrides, allow_import, *, kind=None):
     """The spec (or, ``kind=None``, spec or study spec) of ``path`` with ``--set`` overrides applied before
     validation; with the spec's folder."""
-    from gpmodels.spec.loader import grant_imports, read_yaml, spec_from_dict
-    from gpmodels.spec.overrides import apply_overrides
-    from gpmodels.spec.study import StudySpec
-
     data = apply_overrides(read_yaml(path), overrides)
     base_dir = Path(path).resolve().parent
     if kind != "model" and isinstance(data, dict) and "models" in data:
@@ -185,9 +190,6 @@ def _load(path, overrides, allow_import, *, kind=None):
 
 
 def _validate(path, allow_import=(), overrides=()) -> None:
-    from gpmodels.spec.build import check_files
-    from gpmodels.spec.study import StudySpec
-
     spec, base_dir = _load(path, overrides, allow_import)
     if isinstance(spec, StudySpec):
         for entry in spec.models:
@@ -200,8 +202,6 @@ def _validate(path, allow_import=(), overrides=()) -> None:
 
 def _check_input_file(path) -> None:
     """``path`` is a readable regular file, else DataError describing it (never quoting it)."""
-    from gpmodels.errors import DataError
-
     p = Path(path)
     if not p.exists():
         raise DataError(f"input file not found: {p}")
@@ -212,16 +212,7 @@ def _check_input_file(path) -> None:
 
 
 def _predict(model_dir, data, out, allow_import=()) -> None:
-    import csv
-
-    import numpy as np
-
-    from gpmodels.data.datasets import load_inputs
-    from gpmodels.spec.saved import load_model
-
     if out is not None:  # checked before any work
-        from gpmodels.errors import OutputError
-
         target = Path(out)
         if target.is_dir():
             raise OutputError(f"--out {target} is a folder; give a CSV file name", "--out")
@@ -240,8 +231,6 @@ def _predict(model_dir, data, out, allow_import=()) -> None:
     except (GPModelsError, MemoryError):
         raise
     except Exception as exc:  # noqa: BLE001 - a reader's own error may quote the file: describe it instead
-        from gpmodels.errors import DataError
-
         raise DataError(
             f"input file {data} ({Path(data).stat().st_size} bytes) cannot be read as inputs "
             f"(.npz with X, .arff, .csv or svmlight text; {type(exc).__name__})"
@@ -282,10 +271,6 @@ def _predict(model_dir, data, out, allow_import=()) -> None:
 
 def _write_table(out, data, model, y, header, rows, decided) -> None:
     """Write a predictor's own CSV table; score its decisions against the file's labels when both exist."""
-    import csv
-
-    import numpy as np
-
     fh = open(out, "w", newline="") if out else sys.stdout
     try:
         w = csv.writer(fh)
@@ -302,8 +287,6 @@ def _write_table(out, data, model, y, header, rows, decided) -> None:
 def _kind_of_spec(path) -> str | None:
     """``study`` when the spec file lists ``models``, ``model`` when it has a ``model`` section, None for
     anything else (the loader then says what is wrong); read with the spec loader's bounds."""
-    from gpmodels.spec.loader import read_yaml
-
     data = read_yaml(path)
     if not isinstance(data, dict):
         return None
@@ -333,11 +316,7 @@ def _with_scheduler(args) -> list:
 
 
 def _command(args, command: str) -> int:
-    from gpmodels.errors import SpecError
-
     if args.command == "spec-reference":
-        from gpmodels.spec import spec_reference
-
         sys.stdout.write(spec_reference())
         return EXIT_OK
     if args.command == "validate":
@@ -353,8 +332,6 @@ def _command(args, command: str) -> int:
                 f"{args.spec} is a model spec (a `model` section, no `models` list); run it with "
                 f"`gpmodels run {args.spec}`"
             )
-        from gpmodels.spec.study import failed_models, run_study
-
         study, base_dir = _load(args.spec, _with_scheduler(args), args.allow_import)
         rows = run_study(study, base_dir, args.out, quiet=args.quiet, progress=not args.no_progress, force=args.force,
                          command=command)
@@ -369,8 +346,6 @@ def _command(args, command: str) -> int:
         return EXIT_OK
     if kind == "study":
         raise SpecError(f"{args.spec} is a study spec (it lists `models`); run it with `gpmodels study {args.spec}`")
-    from gpmodels.spec.run import run_spec
-
     spec, base_dir = _load(args.spec, _with_scheduler(args), args.allow_import, kind="model")
     if args.fresh:  # this run only: the checkpoint is ignored, then replaced by this run's
         spec = attrs.evolve(spec, objective=attrs.evolve(
@@ -393,7 +368,10 @@ def _command_line(argv) -> str:
 
 def main(argv=None) -> int:
     """The ``gpmodels`` command (``argv``: the arguments after the program name; default ``sys.argv[1:]``);
-    returns the exit code (see ``EXIT_CODES``)."""
+    returns the exit code (see ``EXIT_CODES``).  Run as a program (no ``argv``), it first gives idle
+    OpenBLAS threads a short spin (:func:`gpmodels.linalg.blas_threads.configure_openblas`)."""
+    if argv is None:
+        configure_openblas()
     try:
         args = _parser().parse_args(argv)
         command = _command_line(argv)

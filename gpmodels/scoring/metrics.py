@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpmodels.errors import InputError
+from gpmodels.scoring.decisions import argmax_rule, max_expected_parent_accuracy, min_expected_taxo
 from gpmodels.validation import check_shape
 
 __all__ = ["accuracy", "error", "log_loss", "prec", "error_reject_curve", "classification_report", "parent_accuracy",
@@ -132,8 +133,6 @@ def hierarchical_report(P, y, tree, decision: str = "argmax") -> dict:
     ``expected_loss`` uses each score's Bayes rule (argmax for acc, the expected-pacc rule for pacc,
     the expected-taxo rule for taxo and for the per-level summaries), Seeger 2008, Sec. 6.1.
     """
-    from gpmodels.scoring.decisions import argmax_rule, max_expected_parent_accuracy, min_expected_taxo
-
     P, y = _check(P, y)
     if decision not in ("argmax", "expected_loss"):
         raise InputError(f"decision must be 'argmax' or 'expected_loss'; got {decision!r}")

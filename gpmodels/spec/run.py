@@ -21,20 +21,24 @@ flags, scores, timings and the plots).
 
 from __future__ import annotations
 
+import datetime
 import inspect
 import json
 import time
+from importlib import metadata
 from pathlib import Path
 
 import attrs
 import numpy as np
 
-from gpmodels import reports
+from gpmodels import __version__, reports
 from gpmodels.data.datasets import Dataset
 from gpmodels.engine.base import LocalEngine, open_engine
 from gpmodels.errors import DataError, GPModelsError, SpecError
 from gpmodels.progress import Console
 from gpmodels.scoring import metrics as M
+from gpmodels.scoring.calibration import brier_score, expected_calibration_error, reliability_curve
+from gpmodels.scoring.decisions import argmax_rule, min_expected_taxo
 from gpmodels.spec.build import build_data, build_engine_config, build_tree, check_files, resolve_path
 from gpmodels.spec.loader import dump_yaml, grant_imports
 from gpmodels.spec.outcome import Runner
@@ -52,13 +56,9 @@ LOG_FILE = "run.log"
 
 def package_version() -> str:
     """The installed distribution's version (``importlib.metadata``), else ``gpmodels.__version__``."""
-    from importlib import metadata
-
     try:
         return metadata.version("gpmodels")
     except metadata.PackageNotFoundError:
-        from gpmodels import __version__
-
         return __version__
 
 
@@ -77,8 +77,6 @@ def provenance(spec, command: str | None = None) -> dict:
     """What a run or study records of where it came from: ``gpmodels_version``, ``started_at`` (UTC,
     ISO 8601), ``command`` (the command line when run by the CLI, ``"python"`` for an API call) and
     ``spec_sha256`` (:func:`~gpmodels.spec.output.spec_digest`, the digest ``run.json`` holds)."""
-    import datetime
-
     return {"gpmodels_version": package_version(),
             "started_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "command": command if command is not None else "python", "spec_sha256": spec_digest(spec)}
@@ -108,8 +106,6 @@ def _hierarchical_scores(spec: Spec, data: Dataset, base_dir, P: np.ndarray, out
     tree = build_tree(spec, data, base_dir)
     if tree is None:
         return {}
-    from gpmodels.scoring.decisions import argmax_rule, min_expected_taxo
-
     rules = ("argmax", "expected_loss") if spec.evaluation.decision == "both" else (spec.evaluation.decision,)
     out, levels = {}, {}
     for rule in rules:
@@ -129,8 +125,6 @@ def _hierarchical_scores(spec: Spec, data: Dataset, base_dir, P: np.ndarray, out
 def _calibration(P: np.ndarray, y, out_dir: Path, name: str) -> dict:
     """Brier score and top-label ECE (15 equal-width bins) of the test probabilities, and the reliability
     diagram ``reliability.png`` (:mod:`gpmodels.scoring.calibration`)."""
-    from gpmodels.scoring.calibration import brier_score, expected_calibration_error, reliability_curve
-
     reports.plot_reliability({name: reliability_curve(P, y)}, out_dir / "reliability.png",
                              title=f"{name}: reliability (top label)")
     return {"test_brier": brier_score(P, y), "test_ece": expected_calibration_error(P, y)}

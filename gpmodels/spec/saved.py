@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from gpmodels.baselines.crammer_singer.solver import CrammerSingerModel
+from gpmodels.baselines.hm3.solver import HM3Model
 from gpmodels.data.scaling import FeatureScaler
 from gpmodels.errors import DataError, GPModelsError, SpecError
 from gpmodels.hierarchy import ClassTree
@@ -87,8 +89,6 @@ def _stored_kernel(model_dir: Path, spec, X_support):
 
 
 def _load_crammer_singer(model_dir: Path, arrays: dict, spec) -> CrammerSingerPredictor:
-    from gpmodels.baselines.crammer_singer.solver import CrammerSingerModel
-
     X = unpack_inputs(arrays)
     classes = tuple(str(c) for c in arrays["classes"])
     tau = arrays["tau_support"]
@@ -103,8 +103,6 @@ def _load_crammer_singer(model_dir: Path, arrays: dict, spec) -> CrammerSingerPr
 
 
 def _load_hm3(model_dir: Path, arrays: dict, spec) -> HM3Predictor:
-    from gpmodels.baselines.hm3.solver import HM3Model
-
     X = unpack_inputs(arrays)
     classes = tuple(str(c) for c in arrays["classes"])
     tree = ClassTree([tuple(e) for e in arrays["tree_edges"].tolist()], [str(c) for c in arrays["tree_classes"]])
