@@ -15,7 +15,7 @@ Timed: learning + final fit (kernel construction included) for both; then test e
 
 σ² = 16 on satimage (Sec. 6.2), 4 on digits (the paper's value for the USPS digits, Sec. 6.3).
 digits: 1797 images (8 x 8, values 0..16), 10 classes, a stratified 2/3 - 1/3 train/test split
-with seed 0.  Needs scikit-learn (``pip install -e .[bench]``) and, for satimage, ../shared/data.
+with seed 0.  Needs scikit-learn (a core dependency) and, for satimage, ../shared/data.
 
 Usage: python bench/cv_vs_sklearn.py [--datasets satimage,digits] [--method mc-sep[,mc-tied,...]]
        [--max-train N (satimage subsample)] [--blas-threads K] [--fold-workers W]

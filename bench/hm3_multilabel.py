@@ -1,6 +1,6 @@
 """H-M^3 against the per-node SVM and H-SVM baselines (Rousu et al. 2006, Table 2 and 3) on enron_corr
 and FunCat derisi_FUN, the objective-vs-time curves for iteration limits 1, 10 and 50 (Fig. 3), and
-dynamic programming against LP direction finding (Fig. 3's LIPSOL curve, here cvxpy/HiGHS).
+dynamic programming against LP direction finding (Fig. 3's LIPSOL curve, here HiGHS through scipy).
 
 All methods use C = 1 as in the paper.  enron_corr: linear kernel on unit-norm binary word vectors;
 derisi_FUN (numeric, standardised): RBF kernel with w = 1/d.  H-M^3 is trained with ℓ_Δ and with
@@ -92,7 +92,7 @@ def curves(kern, X, Y, tree, a):
         for lim in (1, 10, 50)
     ] + [
         (
-            "LP (cvxpy), limit 1",
+            "LP (HiGHS), limit 1",
             HM3Options(iteration_limit=1, direction="lp", max_seconds=a.curve_seconds, gap_tol=1e-4, chunk_size=50,
                        max_passes=100000),
         )

@@ -23,7 +23,7 @@ shared); the ratio is that of the medians.  ``--profile`` splits our headline ti
 
 Usage: python bench/satimage_cs.py [--epsilon 0.1] [--ladder-epsilon 0.1] [--engine auto] [--repeats 5]
        [--skip-ladder] [--skip-numpy] [--profile]
-Needs scikit-learn (pip install -e .[bench]) and ../shared/data.  Prints a table and a final JSON line.
+Needs scikit-learn (a core dependency) and ../shared/data.  Prints a table and a final JSON line.
 """
 
 from __future__ import annotations

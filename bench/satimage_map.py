@@ -8,7 +8,7 @@ scikit-learn fits one binary Laplace GP per class (one-vs-rest, its only multi-c
 both test errors, our MVMs, and the MVMs our Newton–CG needed to come within a relative Φ gap of
 1e-6 of the exact solution (exact Newton, App. C, run here as the reference).
 
-Needs scikit-learn (``pip install -e .[bench]``) and ../shared/data.
+Needs scikit-learn (a core dependency) and ../shared/data.
 Usage: python bench/satimage_map.py [--max-train N] [--skip-exact]
 Prints a table and a final JSON line.
 """

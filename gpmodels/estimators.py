@@ -736,7 +736,7 @@ class HM3Classifier(EstimatorMixin):
     by Algorithms 1–2 with ``C``, training ``loss`` ('delta' = ℓ_Δ, 'htilde' = ℓ_H̃) and its node
     ``scaling`` ('uniform', 'sibling', 'subtree'), ``working_set`` ('gap_sampling', drawn with the
     random generator seeded by ``random_state``, or 'cyclic'), ``chunk_size``, ``iteration_limit``,
-    ``direction`` ('dp' or 'lp', the latter needing cvxpy), until the relative duality gap is below
+    ``direction`` ('dp' or 'lp', an LP solved by HiGHS), until the relative duality gap is below
     ``gap_tol`` or after ``max_passes`` passes; see :mod:`gpmodels.baselines.hm3.solver`.
     ``random_state`` (default 0, so fits are reproducible as before) seeds gap sampling; ``seed``, its
     old name, is still accepted for one release with a FutureWarning (it overrides ``random_state``).

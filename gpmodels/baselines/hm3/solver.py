@@ -30,7 +30,7 @@ dropped; the chunk is drawn (with replacement) with probability ∝ Δ_i − min
 the former yield fewer distinct examples than the chunk size; an example drawn k times gets k times
 the base iteration limit.  ``working_set='cyclic'`` sweeps all examples in order instead.
 
-Direction finding: ``direction='dp'`` (Sec. 3.4) or ``'lp'`` (the LP (11) solved by cvxpy, the
+Direction finding: ``direction='dp'`` (Sec. 3.4) or ``'lp'`` (the LP (11) solved by HiGHS through scipy, the
 paper's LIPSOL comparison, :mod:`.lp`).
 """
 

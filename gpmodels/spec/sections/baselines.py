@@ -55,6 +55,6 @@ HM3Spec = options_section(
           "working_set": "KKT + duality-gap sampling (Sec. 3.2) or cyclic sweeps",
           "chunk_size": "examples drawn per working set",
           "iteration_limit": "Algorithm 2 iterations per draw of an example",
-          "direction": "update directions by dynamic programming or by an LP (cvxpy)",
+          "direction": "update directions by dynamic programming or by an LP (HiGHS, scipy)",
           "gap_tol": "stop at this relative duality gap", "max_passes": "limit on working-set passes",
           "max_seconds": "time limit of the fit in seconds (`.inf`: none)"})

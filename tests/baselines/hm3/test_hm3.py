@@ -5,7 +5,7 @@ import itertools
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tree_strategies import random_trees
 
@@ -17,7 +17,7 @@ from gpmodels.baselines.hm3.inference import (
     labeling_scores,
     node_max_marginals,
 )
-from gpmodels.baselines.hm3.lp import DirectionLP, solve_marginal_qp
+from gpmodels.baselines.hm3.lp import DirectionLP, polytope_constraints, solve_marginal_qp
 from gpmodels.baselines.hm3.node_svms import fit_node_svms, top_down_consistent
 from gpmodels.baselines.hm3.solver import HM3Options, fit_hm3
 from gpmodels.errors import HierarchyError, InputError
@@ -192,6 +192,28 @@ def test_lp_directions_match_the_dp():
     lpm = fit_hm3(RBF(w=0.5), X, Y, tree, HM3Options(gap_tol=3e-3, working_set="cyclic", max_passes=3000,
                                                       direction="lp"))
     assert lpm.result.converged and lpm.result.dual == pytest.approx(dp.result.dual, rel=6e-3)
+
+
+# capfd is read out at the start of each example, so sharing it between examples is safe
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(edges=random_trees(max_nodes=7), seed=st.integers(0, 2**31 - 1), C=st.floats(0.5, 3.0))
+def test_lp_direction_reaches_the_cvxpy_optimum_quietly(capfd, edges, seed, C):
+    """HiGHS (scipy) against cvxpy on the same LP (11); the value must agree (the maximiser need not be
+    unique), the point must satisfy the polytope's constraints, and nothing may reach stdout."""
+    cp = pytest.importorskip("cvxpy")
+    tree = ClassTree(edges)
+    capfd.readouterr()
+    g = np.random.default_rng(seed).normal(size=(tree.n_nodes, 4))
+    lp = DirectionLP(tree, C)
+    v_star = lp.solve(g)
+    assert capfd.readouterr().out == ""
+    v = cp.Variable((tree.n_nodes, 4))
+    ref = cp.Problem(cp.Maximize(cp.sum(cp.multiply(g, v))), polytope_constraints(v, tree, C))
+    ref.solve()
+    assert np.vdot(g, v_star) == pytest.approx(ref.value, abs=1e-6 * max(1.0, abs(ref.value)))
+    check = cp.Parameter((tree.n_nodes, 4), value=v_star)
+    assert all(np.all(np.abs(np.atleast_1d(c.violation())) < 1e-7)
+               for c in polytope_constraints(check, tree, C))
 
 
 def test_node_svm_baselines_and_consistency():
