@@ -23,12 +23,14 @@ from oracles import naive_gram
 
 from gpmodels.data.splits import kfold_partition
 from gpmodels.errors import InputError, SpecError
-from gpmodels.inference import LaplaceOptions, LearnOptions, OuterOptions, fit_map, laplace_mlm, learn_hyperparameters
+from gpmodels.inference import LaplaceOptions, LearnOptions, fit_map, laplace_mlm, learn_hyperparameters
 from gpmodels.inference.cv.criterion import cv_criterion
 from gpmodels.kernels.rbf import RBF
 from gpmodels.likelihoods.softmax import Softmax, log_softmax
 from gpmodels.operators import Intercept
-from gpmodels.priors import register_prior, registered_priors, resolve_prior, unregister_prior
+from gpmodels.optimize.lbfgs import OuterOptions
+from gpmodels.priors import register_prior, registered_priors, unregister_prior
+from gpmodels.priors.registry import resolve_prior
 from gpmodels.spec.build import check_files
 from gpmodels.spec.loader import load_spec, spec_from_dict
 from gpmodels.spec.run import run_spec

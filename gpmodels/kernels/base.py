@@ -80,7 +80,7 @@ class Kernel(Parameterised):
     def gram_from_sq_dists(self, D: np.ndarray) -> np.ndarray | None:
         """M from the squared distances D_ab = ||x_a - x_b||^2 for kernels that are a function of
         them alone (isotropic stationary shapes), else None.  Lets a stored matrix be rebuilt at new
-        parameters without recomputing the distances (issue 12: they do not change with w)."""
+        parameters without recomputing the distances (they do not change with w)."""
         return None
 
     def grad_contract_from_sq_dists(self, D: np.ndarray, G: np.ndarray, gram: np.ndarray) -> np.ndarray | None:

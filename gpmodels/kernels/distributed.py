@@ -1,4 +1,4 @@
-"""A kernel matrix held in row blocks on the workers of a Dask engine (issue 13).
+"""A kernel matrix held in row blocks on the workers of a Dask engine.
 
 :class:`DaskGram` implements the :class:`~gpmodels.kernels.representations.Representation`
 protocol for M = (M(x_a, x_b)) over the n training points:

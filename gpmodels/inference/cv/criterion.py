@@ -50,7 +50,7 @@ may saturate the softmax (π_ic ~ 1e-50 seen on satimage when w doubled), where 
 Newton model poor and the line searches take tiny steps, while α = 0 (π uniform) converges in the
 usual number of iterations.  ``warm_start="better"`` therefore starts from whichever of
 {α[J], 0} has the lower Φ_J (one extra MVM); ``"always"`` is the paper's rule.  ``"scaled"``
-(default, issue 12) starts from the best t α[J], t >= 0, by Φ_J (:func:`scaled_warm_start`: the
+(default) starts from the best t α[J], t >= 0, by Φ_J (:func:`scaled_warm_start`: the
 same one MVM, t = 0 and t = 1 among the candidates): a variance step rescales u, and the old
 direction rescaled is a far better start than either.  Digits mc-sep, all log variances up by
 0.5 / 1.5 / 3.0: 335 / 518 / 951 MVMs per evaluation against 374 / 749 / failed with ``better``.  With

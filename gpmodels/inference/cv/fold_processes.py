@@ -1,4 +1,4 @@
-"""CV folds on worker processes for the whole of a learning run (issue 12, "parallel folds").
+"""CV folds on worker processes for the whole of a learning run.
 
 The folds of a Ψ evaluation are independent tasks (:func:`~gpmodels.inference.cv.criterion.evaluate_fold`).
 Threads cannot run them at once in CPython: between the BLAS calls (one symv per class and CG
