@@ -130,7 +130,7 @@ def test_study_runs_every_model_on_the_same_split(tmp_path, capsys):
         (lambda d: d["models"][0]["model"].update(sharng="x"), "models[0].model.sharng", "did you mean 'sharing'"),
         (lambda d: d.update(models=[]), "models", "at least one"),
         (lambda d: d["models"][0]["objective"].update(method="exact", newton={"max_iter": 0}),
-         "models[0].objective.newton.max_iter", ">= 1"),
+         "models[0].objective.newton.max_iter", "must be a positive integer"),
         (lambda d: d["models"][0]["objective"].update(k1=30), "models[0].objective.k1", "unknown key 'k1'"),
     ],
 )

@@ -68,7 +68,7 @@ def test_svmlight_split_and_sparse_linear(tmp_path):
     (lambda d: d["model"].update(sharing="tide"), "model.sharing", "did you mean 'tied'"),
     (lambda d: d["model"]["kernel"].update(type="rbff"), "model.kernel.type", "one of"),
     (lambda d: d["model"].update(variance="big"), "model.variance", "must be"),
-    (lambda d: d["model"].update(variance=-1.0), "model.variance", "> 0"),
+    (lambda d: d["model"].update(variance=-1.0), "model.variance", "must be a positive number or a non-empty list"),
     (lambda d: d["model"]["kernel"].update(degree=2), "model.kernel.degree", "not used by kernel type 'rbf'"),
     (lambda d: d["objective"]["newton"].update(max_iter=2.5), "objective.newton.max_iter", "integer"),
     (lambda d: d["objective"].update(k1=20), "objective.k1", "unknown key 'k1'"),

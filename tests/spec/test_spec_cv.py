@@ -114,7 +114,7 @@ def test_every_objective_type_has_a_runner():
     import attrs
 
     from gpmodels.spec.sections.objective import ObjectiveSpec
-    choices = attrs.fields(ObjectiveSpec).type.metadata["spec"]["choices"]
+    choices = attrs.fields(ObjectiveSpec).type.metadata["spec"]["check"].allowed
     assert set(choices) == set(RUNNERS), "objective.type choices and registered runners differ"
 
 
@@ -122,8 +122,9 @@ def test_every_objective_type_has_a_runner():
     (lambda d: d["objective"].update(type="cvv"), "objective.type", "did you mean 'cv'"),
     (lambda d: d["objective"]["cv"].update(folds=1), "objective.cv.folds", ">= 2"),
     (lambda d: d["objective"]["cv"].update(lower=5.0, upper=1.0), "objective.cv.lower", "below"),
-    (lambda d: d["objective"]["cv"].update(k3=0), "objective.cv.k3", ">= 1"),
-    (lambda d: d["objective"]["cv"]["outer"].update(max_iter=0), "objective.cv.outer.max_iter", ">= 1"),
+    (lambda d: d["objective"]["cv"].update(k3=0), "objective.cv.k3", "must be a positive integer"),
+    (lambda d: d["objective"]["cv"]["outer"].update(max_iter=0), "objective.cv.outer.max_iter",
+     "must be a positive integer"),
     (lambda d: d["objective"]["cv"].update(k1=5), "objective.cv.k1", "unknown key 'k1'"),
     (lambda d: d["objective"]["cv"].update(ftol=1e-3), "objective.cv.ftol", "unknown key 'ftol'; did you mean 'folds'"),
     (lambda d: d["objective"].update(grad_tol=1e-3), "objective.grad_tol", "unknown key 'grad_tol'"),

@@ -113,7 +113,7 @@ def test_kernel_list_checks(tmp_path):
         spec_from_dict(d)
     assert err.value.path == "model.weights"
     d["model"].update(weights=[1.0, 2.0, -1.0])
-    with pytest.raises(SpecError, match="> 0"):
+    with pytest.raises(SpecError, match="each entry a positive number"):
         spec_from_dict(d)
 
 

@@ -9,5 +9,14 @@ from gpmodels.spec.sections.objective import ObjectiveSpec
 from gpmodels.spec.sections.spec import Spec
 from gpmodels.spec.sections.study import StudySpec
 
-__all__ = ["Spec", "StudySpec", "DataSpec", "ModelSpec", "KernelSpec", "ObjectiveSpec", "EvaluationSpec",
-           "OutputSpec", "EngineSpec"]
+__all__ = [
+    "Spec",
+    "StudySpec",
+    "DataSpec",
+    "ModelSpec",
+    "KernelSpec",
+    "ObjectiveSpec",
+    "EvaluationSpec",
+    "OutputSpec",
+    "EngineSpec",
+]

@@ -9,6 +9,7 @@ import attrs
 from gpmodels.engine.base import DISTRIBUTE_MODES, ENGINE_TYPES
 from gpmodels.errors import SpecError, shown
 from gpmodels.spec.schema import Node, option
+from gpmodels.validation import boolean, integer, one_of, positive_int, string
 
 __all__ = ["EngineSpec", "SCHEDULER_PATTERN"]
 
@@ -20,23 +21,36 @@ SCHEDULER_PATTERN = re.compile(r"^(tcp|tls|ucx|inproc)://[^\s/]+$")
 class EngineSpec(Node):
     """Where the work runs: in this process, or on a Dask cluster (`pip install gpmodels[dask]`)."""
 
-    type: str = option("local", kind="str", choices=ENGINE_TYPES,
-                       doc="`local`: this process; `dask`: a dask.distributed cluster (CLI `--scheduler` implies it)")
-    scheduler: str | None = option(None, kind="str", allowed="null or tcp://host:port",
-                                   doc="address of a running `dask scheduler`; null starts a LocalCluster for the run")
-    n_workers: int = option(2, kind="int", minimum=1, maximum=1024, doc="LocalCluster: worker processes")
-    threads_per_worker: int = option(1, kind="int", minimum=1, maximum=1024, doc="LocalCluster: threads per worker")
-    memory_limit: str = option("auto", kind="str", doc="LocalCluster: memory per worker (`4GiB`, `auto`)")
-    processes: bool = option(True, kind="bool", doc="LocalCluster: workers are processes (false: threads)")
-    distribute: str = option("gram", kind="str", choices=DISTRIBUTE_MODES,
-                             doc="`gram`: kernel matrices held in row blocks on the workers; `tasks`: CV folds, "
-                             "one-vs-rest models and study rows as parallel tasks")
-    block_rows: int | None = option(None, kind="int", minimum=1,
-                                    doc="rows of one held kernel-matrix block (null: n over the worker threads)")
+    type: str = option(
+        "local",
+        one_of(ENGINE_TYPES),
+        doc="`local`: this process; `dask`: a dask.distributed cluster (CLI `--scheduler` implies it)",
+    )
+    scheduler: str | None = option(
+        None,
+        string(),
+        doc="address of a running `dask scheduler`; null starts a LocalCluster for the run",
+        allowed="tcp://host:port",
+    )
+    n_workers: int = option(2, integer(1, 1024), doc="LocalCluster: worker processes")
+    threads_per_worker: int = option(1, integer(1, 1024), doc="LocalCluster: threads per worker")
+    memory_limit: str = option("auto", string(), doc="LocalCluster: memory per worker (`4GiB`, `auto`)")
+    processes: bool = option(True, boolean(), doc="LocalCluster: workers are processes (false: threads)")
+    distribute: str = option(
+        "gram",
+        one_of(DISTRIBUTE_MODES),
+        doc="`gram`: kernel matrices held in row blocks on the workers; `tasks`: CV folds, "
+        "one-vs-rest models and study rows as parallel tasks",
+    )
+    block_rows: int | None = option(
+        None, positive_int(), doc="rows of one held kernel-matrix block (null: n over the worker threads)"
+    )
 
     def check(self, path):
         if self.scheduler is not None and not SCHEDULER_PATTERN.match(self.scheduler):
-            raise SpecError(f"must be a scheduler address like tcp://host:8786; got {shown(self.scheduler)}",
-                            f"{path}.scheduler" if path else "scheduler")
+            raise SpecError(
+                f"must be a scheduler address like tcp://host:8786; got {shown(self.scheduler)}",
+                f"{path}.scheduler" if path else "scheduler",
+            )
         if self.scheduler is not None and self.type != "dask":
             raise SpecError("a scheduler address needs `type: dask`", f"{path}.type" if path else "type")

@@ -17,9 +17,22 @@ from gpmodels.optimize.lbfgs import OuterOptions
 from gpmodels.spec.derive import Part, options_section
 from gpmodels.spec.schema import Node, option
 from gpmodels.spec.sections.baselines import CrammerSingerSpec, HM3Spec
+from gpmodels.validation import boolean, integer, nonnegative_int, nonnegative_number, one_of, positive_int
 
-__all__ = ["ObjectiveSpec", "NewtonSpec", "CVNewtonSpec", "OuterSpec", "CVSpec", "EMSpec", "LaplaceSpec", "VBSpec",
-           "MKLSpec", "OBJECTIVES", "SOLVERS", "SECTION_TYPES"]
+__all__ = [
+    "ObjectiveSpec",
+    "NewtonSpec",
+    "CVNewtonSpec",
+    "OuterSpec",
+    "CVSpec",
+    "EMSpec",
+    "LaplaceSpec",
+    "VBSpec",
+    "MKLSpec",
+    "OBJECTIVES",
+    "SOLVERS",
+    "SECTION_TYPES",
+]
 
 OBJECTIVES = ("map", "em", "cv", "one_vs_rest", "laplace", "vb", "mlm", "mkl", "joint_map", "crammer_singer", "hm3")
 SOLVERS = ("algorithm1", "alternating", "lbfgs")
@@ -73,20 +86,25 @@ OuterSpec = options_section(
     "The outer quasi-Newton optimiser of Ψ (projected L-BFGS in log space).  Keys and bounds: "
     "`OuterOptions`; defaults: `LearnOptions().outer`.",
     [Part(OuterOptions, defaults=LearnOptions().outer)],
-    docs={"max_iter": "maximal outer (quasi-Newton) iterations", "max_evaluations": "maximal Ψ evaluations",
-          "memory": "L-BFGS memory (pairs)",
-          "ftol": "stop when Ψ decreases (or the quasi-Newton model predicts a decrease) by less than this fraction",
-          "gtol": "stop when max |projected ∇Ψ| <= gtol · max(1, |Ψ|)",
-          "initial_step": "max-norm of the first step (log space)",
-          "max_step": "max-norm cap of every trial step (log space)",
-          "armijo": "line search: sufficient-decrease constant", "wolfe": "line search: curvature constant",
-          "line_search_evals": "line search: maximal Ψ evaluations per iteration",
-          "extrapolation": "line search: growth factor of an extrapolated step",
-          "max_extrapolations": "line search: maximal extrapolations",
-          "score_patience": "stop when the held-out misclassifications of Ψ's folds have not improved for this "
-                            "many iterations (0: off)",
-          "score_rtol": "`score_patience`: a smaller gain than this fraction of the best count is no improvement"},
+    docs={
+        "max_iter": "maximal outer (quasi-Newton) iterations",
+        "max_evaluations": "maximal Ψ evaluations",
+        "memory": "L-BFGS memory (pairs)",
+        "ftol": "stop when Ψ decreases (or the quasi-Newton model predicts a decrease) by less than this fraction",
+        "gtol": "stop when max |projected ∇Ψ| <= gtol · max(1, |Ψ|)",
+        "initial_step": "max-norm of the first step (log space)",
+        "max_step": "max-norm cap of every trial step (log space)",
+        "armijo": "line search: sufficient-decrease constant",
+        "wolfe": "line search: curvature constant",
+        "line_search_evals": "line search: maximal Ψ evaluations per iteration",
+        "extrapolation": "line search: growth factor of an extrapolated step",
+        "max_extrapolations": "line search: maximal extrapolations",
+        "score_patience": "stop when the held-out misclassifications of Ψ's folds have not improved for this "
+        "many iterations (0: off)",
+        "score_rtol": "`score_patience`: a smaller gain than this fraction of the best count is no improvement",
+    },
 )
+
 
 def _check_cv(self, path):
     if not self.lower < self.upper:
@@ -101,42 +119,48 @@ CVSpec = options_section(
     [Part(CVOptions, skip=("method",)), Part(LearnOptions, only=("lower", "upper", "inner_tolerances"))],
     nested=(("newton", CVNewtonSpec, "Newton–CG of the refits inside Ψ"), ("outer", OuterSpec, "the outer optimiser")),
     extra=(
-        ("folds", option(5, kind="int", minimum=2, doc="q: folds of the fixed random partition of the training set")),
+        ("folds", option(5, integer(2), doc="q: folds of the fixed random partition of the training set")),
         (
             "partition_seed",
-            option(None, kind="int", minimum=0, doc="seed of the partition (default: the spec's `seed`)"),
+            option(None, nonnegative_int(), doc="seed of the partition (default: the spec's `seed`)"),
         ),
-        ("learn_sigma2",
-         option(False, kind="bool", doc="also learn the intercept variance σ² (needs `model.sigma2` > 0)")),
+        (
+            "learn_sigma2",
+            option(False, boolean(), doc="also learn the intercept variance σ² (needs `model.sigma2` > 0)"),
+        ),
         (
             "checkpoint",
-            option(True, kind="bool",
-                   doc="write `checkpoint.npz` in the report folder after every successful outer iteration"),
+            option(
+                True,
+                boolean(),
+                doc="write `checkpoint.npz` in the report folder after every successful outer iteration",
+            ),
         ),
         (
             "resume",
             option(
                 "auto",
-                kind="str",
-                choices=("auto", "never"),
+                one_of(("auto", "never")),
                 doc="`auto`: continue from an existing checkpoint (a corrupt or foreign one is an "
                 "error); `never`: start afresh",
             ),
         ),
     ),
-    docs={"k3": "k3: maximal CG steps of a fold's gradient accumulation solve",
-          "accumulation_tol": "relative residual of the accumulation solve",
-          "fail_tol": "an evaluation fails when the mean over folds of the refits' gradient RMS is above",
-          "abort_on_failure": "stop an evaluation at the first fold that makes its failure certain",
-          "warm_start": "how refits start from the inner state (`gpmodels.inference.cv.criterion`)",
-          "retry_cold": "retry a failed warm refit from a cold start",
-          "lower": "lower bound of every log-space hyperparameter",
-          "upper": "upper bound of every log-space hyperparameter",
-          "inner_tolerances": "`adaptive`: refit and accumulation tolerances loosened far from the optimum "
-                              "(`gpmodels.inference.cv.tolerances`); `fixed`: the configured ones throughout",
-          "fold_workers": "folds of an evaluation computed at once (BLAS threads split between them)",
-          "fold_parallelism": "`processes` (worker processes started once per learning run) or `threads` "
-                              "(which the GIL keeps from running at once)"},
+    docs={
+        "k3": "k3: maximal CG steps of a fold's gradient accumulation solve",
+        "accumulation_tol": "relative residual of the accumulation solve",
+        "fail_tol": "an evaluation fails when the mean over folds of the refits' gradient RMS is above",
+        "abort_on_failure": "stop an evaluation at the first fold that makes its failure certain",
+        "warm_start": "how refits start from the inner state (`gpmodels.inference.cv.criterion`)",
+        "retry_cold": "retry a failed warm refit from a cold start",
+        "lower": "lower bound of every log-space hyperparameter",
+        "upper": "upper bound of every log-space hyperparameter",
+        "inner_tolerances": "`adaptive`: refit and accumulation tolerances loosened far from the optimum "
+        "(`gpmodels.inference.cv.tolerances`); `fixed`: the configured ones throughout",
+        "fold_workers": "folds of an evaluation computed at once (BLAS threads split between them)",
+        "fold_parallelism": "`processes` (worker processes started once per learning run) or `threads` "
+        "(which the GIL keeps from running at once)",
+    },
     check=_check_cv,
 )
 
@@ -145,16 +169,25 @@ EMSpec = options_section(
     "EM over uncertain targets (`objective.type: em`, Seeger 2008, Sec. 7.4.2); the M-step runs "
     "`objective.newton`.  Keys, defaults and bounds: `EMOptions`.",
     [Part(EMOptions, skip=("newton",))],
-    docs={"max_iter": "maximal EM iterations",
-          "rtol": "stop when the relative change of the pseudo-target log-likelihood is below"},
+    docs={
+        "max_iter": "maximal EM iterations",
+        "rtol": "stop when the relative change of the pseudo-target log-likelihood is below",
+    },
 )
 
 _LEARN = (
-    ("learn_max_iter",
-     option(100, kind="int", minimum=1,
-            doc="iterations of the outer projected L-BFGS (gpmodels.optimize) learning the hyperparameters")),
-    ("learn_tol",
-     option(1e-8, kind="float", minimum=0.0, doc="outer tolerance of the learning (relative criterion decrease)")),
+    (
+        "learn_max_iter",
+        option(
+            100,
+            positive_int(),
+            doc="iterations of the outer projected L-BFGS (gpmodels.optimize) learning the hyperparameters",
+        ),
+    ),
+    (
+        "learn_tol",
+        option(1e-8, nonnegative_number(), doc="outer tolerance of the learning (relative criterion decrease)"),
+    ),
 )
 
 LaplaceSpec = options_section(
@@ -163,9 +196,12 @@ LaplaceSpec = options_section(
     "and bounds: `LaplaceOptions` (its probe seed is the spec's `seed`), and the learning's `learn_*`.",
     [Part(LaplaceOptions, skip=("seed", "newton"))],
     extra=_LEARN,
-    docs={"path": "`exact` (Cholesky) or `mvm` (CG, Lanczos log-determinant, Hutchinson traces)",
-          "n_probes": "mvm: Hutchinson / Lanczos probes (seeded by the spec's `seed`)",
-          "cg_max_iter": "mvm: maximal CG steps", "cg_tol": "mvm: CG relative residual tolerance"},
+    docs={
+        "path": "`exact` (Cholesky) or `mvm` (CG, Lanczos log-determinant, Hutchinson traces)",
+        "n_probes": "mvm: Hutchinson / Lanczos probes (seeded by the spec's `seed`)",
+        "cg_max_iter": "mvm: maximal CG steps",
+        "cg_tol": "mvm: CG relative residual tolerance",
+    },
 )
 
 VBSpec = options_section(
@@ -187,18 +223,24 @@ MKLSpec = options_section(
             "solver",
             option(
                 None,
-                kind="str",
-                choices=SOLVERS,
+                one_of(SOLVERS),
                 doc="`algorithm1` (Nickisch & Seeger, the default), `alternating`; `lbfgs` (the outer projected L-BFGS "
-                    "of gpmodels.optimize on the criterion)",
+                "of gpmodels.optimize on the criterion)",
             ),
         ),
     ),
-    docs={"lam": "weight λ of the penalty λ ||θ||_p^p", "p": "the norm p >= 1", "jitter": "jitter added to K_θ",
-          "max_iter": "maximal outer iterations", "tol": "stop when the relative decrease of the criterion is below",
-          "grad_tol": "... and the gradient is below", "inner_newton": "Algorithm 1: Newton steps in u per iteration",
-          "inner_max": "alternating: Newton steps per block", "max_log_step": "cap on |Δ log θ| per step",
-          "time_limit": "time limit in seconds (`.inf`: none)"},
+    docs={
+        "lam": "weight λ of the penalty λ ||θ||_p^p",
+        "p": "the norm p >= 1",
+        "jitter": "jitter added to K_θ",
+        "max_iter": "maximal outer iterations",
+        "tol": "stop when the relative decrease of the criterion is below",
+        "grad_tol": "... and the gradient is below",
+        "inner_newton": "Algorithm 1: Newton steps in u per iteration",
+        "inner_max": "alternating: Newton steps per block",
+        "max_log_step": "cap on |Δ log θ| per step",
+        "time_limit": "time limit in seconds (`.inf`: none)",
+    },
 )
 
 
@@ -210,8 +252,7 @@ class ObjectiveSpec(Node):
 
     type: str = option(
         "map",
-        kind="str",
-        choices=OBJECTIVES,
+        one_of(OBJECTIVES),
         doc="`map`: MAP fit at the given hyperparameters (section `newton`); `laplace`: Laplace MLM "
         "(`laplace`); `vb`: variational bound, `mlm`: Gaussian marginal likelihood (`vb`); `mkl`, "
         "`joint_map`: kernel-weight criteria (Nickisch & Seeger 2011; `mkl`); `crammer_singer`, "
@@ -223,26 +264,27 @@ class ObjectiveSpec(Node):
     )
     method: str = option(
         "newton_cg",
-        kind="str",
-        choices=("newton_cg", "exact"),
+        one_of(("newton_cg", "exact")),
         doc="MAP fits (and the CV refits): `newton_cg` (Alg. 1) or `exact` Newton (App. C, flat prior, O(n^3 C))",
     )
     learn: bool = option(
         True,
-        kind="bool",
+        boolean(),
         doc="laplace/vb/mlm/mkl/joint_map/one_vs_rest: learn the hyperparameters "
         "(false: evaluate the criterion, or fit, at the given ones)",
     )
-    newton: NewtonSpec = option(NewtonSpec, kind="node", node=NewtonSpec, doc="Newton–CG of the MAP fit")
-    em: EMSpec = option(EMSpec, kind="node", node=EMSpec, doc="settings of `type: em`")
-    cv: CVSpec = option(CVSpec, kind="node", node=CVSpec, doc="settings of `type: cv` and `type: one_vs_rest`")
-    laplace: LaplaceSpec = option(LaplaceSpec, kind="node", node=LaplaceSpec, doc="settings of `type: laplace`")
-    vb: VBSpec = option(VBSpec, kind="node", node=VBSpec, doc="settings of `type: vb` and `type: mlm`")
-    mkl: MKLSpec = option(MKLSpec, kind="node", node=MKLSpec,
-                          doc="settings of `type: mkl`, `joint_map` (and `vb` / `mlm` with `model.kernels`)")
-    crammer_singer: CrammerSingerSpec = option(CrammerSingerSpec, kind="node", node=CrammerSingerSpec,
-                                               doc="settings of `type: crammer_singer`")
-    hm3: HM3Spec = option(HM3Spec, kind="node", node=HM3Spec, doc="settings of `type: hm3`")
+    newton: NewtonSpec = option(NewtonSpec, node=NewtonSpec, doc="Newton–CG of the MAP fit")
+    em: EMSpec = option(EMSpec, node=EMSpec, doc="settings of `type: em`")
+    cv: CVSpec = option(CVSpec, node=CVSpec, doc="settings of `type: cv` and `type: one_vs_rest`")
+    laplace: LaplaceSpec = option(LaplaceSpec, node=LaplaceSpec, doc="settings of `type: laplace`")
+    vb: VBSpec = option(VBSpec, node=VBSpec, doc="settings of `type: vb` and `type: mlm`")
+    mkl: MKLSpec = option(
+        MKLSpec, node=MKLSpec, doc="settings of `type: mkl`, `joint_map` (and `vb` / `mlm` with `model.kernels`)"
+    )
+    crammer_singer: CrammerSingerSpec = option(
+        CrammerSingerSpec, node=CrammerSingerSpec, doc="settings of `type: crammer_singer`"
+    )
+    hm3: HM3Spec = option(HM3Spec, node=HM3Spec, doc="settings of `type: hm3`")
 
     def check(self, path):
         for name, types in SECTION_TYPES.items():
@@ -256,6 +298,13 @@ class ObjectiveSpec(Node):
 
 
 #: the objective types that use each sub-section of `objective` (giving another type's settings is an error)
-SECTION_TYPES = {"newton": ("map", "em", "cv", "one_vs_rest"), "em": ("em",), "cv": ("cv", "one_vs_rest"),
-                 "laplace": ("laplace",), "vb": ("vb", "mlm"), "mkl": ("mkl", "joint_map", "vb", "mlm"),
-                 "crammer_singer": ("crammer_singer",), "hm3": ("hm3",)}
+SECTION_TYPES = {
+    "newton": ("map", "em", "cv", "one_vs_rest"),
+    "em": ("em",),
+    "cv": ("cv", "one_vs_rest"),
+    "laplace": ("laplace",),
+    "vb": ("vb", "mlm"),
+    "mkl": ("mkl", "joint_map", "vb", "mlm"),
+    "crammer_singer": ("crammer_singer",),
+    "hm3": ("hm3",),
+}

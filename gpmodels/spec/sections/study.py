@@ -16,6 +16,7 @@ from gpmodels.spec.sections.evaluation import EvaluationSpec, OutputSpec
 from gpmodels.spec.sections.model import ModelSpec
 from gpmodels.spec.sections.objective import ObjectiveSpec
 from gpmodels.spec.sections.spec import Spec, check_name
+from gpmodels.validation import nonnegative_int, sequence_of, string
 
 __all__ = ["StudySpec", "StudyEntry", "DEFAULT_COLUMNS"]
 
@@ -26,26 +27,29 @@ DEFAULT_COLUMNS = ("test_error", "test_log_loss", "test_brier", "test_ece", "tes
 class StudyEntry(Node):
     """One model of a study: its name, model and objective (data and evaluation are the study's)."""
 
-    name: str = option(kind="str", doc="the model's name (its row in the table and its sub-folder)")
-    model: ModelSpec = option(kind="node", node=ModelSpec, doc="model")
-    objective: ObjectiveSpec = option(ObjectiveSpec, kind="node", node=ObjectiveSpec, doc="objective")
+    name: str = option(check=string(), doc="the model's name (its row in the table and its sub-folder)")
+    model: ModelSpec = option(node=ModelSpec, doc="model")
+    objective: ObjectiveSpec = option(ObjectiveSpec, node=ObjectiveSpec, doc="objective")
 
 
 @attrs.frozen
 class StudySpec(Node):
     """A study: one data set and split, several models, one comparison table."""
 
-    name: str = option(kind="str", doc="the study's name")
-    description: str | None = option(None, kind="str", doc="free text")
-    seed: int = option(0, kind="int", minimum=0, doc="seed shared by every model (same split and subsamples)")
-    data: DataSpec = option(kind="node", node=DataSpec, doc="data, shared by all models")
-    evaluation: EvaluationSpec = option(EvaluationSpec, kind="node", node=EvaluationSpec, doc="evaluation")
-    output: OutputSpec = option(OutputSpec, kind="node", node=OutputSpec, doc="output folder of the study")
-    models: tuple = option(kind="list[node]", node=StudyEntry, doc="the compared models")
-    columns: tuple = option(DEFAULT_COLUMNS, kind="list[str]", doc="metrics shown in the table")
-    engine: EngineSpec = option(EngineSpec, kind="node", node=EngineSpec,
-                                doc="where the models run: with `type: dask, distribute: tasks` the rows run as "
-                                "parallel tasks, with `distribute: gram` one after the other, each on the engine")
+    name: str = option(check=string(), doc="the study's name")
+    description: str | None = option(None, string(), doc="free text")
+    seed: int = option(0, nonnegative_int(), doc="seed shared by every model (same split and subsamples)")
+    data: DataSpec = option(node=DataSpec, doc="data, shared by all models")
+    evaluation: EvaluationSpec = option(EvaluationSpec, node=EvaluationSpec, doc="evaluation")
+    output: OutputSpec = option(OutputSpec, node=OutputSpec, doc="output folder of the study")
+    models: tuple = option(node=StudyEntry, many=True, doc="the compared models")
+    columns: tuple = option(DEFAULT_COLUMNS, sequence_of(string(), min_len=0), doc="metrics shown in the table")
+    engine: EngineSpec = option(
+        EngineSpec,
+        node=EngineSpec,
+        doc="where the models run: with `type: dask, distribute: tasks` the rows run as "
+        "parallel tasks, with `distribute: gram` one after the other, each on the engine",
+    )
 
     def check(self, path):
         check_name(self.name, "name")
@@ -53,9 +57,11 @@ class StudySpec(Node):
             check_name(e.name, f"models[{i}].name")
         e = self.engine
         if e.type == "dask" and e.distribute == "tasks" and (not e.processes or e.threads_per_worker > 1):
-            raise SpecError("study rows as tasks need worker processes with one thread each (`processes: true`, "
-                            "`threads_per_worker: 1`): runs in one process would share the plots and the log",
-                            "engine.processes" if not e.processes else "engine.threads_per_worker")
+            raise SpecError(
+                "study rows as tasks need worker processes with one thread each (`processes: true`, "
+                "`threads_per_worker: 1`): runs in one process would share the plots and the log",
+                "engine.processes" if not e.processes else "engine.threads_per_worker",
+            )
         if not self.models:
             raise SpecError("a study needs at least one model", f"{path}.models" if path else "models")
         names = [m.name for m in self.models]
@@ -72,9 +78,16 @@ class StudySpec(Node):
 
     def entry_spec(self, entry: StudyEntry, out_dir) -> Spec:
         rows_as_tasks = self.engine.type == "dask" and self.engine.distribute == "tasks"
-        spec = Spec(name=entry.name, description=self.description, seed=self.seed, data=self.data, model=entry.model,
-                    objective=entry.objective, evaluation=self.evaluation,
-                    output=OutputSpec(dir=str(Path(out_dir) / entry.name)),
-                    engine=EngineSpec() if rows_as_tasks else self.engine)
+        spec = Spec(
+            name=entry.name,
+            description=self.description,
+            seed=self.seed,
+            data=self.data,
+            model=entry.model,
+            objective=entry.objective,
+            evaluation=self.evaluation,
+            output=OutputSpec(dir=str(Path(out_dir) / entry.name)),
+            engine=EngineSpec() if rows_as_tasks else self.engine,
+        )
         spec.check("")
         return spec
