@@ -14,7 +14,7 @@ import numpy as np
 from gpmodels.errors import InputError
 from gpmodels.operators.base import Operator
 
-__all__ = ["check_operator", "check_grad_trace", "check_likelihood", "check_likelihood_hooks",
+__all__ = ["check_operator", "check_cross_blocks", "check_grad_trace", "check_likelihood", "check_likelihood_hooks",
            "check_diagonal_likelihood", "assert_close"]
 
 
@@ -102,6 +102,54 @@ def check_operator(op: Operator, rng: np.random.Generator, *, dense=None, X_new=
     assert len(op.param_names) == theta.size, "param_names and params differ in length"
     same = op.with_params(theta)
     assert_close("with_params(params) reproduces the operator", same.mvm(V), op.mvm(V), rtol)
+
+
+def _check_block(what: str, block, expected: np.ndarray, rng: np.random.Generator, rtol: float) -> None:
+    """A CrossOperator against its expected dense (rows C, cols C) matrix: shape, dense, mvm, rmvm."""
+    rows, cols, C = block.shape
+    if expected.shape != (rows * C, cols * C):
+        raise AssertionError(f"{what}: shape {block.shape} does not fit the expected block {expected.shape}")
+    assert_close(f"{what}.dense()", block.dense(), expected, rtol)
+    V, V3 = rng.normal(size=(cols, C)), rng.normal(size=(cols, C, 2))
+    assert_close(f"{what}.mvm (cols, C)", block.mvm(V), (expected @ V.ravel()).reshape(rows, C), rtol)
+    assert_close(f"{what}.mvm (cols, C, k)", block.mvm(V3), (expected @ V3.reshape(-1, 2)).reshape(rows, C, 2), rtol)
+    W, W3 = rng.normal(size=(rows, C)), rng.normal(size=(rows, C, 2))
+    assert_close(f"{what}.rmvm (rows, C)", block.rmvm(W), (expected.T @ W.ravel()).reshape(cols, C), rtol)
+    assert_close(f"{what}.rmvm (rows, C, k)", block.rmvm(W3),
+                 (expected.T @ W3.reshape(-1, 2)).reshape(cols, C, 2), rtol)
+
+
+def check_cross_blocks(op: Operator, rng: np.random.Generator, *, X_new=None, stacked: Operator | None = None,
+                       rtol: float = 1e-8) -> None:
+    """Every rectangular block of ``op`` equals the same block of a square operator's ``dense()``.
+
+    ``cross(I, J)`` for training subsets I, J (disjoint, overlapping, equal, in any order) against
+    rows I and columns J of ``op.dense()``, forward and transposed.  With ``X_new`` and ``stacked``
+    (the same operator built on the training points followed by X_new), ``cross_test(X_new)``
+    against the rows of the new points and the columns of the training points of
+    ``stacked.dense()`` (whose training block must be ``op.dense()``).
+    """
+    n, C = op.n_points, op.n_classes
+    D = op.dense()
+
+    def flat(points):  # flat indices i C + c of the points' classes
+        return (np.asarray(points, dtype=np.intp)[:, None] * C + np.arange(C)[None, :]).ravel()
+
+    perm = rng.permutation(n)
+    half = max(1, n // 2)
+    some = rng.choice(n, size=max(1, (2 * n) // 3), replace=False)
+    others = rng.choice(n, size=max(1, (2 * n) // 3), replace=False)
+    pairs = [("disjoint", perm[:half], perm[half:]), ("overlapping", some, others), ("equal", some, some),
+             ("all points, permuted", perm, rng.permutation(n))]
+    for name, I, J in pairs:
+        if I.size and J.size:
+            _check_block(f"cross(I, J) ({name})", op.cross(I, J), D[np.ix_(flat(I), flat(J))], rng, rtol)
+    if X_new is not None and stacked is not None:
+        S = stacked.dense()
+        m = stacked.n_points - n
+        assert_close("the stacked operator's training block vs dense()", S[: n * C, : n * C], D, rtol)
+        ct = op.cross_test(X_new)
+        _check_block("cross_test(X_new)", ct, S[np.ix_(flat(np.arange(n, n + m)), flat(np.arange(n)))], rng, rtol)
 
 
 def check_grad_trace(op: Operator, rng: np.random.Generator, *, q: int = 2, step: float = 1e-5,

@@ -293,3 +293,80 @@ def coupled_case(draw):
 register(ANOVA)(lambda: anova_case(False))
 register(Intercept)(lambda: anova_case(True))
 register(Coupled)(coupled_case)
+
+
+# ---------------------------------------------------------------------------- composites of composites
+@st.composite
+def _nested(draw, X, X_new, d, kinds, rep, r, depth, C=None):
+    """(operator, dense oracle, cross oracle): a BlockDiagonal leaf or, while depth > 0, an Intercept,
+    Sum, Coupled or ANOVA around nested operators; C: the classes the caller needs (None: any)."""
+    n, m = X.shape[0], X_new.shape[0]
+    how = ["leaf"] if depth == 0 else ["leaf", "intercept", "sum", "coupled"] + (["anova"] if C is None else [])
+    how = draw(st.sampled_from(how))
+    if how == "leaf":
+        op, kers, v = draw(_node_block_diagonal(X, d, kinds, rep, draw(st.integers(1, 3)) if C is None else C))
+        return (op, *_block_oracles(X, X_new, kers, v))
+    if how == "intercept":
+        op, dense, cross = draw(_nested(X, X_new, d, kinds, rep, r, depth - 1, C))
+        s2, Cop = draw(log_uniform), op.n_classes
+        return (Intercept(op, s2, learn=draw(st.booleans())), dense + s2 * np.kron(np.ones((n, n)), np.eye(Cop)),
+                cross + s2 * np.kron(np.ones((m, n)), np.eye(Cop)))
+    if how == "sum":
+        first = draw(_nested(X, X_new, d, kinds, rep, r, depth - 1, C))
+        parts = [first] + [draw(_nested(X, X_new, d, kinds, rep, r, depth - 1, first[0].n_classes))
+                           for _ in range(draw(st.integers(0, 1)))]
+        theta = np.array([draw(log_uniform) for _ in parts])
+        return (Sum([p[0] for p in parts], theta), sum(t * p[1] for t, p in zip(theta, parts)),
+                sum(t * p[2] for t, p in zip(theta, parts)))
+    if how == "coupled":
+        p = draw(st.integers(1, 3 if C is None else C))
+        op, dense, cross = draw(_nested(X, X_new, d, kinds, rep, r, depth - 1, p))
+        B = r.normal(size=(p + draw(st.integers(0, 2)) if C is None else C, p))
+        return (Coupled(op, B, learn=draw(st.booleans())), _kron_rows(n, B) @ dense @ _kron_rows(n, B).T,
+                _kron_rows(m, B) @ cross @ _kron_rows(n, B).T)
+    tree = ClassTree(draw(random_trees(max_nodes=5)))
+    op, dense, cross = draw(_nested(X, X_new, d, kinds, rep, r, depth - 1, tree.n_nodes))
+    Phi = tree.phi_leaf_matrix()
+    return (ANOVA(op, tree, merge_gemm=draw(st.booleans())), _kron_rows(n, Phi) @ dense @ _kron_rows(n, Phi).T,
+            _kron_rows(m, Phi) @ cross @ _kron_rows(n, Phi).T)
+
+
+@st.composite
+def nested_case(draw):
+    """Composites of composites (depth 2-3) over block-diagonal leaves, against the Kronecker oracle."""
+    X, X_new, d, kinds, rep, r = draw(_inputs(n_max=4))
+    op, dense, cross = draw(_nested(X, X_new, d, kinds, rep, r, draw(st.integers(2, 3))))
+    return Case(op, dense, X_new, cross)
+
+
+def stack_inputs(X, X_new):
+    """The training inputs followed by the new points (dense or sparse)."""
+    return sp.vstack([X, X_new]).tocsr() if sp.issparse(X) else np.vstack([X, X_new])
+
+
+def on_inputs(op, X):
+    """The same operator (structure, kernels, hyperparameters) built on the inputs X; a low-rank
+    representation keeps its pivot points, so that its blocks at new points are the Nyström ones."""
+    if isinstance(op, BlockDiagonal):
+        reps = {key: LowRankGram(X, r.kernel, r.Xp, None, r.jitter)
+                for key, r in op._rep_by_key.items() if isinstance(r, LowRankGram)}
+        if reps:  # every kernel of a low-rank operator is low-rank (one RepresentationConfig)
+            return BlockDiagonal(X, op.kernels, op.class_kernel, op.variances, op.class_variance, op.representation,
+                                 _reps=reps)
+        return BlockDiagonal(X, op.kernels, op.class_kernel, op.variances, op.class_variance, op.representation)
+    if isinstance(op, Intercept):
+        return Intercept(on_inputs(op.inner, X), op.sigma2, op.learn)
+    if isinstance(op, Sum):
+        return Sum([on_inputs(o, X) for o in op.ops], op.theta)
+    if isinstance(op, Coupled):
+        return Coupled(on_inputs(op.inner, X), op.B, op.learn, op.class_names)
+    if isinstance(op, ANOVA):
+        return ANOVA(on_inputs(op.inner, X), op.tree, op._names, merge_gemm=op.merge_gemm)
+    raise TypeError(f"no rebuild for {type(op).__name__}: add it here with its case")
+
+
+def training_inputs(op):
+    """The inputs X of the first block-diagonal leaf of a composite."""
+    while not isinstance(op, BlockDiagonal):
+        op = op.ops[0] if isinstance(op, Sum) else op.inner
+    return op.X

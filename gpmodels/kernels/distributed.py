@@ -163,8 +163,9 @@ class DaskCross(CrossRepresentation):
         _refuse_pickle(self)
 
 
-class DaskGram(Representation):
-    """M held in row blocks on the workers of a Dask engine; see the module docstring."""
+class DaskGram(Representation, DaskCross):
+    """M held in row blocks on the workers of a Dask engine: the held (X, X) block plus the square
+    representation's methods; see the module docstring."""
 
     def __init__(self, X, kernel: Kernel, engine, *, block_rows: int | None = None, cross_memory_mb: float = 256.0,
                  _X_future=None, _held: _HeldRows | None = None):
@@ -190,9 +191,6 @@ class DaskGram(Representation):
                 where = {"workers": [workers[i % len(workers)]], "allow_other_workers": True} if workers else {}
                 futures.append(self.engine.client.submit(_gram_block, self.kernel, self._Xf, s, pure=False, **where))
         return _HeldRows(self.engine, slices, futures, (n, n))
-
-    def mvm(self, B):
-        return self._held.mvm(B)
 
     def diag(self):
         return self._diag
@@ -227,9 +225,6 @@ class DaskGram(Representation):
             return self
         return DaskGram(self.X, kernel, self.engine, block_rows=self.block_rows, cross_memory_mb=self.cross_memory_mb,
                         _X_future=self._Xf)
-
-    def dense(self):
-        return self._held.dense()
 
     @property
     def nbytes(self) -> int:

@@ -16,6 +16,11 @@ points, and ``grad_contract(E, F)`` = d/dθ Σ_j e_j^T M f_j over the kernel's s
   Nyström form K_{.,I} K_{I,I}^{-1} K_{I,.} plus that correction, which is what ``with_kernel``
   recomputes and ``grad_contract`` differentiates.
 
+Each is written once, as a block over a row side and a column side (:class:`MatrixCross`,
+:class:`GramCross`, :class:`FeatureCross`, :class:`LowRankCross`): a CV fold's M_{I,J} and a
+prediction's M(X_new, X) are those blocks, and the square representation is its block over (X, X)
+plus the square-only methods (diag, restrict, cross, derivatives, fast symmetric products).
+
 :class:`RepresentationConfig` builds one of them per kernel matrix; its ``auto`` kind chooses within a
 memory budget (:mod:`gpmodels.kernels.memory_budget`) and records the choice as ``rep.choice``.
 """
@@ -113,19 +118,29 @@ class SqDistCache:
 _block_rows = block_rows
 
 
-# ---------------------------------------------------------------------------- cross blocks
+# ---------------------------------------------------------------------------- blocks and representations
 class CrossRepresentation(abc.ABC):
-    """A rectangular block M_{I,J}: B (|J|, m) -> M_{I,J} B (|I|, m); ``rmvm``: M_{I,J}^T B."""
+    """A kernel block M_{R,C} = (M(x_a, x_b))_{a in R, b in C}: B (|C|, m) -> M_{R,C} B (|R|, m).
+
+    Each way of holding M is written once, as a block over a row side R and a column side C (CV
+    folds: training subsets I x J; prediction: new points x training points).  The square
+    :class:`Representation` over the training points is the same class over (X, X) plus what only
+    a square, symmetric M has (diag, restrict, cross blocks, derivatives), so ``rep.cross(I, J)``
+    is an instance of one of ``type(rep)``'s own bases.
+
+    Must be defined: ``shape`` and ``mvm``; for speed: ``rmvm`` and ``dense``.
+    """
 
     shape: tuple[int, int]
 
     @abc.abstractmethod
-    def mvm(self, B: np.ndarray) -> np.ndarray: ...
+    def mvm(self, B: np.ndarray) -> np.ndarray:
+        """M_{R,C} B for B of shape (|C|, m)."""
 
     def rmvm(self, B: np.ndarray) -> np.ndarray:
-        """M_{I,J}^T B for B of shape (|I|, m) -> (|J|, m).
+        """M_{R,C}^T B for B of shape (|R|, m) -> (|C|, m).
 
-        Generic default: the transpose of ``dense()`` (|J| unit-vector MVMs; slow, for new
+        Generic default: the transpose of ``dense()`` (|C| unit-vector MVMs; slow, for new
         representations until they get a direct one).
         """
         return self.dense().T @ B
@@ -152,27 +167,29 @@ class MatrixCross(CrossRepresentation):
 
 
 class GramCross(CrossRepresentation):
-    """A block computed on the fly in row blocks under a memory bound."""
+    """A block M(X1, X2) computed on the fly in row blocks of at most ``memory_mb``."""
 
     def __init__(self, kernel: Kernel, X1, X2, memory_mb: float):
         self.kernel, self.X1, self.X2, self.memory_mb = kernel, X1, X2, memory_mb
         self.shape = (X1.shape[0], X2.shape[0])
 
-    def mvm(self, B):
+    def _blocks(self):
         n1 = self.shape[0]
-        out = np.empty((n1, B.shape[1]))
         step = _block_rows(n1, self.shape[1], self.memory_mb)
         for s in range(0, n1, step):
-            out[s:s + step] = self.kernel.gram(_rows(self.X1, slice(s, s + step)), self.X2) @ B
+            yield slice(s, min(n1, s + step))
+
+    def mvm(self, B):
+        out = np.empty((self.shape[0], B.shape[1]))
+        for b in self._blocks():
+            out[b] = self.kernel.gram(_rows(self.X1, b), self.X2) @ B
         return out
 
     def rmvm(self, B):
         # M^T B = Σ_blocks M_{b,.}^T B_b over the same row blocks as ``mvm``
-        n1 = self.shape[0]
         out = np.zeros((self.shape[1], B.shape[1]))
-        step = _block_rows(n1, self.shape[1], self.memory_mb)
-        for s in range(0, n1, step):
-            out += self.kernel.gram(_rows(self.X1, slice(s, s + step)), self.X2).T @ B[s:s + step]
+        for b in self._blocks():
+            out += self.kernel.gram(_rows(self.X1, b), self.X2).T @ B[b]
         return out
 
     def dense(self):
@@ -180,45 +197,61 @@ class GramCross(CrossRepresentation):
 
 
 class FeatureCross(CrossRepresentation):
-    """X1 X2^T B for the linear kernel, never forming the block."""
+    """X1 X2^T B for the linear kernel, never forming the block.
 
-    def __init__(self, X1, X2):
+    ``X2T``: X2^T as the MVMs read it; a block used for a few MVMs (a CV fold, a prediction) reads
+    the transposed view, a representation used for many (:class:`FeatureGram`) passes a contiguous
+    (CSR) copy made once.
+    """
+
+    def __init__(self, X1, X2, X2T=None):
         self.X1, self.X2 = X1, X2
+        self._X2T = X2.T if X2T is None else X2T
         self.shape = (X1.shape[0], X2.shape[0])
 
     def mvm(self, B):
-        return np.asarray(self.X1 @ np.asarray(self.X2.T @ B))
+        return np.asarray(self.X1 @ np.asarray(self._X2T @ B))
 
     def rmvm(self, B):
         return np.asarray(self.X2 @ np.asarray(self.X1.T @ B))
 
 
 class LowRankCross(CrossRepresentation):
-    """L1 (L2^T B) plus the diagonal correction where a row point is a column point."""
+    """L1 L2^T plus the diagonal correction of Sec. 7.4.3 where a row point is a column point.
 
-    def __init__(self, L1, L2, match_rows=None, match_cols=None, match_vals=None):
+    ``match``: (rows, cols, values) of the correction entries (one per matched point pair), or None.
+    """
+
+    def __init__(self, L1, L2, match: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None):
         self.L1, self.L2 = L1, L2
         self.shape = (L1.shape[0], L2.shape[0])
-        self.match = None
-        if match_rows is not None and len(match_rows):
-            self.match = sp.csr_matrix((match_vals, (match_rows, match_cols)), shape=self.shape)
+        self.match = match if match is not None and len(match[0]) else None
 
     def mvm(self, B):
         out = self.L1 @ (self.L2.T @ B)
         if self.match is not None:
-            out += self.match @ B
+            rows, cols, vals = self.match
+            out[rows] += vals[:, None] * B[cols]
         return out
 
     def rmvm(self, B):
         out = self.L2 @ (self.L1.T @ B)
         if self.match is not None:
-            out += self.match.T @ B
+            rows, cols, vals = self.match
+            out[cols] += vals[:, None] * B[rows]
+        return out
+
+    def dense(self):
+        out = self.L1 @ self.L2.T
+        if self.match is not None:
+            rows, cols, vals = self.match
+            out[rows, cols] += vals
         return out
 
 
-# ---------------------------------------------------------------------------- representations
-class Representation(abc.ABC):
-    """M over n training points; see the module docstring."""
+class Representation(CrossRepresentation):
+    """M over the n training points: its block over (X, X), plus the square-only methods; see the
+    module docstring.  M is symmetric, so ``rmvm`` is ``mvm``."""
 
     kernel: Kernel
     X: object
@@ -229,9 +262,12 @@ class Representation(abc.ABC):
     def n(self) -> int:
         return self.X.shape[0]
 
-    @abc.abstractmethod
-    def mvm(self, B: np.ndarray) -> np.ndarray:
-        """M B for B of shape (n, m)."""
+    @property
+    def shape(self) -> tuple[int, int]:
+        return (self.n, self.n)
+
+    def rmvm(self, B: np.ndarray) -> np.ndarray:
+        return self.mvm(B)
 
     @abc.abstractmethod
     def diag(self) -> np.ndarray: ...
@@ -240,10 +276,12 @@ class Representation(abc.ABC):
     def restrict(self, J: np.ndarray) -> Representation: ...
 
     @abc.abstractmethod
-    def cross(self, I: np.ndarray, J: np.ndarray) -> CrossRepresentation: ...
+    def cross(self, I: np.ndarray, J: np.ndarray) -> CrossRepresentation:
+        """The block M_{I,J} (an instance of one of this class' bases)."""
 
     @abc.abstractmethod
-    def cross_test(self, X_new) -> CrossRepresentation: ...
+    def cross_test(self, X_new) -> CrossRepresentation:
+        """The block M(X_new, X) between new points and the training points."""
 
     @abc.abstractmethod
     def grad_contract(self, E: np.ndarray, F: np.ndarray) -> np.ndarray:
@@ -260,15 +298,12 @@ class Representation(abc.ABC):
     def with_kernel(self, kernel: Kernel) -> Representation:
         """The same representation for another kernel (self if the kernel is unchanged)."""
 
-    def dense(self) -> np.ndarray:
-        return self.mvm(np.eye(self.n))
-
     @property
     def nbytes(self) -> int:
         return 0
 
 
-class StoredGram(Representation):
+class StoredGram(Representation, MatrixCross):
     """M stored in memory (Seeger 2008, App. D.1); MVMs are single GEMMs.
 
     ``dtype`` float32 halves the memory: M is built in row blocks straight into float32 (no n x n
@@ -371,32 +406,18 @@ class StoredGram(Representation):
             return self
         return StoredGram(self.X, kernel, None, self.cross_memory_mb, self.dtype, self.sq_dists)
 
-    def dense(self):
-        return self.M.astype(np.float64)
-
     @property
     def nbytes(self):
         return self.n * self.n * np.dtype(self.dtype).itemsize
 
 
-class BlockedGram(Representation):
+class BlockedGram(Representation, GramCross):
     """M recomputed in row blocks at every MVM; at most ``memory_mb`` of it exists at a time."""
 
     def __init__(self, X, kernel: Kernel, memory_mb: float = 256.0):
         self.X, self.kernel, self.memory_mb = X, kernel, memory_mb
+        self.X1 = self.X2 = X
         self._diag = kernel.diag(X)
-
-    def _blocks(self):
-        n = self.n
-        step = _block_rows(n, n, self.memory_mb)
-        for s in range(0, n, step):
-            yield slice(s, min(n, s + step))
-
-    def mvm(self, B):
-        out = np.empty((self.n, B.shape[1]))
-        for b in self._blocks():
-            out[b] = self.kernel.gram(_rows(self.X, b), self.X) @ B
-        return out
 
     def diag(self):
         return self._diag
@@ -422,11 +443,8 @@ class BlockedGram(Representation):
     def with_kernel(self, kernel):
         return self if kernel.key() == self.kernel.key() else BlockedGram(self.X, kernel, self.memory_mb)
 
-    def dense(self):
-        return self.kernel.gram(self.X, self.X)
 
-
-class FeatureGram(Representation):
+class FeatureGram(Representation, FeatureCross):
     """Linear kernel M = X X^T applied as X (X^T B), X dense or sparse CSR (Seeger 2008, App. D.3)."""
 
     def __init__(self, X, kernel: Kernel | None = None):
@@ -435,11 +453,9 @@ class FeatureGram(Representation):
             raise InputError("the 'features' representation is for the linear kernel only; "
                              f"got {type(kernel).__name__}")
         self.X, self.kernel = X, kernel
-        self._XT = X.T.tocsr() if sp.issparse(X) else np.ascontiguousarray(X.T)
+        self.X1 = self.X2 = X
+        self._X2T = X.T.tocsr() if sp.issparse(X) else np.ascontiguousarray(X.T)
         self._diag = sq_norms(X)
-
-    def mvm(self, B):
-        return np.asarray(self.X @ np.asarray(self._XT @ B))
 
     def diag(self):
         return self._diag
@@ -461,9 +477,9 @@ class FeatureGram(Representation):
 
     @property
     def nbytes(self):
-        if sp.issparse(self._XT):
-            return self._XT.data.nbytes + self._XT.indices.nbytes + self._XT.indptr.nbytes
-        return self._XT.nbytes
+        if sp.issparse(self._X2T):
+            return self._X2T.data.nbytes + self._X2T.indices.nbytes + self._X2T.indptr.nbytes
+        return self._X2T.nbytes
 
 
 def incomplete_cholesky(X, kernel: Kernel, max_rank: int, tol: float) -> tuple[np.ndarray, np.ndarray]:
@@ -490,7 +506,7 @@ def incomplete_cholesky(X, kernel: Kernel, max_rank: int, tol: float) -> tuple[n
     return np.ascontiguousarray(L[:, : len(pivots)]), np.array(pivots, dtype=np.intp)
 
 
-class LowRankGram(Representation):
+class LowRankGram(Representation, LowRankCross):
     """M ≈ diag(M) + L L^T - diag(L L^T) with L from a pivoted incomplete Cholesky (Sec. 7.4.3).
 
     With fixed pivot points X_p, L L^T = K_{.,p} K_{p,p}^{-1} K_{p,.}: the Nyström form that
@@ -505,9 +521,15 @@ class LowRankGram(Representation):
         self.R = sla.cholesky(Kpp, lower=True)  # Kpp = R R^T
         if L is None:
             L = sla.solve_triangular(self.R, kernel.gram(Xp, X), lower=True).T  # L = K_{.,p} R^{-T}
-        self.L = np.ascontiguousarray(L)
-        self._full_diag = kernel.diag(X)
-        self.dcorr = np.maximum(self._full_diag - np.einsum("ij,ij->i", self.L, self.L), 0.0)
+        self._set_factor(np.ascontiguousarray(L), kernel.diag(X), None)
+
+    def _set_factor(self, L: np.ndarray, full_diag: np.ndarray, dcorr: np.ndarray | None) -> None:
+        """L, diag M and the correction diag(M) - diag(L L^T) on the diagonal of the (X, X) block."""
+        self.L = self.L1 = self.L2 = L
+        self._full_diag = full_diag
+        self.dcorr = np.maximum(full_diag - np.einsum("ij,ij->i", L, L), 0.0) if dcorr is None else dcorr
+        diagonal = np.arange(L.shape[0])
+        self.match = (diagonal, diagonal, self.dcorr) if diagonal.size else None
 
     @classmethod
     def from_icf(cls, X, kernel: Kernel, max_rank: int = 200, tol: float = 1e-8) -> LowRankGram:
@@ -520,16 +542,13 @@ class LowRankGram(Representation):
     def rank(self) -> int:
         return self.L.shape[1]
 
-    def mvm(self, B):
-        return self.L @ (self.L.T @ B) + self.dcorr[:, None] * B
-
     def diag(self):
         return self._full_diag
 
     def restrict(self, J):
         out = object.__new__(LowRankGram)
         out.X, out.kernel, out.Xp, out.jitter, out.R = _rows(self.X, J), self.kernel, self.Xp, self.jitter, self.R
-        out.L, out._full_diag, out.dcorr = self.L[J], self._full_diag[J], self.dcorr[J]
+        out._set_factor(self.L[J], self._full_diag[J], self.dcorr[J])
         return out
 
     def cross(self, I, J):
@@ -540,8 +559,8 @@ class LowRankGram(Representation):
             if b is not None:
                 rows.append(a)
                 cols.append(b)
-        vals = self.dcorr[np.asarray(I, dtype=np.intp)[rows]] if rows else None
-        return LowRankCross(self.L[I], self.L[J], rows, cols, vals)
+        rows, cols = np.array(rows, dtype=np.intp), np.array(cols, dtype=np.intp)
+        return LowRankCross(self.L[I], self.L[J], (rows, cols, self.dcorr[np.asarray(I, dtype=np.intp)[rows]]))
 
     def cross_test(self, X_new):
         Lnew = sla.solve_triangular(self.R, self.kernel.gram(self.Xp, X_new), lower=True).T
@@ -572,9 +591,6 @@ class LowRankGram(Representation):
         if kernel.key() == self.kernel.key():
             return self
         return LowRankGram(self.X, kernel, self.Xp, None, self.jitter)
-
-    def dense(self):
-        return self.L @ self.L.T + np.diag(self.dcorr)
 
     @property
     def nbytes(self):

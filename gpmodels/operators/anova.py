@@ -29,7 +29,8 @@ parents down the levels), O(P) per point and right-hand side, vectorised over po
   block-diagonal K̆ this is Φ_L (diag K̆_i ∘ Φ_L^T p_i), O(P) per point.
 - Gradient (Sec. 5.3): Φ does not depend on hyperparameters, so
   tr E^T (dK) F = tr Ẽ^T (dK̆) F̃ with Ẽ = (Φ_L^T ⊗ I) E, F̃ = (Φ_L^T ⊗ I) F.
-- restrict / cross / cross_test wrap the inner operator's.
+- restrict wraps the inner operator's; the cross blocks K_{I,J} and K_{*,X} are the three steps
+  over the inner operator's blocks (the merged GEMMs are a square-only form of the same matrix).
 
 Hyperparameters are those of K̆ (variances and kernel shapes per node group; the sharing modes
 are set up by :class:`gpmodels.priors.ANOVAPrior`), optionally under more descriptive names.
@@ -43,7 +44,7 @@ import numpy as np
 
 from gpmodels.errors import HierarchyError, InputError
 from gpmodels.hierarchy import ClassTree
-from gpmodels.operators.base import CrossOperator, Operator
+from gpmodels.operators.base import Composite, Operator
 from gpmodels.operators.blockdiag import BlockDiagonal
 
 __all__ = ["ANOVA", "DENSE_CLASS_MIX_MAX_C"]
@@ -53,7 +54,7 @@ __all__ = ["ANOVA", "DENSE_CLASS_MIX_MAX_C"]
 DENSE_CLASS_MIX_MAX_C = 64
 
 
-class ANOVA(Operator):
+class ANOVA(Composite):
     """K = (Φ_L ⊗ I) K̆ (Φ_L^T ⊗ I) over a :class:`ClassTree`; see the module docstring.
 
     ``inner`` is the node operator K̆ with ``inner.n_classes == tree.n_nodes`` (P); ``names``
@@ -108,10 +109,16 @@ class ANOVA(Operator):
     def n_nodes(self) -> int:
         return self.tree.n_nodes
 
+    def _parts(self):
+        return (self.inner,)
+
+    def _compose(self, maps, V):
+        # the paper's three steps, for K and its blocks alike; shape: (n, C, k) -> (n, P, k) -> (n, P, k) -> (n, C, k)
+        return self.tree.phi(maps[0](self.tree.phi_t(V)))
+
     def _mvm(self, V):
         if self._merged is None:
-            # shape: V (n, C, k) -> (n, P, k) -> (n, P, k) -> (n, C, k)
-            return self.tree.phi(self.inner._mvm(self.tree.phi_t(V)))
+            return super()._mvm(V)
         return self._merged_mvm(V)
 
     def _merged_mvm(self, V):
@@ -184,12 +191,6 @@ class ANOVA(Operator):
     def _restrict(self, J):
         return ANOVA(self.inner._restrict(J), self.tree, self._names, merge_gemm=self.merge_gemm)
 
-    def _cross(self, I, J):
-        return _MixedCross(self.inner._cross(I, J), self.tree)
-
-    def _cross_test(self, X_new):
-        return _MixedCross(self.inner._cross_test(X_new), self.tree)
-
     def _test_point_blocks(self, X_new):
         # K_** = Φ_L K̆_** Φ_L^T per new point: two tree walks over the (m, P, P) node blocks
         inner = self.inner._test_point_blocks(X_new)  # shape: (m, P, P)
@@ -217,22 +218,3 @@ class ANOVA(Operator):
     def __repr__(self) -> str:
         return f"ANOVA({self.inner!r}, {self.tree!r})"
 
-
-class _MixedCross(CrossOperator):
-    """(Φ_L ⊗ I) K̆_{I,J} (Φ_L^T ⊗ I) for a rectangular inner block."""
-
-    def __init__(self, inner: CrossOperator, tree: ClassTree):
-        self.inner, self.tree = inner, tree
-        rows, cols, _ = inner.shape
-        self._shape = (rows, cols, tree.n_classes)
-
-    @property
-    def shape(self):
-        return self._shape
-
-    def _mvm(self, V):
-        return self.tree.phi(self.inner._mvm(self.tree.phi_t(V)))
-
-    def _rmvm(self, W):
-        # ((Φ_L ⊗ I) K̆_{I,J} (Φ_Lᵀ ⊗ I))ᵀ = (Φ_L ⊗ I) K̆_{I,J}ᵀ (Φ_Lᵀ ⊗ I)
-        return self.tree.phi(self.inner._rmvm(np.ascontiguousarray(self.tree.phi_t(W))))

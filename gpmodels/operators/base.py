@@ -17,7 +17,7 @@ Public methods validate and then call the ``_`` hooks.  Subclasses must define t
 from __future__ import annotations
 
 import abc
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -26,7 +26,7 @@ from gpmodels.hyperparameters import Parameterised, natural_values
 from gpmodels.linalg.finite_differences import central_differences
 from gpmodels.validation import check_indices
 
-__all__ = ["Operator", "CrossOperator", "KronTerm", "as_rhs", "FD_STEP"]
+__all__ = ["Operator", "CrossOperator", "CompositeBlock", "Composite", "KronTerm", "as_rhs", "FD_STEP"]
 
 #: step of the central differences used by the generic ``grad_trace`` default (log space).
 FD_STEP = 1e-5
@@ -112,6 +112,46 @@ class CrossOperator(abc.ABC):
         for s in range(0, cols * C, step):
             out[:, s:s + step] = self._mvm(np.ascontiguousarray(eye[:, :, s:s + step])).reshape(rows * C, -1)
         return out
+
+
+#: a linear map of a composite's part: (cols, ...) -> (rows, ...) (an operator's or a representation's MVM)
+PartMap = Callable[[np.ndarray], np.ndarray]
+
+
+class CompositeBlock(CrossOperator):
+    """The block K_{R,C} of a composite operator: the composite's one algebra over its parts' blocks.
+
+    A composite (intercept, sum, block-diagonal, ANOVA, coupling) is K = 𝒜(A_1, ..., A_m): a fixed
+    algebra over the linear maps of its parts (inner operators or kernel representations) that
+    acts on the class axis or adds a constant per class (Φ_L, B, θ_m, σ² 1 1^T) and never mixes
+    points.  So taking row points R and column points C commutes with it,
+    K_{R,C} = 𝒜((A_1)_{R,C}, ..., (A_m)_{R,C}), and every such algebra is its own transpose in its
+    parts (L A L^T, Σ θ_m A_m, A + σ² 1 1^T): K_{R,C}^T = 𝒜((A_1)_{R,C}^T, ...).  A composite
+    therefore writes its MVM once, as ``compose(maps, V)`` given its parts' maps; the square MVM
+    passes the parts' MVMs, a block the parts' block MVMs (``forward``) and the block's transpose
+    their transposes (``transpose``).  One class serves every composite and every nesting of them.
+    """
+
+    def __init__(self, compose: Callable[[Sequence[PartMap], np.ndarray], np.ndarray], forward: Sequence[PartMap],
+                 transpose: Sequence[PartMap], shape: tuple[int, int, int]):
+        self._compose, self._forward, self._transpose = compose, tuple(forward), tuple(transpose)
+        self._shape = tuple(int(s) for s in shape)
+
+    @classmethod
+    def of(cls, compose, blocks: Sequence[CrossOperator], n_classes: int) -> CompositeBlock:
+        """The block over the same blocks of operator parts (all of one shape (rows, cols, .))."""
+        rows, cols, _ = blocks[0].shape
+        return cls(compose, [b._mvm for b in blocks], [b._rmvm for b in blocks], (rows, cols, n_classes))
+
+    @property
+    def shape(self):
+        return self._shape
+
+    def _mvm(self, V):
+        return self._compose(self._forward, V)
+
+    def _rmvm(self, W):
+        return self._compose(self._transpose, W)
 
 
 class Operator(Parameterised):
@@ -313,6 +353,33 @@ class Operator(Parameterised):
     def describe(self) -> dict:
         """Hyperparameters by name, in natural units where the name says ``log_``."""
         return natural_values(self.param_names, self.params)
+
+
+class Composite(Operator):
+    """An operator made of operators by one algebra (see :class:`CompositeBlock`).
+
+    Must be defined (besides the protocol's parameters, restrict, diag, ...): ``_parts`` (the inner
+    operators, in the order ``_compose`` takes their maps) and ``_compose(maps, V)``, the MVM given
+    the parts' linear maps; the MVM, cross blocks K_{I,J} and test-point blocks K_{*,X} all come
+    from it.  A composite may override ``_mvm`` with a faster square-only form of the same matrix.
+    """
+
+    @abc.abstractmethod
+    def _parts(self) -> tuple[Operator, ...]:
+        """The inner operators, in the order of ``_compose``'s maps."""
+
+    @abc.abstractmethod
+    def _compose(self, maps: Sequence[PartMap], V: np.ndarray) -> np.ndarray:
+        """K V given the maps of the parts (square MVMs, blocks or transposed blocks); V (cols, C, k)."""
+
+    def _mvm(self, V):
+        return self._compose(tuple(p._mvm for p in self._parts()), V)
+
+    def _cross(self, I, J):
+        return CompositeBlock.of(self._compose, [p._cross(I, J) for p in self._parts()], self.n_classes)
+
+    def _cross_test(self, X_new):
+        return CompositeBlock.of(self._compose, [p._cross_test(X_new) for p in self._parts()], self.n_classes)
 
 
 def concat_params(parts: Sequence[tuple[str, np.ndarray, Sequence[str]]]) -> tuple[np.ndarray, tuple[str, ...]]:

@@ -31,7 +31,7 @@ import numpy as np
 from gpmodels.errors import InputError
 from gpmodels.kernels.base import Kernel
 from gpmodels.kernels.representations import Representation, RepresentationConfig
-from gpmodels.operators.base import CrossOperator, KronTerm, Operator, concat_params
+from gpmodels.operators.base import CompositeBlock, KronTerm, Operator, concat_params
 from gpmodels.validation import check_features
 
 __all__ = ["BlockDiagonal", "SHARING_MODES"]
@@ -193,23 +193,37 @@ class BlockDiagonal(Operator):
         """v_c per class, shape (C,)."""
         return self._class_v
 
-    def _mvm(self, V):
-        n, C, k = V.shape
-        reps, classes = self._layout.reps, self._layout.classes
-        if len(reps) == 1:  # one M for every class (tied, semi): the GEMM result is the output
-            out = reps[0].mvm(V.reshape(n, C * k)).reshape(n, C, k)
+    def _compose(self, maps, V):
+        """K V given one map per distinct M (``_layout.reps`` order): M's MVM, or a block M_{I,J}
+        or its transpose (K_{I,J} = diag(v_c M^(l_c)_{I,J}), its transpose diag(v_c M^(l_c)_{I,J}^T)).
+        V (cols, C, k) -> (rows, C, k)."""
+        cols, C, k = V.shape
+        if len(maps) == 1:  # one M for every class (tied, semi): the GEMM result is the output
+            res = maps[0](V.reshape(cols, C * k))
+            out = res.reshape(res.shape[0], C, k)
             out *= self._class_v[None, :, None]
             return out
-        out = np.empty_like(V)
-        for rep, cls in zip(reps, classes):
+        out = None
+        for apply, cls in zip(maps, self._layout.classes):
             block = V[:, cls, :]
             m = block.shape[1]
-            res = rep.mvm(block.reshape(n, m * k)).reshape(n, m, k)
+            res = apply(block.reshape(cols, m * k))
+            res = res.reshape(res.shape[0], m, k)
+            if out is None:
+                out = np.empty((res.shape[0], C, k))
             if isinstance(cls, slice):
                 np.multiply(res, self._class_v[cls][None, :, None], out=out[:, cls, :])
             else:
                 out[:, cls, :] = res * self._class_v[cls][None, :, None]
         return out
+
+    def _mvm(self, V):
+        return self._compose([rep.mvm for rep in self._layout.reps], V)
+
+    def _block(self, blocks) -> CompositeBlock:
+        """K_{R,C} from the blocks of the distinct M's over the same row and column points."""
+        rows, cols = blocks[0].shape
+        return CompositeBlock(self._compose, [b.mvm for b in blocks], [b.rmvm for b in blocks], (rows, cols, self._C))
 
     def _diag(self):
         out = np.empty((self.n_points, self._C))
@@ -278,13 +292,11 @@ class BlockDiagonal(Operator):
         return self._evolve(X=self.X[J], reps=reps)
 
     def _cross(self, I, J):
-        return _BlockDiagonalCross([r.cross(I, J) for r in self._rep_list], self._layout.classes, self._class_v,
-                                   (I.size, J.size, self._C))
+        return self._block([r.cross(I, J) for r in self._layout.reps])
 
     def _cross_test(self, X_new):
         X_new = self._check_new(X_new)
-        reps = [r.cross_test(X_new) for r in self._rep_list]
-        return _BlockDiagonalCross(reps, self._layout.classes, self._class_v, (X_new.shape[0], self.n_points, self._C))
+        return self._block([r.cross_test(X_new) for r in self._layout.reps])
 
     def _check_new(self, X_new):
         X_new = check_features("X_new", X_new)
@@ -328,33 +340,3 @@ class BlockDiagonal(Operator):
             f"distinct={len(self._rep_list)}, variances={self.variances.size})"
         )
 
-
-class _BlockDiagonalCross(CrossOperator):
-    def __init__(self, reps, classes, class_v, shape):
-        self._reps, self._classes, self._class_v, self._shape = reps, classes, class_v, shape
-
-    @property
-    def shape(self):
-        return self._shape
-
-    def _mvm(self, V):
-        rows = self._shape[0]
-        cols, C, k = V.shape
-        out = np.empty((rows, C, k))
-        for rep, cls in zip(self._reps, self._classes):
-            block = V[:, cls, :]
-            m = block.shape[1]
-            out[:, cls, :] = rep.mvm(block.reshape(cols, m * k)).reshape(rows, m, k) * self._class_v[cls][None, :, None]
-        return out
-
-    def _rmvm(self, W):
-        # K_{I,J}^T = diag(v_c M_{I,J}^T): one transposed product per distinct M
-        cols = self._shape[1]
-        rows, C, k = W.shape
-        out = np.empty((cols, C, k))
-        for rep, cls in zip(self._reps, self._classes):
-            block = np.ascontiguousarray(W[:, cls, :])
-            m = block.shape[1]
-            res = rep.rmvm(block.reshape(rows, m * k)).reshape(cols, m, k)
-            out[:, cls, :] = res * self._class_v[cls][None, :, None]
-        return out

@@ -28,7 +28,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from gpmodels.errors import InputError
-from gpmodels.operators.base import CrossOperator, Operator
+from gpmodels.operators.base import Composite, Operator
 
 __all__ = ["Coupled"]
 
@@ -45,7 +45,7 @@ def _check_B(B) -> np.ndarray:
     return B
 
 
-class Coupled(Operator):
+class Coupled(Composite):
     """K(B) = (B ⊗ I) K (B^T ⊗ I) around an operator K over p factors; see the module docstring.
 
     ``B``: (C, p) with p <= C.  ``learn``: True (all entries are hyperparameters), False (B
@@ -96,8 +96,12 @@ class Coupled(Operator):
         # B along axis 1: shape (n, p[, k]) -> (n, C[, k])
         return np.matmul(self.B, W) if W.ndim == 3 else W @ self.B.T
 
-    def _mvm(self, V):
-        return self._to_classes(self.inner._mvm(np.ascontiguousarray(self._to_factors(V))))
+    def _parts(self):
+        return (self.inner,)
+
+    def _compose(self, maps, V):
+        # (B ⊗ I) K (B^T ⊗ I) V; the same for a block K_{I,J} and its transpose (B on both sides)
+        return self._to_classes(maps[0](np.ascontiguousarray(self._to_factors(V))))
 
     def _diag(self):
         if self.inner.is_class_diagonal:
@@ -156,12 +160,6 @@ class Coupled(Operator):
     def _restrict(self, J):
         return Coupled(self.inner._restrict(J), self.B, self.learn, self.class_names)
 
-    def _cross(self, I, J):
-        return _CoupledCross(self.inner._cross(I, J), self.B)
-
-    def _cross_test(self, X_new):
-        return _CoupledCross(self.inner._cross_test(X_new), self.B)
-
     def _test_point_blocks(self, X_new):
         # K(B)_** = B K_** B^T per new point
         inner = self.inner._test_point_blocks(X_new)  # shape: (m, p, p)
@@ -188,22 +186,3 @@ class Coupled(Operator):
         kind = "coupling" if self.n_factors == self.n_classes else "loadings"
         return f"Coupled({self.inner!r}, B {self.B.shape} {kind}, {int(self.learn.sum())} learned entries)"
 
-
-class _CoupledCross(CrossOperator):
-    """(B ⊗ I) K_{I,J} (B^T ⊗ I)."""
-
-    def __init__(self, inner: CrossOperator, B: np.ndarray):
-        self.inner, self.B = inner, B
-        rows, cols, _ = inner.shape
-        self._shape = (rows, cols, B.shape[0])
-
-    @property
-    def shape(self):
-        return self._shape
-
-    def _mvm(self, V):
-        return np.matmul(self.B, self.inner._mvm(np.ascontiguousarray(np.matmul(self.B.T, V))))
-
-    def _rmvm(self, W):
-        # ((B ⊗ I) K_{I,J} (B^T ⊗ I))^T = (B ⊗ I) K_{I,J}^T (B^T ⊗ I)
-        return np.matmul(self.B, self.inner._rmvm(np.ascontiguousarray(np.matmul(self.B.T, W))))

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpmodels.operators.base import CrossOperator, KronTerm, Operator
+from gpmodels.operators.base import Composite, KronTerm, Operator
 from gpmodels.validation import check_positive
 
 __all__ = ["Intercept"]
 
 
-class Intercept(Operator):
+class Intercept(Composite):
     """K̃ = K + σ² 1 1^T per class, around any operator K."""
 
     def __init__(self, inner: Operator, sigma2: float, learn: bool = False):
@@ -37,8 +37,13 @@ class Intercept(Operator):
     def n_classes(self):
         return self.inner.n_classes
 
-    def _mvm(self, V):
-        out = self.inner._mvm(V)
+    def _parts(self):
+        return (self.inner,)
+
+    def _compose(self, maps, V):
+        # K̃ V = K V + σ² 1 (1^T V) per class; for a block K_{I,J} (or its transpose) the row of
+        # column sums broadcasts over its rows
+        out = maps[0](V)
         out += self.sigma2 * V.sum(axis=0, keepdims=True)
         return out
 
@@ -89,12 +94,6 @@ class Intercept(Operator):
     def _restrict(self, J):
         return Intercept(self.inner._restrict(J), self.sigma2, self.learn)
 
-    def _cross(self, I, J):
-        return _InterceptCross(self.inner._cross(I, J), self.sigma2)
-
-    def _cross_test(self, X_new):
-        return _InterceptCross(self.inner._cross_test(X_new), self.sigma2)
-
     def _test_point_blocks(self, X_new):
         # K̃_** = K_** + σ² I_C: the intercept b_c ~ N(0, σ²) is independent across classes
         out = self.inner._test_point_blocks(X_new).copy()
@@ -113,22 +112,3 @@ class Intercept(Operator):
     def __repr__(self):
         return f"Intercept({self.inner!r}, sigma2={self.sigma2:g}{', learned' if self.learn else ''})"
 
-
-class _InterceptCross(CrossOperator):
-    def __init__(self, inner: CrossOperator, sigma2: float):
-        self.inner, self.sigma2 = inner, sigma2
-
-    @property
-    def shape(self):
-        return self.inner.shape
-
-    def _mvm(self, V):
-        out = self.inner._mvm(V)
-        out += self.sigma2 * V.sum(axis=0, keepdims=True)
-        return out
-
-    def _rmvm(self, W):
-        # (K + σ² 1 1^T ⊗ I_C)^T W = K^T W + σ² (column sums of W) on every column point
-        out = self.inner._rmvm(W)
-        out += self.sigma2 * W.sum(axis=0, keepdims=True)
-        return out

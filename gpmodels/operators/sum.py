@@ -19,7 +19,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from gpmodels.errors import InputError
-from gpmodels.operators.base import CrossOperator, Operator, concat_params
+from gpmodels.operators.base import Composite, Operator, concat_params
 
 __all__ = ["Sum", "check_weights"]
 
@@ -40,7 +40,7 @@ def check_weights(theta, M: int | None = None) -> np.ndarray:
     return theta
 
 
-class Sum(Operator):
+class Sum(Composite):
     """K_θ = Σ_m θ_m K_m over operators ``ops`` with weights ``theta``."""
 
     def __init__(self, ops: Sequence[Operator], theta=None):
@@ -78,10 +78,14 @@ class Sum(Operator):
     def n_classes(self):
         return self.ops[0].n_classes
 
-    def _mvm(self, V):
-        out = self.theta[0] * self.ops[0]._mvm(V)
-        for t, op in zip(self.theta[1:], self.ops[1:]):
-            out += t * op._mvm(V)
+    def _parts(self):
+        return self.ops
+
+    def _compose(self, maps, V):
+        # K_θ V = Σ_m θ_m K_m V, in component order
+        out = self.theta[0] * maps[0](V)
+        for t, apply in zip(self.theta[1:], maps[1:]):
+            out += t * apply(V)
         return out
 
     def _diag(self):
@@ -133,12 +137,6 @@ class Sum(Operator):
     def _restrict(self, J):
         return Sum([op._restrict(J) for op in self.ops], self.theta)
 
-    def _cross(self, I, J):
-        return _SumCross([op._cross(I, J) for op in self.ops], self.theta)
-
-    def _cross_test(self, X_new):
-        return _SumCross([op._cross_test(X_new) for op in self.ops], self.theta)
-
     def _test_point_blocks(self, X_new):
         return sum(t * op._test_point_blocks(X_new) for t, op in zip(self.theta, self.ops))
 
@@ -151,23 +149,3 @@ class Sum(Operator):
     def __repr__(self):
         return f"Sum({', '.join(f'{t:.4g}·{op!r}' for t, op in zip(self.theta, self.ops))})"
 
-
-class _SumCross(CrossOperator):
-    def __init__(self, parts, theta):
-        self.parts, self.theta = parts, theta
-
-    @property
-    def shape(self):
-        return self.parts[0].shape
-
-    def _mvm(self, V):
-        out = self.theta[0] * self.parts[0]._mvm(V)
-        for t, p in zip(self.theta[1:], self.parts[1:]):
-            out += t * p._mvm(V)
-        return out
-
-    def _rmvm(self, W):
-        out = self.theta[0] * self.parts[0]._rmvm(W)
-        for t, p in zip(self.theta[1:], self.parts[1:]):
-            out += t * p._rmvm(W)
-        return out

@@ -99,6 +99,11 @@ class ANOVAPrior:
         """(P,) kernel-shape group of every node."""
         return self.tree.node_groups(self.kernel_sharing or self.sharing)
 
+    @property
+    def class_names(self) -> tuple[str, ...]:
+        """The classes in the order of the operator's columns: the tree's leaves (the labels must be these names)."""
+        return self.tree.classes
+
     def operator(self, X, n_classes: int) -> Operator:
         """K̃ over the training inputs X; ``n_classes`` must be the tree's number of leaves."""
         tree = self.tree

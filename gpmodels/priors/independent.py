@@ -57,6 +57,11 @@ class IndependentGP:
                                                        validator=instance_of(RepresentationConfig))
     learn_sigma2: bool = attrs.field(default=False, validator=boolean())
 
+    @property
+    def class_names(self) -> None:
+        """The class order this prior imposes: none (any labels, in any order)."""
+        return None
+
     def operator(self, X, n_classes: int) -> Operator:
         """The operator K̃ over the training inputs X for ``n_classes`` classes."""
         if self.sharing is not None:

@@ -7,14 +7,15 @@ import warnings
 
 import numpy as np
 import pytest
+from conftest import assert_estimator_checks_pass
 
 from gpmodels.baselines.crammer_singer.solver import CSOptions, fit_crammer_singer
 from gpmodels.errors import ConvergenceWarning, InputError, NotFittedError
-from gpmodels.estimators import CrammerSingerSVC, GPClassifier
+from gpmodels.estimators import CrammerSingerSVC, GPClassifier, LaplacePredictive
+from gpmodels.inference.map.newton_cg import NewtonOptions
 from gpmodels.kernels import RBF, Linear
-
-sklearn = pytest.importorskip("sklearn")
-from conftest import assert_estimator_checks_pass  # noqa: E402
+from gpmodels.kernels.representations import RepresentationConfig
+from gpmodels.priors import IndependentGP
 
 # checks that may be skipped, and why (none may fail)
 ALLOWED_SKIPS = {
@@ -24,11 +25,14 @@ ALLOWED_SKIPS = {
 
 
 @pytest.mark.parametrize("estimator", [
-    GPClassifier(max_iter=20),
-    GPClassifier(kernel="linear", sharing="tied", objective="exact"),
-    GPClassifier(kernel="ard", w=0.5, sharing="semi", variance=2.0, representation="lowrank"),
-    GPClassifier(max_iter=20, predictive="laplace", predictive_samples=200, random_state=0),
-], ids=["rbf-map", "linear-exact", "ard-lowrank", "laplace-predictive"])
+    GPClassifier(),
+    GPClassifier(objective="map", solver=NewtonOptions(max_iter=20)),
+    GPClassifier(IndependentGP(Linear(), "tied", sigma2=1.0), objective="map", solver="exact"),
+    GPClassifier(IndependentGP(RBF(0.5), "semi", 2.0, 1.0, representation=RepresentationConfig(kind="lowrank")),
+                 objective="map"),
+    GPClassifier(objective="map", solver=NewtonOptions(max_iter=20), predictive=LaplacePredictive(200),
+                 random_state=0),
+], ids=["default-cv", "rbf-map", "linear-exact", "rbf-semi-lowrank", "laplace-predictive"])
 def test_sklearn_estimator_checks(estimator):
     assert_estimator_checks_pass(estimator, ALLOWED_SKIPS)
 
@@ -40,8 +44,9 @@ def test_gp_classifier_in_a_pipeline_and_grid_search():
     from sklearn.preprocessing import StandardScaler
 
     X, y = load_iris(return_X_y=True)
-    search = GridSearchCV(make_pipeline(StandardScaler(), GPClassifier(sigma2=1.0)),
-                          {"gpclassifier__variance": [1.0, 10.0]}, cv=3)
+    priors = [IndependentGP(RBF(0.25), variance=v, sigma2=1.0) for v in (1.0, 10.0)]
+    search = GridSearchCV(make_pipeline(StandardScaler(), GPClassifier(objective="map")),
+                          {"gpclassifier__prior": priors}, cv=3)
     search.fit(X, y)
     assert search.best_score_ > 0.9
     assert set(search.predict(X)) <= set(y)
@@ -52,22 +57,21 @@ def test_gp_classifier_in_a_pipeline_and_grid_search():
 def test_estimator_protocol_details():
     X = np.random.default_rng(0).normal(size=(30, 2))
     y = np.array(["a", "b", "c"] * 10)
-    est = GPClassifier(variance=3.0)
+    est = GPClassifier(objective="laplace")
     with pytest.raises(NotFittedError, match="not fitted"):
         est.predict(X)
     est.fit(X, y)
     assert list(est.classes_) == ["a", "b", "c"] and est.n_features_in_ == 2 and est.n_iter_ >= 1
     assert est.decision_function(X).shape == (30, 3)
-    assert est.get_params()["variance"] == 3.0
-    assert est.set_params(variance=5.0).variance == 5.0
-    with pytest.raises(ValueError, match="invalid parameter 'varianc'"):
-        est.set_params(varianc=1.0)
+    assert est.get_params()["objective"] == "laplace"
+    assert est.set_params(objective="map").objective == "map"
+    with pytest.raises(ValueError, match="Invalid parameter 'objectiv'"):
+        est.set_params(objectiv="cv")
     with pytest.raises(ValueError, match="expecting 2 features"):
         est.predict(np.zeros((2, 3)))
-    assert "variance=5.0" in repr(est)
-    with pytest.raises(ValueError,
-                       match="The 'kernel' parameter of GPClassifier: unknown kernel 'rbff'; allowed: 'rbf', 'ard'"):
-        GPClassifier(kernel="rbff").fit(X, y)
+    assert "objective='map'" in repr(est)
+    with pytest.raises(ValueError, match="The 'solver' parameter of GPClassifier must be 'newton-cg', 'exact'"):
+        GPClassifier(solver="newton_cg").fit(X, y)
 
 
 # ------------------------------------------------------------------------------------------ CrammerSingerSVC
@@ -199,22 +203,18 @@ def test_object_labels_of_one_type_still_work():
     assert list(GPClassifier().fit(X, y.astype(object)).classes_) == [0, 1, 2]
 
 
-def test_nested_parameters_of_a_prior_object_are_set_or_refused_clearly():
-    from gpmodels.kernels.rbf import RBF
-    from gpmodels.priors.independent import IndependentGP
+def test_a_prior_object_is_a_parameter_that_clone_and_set_params_carry_untouched():
+    from sklearn.base import clone
 
     prior = IndependentGP(RBF(1.0), "separate", 1.0, 1.0)
-    est = GPClassifier(prior=prior)
-    est.set_params(prior__variance=4.0)
-    assert est.prior.variance == 4.0 and prior.variance == 1.0  # a copy: the caller's prior is untouched
-    est.set_params(prior__kernel__w=0.25)
-    assert est.prior.kernel.w == 0.25
-    with pytest.raises(InputError, match=r"invalid parameter 'prior__varianc' .* IndependentGP has the parameters"):
-        est.set_params(prior__varianc=1.0)
-    with pytest.raises(InputError, match=r"'prior' parameter is NoneType, which has no parameters"):
-        GPClassifier().set_params(prior__variance=1.0)
+    est = GPClassifier(prior=prior, objective="map")
+    other = IndependentGP(RBF(0.25), "tied", 4.0, 1.0)
+    assert repr(clone(est).get_params()["prior"]) == repr(prior)
+    assert est.set_params(prior=other).prior is other and prior.variance == 1.0
     X, y = _blobs(n=30)
     assert est.fit(X, y).score(X, y) > 0.8
+    assert est.kernel_.prior is other
+    assert est.kernel_.hyperparameters() == pytest.approx({"kernel0.w": 0.25, "variance0": 4.0})
 
 
 def test_a_column_vector_y_warns_with_sklearns_data_conversion_warning_under_any_filter():
@@ -233,7 +233,7 @@ def test_a_column_vector_y_warns_with_sklearns_data_conversion_warning_under_any
         CrammerSingerSVC().fit(X, y[:, None])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        check_supervised_y_2d("GPClassifier", GPClassifier())
+        check_supervised_y_2d("GPClassifier", GPClassifier(objective="map"))
 
 
 def test_hm3_indicator_matrices_with_none_or_mixed_types_are_named():

@@ -178,7 +178,7 @@ def test_params_clone_round_trip_and_hierarchy_forms(tmp_path):
     assert est.set_params(C=2.0, loss="htilde") is est and est.C == 2.0 and est.loss == "htilde"
     twin = clone(est)
     assert twin is not est and twin.get_params() == est.get_params() and "C=2.0" in repr(twin)
-    with pytest.raises(ValueError, match="invalid parameter 'c'"):
+    with pytest.raises(ValueError, match="Invalid parameter 'c'"):
         est.set_params(c=1.0)
     ref = est.fit(X, Y).predict(X)
     np.testing.assert_array_equal(twin.fit(X, Y).predict(X), ref)

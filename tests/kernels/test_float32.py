@@ -14,9 +14,11 @@ from oracles import block_diagonal_cross, block_diagonal_dense, naive_gram
 
 import gpmodels.kernels.mixed_precision as mp
 from gpmodels.estimators import GPClassifier
+from gpmodels.inference.map.newton_cg import NewtonOptions
 from gpmodels.kernels.rbf import ARD, RBF
 from gpmodels.kernels.representations import RepresentationConfig, StoredGram
 from gpmodels.operators.blockdiag import BlockDiagonal
+from gpmodels.priors import IndependentGP
 from gpmodels.testing import assert_close, check_operator
 
 U32 = 2.0**-24
@@ -108,9 +110,12 @@ def test_newton_cg_fit_float32_matches_float64():
     """Φ and α move by O(2^-24 κ): Φ agrees to 1e-6 relative, probabilities to 1e-5, labels exactly."""
     X, y = toy_classification(n=300, C=4, d=3, seed=3, spread=1.5)
     Xt, _ = toy_classification(n=200, C=4, d=3, seed=4, spread=1.5)
-    common = dict(kernel="rbf", w=0.5, sharing="tied", grad_tol=1e-9, max_iter=50)
-    f64 = GPClassifier(representation="stored", **common).fit(X, y)
-    f32 = GPClassifier(representation=RepresentationConfig(kind="stored", dtype="float32"), **common).fit(X, y)
+    common = dict(objective="map", solver=NewtonOptions(grad_tol=1e-9, max_iter=50))
+    f64 = GPClassifier(IndependentGP(RBF(0.5), "tied", sigma2=1.0, representation=RepresentationConfig(kind="stored")),
+                       **common).fit(X, y)
+    f32 = GPClassifier(IndependentGP(RBF(0.5), "tied", sigma2=1.0,
+                                     representation=RepresentationConfig(kind="stored", dtype="float32")),
+                       **common).fit(X, y)
     op = f32.model_.operator
     assert getattr(op, "inner", op)._rep_list[0].M.dtype == np.float32
     phi64, phi32 = f64.model_.result.phi, f32.model_.result.phi

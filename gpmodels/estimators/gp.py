@@ -1,0 +1,316 @@
+"""``GPClassifier``: a prior and a likelihood, hyperparameters learned by an objective, α̂ by a MAP solver."""
+
+from __future__ import annotations
+
+import os
+
+import attrs
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin
+
+from gpmodels.errors import HierarchyError, InputError
+from gpmodels.estimators._common import (
+    check_fitted,
+    check_X,
+    classifier_tags,
+    encode_targets,
+    record_features,
+    seed_from,
+    warn_unconverged,
+)
+from gpmodels.estimators.learners import learner_of
+from gpmodels.hyperparameters import natural_values
+from gpmodels.inference.map.model import fit_map
+from gpmodels.inference.map.newton_cg import NewtonOptions
+from gpmodels.inference.map.predictive import PREDICTIVE_METHODS, latent_predictive, predictive_proba
+from gpmodels.kernels.factory import make_kernel
+from gpmodels.likelihoods.softmax import Softmax
+from gpmodels.priors.independent import IndependentGP
+from gpmodels.priors.learned import LearnedPrior
+from gpmodels.validation import MAX_SIZE, check_features, labels_to_targets
+
+__all__ = ["GPClassifier", "LaplacePredictive", "SOLVERS", "default_prior"]
+
+#: inner MAP solver names -> ``fit_map`` method
+SOLVERS = {"newton-cg": "newton_cg", "exact": "exact"}
+
+
+@attrs.frozen
+class LaplacePredictive:
+    """Class probabilities averaged over the Laplace latent predictive N(μ_*, Σ_*) (Rasmussen & Williams
+    2006, eq. 3.40 / 3.43; :func:`gpmodels.inference.map.predictive.latent_predictive`): Σ_* by ``latent``
+    (``'exact'`` batched CG, ``'lanczos'`` a rank-256 LOVE basis), the average by ``n_samples`` Monte
+    Carlo draws seeded once at ``fit``."""
+
+    n_samples: int = attrs.field(default=2000)
+    latent: str = attrs.field(default="exact")
+
+    @n_samples.validator
+    def _check_samples(self, attribute, value):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 1 <= value <= MAX_SIZE:
+            raise InputError(f"LaplacePredictive.n_samples must be an int in 1..{MAX_SIZE}; got {value!r}")
+
+    @latent.validator
+    def _check_latent(self, attribute, value):
+        if value not in PREDICTIVE_METHODS:
+            raise InputError(f"LaplacePredictive.latent must be one of {PREDICTIVE_METHODS}; got {value!r}")
+
+
+def default_prior(X) -> IndependentGP:
+    """``GPClassifier``'s prior when none is given: independent GPs per class with separate RBF kernels
+    exp(-(w/2)||x - x'||²), w = 1 / Σ_j Var[x_j] of the training inputs (Seeger 2008, Sec. 6.2),
+    variance 1 and intercept variance σ² = 1."""
+    return IndependentGP(make_kernel("rbf", X=X, w="auto"), "separate", 1.0, 1.0)
+
+
+class GPClassifier(ClassifierMixin, BaseEstimator):
+    """Multi-class GP classifier: a prior and a likelihood; hyperparameters learned by an objective,
+    the MAP dual vector α̂ by a solver (Seeger 2008).
+
+    ``prior``: an object with ``operator(X, n_classes)``: :class:`~gpmodels.priors.IndependentGP`,
+    :class:`~gpmodels.priors.ANOVAPrior` (a class tree: the labels must be its leaves, by name),
+    :class:`~gpmodels.priors.CoupledPrior`, a learned one (``kernel_`` of a fitted classifier) or a
+    user prior.  The kernel and its representation are the prior's.  None: :func:`default_prior`.
+
+    ``likelihood``: default :class:`~gpmodels.likelihoods.softmax.Softmax`.
+
+    ``objective``: how the hyperparameters (the operator's ``params``, from the prior's values) are
+    learned: ``'cv'`` (default) minimises the cross-validation criterion Ψ over the folds of ``cv``;
+    ``'laplace'`` maximises the Laplace approximation of the marginal likelihood; ``'map'`` keeps them;
+    or a learner object with settings (:mod:`gpmodels.estimators.learners`).
+
+    ``solver``: the inner MAP fit of α̂ at the learned hyperparameters: ``'newton-cg'`` (Alg. 1) or
+    ``'exact'`` (exact Newton, App. C), with the default :class:`NewtonOptions`; or a
+    :class:`NewtonOptions` for Newton–CG with these settings.
+
+    ``cv``: the folds of ``objective='cv'``: an int q (stratified folds seeded from ``random_state``,
+    :func:`gpmodels.data.splits.kfold_partition`) or a scikit-learn splitter (its test sets must
+    partition the samples, as ``KFold`` / ``StratifiedKFold`` do).
+
+    ``predictive``: how ``predict_proba`` makes probabilities: ``'plugin'`` p(y | μ_*) at the latent mean
+    μ_* = K̃_{*,.} α̂, or ``'laplace'`` / a :class:`LaplacePredictive` (averaged over the Laplace latent
+    predictive).
+
+    ``n_jobs``: CV folds evaluated at once (None: as many as there are cores and folds; 1: one after
+    the other; the result is the same).  ``random_state``: seeds the folds, the Laplace probes and the
+    predictive draws (scikit-learn's convention).  ``checkpoint``: a path (or a
+    :class:`~gpmodels.optimize.checkpoint.Checkpointing`) where learning checkpoints after every outer
+    iteration, and from which a later fit with the same data and settings resumes.
+
+    Fitted attributes: ``classes_``, ``n_features_in_`` (``feature_names_in_`` for a DataFrame),
+    ``X_train_``, ``alpha_`` (α̂ (n, C), columns in the prior's class order ``model_class_order_``),
+    ``kernel_`` (the prior at the learned hyperparameters, a :class:`~gpmodels.priors.learned.LearnedPrior`),
+    ``model_`` (the :class:`~gpmodels.inference.map.model.MAPModel`), ``diagnostics_``, ``n_iter_``,
+    ``learned_hyperparameters_`` (name -> natural value), ``learning_result_`` (the learner's result;
+    None for ``'map'``), ``folds_`` (the CV partition; None unless ``'cv'``), ``predictive_seed_``.
+    """
+
+    def __init__(self, prior=None, likelihood=None, objective="cv", solver="newton-cg", cv=5, predictive="plugin",
+                 n_jobs=None, random_state=None, checkpoint=None):
+        self.prior = prior
+        self.likelihood = likelihood
+        self.objective = objective
+        self.solver = solver
+        self.cv = cv
+        self.predictive = predictive
+        self.n_jobs = n_jobs
+        self.random_state = random_state
+        self.checkpoint = checkpoint
+
+    def __sklearn_tags__(self):
+        return classifier_tags()
+
+    # ------------------------------------------------------------------ settings
+    def _solver(self) -> tuple[str, NewtonOptions]:
+        if isinstance(self.solver, NewtonOptions):
+            return "newton_cg", self.solver
+        if isinstance(self.solver, str) and self.solver in SOLVERS:
+            return SOLVERS[self.solver], NewtonOptions()
+        raise InputError(f"The 'solver' parameter of {type(self).__name__} must be 'newton-cg', 'exact' or a "
+                         f"NewtonOptions; got {self.solver!r} instead")
+
+    def _predictive(self) -> LaplacePredictive | None:
+        if isinstance(self.predictive, LaplacePredictive):
+            return self.predictive
+        if isinstance(self.predictive, str) and self.predictive in ("plugin", "laplace"):
+            return None if self.predictive == "plugin" else LaplacePredictive()
+        raise InputError(f"The 'predictive' parameter of {type(self).__name__} must be 'plugin', 'laplace' or a "
+                         f"LaplacePredictive; got {self.predictive!r} instead")
+
+    def _workers(self, q: int) -> int:
+        n_jobs = self.n_jobs
+        if n_jobs is None or (isinstance(n_jobs, (int, np.integer)) and not isinstance(n_jobs, bool) and n_jobs < 0):
+            cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+            return max(1, min(q, cores if n_jobs is None else cores + 1 + int(n_jobs)))
+        if isinstance(n_jobs, bool) or not isinstance(n_jobs, (int, np.integer)) or n_jobs == 0:
+            raise InputError(f"The 'n_jobs' parameter of {type(self).__name__} must be None, a positive int or a "
+                             f"negative int (-1: all cores); got {n_jobs!r} instead")
+        return min(q, int(n_jobs))
+
+    def _folds(self, X, codes, seed: int) -> list[np.ndarray]:
+        """The CV partition: stratified seeded folds for an int ``cv``, a splitter's test sets otherwise."""
+        from gpmodels.data.splits import kfold_partition
+
+        owner, n, cv = type(self).__name__, codes.size, self.cv
+        if isinstance(cv, (int, np.integer)) and not isinstance(cv, bool):
+            if not 2 <= cv <= n:
+                raise InputError(f"The 'cv' parameter of {owner} must be an int number of folds in 2..n_samples "
+                                 f"= {n} or a scikit-learn splitter; got {cv!r} instead")
+            return kfold_partition(n, int(cv), seed, y=codes)
+        if not (callable(getattr(cv, "split", None)) and callable(getattr(cv, "get_n_splits", None))):
+            raise InputError(f"The 'cv' parameter of {owner} must be an int number of folds or a scikit-learn "
+                             f"splitter (with split and get_n_splits); got {cv!r} instead")
+        folds = [np.sort(np.asarray(test, dtype=np.intp)) for _, test in cv.split(X, codes)]
+        covered = np.concatenate(folds) if folds else np.zeros(0, dtype=np.intp)
+        if len(folds) < 2 or covered.size != n or np.unique(covered).size != n:
+            raise InputError(f"the splitter {cv!r} of {owner} must give at least 2 test sets that partition the "
+                             f"{n} samples (each sample in exactly one); Ψ sums the held-out terms of every sample")
+        return folds
+
+    def _prior(self, X):
+        return default_prior(X) if self.prior is None else self.prior
+
+    def _class_order(self, prior, classes) -> np.ndarray:
+        """perm: class k of ``classes_`` is column perm[k] of the operator.  A prior that orders the classes
+        (a class tree's leaves, ``class_names``) needs the labels to be those names."""
+        names = prior.class_names
+        if names is None:
+            return np.arange(classes.size)
+        labels = [str(c) for c in classes]
+        index = {name: j for j, name in enumerate(names)}
+        unknown = [c for c in labels if c not in index]
+        missing = [name for name in names if name not in set(labels)]
+        if unknown or missing:
+            parts = []
+            if unknown:
+                parts.append(f"label(s) {', '.join(map(repr, unknown[:5]))} are not leaves of the tree")
+            if missing:
+                parts.append(f"leaf/leaves {', '.join(map(repr, missing[:5]))} have no training label")
+            raise HierarchyError(f"the prior's class tree does not fit the labels of y: {'; '.join(parts)}. The "
+                                 f"leaves must be the classes by name: leaves {list(names)[:8]}, labels "
+                                 f"{labels[:8]}")
+        return np.array([index[c] for c in labels], dtype=np.intp)
+
+    # ------------------------------------------------------------------ fitting
+    def fit(self, X, y):
+        """Learn the hyperparameters by ``objective``, then fit α̂ by ``solver`` (class docstring)."""
+        owner = type(self).__name__
+        X_raw, X = X, check_features("X", X)
+        classes, codes = encode_targets(y)
+        if codes.size != X.shape[0]:
+            raise InputError(f"X has {X.shape[0]} samples but y has {codes.size}")
+        learner = learner_of(owner, self.objective)
+        method, newton = self._solver()
+        predictive = self._predictive()
+        seed = seed_from(owner, self.random_state)
+        prior = self._prior(X)
+        perm = self._class_order(prior, classes)
+        C = classes.size
+        op = prior.operator(X, C)
+        lik = self.likelihood if self.likelihood is not None else Softmax()
+        Y = labels_to_targets(perm[codes], C)
+        folds = self._folds(X, codes, seed) if learner is not None and learner.uses_folds else None
+        learned = None
+        if learner is not None:
+            learned = learner.learn(op, lik, Y, folds=folds, seed=seed, checkpoint=self._checkpointing(),
+                                    workers=self._workers(len(folds) if folds else 1))
+            op, lik = learned.operator, learned.likelihood
+            warn_unconverged(learned.result, f"{owner} learning (objective={learner.name!r})",
+                             "raise the outer iteration limit of the learner object")
+        model = fit_map(op, lik, Y, newton, method=method)
+        warn_unconverged(model.result, f"{owner}'s Newton fit of alpha", "raise max_iter of the solver's options")
+        self.classes_ = classes
+        record_features(self, X_raw, X)
+        self.model_class_order_ = perm
+        self.X_train_ = X
+        self.model_ = model
+        self.alpha_ = model.alpha
+        self.diagnostics_ = model.result.diagnostics
+        self.n_iter_ = model.result.diagnostics.iterations
+        base = prior.prior if isinstance(prior, LearnedPrior) else prior
+        self.kernel_ = LearnedPrior(base, op.params, op.param_names)
+        names, theta = (learned.names, learned.theta) if learned is not None else (op.param_names, op.params)
+        self.learned_hyperparameters_ = natural_values(names, np.asarray(theta, dtype=float))
+        self.learning_result_ = None if learned is None else learned.result
+        self.folds_ = folds
+        self.predictive_seed_ = seed if predictive is not None else None
+        self._fit_state = (learner, Y, seed)
+        return self
+
+    def _checkpointing(self):
+        from gpmodels.optimize.checkpoint import Checkpointing
+
+        if self.checkpoint is None or isinstance(self.checkpoint, Checkpointing):
+            return self.checkpoint
+        if not isinstance(self.checkpoint, (str, os.PathLike)):
+            raise InputError(f"The 'checkpoint' parameter of {type(self).__name__} must be None, a path or a "
+                             f"gpmodels.optimize.checkpoint.Checkpointing; got {self.checkpoint!r} instead")
+        return Checkpointing(self.checkpoint)
+
+    # ------------------------------------------------------------------ the learning criterion
+    def learning_criterion(self, theta=None, eval_gradient: bool = False):
+        """The criterion the objective minimises, at the log-space hyperparameters ``theta`` (default: the
+        learned ones; names in ``learned_hyperparameters_`` order): Ψ(θ) for ``'cv'`` (on ``folds_``),
+        -log q(y | θ) for ``'laplace'``.  Returns the value, or (value, gradient) with ``eval_gradient``,
+        as scikit-learn's ``log_marginal_likelihood`` does."""
+        check_fitted(self)
+        learner, Y, seed = self._fit_state
+        if learner is None:
+            raise InputError(f"{type(self).__name__}(objective='map') learns no hyperparameters and has no learning "
+                             "criterion; fit with objective='cv' or 'laplace'")
+        model = self.model_
+        if theta is None:
+            theta = np.concatenate([model.operator.params, model.likelihood.params]) if learner.name == "laplace" \
+                else model.operator.params
+        value, grad = learner.criterion(model.operator, model.likelihood, Y, theta, folds=self.folds_, seed=seed,
+                                        eval_gradient=eval_gradient)
+        return (value, grad) if eval_gradient else value
+
+    # ------------------------------------------------------------------ prediction
+    def predict_latent(self, X, return_cov: bool = False):
+        """The latent mean μ_* = K̃_{*,.} α̂ (m, C) at X, columns in ``classes_`` order, and with
+        ``return_cov`` the Laplace latent covariance Σ_* (m, C, C) of every point (Rasmussen & Williams
+        2006, eq. 3.43; :func:`gpmodels.inference.map.predictive.latent_predictive`)."""
+        check_fitted(self)
+        X = check_X(self, X)
+        perm = self.model_class_order_
+        if not return_cov:
+            return self.model_.latent(X)[:, perm]
+        predictive = self._predictive() or LaplacePredictive()
+        pred = latent_predictive(self.model_, X, method=predictive.latent, random_state=self.predictive_seed_ or 0)
+        return pred.mean[:, perm], pred.cov[:, perm][:, :, perm]
+
+    def decision_function(self, X):
+        """Latent values μ_* (m, C); for two classes μ_1 - μ_0 (m,), as scikit-learn expects.  With a
+        Laplace predictive the log predictive probabilities instead, so that the argmax is ``predict``'s."""
+        check_fitted(self)
+        U = self.predict_latent(X) if self.predictive_seed_ is None else self.predict_log_proba(X)
+        return U[:, 1] - U[:, 0] if U.shape[1] == 2 else U
+
+    def predict_proba(self, X):
+        """Class probabilities (m, C) in ``classes_`` order, by ``predictive`` (class docstring)."""
+        check_fitted(self)
+        X = check_X(self, X)
+        if self.predictive_seed_ is None:
+            P = self.model_.likelihood.predict(self.model_.latent(X))
+        else:
+            predictive = self._predictive()
+            pred = latent_predictive(self.model_, X, method=predictive.latent, random_state=self.predictive_seed_)
+            P = predictive_proba(pred, self.model_.likelihood, n_samples=predictive.n_samples,
+                                 random_state=self.predictive_seed_)
+        return P[:, self.model_class_order_]
+
+    def predict_log_proba(self, X):
+        return np.log(np.maximum(self.predict_proba(X), 1e-300))
+
+    def predict(self, X):
+        P = self.predict_proba(X)
+        return self.classes_[np.argmax(P, axis=1)]
+
+    # ------------------------------------------------------------------ model folders
+    def save(self, path):
+        """Write a model folder (``model.npz`` + ``spec.resolved.yaml``) that ``gpmodels predict`` reads and
+        :func:`gpmodels.estimators.load_classifier` loads back (:mod:`gpmodels.estimators.saving`)."""
+        from gpmodels.estimators.saving import save_classifier
+
+        return save_classifier(self, path)

@@ -1,0 +1,162 @@
+"""``GPClassifier`` and the driver's model folders: ``save`` writes one, :func:`load_classifier` reads one.
+
+A model folder (:mod:`gpmodels.persistence`) holds ``model.npz`` (the training inputs, α̂, the class
+names, the learned hyperparameters θ and the class tree of an ANOVA prior) and ``spec.resolved.yaml``,
+whose ``model`` section says how to rebuild the operator; ``gpmodels predict`` and
+:func:`gpmodels.spec.saved.load_model` read it, and so does :func:`load_classifier`.  A prior is
+written as a spec ``model`` section when the spec language names it: the independent and ANOVA
+priors over the rbf, ard, linear and polynomial kernels with the softmax likelihood.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import yaml
+
+from gpmodels.errors import InputError
+from gpmodels.estimators._common import check_fitted
+from gpmodels.hierarchy import ClassTree
+from gpmodels.inference.map.model import MAPModel
+from gpmodels.inference.map.newton_cg import NewtonDiagnostics, NewtonResult
+from gpmodels.kernels.linear import Linear, Polynomial
+from gpmodels.kernels.rbf import ARD, RBF
+from gpmodels.likelihoods.softmax import Softmax
+from gpmodels.persistence import SPEC_FILE, save_map_model
+from gpmodels.priors.anova import SPEC_SHARING, ANOVAPrior
+from gpmodels.priors.independent import IndependentGP
+from gpmodels.priors.learned import LearnedPrior
+
+__all__ = ["save_classifier", "load_classifier", "model_section"]
+
+#: (node variance sharing, node kernel sharing) of an ANOVA prior -> the spec's model.sharing
+_ANOVA_SHARING = {value: key for key, value in SPEC_SHARING.items()}
+_REPRESENTATION_KEYS = ("kind", "memory_mb", "memory_gb", "dtype", "allow_lowrank", "blocked_max_n", "rank", "tol")
+
+
+def _kernel_section(kernel) -> dict:
+    if isinstance(kernel, RBF):
+        return {"type": "rbf", "w": float(kernel.w)}
+    if isinstance(kernel, ARD):
+        return {"type": "ard", "w": [float(v) for v in kernel.w]}
+    if isinstance(kernel, Linear):
+        return {"type": "linear"}
+    if isinstance(kernel, Polynomial):
+        return {"type": "polynomial", "degree": int(kernel.degree), "scale": float(kernel.scale),
+                "offset": float(kernel.offset)}
+    raise InputError(f"a model folder names its kernel in the spec language (rbf, ard, linear, polynomial); "
+                     f"{kernel!r} has no spec name: pickle the estimator instead")
+
+
+def _variance(value):
+    return float(value) if np.ndim(value) == 0 else [float(v) for v in np.ravel(value)]
+
+
+def model_section(prior, likelihood) -> tuple[dict, object]:
+    """(the spec's ``model`` section, the class tree or None) of a prior and likelihood, or an InputError
+    naming what a model folder cannot express."""
+    if not isinstance(likelihood, Softmax):
+        raise InputError(f"a GPClassifier model folder holds a softmax model; the likelihood is {likelihood!r}")
+    if getattr(prior, "learn_sigma2", False):
+        raise InputError("a model folder's spec has no learned intercept variance (learn_sigma2); pickle the "
+                         "estimator instead")
+    section = {"likelihood": "softmax", "kappa": float(likelihood.kappa)}
+    if isinstance(prior, IndependentGP) and prior.sharing is not None:
+        section.update(prior="independent", sharing=prior.sharing)
+        tree = None
+    elif isinstance(prior, ANOVAPrior):
+        key = (prior.sharing, None if prior.kernel_sharing in (None, prior.sharing) and prior.sharing in
+               ("level", "subtree") else (prior.kernel_sharing or prior.sharing))
+        if key not in _ANOVA_SHARING:
+            raise InputError(f"an ANOVA prior with sharing {prior.sharing!r} and kernel_sharing "
+                             f"{prior.kernel_sharing!r} has no spec form (model.sharing: {sorted(SPEC_SHARING)})")
+        section.update(prior="anova", sharing=_ANOVA_SHARING[key])
+        tree = prior.tree
+    else:
+        raise InputError(f"a model folder's spec names the independent (with a sharing mode) and ANOVA priors; "
+                         f"{type(prior).__name__} has no spec form: pickle the estimator instead")
+    rep = prior.representation
+    section.update(kernel=_kernel_section(prior.kernel), variance=_variance(prior.variance),
+                   sigma2=float(prior.sigma2),
+                   representation={k: getattr(rep, k) for k in _REPRESENTATION_KEYS if getattr(rep, k) is not None})
+    return section, tree
+
+
+def save_classifier(est, path) -> Path:
+    """Write the model folder ``path`` of a fitted GPClassifier (module docstring); returns the folder."""
+    check_fitted(est)
+    learned = est.kernel_
+    model, tree = model_section(learned.prior, est.model_.likelihood)
+    order = np.argsort(est.model_class_order_)  # operator column j holds class classes_[order[j]]
+    names = [str(c) for c in est.classes_[order]]
+    if len(set(names)) != len(names):
+        raise InputError(f"a model folder names the classes as text, and {list(est.classes_)} are not distinct as "
+                         "text")
+    folder = Path(path)
+    spec = {"name": folder.name or "gpclassifier", "data": {"path": "(fitted by GPClassifier)", "test": "split"},
+            "model": model, "objective": {"type": "map"}}
+    save_map_model(folder, est.X_train_, est.alpha_, names, None, theta=np.asarray(learned.theta),
+                   likelihood_theta=est.model_.likelihood.params if est.model_.likelihood.params.size else None,
+                   tree=tree)
+    (folder / SPEC_FILE).write_text(yaml.safe_dump(spec, sort_keys=False))
+    return folder
+
+
+def _labels(names) -> np.ndarray:
+    """Class names as labels: integers when every name is one (a model of integer labels), else text."""
+    names = np.array([str(c) for c in names])
+    if all(n.lstrip("-").isdigit() for n in names):
+        return names.astype(np.int64)
+    return names
+
+
+def load_classifier(path, *, allow_import=()):
+    """A fitted :class:`~gpmodels.estimators.GPClassifier` (``objective='map'``, its prior the saved one at
+    the saved hyperparameters) from a model folder of a MAP model, written by ``gpmodels run`` or by
+    ``GPClassifier.save``.  A folder whose inputs were scaled (``data.scaling``) gives a scikit-learn
+    Pipeline: the stored scaler, then the classifier.  ``allow_import``: as in ``gpmodels predict``."""
+    from sklearn.pipeline import Pipeline
+    from sklearn.preprocessing import FunctionTransformer
+
+    from gpmodels.estimators.gp import GPClassifier
+    from gpmodels.persistence import MAPPredictor, load_arrays, unpack_inputs
+    from gpmodels.spec.build import build_prior
+    from gpmodels.spec.loader import read_yaml, spec_from_dict
+    from gpmodels.spec.saved import load_model
+
+    predictor = load_model(path, allow_import=allow_import)
+    if not isinstance(predictor, MAPPredictor):
+        raise InputError(f"{path} holds a {type(predictor).__name__[:-len('Predictor')]} model; a GPClassifier "
+                         "loads the folder of a MAP model (objective map, cv, laplace)")
+    op, lik, alpha = predictor.operator, predictor.likelihood, predictor.alpha
+    if predictor.positive_class is not None or not isinstance(lik, Softmax):
+        raise InputError(f"{path} holds a binary or non-softmax model; a GPClassifier loads multi-class softmax "
+                         "models")
+    arrays = load_arrays(path)[1]
+    X = unpack_inputs(arrays)
+    spec = spec_from_dict(read_yaml(Path(path) / SPEC_FILE), allow_import=allow_import)
+    tree = None
+    if "tree_edges" in arrays:
+        tree = ClassTree([tuple(e) for e in arrays["tree_edges"].tolist()], predictor.classes)
+    prior = build_prior(spec.model, X, Path(path), tree=tree)
+    labels = _labels(predictor.classes)
+    classes = np.sort(labels)
+    est = GPClassifier(prior=LearnedPrior(prior, op.params, op.param_names), objective="map")
+    u = op.mvm(alpha)
+    diagnostics = NewtonDiagnostics(phi=(), grad_norm=(), mvm_trace=(), cg_iterations=(), step_sizes=(), iterations=0,
+                                    stalls=0, mvm_count=1, seconds=0.0, converged=True,
+                                    message=f"loaded from the model folder {path}")
+    est.model_ = MAPModel(op, lik, NewtonResult(alpha, u, float("nan"), None, diagnostics))
+    est.classes_ = classes
+    est.model_class_order_ = np.array([int(np.flatnonzero(labels == c)[0]) for c in classes], dtype=np.intp)
+    est.n_features_in_ = X.shape[1]
+    est.X_train_, est.alpha_, est.diagnostics_, est.n_iter_ = X, alpha, diagnostics, 0
+    est.kernel_ = est.prior
+    est.learned_hyperparameters_ = est.kernel_.hyperparameters()
+    est.learning_result_, est.folds_, est.predictive_seed_ = None, None, None
+    est._fit_state = (None, None, 0)
+    if predictor.scaler.kind == "none":
+        return est
+    scaler = predictor.scaler
+    return Pipeline([("scaler", FunctionTransformer(scaler.transform)), ("gpclassifier", est)])
