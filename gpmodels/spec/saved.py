@@ -138,7 +138,7 @@ def load_model(model_dir, *, allow_import=()):
     if not spec_path.is_file():
         raise DataError(f"{model_dir} holds no {SPEC_FILE}; a model folder needs both {MODEL_FILE} and {SPEC_FILE}")
     try:
-        spec = _saved_spec(read_yaml(spec_path), allow_import)
+        spec = spec_from_dict(read_yaml(spec_path), allow_import=allow_import)
     except SpecError as exc:
         message = str(exc) if str(spec_path) in str(exc) else f"{spec_path}: {exc}"
         raise SpecError(f"{message} (a model folder's spec as written by `gpmodels run`)") from None
@@ -155,17 +155,3 @@ def load_model(model_dir, *, allow_import=()):
             f"{model_dir / MODEL_FILE} does not hold a consistent {kind!r} model for its "
             f"{SPEC_FILE} ({type(exc).__name__}); was one of the two files replaced?"
         ) from None
-
-
-def _saved_spec(data, allow_import):
-    """The spec of a model folder; a folder saved before the objective sub-sections keeps only the
-    objective keys that enter predictions (its fitting settings do not)."""
-    try:
-        return spec_from_dict(data, allow_import=allow_import)
-    except SpecError as exc:
-        if not (
-            exc.path.startswith("objective") and isinstance(data, dict) and isinstance(data.get("objective"), dict)
-        ):
-            raise
-        kept = {k: data["objective"][k] for k in ("type", "method", "learn") if k in data["objective"]}
-        return spec_from_dict({**data, "objective": kept}, allow_import=allow_import)
