@@ -275,3 +275,15 @@ def test_the_subpackage_graph_sees_imports_inside_functions(tmp_path):
     tree = ast.parse("def f():\n    from gpmodels.spec import run\n")
     assert [n.module for n in _all_imports(tree)] == ["gpmodels.spec"]
     assert [n.module for n in _module_level_imports(tree)] == []
+
+
+def test_runners_share_helpers_through_common_and_import_no_other_runner():
+    runners = {m: p for m, p in MODULES.items() if m.startswith("gpmodels.spec.runners.")}
+    assert "gpmodels.spec.runners.common" in runners and len(runners) >= 6
+    bad = []
+    for name, path in runners.items():
+        for node in _all_imports(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+            for target in _targets(name, False, node):
+                if target in runners and target not in (name, "gpmodels.spec.runners.common"):
+                    bad.append(f"{name} -> {target}")
+    assert not bad, bad
