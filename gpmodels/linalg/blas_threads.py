@@ -45,11 +45,12 @@ def configure_openblas() -> None:
     so when an OpenBLAS is loaded already, the program is started again (``os.execv`` of the same
     command line, in the same process id) with the variable set.  The ``gpmodels`` command calls this
     first; a script calls it first thing, or sets the variable before it imports numpy.  Nothing
-    happens when the variable is set, whatever its value."""
+    happens when the variable is set, whatever its value; elsewhere than on POSIX (where ``execv``
+    would start a second process) the variable is only set, for the processes this one starts."""
     if "OPENBLAS_THREAD_TIMEOUT" in os.environ:
         return
     os.environ["OPENBLAS_THREAD_TIMEOUT"] = OPENBLAS_THREAD_TIMEOUT
-    if any(c.internal_api == "openblas" for c in _controller().lib_controllers):
+    if os.name == "posix" and any(c.internal_api == "openblas" for c in _controller().lib_controllers):
         sys.stdout.flush()
         sys.stderr.flush()
         os.execv(sys.executable, sys.orig_argv)
