@@ -23,14 +23,13 @@ Vectors (n × columns) are not counted: they are < 0.2 % of M at these sizes.  C
 ``efficiency`` = achieved / GEMV bandwidth (goal ≥ 0.7 for stored kernels), by wall time and,
 on a shared machine the steadier figure, by this thread's CPU time (``thread_time``: time the
 process was not running counts in neither; meaningful with ``--blas-threads 1``, where BLAS runs
-in the calling thread).  The folds run one after the other (``--fold-workers``, default 1, where the
-spec has 2): the reference is one stream, and two folds reading at once would each see half the
-machine's bandwidth, so per-call times would measure the sharing, not the product.  The time counted is
-the representation call's wall time (BLAS plus the call's own copies); the operator-level MVM time
-(with the variance scaling and the intercept's rank-one term) is printed beside it.
+in the calling thread).  The folds run one after the other (``cv_criterion``'s serial engine, where a
+learning run would size workers from the cores): the reference is one stream, and two folds reading
+at once would each see half the machine's bandwidth, so per-call times would measure the sharing,
+not the product.  The time counted is the representation call's wall time (BLAS plus the call's own
+copies); the operator-level MVM time (with the variance scaling and the intercept's rank-one term) is printed beside it.
 
 Usage: python bench/cv_bandwidth.py [--max-train N] [--sharing separate|semi|tied] [--blas-threads K]
-[--fold-workers W]
 Prints a table and a final JSON line.  About 2–3 minutes on 2 idle cores.
 """
 
@@ -176,8 +175,6 @@ def main(argv=None):
     p.add_argument("--max-train", type=int, default=None, help="subsample the training set (smoke runs)")
     p.add_argument("--sharing", default="separate", choices=["separate", "semi", "tied"])
     p.add_argument("--blas-threads", type=int, default=None, help="limit BLAS threads (threadpoolctl)")
-    p.add_argument("--fold-workers", type=int, default=1,
-                   help="folds evaluated at once (the spec's 2 share the bandwidth; see the docstring)")
     p.add_argument("--plain-mib", type=int, default=512, help="size of the plain-bandwidth matrix")
     a = p.parse_args(argv)
     spec, base = load_spec(SPEC)
@@ -186,7 +183,6 @@ def main(argv=None):
     data = build_data(spec, base)
     model = attrs.evolve(spec.model, kernel=resolve_kernel(spec.model.kernel, data.X_train), sharing=a.sharing)
     lik, opts = build_likelihood(model), build_learn_options(spec.objective)
-    opts = attrs.evolve(opts, cv=attrs.evolve(opts.cv, fold_workers=a.fold_workers))
     C = data.n_classes
     Y = np.eye(C)[data.y_train]
     folds = kfold_partition(data.y_train.size, spec.objective.cv.folds, 0, y=data.y_train)
@@ -216,7 +212,6 @@ def main(argv=None):
               f"{r['achieved_GBps']:6.2f} {r['efficiency']:5.2f} {r['read_cpu_seconds']:6.1f} "
               f"{r['achieved_cpu_GBps']:6.2f} {r['efficiency_cpu']:5.2f} {r['distinct_kernels']!s:>7s}")
     print(json.dumps({"bench": "cv_bandwidth", "n_train": int(data.y_train.size), "sharing": a.sharing,
-                      "fold_workers": a.fold_workers,
                       "plain_before": before, "plain_after": after, "reference_GBps": ref,
                       "reference_cpu_GBps": ref_cpu, "evaluations": [r0, r1]}))
 

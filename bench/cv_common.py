@@ -102,9 +102,10 @@ def blas_threads(n):
 
 
 def learn_and_evaluate(prior, likelihood, data, folds, options, *, one_vs_rest=False, say=print, label="",
-                       checkpoint=None):
+                       checkpoint=None, engine=None):
     """CV learning + final fit + test scores for one method; returns a dict of figures.
 
+    ``engine``: where the folds (or the one-vs-rest tasks) run (None: an auto engine per learning run).
     ``checkpoint`` (a :class:`~gpmodels.optimize.checkpoint.Checkpointing`): the learning checkpoints
     there and resumes from it (``resumed_from``; a resumed run's timings count only its own part)."""
     clock = new_clock()
@@ -120,6 +121,7 @@ def learn_and_evaluate(prior, likelihood, data, folds, options, *, one_vs_rest=F
             folds,
             options,
             checkpoint=checkpoint,
+            engine=engine,
             on_iteration=lambda r: say(
                 f"  {label} it {r.iteration}: Ψ = {r.value:.5g}, "
                 f"{r.evaluations} eval ({r.failed} failed), {r.seconds:.1f} s"
@@ -141,6 +143,7 @@ def learn_and_evaluate(prior, likelihood, data, folds, options, *, one_vs_rest=F
             folds,
             options,
             checkpoint=checkpoint,
+            engine=engine,
             on_iteration=lambda c, r: say(
                 f"  {label} class {c} it {r.iteration}: Ψ = {r.value:.5g}, "
                 f"{r.evaluations} eval ({r.failed} failed), {r.seconds:.1f} s"
@@ -164,7 +167,7 @@ def learn_and_evaluate(prior, likelihood, data, folds, options, *, one_vs_rest=F
         "outer_iterations": sum(r.outer.iteration for r in results),
         "seconds_per_evaluation": eval_s / max(1, len(evals)),
         # the folds' own work (refits, accumulation, their blocks), summed over folds: on worker processes
-        # when fold_workers > 1, where the Timed proxy does not see their MVMs
+        # when the engine runs them there, where the Timed proxy does not see their MVMs
         "fold_work_seconds": sum(e.summary.get("fit_seconds", 0.0) + e.summary.get("accumulation_seconds", 0.0)
                                  + e.summary.get("restrict_seconds", 0.0) for e in evals),
         # shares of the whole learning + final fit wall time of MVMs etc. in this process (the final

@@ -18,32 +18,37 @@ digits: 1797 images (8 x 8, values 0..16), 10 classes, a stratified 2/3 - 1/3 tr
 with seed 0.  Needs scikit-learn (a core dependency) and, for satimage, ../shared/data.
 
 Usage: python bench/cv_vs_sklearn.py [--datasets satimage,digits] [--method mc-sep[,mc-tied,...]]
-       [--max-train N (satimage subsample)] [--blas-threads K] [--fold-workers W]
+       [--max-train N (satimage subsample)] [--blas-threads K] [--cores N]
        [--score-patience P]
 scikit-learn runs once per data set, so several methods are compared against the same fit.
-``--fold-workers``: folds of a Ψ evaluation at once on worker processes (CVOptions.fold_workers;
-default: the spec's, 2; the BLAS threads are split between them).  Prints a table and a final
+The folds of a Ψ evaluation run on the auto engine, sized from the usable cores (``--cores N``
+pins the process to N of them first, ``bench/pin_cores.py``).  Prints a table and a final
 JSON line with the time ratio (scikit-learn / gpmodels) and both test errors per data set and
 method, and the 1-minute load average before and after each timed part (the machine may be shared).
 """
 
 from __future__ import annotations
 
-import gpmodels  # noqa: F401  (first: its OpenBLAS setting must precede numpy's import)
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from pin_cores import pin_from_argv  # noqa: E402
+
+if __name__ == "__main__":
+    pin_from_argv()  # --cores N: before numpy starts the BLAS threads and before any worker is started
+
+import gpmodels  # noqa: E402, F401  (before numpy: its OpenBLAS setting must precede numpy's import)
 
 # isort: split
 
-import argparse
-import json
-import os
-import sys
-import time
-from pathlib import Path
+import argparse  # noqa: E402
+import json  # noqa: E402
+import os  # noqa: E402
+import time  # noqa: E402
 
-import attrs
-import numpy as np
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+import attrs  # noqa: E402
+import numpy as np  # noqa: E402
 from cv_common import blas_threads, learn_and_evaluate  # noqa: E402
 
 from gpmodels.data.datasets import Dataset  # noqa: E402
@@ -94,10 +99,8 @@ def run_sklearn(data, v0, w0, sigma2):
     return {"seconds": fit_s, "test_error": err, "kernels": kernels}
 
 
-def _options(spec, fold_workers: int | None, score_patience: int | None):
+def _options(spec, score_patience: int | None):
     options = build_learn_options(spec.objective)
-    if fold_workers is not None:
-        options = attrs.evolve(options, cv=attrs.evolve(options.cv, fold_workers=fold_workers))
     if score_patience is not None:
         options = attrs.evolve(options, outer=attrs.evolve(options.outer, score_patience=score_patience))
     return options
@@ -128,14 +131,14 @@ def main(argv=None):
     p.add_argument("--method", default="mc-sep", help="comma-separated: " + ", ".join(sorted(SHARING)))
     p.add_argument("--max-train", type=int, default=None, help="satimage: subsample the training set")
     p.add_argument("--blas-threads", type=int, default=None, help="limit BLAS threads for both (threadpoolctl)")
-    p.add_argument("--fold-workers", type=int, default=None, help="CV folds at once (gpmodels; default: the spec's)")
+    p.add_argument("--cores", type=int, default=None, help="pin to N of the usable cores first (default: all)")
     p.add_argument("--score-patience", type=int, default=None, help="outer stop on held-out errors (default: spec)")
     a = p.parse_args(argv)
     methods = [m.strip() for m in a.method.split(",") if m.strip()]
     if not methods or any(m not in SHARING for m in methods):
         p.error(f"--method must list some of {sorted(SHARING)}; got {a.method!r}")
     spec, _ = load_spec(SPEC)
-    options = _options(spec, a.fold_workers, a.score_patience)
+    options = _options(spec, a.score_patience)
     out = {}
     with blas_threads(a.blas_threads):
         for name in [d.strip() for d in a.datasets.split(",") if d.strip()]:
@@ -175,7 +178,7 @@ def main(argv=None):
             f"{100 * r['sklearn_test_error']:6.2f} {r['time_ratio']:6.1f}"
         )
     print(json.dumps({"bench": "cv_vs_sklearn", "methods": methods, "max_train": a.max_train,
-                      "fold_workers": options.cv.fold_workers, "results": out}))
+                      "cores": len(os.sched_getaffinity(0)), "results": out}))
 
 
 if __name__ == "__main__":

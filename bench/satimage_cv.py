@@ -28,31 +28,45 @@ test in tests/bench), but its timings count only the resuming process (``resumed
 ``--no-yardstick`` skips the scikit-learn fit (rows then have no ratio).
 
 Usage: python bench/satimage_cv.py [--partitions 3] [--first-partition 0] [--methods mc-sep,mc-semi,mc-tied,1rest|all]
-       [--max-train N] [--max-iter N] [--blas-threads K] [--out DIR]
+       [--max-train N] [--max-iter N] [--blas-threads K] [--cores N] [--out DIR]
 The default is 3 partitions, all methods, all 4435 training points, nothing stored.
+
+Parallelism: every row runs on one auto engine (:mod:`gpmodels.engine.auto`), which sizes its
+workers and their BLAS threads from the cores this process may use; ``--cores N`` pins the process
+to N of them first (``bench/pin_cores.py``), so that ``--cores 2`` and ``--cores 16`` on one 16-core
+machine compare 2 and 16 cores in one command.  Each row reports ``cpu_seconds`` (this process and
+its finished workers) and ``cpu_over_wall`` (CPU seconds over the wall seconds of learning + final fit:
+how many cores were busy on average), and the final JSON line the cores and the engine.
 """
 
 from __future__ import annotations
 
-import gpmodels  # noqa: F401  (first: its OpenBLAS setting must precede numpy's import)
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from pin_cores import pin_from_argv  # noqa: E402
+
+if __name__ == "__main__":
+    pin_from_argv()  # --cores N: before numpy starts the BLAS threads and before any worker is started
+
+import gpmodels  # noqa: E402, F401  (before numpy: its OpenBLAS setting must precede numpy's import)
 
 # isort: split
 
-import argparse
-import json
-import sys
-import time
-from pathlib import Path
+import argparse  # noqa: E402
+import json  # noqa: E402
+import os  # noqa: E402
+import time  # noqa: E402
 
-import attrs
-import numpy as np
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+import attrs  # noqa: E402
+import numpy as np  # noqa: E402
 from cv_common import blas_threads, cpu_seconds, learn_and_evaluate  # noqa: E402
 from cv_protocol import RowStore, mean_sd_table  # noqa: E402
 from sklearn_yardstick import sklearn_fixed_fit_seconds  # noqa: E402
 
 from gpmodels.data.splits import kfold_partition  # noqa: E402
+from gpmodels.engine.auto import AutoEngine  # noqa: E402
 from gpmodels.optimize.checkpoint import digest_array  # noqa: E402
 from gpmodels.spec.build import (  # noqa: E402
     build_data,
@@ -71,8 +85,8 @@ METHODS = {"mc-sep": ({"sharing": "separate"}, False), "mc-semi": ({"sharing": "
            "mc-tied": ({"sharing": "tied"}, False), "1rest": ({"sharing": "tied"}, True)}
 PAPER = {"mc-sep": 7.95, "mc-semi": 8.10, "mc-tied": 8.35, "1rest": 8.00}  # Seeger 2008, Sec. 6.2 (%)
 YARD_KEY = "learn_over_sklearn_fixed_fit"
-MEAN_KEYS = ("learning_seconds", "seconds_per_evaluation", "evaluations", "failed_evaluations", "mvm_share",
-             "grad_trace_share", "restrict_share", "kernel_build_share", "final_fit_seconds",
+MEAN_KEYS = ("learning_seconds", "cpu_over_wall", "seconds_per_evaluation", "evaluations", "failed_evaluations",
+             "mvm_share",             "grad_trace_share", "restrict_share", "kernel_build_share", "final_fit_seconds",
              "learn_over_sklearn_fixed_fit", "cpu_seconds", "cpu_over_sklearn_fixed_fit_cpu")
 
 
@@ -84,6 +98,8 @@ def parse(argv):
     p.add_argument("--max-train", type=int, default=None, help="subsample the training set (smoke runs)")
     p.add_argument("--max-iter", type=int, default=None, help="override objective.cv.outer.max_iter")
     p.add_argument("--blas-threads", type=int, default=None, help="limit BLAS threads (threadpoolctl)")
+    p.add_argument("--cores", type=int, default=None,
+                   help="pin to N of the usable cores first (the engine sizes from them; default: all)")
     p.add_argument("--no-yardstick", action="store_true", help="skip the scikit-learn yardstick (no ratio)")
     p.add_argument("--out", default=None, help="folder of the resumable protocol (rows + checkpoints)")
     a = p.parse_args(argv)
@@ -116,7 +132,8 @@ def row_line(m, part, r):
         f"{m:8s} partition {part}: test error {100 * r['test_error']:.2f} %, learning {r['learning_seconds']:.0f} s "
         f"({r['outer_iterations']} iterations, {r['evaluations']} evaluations, {r['failed_evaluations']} failed, "
         f"{r['seconds_per_evaluation']:.1f} s each), final fit {r['final_fit_seconds']:.1f} s, "
-        f"fold work {r['fold_work_seconds']:.0f} s (summed over folds), "
+        + (f"CPU / wall {r['cpu_over_wall']:.2f} on {r['cores']} cores, " if "cpu_over_wall" in r else "")
+        + f"fold work {r['fold_work_seconds']:.0f} s (summed over folds), "
         f"MVM share (this process) {100 * r['mvm_share']:.0f} %, grad_trace {100 * r['grad_trace_share']:.0f} %, "
         f"restrict/cross copies {100 * r['restrict_share']:.0f} %, kernel build {100 * r['kernel_build_share']:.0f} %"
         + (f"; learning / yardstick {r[YARD_KEY]:.1f} (CPU time, learning + final fit: "
@@ -132,7 +149,8 @@ def run_rows(a, say):
         f"methods {a.methods}" + (f"; rows in {a.out}" if a.out else ""))
     store = RowStore(a.out, config) if a.out else None
     rows, yard, yard_cpu = {m: [] for m in a.methods}, None, None
-    with blas_threads(a.blas_threads):
+    with blas_threads(a.blas_threads), AutoEngine() as engine:
+        say(f"engine: {engine!r} (usable cores {sorted(os.sched_getaffinity(0))})")
         for part in range(a.first_partition, a.first_partition + a.partitions):
             folds = kfold_partition(data.y_train.size, spec.objective.cv.folds, part, y=data.y_train)
             folds_digest = digest_array(np.concatenate([*folds, [f.size for f in folds]]))  # the folds and their sizes
@@ -150,11 +168,14 @@ def run_rows(a, say):
                         f"kernel {yard:.1f} s ({yard_cpu:.1f} s CPU)")
                 overrides, ovr = METHODS[m]
                 prior = build_prior(attrs.evolve(model, **overrides), data.X_train, base)
-                kw = dict(one_vs_rest=ovr, label=f"[{m} p{part}]", say=say)
+                kw = dict(one_vs_rest=ovr, label=f"[{m} p{part}]", say=say, engine=engine)
                 cpu = cpu_seconds()
                 r = learn_and_evaluate(prior, likelihood, data, folds, options,
                                        checkpoint=store.checkpoint(m, part, config) if store else None, **kw)
+                engine.close()  # join the workers, so that their CPU time is counted
                 r["cpu_seconds"] = cpu_seconds() - cpu  # learning + final fit + test prediction, fold workers too
+                r["cpu_over_wall"] = r["cpu_seconds"] / max(r["learning_seconds"] + r["final_fit_seconds"], 1e-9)
+                r["cores"] = engine.cores
                 if yard is not None:
                     r.update(learn_over_sklearn_fixed_fit=r["learning_seconds"] / yard, sklearn_fixed_fit_seconds=yard,
                              cpu_over_sklearn_fixed_fit_cpu=r["cpu_seconds"] / yard_cpu)
@@ -182,6 +203,7 @@ def main(argv=None, say=None):
             f"{100 * s['mvm_share']:8.0f}%"
         )
     out = {"bench": "satimage_cv", "partitions": a.partitions, "first_partition": a.first_partition,
+           "cores": len(os.sched_getaffinity(0)),
            "n_train": int(data.y_train.size), "n_test": int(data.y_test.size),
            "total_seconds": time.perf_counter() - t_all, "sklearn_fixed_fit_seconds": yard,
            "sklearn_fixed_fit_cpu_seconds": yard_cpu, "methods": summary,

@@ -19,22 +19,35 @@ run by bench/dask_overhead.py (its own generator; Dask on a 2-worker LocalCluste
 in-process StoredGram in the same run), which gives ``dask_mvm_overhead`` and ``dask_fit_rel_diff``.
 
 Usage: python bench/scale.py [--n 10000 20000 ...] [--representations stored-float32 lowrank ...]
-       [--real news20 imclef07a | --real none] [--memory-gb G] [--dask-n N]
+       [--real news20 imclef07a | --real none] [--memory-gb G] [--dask-n N] [--cores N]
 Prints a table and a final JSON line.
+
+``--cores N`` pins this process to N of its usable cores before any row starts (``bench/pin_cores.py``);
+the rows' processes inherit the pinning, and each row runs inside an auto engine
+(:mod:`gpmodels.engine.auto`), which limits the BLAS (and so the threaded float32 products) to the
+cores of the mask: ``--cores 2`` and ``--cores 16`` on one machine compare 2 and 16 cores.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
-import resource
-import subprocess
 import sys
-import time
 from pathlib import Path
 
-import attrs
-import numpy as np
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from pin_cores import pin_from_argv  # noqa: E402
+
+if __name__ == "__main__":
+    pin_from_argv()  # --cores N: before numpy starts the BLAS threads and before any row process starts
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import os  # noqa: E402
+import resource  # noqa: E402
+import subprocess  # noqa: E402
+import time  # noqa: E402
+
+import attrs  # noqa: E402
+import numpy as np  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 C, D, SPREAD, N_TEST = 10, 20, 0.5, 5000
@@ -95,11 +108,8 @@ def _peak_gib() -> float:
 
 def run_row(row: dict) -> dict:
     """One row in this process: build, fit, time MVMs, predict; peak RSS of this process."""
-    from gpmodels import metrics as M
-    from gpmodels.inference.map.newton_cg import NewtonOptions, newton_cg
+    from gpmodels.engine.auto import AutoEngine
     from gpmodels.kernels.representations import RepresentationConfig
-    from gpmodels.spec.build import representation_choices
-    from gpmodels.validation import labels_to_targets
 
     kw = dict(REPRESENTATIONS[row["representation"]])
     if row.get("memory_gb") and kw["kind"] == "auto":
@@ -108,6 +118,16 @@ def run_row(row: dict) -> dict:
         build, lik, X, y, Xt, yt, nc = _synthetic_problem(row["n"], RepresentationConfig(**kw))
     else:
         build, lik, X, y, Xt, yt, nc = _spec_problem(row["data"], kw)
+    with AutoEngine() as engine:  # the BLAS (and the float32 products' threads) limited to the usable cores
+        return _fit_row(row, build, lik, X, y, Xt, yt, nc, engine.cores)
+
+
+def _fit_row(row: dict, build, lik, X, y, Xt, yt, nc: int, cores: int) -> dict:
+    from gpmodels import metrics as M
+    from gpmodels.inference.map.newton_cg import NewtonOptions, newton_cg
+    from gpmodels.spec.build import representation_choices
+    from gpmodels.validation import labels_to_targets
+
     t0 = time.perf_counter()
     op = build()
     build_s = time.perf_counter() - t0
@@ -130,8 +150,8 @@ def run_row(row: dict) -> dict:
     labels = sorted({c["label"] for c in representation_choices(op)}) or [row["representation"]]
     d = res.diagnostics
     return {"n": int(X.shape[0]), "data": row["data"], "representation": "+".join(labels), "engine": "local",
-            "fit_seconds": round(fit_s, 2), "mvms": int(d.mvm_count), "seconds_per_mvm": float(np.median(times)),
-            "peak_rss_gib": _peak_gib(),
+            "cores": cores, "fit_seconds": round(fit_s, 2), "mvms": int(d.mvm_count),
+            "seconds_per_mvm": float(np.median(times)), "peak_rss_gib": _peak_gib(),
             "test_error": float(err), "_build_seconds": round(build_s, 2), "_newton_iterations": int(d.iterations),
             "_converged": bool(d.converged), "_phi": float(res.phi)}
 
@@ -182,6 +202,7 @@ def main(argv=None):
     p.add_argument("--timeout", type=float, default=1800.0, help="seconds per row")
     p.add_argument("--dask-n", type=int, default=20_000,
                    help="n of the Dask row (bench/dask_overhead.py in a subprocess; 0: no Dask row)")
+    p.add_argument("--cores", type=int, default=None, help="pin to N of the usable cores first (default: all)")
     p.add_argument("--row", help=argparse.SUPPRESS)
     a = p.parse_args(argv)
     if a.row:
@@ -195,13 +216,14 @@ def main(argv=None):
         r = _in_subprocess(row, a.timeout)
         _print_row(r)
         results.append(r)
-    keys = ("n", "data", "representation", "engine", "fit_seconds", "mvms", "seconds_per_mvm", "peak_rss_gib",
+    keys = ("n", "data", "representation", "engine", "cores", "fit_seconds", "mvms", "seconds_per_mvm", "peak_rss_gib",
             "test_error")
     rows = [{k: r.get(k) for k in keys} | ({"error": r["error"]} if "error" in r else {}) for r in results]
     dask = _dask_row(a.dask_n, a.timeout) if a.dask_n > 0 else {}
     if dask:
         rows.append({k: dask.get(k) for k in keys} | ({"error": dask["error"]} if "error" in dask else {}))
-    print(json.dumps({"bench": "scale", "rows": rows, "dask_mvm_overhead": dask.get("dask_mvm_overhead"),
+    print(json.dumps({"bench": "scale", "cores": len(os.sched_getaffinity(0)), "rows": rows,
+                      "dask_mvm_overhead": dask.get("dask_mvm_overhead"),
                       "dask_fit_rel_diff": dask.get("dask_fit_rel_diff")}))
 
 

@@ -17,10 +17,13 @@ number.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 
-from gpmodels.engine.base import Engine, EngineConfig
+import attrs
+
+from gpmodels.engine.base import Engine, EngineConfig, LocalEngine, Workload, results_in_order
 from gpmodels.errors import EngineError
+from gpmodels.linalg.blas_threads import usable_cores
 
 __all__ = ["DaskEngine", "import_distributed", "engine_failures"]
 
@@ -59,19 +62,29 @@ def engine_failures(what: str):
         raise EngineError(f"{what}: lost the connection to the cluster ({type(exc).__name__}: {exc})") from exc
 
 
+def _call_shared(fn, shared, job):
+    """A job on a Dask worker: the map's ``fn`` on the scattered shared state (resolved from its future)."""
+    return fn(shared, job)
+
+
 class DaskEngine(Engine):
-    """A dask.distributed ``Client`` (and the ``LocalCluster`` it started, if any)."""
+    """A dask.distributed ``Client`` (and the ``LocalCluster`` it started, if any).
+
+    ``distribute: tasks``: maps run their jobs as tasks on the cluster, the shared state scattered
+    to every worker once (while the next maps get the same object).  ``distribute: gram``: operators
+    built for this engine hold their kernel matrices in row blocks on the workers
+    (:meth:`representation`, :mod:`gpmodels.engine.dask_gram`) and maps run here, one job after
+    the other (each job's MVMs already use the cluster)."""
 
     def __init__(self, client, cluster=None, config: EngineConfig | None = None):
         self.client, self.cluster = client, cluster
         self.config = config or EngineConfig(type="dask")
-        self.distributes_gram = self.config.distribute == "gram"
-        self.maps_tasks = self.config.distribute == "tasks"
-        self.block_rows = self.config.block_rows
+        self._shared, self._shared_future = None, None
 
     @classmethod
     def start(cls, config: EngineConfig) -> DaskEngine:
-        """Connect to ``config.scheduler``, or start a LocalCluster of ``config.n_workers`` workers."""
+        """Connect to ``config.scheduler``, or start a LocalCluster of ``config.n_workers`` workers
+        (None: the usable cores over ``threads_per_worker``)."""
         distributed = import_distributed()
         if config.scheduler is not None:
             try:
@@ -87,38 +100,66 @@ class DaskEngine(Engine):
                 raise EngineError(f"the Dask scheduler at {config.scheduler!r} has no worker after 60 s; start "
                                   f"them with `dask worker {config.scheduler}`") from None
             return cls(client, None, config)
+        n_workers = config.n_workers or max(1, (config.cores or usable_cores()) // config.threads_per_worker)
         try:
-            cluster = distributed.LocalCluster(n_workers=config.n_workers, threads_per_worker=config.threads_per_worker,
+            cluster = distributed.LocalCluster(n_workers=n_workers, threads_per_worker=config.threads_per_worker,
                                                memory_limit=config.memory_limit, processes=config.processes,
                                                dashboard_address=":0")
         except (ValueError, TypeError) as exc:
             raise EngineError(f"cannot start a LocalCluster with engine {config}: {exc}") from None
         try:
             client = distributed.Client(cluster)
+            # every worker registered before the first broadcast: a scatter reaches only the workers known then
+            client.wait_for_workers(n_workers, timeout=60)
         except BaseException:
             cluster.close()
             raise
-        return cls(client, cluster, config)
+        return cls(client, cluster, attrs.evolve(config, n_workers=n_workers))
+
+    @property
+    def holds_kernel_matrices(self) -> bool:
+        """Whether operators built for this engine hold their kernel matrices on its workers."""
+        return self.config.distribute == "gram"
 
     @property
     def n_threads(self) -> int:
         """Worker threads of the cluster now (at least 1)."""
         return max(1, sum(self.client.nthreads().values()))
 
+    def workers_for(self, workload: Workload) -> int:
+        return 1 if self.holds_kernel_matrices else max(1, min(self.n_threads, workload.tasks))
+
+    def representation(self, config):
+        if not self.holds_kernel_matrices:
+            return config
+        from gpmodels.engine.dask_gram import DaskRepresentation
+
+        return DaskRepresentation(config, self, self.config.block_rows)
+
     def scatter(self, data):
         """``data`` on every worker (broadcast: a lost worker loses no input); one future."""
         with engine_failures("scattering the inputs"):
             return self.client.scatter(data, broadcast=True, hash=False)
 
-    def map(self, fn: Callable, items: Iterable) -> list:
-        items = list(items)
-        with engine_failures(f"running {getattr(fn, '__name__', 'a task')} on {len(items)} items"):
-            futures = self.client.map(fn, items, pure=False)
-            return self.client.gather(futures)
+    def imap_shared(self, fn: Callable, shared, jobs, workload=None):
+        jobs = list(jobs)
+        if self.holds_kernel_matrices:
+            return LocalEngine().imap_shared(fn, shared, jobs)
+        if self._shared is not shared:
+            self._shared, self._shared_future = shared, self.scatter(shared)
+        what = f"running {getattr(fn, '__name__', 'a task')} on {len(jobs)} items"
+        with engine_failures(what):
+            futures = [self.client.submit(_call_shared, fn, self._shared_future, job, pure=False) for job in jobs]
+        return self._gather(futures, what)
+
+    def _gather(self, futures, what: str):
+        with engine_failures(what):
+            yield from results_in_order(futures)
 
     def close(self) -> None:
         client, cluster = self.client, self.cluster
         self.client = self.cluster = None
+        self._shared = self._shared_future = None
         if client is not None:
             client.close()
         if cluster is not None:

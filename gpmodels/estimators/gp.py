@@ -8,6 +8,7 @@ import attrs
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 
+from gpmodels.engine.auto import engine_for_jobs
 from gpmodels.errors import HierarchyError, InputError
 from gpmodels.estimators._common import (
     check_fitted,
@@ -91,11 +92,12 @@ class GPClassifier(ClassifierMixin, BaseEstimator):
     μ_* = K̃_{*,.} α̂, or ``'laplace'`` / a :class:`LaplacePredictive` (averaged over the Laplace latent
     predictive).
 
-    ``n_jobs``: CV folds evaluated at once (None: as many as there are cores and folds; 1: one after
-    the other; the result is the same).  ``random_state``: seeds the folds, the Laplace probes and the
-    predictive draws (scikit-learn's convention).  ``checkpoint``: a path (or a
-    :class:`~gpmodels.optimize.checkpoint.Checkpointing`) where learning checkpoints after every outer
-    iteration, and from which a later fit with the same data and settings resumes.
+    ``n_jobs``: CV folds evaluated at once, as an engine (:func:`gpmodels.engine.engine_for_jobs`;
+    None: sized from the usable cores and memory; 1: one after the other; the result is the same).
+    ``random_state``: seeds the folds, the Laplace probes and the predictive draws (scikit-learn's
+    convention).  ``checkpoint``: a path (or a :class:`~gpmodels.optimize.checkpoint.Checkpointing`)
+    where learning checkpoints after every outer iteration, and from which a later fit with the same
+    data and settings resumes.
 
     Fitted attributes: ``classes_``, ``n_features_in_`` (``feature_names_in_`` for a DataFrame),
     ``X_train_``, ``alpha_`` (α̂ (n, C), columns in the prior's class order ``model_class_order_``),
@@ -137,15 +139,6 @@ class GPClassifier(ClassifierMixin, BaseEstimator):
         raise InputError(f"The 'predictive' parameter of {type(self).__name__} must be 'plugin', 'laplace' or a "
                          f"LaplacePredictive; got {self.predictive!r} instead")
 
-    def _workers(self, q: int) -> int:
-        n_jobs = self.n_jobs
-        if n_jobs is None or (isinstance(n_jobs, (int, np.integer)) and not isinstance(n_jobs, bool) and n_jobs < 0):
-            cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-            return max(1, min(q, cores if n_jobs is None else cores + 1 + int(n_jobs)))
-        if isinstance(n_jobs, bool) or not isinstance(n_jobs, (int, np.integer)) or n_jobs == 0:
-            raise InputError(f"The 'n_jobs' parameter of {type(self).__name__} must be None, a positive int or a "
-                             f"negative int (-1: all cores); got {n_jobs!r} instead")
-        return min(q, int(n_jobs))
 
     def _folds(self, X, codes, seed: int) -> list[np.ndarray]:
         """The CV partition: stratified seeded folds for an int ``cv``, a splitter's test sets otherwise."""
@@ -210,10 +203,12 @@ class GPClassifier(ClassifierMixin, BaseEstimator):
         lik = self.likelihood if self.likelihood is not None else Softmax()
         Y = labels_to_targets(perm[codes], C)
         folds = self._folds(X, codes, seed) if learner is not None and learner.uses_folds else None
+        engine = engine_for_jobs(self.n_jobs, type(self).__name__)  # checks n_jobs; starts no worker yet
         learned = None
         if learner is not None:
-            learned = learner.learn(op, lik, Y, folds=folds, seed=seed, checkpoint=self._checkpointing(),
-                                    workers=self._workers(len(folds) if folds else 1))
+            with engine:
+                learned = learner.learn(op, lik, Y, folds=folds, seed=seed, checkpoint=self._checkpointing(),
+                                        engine=engine)
             op, lik = learned.operator, learned.likelihood
             warn_unconverged(learned.result, f"{owner} learning (objective={learner.name!r})",
                              "raise the outer iteration limit of the learner object")

@@ -55,9 +55,8 @@ class CV:
     name = "cv"
     uses_folds = True
 
-    def learn(self, op, lik, Y, *, folds, seed: int, checkpoint, workers: int) -> Learned:
-        opts = self._with_workers(workers)
-        res = learn_hyperparameters(op, lik, Y, folds, opts, checkpoint=checkpoint)
+    def learn(self, op, lik, Y, *, folds, seed: int, checkpoint, engine) -> Learned:
+        res = learn_hyperparameters(op, lik, Y, folds, self.options, checkpoint=checkpoint, engine=engine)
         return Learned(res.operator, lik, tuple(res.names), np.asarray(res.theta, dtype=float), res)
 
     def criterion(self, op, lik, Y, theta, *, folds, seed: int, eval_gradient: bool):
@@ -67,12 +66,6 @@ class CV:
         if not ev.ok:
             raise InputError(f"the inner fits of Ψ did not converge at this θ ({ev.message}); Ψ is not defined there")
         return ev.psi, (np.asarray(ev.gradient, dtype=float) if eval_gradient else None)
-
-    def _with_workers(self, workers: int) -> LearnOptions:
-        if workers <= 1 or self.options.cv.fold_workers != 1:
-            return self.options
-        return attrs.evolve(self.options, cv=attrs.evolve(self.options.cv, fold_workers=workers,
-                                                          fold_parallelism="threads"))
 
 
 @attrs.frozen
@@ -88,7 +81,7 @@ class Laplace:
     name = "laplace"
     uses_folds = False
 
-    def learn(self, op, lik, Y, *, folds, seed: int, checkpoint, workers: int) -> Learned:
+    def learn(self, op, lik, Y, *, folds, seed: int, checkpoint, engine) -> Learned:
         res, op, lik = learn_laplace(op, lik, Y, attrs.evolve(self.options, seed=seed), outer=self.outer,
                                      checkpoint=checkpoint)
         return Learned(op, lik, tuple(res.names), np.asarray(res.x, dtype=float), res)

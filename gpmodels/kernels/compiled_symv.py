@@ -30,8 +30,7 @@ import importlib.util
 
 import numpy as np
 
-from gpmodels.kernels.mixed_precision import _executor
-from gpmodels.linalg.blas_threads import blas_threads
+from gpmodels.linalg.blas_threads import blas_threads, thread_pool
 
 __all__ = ["AVAILABLE", "symm_float32", "symv_float32"]
 
@@ -146,7 +145,7 @@ def symm_float32(M: np.ndarray, B: np.ndarray, threads: int | None = None) -> np
         return Yt.T
     cuts = [int(round(n * np.sqrt(k / threads))) for k in range(threads + 1)]  # row i costs ~i
     parts = np.zeros((threads,) + Vt.shape)
-    list(_executor(threads).map(lambda k: kernel(M, Vt, parts[k], cuts[k], cuts[k + 1]), range(threads)))
+    list(thread_pool(threads).map(lambda k: kernel(M, Vt, parts[k], cuts[k], cuts[k + 1]), range(threads)))
     return parts.sum(axis=0).T
 
 

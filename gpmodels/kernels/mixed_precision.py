@@ -14,14 +14,10 @@ accumulation); 64-row converted blocks 0.059 s, 256-row blocks 0.092 s.  Tiles a
 
 from __future__ import annotations
 
-import functools
-import os
-from concurrent.futures import ThreadPoolExecutor
-
 import numpy as np
 
 from gpmodels.errors import InputError
-from gpmodels.linalg.blas_threads import blas_threads, limit_blas_threads
+from gpmodels.linalg.blas_threads import blas_threads, limit_blas_threads, thread_pool
 
 __all__ = ["STORAGE_DTYPES", "storage_dtype", "stored_matmul", "stored_rmatmul", "gram_in_row_blocks",
            "block_rows"]
@@ -48,17 +44,6 @@ def _tiles(n1: int, n2: int):
     for s in range(0, n1, TILE_ROWS):
         for c in range(0, n2, TILE_COLS):
             yield slice(s, min(n1, s + TILE_ROWS)), slice(c, min(n2, c + TILE_COLS))
-
-
-def _executor(workers: int) -> ThreadPoolExecutor:
-    """A pool of ``workers`` threads of this process (a forked child, e.g. a CV fold worker, does
-    not inherit its parent's threads, so it gets pools of its own)."""
-    return _executor_of(workers, os.getpid())
-
-
-@functools.lru_cache(maxsize=8)
-def _executor_of(workers: int, pid: int) -> ThreadPoolExecutor:
-    return ThreadPoolExecutor(workers, thread_name_prefix="gpmodels-f32")
 
 
 def _matmul_rows(M, B, out, lo: int, hi: int) -> None:
@@ -98,7 +83,7 @@ def stored_matmul(M: np.ndarray, B: np.ndarray) -> np.ndarray:
         return out
     cuts = [TILE_ROWS * (k * -(-n1 // TILE_ROWS) // workers) for k in range(workers)] + [n1]
     with limit_blas_threads(1):
-        list(_executor(workers).map(lambda k: _matmul_rows(M, B, out, cuts[k], cuts[k + 1]), range(workers)))
+        list(thread_pool(workers).map(lambda k: _matmul_rows(M, B, out, cuts[k], cuts[k + 1]), range(workers)))
     return out
 
 

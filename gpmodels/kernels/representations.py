@@ -35,7 +35,6 @@ import numpy as np
 import scipy.linalg as sla
 import scipy.sparse as sp
 
-from gpmodels.engine.base import Engine
 from gpmodels.errors import InputError
 from gpmodels.kernels import compiled_symv
 from gpmodels.kernels.base import Kernel, sq_dists, sq_norms
@@ -50,7 +49,6 @@ from gpmodels.kernels.mixed_precision import (
 )
 from gpmodels.validation import (
     boolean,
-    instance_of,
     nonnegative_number,
     one_of,
     optional,
@@ -59,7 +57,7 @@ from gpmodels.validation import (
 )
 
 __all__ = ["Representation", "CrossRepresentation", "StoredGram", "BlockedGram", "FeatureGram", "LowRankGram",
-           "RepresentationConfig", "RepresentationChoice", "incomplete_cholesky"]
+           "RepresentationBuilder", "RepresentationConfig", "RepresentationChoice", "incomplete_cholesky"]
 
 REPRESENTATION_KINDS = ("auto", "stored", "blocked", "features", "lowrank")
 #: the squared-distance cache of a stored matrix may take this share of the memory budget
@@ -600,8 +598,22 @@ class LowRankGram(Representation, LowRankCross):
 LOG = logging.getLogger("gpmodels")
 
 
+class RepresentationBuilder(abc.ABC):
+    """What builds the representation of each kernel matrix of an operator: a
+    :class:`RepresentationConfig` (matrices in this process), or an engine's builder that holds them
+    elsewhere (a Dask engine's, :mod:`gpmodels.engine.dask_gram`)."""
+
+    #: bound of one on-the-fly block (MB): blocked MVMs, cross blocks, building M
+    memory_mb: float
+
+    @abc.abstractmethod
+    def build(self, X, kernel: Kernel, n_matrices: int = 1, *, log: bool = False,
+              like: Representation | None = None) -> Representation:
+        """The representation of M(X, X), one of ``n_matrices`` distinct kernel matrices."""
+
+
 @attrs.frozen
-class RepresentationConfig:
+class RepresentationConfig(RepresentationBuilder):
     """How to represent each kernel matrix.
 
     ``kind``: ``stored`` / ``blocked`` / ``features`` / ``lowrank``, or ``auto``: chosen per kernel
@@ -611,16 +623,14 @@ class RepresentationConfig:
     ``dtype``: storage of ``stored`` matrices (None: float64, or for ``auto`` the first that fits).
     ``memory_mb`` bounds one on-the-fly block (blocked MVMs, cross blocks, building M).
 
-    ``engine``: an engine that distributes kernel matrices (``gpmodels.engine``) holds every
-    ``stored`` or ``blocked`` matrix on its workers instead (:class:`~gpmodels.kernels.distributed.DaskGram`,
-    float64).
+    A configuration holds no engine: an engine that keeps kernel matrices on its workers wraps it
+    (``engine.representation(config)``).
     """
 
     kind: str = attrs.field(default="auto", validator=one_of(REPRESENTATION_KINDS))
     memory_mb: float = attrs.field(default=256.0, validator=positive_number())
     rank: int = attrs.field(default=200, validator=positive_int())  # lowrank: maximal rank of the ICF
     tol: float = attrs.field(default=1e-8, validator=nonnegative_number())  # lowrank: ICF stopping tolerance
-    engine: Engine | None = attrs.field(default=None, validator=optional(instance_of(Engine)))
     dtype: str | None = attrs.field(default=None, validator=optional(one_of(STORAGE_DTYPES)))
     memory_gb: float | None = attrs.field(default=None, validator=optional(positive_number()))
     allow_lowrank: bool = attrs.field(default=False, validator=boolean())
@@ -651,8 +661,6 @@ class RepresentationConfig:
         get such a cache when it takes at most ``SQ_DIST_CACHE_SHARE`` of the memory budget
         (its kept blocks share the rest of that share)."""
         kernel.check_inputs(X)
-        if self._on_engine(kernel):
-            return self._build_distributed(X, kernel, n_matrices, log)
         if isinstance(like, StoredGram) and like.sq_dists is not None and like.X is X:
             rep = StoredGram(X, kernel, cross_memory_mb=self.memory_mb, dtype=like.dtype, sq_dists=like.sq_dists)
             rep.choice = like.choice
@@ -675,22 +683,8 @@ class RepresentationConfig:
         rep.choice = choice
         return rep
 
-    def _on_engine(self, kernel: Kernel) -> bool:
-        """Whether the matrix goes to the engine's workers: an engine that distributes kernel
-        matrices takes every exact full matrix (``stored``, ``blocked``, or ``auto`` for a
-        non-linear kernel); the local memory budget does not apply to the workers' memory."""
-        if self.engine is None or not self.engine.distributes_gram:
-            return False
+    def keeps_full_matrix(self, kernel: Kernel) -> bool:
+        """Whether this configuration keeps an exact full matrix of ``kernel`` (``stored``,
+        ``blocked``, or ``auto`` for a kernel without a feature form): what an engine may hold on
+        its workers instead."""
         return self.kind in ("stored", "blocked") or (self.kind == "auto" and not isinstance(kernel, Linear))
-
-    def _build_distributed(self, X, kernel: Kernel, n_matrices: int, log: bool) -> Representation:
-        from gpmodels.kernels.distributed import DaskGram
-
-        n = X.shape[0]
-        choice = RepresentationChoice("dask", "float64", "row blocks held on the engine's workers", 8 * n * n,
-                                      n_matrices, None)
-        if log:
-            LOG.info("representation %s: %s", self.kind, choice.describe())
-        rep = DaskGram(X, kernel, self.engine, block_rows=self.engine.block_rows, cross_memory_mb=self.memory_mb)
-        rep.choice = choice
-        return rep

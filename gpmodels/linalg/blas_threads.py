@@ -1,9 +1,20 @@
-"""BLAS threads: how many the BLAS uses and a context that limits them (threadpoolctl), and
-:func:`configure_openblas`, the short spin of idle OpenBLAS threads that the ``gpmodels`` command runs with.
+"""The one thread policy of gpmodels: the cores this process may use, the BLAS thread count and its
+limits (threadpoolctl), and the thread pools of our own compiled / tiled products.
 
-Used where gpmodels runs its own threads over numpy work (CV folds at once, float32 tile products)
-so that Python threads times BLAS threads does not oversubscribe the cores.  threadpoolctl is a core
-dependency: it is the standard way to query and limit the BLAS of numpy (scikit-learn uses it too).
+- :func:`usable_cores`: the cores of this process's affinity mask (``os.sched_getaffinity``, so that
+  ``taskset`` and container limits are respected); the engines size their workers from it
+  (:mod:`gpmodels.engine.auto`).
+- :func:`blas_threads` / :func:`limit_blas_threads`: how many threads the BLAS uses, and a context
+  that limits them.  An engine sets the limit of each of its workers (workers × BLAS threads = the
+  cores); code that runs its own threads over numpy work asks :func:`blas_threads` how many it may use.
+- :func:`thread_pool`: a pool of k threads of this process (float32 tile products, the compiled
+  symmetric product), one per size and process: a forked worker does not inherit its parent's
+  threads, so it gets pools of its own.
+- :func:`configure_openblas`: the short spin of idle OpenBLAS threads that the ``gpmodels`` command
+  runs with.
+
+threadpoolctl is a core dependency: it is the standard way to query and limit the BLAS of numpy
+(scikit-learn uses it too).
 """
 
 from __future__ import annotations
@@ -11,14 +22,24 @@ from __future__ import annotations
 import functools
 import os
 import sys
+from concurrent.futures import ThreadPoolExecutor
 
 from threadpoolctl import ThreadpoolController
 
-__all__ = ["blas_threads", "limit_blas_threads", "configure_openblas", "OPENBLAS_THREAD_TIMEOUT"]
+__all__ = ["usable_cores", "blas_threads", "limit_blas_threads", "thread_pool", "configure_openblas",
+           "OPENBLAS_THREAD_TIMEOUT"]
 
 #: 2^4 cycles of spin for an idle OpenBLAS thread (OpenBLAS's default is 2^28): a digits final fit
 #: (n = 1198, C = 10) on two cores took 21.7 s with two BLAS threads, 3.3 s with one, 2.6 s with this spin
 OPENBLAS_THREAD_TIMEOUT = "4"
+
+
+def usable_cores() -> int:
+    """The number of cores this process may run on (its affinity mask; ``os.cpu_count()`` where the
+    platform has no affinity)."""
+    if hasattr(os, "sched_getaffinity"):
+        return max(1, len(os.sched_getaffinity(0)))
+    return max(1, os.cpu_count() or 1)
 
 
 @functools.lru_cache(maxsize=1)
@@ -32,8 +53,19 @@ def blas_threads() -> int:
 
 
 def limit_blas_threads(limit: int):
-    """A context in which the BLAS uses at most ``limit`` (>= 1) threads."""
+    """A context in which the BLAS uses at most ``limit`` (>= 1) threads (also a plain object: the
+    limit holds while it is referenced, until its ``restore_original_limits``)."""
     return _controller().limit(limits=max(1, int(limit)), user_api="blas")
+
+
+def thread_pool(workers: int) -> ThreadPoolExecutor:
+    """A pool of ``workers`` threads of this process, kept for reuse (module docstring)."""
+    return _pool_of(int(workers), os.getpid())
+
+
+@functools.lru_cache(maxsize=8)
+def _pool_of(workers: int, pid: int) -> ThreadPoolExecutor:
+    return ThreadPoolExecutor(workers, thread_name_prefix="gpmodels")
 
 
 def configure_openblas() -> None:

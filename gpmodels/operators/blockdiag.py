@@ -30,7 +30,7 @@ import numpy as np
 
 from gpmodels.errors import InputError
 from gpmodels.kernels.base import Kernel
-from gpmodels.kernels.representations import Representation, RepresentationConfig
+from gpmodels.kernels.representations import Representation, RepresentationBuilder, RepresentationConfig
 from gpmodels.operators.base import CompositeBlock, KronTerm, Operator, concat_params
 from gpmodels.validation import check_features
 
@@ -90,7 +90,7 @@ class BlockDiagonal(Operator):
     is_class_diagonal = True
 
     def __init__(self, X, kernels: Sequence[Kernel], class_kernel, variances, class_variance,
-                 representation: RepresentationConfig | None = None, *, _reps: dict | None = None):
+                 representation: RepresentationBuilder | None = None, *, _reps: dict | None = None):
         self.X = X if _reps is not None else check_features("X", X)
         self.kernels = tuple(kernels)
         if not self.kernels:
@@ -124,7 +124,7 @@ class BlockDiagonal(Operator):
         n_classes: int,
         sharing: str = "separate",
         variance: float | Sequence[float] = 1.0,
-        representation: RepresentationConfig | None = None,
+        representation: RepresentationBuilder | None = None,
     ) -> BlockDiagonal:
         """Build with a sharing mode: ``tied``, ``semi`` or ``separate`` (Seeger 2008, Sec. 6.2)."""
         if sharing not in SHARING_MODES:

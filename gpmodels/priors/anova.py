@@ -33,7 +33,7 @@ import numpy as np
 from gpmodels.errors import HierarchyError, InputError
 from gpmodels.hierarchy import TREE_SHARING, ClassTree
 from gpmodels.kernels.base import Kernel
-from gpmodels.kernels.representations import RepresentationConfig
+from gpmodels.kernels.representations import RepresentationBuilder, RepresentationConfig
 from gpmodels.operators.anova import ANOVA
 from gpmodels.operators.base import Operator
 from gpmodels.operators.blockdiag import BlockDiagonal
@@ -85,8 +85,8 @@ class ANOVAPrior:
                                                     validator=any_of(positive_number(), sequence_of(positive_number())))
     sigma2: float = attrs.field(default=0.0, validator=nonnegative_number())
     kernel_sharing: str | None = attrs.field(default=None, validator=optional(one_of(TREE_SHARING)))  # None: sharing
-    representation: RepresentationConfig = attrs.field(factory=RepresentationConfig,
-                                                       validator=instance_of(RepresentationConfig))
+    representation: RepresentationBuilder = attrs.field(
+        factory=RepresentationConfig, validator=instance_of(RepresentationBuilder, what="a RepresentationConfig"))
     learn_sigma2: bool = attrs.field(default=False, validator=boolean())
 
     @property

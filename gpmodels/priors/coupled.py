@@ -31,7 +31,7 @@ import numpy as np
 from gpmodels.errors import InputError
 from gpmodels.hierarchy import ClassTree
 from gpmodels.kernels.base import Kernel
-from gpmodels.kernels.representations import RepresentationConfig
+from gpmodels.kernels.representations import RepresentationBuilder, RepresentationConfig
 from gpmodels.operators.base import Operator
 from gpmodels.operators.blockdiag import SHARING_MODES, BlockDiagonal
 from gpmodels.operators.coupled import Coupled
@@ -122,8 +122,8 @@ class CoupledPrior:
     variance: float | Sequence[float] = attrs.field(default=1.0,  # one for all, or one per variance group
                                                     validator=any_of(positive_number(), sequence_of(positive_number())))
     sigma2: float = attrs.field(default=0.0, validator=nonnegative_number())
-    representation: RepresentationConfig = attrs.field(factory=RepresentationConfig,
-                                                       validator=instance_of(RepresentationConfig))
+    representation: RepresentationBuilder = attrs.field(
+        factory=RepresentationConfig, validator=instance_of(RepresentationBuilder, what="a RepresentationConfig"))
     learn_sigma2: bool = attrs.field(default=False, validator=boolean())
     learn_B: bool = attrs.field(default=True, validator=boolean())
     seed: int = attrs.field(default=0, validator=nonnegative_int())  # of the `random` initialisation

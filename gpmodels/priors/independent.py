@@ -15,7 +15,7 @@ import numpy as np
 
 from gpmodels.errors import InputError, SpecError
 from gpmodels.kernels.base import Kernel
-from gpmodels.kernels.representations import RepresentationConfig
+from gpmodels.kernels.representations import RepresentationBuilder, RepresentationConfig
 from gpmodels.operators.base import Operator
 from gpmodels.operators.blockdiag import SHARING_MODES, BlockDiagonal
 from gpmodels.operators.intercept import Intercept
@@ -53,8 +53,8 @@ class IndependentGP:
     sigma2: float = attrs.field(default=0.0, validator=nonnegative_number())
     kernel_groups: Sequence[Sequence[int]] | None = attrs.field(default=None, validator=optional(_GROUPS))
     variance_groups: Sequence[Sequence[int]] | None = attrs.field(default=None, validator=optional(_GROUPS))
-    representation: RepresentationConfig = attrs.field(factory=RepresentationConfig,
-                                                       validator=instance_of(RepresentationConfig))
+    representation: RepresentationBuilder = attrs.field(
+        factory=RepresentationConfig, validator=instance_of(RepresentationBuilder, what="a RepresentationConfig"))
     learn_sigma2: bool = attrs.field(default=False, validator=boolean())
 
     @property

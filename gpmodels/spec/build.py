@@ -31,7 +31,7 @@ from gpmodels.inference.cv.learn import LearnOptions
 from gpmodels.inference.map.newton_cg import NewtonOptions
 from gpmodels.kernels.base import Kernel
 from gpmodels.kernels.factory import KERNEL_PARAMS, make_kernel
-from gpmodels.kernels.representations import RepresentationConfig
+from gpmodels.kernels.representations import RepresentationBuilder, RepresentationConfig
 from gpmodels.likelihoods.gaussian import Gaussian
 from gpmodels.likelihoods.hinge import SmoothedHinge
 from gpmodels.likelihoods.logistic import Logistic
@@ -321,12 +321,13 @@ def _load_gram(path: Path, key: str) -> np.ndarray:
     return G
 
 
-def build_representation(m: ModelSpec, engine: Engine | None = None) -> RepresentationConfig:
-    """The kernel-matrix representation of the spec's ``model.representation`` (on ``engine``)."""
+def build_representation(m: ModelSpec, engine: Engine | None = None) -> RepresentationBuilder:
+    """The kernel-matrix representation of the spec's ``model.representation``; an ``engine`` that
+    holds kernel matrices on its workers wraps it (``engine.representation``)."""
     r = m.representation
-    return RepresentationConfig(kind=r.kind, memory_mb=r.memory_mb, rank=r.rank, tol=r.tol, dtype=r.dtype,
-                                memory_gb=r.memory_gb, allow_lowrank=r.allow_lowrank, blocked_max_n=r.blocked_max_n,
-                                engine=engine)
+    config = RepresentationConfig(kind=r.kind, memory_mb=r.memory_mb, rank=r.rank, tol=r.tol, dtype=r.dtype,
+                                  memory_gb=r.memory_gb, allow_lowrank=r.allow_lowrank, blocked_max_n=r.blocked_max_n)
+    return config if engine is None else engine.representation(config)
 
 
 def build_engine_config(e: EngineSpec, scheduler: str | None = None) -> EngineConfig:
@@ -334,16 +335,17 @@ def build_engine_config(e: EngineSpec, scheduler: str | None = None) -> EngineCo
     overrides its address and implies ``type: dask``."""
     if scheduler is not None:
         e = attrs.evolve(e, type="dask", scheduler=scheduler)
-    return EngineConfig(type=e.type, scheduler=e.scheduler, n_workers=e.n_workers,
-                        threads_per_worker=e.threads_per_worker, memory_limit=e.memory_limit, processes=e.processes,
-                        distribute=e.distribute, block_rows=e.block_rows)
+    return EngineConfig(type=e.type, scheduler=e.scheduler, n_workers=e.n_workers, blas_threads=e.blas_threads,
+                        cores=e.cores, memory_gb=e.memory_gb, threads_per_worker=e.threads_per_worker,
+                        memory_limit=e.memory_limit, processes=e.processes, distribute=e.distribute,
+                        block_rows=e.block_rows)
 
 
 def build_prior(m: ModelSpec, X_train, base_dir: Path | None = None, *, tree: ClassTree | None = None,
                 engine: Engine | None = None):
     """The prior factory of ``model``: the builder registered under ``model.prior`` (or imported from
-    ``package.module:builder``) applied to a :class:`PriorContext`; ``engine`` (one that distributes
-    kernel matrices) goes into the representation."""
+    ``package.module:builder``) applied to a :class:`PriorContext`; ``engine`` builds the
+    representation when it holds kernel matrices on its workers."""
     builder = resolve_prior(m.prior, allow_import=m.allow_import)
     ctx = PriorContext(name=m.prior, options=dict(m.prior_options or {}), model=m,
                        kernel=build_kernel(m.kernel, X_train, base_dir), representation=build_representation(m, engine),
@@ -472,16 +474,12 @@ def build_newton_options(o: ObjectiveSpec) -> NewtonOptions:
     return o.newton.options()
 
 
-def build_learn_options(o: ObjectiveSpec, engine: Engine | None = None) -> LearnOptions:
+def build_learn_options(o: ObjectiveSpec) -> LearnOptions:
     """LearnOptions from the objective section: one Ψ evaluation from ``o.cv`` (its refits from
     ``o.cv.newton``), the outer optimiser from ``o.cv.outer``, the final fit from ``o.newton``; the
-    inner method of both is ``o.method``.  With an ``engine`` that holds the kernel matrices on its
-    workers, folds run on threads (``fold_parallelism``): a forked fold process must not share the
-    engine's client connection."""
+    inner method of both is ``o.method``."""
     c = o.cv
     cv = c.options(CVOptions, method=o.method)
-    if engine is not None and engine.distributes_gram:
-        cv = attrs.evolve(cv, fold_parallelism="threads")
     return LearnOptions(cv=cv, outer=c.outer.options(), final=build_newton_options(o), final_method=o.method,
                         lower=c.lower, upper=c.upper, inner_tolerances=c.inner_tolerances)
 

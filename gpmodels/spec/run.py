@@ -33,7 +33,7 @@ import numpy as np
 
 from gpmodels import __version__, reports
 from gpmodels.data.datasets import Dataset
-from gpmodels.engine.base import LocalEngine, open_engine
+from gpmodels.engine.base import open_engine
 from gpmodels.errors import DataError, GPModelsError, SpecError
 from gpmodels.progress import Console
 from gpmodels.scoring import metrics as M
@@ -197,14 +197,15 @@ def run_spec(spec: Spec, base_dir: Path | None = None, out: str | Path | None = 
 
 
 def _call_runner(runner, spec: Spec, data, base_dir, say: Console, engine):
-    """The runner on ``engine``: the local engine calls it as every runner is called; another engine is
-    passed as ``engine=`` to the runners that take it (a runner without that keyword cannot use it)."""
-    if isinstance(engine, LocalEngine):
-        return runner(spec, data, base_dir, say)
+    """The runner on ``engine``, passed as ``engine=`` to the runners that take it; a runner without
+    that keyword runs in this process, which a Dask engine was not asked for."""
     if "engine" not in inspect.signature(runner).parameters:
-        raise SpecError(f"objective type {spec.objective.type!r} does not run on a {spec.engine.type} engine; "
-                        "use `engine.type: local`", "engine.type")
-    say(f"engine: {engine!r}")
+        if spec.engine.type == "dask":
+            raise SpecError(f"objective type {spec.objective.type!r} does not run on a dask engine; use "
+                            "`engine.type: auto` or `local`", "engine.type")
+        return runner(spec, data, base_dir, say)
+    if spec.engine.type != "auto":
+        say(f"engine: {engine!r}")
     return runner(spec, data, base_dir, say, engine=engine)
 
 

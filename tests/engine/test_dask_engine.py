@@ -17,13 +17,14 @@ pytest.importorskip("distributed")
 from gpmodels.cli import main  # noqa: E402
 from gpmodels.data.splits import kfold_partition  # noqa: E402
 from gpmodels.engine import EngineConfig, LocalEngine, open_engine  # noqa: E402
+from gpmodels.engine.auto import AutoEngine  # noqa: E402
+from gpmodels.engine.dask_gram import DaskGram  # noqa: E402
 from gpmodels.errors import EngineError, SpecError  # noqa: E402
 from gpmodels.inference.cv.criterion import CVOptions, cv_criterion  # noqa: E402
 from gpmodels.inference.map.model import fit_map  # noqa: E402
 from gpmodels.inference.map.newton_cg import NewtonOptions  # noqa: E402
 from gpmodels.inference.marginal.laplace import laplace_mlm  # noqa: E402
 from gpmodels.kernels import ARD, RBF, Polynomial, RepresentationConfig  # noqa: E402
-from gpmodels.kernels.distributed import DaskGram  # noqa: E402
 from gpmodels.likelihoods.softmax import Softmax  # noqa: E402
 from gpmodels.operators.blockdiag import BlockDiagonal  # noqa: E402
 from gpmodels.spec.sections import Spec  # noqa: E402
@@ -50,7 +51,7 @@ def test_operator_conformance_on_dask(threads, mode, kernel):
     r = np.random.default_rng(3)
     C, X, X_new = 3, r.normal(size=(17, 3)), r.normal(size=(4, 3))
     v = 2.0 if mode == "tied" else [0.5, 1.0, 3.0]
-    op = BlockDiagonal.from_sharing(X, kernel, C, mode, v, RepresentationConfig(kind="stored", engine=threads))
+    op = BlockDiagonal.from_sharing(X, kernel, C, mode, v, threads.representation(RepresentationConfig(kind="stored")))
     assert all(isinstance(rep, DaskGram) for rep, _ in op.rep_groups)
     assert op._rep_list[0].n_blocks == 2
     grams = [naive_gram(kernel, X, X)] * C
@@ -76,7 +77,7 @@ def test_mvm_fit_psi_and_gradient_equal_in_process(threads):
     C, lik = 3, Softmax()
     local = BlockDiagonal.from_sharing(X, RBF(w=0.3), C, "semi", [1.0, 2.0, 3.0], RepresentationConfig(kind="stored"))
     dist = BlockDiagonal.from_sharing(X, RBF(w=0.3), C, "semi", [1.0, 2.0, 3.0],
-                                      RepresentationConfig(kind="stored", engine=threads))
+                                      threads.representation(RepresentationConfig(kind="stored")))
     V = np.random.default_rng(0).normal(size=(36, C, 2))
     assert rel(dist.mvm(V), local.mvm(V)) <= 1e-10
     a, b = fit_map(local, lik, Y), fit_map(dist, lik, Y)
@@ -106,7 +107,7 @@ def test_worker_processes_and_a_lost_worker():
     rep_local = RepresentationConfig(kind="stored").build(X, RBF(w=0.5))
     B = np.random.default_rng(1).normal(size=(40, 3))
     with open_engine(cfg) as eng:
-        rep = RepresentationConfig(kind="blocked", engine=eng).build(X, RBF(w=0.5))
+        rep = eng.representation(RepresentationConfig(kind="blocked")).build(X, RBF(w=0.5))
         assert rel(rep.mvm(B), rep_local.mvm(B)) <= 1e-10
         victim, pid = next(iter(eng.client.run(os.getpid).items()))
         os.kill(pid, signal.SIGKILL)  # a hard kill: its held blocks are gone
@@ -126,7 +127,7 @@ def _flaky_block_grad(*args):
     """The block-gradient task that 'loses its worker' after ``fail_after`` calls (the second Ψ evaluation)."""
     import distributed
 
-    import gpmodels.kernels.distributed as dist
+    import gpmodels.engine.dask_gram as dist
 
     GRAD_CALLS["n"] += 1
     if GRAD_CALLS["n"] > GRAD_CALLS["fail_after"]:
@@ -146,7 +147,7 @@ def test_failure_is_a_clear_error_and_the_cv_checkpoint_resumes(tmp_path, monkey
             "objective": {"type": "cv", "cv": {"folds": 2, "outer": {"max_iter": 2}, "newton": {"max_iter": 4}}},
             "engine": {"type": "dask", "processes": False, "n_workers": 2, "block_rows": 10}}
     (tmp_path / "spec.yaml").write_text(yaml.safe_dump(spec))
-    import gpmodels.kernels.distributed as dist
+    import gpmodels.engine.dask_gram as dist
 
     monkeypatch.setattr(dist, "_REAL_BLOCK_GRAD", dist._block_grad, raising=False)
     monkeypatch.setattr(dist, "_block_grad", _flaky_block_grad)
@@ -163,7 +164,7 @@ def test_failure_is_a_clear_error_and_the_cv_checkpoint_resumes(tmp_path, monkey
 
 def test_engine_spec_section_and_cli(tmp_path, capsys):
     base = {"name": "t", "data": {"path": "train.npz", "test": "split"}, "model": {"kernel": {"type": "rbf", "w": 1.0}}}
-    assert Spec.from_dict(base).engine.type == "local"
+    assert Spec.from_dict(base).engine.type == "auto"
     with pytest.raises(SpecError, match="engine.type"):
         Spec.from_dict({**base, "engine": {"scheduler": "tcp://h:8786"}})
     with pytest.raises(SpecError, match="engine.scheduler"):
@@ -176,8 +177,8 @@ def test_engine_spec_section_and_cli(tmp_path, capsys):
 
 
 def test_local_engine_and_missing_dask(monkeypatch):
-    assert isinstance(open_engine(EngineConfig()), LocalEngine)
-    assert open_engine().map(lambda x: x * 2, [1, 2]) == [2, 4]
+    assert isinstance(open_engine(), AutoEngine) and isinstance(open_engine(EngineConfig(type="local")), LocalEngine)
+    assert open_engine(EngineConfig(type="local")).map(lambda x: x * 2, [1, 2]) == [2, 4]
     monkeypatch.setitem(__import__("sys").modules, "distributed", None)
     with pytest.raises(EngineError, match=r"pip install gpmodels\[dask\]"):
         open_engine(EngineConfig(type="dask"))
@@ -186,7 +187,7 @@ def test_local_engine_and_missing_dask(monkeypatch):
 def test_a_dask_gram_is_not_shipped_to_workers(threads):
     import pickle
 
-    rep = RepresentationConfig(kind="stored", engine=threads).build(np.eye(3), RBF(w=1.0))
+    rep = threads.representation(RepresentationConfig(kind="stored")).build(np.eye(3), RBF(w=1.0))
     with pytest.raises(EngineError, match="cannot be sent"):
         pickle.dumps(rep)
 
@@ -204,13 +205,13 @@ def test_folds_and_one_vs_rest_tasks_equal_the_sequential_loop(tasks):
     X, y, Y = _problem(45)
     op = BlockDiagonal.from_sharing(X, RBF(w=0.3), 3, "tied", 2.0, RepresentationConfig(kind="stored"))
     folds = kfold_partition(45, 3, 0, y=y)
-    seq, par = cv_criterion(op, Softmax(), Y, folds), cv_criterion(op, Softmax(), Y, folds, map_folds=tasks.map)
+    seq, par = cv_criterion(op, Softmax(), Y, folds), cv_criterion(op, Softmax(), Y, folds, engine=tasks)
     assert seq.ok and par.ok and len(par.folds) == 3
     assert par.psi == pytest.approx(seq.psi, rel=1e-12)
     assert rel(par.gradient, seq.gradient) <= 1e-12
     op2 = BlockDiagonal.from_sharing(X, RBF(w=0.3), 2, "tied", 2.0, RepresentationConfig(kind="stored"))
     a = fit_one_vs_rest(op2, Softmax(), y, 3)
-    b = fit_one_vs_rest(op2, Softmax(), y, 3, map_tasks=tasks.map)
+    b = fit_one_vs_rest(op2, Softmax(), y, 3, engine=tasks)
     assert [m.result.phi for m in a.models] == pytest.approx([m.result.phi for m in b.models], rel=1e-12)
     assert np.array_equal(a.predict(X), b.predict(X))
 
@@ -245,6 +246,6 @@ def test_connect_to_a_running_scheduler_and_leave_it_running():
     with distributed.LocalCluster(n_workers=1, processes=False, dashboard_address=":0") as cluster:
         with open_engine(EngineConfig(type="dask", scheduler=cluster.scheduler_address, block_rows=8)) as eng:
             assert eng.cluster is None and eng.n_threads >= 1
-            rep = RepresentationConfig(kind="stored", engine=eng).build(X, RBF(w=0.4))
+            rep = eng.representation(RepresentationConfig(kind="stored")).build(X, RBF(w=0.4))
             assert rel(rep.mvm(B), RepresentationConfig(kind="stored").build(X, RBF(w=0.4)).mvm(B)) <= 1e-10
         assert cluster.status.name == "running"

@@ -60,8 +60,11 @@ switched retries off for the later folds; that made fold k depend on folds < k, 
 map cannot reproduce, and ``abort_on_failure`` already keeps failing evaluations cheap.)
 
 Folds are independent: :func:`evaluate_fold` is a pure function ``FoldTask -> FoldResult`` and the
-loop over folds is :func:`map_folds_threaded` (sequential, or ``fold_workers`` threads), whose results are
-taken in fold order by the accumulation of Ψ, E, F and the failure rule.
+loop over folds is a map of an engine (:mod:`gpmodels.engine`): :func:`run_fold` over the jobs
+(task, θ, options) with the shared state :class:`FoldContext` (the operator at the learning run's
+start, the likelihood, the targets; shipped to each worker once per run), whose results are taken
+in fold order by the accumulation of Ψ, E, F and the failure rule.  The engine does not change the
+numbers: with the same BLAS threads per fold they are the same arrays, bit for bit.
 
 An evaluation *fails* when its inner fits did not converge: the mean over folds of the final
 per-point RMS of ∇_u Φ_J (= α[J] + g[J]) is above ``fail_tol`` (Sec. 4).  A failed evaluation has
@@ -71,6 +74,7 @@ no gradient; the outer optimiser treats it as a right bracket and discards its i
 from __future__ import annotations
 
 import functools
+import threading
 import time
 from collections.abc import Sequence
 
@@ -78,20 +82,21 @@ import attrs
 import numpy as np
 from scipy.optimize import minimize_scalar
 
+from gpmodels.engine.auto import resident_bytes
+from gpmodels.engine.base import Engine, LocalEngine, Workload
 from gpmodels.errors import InputError
 from gpmodels.inference.map.exact_newton import exact_newton, exact_newton_solve
 from gpmodels.inference.map.line_search import objective
 from gpmodels.inference.map.newton_cg import NewtonOptions, newton_cg
 from gpmodels.likelihoods.base import Likelihood
-from gpmodels.linalg.blas_threads import blas_threads, limit_blas_threads
 from gpmodels.linalg.cg import cg
 from gpmodels.linalg.counting import MVMCounter
 from gpmodels.operators.base import Operator
 from gpmodels.validation import boolean, instance_of, nonnegative_number, one_of, positive_int, positive_number
 
-__all__ = ["CVOptions", "CVState", "CVEvaluation", "FoldDiagnostics", "FoldResult", "FoldTask", "cv_criterion",
-           "check_partition", "fold_tasks", "evaluate_fold", "map_folds_threaded", "results_in_order", "choose_method",
-           "CV_METHODS", "EXACT_MAX_SIZE", "WARM_STARTS", "FOLD_PARALLELISM"]
+__all__ = ["CVOptions", "CVState", "CVEvaluation", "FoldDiagnostics", "FoldResult", "FoldTask", "FoldContext",
+           "cv_criterion", "criterion_on", "check_partition", "fold_tasks", "evaluate_fold", "run_fold",
+           "fold_workload", "choose_method", "CV_METHODS", "EXACT_MAX_SIZE", "WARM_STARTS"]
 
 CV_METHODS = ("newton_cg", "exact", "auto")
 # ``auto`` picks the exact fold solve when the largest fold's |J| · C is at most this (flat softmax
@@ -101,7 +106,6 @@ CV_METHODS = ("newton_cg", "exact", "auto")
 # while the per-MVM overhead of Newton–CG dominates, about |J| C <= 128.
 EXACT_MAX_SIZE = 128
 WARM_STARTS = ("scaled", "better", "always", "never")
-FOLD_PARALLELISM = ("processes", "threads")
 
 
 @attrs.frozen
@@ -112,12 +116,8 @@ class CVOptions:
     accumulation solve, stopped at relative residual ``accumulation_tol``; ``fail_tol``: an
     evaluation fails when the mean over folds of the per-point RMS of ∇_u Φ_J is above it;
     ``abort_on_failure``: stop at the first fold that makes the failure certain (saves the rest);
-    ``warm_start``, ``retry_cold``: how refits use the inner state (module docstring);
-    ``fold_workers``: folds evaluated at once, each with its share of the BLAS threads (1: one
-    after the other; the result is the same either way); ``fold_parallelism``: by ``processes``
-    (:mod:`~gpmodels.inference.cv.fold_processes`, started once per ``learn_hyperparameters`` run:
-    threads do not run at once under the GIL) or ``threads`` (:func:`map_folds_threaded`; a bare
-    ``cv_criterion`` call always uses threads).
+    ``warm_start``, ``retry_cold``: how refits use the inner state (module docstring).  Where
+    the folds run is the engine's business, not an option (:func:`cv_criterion`).
     """
 
     newton: NewtonOptions = attrs.field(factory=lambda: NewtonOptions(max_iter=13, cg_max_iter=25, grad_tol=1e-6),
@@ -129,8 +129,6 @@ class CVOptions:
     abort_on_failure: bool = attrs.field(default=True, validator=boolean())
     warm_start: str = attrs.field(default="scaled", validator=one_of(WARM_STARTS))
     retry_cold: bool = attrs.field(default=True, validator=boolean())
-    fold_workers: int = attrs.field(default=1, validator=positive_int())
-    fold_parallelism: str = attrs.field(default="processes", validator=one_of(FOLD_PARALLELISM))
 
 
 @attrs.frozen(eq=False)
@@ -491,7 +489,7 @@ def evaluate_fold(task: FoldTask, op: Operator, likelihood: Likelihood, Y, opts:
     """All the work of one fold, a pure function of its inputs: restrict K̃ to J once (contiguous
     copy, App. D.2) and take the cross blocks, refit α[J] (Sec. 4), hold out (eq. 3) and, with
     ``gradient``, solve the accumulation system (Sec. 5.2).  It reads nothing of other folds, so
-    the folds may run in any order or at once (:func:`map_folds_threaded`)."""
+    the folds may run in any order or at once (:func:`run_fold` on an engine)."""
     I, J = task.I, task.J
     t = time.perf_counter()
     op_J = op.restrict(J)
@@ -501,38 +499,6 @@ def evaluate_fold(task: FoldTask, op: Operator, likelihood: Likelihood, Y, opts:
     fold = fold_fn(op_J, likelihood, Y[J], cross_IJ, Y[I], task.alpha0, task.beta0, opts, gradient,
                    opts.retry_cold, basis0=task.basis0)
     return attrs.evolve(fold, restrict_seconds=restrict_s)
-
-
-def map_folds_threaded(fn, tasks: Sequence, workers: int = 1):
-    """``fn(task)`` for every task, yielded in task order: the loop over folds as a map.
-
-    ``workers`` 1 computes each result when it is asked for (a consumer that stops early, as on a
-    failed evaluation, saves the rest); more run up to that many at once on threads, with the BLAS
-    threads split between them.  ``fn`` must be pure (:func:`evaluate_fold`): then the results are
-    the same arrays, bit for bit, in either mode given the same BLAS threads per fold (with one BLAS
-    thread, as in the tests; more threads may split the sums differently).  An
-    exception of ``fn`` is raised when its task's result is reached.
-    """
-    if workers <= 1 or len(tasks) <= 1:
-        for task in tasks:
-            yield fn(task)
-        return
-    from concurrent.futures import ThreadPoolExecutor
-
-    workers = min(workers, len(tasks))
-    with limit_blas_threads(blas_threads() // workers), ThreadPoolExecutor(max_workers=workers) as pool:
-        yield from results_in_order([pool.submit(fn, task) for task in tasks])
-
-
-def results_in_order(futures):
-    """The futures' results in their order; closing the generator early (a failed evaluation)
-    cancels those not started yet.  An exception is raised when its future's result is reached."""
-    try:
-        for f in futures:
-            yield f.result()
-    finally:
-        for f in futures:
-            f.cancel()
 
 
 @attrs.define
@@ -590,19 +556,63 @@ class _Accumulator:
         return mean
 
 
-def _fold_task(job: tuple) -> tuple:
-    """One fold as an independent task (:func:`map_folds_threaded` or an engine's map): (FoldResult, None),
-    or (None, message) when its exact solves failed.  ``job`` = (task, op, likelihood, Y, opts,
-    gradient); module-level so that a distributed engine can pickle it."""
-    task, op, likelihood, Y, opts, gradient = job
+class FoldContext:
+    """The shared state of a CV learning run's fold jobs: the operator at the run's start
+    hyperparameters ``base``, the likelihood and the targets Y (n, C), shipped to each worker of an
+    engine once (:meth:`~gpmodels.engine.base.Engine.imap_shared`).
+
+    :meth:`operator_at` gives the operator at θ, built once per θ and process by ``base.with_params``
+    (the same call as the learner's, so the same numbers); :meth:`prime` gives it the operator the
+    caller already built at θ, which the jobs run in this process then use."""
+
+    def __init__(self, base: Operator, likelihood: Likelihood, Y: np.ndarray):
+        self.base, self.likelihood, self.Y = base, likelihood, Y
+        self._at: tuple | None = (np.array(base.params, dtype=np.float64), base)
+        self._lock = threading.Lock()
+
+    def prime(self, theta, op: Operator) -> None:
+        """``op`` is the operator at θ (built by ``base.with_params(θ)``)."""
+        with self._lock:
+            self._at = (np.array(theta, dtype=np.float64), op)
+
+    def operator_at(self, theta: np.ndarray) -> Operator:
+        """The operator at θ, kept for the next jobs at the same θ (the previous one is freed first)."""
+        with self._lock:
+            if self._at is None or not np.array_equal(self._at[0], theta):
+                self._at = None
+                self._at = (np.array(theta, dtype=np.float64), self.base.with_params(theta))
+            return self._at[1]
+
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        del state["_lock"]
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+
+
+def run_fold(context: FoldContext, job: tuple) -> tuple:
+    """One fold as an independent job of an engine's map: (FoldResult, None), or (None, message) when
+    its exact solves failed.  ``job`` = (task, θ, opts, gradient); the operator at θ comes from the
+    shared :class:`FoldContext`.  Module-level so that a process or Dask engine can ship it."""
+    task, theta, opts, gradient = job
+    op = context.operator_at(theta)
     try:
-        return evaluate_fold(task, op, likelihood, Y, opts, gradient), None
+        return evaluate_fold(task, op, context.likelihood, context.Y, opts, gradient), None
     except np.linalg.LinAlgError as exc:  # exact solves at extreme hyperparameters
         return None, str(exc)
 
 
+def fold_workload(op: Operator, q: int) -> Workload:
+    """What q fold jobs on ``op`` ask of an engine's workers: each builds the operator at new
+    hyperparameters (the arrays of ``op``) and a fold's restricted copy of it (at most as large)."""
+    return Workload(tasks=q, worker_bytes=2 * resident_bytes(op), points=op.n_points)
+
+
 def cv_criterion(op: Operator, likelihood: Likelihood, Y, folds, options: CVOptions | None = None, *,
-                 state: CVState | None = None, gradient: bool = True, map_folds=None) -> CVEvaluation:
+                 state: CVState | None = None, gradient: bool = True, engine: Engine | None = None) -> CVEvaluation:
     """Ψ (eq. 3) and ∇Ψ = op.grad_trace(E, F) (eq. 6) at the operator's hyperparameters.
 
     ``op``: the full operator K̃ at the hyperparameters to evaluate (build it once per evaluation
@@ -611,26 +621,34 @@ def cv_criterion(op: Operator, likelihood: Likelihood, Y, folds, options: CVOpti
     evaluation), or None for α = 0.  Returns ``ok=False`` (and no gradient) when the inner fits
     did not converge to ``options.fail_tol``; ``state`` is then None (discarded).
 
-    ``map_folds(fn, jobs)`` (e.g. ``engine.map`` of :mod:`gpmodels.engine`): run the folds as
-    independent tasks elsewhere; every fold then runs (no early stop) and the results are taken in
-    fold order as in the sequential loop.  Without it the folds run here, on ``opts.fold_workers``
-    threads (:func:`map_folds_threaded`).
+    ``engine`` (:mod:`gpmodels.engine`; None: this process, one fold after the other): where the
+    folds run, each as an independent job; the results are taken in fold order, so Ψ and ∇Ψ do not
+    depend on it.  A learning run evaluates through :func:`criterion_on` with one
+    :class:`FoldContext` for all its evaluations, so that a worker gets the shared state once.
     """
+    Y = likelihood.check_targets(Y, op.n_points, op.n_classes)
+    return criterion_on(FoldContext(op, likelihood, Y), op, folds, options, state=state, gradient=gradient,
+                        engine=engine)
+
+
+def criterion_on(context: FoldContext, op: Operator, folds, options: CVOptions | None = None, *,
+                 state: CVState | None = None, gradient: bool = True, engine: Engine | None = None) -> CVEvaluation:
+    """:func:`cv_criterion` with the fold jobs' shared state ``context`` (its likelihood and checked
+    targets); ``op`` is the operator at the evaluated θ, built by ``context.base.with_params(θ)``."""
     opts = options or CVOptions()
     t_start = time.perf_counter()
     n, C = op.n_points, op.n_classes
-    Y = likelihood.check_targets(Y, n, C)
     folds = _check_call(op, folds, opts, state)
     if opts.method == "auto":
-        opts = attrs.evolve(opts, method=choose_method(op, likelihood, n - min(I.size for I in folds)))
+        opts = attrs.evolve(opts, method=choose_method(op, context.likelihood, n - min(I.size for I in folds)))
     q = len(folds)
     acc = _Accumulator(q, opts, np.zeros((n, C, q)) if gradient else None, np.zeros((n, C, q)) if gradient else None)
     tasks = fold_tasks(folds, n, C, state)
-    jobs = [(task, op, likelihood, Y, opts, gradient) for task in tasks]
-    if map_folds is None:
-        results = map_folds_threaded(_fold_task, jobs, opts.fold_workers)
-    else:
-        results = iter(map_folds(_fold_task, jobs))
+    theta = np.array(op.params, dtype=np.float64)
+    context.prime(theta, op)
+    engine = engine or LocalEngine()
+    results = engine.imap_shared(run_fold, context, [(task, theta, opts, gradient) for task in tasks],
+                                 fold_workload(op, q) if engine.workers_for(Workload(q)) > 1 else Workload(q))
     for task in tasks:
         fold, err = next(results)
         if err is not None:
@@ -638,7 +656,7 @@ def cv_criterion(op: Operator, likelihood: Likelihood, Y, folds, options: CVOpti
             break
         if not acc.add(task, fold):
             break
-    getattr(results, "close", lambda: None)()  # a stopped evaluation leaves the remaining folds undone (or cancelled)
+    results.close()  # a stopped evaluation leaves the remaining folds undone (or cancelled)
     mean_norm = acc.mean_norm()
     grad, gt_s = None, 0.0
     if acc.ok and gradient:

@@ -18,16 +18,23 @@ exist — ANOVA variances or coupling / factor-loading entries).
 from __future__ import annotations
 
 import contextlib
-import multiprocessing
 import time
 from collections.abc import Callable
 
 import attrs
 import numpy as np
 
+from gpmodels.engine.auto import AutoEngine
+from gpmodels.engine.base import Engine, LocalEngine
 from gpmodels.errors import InputError
-from gpmodels.inference.cv.criterion import CVOptions, CVState, check_partition, cv_criterion, scaled_warm_start
-from gpmodels.inference.cv.fold_processes import FoldProcesses
+from gpmodels.inference.cv.criterion import (
+    CVOptions,
+    CVState,
+    FoldContext,
+    check_partition,
+    criterion_on,
+    scaled_warm_start,
+)
 from gpmodels.inference.cv.tolerances import INNER_TOLERANCES, ProgressTracker, scheduled_options
 from gpmodels.inference.map.model import MAPModel, fit_map
 from gpmodels.inference.map.newton_cg import NewtonOptions, NewtonStep
@@ -133,15 +140,17 @@ class CVObjective:
     ``cv_criterion`` warm-started from ``seed`` (a :class:`CVState`).  Linear-algebra and
     floating-point errors make a failed evaluation.  ``log`` collects an :class:`EvaluationLog` per
     evaluation of this process.  ``inner_tolerances="adaptive"``: each evaluation's inner
-    tolerances follow the progress of the best Ψ so far (:func:`scheduled_options`).
+    tolerances follow the progress of the best Ψ so far (:func:`scheduled_options`).  The folds of
+    every evaluation run on ``engine`` (None: one after the other here), all with one shared
+    :class:`~gpmodels.inference.cv.criterion.FoldContext`, which a worker receives once.
     """
 
     def __init__(self, op: Operator, likelihood: Likelihood, Y, folds, options: CVOptions,
-                 inner_tolerances: str = "fixed", map_folds=None, fold_processes: FoldProcesses | None = None):
+                 inner_tolerances: str = "fixed", engine: Engine | None = None):
         self.op, self.likelihood, self.Y, self.folds, self.options = op, likelihood, Y, folds, options
         self.inner_tolerances = inner_tolerances
-        self.map_folds = map_folds  # folds as independent tasks (cv_criterion's ``map_folds``)
-        self.fold_processes = fold_processes  # or on worker processes that build the operator at θ
+        self.engine = engine or LocalEngine()
+        self.context = FoldContext(op, likelihood, Y)
         self.progress = ProgressTracker()
         self.log: list[EvaluationLog] = []
 
@@ -156,8 +165,7 @@ class CVObjective:
         try:
             op_t = self.op.with_params(theta)
             opts = self.options_now()
-            map_folds = self.map_folds if self.fold_processes is None else self.fold_processes.at(theta)
-            ev = cv_criterion(op_t, self.likelihood, self.Y, self.folds, opts, state=seed, map_folds=map_folds)
+            ev = criterion_on(self.context, op_t, self.folds, opts, state=seed, engine=self.engine)
         except (np.linalg.LinAlgError, FloatingPointError) as exc:
             self.log.append(EvaluationLog(False, float("nan"), time.perf_counter() - t, 0, {"message": str(exc)}))
             return Trial(float("nan"), None, False, None, {"message": str(exc)})
@@ -193,17 +201,18 @@ class CVObjective:
 
 def learn_hyperparameters(op: Operator, likelihood: Likelihood, Y, folds, options: LearnOptions | None = None, *,
                           checkpoint: Checkpointing | None = None,
-                          on_iteration: Callable[[OuterRecord], None] | None = None, map_folds=None) -> LearnResult:
+                          on_iteration: Callable[[OuterRecord], None] | None = None,
+                          engine: Engine | None = None) -> LearnResult:
     """Minimise Ψ over ``op.params`` starting from the operator's current hyperparameters.
 
     ``Y``: targets (n, C); ``folds``: the fixed partition (q index arrays, e.g. from
     ``data.kfold_partition`` with a seed).  ``on_iteration(record)`` gets the progress record of
     the start and of every outer iteration, after the checkpoint for it was written; it may raise
     to stop the run (the checkpoint then holds that iteration).  The optimisation is
-    :func:`gpmodels.optimize.driver` on a :class:`CVObjective`; ``map_folds``: see ``cv_criterion``.
-    Without it, ``options.cv.fold_workers`` > 1 with ``fold_parallelism="processes"`` runs the folds
-    on that many worker processes for the whole run (:class:`FoldProcesses`; on threads inside a
-    daemonic process, such as a task of a process pool, which may not start children).
+    :func:`gpmodels.optimize.driver` on a :class:`CVObjective`.  ``engine``: where the folds of
+    every evaluation run (:mod:`gpmodels.engine`); None: an :class:`~gpmodels.engine.auto.AutoEngine`
+    for this run, sized from the cores and memory, closed at its end.  The result does not depend on
+    the engine (with the same BLAS threads per fold, bit for bit).
     """
     opts = options or LearnOptions()
     n, C = op.n_points, op.n_classes
@@ -215,11 +224,9 @@ def learn_hyperparameters(op: Operator, likelihood: Likelihood, Y, folds, option
     bounds = log_box(theta0, half_width=np.inf, lower=opts.lower, upper=opts.upper, param_bounds=op.param_bounds,
                      names=op.param_names)
     with contextlib.ExitStack() as stack:
-        pool = None
-        if (map_folds is None and opts.cv.fold_workers > 1 and opts.cv.fold_parallelism == "processes"
-                and not multiprocessing.current_process().daemon):  # a daemonic process (a pool's task) has no children
-            pool = stack.enter_context(FoldProcesses(op, likelihood, Y, min(opts.cv.fold_workers, len(folds))))
-        objective = CVObjective(op, likelihood, Y, folds, opts.cv, opts.inner_tolerances, map_folds, pool)
+        if engine is None:
+            engine = stack.enter_context(AutoEngine())
+        objective = CVObjective(op, likelihood, Y, folds, opts.cv, opts.inner_tolerances, engine)
         res = minimize(objective, theta0, op.param_names, bounds, opts.outer, checkpoint=checkpoint,
                        on_iteration=on_iteration)
     return LearnResult(operator=op.with_params(res.x), theta=res.x.copy(), names=tuple(op.param_names), psi=res.value,

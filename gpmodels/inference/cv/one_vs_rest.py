@@ -11,18 +11,24 @@ optimal).
 log-loss and ranking-based scores); ``predict_scores`` the raw P̂_c(+1 | x*).
 
 ``learn_one_vs_rest`` learns every task by Ψ; ``fit_one_vs_rest`` fits every task at the given
-hyperparameters (no learning).  ``learn_binary_task`` / ``fit_binary_task`` do one task, for
+hyperparameters (no learning).  Both take an engine (:mod:`gpmodels.engine`): where it runs several
+tasks at once (``engine.workers_for``), the C tasks are its jobs, each learnt with its folds one
+after the other (the engine's ``inner()``); otherwise the tasks run here one after the other and the
+engine runs each task's folds.  ``learn_binary_task`` / ``fit_binary_task`` do one task, for
 callers that report progress per task (the ``one_vs_rest`` runner of the spec driver).
 """
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from pathlib import Path
 
 import attrs
 import numpy as np
 
+from gpmodels.engine.auto import AutoEngine, resident_bytes
+from gpmodels.engine.base import Engine, LocalEngine, Workload
 from gpmodels.errors import InputError
 from gpmodels.inference.cv.learn import Checkpointing, LearnOptions, LearnResult, fit_learned, learn_hyperparameters
 from gpmodels.inference.map.model import MAPModel, fit_map
@@ -31,7 +37,7 @@ from gpmodels.likelihoods.base import Likelihood
 from gpmodels.operators.base import Operator
 
 __all__ = ["OneVsRestModel", "learn_one_vs_rest", "fit_one_vs_rest", "learn_binary_task", "fit_binary_task",
-           "binary_targets", "check_one_vs_rest", "task_checkpoint"]
+           "binary_targets", "check_one_vs_rest", "task_checkpoint", "task_workload"]
 
 
 def binary_targets(y, c: int) -> np.ndarray:
@@ -100,14 +106,16 @@ def learn_binary_task(
     checkpoint: Checkpointing | None = None,
     on_iteration=None,
     on_fit: Callable[[NewtonStep], None] | None = None,
+    engine: Engine | None = None,
 ) -> tuple[MAPModel, LearnResult]:
     """Task c ('class c' against the rest): learn its hyperparameters by Ψ from ``binary_op``'s,
     then the final fit.  ``checkpoint`` is used as given (see :func:`task_checkpoint`);
-    ``on_iteration(record)`` reports the outer iterations, ``on_fit(step)`` the final fit."""
+    ``on_iteration(record)`` reports the outer iterations, ``on_fit(step)`` the final fit;
+    ``engine``: where the folds run (as in :func:`learn_hyperparameters`)."""
     opts = options or LearnOptions()
     Yc = binary_targets(y, c)
     res = learn_hyperparameters(
-        binary_op, likelihood, Yc, folds, opts, checkpoint=checkpoint, on_iteration=on_iteration
+        binary_op, likelihood, Yc, folds, opts, checkpoint=checkpoint, on_iteration=on_iteration, engine=engine
     )
     return fit_learned(res, likelihood, Yc, opts, on_iteration=on_fit), res
 
@@ -118,50 +126,66 @@ def fit_binary_task(binary_op: Operator, likelihood: Likelihood, y, c: int, opti
     return fit_map(binary_op, likelihood, binary_targets(y, c), options, method=method, on_iteration=on_iteration)
 
 
-def _learn_task(job: tuple):
-    """Task c of :func:`learn_one_vs_rest` as an independent task: (model, LearnResult)."""
-    binary_op, likelihood, y, c, folds, options, checkpoint = job
-    return learn_binary_task(binary_op, likelihood, y, c, folds, options, checkpoint=checkpoint)
+def _learn_task(shared: tuple, job: tuple):
+    """Task c of :func:`learn_one_vs_rest` as an engine's job: (model, LearnResult)."""
+    binary_op, likelihood, y, folds, options, engine = shared
+    c, checkpoint = job
+    return learn_binary_task(binary_op, likelihood, y, c, folds, options, checkpoint=checkpoint, engine=engine)
 
 
-def _fit_task(job: tuple) -> MAPModel:
-    """Task c of :func:`fit_one_vs_rest` as an independent task."""
-    binary_op, likelihood, y, c, options, method = job
+def _fit_task(shared: tuple, c: int) -> MAPModel:
+    """Task c of :func:`fit_one_vs_rest` as an engine's job."""
+    binary_op, likelihood, y, options, method = shared
     return fit_binary_task(binary_op, likelihood, y, c, options, method=method)
+
+
+def task_workload(binary_op: Operator, C: int) -> Workload:
+    """C binary tasks on ``binary_op``: each worker builds the operator at its own hyperparameters
+    and the folds' restricted copies."""
+    return Workload(tasks=C, worker_bytes=2 * resident_bytes(binary_op), points=binary_op.n_points)
 
 
 def learn_one_vs_rest(binary_op: Operator, likelihood: Likelihood, y, n_classes: int, folds,
                       options: LearnOptions | None = None, *, checkpoint: Checkpointing | None = None,
-                      on_iteration: Callable[[int, object], None] | None = None, map_tasks=None) -> OneVsRestModel:
+                      on_iteration: Callable[[int, object], None] | None = None,
+                      engine: Engine | None = None) -> OneVsRestModel:
     """Learn and fit the C binary models.
 
     ``binary_op``: the prior's operator over the training points for two classes (the starting
     hyperparameters of every binary task); ``y``: integer labels in 0..C-1; ``folds``: the
     partition shared by all tasks.  ``checkpoint``: its path gets a ``-class<c>`` suffix per task;
     a resumed run skips finished tasks through their finished checkpoints.
-    ``on_iteration(c, record)`` reports progress.  ``map_tasks(fn, jobs)`` (e.g. ``engine.map`` of
-    :mod:`gpmodels.engine`): the C tasks run as independent tasks (then without ``on_iteration``).
+    ``on_iteration(c, record)`` reports progress (of tasks run here, one after the other).
+    ``engine`` (None: an :class:`~gpmodels.engine.auto.AutoEngine` for this call): the C tasks as
+    its jobs where it runs several at once, else their folds (module docstring).
     """
     y, C = check_one_vs_rest(binary_op, y, n_classes)
-    if map_tasks is not None:
-        done = map_tasks(_learn_task, [(binary_op, likelihood, y, c, folds, options, task_checkpoint(checkpoint, c))
-                                       for c in range(C)])
-        return OneVsRestModel(tuple(m for m, _ in done), tuple(r for _, r in done))
-    models, learned = [], []
-    for c in range(C):
-        report = None if on_iteration is None else (lambda rec, c=c: on_iteration(c, rec))
-        model, res = learn_binary_task(binary_op, likelihood, y, c, folds, options,
-                                       checkpoint=task_checkpoint(checkpoint, c), on_iteration=report)
-        models.append(model)
-        learned.append(res)
+    with contextlib.ExitStack() as stack:
+        if engine is None:
+            engine = stack.enter_context(AutoEngine())
+        workload = task_workload(binary_op, C)
+        if engine.workers_for(workload) > 1:
+            shared = (binary_op, likelihood, y, folds, options, engine.inner())
+            done = engine.map_shared(_learn_task, shared, [(c, task_checkpoint(checkpoint, c)) for c in range(C)],
+                                     workload)
+            return OneVsRestModel(tuple(m for m, _ in done), tuple(r for _, r in done))
+        models, learned = [], []
+        for c in range(C):
+            report = None if on_iteration is None else (lambda rec, c=c: on_iteration(c, rec))
+            model, res = learn_binary_task(binary_op, likelihood, y, c, folds, options,
+                                           checkpoint=task_checkpoint(checkpoint, c), on_iteration=report,
+                                           engine=engine)
+            models.append(model)
+            learned.append(res)
     return OneVsRestModel(tuple(models), tuple(learned))
 
 
 def fit_one_vs_rest(binary_op: Operator, likelihood: Likelihood, y, n_classes: int,
                     options: NewtonOptions | None = None, *, method: str = "newton_cg",
-                    map_tasks=None) -> OneVsRestModel:
-    """Fit the C binary models at ``binary_op``'s hyperparameters (no learning); ``map_tasks``: as in
-    :func:`learn_one_vs_rest`."""
+                    engine: Engine | None = None) -> OneVsRestModel:
+    """Fit the C binary models at ``binary_op``'s hyperparameters (no learning), as the jobs of
+    ``engine`` (None: one after the other here)."""
     y, C = check_one_vs_rest(binary_op, y, n_classes)
-    jobs = [(binary_op, likelihood, y, c, options, method) for c in range(C)]
-    return OneVsRestModel(tuple((map_tasks or (lambda f, js: [f(j) for j in js]))(_fit_task, jobs)))
+    engine = engine or LocalEngine()
+    shared = (binary_op, likelihood, y, options, method)
+    return OneVsRestModel(tuple(engine.map_shared(_fit_task, shared, range(C), task_workload(binary_op, C))))

@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from gpmodels.data.datasets import Dataset
+from gpmodels.engine.base import LocalEngine
 from gpmodels.inference.cv.learn import fit_learned, learn_hyperparameters
 from gpmodels.scoring import metrics as M
 from gpmodels.spec.build import build_learn_options, cv_partition
@@ -45,7 +46,7 @@ def run_cv(spec: Spec, data: Dataset, base_dir: Path | None, say, *, engine=None
     c = spec.objective.cv
     problem = prepare(spec, data, base_dir, engine=engine)
     resolved, op, likelihood, Y = problem.resolved, problem.operator, problem.likelihood, problem.targets
-    options = build_learn_options(resolved.objective, engine)
+    options = build_learn_options(resolved.objective)
     folds = cv_partition(resolved, data.y_train)
     checkpoint = learning_checkpoint(resolved, data)
     metrics: dict = {}
@@ -53,8 +54,7 @@ def run_cv(spec: Spec, data: Dataset, base_dir: Path | None, say, *, engine=None
     say(f"learning {op.params.size} hyperparameters by {c.folds}-fold CV ({', '.join(op.param_names)})")
     with say.bar(None, "CV outer iterations") as bar:
         res = learn_hyperparameters(op, likelihood, Y, folds, options, checkpoint=checkpoint,
-                                    on_iteration=iteration_reporter(say, bar),
-                                    map_folds=engine.map if engine is not None and engine.maps_tasks else None)
+                                    on_iteration=iteration_reporter(say, bar), engine=engine or LocalEngine())
     if res.resumed_from is not None:
         say(f"resumed from the checkpoint of outer iteration {res.resumed_from}")
     learn_s = time.perf_counter() - t

@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from gpmodels.data.datasets import Dataset
+from gpmodels.engine.base import LocalEngine
 from gpmodels.inference.cv.learn import fit_learned, learn_hyperparameters
 from gpmodels.inference.cv.one_vs_rest import (
     OneVsRestModel,
@@ -29,6 +30,7 @@ from gpmodels.inference.cv.one_vs_rest import (
     fit_binary_task,
     learn_one_vs_rest,
     task_checkpoint,
+    task_workload,
 )
 from gpmodels.persistence import save_one_vs_rest_model
 from gpmodels.spec.build import build_learn_options, build_newton_options, cv_partition
@@ -39,14 +41,14 @@ from gpmodels.spec.sections.spec import Spec
 __all__ = ["run_one_vs_rest"]
 
 
-def _learn_in_order(op2, likelihood, y, names, folds, options, checkpoint, say):
-    """The binary tasks one after the other in this process, with progress per class."""
+def _learn_in_order(op2, likelihood, y, names, folds, options, checkpoint, say, engine):
+    """The binary tasks one after the other in this process, with progress per class (the folds on ``engine``)."""
     models, learned = [], []
     for k, name in enumerate(names):
         Yk = binary_targets(y, k)
         with say.bar(None, f"class {name}: CV outer iterations") as bar:
             res = learn_hyperparameters(op2, likelihood, Yk, folds, options, checkpoint=task_checkpoint(checkpoint, k),
-                                        on_iteration=iteration_reporter(say, bar, f"class {name}: "))
+                                        on_iteration=iteration_reporter(say, bar, f"class {name}: "), engine=engine)
         if res.resumed_from is not None:
             say(f"class {name}: resumed from the checkpoint of outer iteration {res.resumed_from}")
         with say.bar(None, f"class {name}: final fit") as bar:
@@ -61,22 +63,22 @@ def _learn_in_order(op2, likelihood, y, names, folds, options, checkpoint, say):
     return models, learned
 
 
-def _learn(resolved: Spec, data: Dataset, op2, likelihood, y, names, say, engine=None):
+def _learn(resolved: Spec, data: Dataset, op2, likelihood, y, names, say, engine):
     c = resolved.objective.cv
-    options = build_learn_options(resolved.objective, engine)
+    options = build_learn_options(resolved.objective)
     folds = cv_partition(resolved, y)
     checkpoint = learning_checkpoint(resolved, data)
     say(
         f"one-vs-rest: {len(names)} binary tasks, {op2.params.size} hyperparameters each "
         f"({', '.join(op2.param_names)}), learned by {c.folds}-fold CV"
     )
-    if engine is not None and engine.maps_tasks:
-        say(f"one-vs-rest: the {len(names)} tasks run as parallel tasks on {engine!r}")
-        ovr = learn_one_vs_rest(op2, likelihood, y, len(names), folds, options, checkpoint=checkpoint,
-                                map_tasks=engine.map)
+    workers = engine.workers_for(task_workload(op2, len(names)))
+    if workers > 1:
+        say(f"one-vs-rest: the {len(names)} tasks run {workers} at once on {engine!r}")
+        ovr = learn_one_vs_rest(op2, likelihood, y, len(names), folds, options, checkpoint=checkpoint, engine=engine)
         models, learned = list(ovr.models), list(ovr.learned)
     else:
-        models, learned = _learn_in_order(op2, likelihood, y, names, folds, options, checkpoint, say)
+        models, learned = _learn_in_order(op2, likelihood, y, names, folds, options, checkpoint, say, engine)
     metrics = {}
     for k, r in enumerate(learned):
         metrics.update({f"hyper.class{k}.{key}": v for key, v in r.hyperparameters().items()})
@@ -107,6 +109,7 @@ def _fit(resolved: Spec, op2, likelihood, y, names, say):
 
 def run_one_vs_rest(spec: Spec, data: Dataset, base_dir: Path | None, say, *, engine=None) -> RunOutcome:
     """C binary models, learned by Ψ (or fitted at the given hyperparameters), combined by the largest score."""
+    engine = engine or LocalEngine()
     problem = prepare(spec, data, base_dir, engine=engine)
     resolved, op2, likelihood, y = problem.resolved, problem.operator, problem.likelihood, problem.targets
     names = data.classes

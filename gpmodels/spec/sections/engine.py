@@ -9,7 +9,7 @@ import attrs
 from gpmodels.engine.base import DISTRIBUTE_MODES, ENGINE_TYPES
 from gpmodels.errors import SpecError, shown
 from gpmodels.spec.schema import Node, option
-from gpmodels.validation import boolean, integer, one_of, positive_int, string
+from gpmodels.validation import boolean, integer, number, one_of, positive_int, string
 
 __all__ = ["EngineSpec", "SCHEDULER_PATTERN"]
 
@@ -19,12 +19,34 @@ SCHEDULER_PATTERN = re.compile(r"^(tcp|tls|ucx|inproc)://[^\s/]+$")
 
 @attrs.frozen
 class EngineSpec(Node):
-    """Where the work runs: in this process, or on a Dask cluster (`pip install gpmodels[dask]`)."""
+    """Where independent work (CV folds, one-vs-rest models, study rows) runs: sized from the cores
+    (`auto`), in this process, on worker processes, or on a Dask cluster (`pip install gpmodels[dask]`)."""
 
     type: str = option(
-        "local",
+        "auto",
         one_of(ENGINE_TYPES),
-        doc="`local`: this process; `dask`: a dask.distributed cluster (CLI `--scheduler` implies it)",
+        doc="`auto`: workers and BLAS threads sized from the usable cores and the memory; `local`: "
+        "this process (`n_workers` threads); `processes`: worker processes; `dask`: a "
+        "dask.distributed cluster (CLI `--scheduler` implies it)",
+    )
+    n_workers: int | None = option(
+        None,
+        integer(1, 1024),
+        doc="workers: threads (`local`), processes (`processes`), LocalCluster workers "
+        "(`dask`); null: 1 for `local`, else the cores",
+    )
+    blas_threads: int | None = option(
+        None, integer(1, 1024), doc="BLAS threads of each worker (null: the cores over the workers)"
+    )
+    cores: int | None = option(
+        None,
+        integer(1, 65536),
+        doc="cores to use (null: those this process may run on, `os.sched_getaffinity`)",
+    )
+    memory_gb: float | None = option(
+        None,
+        number(0, 1_048_576.0, open_low=True),
+        doc="`auto`: memory the workers may take together (null: 80 % of the available memory)",
     )
     scheduler: str | None = option(
         None,
@@ -32,7 +54,6 @@ class EngineSpec(Node):
         doc="address of a running `dask scheduler`; null starts a LocalCluster for the run",
         allowed="tcp://host:port",
     )
-    n_workers: int = option(2, integer(1, 1024), doc="LocalCluster: worker processes")
     threads_per_worker: int = option(1, integer(1, 1024), doc="LocalCluster: threads per worker")
     memory_limit: str = option("auto", string(), doc="LocalCluster: memory per worker (`4GiB`, `auto`)")
     processes: bool = option(True, boolean(), doc="LocalCluster: workers are processes (false: threads)")

@@ -157,9 +157,6 @@ CVSpec = options_section(
         "upper": "upper bound of every log-space hyperparameter",
         "inner_tolerances": "`adaptive`: refit and accumulation tolerances loosened far from the optimum "
         "(`gpmodels.inference.cv.tolerances`); `fixed`: the configured ones throughout",
-        "fold_workers": "folds of an evaluation computed at once (BLAS threads split between them)",
-        "fold_parallelism": "`processes` (worker processes started once per learning run) or `threads` "
-        "(which the GIL keeps from running at once)",
     },
     check=_check_cv,
 )

@@ -87,7 +87,7 @@ class StudySpec(Node):
             objective=entry.objective,
             evaluation=self.evaluation,
             output=OutputSpec(dir=str(Path(out_dir) / entry.name)),
-            engine=EngineSpec() if rows_as_tasks else self.engine,
+            engine=EngineSpec(type="local") if rows_as_tasks else self.engine,
         )
         spec.check("")
         return spec

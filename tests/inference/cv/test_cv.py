@@ -14,6 +14,7 @@ from minimal_operator import DenseTestOperator
 from oracles import cv_fd_gradient
 
 from gpmodels.data.splits import kfold_partition
+from gpmodels.engine.base import LocalEngine
 from gpmodels.errors import InputError
 from gpmodels.hierarchy import ClassTree
 from gpmodels.inference.cv.criterion import CVOptions, CVState, check_partition, cv_criterion
@@ -299,16 +300,15 @@ def test_scaled_warm_start_rescues_a_mis_scaled_state():
 
 @pytest.mark.parametrize("name", ["rbf-separate", "ard-semi"])
 def test_parallel_folds_are_bit_identical_to_the_sequential_loop(name):
-    """fold_workers threads give the same Ψ, ∇Ψ, inner state and per-fold work as one after the other."""
+    """Folds on a thread engine give the same Ψ, ∇Ψ, inner state and per-fold work as one after the other."""
     X, Y, folds = _data(n=40, q=4)
     op = FLAT_CASES[name](X, 3)
     base = CVOptions(newton=NewtonOptions(max_iter=20, cg_max_iter=30), k3=20)
     seq = cv_criterion(op, Softmax(), Y, folds, base)
-    par = cv_criterion(op, Softmax(), Y, folds, CVOptions(newton=base.newton, k3=20, fold_workers=3))
+    par = cv_criterion(op, Softmax(), Y, folds, base, engine=LocalEngine(threads=3))
     moved = op.with_params(op.params + 0.3)
     seq2 = cv_criterion(moved, Softmax(), Y, folds, base, state=seq.state)
-    par2 = cv_criterion(moved, Softmax(), Y, folds, CVOptions(newton=base.newton, k3=20, fold_workers=4),
-                        state=par.state)
+    par2 = cv_criterion(moved, Softmax(), Y, folds, base, state=par.state, engine=LocalEngine(threads=4))
     for s, p in [(seq, par), (seq2, par2)]:
         assert s.ok and p.ok and s.psi == p.psi
         assert np.array_equal(s.gradient, p.gradient)
@@ -322,11 +322,11 @@ def test_parallel_folds_stop_like_the_sequential_loop_on_a_failure():
     X, Y, folds = _data()
     op = FLAT_CASES["rbf-separate"](X, 3)
     short = NewtonOptions(max_iter=1, cg_max_iter=2)
-    ev = cv_criterion(op, Softmax(), Y, folds, CVOptions(newton=short, fail_tol=1e-6, fold_workers=2))
+    ev = cv_criterion(op, Softmax(), Y, folds, CVOptions(newton=short, fail_tol=1e-6), engine=LocalEngine(threads=2))
     assert not ev.ok and ev.gradient is None and ev.state is None
     assert len(ev.folds) == 1 and "did not converge" in ev.message
-    with pytest.raises(InputError, match="fold_workers"):
-        CVOptions(fold_workers=0)
+    with pytest.raises(InputError, match="threads"):
+        LocalEngine(threads=0)
 
 
 def test_auto_method_picks_exact_on_small_flat_problems_and_newton_cg_otherwise():

@@ -1,5 +1,11 @@
 """A kernel matrix held in row blocks on the workers of a Dask engine.
 
+:class:`DaskRepresentation` is what a Dask engine with ``distribute: gram`` gives as the
+representation builder of its operators (:meth:`~gpmodels.engine.dask.DaskEngine.representation`):
+it builds a :class:`DaskGram` for every exact full kernel matrix of a
+:class:`~gpmodels.kernels.representations.RepresentationConfig` and leaves the others (features,
+low rank) to the configuration.  The kernels package knows nothing of engines.
+
 :class:`DaskGram` implements the :class:`~gpmodels.kernels.representations.Representation`
 protocol for M = (M(x_a, x_b)) over the n training points:
 
@@ -25,13 +31,24 @@ task would run MVMs from inside tasks.
 
 from __future__ import annotations
 
+import attrs
 import numpy as np
 
+from gpmodels.engine.dask import DaskEngine, engine_failures
 from gpmodels.errors import EngineError, InputError
 from gpmodels.kernels.base import Kernel
-from gpmodels.kernels.representations import CrossRepresentation, GramCross, Representation
+from gpmodels.kernels.memory_budget import RepresentationChoice
+from gpmodels.kernels.representations import (
+    LOG,
+    CrossRepresentation,
+    GramCross,
+    Representation,
+    RepresentationBuilder,
+    RepresentationConfig,
+)
+from gpmodels.validation import instance_of, optional, positive_int
 
-__all__ = ["DaskGram", "DaskCross", "row_blocks"]
+__all__ = ["DaskGram", "DaskCross", "DaskRepresentation", "row_blocks"]
 
 
 def row_blocks(n: int, block_rows: int) -> list[slice]:
@@ -78,8 +95,6 @@ class _HeldRows:
         self.engine, self.slices, self.futures, self.shape = engine, slices, futures, shape
 
     def _run(self, what: str, submit) -> list:
-        from gpmodels.engine.dask import engine_failures
-
         with engine_failures(what):
             client = self.engine.client
             futures = [submit(client, b, f) for b, f in zip(self.slices, self.futures)]
@@ -115,8 +130,6 @@ class _HeldRows:
         else:
             groups = [np.split(np.arange(s.start, s.stop), np.flatnonzero(np.diff(owner[s])) + 1)
                       for s in row_blocks(I.size, block_rows)]
-        from gpmodels.engine.dask import engine_failures
-
         new_slices, futures, pos = [], [], 0
         with engine_failures("taking rows of a distributed kernel matrix"):
             Jf = self.engine.scatter(J)
@@ -131,8 +144,6 @@ class _HeldRows:
         return _HeldRows(self.engine, new_slices, futures, (I.size, J.size))
 
     def dense(self) -> np.ndarray:
-        from gpmodels.engine.dask import engine_failures
-
         with engine_failures("gathering a distributed kernel matrix"):
             parts = self.engine.client.gather(self.futures)
         return np.vstack(parts) if parts else np.empty(self.shape)
@@ -141,6 +152,36 @@ class _HeldRows:
 def _refuse_pickle(obj):
     raise EngineError(f"a {type(obj).__name__} holds futures of this process's Dask client and cannot be sent to a "
                       "worker or saved; with `engine.distribute: tasks` the kernel matrices stay in-process")
+
+
+@attrs.frozen
+class DaskRepresentation(RepresentationBuilder):
+    """The kernel matrices of ``config`` on the workers of ``engine``: every exact full matrix
+    (``stored``, ``blocked``, or ``auto`` for a kernel without a feature form) as a :class:`DaskGram`
+    of ``block_rows``-row blocks (None: n over the cluster's worker threads), float64; the local
+    memory budget does not apply to the workers' memory.  Other kinds are built by ``config``."""
+
+    config: RepresentationConfig = attrs.field(validator=instance_of(RepresentationConfig))
+    engine: DaskEngine = attrs.field(validator=instance_of(DaskEngine))
+    block_rows: int | None = attrs.field(default=None, validator=optional(positive_int()))
+
+    @property
+    def memory_mb(self) -> float:
+        return self.config.memory_mb
+
+    def build(self, X, kernel: Kernel, n_matrices: int = 1, *, log: bool = False,
+              like: Representation | None = None) -> Representation:
+        if not self.config.keeps_full_matrix(kernel):
+            return self.config.build(X, kernel, n_matrices, log=log, like=like)
+        kernel.check_inputs(X)
+        n = X.shape[0]
+        choice = RepresentationChoice("dask", "float64", "row blocks held on the engine's workers", 8 * n * n,
+                                      n_matrices, None)
+        if log:
+            LOG.info("representation %s: %s", self.config.kind, choice.describe())
+        rep = DaskGram(X, kernel, self.engine, block_rows=self.block_rows, cross_memory_mb=self.config.memory_mb)
+        rep.choice = choice
+        return rep
 
 
 class DaskCross(CrossRepresentation):
@@ -169,8 +210,8 @@ class DaskGram(Representation, DaskCross):
 
     def __init__(self, X, kernel: Kernel, engine, *, block_rows: int | None = None, cross_memory_mb: float = 256.0,
                  _X_future=None, _held: _HeldRows | None = None):
-        if not getattr(engine, "distributes_gram", False) or getattr(engine, "client", None) is None:
-            raise InputError(f"DaskGram needs an open Dask engine that distributes kernel matrices; got {engine!r}")
+        if not isinstance(engine, DaskEngine) or engine.client is None:
+            raise InputError(f"DaskGram needs an open Dask engine; got {engine!r}")
         self.X, self.kernel, self.engine, self.cross_memory_mb = X, kernel, engine, cross_memory_mb
         n = X.shape[0]
         self.block_rows = int(block_rows) if block_rows else max(1, -(-n // engine.n_threads))
@@ -179,8 +220,6 @@ class DaskGram(Representation, DaskCross):
         self._diag = kernel.diag(X)
 
     def _build(self) -> _HeldRows:
-        from gpmodels.engine.dask import engine_failures
-
         n = self.n
         slices = row_blocks(n, self.block_rows)
         workers = list(self.engine.client.scheduler_info().get("workers", {}))
