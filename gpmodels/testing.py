@@ -95,6 +95,11 @@ def check_operator(op: Operator, rng: np.random.Generator, *, dense=None, X_new=
         assert_close("kron_terms: Σ_t M_t V S_t", KV, (D @ V.ravel()).reshape(n, C), rtol)
         for t in terms:
             assert_close("kron_terms: S_t symmetric", t.S, t.S.T, rtol)
+    groups = op.kernel_groups()
+    if groups is not None:  # K = Σ_r M_r ⊗ diag(w_r): K V = Σ_r (M_r V) diag(w_r)
+        KV = sum(rep.mvm(V) * w[None, :] for rep, w in groups)
+        assert_close("kernel_groups: Σ_r M_r V diag(w_r)", KV, (D @ V.ravel()).reshape(n, C), rtol)
+        assert all(np.all(w >= 0) and w.shape == (C,) for _, w in groups), "kernel_groups: weights (C,) >= 0"
     blocks = op.point_blocks()
     expect_blocks = D.reshape(n, C, n, C)[np.arange(n), :, np.arange(n), :]
     assert_close("point_blocks", blocks, expect_blocks, rtol)

@@ -14,11 +14,12 @@ parents down the levels), O(P) per point and right-hand side, vectorised over po
 (n, C) layout a latent vector's row i holds all classes of point i, so (Φ_L^T ⊗ I) acts on axis 1.
 
 - MVM: V (n, C, k) -> Φ_L^T along axis 1 (n, P, k) -> K̆ MVM -> Φ_L along axis 1 (n, C, k).
-  Merged GEMMs: when K̆ is a :class:`BlockDiagonal` whose nodes share a kernel matrix M_r over a
-  node group G_r, that group contributes (Φ_L D_r Φ_L^T) ⊗ M_r with D_r = diag(v_p 1{p in G_r}),
-  i.e. M_r (V S_r) with the C x C matrix S_r = Φ_L D_r Φ_L^T applied by the tree walks.  The GEMM
-  with M_r then runs on C k columns instead of |G_r| k, so with one shared M (any variance
-  sharing) the hierarchical MVM costs one flat GEMM plus O(nP) walks, below the P/C of Sec. 3.
+  Merged GEMMs: when K̆ is block-diagonal with nodes sharing a kernel matrix M_r over a node
+  group G_r (``K̆.kernel_groups()``, e.g. a :class:`BlockDiagonal`), that group contributes
+  (Φ_L D_r Φ_L^T) ⊗ M_r with D_r = diag(v_p 1{p in G_r}), i.e. M_r (V S_r) with the C x C
+  matrix S_r = Φ_L D_r Φ_L^T applied by the tree walks.  The GEMM with M_r then runs on C k
+  columns instead of |G_r| k, so with one shared M (any variance sharing) the hierarchical MVM
+  costs one flat GEMM plus O(nP) walks, below the P/C of Sec. 3.
   ``merge_gemm=False`` keeps the node-space order (the paper's three steps).  For C <= 64 the
   C x C matrix S_r itself (not Φ) is kept and V S_r is one stacked product S_r v_i instead of the
   walks (numpy's stacked matmul runs in one thread: a multithreaded BLAS call of this size costs
@@ -45,7 +46,6 @@ import numpy as np
 from gpmodels.errors import HierarchyError, InputError
 from gpmodels.hierarchy import ClassTree
 from gpmodels.operators.base import Composite, Operator
-from gpmodels.operators.blockdiag import BlockDiagonal
 
 __all__ = ["ANOVA", "DENSE_CLASS_MIX_MAX_C"]
 
@@ -81,12 +81,12 @@ class ANOVA(Composite):
         self._names = names
         self.merge_gemm = bool(merge_gemm)
         self._merged = None
-        if self.merge_gemm and isinstance(inner, BlockDiagonal):
-            C, v = tree.n_classes, inner.class_variances
+        groups = inner.kernel_groups() if self.merge_gemm else None
+        if groups is not None:
+            C = tree.n_classes
             plan = []
-            for rep, nodes in inner.rep_groups:
-                weights = np.zeros(tree.n_nodes)
-                weights[nodes] = v[nodes]
+            for rep, weights in groups:
+                nodes = np.flatnonzero(weights)
                 S = None
                 if nodes.size >= C and C <= DENSE_CLASS_MIX_MAX_C:  # S_r = Φ_L D_r Φ_L^T by two tree walks
                     S = tree.phi(tree.phi(np.diag(weights)).T)

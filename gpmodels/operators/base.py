@@ -241,6 +241,14 @@ class Operator(Parameterised):
         """
         return None
 
+    def kernel_groups(self) -> list[tuple[object, np.ndarray]] | None:
+        """K = Σ_r M_r ⊗ diag(w_r) over distinct kernel matrices M_r: per M_r its representation
+        (``mvm``: B (n, m) -> M_r B) and its class weights w_r, shape (C,) (v_c > 0 on the classes
+        that use M_r, 0 elsewhere), when K is block-diagonal over classes with shared matrices;
+        None otherwise (default).  A composite around K may then regroup its GEMMs (ANOVA's
+        merged MVM)."""
+        return None
+
     def _grad_trace(self, E: np.ndarray, F: np.ndarray) -> np.ndarray:
         """d/dθ_p Σ_k e_k^T K(θ) f_k for all p (Seeger 2008, eq. 6).
 
@@ -353,6 +361,12 @@ class Operator(Parameterised):
     def describe(self) -> dict:
         """Hyperparameters by name, in natural units where the name says ``log_``."""
         return natural_values(self.param_names, self.params)
+
+    def param_classes(self) -> tuple[tuple[int, ...] | None, ...]:
+        """Per hyperparameter (the order of ``params``), the indices of the classes whose covariance it
+        scales or shapes, or None where it is not tied to particular classes; reports label hyperparameters
+        with these classes' names.  Default: None for every hyperparameter."""
+        return (None,) * self.params.size
 
 
 class Composite(Operator):

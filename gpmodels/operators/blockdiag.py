@@ -188,6 +188,14 @@ class BlockDiagonal(Operator):
         C = self._C
         return [(rep, np.arange(C)[cls]) for rep, cls in zip(self._layout.reps, self._layout.classes)]
 
+    def kernel_groups(self) -> list[tuple[Representation, np.ndarray]]:
+        out = []
+        for rep, cls in self.rep_groups:
+            weights = np.zeros(self._C)
+            weights[cls] = self._class_v[cls]
+            out.append((rep, weights))
+        return out
+
     @property
     def class_variances(self) -> np.ndarray:
         """v_c per class, shape (C,)."""
@@ -255,6 +263,12 @@ class BlockDiagonal(Operator):
         parts = [(f"kernel{l}.", k.params, k.param_names) for l, k in enumerate(self.kernels)]
         parts.append(("", np.log(self.variances), [f"log_variance{j}" for j in range(self.variances.size)]))
         return parts
+
+    def param_classes(self) -> tuple[tuple[int, ...], ...]:
+        """Kernel group l's shape parameters act on the classes c with l_c = l, variance j on those in group j."""
+        kernel = [tuple(np.flatnonzero(self.class_kernel == l).tolist()) for l in range(len(self.kernels))]
+        var = [tuple(np.flatnonzero(self.class_variance == j).tolist()) for j in range(self.variances.size)]
+        return tuple(cls for l, k in enumerate(self.kernels) for cls in [kernel[l]] * k.params.size) + tuple(var)
 
     def with_params(self, theta) -> BlockDiagonal:
         theta = np.asarray(theta, dtype=np.float64).ravel()

@@ -23,6 +23,7 @@ from gpmodels.errors import GPModelsError
 from gpmodels.spec.build import build_engine_config
 from gpmodels.spec.loader import grant_imports
 from gpmodels.spec.output import STUDY_ARTEFACTS, claim_output, spec_digest
+from gpmodels.spec.report_md import score_legend
 from gpmodels.spec.run import run_spec, start_log
 from gpmodels.spec.sections.study import StudySpec
 
@@ -158,6 +159,8 @@ def _run_study(study, base_dir, out_dir: Path, say, run_spec, origin, *, quiet, 
         "",
         table,
     ]
+    legend = score_legend(c for c in cols if c.startswith(("test_", "train_", "plugin_test_")))
+    report += ["What the names mean:", "", *legend, ""] if legend else []
     report += [f"![{p}]({p})" for p in plots]
     report += [
         "",
