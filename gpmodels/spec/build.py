@@ -446,13 +446,13 @@ def build_binary_operator(spec: Spec, X_train, base_dir: Path | None = None, eng
 def _learning_sigma2(prior, m: ModelSpec):
     """``prior`` with σ² among its hyperparameters (``objective.cv.learn_sigma2``); SpecError for a prior
     without that setting."""
-    if not (attrs.has(type(prior)) and "learn_sigma2" in attrs.fields_dict(type(prior))):
+    if not getattr(prior, "can_learn_sigma2", False):  # optional in the prior protocol
         raise SpecError(
             f"prior {m.prior!r} has no `learn_sigma2` setting; learn σ² inside the prior "
             "(e.g. Intercept(op, σ², learn=True)) and drop this key",
             "objective.cv.learn_sigma2",
         )
-    return attrs.evolve(prior, learn_sigma2=True)
+    return prior.learning_sigma2()
 
 
 def build_likelihood(m: ModelSpec):
@@ -477,10 +477,10 @@ def build_newton_options(o: ObjectiveSpec) -> NewtonOptions:
 def build_learn_options(o: ObjectiveSpec) -> LearnOptions:
     """LearnOptions from the objective section: one Ψ evaluation from ``o.cv`` (its refits from
     ``o.cv.newton``), the outer optimiser from ``o.cv.outer``, the final fit from ``o.newton``; the
-    inner method of both is ``o.method``."""
+    inner solver of both is ``o.solver``."""
     c = o.cv
-    cv = c.options(CVOptions, method=o.method)
-    return LearnOptions(cv=cv, outer=c.outer.options(), final=build_newton_options(o), final_method=o.method,
+    cv = c.options(CVOptions, solver=o.solver)
+    return LearnOptions(cv=cv, outer=c.outer.options(), final=build_newton_options(o), final_solver=o.solver,
                         lower=c.lower, upper=c.upper, inner_tolerances=c.inner_tolerances)
 
 

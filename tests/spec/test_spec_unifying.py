@@ -90,6 +90,8 @@ def test_runners(tmp_path, case):
      "holds settings of `type: mkl / joint_map / vb / mlm`; this objective is 'laplace'"),
     (lambda d: d["objective"].update(mkl={"solvr": "algorithm1"}), "objective.mkl.solvr",
      "did you mean 'solver'"),
+    (lambda d: d["objective"].update(solver="algorithm1"), "objective.solver",
+     "must be one of 'newton-cg', 'exact'; got 'algorithm1'"),  # the MAP solver; MKL's is objective.mkl.solver
     (lambda d: d["model"].update(likelihood="hinge"), "model.likelihood", "smooth, normalised"),
     (lambda d: d["objective"].update(mkl={"p": 0.5}), "objective.mkl.p", ">= 1"),
     (lambda d: d["objective"].update(laplace={"learn_max_iters": 5}), "objective.laplace.learn_max_iters",

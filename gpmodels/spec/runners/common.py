@@ -26,7 +26,6 @@ from gpmodels.hierarchy import ClassTree
 from gpmodels.inference.cv.learn import Checkpointing
 from gpmodels.inference.cv.one_vs_rest import check_one_vs_rest
 from gpmodels.inference.map.predictive import laplace_predict_proba
-from gpmodels.likelihoods.softmax import Softmax
 from gpmodels.operators.base import Operator
 from gpmodels.optimize.checkpoint import digest_array
 from gpmodels.scoring.calibration import calibration_report
@@ -40,7 +39,6 @@ from gpmodels.spec.build import (
     resolve_model,
     tree_needed_by,
 )
-from gpmodels.spec.sections.model import REGRESSION_LIKELIHOODS
 from gpmodels.spec.sections.spec import Spec
 from gpmodels.validation import labels_to_targets
 
@@ -92,10 +90,11 @@ def prepare(spec: Spec, data: Dataset, base_dir: Path | None = None, *, engine=N
 
 
 def targets(lik, data: Dataset, model_likelihood: str) -> np.ndarray:
-    """Softmax: one-hot (n, C); binary likelihoods: y = ±1 (n, 1); regression: y (n, 1)."""
-    if isinstance(lik, Softmax):
+    """By the likelihood's ``target_encoding``: distributions (one-hot, (n, C)); signed binary labels
+    y = ±1 (n, 1); real values (regression, (n, 1))."""
+    if lik.target_encoding == "distribution":
         return labels_to_targets(data.y_train, data.n_classes)
-    if model_likelihood in REGRESSION_LIKELIHOODS:
+    if lik.target_encoding == "real":
         return np.asarray(data.y_train, dtype=np.float64)[:, None]
     if data.n_classes != 2:
         raise SpecError(f"likelihood {model_likelihood!r} is binary but the data have {data.n_classes} classes; "
@@ -105,7 +104,7 @@ def targets(lik, data: Dataset, model_likelihood: str) -> np.ndarray:
 
 def evaluate(lik, latent: np.ndarray, data: Dataset, model_likelihood: str):
     """(metrics, probabilities or None) on the test set from latent test values."""
-    if model_likelihood in REGRESSION_LIKELIHOODS:
+    if lik.target_encoding == "real":
         pred = lik.predict(latent)[:, 0]
         r = pred - np.asarray(data.y_test, dtype=np.float64)
         return {"test_rmse": float(np.sqrt(np.mean(r**2))), "test_mae": float(np.mean(np.abs(r)))}, None
@@ -151,7 +150,7 @@ def checkpoint_identity(resolved: Spec, data: Dataset) -> dict:
     """What a checkpoint must match: the learning-relevant spec and the training data."""
     d = resolved.to_dict()
     cv = {k: v for k, v in d["objective"]["cv"].items() if k not in ("checkpoint", "resume")}
-    return {"seed": d["seed"], "data": d["data"], "model": d["model"], "method": d["objective"]["method"], "cv": cv,
+    return {"seed": d["seed"], "data": d["data"], "model": d["model"], "solver": d["objective"]["solver"], "cv": cv,
             "train": _data_digest(data.X_train, data.y_train)}
 
 

@@ -2,7 +2,7 @@
 
 Settings come from ``objective.cv`` (learning: the partition, k3 and tolerances, the refits'
 Newton–CG in ``objective.cv.newton``, the outer optimiser in ``objective.cv.outer``),
-``objective.newton`` (the final fit) and ``objective.method`` (``newton_cg`` or ``exact``).  The model is the joint
+``objective.newton`` (the final fit) and ``objective.solver`` (``newton-cg`` or ``exact``).  The model is the joint
 softmax over all classes (the sharing mode
 ``model.sharing`` gives mc-tied / mc-semi / mc-sep); one-vs-rest is its own objective
 (``one_vs_rest.py``); both share the helpers of ``common.py``.

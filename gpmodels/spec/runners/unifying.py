@@ -18,7 +18,7 @@ from gpmodels.hyperparameters import natural_values
 from gpmodels.inference.marginal.laplace import laplace_mlm, learn_laplace
 from gpmodels.inference.marginal.vb import learn_vb, vb_criterion
 from gpmodels.inference.mkl.algorithms import algorithm1, alternating, criterion_at, learn_weights
-from gpmodels.operators.sum import Sum
+from gpmodels.optimize.driver import outer_options
 from gpmodels.reports import hyperparameter_classes
 from gpmodels.spec.outcome import RunOutcome, map_saver
 from gpmodels.spec.runners.common import evaluate, prepare
@@ -56,7 +56,7 @@ def _finish(spec, data, resolved, op, lik, alpha, metrics, diagnostics, say, tre
     metrics["predict_seconds"] = time.perf_counter() - t
     if "test_rmse" in scores:
         say(f"test RMSE {scores['test_rmse']:.4f}, MAE {scores['test_mae']:.4f}")
-    if isinstance(op, Sum):
+    if op.is_kernel_sum:
         metrics.update({f"hyper.weight{m}": float(w) for m, w in enumerate(op.weights)})
 
     traces = {"criterion": list(diagnostics["trace"])} if diagnostics.get("trace") else {}
@@ -74,7 +74,8 @@ def run_laplace(spec: Spec, data: Dataset, base_dir: Path | None, say, *, engine
     diag = {}
     if o.learn:
         with say.bar(None, "Laplace MLM: outer iterations") as bar:  # the count is not known ahead
-            hr, op, lik = learn_laplace(op, lik, Y, opts, max_iter=o.laplace.learn_max_iter, tol=o.laplace.learn_tol,
+            hr, op, lik = learn_laplace(op, lik, Y, opts, outer=outer_options(o.laplace.learn_max_iter,
+                                                                              o.laplace.learn_tol),
                                         on_iteration=_reporter(say, "-log q", bar))
         diag = {"trace": list(hr.values), "message": hr.message}
         say(f"learned by L-BFGS: {hr.iterations} iterations, {hr.evaluations} evaluations ({hr.message})")
@@ -106,7 +107,7 @@ def run_kernel_weights(spec: Spec, data: Dataset, base_dir: Path | None, say, *,
                 op, lik, Y, opts, on_iteration=lambda it, value: bar.goto(it, F=value))
     else:
         with say.bar(None, f"{o.type}: outer iterations") as bar:
-            _, res = learn_weights(op, lik, Y, opts, max_iter=opts.max_iter, tol=opts.tol,
+            _, res = learn_weights(op, lik, Y, opts, outer=outer_options(opts.max_iter, opts.tol),
                                    on_iteration=_reporter(say, o.type, bar))
     seconds = time.perf_counter() - t
     op = op.with_weights(res.theta)
@@ -127,7 +128,8 @@ def run_vb(spec: Spec, data: Dataset, base_dir: Path | None, say, *, engine=None
     diag = {}
     if o.learn:
         with say.bar(None, "VB: outer iterations") as bar:
-            hr, op, lik = learn_vb(op, lik, Y, o.vb.options(), max_iter=o.vb.learn_max_iter, tol=o.vb.learn_tol,
+            hr, op, lik = learn_vb(op, lik, Y, o.vb.options(),
+                                   outer=outer_options(o.vb.learn_max_iter, o.vb.learn_tol),
                                    on_iteration=_reporter(say, "φ_VB", bar))
         diag = {"trace": list(hr.values), "message": hr.message}
         say(f"learned by L-BFGS: {hr.iterations} iterations, {hr.evaluations} evaluations ({hr.message})")

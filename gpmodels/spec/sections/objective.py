@@ -10,6 +10,7 @@ from gpmodels.inference.cv.criterion import CVOptions
 from gpmodels.inference.cv.learn import LearnOptions
 from gpmodels.inference.map.em import EMOptions
 from gpmodels.inference.map.newton_cg import NewtonOptions
+from gpmodels.inference.map.solvers import SOLVER_NAMES
 from gpmodels.inference.marginal.laplace import LaplaceOptions
 from gpmodels.inference.marginal.vb import VBOptions
 from gpmodels.inference.mkl.algorithms import MKLOptions
@@ -50,7 +51,6 @@ _NEWTON_DOCS = {
     "cg_forcing": "CG: stop once the residual fell by this factor from its start (truncated Newton)",
     "grad_tol": "stop when the per-point RMS of ∇_u Φ is below",
     "phi_rtol": "stop when the relative decrease of Φ is below",
-    "warm_start": "CG start: β = D^{-1/2} α (`alpha`) or the last β (`beta`)",
     "max_stall_restarts": "restarts from a cold CG start when a Newton step makes no progress",
     "stall_step": "a line-search step below this counts as a stall (CG is restarted without the forcing term)",
     "armijo": "line search: sufficient-decrease constant",
@@ -60,8 +60,6 @@ _NEWTON_DOCS = {
     "(`lowrank_block`) for the rest; `auto`: `lowrank` from 1500 points on, else `diagonal`",
     "precond_rank": "`lowrank*`: number of kernel eigenpairs deflated",
     "precond_seed": "`lowrank*`: seed of the randomized eigensolver",
-    "cg_forcing_norm": "CG forcing test on the `residual` or on V r (`alpha`-space); `auto`: residual for the "
-    "diagonal preconditioner, alpha for the others",
 }
 
 NewtonSpec = options_section(
@@ -116,7 +114,7 @@ CVSpec = options_section(
     "Hyperparameter learning by the CV criterion Ψ (`objective.type: cv` and `one_vs_rest`; Seeger 2008, "
     "Sec. 4, 5.2, 6.2).  Keys, defaults and bounds: `CVOptions` (one Ψ evaluation) and `LearnOptions` (`lower`, "
     "`upper`); the refits in `newton`, the outer optimiser in `outer`.",
-    [Part(CVOptions, skip=("method",)), Part(LearnOptions, only=("lower", "upper", "inner_tolerances"))],
+    [Part(CVOptions, skip=("solver", "warm_start")), Part(LearnOptions, only=("lower", "upper", "inner_tolerances"))],
     nested=(("newton", CVNewtonSpec, "Newton–CG of the refits inside Ψ"), ("outer", OuterSpec, "the outer optimiser")),
     extra=(
         ("folds", option(5, integer(2), doc="q: folds of the fixed random partition of the training set")),
@@ -151,7 +149,6 @@ CVSpec = options_section(
         "accumulation_tol": "relative residual of the accumulation solve",
         "fail_tol": "an evaluation fails when the mean over folds of the refits' gradient RMS is above",
         "abort_on_failure": "stop an evaluation at the first fold that makes its failure certain",
-        "warm_start": "how refits start from the inner state (`gpmodels.inference.cv.criterion`)",
         "retry_cold": "retry a failed warm refit from a cold start",
         "lower": "lower bound of every log-space hyperparameter",
         "upper": "upper bound of every log-space hyperparameter",
@@ -259,10 +256,11 @@ class ObjectiveSpec(Node):
         "against the rest), each with its own hyperparameters learned by Ψ (`cv`; with `learn: "
         "false` fitted at the given ones), combined by the largest P_c(+1|x) (Sec. 6.2)",
     )
-    method: str = option(
-        "newton_cg",
-        one_of(("newton_cg", "exact")),
-        doc="MAP fits (and the CV refits): `newton_cg` (Alg. 1) or `exact` Newton (App. C, flat prior, O(n^3 C))",
+    solver: str = option(
+        "newton-cg",
+        one_of(SOLVER_NAMES),
+        doc="the inner MAP solver of the fits (and the CV refits): `newton-cg` (Alg. 1) or `exact` Newton (App. C, "
+        "flat prior, O(n^3 C))",
     )
     learn: bool = option(
         True,

@@ -39,16 +39,16 @@ class Spec(Node):
 
     def check(self, path):
         check_name(self.name, "name")
-        if self.objective.method == "exact" and self.model.builtin_prior and self.model.prior != "independent":
-            raise SpecError("exact Newton needs the independent (flat) prior", "objective.method")
+        if self.objective.solver == "exact" and self.model.builtin_prior and self.model.prior != "independent":
+            raise SpecError("exact Newton needs the independent (flat) prior", "objective.solver")
         if self.objective.type == "em" and self.data.pseudo_targets is None:
             raise SpecError("objective type 'em' needs `data.pseudo_targets`", "objective.type")
         if self.data.pseudo_targets is not None and self.objective.type != "em":
             raise SpecError(
                 f"pseudo-targets are fitted by `objective.type: em`; got {self.objective.type!r}", "data.pseudo_targets"
             )
-        if self.objective.type == "em" and self.objective.method != "newton_cg":
-            raise SpecError("the EM M-step runs Newton-CG", "objective.method")
+        if self.objective.type == "em" and self.objective.solver != "newton-cg":
+            raise SpecError("the EM M-step runs Newton-CG", "objective.solver")
         if self.objective.type in ("cv", "one_vs_rest") and self.objective.cv.learn_sigma2 and self.model.sigma2 <= 0:
             raise SpecError("learning σ² needs a starting `model.sigma2` > 0", "objective.cv.learn_sigma2")
         if self.objective.type == "one_vs_rest":
