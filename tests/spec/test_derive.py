@@ -101,8 +101,8 @@ def test_the_objective_sections_follow_their_classes():
 
 
 @pytest.mark.parametrize("data, path, message", [
-    ({"k1": 5}, "objective.k1", r"unknown key 'k1' \(allowed: type, method, learn, newton, em, cv"),
-    ({"metod": "exact"}, "objective.metod", "unknown key 'metod'; did you mean 'method'"),
+    ({"k1": 5}, "objective.k1", r"unknown key 'k1' \(allowed: type, solver, learn, newton, em, cv"),
+    ({"solve": "exact"}, "objective.solve", "unknown key 'solve'; did you mean 'solver'"),
     ({"type": "mkl", "max_iter": 3}, "objective.max_iter", r"unknown key 'max_iter' \(allowed: type,"),
     ({"cv": {"fold": 3}}, "objective.cv.fold", "unknown key 'fold'; did you mean 'folds'"),
     ({"cv": {"memory": 4}}, "objective.cv.memory", r"unknown key 'memory' \(allowed: folds,"),
