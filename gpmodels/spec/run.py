@@ -238,7 +238,8 @@ def _run(spec: Spec, runner, base_dir, out_dir: Path, say: Console, origin: dict
             label, grads = outcome.trace_gradients.get(name, ("gradient norm", None))
             reports.plot_traces(series, out_dir / f"trace_{name}.png", xlabel=unit, ylabel=name,
                                 title=f"{spec.name}: {name} over {unit}s",
-                                gradients=None if grads is None else {name: grads}, gradient_label=label)
+                                gradients=grads if grads is None or isinstance(grads, dict) else {name: grads},
+                                gradient_label=label)
     if outcome.paths is not None:
         reports.plot_paths(outcome.paths[0], outcome.paths[1], out_dir / "hyperparameters.png")
     metrics.update(

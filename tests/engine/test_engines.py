@@ -83,13 +83,13 @@ def test_one_vs_rest_on_every_engine_equals_the_serial_run():
     op2 = IndependentGP(RBF(0.7), "tied", 2.0, 1.0).operator(X, 2)
     learn = LearnOptions(cv=CVOptions(newton=NEWTON, k3=20), outer=OuterOptions(max_iter=2))
     with limit_blas_threads(1):
-        seq = learn_one_vs_rest(op2, Softmax(), y, 3, folds, learn, engine=LocalEngine())
-        seq_fit = fit_one_vs_rest(op2, Softmax(), y, 3)
+        seq = learn_one_vs_rest(op2, Softmax(), np.eye(3)[y], folds, learn, engine=LocalEngine())
+        seq_fit = fit_one_vs_rest(op2, Softmax(), np.eye(3)[y])
         for name, engine in _engines().items():
             with engine:
                 assert engine.workers_for(Workload(3)) > 1, name
-                par = learn_one_vs_rest(op2, Softmax(), y, 3, folds, learn, engine=engine)
-                par_fit = fit_one_vs_rest(op2, Softmax(), y, 3, engine=engine)
+                par = learn_one_vs_rest(op2, Softmax(), np.eye(3)[y], folds, learn, engine=engine)
+                par_fit = fit_one_vs_rest(op2, Softmax(), np.eye(3)[y], engine=engine)
             assert [r.psi for r in seq.learned] == [r.psi for r in par.learned], name
             assert all(np.array_equal(a.theta, b.theta) for a, b in zip(seq.learned, par.learned)), name
             assert np.array_equal(seq.predict_scores(X), par.predict_scores(X)), name

@@ -83,7 +83,7 @@ def prepare(spec: Spec, data: Dataset, base_dir: Path | None = None, *, engine=N
     if o.type == "em":
         Y = build_pseudo_targets(spec, data, tree, base_dir)
     elif o.type == "one_vs_rest":
-        Y, _ = check_one_vs_rest(op, data.y_train, data.n_classes)
+        Y, _ = check_one_vs_rest(op, labels_to_targets(data.y_train, data.n_classes))
     else:
         Y = targets(likelihood, data, spec.model.likelihood)
     return Problem(resolved, op, likelihood, Y, tree, build_seconds)
