@@ -67,6 +67,9 @@ def run_study(study: StudySpec, base_dir: Path | None = None, out=None, *, quiet
     with claim_output(out_dir, study_identity(study), force=force, artefacts=STUDY_ARTEFACTS,
                       key="--out" if out is not None else "output.dir"):
         origin, say = start_log("study", study, out_dir, command, quiet=quiet, progress=progress)
+        for entry in study.models:  # a link planted at a model's sub-folder would send its report elsewhere
+            if (out_dir / entry.name).is_symlink():
+                (out_dir / entry.name).unlink()
         try:
             return _run_study(study, base_dir, out_dir, say,
                               functools.partial(run_spec, command=origin["command"]), origin,

@@ -138,7 +138,7 @@ def run_one_vs_rest(spec: Spec, data: Dataset, base_dir: Path | None, say, *, en
     def save(folder: Path):
         return save_one_vs_rest_model(folder, data.X_train, np.stack([m.alpha for m in ovr.models]),
                                       np.stack([np.asarray(m.operator.params, dtype=float) for m in ovr.models]),
-                                      data.classes, data.scaler, zero_based=data.zero_based)
+                                      data.classes, data.scaler, zero_based=data.zero_based, inputs=data.input_format)
 
     if resolved.objective.learn:
         gradients = {"Psi": ("max |∇Ψ| (projected)", {f"class {name}": [x.grad_norm for x in r.history]
