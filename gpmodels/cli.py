@@ -56,12 +56,15 @@ def _module_name(text: str) -> str:
 
 
 EXIT_INTERRUPTED = 130
+#: 128 + SIGPIPE, what a shell reports for a Unix tool stopped by a closed pipe
+EXIT_BROKEN_PIPE = 141
 
 EXIT_CODES = """exit codes:
   0    success
   1    the run failed (a study: one of its models failed; an unforeseen error)
   2    bad input: spec, data, command line, report folder or checkpoint
   130  interrupted (Ctrl-C); a CV learning checkpoint written so far is kept and resumed by the next run
+  141  the reader of the output went away (`gpmodels predict ... | head`): stopped quietly, as Unix tools do
 """
 ENVIRONMENT = """environment variables:
   GPMODELS_DEBUG=1     show the traceback of an unforeseen error
@@ -391,6 +394,16 @@ def _command_line(argv) -> str:
     return shlex.join(words)
 
 
+def _silence_stdout() -> None:
+    """Point stdout at the null device, so that the interpreter's last flush of the buffered output into
+    the closed pipe raises nothing at exit (the recipe of Python's signal documentation, "SIGPIPE")."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):  # stdout is not a file descriptor (captured, replaced)
+        pass
+
+
 def main(argv=None) -> int:
     """The ``gpmodels`` command (``argv``: the arguments after the program name; default ``sys.argv[1:]``);
     returns the exit code (see ``EXIT_CODES``)."""
@@ -401,6 +414,9 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:  # Ctrl-C: no traceback; checkpoints are written atomically, so the last one is kept
         print("gpmodels: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except BrokenPipeError:  # stdout's reader closed the pipe (`... | head`): nothing more can be shown
+        _silence_stdout()
+        return EXIT_BROKEN_PIPE
     except CheckpointError as exc:  # a file in the report folder, not a failure of the fit
         print(
             f"gpmodels: error: {_bounded(exc)} (pass --fresh or set `objective.cv.resume: never` to start afresh, "

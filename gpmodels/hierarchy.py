@@ -122,6 +122,7 @@ class ClassTree:
         self._leaf_of_node = np.full(len(order), -1, dtype=np.intp)
         self._leaf_of_node[self.leaves] = np.arange(self.leaves.size)
         self._level_cache = None  # built on first use by the level-wise walks (:attr:`levels`)
+        self._path_classes: dict | None = None  # label path -> class, for trees built by from_paths
 
     # ------------------------------------------------------------------ constructors
     @classmethod
@@ -152,6 +153,67 @@ class ClassTree:
                 raise HierarchyError(f"{path}:{lineno}: expected 'parent<TAB>child', got {line!r}")
             edges.append((parts[0].strip(), parts[1].strip()))
         return cls(edges, classes)
+
+    @classmethod
+    def from_paths(cls, paths: Iterable[Sequence[str]], *, root: str = "root", separator: str | None = None,
+                   ) -> ClassTree:
+        """From label paths, HiClass's format: one sequence of labels per example, from the top level down
+        to its class, e.g. ``["Animal", "Mammal", "Cat"]``; trailing empty labels ("" or None) pad shorter
+        paths and are dropped.  Every prefix of a path is a node under the implicit ``root``; the last
+        label of each path is its class, and the classes are the leaves, in sorted order of their paths.
+
+        Node names are the labels themselves, so a label must not occur under two parents; with
+        ``separator`` (e.g. "/") every node is named by its whole path instead ("Animal/Mammal/Cat"), which
+        allows repeated labels.  Refused, with the path named: an empty path, an empty label followed by a
+        non-empty one, a path that ends at an inner node of another path (classes must be leaves), a
+        label equal to ``root``.  Map paths to class indices with :meth:`classes_of_paths`.
+        """
+        prefixes = [_path_tuple(q, i) for i, q in enumerate(paths)]
+        if not prefixes:
+            raise HierarchyError("from_paths needs at least one label path")
+        name = (lambda t: separator.join(t)) if separator is not None else (lambda t: t[-1])
+        nodes: dict[tuple[str, ...], str] = {}
+        owner: dict[str, tuple[str, ...]] = {}
+        for t in sorted(set(prefixes)):
+            for k in range(1, len(t) + 1):
+                pre = t[:k]
+                if pre in nodes:
+                    continue
+                v = name(pre)
+                if v == root:
+                    raise HierarchyError(f"label path {list(t)} uses the root's name {root!r} as a label; "
+                                         "pass another root=")
+                if v in owner:
+                    raise HierarchyError(
+                        f"label {v!r} occurs under two parents ({' > '.join(owner[v][:-1]) or root!r} and "
+                        f"{' > '.join(pre[:-1]) or root!r}); node names must be unique in a class tree: rename "
+                        "one, or pass separator='/' to name every node by its whole path")
+                nodes[pre], owner[v] = v, pre
+        leaves = sorted(set(prefixes))
+        proper = {t[:k] for t in leaves for k in range(1, len(t))}
+        inner = next((t for t in leaves if t in proper), None)
+        if inner is not None:
+            raise HierarchyError(f"label path {list(inner)} ends at an inner node (other paths continue below "
+                                 f"{inner[-1]!r}); each path must end at a leaf, its class")
+        edges = [(nodes[pre[:-1]] if len(pre) > 1 else root, v) for pre, v in nodes.items()]
+        tree = cls(edges, [nodes[t] for t in leaves])
+        tree._path_classes = {t: c for c, t in enumerate(leaves)}
+        return tree
+
+    def classes_of_paths(self, paths: Iterable[Sequence[str]]) -> np.ndarray:
+        """(n,) class index of each label path (the format of :meth:`from_paths`); the tree must have been
+        built by :meth:`from_paths`.  An unknown path is refused with its position."""
+        table = getattr(self, "_path_classes", None)
+        if table is None:
+            raise HierarchyError("classes_of_paths needs a tree built by ClassTree.from_paths")
+        out = []
+        for i, q in enumerate(paths):
+            t = _path_tuple(q, i)
+            if t not in table:
+                raise HierarchyError(f"label path {i} {list(t)} is not a class of the tree (its classes are the "
+                                     f"{len(table)} paths it was built from)")
+            out.append(table[t])
+        return np.array(out, dtype=np.intp)
 
     # ------------------------------------------------------------------ structure
     @property
@@ -424,3 +486,18 @@ class ClassTree:
 
     def __repr__(self) -> str:
         return f"ClassTree(root={self.root!r}, P={self.n_nodes}, C={self.n_classes}, depth={int(self.depth.max())})"
+
+
+def _path_tuple(path, i: int) -> tuple[str, ...]:
+    """One label path as a tuple of non-empty strings; trailing "" / None padding dropped (HiClass)."""
+    if isinstance(path, str):
+        raise HierarchyError(f"label path {i} must be a sequence of labels such as ['Animal', 'Cat']; got the "
+                             f"string {path!r}")
+    labels = ["" if v is None else str(v) for v in path]
+    while labels and labels[-1] == "":
+        labels.pop()
+    if not labels:
+        raise HierarchyError(f"label path {i} is empty")
+    if "" in labels:
+        raise HierarchyError(f"label path {i} {labels} has an empty label above a non-empty one")
+    return tuple(labels)

@@ -2,8 +2,10 @@
 
 - ``plot_error_reject``: error on the accepted points against the rejected fraction (Seeger 2008,
   Fig. 3), one line per model;
-- ``plot_traces``: criterion values over iterations (Φ per Newton iteration, Ψ per outer iteration);
-- ``plot_paths``: hyperparameters over outer iterations;
+- ``plot_traces``: criterion values over iterations (Φ per Newton iteration, Ψ per outer iteration) on
+  a linear axis and, below, the gradient norm on a log axis;
+- ``plot_paths``: hyperparameters over outer iterations, named with the classes they act on
+  (:func:`class_scopes`);
 - ``plot_bars``: grouped bar chart (e.g. per-level scores of a hierarchy);
 - ``plot_reliability``: reliability diagram, accuracy against confidence per bin (top label).
 matplotlib is imported on first use so that importing gpmodels stays fast.
@@ -17,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 __all__ = ["plot_error_reject", "plot_traces", "plot_paths", "plot_bars", "read_error_reject_csv", "plot_reliability",
-           "line_styles", "log_gap_values"]
+           "line_styles", "log_gap_values", "class_scopes", "hyperparameter_classes"]
 
 
 def _plt():
@@ -27,6 +29,14 @@ def _plt():
     import matplotlib.pyplot as plt
 
     return plt
+
+
+def _integer_ticks(*axes) -> None:
+    """Iteration axes: ticks at whole numbers only."""
+    from matplotlib.ticker import MaxNLocator
+
+    for ax in axes:
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
 
 
 def _save(fig, path) -> Path:
@@ -76,12 +86,25 @@ def log_gap_values(values) -> tuple[np.ndarray, float]:
 
 
 def plot_traces(traces: Mapping[str, Sequence[float]], path, xlabel: str = "iteration", ylabel: str = "criterion",
-                title: str = "", log_gap: bool = False) -> Path:
-    """One line per trace, every iterate from the start (0) to the final one; ``log_gap`` plots
-    value - min(value) on a log axis (convergence), the minimum drawn at the floor of :func:`log_gap_values`
-    (a dotted line marks it)."""
+                title: str = "", log_gap: bool = False, gradients: Mapping[str, Sequence[float]] | None = None,
+                gradient_label: str = "gradient norm") -> Path:
+    """One line per trace, every iterate from the start (0) to the final one, the values as they are;
+    ``gradients`` (the same names and lengths) adds a panel below with the gradient norm of each iterate on
+    a log axis, which shows convergence without the artefact of ``log_gap``: that option plots value -
+    min(value) on a log axis, where the minimum drawn at the floor of :func:`log_gap_values` (a dotted line
+    marks it) makes every trace end in a steep drop."""
     plt = _plt()
-    fig, ax = plt.subplots(figsize=(5.5, 4))
+    if gradients:
+        fig, (ax, axg) = plt.subplots(2, 1, figsize=(5.5, 6), gridspec_kw={"height_ratios": [3, 2]})
+        for name, g in gradients.items():
+            g = np.asarray(g, dtype=float)
+            axg.semilogy(np.arange(g.size), np.where(g > 0, g, np.nan), marker="o", ms=3, label=name)
+        axg.set_xlabel(xlabel)
+        axg.set_ylabel(gradient_label)
+        axg.grid(alpha=0.3, which="both")
+        _integer_ticks(axg)
+    else:
+        fig, ax = plt.subplots(figsize=(5.5, 4))
     for name, values in traces.items():
         v = np.asarray(values, dtype=float)
         if log_gap:
@@ -97,6 +120,7 @@ def plot_traces(traces: Mapping[str, Sequence[float]], path, xlabel: str = "iter
     ax.grid(alpha=0.3)
     if len(traces) > 1:
         ax.legend(fontsize=8)
+    _integer_ticks(ax)
     return _save(fig, path)
 
 
@@ -118,7 +142,37 @@ def plot_paths(
     ax.set_title(title)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7, ncol=ncol, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0)
+    _integer_ticks(ax)
     return _save(fig, path)
+
+
+def class_scopes(names: Sequence[str], param_classes: Sequence[Sequence[int] | None],
+                 class_names: Sequence[str]) -> list[str]:
+    """Each hyperparameter name with the classes it acts on (``Operator.param_classes``):
+    ``kernel0.log_w (class 1)``, ``log_variance0 (all classes)``, ``kernel1.log_w (classes 2, 3)``;
+    a name without classes is kept as it is, and so is every name when there are no class names to give
+    (regression: one latent function)."""
+    return [str(name) if _scope(cls, class_names) is None else f"{name} ({_scope(cls, class_names)})"
+            for name, cls in zip(names, param_classes)]
+
+
+def hyperparameter_classes(hyperparameters: Mapping[str, float], param_classes: Sequence[Sequence[int] | None],
+                           class_names: Sequence[str]) -> dict[str, str]:
+    """{name: the classes it acts on, in words} for the hyperparameters (in ``params`` order) that act on
+    particular classes, for metrics.json and report.md (none without class names: regression)."""
+    return {name: _scope(cls, class_names) for name, cls in zip(hyperparameters, param_classes)
+            if _scope(cls, class_names) is not None}
+
+
+def _scope(cls: Sequence[int] | None, class_names: Sequence[str]) -> str | None:
+    """The classes ``cls`` in words; None for no classes, or for indices without a name (regression)."""
+    if cls is None or not len(cls) or max(cls) >= len(class_names):
+        return None
+    if len(cls) == len(class_names) and len(cls) > 1:
+        return "all classes"
+    if len(cls) == 1:
+        return f"class {class_names[cls[0]]}"
+    return "classes " + ", ".join(str(class_names[c]) for c in cls[:4]) + (", …" if len(cls) > 4 else "")
 
 
 def line_styles(n: int) -> list[tuple[tuple, str]]:

@@ -303,3 +303,19 @@ def test_a_study_records_provenance_and_a_log(tmp_path, capsys):
     assert "model 'bad' failed" in log and "model 2/2: bad" in log
     good = json.loads((tmp_path / "st" / "good" / "metrics.json").read_text())
     assert good["command"] == s["command"] and (tmp_path / "st" / "good" / "run.log").is_file()
+
+
+def test_predict_into_a_closed_pipe_stops_quietly(tmp_path):
+    """`gpmodels predict ... | head -1`: the reader goes away; no "run failed", no traceback, exit 141
+    (128 + SIGPIPE) as a Unix tool stopped by the closed pipe."""
+    assert main(["run", str(write_spec(tmp_path, _spec(tmp_path))), "--quiet"]) == 0
+    X, _ = toy_classification(6000, 3, d=3, seed=4)      # ~300 KB of table: more than a pipe holds
+    np.savez(tmp_path / "new.npz", X=X)
+    proc = subprocess.Popen([sys.executable, "-m", "gpmodels", "predict", str(tmp_path / "out"),
+                             str(tmp_path / "new.npz")], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env(),
+                            cwd=tmp_path)
+    assert proc.stdout.readline().startswith(b"row,prediction")
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 141
+    assert "failed" not in err and "Traceback" not in err and "Broken pipe" not in err

@@ -176,3 +176,31 @@ def test_walking_a_tree_does_not_change_its_pickled_state():
     t.phi(np.ones((1, t.n_nodes)))
     assert pickle.dumps(t) == before
     np.testing.assert_array_equal(pickle.loads(before).phi(np.ones((1, 4))), t.phi(np.ones((1, 4))))
+
+
+def test_from_paths_builds_the_tree_and_maps_paths_to_classes():
+    paths = [["Animal", "Mammal", "Cat"], ["Animal", "Mammal", "Dog"], ["Animal", "Bird", ""], ["Plant", "Tree"],
+             ["Animal", "Mammal", "Cat"]]
+    t = ClassTree.from_paths(paths)
+    assert set(t.edges()) == {("root", "Animal"), ("root", "Plant"), ("Animal", "Mammal"), ("Animal", "Bird"),
+                              ("Mammal", "Cat"), ("Mammal", "Dog"), ("Plant", "Tree")}
+    assert t.classes == ("Bird", "Cat", "Dog", "Tree")            # sorted by path
+    np.testing.assert_array_equal(t.classes_of_paths(paths), [1, 2, 0, 3, 1])
+    np.testing.assert_array_equal(t.classes_of_paths(np.array([["Plant", "Tree", ""]])), [3])
+    with pytest.raises(HierarchyError, match=r"label path 0 \['Plant', 'Shrub'\] is not a class"):
+        t.classes_of_paths([["Plant", "Shrub"]])
+    with pytest.raises(HierarchyError, match="built by ClassTree.from_paths"):
+        ClassTree(t.edges()).classes_of_paths(paths)
+
+
+def test_from_paths_repeated_labels_and_bad_paths():
+    with pytest.raises(HierarchyError, match="'Other' occurs under two parents.*separator='/'"):
+        ClassTree.from_paths([["A", "Other"], ["B", "Other"]])
+    t = ClassTree.from_paths([["A", "Other"], ["B", "Other"]], separator="/")
+    assert t.classes == ("A/Other", "B/Other")
+    np.testing.assert_array_equal(t.classes_of_paths([["B", "Other"]]), [1])
+    for bad, msg in [([["A"], ["A", "B"]], "ends at an inner node"), ([[]], "label path 0 is empty"),
+                     ([["A", "", "B"]], "empty label above a non-empty one"), (["AB"], "got the string 'AB'"),
+                     ([["root", "x"]], "root's name 'root'"), ([], "at least one label path")]:
+        with pytest.raises(HierarchyError, match=msg):
+            ClassTree.from_paths(bad)

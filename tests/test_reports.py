@@ -90,3 +90,45 @@ def test_reliability_diagram_draws_the_non_empty_bins(tmp_path, figures):
     reports.plot_reliability({"m": reliability_curve(P, y, 10)}, tmp_path / "r.png")
     lines = figures["r.png"]["lines"]
     assert [x.size for x, _ in lines] == [2, 3]  # the diagonal, then 3 non-empty bins
+
+
+def test_trace_plot_draws_the_values_as_they_are_and_the_gradient_norm_on_a_log_axis(tmp_path, monkeypatch):
+    drawn = {}
+    save = reports._save
+
+    def spy(fig, path):
+        drawn["axes"] = [(ax.get_yscale(), [np.asarray(ln.get_ydata(), float) for ln in ax.get_lines()])
+                         for ax in fig.axes]
+        return save(fig, path)
+
+    monkeypatch.setattr(reports, "_save", spy)
+    values, grads = [10.0, 4.0, 2.5, 2.0, 2.0], [3.0, 1.0, 0.1, 1e-4, 1e-7]
+    reports.plot_traces({"Phi": values}, tmp_path / "t.png", gradients={"Phi": grads}, gradient_label="RMS")
+    (scale_top, (top,)), (scale_bottom, (bottom,)) = drawn["axes"]
+    assert scale_top == "linear" and np.array_equal(top, values)        # no "value - min" drop at the end
+    assert scale_bottom == "log" and np.array_equal(bottom, grads)
+
+
+def test_hyperparameter_names_carry_the_classes_they_act_on():
+    import gpmodels as gp
+
+    X = np.random.default_rng(0).normal(size=(8, 2))
+    names = ("a", "b", "c")
+    semi = gp.IndependentGP(gp.RBF(w=1.0), sharing="semi", sigma2=1.0, learn_sigma2=True).operator(X, 3)
+    assert reports.class_scopes(semi.param_names, semi.param_classes(), names) == [
+        "kernel0.log_w (all classes)", "log_variance0 (class a)", "log_variance1 (class b)",
+        "log_variance2 (class c)", "log_sigma2"]
+    sep = gp.IndependentGP(gp.ARD(w=[1.0, 2.0]), sharing="separate").operator(X, 3)
+    assert sep.param_classes() == ((0,), (0,), (1,), (1,), (2,), (2,), (0,), (1,), (2,))
+    groups = gp.IndependentGP(gp.RBF(w=1.0), sharing=None, kernel_groups=[[0, 2], [1]],
+                              variance_groups=[[0], [1], [2]]).operator(X, 3)
+    assert reports.hyperparameter_classes(groups.describe(), groups.param_classes(), names) == {
+        "kernel0.w": "classes a, c", "kernel1.w": "class b", "variance0": "class a", "variance1": "class b",
+        "variance2": "class c"}
+
+
+def test_hyperparameters_of_a_regression_keep_their_names():
+    """One latent function and no class names (a regression): no class labels, no error."""
+    assert reports.class_scopes(["kernel0.log_w", "log_variance0"], [(0,), (0,)], ()) == ["kernel0.log_w",
+                                                                                         "log_variance0"]
+    assert reports.hyperparameter_classes({"kernel0.w": 1.0}, [(0,)], ()) == {}

@@ -26,7 +26,7 @@ import attrs
 from gpmodels.errors import InputError
 
 __all__ = ["RepresentationChoice", "choose_representation", "available_memory_bytes", "default_budget_bytes",
-           "SAFETY_FRACTION"]
+           "SAFETY_FRACTION", "format_bytes"]
 
 #: the fraction of the available memory that the default budget takes
 SAFETY_FRACTION = 0.7
@@ -80,8 +80,15 @@ class RepresentationChoice:
         return attrs.asdict(self) | {"label": self.label()}
 
 
-def _gib(b: float) -> str:
-    return f"{b / GIB:.3g} GiB"
+def format_bytes(b: float) -> str:
+    """A byte count for people: ``512 bytes``, ``39.1 KiB``, ``150 MiB``, ``16.2 GiB`` (3 significant digits)."""
+    for unit, size in (("GiB", GIB), ("MiB", 2**20), ("KiB", 2**10)):
+        if b >= size:
+            return f"{b / size:.3g} {unit}"
+    return f"{int(b)} bytes"
+
+
+_gib = format_bytes
 
 
 def choose_representation(n: int, n_matrices: int, *, linear: bool, budget_bytes: int, dtype: str | None,
@@ -96,7 +103,8 @@ def choose_representation(n: int, n_matrices: int, *, linear: bool, budget_bytes
     for dt, size in (("float64", 8), ("float32", 4)):
         need = G * n * n * size
         if dtype in (None, dt) and need <= budget:
-            return RepresentationChoice("stored", dt, f"{G} x n^2 x {size} B = {_gib(need)} fit ({what})",
+            return RepresentationChoice("stored", dt,
+                                        f"{G} x n^2 x {size} bytes = {_gib(need)} fits the budget ({what})",
                                         n * n * size, G, budget)
     smallest = G * n * n * (4 if dtype in (None, "float32") else 8)
     lowrank_need = G * n * (min(rank, n) + 2) * 8

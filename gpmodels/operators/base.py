@@ -362,6 +362,12 @@ class Operator(Parameterised):
         """Hyperparameters by name, in natural units where the name says ``log_``."""
         return natural_values(self.param_names, self.params)
 
+    def param_classes(self) -> tuple[tuple[int, ...] | None, ...]:
+        """Per hyperparameter (the order of ``params``), the indices of the classes whose covariance it
+        scales or shapes, or None where it is not tied to particular classes; reports label hyperparameters
+        with these classes' names.  Default: None for every hyperparameter."""
+        return (None,) * self.params.size
+
 
 class Composite(Operator):
     """An operator made of operators by one algebra (see :class:`CompositeBlock`).

@@ -264,6 +264,12 @@ class BlockDiagonal(Operator):
         parts.append(("", np.log(self.variances), [f"log_variance{j}" for j in range(self.variances.size)]))
         return parts
 
+    def param_classes(self) -> tuple[tuple[int, ...], ...]:
+        """Kernel group l's shape parameters act on the classes c with l_c = l, variance j on those in group j."""
+        kernel = [tuple(np.flatnonzero(self.class_kernel == l).tolist()) for l in range(len(self.kernels))]
+        var = [tuple(np.flatnonzero(self.class_variance == j).tolist()) for j in range(self.variances.size)]
+        return tuple(cls for l, k in enumerate(self.kernels) for cls in [kernel[l]] * k.params.size) + tuple(var)
+
     def with_params(self, theta) -> BlockDiagonal:
         theta = np.asarray(theta, dtype=np.float64).ravel()
         if theta.size != self.params.size:

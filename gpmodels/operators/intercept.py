@@ -74,6 +74,11 @@ class Intercept(Composite):
         names = self.inner.param_names
         return names + ("log_sigma2",) if self.learn else names
 
+    def param_classes(self):
+        """The inner operator's, then None for σ² (it acts on every class) when learned."""
+        inner = self.inner.param_classes()
+        return inner + (None,) if self.learn else inner
+
     @property
     def param_bounds(self):
         b = self.inner.param_bounds

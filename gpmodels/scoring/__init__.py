@@ -1,4 +1,5 @@
-"""Scores and decisions: classification metrics, Bayes decision rules, hierarchical multilabel scores."""
+"""Scores and decisions: classification metrics, Bayes decision rules, hierarchical precision / recall / F1,
+hierarchical multilabel scores."""
 
 from gpmodels.scoring.decisions import (
     DECISION_RULES,
@@ -8,6 +9,12 @@ from gpmodels.scoring.decisions import (
     expected_loss,
     max_expected_parent_accuracy,
     min_expected_taxo,
+)
+from gpmodels.scoring.hierarchical_prf import (
+    hierarchical_f1,
+    hierarchical_precision,
+    hierarchical_prf,
+    hierarchical_recall,
 )
 from gpmodels.scoring.metrics import (
     accuracy,
@@ -38,6 +45,7 @@ from gpmodels.scoring.multilabel import (
 __all__ = ["DECISION_RULES", "expected_loss", "bayes_decision", "argmax_rule", "min_expected_taxo",
            "max_expected_parent_accuracy", "decide", "accuracy", "error", "log_loss", "prec", "error_reject_curve",
            "classification_report", "parent_accuracy", "taxo_loss", "level_confusion", "hierarchical_report",
+           "hierarchical_prf", "hierarchical_precision", "hierarchical_recall", "hierarchical_f1",
            "NODE_WEIGHTINGS", "check_multilabels", "paths_to_multilabels", "node_weights", "zero_one_loss",
            "symmetric_difference_loss", "htilde_loss", "h_loss", "micro_prf", "per_level_prf", "multilabel_report",
            "ReliabilityCurve", "brier_score", "expected_calibration_error", "reliability_curve", "calibration_report"]

@@ -8,7 +8,8 @@ All take P of shape (m, C) (rows are predictive distributions) and true labels y
 - ``error_reject_curve``: reject the fraction a of test points with the lowest max_c P, report
   the error on the rest (Sec. 6.2, Fig. 3);
 - hierarchical scores on a class tree (Sec. 6.1): ``parent_accuracy``, ``taxo_loss``,
-  ``level_confusion`` and ``hierarchical_report`` (see the section at the end).
+  ``level_confusion`` and ``hierarchical_report`` (see the section at the end), which adds the
+  hierarchical precision, recall and F1 of :mod:`gpmodels.scoring.hierarchical_prf`.
 """
 
 from __future__ import annotations
@@ -126,13 +127,17 @@ def level_confusion(y_pred, y, tree) -> dict:
 
 
 def hierarchical_report(P, y, tree, decision: str = "argmax") -> dict:
-    """acc, prec, pacc, taxo and per-level accuracies (``level{d}_acc``) of predictive distributions P.
+    """acc, prec, pacc, taxo, per-level accuracies (``level{d}_acc``) and the hierarchical precision,
+    recall and F1 (``hier_precision``, ``hier_recall``, ``hier_f1``: Kiritchenko et al., micro-averaged,
+    :func:`~gpmodels.scoring.hierarchical_prf.hierarchical_prf`) of predictive distributions P.
 
     ``decision``: ``argmax`` scores every decision-based score with the argmax rule;
     ``expected_loss`` uses each score's Bayes rule (argmax for acc, the expected-pacc rule for pacc,
-    the expected-taxo rule for taxo and for the per-level summaries), Seeger 2008, Sec. 6.1.
+    the expected-taxo rule for taxo, for the per-level summaries and for the hierarchical P/R/F1),
+    Seeger 2008, Sec. 6.1.
     """
     from gpmodels.scoring.decisions import argmax_rule, max_expected_parent_accuracy, min_expected_taxo
+    from gpmodels.scoring.hierarchical_prf import hierarchical_prf
 
     P, y = _check(P, y)
     if decision not in ("argmax", "expected_loss"):
@@ -144,4 +149,6 @@ def hierarchical_report(P, y, tree, decision: str = "argmax") -> dict:
            "taxo": taxo_loss(y_taxo, y, tree)}
     for d, summary in level_confusion(y_taxo, y, tree).items():
         out[f"level{d}_acc"] = summary["accuracy"]
+    h = hierarchical_prf(y, y_taxo, tree)
+    out.update({"hier_precision": h["hP"], "hier_recall": h["hR"], "hier_f1": h["hF"]})
     return out

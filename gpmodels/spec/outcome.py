@@ -35,6 +35,8 @@ class RunOutcome:
     paths: tuple | None = None  # (parameter names, (iterations, p) values), plotted as hyperparameters.png
     #: trace name -> what one point of it is (x-axis label of trace_<name>.png); default "iteration"
     trace_units: dict = attrs.field(factory=dict)
+    #: trace name -> (what the norm is, gradient norm of each iterate): the log-axis panel of trace_<name>.png
+    trace_gradients: dict = attrs.field(factory=dict)
 
 
 #: a runner: (spec, loaded data, the spec's folder, console) -> outcome

@@ -242,8 +242,10 @@ def _run(spec: Spec, runner, base_dir, out_dir: Path, say: Console, origin: dict
         series = values if isinstance(values, dict) else {name: values}  # a dict: one line per entry
         if any(len(v) > 1 for v in series.values()):
             unit = outcome.trace_units.get(name, "iteration")
-            reports.plot_traces(series, out_dir / f"trace_{name}.png", xlabel=unit, ylabel=name, log_gap=True,
-                                title=f"{spec.name}: {name} - min over {unit}s")
+            label, grads = outcome.trace_gradients.get(name, ("gradient norm", None))
+            reports.plot_traces(series, out_dir / f"trace_{name}.png", xlabel=unit, ylabel=name,
+                                title=f"{spec.name}: {name} over {unit}s",
+                                gradients=None if grads is None else {name: grads}, gradient_label=label)
     if outcome.paths is not None:
         reports.plot_paths(outcome.paths[0], outcome.paths[1], out_dir / "hyperparameters.png")
     metrics.update(
@@ -264,13 +266,14 @@ def _run(spec: Spec, runner, base_dir, out_dir: Path, say: Console, origin: dict
     if "test_log_loss" in metrics:
         say(
             f"test error {100 * metrics['test_error']:.2f} %, log-loss {metrics['test_log_loss']:.4f}, "
-            f"prec {metrics['test_prec']:.4f}"
+            f"mean reciprocal rank of the true class (prec) {metrics['test_prec']:.4f}"
         )
     for rule in ("argmax", "expected_loss"):
         if f"test_taxo_{rule}" in metrics:
             say(
                 f"hierarchical ({rule} decisions): taxo-loss {metrics[f'test_taxo_{rule}']:.4f}, "
-                f"parent accuracy {metrics[f'test_pacc_{rule}']:.4f}"
+                f"parent accuracy {metrics[f'test_pacc_{rule}']:.4f}, "
+                f"hierarchical F1 {metrics[f'test_hier_f1_{rule}']:.4f}"
             )
     say(f"report: {out_dir}/ ({', '.join(sorted(p.name for p in out_dir.iterdir() if not p.name.startswith('.')))})")
     return metrics

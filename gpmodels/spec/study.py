@@ -19,6 +19,7 @@ from pathlib import Path
 import attrs
 
 from gpmodels.errors import GPModelsError, SpecError
+from gpmodels.spec.report_md import score_legend
 from gpmodels.spec.schema import Node, option
 from gpmodels.spec.sections import (
     DataSpec,
@@ -33,7 +34,8 @@ from gpmodels.spec.sections import (
 
 __all__ = ["StudyEntry", "StudySpec", "run_study", "failed_models", "study_identity", "DEFAULT_COLUMNS"]
 
-DEFAULT_COLUMNS = ("test_error", "test_log_loss", "test_brier", "test_ece", "test_prec", "fit_seconds", "total_seconds")
+DEFAULT_COLUMNS = ("test_error", "test_log_loss", "test_brier", "test_ece", "test_prec", "test_hier_f1_argmax",
+                   "test_hier_f1_expected_loss", "test_hier_f1", "fit_seconds", "total_seconds")
 
 
 @attrs.frozen
@@ -233,6 +235,8 @@ def _run_study(study, base_dir, out_dir: Path, say, reports, run_spec, origin, *
         "",
         table,
     ]
+    legend = score_legend(c for c in cols if c.startswith(("test_", "train_", "plugin_test_")))
+    report += ["What the names mean:", "", *legend, ""] if legend else []
     report += [f"![{p}]({p})" for p in plots]
     report += [
         "",

@@ -53,7 +53,7 @@ def test_auto_refuses_to_approximate_silently_and_names_the_memory_and_options(X
     with pytest.raises(InputError) as e:
         _auto(F32 - 10, blocked_max_n=N - 1).build(X, RBF(1.0))
     msg = str(e.value)
-    assert "stored float32 needs 3.73e-05 GiB" in msg and "blocked_max_n = 99" in msg
+    assert "stored float32 needs 39.1 KiB" in msg and "blocked_max_n = 99" in msg
     for option in ("memory_gb", "allow_lowrank: true", "kind: blocked"):
         assert option in msg
     with pytest.raises(InputError, match="blocked needs"):

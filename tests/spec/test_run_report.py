@@ -65,3 +65,26 @@ def test_a_forced_rerun_leaves_no_plot_or_report_of_the_earlier_run(tmp_path):
     assert not (out / "reliability.png").exists()
     text = (out / "report.md").read_text()
     assert text != "stale" and "| `objective.type` | crammer_singer |" in text
+
+
+def test_score_legend_explains_the_names_it_knows():
+    from gpmodels.spec.report_md import score_legend
+
+    lines = score_legend(["test_prec", "test_hier_f1_argmax", "test_level2_acc_expected_loss", "fit_seconds"])
+    text = "\n".join(lines)
+    assert "`prec`: mean reciprocal rank of the true class" in text and "not scikit-learn's precision" in text
+    assert "`hier_f1`: hierarchical F1" in text and "`level{d}_acc`" in text and "`…_argmax`" in text
+    assert "seconds" not in text
+    assert score_legend(["test_something_new"]) == []
+
+
+def test_report_md_lists_the_learned_hyperparameters_with_their_classes(tmp_path):
+    out, m = _run(tmp_path, objective={"type": "cv", "cv": {"folds": 3, "outer": {"max_iter": 2}}},
+                  extra={"model": {"kernel": {"type": "rbf", "w": 0.5}, "sharing": "semi", "variance": 2.0}})
+    text = (out / "report.md").read_text()
+    section = text.split("## Learned hyperparameters")[1].split("##")[0]
+    for k in m:
+        if k.startswith("hyper."):
+            assert f"`{k[len('hyper.'):]}`" in section
+    assert "| `kernel0.w` |" in section and "all classes" in section
+    assert m["hyper_scope.variance0"].startswith("class ") and m["hyper_scope.kernel0.w"] == "all classes"

@@ -28,6 +28,7 @@ from gpmodels.errors import SpecError
 from gpmodels.hierarchy import ClassTree
 from gpmodels.persistence import save_crammer_singer_model, save_hm3_model
 from gpmodels.scoring import metrics as M
+from gpmodels.scoring.hierarchical_prf import hierarchical_prf
 from gpmodels.scoring.multilabel import multilabel_report, paths_to_multilabels
 from gpmodels.spec.build import build_kernel, resolve_kernel
 from gpmodels.spec.outcome import RunOutcome
@@ -66,7 +67,8 @@ def run_crammer_singer(spec: Spec, data, base_dir: Path | None, say) -> RunOutco
                "max_psi": r.max_psi, "converged": r.converged, **{k: v for k, v in r.stats.items()}}
     if spec.evaluation.train_scores:
         metrics["train_error"] = float(np.mean(np.argmax(r.F, axis=1) != data.y_train))
-    say(f"test error {100 * metrics['test_error']:.2f} %, prec {metrics['test_prec']:.4f}")
+    say(f"test error {100 * metrics['test_error']:.2f} %, mean reciprocal rank of the true class (prec) "
+        f"{metrics['test_prec']:.4f}")
 
     def save(folder: Path):
         return save_crammer_singer_model(folder, model, data.classes, data.scaler, zero_based=data.zero_based,
@@ -106,7 +108,10 @@ def run_hm3(spec: Spec, data, base_dir: Path | None, say) -> RunOutcome:
                     "primal": r.primal, "duality_gap": r.gap, "converged": r.converged,
                     "n_support": int(model.support_.size)})
     if single:
-        metrics["test_error"] = float(np.mean(best_single_paths(G, tree) != data.y_test))
+        y_path = best_single_paths(G, tree)
+        metrics["test_error"] = float(np.mean(y_path != data.y_test))
+        hier = hierarchical_prf(data.y_test, y_path, tree)
+        metrics.update({"test_hier_precision": hier["hP"], "test_hier_recall": hier["hR"], "test_hier_f1": hier["hF"]})
     say(
         f"test ℓ0/1 {100 * metrics['test_zero_one']:.1f} %, ℓΔ {metrics['test_delta']:.3f}, "
         f"F1 {100 * metrics['test_f1']:.1f} %"

@@ -32,6 +32,7 @@ from gpmodels.errors import SpecError
 from gpmodels.inference.cv.criterion import CVOptions
 from gpmodels.inference.cv.learn import Checkpointing, LearnOptions, fit_learned, learn_hyperparameters
 from gpmodels.optimize.checkpoint import digest_array
+from gpmodels.reports import class_scopes, hyperparameter_classes
 from gpmodels.spec.build import (
     build_likelihood,
     build_newton_options,
@@ -155,6 +156,8 @@ def run_cv(spec: Spec, data: Dataset, base_dir: Path | None, say, *, engine=None
     P, predictive = predict_test_set(spec, model, data.X_test, data.y_test, say)
     metrics.update(predictive)
     metrics.update({f"hyper.{k}": v for k, v in res.hyperparameters().items()})
+    metrics.update({f"hyper_scope.{k}": v for k, v in hyperparameter_classes(
+        res.hyperparameters(), model.operator.param_classes(), data.classes).items()})
     metrics.update(
         {"psi_start": res.history[0].value, "psi_learned": res.psi, "final_newton_iterations": diag.iterations,
          "final_mvm_count": diag.mvm_count, "final_converged": bool(diag.converged),
@@ -175,4 +178,6 @@ def run_cv(spec: Spec, data: Dataset, base_dir: Path | None, say, *, engine=None
     return RunOutcome(metrics, P, diagnostics, resolved,
                       save=map_saver(data, model.operator, likelihood, model.alpha, tree=tree),
                       traces={"Psi": [r.value for r in res.history]}, trace_units={"Psi": "outer iteration"},
-                      paths=(tuple(res.names), np.array([r.x for r in res.history])))
+                      trace_gradients={"Psi": ("max |∇Ψ| (projected)", [r.grad_norm for r in res.history])},
+                      paths=(tuple(class_scopes(res.names, model.operator.param_classes(), data.classes)),
+                             np.array([r.x for r in res.history])))

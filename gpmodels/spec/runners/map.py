@@ -12,6 +12,7 @@ import numpy as np
 from gpmodels.data.datasets import Dataset
 from gpmodels.inference.map.em import fit_em
 from gpmodels.inference.map.model import fit_map
+from gpmodels.kernels.memory_budget import format_bytes
 from gpmodels.scoring import metrics as M
 from gpmodels.spec.build import (
     build_likelihood,
@@ -40,7 +41,8 @@ def run_map(spec: Spec, data: Dataset, base_dir: Path | None, say, *, engine=Non
     build_seconds = time.perf_counter() - t
     reps = representation_choices(op)
     for r in reps:
-        say(f"kernel matrix: {r['label']} ({r['nbytes'] / 2**30:.3g} GiB): {r['reason']}")
+        size = f", {format_bytes(r['nbytes'])} each" if r["nbytes"] > 0 else ""
+        say(f"kernel matrix: {r['label']}{size}: {r['reason']}")
     t = time.perf_counter()
     with say.bar(None, "Newton") as bar:
         model = fit_map(op, likelihood, targets(likelihood, data, spec.model.likelihood),
@@ -70,7 +72,8 @@ def run_map(spec: Spec, data: Dataset, base_dir: Path | None, say, *, engine=Non
         metrics.update({f"train_{k}": v for k, v in tr.items()})
     return RunOutcome(metrics, P, diag.as_dict() | {"representations": reps}, resolved,
                       save=map_saver(data, op, likelihood, model.alpha, tree=tree), traces={"Phi": list(diag.phi)},
-                      trace_units={"Phi": "Newton iteration"})
+                      trace_units={"Phi": "Newton iteration"},
+                      trace_gradients={"Phi": ("gradient RMS of Φ", list(diag.grad_norm))})
 
 
 def run_em(spec: Spec, data: Dataset, base_dir: Path | None, say, *, engine=None) -> RunOutcome:

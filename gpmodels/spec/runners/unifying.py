@@ -23,6 +23,7 @@ from gpmodels.inference.marginal.vb import learn_vb, vb_criterion
 from gpmodels.inference.mkl.algorithms import algorithm1, alternating, criterion_at, learn_weights
 from gpmodels.likelihoods.softmax import Softmax
 from gpmodels.operators.sum import Sum
+from gpmodels.reports import hyperparameter_classes
 from gpmodels.spec.build import _tree_needed_by, build_likelihood, build_operator, build_tree, resolve_model
 from gpmodels.spec.outcome import RunOutcome, map_saver
 from gpmodels.spec.sections import REGRESSION_LIKELIHOODS, Spec
@@ -52,8 +53,14 @@ def evaluate(lik, latent: np.ndarray, data: Dataset, model_likelihood: str):
     return {}, lik.predict(latent)
 
 
-def _hyper_metrics(names, x) -> dict:
-    return natural_values(names, x, prefix="hyper.")
+def _hyper_metrics(names, x, op, classes) -> dict:
+    """``hyper.<name>`` in natural units for the operator's then the likelihood's hyperparameters, and
+    ``hyper_scope.<name>``: the classes each of the operator's acts on
+    (:func:`gpmodels.reports.hyperparameter_classes`)."""
+    values = natural_values(names, x)
+    scopes = tuple(op.param_classes()) + (None,) * (len(values) - op.params.size)
+    return {**{f"hyper.{k}": v for k, v in values.items()},
+            **{f"hyper_scope.{k}": v for k, v in hyperparameter_classes(values, scopes, classes).items()}}
 
 
 def _reporter(say, name: str, bar=None):
@@ -111,7 +118,7 @@ def run_laplace(spec: Spec, data: Dataset, base_dir: Path | None, say, *, engine
     seconds = time.perf_counter() - t
     say(f"Laplace log marginal likelihood {res.log_marginal:.6g} ({opts.path} path), {seconds:.2f} s")
     metrics = {"log_marginal": res.log_marginal, "fit_seconds": seconds, "path": opts.path,
-               **_hyper_metrics(res.param_names, np.concatenate([op.params, lik.params]))}
+               **_hyper_metrics(res.param_names, np.concatenate([op.params, lik.params]), op, data.classes)}
     return _finish(spec, data, resolved, op, lik, res.mode.alpha, metrics, diag, say, tree)
 
 
@@ -163,5 +170,5 @@ def run_vb(spec: Spec, data: Dataset, base_dir: Path | None, say, *, engine=None
     say(f"VB bound φ = {res.phi:.6g} (>= -2 log P(y|θ)), {res.outer_iterations} double-loop iterations, "
         f"{seconds:.2f} s")
     metrics = {"phi_vb": res.phi, "fit_seconds": seconds,
-               **_hyper_metrics(res.param_names, np.concatenate([op.params, lik.params]))}
+               **_hyper_metrics(res.param_names, np.concatenate([op.params, lik.params]), op, data.classes)}
     return _finish(spec, data, resolved, op, lik, res.alpha, metrics, diag, say, tree)
