@@ -33,6 +33,7 @@ from gpmodels import reports
 from gpmodels.data.datasets import Dataset
 from gpmodels.engine.base import open_engine
 from gpmodels.errors import DataError, GPModelsError, SpecError
+from gpmodels.kernels.device.backend import device_in_use
 from gpmodels.progress import Console
 from gpmodels.scoring import metrics as M
 from gpmodels.spec.build import build_data, build_engine_config, build_tree, check_files, resolve_path
@@ -218,6 +219,7 @@ def _call_runner(runner, spec: Spec, data, base_dir, say: Console, engine):
 
 def _run(spec: Spec, runner, base_dir, out_dir: Path, say: Console, origin: dict) -> dict:
     t0 = time.perf_counter()
+    device = device_in_use(spec.model.representation.device)  # `cuda` without a GPU fails here, before any work
     data = _read_data(spec, base_dir)
     say(
         f"data {data.name}: {data.X_train.shape[0]} train, {data.X_test.shape[0]} test, {data.n_classes} classes, "
@@ -227,7 +229,7 @@ def _run(spec: Spec, runner, base_dir, out_dir: Path, say: Console, origin: dict
     with open_engine(build_engine_config(spec.engine)) as engine:
         outcome = _call_runner(runner, attrs.evolve(spec, output=attrs.evolve(spec.output, dir=str(out_dir))), data,
                                base_dir, say, engine)
-    metrics = {"name": spec.name, **origin}
+    metrics = {"name": spec.name, **origin, "device": device}
     if outcome.probabilities is not None:
         scores = M.classification_report(outcome.probabilities, data.y_test)
         metrics.update(

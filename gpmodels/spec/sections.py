@@ -21,7 +21,7 @@ from gpmodels.inference.marginal.vb import VBOptions
 from gpmodels.inference.mkl.algorithms import MKLOptions
 from gpmodels.kernels.factory import KERNEL_NAMES, KERNEL_PARAMS
 from gpmodels.kernels.mixed_precision import STORAGE_DTYPES
-from gpmodels.kernels.representations import REPRESENTATION_KINDS
+from gpmodels.kernels.representations import DEVICES, REPRESENTATION_KINDS
 from gpmodels.operators.blockdiag import SHARING_MODES
 from gpmodels.optimize.lbfgs import OuterOptions
 from gpmodels.priors.coupled import COUPLING_INITS
@@ -219,6 +219,9 @@ class RepresentationSpec(Node):
                        doc="lowrank: maximal rank of the incomplete Cholesky")
     tol: float = option(1e-8, kind="float", minimum=0.0,
                         doc="lowrank: stop when the residual diagonal is below tol x max")
+    device: str = option("cpu", kind="str", choices=DEVICES,
+                         doc="where kernel matrices live: `cuda` (a GPU through PyTorch, gpmodels[cuda]; an error "
+                             "without one), `auto` (the GPU when there is one), `cpu`; rbf and ard kernels")
 
 
 @attrs.frozen

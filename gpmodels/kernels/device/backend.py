@@ -152,3 +152,16 @@ def cuda_backend() -> ArrayBackend:
         raise DeviceError(f"device 'cuda' was asked for but cannot be used: {missing}. "
                           "Allowed: device: cpu, or device: auto (the GPU when there is one)")
     return torch_backend("cuda")
+
+
+def device_in_use(requested: str) -> str:
+    """What ``device: requested`` runs on, for reports: ``cpu``; the GPU's label (``cuda``, or ``auto``
+    with a usable GPU); ``cpu (auto: why not the GPU)``.  ``cuda`` without a usable GPU raises the
+    DeviceError of :func:`cuda_backend`, before any work.  Per matrix, ``rep.choice.device`` says
+    where each kernel matrix went (``auto`` keeps a kernel without a device form on the CPU)."""
+    if requested == "cpu":
+        return "cpu"
+    missing = cuda_status()
+    if requested == "auto" and missing is not None:
+        return f"cpu (auto: {missing})"
+    return cuda_backend().label
