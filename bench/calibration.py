@@ -43,7 +43,7 @@ from gpmodels.data.splits import kfold_partition, subsample  # noqa: E402
 from gpmodels.hyperparameters import natural_values  # noqa: E402
 from gpmodels.inference.cv.learn import learn_hyperparameters  # noqa: E402
 from gpmodels.inference.map.model import fit_map  # noqa: E402
-from gpmodels.inference.map.newton_cg import NewtonOptions  # noqa: E402
+from gpmodels.inference.map.newton_cg import NewtonCG, NewtonOptions  # noqa: E402
 from gpmodels.inference.map.predictive import latent_predictive, predictive_proba  # noqa: E402
 from gpmodels.inference.marginal.laplace import LaplaceOptions, learn_laplace  # noqa: E402
 from gpmodels.kernels.rbf import RBF  # noqa: E402
@@ -143,7 +143,7 @@ def main(argv=None):
         op = IndependentGP(RBF(1.0), a.sharing, 1.0, sigma2).operator(data.X_train, data.n_classes).with_params(theta)
         t = time.perf_counter()
         model = fit_map(op, Softmax(), labels_to_targets(data.y_train, data.n_classes),
-                        NewtonOptions(max_iter=30, cg_max_iter=50))
+                        NewtonCG(NewtonOptions(max_iter=30, cg_max_iter=50)))
         fit_s = time.perf_counter() - t
         print(f"  final fit on {data.y_train.size} points: {fit_s:.1f} s ({model.result.diagnostics.message})",
               flush=True)

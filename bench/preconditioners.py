@@ -26,7 +26,7 @@ from pathlib import Path
 import attrs
 import numpy as np
 
-from gpmodels.inference.map.line_search import objective, pair_line_search
+from gpmodels.inference.map.line_search import NewtonPoint, objective, pair_line_search
 from gpmodels.inference.map.newton_cg import newton_cg
 from gpmodels.inference.map.preconditioners import make_preconditioner
 from gpmodels.linalg.cg import cg
@@ -58,12 +58,11 @@ def newton_path(op, lik, Y, n_systems, exact_pc):
     for _ in range(n_systems):
         out.append((alpha.copy(), u.copy()))
         hf, rhs, A = _system(op, lik, Y, alpha, u)
-        inv_diag, pre = exact_pc.for_factor(hf)
-        beta = cg(A, rhs, inv_diag=inv_diag, precondition=pre, tol=1e-10, max_iter=3000).x
+        beta = cg(A, rhs, precondition=exact_pc.for_factor(hf), tol=1e-10, max_iter=3000).x
         new = hf.V(beta) + (hf.fixed_alpha if hf.fixed_alpha is not None else 0.0)
         s = new - alpha
         st = op.mvm(s)
-        ls = pair_line_search(lik, Y, alpha, u, s, st, objective(lik, Y, alpha, u))
+        ls = pair_line_search(lik, Y, NewtonPoint(alpha, u, objective(lik, Y, alpha, u), lik.gradient(u, Y)), s, st)
         alpha, u = alpha + ls.step * s, u + ls.step * st
     return out
 
@@ -100,8 +99,7 @@ def main():
         for alpha, u in path:
             hf, rhs, A = _system(op, lik, Y, alpha, u)
             for k in kinds:
-                inv_diag, pre = pcs[k].for_factor(hf)
-                res = cg(A, rhs, inv_diag=inv_diag, precondition=pre, tol=a.tol, max_iter=2000)
+                res = cg(A, rhs, precondition=pcs[k].for_factor(hf), tol=a.tol, max_iter=2000)
                 table[label[k]].append(res.iterations)
         print(
             f"\n[{prior}] CG steps per Newton system to relative residual {a.tol:g} (from beta = 0; systems "

@@ -51,6 +51,7 @@ from gpmodels.likelihoods import Gaussian, Laplace, Logistic, StudentT
 from gpmodels.operators.blockdiag import BlockDiagonal
 from gpmodels.operators.intercept import Intercept
 from gpmodels.operators.sum import Sum
+from gpmodels.optimize.driver import outer_options
 
 MAP_OPTS = NewtonOptions(max_iter=60, cg_max_iter=300, grad_tol=1e-7, phi_rtol=1e-12)
 
@@ -148,7 +149,7 @@ def regression_rows(quick):
                 res = laplace_mlm(op, lik, ytr, LaplaceOptions(path="exact"))
                 alpha, extra = res.mode.alpha, {"log_marginal": res.log_marginal}
             else:  # VB; for the Gaussian this is the exact MLM, the same numbers as the MLM row
-                _, op, lik = learn_vb(rbf_op(Xtr, 1.0 / d, 1.0, 0.0), mk(0.3), ytr, max_iter=60)
+                _, op, lik = learn_vb(rbf_op(Xtr, 1.0 / d, 1.0, 0.0), mk(0.3), ytr, outer=outer_options(60))
                 res = vb_criterion(op, lik, ytr, gradient=False)
                 alpha, extra = res.alpha, {"phi_vb": res.phi}
             seconds = time.perf_counter() - t
@@ -182,7 +183,7 @@ def classification_rows(quick):
                 res = laplace_mlm(op, lik, ytr, LaplaceOptions(path="exact"), gradient=False)
                 alpha, extra = res.mode.alpha, {"log_marginal": res.log_marginal}
             elif method == "VB":
-                _, op, lik = learn_vb(rbf_op(Xtr, 1.0 / d, 1.0, 1.0), Logistic(), ytr, max_iter=60)
+                _, op, lik = learn_vb(rbf_op(Xtr, 1.0 / d, 1.0, 1.0), Logistic(), ytr, outer=outer_options(60))
                 res = vb_criterion(op, lik, ytr, gradient=False)
                 alpha, extra = res.alpha, {"phi_vb": res.phi}
             else:

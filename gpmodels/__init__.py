@@ -27,11 +27,13 @@ from gpmodels.errors import (  # noqa: E402
 from gpmodels.hierarchy import ClassTree
 from gpmodels.inference import (
                      CVOptions,
+                     ExactNewton,
                      LaplaceOptions,
                      LatentPredictive,
                      LearnOptions,
                      MAPModel,
                      MKLOptions,
+                     NewtonCG,
                      NewtonOptions,
                      VBOptions,
                      algorithm1,
@@ -62,7 +64,8 @@ from gpmodels.scoring import decisions, metrics, multilabel
 __version__ = "0.1.0"
 
 __all__ = ["metrics", "multilabel", "GPModelsError", "InputError", "DataError", "SpecError", "HierarchyError",
-           "ConvergenceError", "CheckpointError", "MAPModel", "NewtonOptions", "exact_newton", "fit_map", "newton_cg",
+           "ConvergenceError", "CheckpointError", "MAPModel", "NewtonOptions", "NewtonCG", "ExactNewton",
+           "exact_newton", "fit_map", "newton_cg",
            "RBF", "ARD", "Linear", "Polynomial", "Precomputed", "make_kernel", "RepresentationConfig", "Softmax",
            "BlockDiagonal", "Intercept", "Operator", "IndependentGP", "Logistic", "Gaussian", "Laplace", "StudentT",
            "SmoothedHinge", "Sum", "LaplaceOptions", "MKLOptions", "VBOptions", "algorithm1", "alternating",

@@ -18,7 +18,7 @@ printed and the bar redrawn below it, instead of the two interleaving on the ter
 Usage in a runner (``say`` is the runner's console)::
 
     with say.bar(total=opts.max_iter, desc="Newton") as bar:
-        model = fit_map(op, lik, Y, opts, on_iteration=bar.newton)
+        model = fit_map(op, lik, Y, NewtonCG(opts), on_iteration=bar.newton)
     say(f"fit: {model.result.diagnostics.iterations} Newton iterations")
 """
 

@@ -23,7 +23,15 @@ from oracles import naive_gram
 
 from gpmodels.data.splits import kfold_partition
 from gpmodels.errors import InputError, SpecError
-from gpmodels.inference import LaplaceOptions, LearnOptions, OuterOptions, fit_map, laplace_mlm, learn_hyperparameters
+from gpmodels.inference import (
+    LaplaceOptions,
+    LearnOptions,
+    NewtonCG,
+    OuterOptions,
+    fit_map,
+    laplace_mlm,
+    learn_hyperparameters,
+)
 from gpmodels.inference.cv.criterion import cv_criterion
 from gpmodels.kernels.rbf import RBF
 from gpmodels.likelihoods.softmax import Softmax, log_softmax
@@ -122,7 +130,7 @@ def _dense_map(K, Y, tol=1e-13):
 
 def test_map_by_newton_cg_matches_a_dense_newton_reference():
     X, y, Y, op = _problem()
-    model = fit_map(op, Softmax(), Y, LaplaceOptions().newton)
+    model = fit_map(op, Softmax(), Y, NewtonCG(LaplaceOptions().newton))
     alpha_ref, _ = _dense_map(op.dense(), Y)
     np.testing.assert_allclose(model.alpha, alpha_ref, rtol=1e-7, atol=1e-9)
     assert model.result.diagnostics.converged
@@ -233,7 +241,7 @@ def test_registered_prior_runs_from_a_spec_and_round_trips(tmp_path, registered)
     Y = np.eye(3)[np.load(tmp_path / "train.npz")["y"]]
     from gpmodels.inference.map.newton_cg import NewtonOptions
 
-    ref = fit_map(op, Softmax(), Y, NewtonOptions(max_iter=30, cg_max_iter=50)).predict_proba(X_test)
+    ref = fit_map(op, Softmax(), Y, NewtonCG(NewtonOptions(max_iter=30, cg_max_iter=50))).predict_proba(X_test)
     np.testing.assert_allclose(P, ref, rtol=1e-12, atol=1e-14)
 
 

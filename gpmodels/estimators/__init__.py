@@ -11,9 +11,10 @@ pipelines, grid searches and ``clone``; randomness is set by ``random_state``.
 from gpmodels.estimators._common import ConvergenceWarning
 from gpmodels.estimators.crammer_singer import CrammerSingerSVC
 from gpmodels.estimators.gp import GPClassifier, LaplacePredictive
+from gpmodels.estimators.hierarchical import HierarchicalGPClassifier
 from gpmodels.estimators.hm3 import HM3Classifier
 from gpmodels.estimators.learners import CV, Laplace
 from gpmodels.estimators.saving import load_classifier
 
-__all__ = ["GPClassifier", "CrammerSingerSVC", "HM3Classifier", "CV", "Laplace", "LaplacePredictive",
-           "load_classifier", "ConvergenceWarning"]
+__all__ = ["GPClassifier", "HierarchicalGPClassifier", "CrammerSingerSVC", "HM3Classifier", "CV", "Laplace",
+           "LaplacePredictive", "load_classifier", "ConvergenceWarning"]

@@ -22,8 +22,9 @@ from gpmodels.estimators._common import (
 from gpmodels.estimators.learners import learner_of
 from gpmodels.hyperparameters import natural_values
 from gpmodels.inference.map.model import fit_map
-from gpmodels.inference.map.newton_cg import NewtonOptions
+from gpmodels.inference.map.newton_cg import NewtonCG, NewtonOptions
 from gpmodels.inference.map.predictive import PREDICTIVE_METHODS, latent_predictive, predictive_proba
+from gpmodels.inference.map.solvers import SOLVERS as MAP_SOLVERS
 from gpmodels.kernels.factory import make_kernel
 from gpmodels.likelihoods.softmax import Softmax
 from gpmodels.priors.independent import IndependentGP
@@ -32,8 +33,8 @@ from gpmodels.validation import MAX_SIZE, check_features, labels_to_targets
 
 __all__ = ["GPClassifier", "LaplacePredictive", "SOLVERS", "default_prior"]
 
-#: inner MAP solver names -> ``fit_map`` method
-SOLVERS = {"newton-cg": "newton_cg", "exact": "exact"}
+#: inner MAP solver names -> solver classes (:mod:`gpmodels.inference.map.solvers`)
+SOLVERS = MAP_SOLVERS
 
 
 @attrs.frozen
@@ -81,8 +82,9 @@ class GPClassifier(ClassifierMixin, BaseEstimator):
     or a learner object with settings (:mod:`gpmodels.estimators.learners`).
 
     ``solver``: the inner MAP fit of α̂ at the learned hyperparameters: ``'newton-cg'`` (Alg. 1) or
-    ``'exact'`` (exact Newton, App. C), with the default :class:`NewtonOptions`; or a
-    :class:`NewtonOptions` for Newton–CG with these settings.
+    ``'exact'`` (exact Newton, App. C), with the default :class:`NewtonOptions`; a
+    :class:`NewtonOptions` for Newton–CG with these settings; or a solver object
+    (``NewtonCG(options)``, ``ExactNewton(options)``).
 
     ``cv``: the folds of ``objective='cv'``: an int q (stratified folds seeded from ``random_state``,
     :func:`gpmodels.data.splits.kfold_partition`) or a scikit-learn splitter (its test sets must
@@ -123,13 +125,15 @@ class GPClassifier(ClassifierMixin, BaseEstimator):
         return classifier_tags()
 
     # ------------------------------------------------------------------ settings
-    def _solver(self) -> tuple[str, NewtonOptions]:
+    def _solver(self):
         if isinstance(self.solver, NewtonOptions):
-            return "newton_cg", self.solver
+            return NewtonCG(self.solver)
         if isinstance(self.solver, str) and self.solver in SOLVERS:
-            return SOLVERS[self.solver], NewtonOptions()
+            return SOLVERS[self.solver]()
+        if isinstance(self.solver, tuple(SOLVERS.values())):
+            return self.solver
         raise InputError(f"The 'solver' parameter of {type(self).__name__} must be 'newton-cg', 'exact' or a "
-                         f"NewtonOptions; got {self.solver!r} instead")
+                         f"NewtonOptions or a solver object (NewtonCG, ExactNewton); got {self.solver!r} instead")
 
     def _predictive(self) -> LaplacePredictive | None:
         if isinstance(self.predictive, LaplacePredictive):
@@ -193,7 +197,7 @@ class GPClassifier(ClassifierMixin, BaseEstimator):
         if codes.size != X.shape[0]:
             raise InputError(f"X has {X.shape[0]} samples but y has {codes.size}")
         learner = learner_of(owner, self.objective)
-        method, newton = self._solver()
+        solver = self._solver()
         predictive = self._predictive()
         seed = seed_from(owner, self.random_state)
         prior = self._prior(X)
@@ -212,7 +216,7 @@ class GPClassifier(ClassifierMixin, BaseEstimator):
             op, lik = learned.operator, learned.likelihood
             warn_unconverged(learned.result, f"{owner} learning (objective={learner.name!r})",
                              "raise the outer iteration limit of the learner object")
-        model = fit_map(op, lik, Y, newton, method=method)
+        model = fit_map(op, lik, Y, solver)
         warn_unconverged(model.result, f"{owner}'s Newton fit of alpha", "raise max_iter of the solver's options")
         self.classes_ = classes
         record_features(self, X_raw, X)

@@ -4,10 +4,10 @@ from gpmodels.inference.cv.criterion import CVEvaluation, CVOptions, CVState, cv
 from gpmodels.inference.cv.learn import Checkpointing, LearnOptions, LearnResult, fit_learned, learn_hyperparameters
 from gpmodels.inference.cv.one_vs_rest import OneVsRestModel, fit_one_vs_rest, learn_one_vs_rest
 from gpmodels.inference.map.em import EMOptions, EMResult, fit_em
-from gpmodels.inference.map.exact_newton import exact_newton
+from gpmodels.inference.map.exact_newton import ExactNewton, exact_newton
 from gpmodels.inference.map.line_search import pair_line_search
 from gpmodels.inference.map.model import MAPModel, fit_map
-from gpmodels.inference.map.newton_cg import NewtonDiagnostics, NewtonOptions, NewtonResult, newton_cg
+from gpmodels.inference.map.newton_cg import NewtonCG, NewtonDiagnostics, NewtonOptions, NewtonResult, newton_cg
 from gpmodels.inference.map.preconditioners import make_preconditioner
 from gpmodels.inference.map.predictive import (
     LatentPredictive,
@@ -23,7 +23,8 @@ from gpmodels.optimize.checkpoint import read_checkpoint, write_checkpoint
 from gpmodels.optimize.driver import OptimizeResult, minimize
 from gpmodels.optimize.lbfgs import OuterOptions, OuterState, minimize_outer
 
-__all__ = ["cg", "CGResult", "newton_cg", "NewtonOptions", "NewtonResult", "NewtonDiagnostics", "exact_newton",
+__all__ = ["cg", "CGResult", "NewtonCG", "ExactNewton", "newton_cg",
+           "NewtonOptions", "NewtonResult", "NewtonDiagnostics", "exact_newton",
            "pair_line_search", "fit_map", "MAPModel", "OptimizeResult", "minimize", "LaplaceOptions", "LaplaceResult",
            "laplace_mlm", "learn_laplace", "KernelLearningResult", "MKLOptions", "algorithm1", "alternating",
            "criterion_at", "VBOptions", "VBResult", "learn_vb", "vb_criterion", "fit_em", "EMOptions",

@@ -77,6 +77,15 @@ class Kernel(Parameterised):
         return central_differences(self.params, lambda t: np.sum(self.with_params(t).gram(X1, X2) * G),
                                    FD_STEP_KERNEL)
 
+    #: whether M = X X^T (the linear kernel): it can be applied as X (X^T B) without forming M
+    is_linear: bool = False
+
+    @property
+    def has_sq_dist_form(self) -> bool:
+        """Whether M is a function of the squared distances alone (the class defines
+        :meth:`gram_from_sq_dists`): a stored matrix may then be rebuilt from cached distances."""
+        return type(self).gram_from_sq_dists is not Kernel.gram_from_sq_dists
+
     def gram_from_sq_dists(self, D: np.ndarray) -> np.ndarray | None:
         """M from the squared distances D_ab = ||x_a - x_b||^2 for kernels that are a function of
         them alone (isotropic stationary shapes), else None.  Lets a stored matrix be rebuilt at new

@@ -25,6 +25,8 @@ __all__ = ["Linear", "Polynomial"]
 class Linear(ParameterFreeKernel):
     """Inner product x^T x' on dense or sparse inputs; no parameters."""
 
+    is_linear = True
+
     def gram(self, X1, X2) -> np.ndarray:
         return cross_product(X1, X2)
 

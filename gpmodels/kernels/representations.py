@@ -315,7 +315,7 @@ class StoredGram(Representation, MatrixCross):
                  dtype: str = "float64", sq_dists: SqDistCache | None = None):
         self.X, self.kernel, self.cross_memory_mb = X, kernel, cross_memory_mb
         self.sq_dists = sq_dists if M is None else None
-        if self.sq_dists is not None and kernel.gram_from_sq_dists(np.zeros((1, 1))) is None:
+        if self.sq_dists is not None and not kernel.has_sq_dist_form:
             self.sq_dists = None
         if M is None and self.sq_dists is None:
             M = gram_in_row_blocks(kernel, X, X, np.dtype(dtype), cross_memory_mb)
@@ -450,7 +450,7 @@ class FeatureGram(Representation, FeatureCross):
 
     def __init__(self, X, kernel: Kernel | None = None):
         kernel = Linear() if kernel is None else kernel
-        if not isinstance(kernel, Linear):
+        if not kernel.is_linear:
             raise InputError("the 'features' representation is for the linear kernel only; "
                              f"got {type(kernel).__name__}")
         self.X, self.kernel = X, kernel
@@ -671,7 +671,7 @@ class RepresentationConfig(RepresentationBuilder):
             dtype = self.dtype or "float64"
             return RepresentationChoice(self.kind, dtype if self.kind == "stored" else "float64",
                                         "given in the configuration", 0, n_matrices, None)
-        return choose_representation(n, n_matrices, linear=isinstance(kernel, Linear), budget_bytes=self.budget_bytes(),
+        return choose_representation(n, n_matrices, linear=kernel.is_linear, budget_bytes=self.budget_bytes(),
                                      dtype=self.dtype, allow_lowrank=self.allow_lowrank, rank=self.rank,
                                      blocked_max_n=self.blocked_max_n, blocked_memory_mb=self.memory_mb)
 
@@ -700,7 +700,7 @@ class RepresentationConfig(RepresentationBuilder):
         kind = choice.kind
         if kind == "stored":
             cache, share = None, SQ_DIST_CACHE_SHARE * self.budget_bytes()
-            if kernel.gram_from_sq_dists(np.zeros((1, 1))) is not None and 8 * X.shape[0] ** 2 <= share:
+            if kernel.has_sq_dist_form and 8 * X.shape[0] ** 2 <= share:
                 cache = SqDistCache(X, max_block_bytes=share - 8 * X.shape[0] ** 2)
             rep = StoredGram(X, kernel, cross_memory_mb=self.memory_mb, dtype=choice.dtype, sq_dists=cache)
         elif kind == "blocked":
@@ -731,4 +731,4 @@ class RepresentationConfig(RepresentationBuilder):
         """Whether this configuration keeps an exact full matrix of ``kernel`` (``stored``,
         ``blocked``, or ``auto`` for a kernel without a feature form): what an engine may hold on
         its workers instead."""
-        return self.kind in ("stored", "blocked") or (self.kind == "auto" and not isinstance(kernel, Linear))
+        return self.kind in ("stored", "blocked") or (self.kind == "auto" and not kernel.is_linear)

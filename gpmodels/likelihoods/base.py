@@ -39,7 +39,10 @@ from gpmodels.errors import InputError
 from gpmodels.hyperparameters import ParameterFree, Parameterised
 from gpmodels.validation import check_targets
 
-__all__ = ["Likelihood", "HessianFactor"]
+__all__ = ["Likelihood", "HessianFactor", "HESSIAN_FORMS", "TARGET_ENCODINGS"]
+
+HESSIAN_FORMS = ("general", "diagonal", "multinomial")
+TARGET_ENCODINGS = ("distribution", "signed", "real")
 
 
 class HessianFactor(abc.ABC):
@@ -125,6 +128,18 @@ class Likelihood(ParameterFree, Parameterised):
 
     #: whether -log P is convex in u (Newton with the true Hessian is then a descent method).
     log_concave: bool = True
+    #: the structure of the exact W = ∇∇_u Φ_lh, which faster exact algorithms use: ``multinomial``
+    #: (W_i = diag π_i - π_i π_i^T, the softmax: R&W Alg. 3.3, Seeger 2008 App. C; its factors give
+    #: ``multinomial_pi()``), ``diagonal`` (a factorised likelihood: ``diagonal_W()``), or ``general``.
+    hessian_form: str = "general"
+    #: how the labels of a data set become targets Y: ``distribution`` (rows of (n, C) are distributions:
+    #: one-hot labels or soft q), ``signed`` (binary y = ±1, (n, 1)) or ``real`` (values, (n, 1)).
+    target_encoding: str = "distribution"
+    #: whether the likelihood has a super-Gaussian (variational) lower bound (VB, Nickisch & Seeger
+    #: 2011): the ``_sg_*`` hooks of a factorised likelihood (:mod:`gpmodels.likelihoods.diagonal`)
+    has_super_gaussian: bool = False
+    #: whether the likelihood is Gaussian in u (the posterior is Gaussian: the closed-form marginal likelihood)
+    conjugate: bool = False
 
     @abc.abstractmethod
     def value(self, U: np.ndarray, Y: np.ndarray) -> float:

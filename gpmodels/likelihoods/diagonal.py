@@ -96,6 +96,7 @@ class DiagonalFactor(HessianFactor):
 class DiagonalLikelihood(Likelihood):
     """Elementwise likelihood; see the module docstring for the hooks a subclass defines."""
 
+    hessian_form = "diagonal"
     #: "hessian": Newton uses the exact second derivative; "majoriser": see the module docstring.
     curvature_kind: str = "hessian"
     #: super-Gaussian form: s = y - u (True) or s = u with the linear term -y u (False).

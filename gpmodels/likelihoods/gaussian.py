@@ -24,6 +24,8 @@ class Gaussian(DiagonalLikelihood):
 
     noise: float = attrs.field(default=1.0, converter=to_float, validator=positive_number())
     log_concave = True
+    target_encoding = "real"
+    conjugate = True
     vb_residual = True
     has_super_gaussian = True
 

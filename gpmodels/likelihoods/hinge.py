@@ -32,6 +32,7 @@ class SmoothedHinge(DiagonalLikelihood):
 
     eps: float = attrs.field(default=1e-3, converter=to_float, validator=positive_number())
     log_concave = True
+    target_encoding = "signed"
     curvature_kind = "majoriser"
     vb_residual = False
 

@@ -45,6 +45,7 @@ class Logistic(DiagonalLikelihood):
     """P(y = ±1 | u) = σ(±u) over a single latent function (targets (n,) or (n, 1) in {-1, +1})."""
 
     log_concave = True
+    target_encoding = "signed"
     vb_residual = False
 
     has_super_gaussian = True

@@ -50,6 +50,7 @@ class Laplace(DiagonalLikelihood):
 
     scale: float = attrs.field(default=1.0, converter=to_float, validator=positive_number())
     log_concave = True
+    target_encoding = "real"
     smooth = False
     curvature_kind = "majoriser"
     vb_residual = True
@@ -114,6 +115,7 @@ class StudentT(DiagonalLikelihood):
     scale: float = attrs.field(default=1.0, converter=to_float, validator=positive_number())
     learn_df: bool = attrs.field(default=False, validator=boolean())
     log_concave = False
+    target_encoding = "real"
     curvature_kind = "majoriser"
     vb_residual = True
     has_super_gaussian = True

@@ -30,7 +30,7 @@ __all__ = ["VarianceSmoothed"]
 
 
 def _base(instance, attribute, base):
-    if not isinstance(base, DiagonalLikelihood) or not base.has_super_gaussian:
+    if not isinstance(base, Likelihood) or not base.has_super_gaussian:
         raise InputError(f"VB needs a likelihood with a super-Gaussian form (logistic, gaussian, laplace, "
                          f"student_t); got {type(base).__name__}")
 
@@ -49,9 +49,15 @@ class VarianceSmoothed(Likelihood):
     base: DiagonalLikelihood = attrs.field(validator=_base)
     z: np.ndarray = attrs.field(converter=_z)
 
+    hessian_form = "diagonal"
+
     @property
     def log_concave(self) -> bool:
         return self.base.log_concave
+
+    @property
+    def target_encoding(self) -> str:
+        return self.base.target_encoding
 
     @property
     def curvature_kind(self) -> str:

@@ -54,6 +54,8 @@ class Softmax(Likelihood):
 
     kappa: float = attrs.field(default=-20.0, converter=to_float, validator=number(high=0, open_high=True))  # App. B
     log_concave = True
+    hessian_form = "multinomial"
+    target_encoding = "distribution"
 
     def value(self, U, Y) -> float:
         lse = _logsumexp_rows(U)[:, 0]

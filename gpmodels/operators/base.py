@@ -167,6 +167,14 @@ class Operator(Parameterised):
     #: True when K is block-diagonal over classes (K_{ic,jc'} = 0 for c != c'); lets Newton-CG
     #: use the cheap diagonal preconditioner formula of Seeger 2008, App. B.
     is_class_diagonal: bool = False
+    #: True when the operator carries intercepts b = σ² Σ_i α_i (Sec. 5.1.1): see :meth:`intercepts`.
+    has_intercept: bool = False
+    #: True for K = Σ_m θ_m K_m with components ``ops`` and weights ``weights`` (kernel-weight learning)
+    is_kernel_sum: bool = False
+
+    def intercepts(self, alpha) -> np.ndarray | None:
+        """The intercepts b (C,) of the dual vector α (n, C), or None without ``has_intercept``."""
+        return None
 
     # ------------------------------------------------------------------ must be defined
     @property

@@ -19,6 +19,8 @@ __all__ = ["Intercept"]
 class Intercept(Composite):
     """K̃ = K + σ² 1 1^T per class, around any operator K."""
 
+    has_intercept = True
+
     def __init__(self, inner: Operator, sigma2: float, learn: bool = False):
         self.inner = inner
         self.sigma2 = check_positive("sigma2 (intercept variance)", sigma2)

@@ -43,6 +43,8 @@ def check_weights(theta, M: int | None = None) -> np.ndarray:
 class Sum(Composite):
     """K_θ = Σ_m θ_m K_m over operators ``ops`` with weights ``theta``."""
 
+    is_kernel_sum = True
+
     def __init__(self, ops: Sequence[Operator], theta=None):
         self.ops = tuple(ops)
         if not self.ops:

@@ -125,6 +125,13 @@ class CoupledPrior:
     representation: RepresentationBuilder = attrs.field(
         factory=RepresentationConfig, validator=instance_of(RepresentationBuilder, what="a RepresentationConfig"))
     learn_sigma2: bool = attrs.field(default=False, validator=boolean())
+
+    #: the intercept variance σ² can be learned with the other hyperparameters (:meth:`learning_sigma2`)
+    can_learn_sigma2 = True
+
+    def learning_sigma2(self):
+        """This prior with σ² among its learned hyperparameters."""
+        return attrs.evolve(self, learn_sigma2=True)
     learn_B: bool = attrs.field(default=True, validator=boolean())
     seed: int = attrs.field(default=0, validator=nonnegative_int())  # of the `random` initialisation
     class_names: Sequence[str] | None = attrs.field(default=None, validator=optional(sequence_of(instance_of(str))))

@@ -57,6 +57,13 @@ class IndependentGP:
         factory=RepresentationConfig, validator=instance_of(RepresentationBuilder, what="a RepresentationConfig"))
     learn_sigma2: bool = attrs.field(default=False, validator=boolean())
 
+    #: the intercept variance σ² can be learned with the other hyperparameters (:meth:`learning_sigma2`)
+    can_learn_sigma2 = True
+
+    def learning_sigma2(self):
+        """This prior with σ² among its learned hyperparameters."""
+        return attrs.evolve(self, learn_sigma2=True)
+
     @property
     def class_names(self) -> None:
         """The class order this prior imposes: none (any labels, in any order)."""

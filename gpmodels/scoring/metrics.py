@@ -4,7 +4,7 @@ All take P of shape (m, C) (rows are predictive distributions) and true labels y
 - ``error``: fraction of argmax predictions that are wrong;
 - ``log_loss``: mean -log P(y_j) (natural log), P clipped below at 1e-300;
 - ``prec``: mean reciprocal rank of the true class (classes ranked by P, ties broken in favour
-  of the true class' competitors, i.e. pessimistically);
+  of the true class' competitors, i.e. pessimistically); the papers' name, not a precision;
 - ``error_reject_curve``: reject the fraction a of test points with the lowest max_c P, report
   the error on the rest (Sec. 6.2, Fig. 3);
 - hierarchical scores on a class tree (Sec. 6.1): ``parent_accuracy``, ``taxo_loss``,
@@ -49,7 +49,8 @@ def log_loss(P, y) -> float:
 
 
 def prec(P, y) -> float:
-    """Mean 1/rank of the true class; rank 1 = most probable (Cai & Hofmann 2004)."""
+    """Mean 1/rank of the true class, the mean reciprocal rank; rank 1 = most probable (Cai & Hofmann 2004;
+    Seeger 2008, Sec. 6.1, calls it "prec").  Not scikit-learn's precision (true positives over predicted)."""
     P, y = _check(P, y)
     p_true = P[np.arange(y.size), y]
     rank = np.sum(P >= p_true[:, None], axis=1)  # ties count against the true class

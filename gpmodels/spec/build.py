@@ -432,7 +432,7 @@ def build_binary_operator(spec: Spec, X_train, base_dir: Path | None = None, eng
     rest) at the spec's hyperparameters; σ² among them when CV learns it (`objective.cv.learn_sigma2`)."""
     prior = build_prior(spec.model, X_train, base_dir, engine=engine)
     if spec.objective.learn and spec.objective.cv.learn_sigma2:
-        prior = attrs.evolve(prior, learn_sigma2=True)
+        prior = prior.learning_sigma2()
     return prior_operator(prior, spec.model, X_train, 2)
 
 

@@ -89,7 +89,7 @@ def _table(rows) -> list[str]:
 def _settings(spec: Spec) -> list[tuple[str, object]]:
     m, o, e = spec.model, spec.objective, spec.evaluation
     kernel = getattr(m.kernel, "type", None) if m.kernel is not None else "combination"
-    return [("objective.type", o.type), ("objective.method", o.method), ("model.prior", m.prior),
+    return [("objective.type", o.type), ("objective.solver", o.solver), ("model.prior", m.prior),
             ("model.likelihood", m.likelihood), ("model.kernel", kernel), ("model.sharing", m.sharing),
             ("evaluation.predictive", e.predictive), ("seed", spec.seed)]
 

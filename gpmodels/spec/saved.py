@@ -163,5 +163,7 @@ def _saved_spec(data, allow_import):
             exc.path.startswith("objective") and isinstance(data, dict) and isinstance(data.get("objective"), dict)
         ):
             raise
-        kept = {k: data["objective"][k] for k in ("type", "method", "learn") if k in data["objective"]}
+        kept = {k: data["objective"][k] for k in ("type", "solver", "learn") if k in data["objective"]}
+        if "method" in data["objective"]:  # a folder saved before the key was `solver`
+            kept["solver"] = {"newton_cg": "newton-cg"}.get(data["objective"]["method"], data["objective"]["method"])
         return spec_from_dict({**data, "objective": kept}, allow_import=allow_import)

@@ -16,6 +16,7 @@ from gpmodels.inference.cv.learn import LearnOptions
 from gpmodels.inference.map.em import EMOptions
 from gpmodels.inference.map.newton_cg import NewtonOptions
 from gpmodels.inference.map.predictive import PREDICTIVE_METHODS, PREDICTIVES
+from gpmodels.inference.map.solvers import SOLVER_NAMES
 from gpmodels.inference.marginal.laplace import LaplaceOptions
 from gpmodels.inference.marginal.vb import VBOptions
 from gpmodels.inference.mkl.algorithms import MKLOptions
@@ -377,7 +378,6 @@ _NEWTON_DOCS = {
     "cg_forcing": "CG: stop once the residual fell by this factor from its start (truncated Newton)",
     "grad_tol": "stop when the per-point RMS of ∇_u Φ is below",
     "phi_rtol": "stop when the relative decrease of Φ is below",
-    "warm_start": "CG start: β = D^{-1/2} α (`alpha`) or the last β (`beta`)",
     "max_stall_restarts": "restarts from a cold CG start when a Newton step makes no progress",
     "stall_step": "a line-search step below this counts as a stall (CG is restarted without the forcing term)",
     "armijo": "line search: sufficient-decrease constant",
@@ -387,8 +387,10 @@ _NEWTON_DOCS = {
     "(`lowrank_block`) for the rest; `auto`: `lowrank` from 1500 points on, else `diagonal`",
     "precond_rank": "`lowrank*`: number of kernel eigenpairs deflated",
     "precond_seed": "`lowrank*`: seed of the randomized eigensolver",
-    "cg_forcing_norm": "CG forcing test on the `residual` or on V r (`alpha`-space); `auto`: residual for the "
-    "diagonal preconditioner, alpha for the others",
+}
+_NEWTON_REMOVED = {
+    "warm_start": "CG always starts at β = D^{-1/2} α, the current α (drop the key)",
+    "cg_forcing_norm": "the preconditioner sets where CG's forcing test is measured (drop the key)",
 }
 
 NewtonSpec = options_section(
@@ -398,6 +400,7 @@ NewtonSpec = options_section(
     "defaults and bounds: `NewtonOptions`.",
     [Part(NewtonOptions)],
     docs=_NEWTON_DOCS,
+    removed=_NEWTON_REMOVED,
 )
 
 CVNewtonSpec = options_section(
@@ -406,6 +409,7 @@ CVNewtonSpec = options_section(
     "and bounds: `NewtonOptions`; defaults: `CVOptions().newton`.",
     [Part(NewtonOptions, defaults=CVOptions().newton)],
     docs=_NEWTON_DOCS,
+    removed=_NEWTON_REMOVED,
 )
 
 OuterSpec = options_section(
@@ -441,7 +445,7 @@ CVSpec = options_section(
     "Hyperparameter learning by the CV criterion Ψ (`objective.type: cv` and `one_vs_rest`; Seeger 2008, "
     "Sec. 4, 5.2, 6.2).  Keys, defaults and bounds: `CVOptions` (one Ψ evaluation) and `LearnOptions` (`lower`, "
     "`upper`); the refits in `newton`, the outer optimiser in `outer`.",
-    [Part(CVOptions, skip=("method",)), Part(LearnOptions, only=("lower", "upper", "inner_tolerances"))],
+    [Part(CVOptions, skip=("solver", "warm_start")), Part(LearnOptions, only=("lower", "upper", "inner_tolerances"))],
     nested=(("newton", CVNewtonSpec, "Newton–CG of the refits inside Ψ"), ("outer", OuterSpec, "the outer optimiser")),
     extra=(
         ("folds", option(5, kind="int", minimum=2, doc="q: folds of the fixed random partition of the training set")),
@@ -471,7 +475,6 @@ CVSpec = options_section(
           "accumulation_tol": "relative residual of the accumulation solve",
           "fail_tol": "an evaluation fails when the mean over folds of the refits' gradient RMS is above",
           "abort_on_failure": "stop an evaluation at the first fold that makes its failure certain",
-          "warm_start": "how refits start from the inner state (`gpmodels.inference.cv.criterion`)",
           "retry_cold": "retry a failed warm refit from a cold start",
           "lower": "lower bound of every log-space hyperparameter",
           "upper": "upper bound of every log-space hyperparameter",
@@ -479,6 +482,8 @@ CVSpec = options_section(
                               "(`gpmodels.inference.cv.tolerances`); `fixed`: the configured ones throughout"},
     check=_check_cv,
     removed={
+        "warm_start": "refits start from the best rescaled previous α[J] (`gpmodels.inference.cv.criterion`); "
+        "drop the key",
         "multiclass": "one-vs-rest is its own objective: write `objective.type: one_vs_rest` (it takes these "
         "`objective.cv` settings); the joint softmax model is `objective.type: cv`",
         "fold_workers": "where the folds run is the engine's choice: drop the key (the default `engine: {type: "
@@ -572,14 +577,13 @@ OBJECTIVE_MOVED_KEYS = {
     "k2": "newton.cg_max_iter",
     **{
         k: f"newton.{k}"
-        for k in ("grad_tol", "phi_rtol", "cg_tol", "cg_forcing", "warm_start", "preconditioner", "precond_rank",
-                  "cg_forcing_norm")
+        for k in ("grad_tol", "phi_rtol", "cg_tol", "cg_forcing", "preconditioner", "precond_rank")
     },
+    "method": "solver",
     "em_max_iter": "em.max_iter",
     "em_rtol": "em.rtol",
     "path": "laplace.path",
     "n_probes": "laplace.n_probes",
-    "solver": "mkl.solver",
     "lam": "mkl.lam",
     "p": "mkl.p",
     "max_iter": _moved_learning_key("max_iter"),
@@ -608,11 +612,12 @@ class ObjectiveSpec(Node):
         "against the rest), each with its own hyperparameters learned by Ψ (`cv`; with `learn: "
         "false` fitted at the given ones), combined by the largest P_c(+1|x) (Sec. 6.2)",
     )
-    method: str = option(
-        "newton_cg",
+    solver: str = option(
+        "newton-cg",
         kind="str",
-        choices=("newton_cg", "exact"),
-        doc="MAP fits (and the CV refits): `newton_cg` (Alg. 1) or `exact` Newton (App. C, flat prior, O(n^3 C))",
+        choices=SOLVER_NAMES,
+        doc="the inner MAP solver of the fits (and the CV refits): `newton-cg` (Alg. 1) or `exact` Newton (App. C, "
+        "flat prior, O(n^3 C))",
     )
     learn: bool = option(
         True,
@@ -748,15 +753,15 @@ class Spec(Node):
 
     def check(self, path):
         check_name(self.name, "name")
-        if self.objective.method == "exact" and self.model.builtin_prior and self.model.prior != "independent":
-            raise SpecError("exact Newton needs the independent (flat) prior", "objective.method")
+        if self.objective.solver == "exact" and self.model.builtin_prior and self.model.prior != "independent":
+            raise SpecError("exact Newton needs the independent (flat) prior", "objective.solver")
         if self.objective.type == "em" and self.data.pseudo_targets is None:
             raise SpecError("objective type 'em' needs `data.pseudo_targets`", "objective.type")
         if self.data.pseudo_targets is not None and self.objective.type != "em":
             raise SpecError(f"pseudo-targets are fitted by `objective.type: em`; got {self.objective.type!r}",
                             "data.pseudo_targets")
-        if self.objective.type == "em" and self.objective.method != "newton_cg":
-            raise SpecError("the EM M-step runs Newton-CG", "objective.method")
+        if self.objective.type == "em" and self.objective.solver != "newton-cg":
+            raise SpecError("the EM M-step runs Newton-CG", "objective.solver")
         if self.objective.type in ("cv", "one_vs_rest") and self.objective.cv.learn_sigma2 and self.model.sigma2 <= 0:
             raise SpecError("learning σ² needs a starting `model.sigma2` > 0", "objective.cv.learn_sigma2")
         if self.objective.type == "one_vs_rest":

@@ -17,7 +17,7 @@ from gpmodels.estimators import ConvergenceWarning as EstimatorConvergenceWarnin
 from gpmodels.hyperparameters import natural_values
 from gpmodels.inference.cv.learn import LearnOptions, learn_hyperparameters
 from gpmodels.inference.map.model import fit_map
-from gpmodels.inference.map.newton_cg import NewtonOptions
+from gpmodels.inference.map.newton_cg import NewtonCG, NewtonOptions
 from gpmodels.inference.marginal.laplace import LaplaceOptions, learn_laplace
 from gpmodels.kernels import RBF
 from gpmodels.likelihoods.softmax import Softmax
@@ -65,7 +65,7 @@ def test_cv_learning_is_the_librarys_learning_on_seeded_stratified_folds():
     assert est.learned_hyperparameters_ == pytest.approx(natural_values(ref.names, ref.theta))
     assert set(est.learned_hyperparameters_) == {"kernel0.w", "kernel1.w", "kernel2.w",
                                                  "variance0", "variance1", "variance2"}
-    model = fit_map(ref.operator, Softmax(), Y, NewtonOptions(max_iter=30, cg_max_iter=50, grad_tol=1e-6))
+    model = fit_map(ref.operator, Softmax(), Y, NewtonCG(NewtonOptions(max_iter=30, cg_max_iter=50, grad_tol=1e-6)))
     np.testing.assert_allclose(est.alpha_, model.alpha)
     assert est.learning_result_.psi < ref.history[0].value  # Ψ went down from the given hyperparameters
 

@@ -6,7 +6,7 @@ import pytest
 
 from gpmodels.errors import InputError
 from gpmodels.inference.map.model import fit_map
-from gpmodels.inference.map.newton_cg import NewtonOptions, newton_cg
+from gpmodels.inference.map.newton_cg import NewtonCG, NewtonOptions, newton_cg
 from gpmodels.kernels.rbf import RBF
 from gpmodels.likelihoods import Gaussian, Laplace, Logistic, SmoothedHinge, StudentT
 from gpmodels.operators.blockdiag import BlockDiagonal
@@ -67,14 +67,14 @@ def test_laplace_irls_decreases_phi():
 
 def test_targets_projection_and_prediction():
     op, X, yb, yr = _problem()
-    model = fit_map(op, Logistic(), yb, OPTS)
+    model = fit_map(op, Logistic(), yb, NewtonCG(OPTS))
     P = model.predict_proba(X[:7])
     assert P.shape == (7, 2) and np.allclose(P.sum(axis=1), 1.0)
     assert np.mean(model.predict(X) == (yb > 0)) > 0.8  # column 1 is y = +1
     a = np.random.default_rng(0).normal(size=(50, 1))
     for lik in (Logistic(), Gaussian(), Laplace(), StudentT()):
         np.testing.assert_array_equal(lik.project_alpha(a), a)  # W > 0: ran W is everything
-    reg = fit_map(op, Gaussian(0.05), yr, OPTS)
+    reg = fit_map(op, Gaussian(0.05), yr, NewtonCG(OPTS))
     assert reg.predict_proba(X[:3]).shape == (3, 1)  # predictive mean (regression)
     with pytest.raises(InputError, match=r"logistic labels must be in \{-1, \+1\}; got 0.0 at position 0"):
         Logistic().check_targets(np.zeros(50), 50, 1)

@@ -101,7 +101,7 @@ def test_study_runs_every_model_on_the_same_split(tmp_path, capsys):
         "models": [
             {"name": "tied", "model": {"kernel": {"type": "rbf", "w": 0.3}, "sharing": "tied", "variance": 3}},
             {"name": "exact", "model": {"kernel": {"type": "rbf", "w": 0.3}, "sharing": "tied", "variance": 3},
-             "objective": {"method": "exact"}},
+             "objective": {"solver": "exact"}},
             {"name": "lin", "model": {"kernel": {"type": "linear"}, "sigma2": 1.0}},
         ],
         "output": {"dir": str(tmp_path / "study")},
@@ -129,7 +129,7 @@ def test_study_runs_every_model_on_the_same_split(tmp_path, capsys):
         (lambda d: d["models"].append(dict(d["models"][0])), "models", "unique"),
         (lambda d: d["models"][0]["model"].update(sharng="x"), "models[0].model.sharng", "did you mean 'sharing'"),
         (lambda d: d.update(models=[]), "models", "at least one"),
-        (lambda d: d["models"][0]["objective"].update(method="exact", newton={"max_iter": 0}),
+        (lambda d: d["models"][0]["objective"].update(solver="exact", newton={"max_iter": 0}),
          "models[0].objective.newton.max_iter", ">= 1"),
         (lambda d: d["models"][0]["objective"].update(k1=30), "models[0].objective.k1",
          "moved: write it as models\\[0\\].objective.newton.max_iter"),

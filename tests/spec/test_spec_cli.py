@@ -47,7 +47,7 @@ def test_run_writes_the_report_contract(tmp_path, capsys):
 
 def test_run_out_flag_quiet_and_exact_method(tmp_path, capsys):
     d = _spec(tmp_path)
-    d["objective"]["method"] = "exact"
+    d["objective"]["solver"] = "exact"
     p = write_spec(tmp_path, d)
     assert main(["run", str(p), "--out", str(tmp_path / "elsewhere"), "--quiet"]) == 0
     assert (tmp_path / "elsewhere" / "metrics.json").is_file()

@@ -86,7 +86,7 @@ def test_a_changed_spec_refuses_the_old_checkpoint(tmp_path, capsys):
 
 def test_exact_inner_solves_through_the_driver(tmp_path):
     d = _spec(tmp_path, max_iter=2, checkpoint=False)
-    d["objective"]["method"] = "exact"
+    d["objective"]["solver"] = "exact"
     assert main(["run", str(write_spec(tmp_path, d)), "--quiet"]) == 0
     m = json.loads((tmp_path / "out" / "metrics.json").read_text())
     assert m["psi_learned"] < m["psi_start"] and m["final_converged"]
@@ -94,14 +94,14 @@ def test_exact_inner_solves_through_the_driver(tmp_path):
 
 def test_cv_spec_settings_reach_the_options():
     spec = spec_from_dict({"name": "x", "data": {"dataset": "satimage"}, "model": {"kernel": {"type": "rbf", "w": 1.0}},
-                           "objective": {"type": "cv", "method": "exact",
+                           "objective": {"type": "cv", "solver": "exact",
                                          "newton": {"max_iter": 31, "cg_max_iter": 51},
                                          "cv": {"newton": {"max_iter": 7, "cg_max_iter": 9}, "k3": 11,
                                                 "fail_tol": 0.01, "outer": {"max_iter": 3}, "lower": -3.0,
                                                 "upper": 4.0, "partition_seed": 5}}})
     o = build_learn_options(spec.objective)
     assert (o.cv.newton.max_iter, o.cv.newton.cg_max_iter, o.cv.k3, o.cv.fail_tol) == (7, 9, 11, 0.01)
-    assert (o.final.max_iter, o.final.cg_max_iter, o.final_method, o.cv.method) == (31, 51, "exact", "exact")
+    assert (o.final.max_iter, o.final.cg_max_iter, o.final_solver, o.cv.solver) == (31, 51, "exact", "exact")
     assert (o.outer.max_iter, o.lower, o.upper) == (3, -3.0, 4.0)
     assert o.cv.newton.grad_tol == CVOptions().newton.grad_tol and o.outer.ftol == LearnOptions().outer.ftol
     y = np.arange(20) % 2

@@ -12,7 +12,7 @@ from conftest import ROOT, toy_classification, write_spec
 from gpmodels.cli import main
 from gpmodels.errors import SpecError
 from gpmodels.inference.cv.one_vs_rest import fit_one_vs_rest
-from gpmodels.inference.map.newton_cg import NewtonOptions
+from gpmodels.inference.map.newton_cg import NewtonCG, NewtonOptions
 from gpmodels.likelihoods.softmax import Softmax
 from gpmodels.persistence import load_arrays
 from gpmodels.spec.loader import load_spec, spec_from_dict
@@ -105,7 +105,7 @@ def test_one_vs_rest_without_learning_fits_at_the_given_hyperparameters(tmp_path
     with np.load(tmp_path / "train.npz") as z:
         X, y = z["X"], z["y"]
     op2 = IndependentGP(RBF(auto_rbf_w(X)), "tied", 2.0, 1.0).operator(X, 2)
-    ovr = fit_one_vs_rest(op2, Softmax(), y, 3, NewtonOptions(max_iter=30, cg_max_iter=40))
+    ovr = fit_one_vs_rest(op2, Softmax(), y, 3, NewtonCG(NewtonOptions(max_iter=30, cg_max_iter=40)))
     with np.load(tmp_path / "test.npz") as z:
         Xt = z["X"]
     np.testing.assert_allclose(ovr.predict_proba(Xt), model.predict_proba(Xt), rtol=1e-10, atol=1e-12)

@@ -89,7 +89,7 @@ def test_runners(tmp_path, case):
     (lambda d: d["objective"].update(mkl={"lam": 2.0}), "objective.mkl",
      "holds settings of `type: mkl / joint_map / vb / mlm`; this objective is 'laplace'"),
     (lambda d: d["objective"].update(solver="algorithm1"), "objective.solver",
-     "moved: write it as objective.mkl.solver"),
+     "must be one of 'newton-cg', 'exact'; got 'algorithm1'"),  # the MAP solver; MKL's is objective.mkl.solver
     (lambda d: d["model"].update(likelihood="hinge"), "model.likelihood", "smooth, normalised"),
     (lambda d: d["objective"].update(mkl={"p": 0.5}), "objective.mkl.p", ">= 1"),
     (lambda d: d["objective"].update(max_iter=5), "objective.max_iter",

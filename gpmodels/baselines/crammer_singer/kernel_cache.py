@@ -21,8 +21,6 @@ import scipy.sparse as sp
 
 from gpmodels.errors import InputError
 from gpmodels.kernels.base import Kernel, sq_norms
-from gpmodels.kernels.linear import Linear
-from gpmodels.kernels.rbf import RBF
 
 __all__ = ["KernelRows"]
 
@@ -54,10 +52,10 @@ class KernelRows:
         self.evictions = 0
         self._fast = None
         if gram is None:
-            if isinstance(kernel, RBF):
-                self._fast = "rbf"
+            if kernel.has_sq_dist_form:  # rows from the squared distances, by one GEMV
+                self._fast = "sq_dists"
                 self._norms = sq_norms(X)
-            elif isinstance(kernel, Linear):
+            elif kernel.is_linear:
                 self._fast = "linear"
         self._diag = None
 
@@ -98,8 +96,8 @@ class KernelRows:
             out += self._norms
             np.maximum(out, 0.0, out=out)
             out[p] = 0.0
-            out *= -0.5 * self.kernel.w
-            return np.exp(out, out=out)
+            out[:] = self.kernel.gram_from_sq_dists(out)
+            return out
         out[:] = np.asarray(self.kernel.gram(self.X[p:p + 1], self.X), dtype=np.float64).ravel()
         return out
 

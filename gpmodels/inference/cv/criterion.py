@@ -24,17 +24,17 @@ here every fold restricts it once (``op.restrict(J)``: a contiguous re-layout, A
 (``op.cross``; K̃_{J,I} is its transpose, ``rmvm``).  All of it is generic over the operator protocol: flat,
 hierarchical (ANOVA) and coupled priors only differ in their operators.
 
-Inner solves:
-- ``method="newton_cg"``: Newton–CG (Alg. 1) warm-started from the previous α[J] (the inner
+Inner solves, by the solver ``CVOptions.solver`` names (:mod:`gpmodels.inference.map.solvers`), which
+both refits α[J] and solves the accumulation system z = (I + W K̃_J)^{-1} W K̃_{J,I} r_I
+(``solve_weighted``; V (I + V^T K̃ V)^{-1} V^T = (I + W K̃)^{-1} W):
+- ``newton-cg``: Newton–CG (Alg. 1) warm-started from the previous α[J] (the inner
   state), then the accumulation system (I + V^T K̃_J V) β = V^T K̃_{J,I} r_I by preconditioned CG
   with at most k3 steps, started from the fold's previous solution β (kept in the inner state
   next to α[J]; it changes little between neighbouring hyperparameters).
-- ``method="auto"``: ``exact`` on small flat problems (|J| C <= ``EXACT_MAX_SIZE``, measured), else
-  ``newton_cg`` (:func:`choose_method`).
-- ``method="exact"`` (flat priors only, App. C): exact Newton per fold and the accumulation
-  solve z = (I + W K̃_J)^{-1} W K̃_{J,I} r_I (the same vector, since
-  V (I + V^T K̃ V)^{-1} V^T = (I + W K̃)^{-1} W) by Cholesky factors and Woodbury.  The test
-  reference.
+- ``auto``: ``exact`` on small flat problems (|J| C <= ``EXACT_MAX_SIZE``, measured), else
+  ``newton-cg`` (:func:`choose_solver`).
+- ``exact`` (flat priors only, App. C): exact Newton per fold and the accumulation solve by
+  Cholesky factors and Woodbury.  The test reference.
 
 App. B and the accumulation solve: the Hessian factor of the softmax fixes components
 (i, c) with log π_ic < κ, y_ic > 0 because the Newton right-hand side contains
@@ -48,16 +48,16 @@ Warm starts (Sec. 4: every refit starts from α[J] of the last successful evalua
 large move of the hyperparameters the old α[J] can be a *worse* start than α = 0: u = K̃_J(θ') α[J]
 may saturate the softmax (π_ic ~ 1e-50 seen on satimage when w doubled), where W ≈ 0 makes the
 Newton model poor and the line searches take tiny steps, while α = 0 (π uniform) converges in the
-usual number of iterations.  ``warm_start="better"`` therefore starts from whichever of
-{α[J], 0} has the lower Φ_J (one extra MVM); ``"always"`` is the paper's rule.  ``"scaled"``
-(default, issue 12) starts from the best t α[J], t >= 0, by Φ_J (:func:`scaled_warm_start`: the
-same one MVM, t = 0 and t = 1 among the candidates): a variance step rescales u, and the old
-direction rescaled is a far better start than either.  Digits mc-sep, all log variances up by
-0.5 / 1.5 / 3.0: 335 / 518 / 951 MVMs per evaluation against 374 / 749 / failed with ``better``.  With
-``retry_cold`` a warm-started refit that misses ``fail_tol`` is repeated once from α = 0, and
-the better of the two is kept.  (Before the folds became independent tasks, a retry that missed
-switched retries off for the later folds; that made fold k depend on folds < k, which a parallel
-map cannot reproduce, and ``abort_on_failure`` already keeps failing evaluations cheap.)
+usual number of iterations.  The warm-start policy ``CVOptions.warm_start`` is a callable
+(op_J, likelihood, Y_J, α[J]) -> (start or None for α = 0, MVMs it took).  The default,
+:func:`scaled_start`, starts from the best t α[J], t >= 0, by Φ_J (:func:`scaled_warm_start`: one
+MVM, t = 0 and t = 1 among the candidates): a variance step rescales u, and the old direction
+rescaled is a far better start than either α[J] or 0.  Digits mc-sep, all log variances up by
+0.5 / 1.5 / 3.0: 335 / 518 / 951 MVMs per evaluation against 374 / 749 / failed when starting from
+whichever of {α[J], 0} has the lower Φ_J.  :func:`unscaled_start` is the paper's rule, α[J] as it
+is.  With ``retry_cold`` a warm-started refit that misses ``fail_tol`` is repeated once from
+α = 0, and the better of the two is kept; the folds stay independent tasks (a retry never depends
+on other folds), and ``abort_on_failure`` keeps failing evaluations cheap.
 
 Folds are independent: :func:`evaluate_fold` is a pure function ``FoldTask -> FoldResult`` and the
 loop over folds is a map of an engine (:mod:`gpmodels.engine`): :func:`run_fold` over the jobs
@@ -73,10 +73,9 @@ no gradient; the outer optimiser treats it as a right bracket and discards its i
 
 from __future__ import annotations
 
-import functools
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import attrs
 import numpy as np
@@ -85,27 +84,61 @@ from scipy.optimize import minimize_scalar
 from gpmodels.engine.auto import resident_bytes
 from gpmodels.engine.base import Engine, LocalEngine, Workload
 from gpmodels.errors import InputError
-from gpmodels.inference.map.exact_newton import exact_newton, exact_newton_solve
-from gpmodels.inference.map.line_search import objective
-from gpmodels.inference.map.newton_cg import NewtonOptions, newton_cg
+from gpmodels.inference.map.exact_newton import ExactNewton
+from gpmodels.inference.map.newton import NewtonOptions, NewtonSolver
+from gpmodels.inference.map.solvers import SOLVER_NAMES, make_solver
 from gpmodels.likelihoods.base import Likelihood
-from gpmodels.linalg.cg import cg
-from gpmodels.linalg.counting import MVMCounter
 from gpmodels.operators.base import Operator
 from gpmodels.validation import boolean, instance_of, nonnegative_number, one_of, positive_int, positive_number
 
 __all__ = ["CVOptions", "CVState", "CVEvaluation", "FoldDiagnostics", "FoldResult", "FoldTask", "FoldContext",
            "cv_criterion", "criterion_on", "check_partition", "fold_tasks", "evaluate_fold", "run_fold",
-           "fold_workload", "choose_method", "CV_METHODS", "EXACT_MAX_SIZE", "WARM_STARTS"]
+           "fold_workload", "choose_solver", "CV_SOLVERS", "EXACT_MAX_SIZE", "scaled_warm_start", "scaled_start",
+           "unscaled_start"]
 
-CV_METHODS = ("newton_cg", "exact", "auto")
+#: the refits' solvers by name (``auto``: :func:`choose_solver`)
+CV_SOLVERS = (*SOLVER_NAMES, "auto")
 # ``auto`` picks the exact fold solve when the largest fold's |J| · C is at most this (flat softmax
 # only).  Measured (one evaluation, 5 folds, RBF mc-sep, k1 = 13, k2 = 25, one BLAS thread, load
 # ~12): time exact / Newton–CG = 0.84, 1.63, 2.71, 7.43 at C = 3 and |J| = 40, 80, 160, 320;
 # 2.26, 1.79, 6.9, 10.3 at C = 10 (|J| = 40 ... 320): App. C's O(C |J|^3) factorisations win only
 # while the per-MVM overhead of Newton–CG dominates, about |J| C <= 128.
 EXACT_MAX_SIZE = 128
-WARM_STARTS = ("scaled", "better", "always", "never")
+
+
+def scaled_warm_start(op_J, lik, Y_J, alpha0):
+    """The best multiple t α[J] (t >= 0) of the old inner state as the refit's start, by Φ_J.
+
+    After an outer step the old α[J] keeps its direction but not its scale: when the variances
+    grow by a factor s, u = K̃(θ') α[J] grows about s-fold and saturates the softmax.  With
+    u = K̃_J α (one MVM), Φ_J(t α) = (t²/2) α^T u + Φ_lh(t u) (Seeger 2008, eq. 1) is convex in t
+    for log-concave likelihoods and costs no further MVM; t = 1 is the paper's warm start, t = 0 the
+    cold start.  Returns (t α or None for the cold start, t)."""
+    a = lik.project_alpha(alpha0)
+    u = op_J.mvm(a)
+    quad = float(np.vdot(a, u))
+    phi_cold = lik.value(np.zeros_like(u), Y_J)
+
+    def phi(t):
+        return 0.5 * t * t * quad + lik.value(t * u, Y_J)
+
+    res = minimize_scalar(phi, bracket=(0.0, 1.0))
+    candidates = {0.0: phi_cold, 1.0: phi(1.0)}  # the cold and the paper's start are always candidates
+    if np.isfinite(res.fun) and res.x > 0:
+        candidates[float(res.x)] = float(res.fun)
+    t = min(candidates, key=candidates.get)
+    return (None, 0.0) if t == 0.0 else (t * a, t)
+
+
+def scaled_start(op_J, lik, Y_J, alpha0) -> tuple[np.ndarray | None, int]:
+    """Warm-start policy (the default): the best multiple t α[J] by Φ_J (:func:`scaled_warm_start`);
+    one MVM.  Returns (start or None for α = 0, MVMs)."""
+    return scaled_warm_start(op_J, lik, Y_J, alpha0)[0], 1
+
+
+def unscaled_start(op_J, lik, Y_J, alpha0) -> tuple[np.ndarray | None, int]:
+    """Warm-start policy: α[J] as it is, the paper's rule (Sec. 4); no MVM."""
+    return alpha0, 0
 
 
 @attrs.frozen
@@ -116,8 +149,10 @@ class CVOptions:
     accumulation solve, stopped at relative residual ``accumulation_tol``; ``fail_tol``: an
     evaluation fails when the mean over folds of the per-point RMS of ∇_u Φ_J is above it;
     ``abort_on_failure``: stop at the first fold that makes the failure certain (saves the rest);
-    ``warm_start``, ``retry_cold``: how refits use the inner state (module docstring).  Where
-    the folds run is the engine's business, not an option (:func:`cv_criterion`).
+    ``solver``: the refits' and accumulation solves' solver by name (``newton-cg``, ``exact`` or
+    ``auto``, built with ``newton``); ``warm_start`` (a policy callable, :func:`scaled_start` by
+    default), ``retry_cold``: how refits use the inner state (module docstring).  Where the folds
+    run is the engine's business, not an option (:func:`cv_criterion`).
     """
 
     newton: NewtonOptions = attrs.field(factory=lambda: NewtonOptions(max_iter=13, cg_max_iter=25, grad_tol=1e-6),
@@ -125,9 +160,10 @@ class CVOptions:
     k3: int = attrs.field(default=40, validator=positive_int())
     accumulation_tol: float = attrs.field(default=1e-6, validator=nonnegative_number())
     fail_tol: float = attrs.field(default=1e-3, validator=positive_number())
-    method: str = attrs.field(default="newton_cg", validator=one_of(CV_METHODS))
+    solver: str = attrs.field(default="newton-cg", validator=one_of(CV_SOLVERS))
     abort_on_failure: bool = attrs.field(default=True, validator=boolean())
-    warm_start: str = attrs.field(default="scaled", validator=one_of(WARM_STARTS))
+    warm_start: Callable = attrs.field(default=scaled_start, validator=instance_of(
+        Callable, what="a warm-start policy: a callable (op_J, likelihood, Y_J, α[J]) -> (start or None, MVMs)"))
     retry_cold: bool = attrs.field(default=True, validator=boolean())
 
 
@@ -213,7 +249,7 @@ class CVEvaluation:
     seconds: float
     grad_trace_seconds: float
     message: str
-    method: str = "newton_cg"  # the inner method used (``auto`` resolved)
+    solver: str = "newton-cg"  # the refits' solver (``auto`` resolved)
 
     @property
     def mvm_count(self) -> int:
@@ -273,54 +309,31 @@ def _complements(folds, n):
     return out
 
 
-def scaled_warm_start(op_J, lik, Y_J, alpha0):
-    """The best multiple t α[J] (t >= 0) of the old inner state as the refit's start, by Φ_J.
+@attrs.frozen(eq=False)
+class FoldProblem:
+    """The operators and targets of one fold: K̃_J (restricted), the cross block K̃_{I,J} (its
+    transpose K̃_{J,I} by ``rmvm``), the likelihood and the targets Y_J, Y_I."""
 
-    After an outer step the old α[J] keeps its direction but not its scale: when the variances
-    grow by a factor s, u = K̃(θ') α[J] grows about s-fold and saturates the softmax.  With
-    u = K̃_J α (one MVM), Φ_J(t α) = (t²/2) α^T u + Φ_lh(t u) (Seeger 2008, eq. 1) is convex in t
-    for log-concave likelihoods and costs no further MVM; t = 1 is the paper's warm start, t = 0 the
-    cold start.  Returns (t α or None for the cold start, t)."""
-    a = lik.project_alpha(alpha0)
-    u = op_J.mvm(a)
-    quad = float(np.vdot(a, u))
-    phi_cold = lik.value(np.zeros_like(u), Y_J)
-
-    def phi(t):
-        return 0.5 * t * t * quad + lik.value(t * u, Y_J)
-
-    res = minimize_scalar(phi, bracket=(0.0, 1.0))
-    candidates = {0.0: phi_cold, 1.0: phi(1.0)}  # the cold and the paper's start are always candidates
-    if np.isfinite(res.fun) and res.x > 0:
-        candidates[float(res.x)] = float(res.fun)
-    t = min(candidates, key=candidates.get)
-    return (None, 0.0) if t == 0.0 else (t * a, t)
+    op_J: Operator
+    cross_IJ: Operator
+    likelihood: Likelihood
+    Y_J: np.ndarray
+    Y_I: np.ndarray
 
 
-def _refit(fit, op_J, lik, Y_J, alpha0, opts: CVOptions, retry: bool, basis0=None):
-    """The fold's refit with the warm-start policy; returns (result, MVMs, Newton iterations, start).
-    ``basis0``: the last evaluation's preconditioner subspaces of this fold (Newton–CG only)."""
-    extra, start = 0, "cold"
-    if basis0 is not None:
-        fit = functools.partial(fit, precond_start=basis0)
-    if alpha0 is not None and opts.warm_start == "scaled":
-        alpha0, _ = scaled_warm_start(op_J, lik, Y_J, alpha0)
-        extra += 1
-    elif alpha0 is not None and opts.warm_start == "better":
-        a = lik.project_alpha(alpha0)
-        phi_warm = objective(lik, Y_J, a, op_J.mvm(a))
-        extra += 1
-        phi_cold = lik.value(np.zeros_like(a), Y_J)  # Φ_J at α = 0
-        if not phi_warm < phi_cold:
-            alpha0 = None
-    elif opts.warm_start == "never":
-        alpha0 = None
+def _refit(solver: NewtonSolver, fp: FoldProblem, task, opts: CVOptions):
+    """The fold's refit with the warm-start policy from the task's α[J] (and, for Newton–CG, its
+    preconditioner subspaces); returns (result, MVMs, Newton iterations, start)."""
+    op_J, lik, Y_J = fp.op_J, fp.likelihood, fp.Y_J
+    alpha0, extra, start = task.alpha0, 0, "cold"
+    if alpha0 is not None:
+        alpha0, extra = opts.warm_start(op_J, lik, Y_J, alpha0)
     if alpha0 is not None:
         start = "warm"
-    res = fit(op_J, lik, Y_J, opts.newton, alpha0=alpha0)
+    res = solver.fit(op_J, lik, Y_J, alpha0=alpha0, precond_start=task.basis0)
     mvms, its = res.diagnostics.mvm_count + extra, res.diagnostics.iterations
-    if alpha0 is not None and retry and not res.diagnostics.grad_norm[-1] <= opts.fail_tol:
-        cold = fit(op_J, lik, Y_J, opts.newton)
+    if alpha0 is not None and opts.retry_cold and not res.diagnostics.grad_norm[-1] <= opts.fail_tol:
+        cold = solver.fit(op_J, lik, Y_J, precond_start=task.basis0)
         mvms += cold.diagnostics.mvm_count
         its += cold.diagnostics.iterations
         start = "warm+cold"
@@ -372,13 +385,14 @@ def _held_out_errors(u_I, Y_I) -> int:
     return int(np.count_nonzero(np.argmax(u_I, axis=1) != np.argmax(Y_I, axis=1)))
 
 
-def _fit_and_hold_out(fit, op_J, lik, Y_J, cross_IJ, Y_I, alpha0, opts: CVOptions, retry: bool, basis0=None):
+def _fit_and_hold_out(solver: NewtonSolver, fp: FoldProblem, task, opts: CVOptions):
     """The fold's refit of α[J], then Ψ_I = Φ_lh(u[I]) and r_I at u[I] = K̃_{I,J} α[J] (eq. 3);
     returns (Newton result, FoldResult without the accumulation, time at the end of the fit)."""
     t = time.perf_counter()
-    res, mvms, its, start = _refit(fit, op_J, lik, Y_J, alpha0, opts, retry, basis0)
+    res, mvms, its, start = _refit(solver, fp, task, opts)
     t_fit = time.perf_counter()
-    u_I = cross_IJ.mvm(res.alpha)  # Seeger 2008, eq. (3): u[I] = K̃_{I,J} α[J]
+    lik = fp.likelihood
+    u_I = fp.cross_IJ.mvm(res.alpha)  # Seeger 2008, eq. (3): u[I] = K̃_{I,J} α[J]
     fold = FoldResult(
         alpha=res.alpha,
         grad_norm=res.diagnostics.grad_norm[-1],
@@ -386,44 +400,28 @@ def _fit_and_hold_out(fit, op_J, lik, Y_J, cross_IJ, Y_I, alpha0, opts: CVOption
         fit_mvms=mvms,
         fit_seconds=t_fit - t,
         start=start,
-        psi=lik.value(u_I, Y_I),
-        r_I=lik.gradient(u_I, Y_I),
-        held_out_errors=_held_out_errors(u_I, Y_I),
+        psi=lik.value(u_I, fp.Y_I),
+        r_I=lik.gradient(u_I, fp.Y_I),
+        held_out_errors=_held_out_errors(u_I, fp.Y_I),
         basis=res.precond_basis,
     )  # r_I = π[I] - y_I for the softmax
     return res, fold, t_fit
 
 
-def _fold_newton_cg(op_J, lik, Y_J, cross_IJ, Y_I, alpha0, beta0, opts: CVOptions, gradient: bool,
-                    retry: bool = True, basis0=None) -> FoldResult:
-    """Fit α[J] by Newton–CG, then Ψ_I and (optionally) z = V (I + V^T K̃_J V)^{-1} V^T K̃_{J,I} r_I by
-    preconditioned CG (Sec. 5.2), V the likelihood's *exact* Hessian factor at α[J] (module docstring)."""
-    res, fold, t = _fit_and_hold_out(newton_cg, op_J, lik, Y_J, cross_IJ, Y_I, alpha0, opts, retry, basis0)
+def _fold(solver: NewtonSolver, fp: FoldProblem, task, opts: CVOptions, gradient: bool) -> FoldResult:
+    """Fit α[J] with ``solver``, then Ψ_I and (optionally) the accumulation vector
+    z = (I + W K̃_J)^{-1} W K̃_{J,I} r_I = V (I + V^T K̃_J V)^{-1} V^T K̃_{J,I} r_I (Sec. 5.2), by the
+    solver's ``solve_weighted`` (CG from the fold's last β with k3 steps, or App. C's Cholesky and
+    Woodbury), W the likelihood's *exact* Hessian at α[J] (module docstring)."""
+    res, fold, t = _fit_and_hold_out(solver, fp, task, opts)
     if not gradient:
         return attrs.evolve(fold, accumulation_seconds=time.perf_counter() - t)
-    K = MVMCounter(op_J)
-    hf = lik.exact_hessian_factor(res.u, Y_J)  # W = V V^T exactly: no App. B set in this solve
-    rhs = hf.Vt(cross_IJ.rmvm(fold.r_I))  # V^T K̃_{J,I} r_I, K̃_{J,I} = K̃_{I,J}^T
-    inv_diag = 1.0 / hf.precond_diag(op_J.diag(), op_J.point_block_mvm)
-    sol = cg(lambda x: x + hf.Vt(K(hf.V(x))), rhs, x0=beta0, inv_diag=inv_diag, tol=opts.accumulation_tol,
-             max_iter=opts.k3)
-    return attrs.evolve(fold, z=hf.V(sol.x), beta=sol.x, accumulation_iterations=sol.iterations,
-                        accumulation_residual=sol.residual, accumulation_mvms=2 + K.count,
+    hf = fp.likelihood.exact_hessian_factor(res.u, fp.Y_J)  # W = V V^T exactly: no App. B set in this solve
+    b = fp.cross_IJ.rmvm(fold.r_I)  # K̃_{J,I} r_I, K̃_{J,I} = K̃_{I,J}^T
+    sol = solver.solve_weighted(fp.op_J, hf, b, x0=task.beta0, tol=opts.accumulation_tol, max_iter=opts.k3)
+    return attrs.evolve(fold, z=sol.z, beta=sol.beta, accumulation_iterations=sol.iterations,
+                        accumulation_residual=sol.residual, accumulation_mvms=2 + sol.mvms,
                         accumulation_seconds=time.perf_counter() - t)
-
-
-def _fold_exact(op_J, lik, Y_J, cross_IJ, Y_I, alpha0, beta0, opts: CVOptions, gradient: bool,
-                retry: bool = True, basis0=None) -> FoldResult:
-    """App. C: exact Newton for α[J]; z = (I + W K̃_J)^{-1} W K̃_{J,I} r_I by Cholesky + Woodbury
-    (exact Newton checks that W_i = diag π_i - π_i π_i^T, the softmax form)."""
-    res, fold, t = _fit_and_hold_out(exact_newton, op_J, lik, Y_J, cross_IJ, Y_I, alpha0, opts, retry)
-    if not gradient:
-        return attrs.evolve(fold, accumulation_seconds=time.perf_counter() - t)
-    b = cross_IJ.rmvm(fold.r_I)  # K̃_{J,I} r_I
-    hf = lik.exact_hessian_factor(res.u, Y_J)
-    blocks = [op_J.class_block(c) for c in range(op_J.n_classes)]
-    z = exact_newton_solve(blocks, hf.multinomial_pi(), hf.W(b))  # (I + W K̃_J)^{-1} W K̃_{J,I} r_I   (App. C)
-    return attrs.evolve(fold, z=z, accumulation_mvms=2, accumulation_seconds=time.perf_counter() - t)
 
 
 def _new_state(alphas, betas, bases) -> CVState:
@@ -433,13 +431,13 @@ def _new_state(alphas, betas, bases) -> CVState:
     return CVState(tuple(alphas), kept(betas), kept(bases))
 
 
-def choose_method(op: Operator, likelihood: Likelihood, fold_size: int) -> str:
-    """``auto``'s choice: ``exact`` (App. C) for a flat prior with the softmax Hessian form when
-    |J| · C <= EXACT_MAX_SIZE (where it was measured cheaper), else ``newton_cg``."""
-    if not op.is_class_diagonal or fold_size * op.n_classes > EXACT_MAX_SIZE:
-        return "newton_cg"
-    pi = likelihood.exact_hessian_factor(np.zeros((1, op.n_classes)), np.eye(op.n_classes)[:1]).multinomial_pi()
-    return "newton_cg" if pi is None else "exact"
+def choose_solver(op: Operator, likelihood: Likelihood, fold_size: int) -> str:
+    """``auto``'s choice: ``exact`` (App. C) where it applies (a flat prior and the multinomial
+    Hessian form, :meth:`ExactNewton.supports`) and |J| · C <= EXACT_MAX_SIZE (where it was measured
+    cheaper), else ``newton-cg``."""
+    if fold_size * op.n_classes <= EXACT_MAX_SIZE and ExactNewton.supports(op, likelihood):
+        return ExactNewton.name
+    return "newton-cg"
 
 
 def _check_call(op: Operator, folds, opts: CVOptions, state: CVState | None) -> tuple[np.ndarray, ...]:
@@ -451,8 +449,9 @@ def _check_call(op: Operator, folds, opts: CVOptions, state: CVState | None) -> 
             f"state must be a CVState with one α per fold ({q}); got "
             f"{len(state.alphas) if isinstance(state, CVState) else type(state).__name__}"
         )
-    if opts.method == "exact" and not op.is_class_diagonal:
-        raise InputError("the exact CV criterion (App. C) needs a block-diagonal (flat) prior; use method 'newton_cg'")
+    if opts.solver == ExactNewton.name and not op.is_class_diagonal:
+        raise InputError("the exact CV criterion (App. C) needs a block-diagonal (flat) prior; use the solver "
+                         "'newton-cg'")
     return folds
 
 
@@ -495,9 +494,8 @@ def evaluate_fold(task: FoldTask, op: Operator, likelihood: Likelihood, Y, opts:
     op_J = op.restrict(J)
     cross_IJ = op.cross(I, J)  # its transpose is K̃_{J,I} (rmvm): one copy per fold, not two
     restrict_s = time.perf_counter() - t
-    fold_fn = _fold_exact if opts.method == "exact" else _fold_newton_cg
-    fold = fold_fn(op_J, likelihood, Y[J], cross_IJ, Y[I], task.alpha0, task.beta0, opts, gradient,
-                   opts.retry_cold, basis0=task.basis0)
+    solver = make_solver(opts.solver, opts.newton)
+    fold = _fold(solver, FoldProblem(op_J, cross_IJ, likelihood, Y[J], Y[I]), task, opts, gradient)
     return attrs.evolve(fold, restrict_seconds=restrict_s)
 
 
@@ -639,8 +637,8 @@ def criterion_on(context: FoldContext, op: Operator, folds, options: CVOptions |
     t_start = time.perf_counter()
     n, C = op.n_points, op.n_classes
     folds = _check_call(op, folds, opts, state)
-    if opts.method == "auto":
-        opts = attrs.evolve(opts, method=choose_method(op, context.likelihood, n - min(I.size for I in folds)))
+    if opts.solver == "auto":
+        opts = attrs.evolve(opts, solver=choose_solver(op, context.likelihood, n - min(I.size for I in folds)))
     q = len(folds)
     acc = _Accumulator(q, opts, np.zeros((n, C, q)) if gradient else None, np.zeros((n, C, q)) if gradient else None)
     tasks = fold_tasks(folds, n, C, state)
@@ -671,4 +669,4 @@ def criterion_on(context: FoldContext, op: Operator, folds, options: CVOptions |
                         state=_new_state(acc.alphas, acc.betas, acc.bases) if ok else None, ok=ok,
                         mean_grad_norm=float(mean_norm),
                         folds=tuple(acc.diags), seconds=time.perf_counter() - t_start, grad_trace_seconds=gt_s,
-                        message=acc.message, method=opts.method)
+                        message=acc.message, solver=opts.solver)

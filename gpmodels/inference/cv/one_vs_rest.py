@@ -32,7 +32,7 @@ from gpmodels.engine.base import Engine, LocalEngine, Workload
 from gpmodels.errors import InputError
 from gpmodels.inference.cv.learn import Checkpointing, LearnOptions, LearnResult, fit_learned, learn_hyperparameters
 from gpmodels.inference.map.model import MAPModel, fit_map
-from gpmodels.inference.map.newton_cg import NewtonOptions, NewtonStep
+from gpmodels.inference.map.newton import NewtonSolver, NewtonStep
 from gpmodels.likelihoods.base import Likelihood
 from gpmodels.operators.base import Operator
 
@@ -120,10 +120,10 @@ def learn_binary_task(
     return fit_learned(res, likelihood, Yc, opts, on_iteration=on_fit), res
 
 
-def fit_binary_task(binary_op: Operator, likelihood: Likelihood, y, c: int, options: NewtonOptions | None = None, *,
-                    method: str = "newton_cg", on_iteration: Callable[[NewtonStep], None] | None = None) -> MAPModel:
-    """Task c fitted at ``binary_op``'s hyperparameters (MAP, no learning)."""
-    return fit_map(binary_op, likelihood, binary_targets(y, c), options, method=method, on_iteration=on_iteration)
+def fit_binary_task(binary_op: Operator, likelihood: Likelihood, y, c: int, solver: NewtonSolver | None = None, *,
+                    on_iteration: Callable[[NewtonStep], None] | None = None) -> MAPModel:
+    """Task c fitted at ``binary_op``'s hyperparameters (MAP by ``solver``, Newton–CG by default; no learning)."""
+    return fit_map(binary_op, likelihood, binary_targets(y, c), solver, on_iteration=on_iteration)
 
 
 def _learn_task(shared: tuple, job: tuple):
@@ -135,8 +135,8 @@ def _learn_task(shared: tuple, job: tuple):
 
 def _fit_task(shared: tuple, c: int) -> MAPModel:
     """Task c of :func:`fit_one_vs_rest` as an engine's job."""
-    binary_op, likelihood, y, options, method = shared
-    return fit_binary_task(binary_op, likelihood, y, c, options, method=method)
+    binary_op, likelihood, y, solver = shared
+    return fit_binary_task(binary_op, likelihood, y, c, solver)
 
 
 def task_workload(binary_op: Operator, C: int) -> Workload:
@@ -181,11 +181,10 @@ def learn_one_vs_rest(binary_op: Operator, likelihood: Likelihood, y, n_classes:
 
 
 def fit_one_vs_rest(binary_op: Operator, likelihood: Likelihood, y, n_classes: int,
-                    options: NewtonOptions | None = None, *, method: str = "newton_cg",
-                    engine: Engine | None = None) -> OneVsRestModel:
-    """Fit the C binary models at ``binary_op``'s hyperparameters (no learning), as the jobs of
-    ``engine`` (None: one after the other here)."""
+                    solver: NewtonSolver | None = None, *, engine: Engine | None = None) -> OneVsRestModel:
+    """Fit the C binary models at ``binary_op``'s hyperparameters with ``solver`` (Newton–CG by
+    default; no learning), as the jobs of ``engine`` (None: one after the other here)."""
     y, C = check_one_vs_rest(binary_op, y, n_classes)
     engine = engine or LocalEngine()
-    shared = (binary_op, likelihood, y, options, method)
+    shared = (binary_op, likelihood, y, solver)
     return OneVsRestModel(tuple(engine.map_shared(_fit_task, shared, range(C), task_workload(binary_op, C))))

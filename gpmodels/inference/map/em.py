@@ -7,8 +7,8 @@ The criterion is the penalised pseudo-target log-likelihood (the log posterior u
 which is not concave when some pseudo-target is an inner node.  EM alternates
 
     E-step:  q_ic ∝ 1{c ∈ L_ỹi} π_ic(u_i)                              (rows are distributions)
-    M-step:  Newton–CG (Alg. 1) on the softmax criterion with Y := q, warm-started at the last α
-             (and β), i.e. maximise -(1/2) α^T K̃ α + Σ_ic q_ic log π_ic.
+    M-step:  Newton–CG (Alg. 1) on the softmax criterion with Y := q, warm-started at the last α,
+             i.e. maximise -(1/2) α^T K̃ α + Σ_ic q_ic log π_ic.
 
 Since log Σ_{c ∈ L} π_c >= Σ_c q_c log π_c + H(q) with equality at the E-step's q, any decrease of
 the M-step criterion from its warm start increases L: L never decreases (up to round-off), also
@@ -27,7 +27,9 @@ import numpy as np
 
 from gpmodels.errors import InputError
 from gpmodels.inference.map.model import MAPModel
-from gpmodels.inference.map.newton_cg import NewtonOptions, NewtonResult, newton_cg
+from gpmodels.inference.map.newton import NewtonOptions, NewtonResult
+from gpmodels.inference.map.newton_cg import NewtonCG
+from gpmodels.likelihoods.base import Likelihood
 from gpmodels.likelihoods.softmax import Softmax
 from gpmodels.likelihoods.uncertain import PseudoTargets
 from gpmodels.operators.base import Operator
@@ -76,13 +78,14 @@ def penalised_log_likelihood(pseudo: PseudoTargets, alpha, u) -> tuple[float, fl
 
 
 def fit_em(op: Operator, pseudo: PseudoTargets, options: EMOptions | None = None, *,
-           likelihood: Softmax | None = None, alpha0=None, on_iteration=None) -> EMResult:
+           likelihood: Likelihood | None = None, alpha0=None, on_iteration=None) -> EMResult:
     """Fit α by EM over pseudo-targets (see the module docstring).  ``on_iteration(iteration, L)`` is
     called after each E- and M-step with the penalised pseudo-target log-likelihood L (progress)."""
     opts = options or EMOptions()
     lik = likelihood or Softmax()
-    if not isinstance(lik, Softmax):
-        raise InputError(f"EM with pseudo-targets is defined for the Softmax likelihood; got {type(lik).__name__}")
+    if lik.hessian_form != "multinomial":
+        raise InputError(f"EM with pseudo-targets is defined for the softmax likelihood (a multinomial Hessian); got "
+                         f"{type(lik).__name__}")
     if not isinstance(pseudo, PseudoTargets):
         raise InputError(f"pseudo must be PseudoTargets; got {type(pseudo).__name__}")
     n, C = op.n_points, op.n_classes
@@ -99,15 +102,15 @@ def fit_em(op: Operator, pseudo: PseudoTargets, options: EMOptions | None = None
         u = op.mvm(alpha)
     L, ll = penalised_log_likelihood(pseudo, alpha, u)
     trace, lls, steps = [L], [ll], []
-    beta, res = None, None
+    res, m_step = None, NewtonCG(opts.newton)
     converged, message, it = False, "maximum number of EM iterations reached", 0
     all_certain = bool(np.all(pseudo.certain))
     while it < opts.max_iter:
         it += 1
         q = pseudo.e_step(u)  # E-step
-        res: NewtonResult = newton_cg(op, lik, q, opts.newton, alpha0=alpha, beta0=beta)  # M-step, Y := q
+        res: NewtonResult = m_step.fit(op, lik, q, alpha0=alpha)  # M-step, Y := q
         steps.append(res.diagnostics)
-        alpha, u, beta = res.alpha, res.u, res.beta
+        alpha, u = res.alpha, res.u
         L, ll = penalised_log_likelihood(pseudo, alpha, u)
         trace.append(L)
         lls.append(ll)

@@ -9,25 +9,39 @@ form of Rasmussen & Williams (2006), Alg. 3.3, which is the same identity writte
     M M^T = Σ_c E_c,    b = W u - g,    c = E K̃ b,
     α' = b - c + E R (M M^T)^{-1} R^T c,    R = stacked identities (R^T x = Σ_c x_c).
 
-The step α' - α then goes through the same pair line search as Newton–CG.  This is the reference
-that Newton–CG is tested against; it needs a class-diagonal operator (flat prior) and the softmax.
+The step α' - α then goes through the same pair line search and the same outer loop as Newton–CG
+(:func:`~gpmodels.inference.map.newton.newton_loop`; :class:`ExactNewton` supplies the step).  This
+is the reference that Newton–CG is tested against; it needs a class-diagonal operator (flat prior)
+and a likelihood whose Hessian has the multinomial form (``hessian_form == "multinomial"``: the
+softmax).
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
+from typing import ClassVar
 
+import attrs
 import numpy as np
 import scipy.linalg as sla
 
 from gpmodels.errors import InputError
-from gpmodels.inference.map.line_search import objective, pair_line_search
-from gpmodels.inference.map.newton_cg import NewtonDiagnostics, NewtonOptions, NewtonResult, NewtonStep, gradient_rms
-from gpmodels.likelihoods.base import Likelihood
+from gpmodels.inference.map.newton import (
+    NewtonOptions,
+    NewtonPoint,
+    NewtonProblem,
+    NewtonResult,
+    NewtonStep,
+    StepResult,
+    line_search_step,
+    newton_loop,
+)
+from gpmodels.inference.map.newton_cg import SystemSolution
+from gpmodels.likelihoods.base import HessianFactor, Likelihood
 from gpmodels.operators.base import Operator
+from gpmodels.validation import instance_of
 
-__all__ = ["exact_newton", "exact_newton_solve"]
+__all__ = ["ExactNewton", "exact_newton", "exact_newton_solve"]
 
 
 def exact_newton_solve(blocks: list[np.ndarray], pi: np.ndarray, rhs: np.ndarray) -> np.ndarray:
@@ -62,74 +76,80 @@ def exact_newton_solve(blocks: list[np.ndarray], pi: np.ndarray, rhs: np.ndarray
     return rhs - c_vec + np.column_stack([apply_E(c, z) for c in range(C)])
 
 
+class _ClassBlocks:
+    """K̃ of a class-diagonal operator as its C dense blocks K̃_c (n x n): V -> [K̃_c V_c]_c, counted."""
+
+    def __init__(self, op: Operator):
+        self.blocks = [op.class_block(c) for c in range(op.n_classes)]
+        self.count = 0
+
+    def __call__(self, V):
+        self.count += 1
+        return np.column_stack([self.blocks[c] @ V[:, c] for c in range(len(self.blocks))])
+
+
+class _ExactStepper:
+    """Exact Newton's state for one fit: the class blocks of K̃ (App. C)."""
+
+    truncated = False  # exact steps: only the gradient ends the fit
+    precond_basis = None
+
+    def __init__(self, op: Operator):
+        self.mvm = _ClassBlocks(op)
+
+    def step(self, problem: NewtonProblem, point: NewtonPoint) -> StepResult:
+        hf = problem.likelihood.exact_hessian_factor(point.u, problem.Y)
+        # App. C: α' = (I + W K̃)^{-1} (W u - g); its K̃ b is one more MVM
+        new_alpha = exact_newton_solve(self.mvm.blocks, hf.multinomial_pi(), hf.W(point.u) - point.g)
+        self.mvm.count += 1
+        ls, s, s_tilde = line_search_step(problem, point, new_alpha)
+        return StepResult(ls, s, s_tilde)
+
+
+@attrs.frozen
+class ExactNewton:
+    """Exact Newton (Seeger 2008, App. C): a class-diagonal (flat) operator and a likelihood with the
+    multinomial Hessian form (the softmax); O(n^3 C) time, O(n^2 C) memory."""
+
+    options: NewtonOptions = attrs.field(factory=NewtonOptions, validator=instance_of(NewtonOptions))
+    name: ClassVar[str] = "exact"
+
+    @staticmethod
+    def supports(op: Operator, likelihood: Likelihood) -> bool:
+        """Whether App. C applies: a class-diagonal operator, W_i = diag π_i - π_i π_i^T."""
+        return bool(op.is_class_diagonal) and likelihood.hessian_form == "multinomial"
+
+    def check(self, op: Operator, likelihood: Likelihood) -> None:
+        """Raise :class:`InputError` naming what App. C needs when ``op`` or ``likelihood`` lacks it."""
+        if not op.is_class_diagonal:
+            raise InputError("exact Newton (App. C) needs a block-diagonal (flat) prior; use the newton-cg solver for "
+                             "coupled or hierarchical priors")
+        if likelihood.hessian_form != "multinomial":
+            raise InputError("exact Newton (App. C) needs a likelihood whose Hessian has the multinomial form "
+                             "W_i = diag π_i - π_i π_i^T "
+                             f"(the softmax); {type(likelihood).__name__}'s is {likelihood.hessian_form!r}: use the "
+                             "newton-cg solver")
+
+    def fit(self, op: Operator, likelihood: Likelihood, Y, *, alpha0=None, precond_start=None,
+            on_iteration: Callable[[NewtonStep], None] | None = None) -> NewtonResult:
+        """α̂ = argmin Φ by exact Newton steps from ``alpha0`` (None: 0); ``precond_start`` is
+        ignored (no CG)."""
+        self.check(op, likelihood)
+        Y = likelihood.check_targets(Y, op.n_points, op.n_classes)
+        stepper = _ExactStepper(op)
+        return newton_loop(NewtonProblem(likelihood, Y, stepper.mvm, self.options), stepper, alpha0,
+                           on_iteration=on_iteration)
+
+    def solve_weighted(self, op: Operator, hf: HessianFactor, b: np.ndarray, *, x0=None, tol: float = 0.0,
+                       max_iter: int = 0) -> SystemSolution:
+        """z = (I + W K̃)^{-1} W b by Cholesky factors and Woodbury (App. C); ``x0``, ``tol`` and
+        ``max_iter`` are for iterative solvers and ignored."""
+        blocks = [op.class_block(c) for c in range(op.n_classes)]
+        return SystemSolution(exact_newton_solve(blocks, hf.multinomial_pi(), hf.W(b)))
+
+
 def exact_newton(op: Operator, likelihood: Likelihood, Y, options: NewtonOptions | None = None, *,
                  alpha0=None, on_iteration: Callable[[NewtonStep], None] | None = None) -> NewtonResult:
-    """Fit α̂ by exact Newton steps with line search (App. C); same result type as ``newton_cg``.
-    ``on_iteration`` gets a :class:`NewtonStep` at the start and after every iteration.
-
-    The likelihood's exact Hessian must have the softmax form W_i = diag π_i - π_i π_i^T (its
-    ``exact_hessian_factor`` gives ``multinomial_pi``); App. C's Woodbury identity rests on it."""
-    if not op.is_class_diagonal:
-        raise InputError(
-            "exact Newton (App. C) needs a block-diagonal (flat) prior; use newton_cg for coupled or hierarchical "
-            "priors"
-        )
-    opts = options or NewtonOptions()
-    n, C = op.n_points, op.n_classes
-    Y = likelihood.check_targets(Y, n, C)
-    t0 = time.perf_counter()
-    blocks = [op.class_block(c) for c in range(C)]
-
-    def kmvm(V):
-        return np.column_stack([blocks[c] @ V[:, c] for c in range(C)])
-
-    alpha = np.zeros((n, C)) if alpha0 is None else likelihood.project_alpha(np.array(alpha0, dtype=float))
-    u = kmvm(alpha)
-    mvms = 1
-    if likelihood.exact_hessian_factor(u, Y).multinomial_pi() is None:
-        raise InputError(
-            "exact Newton (App. C) needs a likelihood whose Hessian is W_i = diag π_i - π_i π_i^T "
-            f"(the softmax); {type(likelihood).__name__}'s is not: use newton_cg"
-        )
-    phi = objective(likelihood, Y, alpha, u)
-    phis, grads, steps, mvm_trace = [phi], [], [], [mvms]
-    converged, message, it = False, "maximum number of Newton iterations reached", 0
-    while True:
-        g = likelihood.gradient(u, Y)
-        grads.append(gradient_rms(alpha, g))
-        if on_iteration is not None:
-            on_iteration(NewtonStep(it, float(phi), grads[-1], mvms))
-        if grads[-1] <= opts.grad_tol:
-            converged, message = True, "gradient below grad_tol"
-            break
-        if it >= opts.max_iter:
-            break
-        it += 1
-        hf = likelihood.exact_hessian_factor(u, Y)
-        pi = hf.multinomial_pi()
-        Wu = hf.W(u)
-        new_alpha = exact_newton_solve(blocks, pi, Wu - g)
-        s = new_alpha - alpha
-        s_tilde = kmvm(s)
-        mvms += 2
-        ls = pair_line_search(likelihood, Y, alpha, u, s, s_tilde, phi, armijo=opts.armijo,
-                              max_evals=opts.line_search_evals)
-        steps.append(ls.step)
-        if not ls.success:
-            phis.append(phi)
-            mvm_trace.append(mvms)
-            converged = grads[-1] <= max(opts.grad_tol, 1e-9)
-            message = (
-                "no further decrease of Phi (round-off level)"
-                if converged
-                else f"not converged: the line search found no decrease of Phi along the Newton direction at "
-                f"gradient RMS {grads[-1]:.3g} > grad_tol {opts.grad_tol:g}"
-            )
-            break
-        alpha, u, phi = alpha + ls.step * s, u + ls.step * s_tilde, ls.phi
-        phis.append(phi)
-        mvm_trace.append(mvms)
-    diag = NewtonDiagnostics(phi=tuple(phis), grad_norm=tuple(grads), mvm_trace=tuple(mvm_trace), cg_iterations=(),
-                             step_sizes=tuple(steps), iterations=it, stalls=0, mvm_count=mvms,
-                             seconds=time.perf_counter() - t0, converged=converged, message=message)
-    return NewtonResult(alpha=alpha, u=u, phi=phi, beta=None, diagnostics=diag)
+    """Fit α̂ by exact Newton steps with line search (App. C): ``ExactNewton(options).fit``; same
+    result type as ``newton_cg``."""
+    return ExactNewton(options or NewtonOptions()).fit(op, likelihood, Y, alpha0=alpha0, on_iteration=on_iteration)

@@ -21,12 +21,22 @@ from __future__ import annotations
 import attrs
 import numpy as np
 
-__all__ = ["LineSearchResult", "pair_line_search", "objective"]
+__all__ = ["LineSearchResult", "NewtonPoint", "pair_line_search", "objective"]
 
 
 def objective(likelihood, Y, alpha, u) -> float:
     """Φ = (1/2) α^T u + Φ_lh(u) with u = K̃ α (Seeger 2008, eq. 1)."""
     return 0.5 * float(np.vdot(alpha, u)) + likelihood.value(u, Y)
+
+
+@attrs.frozen(eq=False)
+class NewtonPoint:
+    """The current iterate: α and u = K̃ α (n, C), Φ there and g = ∇_u Φ_lh (n, C)."""
+
+    alpha: np.ndarray
+    u: np.ndarray
+    phi: float
+    g: np.ndarray
 
 
 @attrs.frozen
@@ -40,9 +50,11 @@ class LineSearchResult:
         return self.step > 0.0
 
 
-def pair_line_search(likelihood, Y, alpha, u, s, s_tilde, phi0: float, *, armijo: float = 1e-4,
+def pair_line_search(likelihood, Y, point: NewtonPoint, s, s_tilde, *, armijo: float = 1e-4,
                      max_evals: int = 30) -> LineSearchResult:
-    """Minimise (or sufficiently decrease) Φ on α + λ s, λ in (0, 1]."""
+    """Minimise (or sufficiently decrease) Φ on α + λ s, λ in (0, 1], from ``point`` (α, u, Φ there)
+    with s̃ = K̃ s."""
+    alpha, u, phi0 = point.alpha, point.u, point.phi
 
     def evaluate(lam):
         a = alpha + lam * s

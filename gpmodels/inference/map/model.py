@@ -9,11 +9,11 @@ from __future__ import annotations
 import attrs
 import numpy as np
 
-from gpmodels.inference.map.exact_newton import exact_newton
-from gpmodels.inference.map.newton_cg import NewtonOptions, NewtonResult, newton_cg
+from gpmodels.errors import InputError
+from gpmodels.inference.map.newton import NewtonResult, NewtonSolver
+from gpmodels.inference.map.newton_cg import NewtonCG
 from gpmodels.likelihoods.base import Likelihood
 from gpmodels.operators.base import Operator
-from gpmodels.operators.intercept import Intercept
 
 __all__ = ["MAPModel", "fit_map"]
 
@@ -33,7 +33,7 @@ class MAPModel:
     @property
     def intercepts(self) -> np.ndarray | None:
         """b_c = σ² Σ_i α_ic when the prior has an intercept, else None."""
-        return self.operator.intercepts(self.alpha) if isinstance(self.operator, Intercept) else None
+        return self.operator.intercepts(self.alpha)
 
     def latent(self, X_new) -> np.ndarray:
         """u_* = K̃_{*,.} α̂, shape (m, C)."""
@@ -47,16 +47,13 @@ class MAPModel:
         return np.argmax(self.predict_proba(X_new), axis=1)
 
 
-def fit_map(operator: Operator, likelihood: Likelihood, Y, options: NewtonOptions | None = None, *,
-            method: str = "newton_cg", alpha0=None, on_iteration=None) -> MAPModel:
-    """Fit the MAP dual vector by ``newton_cg`` (Alg. 1) or ``exact`` Newton (App. C);
-    ``on_iteration(NewtonStep)`` reports progress."""
-    if method == "newton_cg":
-        result = newton_cg(operator, likelihood, Y, options, alpha0=alpha0, on_iteration=on_iteration)
-    elif method == "exact":
-        result = exact_newton(operator, likelihood, Y, options, alpha0=alpha0, on_iteration=on_iteration)
-    else:
-        from gpmodels.errors import InputError
-
-        raise InputError(f"method must be 'newton_cg' or 'exact'; got {method!r}")
-    return MAPModel(operator, likelihood, result)
+def fit_map(operator: Operator, likelihood: Likelihood, Y, solver: NewtonSolver | None = None, *, alpha0=None,
+            on_iteration=None) -> MAPModel:
+    """Fit the MAP dual vector with ``solver``: ``NewtonCG(options)`` (Alg. 1; the default) or
+    ``ExactNewton(options)`` (App. C); ``on_iteration(NewtonStep)`` reports progress."""
+    solver = NewtonCG() if solver is None else solver
+    if not callable(getattr(solver, "fit", None)):
+        raise InputError(f"solver must be a MAP solver such as NewtonCG(options) or ExactNewton(options); got "
+                         f"{type(solver).__name__}")
+    return MAPModel(operator, likelihood, solver.fit(operator, likelihood, Y, alpha0=alpha0,
+                                                     on_iteration=on_iteration))

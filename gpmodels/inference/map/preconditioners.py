@@ -1,7 +1,10 @@
 """Preconditioners for the Newton systems (I + V^T K̃ V) β = r of Newton–CG (Seeger 2008, eq. 5).
 
-Four kinds, selected by ``NewtonOptions.preconditioner`` (``auto``: ``lowrank`` from
-``LOWRANK_MIN_POINTS`` points on, else ``diagonal``):
+Each preconditioner is a small class built once per fit on the operator, behind one protocol
+(:class:`Preconditioner`): ``for_factor(hf)`` gives, per Newton iteration, ``apply`` with
+apply(r) = P^{-1} r for the Hessian factor ``hf`` at the current iterate.  ``NewtonOptions.preconditioner``
+names one (:data:`PRECONDITIONERS`; ``auto``: ``lowrank`` from ``LOWRANK_MIN_POINTS`` points on, else
+``diagonal``):
 
 ``diagonal``  diag(I + V^T K̃ V), App. B: from diag K̃ and the per-point products K̃_i π_i.
 ``block``     block-Jacobi over points: the exact C x C blocks I + V_i^T K̃_i V_i (K̃_i: the
@@ -41,21 +44,28 @@ the rest (the shared vocabulary; on news20 the largest is 16 times the second). 
 direction appears in the Newton system once per class direction of S, a cluster of outlying
 eigenvalues that CG has to resolve one by one; deflating them removes that cluster, for the flat
 and the hierarchical prior alike, and for the hierarchical one with the tree's coupling S exact.
-Operators without a Kronecker form fall back to the diagonal.
+Operators without a Kronecker form get the diagonal (:func:`make_preconditioner`).
+
+Each preconditioner declares ``forcing_in_alpha_space``: whether Newton–CG measures its forcing test on
+V r, the residual mapped to α-space (which ignores the β-direction √π_i per point that α' = V β does
+not see, and the D^{-1/2} amplification of a poor warm start), or on r.  The diagonal keeps r (the
+original path); with the others a residual test stopped after one step and stalled.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Protocol
 
 import numpy as np
 import scipy.linalg as sla
 
+from gpmodels.errors import InputError
 from gpmodels.operators.base import KronTerm, Operator
 
-__all__ = ["randomized_eigh", "Preconditioner", "make_preconditioner", "PRECONDITIONERS", "LOWRANK_MIN_POINTS"]
-
-PRECONDITIONERS = ("diagonal", "block", "lowrank", "lowrank_block", "auto")
+__all__ = ["randomized_eigh", "Preconditioner", "DiagonalPreconditioner", "BlockJacobiPreconditioner",
+           "LowRankPreconditioner", "LowRankBlockPreconditioner", "make_preconditioner", "PRECONDITIONERS",
+           "LOWRANK_MIN_POINTS"]
 #: ``auto`` deflates (``lowrank``) from this many points on, below it keeps the diagonal.  Measured on
 #: one warm CV evaluation (mc-sep, 5 folds, rank 32, one process, 1 BLAS thread): digits |J| = 958,
 #: C = 10: 1.86 s diagonal / 2.61 s lowrank; satimage |J| = 1600, C = 6: 2.13 / 2.17 s (whole learning
@@ -111,35 +121,79 @@ def _psd_factor(S: np.ndarray) -> np.ndarray:
     return U[:, keep] * np.sqrt(lam[keep])[None, :]
 
 
-class Preconditioner:
-    """Built once per fit from the operator; ``for_factor(hf)`` gives, per Newton iteration, either
-    ``(inv_diag, None)`` or ``(None, apply)`` for :func:`gpmodels.linalg.cg.cg`."""
 
-    def __init__(self, kind: str, op: Operator, *, rank: int = 8, seed: int = 0, start: np.ndarray | None = None):
-        if kind not in PRECONDITIONERS:
-            from gpmodels.errors import InputError
+class Preconditioner(Protocol):
+    """A CG preconditioner for the Newton systems on one operator, built once per fit."""
 
-            raise InputError(f"preconditioner must be one of {PRECONDITIONERS}; got {kind!r}")
-        self.requested = kind
-        if kind == "auto":
-            kind = "lowrank" if op.n_points >= LOWRANK_MIN_POINTS else "diagonal"
-        self.kind = kind
+    #: the name the spec and ``NewtonOptions.preconditioner`` use
+    name: str
+    #: whether Newton–CG measures its forcing test on V r (α-space) rather than on r (module docstring)
+    forcing_in_alpha_space: bool
+    #: ``lowrank``: the eigensolvers' subspaces side by side, (n, Σ k_t), a start for the next fit; else None
+    basis: np.ndarray | None
+
+    def for_factor(self, hf) -> Callable[[np.ndarray], np.ndarray]:
+        """apply(r) = P^{-1} r (r of shape (n, C)) for the Hessian factor ``hf`` of this Newton iteration."""
+
+
+class DiagonalPreconditioner:
+    """P = diag(I + V^T K̃ V) of App. B, from diag K̃ and the per-point products K̃_i π_i."""
+
+    name = "diagonal"
+    forcing_in_alpha_space = False
+    basis = None
+
+    def __init__(self, op: Operator):
+        self.diag_K = op.diag()  # shape: (n, C)
+        self.point_block_mvm = op.point_block_mvm
+
+    def for_factor(self, hf) -> Callable[[np.ndarray], np.ndarray]:
+        inv_diag = 1.0 / hf.precond_diag(self.diag_K, self.point_block_mvm)
+
+        def apply_diagonal(r):
+            return r * inv_diag
+
+        return apply_diagonal
+
+
+class BlockJacobiPreconditioner:
+    """Block-Jacobi over points: P = the exact C x C blocks I + V_i^T K̃_i V_i, inverted once per iteration."""
+
+    name = "block"
+    forcing_in_alpha_space = True
+    basis = None
+
+    def __init__(self, op: Operator):
+        self.blocks_K = op.point_blocks()  # shape: (n, C, C)
+
+    def for_factor(self, hf) -> Callable[[np.ndarray], np.ndarray]:
+        inv_blocks = np.linalg.inv(hf.precond_blocks(self.blocks_K))
+
+        def apply_block(r):
+            return np.matmul(inv_blocks, r[:, :, None])[:, :, 0]
+
+        return apply_block
+
+
+class LowRankPreconditioner:
+    """P = D + Z Z^T: the leading kernel eigen-directions deflated, D = diag(I + V^T R V) for the
+    residual R = K̃ - L L^T (module docstring); needs the operator's Kronecker form ``terms``."""
+
+    name = "lowrank"
+    forcing_in_alpha_space = True
+
+    def __init__(self, op: Operator, terms: list[KronTerm], *, rank: int = 8, seed: int = 0,
+                 start: np.ndarray | None = None):
         self.op = op
         self.diag_K = op.diag()  # shape: (n, C)
         self.point_block_mvm = op.point_block_mvm
-        self.blocks_K = op.point_blocks() if kind in ("block", "lowrank_block") else None  # shape: (n, C, C)
-        self.terms = None
-        self.basis = None  # lowrank: the eigensolvers' subspaces side by side, (n, Σ k_t)
-        if kind in ("lowrank", "lowrank_block"):
-            terms = op.kron_terms()
-            if terms is None:
-                self.kind = "diagonal"  # no Kronecker form: fall back (documented)
-            else:
-                self._setup_lowrank(terms, int(rank), np.random.default_rng(seed), start)
+        self.blocks_K = op.point_blocks() if self.uses_blocks else None  # shape: (n, C, C)
+        self._setup(terms, int(rank), np.random.default_rng(seed), start)
 
-    # ------------------------------------------------------------------ low rank set-up (once per fit)
-    def _setup_lowrank(self, terms: list[KronTerm], rank: int, rng: np.random.Generator,
-                       start: np.ndarray | None) -> None:
+    uses_blocks = False  # the residual's per-point blocks instead of its diagonal (``lowrank_block``)
+
+    # ------------------------------------------------------------------ set-up (once per fit)
+    def _setup(self, terms: list[KronTerm], rank: int, rng: np.random.Generator, start: np.ndarray | None) -> None:
         n, C = self.op.n_points, self.op.n_classes
         terms = [t for t in terms if np.any(t.S != 0.0)]
         flexible = [t for t in terms if t.rank is None]
@@ -214,36 +268,20 @@ class Preconditioner:
         return out
 
     # ------------------------------------------------------------------ per Newton iteration
-    def for_factor(self, hf):
-        if self.kind == "diagonal":
-            return 1.0 / hf.precond_diag(self.diag_K, self.point_block_mvm), None
-        if self.kind == "block":
-            inv_blocks = np.linalg.inv(hf.precond_blocks(self.blocks_K))
+    def _residual_solve(self, hf, Vb):
+        """(x -> B^{-1} x, G) for B = diag(I + V^T R V) and G_i = V_i B_i^{-1} V_i^T."""
+        D = np.maximum(hf.precond_diag(self.diag_res, self._res_point_block_mvm), 1.0)  # shape: (n, C)
 
-            def apply_block(r):
-                return np.matmul(inv_blocks, r[:, :, None])[:, :, 0]
+        def solve_B(x):
+            return x / D
 
-            return None, apply_block
-        return None, self._lowrank_apply(hf)
+        return solve_B, np.matmul(Vb / D[:, None, :], np.transpose(Vb, (0, 2, 1)))  # V_i D_i^{-1} V_i^T
 
-    def _lowrank_apply(self, hf):
+    def for_factor(self, hf) -> Callable[[np.ndarray], np.ndarray]:
         A = self.A
         R0, R = A.shape[1], int(self.offsets[-1])
         Vb = hf.point_V()  # shape: (n, C, C), V_i
-        if self.kind == "lowrank_block":
-            Binv = np.linalg.inv(hf.precond_blocks(self.blocks_res))  # per-point blocks of I + V^T R V
-
-            def solve_B(x):
-                return np.matmul(Binv, x[:, :, None])[:, :, 0]
-
-            G = np.matmul(np.matmul(Vb, Binv), np.transpose(Vb, (0, 2, 1)))  # V_i B_i^{-1} V_i^T
-        else:
-            D = np.maximum(hf.precond_diag(self.diag_res, self._res_point_block_mvm), 1.0)  # shape: (n, C)
-
-            def solve_B(x):
-                return x / D
-
-            G = np.matmul(Vb / D[:, None, :], np.transpose(Vb, (0, 2, 1)))  # V_i D_i^{-1} V_i^T
+        solve_B, G = self._residual_solve(hf, Vb)
         n, C = Vb.shape[:2]
         if R0 == 0:
             return solve_B
@@ -279,9 +317,54 @@ class Preconditioner:
         return apply_lowrank
 
 
-def make_preconditioner(kind: str, op: Operator, *, rank: int = 8, seed: int = 0,
+class LowRankBlockPreconditioner(LowRankPreconditioner):
+    """The ``lowrank`` deflation with the per-point C x C blocks of I + V^T R V in place of its diagonal."""
+
+    name = "lowrank_block"
+    uses_blocks = True
+
+    def _residual_solve(self, hf, Vb):
+        """(x -> B^{-1} x, G) for the per-point blocks B_i of I + V^T R V and G_i = V_i B_i^{-1} V_i^T."""
+        Binv = np.linalg.inv(hf.precond_blocks(self.blocks_res))
+
+        def solve_B(x):
+            return np.matmul(Binv, x[:, :, None])[:, :, 0]
+
+        return solve_B, np.matmul(np.matmul(Vb, Binv), np.transpose(Vb, (0, 2, 1)))  # V_i B_i^{-1} V_i^T
+
+
+def _deflated(cls):
+    def build(op: Operator, *, rank: int = 8, seed: int = 0, start: np.ndarray | None = None) -> Preconditioner:
+        terms = op.kron_terms()
+        if terms is None:  # no Kronecker form: nothing to deflate
+            return DiagonalPreconditioner(op)
+        return cls(op, terms, rank=rank, seed=seed, start=start)
+
+    return build
+
+
+def _auto(op: Operator, *, rank: int = 8, seed: int = 0, start: np.ndarray | None = None) -> Preconditioner:
+    if op.n_points >= LOWRANK_MIN_POINTS:
+        return _deflated(LowRankPreconditioner)(op, rank=rank, seed=seed, start=start)
+    return DiagonalPreconditioner(op)
+
+
+#: name -> builder (op, *, rank, seed, start) -> Preconditioner
+PRECONDITIONERS: dict[str, Callable[..., Preconditioner]] = {
+    "diagonal": lambda op, **_: DiagonalPreconditioner(op),
+    "block": lambda op, **_: BlockJacobiPreconditioner(op),
+    "lowrank": _deflated(LowRankPreconditioner),
+    "lowrank_block": _deflated(LowRankBlockPreconditioner),
+    "auto": _auto,
+}
+
+
+def make_preconditioner(name: str, op: Operator, *, rank: int = 8, seed: int = 0,
                         start: np.ndarray | None = None) -> Preconditioner:
-    """The preconditioner ``kind`` (see the module docstring) for Newton–CG on ``op``; ``start``:
-    the ``basis`` of a preconditioner of a nearby operator on the same points (``lowrank``: its
+    """The preconditioner ``name`` (module docstring) for Newton–CG on ``op``: ``lowrank`` /
+    ``lowrank_block`` on an operator without a Kronecker form give the diagonal one; ``start``: the
+    ``basis`` of a preconditioner of a nearby operator on the same points (``lowrank``: its
     eigensolvers then start from those subspaces, 2 MVMs per Kronecker term instead of 4)."""
-    return Preconditioner(kind, op, rank=rank, seed=seed, start=start)
+    if name not in PRECONDITIONERS:
+        raise InputError(f"preconditioner must be one of {tuple(PRECONDITIONERS)}; got {name!r}")
+    return PRECONDITIONERS[name](op, rank=int(rank), seed=int(seed), start=start)

@@ -110,13 +110,12 @@ def _symmetrise(S):
 
 
 def latent_predictive(model, X_new, *, method: str = "exact", Y=None, tol: float = 1e-10,
-                      max_iter: int | None = None, batch: int | None = None, rank: int | None = None,
-                      random_state=0) -> LatentPredictive:
+                      batch: int | None = None, rank: int | None = None, random_state=0) -> LatentPredictive:
     """Laplace-approximate latent predictive N(μ_j, Σ_j) of a fitted MAP model at X_new.
 
     ``model``: a :class:`~gpmodels.inference.map.model.MAPModel` (operator K̃, likelihood, α̂, û).
     ``method``: ``exact`` (batched CG per chunk of ``batch`` test points to relative residual
-    ``tol``, at most ``max_iter`` steps) or ``lanczos`` (rank ``rank`` LOVE factorisation; ``tol``
+    ``tol``, at most max(50, n C) steps) or ``lanczos`` (rank ``rank`` LOVE factorisation; ``tol``
     is its relative breakdown threshold).  ``Y``: the training targets, needed only where W
     depends on them (robust likelihoods); softmax and logistic W depend on û alone and Y may be
     left None.  Components that the softmax factor fixes (App. B, π_ic < e^κ) carry curvature
@@ -144,7 +143,7 @@ def latent_predictive(model, X_new, *, method: str = "exact", Y=None, tol: float
             batch = max(1, 256 // C)
         if int(batch) < 1:
             raise InputError(f"batch must be a positive number of test points; got {batch!r}")
-        cov, matvecs, converged = _exact(op, Vb, X_new, K_ss, tol, max_iter or max(50, n * C), int(batch))
+        cov, matvecs, converged = _exact(op, Vb, X_new, K_ss, tol, max(50, n * C), int(batch))
         return LatentPredictive(mean, cov, method, matvecs, None, converged)
     if rank is None:
         rank = min(n * C, 256)
@@ -177,7 +176,7 @@ def _exact(op, Vb, X_new, K_ss, tol, max_iter, batch):
         cov[sl] = K_ss[sl] - np.einsum("ajc,ajd->jcd", Rr, Zr)  # Σ_j = K_** - R_j^T A^{-1} R_j
     if not converged:
         warnings.warn(f"latent_predictive: batched CG stopped at max_iter={max_iter} before the relative residual "
-                      f"reached tol={tol:g}; raise max_iter or use method='lanczos'", ConvergenceWarning, stacklevel=3)
+                      f"reached tol={tol:g}; loosen tol or use method='lanczos'", ConvergenceWarning, stacklevel=3)
     return _symmetrise(cov), matvecs, converged
 
 

@@ -388,13 +388,13 @@ class LaplaceObjective(JointObjective):
         return -res.log_marginal, -res.gradient, {"alpha": res.mode.alpha}, info
 
 
-def learn_laplace(op: Operator, lik: Likelihood, Y, options: LaplaceOptions | None = None, *, x0=None,
-                  bounds=None, max_iter: int = 100, tol: float = 1e-6, outer: OuterOptions | None = None,
-                  checkpoint: Checkpointing | None = None,
+def learn_laplace(op: Operator, lik: Likelihood, Y, options: LaplaceOptions | None = None, *,
+                  outer: OuterOptions | None = None, bounds=None, checkpoint: Checkpointing | None = None,
                   on_iteration=None) -> tuple[OptimizeResult, Operator, Likelihood]:
-    """Maximise log q(y | θ) over the joint log-space vector by :func:`gpmodels.optimize.driver`
-    (``outer``, default :func:`outer_options` (max_iter, tol); ``bounds`` default: x0 ± 10 within the
-    operator's own bounds; ``checkpoint``, ``on_iteration``: as there); returns (result, op, lik)
-    with ``result.value`` = -log q at the learned θ."""
-    return minimize_joint(LaplaceObjective(op, lik, Y, options), x0=x0, bounds=bounds, outer=outer, max_iter=max_iter,
-                          tol=tol, checkpoint=checkpoint, on_iteration=on_iteration)
+    """Maximise log q(y | θ) over the joint log-space vector by :func:`gpmodels.optimize.driver`, from
+    the hyperparameters of ``op`` and ``lik`` (``outer``, default :func:`outer_options` () (100
+    iterations, tol 1e-6; ``outer_options(max_iter, tol)`` for others); ``bounds`` default: the start
+    ± 10 within the operator's own bounds; ``checkpoint``, ``on_iteration``: as there); returns
+    (result, op, lik) with ``result.value`` = -log q at the learned θ."""
+    return minimize_joint(LaplaceObjective(op, lik, Y, options), bounds=bounds, outer=outer, checkpoint=checkpoint,
+                          on_iteration=on_iteration)

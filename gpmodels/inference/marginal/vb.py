@@ -44,6 +44,7 @@ import numpy as np
 
 from gpmodels.errors import InputError
 from gpmodels.inference.map.newton_cg import NewtonOptions, newton_cg
+from gpmodels.likelihoods.base import Likelihood
 from gpmodels.likelihoods.diagonal import DiagonalLikelihood
 from gpmodels.likelihoods.smoothed import VarianceSmoothed
 from gpmodels.linalg.dense_posterior import DensePosterior
@@ -100,7 +101,7 @@ class VBResult:
 
 
 def check_vb_likelihood(lik) -> None:
-    if not isinstance(lik, DiagonalLikelihood) or not lik.has_super_gaussian:
+    if not isinstance(lik, Likelihood) or not lik.has_super_gaussian:
         raise InputError(f"VB needs a likelihood with a super-Gaussian form (logistic, gaussian, laplace, student_t); "
                          f"got {type(lik).__name__}")
 
@@ -203,12 +204,12 @@ class VBObjective(JointObjective):
         return res.phi, res.gradient, {"x": x}, info
 
 
-def learn_vb(op: Operator, lik: DiagonalLikelihood, Y, options: VBOptions | None = None, *, x0=None, bounds=None,
-             max_iter: int = 100, tol: float = 1e-6, outer: OuterOptions | None = None,
-             checkpoint: Checkpointing | None = None,
+def learn_vb(op: Operator, lik: DiagonalLikelihood, Y, options: VBOptions | None = None, *,
+             outer: OuterOptions | None = None, bounds=None, checkpoint: Checkpointing | None = None,
              on_iteration=None) -> tuple[OptimizeResult, Operator, DiagonalLikelihood]:
-    """Minimise φ_VB over the joint log-space vector by :func:`gpmodels.optimize.driver` (``outer``,
-    default :func:`outer_options` (max_iter, tol); ``bounds`` default: x0 ± 10 within the operator's
-    own bounds; ``checkpoint``, ``on_iteration``: as there); returns (result, op, lik)."""
-    return minimize_joint(VBObjective(op, lik, Y, options), x0=x0, bounds=bounds, outer=outer, max_iter=max_iter,
-                          tol=tol, checkpoint=checkpoint, on_iteration=on_iteration)
+    """Minimise φ_VB over the joint log-space vector by :func:`gpmodels.optimize.driver`, from the
+    hyperparameters of ``op`` and ``lik`` (``outer``, default :func:`outer_options` () (100
+    iterations, tol 1e-6); ``bounds`` default: the start ± 10 within the operator's own bounds;
+    ``checkpoint``, ``on_iteration``: as there); returns (result, op, lik)."""
+    return minimize_joint(VBObjective(op, lik, Y, options), bounds=bounds, outer=outer, checkpoint=checkpoint,
+                          on_iteration=on_iteration)

@@ -62,7 +62,6 @@ import scipy.linalg as sla
 
 from gpmodels.errors import InputError
 from gpmodels.likelihoods.diagonal import DiagonalLikelihood
-from gpmodels.likelihoods.gaussian import Gaussian
 from gpmodels.linalg.dense_posterior import DensePosterior
 from gpmodels.operators.sum import Sum, check_weights
 from gpmodels.optimize.checkpoint import Checkpointing, digest_array, probe_operator
@@ -112,20 +111,24 @@ class KernelLearningResult:
     message: str
 
 
+#: the joint line search of Algorithm 1: Armijo constant and evaluations of S
+LINE_SEARCH_ARMIJO, LINE_SEARCH_EVALS = 1e-4, 40
+
+
 class KernelCriterion:
     """One criterion on fixed base matrices K_m: F, the bound S, their derivatives and the refits."""
 
     def __init__(self, op: Sum, lik: DiagonalLikelihood, Y, options: MKLOptions):
-        if not isinstance(op, Sum):
+        if not op.is_kernel_sum:
             raise InputError(f"kernel-weight learning needs a Sum operator (K_θ = Σ θ_m K_m); got {type(op).__name__}")
         if op.n_classes != 1:
             raise InputError(
                 f"kernel-weight learning is for a single latent function (n_classes = 1); got {op.n_classes}"
             )
-        if not isinstance(lik, DiagonalLikelihood):
+        if lik.hessian_form != "diagonal":
             raise InputError(f"kernel-weight learning needs a factorised likelihood or loss; got {type(lik).__name__}")
         crit = options.criterion
-        if crit == "mlm" and not isinstance(lik, Gaussian):
+        if crit == "mlm" and not lik.conjugate:
             raise InputError(
                 f"the `mlm` criterion is the Gaussian marginal likelihood (eq. 6); got {type(lik).__name__} "
                 f"(use `vb` for other likelihoods)"
@@ -285,8 +288,10 @@ class KernelCriterion:
             slope = float(g_u[:, 0] @ du[:, 0])
         return du, dt, slope
 
-    def line_search(self, u, theta, state, c, du, dt, slope, armijo=1e-4, max_evals=40):
-        """Backtracking on S along (u + λ du, θ exp(λ dt)); returns (λ, u', θ')."""
+    def line_search(self, u, theta, state, c, du, dt, slope):
+        """Backtracking on S along (u + λ du, θ exp(λ dt)) (Armijo constant ``LINE_SEARCH_ARMIJO``, at
+        most ``LINE_SEARCH_EVALS`` evaluations); returns (λ, u', θ', whether S decreased)."""
+        armijo, max_evals = LINE_SEARCH_ARMIJO, LINE_SEARCH_EVALS
         big = np.max(np.abs(dt), initial=0.0)
         if big > self.opts.max_log_step:
             du, dt, slope = (du * self.opts.max_log_step / big, dt * self.opts.max_log_step / big,
@@ -313,7 +318,9 @@ def _start(crit: KernelCriterion, theta0):
     return theta, u, state
 
 
-def _result(crit, method, theta, u, state, trace, times, it, converged, message):
+def _result(crit, method, theta, u, state, trace, times, end):
+    """The result at (θ, u, state) with the traces and ``end`` = (iterations, converged, message)."""
+    it, converged, message = end
     _, alpha, _ = crit.quad(u, theta)
     return KernelLearningResult(theta, alpha, u, trace[-1], tuple(trace), tuple(times), it, converged, method,
                                 crit.gamma(state), message)
@@ -372,7 +379,7 @@ def algorithm1(
         if times[-1] > opts.time_limit:
             message = "time limit"
             break
-    return _result(crit, "algorithm1", theta, u, state, trace, times, it, converged, message)
+    return _result(crit, "algorithm1", theta, u, state, trace, times, (it, converged, message))
 
 
 def _block_newton(crit, u, theta, state, blocks, max_steps, refit_c):
@@ -418,7 +425,7 @@ def alternating(
         if times[-1] > opts.time_limit:
             message = "time limit"
             break
-    return _result(crit, "alternating", theta, u, state, trace, times, it, converged, message)
+    return _result(crit, "alternating", theta, u, state, trace, times, (it, converged, message))
 
 
 def criterion_at(op: Sum, lik: DiagonalLikelihood, Y, theta, options: MKLOptions | None = None, *,
@@ -479,15 +486,15 @@ class WeightsObjective:
         return probe_operator(self.op)
 
 
-def learn_weights(op: Sum, lik: DiagonalLikelihood, Y, options: MKLOptions | None = None, *, max_iter: int = 100,
-                  tol: float = 1e-6, outer: OuterOptions | None = None, checkpoint: Checkpointing | None = None,
+def learn_weights(op: Sum, lik: DiagonalLikelihood, Y, options: MKLOptions | None = None, *,
+                  outer: OuterOptions | None = None, checkpoint: Checkpointing | None = None,
                   on_iteration=None) -> tuple[OptimizeResult, KernelLearningResult]:
     """Minimise φ(θ) over t = log θ by :func:`gpmodels.optimize.driver` (``outer``, default
-    :func:`~gpmodels.optimize.outer_options` (max_iter, tol); box: log θ0 ± 10; ``checkpoint``,
+    :func:`~gpmodels.optimize.outer_options` () (100 iterations, tol 1e-6); box: log θ0 ± 10; ``checkpoint``,
     ``on_iteration``: as there), the quasi-Newton alternative to :func:`algorithm1`; returns the
     optimiser's result and the fit (α, u, γ) at the learned weights."""
     objective = WeightsObjective(op, lik, Y, options)
-    result = minimize(objective, np.log(op.weights), objective.names, options=outer or outer_options(max_iter, tol),
+    result = minimize(objective, np.log(op.weights), objective.names, options=outer or outer_options(),
                       checkpoint=checkpoint, on_iteration=on_iteration)
     _, _, fit = criterion_at(op, lik, objective.Y, np.exp(result.x), objective.options, return_fit=True)
     return result, attrs.evolve(fit, trace=result.values, iterations=result.iterations, converged=result.converged,

@@ -2,7 +2,7 @@
 
 Settings come from ``objective.cv`` (learning: the partition, k3 and tolerances, the refits'
 Newton–CG in ``objective.cv.newton``, the outer optimiser in ``objective.cv.outer``),
-``objective.newton`` (the final fit) and ``objective.method`` (``newton_cg`` or ``exact``).  The model is the joint
+``objective.newton`` (the final fit) and ``objective.solver`` (``newton-cg`` or ``exact``).  The model is the joint
 softmax over all classes (the sharing mode
 ``model.sharing`` gives mc-tied / mc-semi / mc-sep); one-vs-rest is its own objective
 (``run_one_vs_rest.py``), which shares the helpers here.
@@ -53,10 +53,10 @@ __all__ = ["run_cv", "build_learn_options", "cv_partition", "checkpoint_identity
 def build_learn_options(o: ObjectiveSpec) -> LearnOptions:
     """LearnOptions from the objective section: one Ψ evaluation from ``o.cv`` (its refits from
     ``o.cv.newton``), the outer optimiser from ``o.cv.outer``, the final fit from ``o.newton``; the
-    inner method of both is ``o.method``."""
+    inner solver of both is ``o.solver``."""
     c = o.cv
-    cv = c.options(CVOptions, method=o.method)
-    return LearnOptions(cv=cv, outer=c.outer.options(), final=build_newton_options(o), final_method=o.method,
+    cv = c.options(CVOptions, solver=o.solver)
+    return LearnOptions(cv=cv, outer=c.outer.options(), final=build_newton_options(o), final_solver=o.solver,
                         lower=c.lower, upper=c.upper, inner_tolerances=c.inner_tolerances)
 
 
@@ -78,7 +78,7 @@ def checkpoint_identity(resolved: Spec, data: Dataset) -> dict:
     """What a checkpoint must match: the learning-relevant spec and the training data."""
     d = resolved.to_dict()
     cv = {k: v for k, v in d["objective"]["cv"].items() if k not in ("checkpoint", "resume")}
-    return {"seed": d["seed"], "data": d["data"], "model": d["model"], "method": d["objective"]["method"], "cv": cv,
+    return {"seed": d["seed"], "data": d["data"], "model": d["model"], "solver": d["objective"]["solver"], "cv": cv,
             "train": _data_digest(data.X_train, data.y_train)}
 
 
@@ -118,13 +118,13 @@ def run_cv(spec: Spec, data: Dataset, base_dir: Path | None, say, *, engine=None
     tree = build_tree(spec, data, base_dir)
     prior = build_prior(resolved.model, data.X_train, base_dir, tree=tree, engine=engine)
     if c.learn_sigma2:
-        if not (attrs.has(type(prior)) and "learn_sigma2" in attrs.fields_dict(type(prior))):
+        if not getattr(prior, "can_learn_sigma2", False):  # optional in the prior protocol
             raise SpecError(
                 f"prior {spec.model.prior!r} has no `learn_sigma2` setting; learn σ² inside the prior "
                 "(e.g. Intercept(op, σ², learn=True)) and drop this key",
                 "objective.cv.learn_sigma2",
             )
-        prior = attrs.evolve(prior, learn_sigma2=True)
+        prior = prior.learning_sigma2()
     likelihood = build_likelihood(resolved.model)
     options = build_learn_options(resolved.objective)
     folds = cv_partition(resolved, data.y_train)

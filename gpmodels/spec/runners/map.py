@@ -12,6 +12,7 @@ import numpy as np
 from gpmodels.data.datasets import Dataset
 from gpmodels.inference.map.em import fit_em
 from gpmodels.inference.map.model import fit_map
+from gpmodels.inference.map.solvers import make_solver
 from gpmodels.kernels.memory_budget import format_bytes
 from gpmodels.scoring import metrics as M
 from gpmodels.spec.build import (
@@ -47,7 +48,7 @@ def run_map(spec: Spec, data: Dataset, base_dir: Path | None, say, *, engine=Non
     t = time.perf_counter()
     with say.bar(None, "Newton") as bar:
         model = fit_map(op, likelihood, targets(likelihood, data, spec.model.likelihood),
-                        build_newton_options(resolved.objective), method=resolved.objective.method,
+                        make_solver(resolved.objective.solver, build_newton_options(resolved.objective)),
                         on_iteration=bar.newton)
     fit_seconds = time.perf_counter() - t
     diag = model.result.diagnostics

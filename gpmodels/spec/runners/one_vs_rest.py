@@ -34,6 +34,7 @@ from gpmodels.inference.cv.one_vs_rest import (
     task_checkpoint,
     task_workload,
 )
+from gpmodels.inference.map.solvers import make_solver
 from gpmodels.persistence import save_one_vs_rest_model
 from gpmodels.spec.build import build_binary_operator, build_likelihood, build_newton_options, resolve_model
 from gpmodels.spec.outcome import RunOutcome
@@ -111,7 +112,7 @@ def _fit(resolved: Spec, op2, likelihood, y, names, say):
         with say.bar(None, f"class {name}: Newton") as bar:
             models.append(
                 fit_binary_task(
-                    op2, likelihood, y, k, build_newton_options(o), method=o.method, on_iteration=bar.newton
+                    op2, likelihood, y, k, make_solver(o.solver, build_newton_options(o)), on_iteration=bar.newton
                 )
             )
     traces = {"Phi": {f"class {name}": list(m.result.diagnostics.phi) for name, m in zip(names, models)}}

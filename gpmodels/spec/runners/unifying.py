@@ -21,22 +21,22 @@ from gpmodels.hyperparameters import natural_values
 from gpmodels.inference.marginal.laplace import laplace_mlm, learn_laplace
 from gpmodels.inference.marginal.vb import learn_vb, vb_criterion
 from gpmodels.inference.mkl.algorithms import algorithm1, alternating, criterion_at, learn_weights
-from gpmodels.likelihoods.softmax import Softmax
-from gpmodels.operators.sum import Sum
+from gpmodels.optimize.driver import outer_options
 from gpmodels.reports import hyperparameter_classes
 from gpmodels.spec.build import _tree_needed_by, build_likelihood, build_operator, build_tree, resolve_model
 from gpmodels.spec.outcome import RunOutcome, map_saver
-from gpmodels.spec.sections import REGRESSION_LIKELIHOODS, Spec
+from gpmodels.spec.sections import Spec
 from gpmodels.validation import labels_to_targets
 
 __all__ = ["targets", "evaluate", "run_laplace", "run_vb", "run_kernel_weights"]
 
 
 def targets(lik, data: Dataset, model_likelihood: str) -> np.ndarray:
-    """Softmax: one-hot (n, C); binary likelihoods: y = ±1 (n, 1); regression: y (n, 1)."""
-    if isinstance(lik, Softmax):
+    """By the likelihood's ``target_encoding``: distributions (one-hot, (n, C)); signed binary labels
+    y = ±1 (n, 1); real values (regression, (n, 1))."""
+    if lik.target_encoding == "distribution":
         return labels_to_targets(data.y_train, data.n_classes)
-    if model_likelihood in REGRESSION_LIKELIHOODS:
+    if lik.target_encoding == "real":
         return np.asarray(data.y_train, dtype=np.float64)[:, None]
     if data.n_classes != 2:
         raise SpecError(f"likelihood {model_likelihood!r} is binary but the data have {data.n_classes} classes; "
@@ -46,7 +46,7 @@ def targets(lik, data: Dataset, model_likelihood: str) -> np.ndarray:
 
 def evaluate(lik, latent: np.ndarray, data: Dataset, model_likelihood: str):
     """(metrics, probabilities or None) on the test set from latent test values."""
-    if model_likelihood in REGRESSION_LIKELIHOODS:
+    if lik.target_encoding == "real":
         pred = lik.predict(latent)[:, 0]
         r = pred - np.asarray(data.y_test, dtype=np.float64)
         return {"test_rmse": float(np.sqrt(np.mean(r**2))), "test_mae": float(np.mean(np.abs(r)))}, None
@@ -93,7 +93,7 @@ def _finish(spec, data, resolved, op, lik, alpha, metrics, diagnostics, say, tre
     metrics["predict_seconds"] = time.perf_counter() - t
     if "test_rmse" in scores:
         say(f"test RMSE {scores['test_rmse']:.4f}, MAE {scores['test_mae']:.4f}")
-    if isinstance(op, Sum):
+    if op.is_kernel_sum:
         metrics.update({f"hyper.weight{m}": float(w) for m, w in enumerate(op.weights)})
 
     traces = {"criterion": list(diagnostics["trace"])} if diagnostics.get("trace") else {}
@@ -110,7 +110,8 @@ def run_laplace(spec: Spec, data: Dataset, base_dir: Path | None, say, *, engine
     diag = {}
     if o.learn:
         with say.bar(None, "Laplace MLM: outer iterations") as bar:  # the count is not known ahead
-            hr, op, lik = learn_laplace(op, lik, Y, opts, max_iter=o.laplace.learn_max_iter, tol=o.laplace.learn_tol,
+            hr, op, lik = learn_laplace(op, lik, Y, opts, outer=outer_options(o.laplace.learn_max_iter,
+                                                                              o.laplace.learn_tol),
                                         on_iteration=_reporter(say, "-log q", bar))
         diag = {"trace": list(hr.values), "message": hr.message}
         say(f"learned by L-BFGS: {hr.iterations} iterations, {hr.evaluations} evaluations ({hr.message})")
@@ -141,7 +142,7 @@ def run_kernel_weights(spec: Spec, data: Dataset, base_dir: Path | None, say, *,
                 op, lik, Y, opts, on_iteration=lambda it, value: bar.goto(it, F=value))
     else:
         with say.bar(None, f"{o.type}: outer iterations") as bar:
-            _, res = learn_weights(op, lik, Y, opts, max_iter=opts.max_iter, tol=opts.tol,
+            _, res = learn_weights(op, lik, Y, opts, outer=outer_options(opts.max_iter, opts.tol),
                                    on_iteration=_reporter(say, o.type, bar))
     seconds = time.perf_counter() - t
     op = op.with_weights(res.theta)
@@ -161,7 +162,7 @@ def run_vb(spec: Spec, data: Dataset, base_dir: Path | None, say, *, engine=None
     diag = {}
     if o.learn:
         with say.bar(None, "VB: outer iterations") as bar:
-            hr, op, lik = learn_vb(op, lik, Y, o.vb.options(), max_iter=o.vb.learn_max_iter, tol=o.vb.learn_tol,
+            hr, op, lik = learn_vb(op, lik, Y, o.vb.options(), outer=outer_options(o.vb.learn_max_iter, o.vb.learn_tol),
                                    on_iteration=_reporter(say, "φ_VB", bar))
         diag = {"trace": list(hr.values), "message": hr.message}
         say(f"learned by L-BFGS: {hr.iterations} iterations, {hr.evaluations} evaluations ({hr.message})")

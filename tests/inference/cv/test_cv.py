@@ -17,7 +17,15 @@ from gpmodels.data.splits import kfold_partition
 from gpmodels.engine.base import LocalEngine
 from gpmodels.errors import InputError
 from gpmodels.hierarchy import ClassTree
-from gpmodels.inference.cv.criterion import CVOptions, CVState, check_partition, cv_criterion
+from gpmodels.inference.cv.criterion import (
+    CVOptions,
+    CVState,
+    check_partition,
+    cv_criterion,
+    scaled_start,
+    unscaled_start,
+)
+from gpmodels.inference.map.line_search import objective
 from gpmodels.inference.map.newton_cg import NewtonOptions
 from gpmodels.kernels.linear import Linear, Polynomial
 from gpmodels.kernels.rbf import ARD, RBF
@@ -28,8 +36,8 @@ from gpmodels.priors.coupled import CoupledPrior
 from gpmodels.priors.independent import IndependentGP
 
 TIGHT = NewtonOptions(max_iter=100, cg_max_iter=600, cg_tol=1e-14, cg_forcing=0.0, grad_tol=1e-12, phi_rtol=0.0)
-EXACT = CVOptions(newton=TIGHT, method="exact", fail_tol=1e-8)
-CG_TIGHT = CVOptions(newton=TIGHT, k3=600, accumulation_tol=1e-13, method="newton_cg", fail_tol=1e-8)
+EXACT = CVOptions(newton=TIGHT, solver="exact", fail_tol=1e-8)
+CG_TIGHT = CVOptions(newton=TIGHT, k3=600, accumulation_tol=1e-13, solver="newton-cg", fail_tol=1e-8)
 FD_STEP = 1e-5
 
 FLAT_CASES = {
@@ -250,15 +258,24 @@ def test_bad_partitions_and_states_are_refused():
         cv_criterion(op, Softmax(), Y, folds, state=CVState(tuple(np.zeros((3, 3)) for _ in folds)))
     with pytest.raises(InputError, match="k3"):
         CVOptions(k3=0)
-    with pytest.raises(InputError, match="method"):
-        CVOptions(method="lanczos")
+    with pytest.raises(InputError, match="solver"):
+        CVOptions(solver="lanczos")
+    with pytest.raises(InputError, match="warm_start must be a warm-start policy"):
+        CVOptions(warm_start="better")  # a policy is a callable
+
+
+def better_start(op_J, lik, Y_J, alpha0):
+    """A warm-start policy: whichever of {α[J], 0} has the lower Φ_J (one MVM)."""
+    a = lik.project_alpha(alpha0)
+    phi_warm = objective(lik, Y_J, a, op_J.mvm(a))
+    return (a if phi_warm < lik.value(np.zeros_like(a), Y_J) else None), 1
 
 
 def test_warm_start_policy_picks_the_better_start_and_retries_cold():
     X, Y, folds = _data(n=45)
     op = FLAT_CASES["rbf-separate"](X, 3)
     newton = NewtonOptions(max_iter=30, cg_max_iter=50, grad_tol=1e-8)
-    better = CVOptions(newton=newton, warm_start="better")
+    better = CVOptions(newton=newton, warm_start=better_start)
     good = cv_criterion(op, Softmax(), Y, folds, better)
     assert all(f.start == "cold" for f in good.folds)
     bad = CVState(tuple(40.0 * a for a in good.state.alphas))  # saturates the softmax: worse than α = 0
@@ -267,16 +284,16 @@ def test_warm_start_policy_picks_the_better_start_and_retries_cold():
     ev = cv_criterion(op, Softmax(), Y, folds, better, state=good.state)
     assert [f.start for f in ev.folds] == ["warm"] * 3 and ev.summary()["warm_starts"] == 3
     short = NewtonOptions(max_iter=6, cg_max_iter=50, grad_tol=1e-8)
-    opts = CVOptions(newton=short, warm_start="always", fail_tol=1e-4, retry_cold=False)
+    opts = CVOptions(newton=short, warm_start=unscaled_start, fail_tol=1e-4, retry_cold=False)
     assert not cv_criterion(op, Softmax(), Y, folds, opts, state=bad).ok
-    retried = cv_criterion(op, Softmax(), Y, folds, CVOptions(newton=short, warm_start="always", fail_tol=1e-4),
+    retried = cv_criterion(op, Softmax(), Y, folds, CVOptions(newton=short, warm_start=unscaled_start, fail_tol=1e-4),
                            state=bad)
     assert retried.ok and "warm+cold" in [f.start for f in retried.folds]
     assert retried.psi == pytest.approx(good.psi, rel=1e-5)  # refits converged to fail_tol
 
 
 def test_scaled_warm_start_rescues_a_mis_scaled_state():
-    """A state 40x too large (as after the variances shrank 40-fold): ``better`` falls back to α = 0,
+    """A state 40x too large (as after the variances shrank 40-fold): :func:`better_start` falls back to α = 0,
     ``scaled`` (the default) starts from α/40 by Φ_J along t α and needs fewer Newton iterations;
     both reach the same Ψ."""
     from gpmodels.inference.cv.criterion import scaled_warm_start
@@ -286,9 +303,9 @@ def test_scaled_warm_start_rescues_a_mis_scaled_state():
     newton = NewtonOptions(max_iter=30, cg_max_iter=50, grad_tol=1e-8)
     good = cv_criterion(op, Softmax(), Y, folds, CVOptions(newton=newton))
     bad = CVState(tuple(40.0 * a for a in good.state.alphas))
-    assert CVOptions().warm_start == "scaled"
+    assert CVOptions().warm_start is scaled_start
     scaled = cv_criterion(op, Softmax(), Y, folds, CVOptions(newton=newton), state=bad)
-    cold = cv_criterion(op, Softmax(), Y, folds, CVOptions(newton=newton, warm_start="better"), state=bad)
+    cold = cv_criterion(op, Softmax(), Y, folds, CVOptions(newton=newton, warm_start=better_start), state=bad)
     assert [f.start for f in scaled.folds] == ["warm"] * 3 and [f.start for f in cold.folds] == ["cold"] * 3
     assert scaled.psi == pytest.approx(cold.psi, rel=1e-6)
     assert sum(f.newton_iterations for f in scaled.folds) < sum(f.newton_iterations for f in cold.folds)
@@ -337,11 +354,11 @@ def test_auto_method_picks_exact_on_small_flat_problems_and_newton_cg_otherwise(
     small_X, small_Y, small_folds = _data(n=24, q=3)  # |J| = 16
     big_X, big_Y, big_folds = _data(n=120, q=3)  # |J| = 80
     assert 16 * 3 <= EXACT_MAX_SIZE < 80 * 3
-    auto = CVOptions(newton=TIGHT, method="auto", fail_tol=1e-8, k3=600, accumulation_tol=1e-13)
+    auto = CVOptions(newton=TIGHT, solver="auto", fail_tol=1e-8, k3=600, accumulation_tol=1e-13)
     small = cv_criterion(FLAT_CASES["rbf-separate"](small_X, 3), Softmax(), small_Y, small_folds, auto)
     big = cv_criterion(FLAT_CASES["rbf-separate"](big_X, 3), Softmax(), big_Y, big_folds, auto)
     nonflat = cv_criterion(NONFLAT_CASES["anova-rbf-level"](small_X, 3), Softmax(), small_Y, small_folds, auto)
-    assert (small.method, big.method, nonflat.method) == ("exact", "newton_cg", "newton_cg")
+    assert (small.solver, big.solver, nonflat.solver) == ("exact", "newton-cg", "newton-cg")
     ref = cv_criterion(FLAT_CASES["rbf-separate"](small_X, 3), Softmax(), small_Y, small_folds, EXACT)
     assert small.psi == pytest.approx(ref.psi, rel=1e-10)
     assert all(f.accumulation_iterations == 0 for f in small.folds)  # no CG: the App. C solve

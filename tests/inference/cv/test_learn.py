@@ -11,7 +11,7 @@ from gpmodels.errors import InputError
 from gpmodels.inference.cv.criterion import CVOptions
 from gpmodels.inference.cv.learn import Checkpointing, LearnOptions, fit_learned, learn_hyperparameters
 from gpmodels.inference.cv.one_vs_rest import binary_targets, learn_one_vs_rest
-from gpmodels.inference.map.newton_cg import NewtonOptions
+from gpmodels.inference.map.newton_cg import NewtonCG, NewtonOptions
 from gpmodels.kernels.rbf import RBF
 from gpmodels.likelihoods.softmax import Softmax
 from gpmodels.optimize.lbfgs import OuterOptions
@@ -82,8 +82,8 @@ def test_bad_input_is_refused():
         learn_hyperparameters(op, Softmax(), Y, folds, LearnOptions(lower=1.0, upper=5.0))
     with pytest.raises(InputError, match="lower < upper"):
         LearnOptions(lower=2.0, upper=1.0)
-    with pytest.raises(InputError, match="final_method"):
-        LearnOptions(final_method="cholesky")
+    with pytest.raises(InputError, match="final_solver"):
+        LearnOptions(final_solver="cholesky")
     with pytest.raises(InputError, match="Y"):
         learn_hyperparameters(op, Softmax(), Y[:, :2], folds)
     with pytest.raises(InputError, match="two-class"):
@@ -165,7 +165,7 @@ def test_the_final_fit_starts_from_the_folds_solutions():
     np.testing.assert_allclose(alpha0[i], np.mean(expect, axis=0), rtol=1e-12)
     assert start_from_folds(None, res.folds, y.size) is None
     warm = fit_learned(res, Softmax(), Y, OPTIONS)
-    cold = fit_map(res.operator, Softmax(), Y, OPTIONS.final)
+    cold = fit_map(res.operator, Softmax(), Y, NewtonCG(OPTIONS.final))
     assert warm.result.converged and cold.result.converged
     assert warm.result.phi == pytest.approx(cold.result.phi, rel=1e-8)
     assert warm.result.diagnostics.mvm_count < cold.result.diagnostics.mvm_count

@@ -1,15 +1,16 @@
 """Newton–CG (Alg. 1) against exact Newton (App. C) on small problems, including hard ones."""
 
-import attrs
 import numpy as np
 import pytest
 from conftest import toy_classification
 
 from gpmodels.errors import InputError
-from gpmodels.inference.map.exact_newton import exact_newton, exact_newton_solve
+from gpmodels.inference.map.exact_newton import ExactNewton, exact_newton, exact_newton_solve
 from gpmodels.inference.map.model import fit_map
-from gpmodels.inference.map.newton_cg import NewtonOptions, newton_cg
+from gpmodels.inference.map.newton_cg import NewtonCG, NewtonOptions, newton_cg
+from gpmodels.inference.map.solvers import make_solver
 from gpmodels.kernels.rbf import RBF
+from gpmodels.likelihoods.logistic import Logistic
 from gpmodels.likelihoods.softmax import Softmax
 from gpmodels.linalg.cg import cg
 from gpmodels.priors.independent import IndependentGP
@@ -107,11 +108,9 @@ def test_phi_decreases_monotonically_and_diagnostics_are_consistent():
     assert d.seconds > 0
 
 
-def test_warm_starts_beta_mode_and_alpha0():
+def test_warm_start_from_alpha0():
     op, Y, _, _ = _problem(v=5.0)
     ref = exact_newton(op, Softmax(), Y, TIGHT)
-    b = newton_cg(op, Softmax(), Y, attrs.evolve(TIGHT, warm_start="beta"))
-    assert b.phi == pytest.approx(ref.phi, rel=1e-11)
     again = newton_cg(op, Softmax(), Y, TIGHT, alpha0=ref.alpha + 3.0)  # off ran W: projected first
     assert again.diagnostics.iterations <= 2
     assert again.phi == pytest.approx(ref.phi, rel=1e-11)
@@ -120,7 +119,7 @@ def test_warm_starts_beta_mode_and_alpha0():
 def test_prediction_uses_the_cross_kernel_and_intercepts():
     X, y = toy_classification(60, 3, seed=4)
     op = IndependentGP(RBF(0.5), "separate", 2.0, 4.0).operator(X[:40], 3)
-    m = fit_map(op, Softmax(), np.eye(3)[y[:40]], TIGHT)
+    m = fit_map(op, Softmax(), np.eye(3)[y[:40]], NewtonCG(TIGHT))
     u_train = m.latent(X[:40])
     np.testing.assert_allclose(u_train, m.result.u, atol=1e-8)
     P = m.predict_proba(X[40:])
@@ -132,8 +131,14 @@ def test_prediction_uses_the_cross_kernel_and_intercepts():
 
 def test_exact_newton_refuses_what_it_cannot_do():
     op, Y, X, _ = _problem(n=10)
-    with pytest.raises(InputError, match="method"):
-        fit_map(op, Softmax(), Y, method="lu")
+    with pytest.raises(InputError, match="solver must be a MAP solver"):
+        fit_map(op, Softmax(), Y, "lu")
+    with pytest.raises(InputError, match="solver must be a MAP solver"):
+        fit_map(op, Softmax(), Y, TIGHT)  # options, not a solver
+    with pytest.raises(InputError, match="solver must be one of"):
+        make_solver("newton_cg", TIGHT)
+    with pytest.raises(InputError, match="multinomial"):
+        fit_map(op, Logistic(), Y, ExactNewton(TIGHT))
 
 
 def test_bad_targets_and_shapes_are_named():
@@ -183,14 +188,15 @@ def test_exact_newton_at_huge_variance_reaches_the_optimum():
     assert np.mean(np.argmax(exact.u, axis=1) != y) <= np.mean(np.argmax(cg_fit.u, axis=1) != y)
 
 
-def test_exact_newton_never_reports_a_stall_far_from_the_optimum_as_round_off(monkeypatch):
+@pytest.mark.parametrize("solver", [ExactNewton, NewtonCG])
+def test_a_solver_never_reports_a_stall_far_from_the_optimum_as_round_off(monkeypatch, solver):
     import sys
 
-    en = sys.modules["gpmodels.inference.map.exact_newton"]
+    loop = sys.modules["gpmodels.inference.map.newton"]
     from gpmodels.inference.map.line_search import LineSearchResult
 
     op, Y, _, _ = _problem(n=20, C=3)
-    monkeypatch.setattr(en, "pair_line_search", lambda *a, **k: LineSearchResult(0.0, a[6], 1))
-    res = exact_newton(op, Softmax(), Y)
+    monkeypatch.setattr(loop, "pair_line_search", lambda *a, **k: LineSearchResult(0.0, a[2].phi, 1))
+    res = solver().fit(op, Softmax(), Y)
     assert not res.converged
     assert "not converged" in res.diagnostics.message and "round-off" not in res.diagnostics.message

@@ -7,6 +7,7 @@ from conftest import toy_classification
 
 from gpmodels.errors import InputError
 from gpmodels.inference.map.line_search import LineSearchResult, objective
+from gpmodels.inference.map.newton import NewtonPoint, NewtonProblem
 from gpmodels.inference.map.newton_cg import (
     NewtonOptions,
     is_stall,
@@ -58,10 +59,10 @@ def test_newton_direction_solves_the_newton_equation_in_u_space():
     op, lik, Y = _problem()
     alpha, u, g, hf = _state(op, lik, Y)
     assert hf.fixed_alpha is None
-    system, rhs = newton_system(hf, op.mvm, u, g)
-    inv_diag, precondition = make_preconditioner("diagonal", op).for_factor(hf)
-    res, new_alpha = newton_direction(system, rhs, hf, hf.beta_init(alpha), TIGHT, inv_diag=inv_diag,
-                                      precondition=precondition, forcing=0.0, alpha_norm=False)
+    system = newton_system(hf, op.mvm, u, g)
+    precondition = make_preconditioner("diagonal", op).for_factor(hf)
+    res, new_alpha = newton_direction(system, hf.beta_init(alpha), TIGHT, precondition, forcing=0.0,
+                                      alpha_norm=False)
     assert res.converged
     # (I + V^T K̃ V) β = V^T u − g̃ with α' = V β  <=>  α' + W K̃ α' = W u − g  (W = V V^T, g ∈ ran V)
     def W(x):
@@ -75,7 +76,8 @@ def test_line_search_step_searches_along_the_newton_point():
     alpha, u, _, _ = _state(op, lik, Y)
     new_alpha = alpha + 0.1 * np.random.default_rng(2).normal(size=alpha.shape)
     phi = objective(lik, Y, alpha, u)
-    ls, s, s_tilde = line_search_step(lik, Y, alpha, u, new_alpha, phi, op.mvm, NewtonOptions())
+    point = NewtonPoint(alpha, u, phi, lik.gradient(u, Y))
+    ls, s, s_tilde = line_search_step(NewtonProblem(lik, Y, op.mvm, NewtonOptions()), point, new_alpha)
     np.testing.assert_allclose(s, new_alpha - alpha, atol=0)
     np.testing.assert_allclose(s_tilde, op.mvm(s), atol=1e-14)
     if ls.success:
@@ -99,20 +101,20 @@ def test_a_step_below_stall_step_is_a_stall(step, stall_step, stall):
 def _step_at_state(op, lik, Y, opts):
     """Φ at the test state and one Newton iteration from it (diagonal preconditioner)."""
     alpha, u, g, hf = _state(op, lik, Y)
-    system, rhs = newton_system(hf, op.mvm, u, g)
-    inv_diag, precondition = make_preconditioner("diagonal", op).for_factor(hf)
+    system = newton_system(hf, op.mvm, u, g)
     phi = objective(lik, Y, alpha, u)
-    return phi, newton_step_with_restarts(lik, Y, alpha, u, phi, hf, system, rhs, hf.beta_init(alpha), op.mvm, opts,
-                                          inv_diag=inv_diag, precondition=precondition, alpha_norm=False)
+    return phi, newton_step_with_restarts(NewtonProblem(lik, Y, op.mvm, opts), NewtonPoint(alpha, u, phi, g), system,
+                                          make_preconditioner("diagonal", op), hf.beta_init(alpha))
 
 
 def test_a_damped_step_below_stall_step_restarts_cg_and_the_fit_reaches_the_same_optimum():
     op, lik, Y = _problem()
     stalls = {}
     for stall_step in (0.0, 1.0):  # 1.0: every damped step restarts CG
-        phi, (ls, *_, stalls[stall_step]) = _step_at_state(
-            op, lik, Y, NewtonOptions(cg_max_iter=1, max_stall_restarts=2, stall_step=stall_step))
-        assert ls.success and ls.phi < phi
+        phi, step = _step_at_state(op, lik, Y, NewtonOptions(cg_max_iter=1, max_stall_restarts=2,
+                                                             stall_step=stall_step))
+        stalls[stall_step] = step.stalls
+        assert step.line_search.success and step.line_search.phi < phi
     assert stalls[0.0] == 0 and stalls[1.0] >= 1
     fits = [newton_cg(op, lik, Y, NewtonOptions(cg_max_iter=3, grad_tol=1e-8, stall_step=s)) for s in (0.0, 0.5)]
     assert all(f.converged for f in fits) and fits[1].diagnostics.stalls >= fits[0].diagnostics.stalls
@@ -125,11 +127,11 @@ def test_one_newton_step_is_the_first_iteration_of_newton_cg():
     alpha, u = project_start(lik, None, *Y.shape, op.mvm)
     g = lik.gradient(u, Y)
     hf = lik.hessian_factor(u, Y)
-    system, rhs = newton_system(hf, op.mvm, u, g)
-    inv_diag, precondition = make_preconditioner("diagonal", op).for_factor(hf)
-    ls, s, _, beta, n_cg, stalls = newton_step_with_restarts(
-        lik, Y, alpha, u, objective(lik, Y, alpha, u), hf, system, rhs, hf.beta_init(alpha), op.mvm, opts,
-        inv_diag=inv_diag, precondition=precondition, alpha_norm=False)
+    system = newton_system(hf, op.mvm, u, g)
+    step = newton_step_with_restarts(NewtonProblem(lik, Y, op.mvm, opts),
+                                     NewtonPoint(alpha, u, objective(lik, Y, alpha, u), g), system,
+                                     make_preconditioner("diagonal", op), hf.beta_init(alpha))
+    ls, s, beta, n_cg, stalls = step.line_search, step.s, step.beta, step.cg_iterations, step.stalls
     fit = newton_cg(op, lik, Y, opts)
     assert stalls == fit.diagnostics.stalls == 0 and n_cg == fit.diagnostics.cg_iterations[0]
     np.testing.assert_array_equal(alpha + ls.step * s, fit.alpha)
@@ -144,7 +146,8 @@ def test_a_truncated_direction_that_stalls_restarts_cg_from_its_last_beta():
     for restarts in (0, 2):
         phi, results[restarts] = _step_at_state(op, lik, Y,
                                                 NewtonOptions(cg_max_iter=1, max_stall_restarts=restarts, phi_rtol=1.0))
-    (ls0, *_, n_cg0, stalls0), (ls2, *_, n_cg2, stalls2) = results[0], results[2]
+    (ls0, n_cg0, stalls0), (ls2, n_cg2, stalls2) = ((r.line_search, r.cg_iterations, r.stalls)
+                                                     for r in (results[0], results[2]))
     assert (stalls0, n_cg0, stalls2, n_cg2) == (1, 1, 3, 3)
     assert ls0.success and ls0.step < 1.0
     assert ls2.phi <= ls0.phi < phi   # the best attempt is kept, and the first attempt is one of them

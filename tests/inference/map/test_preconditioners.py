@@ -61,7 +61,7 @@ def test_lowrank_with_full_rank_is_the_exact_inverse(kind, precond):
     U, Y = _state(9, tree.n_classes, 0)
     hf = Softmax().hessian_factor(U, Y)
     A, E = _dense_system(op, hf)
-    _, apply = make_preconditioner(precond, op, rank=10 * 9 * tree.n_classes).for_factor(hf)
+    apply = make_preconditioner(precond, op, rank=10 * 9 * tree.n_classes).for_factor(hf)
     Pinv = np.stack([apply(E[:, :, j]).ravel() for j in range(A.shape[0])], axis=1)
     np.testing.assert_allclose(Pinv @ A, np.eye(A.shape[0]), atol=1e-7)
 
@@ -82,7 +82,7 @@ def test_lowrank_ways_of_forming_the_small_system_agree(kind):
     def inverse(rows, stacked):
         pc.F_stack = stack if stacked else None
         pc.use_rows(rows)
-        _, apply = pc.for_factor(hf)
+        apply = pc.for_factor(hf)
         return np.stack([apply(E[:, :, j]).ravel() for j in range(E.shape[2])], axis=1)
 
     ref = inverse(False, False)
@@ -108,7 +108,7 @@ def test_lowrank_is_the_woodbury_inverse_of_its_splitting(edges, seed, rank, blo
     Pinvs = []
     for rows in (False, True):  # both ways of forming Z^T B^{-1} Z give the same P^{-1}
         pc.use_rows(rows)
-        _, apply = pc.for_factor(hf)
+        apply = pc.for_factor(hf)
         Pinvs.append(np.stack([apply(E[:, :, j]).ravel() for j in range(n * C)], axis=1))
     np.testing.assert_allclose(Pinvs[0], Pinvs[1], atol=1e-10)
     Pinv = Pinvs[1]
@@ -218,9 +218,11 @@ def test_the_flat_default_path_is_unchanged_and_lowrank_falls_back_without_kron_
             return None
 
     pc = make_preconditioner("lowrank", NoKron(op.inner, op.sigma2))
-    assert pc.kind == "diagonal" and pc.requested == "lowrank"
+    assert pc.name == "diagonal" and not pc.forcing_in_alpha_space  # no Kronecker form: the diagonal
     with pytest.raises(InputError, match="preconditioner must be one of"):
         NewtonOptions(preconditioner="ilu")
+    with pytest.raises(InputError, match="preconditioner must be one of"):
+        make_preconditioner("ilu", op)
 
 
 def test_auto_deflates_from_lowrank_min_points_on(monkeypatch):
@@ -230,12 +232,12 @@ def test_auto_deflates_from_lowrank_min_points_on(monkeypatch):
 
     X, y = toy_classification(30, 3, seed=1)
     op = _separate(X, 3)
-    assert make_preconditioner("auto", op).kind == ("lowrank" if op.n_points >= P.LOWRANK_MIN_POINTS else "diagonal")
+    assert make_preconditioner("auto", op).name == ("lowrank" if op.n_points >= P.LOWRANK_MIN_POINTS else "diagonal")
     opts = NewtonOptions(max_iter=60, grad_tol=1e-10, phi_rtol=0.0, preconditioner="auto")
     fits = {}
     for threshold, expect in [(31, "diagonal"), (30, "lowrank")]:
         monkeypatch.setattr(P, "LOWRANK_MIN_POINTS", threshold)
-        assert make_preconditioner("auto", op).kind == expect
+        assert make_preconditioner("auto", op).name == expect
         fits[expect] = newton_cg(op, Softmax(), np.eye(3)[y], opts)
     np.testing.assert_allclose(fits["diagonal"].u, fits["lowrank"].u, atol=1e-7)
     assert fits["diagonal"].diagnostics.mvm_count != fits["lowrank"].diagnostics.mvm_count

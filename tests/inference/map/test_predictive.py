@@ -11,7 +11,7 @@ import pytest
 from gpmodels.errors import InputError
 from gpmodels.hierarchy import ClassTree
 from gpmodels.inference.map.model import fit_map
-from gpmodels.inference.map.newton_cg import NewtonOptions
+from gpmodels.inference.map.newton_cg import NewtonCG, NewtonOptions
 from gpmodels.inference.map.predictive import latent_predictive, predictive_proba
 from gpmodels.kernels.rbf import RBF
 from gpmodels.kernels.representations import RepresentationConfig
@@ -77,7 +77,7 @@ def _dense_oracle(factory, X, X_new, model):
 def fitted(request):
     X, Y, X_new = _problem()
     factory = PRIORS[request.param]
-    model = fit_map(factory(X), Softmax(), Y, OPTS)
+    model = fit_map(factory(X), Softmax(), Y, NewtonCG(OPTS))
     return request.param, factory, X, Y, X_new, model
 
 
@@ -157,7 +157,7 @@ def test_monte_carlo_probabilities_match_brute_force_sampling(fitted):
 
 def test_monte_carlo_is_seeded():
     X, Y, X_new = _problem(1, n=12, m=3)
-    model = fit_map(_independent(X), Softmax(), Y, OPTS)
+    model = fit_map(_independent(X), Softmax(), Y, NewtonCG(OPTS))
     pred = latent_predictive(model, X_new)
     a = predictive_proba(pred, Softmax(), n_samples=500, random_state=7)
     b = predictive_proba(pred, Softmax(), n_samples=500, random_state=7, chunk=100)
@@ -173,7 +173,7 @@ def test_binary_logistic():
     y = np.where(X[:, 0] + 0.5 * rng.normal(size=n) > 0, 1.0, -1.0)[:, None]
     X_new = rng.normal(scale=2.0, size=(m, 2))
     op = BlockDiagonal.from_sharing(X, RBF(w=0.8), 1, "tied", 4.0, STORED)
-    model = fit_map(op, Logistic(), y, OPTS)
+    model = fit_map(op, Logistic(), y, NewtonCG(OPTS))
     pred = latent_predictive(model, X_new, tol=1e-13)
     K, Q = op.dense(), op.cross_test(X_new).dense().T
     p = 1.0 / (1.0 + np.exp(-model.result.u.ravel()))
@@ -188,7 +188,7 @@ def test_binary_logistic():
 
 def test_bad_arguments_are_refused():
     X, Y, X_new = _problem(1, n=8, m=2)
-    model = fit_map(_independent(X), Softmax(), Y, OPTS)
+    model = fit_map(_independent(X), Softmax(), Y, NewtonCG(OPTS))
     with pytest.raises(InputError, match="method"):
         latent_predictive(model, X_new, method="dense")
     with pytest.raises(InputError, match="Y"):
@@ -205,7 +205,7 @@ def test_bad_arguments_are_refused():
 def test_monte_carlo_estimates_do_not_depend_on_the_other_test_points_or_their_order():
     """Common random numbers: point j's estimate is a function of (μ_j, Σ_j, seed) alone."""
     X, Y, X_new = _problem(2, n=15, m=6)
-    model = fit_map(_independent(X), Softmax(), Y, OPTS)
+    model = fit_map(_independent(X), Softmax(), Y, NewtonCG(OPTS))
     P = predictive_proba(latent_predictive(model, X_new), Softmax(), n_samples=300, random_state=5)
     order = np.array([4, 0, 5, 2])
     Q = predictive_proba(latent_predictive(model, X_new[order]), Softmax(), n_samples=300, random_state=5)

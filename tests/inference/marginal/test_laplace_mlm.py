@@ -13,6 +13,7 @@ from gpmodels.linalg.finite_differences import central_differences
 from gpmodels.operators.blockdiag import BlockDiagonal
 from gpmodels.operators.intercept import Intercept
 from gpmodels.operators.sum import Sum
+from gpmodels.optimize.driver import outer_options
 from gpmodels.optimize.objective import JointParams
 
 EXACT = LaplaceOptions(path="exact")
@@ -124,7 +125,7 @@ def test_learning_increases_the_evidence_to_a_stationary_point():
     X, yb, _, _ = _data(50)
     op = BlockDiagonal.from_sharing(X, RBF(5.0), 1, "tied", 0.3)
     start = laplace_mlm(op, Logistic(), yb, EXACT).log_marginal
-    result, op2, _ = learn_laplace(op, Logistic(), yb, EXACT, max_iter=50)
+    result, op2, _ = learn_laplace(op, Logistic(), yb, EXACT, outer=outer_options(50))
     end = laplace_mlm(op2, Logistic(), yb, EXACT)
     assert end.log_marginal > start + 1.0
     assert end.log_marginal == pytest.approx(-result.value, rel=1e-8)

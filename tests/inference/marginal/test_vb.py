@@ -13,6 +13,7 @@ from gpmodels.likelihoods import Gaussian, Laplace, Logistic, SmoothedHinge, Sof
 from gpmodels.likelihoods.smoothed import VarianceSmoothed
 from gpmodels.operators.blockdiag import BlockDiagonal
 from gpmodels.operators.intercept import Intercept
+from gpmodels.optimize.driver import outer_options
 from gpmodels.optimize.objective import JointParams
 
 
@@ -111,7 +112,7 @@ def test_learning_decreases_the_bound():
     X, _, yr = _data(25)
     op = BlockDiagonal.from_sharing(X, RBF(5.0), 1, "tied", 0.3)
     start = vb_criterion(op, StudentT(4.0, 1.0), yr, gradient=False).phi
-    result, op2, lik2 = learn_vb(op, StudentT(4.0, 1.0), yr, VBOptions(), max_iter=40)
+    result, op2, lik2 = learn_vb(op, StudentT(4.0, 1.0), yr, VBOptions(), outer=outer_options(40))
     end = vb_criterion(op2, lik2, yr)
     assert end.phi < start - 1.0
     assert np.abs(end.gradient).max() < 1e-2 * max(1.0, abs(end.phi))

@@ -6,7 +6,7 @@ import pytest
 
 from gpmodels.errors import InputError
 from gpmodels.inference.map.model import fit_map
-from gpmodels.inference.map.newton_cg import NewtonOptions
+from gpmodels.inference.map.newton_cg import NewtonCG, NewtonOptions
 from gpmodels.inference.marginal.vb import vb_criterion
 from gpmodels.inference.mkl.algorithms import MKLOptions, algorithm1, alternating, criterion_at, learn_weights
 from gpmodels.kernels.linear import Linear
@@ -15,6 +15,7 @@ from gpmodels.likelihoods import Gaussian, Laplace, Logistic, SmoothedHinge, Stu
 from gpmodels.operators.blockdiag import BlockDiagonal
 from gpmodels.operators.sum import Sum
 from gpmodels.optimize import Checkpointing
+from gpmodels.optimize.driver import outer_options
 
 cp = pytest.importorskip("cvxpy")
 
@@ -94,7 +95,8 @@ def test_inner_map_problem_matches_cvxpy(loss):
     prob = cp.Problem(cp.Minimize(0.5 * cp.sum_squares(L.T @ a) + expr(K @ a)))
     prob.solve(solver="CLARABEL")
     # the Laplace likelihood is not differentiable: IRLS (majoriser) steps converge linearly
-    model = fit_map(K_op, lik, y, NewtonOptions(max_iter=300, cg_max_iter=500, grad_tol=1e-10, phi_rtol=1e-14))
+    model = fit_map(K_op, lik, y, NewtonCG(NewtonOptions(max_iter=300, cg_max_iter=500, grad_tol=1e-10,
+                                                          phi_rtol=1e-14)))
     assert model.result.phi == pytest.approx(prob.value, rel=1e-6 if loss == "laplace" else 1e-7)
 
 
@@ -195,12 +197,14 @@ def test_learn_weights_by_the_outer_optimiser_matches_cvxpy(tmp_path):
     op = _sum(X)
     ref, th_ref = _cvx_mkl(op, yb, "logistic", 1.0, 2)
     seen = []
-    result, fit = learn_weights(op, Logistic(), yb, MKLOptions(criterion="mkl", lam=1.0, p=2), tol=1e-9,
+    result, fit = learn_weights(op, Logistic(), yb, MKLOptions(criterion="mkl", lam=1.0, p=2),
+                                outer=outer_options(tol=1e-9),
                                 checkpoint=Checkpointing(tmp_path / "ck.npz"), on_iteration=seen.append)
     assert result.converged and result.names == ("log_theta0", "log_theta1", "log_theta2")
     assert fit.criterion == pytest.approx(ref, rel=1e-6) and result.value == pytest.approx(fit.criterion, rel=1e-10)
     np.testing.assert_allclose(fit.theta, th_ref, atol=2e-3 * max(1.0, th_ref.max()))
     assert [r.iteration for r in seen] == list(range(result.iterations + 1)) and fit.trace == result.values
-    again, _ = learn_weights(op, Logistic(), yb, MKLOptions(criterion="mkl", lam=1.0, p=2), tol=1e-9,
+    again, _ = learn_weights(op, Logistic(), yb, MKLOptions(criterion="mkl", lam=1.0, p=2),
+                                outer=outer_options(tol=1e-9),
                              checkpoint=Checkpointing(tmp_path / "ck.npz"))
     assert again.resumed_from == result.iterations and again.evaluations == result.evaluations

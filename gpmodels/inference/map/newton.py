@@ -1,0 +1,256 @@
+"""The Newton outer loop shared by every MAP solver (Seeger 2008, Alg. 1 and App. C).
+
+Both solvers minimise Φ(α) = (1/2) α^T K̃ α + Φ_lh(u), u = K̃ α, by the same iteration:
+
+1. start at α projected onto ran W with u = K̃ α (:func:`project_start`);
+2. at (α, u) with g = ∇_u Φ_lh: stop when the per-point RMS of ∇_u Φ = α + g (Sec. 5.1.2) is below
+   ``grad_tol``, when a truncated step decreased Φ by less than ``phi_rtol`` (relative), or after k1
+   iterations;
+3. otherwise the solver's step: a Newton point α' and the pair line search along s = α' − α
+   with s̃ = K̃ s (Sec. 5.1.2); α += λ s, u += λ s̃.
+
+What differs between solvers is step 3's Newton point: Newton–CG solves eq. (5) by preconditioned
+CG (Alg. 1, :class:`~gpmodels.inference.map.newton_cg.NewtonCG`), exact Newton by Cholesky factors
+and Woodbury (App. C, :class:`~gpmodels.inference.map.exact_newton.ExactNewton`).  A solver gives
+:func:`newton_loop` a :class:`Stepper` for one fit; the loop owns the stopping rules, the traces
+and the progress calls.
+
+Progress: ``on_iteration(NewtonStep)`` is called with the state at the start (iteration 0) and
+after every Newton iteration; the fit itself never prints.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Protocol
+
+import attrs
+import numpy as np
+
+from gpmodels.errors import InputError
+from gpmodels.inference.map.line_search import LineSearchResult, NewtonPoint, objective, pair_line_search
+from gpmodels.likelihoods.base import Likelihood
+from gpmodels.operators.base import Operator
+from gpmodels.validation import MAX_SIZE, integer, nonnegative_int, nonnegative_number, number, one_of, positive_int
+
+__all__ = ["NewtonOptions", "NewtonDiagnostics", "NewtonResult", "NewtonStep", "NewtonProblem", "NewtonPoint",
+           "StepResult", "Stepper", "NewtonSolver", "gradient_rms", "project_start", "line_search_step",
+           "newton_loop", "ROUNDOFF_GRAD", "PRECONDITIONER_NAMES"]
+
+#: names of the CG preconditioners (:mod:`gpmodels.inference.map.preconditioners`), as the spec writes them
+PRECONDITIONER_NAMES = ("diagonal", "block", "lowrank", "lowrank_block", "auto")
+#: a line search that finds no decrease at a gradient RMS below this is round-off at the optimum
+ROUNDOFF_GRAD = 1e-9
+
+
+@attrs.frozen
+class NewtonOptions:
+    """Settings of the Newton loop (k1, k2 and tolerances of Seeger 2008, Sec. 2 and 6).
+
+    The CG settings (``cg_*``, ``max_stall_restarts``, ``stall_step``, ``preconditioner``,
+    ``precond_*``) are read by Newton–CG only; exact Newton ignores them."""
+
+    max_iter: int = attrs.field(default=30, validator=positive_int())  # k1
+    cg_max_iter: int = attrs.field(default=50, validator=positive_int())  # k2
+    cg_tol: float = attrs.field(default=1e-10, validator=nonnegative_number())  # relative to ||rhs||
+    cg_forcing: float = attrs.field(default=0.1, validator=nonnegative_number())  # max. relative to the 1st residual
+    grad_tol: float = attrs.field(default=1e-6, validator=nonnegative_number())  # per-point RMS of α + g
+    phi_rtol: float = attrs.field(default=1e-12, validator=nonnegative_number())
+    max_stall_restarts: int = attrs.field(default=2, validator=nonnegative_int())
+    stall_step: float = attrs.field(default=0.1, validator=number(0, 1))  # a line-search step λ below it is a stall
+    armijo: float = attrs.field(default=1e-4, validator=number(0, 1, open_high=True))  # c1 of the Armijo condition
+    line_search_evals: int = attrs.field(default=30, validator=positive_int())
+    preconditioner: str = attrs.field(default="diagonal", validator=one_of(PRECONDITIONER_NAMES))
+    precond_rank: int = attrs.field(default=8, validator=integer(1, MAX_SIZE))  # lowrank: eigenpairs of the kernel
+    precond_seed: int = attrs.field(default=0, validator=nonnegative_int())  # lowrank: randomised eigensolver seed
+
+
+@attrs.frozen
+class NewtonDiagnostics:
+    """What a fit did: Φ and gradient per iteration (index 0 = start), CG steps, MVMs, time."""
+
+    phi: tuple[float, ...]
+    grad_norm: tuple[float, ...]
+    mvm_trace: tuple[int, ...]  # cumulative MVMs when each entry of ``phi`` was reached
+    cg_iterations: tuple[int, ...]  # per Newton iteration (empty for a solver without CG)
+    step_sizes: tuple[float, ...]
+    iterations: int
+    stalls: int
+    mvm_count: int
+    seconds: float
+    converged: bool
+    message: str
+
+    def as_dict(self) -> dict:
+        return attrs.asdict(self)
+
+
+@attrs.frozen
+class NewtonStep:
+    """Progress record of one Newton iteration (0 = the start): Φ, the gradient RMS and MVMs so far."""
+
+    iteration: int
+    phi: float
+    grad_rms: float
+    mvm_count: int
+
+
+@attrs.frozen
+class NewtonResult:
+    """The fitted dual vector α (n, C), u = K̃ α, Φ, the last CG solution β and diagnostics."""
+
+    alpha: np.ndarray
+    u: np.ndarray
+    phi: float
+    beta: np.ndarray | None
+    diagnostics: NewtonDiagnostics
+    precond_basis: np.ndarray | None = None  # ``lowrank``: the eigensolvers' subspaces (start of the next fit)
+
+    @property
+    def converged(self) -> bool:
+        return self.diagnostics.converged
+
+
+@attrs.frozen(eq=False)
+class NewtonProblem:
+    """What stays fixed during one fit: the likelihood, targets Y (n, C), ``mvm`` (V -> K̃ V, counted
+    where the solver counts) and the options."""
+
+    likelihood: Likelihood
+    Y: np.ndarray
+    mvm: Callable[[np.ndarray], np.ndarray]
+    options: NewtonOptions
+
+
+@attrs.frozen(eq=False)
+class StepResult:
+    """One Newton iteration's outcome: the line search along s (α-space) with s̃ = K̃ s, the last CG
+    solution β (None without CG), the CG steps taken (None without CG) and the stalls met."""
+
+    line_search: LineSearchResult
+    s: np.ndarray
+    s_tilde: np.ndarray
+    beta: np.ndarray | None = None
+    cg_iterations: int | None = None
+    stalls: int = 0
+
+
+class Stepper(Protocol):
+    """A solver's state for one fit (built by ``NewtonSolver.stepper``)."""
+
+    #: V -> K̃ V, with ``count`` (MVMs so far) for the diagnostics
+    mvm: Callable[[np.ndarray], np.ndarray]
+    #: True for truncated (inexact) steps: then a negligible decrease of Φ ends the fit (``phi_rtol``)
+    truncated: bool
+    #: what the next fit on nearby hyperparameters may start from (``lowrank``: eigensolver subspaces)
+    precond_basis: np.ndarray | None
+
+    def step(self, problem: NewtonProblem, point: NewtonPoint) -> StepResult:
+        """The Newton point at ``point`` and the line search towards it."""
+
+
+class NewtonSolver(Protocol):
+    """An inner MAP solver: ``NewtonCG(options)`` or ``ExactNewton(options)``."""
+
+    name: str
+    options: NewtonOptions
+
+    def fit(self, op: Operator, likelihood: Likelihood, Y, *, alpha0=None, precond_start=None,
+            on_iteration=None) -> NewtonResult:
+        """α̂ = argmin Φ by :func:`newton_loop` with this solver's steps."""
+
+
+def gradient_rms(alpha, g) -> float:
+    """Per-point RMS of ∇_u Φ = α + g: sqrt(Σ_i ||α_i + g_i||² / n)."""
+    return float(np.linalg.norm(alpha + g) / np.sqrt(alpha.shape[0]))
+
+
+def project_start(likelihood: Likelihood, alpha0, n: int, C: int, mvm) -> tuple[np.ndarray, np.ndarray]:
+    """Alg. 1, step 1: the start α projected onto ran W (``likelihood.project_alpha``) and u = K̃ α.
+
+    ``alpha0`` None starts at α = 0 (u = 0 without an MVM); ``mvm`` applies K̃.  # shape: (n, C) each
+    """
+    if alpha0 is None:
+        alpha = np.zeros((n, C))
+    else:
+        alpha = np.array(alpha0, dtype=np.float64)
+        if alpha.shape != (n, C):
+            raise InputError(f"Dimension mismatch: alpha0 must have shape ({n}, {C}); got {alpha.shape}")
+        alpha = likelihood.project_alpha(alpha)
+    u = mvm(alpha) if np.any(alpha) else np.zeros((n, C))
+    return alpha, u
+
+
+def line_search_step(problem: NewtonProblem, point: NewtonPoint, new_alpha: np.ndarray):
+    """Alg. 1, step 3: the pair line search along s = α' − α with s̃ = K̃ s (one MVM, Sec. 5.1.2);
+    returns (line search result, s, s̃)."""
+    s = new_alpha - point.alpha
+    s_tilde = problem.mvm(s)
+    opts = problem.options
+    ls = pair_line_search(problem.likelihood, problem.Y, point, s, s_tilde, armijo=opts.armijo,
+                          max_evals=opts.line_search_evals)
+    return ls, s, s_tilde
+
+
+def _small_decrease(phis: list, steps: list, phi_rtol: float) -> bool:
+    """The last step was taken and decreased Φ by at most ``phi_rtol`` relative to |Φ| (or 1)."""
+    return (phi_rtol > 0 and len(steps) >= 1 and steps[-1] > 0
+            and phis[-2] - phis[-1] <= phi_rtol * max(1.0, abs(phis[-1])))
+
+
+def newton_loop(problem: NewtonProblem, stepper: Stepper, alpha0=None, *,
+                on_iteration: Callable[[NewtonStep], None] | None = None) -> NewtonResult:
+    """Minimise Φ from ``alpha0`` (None: α = 0) with ``stepper``'s Newton steps (module docstring).
+
+    The fit ends converged when the gradient RMS is at most ``grad_tol``, or (truncated steps only)
+    when Φ fell by at most ``phi_rtol``; unconverged after k1 iterations; and when the line search
+    finds no decrease, converged if the gradient RMS is at most max(grad_tol, ROUNDOFF_GRAD)
+    (round-off at the optimum), else not."""
+    opts, lik, Y = problem.options, problem.likelihood, problem.Y
+    n, C = Y.shape
+    t0 = time.perf_counter()
+    mvm = stepper.mvm
+    alpha, u = project_start(lik, alpha0, n, C, mvm)
+    phi = objective(lik, Y, alpha, u)
+    phis, grads, cg_its, steps, mvms = [phi], [], [], [], [mvm.count]
+    phi_rtol = opts.phi_rtol if stepper.truncated else 0.0
+    stalls, beta, converged, message, it = 0, None, False, "maximum number of Newton iterations reached", 0
+    while True:
+        g = lik.gradient(u, Y)
+        grads.append(gradient_rms(alpha, g))
+        if on_iteration is not None:
+            on_iteration(NewtonStep(it, float(phi), grads[-1], mvm.count))
+        if grads[-1] <= opts.grad_tol:
+            converged, message = True, "gradient below grad_tol"
+            break
+        if _small_decrease(phis, steps, phi_rtol):
+            converged, message = True, "relative decrease of Phi below phi_rtol"
+            break
+        if it >= opts.max_iter:
+            break
+        it += 1
+        res = stepper.step(problem, NewtonPoint(alpha, u, phi, g))
+        ls, beta, stalls = res.line_search, res.beta, stalls + res.stalls
+        if res.cg_iterations is not None:
+            cg_its.append(res.cg_iterations)
+        steps.append(ls.step)
+        if not ls.success:
+            phis.append(phi)
+            mvms.append(mvm.count)
+            grads.append(grads[-1])  # the same point: one entry per entry of ``phi``
+            converged = grads[-1] <= max(opts.grad_tol, ROUNDOFF_GRAD)
+            message = ("no further decrease of Phi (round-off level)" if converged else
+                       f"not converged: the line search found no decrease of Phi along the Newton direction at "
+                       f"gradient RMS {grads[-1]:.3g} > grad_tol {opts.grad_tol:g}")
+            break
+        alpha = alpha + ls.step * res.s
+        u = u + ls.step * res.s_tilde
+        phi = ls.phi
+        phis.append(phi)
+        mvms.append(mvm.count)
+    diag = NewtonDiagnostics(phi=tuple(phis), grad_norm=tuple(grads), mvm_trace=tuple(mvms),
+                             cg_iterations=tuple(cg_its), step_sizes=tuple(steps), iterations=it, stalls=stalls,
+                             mvm_count=mvm.count, seconds=time.perf_counter() - t0, converged=converged,
+                             message=message)
+    return NewtonResult(alpha=alpha, u=u, phi=phi, beta=beta, diagnostics=diag, precond_basis=stepper.precond_basis)
