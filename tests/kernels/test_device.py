@@ -18,7 +18,7 @@ from gpmodels.data.splits import kfold_partition
 from gpmodels.errors import DeviceError
 from gpmodels.inference.cv.criterion import CVOptions, cv_criterion
 from gpmodels.inference.map.model import fit_map
-from gpmodels.inference.map.newton_cg import NewtonOptions
+from gpmodels.inference.map.newton_cg import NewtonCG, NewtonOptions
 from gpmodels.kernels.linear import Linear
 from gpmodels.kernels.rbf import ARD, RBF
 from gpmodels.kernels.representations import BlockedGram, RepresentationConfig, StoredGram
@@ -121,9 +121,9 @@ TIGHT = NewtonOptions(max_iter=100, cg_max_iter=600, cg_tol=1e-14, cg_forcing=0.
 def test_map_fit_through_the_device_equals_the_cpu_fit(backend, kind):
     X, y = toy_classification(40, 3, d=2, seed=4)
     Y = np.eye(3)[y]
-    host = fit_map(_prior(RepresentationConfig(kind="stored")).operator(X, 3), Softmax(), Y, TIGHT)
+    host = fit_map(_prior(RepresentationConfig(kind="stored")).operator(X, 3), Softmax(), Y, NewtonCG(TIGHT))
     config = DeviceRepresentationConfig(BACKENDS[backend](), kind=kind, memory_mb=TILE_MB)
-    dev = fit_map(_prior(config).operator(X, 3), Softmax(), Y, TIGHT)
+    dev = fit_map(_prior(config).operator(X, 3), Softmax(), Y, NewtonCG(TIGHT))
     assert dev.result.phi == pytest.approx(host.result.phi, rel=1e-12)
     np.testing.assert_allclose(dev.alpha, host.alpha, rtol=0, atol=1e-9 * np.abs(host.alpha).max())
     X_new = X[:7] + 0.1
