@@ -63,3 +63,41 @@ def test_study_with_device_cuda_and_no_gpu_exits_2(tmp_path, capsys):
     assert main(["study", str(p), "--device", "cuda", "--quiet"]) == 2
     assert "device 'cuda' was asked for but cannot be used" in capsys.readouterr().err
     assert not (tmp_path / "study").exists()
+
+
+class _FakeGPU:
+    """The numpy namespace standing in for PyTorch's GPU, so that the driver's whole device path runs in CI."""
+
+    @staticmethod
+    def install(monkeypatch):
+        from gpmodels.kernels.device import backend
+
+        def numpy_as_cuda():
+            be = backend.numpy_backend()
+            be.label = "cuda:0 (numpy stand-in)"
+            return be
+
+        monkeypatch.setattr(backend, "cuda_status", lambda: None)
+        monkeypatch.setattr(backend, "cuda_backend", numpy_as_cuda)
+
+
+@pytest.mark.parametrize("objective", ["map", "cv"])
+def test_run_on_a_stand_in_gpu_goes_through_the_device_and_scores_as_the_cpu_run(tmp_path, monkeypatch, objective):
+    spec = _spec(tmp_path)
+    if objective == "cv":
+        spec["objective"] = {"type": "cv", "newton": {"max_iter": 30, "cg_max_iter": 40},
+                             "cv": {"folds": 3, "newton": {"max_iter": 20, "cg_max_iter": 30, "grad_tol": 1e-6},
+                                    "outer": {"max_iter": 2}, "checkpoint": False}}
+    p = write_spec(tmp_path, spec)
+    assert main(["run", str(p), "--quiet", "--out", str(tmp_path / "cpu")]) == 0
+    _FakeGPU.install(monkeypatch)
+    assert main(["run", str(p), "--quiet", "--device", "cuda", "--out", str(tmp_path / "gpu")]) == 0
+    cpu, gpu = (json.loads((tmp_path / d / "metrics.json").read_text()) for d in ("cpu", "gpu"))
+    assert cpu["device"] == "cpu" and gpu["device"] == "cuda:0 (numpy stand-in)"
+    assert gpu["test_error"] == cpu["test_error"]
+    assert gpu["test_log_loss"] == pytest.approx(cpu["test_log_loss"], rel=1e-8)
+    reps = json.loads((tmp_path / "gpu" / "diagnostics.json").read_text()).get("representations")
+    if objective == "map":
+        assert reps and all(r["device"] == "cuda:0 (numpy stand-in)" for r in reps)
+    log = (tmp_path / "gpu" / "run.log").read_text()
+    assert "engine: local (kernel matrices on cuda:0 (numpy stand-in)" in log
