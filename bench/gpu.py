@@ -14,6 +14,9 @@ job ends only itself):
   ``--n`` <= 60 000, as n^2 4 bytes / time against the copy bandwidth (goal 4);
 - ``float64-vs-cpu``: the float64 device fit against the CPU fit at n = ``--check-n`` (Φ's relative
   difference and whether the predicted labels are identical; goal 5);
+- ``imclef07a-anova``: specs/imclef07a-hier.yaml's MAP fit (ANOVA class-tree prior, RBF, subtree
+  kernels) on all 10 000 training points (``--imclef-max-train`` shrinks it; goal 6), through the
+  driver's own ``model.representation.device``;
 - ``gpytorch-*``: where ``gpytorch`` imports, its Dirichlet exact GP (GPyTorch's multiclass example:
   independent RBF per class, ML-II by Adam, lr 0.1) on the scale jobs (``--gpytorch-iters-scale``,
   30) and satimage (``--gpytorch-iters-satimage``, 200), standardised inputs.
@@ -291,6 +294,15 @@ def job_gpytorch(a, backend) -> dict:
     if a.problem == "satimage":
         _, _, data, *_ = _satimage(a)
         X, y, Xt, yt = data.X_train, data.y_train, data.X_test, data.y_test
+    elif a.problem == "imclef07a":
+        import attrs
+
+        from gpmodels.spec.build import build_data
+        from gpmodels.spec.loader import load_spec
+
+        spec, base = load_spec(ROOT / "specs" / "imclef07a-hier.yaml")
+        data = build_data(attrs.evolve(spec, data=attrs.evolve(spec.data, max_train=a.imclef_max_train)), base)
+        X, y, Xt, yt = data.X_train, data.y_train, data.X_test, data.y_test
     else:
         from scale import N_TEST, synthetic
 
@@ -298,8 +310,36 @@ def job_gpytorch(a, backend) -> dict:
     return gpytorch_dirichlet(X, y, Xt, yt, a.iterations, device)
 
 
-JOBS = {"scale": job_scale, "float32-product": job_float32_product, "float64-vs-cpu": job_float64_vs_cpu,
-        "satimage": job_satimage, "gpytorch": job_gpytorch}
+def job_imclef(a, backend) -> dict:
+    """specs/imclef07a-hier.yaml with ``max_train`` = ``--imclef-max-train`` (None: all 10 000 points),
+    its kernel matrices on the device through the driver's ``model.representation.device: cuda``; on a
+    CI namespace that namespace stands in for the GPU (the driver's ``cuda`` then builds there)."""
+    import attrs
+
+    from gpmodels.kernels.device import backend as backends
+    from gpmodels.spec.build import build_data, build_operator, build_tree, resolve_model
+    from gpmodels.spec.loader import load_spec
+
+    if a.namespace != "cuda":
+        backends.cuda_status, backends.cuda_backend = (lambda: None), (lambda: backend)
+    spec, base = load_spec(ROOT / "specs" / "imclef07a-hier.yaml")
+    spec = attrs.evolve(spec, data=attrs.evolve(spec.data, max_train=a.imclef_max_train))
+    model = attrs.evolve(spec.model, representation=attrs.evolve(spec.model.representation, device="cuda"))
+    data = build_data(spec, base)
+    model, tree = resolve_model(model, data.X_train), build_tree(spec, data, base)
+
+    class Prior:  # the spec's operator, built inside the timed fit
+        def operator(self, X, C):
+            return build_operator(model, X, C, base, tree=tree)
+
+    _, _, row = _map_fit(Prior(), data.X_train, data.y_train, data.X_test, data.y_test, data.n_classes, backend,
+                         {"max_iter": 30, "cg_max_iter": 50})
+    row.pop("_predicted")
+    return {"n": int(data.X_train.shape[0]), "C": int(data.n_classes), **row}
+
+
+JOBS = {"scale": job_scale, "satimage": job_satimage, "imclef07a": job_imclef, "float32-product": job_float32_product,
+        "float64-vs-cpu": job_float64_vs_cpu, "gpytorch": job_gpytorch}
 
 
 def run_job(a) -> dict:
@@ -313,7 +353,7 @@ def run_job(a) -> dict:
 # ---------------------------------------------------------------------------- driver
 def _job_argv(a, job: str, **kw) -> list[str]:
     argv = ["--job", job, "--namespace", a.namespace, "--tile-mb", str(a.tile_mb)]
-    for key in ("satimage_max_train", "satimage_max_iter"):
+    for key in ("satimage_max_train", "satimage_max_iter", "imclef_max_train"):
         if getattr(a, key):
             argv += [f"--{key.replace('_', '-')}", str(getattr(a, key))]
     for key, value in kw.items():
@@ -346,6 +386,11 @@ def _plan(a, gpytorch: bool) -> list[tuple[str, str, list[str]]]:
     if gpytorch:
         plan.append(("satimage-mc-sep", "gpytorch", _job_argv(a, "gpytorch", problem="satimage",
                                                               iterations=a.gpytorch_iters_satimage)))
+    if not a.no_imclef:
+        plan.append(("imclef07a-anova", "gpmodels", _job_argv(a, "imclef07a")))
+        if gpytorch:
+            plan.append(("imclef07a-anova", "gpytorch", _job_argv(a, "gpytorch", problem="imclef07a",
+                                                                  iterations=a.gpytorch_iters_scale)))
     small = [n for n in a.n if n <= 60_000]
     plan.append(("float32-product", "gpmodels", _job_argv(a, "float32-product", n=max(small or [min(a.n)]))))
     plan.append(("float64-vs-cpu", "gpmodels", _job_argv(a, "float64-vs-cpu", n=a.check_n)))
@@ -376,6 +421,8 @@ def parse(argv):
     p.add_argument("--check-n", type=int, default=2000, help="n of the float64 device-against-CPU check")
     p.add_argument("--satimage-max-train", type=int, default=None, help="subsample satimage's training set")
     p.add_argument("--satimage-max-iter", type=int, default=None, help="override objective.cv.outer.max_iter")
+    p.add_argument("--imclef-max-train", type=int, default=None, help="subsample imclef07a (default: all 10 000)")
+    p.add_argument("--no-imclef", action="store_true", help="skip the imclef07a job")
     p.add_argument("--gpytorch-iters-scale", type=int, default=30)
     p.add_argument("--gpytorch-iters-satimage", type=int, default=200)
     p.add_argument("--no-gpytorch", action="store_true", help="skip GPyTorch even where it imports")
@@ -384,7 +431,7 @@ def parse(argv):
     p.add_argument("--timeout", type=float, default=300.0, help="seconds per job")
     # one job (the driver runs each in a subprocess)
     p.add_argument("--job", choices=sorted(JOBS), default=None, help=argparse.SUPPRESS)
-    p.add_argument("--problem", choices=("scale", "satimage"), default="scale", help=argparse.SUPPRESS)
+    p.add_argument("--problem", choices=("scale", "satimage", "imclef07a"), default="scale", help=argparse.SUPPRESS)
     p.add_argument("--iterations", type=int, default=30, help=argparse.SUPPRESS)
     return p.parse_args(argv)
 
