@@ -17,6 +17,7 @@ import numpy as np
 from gpmodels import metrics as M
 from gpmodels.inference.cv.learn import fit_learned, learn_hyperparameters
 from gpmodels.inference.cv.one_vs_rest import learn_one_vs_rest
+from gpmodels.validation import labels_to_targets
 
 
 class _TimedCross:
@@ -138,8 +139,7 @@ def learn_and_evaluate(prior, likelihood, data, folds, options, *, one_vs_rest=F
         ovr = learn_one_vs_rest(
             op2,
             likelihood,
-            data.y_train,
-            C,
+            labels_to_targets(data.y_train, C),
             folds,
             options,
             checkpoint=checkpoint,

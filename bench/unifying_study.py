@@ -145,7 +145,7 @@ def regression_rows(quick):
                 continue
             elif method == "MLM" and name == "student_t":
                 _, op, lik = learn_laplace(rbf_op(Xtr, 1.0 / d, 1.0, 0.0), mk(0.3), ytr, LaplaceOptions(path="exact"),
-                                           max_iter=60)
+                                           outer=outer_options(60))
                 res = laplace_mlm(op, lik, ytr, LaplaceOptions(path="exact"))
                 alpha, extra = res.mode.alpha, {"log_marginal": res.log_marginal}
             else:  # VB; for the Gaussian this is the exact MLM, the same numbers as the MLM row
@@ -179,7 +179,7 @@ def classification_rows(quick):
                 alpha = newton_cg(op, lik, ytr, MAP_OPTS).alpha
             elif method == "Laplace-ML":
                 _, op, lik = learn_laplace(rbf_op(Xtr, 1.0 / d, 1.0, 1.0), Logistic(), ytr,
-                                           LaplaceOptions(path="exact"), max_iter=60)
+                                           LaplaceOptions(path="exact"), outer=outer_options(60))
                 res = laplace_mlm(op, lik, ytr, LaplaceOptions(path="exact"), gradient=False)
                 alpha, extra = res.mode.alpha, {"log_marginal": res.log_marginal}
             elif method == "VB":

@@ -6,7 +6,8 @@
 
 Exit codes: 0 success; 2 bad spec, bad input, unusable report folder or bad command line; 1 the
 run failed (a study: one of its models failed); 130 interrupted by Ctrl-C (``gpmodels: interrupted``,
-no traceback; a CV checkpoint is written atomically, so the last one is kept and resumed).
+no traceback; a CV checkpoint is written atomically, so the last one is kept and resumed); SIGTERM and
+SIGHUP are handled the same way and exit 128 + the signal number (143, 129).
 
 ``--set key.path=value`` (run, validate, study; repeatable) overrides a spec key before validation
 (:mod:`gpmodels.spec.overrides`); ``--fresh`` (run) starts CV learning afresh (``objective.cv.resume:
@@ -25,21 +26,19 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import shlex
 import sys
 import traceback
 from pathlib import Path
 
 import attrs
+import numpy as np
 
-from gpmodels.errors import CheckpointError, GPModelsError, InputError
+from gpmodels.errors import CheckpointError, GPModelsError, InputError, Terminated
 
 __all__ = ["main"]
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
-#: a quoted token of 12 or more characters in a reader's message (replaced by its length at predict)
-_QUOTED = re.compile(r"'[^'\n]{12,}'|\"[^\"\n]{12,}\"")
 #: the most characters of an error message printed
 MAX_MESSAGE = 2000
 ALLOW_IMPORT_HELP = ("let a `model.prior: MODULE:builder` path import MODULE or a sub-module of it (repeatable); "
@@ -64,6 +63,8 @@ EXIT_CODES = """exit codes:
   1    the run failed (a study: one of its models failed; an unforeseen error)
   2    bad input: spec, data, command line, report folder or checkpoint
   130  interrupted (Ctrl-C); a CV learning checkpoint written so far is kept and resumed by the next run
+  143  terminated (SIGTERM), 129 hung up (SIGHUP): handled as Ctrl-C (checkpoint kept, run.json final, lock
+       released)
   141  the reader of the output went away (`gpmodels predict ... | head`): stopped quietly, as Unix tools do
 """
 ENVIRONMENT = """environment variables:
@@ -219,33 +220,49 @@ def _check_input_file(path) -> None:
         raise DataError(f"input file {p} cannot be read (permission denied)")
 
 
+def _check_predict_out(out, model_dir, data) -> None:
+    """``--out`` names a file that can be written and that is neither the input data nor a file of the
+    model folder (checked before any work: a prediction never overwrites what it reads)."""
+    from gpmodels.errors import OutputError
+
+    target = Path(out)
+    if target.is_dir():
+        raise OutputError(f"--out {target} is a folder; give a CSV file name", "--out")
+    parent = target.parent if str(target.parent) else Path(".")
+    if not parent.is_dir():
+        raise OutputError(f"--out {target}: the folder {parent} does not exist", "--out")
+    if not os.access(parent, os.W_OK) or (target.exists() and not os.access(target, os.W_OK)):
+        raise OutputError(f"--out {target} is not writable; choose a file you can write", "--out")
+    from gpmodels.spec.output import written_by_a_run
+
+    resolved, folder = target.resolve(), Path(model_dir).resolve()
+
+    def same(p: Path) -> bool:
+        return p.resolve() == resolved or (target.exists() and p.exists() and os.path.samefile(p, target))
+
+    if same(Path(data)):
+        raise OutputError(f"--out {target} is the input data {data}; a prediction never writes over what it reads: "
+                          "choose another file", "--out")
+    kept = [p for p in folder.iterdir() if p.is_file()] if folder.is_dir() else []
+    if any(same(p) for p in kept) or (resolved.parent == folder and written_by_a_run(resolved.name)):
+        raise OutputError(f"--out {target} is a file of the model folder {model_dir}; a prediction never writes over "
+                          "what it reads: choose another file (a new name in the folder is fine)", "--out")
+
+
 def _predict(model_dir, data, out, allow_import=()) -> None:
-    import csv
-
-    import numpy as np
-
     from gpmodels.data.datasets import load_inputs
     from gpmodels.spec.saved import load_model
 
     if out is not None:  # checked before any work
-        from gpmodels.errors import OutputError
-
-        target = Path(out)
-        if target.is_dir():
-            raise OutputError(f"--out {target} is a folder; give a CSV file name", "--out")
-        parent = target.parent if str(target.parent) else Path(".")
-        if not parent.is_dir():
-            raise OutputError(f"--out {target}: the folder {parent} does not exist", "--out")
-        if not os.access(parent, os.W_OK) or (target.exists() and not os.access(target, os.W_OK)):
-            raise OutputError(f"--out {target} is not writable; choose a file you can write", "--out")
+        _check_predict_out(out, model_dir, data)
     _check_input_file(data)
     model = load_model(model_dir, allow_import=allow_import)
+    inputs = getattr(model, "inputs", None)
     try:
         X, y = load_inputs(data, zero_based=model.zero_based, n_features=model.n_features,
-                           label_column=getattr(model, "label_column", "label"))
-    except InputError as exc:  # the reader's message may quote a token of the file: long quotes are described
-        raise type(exc)(_QUOTED.sub(lambda m: f"<{len(m.group(0)) - 2} characters of the file>", str(exc))) from None
-    except (GPModelsError, MemoryError):
+                           label_column=getattr(model, "label_column", "label"),
+                           feature_names=None if inputs is None else inputs.feature_names)
+    except (GPModelsError, MemoryError):  # messages name the file, line and column, never its content
         raise
     except Exception as exc:  # noqa: BLE001 - a reader's own error may quote the file: describe it instead
         from gpmodels.errors import DataError
@@ -255,44 +272,40 @@ def _predict(model_dir, data, out, allow_import=()) -> None:
             f"(.npz with X, .arff, .csv or svmlight text; {type(exc).__name__})"
         ) from None
     if hasattr(model, "prediction_table"):  # max-margin models: scores or multilabels, no probabilities
-        _write_table(out, data, model, y, *model.prediction_table(X))
+        header, rows, decided = model.prediction_table(X)
+        _write_rows(out, header, rows)
+        if y is not None and decided is not None:
+            index = {c: k for k, c in enumerate(model.classes)}
+            _score(np.array([index[n] for n in decided]), model.label_indices(y), data)
         return
     P = model.predict_proba(X)
+    _check_finite_predictions(P, model_dir)
     names = list(model.classes)
     if not names:  # regression: the likelihood's prediction is the value itself
-        fh = open(out, "w", newline="") if out else sys.stdout
-        try:
-            w = csv.writer(fh)
-            w.writerow(["row", "prediction"])
-            w.writerows([i, f"{v:.8g}"] for i, v in enumerate(P[:, 0]))
-        finally:
-            if out:
-                fh.close()
+        _write_rows(out, ["row", "prediction"], ([i, f"{v:.8g}"] for i, v in enumerate(P[:, 0])))
         if y is not None:
             rmse = float(np.sqrt(np.mean((P[:, 0] - np.asarray(y, dtype=float)) ** 2)))
             print(f"gpmodels: {P.shape[0]} points, RMSE {rmse:.6g} against the targets in {data}", file=sys.stderr)
         return
     pred = np.argmax(P, axis=1)
-    fh = open(out, "w", newline="") if out else sys.stdout
-    try:
-        w = csv.writer(fh)
-        w.writerow(["row", "prediction"] + [f"p_{c}" for c in names])
-        for i in range(P.shape[0]):
-            w.writerow([i, names[pred[i]]] + [f"{p:.6g}" for p in P[i]])
-    finally:
-        if out:
-            fh.close()
+    _write_rows(out, ["row", "prediction"] + [f"p_{c}" for c in names],
+                ([i, names[pred[i]]] + [f"{p:.6g}" for p in P[i]] for i in range(P.shape[0])))
     if y is not None:
-        truth = model.class_names(y)  # raw labels as the model's classes (binary positive_class: "rest")
-        err = float(np.mean(np.array(names)[pred] != truth))
-        print(f"gpmodels: {P.shape[0]} points, error {100 * err:.2f} % against the labels in {data}", file=sys.stderr)
+        _score(pred, model.label_indices(y), data)
 
 
-def _write_table(out, data, model, y, header, rows, decided) -> None:
-    """Write a predictor's own CSV table; score its decisions against the file's labels when both exist."""
+def _check_finite_predictions(P, model_dir) -> None:
+    from gpmodels.errors import NumericalError
+
+    if not np.all(np.isfinite(P)):
+        bad = int(np.sum(~np.all(np.isfinite(P), axis=1)))
+        raise NumericalError(f"the model of {model_dir} gives non-finite predictions for {bad} inputs (an overflowing "
+                             "kernel on inputs far from the training data?); no predictions were written")
+
+
+def _write_rows(out, header, rows) -> None:
+    """The CSV table on ``out`` (standard output when None)."""
     import csv
-
-    import numpy as np
 
     fh = open(out, "w", newline="") if out else sys.stdout
     try:
@@ -302,9 +315,22 @@ def _write_table(out, data, model, y, header, rows, decided) -> None:
     finally:
         if out:
             fh.close()
-    if y is not None and decided is not None:
-        err = float(np.mean(np.asarray(decided) != model.class_names(y)))
-        print(f"gpmodels: {len(rows)} points, error {100 * err:.2f} % against the labels in {data}", file=sys.stderr)
+
+
+def _score(pred, truth, data) -> None:
+    """The error of the decisions ``pred`` against the class indices ``truth`` of the file's labels; a
+    label that is none of the model's classes (-1) is counted apart, never scored."""
+    known = truth >= 0
+    unknown = int(np.sum(~known))
+    extra = (f"; {unknown} further points have labels that are none of the model's classes (not scored)"
+             if unknown else "")
+    if not known.any():
+        print(f"gpmodels: {truth.size} points; no label in {data} is one of the model's classes: nothing scored",
+              file=sys.stderr)
+        return
+    err = float(np.mean(pred[known] != truth[known]))
+    print(f"gpmodels: {int(known.sum())} points, error {100 * err:.2f} % against the labels in {data}{extra}",
+          file=sys.stderr)
 
 
 def _kind_of_spec(path) -> str | None:
@@ -413,6 +439,27 @@ def _command_line(argv) -> str:
     return shlex.join(words)
 
 
+#: signals handled like Ctrl-C (SIGINT): the run stops, keeps its checkpoint and exits 128 + the signal number
+STOP_SIGNALS = ("SIGTERM", "SIGHUP")
+
+
+def _raise_terminated(signum, frame):
+    raise Terminated(signum)
+
+
+def _handle_stop_signals() -> dict:
+    """Install the handlers of ``STOP_SIGNALS`` (main thread only); returns the previous ones."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return {}
+    previous = {}
+    for name in STOP_SIGNALS:
+        sig = getattr(signal, name, None)
+        if sig is not None:
+            previous[sig] = signal.signal(sig, _raise_terminated)
+    return previous
 def _silence_stdout() -> None:
     """Point stdout at the null device, so that the interpreter's last flush of the buffered output into
     the closed pipe raises nothing at exit (the recipe of Python's signal documentation, "SIGPIPE")."""
@@ -426,10 +473,16 @@ def _silence_stdout() -> None:
 def main(argv=None) -> int:
     """The ``gpmodels`` command (``argv``: the arguments after the program name; default ``sys.argv[1:]``);
     returns the exit code (see ``EXIT_CODES``)."""
+    import signal
+
+    previous = _handle_stop_signals()
     try:
         args = _parser().parse_args(argv)
         command = _command_line(argv)
         return _command(args, command)
+    except Terminated as exc:  # SIGTERM / SIGHUP, handled like Ctrl-C
+        print(f"gpmodels: interrupted ({exc})", file=sys.stderr)
+        return 128 + exc.signum
     except KeyboardInterrupt:  # Ctrl-C: no traceback; checkpoints are written atomically, so the last one is kept
         print("gpmodels: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
@@ -466,6 +519,9 @@ def main(argv=None) -> int:
                 file=sys.stderr,
             )
         return EXIT_FAILED
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 if __name__ == "__main__":

@@ -22,6 +22,11 @@ __all__ = [
     "DeviceError",
     "DataConversionWarning",
     "ConvergenceWarning",
+    "NumericalError",
+    "Terminated",
+    "CheckpointWarning",
+    "at",
+    "described",
 ]
 
 
@@ -65,6 +70,11 @@ class ConvergenceError(GPModelsError, RuntimeError):
     """An iterative method did not reach its tolerance and the caller asked for that to be fatal."""
 
 
+class NumericalError(GPModelsError, ArithmeticError):
+    """A computation gave non-finite numbers (an overflowing kernel matrix, NaN coefficients or
+    scores); the result is refused rather than reported."""
+
+
 class CheckpointError(GPModelsError, RuntimeError):
     """A checkpoint is corrupt or belongs to another run; it is refused rather than used."""
 
@@ -84,6 +94,22 @@ class InputTypeError(InputError, TypeError):
 
 class DataConversionWarning(UserWarning):
     """Input was converted to the expected form (a column-vector y raveled to 1-D, ...)."""
+
+
+class CheckpointWarning(RuntimeWarning):
+    """A checkpoint could not be written (disk full, permissions); the learning goes on.  A run routes it
+    to its console and run.log."""
+
+
+class Terminated(KeyboardInterrupt):
+    """The process received SIGTERM or SIGHUP: handled like Ctrl-C (checkpoints kept, the report folder's
+    run.json final and its lock released); ``signum`` gives the exit code 128 + signum."""
+
+    def __init__(self, signum: int):
+        self.signum = int(signum)
+        import signal
+
+        super().__init__(signal.Signals(self.signum).name)
 
 
 class ConvergenceWarning(UserWarning):
@@ -112,3 +138,26 @@ def shown(value, limit: int = SHOWN_CHARS) -> str:
 class DeviceError(InputError):
     """A device (``cuda``) was asked for and cannot be used: the message names what is missing (the
     ``gpmodels[cuda]`` extra, a CUDA build of PyTorch, a visible GPU) or which kernel has no device form."""
+
+
+# ---------------------------------------------------------------- what a message may quote of a file
+# The one policy for messages about files (docs/security.md): a message names the file, the line and
+# the column and says what was expected there; it may show a number the reader parsed, a class name the
+# model reports anyway, and what the user wrote in the spec or on the command line, and nothing else of
+# the file: a token that did not parse is described (its length), never quoted.
+
+
+def at(path, line: int | None = None, column: int | None = None) -> str:
+    """The place an error is about: ``PATH``, ``PATH:LINE`` or ``PATH:LINE:COLUMN`` (1-based)."""
+    where = str(path)
+    if line is not None:
+        where += f":{line}"
+        if column is not None:
+            where += f":{column}"
+    return where
+
+
+def described(token) -> str:
+    """A piece of a file described without quoting it: ``an empty value`` or ``7 characters``."""
+    n = len(token)
+    return "an empty value" if n == 0 else f"{n} character{'' if n == 1 else 's'}"

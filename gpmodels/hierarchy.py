@@ -143,14 +143,20 @@ class ClassTree:
         path = Path(path)
         if not path.is_file():
             raise HierarchyError(f"hierarchy file not found: {path}")
+        try:
+            text = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError as exc:
+            raise HierarchyError(f"{path} is not UTF-8 text (an undecodable byte at offset {exc.start}); a hierarchy "
+                                 "is a text file of 'parent<TAB>child' lines") from None
         edges = []
-        for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        for lineno, line in enumerate(text.splitlines(), start=1):
             line = line.split("#", 1)[0].rstrip("\r\n")
             if not line.strip():
                 continue
             parts = line.split("\t")
-            if len(parts) != 2 or not parts[0].strip() or not parts[1].strip():
-                raise HierarchyError(f"{path}:{lineno}: expected 'parent<TAB>child', got {line!r}")
+            if len(parts) != 2 or not parts[0].strip() or not parts[1].strip():  # (the line is never quoted)
+                raise HierarchyError(f"{path}:{lineno}: expected 'parent<TAB>child' (two names separated by one "
+                                     f"tab); the line has {len(parts) - 1} tabs and {len(line)} characters")
             edges.append((parts[0].strip(), parts[1].strip()))
         return cls(edges, classes)
 

@@ -24,13 +24,15 @@ import attrs
 import numpy as np
 import scipy.sparse as sp
 
+from gpmodels.data.datasets import check_npz
+from gpmodels.data.labels import InputFormat, match_labels
 from gpmodels.data.scaling import FeatureScaler
 from gpmodels.errors import DataError
 from gpmodels.validation import check_features
 
 __all__ = ["FORMAT_VERSION", "save_arrays", "load_arrays", "save_map_model", "MAPPredictor", "pack_inputs",
            "unpack_inputs", "save_one_vs_rest_model", "OneVsRestPredictor", "MODEL_FILE", "SPEC_FILE",
-           "class_names_of_labels", "save_crammer_singer_model", "CrammerSingerPredictor", "save_hm3_model",
+           "label_indices", "save_crammer_singer_model", "CrammerSingerPredictor", "save_hm3_model",
            "HM3Predictor"]
 
 FORMAT_VERSION = 1
@@ -54,25 +56,11 @@ def unpack_inputs(arrays, prefix: str = "X_"):
                          shape=tuple(arrays[f"{prefix}shape"]))
 
 
-def _label_text(value) -> str:
-    """A raw label as text, as :func:`gpmodels.data.datasets.encode_labels` names classes."""
-    return str(value.item() if hasattr(value, "item") else value)
-
-
-def class_names_of_labels(y, classes, positive_class: str | None = None) -> np.ndarray:
-    """The model's class name of every raw label in ``y`` (the labels of an input file).
-
-    Labels are compared as text, as the class names were made (``encode_labels``); a float label
-    ``4.0`` of a file whose classes are integers is ``4``.  A binary model of ``data.positive_class``
-    (classes ``("rest", <label>)``) names its positive label as itself and every other label ``rest``,
-    so its decisions compare with the raw labels of the file it was not trained on."""
-    names = set(classes)
-    truth = np.array([_label_text(v) for v in np.asarray(y).ravel()], dtype=object)
-    truth = np.array([t[:-2] if t.endswith(".0") and (t[:-2] in names or t[:-2] == positive_class) else t
-                      for t in truth], dtype=object)
-    if positive_class is not None:
-        truth = np.where(truth == positive_class, positive_class, "rest")
-    return truth.astype(str)
+def label_indices(y, classes, inputs: InputFormat, positive_class: str | None = None) -> np.ndarray:
+    """The model's class index of every raw label in ``y`` (the labels of an input file), -1 for a label
+    that is none of the classes: numbers compared by value, text by text, as the model's label kind
+    says (:func:`gpmodels.data.labels.match_labels`)."""
+    return match_labels(y, classes, inputs.label_kind, positive_class)
 
 
 def save_arrays(model_dir, kind: str, arrays: dict) -> Path:
@@ -100,13 +88,21 @@ def _no_model_message(model_dir: Path) -> str:
 
 def load_arrays(model_dir) -> tuple[str, dict]:
     """The model kind and arrays of ``model_dir/model.npz``; DataError for a missing, truncated,
-    non-npz or foreign file (described by its size, never quoted)."""
+    non-npz or foreign file (described by its size, never quoted), for array sizes its stored bytes
+    cannot hold (checked before loading) and for non-finite numbers in any array."""
     model_dir = Path(model_dir)
     if not model_dir.is_dir():
         raise DataError(f"model folder {model_dir} {'is not a folder' if model_dir.exists() else 'not found'}")
     path = model_dir / MODEL_FILE
     if not path.is_file():
         raise DataError(_no_model_message(model_dir))
+    size = path.stat().st_size
+    kind = "empty" if size == 0 else f"{size} bytes, truncated or not an .npz archive of plain arrays"
+    try:
+        check_npz(path)  # every declared array size bounded by the bytes stored, before numpy allocates
+    except DataError as exc:
+        why = str(exc).removeprefix(str(path)).lstrip(": ")
+        raise DataError(f"{path} cannot be read as a model file ({kind}: {why})") from None
     try:
         with np.load(path, allow_pickle=False) as z:
             if not hasattr(z, "files"):
@@ -115,8 +111,6 @@ def load_arrays(model_dir) -> tuple[str, dict]:
     except MemoryError:
         raise
     except Exception as exc:  # OSError, EOFError, BadZipFile, ValueError (object arrays, bad headers), ...
-        size = path.stat().st_size if path.exists() else 0
-        kind = "empty" if size == 0 else f"{size} bytes, truncated or not an .npz archive of plain arrays"
         raise DataError(f"{path} cannot be read as a model file ({kind}; {type(exc).__name__})") from None
     try:
         version = int(arrays["format_version"])
@@ -125,7 +119,20 @@ def load_arrays(model_dir) -> tuple[str, dict]:
         raise DataError(f"{path} is not a gpmodels model file (no format_version / kind entries)") from None
     if version != FORMAT_VERSION:
         raise DataError(f"{path} has model format version {version}; this gpmodels reads version {FORMAT_VERSION}")
+    for k, (name, a) in enumerate(arrays.items()):
+        if a.dtype.kind in "fc" and not np.all(np.isfinite(a)):
+            what = f"array {name!r}" if name in _MODEL_ARRAYS else f"array {k + 1} of the archive"
+            raise DataError(f"{path}: {what} holds {int(np.sum(~np.isfinite(a)))} non-finite values (NaN or inf); "
+                            "a fitted model has finite coefficients, inputs and hyperparameters: refit it")
     return kind, arrays
+
+
+#: the arrays the savers write: the only member names a message about a model file quotes
+_MODEL_ARRAYS = frozenset({
+    "format_version", "kind", "X_dense", "X_data", "X_indices", "X_indptr", "X_shape", "alpha", "alphas", "classes",
+    "tree_edges", "tree_classes", "theta", "thetas", "likelihood_theta", "svmlight_zero_based", "positive_class",
+    "tau_support", "support", "beta", "nu_support", "label_kind", "feature_names", "scaler_kind", "scaler_mean",
+    "scaler_std"})
 
 
 @attrs.frozen(eq=False)
@@ -141,14 +148,15 @@ class MAPPredictor:
     zero_based: bool = False  # svmlight index base of the training files
     positive_class: str | None = None  # a binary `data.positive_class` model: classes ("rest", positive_class)
     label_column: str = "label"  # the label column of .csv inputs (data.label_column)
+    inputs: InputFormat = InputFormat()  # label kind and CSV feature names, decided at training
 
     def predict_proba(self, X) -> np.ndarray:
         X = self.scaler.transform(check_features("X", X))
         return self.likelihood.predict(self.operator.cross_test(X).mvm(self.alpha))
 
-    def class_names(self, y) -> np.ndarray:
-        """The class name of each raw label of an input file (see :func:`class_names_of_labels`)."""
-        return class_names_of_labels(y, self.classes, self.positive_class)
+    def label_indices(self, y) -> np.ndarray:
+        """The class index of each raw label of an input file, -1 when unknown (:func:`label_indices`)."""
+        return label_indices(y, self.classes, self.inputs, self.positive_class)
 
     def predict(self, X) -> np.ndarray:
         """Class indices by the argmax rule."""
@@ -157,7 +165,7 @@ class MAPPredictor:
 
 def save_map_model(model_dir, X_train, alpha, classes, scaler: FeatureScaler | None, *, theta=None,
                    likelihood_theta=None, tree=None, zero_based: bool | None = None,
-                   positive_class: str | None = None) -> Path:
+                   positive_class: str | None = None, inputs: InputFormat | None = None) -> Path:
     """Store α̂ with the inputs, classes (empty for regression), scaler, the class tree (when the
     prior or the scores use one) and the fitted hyperparameters of the operator (``theta``) and of the
     likelihood, so learned values round-trip.  ``positive_class``: the raw label of a binary
@@ -171,15 +179,18 @@ def save_map_model(model_dir, X_train, alpha, classes, scaler: FeatureScaler | N
         arrays["theta"] = np.asarray(theta, dtype=np.float64)
     if likelihood_theta is not None:
         arrays["likelihood_theta"] = np.asarray(likelihood_theta, dtype=np.float64)
-    arrays.update(input_format_arrays(zero_based))
+    arrays.update(input_format_arrays(zero_based, inputs))
     if positive_class is not None:
         arrays["positive_class"] = np.array(str(positive_class))
     return save_arrays(model_dir, "map", arrays)
 
 
-def input_format_arrays(zero_based: bool | None) -> dict:
-    """The svmlight index base of the training files (absent when they were not svmlight), so
-    ``gpmodels predict`` reads inputs in the base the model was trained in."""
+def input_format_arrays(zero_based: bool | None, inputs: InputFormat | None = None) -> dict:
+    """How the model reads its inputs (:class:`~gpmodels.data.labels.InputFormat`: the svmlight index
+    base, the label kind, the CSV feature names), so ``gpmodels predict`` reads and compares inputs as
+    the model was trained; ``zero_based`` alone when no format is given."""
+    if inputs is not None:
+        return inputs.to_arrays()
     return {} if zero_based is None else {"svmlight_zero_based": np.array(bool(zero_based))}
 
 
@@ -202,10 +213,11 @@ class OneVsRestPredictor:
     n_features: int  # width of the training inputs: prediction inputs are aligned to it
     zero_based: bool = False  # svmlight index base of the training files
     label_column: str = "label"  # the label column of .csv inputs (data.label_column)
+    inputs: InputFormat = InputFormat()  # label kind and CSV feature names, decided at training
 
-    def class_names(self, y) -> np.ndarray:
-        """The class name of each raw label of an input file (see :func:`class_names_of_labels`)."""
-        return class_names_of_labels(y, self.classes)
+    def label_indices(self, y) -> np.ndarray:
+        """The class index of each raw label of an input file, -1 when unknown (:func:`label_indices`)."""
+        return label_indices(y, self.classes, self.inputs)
 
     def predict_scores(self, X) -> np.ndarray:
         X = self.scaler.transform(check_features("X", X))
@@ -222,7 +234,7 @@ class OneVsRestPredictor:
 
 
 def save_one_vs_rest_model(model_dir, X_train, alphas, thetas, classes, scaler: FeatureScaler | None, *,
-                           zero_based: bool | None = None) -> Path:
+                           zero_based: bool | None = None, inputs: InputFormat | None = None) -> Path:
     """Store the C binary fits: ``alphas`` (C, n, 2) and the hyperparameters ``thetas`` (C, p) of
     each class' operator, with the inputs, classes and scaler."""
     alphas, thetas = np.asarray(alphas, dtype=np.float64), np.asarray(thetas, dtype=np.float64)
@@ -232,22 +244,24 @@ def save_one_vs_rest_model(model_dir, X_train, alphas, thetas, classes, scaler: 
                         f"got {alphas.shape} and {thetas.shape}")
     arrays = {**pack_inputs(X_train), "alphas": alphas, "thetas": thetas, "classes": np.array(classes, dtype=str)}
     arrays.update((scaler or FeatureScaler("none")).to_arrays())
-    arrays.update(input_format_arrays(zero_based))
+    arrays.update(input_format_arrays(zero_based, inputs))
     return save_arrays(model_dir, "one_vs_rest", arrays)
 
 
-def _write_kernel_model(model_dir, kind: str, X_support, arrays: dict, scaler, zero_based, tree=None) -> Path:
+def _write_kernel_model(model_dir, kind: str, X_support, arrays: dict, scaler, zero_based, tree=None,
+                        inputs: InputFormat | None = None) -> Path:
     arrays = {**pack_inputs(X_support), **arrays}
     if tree is not None:
         arrays["tree_edges"] = np.array(tree.edges(), dtype=str).reshape(-1, 2)
         arrays["tree_classes"] = np.array([tree.nodes[p] for p in tree.leaves], dtype=str)
     arrays.update((scaler or FeatureScaler("none")).to_arrays())
-    arrays.update(input_format_arrays(zero_based))
+    arrays.update(input_format_arrays(zero_based, inputs))
     return save_arrays(model_dir, kind, arrays)
 
 
 def save_crammer_singer_model(model_dir, model, classes, scaler: FeatureScaler | None, *,
-                              zero_based: bool | None = None, positive_class: str | None = None) -> Path:
+                              zero_based: bool | None = None, positive_class: str | None = None,
+                              inputs: InputFormat | None = None) -> Path:
     """Store a fitted :class:`~gpmodels.baselines.crammer_singer.solver.CrammerSingerModel`: the support
     patterns X_s, their dual variables τ_s (n_s, k) and β, so f(x) = K(x, X_s) τ_s / β (eq. (15))
     is recomputed from the kernel of the resolved spec."""
@@ -256,16 +270,19 @@ def save_crammer_singer_model(model_dir, model, classes, scaler: FeatureScaler |
               "classes": np.array(classes, dtype=str)}
     if positive_class is not None:
         arrays["positive_class"] = np.array(str(positive_class))
-    return _write_kernel_model(model_dir, "crammer_singer", model.X_support_, arrays, scaler, zero_based)
+    return _write_kernel_model(model_dir, "crammer_singer", model.X_support_, arrays, scaler, zero_based,
+                               inputs=inputs)
 
 
-def save_hm3_model(model_dir, model, classes, scaler: FeatureScaler | None, *, zero_based: bool | None = None) -> Path:
+def save_hm3_model(model_dir, model, classes, scaler: FeatureScaler | None, *, zero_based: bool | None = None,
+                   inputs: InputFormat | None = None) -> Path:
     """Store a fitted :class:`~gpmodels.baselines.hm3.solver.HM3Model`: the support patterns, their edge
     weights ν (n_s, P, 4) and the class tree (edges and leaf order), so the edge scores
     H_e(x, u) = Σ_i K(x, x_i) ν_ie(u) and the DP labelings are recomputed.  ``classes``: the classes of a
     single-label data set (its labels as root-to-leaf paths), empty for a multilabel set."""
     arrays = {"nu_support": np.asarray(model.nu_support_, dtype=np.float64), "classes": np.array(classes, dtype=str)}
-    return _write_kernel_model(model_dir, "hm3", model.X_support_, arrays, scaler, zero_based, tree=model.tree)
+    return _write_kernel_model(model_dir, "hm3", model.X_support_, arrays, scaler, zero_based, tree=model.tree,
+                               inputs=inputs)
 
 
 def _csv_cells(values) -> list[str]:
@@ -284,6 +301,7 @@ class CrammerSingerPredictor:
     zero_based: bool = False
     label_column: str = "label"
     positive_class: str | None = None
+    inputs: InputFormat = InputFormat()
 
     def decision_function(self, X) -> np.ndarray:
         return self.model.decision_function(self.scaler.transform(check_features("X", X)))
@@ -292,8 +310,8 @@ class CrammerSingerPredictor:
         """Class indices by the largest score."""
         return np.argmax(self.decision_function(X), axis=1)
 
-    def class_names(self, y) -> np.ndarray:
-        return class_names_of_labels(y, self.classes, self.positive_class)
+    def label_indices(self, y) -> np.ndarray:
+        return label_indices(y, self.classes, self.inputs, self.positive_class)
 
     def prediction_table(self, X) -> tuple[list[str], list[list], np.ndarray]:
         """(CSV header, rows, predicted class names): the decision and the score of every class."""
@@ -315,13 +333,14 @@ class HM3Predictor:
     n_features: int
     zero_based: bool = False
     label_column: str = "label"
+    inputs: InputFormat = InputFormat()
 
     def predict_multilabels(self, X) -> np.ndarray:
         """(n, P) bool over the tree's non-root nodes (``model.tree.nodes``)."""
         return self.model.predict(self.scaler.transform(check_features("X", X)))
 
-    def class_names(self, y) -> np.ndarray:
-        return class_names_of_labels(y, self.classes)
+    def label_indices(self, y) -> np.ndarray:
+        return label_indices(y, self.classes, self.inputs)
 
     def prediction_table(self, X) -> tuple[list[str], list[list], np.ndarray | None]:
         """(CSV header, rows, predicted class names or None): 0/1 per node, and for a single-label

@@ -102,6 +102,8 @@ def plot_traces(traces: Mapping[str, Sequence[float]], path, xlabel: str = "iter
         axg.set_xlabel(xlabel)
         axg.set_ylabel(gradient_label)
         axg.grid(alpha=0.3, which="both")
+        if len(gradients) > 1:
+            axg.legend(fontsize=8)
         _integer_ticks(axg)
     else:
         fig, ax = plt.subplots(figsize=(5.5, 4))

@@ -132,3 +132,27 @@ def test_hyperparameters_of_a_regression_keep_their_names():
     assert reports.class_scopes(["kernel0.log_w", "log_variance0"], [(0,), (0,)], ()) == ["kernel0.log_w",
                                                                                          "log_variance0"]
     assert reports.hyperparameter_classes({"kernel0.w": 1.0}, [(0,)], ()) == {}
+
+
+@pytest.mark.parametrize("objective, trace", [
+    ({"type": "map"}, "Phi"),
+    ({"type": "one_vs_rest", "learn": False}, "Phi"),
+    ({"type": "cv", "cv": {"folds": 3, "outer": {"max_iter": 2}}}, "Psi"),
+])
+def test_run_traces_draw_the_gradient_norm_of_every_iterate_below(tmp_path, monkeypatch, objective, trace):
+    drawn = {}
+    save = reports._save
+
+    def spy(fig, path):
+        drawn[path.name] = [(ax.get_yscale(), [np.asarray(ln.get_ydata(), float) for ln in ax.get_lines()])
+                            for ax in fig.axes]
+        return save(fig, path)
+
+    monkeypatch.setattr(reports, "_save", spy)
+    d = {"name": "g", "data": _files(tmp_path), "output": {"dir": str(tmp_path / "o")}, "objective": objective,
+         "model": {"kernel": {"type": "rbf", "w": 0.5}, "sharing": "tied", "variance": 2.0}}
+    assert main(["run", str(write_spec(tmp_path, d)), "--quiet"]) == 0
+    (top_scale, top), (bottom_scale, bottom) = drawn[f"trace_{trace}.png"]
+    assert top_scale == "linear" and bottom_scale == "log" and len(top) == len(bottom) >= 1
+    assert all(t.size == b.size for t, b in zip(top, bottom))
+    assert all(np.all(b[np.isfinite(b)] > 0) for b in bottom)

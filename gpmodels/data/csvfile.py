@@ -2,51 +2,55 @@
 
 The label column is named in the spec (``data.label_column``, default ``label``); every other
 column is a feature, in the file's order.  Labels that all read as integers (or all as numbers) are
-numbers, so classes sort by value as for the other formats; otherwise they are text.  For
-prediction the label column is optional (:func:`load_csv` with ``require_label=False``).
+numbers, so classes sort by value as for the other formats; otherwise they are text; empty,
+non-finite and ambiguous labels are refused (:mod:`gpmodels.data.labels`).  For prediction the label
+column is optional (:func:`load_csv` with ``require_label=False``) and a model's feature columns are
+matched by header name (``features``), never by position.
 
-Errors (DataError) name the file, the line and the column: no header, a missing label column (the
-columns found are listed), a row of another width, a feature that is not a finite number.
+Errors (DataError) name the file, the line and the column by number: no header, a missing label
+column, a row of another width, a feature that is not a finite number.  They quote no header name
+or cell (file content), only the ``label_column`` of the spec.
 """
 
 from __future__ import annotations
 
 import csv
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 
-from gpmodels.errors import DataError
+from gpmodels.data.labels import labels_from_cells
+from gpmodels.data.svmlight import check_line_lengths
+from gpmodels.errors import DataError, at, described
 
-__all__ = ["load_csv", "DEFAULT_LABEL_COLUMN"]
+__all__ = ["load_csv", "csv_header", "DEFAULT_LABEL_COLUMN"]
 
 DEFAULT_LABEL_COLUMN = "label"
 
 
-def _labels(values: list[str]) -> np.ndarray:
-    """Integer labels when every label is an integer, else numbers when every one is, else text."""
-    for kind in (int, float):
-        try:
-            return np.array([kind(v) for v in values])
-        except ValueError:
-            continue
-    return np.array(values, dtype=str)
-
-
-def _read_rows(path: Path) -> tuple[list[str], list[list[str]]]:
+def _read_rows(path: Path) -> tuple[list[str], list[tuple[int, list[str]]]]:
+    """The header and the (line number, cells) of every non-blank row (each line bounded first)."""
+    check_line_lengths(path)
     try:
         with open(path, newline="", encoding="utf-8") as fh:
-            rows = [row for row in csv.reader(fh) if row and any(cell.strip() for cell in row)]
+            reader = csv.reader(fh)
+            rows = []
+            for row in reader:
+                if row and any(cell.strip() for cell in row):
+                    rows.append((reader.line_num, row))
     except UnicodeDecodeError:
         raise DataError(f"{path} is not UTF-8 text; a .csv data file is text with a header line") from None
-    except csv.Error as exc:
-        raise DataError(f"{path} cannot be read as CSV ({exc})") from None
+    except csv.Error:  # its message quotes the file
+        raise DataError(f"{path} cannot be read as CSV (malformed quoting or a field larger than "
+                        f"{csv.field_size_limit()} characters)") from None
     if not rows:
         raise DataError(f"{path} is empty; a .csv data file needs a header line and one row per point")
-    header = [h.strip() for h in rows[0]]
+    line, header = rows[0]
+    header = [h.strip() for h in header]
     if all(_is_number(h) for h in header):
-        raise DataError(f"{path}: the first line holds only numbers; a .csv data file starts with a header line "
-                        "naming its columns")
+        raise DataError(f"{at(path, line)}: the first line holds only numbers; a .csv data file starts with a header "
+                        "line naming its columns")
     return header, rows[1:]
 
 
@@ -58,34 +62,74 @@ def _is_number(text: str) -> bool:
     return True
 
 
-def load_csv(path, label_column: str = DEFAULT_LABEL_COLUMN, *, require_label: bool = True):
+def _columns(path: Path, header: list[str], label_at, features: Sequence[str] | None) -> list[int]:
+    """The header positions of the feature columns: every column but the label's, in the file's order,
+    or the columns named ``features`` (the model's) in that order, matched by name."""
+    if features is None:
+        return [j for j in range(len(header)) if j != label_at]
+    where = {h: j for j, h in enumerate(header)}
+    missing = [k + 1 for k, name in enumerate(features) if name not in where]
+    extra = [j + 1 for j, h in enumerate(header) if j != label_at and h not in set(features)]
+    if missing or extra:
+        raise DataError(
+            f"{path}: its columns do not match the {len(features)} feature columns the model was trained on "
+            f"(matched by header name): {len(missing)} of the model's columns are missing"
+            f"{f' (training columns {missing[:10]})' if missing else ''}, {len(extra)} columns are not the model's"
+            f"{f' (columns {extra[:10]} of this file)' if extra else ''}; give the training file's header")
+    return [where[name] for name in features]
+
+
+def csv_header(path, label_column: str = DEFAULT_LABEL_COLUMN) -> tuple[str, ...]:
+    """The names of the feature columns of a CSV file (every column but ``label_column``), read from
+    its first non-blank line (the rest of the file is checked by :func:`load_csv`)."""
+    path = Path(path)
+    check_line_lengths(path)
+    try:
+        with open(path, newline="", encoding="utf-8") as fh:
+            header = next((row for row in csv.reader(fh) if row and any(c.strip() for c in row)), [])
+    except (UnicodeDecodeError, csv.Error):
+        header = []  # load_csv says what is wrong
+    return tuple(h.strip() for h in header if h.strip() != label_column)
+
+
+def load_csv(path, label_column: str = DEFAULT_LABEL_COLUMN, *, require_label: bool = True,
+             features: Sequence[str] | None = None):
     """(X, y) from a CSV file with a header: ``X`` (n, d) float64 from every column but
-    ``label_column``, ``y`` the raw labels (None when the column is absent and not required)."""
+    ``label_column`` (or from the columns named ``features``, in that order: a model's inputs are
+    matched by name), ``y`` the labels (:func:`~gpmodels.data.labels.labels_from_cells`; None when
+    the column is absent and not required).  Messages name columns by their number (header names
+    and cells are the file's content) and quote only ``label_column``."""
     path = Path(path)
     header, rows = _read_rows(path)
     if len(set(header)) != len(header):
-        dup = sorted({h for h in header if header.count(h) > 1})
-        raise DataError(f"{path}: the header names columns {dup[:5]} more than once")
+        seen: dict[str, int] = {}
+        for j, h in enumerate(header):
+            if h in seen:
+                raise DataError(f"{path}: columns {seen[h] + 1} and {j + 1} of the header have the same name; "
+                                "every column needs its own name")
+            seen[h] = j
     if label_column in header:
         label_at = header.index(label_column)
     elif require_label:
-        raise DataError(f"{path} has no label column {label_column!r} (data.label_column); its columns are "
-                        f"{header[:20]}")
+        raise DataError(f"{path} has no label column {label_column!r} (data.label_column); none of its "
+                        f"{len(header)} columns has that name")
     else:
         label_at = None
-    features = [j for j in range(len(header)) if j != label_at]
-    X = np.empty((len(rows), len(features)))
-    for i, row in enumerate(rows):
+    columns = _columns(path, header, label_at, features)
+    X = np.empty((len(rows), len(columns)))
+    for i, (line, row) in enumerate(rows):
         if len(row) != len(header):
-            raise DataError(f"{path}:{i + 2}: {len(row)} values; the header names {len(header)} columns")
-        for k, j in enumerate(features):
+            raise DataError(f"{at(path, line)}: {len(row)} values; the header names {len(header)} columns")
+        for k, j in enumerate(columns):
             try:
                 X[i, k] = float(row[j])
             except ValueError:
-                raise DataError(f"{path}:{i + 2}: column {header[j][:40]!r} holds {row[j][:40]!r}, not a number "
+                raise DataError(f"{at(path, line)}: column {j + 1} holds {described(row[j].strip())}, not a number "
                                 f"(every column but the label column {label_column!r} is a feature)") from None
     if not np.all(np.isfinite(X)):
         i, k = np.argwhere(~np.isfinite(X))[0]
-        raise DataError(f"{path}:{i + 2}: column {header[features[k]][:40]!r} is not finite ({X[i, k]})")
-    y = None if label_at is None else _labels([row[label_at].strip() for row in rows])
-    return X, y
+        raise DataError(f"{at(path, rows[i][0])}: column {columns[k] + 1} is not finite ({X[i, k]}); features must be "
+                        "finite numbers")
+    if label_at is None:
+        return X, None
+    return X, labels_from_cells([row[label_at].strip() for _, row in rows], path, [line for line, _ in rows])

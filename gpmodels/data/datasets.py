@@ -24,13 +24,14 @@ import numpy as np
 import scipy.sparse as sp
 
 from gpmodels.data.arff import load_arff
-from gpmodels.data.csvfile import DEFAULT_LABEL_COLUMN, load_csv
+from gpmodels.data.csvfile import DEFAULT_LABEL_COLUMN, csv_header, load_csv
+from gpmodels.data.labels import InputFormat, label_kind, label_text
 from gpmodels.data.svmlight import MAX_FEATURES, load_svmlight, parse_svmlight, svmlight_matrix
 from gpmodels.errors import DataError
 from gpmodels.validation import check_features
 
 __all__ = ["Dataset", "DataFiles", "read_data_files", "find_data_root", "data_root_candidates", "load_dataset",
-           "load_file", "load_inputs", "NAMED_DATASETS", "encode_labels", "read_npz", "check_npz",
+           "load_file", "load_inputs", "NAMED_DATASETS", "encode_labels", "read_npz", "read_npy", "check_npz",
            "file_format", "FILE_FORMATS"]
 
 NAMED_DATASETS = ("satimage", "usps", "news20", "imclef07a")
@@ -50,6 +51,13 @@ class Dataset:
     scaler: object = None  # the FeatureScaler fitted on X_train, when the data went through one
     zero_based: bool | None = None  # the svmlight index base of the files (None: not svmlight)
     positive_class: str | None = None  # a binary data.positive_class task: classes ("rest", positive_class)
+    label_kind: str = "text"  # the raw labels' kind, "number" or "text" (gpmodels.data.labels)
+    feature_names: tuple[str, ...] | None = None  # a CSV training file's feature columns (None: not CSV)
+
+    @property
+    def input_format(self) -> InputFormat:
+        """How a model trained on these data reads its prediction inputs (saved with the model)."""
+        return InputFormat(self.zero_based, self.label_kind, self.feature_names)
 
     @property
     def n_classes(self) -> int:
@@ -123,13 +131,26 @@ def encode_labels(y_train, y_test) -> tuple[np.ndarray, np.ndarray, tuple[str, .
             f"the training data have {'one class' if values.size else 'no labels'} ({shown}); "
             "classification needs at least two"
         )
-    unknown = np.setdiff1d(np.unique(y_test), values)
-    if unknown.size:
+    unknown = ~np.isin(y_test, values)
+    if unknown.any():
+        first = int(np.flatnonzero(unknown)[0])
+        shown = f" (e.g. {label_text(y_test[first])})" if label_kind(y_test) == "number" else ""
         raise DataError(
-            f"test labels {unknown.tolist()[:10]} do not occur in the training labels {values.tolist()[:20]}"
+            f"{int(unknown.sum())} test labels{shown} are none of the {values.size} training classes (the first is "
+            f"test point {first + 1}); a model predicts only the classes it was trained on"
         )
     names = tuple(str(v.item() if hasattr(v, "item") else v) for v in values)
     return np.searchsorted(values, y_train), np.searchsorted(values, y_test), names
+
+
+#: array names the readers look for: the only member names a message quotes (others are the file's content)
+_KNOWN_ARRAYS = frozenset({"X", "y", "data", "indices", "indptr", "shape", "format", "y_train", "y_test", "train_idx",
+                           "test_idx", "Y", "Y_train", "Y_test"})
+
+
+def _array_name(name: str, k: int) -> str:
+    """An .npz member named in a message: ``array 'X'`` for a name the readers know, else by position."""
+    return f"array {name!r}" if name in _KNOWN_ARRAYS else f"array {k + 1} of the archive"
 
 
 #: deflate cannot expand data more than about 1032:1; a member declaring more is corrupt (or a bomb)
@@ -148,11 +169,12 @@ def check_npz(path) -> Path:
         raise DataError(f"{path} is empty (0 bytes); expected an .npz archive of arrays (numpy.savez)")
     try:
         with zipfile.ZipFile(path) as zf:
-            for info in zf.infolist():
+            for k, info in enumerate(zf.infolist()):
                 name = info.filename[:-4] if info.filename.endswith(".npy") else info.filename
+                what = _array_name(name, k)
                 if not info.filename.endswith(".npy"):
                     raise DataError(
-                        f"{path}: member {name[:60]!r} is not a .npy array; expected an .npz archive "
+                        f"{path}: member {k + 1} of the archive is not a .npy array; expected an .npz archive "
                         "of arrays (numpy.savez)"
                     )
                 if (
@@ -161,7 +183,7 @@ def check_npz(path) -> Path:
                     or info.file_size > _DEFLATE_MAX_RATIO * max(info.compress_size, 1) + 4096
                 ):
                     raise DataError(
-                        f"{path}: array {name[:60]!r} declares {info.file_size} bytes that its "
+                        f"{path}: {what} declares {info.file_size} bytes that its "
                         f"{info.compress_size} stored bytes cannot hold (truncated or corrupt archive)"
                     )
                 with zf.open(info) as fh:
@@ -175,18 +197,18 @@ def check_npz(path) -> Path:
                         shape, _, dtype = read_header(fh)
                     except (ValueError, TypeError, SyntaxError, EOFError, KeyError, OverflowError):
                         raise DataError(
-                            f"{path}: array {name[:60]!r} has no valid .npy header (truncated or corrupt archive)"
+                            f"{path}: {what} has no valid .npy header (truncated or corrupt archive)"
                         ) from None
                     header_bytes = fh.tell() if fh.seekable() else 0
                 if dtype.hasobject:
                     raise DataError(
-                        f"{path}: array {name[:60]!r} has dtype object (Python objects, which are "
+                        f"{path}: {what} has dtype object (Python objects, which are "
                         "never unpickled); store numbers or fixed-width strings"
                     )
                 n_bytes = int(np.prod(shape, dtype=object)) * dtype.itemsize
                 if n_bytes > info.file_size - header_bytes:
                     raise DataError(
-                        f"{path}: array {name[:60]!r} declares shape {tuple(shape)} ({n_bytes} bytes) "
+                        f"{path}: {what} declares shape {tuple(shape)} ({n_bytes} bytes) "
                         f"but the archive holds {info.file_size - header_bytes} bytes for it "
                         "(truncated or corrupt archive)"
                     )
@@ -199,6 +221,37 @@ def check_npz(path) -> Path:
             "expected the output of numpy.savez"
         ) from None
     return path
+
+
+def read_npy(path, what: str = "array") -> np.ndarray:
+    """A plain numeric array from a .npy file, its header checked before numpy allocates anything:
+    the shape x itemsize it declares must fit in the bytes the file holds, and the dtype must be
+    numbers (no objects: never unpickled).  DataError naming the file, never quoting it."""
+    path = Path(path)
+    if not path.is_file():
+        raise DataError(f"{what} file not found: {path}")
+    size = path.stat().st_size
+    try:
+        with open(path, "rb") as fh:
+            version = np.lib.format.read_magic(fh)
+            read_header = np.lib.format.read_array_header_1_0 if version == (1, 0) \
+                else np.lib.format.read_array_header_2_0
+            shape, _, dtype = read_header(fh)
+            header_bytes = fh.tell()
+    except (ValueError, TypeError, SyntaxError, EOFError, KeyError, OverflowError, OSError):
+        raise DataError(f"{path} ({size} bytes) cannot be read as a .npy {what}: no valid .npy header (an .npz "
+                        "archive or another format?); expected one array written by numpy.save") from None
+    if dtype.hasobject or dtype.kind not in "biuf":
+        raise DataError(f"{path} cannot be read as a .npy {what}: its dtype kind is {dtype.kind!r}, not real numbers; "
+                        "store a float or integer array (object arrays are never unpickled)")
+    n_bytes = int(np.prod(shape, dtype=object)) * dtype.itemsize
+    if n_bytes > size - header_bytes:
+        raise DataError(f"{path} cannot be read as a .npy {what}: it declares shape {tuple(shape)} ({n_bytes} bytes) "
+                        f"but holds {size - header_bytes} bytes after its header (truncated or corrupt)")
+    try:
+        return np.load(path, allow_pickle=False)
+    except (OSError, ValueError, EOFError) as exc:
+        raise DataError(f"{path} ({size} bytes) cannot be read as a .npy {what} ({type(exc).__name__})") from None
 
 
 def read_npz(path) -> dict:
@@ -226,7 +279,8 @@ def _sparse_npz(path: Path):
 def _dense_pair(folder: Path, name: str) -> Dataset:
     tr, te = _npz(folder / "train.npz"), _npz(folder / "test.npz")
     ytr, yte, classes = encode_labels(tr["y"], te["y"])
-    return Dataset(name, check_features("X_train", tr["X"]), ytr, check_features("X_test", te["X"]), yte, classes)
+    return Dataset(name, check_features("X_train", tr["X"]), ytr, check_features("X_test", te["X"]), yte, classes,
+                   label_kind=label_kind(tr["y"]))
 
 
 def load_dataset(name: str, root=None, *, subset: str | None = None, spec_dir=None) -> Dataset:
@@ -301,7 +355,8 @@ def _npz_pair(path: Path, require_y: bool):
             "or use svmlight text for sparse data with labels"
         )
     need = "arrays 'X' and 'y'" if require_y else "an array 'X' (and optionally 'y')"
-    raise DataError(f"{path} must hold {need}; it has {sorted(z)[:20]}")
+    known = sorted(set(z) & _KNOWN_ARRAYS)
+    raise DataError(f"{path} must hold {need}; it has {len(z)} arrays{f' (among them {known})' if known else ''}")
 
 
 #: file suffix -> format of a data file given by path
@@ -323,8 +378,9 @@ def file_format(path, key: str = "data.path") -> str:
     return fmt
 
 
-def _load_one(path: Path, role: str, label_column: str = DEFAULT_LABEL_COLUMN):
-    """(X, raw labels) from an .npz (dense X/y), ARFF, CSV or svmlight (1-based) file."""
+def _load_one(path: Path, role: str, label_column: str = DEFAULT_LABEL_COLUMN, features=None):
+    """(X, raw labels) from an .npz (dense X/y), ARFF, CSV (the columns ``features`` by name, when
+    given) or svmlight (1-based) file."""
     if not path.is_file():
         raise DataError(f"data file not found: {path}")
     fmt = file_format(path)
@@ -333,7 +389,7 @@ def _load_one(path: Path, role: str, label_column: str = DEFAULT_LABEL_COLUMN):
     elif fmt == "npz":
         X, y = _npz_pair(path, require_y=True)
     elif fmt == "csv":
-        X, y = load_csv(path, label_column)
+        X, y = load_csv(path, label_column, features=features)
     else:
         X, y = load_svmlight(path)
     return _check_pair(path, X, y, role)
@@ -368,6 +424,7 @@ class DataFiles:
     X_test: object | None
     y_test: np.ndarray | None
     zero_based: bool | None
+    feature_names: tuple[str, ...] | None = None  # the CSV training file's feature columns (None: not CSV)
 
 
 def load_file(path, test_path=None, name: str | None = None, *, zero_based: bool | None = None,
@@ -400,34 +457,55 @@ def read_data_files(
     for p in paths:
         if not p.is_file():
             raise DataError(f"data file not found: {p}")
-    svm = [file_format(p, key) == "svmlight" for p, key in zip(paths, ("data.path", "data.test_path"))]
+    formats = [file_format(p, key) for p, key in zip(paths, ("data.path", "data.test_path"))]
+    svm = [f == "svmlight" for f in formats]
+    names = csv_header(path, label_column) if formats[0] == "csv" else None
     base = ""
     if any(svm):
         raws = [parse_svmlight(p, max_features=max_features) if s else None for p, s in zip(paths, svm)]
         if zero_based is None:
-            zero_based = any(r.uses_index_zero for r in raws if r is not None)
+            zero_based = _pair_base(paths, raws)
         base = f" ({'0' if zero_based else '1'}-based indices)"
         loaded = [
-            _check_pair(p, *svmlight_matrix(r, zero_based), role) if r is not None else _load_one(p, role, label_column)
+            _check_pair(p, *svmlight_matrix(r, zero_based), role) if r is not None
+            else _load_one(p, role, label_column, names)
             for p, r, role in zip(paths, raws, ("training", "test"))
         ]
     else:
-        loaded = [_load_one(p, role, label_column) for p, role in zip(paths, ("training", "test"))]
+        loaded = [_load_one(p, role, label_column, names) for p, role in zip(paths, ("training", "test"))]
     X, y = loaded[0]
     used = zero_based if any(svm) else None
     if test_path is None:
-        return DataFiles(X, y, None, None, used)
+        return DataFiles(X, y, None, None, used, names)
     Xt, yt = loaded[1]
-    return DataFiles(X, y, _align_test_width(X, Xt, path, test_path, base), yt, used)
+    return DataFiles(X, y, _align_test_width(X, Xt, path, test_path, base), yt, used, names)
+
+
+def _pair_base(paths, raws) -> bool:
+    """The svmlight index base of a training file and its test file when the spec gives none: 0-based
+    when the training file uses feature index 0, else 1-based; a test file that uses index 0 beside a
+    training file that does not is refused (re-basing the training file on the test file's evidence, or
+    reading the test file in a base of its own, would shift one of them by a column without notice)."""
+    train, test = raws[0], raws[1] if len(raws) > 1 else None
+    if train is not None and train.uses_index_zero:
+        return True
+    if test is not None and test.uses_index_zero:
+        what = "an svmlight file that never uses index 0" if train is not None else "not an svmlight file"
+        raise DataError(
+            f"the test file {paths[1]} uses feature index 0 (0-based indices) but the training file {paths[0]} is "
+            f"{what}: set data.zero_based: true when both files are 0-based, false when both are 1-based (the "
+            "test file is then refused), so that one base reads both")
+    return False
 
 
 def load_inputs(
     path, *, zero_based: bool = False, n_features: int | None = None, max_features: int = MAX_FEATURES,
-    label_column: str = DEFAULT_LABEL_COLUMN
+    label_column: str = DEFAULT_LABEL_COLUMN, feature_names=None
 ) -> tuple[object, np.ndarray | None]:
     """Inputs for prediction: (X, y or None) from an .npz with ``X`` (``y`` optional), ARFF (class
-    attribute optional), CSV (the ``label_column`` optional) or svmlight text (index base
-    ``zero_based``: give the training data's).
+    attribute optional), CSV (the ``label_column`` optional; the columns ``feature_names`` matched by
+    header name when given, the model's) or svmlight text (index base ``zero_based``: give the
+    training data's).
     ``n_features`` (the training width) pads a narrower svmlight file and refuses a wider one."""
     path = Path(path)
     if not path.is_file():
@@ -438,7 +516,7 @@ def load_inputs(
     elif fmt == "arff":
         X, y = load_arff(path, require_class=False)
     elif fmt == "csv":
-        X, y = load_csv(path, label_column, require_label=False)
+        X, y = load_csv(path, label_column, require_label=False, features=feature_names)
     else:
         raw = parse_svmlight(path, max_features=max_features)
         width = None if n_features is None else max(int(n_features), 0)

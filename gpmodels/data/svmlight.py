@@ -10,7 +10,9 @@ for both files (see there).
 Sizes.  A feature index is a width the kernel code will allocate per-feature vectors of, so an
 index above ``max_features`` (default :data:`MAX_FEATURES` = 2^24 = 16,777,216; one dense
 float64 vector of that width is 128 MiB) is refused, naming the file and line, before anything is
-allocated.  Labels must be finite numbers (``nan`` and ``inf`` are refused, naming the line); they
+allocated.  A line is read whole, so a line longer than ``max_line_bytes`` (default
+:data:`MAX_LINE_BYTES` = 16 MiB; a file without line breaks) is refused by a chunked scan before any
+parser reads it.  Labels must be finite numbers (``nan`` and ``inf`` are refused, naming the line); they
 are returned as int64 when all are integral and exactly representable (|y| <= 2^53), else float.
 ``qid:`` fields are ignored.  Several comma-separated labels on a line are a multilabel and are
 returned as a tuple per line.
@@ -18,25 +20,32 @@ returned as a tuple per line.
 Parser.  When scikit-learn is importable, a single-label file is read by its compiled
 ``load_svmlight_file`` (indices as written, float64) and the result then goes through the same
 checks (finite labels and values, index bounds) and the same index-base rule as ours; any file it
-refuses or that fails a check is re-read by the line parser here, so every error names its line as
-before.  ``bench/svmlight_parser.py`` measures both on news20 and checks that they give identical
-matrices and labels.  ``engine="python"`` forces the line parser.
+refuses or that fails a check is re-read by the line parser here, so every error names its line and
+column (scikit-learn's own messages quote the file and name no line).  ``bench/svmlight_parser.py``
+measures both on news20 and checks that they give identical matrices and labels.  ``engine="python"``
+forces the line parser.
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
 
-from gpmodels.errors import DataError, InputError
+from gpmodels.errors import DataError, InputError, at, described
 
-__all__ = ["MAX_FEATURES", "SvmlightRaw", "parse_svmlight", "svmlight_matrix", "load_svmlight", "PARSER_ENGINES"]
+__all__ = ["MAX_FEATURES", "MAX_LINE_BYTES", "check_line_lengths", "SvmlightRaw", "parse_svmlight", "svmlight_matrix",
+           "load_svmlight", "PARSER_ENGINES"]
 
 #: default bound on a feature index (and so on the width of the data); raise it with ``max_features``
 MAX_FEATURES = 2**24
+#: default bound on the length of one line (bytes): a line is read whole, so a file without line breaks is
+#: refused rather than read into memory; raise it with ``max_line_bytes``
+MAX_LINE_BYTES = 2**24
+_CHUNK = 2**20
 _EXACT_INT = 2.0**53  # integral float labels beyond this are not exact integers
 
 
@@ -91,18 +100,75 @@ def _parse_sklearn(path: Path, max_features: int) -> SvmlightRaw | None:
                        np.asarray(X.data, dtype=np.float64), int(X.shape[0]), False)
 
 
+def check_line_lengths(path: Path, max_line_bytes: int = MAX_LINE_BYTES) -> None:
+    """Refuse a text file with a line longer than ``max_line_bytes`` (a file without newlines would
+    otherwise be read whole into memory by a line reader), scanning it in 1 MiB chunks."""
+    run, line = 0, 1
+    size = min(_CHUNK, max(int(max_line_bytes), 1))  # a gap inside one chunk is then within the limit
+    with path.open("rb") as fh:
+        while chunk := fh.read(size):
+            first = chunk.find(b"\n")
+            if (run + len(chunk) if first < 0 else run + first) > max_line_bytes:
+                raise DataError(
+                    f"{at(path, line)}: a line longer than {max_line_bytes} bytes (text without line breaks?); "
+                    "an svmlight file has one point per line (pass max_line_bytes to raise the limit)")
+            if first >= 0:
+                line += chunk.count(b"\n")
+                run = len(chunk) - chunk.rfind(b"\n") - 1
+            else:
+                run += len(chunk)
+
+
+def _parse_label(text: str, path: Path, lineno: int, multilabel: bool):
+    """The label(s) of a line: finite numbers (never quoting the token that is not one)."""
+    try:
+        lab = tuple(float(t) for t in text.split(",") if t) if multilabel else float(text)
+    except ValueError:
+        raise DataError(f"{at(path, lineno, 1)}: the label ({described(text)}) is not a number; a line starts with a "
+                        "numeric label (several, comma-separated, in a multilabel file)") from None
+    if not np.all(np.isfinite(lab)):
+        raise DataError(f"{at(path, lineno, 1)}: label {lab} is not finite; labels must be finite numbers")
+    return lab
+
+
+def _parse_feature(tok: str, where: str, max_features: int, n_rows: int) -> tuple[int, float]:
+    """(index, value) of one ``index:value`` token; ``where`` is its ``path:line:column``."""
+    try:
+        idx_s, val_s = tok.split(":", 1)
+        idx, val = int(idx_s), float(val_s)
+    except ValueError:
+        raise DataError(f"{where}: a feature ({described(tok)}) is not of the form index:value (an integer index, "
+                        "a colon, a number)") from None
+    if idx < 0:
+        raise DataError(f"{where}: feature index {idx} is negative; indices are 0- or 1-based")
+    if idx > max_features:
+        width = float(min(idx, 10**300))  # (a 4000-digit index would overflow a float)
+        raise DataError(
+            f"{where}: feature index {idx_s if len(idx_s) <= 24 else idx_s[:24] + '...'} exceeds the limit of "
+            f"{max_features} features (one dense per-feature vector of that width would need {_gib(8.0 * width)}, "
+            f"dense inputs n x d {_gib(8.0 * width * (n_rows + 1))} so far); pass max_features to raise it")
+    if not np.isfinite(val):
+        raise DataError(f"{where}: feature {idx} has the non-finite value {val}; values must be finite numbers")
+    return idx, val
+
+
+_TOKEN = re.compile(r"\S+")
+
+
 def parse_svmlight(path, *, multilabel: bool = False, max_features: int = MAX_FEATURES,
-                   engine: str = "auto") -> SvmlightRaw:
+                   engine: str = "auto", max_line_bytes: int = MAX_LINE_BYTES) -> SvmlightRaw:
     """Read a file into a :class:`SvmlightRaw`, checking every line (labels finite, features
-    ``index:value`` with 0 <= index <= max_features and a finite value).  ``engine``: ``auto``
-    (scikit-learn's parser when importable, for single-label files; module docstring), ``sklearn``
-    (the same, for measuring) or ``python`` (the line parser)."""
+    ``index:value`` with 0 <= index <= max_features and a finite value, at most ``max_line_bytes``
+    bytes).  ``engine``: ``auto`` (scikit-learn's parser when importable, for single-label files;
+    module docstring), ``sklearn`` (the same, for measuring) or ``python`` (the line parser).
+    Errors name the file, line and column and never quote the file (:func:`gpmodels.errors.at`)."""
     path = Path(path)
     max_features = _check_max_features(max_features)
     if engine not in PARSER_ENGINES:
         raise InputError(f"engine must be one of {', '.join(PARSER_ENGINES)}; got {engine!r}")
     if not path.is_file():
         raise DataError(f"svmlight file not found: {path}")
+    check_line_lengths(path, max_line_bytes)
     if engine != "python" and not multilabel:
         raw = _parse_sklearn(path, max_features)
         if raw is not None:
@@ -111,40 +177,21 @@ def parse_svmlight(path, *, multilabel: bool = False, max_features: int = MAX_FE
     n_rows = 0
     with path.open("r", encoding="utf-8", errors="replace") as fh:
         for lineno, raw in enumerate(fh, start=1):
-            line = raw.split("#", 1)[0].strip()
-            if not line:
+            line = raw.split("#", 1)[0]
+            tokens = list(_TOKEN.finditer(line))
+            if not tokens:
                 continue
-            parts = line.split()
-            if multilabel and ":" in parts[0] and not raw[:1].strip():
-                parts = [""] + parts  # a line with no labels starts with white space
-            shown = parts[0] if len(parts[0]) <= 40 else parts[0][:40] + "..."
-            try:
-                lab = tuple(float(t) for t in parts[0].split(",") if t) if multilabel else float(parts[0])
-            except ValueError:
-                raise DataError(f"{path}:{lineno}: label {shown!r} is not a number") from None
-            if not np.all(np.isfinite(lab)):
-                raise DataError(f"{path}:{lineno}: label {shown!r} is not finite; labels must be finite numbers")
-            labels.append(lab)
-            for tok in parts[1:]:
+            first = tokens[0].group()
+            if multilabel and ":" in first and tokens[0].start() > 0:
+                labels.append(())  # a line with no labels starts with white space
+            else:
+                labels.append(_parse_label(first, path, lineno, multilabel))
+                tokens = tokens[1:]
+            for m in tokens:
+                tok = m.group()
                 if tok.startswith("qid:"):
                     continue
-                shown = tok if len(tok) <= 40 else tok[:40] + "..."
-                try:
-                    idx_s, val_s = tok.split(":", 1)
-                    idx, val = int(idx_s), float(val_s)
-                except ValueError:
-                    raise DataError(f"{path}:{lineno}: feature {shown!r} is not of the form index:value") from None
-                if idx < 0:
-                    raise DataError(f"{path}:{lineno}: feature index {idx} is negative; indices are 0- or 1-based")
-                if idx > max_features:
-                    width = float(min(idx, 10**300))  # (a 4000-digit index would overflow a float)
-                    raise DataError(
-                        f"{path}:{lineno}: feature index {idx_s if len(idx_s) <= 24 else idx_s[:24] + '...'} exceeds "
-                        f"the limit of {max_features} features (one dense per-feature vector of that width would need "
-                        f"{_gib(8.0 * width)}, dense inputs n x d {_gib(8.0 * width * (n_rows + 1))} so far); pass "
-                        "max_features to raise it")
-                if not np.isfinite(val):
-                    raise DataError(f"{path}:{lineno}: feature {shown!r} has a non-finite value")
+                idx, val = _parse_feature(tok, at(path, lineno, m.start() + 1), max_features, n_rows)
                 rows.append(n_rows)
                 cols.append(idx)
                 vals.append(val)

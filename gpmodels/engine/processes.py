@@ -17,11 +17,17 @@ threads does not oversubscribe the cores.  A map with fewer jobs than workers st
 A worker calls the map's ``fn(shared, job)`` with the ``shared`` object it was given: the same code
 on the same inputs as in this process, so the results are the same arrays, bit for bit, as the
 serial engine's with the same BLAS threads.
+
+A worker ends itself when the process that started it is gone (a thread polls its parent every
+``PARENT_POLL_SECONDS``), so a run killed by SIGKILL leaves no worker alive.
 """
 
 from __future__ import annotations
 
 import multiprocessing
+import os
+import threading
+import time
 from concurrent.futures import ProcessPoolExecutor
 
 from gpmodels.engine.base import Engine, EngineConfig, LocalEngine, Workload, results_in_order
@@ -39,8 +45,23 @@ START_METHOD = "fork" if "fork" in multiprocessing.get_all_start_methods() else 
 _HELD: dict = {}
 
 
-def _start_worker(shared, blas: int) -> None:
-    """Initializer of a worker: keep the map's shared state, limit the BLAS threads."""
+#: how often a worker checks that the process that started it is alive (seconds)
+PARENT_POLL_SECONDS = 0.5
+
+
+def _watch_parent(parent: int) -> None:
+    """End this worker as soon as ``parent`` is gone (the worker is then re-parented): a killed run
+    (SIGKILL, or SIGTERM while the pool is held) leaves no worker behind holding its pipes or lock."""
+    while os.getppid() == parent:
+        time.sleep(PARENT_POLL_SECONDS)
+    os._exit(1)
+
+
+def _start_worker(shared, blas: int, parent: int | None = None) -> None:
+    """Initializer of a worker: keep the map's shared state, limit the BLAS threads, and die with the
+    process that started it (a daemon thread watches it)."""
+    if parent is not None:
+        threading.Thread(target=_watch_parent, args=(parent,), name="gpmodels-parent-watch", daemon=True).start()
     _HELD.update(shared=shared, limit=limit_blas_threads(blas))
 
 
@@ -87,7 +108,7 @@ class ProcessEngine(Engine):
                               "pool or of a Dask worker); use the engine's inner() engine there")
         ctx = multiprocessing.get_context(START_METHOD)
         pool = ProcessPoolExecutor(size, mp_context=ctx, initializer=_start_worker,
-                                   initargs=(shared, self.blas_threads))
+                                   initargs=(shared, self.blas_threads, os.getpid()))
         try:
             for f in [pool.submit(_started) for _ in range(size)]:  # start them now, fail early
                 f.result()

@@ -22,7 +22,6 @@ from gpmodels.estimators._common import (
 from gpmodels.estimators.learners import learner_of
 from gpmodels.hyperparameters import natural_values
 from gpmodels.inference.map.model import fit_map
-from gpmodels.inference.map.newton_cg import NewtonCG, NewtonOptions
 from gpmodels.inference.map.predictive import PREDICTIVE_METHODS, latent_predictive, predictive_proba
 from gpmodels.inference.map.solvers import SOLVERS as MAP_SOLVERS
 from gpmodels.kernels.factory import make_kernel
@@ -82,9 +81,8 @@ class GPClassifier(ClassifierMixin, BaseEstimator):
     or a learner object with settings (:mod:`gpmodels.estimators.learners`).
 
     ``solver``: the inner MAP fit of α̂ at the learned hyperparameters: ``'newton-cg'`` (Alg. 1) or
-    ``'exact'`` (exact Newton, App. C), with the default :class:`NewtonOptions`; a
-    :class:`NewtonOptions` for Newton–CG with these settings; or a solver object
-    (``NewtonCG(options)``, ``ExactNewton(options)``).
+    ``'exact'`` (exact Newton, App. C), with the default :class:`NewtonOptions`; or a solver object with
+    its options, ``NewtonCG(NewtonOptions(...))`` or ``ExactNewton(...)``.
 
     ``cv``: the folds of ``objective='cv'``: an int q (stratified folds seeded from ``random_state``,
     :func:`gpmodels.data.splits.kfold_partition`) or a scikit-learn splitter (its test sets must
@@ -126,14 +124,12 @@ class GPClassifier(ClassifierMixin, BaseEstimator):
 
     # ------------------------------------------------------------------ settings
     def _solver(self):
-        if isinstance(self.solver, NewtonOptions):
-            return NewtonCG(self.solver)
         if isinstance(self.solver, str) and self.solver in SOLVERS:
             return SOLVERS[self.solver]()
         if isinstance(self.solver, tuple(SOLVERS.values())):
             return self.solver
         raise InputError(f"The 'solver' parameter of {type(self).__name__} must be 'newton-cg', 'exact' or a "
-                         f"NewtonOptions or a solver object (NewtonCG, ExactNewton); got {self.solver!r} instead")
+                         f"solver object (NewtonCG(options), ExactNewton(options)); got {self.solver!r} instead")
 
     def _predictive(self) -> LaplacePredictive | None:
         if isinstance(self.predictive, LaplacePredictive):
@@ -170,7 +166,7 @@ class GPClassifier(ClassifierMixin, BaseEstimator):
     def _class_order(self, prior, classes) -> np.ndarray:
         """perm: class k of ``classes_`` is column perm[k] of the operator.  A prior that orders the classes
         (a class tree's leaves, ``class_names``) needs the labels to be those names."""
-        names = prior.class_names
+        names = getattr(prior, "class_names", None)  # optional: declared by priors that order the classes
         if names is None:
             return np.arange(classes.size)
         labels = [str(c) for c in classes]

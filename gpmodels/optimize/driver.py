@@ -18,7 +18,7 @@ from collections.abc import Callable
 import attrs
 import numpy as np
 
-from gpmodels.errors import InputError
+from gpmodels.errors import CheckpointWarning, InputError
 from gpmodels.hyperparameters import natural_values
 from gpmodels.optimize.checkpoint import (
     Checkpointing,
@@ -146,7 +146,7 @@ def minimize(fun, x0, names, bounds=None, options: OuterOptions | None = None, *
             except OSError as exc:  # disk full, permissions: the learning goes on without this checkpoint
                 kept = "none yet" if last_good[0] is None else f"the one of outer iteration {last_good[0]}"
                 warnings.warn(f"cannot write the checkpoint {checkpoint.path} ({exc.strerror or type(exc).__name__}); "
-                              f"learning goes on; the last good checkpoint there: {kept}", RuntimeWarning,
+                              f"learning goes on; the last good checkpoint there: {kept}", CheckpointWarning,
                               stacklevel=2)
         if on_iteration is not None and s.history and s.iteration != reported[0]:
             reported[0] = s.iteration

@@ -38,8 +38,8 @@ class LearnedPrior:
 
     @property
     def class_names(self) -> tuple[str, ...] | None:
-        """The class order the underlying prior imposes (its ``class_names``), or None."""
-        return self.prior.class_names
+        """The class order the underlying prior declares (its optional ``class_names``), or None."""
+        return getattr(self.prior, "class_names", None)
 
     def operator(self, X, n_classes: int) -> Operator:
         op = self.prior.operator(X, n_classes)

@@ -19,12 +19,15 @@ from gpmodels.data.datasets import (
     find_data_root,
     load_dataset,
     read_data_files,
+    read_npy,
 )
+from gpmodels.data.labels import label_kind
 from gpmodels.data.multilabel_sets import MULTILABEL_DATASETS, MultilabelDataset, load_multilabel
 from gpmodels.data.scaling import FeatureScaler, auto_rbf_w
 from gpmodels.data.splits import subsample, train_test_split
+from gpmodels.data.svmlight import check_line_lengths
 from gpmodels.engine.base import Engine, EngineConfig
-from gpmodels.errors import DataError, HierarchyError, InputError, SpecError
+from gpmodels.errors import DataError, HierarchyError, InputError, NumericalError, SpecError, at
 from gpmodels.hierarchy import ClassTree
 from gpmodels.inference.map.newton_cg import NewtonOptions
 from gpmodels.kernels.base import Kernel
@@ -154,7 +157,7 @@ def build_tree(spec: Spec, data: Dataset, base_dir: Path | None) -> ClassTree | 
     try:
         tree = ClassTree.from_tsv(path, data.classes)
     except HierarchyError as exc:
-        raise SpecError(f"{path}: {exc}", "data.hierarchy") from None
+        raise SpecError(str(exc) if str(exc).startswith(str(path)) else f"{path}: {exc}", "data.hierarchy") from None
     return tree.pruned() if spec.data.prune_hierarchy else tree
 
 
@@ -164,10 +167,21 @@ def build_pseudo_targets(spec: Spec, data: Dataset, tree: ClassTree, base_dir: P
     key = "data.pseudo_targets"
     if pt.file is not None:
         path = resolve_path(pt.file, base_dir, f"{key}.file")
-        names = [line.strip() for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        check_line_lengths(path)
+        try:
+            lines = path.read_text(encoding="utf-8").splitlines()
+        except UnicodeDecodeError:
+            raise SpecError(f"{path} is not UTF-8 text; give one node name per line", f"{key}.file") from None
+        numbered = [(k, line.strip()) for k, line in enumerate(lines, start=1) if line.strip()]
+        names = [name for _, name in numbered]
         if len(names) != data.y_train.size:
             raise SpecError(f"{path} lists {len(names)} pseudo-targets but there are {data.y_train.size} training "
                             "points; give one node name per line in the data set's order", f"{key}.file")
+        known = set(tree.nodes) | {tree.root}
+        unknown = [k for k, name in numbered if name not in known]
+        if unknown:  # (the file's lines are never quoted: the spec may name any file)
+            raise SpecError(f"{at(path, unknown[0])}: not a node of the class tree ({len(unknown)} such lines); give "
+                            "one node name of data.hierarchy per line", f"{key}.file")
         try:
             return PseudoTargets.from_names(tree, names)
         except HierarchyError as exc:
@@ -187,6 +201,7 @@ def build_data(spec: Spec, base_dir: Path | None) -> Dataset:
             tr, te = train_test_split(ytr.size, d.test_fraction, spec.seed, y=ytr)
             Xtr, ytr, Xte, yte = Xtr[tr], ytr[tr], Xtr[te], ytr[te]
         name, hier, zero_based = ds.name, ds.hierarchy_path, ds.zero_based
+        kind, feature_names = ds.label_kind, ds.feature_names
     elif d.task == "regression":
         return _regression_data(spec, base_dir)
     else:
@@ -194,6 +209,7 @@ def build_data(spec: Spec, base_dir: Path | None) -> Dataset:
                                 resolve_path(d.test_path, base_dir, "data.test_path") if d.test_path else None,
                                 zero_based=d.zero_based, label_column=d.label_column)
         X, y, Xt, yt, zero_based = files.X, files.y, files.X_test, files.y_test, files.zero_based
+        kind, feature_names = label_kind(y), files.feature_names
         if d.test == "split":
             if Xt is not None:
                 raise SpecError("`test: split` splits `path`; drop `test_path` or use `test: given`", "data.test")
@@ -222,7 +238,7 @@ def build_data(spec: Spec, base_dir: Path | None) -> Dataset:
                         "data.max_train")
     scaler = FeatureScaler.fit(d.scaling, Xtr)
     return Dataset(name, scaler.transform(Xtr), ytr, scaler.transform(Xte), yte, tuple(classes), hier, scaler,
-                   zero_based, d.positive_class)
+                   zero_based, d.positive_class, kind, feature_names)
 
 
 def _regression_data(spec: Spec, base_dir: Path | None) -> Dataset:
@@ -257,7 +273,7 @@ def _regression_data(spec: Spec, base_dir: Path | None) -> Dataset:
         Xte, yt = Xte[keep], yt[keep]
     scaler = FeatureScaler.fit(d.scaling, Xtr)
     return Dataset(Path(d.path).stem, scaler.transform(Xtr), y, scaler.transform(Xte), yt, (), None, scaler,
-                   files.zero_based)
+                   files.zero_based, label_kind="number", feature_names=files.feature_names)
 
 
 def build_multilabel_data(spec: Spec, base_dir: Path | None) -> MultilabelDataset:
@@ -294,25 +310,42 @@ def build_kernel(k: KernelSpec, X_train, base_dir: Path | None, key: str = "mode
     if k.type == "precomputed":
         params["gram"] = _load_gram(resolve_path(k.gram, base_dir, f"{key}.gram"), f"{key}.gram")
     try:
-        return make_kernel(k.type, X=X_train, **params)
+        kernel = make_kernel(k.type, X=X_train, **params)
     except InputError as exc:
         raise SpecError(str(exc), f"{key}.w" if "w" in params else key) from None
+    check_kernel_scale(kernel, X_train, key)
+    return kernel
+
+
+#: the largest kernel diagonal accepted: beyond it products K v overflow float64 for coefficients of order 1e150
+MAX_KERNEL_DIAG = 1e150
+
+
+def check_kernel_scale(kernel: Kernel, X, key: str = "model.kernel") -> None:
+    """Refuse a kernel whose matrix overflows on ``X``: K(x, x) non-finite or beyond ``MAX_KERNEL_DIAG``
+    (|K(x, x')| <= sqrt(K(x, x) K(x', x')) bounds every entry).  O(n d) on the inputs; the operator is
+    not touched, so nothing it caches changes."""
+    if X is None or getattr(X, "shape", (0,))[0] == 0:
+        return
+    if type(kernel).diag is Kernel.diag:  # the generic per-point default: its first point only (O(d))
+        X = X[:1]
+    with np.errstate(over="ignore", invalid="ignore"):
+        d = np.asarray(kernel.diag(X), dtype=np.float64)
+    if d.size and not (np.all(np.isfinite(d)) and np.max(np.abs(d)) <= MAX_KERNEL_DIAG):
+        raise NumericalError(
+            f"{key}: the kernel matrix overflows on the training inputs (K(x, x) is "
+            f"{'not finite' if not np.all(np.isfinite(d)) else f'up to {np.max(np.abs(d)):.3g}'} for "
+            f"{int(np.sum(~np.isfinite(d) | (np.abs(d) > MAX_KERNEL_DIAG)))} points): scale the inputs (data.scaling: "
+            "standard) or choose smaller kernel parameters; a fit on it would be chance-level")
 
 
 def _load_gram(path: Path, key: str) -> np.ndarray:
-    """A precomputed Gram matrix from a .npy file (no pickles, no archives); errors name ``key``."""
+    """A precomputed Gram matrix from a .npy file (no pickles, no archives; the shape its header declares
+    bounded by the file's size before anything is allocated); errors name ``key``."""
     try:
-        G = np.load(path, allow_pickle=False)
-        if not isinstance(G, np.ndarray):  # an .npz archive
-            G.close()
-            raise ValueError("an archive")
-    except (OSError, ValueError, EOFError) as exc:
-        raise SpecError(
-            f"{path} ({path.stat().st_size} bytes) cannot be read as a .npy Gram matrix of numbers "
-            f"({type(exc).__name__}; object arrays and archives are refused)",
-            key,
-        ) from None
-    return G
+        return read_npy(path, "Gram matrix")
+    except DataError as exc:
+        raise SpecError(str(exc), key) from None
 
 
 def build_representation(m: ModelSpec, engine: Engine | None = None) -> RepresentationBuilder:

@@ -8,7 +8,7 @@ from pathlib import Path
 import attrs
 import yaml
 
-from gpmodels.errors import SpecError
+from gpmodels.errors import SpecError, shown
 from gpmodels.priors.registry import check_allow_import
 from gpmodels.spec.sections import Spec
 
@@ -52,16 +52,71 @@ def describe_file(path: Path) -> str:
     return f"a file of {size} bytes"
 
 
+#: YAML parser problems in plain words: (fragment of the parser's problem, sentence, use the context mark:
+#: the place where the construct that failed began, not where the parser gave up)
+_YAML_PROBLEMS = (
+    ("could not find expected ':'", "a key without ':' (each line of a mapping is `key: value`)", True),
+    ("mapping values are not allowed", "a ':' where no mapping may start (a value holding ': ' needs quotes, "
+                                       "and nested keys go on their own indented lines)", False),
+    ("cannot start any token", "a character that cannot start a value here (a tab? YAML indents with spaces)", False),
+    ("found undefined alias", "an alias `*name` with no anchor `&name` before it", False),
+    ("found unexpected end of stream", "a quote or bracket that is never closed", True),
+    ("expected ',' or ']'", "a list in [ ] that is not closed or not separated by commas", True),
+    ("expected ',' or '}'", "a mapping in { } that is not closed or not separated by commas", True),
+    ("expected <block end>", "a line indented differently from the lines of its level", False),
+    ("found duplicate anchor", "an anchor `&name` defined twice", False),
+)
+
+
+class DuplicateKeyError(yaml.YAMLError):
+    """A mapping of a YAML file that names one key twice (the last would silently win)."""
+
+    def __init__(self, key, first_line: int, line: int, column: int):
+        super().__init__(f"duplicate key {key!r}")
+        self.key, self.first_line, self.line, self.column = key, first_line, line, column
+
+
+class SpecYAMLLoader(yaml.SafeLoader):
+    """``yaml.SafeLoader`` that refuses a mapping with a key named twice, giving both line numbers."""
+
+    def construct_mapping(self, node, deep=False):
+        if isinstance(node, yaml.MappingNode):
+            seen: dict = {}
+            for key_node, _ in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":
+                    continue
+                key = self.construct_object(key_node, deep=True)
+                try:
+                    first = seen.setdefault(key, key_node.start_mark.line + 1)
+                except TypeError:  # an unhashable key: the base class refuses it
+                    continue
+                if first != key_node.start_mark.line + 1:
+                    raise DuplicateKeyError(key, first, key_node.start_mark.line + 1, key_node.start_mark.column + 1)
+        return super().construct_mapping(node, deep=deep)
+
+
 def _yaml_problem(exc: yaml.YAMLError) -> str:
-    """Where the YAML is malformed, without quoting the file: 'not valid YAML at line 3, column 5 (...)'."""
+    """Where the YAML is malformed and what is wrong, in a plain sentence, without quoting the file:
+    'not valid YAML at line 3, column 5: a key without ':' ...'."""
+    if isinstance(exc, DuplicateKeyError):
+        return (f"not valid as a spec at line {exc.line}, column {exc.column}: the key {shown(exc.key, 60)} is given "
+                f"twice (first at line {exc.first_line}); a later one would silently replace the first: keep one")
+    problem = str(getattr(exc, "problem", "") or "")
     mark = getattr(exc, "problem_mark", None)
-    where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+    what = None
+    for fragment, sentence, at_context in _YAML_PROBLEMS:
+        if fragment in problem:
+            what = sentence
+            if at_context and getattr(exc, "context_mark", None) is not None:
+                mark = exc.context_mark
+            break
     if isinstance(exc, yaml.constructor.ConstructorError):
         what = "a tag or value that safe YAML does not construct (tags such as !!python/... are refused)"
-    else:
+    elif what is None:
         # the parser's problem names token kinds; quoted parts may be file content, so they are dropped
-        what = re.sub(r"'[^']*'|\"[^\"]*\"", "...", str(getattr(exc, "problem", "") or "malformed"))[:120]
-    return f"not valid YAML{where} ({what})"
+        what = re.sub(r"'[^']*'|\"[^\"]*\"", "...", problem or "malformed")[:120]
+    where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+    return f"not valid YAML{where}: {what}"
 
 
 def _count_values(data, budget: int) -> bool:
@@ -110,7 +165,7 @@ def read_yaml(path, what: str = "spec file") -> dict:
         raise SpecError(f"{what} {path} is not UTF-8 text (undecodable byte at offset {exc.start} of "
                         f"{len(raw)}): binary data, not a YAML text file") from None
     try:
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=SpecYAMLLoader)  # noqa: S506 - a SafeLoader
     except yaml.YAMLError as exc:
         raise SpecError(f"{what} {path} is {_yaml_problem(exc)}") from None
     except RecursionError:

@@ -35,7 +35,8 @@ class RunOutcome:
     paths: tuple | None = None  # (parameter names, (iterations, p) values), plotted as hyperparameters.png
     #: trace name -> what one point of it is (x-axis label of trace_<name>.png); default "iteration"
     trace_units: dict = attrs.field(factory=dict)
-    #: trace name -> (what the norm is, gradient norm of each iterate): the log-axis panel of trace_<name>.png
+    #: trace name -> (what the norm is, gradient norm of each iterate, or {line label: norms} as in ``traces``):
+    #: the log-axis panel of trace_<name>.png
     trace_gradients: dict = attrs.field(factory=dict)
 
 
@@ -50,6 +51,6 @@ def map_saver(data: Dataset, op, likelihood, alpha, tree=None) -> Callable[[Path
     def save(folder: Path):
         return save_map_model(folder, data.X_train, alpha, data.classes, data.scaler, theta=op.params,
                               likelihood_theta=likelihood.params, tree=tree, zero_based=data.zero_based,
-                              positive_class=data.positive_class)
+                              positive_class=data.positive_class, inputs=data.input_format)
 
     return save

@@ -22,11 +22,13 @@ A run (or study) claims its folder with :func:`claim_output` before it loads dat
 from __future__ import annotations
 
 import datetime
+import fcntl
 import fnmatch
 import hashlib
 import json
 import os
 import socket
+import stat
 from pathlib import Path
 
 import attrs
@@ -97,29 +99,43 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
+#: names a run or study writes besides its artefacts
+_OWN_FILES = (IDENTITY_FILE, LOCK_FILE, "run.log", ".*.tmp")
+
+
+def written_by_a_run(name: str) -> bool:
+    """Whether a run or study writes a file of this name into its folder."""
+    return _matches(name, RUN_ARTEFACTS + STUDY_ARTEFACTS + CHECKPOINTS + _OWN_FILES)
+
+
 @attrs.define
 class OutputFolder:
-    """A claimed report folder (see the module docstring)."""
+    """A claimed report folder (see the module docstring); holds the lock while the run writes."""
 
     path: Path
     identity: dict
     released: bool = False
+    lock_fd: int | None = None
 
     def finish(self, status: str) -> None:
-        """Record ``status`` (``finished`` / ``failed`` / ``interrupted``: Ctrl-C) in ``run.json``; a write
-        error is ignored (the report itself was written or the run failed anyway)."""
+        """Record ``status`` (``finished`` / ``failed`` / ``interrupted``: Ctrl-C, SIGTERM, SIGHUP) in
+        ``run.json``; a write error is ignored (the report itself was written or the run failed anyway)."""
         try:
-            (self.path / IDENTITY_FILE).write_text(json.dumps({**self.identity, "status": status}, indent=1) + "\n")
+            write_new(self.path, IDENTITY_FILE, json.dumps({**self.identity, "status": status}, indent=1) + "\n")
         except OSError:
             pass
 
     def release(self) -> None:
+        """Remove the lock (still holding it, so no other run can take the file meanwhile), then let it go."""
         if not self.released:
             self.released = True
             try:
                 (self.path / LOCK_FILE).unlink()
             except OSError:
                 pass
+            if self.lock_fd is not None:
+                os.close(self.lock_fd)
+                self.lock_fd = None
 
     def __enter__(self):
         return self
@@ -129,6 +145,29 @@ class OutputFolder:
         self.finish("finished" if exc_type is None else "interrupted" if interrupted else "failed")
         self.release()
         return False
+
+
+def write_new(folder: Path, name: str, text: str) -> Path:
+    """Write ``folder/name`` as a new file: a temporary file created exclusively, renamed over the name,
+    so a link planted at the name (symbolic or hard) is replaced, never written through."""
+    target = folder / name
+    tmp = folder / f".{name}.{os.getpid()}.tmp"
+    try:
+        tmp.unlink()
+    except FileNotFoundError:
+        pass
+    fd = os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY | getattr(os, "O_NOFOLLOW", 0), 0o644)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, target)
+    except BaseException:
+        try:
+            tmp.unlink()
+        except OSError:
+            pass
+        raise
+    return target
 
 
 def _check_path(folder: Path, key: str) -> None:
@@ -146,49 +185,130 @@ def _check_path(folder: Path, key: str) -> None:
         raise OutputError(f"{key} {folder} is not writable; choose a folder you can write", key)
 
 
-def _lock(folder: Path, key: str) -> None:
+def _read_lock(fd: int) -> tuple[int, str] | None:
+    """(pid, host) a lock file records, None when it is empty or unreadable."""
+    try:
+        os.lseek(fd, 0, os.SEEK_SET)
+        held = json.loads(os.read(fd, 1000).decode("utf-8"))
+        return int(held["pid"]), str(held["host"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _try_flock(fd: int) -> bool:
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return False
+    return True
+
+
+def _write_lock(fd: int, me: dict) -> None:
+    os.ftruncate(fd, 0)
+    os.lseek(fd, 0, os.SEEK_SET)
+    os.write(fd, json.dumps(me).encode("utf-8"))
+    os.fsync(fd)
+
+
+def _take_over(lock: Path, me: dict, key: str, folder: Path) -> int | None:
+    """The descriptor of the existing lock file taken over when its run is gone (we then hold its
+    flock and have written ours into it), None when the file changed meanwhile (try again); an
+    OutputError when a run holds it or it cannot be judged."""
+    try:
+        fd = os.open(lock, os.O_RDWR | getattr(os, "O_NOFOLLOW", 0))
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise OutputError(f"{key} {folder}: the lock {lock} cannot be opened ({exc.strerror}); remove it if no "
+                          "gpmodels run uses the folder", key) from None
+    try:
+        held = _read_lock(fd)
+        if not _try_flock(fd):  # its run holds it (the kernel drops the flock when a process dies)
+            pid = f"process {held[0]}" if held else "a run that is starting"
+            raise OutputError(f"{key} {folder} is in use by another gpmodels run ({pid}); wait for it to finish or "
+                              "choose another folder", key)
+        if os.fstat(fd).st_ino != os.stat(lock).st_ino:  # released and replaced while we looked: look again
+            os.close(fd)
+            return None
+        if held is None:
+            raise OutputError(f"{key} {folder}: the lock {lock} is empty or unreadable, so no gpmodels run wrote it "
+                              f"and no run holds it; remove it (rm {lock}) if no other program uses the folder", key)
+        pid, host = held
+        if host != me["host"]:
+            raise OutputError(f"{key} {folder} is locked by a gpmodels run on host {host!r} (process {pid}); remove "
+                              f"{lock} if that run is over", key)
+        if pid != me["pid"] and _pid_alive(pid):  # a lock written without a flock by a live process
+            raise OutputError(f"{key} {folder} is in use by another gpmodels run (process {pid}); wait for it to "
+                              f"finish or choose another folder (remove {lock} if that process is no gpmodels run)",
+                              key)
+        _write_lock(fd, me)  # stale: its process is gone; ours now, in place (we hold its flock)
+        return fd
+    except BaseException:
+        if fd is not None:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        raise
+
+
+def _lock(folder: Path, key: str) -> int:
+    """Take the folder's lock: a file written in full under a private name, flock'ed, then linked to
+    ``.gpmodels.lock`` (``link`` fails when the name exists, so creation is atomic); an existing lock
+    is taken over only when its flock is free and its process gone (:func:`_take_over`).  Returns
+    the descriptor that holds the flock for the run's lifetime."""
     lock = folder / LOCK_FILE
     me = {"pid": os.getpid(), "host": socket.gethostname()}
-    for _ in range(2):
+    mine = folder / f"{LOCK_FILE}.{me['pid']}"
+    for _ in range(20):
         try:
-            fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-        except FileExistsError:
             try:
-                held = json.loads(lock.read_text(encoding="utf-8")[:1000])
-                pid, host = int(held["pid"]), str(held["host"])
-            except (OSError, ValueError, KeyError, TypeError):
-                pid, host = -1, me["host"]  # unreadable: a crash while writing it; stale
-            if host == me["host"] and pid != me["pid"] and _pid_alive(pid):
-                raise OutputError(
-                    f"{key} {folder} is in use by another gpmodels run (process {pid}); wait for it to "
-                    f"finish or choose another folder (a lock left by a crash on another host: remove "
-                    f"{lock})",
-                    key,
-                ) from None
-            if host != me["host"]:
-                raise OutputError(
-                    f"{key} {folder} is locked by a gpmodels run on host {host!r} (process {pid}); "
-                    f"remove {lock} if that run is over",
-                    key,
-                ) from None
-            try:  # stale: its process is gone
-                lock.unlink()
+                mine.unlink()
             except FileNotFoundError:
                 pass
-            except OSError as exc:
-                raise OutputError(
-                    f"{key} {folder}: cannot remove the stale lock {lock} ({exc.strerror})", key
-                ) from None
-            continue
+            fd = os.open(mine, os.O_CREAT | os.O_EXCL | os.O_RDWR | getattr(os, "O_NOFOLLOW", 0), 0o644)
         except OSError as exc:
             raise OutputError(
                 f"{key} {folder} is not writable ({exc.strerror or type(exc).__name__}); choose a folder you can write",
                 key,
             ) from None
-        with os.fdopen(fd, "w") as fh:
-            json.dump(me, fh)
-        return
-    raise OutputError(f"{key} {folder}: another run took the lock at the same time; try again", key)
+        try:
+            _try_flock(fd)
+            _write_lock(fd, me)
+            os.link(mine, lock)
+        except FileExistsError:
+            os.close(fd)
+            taken = _take_over(lock, me, key, folder)
+            if taken is not None:
+                return taken
+            continue
+        except OSError as exc:
+            os.close(fd)
+            raise OutputError(f"{key} {folder}: cannot create the lock {lock} ({exc.strerror})", key) from None
+        finally:
+            try:
+                mine.unlink()
+            except OSError:
+                pass
+        return fd
+    raise OutputError(f"{key} {folder}: other runs took and released the lock while this one tried; try again", key)
+
+
+def _unlink_planted_links(folder: Path) -> None:
+    """Remove every link at a name the run writes (symbolic links, and hard links: a file of ours with
+    other names), and leftover temporary files: the run then writes only files it created, never
+    through a link to a file outside the folder.  Other files are never touched."""
+    for p in folder.iterdir():
+        if not written_by_a_run(p.name) or p.name == LOCK_FILE:  # (the lock is ours now)
+            continue
+        try:
+            st = p.lstat()
+        except OSError:
+            continue
+        if stat.S_ISLNK(st.st_mode) or (stat.S_ISREG(st.st_mode) and st.st_nlink > 1) or p.name.endswith(".tmp"):
+            p.unlink()
+        elif stat.S_ISDIR(st.st_mode):
+            raise OutputError(f"{folder}: {p.name} is a folder where the run writes a file; remove or rename it")
 
 
 def claim_output(
@@ -198,13 +318,14 @@ def claim_output(
     and ``spec_sha256``); see the module docstring.  Raises :class:`OutputError` before any work."""
     folder = Path(folder)
     _check_path(folder, key)
-    _lock(folder, key)
     claimed = OutputFolder(
         folder,
         {**identity, "started": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
          "status": "running"},
+        lock_fd=_lock(folder, key),
     )
     try:
+        _unlink_planted_links(folder)
         old = read_identity(folder)
         names = [p.name for p in folder.iterdir() if p.is_file()]
         same = old is not None and old.get("spec_sha256") == identity["spec_sha256"]
@@ -224,12 +345,16 @@ def claim_output(
                 "to replace them",
                 key,
             )
-        # a checkpoint without a run identity carries its own (checked when it is read); --force drops it
+        # a checkpoint without a run identity carries its own (checked when it is read); --force drops it;
+        # a folder that held a run and now a study (or the reverse) loses the other kind's artefacts too, so
+        # no model of an earlier run is left for `gpmodels predict` to take for this one's
         stale = artefacts + (CHECKPOINTS if force else ())
+        if not same:
+            stale += RUN_ARTEFACTS + STUDY_ARTEFACTS
         for n in names:
             if _matches(n, stale):
                 (folder / n).unlink()
-        (folder / IDENTITY_FILE).write_text(json.dumps(claimed.identity, indent=1) + "\n")
+        write_new(folder, IDENTITY_FILE, json.dumps(claimed.identity, indent=1) + "\n")
     except OSError as exc:
         claimed.release()
         raise OutputError(

@@ -21,9 +21,11 @@ flags, scores, timings and the plots).
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import json
 import time
+import warnings
 from pathlib import Path
 
 import attrs
@@ -32,14 +34,14 @@ import numpy as np
 from gpmodels import reports
 from gpmodels.data.datasets import Dataset
 from gpmodels.engine.base import open_engine
-from gpmodels.errors import DataError, GPModelsError, SpecError
+from gpmodels.errors import CheckpointWarning, DataError, GPModelsError, NumericalError, SpecError
 from gpmodels.kernels.device.backend import device_in_use
 from gpmodels.progress import Console
 from gpmodels.scoring import metrics as M
 from gpmodels.spec.build import build_data, build_engine_config, build_tree, check_files, resolve_path
 from gpmodels.spec.loader import dump_yaml, grant_imports
 from gpmodels.spec.outcome import Runner, RunOutcome, map_saver
-from gpmodels.spec.output import claim_output, spec_digest
+from gpmodels.spec.output import claim_output, spec_digest, write_new
 from gpmodels.spec.report_md import write_report_md
 from gpmodels.spec.runners import RUNNERS as BUILTIN_RUNNERS
 from gpmodels.spec.runners.map import run_em, run_map  # noqa: F401  (they lived here; kept reachable)
@@ -69,7 +71,7 @@ def start_log(kind: str, spec, out_dir: Path, command, *, quiet: bool, progress:
     started afresh by a line that names the version, the spec's digest and the command."""
     origin = provenance(spec, command)
     say = Console(spec.name, messages=not quiet, bars=progress and not quiet, log=str(out_dir / LOG_FILE))
-    (out_dir / LOG_FILE).write_text("", encoding="utf-8")
+    write_new(out_dir, LOG_FILE, "")
     say.write_log(f"gpmodels {origin['gpmodels_version']}: {kind} {spec.name!r} (spec {origin['spec_sha256'][:12]}); "
                   f"command: {origin['command']}")
     return origin, say
@@ -195,13 +197,42 @@ def run_spec(spec: Spec, base_dir: Path | None = None, out: str | Path | None = 
     with claim_output(out_dir, run_identity(spec), force=force, key="--out" if out is not None else "output.dir"):
         origin, say = start_log("run", spec, out_dir, command, quiet=quiet, progress=progress)
         try:
-            return _run(spec, runner, base_dir, out_dir, say, origin)
-        except KeyboardInterrupt:
-            say.write_log("interrupted (Ctrl-C); a learning checkpoint, if any, is kept")
+            with console_warnings(say):
+                return _run(spec, runner, base_dir, out_dir, say, origin)
+        except KeyboardInterrupt as exc:
+            say.write_log(f"interrupted ({exc or 'Ctrl-C'}); a learning checkpoint, if any, is kept")
             raise
         except BaseException as exc:
             say.write_log(f"failed: {type(exc).__name__}: {(str(exc).splitlines() or [''])[0][:300]}")
             raise
+
+
+@contextlib.contextmanager
+def console_warnings(say: Console):
+    """Route the :class:`~gpmodels.errors.CheckpointWarning` s of the block to the run's console and
+    run.log (so ``--quiet`` prints none and the log keeps them); other warnings are shown as usual."""
+    with warnings.catch_warnings():
+        shown = warnings.showwarning
+
+        def show(message, category, filename, lineno, file=None, line=None):
+            if issubclass(category, CheckpointWarning):
+                say(f"warning: {message}")
+            else:
+                shown(message, category, filename, lineno, file, line)
+
+        warnings.simplefilter("always", CheckpointWarning)
+        warnings.showwarning = show
+        yield
+
+
+def check_finite_metrics(metrics: dict) -> None:
+    """Refuse metrics with NaN or infinite numbers (an overflowing kernel matrix, a diverged fit): they are
+    a failure, never a report, and metrics.json stays valid JSON."""
+    bad = sorted(k for k, v in metrics.items() if isinstance(v, (float, np.floating)) and not np.isfinite(v))
+    if bad:
+        raise NumericalError(f"the run gave non-finite results ({', '.join(bad[:8])}): the kernel matrix or the fit "
+                             "overflowed (inputs on a scale far from 1? set data.scaling: standard, or a smaller "
+                             "kernel variance / w); nothing of it is reported")
 
 
 def _call_runner(runner, spec: Spec, data, base_dir, say: Console, engine):
@@ -215,6 +246,20 @@ def _call_runner(runner, spec: Spec, data, base_dir, say: Console, engine):
     if spec.engine.type != "auto":
         say(f"engine: {engine!r}")
     return runner(spec, data, base_dir, say, engine=engine)
+
+
+def _json_safe(value):
+    """Diagnostics as valid JSON: a non-finite number (a failed trial's Ψ, an unbounded step) becomes
+    its name as text ("NaN", "Infinity"), so the file is JSON that any reader parses."""
+    if isinstance(value, dict):
+        return {k: _json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_safe(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return _json_safe(value.tolist())
+    if isinstance(value, (float, np.floating)) and not np.isfinite(value):
+        return str(float(value)).replace("inf", "Infinity").replace("nan", "NaN")
+    return value
 
 
 def _run(spec: Spec, runner, base_dir, out_dir: Path, say: Console, origin: dict) -> dict:
@@ -237,6 +282,11 @@ def _run(spec: Spec, runner, base_dir, out_dir: Path, say: Console, origin: dict
         outcome = _call_runner(runner, attrs.evolve(spec, output=attrs.evolve(spec.output, dir=str(out_dir))), data,
                                base_dir, say, engine)
     metrics = {"name": spec.name, **origin, "device": device}
+    if outcome.probabilities is not None and not np.all(np.isfinite(outcome.probabilities)):
+        bad = int(np.sum(~np.all(np.isfinite(outcome.probabilities), axis=1)))
+        raise NumericalError(f"the fitted model gives non-finite test probabilities for {bad} points: the kernel "
+                             "matrix or the fit overflowed (inputs on a scale far from 1? set data.scaling: standard, "
+                             "or a smaller kernel variance / w); nothing of it is reported")
     if outcome.probabilities is not None:
         scores = M.classification_report(outcome.probabilities, data.y_test)
         metrics.update(
@@ -254,7 +304,8 @@ def _run(spec: Spec, runner, base_dir, out_dir: Path, say: Console, origin: dict
             label, grads = outcome.trace_gradients.get(name, ("gradient norm", None))
             reports.plot_traces(series, out_dir / f"trace_{name}.png", xlabel=unit, ylabel=name,
                                 title=f"{spec.name}: {name} over {unit}s",
-                                gradients=None if grads is None else {name: grads}, gradient_label=label)
+                                gradients=grads if grads is None or isinstance(grads, dict) else {name: grads},
+                                gradient_label=label)
     if outcome.paths is not None:
         reports.plot_paths(outcome.paths[0], outcome.paths[1], out_dir / "hyperparameters.png")
     metrics.update(
@@ -265,9 +316,11 @@ def _run(spec: Spec, runner, base_dir, out_dir: Path, say: Console, origin: dict
     if outcome.probabilities is not None:
         metrics.update(hier)
     metrics["total_seconds"] = time.perf_counter() - t0
+    check_finite_metrics(metrics)
     resolved = attrs.evolve(outcome.resolved, output=attrs.evolve(outcome.resolved.output, dir=str(out_dir)))
-    (out_dir / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
-    (out_dir / "diagnostics.json").write_text(json.dumps(outcome.diagnostics, indent=2, default=float) + "\n")
+    write_new(out_dir, "metrics.json", json.dumps(metrics, indent=2, allow_nan=False) + "\n")
+    write_new(out_dir, "diagnostics.json", json.dumps(_json_safe(outcome.diagnostics), indent=2, default=float,
+                                                      allow_nan=False) + "\n")
     dump_yaml(resolved.to_dict(), out_dir / "spec.resolved.yaml")
     if outcome.save is not None:
         outcome.save(out_dir)

@@ -11,8 +11,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from gpmodels.data.labels import InputFormat
 from gpmodels.data.scaling import FeatureScaler
-from gpmodels.errors import DataError, GPModelsError, SpecError
+from gpmodels.errors import DataError, GPModelsError, SpecError, described
 from gpmodels.hierarchy import ClassTree
 from gpmodels.persistence import (
     MODEL_FILE,
@@ -49,7 +50,8 @@ def _load_map(model_dir: Path, arrays: dict, spec) -> MAPPredictor:
             f"stored alpha has shape {alpha.shape}; the rebuilt operator needs {(op.n_points, op.n_classes)}"
         )
     return MAPPredictor(op, likelihood, alpha, classes, FeatureScaler.from_arrays(arrays), *input_format(arrays, X),
-                        positive_class=_positive_class(arrays, spec, classes), label_column=spec.data.label_column)
+                        positive_class=_positive_class(arrays, spec, classes), label_column=spec.data.label_column,
+                        inputs=InputFormat.from_arrays(arrays, classes))
 
 
 def _positive_class(arrays: dict, spec, classes) -> str | None:
@@ -76,7 +78,8 @@ def _load_one_vs_rest(model_dir: Path, arrays: dict, spec) -> OneVsRestPredictor
         )
     ops = tuple(op.with_params(t) for t in thetas)
     return OneVsRestPredictor(ops, build_likelihood(spec.model), alphas, classes, FeatureScaler.from_arrays(arrays),
-                              *input_format(arrays, X), label_column=spec.data.label_column)
+                              *input_format(arrays, X), label_column=spec.data.label_column,
+                              inputs=InputFormat.from_arrays(arrays, classes))
 
 
 def _stored_kernel(model_dir: Path, spec, X_support):
@@ -98,7 +101,8 @@ def _load_crammer_singer(model_dir: Path, arrays: dict, spec) -> CrammerSingerPr
                                len(classes), None)
     positive = str(arrays["positive_class"]) if "positive_class" in arrays else None
     return CrammerSingerPredictor(model, classes, FeatureScaler.from_arrays(arrays), *input_format(arrays, X),
-                                  label_column=spec.data.label_column, positive_class=positive)
+                                  label_column=spec.data.label_column, positive_class=positive,
+                                  inputs=InputFormat.from_arrays(arrays, classes))
 
 
 def _load_hm3(model_dir: Path, arrays: dict, spec) -> HM3Predictor:
@@ -113,7 +117,7 @@ def _load_hm3(model_dir: Path, arrays: dict, spec) -> HM3Predictor:
                         f"{tree.n_nodes} nodes need {(X.shape[0], tree.n_nodes, 4)}")
     model = HM3Model(_stored_kernel(model_dir, spec, X), X, nu, tree, None)
     return HM3Predictor(model, classes, FeatureScaler.from_arrays(arrays), *input_format(arrays, X),
-                        label_column=spec.data.label_column)
+                        label_column=spec.data.label_column, inputs=InputFormat.from_arrays(arrays, classes))
 
 
 #: model kind -> loader(model_dir, arrays, resolved spec) returning an object with predict_proba / predict
@@ -129,7 +133,8 @@ def load_model(model_dir, *, allow_import=()):
     model_dir = Path(model_dir)
     kind, arrays = load_arrays(model_dir)
     if kind not in LOADERS:
-        raise DataError(f"{model_dir}: unknown model kind {kind[:50]!r}; this gpmodels reads {sorted(LOADERS)}")
+        raise DataError(f"{model_dir}: {MODEL_FILE} names a model kind ({described(kind)}) that is none of "
+                        f"{sorted(LOADERS)}, the kinds this gpmodels reads")
     spec_path = model_dir / SPEC_FILE
     if not spec_path.is_file():
         raise DataError(f"{model_dir} holds no {SPEC_FILE}; a model folder needs both {MODEL_FILE} and {SPEC_FILE}")

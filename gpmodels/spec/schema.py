@@ -68,9 +68,9 @@ def _type_name(v) -> str:
 
 def _number(value, path: str, integer: bool, finite: bool = True):
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        if isinstance(value, str):
-            try:
-                value = float(value) if not integer else int(value)
+        if isinstance(value, str):  # a number written as text ("5", "1e-3": YAML 1.1 reads 1e-3 as text) is
+            try:                       # checked as that number, bounds and finiteness included
+                value = int(value) if integer and value.strip().lstrip("+-").isdigit() else float(value)
             except ValueError:
                 raise SpecError(f"must be {'an integer' if integer else 'a number'}; got the string {shown(value)}",
                                 path) from None
@@ -79,7 +79,7 @@ def _number(value, path: str, integer: bool, finite: bool = True):
                 f"must be {'an integer' if integer else 'a number'}; got {_type_name(value)} {shown(value)}", path
             )
     if integer:
-        if isinstance(value, float) and not value.is_integer():
+        if isinstance(value, float) and not value.is_integer():  # (also inf and nan)
             raise SpecError(f"must be an integer; got {shown(value)}", path)
         return int(value)
     value = float(value)
@@ -141,12 +141,13 @@ def _convert(value, meta, path: str):
             if "auto" in allowed and value == "auto":
                 return "auto"
             try:
-                return _number(value, path, False)
-            except SpecError:
+                float(value)
+            except ValueError:
                 raise SpecError(
                     f"must be {' or '.join(a if a != 'auto' else repr('auto') for a in allowed)}; got {shown(value)}",
                     path,
                 ) from None
+            out = _number(value, path, False)  # a number written as text: its bounds are checked below
         if isinstance(value, (list, tuple)):
             if "list[float]" not in allowed:
                 raise SpecError(f"must be a number{' or ' + repr('auto') if 'auto' in allowed else ''}; got a list",

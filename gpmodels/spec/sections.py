@@ -115,7 +115,8 @@ class DataSpec(Node):
         None,
         kind="bool",
         doc="svmlight files: feature indices start at 0 (true) or 1 (false); null decides "
-        "once for the training and test files (0-based when either uses index 0); "
+        "once for the training and test files (0-based when the training file uses index 0; a test file that "
+        "alone uses it is refused); "
         "saved with the model for `gpmodels predict`",
     )
     max_train: int | None = option(None, kind="int", minimum=2,

@@ -60,8 +60,9 @@ class StudySpec(Node):
     models: tuple = option(kind="list[node]", node=StudyEntry, doc="the compared models")
     columns: tuple = option(DEFAULT_COLUMNS, kind="list[str]", doc="metrics shown in the table")
     engine: EngineSpec = option(EngineSpec, kind="node", node=EngineSpec,
-                                doc="where the models run: with `type: dask, distribute: tasks` the rows run as "
-                                "parallel tasks, with `distribute: gram` one after the other, each on the engine")
+                                doc="where the models run: with `type: processes` or `type: dask, distribute: "
+                                "tasks` the rows run as parallel jobs, otherwise one after the other, each on the "
+                                "engine")
 
     def check(self, path):
         check_name(self.name, "name")
@@ -86,8 +87,15 @@ class StudySpec(Node):
                     str(exc).split(": ", 1)[-1], f"models[{i}].{exc.path}" if exc.path else f"models[{i}]"
                 ) from None
 
+    @property
+    def rows_as_tasks(self) -> bool:
+        """Whether the models run as parallel jobs of the engine (`processes`, or `dask` with
+        `distribute: tasks`), each then in its worker with the serial engine."""
+        e = self.engine
+        return e.type == "processes" or (e.type == "dask" and e.distribute == "tasks")
+
     def entry_spec(self, entry: StudyEntry, out_dir) -> Spec:
-        rows_as_tasks = self.engine.type == "dask" and self.engine.distribute == "tasks"
+        rows_as_tasks = self.rows_as_tasks
         spec = Spec(name=entry.name, description=self.description, seed=self.seed, data=self.data, model=entry.model,
                     objective=entry.objective, evaluation=self.evaluation,
                     output=OutputSpec(dir=str(Path(out_dir) / entry.name)),
@@ -140,6 +148,9 @@ def run_study(study: StudySpec, base_dir: Path | None = None, out=None, *, quiet
     with claim_output(out_dir, study_identity(study), force=force, artefacts=STUDY_ARTEFACTS,
                       key="--out" if out is not None else "output.dir"):
         origin, say = start_log("study", study, out_dir, command, quiet=quiet, progress=progress)
+        for entry in study.models:  # a link planted at a model's sub-folder would send its report elsewhere
+            if (out_dir / entry.name).is_symlink():
+                (out_dir / entry.name).unlink()
         try:
             return _run_study(study, base_dir, out_dir, say, reports,
                               functools.partial(run_spec, command=origin["command"]), origin,
@@ -165,13 +176,14 @@ def _row_task(job: tuple) -> tuple:
 
 def _run_rows(study, base_dir, out_dir: Path, say, run_spec, *, quiet, progress, force):
     """(entry, (metrics, error)) per model in order: one after the other here, or, with
-    ``engine: {type: dask, distribute: tasks}``, all as parallel tasks on the engine's workers (each
-    run then in-process on its worker; the report folder must be reachable from the workers)."""
+    ``engine: {type: processes}`` or ``{type: dask, distribute: tasks}``, all as parallel jobs of the
+    engine (each run then in-process on its worker; the report folder must be reachable from the
+    workers)."""
     from gpmodels.engine import open_engine
     from gpmodels.spec.build import build_engine_config
 
     specs = [study.entry_spec(entry, out_dir) for entry in study.models]
-    if study.engine.type == "dask" and study.engine.distribute == "tasks":
+    if study.rows_as_tasks:
         with open_engine(build_engine_config(study.engine)) as engine:
             say(f"{len(specs)} models as parallel tasks on {engine!r}")
             done = engine.map(_row_task, [(run_spec, spec, base_dir, out_dir / spec.name, force) for spec in specs])

@@ -28,10 +28,10 @@ def test_svmlight_reader():
 def test_svmlight_errors_name_the_line(tmp_path):
     bad = tmp_path / "bad.svm"
     bad.write_text("1 1:2\nx 2:1\n")
-    with pytest.raises(DataError, match="bad.svm:2: label 'x'"):
+    with pytest.raises(DataError, match=r"bad.svm:2:1: the label \(1 character\) is not a number"):
         load_svmlight(bad)
     bad.write_text("1 1:2\n2 2-1\n")
-    with pytest.raises(DataError, match=":2: feature '2-1'"):
+    with pytest.raises(DataError, match=r":2:3: a feature \(3 characters\) is not of the form index:value"):
         load_svmlight(bad)
     bad.write_text("1 1:nan\n")
     with pytest.raises(DataError, match="non-finite"):
@@ -52,7 +52,8 @@ def test_npz_files_and_label_encoding(tmp_path):
     np.savez(tmp_path / "tr.npz", X=r.normal(size=(10, 2)), y=np.array([5, 7] * 5))
     np.savez(tmp_path / "te.npz", X=r.normal(size=(4, 2)), y=np.array([7, 7, 5, 9]))
     X, y, Xt, yt = load_file(tmp_path / "tr.npz", tmp_path / "te.npz")
-    with pytest.raises(DataError, match=r"test labels \[9\]"):
+    with pytest.raises(DataError, match=r"1 test labels \(e.g. 9\) are none of the 2 training classes \(the first "
+                                        r"is test point 4\)"):
         encode_labels(y, yt)
     a, b, names = encode_labels(y, yt[:3])
     assert names == ("5", "7") and a.tolist() == [0, 1] * 5 and b.tolist() == [1, 1, 0]

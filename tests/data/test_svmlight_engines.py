@@ -41,10 +41,10 @@ def test_both_engines_refuse_the_same_files_with_the_same_message(path):
 def test_the_width_bound_and_non_finite_labels_apply_to_the_sklearn_engine(tmp_path):
     p = tmp_path / "w.svm"
     p.write_text("1 1:1\n2 70:1\n")
-    with pytest.raises(DataError, match=r"w.svm:2: feature index 70 exceeds the limit of 50"):
+    with pytest.raises(DataError, match=r"w.svm:2:3: feature index 70 exceeds the limit of 50"):
         S.parse_svmlight(p, engine="sklearn", max_features=50)
     p.write_text("1 1:1\nnan 2:1\n")
-    with pytest.raises(DataError, match=r"w.svm:2: label 'nan' is not finite"):
+    with pytest.raises(DataError, match=r"w.svm:2:1: label nan is not finite"):
         S.parse_svmlight(p, engine="sklearn")
     with pytest.raises(InputError, match="engine must be one of"):
         S.parse_svmlight(p, engine="fast")

@@ -210,8 +210,8 @@ def test_folds_and_one_vs_rest_tasks_equal_the_sequential_loop(tasks):
     assert par.psi == pytest.approx(seq.psi, rel=1e-12)
     assert rel(par.gradient, seq.gradient) <= 1e-12
     op2 = BlockDiagonal.from_sharing(X, RBF(w=0.3), 2, "tied", 2.0, RepresentationConfig(kind="stored"))
-    a = fit_one_vs_rest(op2, Softmax(), y, 3)
-    b = fit_one_vs_rest(op2, Softmax(), y, 3, engine=tasks)
+    a = fit_one_vs_rest(op2, Softmax(), np.eye(3)[y])
+    b = fit_one_vs_rest(op2, Softmax(), np.eye(3)[y], engine=tasks)
     assert [m.result.phi for m in a.models] == pytest.approx([m.result.phi for m in b.models], rel=1e-12)
     assert np.array_equal(a.predict(X), b.predict(X))
 

@@ -83,13 +83,13 @@ def test_one_vs_rest_on_every_engine_equals_the_serial_run():
     op2 = IndependentGP(RBF(0.7), "tied", 2.0, 1.0).operator(X, 2)
     learn = LearnOptions(cv=CVOptions(newton=NEWTON, k3=20), outer=OuterOptions(max_iter=2))
     with limit_blas_threads(1):
-        seq = learn_one_vs_rest(op2, Softmax(), y, 3, folds, learn, engine=LocalEngine())
-        seq_fit = fit_one_vs_rest(op2, Softmax(), y, 3)
+        seq = learn_one_vs_rest(op2, Softmax(), np.eye(3)[y], folds, learn, engine=LocalEngine())
+        seq_fit = fit_one_vs_rest(op2, Softmax(), np.eye(3)[y])
         for name, engine in _engines().items():
             with engine:
                 assert engine.workers_for(Workload(3)) > 1, name
-                par = learn_one_vs_rest(op2, Softmax(), y, 3, folds, learn, engine=engine)
-                par_fit = fit_one_vs_rest(op2, Softmax(), y, 3, engine=engine)
+                par = learn_one_vs_rest(op2, Softmax(), np.eye(3)[y], folds, learn, engine=engine)
+                par_fit = fit_one_vs_rest(op2, Softmax(), np.eye(3)[y], engine=engine)
             assert [r.psi for r in seq.learned] == [r.psi for r in par.learned], name
             assert all(np.array_equal(a.theta, b.theta) for a, b in zip(seq.learned, par.learned)), name
             assert np.array_equal(seq.predict_scores(X), par.predict_scores(X)), name
@@ -230,3 +230,22 @@ def test_n_jobs_as_an_engine():
     for bad in (0, 1.5, True, "2"):
         with pytest.raises(InputError, match="'n_jobs' parameter of GPClassifier"):
             engine_for_jobs(bad, "GPClassifier")
+
+
+def test_study_rows_on_worker_processes_equal_the_rows_one_after_the_other(tmp_path):
+    from gpmodels.spec.study import StudySpec, run_study
+
+    X, y = toy_classification(40, 3, d=4, seed=0)
+    np.savez(tmp_path / "train.npz", X=X[:30], y=y[:30] + 1)
+    np.savez(tmp_path / "test.npz", X=X[30:], y=y[30:] + 1)
+    d = {"name": "s", "data": {"path": str(tmp_path / "train.npz"), "test_path": str(tmp_path / "test.npz")},
+         "models": [{"name": f"v{v}", "model": {"kernel": {"type": "rbf", "w": 0.3}, "variance": v}}
+                    for v in (1.0, 5.0, 20.0)]}
+    local = run_study(StudySpec.from_dict(d), out=tmp_path / "local", quiet=True)
+    d["engine"] = {"type": "processes", "n_workers": 2}
+    study = StudySpec.from_dict(d)
+    assert study.rows_as_tasks and study.entry_spec(study.models[0], tmp_path).engine.type == "local"
+    par = run_study(study, out=tmp_path / "par", quiet=True)
+    assert [r["status"] for r in par] == ["ok"] * 3
+    assert [r["test_error"] for r in par] == [r["test_error"] for r in local]
+    assert [r["phi"] for r in par] == [r["phi"] for r in local]

@@ -12,7 +12,7 @@ from conftest import assert_estimator_checks_pass
 from gpmodels.baselines.crammer_singer.solver import CSOptions, fit_crammer_singer
 from gpmodels.errors import ConvergenceWarning, InputError, NotFittedError
 from gpmodels.estimators import CrammerSingerSVC, GPClassifier, LaplacePredictive
-from gpmodels.inference.map.newton_cg import NewtonOptions
+from gpmodels.inference.map.newton_cg import NewtonCG, NewtonOptions
 from gpmodels.kernels import RBF, Linear
 from gpmodels.kernels.representations import RepresentationConfig
 from gpmodels.priors import IndependentGP
@@ -26,11 +26,11 @@ ALLOWED_SKIPS = {
 
 @pytest.mark.parametrize("estimator", [
     GPClassifier(),
-    GPClassifier(objective="map", solver=NewtonOptions(max_iter=20)),
+    GPClassifier(objective="map", solver=NewtonCG(NewtonOptions(max_iter=20))),
     GPClassifier(IndependentGP(Linear(), "tied", sigma2=1.0), objective="map", solver="exact"),
     GPClassifier(IndependentGP(RBF(0.5), "semi", 2.0, 1.0, representation=RepresentationConfig(kind="lowrank")),
                  objective="map"),
-    GPClassifier(objective="map", solver=NewtonOptions(max_iter=20), predictive=LaplacePredictive(200),
+    GPClassifier(objective="map", solver=NewtonCG(NewtonOptions(max_iter=20)), predictive=LaplacePredictive(200),
                  random_state=0),
 ], ids=["default-cv", "rbf-map", "linear-exact", "rbf-semi-lowrank", "laplace-predictive"])
 def test_sklearn_estimator_checks(estimator):

@@ -168,3 +168,15 @@ def test_save_names_what_a_model_folder_cannot_hold(tmp_path):
     est = GPClassifier(grouped, objective="map").fit(X, y)
     with pytest.raises(InputError, match="IndependentGP has no spec form: pickle the estimator instead"):
         est.save(tmp_path / "m")
+
+
+def test_a_user_prior_without_class_names_takes_any_labels():
+    class PlainPrior:  # only the prior protocol's operator(X, n_classes)
+        def operator(self, X, n_classes):
+            return IndependentGP(RBF(0.5), "tied", sigma2=1.0).operator(X, n_classes)
+
+    X, y = _blobs(n=30)
+    est = GPClassifier(PlainPrior(), objective="map").fit(X, np.array(["z", "x", "y"])[y])
+    ref = GPClassifier(IndependentGP(RBF(0.5), "tied", sigma2=1.0), objective="map").fit(X, y)
+    assert list(est.classes_) == ["x", "y", "z"] and est.kernel_.class_names is None
+    np.testing.assert_allclose(est.predict_proba(X)[:, [2, 0, 1]], ref.predict_proba(X), rtol=1e-10)

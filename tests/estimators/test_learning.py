@@ -43,7 +43,7 @@ def _cv(max_iter, **outer):
 
 
 def test_the_learning_estimator_passes_sklearns_checks_and_derives_from_its_bases():
-    est = GPClassifier(objective=_cv(2), solver=NewtonOptions(max_iter=10))
+    est = GPClassifier(objective=_cv(2), solver=NewtonCG(NewtonOptions(max_iter=10)))
     assert isinstance(est, BaseEstimator) and isinstance(est, ClassifierMixin)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -107,7 +107,7 @@ def test_unconverged_newton_and_learning_warn_with_sklearns_convergence_warning(
     assert issubclass(EstimatorConvergenceWarning, SkConvergenceWarning)
     assert issubclass(EstimatorConvergenceWarning, ConvergenceWarning)
     with pytest.warns(SkConvergenceWarning, match="Newton fit of alpha stopped unconverged.*raise max_iter"):
-        GPClassifier(objective="map", solver=NewtonOptions(max_iter=1)).fit(X, y)
+        GPClassifier(objective="map", solver=NewtonCG(NewtonOptions(max_iter=1))).fit(X, y)
     with pytest.warns(ConvergenceWarning, match="learning \\(objective='cv'\\) stopped unconverged"):
         GPClassifier(objective=_cv(1), cv=3, random_state=0).fit(X, y)
     with warnings.catch_warnings():
@@ -120,7 +120,7 @@ def test_settings_are_checked_with_messages_naming_what_is_allowed():
     for kwargs, match in [({"objective": "ml"}, "must be 'cv', 'laplace', 'map' or a learner object"),
                           ({"cv": 13}, "number of folds in 2..n_samples = 12"),
                           ({"cv": "kfold"}, "an int number of folds or a scikit-learn splitter"),
-                          ({"solver": "cg"}, "must be 'newton-cg', 'exact' or a NewtonOptions"),
+                          ({"solver": "cg"}, "must be 'newton-cg', 'exact' or a solver object"),
                           ({"predictive": "bayes"}, "must be 'plugin', 'laplace' or a LaplacePredictive"),
                           ({"checkpoint": 3}, "None, a path or"),
                           ({"n_jobs": 0}, "None, a positive int or a negative int"),

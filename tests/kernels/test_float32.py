@@ -14,7 +14,7 @@ from oracles import block_diagonal_cross, block_diagonal_dense, naive_gram
 
 import gpmodels.kernels.mixed_precision as mp
 from gpmodels.estimators import GPClassifier
-from gpmodels.inference.map.newton_cg import NewtonOptions
+from gpmodels.inference.map.newton_cg import NewtonCG, NewtonOptions
 from gpmodels.kernels.rbf import ARD, RBF
 from gpmodels.kernels.representations import RepresentationConfig, StoredGram
 from gpmodels.operators.blockdiag import BlockDiagonal
@@ -110,7 +110,7 @@ def test_newton_cg_fit_float32_matches_float64():
     """Φ and α move by O(2^-24 κ): Φ agrees to 1e-6 relative, probabilities to 1e-5, labels exactly."""
     X, y = toy_classification(n=300, C=4, d=3, seed=3, spread=1.5)
     Xt, _ = toy_classification(n=200, C=4, d=3, seed=4, spread=1.5)
-    common = dict(objective="map", solver=NewtonOptions(grad_tol=1e-9, max_iter=50))
+    common = dict(objective="map", solver=NewtonCG(NewtonOptions(grad_tol=1e-9, max_iter=50)))
     f64 = GPClassifier(IndependentGP(RBF(0.5), "tied", sigma2=1.0, representation=RepresentationConfig(kind="stored")),
                        **common).fit(X, y)
     f32 = GPClassifier(IndependentGP(RBF(0.5), "tied", sigma2=1.0,

@@ -80,7 +80,7 @@ MODEL_CASES = {
                        "model format version 99"),
     "unknown_kind": (lambda f: (f / "model.npz").write_bytes(_npz_bytes(format_version=np.array(1),
                                                                          kind=np.array("x" * 500))),
-                     "unknown model kind"),
+                     "names a model kind (500 characters) that is none of"),
     "missing_arrays": (lambda f: (f / "model.npz").write_bytes(_npz_bytes(format_version=np.array(1),
                                                                            kind=np.array("map"))),
                        "lacks the array"),
@@ -112,7 +112,7 @@ INPUT_CASES = {
     "missing": (None, "input file not found"),
     "folder": ("dir", "not a regular file"),
     "empty": (b"", "is empty (0 bytes)"),
-    "shadow": (SECRET.encode() + b"\n", "characters of the file"),
+    "shadow": (SECRET.encode() + b"\n", "inputs.svm:1:1: the label ("),
     "truncated_npz": ("truncated", "is not a readable .npz archive"),
 }
 
@@ -120,7 +120,8 @@ INPUT_CASES = {
 @pytest.mark.parametrize("case", sorted(INPUT_CASES))
 def test_bad_predict_inputs_exit_2_without_quoting_them(case, good, tmp_path, capsys):
     content, fragment = INPUT_CASES[case]
-    path = tmp_path / ("inputs.npz" if case in ("empty", "truncated_npz") else "inputs")
+    path = tmp_path / ("inputs.npz" if case in ("empty", "truncated_npz") else "inputs.svm" if case == "shadow"
+                       else "inputs")
     if content == "dir":
         path.mkdir()
     elif content == "truncated":

@@ -105,7 +105,7 @@ def test_one_vs_rest_without_learning_fits_at_the_given_hyperparameters(tmp_path
     with np.load(tmp_path / "train.npz") as z:
         X, y = z["X"], z["y"]
     op2 = IndependentGP(RBF(auto_rbf_w(X)), "tied", 2.0, 1.0).operator(X, 2)
-    ovr = fit_one_vs_rest(op2, Softmax(), y, 3, NewtonCG(NewtonOptions(max_iter=30, cg_max_iter=40)))
+    ovr = fit_one_vs_rest(op2, Softmax(), np.eye(3)[y], NewtonCG(NewtonOptions(max_iter=30, cg_max_iter=40)))
     with np.load(tmp_path / "test.npz") as z:
         Xt = z["X"]
     np.testing.assert_allclose(ovr.predict_proba(Xt), model.predict_proba(Xt), rtol=1e-10, atol=1e-12)

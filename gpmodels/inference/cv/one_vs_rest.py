@@ -70,16 +70,20 @@ class OneVsRestModel:
         return np.argmax(self.predict_scores(X_new), axis=1)
 
 
-def check_one_vs_rest(binary_op: Operator, y, n_classes: int) -> tuple[np.ndarray, int]:
-    """The integer labels and C, after checking the operator has two classes and every class a point."""
+def check_one_vs_rest(binary_op: Operator, Y) -> tuple[np.ndarray, int]:
+    """The integer labels and C of one-hot targets Y (n, C), after checking the operator has two
+    classes, Y one row per point with a single 1, and every class a point."""
     if binary_op.n_classes != 2:
         raise InputError(
             f"one-vs-rest needs a two-class operator for the binary tasks; got {binary_op.n_classes} classes"
         )
-    y = np.asarray(y)
-    C = int(n_classes)
-    if C < 2:
-        raise InputError(f"one-vs-rest needs at least 2 classes; got {n_classes}")
+    Y = np.asarray(Y, dtype=np.float64)
+    if Y.ndim != 2 or Y.shape[0] != binary_op.n_points or Y.shape[1] < 2:
+        raise InputError(f"one-vs-rest targets Y must have shape ({binary_op.n_points}, C) with C >= 2 classes; "
+                         f"got {Y.shape}")
+    if not (np.all((Y == 0.0) | (Y == 1.0)) and np.all(Y.sum(axis=1) == 1.0)):
+        raise InputError("one-vs-rest targets Y must be one-hot rows (hard labels: labels_to_targets(y, C))")
+    y, C = np.argmax(Y, axis=1), Y.shape[1]
     missing = np.setdiff1d(np.arange(C), y)
     if missing.size:
         raise InputError(f"one-vs-rest: classes {missing.tolist()} have no training point")
@@ -95,48 +99,39 @@ def task_checkpoint(checkpoint: Checkpointing | None, c: int) -> Checkpointing |
                         identity={**checkpoint.identity, "one_vs_rest_class": c})
 
 
-def learn_binary_task(
-    binary_op: Operator,
-    likelihood: Likelihood,
-    y,
-    c: int,
-    folds,
-    options: LearnOptions | None = None,
-    *,
-    checkpoint: Checkpointing | None = None,
-    on_iteration=None,
-    on_fit: Callable[[NewtonStep], None] | None = None,
-    engine: Engine | None = None,
-) -> tuple[MAPModel, LearnResult]:
-    """Task c ('class c' against the rest): learn its hyperparameters by Ψ from ``binary_op``'s,
-    then the final fit.  ``checkpoint`` is used as given (see :func:`task_checkpoint`);
-    ``on_iteration(record)`` reports the outer iterations, ``on_fit(step)`` the final fit;
+def learn_binary_task(binary_op: Operator, likelihood: Likelihood, Yc, folds, options: LearnOptions | None = None, *,
+                      checkpoint: Checkpointing | None = None, on_iteration=None,
+                      engine: Engine | None = None) -> tuple[MAPModel, LearnResult]:
+    """The binary task with targets ``Yc`` (n, 2) ('class c' against the rest: ``binary_targets(y, c)``):
+    learn its hyperparameters by Ψ from ``binary_op``'s, then the final fit.  ``checkpoint`` is used
+    as given (see :func:`task_checkpoint`); ``on_iteration(record)`` reports the outer iterations;
     ``engine``: where the folds run (as in :func:`learn_hyperparameters`)."""
     opts = options or LearnOptions()
-    Yc = binary_targets(y, c)
     res = learn_hyperparameters(
         binary_op, likelihood, Yc, folds, opts, checkpoint=checkpoint, on_iteration=on_iteration, engine=engine
     )
-    return fit_learned(res, likelihood, Yc, opts, on_iteration=on_fit), res
+    return fit_learned(res, likelihood, Yc, opts), res
 
 
-def fit_binary_task(binary_op: Operator, likelihood: Likelihood, y, c: int, solver: NewtonSolver | None = None, *,
+def fit_binary_task(binary_op: Operator, likelihood: Likelihood, Yc, solver: NewtonSolver | None = None, *,
                     on_iteration: Callable[[NewtonStep], None] | None = None) -> MAPModel:
-    """Task c fitted at ``binary_op``'s hyperparameters (MAP by ``solver``, Newton–CG by default; no learning)."""
-    return fit_map(binary_op, likelihood, binary_targets(y, c), solver, on_iteration=on_iteration)
+    """The binary task with targets ``Yc`` (n, 2) fitted at ``binary_op``'s hyperparameters (MAP by
+    ``solver``, Newton–CG by default; no learning)."""
+    return fit_map(binary_op, likelihood, Yc, solver, on_iteration=on_iteration)
 
 
 def _learn_task(shared: tuple, job: tuple):
     """Task c of :func:`learn_one_vs_rest` as an engine's job: (model, LearnResult)."""
     binary_op, likelihood, y, folds, options, engine = shared
     c, checkpoint = job
-    return learn_binary_task(binary_op, likelihood, y, c, folds, options, checkpoint=checkpoint, engine=engine)
+    return learn_binary_task(binary_op, likelihood, binary_targets(y, c), folds, options, checkpoint=checkpoint,
+                             engine=engine)
 
 
 def _fit_task(shared: tuple, c: int) -> MAPModel:
     """Task c of :func:`fit_one_vs_rest` as an engine's job."""
     binary_op, likelihood, y, solver = shared
-    return fit_binary_task(binary_op, likelihood, y, c, solver)
+    return fit_binary_task(binary_op, likelihood, binary_targets(y, c), solver)
 
 
 def task_workload(binary_op: Operator, C: int) -> Workload:
@@ -145,21 +140,21 @@ def task_workload(binary_op: Operator, C: int) -> Workload:
     return Workload(tasks=C, worker_bytes=2 * resident_bytes(binary_op), points=binary_op.n_points)
 
 
-def learn_one_vs_rest(binary_op: Operator, likelihood: Likelihood, y, n_classes: int, folds,
-                      options: LearnOptions | None = None, *, checkpoint: Checkpointing | None = None,
+def learn_one_vs_rest(binary_op: Operator, likelihood: Likelihood, Y, folds, options: LearnOptions | None = None, *,
+                      checkpoint: Checkpointing | None = None,
                       on_iteration: Callable[[int, object], None] | None = None,
                       engine: Engine | None = None) -> OneVsRestModel:
     """Learn and fit the C binary models.
 
     ``binary_op``: the prior's operator over the training points for two classes (the starting
-    hyperparameters of every binary task); ``y``: integer labels in 0..C-1; ``folds``: the
+    hyperparameters of every binary task); ``Y``: one-hot targets (n, C); ``folds``: the
     partition shared by all tasks.  ``checkpoint``: its path gets a ``-class<c>`` suffix per task;
     a resumed run skips finished tasks through their finished checkpoints.
     ``on_iteration(c, record)`` reports progress (of tasks run here, one after the other).
     ``engine`` (None: an :class:`~gpmodels.engine.auto.AutoEngine` for this call): the C tasks as
     its jobs where it runs several at once, else their folds (module docstring).
     """
-    y, C = check_one_vs_rest(binary_op, y, n_classes)
+    y, C = check_one_vs_rest(binary_op, Y)
     with contextlib.ExitStack() as stack:
         if engine is None:
             engine = stack.enter_context(AutoEngine())
@@ -172,7 +167,7 @@ def learn_one_vs_rest(binary_op: Operator, likelihood: Likelihood, y, n_classes:
         models, learned = [], []
         for c in range(C):
             report = None if on_iteration is None else (lambda rec, c=c: on_iteration(c, rec))
-            model, res = learn_binary_task(binary_op, likelihood, y, c, folds, options,
+            model, res = learn_binary_task(binary_op, likelihood, binary_targets(y, c), folds, options,
                                            checkpoint=task_checkpoint(checkpoint, c), on_iteration=report,
                                            engine=engine)
             models.append(model)
@@ -180,11 +175,12 @@ def learn_one_vs_rest(binary_op: Operator, likelihood: Likelihood, y, n_classes:
     return OneVsRestModel(tuple(models), tuple(learned))
 
 
-def fit_one_vs_rest(binary_op: Operator, likelihood: Likelihood, y, n_classes: int,
-                    solver: NewtonSolver | None = None, *, engine: Engine | None = None) -> OneVsRestModel:
+def fit_one_vs_rest(binary_op: Operator, likelihood: Likelihood, Y, solver: NewtonSolver | None = None, *,
+                    engine: Engine | None = None) -> OneVsRestModel:
     """Fit the C binary models at ``binary_op``'s hyperparameters with ``solver`` (Newton–CG by
-    default; no learning), as the jobs of ``engine`` (None: one after the other here)."""
-    y, C = check_one_vs_rest(binary_op, y, n_classes)
+    default; no learning) for one-hot targets ``Y`` (n, C), as the jobs of ``engine`` (None: one after
+    the other here)."""
+    y, C = check_one_vs_rest(binary_op, Y)
     engine = engine or LocalEngine()
     shared = (binary_op, likelihood, y, solver)
     return OneVsRestModel(tuple(engine.map_shared(_fit_task, shared, range(C), task_workload(binary_op, C))))

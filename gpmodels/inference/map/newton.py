@@ -160,6 +160,9 @@ class NewtonSolver(Protocol):
             on_iteration=None) -> NewtonResult:
         """α̂ = argmin Φ by :func:`newton_loop` with this solver's steps."""
 
+    def solve_weighted(self, op: Operator, hf, b: np.ndarray, *, x0=None, tol: float, max_iter: int):
+        """z = (I + W K̃)^{-1} W b for the exact Hessian factor ``hf`` (the CV accumulation solve)."""
+
 
 def gradient_rms(alpha, g) -> float:
     """Per-point RMS of ∇_u Φ = α + g: sqrt(Σ_i ||α_i + g_i||² / n)."""

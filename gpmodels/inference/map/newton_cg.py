@@ -195,9 +195,6 @@ class NewtonCG:
     options: NewtonOptions = attrs.field(factory=NewtonOptions, validator=instance_of(NewtonOptions))
     name: ClassVar[str] = "newton-cg"
 
-    def check(self, op: Operator, likelihood: Likelihood) -> None:
-        """Newton–CG takes every operator and likelihood of the protocols."""
-
     def fit(self, op: Operator, likelihood: Likelihood, Y, *, alpha0=None, precond_start=None,
             on_iteration: Callable[[NewtonStep], None] | None = None) -> NewtonResult:
         """α̂ = argmin Φ from ``alpha0`` (None: 0); ``precond_start``: a previous fit's

@@ -25,12 +25,11 @@ from gpmodels.baselines.hm3.node_svms import fit_node_svms
 from gpmodels.baselines.hm3.solver import fit_hm3
 from gpmodels.data.multilabel_sets import MultilabelDataset
 from gpmodels.errors import SpecError
-from gpmodels.hierarchy import ClassTree
 from gpmodels.persistence import save_crammer_singer_model, save_hm3_model
 from gpmodels.scoring import metrics as M
 from gpmodels.scoring.hierarchical_prf import hierarchical_prf
 from gpmodels.scoring.multilabel import multilabel_report, paths_to_multilabels
-from gpmodels.spec.build import build_kernel, resolve_kernel
+from gpmodels.spec.build import build_kernel, build_tree, resolve_kernel
 from gpmodels.spec.outcome import RunOutcome
 from gpmodels.spec.sections import Spec
 
@@ -72,7 +71,7 @@ def run_crammer_singer(spec: Spec, data, base_dir: Path | None, say) -> RunOutco
 
     def save(folder: Path):
         return save_crammer_singer_model(folder, model, data.classes, data.scaler, zero_based=data.zero_based,
-                                         positive_class=data.positive_class)
+                                         positive_class=data.positive_class, inputs=data.input_format)
 
     return RunOutcome(metrics, None, r.as_dict(), resolved, save=None if model.kernel is None else save)
 
@@ -84,10 +83,10 @@ def run_hm3(spec: Spec, data, base_dir: Path | None, say) -> RunOutcome:
     if isinstance(data, MultilabelDataset):
         tree, Ytr, Yte, single = data.tree, data.Y_train, data.Y_test, False
     else:
-        if data.hierarchy_path is None:
-            raise SpecError(f"hm3 needs a class hierarchy; data set {data.name!r} has none "
-                            "(use enron_corr, a *_FUN set, news20 or imclef07a)", "data.dataset")
-        tree = ClassTree.from_tsv(data.hierarchy_path, data.classes)
+        tree = build_tree(spec, data, base_dir)  # the spec's data.hierarchy, else the data set's own
+        if tree is None:
+            raise SpecError(f"hm3 needs a class hierarchy; data set {data.name!r} has none: set data.hierarchy "
+                            "(or use enron_corr, a *_FUN set, news20 or imclef07a)", "data.hierarchy")
         Ytr, Yte, single = paths_to_multilabels(data.y_train, tree), paths_to_multilabels(data.y_test, tree), True
     kernel = build_kernel(resolved.model.kernel, data.X_train, base_dir)
     opts = h.options(seed=spec.seed)
@@ -121,7 +120,8 @@ def run_hm3(spec: Spec, data, base_dir: Path | None, say) -> RunOutcome:
 
     def save(folder: Path):
         return save_hm3_model(folder, model, () if not single else data.classes, getattr(data, "scaler", None),
-                              zero_based=getattr(data, "zero_based", None))
+                              zero_based=getattr(data, "zero_based", None),
+                              inputs=getattr(data, "input_format", None))
 
     return RunOutcome(metrics, None, r.as_dict(), resolved, save=save)
 

@@ -46,6 +46,7 @@ from gpmodels.spec.runners.cv import (
     learning_metrics,
 )
 from gpmodels.spec.sections import Spec
+from gpmodels.validation import labels_to_targets
 
 __all__ = ["run_one_vs_rest"]
 
@@ -87,7 +88,8 @@ def _learn(spec: Spec, resolved: Spec, data: Dataset, op2, likelihood, y, names,
     workers = engine.workers_for(task_workload(op2, len(names)))
     if workers > 1:
         say(f"one-vs-rest: the {len(names)} tasks run {workers} at once on {engine!r}")
-        ovr = learn_one_vs_rest(op2, likelihood, y, len(names), folds, options, checkpoint=checkpoint, engine=engine)
+        ovr = learn_one_vs_rest(op2, likelihood, labels_to_targets(y, len(names)), folds, options,
+                                checkpoint=checkpoint, engine=engine)
         models, learned = list(ovr.models), list(ovr.learned)
     else:
         models, learned = _learn_in_order(op2, likelihood, y, names, folds, options, checkpoint, say, engine)
@@ -112,7 +114,8 @@ def _fit(resolved: Spec, op2, likelihood, y, names, say):
         with say.bar(None, f"class {name}: Newton") as bar:
             models.append(
                 fit_binary_task(
-                    op2, likelihood, y, k, make_solver(o.solver, build_newton_options(o)), on_iteration=bar.newton
+                    op2, likelihood, binary_targets(y, k), make_solver(o.solver, build_newton_options(o)),
+                    on_iteration=bar.newton
                 )
             )
     traces = {"Phi": {f"class {name}": list(m.result.diagnostics.phi) for name, m in zip(names, models)}}
@@ -125,7 +128,7 @@ def run_one_vs_rest(spec: Spec, data: Dataset, base_dir: Path | None, say, *, en
     resolved = attrs.evolve(spec, model=resolve_model(spec.model, data.X_train))
     op2 = build_binary_operator(resolved, data.X_train, base_dir, engine=engine)
     likelihood = build_likelihood(resolved.model)
-    y, _ = check_one_vs_rest(op2, data.y_train, data.n_classes)
+    y, _ = check_one_vs_rest(op2, labels_to_targets(data.y_train, data.n_classes))
     names = data.classes
     t = time.perf_counter()
     if resolved.objective.learn:
@@ -148,7 +151,13 @@ def run_one_vs_rest(spec: Spec, data: Dataset, base_dir: Path | None, say, *, en
     def save(folder: Path):
         return save_one_vs_rest_model(folder, data.X_train, np.stack([m.alpha for m in ovr.models]),
                                       np.stack([np.asarray(m.operator.params, dtype=float) for m in ovr.models]),
-                                      data.classes, data.scaler, zero_based=data.zero_based)
+                                      data.classes, data.scaler, zero_based=data.zero_based, inputs=data.input_format)
 
+    if resolved.objective.learn:
+        gradients = {"Psi": ("max |∇Ψ| (projected)", {f"class {name}": [x.grad_norm for x in r.history]
+                                                      for name, r in zip(names, ovr.learned)})}
+    else:
+        gradients = {"Phi": ("gradient RMS of Φ", {f"class {name}": list(m.result.diagnostics.grad_norm)
+                                                   for name, m in zip(names, ovr.models)})}
     return RunOutcome(metrics, P, diagnostics, resolved, save=save, traces=traces,
-                      trace_units={"Psi": "outer iteration", "Phi": "Newton iteration"})
+                      trace_units={"Psi": "outer iteration", "Phi": "Newton iteration"}, trace_gradients=gradients)

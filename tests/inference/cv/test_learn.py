@@ -59,7 +59,7 @@ def test_one_vs_rest_learns_each_binary_task(tmp_path):
     folds = kfold_partition(y.size, 3, seed=2, y=y)
     opts = LearnOptions(cv=OPTIONS.cv, outer=OuterOptions(max_iter=3))
     seen = []
-    model = learn_one_vs_rest(op2, Softmax(), y, 3, folds, opts, checkpoint=Checkpointing(tmp_path / "ck.npz"),
+    model = learn_one_vs_rest(op2, Softmax(), np.eye(3)[y], folds, opts, checkpoint=Checkpointing(tmp_path / "ck.npz"),
                               on_iteration=lambda c, rec: seen.append((c, rec.iteration)))
     assert len(model.models) == 3 and {c for c, _ in seen} == {0, 1, 2}
     thetas = np.array([r.theta for r in model.learned])
@@ -87,10 +87,10 @@ def test_bad_input_is_refused():
     with pytest.raises(InputError, match="Y"):
         learn_hyperparameters(op, Softmax(), Y[:, :2], folds)
     with pytest.raises(InputError, match="two-class"):
-        learn_one_vs_rest(op, Softmax(), y, 3, folds)
+        learn_one_vs_rest(op, Softmax(), np.eye(3)[y], folds)
     op2 = IndependentGP(RBF(1.0), "tied", 1.0, 1.0).operator(X, 2)
     with pytest.raises(InputError, match="no training point"):
-        learn_one_vs_rest(op2, Softmax(), np.minimum(y, 1), 3, folds)
+        learn_one_vs_rest(op2, Softmax(), np.eye(3)[np.minimum(y, 1)], folds)
     no_params = IndependentGP(RBF(1.0), "tied", 1.0, 1.0).operator(X, 3)
     with pytest.raises(InputError, match="no hyperparameters"):
         learn_hyperparameters(_Frozen(no_params), Softmax(), Y, folds)
