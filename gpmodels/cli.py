@@ -178,6 +178,11 @@ def _parser() -> argparse.ArgumentParser:
         q.add_argument("--scheduler", default=None, metavar="ADDRESS",
                        help="run on the Dask cluster of this scheduler (tcp://host:8786, started by `dask scheduler`); "
                             "sets engine.scheduler and engine.type: dask (pip install gpmodels[dask])")
+    for q in (r, s):
+        q.add_argument("--device", default=None, choices=("cpu", "cuda", "auto"),
+                       help="where kernel matrices live (model.representation.device of every model): cuda (a GPU "
+                            "through PyTorch, pip install gpmodels[cuda]; exit 2 without one), auto (the GPU when "
+                            "there is one; metrics.json says which), cpu")
     for q in (r, v, s):
         q.add_argument("--set", action="append", default=[], dest="overrides", metavar="KEY.PATH=VALUE",
                        help=SET_HELP)
@@ -376,6 +381,9 @@ def _command(args, command: str) -> int:
                 f"`gpmodels run {args.spec}`"
             )
         study, base_dir = _load(args.spec, _with_scheduler(args), args.allow_import)
+        if args.device is not None:
+            study = attrs.evolve(study, models=tuple(attrs.evolve(e, model=_on_device(e.model, args.device))
+                                                     for e in study.models))
         rows = run_study(study, base_dir, args.out, quiet=args.quiet, progress=not args.no_progress, force=args.force,
                          command=command)
         failed = failed_models(rows)
@@ -390,12 +398,23 @@ def _command(args, command: str) -> int:
     if kind == "study":
         raise SpecError(f"{args.spec} is a study spec (it lists `models`); run it with `gpmodels study {args.spec}`")
     spec, base_dir = _load(args.spec, _with_scheduler(args), args.allow_import, kind="model")
+    if args.device is not None:
+        spec = attrs.evolve(spec, model=_on_device(spec.model, args.device))
     if args.fresh:  # this run only: the checkpoint is ignored, then replaced by this run's
         spec = attrs.evolve(spec, objective=attrs.evolve(
             spec.objective, cv=attrs.evolve(spec.objective.cv, resume="never")))
     run_spec(spec, base_dir, args.out, quiet=args.quiet, progress=not args.no_progress, force=args.force,
              command=command)
     return EXIT_OK
+
+
+def _on_device(model, device: str):
+    """``model`` with its kernel matrices on ``device`` (``--device``; ``cuda`` without a usable GPU
+    is a DeviceError here, before any folder is written)."""
+    from gpmodels.kernels.device.backend import device_in_use
+
+    device_in_use(device)
+    return attrs.evolve(model, representation=attrs.evolve(model.representation, device=device))
 
 
 def _command_line(argv) -> str:

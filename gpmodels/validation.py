@@ -68,8 +68,9 @@ def check_features(name: str, X, *, allow_sparse: bool = True):
         if "complex" in str(exc):
             raise InputError(f"Complex data not supported: {name} must be real") from None
         raise InputTypeError(f"{name} must be numeric; could not convert it to float: {exc}") from None
-    except ValueError as exc:
-        raise InputError(f"{name} must be numeric; could not convert it to float: {exc}") from None
+    except ValueError:  # numpy's message quotes the value (maybe a file's content): described instead
+        raise InputError(f"{name} must be numeric; could not convert it to float: it holds text that is not a "
+                         "number") from None
     if X.ndim != 2:
         hint = (
             " Reshape your data: X.reshape(-1, 1) for one feature, X.reshape(1, -1) for one sample."

@@ -78,7 +78,7 @@ def test_echo_no_message_quotes_a_token_of_a_data_file(tmp_path_factory, secret,
         assert secret not in text
 
 
-@SETTINGS
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(_secret, st.sampled_from(["{s}\n", "root\t{s}\n{s}\n", "a\tb\tc{s}\n", "{s}:x:0:0::/root:/bin/sh\n"]))
 def test_echo_a_hierarchy_file_is_never_quoted_through_the_cli(tmp_path_factory, secret, template):
     folder = tmp_path_factory.mktemp("hier")
@@ -643,3 +643,27 @@ def test_engines_a_checkpoint_written_on_dask_resumes_without_dask(tmp_path, cap
     assert main(["run", str(tmp_path / "spec.yaml"), "--out", str(out), "--set", "engine.type=local"]) == 0, \
         capsys.readouterr().err
     assert "resumed from the checkpoint" in capsys.readouterr().out
+
+
+@SETTINGS
+@given(_secret)
+def test_echo_text_features_of_an_npz_are_described(tmp_path_factory, secret):
+    path = tmp_path_factory.mktemp("npz") / "x.npz"
+    np.savez(path, X=np.array([["1", secret], ["2", "3"]]), y=np.array([1, 2]))
+    from gpmodels.validation import check_features
+
+    X = np.load(path)["X"]
+    text = _messages(check_features, "X", X)
+    assert text and secret not in text and "holds text that is not a number" in text
+
+
+def test_echo_text_features_through_run_and_predict(tmp_path, capsys):
+    np.savez(tmp_path / "x.npz", X=np.array([["1", "AKIAIOSFODNN7EXAMPLE"], ["2", "3"]]), y=np.array([1, 2]))
+    (tmp_path / "s.yaml").write_text(yaml.safe_dump({
+        "name": "t", "data": {"path": str(tmp_path / "x.npz"), "test_path": str(tmp_path / "x.npz")},
+        "model": {"kernel": {"type": "rbf", "w": 1.0}}}))
+    assert main(["run", str(tmp_path / "s.yaml"), "--out", str(tmp_path / "out"), "--quiet"]) == 2
+    model = _trained_model(tmp_path)
+    np.savez(tmp_path / "new.npz", X=np.array([["1", "AKIAIOSFODNN7EXAMPLE"]]))
+    assert main(["predict", str(model), str(tmp_path / "new.npz")]) == 2
+    assert "AKIA" not in capsys.readouterr().err

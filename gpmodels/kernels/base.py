@@ -92,6 +92,13 @@ class Kernel(Parameterised):
         parameters without recomputing the distances (they do not change with w)."""
         return None
 
+    @property
+    def distance_form(self):
+        """The declared scaled squared-distance form M = g(Σ_j s_j (x_j - x'_j)^2) with θ = log s
+        (:class:`~gpmodels.kernels.device.forms.DistanceForm`), from which a device builds M; None
+        for kernels without one."""
+        return None
+
     def grad_contract_from_sq_dists(self, D: np.ndarray, G: np.ndarray, gram: np.ndarray) -> np.ndarray | None:
         """``grad_contract`` from the squared distances D and M = ``gram`` of the same block (for the
         kernels of ``gram_from_sq_dists``; None otherwise): one pass over the block instead of

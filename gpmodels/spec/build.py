@@ -359,7 +359,8 @@ def build_representation(m: ModelSpec, engine: Engine | None = None) -> Represen
     holds kernel matrices on its workers wraps it (``engine.representation``)."""
     r = m.representation
     config = RepresentationConfig(kind=r.kind, memory_mb=r.memory_mb, rank=r.rank, tol=r.tol, dtype=r.dtype,
-                                  memory_gb=r.memory_gb, allow_lowrank=r.allow_lowrank, blocked_max_n=r.blocked_max_n)
+                                  memory_gb=r.memory_gb, allow_lowrank=r.allow_lowrank, blocked_max_n=r.blocked_max_n,
+                                  device=r.device)
     return config if engine is None else engine.representation(config)
 
 

@@ -37,6 +37,7 @@ from gpmodels import __version__, reports
 from gpmodels.data.datasets import Dataset
 from gpmodels.engine.base import open_engine
 from gpmodels.errors import CheckpointWarning, DataError, GPModelsError, NumericalError, SpecError
+from gpmodels.kernels.device.backend import device_in_use
 from gpmodels.progress import Console
 from gpmodels.scoring import metrics as M
 from gpmodels.scoring.calibration import brier_score, expected_calibration_error, reliability_curve
@@ -256,16 +257,24 @@ def _json_safe(value):
 
 def _run(spec: Spec, runner, base_dir, out_dir: Path, say: Console, origin: dict) -> dict:
     t0 = time.perf_counter()
+    device = device_in_use(spec.model.representation.device)  # `cuda` without a GPU fails here, before any work
     data = _read_data(spec, base_dir)
     say(
         f"data {data.name}: {data.X_train.shape[0]} train, {data.X_test.shape[0]} test, {data.n_classes} classes, "
         f"{data.X_train.shape[1]} features{' (sparse)' if data.sparse else ''}"
     )
+    if not device.startswith("cpu") and spec.engine.type in ("auto", "processes"):
+        # forked workers cannot use the parent's CUDA context: the jobs share the one device from this process
+        if spec.engine.type == "processes":
+            raise SpecError(f"kernel matrices on {device} cannot be shared with forked worker processes; "
+                            "allowed with a GPU: engine.type auto or local", "engine.type")
+        say(f"engine: local (kernel matrices on {device}; worker processes cannot share its CUDA context)")
+        spec = attrs.evolve(spec, engine=attrs.evolve(spec.engine, type="local"))
     # runners see the effective report folder (``--out`` included) in ``spec.output.dir``
     with open_engine(build_engine_config(spec.engine)) as engine:
         outcome = _call_runner(runner, attrs.evolve(spec, output=attrs.evolve(spec.output, dir=str(out_dir))), data,
                                base_dir, say, engine)
-    metrics = {"name": spec.name, **origin}
+    metrics = {"name": spec.name, **origin, "device": device}
     if outcome.probabilities is not None and not np.all(np.isfinite(outcome.probabilities)):
         bad = int(np.sum(~np.all(np.isfinite(outcome.probabilities), axis=1)))
         raise NumericalError(f"the fitted model gives non-finite test probabilities for {bad} points: the kernel "

@@ -15,7 +15,7 @@ from gpmodels.baselines.crammer_singer.solver import CrammerSingerModel
 from gpmodels.baselines.hm3.solver import HM3Model
 from gpmodels.data.labels import InputFormat
 from gpmodels.data.scaling import FeatureScaler
-from gpmodels.errors import DataError, GPModelsError, SpecError
+from gpmodels.errors import DataError, GPModelsError, SpecError, described
 from gpmodels.hierarchy import ClassTree
 from gpmodels.persistence import (
     MODEL_FILE,
@@ -137,7 +137,8 @@ def load_model(model_dir, *, allow_import=()):
                         "to predict with")
     kind, arrays = load_arrays(model_dir)
     if kind not in LOADERS:
-        raise DataError(f"{model_dir}: unknown model kind {kind[:50]!r}; this gpmodels reads {sorted(LOADERS)}")
+        raise DataError(f"{model_dir}: {MODEL_FILE} names a model kind ({described(kind)}) that is none of "
+                        f"{sorted(LOADERS)}, the kinds this gpmodels reads")
     spec_path = model_dir / SPEC_FILE
     if not spec_path.is_file():
         raise DataError(f"{model_dir} holds no {SPEC_FILE}; a model folder needs both {MODEL_FILE} and {SPEC_FILE}")

@@ -95,10 +95,11 @@ def _row_task(job: tuple) -> tuple:
 
 def _run_rows(study, base_dir, out_dir: Path, say, run_spec, *, quiet, progress, force):
     """(entry, (metrics, error)) per model in order: one after the other here, or, with
-    ``engine: {type: dask, distribute: tasks}``, all as parallel tasks on the engine's workers (each
-    run then in-process on its worker; the report folder must be reachable from the workers)."""
+    ``engine: {type: processes}`` or ``{type: dask, distribute: tasks}``, all as parallel jobs of the
+    engine (each run then in-process on its worker; the report folder must be reachable from the
+    workers)."""
     specs = [study.entry_spec(entry, out_dir) for entry in study.models]
-    if study.engine.type == "dask" and study.engine.distribute == "tasks":
+    if study.rows_as_tasks:
         with open_engine(build_engine_config(study.engine)) as engine:
             say(f"{len(specs)} models as parallel tasks on {engine!r}")
             done = engine.map(_row_task, [(run_spec, spec, base_dir, out_dir / spec.name, force) for spec in specs])

@@ -29,7 +29,8 @@ def run_map(spec: Spec, data: Dataset, base_dir: Path | None, say, *, engine=Non
     reps = representation_choices(op)
     for r in reps:
         size = f", {format_bytes(r['nbytes'])} each" if r["nbytes"] > 0 else ""
-        say(f"kernel matrix: {r['label']}{size}: {r['reason']}")
+        where = "" if r["device"] == "cpu" else f" on {r['device']}"
+        say(f"kernel matrix: {r['label']}{where}{size}: {r['reason']}")
     t = time.perf_counter()
     with say.bar(None, "Newton") as bar:
         model = fit_map(op, likelihood, problem.targets,

@@ -8,7 +8,7 @@ import attrs
 from gpmodels.errors import SpecError
 from gpmodels.kernels.factory import KERNEL_NAMES, KERNEL_PARAMS
 from gpmodels.kernels.mixed_precision import STORAGE_DTYPES
-from gpmodels.kernels.representations import REPRESENTATION_KINDS
+from gpmodels.kernels.representations import DEVICES, REPRESENTATION_KINDS
 from gpmodels.operators.blockdiag import SHARING_MODES
 from gpmodels.priors.coupled import COUPLING_INITS
 from gpmodels.priors.registry import BUILTIN_PRIORS, is_import_path, is_known_prior, unknown_prior_message
@@ -116,6 +116,12 @@ class RepresentationSpec(Node):
     )
     rank: int = option(200, integer(1, 100_000), doc="lowrank: maximal rank of the incomplete Cholesky")
     tol: float = option(1e-8, nonnegative_number(), doc="lowrank: stop when the residual diagonal is below tol x max")
+    device: str = option(
+        "cpu",
+        one_of(DEVICES),
+        doc="where kernel matrices live: `cuda` (a GPU through PyTorch, gpmodels[cuda]; an error "
+        "without one), `auto` (the GPU when there is one), `cpu`; rbf and ard kernels",
+    )
 
 
 @attrs.frozen

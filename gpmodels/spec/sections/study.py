@@ -48,8 +48,9 @@ class StudySpec(Node):
     engine: EngineSpec = option(
         EngineSpec,
         node=EngineSpec,
-        doc="where the models run: with `type: dask, distribute: tasks` the rows run as "
-        "parallel tasks, with `distribute: gram` one after the other, each on the engine",
+        doc="where the models run: with `type: processes` or `type: dask, distribute: "
+        "tasks` the rows run as parallel jobs, otherwise one after the other, each on the "
+        "engine",
     )
 
     def check(self, path):
@@ -77,8 +78,15 @@ class StudySpec(Node):
                     str(exc).split(": ", 1)[-1], f"models[{i}].{exc.path}" if exc.path else f"models[{i}]"
                 ) from None
 
+    @property
+    def rows_as_tasks(self) -> bool:
+        """Whether the models run as parallel jobs of the engine (`processes`, or `dask` with
+        `distribute: tasks`), each then in its worker with the serial engine."""
+        e = self.engine
+        return e.type == "processes" or (e.type == "dask" and e.distribute == "tasks")
+
     def entry_spec(self, entry: StudyEntry, out_dir) -> Spec:
-        rows_as_tasks = self.engine.type == "dask" and self.engine.distribute == "tasks"
+        rows_as_tasks = self.rows_as_tasks
         spec = Spec(
             name=entry.name,
             description=self.description,
