@@ -26,9 +26,19 @@ bytes over the time (the memory traffic of a copy), best of 10.
 
 ``--namespace cuda`` (default: PyTorch's GPU, gpmodels[cuda]) or ``numpy`` / ``strict`` (the CI
 namespaces: the same device code on the host, for a smoke run: ``python bench/gpu.py --namespace
-numpy --n 400 --satimage-max-train 150 --satimage-max-iter 1 --check-n 200``).  On a GPU machine
-without network: ``pip install --no-deps --no-build-isolation -e .``, copy the satimage files into
-an ignored folder of the checkout and point ``GPMODELS_DATA`` at it.
+numpy --n 400 --satimage-max-train 150 --satimage-max-iter 1 --check-n 200``).
+
+On a GPU machine without network (PyTorch and gpytorch there, array-api-compat perhaps not): before
+the run, copy array-api-compat (pure Python) and the data into the ignored ``bench/out/`` of the
+checkout and carry that folder::
+
+    mkdir -p bench/out/vendor bench/out/data
+    cp -r "$(python -c 'import array_api_compat as a, os; print(os.path.dirname(a.__file__))')" bench/out/vendor/
+    cp -r ../shared/data/satimage ../shared/data/imclef07a bench/out/data/
+
+then on the device: ``pip install --no-deps --no-build-isolation -e . && PYTHONPATH=bench/out/vendor
+GPMODELS_DATA=bench/out/data python -m pytest -q -m gpu tests/kernels && PYTHONPATH=bench/out/vendor
+GPMODELS_DATA=bench/out/data python bench/gpu.py``.
 
 Prints a table and a final JSON line ``{"bench": "gpu", "device", "rows": [{job, library, n, C,
 seconds, mvms, seconds_per_mvm, test_error, log_loss, peak_gpu_gib}], "copy_bandwidth_tbps", ...}``.

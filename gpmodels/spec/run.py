@@ -263,11 +263,13 @@ def _run(spec: Spec, runner, base_dir, out_dir: Path, say: Console, origin: dict
         f"data {data.name}: {data.X_train.shape[0]} train, {data.X_test.shape[0]} test, {data.n_classes} classes, "
         f"{data.X_train.shape[1]} features{' (sparse)' if data.sparse else ''}"
     )
-    if not device.startswith("cpu") and spec.engine.type in ("auto", "processes"):
-        # forked workers cannot use the parent's CUDA context: the jobs share the one device from this process
-        if spec.engine.type == "processes":
-            raise SpecError(f"kernel matrices on {device} cannot be shared with forked worker processes; "
-                            "allowed with a GPU: engine.type auto or local", "engine.type")
+    if not device.startswith("cpu") and spec.engine.type != "local":
+        # forked workers cannot use the parent's CUDA context, and Dask workers would hold the matrices on
+        # their CPUs: the jobs share the one device from this process
+        if spec.engine.type in ("processes", "dask"):
+            raise SpecError(f"kernel matrices on {device} stay in this process: engine.type {spec.engine.type} "
+                            "would run them in worker processes; allowed with a GPU: engine.type auto or local",
+                            "engine.type")
         say(f"engine: local (kernel matrices on {device}; worker processes cannot share its CUDA context)")
         spec = attrs.evolve(spec, engine=attrs.evolve(spec.engine, type="local"))
     # runners see the effective report folder (``--out`` included) in ``spec.output.dir``

@@ -101,3 +101,13 @@ def test_run_on_a_stand_in_gpu_goes_through_the_device_and_scores_as_the_cpu_run
         assert reps and all(r["device"] == "cuda:0 (numpy stand-in)" for r in reps)
     log = (tmp_path / "gpu" / "run.log").read_text()
     assert "engine: local (kernel matrices on cuda:0 (numpy stand-in)" in log
+
+
+@pytest.mark.parametrize("engine", ["processes", "dask"])
+def test_a_gpu_run_refuses_engines_that_would_hold_its_matrices_in_other_processes(tmp_path, monkeypatch, capsys,
+                                                                                   engine):
+    spec = _spec(tmp_path)
+    spec["engine"] = {"type": engine}
+    _FakeGPU.install(monkeypatch)
+    assert main(["run", str(write_spec(tmp_path, spec)), "--quiet", "--device", "cuda"]) == 2
+    assert f"engine.type {engine} would run them in worker processes" in capsys.readouterr().err
