@@ -18,6 +18,7 @@ import difflib
 
 import numpy as np
 
+from gpmodels.data.scaling import auto_rbf_w
 from gpmodels.errors import InputError
 from gpmodels.kernels.base import Kernel
 from gpmodels.kernels.linear import Linear, Polynomial
@@ -38,8 +39,6 @@ KERNEL_NAMES = tuple(KERNEL_PARAMS)
 
 
 def _auto_w(X) -> float:
-    from gpmodels.data.scaling import auto_rbf_w  # data imports kernels: import here, not at module load
-
     if X is None:
         raise InputError("w='auto' needs the training inputs X (w = 1 / Σ_j Var[x_j])")
     return auto_rbf_w(X)
