@@ -52,8 +52,8 @@ from gpmodels.optimize.lbfgs import OuterOptions  # noqa: E402
 from gpmodels.priors.independent import IndependentGP  # noqa: E402
 from gpmodels.scoring.calibration import calibration_report  # noqa: E402
 from gpmodels.scoring.metrics import error  # noqa: E402
+from gpmodels.spec.build import build_learn_options  # noqa: E402
 from gpmodels.spec.loader import load_spec  # noqa: E402
-from gpmodels.spec.runners.cv import build_learn_options  # noqa: E402
 from gpmodels.validation import labels_to_targets  # noqa: E402
 
 SPEC = Path(__file__).resolve().parent.parent / "specs" / "satimage-cv.yaml"

@@ -34,7 +34,8 @@ from sklearn.gaussian_process.kernels import RBF as SkRBF
 from sklearn.gaussian_process.kernels import ConstantKernel
 from sklearn.model_selection import train_test_split
 
-from gpmodels.data import auto_rbf_w, load_dataset
+from gpmodels.data import load_dataset
+from gpmodels.data.scaling import auto_rbf_w
 from gpmodels.estimators import GPClassifier
 from gpmodels.scoring.metrics import error, log_loss
 

@@ -4,16 +4,7 @@ Compose a likelihood, a prior and an objective; every objective reaches the prio
 the MVM operator protocol (:class:`gpmodels.operators.Operator`).
 """
 
-import os as _os
-
-# OpenBLAS keeps an idle worker thread spinning for 2^28 cycles (its default) after every call.
-# Newton–CG alternates short BLAS calls (one symv per class) with numpy work in the main thread,
-# which that spinning thread slows: a final fit on digits (n = 1198, C = 10) took 21.7 s with two
-# BLAS threads on two cores against 3.3 s with one, and 2.6 s with a 2^4-cycle spin.  A default
-# only: a value already in the environment wins, and it has no effect once numpy was imported.
-_os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
-
-from gpmodels.errors import (  # noqa: E402
+from gpmodels.errors import (
                      CheckpointError,
                      ConvergenceError,
                      DataError,
@@ -26,37 +17,37 @@ from gpmodels.errors import (  # noqa: E402
 # structured priors and targets (Seeger 2008, Sec. 3, 6.1, 7.4.1, 7.4.2)
 from gpmodels.hierarchy import ClassTree
 from gpmodels.inference import (
-                     CVOptions,
-                     ExactNewton,
-                     LaplaceOptions,
-                     LatentPredictive,
-                     LearnOptions,
-                     MAPModel,
-                     MKLOptions,
-                     NewtonCG,
-                     NewtonOptions,
-                     VBOptions,
-                     algorithm1,
-                     alternating,
-                     cv_criterion,
-                     exact_newton,
-                     fit_learned,
-                     fit_map,
-                     fit_one_vs_rest,
-                     laplace_mlm,
-                     latent_predictive,
-                     learn_hyperparameters,
-                     learn_laplace,
-                     learn_one_vs_rest,
-                     learn_vb,
-                     newton_cg,
-                     predictive_proba,
-                     vb_criterion,
+    CVOptions,
+    ExactNewton,
+    LaplaceOptions,
+    LearnOptions,
+    MAPModel,
+    MKLOptions,
+    NewtonCG,
+    NewtonOptions,
+    VBOptions,
+    algorithm1,
+    alternating,
+    cv_criterion,
+    exact_newton,
+    fit_learned,
+    fit_map,
+    fit_one_vs_rest,
+    laplace_mlm,
+    latent_predictive,
+    learn_hyperparameters,
+    learn_laplace,
+    learn_one_vs_rest,
+    learn_vb,
+    newton_cg,
+    predictive_proba,
+    vb_criterion,
 )
 from gpmodels.inference.map.em import EMOptions, fit_em
 from gpmodels.kernels import ARD, RBF, Linear, Polynomial, Precomputed, RepresentationConfig, make_kernel
 from gpmodels.likelihoods import Gaussian, Laplace, Logistic, SmoothedHinge, Softmax, StudentT
 from gpmodels.likelihoods.uncertain import PseudoTargets, coarsen_labels
+from gpmodels.linalg.blas_threads import configure_openblas
 from gpmodels.operators import ANOVA, BlockDiagonal, Coupled, Intercept, Operator, Sum
 from gpmodels.priors import ANOVAPrior, CoupledPrior, IndependentGP, PriorContext, coupling_init, register_prior
 from gpmodels.scoring import decisions, metrics, multilabel
@@ -72,5 +63,5 @@ __all__ = ["metrics", "multilabel", "GPModelsError", "InputError", "DataError", 
            "laplace_mlm", "learn_laplace", "learn_vb", "vb_criterion", "decisions", "ClassTree", "ANOVA", "Coupled",
            "ANOVAPrior", "CoupledPrior", "coupling_init", "PseudoTargets", "coarsen_labels", "EMOptions", "fit_em",
            "cv_criterion", "CVOptions", "LearnOptions", "learn_hyperparameters", "fit_learned", "learn_one_vs_rest",
-           "fit_one_vs_rest", "register_prior", "PriorContext", "LatentPredictive", "latent_predictive",
-           "predictive_proba"]
+           "fit_one_vs_rest", "register_prior", "PriorContext", "latent_predictive",
+           "predictive_proba", "configure_openblas"]

@@ -25,16 +25,40 @@ without it.  ``--force`` lets ``run`` / ``study`` replace another run's report i
 from __future__ import annotations
 
 import argparse
+import csv
 import os
 import shlex
+import signal
 import sys
+import threading
 import traceback
 from pathlib import Path
 
 import attrs
 import numpy as np
 
-from gpmodels.errors import CheckpointError, GPModelsError, InputError, Terminated
+from gpmodels.data.datasets import load_inputs
+from gpmodels.errors import (
+    CheckpointError,
+    DataError,
+    GPModelsError,
+    InputError,
+    NumericalError,
+    OutputError,
+    SpecError,
+    Terminated,
+)
+from gpmodels.linalg.blas_threads import configure_openblas
+from gpmodels.priors.registry import check_allow_import
+from gpmodels.spec import spec_reference
+from gpmodels.spec.build import check_files
+from gpmodels.spec.loader import grant_imports, read_yaml, spec_from_dict
+from gpmodels.spec.output import written_by_a_run
+from gpmodels.spec.overrides import apply_overrides
+from gpmodels.spec.run import package_version, run_spec
+from gpmodels.spec.saved import load_model
+from gpmodels.spec.sections.study import StudySpec
+from gpmodels.spec.study import failed_models, run_study
 
 __all__ = ["main"]
 
@@ -46,8 +70,6 @@ ALLOW_IMPORT_HELP = ("let a `model.prior: MODULE:builder` path import MODULE or 
 
 
 def _module_name(text: str) -> str:
-    from gpmodels.priors.registry import check_allow_import
-
     try:
         return check_allow_import(text)[0]
     except ValueError as exc:
@@ -70,6 +92,7 @@ EXIT_CODES = """exit codes:
 ENVIRONMENT = """environment variables:
   GPMODELS_DEBUG=1     show the traceback of an unforeseen error
   GPMODELS_DATA=DIR    folder of the named data sets (`data.dataset`) when the spec sets no `data.root`
+  OPENBLAS_THREAD_TIMEOUT=N  idle OpenBLAS threads spin 2^N cycles; unset, the command runs with 4
 """
 _EXAMPLES = {
     None: """examples:
@@ -123,8 +146,6 @@ def _add(sub, name: str, summary: str, description: str) -> argparse.ArgumentPar
 
 
 def _parser() -> argparse.ArgumentParser:
-    from gpmodels.spec.run import package_version
-
     p = argparse.ArgumentParser(
         prog="gpmodels", formatter_class=argparse.RawDescriptionHelpFormatter, epilog=_epilog(None),
         description="Kernel and GP classification with many, structured classes: run a YAML spec (fit, evaluate, "
@@ -157,6 +178,11 @@ def _parser() -> argparse.ArgumentParser:
         q.add_argument("--scheduler", default=None, metavar="ADDRESS",
                        help="run on the Dask cluster of this scheduler (tcp://host:8786, started by `dask scheduler`); "
                             "sets engine.scheduler and engine.type: dask (pip install gpmodels[dask])")
+    for q in (r, s):
+        q.add_argument("--device", default=None, choices=("cpu", "cuda", "auto"),
+                       help="where kernel matrices live (model.representation.device of every model): cuda (a GPU "
+                            "through PyTorch, pip install gpmodels[cuda]; exit 2 without one), auto (the GPU when "
+                            "there is one; metrics.json says which), cpu")
     for q in (r, v, s):
         q.add_argument("--set", action="append", default=[], dest="overrides", metavar="KEY.PATH=VALUE",
                        help=SET_HELP)
@@ -177,10 +203,6 @@ def _parser() -> argparse.ArgumentParser:
 def _load(path, overrides, allow_import, *, kind=None):
     """The spec (or, ``kind=None``, spec or study spec) of ``path`` with ``--set`` overrides applied before
     validation; with the spec's folder."""
-    from gpmodels.spec.loader import grant_imports, read_yaml, spec_from_dict
-    from gpmodels.spec.overrides import apply_overrides
-    from gpmodels.spec.study import StudySpec
-
     data = apply_overrides(read_yaml(path), overrides)
     base_dir = Path(path).resolve().parent
     if kind != "model" and isinstance(data, dict) and "models" in data:
@@ -189,9 +211,6 @@ def _load(path, overrides, allow_import, *, kind=None):
 
 
 def _validate(path, allow_import=(), overrides=()) -> None:
-    from gpmodels.spec.build import check_files
-    from gpmodels.spec.study import StudySpec
-
     spec, base_dir = _load(path, overrides, allow_import)
     if isinstance(spec, StudySpec):
         for entry in spec.models:
@@ -204,8 +223,6 @@ def _validate(path, allow_import=(), overrides=()) -> None:
 
 def _check_input_file(path) -> None:
     """``path`` is a readable regular file, else DataError describing it (never quoting it)."""
-    from gpmodels.errors import DataError
-
     p = Path(path)
     if not p.exists():
         raise DataError(f"input file not found: {p}")
@@ -218,8 +235,6 @@ def _check_input_file(path) -> None:
 def _check_predict_out(out, model_dir, data) -> None:
     """``--out`` names a file that can be written and that is neither the input data nor a file of the
     model folder (checked before any work: a prediction never overwrites what it reads)."""
-    from gpmodels.errors import OutputError
-
     target = Path(out)
     if target.is_dir():
         raise OutputError(f"--out {target} is a folder; give a CSV file name", "--out")
@@ -228,8 +243,6 @@ def _check_predict_out(out, model_dir, data) -> None:
         raise OutputError(f"--out {target}: the folder {parent} does not exist", "--out")
     if not os.access(parent, os.W_OK) or (target.exists() and not os.access(target, os.W_OK)):
         raise OutputError(f"--out {target} is not writable; choose a file you can write", "--out")
-    from gpmodels.spec.output import written_by_a_run
-
     resolved, folder = target.resolve(), Path(model_dir).resolve()
 
     def same(p: Path) -> bool:
@@ -245,9 +258,6 @@ def _check_predict_out(out, model_dir, data) -> None:
 
 
 def _predict(model_dir, data, out, allow_import=()) -> None:
-    from gpmodels.data.datasets import load_inputs
-    from gpmodels.spec.saved import load_model
-
     if out is not None:  # checked before any work
         _check_predict_out(out, model_dir, data)
     _check_input_file(data)
@@ -260,8 +270,6 @@ def _predict(model_dir, data, out, allow_import=()) -> None:
     except (GPModelsError, MemoryError):  # messages name the file, line and column, never its content
         raise
     except Exception as exc:  # noqa: BLE001 - a reader's own error may quote the file: describe it instead
-        from gpmodels.errors import DataError
-
         raise DataError(
             f"input file {data} ({Path(data).stat().st_size} bytes) cannot be read as inputs "
             f"(.npz with X, .arff, .csv or svmlight text; {type(exc).__name__})"
@@ -290,8 +298,6 @@ def _predict(model_dir, data, out, allow_import=()) -> None:
 
 
 def _check_finite_predictions(P, model_dir) -> None:
-    from gpmodels.errors import NumericalError
-
     if not np.all(np.isfinite(P)):
         bad = int(np.sum(~np.all(np.isfinite(P), axis=1)))
         raise NumericalError(f"the model of {model_dir} gives non-finite predictions for {bad} inputs (an overflowing "
@@ -300,8 +306,6 @@ def _check_finite_predictions(P, model_dir) -> None:
 
 def _write_rows(out, header, rows) -> None:
     """The CSV table on ``out`` (standard output when None)."""
-    import csv
-
     fh = open(out, "w", newline="") if out else sys.stdout
     try:
         w = csv.writer(fh)
@@ -331,8 +335,6 @@ def _score(pred, truth, data) -> None:
 def _kind_of_spec(path) -> str | None:
     """``study`` when the spec file lists ``models``, ``model`` when it has a ``model`` section, None for
     anything else (the loader then says what is wrong); read with the spec loader's bounds."""
-    from gpmodels.spec.loader import read_yaml
-
     data = read_yaml(path)
     if not isinstance(data, dict):
         return None
@@ -362,11 +364,7 @@ def _with_scheduler(args) -> list:
 
 
 def _command(args, command: str) -> int:
-    from gpmodels.errors import SpecError
-
     if args.command == "spec-reference":
-        from gpmodels.spec import spec_reference
-
         sys.stdout.write(spec_reference())
         return EXIT_OK
     if args.command == "validate":
@@ -382,9 +380,10 @@ def _command(args, command: str) -> int:
                 f"{args.spec} is a model spec (a `model` section, no `models` list); run it with "
                 f"`gpmodels run {args.spec}`"
             )
-        from gpmodels.spec.study import failed_models, run_study
-
         study, base_dir = _load(args.spec, _with_scheduler(args), args.allow_import)
+        if args.device is not None:
+            study = attrs.evolve(study, models=tuple(attrs.evolve(e, model=_on_device(e.model, args.device))
+                                                     for e in study.models))
         rows = run_study(study, base_dir, args.out, quiet=args.quiet, progress=not args.no_progress, force=args.force,
                          command=command)
         failed = failed_models(rows)
@@ -398,15 +397,24 @@ def _command(args, command: str) -> int:
         return EXIT_OK
     if kind == "study":
         raise SpecError(f"{args.spec} is a study spec (it lists `models`); run it with `gpmodels study {args.spec}`")
-    from gpmodels.spec.run import run_spec
-
     spec, base_dir = _load(args.spec, _with_scheduler(args), args.allow_import, kind="model")
+    if args.device is not None:
+        spec = attrs.evolve(spec, model=_on_device(spec.model, args.device))
     if args.fresh:  # this run only: the checkpoint is ignored, then replaced by this run's
         spec = attrs.evolve(spec, objective=attrs.evolve(
             spec.objective, cv=attrs.evolve(spec.objective.cv, resume="never")))
     run_spec(spec, base_dir, args.out, quiet=args.quiet, progress=not args.no_progress, force=args.force,
              command=command)
     return EXIT_OK
+
+
+def _on_device(model, device: str):
+    """``model`` with its kernel matrices on ``device`` (``--device``; ``cuda`` without a usable GPU
+    is a DeviceError here, before any folder is written)."""
+    from gpmodels.kernels.device.backend import device_in_use
+
+    device_in_use(device)
+    return attrs.evolve(model, representation=attrs.evolve(model.representation, device=device))
 
 
 def _command_line(argv) -> str:
@@ -430,9 +438,6 @@ def _raise_terminated(signum, frame):
 
 def _handle_stop_signals() -> dict:
     """Install the handlers of ``STOP_SIGNALS`` (main thread only); returns the previous ones."""
-    import signal
-    import threading
-
     if threading.current_thread() is not threading.main_thread():
         return {}
     previous = {}
@@ -453,9 +458,10 @@ def _silence_stdout() -> None:
 
 def main(argv=None) -> int:
     """The ``gpmodels`` command (``argv``: the arguments after the program name; default ``sys.argv[1:]``);
-    returns the exit code (see ``EXIT_CODES``)."""
-    import signal
-
+    returns the exit code (see ``EXIT_CODES``).  Run as a program (no ``argv``), it first gives idle
+    OpenBLAS threads a short spin (:func:`gpmodels.linalg.blas_threads.configure_openblas`)."""
+    if argv is None:
+        configure_openblas()
     previous = _handle_stop_signals()
     try:
         args = _parser().parse_args(argv)

@@ -19,6 +19,7 @@ __all__ = [
     "EngineError",
     "NotFittedError",
     "InputTypeError",
+    "DeviceError",
     "DataConversionWarning",
     "ConvergenceWarning",
     "NumericalError",
@@ -132,6 +133,11 @@ def shown(value, limit: int = SHOWN_CHARS) -> str:
     if len(text) > limit:
         text = f"{text[:limit]}... ({len(text) - limit} more characters)"
     return text
+
+
+class DeviceError(InputError):
+    """A device (``cuda``) was asked for and cannot be used: the message names what is missing (the
+    ``gpmodels[cuda]`` extra, a CUDA build of PyTorch, a visible GPU) or which kernel has no device form."""
 
 
 # ---------------------------------------------------------------- what a message may quote of a file

@@ -74,18 +74,6 @@ def save_arrays(model_dir, kind: str, arrays: dict) -> Path:
     return target
 
 
-def _no_model_message(model_dir: Path) -> str:
-    """Why ``model_dir`` holds no model.npz: a run that saves none, or no run at all."""
-    from gpmodels.spec.output import read_identity
-
-    ident = read_identity(model_dir)
-    if ident is not None:
-        return (f"{model_dir} holds the report of run {ident.get('name')!r} (objective "
-                f"{ident.get('objective')!r}), which saved no {MODEL_FILE}: there is no model for this run to "
-                "predict with")
-    return f"{model_dir} holds no {MODEL_FILE}: it is not a saved model folder (run `gpmodels run` first)"
-
-
 def load_arrays(model_dir) -> tuple[str, dict]:
     """The model kind and arrays of ``model_dir/model.npz``; DataError for a missing, truncated,
     non-npz or foreign file (described by its size, never quoted), for array sizes its stored bytes
@@ -95,7 +83,7 @@ def load_arrays(model_dir) -> tuple[str, dict]:
         raise DataError(f"model folder {model_dir} {'is not a folder' if model_dir.exists() else 'not found'}")
     path = model_dir / MODEL_FILE
     if not path.is_file():
-        raise DataError(_no_model_message(model_dir))
+        raise DataError(f"{model_dir} holds no {MODEL_FILE}: it is not a saved model folder (run `gpmodels run` first)")
     size = path.stat().st_size
     kind = "empty" if size == 0 else f"{size} bytes, truncated or not an .npz archive of plain arrays"
     try:
@@ -353,12 +341,3 @@ class HM3Predictor:
         names = np.array(self.classes)[self.model.predict_single_path(Xs)]
         return ["row", "prediction"] + nodes, [[i, names[i], *U[i].tolist()] for i in range(U.shape[0])], names
 
-
-def __getattr__(name: str):
-    """``load_model`` / ``LOADERS`` now live in :mod:`gpmodels.spec.saved` (they rebuild models from specs,
-    which sits above this module); kept reachable here for existing callers, without a module-level import."""
-    if name in ("load_model", "LOADERS"):
-        from gpmodels.spec import saved
-
-        return getattr(saved, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from gpmodels.errors import InputError
 from gpmodels.operators.base import Operator
 
 __all__ = ["check_operator", "check_cross_blocks", "check_grad_trace", "check_likelihood", "check_likelihood_hooks",
@@ -247,8 +248,6 @@ def check_likelihood_hooks(lik, U: np.ndarray, Y: np.ndarray, rng: np.random.Gen
     W = V V^T where W >= 0; ``multinomial_pi`` (when given) reproduces W; ``trace_hessian_derivative``
     against central differences of Σ_i tr(S_i W_i); ``check_laplace`` raises only InputError.  A
     likelihood whose ``exact_hessian_factor`` raises InputError (not provided) skips those checks."""
-    from gpmodels.errors import InputError
-
     n, C = U.shape
     per_point = lik.value_per_point(U, Y)
     assert np.shape(per_point) == (n,), f"value_per_point must have shape ({n},); got {np.shape(per_point)}"

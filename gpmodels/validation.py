@@ -27,7 +27,8 @@ __all__ = [
     "labels_to_targets",
     # attrs validators of options classes
     "integer", "number", "positive_number", "nonnegative_number", "probability", "positive_int", "nonnegative_int",
-    "one_of", "instance_of", "boolean", "optional", "array_of", "describe_validator", "Integer", "Number", "OneOf",
+    "one_of", "instance_of", "boolean", "string", "mapping", "optional", "array_of", "describe_validator", "Integer",
+    "Number", "OneOf",
     "InstanceOf", "Optional", "MAX_SIZE", "ArrayOf", "sequence_of", "any_of", "SequenceOf", "AnyOf",
     # attrs converters that normalise numbers and leave everything else for the validator to refuse
     "to_float", "to_int", "to_path", "to_float_array",
@@ -67,8 +68,9 @@ def check_features(name: str, X, *, allow_sparse: bool = True):
         if "complex" in str(exc):
             raise InputError(f"Complex data not supported: {name} must be real") from None
         raise InputTypeError(f"{name} must be numeric; could not convert it to float: {exc}") from None
-    except ValueError as exc:
-        raise InputError(f"{name} must be numeric; could not convert it to float: {exc}") from None
+    except ValueError:  # numpy's message quotes the value (maybe a file's content): described instead
+        raise InputError(f"{name} must be numeric; could not convert it to float: it holds text that is not a "
+                         "number") from None
     if X.ndim != 2:
         hint = (
             " Reshape your data: X.reshape(-1, 1) for one feature, X.reshape(1, -1) for one sample."
@@ -179,6 +181,11 @@ def _fail(instance, attribute, what: str, value) -> None:
     raise InputError(f"{owner}.{attribute.name} must be {what}; got {shown}")
 
 
+def _bound(x) -> str:
+    """A bound in words: integral values in full (1048576, not 1.04858e+06), others in %g."""
+    return str(int(x)) if float(x).is_integer() and abs(x) < 1e15 else f"{x:g}"
+
+
 def _is_integer(value) -> bool:
     return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
 
@@ -229,12 +236,12 @@ class Number:
         elif self.high == 0 and self.open_high and self.low is None:
             text = "a negative number"
         elif self.low is not None and self.high is None:
-            text = f"a number {'>' if self.open_low else '>='} {self.low:g}"
+            text = f"a number {'>' if self.open_low else '>='} {_bound(self.low)}"
         elif self.high is not None and self.low is None:
-            text = f"a number {'<' if self.open_high else '<='} {self.high:g}"
+            text = f"a number {'<' if self.open_high else '<='} {_bound(self.high)}"
         else:
-            lo = "" if self.low is None else f"{self.low:g} {'<' if self.open_low else '<='} "
-            hi = "" if self.high is None else f" {'<' if self.open_high else '<='} {self.high:g}"
+            lo = "" if self.low is None else f"{_bound(self.low)} {'<' if self.open_low else '<='} "
+            hi = "" if self.high is None else f" {'<' if self.open_high else '<='} {_bound(self.high)}"
             text = f"a number x with {lo}x{hi}" if (lo or hi) else "a number"
         return text + ("" if self.finite else " (inf allowed)")
 
@@ -429,6 +436,16 @@ def instance_of(*types: type, what: str = "") -> InstanceOf:
 def boolean() -> InstanceOf:
     """attrs validator: True or False (numpy bools included; not 0 / 1)."""
     return InstanceOf((bool, np.bool_), "true or false")
+
+
+def string() -> InstanceOf:
+    """attrs validator: a str."""
+    return InstanceOf((str,), "a string")
+
+
+def mapping() -> InstanceOf:
+    """attrs validator: a dict (of keys to values)."""
+    return InstanceOf((dict,), "a mapping")
 
 
 def optional(inner) -> Optional:

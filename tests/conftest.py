@@ -1,9 +1,13 @@
 import os
 from pathlib import Path
 
-import numpy as np
-import pytest
-from hypothesis import HealthCheck, settings
+# the short spin of idle OpenBLAS threads the `gpmodels` command runs with (gpmodels.configure_openblas),
+# set before numpy loads OpenBLAS; inherited by the worker processes the tests start
+os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+from hypothesis import HealthCheck, settings  # noqa: E402
 
 TESTS = Path(__file__).resolve().parent
 """The tests folder (shared helpers, fixtures in data/)."""

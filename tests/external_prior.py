@@ -26,8 +26,8 @@ import attrs
 import numpy as np
 
 from gpmodels.errors import InputError, SpecError
-from gpmodels.operators import CrossOperator, Intercept, Operator
-from gpmodels.operators.base import KronTerm
+from gpmodels.operators import Intercept, Operator
+from gpmodels.operators.base import CrossOperator, KronTerm
 
 __all__ = ["ClassSimilarity", "ClassSimilarityPrior", "build_class_similarity", "check_similarity"]
 

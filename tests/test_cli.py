@@ -305,6 +305,27 @@ def test_a_study_records_provenance_and_a_log(tmp_path, capsys):
     assert good["command"] == s["command"] and (tmp_path / "st" / "good" / "run.log").is_file()
 
 
+# --- the OpenBLAS setting: the command's, not the package's ------------------------------------------
+def test_importing_gpmodels_changes_nothing_in_the_environment():
+    code = "import os; before = dict(os.environ); import gpmodels; print(dict(os.environ) == before)"
+    env = {k: v for k, v in _env().items() if k != "OPENBLAS_THREAD_TIMEOUT"}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert done.stdout.strip() == "True", done.stderr
+
+
+def test_configure_openblas_runs_the_program_with_the_short_spin_once():
+    code = ("import os, gpmodels; print('start'); gpmodels.configure_openblas(); "
+            "print(os.environ['OPENBLAS_THREAD_TIMEOUT'])")
+    env = {k: v for k, v in _env().items() if k != "OPENBLAS_THREAD_TIMEOUT"}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.split()
+    assert lines[-1] == "4" and lines.count("4") == 1 and 1 <= lines.count("start") <= 2  # 2: restarted once
+    kept = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                          env={**env, "OPENBLAS_THREAD_TIMEOUT": "7"})
+    assert kept.stdout.split() == ["start", "7"], kept.stderr
+
+
 def test_predict_into_a_closed_pipe_stops_quietly(tmp_path):
     """`gpmodels predict ... | head -1`: the reader goes away; no "run failed", no traceback, exit 141
     (128 + SIGPIPE) as a Unix tool stopped by the closed pipe."""

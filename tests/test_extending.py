@@ -27,7 +27,6 @@ from gpmodels.inference import (
     LaplaceOptions,
     LearnOptions,
     NewtonCG,
-    OuterOptions,
     fit_map,
     laplace_mlm,
     learn_hyperparameters,
@@ -36,7 +35,9 @@ from gpmodels.inference.cv.criterion import cv_criterion
 from gpmodels.kernels.rbf import RBF
 from gpmodels.likelihoods.softmax import Softmax, log_softmax
 from gpmodels.operators import Intercept
-from gpmodels.priors import register_prior, registered_priors, resolve_prior, unregister_prior
+from gpmodels.optimize.lbfgs import OuterOptions
+from gpmodels.priors import register_prior, registered_priors, unregister_prior
+from gpmodels.priors.registry import resolve_prior
 from gpmodels.spec.build import check_files
 from gpmodels.spec.loader import load_spec, spec_from_dict
 from gpmodels.spec.run import run_spec

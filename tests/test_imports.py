@@ -9,7 +9,10 @@ each other, make the result of ``import X`` depend on what was imported before. 
 * static: the graph of module-level imports (``ast``; imports inside functions are lazy and do not
   count, nor do ``if TYPE_CHECKING:`` blocks) has no cycle.  An import of ``a.b.c`` also runs the
   ``__init__`` of the packages ``a.b`` on the way, so those are edges too, except the importer's own
-  ancestors (already being imported when the importer runs).
+  ancestors (already being imported when the importer runs);
+* layers: the graph of the sub-packages (``gpmodels.data``, ``gpmodels.spec``, ...; a top-level module
+  is one too), counting every import, those inside functions included, has no cycle either: a lazy
+  import hides a cycle from the interpreter, not from the reader.
 """
 
 from __future__ import annotations
@@ -223,3 +226,64 @@ def test_lower_layers_do_not_import_upper_ones(lower, upper):
     bad = {f"{m} -> {t}" for m, ts in graph.items() if m == lower or m.startswith(lower + ".")
            for t in ts if t == upper or t.startswith(upper + ".")}
     assert not bad, f"{lower} imports {upper}: {sorted(bad)}"
+
+
+# ---------------------------------------------------------------------- sub-package graph
+def _all_imports(tree: ast.Module):
+    """Every import node, those in function bodies included; not ``if TYPE_CHECKING:`` blocks."""
+    stack = list(tree.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            yield node
+        elif isinstance(node, ast.If) and _is_type_checking(node.test):
+            stack.extend(node.orelse)
+        else:
+            stack.extend(ast.iter_child_nodes(node))
+
+
+def _unit(module: str) -> str:
+    """The sub-package (or top-level module) a module belongs to: gpmodels.inference.map.model -> gpmodels.inference."""
+    return ".".join(module.split(".")[:2])
+
+
+def subpackage_graph() -> dict[str, set[str]]:
+    """Sub-package -> the sub-packages its modules import (any import, at any depth of the code)."""
+    graph: dict[str, set[str]] = {}
+    for name, path in MODULES.items():
+        unit = _unit(name)
+        edges = graph.setdefault(unit, set())
+        if path is None:
+            continue
+        is_package = path.name == "__init__.py"
+        for node in _all_imports(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+            names = [t for t in _targets(name, is_package, node) if t in MODULES]
+            for target in names[1:] if len(names) > 1 else names:  # `from gpmodels import x`: the module x
+                if _unit(target) != unit:
+                    edges.add(_unit(target))
+    return graph
+
+
+def test_subpackages_import_each_other_without_cycle_counting_imports_inside_functions():
+    graph = subpackage_graph()
+    assert {"gpmodels.spec", "gpmodels.data", "gpmodels.kernels", "gpmodels.persistence"} <= set(graph)
+    cycle = find_cycle(graph)
+    assert cycle is None, "sub-package import cycle: " + " -> ".join(cycle)
+
+
+def test_the_subpackage_graph_sees_imports_inside_functions(tmp_path):
+    tree = ast.parse("def f():\n    from gpmodels.spec import run\n")
+    assert [n.module for n in _all_imports(tree)] == ["gpmodels.spec"]
+    assert [n.module for n in _module_level_imports(tree)] == []
+
+
+def test_runners_share_helpers_through_common_and_import_no_other_runner():
+    runners = {m: p for m, p in MODULES.items() if m.startswith("gpmodels.spec.runners.")}
+    assert "gpmodels.spec.runners.common" in runners and len(runners) >= 6
+    bad = []
+    for name, path in runners.items():
+        for node in _all_imports(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+            for target in _targets(name, False, node):
+                if target in runners and target not in (name, "gpmodels.spec.runners.common"):
+                    bad.append(f"{name} -> {target}")
+    assert not bad, bad

@@ -1,9 +1,9 @@
 """Loaders, splits and scaling."""
 
-from gpmodels.data.datasets import NAMED_DATASETS, Dataset, find_data_root, load_dataset, load_file
-from gpmodels.data.scaling import FEATURE_SCALINGS, auto_rbf_w, scale_features
+from gpmodels.data.datasets import Dataset, load_dataset, load_file
+from gpmodels.data.scaling import scale_features
 from gpmodels.data.splits import kfold_partition, subsample, train_test_split
 from gpmodels.data.svmlight import load_svmlight
 
-__all__ = ["Dataset", "NAMED_DATASETS", "find_data_root", "load_dataset", "load_file", "load_svmlight",
-           "train_test_split", "kfold_partition", "subsample", "scale_features", "auto_rbf_w", "FEATURE_SCALINGS"]
+__all__ = ["Dataset", "load_dataset", "load_file", "load_svmlight", "train_test_split", "kfold_partition", "subsample",
+           "scale_features"]

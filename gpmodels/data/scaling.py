@@ -15,7 +15,6 @@ import numpy as np
 import scipy.sparse as sp
 
 from gpmodels.errors import InputError
-from gpmodels.kernels.base import sq_norms
 
 __all__ = ["FEATURE_SCALINGS", "FeatureScaler", "scale_features", "auto_rbf_w"]
 
@@ -23,8 +22,15 @@ __all__ = ["FEATURE_SCALINGS", "FeatureScaler", "scale_features", "auto_rbf_w"]
 FEATURE_SCALINGS = ("none", "standardize", "unit_norm")
 
 
+def _row_norms(X) -> np.ndarray:
+    """Euclidean norm of every row of a dense or sparse matrix, shape (n,)."""
+    if sp.issparse(X):
+        return np.sqrt(np.asarray(X.multiply(X).sum(axis=1)).ravel())
+    return np.sqrt(np.einsum("ij,ij->i", X, X))
+
+
 def _unit_rows(X):
-    norms = np.sqrt(sq_norms(X))
+    norms = _row_norms(X)
     inv = np.where(norms > 0, 1.0 / np.where(norms > 0, norms, 1.0), 0.0)
     return sp.diags(inv) @ X if sp.issparse(X) else X * inv[:, None]
 

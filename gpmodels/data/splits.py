@@ -74,10 +74,10 @@ def kfold_partition(n: int, q: int, seed, y=None) -> list[np.ndarray]:
     """A random partition of range(n) into q folds I_k (sorted index arrays), stratified by y: each
     class has ⌊n_c/q⌋ or ⌈n_c/q⌉ points in every fold, and fold sizes differ by at most one.
 
-    (Until issue 12 the stratified order interleaved the classes by evenly spaced random keys.
-    With equal class sizes that order is periodic in the class, and when q divides C every fold
-    held out whole classes: on news20-small (20 classes of 100) each fold held out 4 classes and
-    none of the others, on digits one fold had none of class 9 and 49 of class 5.)"""
+    Each class is shuffled and laid out as one block before the folds deal the points out in turn.
+    Interleaving the classes by evenly spaced random keys instead would be periodic in the class
+    for equal class sizes, and when q divides C every fold would hold out whole classes (on
+    news20-small, 20 classes of 100, each fold would hold out 4 classes and none of the others)."""
     if int(q) != q or q < 2 or q > n:
         raise InputError(f"the number of folds q must be an integer in 2..{n}; got {q}")
     rng = rng_from(seed)

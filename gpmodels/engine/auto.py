@@ -77,19 +77,23 @@ def plan_workers(cores: int, workload: Workload, available_bytes: int | None, *,
 
 
 def resident_bytes(obj, _seen: set | None = None, _depth: int = 0) -> int:
-    """Bytes of the numpy arrays (and scipy sparse matrices) reachable from ``obj`` through
-    attributes, tuples, lists and dicts, each array counted once (a view counts its base): what a
-    worker that rebuilds ``obj`` at new parameters allocates again."""
+    """Bytes held by what is reachable from ``obj`` through attributes, tuples, lists and dicts: every
+    object that declares its size as ``nbytes`` (numpy arrays; kernel representations, which declare
+    the matrix they hold once built, a lazily computed one included) counted once and not looked
+    into (a view counts its base).  What a worker that rebuilds ``obj`` at new parameters allocates."""
     seen = set() if _seen is None else _seen
     if _depth > 12 or id(obj) in seen or obj is None or isinstance(obj, (str, bytes, int, float, type)):
         return 0
     seen.add(id(obj))
     if isinstance(obj, np.ndarray):
-        base = obj if obj.base is None else obj.base
+        base = obj if not isinstance(obj.base, np.ndarray) else obj.base
         if base is not obj and id(base) in seen:
             return 0
         seen.add(id(base))
-        return int(base.nbytes if isinstance(base, np.ndarray) else obj.nbytes)
+        return int(base.nbytes)
+    declared = getattr(obj, "nbytes", None)
+    if isinstance(declared, (int, np.integer)) and not isinstance(declared, bool):
+        return int(declared)
     if isinstance(obj, dict):
         children = list(obj.values())
     elif isinstance(obj, (tuple, list, set, frozenset)):

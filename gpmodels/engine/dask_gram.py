@@ -1,4 +1,4 @@
-"""A kernel matrix held in row blocks on the workers of a Dask engine (issue 13).
+"""A kernel matrix held in row blocks on the workers of a Dask engine.
 
 :class:`DaskRepresentation` is what a Dask engine with ``distribute: gram`` gives as the
 representation builder of its operators (:meth:`~gpmodels.engine.dask.DaskEngine.representation`):

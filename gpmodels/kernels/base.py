@@ -105,7 +105,14 @@ class Kernel(Parameterised):
     def gram_from_sq_dists(self, D: np.ndarray) -> np.ndarray | None:
         """M from the squared distances D_ab = ||x_a - x_b||^2 for kernels that are a function of
         them alone (``has_sq_dist_form``), else None.  Lets a stored matrix be rebuilt at new
-        parameters without recomputing the distances (issue 12: they do not change with w)."""
+        parameters without recomputing the distances (they do not change with w)."""
+        return None
+
+    @property
+    def distance_form(self):
+        """The declared scaled squared-distance form M = g(Σ_j s_j (x_j - x'_j)^2) with θ = log s
+        (:class:`~gpmodels.kernels.device.forms.DistanceForm`), from which a device builds M; None
+        for kernels without one."""
         return None
 
     def grad_contract_from_sq_dists(self, D: np.ndarray, G: np.ndarray, gram: np.ndarray) -> np.ndarray | None:

@@ -28,6 +28,7 @@ import difflib
 
 import numpy as np
 
+from gpmodels.data.scaling import auto_rbf_w
 from gpmodels.errors import InputError
 from gpmodels.kernels.base import Kernel
 from gpmodels.kernels.composite import KernelProduct, KernelSum
@@ -71,8 +72,6 @@ ACCEPTED = ("a kernel name (" + ", ".join(map(repr, KERNEL_NAMES)) + "), a gpmod
 
 
 def _auto_w(X) -> float:
-    from gpmodels.data.scaling import auto_rbf_w  # data imports kernels: import here, not at module load
-
     if X is None:
         raise InputError("w='auto' needs the training inputs X (w = 1 / Σ_j Var[x_j])")
     return auto_rbf_w(X)

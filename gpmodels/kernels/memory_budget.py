@@ -67,6 +67,8 @@ class RepresentationChoice:
     bytes_per_matrix: int
     n_matrices: int
     budget_bytes: int | None
+    #: where the matrix lives: ``cpu``, or the device representation's device (its backend's label)
+    device: str = "cpu"
 
     def label(self) -> str:
         return f"{self.kind}-{self.dtype}" if self.kind == "stored" else self.kind

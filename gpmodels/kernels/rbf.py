@@ -17,6 +17,7 @@ import scipy.sparse as sp
 
 from gpmodels.errors import InputError
 from gpmodels.kernels.base import Kernel, sq_dists, sq_norms
+from gpmodels.kernels.device.forms import GaussianForm
 from gpmodels.validation import array_of, positive_number, to_float, to_float_array
 
 __all__ = ["RBF", "ARD"]
@@ -66,6 +67,10 @@ class RBF(Kernel):
     def has_sq_dist_form(self) -> bool:
         return True
 
+    @property
+    def distance_form(self) -> GaussianForm:
+        return GaussianForm([self.w], isotropic=True)
+
     def gram_from_sq_dists(self, D: np.ndarray) -> np.ndarray:
         d2 = D * (-0.5 * self.w)
         return np.exp(d2, out=d2)
@@ -107,6 +112,10 @@ class ARD(Kernel):
     def _check_dim(self, X) -> None:
         if X.shape[1] != self.w.size:
             raise InputError(f"ARD kernel has {self.w.size} length-scales but the inputs have {X.shape[1]} features")
+
+    @property
+    def distance_form(self) -> GaussianForm:
+        return GaussianForm(self.w, isotropic=False)
 
     def _scaled(self, X):
         s = np.sqrt(self.w)

@@ -35,7 +35,7 @@ import numpy as np
 import scipy.linalg as sla
 import scipy.sparse as sp
 
-from gpmodels.errors import InputError
+from gpmodels.errors import DeviceError, InputError
 from gpmodels.kernels import compiled_symv
 from gpmodels.kernels.base import Kernel, sq_dists, sq_norms
 from gpmodels.kernels.linear import Linear
@@ -60,6 +60,9 @@ __all__ = ["Representation", "CrossRepresentation", "StoredGram", "BlockedGram",
            "RepresentationBuilder", "RepresentationConfig", "RepresentationChoice", "incomplete_cholesky"]
 
 REPRESENTATION_KINDS = ("auto", "stored", "blocked", "features", "lowrank")
+#: where kernel matrices live: ``cpu`` (these classes), ``cuda`` (:mod:`gpmodels.kernels.device` on PyTorch's
+#: GPU, an error if there is none), ``auto`` (the GPU when there is one and the kernel has a device form)
+DEVICES = ("cpu", "cuda", "auto")
 #: the squared-distance cache of a stored matrix may take this share of the memory budget
 SQ_DIST_CACHE_SHARE = 0.1
 #: Row blocks of ``StoredGram.grad_contract``'s temporaries (E F^T per block): blocks of a few MB
@@ -623,6 +626,10 @@ class RepresentationConfig(RepresentationBuilder):
     ``dtype``: storage of ``stored`` matrices (None: float64, or for ``auto`` the first that fits).
     ``memory_mb`` bounds one on-the-fly block (blocked MVMs, cross blocks, building M).
 
+    ``device``: ``cpu``, ``cuda`` or ``auto`` (:data:`DEVICES`); off the CPU, ``build`` hands over to
+    :meth:`device_builder` (``stored`` and ``auto`` keep their meaning there, ``blocked`` is the
+    device's ``recomputed`` form).
+
     A configuration holds no engine: an engine that keeps kernel matrices on its workers wraps it
     (``engine.representation(config)``).
     """
@@ -635,6 +642,25 @@ class RepresentationConfig(RepresentationBuilder):
     memory_gb: float | None = attrs.field(default=None, validator=optional(positive_number()))
     allow_lowrank: bool = attrs.field(default=False, validator=boolean())
     blocked_max_n: int = attrs.field(default=50_000, validator=positive_int())
+    device: str = attrs.field(default="cpu", validator=one_of(DEVICES))
+
+    def device_builder(self, kernel: Kernel, X=None) -> RepresentationBuilder | None:
+        """The device configuration that builds ``kernel``'s matrices, or None for the CPU.  ``cuda``
+        raises a :class:`~gpmodels.errors.DeviceError` naming what is missing (the extra, a CUDA build
+        of PyTorch, a GPU, the kernel's device form); ``auto`` falls back to the CPU only then."""
+        if self.device == "cpu":
+            return None
+        from gpmodels.kernels.device.backend import cuda_backend, cuda_status
+        from gpmodels.kernels.device.gram import DeviceRepresentationConfig
+
+        if self.device == "auto" and (self._why_cpu(kernel, X) is not None or cuda_status() is not None):
+            return None
+        if self.kind in ("features", "lowrank"):
+            raise DeviceError(f"representation kind {self.kind!r} has no device form; on device 'cuda' "
+                              "allowed: auto, stored, blocked (recomputed tiles)")
+        kind = {"blocked": "recomputed"}.get(self.kind, self.kind)
+        return DeviceRepresentationConfig(cuda_backend(), kind=kind, dtype=self.dtype, memory_mb=self.memory_mb,
+                                          memory_gb=self.memory_gb)
 
     def budget_bytes(self) -> int:
         return default_budget_bytes() if self.memory_gb is None else int(self.memory_gb * GIB)
@@ -661,6 +687,9 @@ class RepresentationConfig(RepresentationBuilder):
         get such a cache when it takes at most ``SQ_DIST_CACHE_SHARE`` of the memory budget
         (its kept blocks share the rest of that share)."""
         kernel.check_inputs(X)
+        device = self.device_builder(kernel, X)
+        if device is not None:
+            return device.build(X, kernel, n_matrices, log=log, like=like)
         if isinstance(like, StoredGram) and like.sq_dists is not None and like.X is X:
             rep = StoredGram(X, kernel, cross_memory_mb=self.memory_mb, dtype=like.dtype, sq_dists=like.sq_dists)
             rep.choice = like.choice
@@ -680,8 +709,23 @@ class RepresentationConfig(RepresentationBuilder):
             rep = FeatureGram(X, kernel)
         else:
             rep = LowRankGram.from_icf(X, kernel, self.rank, self.tol)
+        if self.device != "cpu":
+            from gpmodels.kernels.device.backend import cuda_status
+
+            why = self._why_cpu(kernel, X) or cuda_status()
+            choice = attrs.evolve(choice, device=f"cpu (device auto: {why})")
         rep.choice = choice
         return rep
+
+    def _why_cpu(self, kernel: Kernel, X) -> str | None:
+        """Why this matrix cannot live on a device (None: it can, given a GPU)."""
+        if kernel.distance_form is None:
+            return f"the {type(kernel).__name__} kernel has no device form"
+        if self.kind in ("features", "lowrank"):
+            return f"kind {self.kind} has no device form"
+        if X is not None and sp.issparse(X):
+            return "sparse inputs"
+        return None
 
     def keeps_full_matrix(self, kernel: Kernel) -> bool:
         """Whether this configuration keeps an exact full matrix of ``kernel`` (``stored``,

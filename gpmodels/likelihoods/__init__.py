@@ -1,7 +1,7 @@
 """Likelihoods and their Hessian factors."""
 
 from gpmodels.likelihoods.base import HessianFactor, Likelihood
-from gpmodels.likelihoods.diagonal import DiagonalFactor, DiagonalLikelihood
+from gpmodels.likelihoods.diagonal import DiagonalLikelihood
 from gpmodels.likelihoods.gaussian import Gaussian
 from gpmodels.likelihoods.hinge import SmoothedHinge
 from gpmodels.likelihoods.logistic import Logistic
@@ -9,5 +9,5 @@ from gpmodels.likelihoods.robust import Laplace, StudentT
 from gpmodels.likelihoods.softmax import Softmax
 from gpmodels.likelihoods.uncertain import PseudoTargets, coarsen_labels
 
-__all__ = ["Likelihood", "HessianFactor", "Softmax", "DiagonalLikelihood", "DiagonalFactor", "Logistic", "Gaussian",
-           "Laplace", "StudentT", "SmoothedHinge", "PseudoTargets", "coarsen_labels"]
+__all__ = ["Likelihood", "HessianFactor", "DiagonalLikelihood", "Softmax", "Logistic", "Gaussian", "Laplace",
+           "StudentT", "SmoothedHinge", "PseudoTargets", "coarsen_labels"]

@@ -12,6 +12,7 @@ from __future__ import annotations
 import attrs
 import numpy as np
 
+from gpmodels.errors import InputError
 from gpmodels.likelihoods.diagonal import DiagonalLikelihood, as_single_latent
 from gpmodels.validation import positive_number, to_float
 
@@ -39,8 +40,6 @@ class Gaussian(DiagonalLikelihood):
 
     def with_params(self, theta):
         theta = np.asarray(theta, dtype=np.float64).ravel()
-        from gpmodels.errors import InputError
-
         if theta.size != 1 or not np.isfinite(theta[0]):
             raise InputError(f"Gaussian has one parameter (lik.log_noise); got {theta.tolist()}")
         return Gaussian(noise=float(np.exp(theta[0])))

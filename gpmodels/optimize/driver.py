@@ -85,7 +85,7 @@ def outer_options(max_iter: int = 100, tol: float = 1e-6) -> OuterOptions:
 
     ftol is below ``tol`` because it also bounds the decrease the quasi-Newton model *predicts*
     (``lbfgs.py``), which near the optimum stops an iteration or two before a measured decrease of
-    ``tol`` would (scipy's L-BFGS-B, which these learners used before, has only the measured test);
+    ``tol`` would (scipy's L-BFGS-B has only the measured test);
     these criteria are evaluated exactly (no noise floor), so those last iterations are worth their
     evaluations."""
     return OuterOptions(max_iter=max_iter, max_evaluations=max(100, 10 * int(max_iter)), ftol=tol * 1e-2,

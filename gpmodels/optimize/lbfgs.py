@@ -44,7 +44,7 @@ also when a held-out score the objective reports with its evaluations (``Trial.i
 lower is better; the CV criterion gives its held-out misclassifications) has not improved on its
 best for p iterations (by more than ``score_rtol`` of it: a count of held-out errors moves by one
 or two between nearby hyperparameters by chance): further decrease of f no longer moves what f
-stands for (issue 12).
+stands for.
 """
 
 from __future__ import annotations

@@ -17,6 +17,8 @@ from __future__ import annotations
 import numpy as np
 
 from gpmodels.errors import InputError
+from gpmodels.scoring.decisions import argmax_rule, max_expected_parent_accuracy, min_expected_taxo
+from gpmodels.scoring.hierarchical_prf import hierarchical_prf
 from gpmodels.validation import check_shape
 
 __all__ = ["accuracy", "error", "log_loss", "prec", "error_reject_curve", "classification_report", "parent_accuracy",
@@ -137,9 +139,6 @@ def hierarchical_report(P, y, tree, decision: str = "argmax") -> dict:
     the expected-taxo rule for taxo, for the per-level summaries and for the hierarchical P/R/F1),
     Seeger 2008, Sec. 6.1.
     """
-    from gpmodels.scoring.decisions import argmax_rule, max_expected_parent_accuracy, min_expected_taxo
-    from gpmodels.scoring.hierarchical_prf import hierarchical_prf
-
     P, y = _check(P, y)
     if decision not in ("argmax", "expected_loss"):
         raise InputError(f"decision must be 'argmax' or 'expected_loss'; got {decision!r}")

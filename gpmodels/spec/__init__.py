@@ -1,17 +1,18 @@
-"""Specs: schema, YAML loading, building objects, running."""
+"""The spec driver: the schema of model and study specs, YAML loading, building objects, running."""
 
-from gpmodels.spec.loader import load_spec, spec_from_dict
-from gpmodels.spec.run import run_spec
-from gpmodels.spec.sections import Spec
+from gpmodels.spec.loader import load_any_spec, load_spec, spec_from_dict
+from gpmodels.spec.run import register_runner, run_spec
+from gpmodels.spec.schema import reference_markdown
+from gpmodels.spec.sections.spec import Spec
+from gpmodels.spec.sections.study import StudySpec
+from gpmodels.spec.study import run_study
 
-__all__ = ["Spec", "load_spec", "spec_from_dict", "run_spec", "spec_reference"]
+__all__ = ["Spec", "StudySpec", "load_spec", "load_any_spec", "spec_from_dict", "run_spec", "run_study",
+           "register_runner", "spec_reference"]
 
 
 def spec_reference() -> str:
     """The whole spec reference (docs/specs.md): model specs, then study specs."""
-    from gpmodels.spec.schema import reference_markdown
-    from gpmodels.spec.study import StudySpec
-
     seen: set = set()
     model = reference_markdown(Spec, skip=seen)
     study = reference_markdown(StudySpec, title="Study spec reference", skip=seen,

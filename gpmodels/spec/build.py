@@ -21,14 +21,16 @@ from gpmodels.data.datasets import (
     read_data_files,
     read_npy,
 )
-from gpmodels.data.labels import label_kind
+from gpmodels.data.labels import label_kind, match_labels
 from gpmodels.data.multilabel_sets import MULTILABEL_DATASETS, MultilabelDataset, load_multilabel
 from gpmodels.data.scaling import FeatureScaler, auto_rbf_w
-from gpmodels.data.splits import subsample, train_test_split
+from gpmodels.data.splits import kfold_partition, subsample, train_test_split
 from gpmodels.data.svmlight import check_line_lengths
 from gpmodels.engine.base import Engine, EngineConfig
 from gpmodels.errors import DataError, HierarchyError, InputError, NumericalError, SpecError, at
 from gpmodels.hierarchy import ClassTree
+from gpmodels.inference.cv.criterion import CVOptions
+from gpmodels.inference.cv.learn import LearnOptions
 from gpmodels.inference.map.newton_cg import NewtonOptions
 from gpmodels.kernels.base import Kernel
 from gpmodels.kernels.factory import KERNEL_PARAMS, STATIONARY_KERNELS, make_kernel
@@ -43,7 +45,10 @@ from gpmodels.operators.base import Operator
 from gpmodels.operators.blockdiag import BlockDiagonal
 from gpmodels.operators.sum import Sum
 from gpmodels.priors.registry import PriorContext, import_path_of, resolve_prior
-from gpmodels.spec.sections import EngineSpec, KernelSpec, ModelSpec, ObjectiveSpec, Spec
+from gpmodels.spec.sections.engine import EngineSpec
+from gpmodels.spec.sections.model import KernelSpec, ModelSpec
+from gpmodels.spec.sections.objective import ObjectiveSpec
+from gpmodels.spec.sections.spec import Spec
 from gpmodels.validation import check_features
 
 __all__ = ["resolve_path", "check_files", "build_data", "build_multilabel_data", "build_kernel", "build_prior",
@@ -51,7 +56,8 @@ __all__ = ["resolve_path", "check_files", "build_data", "build_multilabel_data",
            "build_engine_config", "representation_choices", "prior_operator", "build_likelihood",
            "build_newton_options", "model_kernels", "resolve_model", "n_latent",
            "build_operator", "data_root", "hierarchy_path",
-           "build_tree", "build_pseudo_targets", "build_binary_operator"]
+           "build_tree", "tree_needed_by", "build_pseudo_targets", "build_binary_operator", "build_learn_options",
+           "cv_partition"]
 
 
 def resolve_path(value: str, base_dir: Path | None, key: str, must_exist: bool = True) -> Path:
@@ -99,15 +105,15 @@ def check_files(spec: Spec, base_dir: Path | None) -> None:
     pt = spec.data.pseudo_targets
     if pt is not None and pt.file is not None:
         resolve_path(pt.file, base_dir, "data.pseudo_targets.file")
-    if hierarchy_path(spec, base_dir) is None and _tree_needed_by(spec) is not None:
+    if hierarchy_path(spec, base_dir) is None and tree_needed_by(spec) is not None:
         _no_tree(spec)
     # a user prior by import path: importable and callable, imported only when the user allowed its module
     resolve_prior(spec.model.prior, allow_import=spec.model.allow_import)
 
 
 # ---------------------------------------------------------------------------- class trees
-def _tree_needed_by(spec: Spec) -> str | None:
-    """The key that needs a class tree, or None."""
+def tree_needed_by(spec: Spec) -> str | None:
+    """The key whose setting needs a class tree, or None (a user prior may use one without saying so)."""
     m = spec.model
     if m.prior == "anova":
         return "model.prior"
@@ -121,7 +127,7 @@ def _tree_needed_by(spec: Spec) -> str | None:
 
 
 def _no_tree(spec: Spec):
-    key = _tree_needed_by(spec)
+    key = tree_needed_by(spec)
     raise SpecError("needs a class hierarchy: set `data.hierarchy` (a file of parent<TAB>child lines whose leaves "
                     "are the classes) or use a named data set that has one (news20, imclef07a)", key)
 
@@ -151,7 +157,7 @@ def build_tree(spec: Spec, data: Dataset, base_dir: Path | None) -> ClassTree | 
     """
     path = hierarchy_path(spec, base_dir, data)
     if path is None:
-        if _tree_needed_by(spec) is not None:
+        if tree_needed_by(spec) is not None:
             _no_tree(spec)
         return None
     try:
@@ -226,10 +232,10 @@ def build_data(spec: Spec, base_dir: Path | None) -> Dataset:
         keep = subsample(yte.size, d.max_test, spec.seed + 1, y=yte)
         Xte, yte = Xte[keep], yte[keep]
     if d.positive_class is not None:
-        if d.positive_class not in classes:
+        pos = int(match_labels([d.positive_class], classes, kind)[0])  # by value for numbers ("3" is 3.0)
+        if pos < 0:
             raise SpecError(f"positive_class {d.positive_class!r} is not a label of the data (labels: "
                             f"{', '.join(classes[:20])})", "data.positive_class")
-        pos = classes.index(d.positive_class)
         ytr, yte, classes = (ytr == pos).astype(np.intp), (yte == pos).astype(np.intp), ("rest", d.positive_class)
     present = np.unique(ytr)
     if present.size < len(classes):
@@ -359,7 +365,8 @@ def build_representation(m: ModelSpec, engine: Engine | None = None) -> Represen
     holds kernel matrices on its workers wraps it (``engine.representation``)."""
     r = m.representation
     config = RepresentationConfig(kind=r.kind, memory_mb=r.memory_mb, rank=r.rank, tol=r.tol, dtype=r.dtype,
-                                  memory_gb=r.memory_gb, allow_lowrank=r.allow_lowrank, blocked_max_n=r.blocked_max_n)
+                                  memory_gb=r.memory_gb, allow_lowrank=r.allow_lowrank, blocked_max_n=r.blocked_max_n,
+                                  device=r.device)
     return config if engine is None else engine.representation(config)
 
 
@@ -437,11 +444,13 @@ def n_latent(m: ModelSpec, n_classes: int) -> int:
 
 
 def build_operator(m: ModelSpec, X_train, n_classes: int, base_dir: Path | None = None, tree: ClassTree | None = None,
-                   engine: Engine | None = None):
-    """The prior's operator; with ``kernels`` the Sum K_θ = Σ θ_m K_m of variance-1 components."""
+                   engine: Engine | None = None, *, learn_sigma2: bool = False):
+    """The prior's operator; with ``kernels`` the Sum K_θ = Σ θ_m K_m of variance-1 components.
+    ``learn_sigma2``: the intercept variance σ² is among the operator's hyperparameters."""
     C = n_latent(m, n_classes)
     if m.kernels is None:
-        return prior_operator(build_prior(m, X_train, base_dir, tree=tree, engine=engine), m, X_train, C)
+        prior = build_prior(m, X_train, base_dir, tree=tree, engine=engine)
+        return prior_operator(_learning_sigma2(prior, m) if learn_sigma2 else prior, m, X_train, C)
     rep = build_representation(m, engine)
     ops = [
         BlockDiagonal.from_sharing(X_train, build_kernel(k, X_train, base_dir, key), C, "tied", 1.0, rep)
@@ -470,8 +479,20 @@ def build_binary_operator(spec: Spec, X_train, base_dir: Path | None = None, eng
     rest) at the spec's hyperparameters; σ² among them when CV learns it (`objective.cv.learn_sigma2`)."""
     prior = build_prior(spec.model, X_train, base_dir, engine=engine)
     if spec.objective.learn and spec.objective.cv.learn_sigma2:
-        prior = prior.learning_sigma2()
+        prior = _learning_sigma2(prior, spec.model)
     return prior_operator(prior, spec.model, X_train, 2)
+
+
+def _learning_sigma2(prior, m: ModelSpec):
+    """``prior`` with σ² among its hyperparameters (``objective.cv.learn_sigma2``); SpecError for a prior
+    without that setting."""
+    if not getattr(prior, "can_learn_sigma2", False):  # optional in the prior protocol
+        raise SpecError(
+            f"prior {m.prior!r} has no `learn_sigma2` setting; learn σ² inside the prior "
+            "(e.g. Intercept(op, σ², learn=True)) and drop this key",
+            "objective.cv.learn_sigma2",
+        )
+    return prior.learning_sigma2()
 
 
 def build_likelihood(m: ModelSpec):
@@ -491,3 +512,19 @@ def build_likelihood(m: ModelSpec):
 def build_newton_options(o: ObjectiveSpec) -> NewtonOptions:
     """The MAP fit's ``NewtonOptions`` from ``objective.newton``."""
     return o.newton.options()
+
+
+def build_learn_options(o: ObjectiveSpec) -> LearnOptions:
+    """LearnOptions from the objective section: one Ψ evaluation from ``o.cv`` (its refits from
+    ``o.cv.newton``), the outer optimiser from ``o.cv.outer``, the final fit from ``o.newton``; the
+    inner solver of both is ``o.solver``."""
+    c = o.cv
+    cv = c.options(CVOptions, solver=o.solver)
+    return LearnOptions(cv=cv, outer=c.outer.options(), final=build_newton_options(o), final_solver=o.solver,
+                        lower=c.lower, upper=c.upper, inner_tolerances=c.inner_tolerances)
+
+
+def cv_partition(spec: Spec, y) -> list[np.ndarray]:
+    """The fixed, seeded, stratified q-partition of the training set (``objective.cv.folds``)."""
+    c = spec.objective.cv
+    return kfold_partition(len(y), c.folds, spec.seed if c.partition_seed is None else c.partition_seed, y=y)

@@ -5,18 +5,17 @@ of one or more options classes (``NewtonOptions``, ``CVOptions``, ...): for each
 
 * the default is the field's default, or the value in a given default instance (the CV refits'
   ``NewtonOptions`` are ``CVOptions().newton``, not ``NewtonOptions()``);
-* kind, bounds and allowed values come from the field's validator when it is one of the
-  vocabulary of :mod:`gpmodels.validation` (``Integer``, ``Number``, ``OneOf``, ``InstanceOf``,
-  ``Optional``, and ``attrs.validators.and_`` of them), whose ``describe()`` fills the reference's
-  "allowed" column; a field with another validator (or none) takes its kind from its annotation
-  or default and is checked by the class alone;
+* the key is checked by the field's own validator (the vocabulary of :mod:`gpmodels.validation`,
+  which the spec schema speaks too), whose ``describe()`` fills the reference's "allowed" column; a
+  field with another validator (or none) is read as the kind of its annotation and checked by the
+  class alone;
 * the doc is the field's ``metadata["doc"]``, else the spec's own line for it, else the
   ``name``: line of the class docstring.
 
 Fields that are not spec-settable (nested options objects, callables, arrays) are skipped unless
 mapped to a nested section.  ``section.options(cls, **fixed)`` builds the options object as
 ``cls(**section)`` (nested sections built first, ``fixed`` for what the runner supplies), so the
-values are validated once, by the class; ``Node.from_dict`` does that on loading, and an
+values are validated once more, by the class; ``Node.from_dict`` does that on loading, and an
 ``InputError`` of the class becomes a SpecError at the key path of the field it names.
 """
 
@@ -24,6 +23,7 @@ from __future__ import annotations
 
 import math
 import re
+import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -31,11 +31,9 @@ import attrs
 
 from gpmodels.errors import InputError, SpecError
 from gpmodels.spec.schema import Node, option
-from gpmodels.validation import InstanceOf, Integer, Number, OneOf, Optional, describe_validator
+from gpmodels.validation import boolean, describe_validator, integer, number, string
 
 __all__ = ["Part", "options_section", "OptionsSection"]
-
-_SIMPLE = {"int": "int", "float": "float", "str": "str", "bool": "bool"}
 
 
 @attrs.frozen
@@ -61,50 +59,6 @@ class Part:
         return d
 
 
-def _from_validator(v, meta: dict) -> bool:
-    """Fill ``meta`` (kind, bounds, choices, nullable) from a vocabulary validator; False when ``v``
-    is not one (a plain function), so the kind must come from elsewhere."""
-    if isinstance(v, Optional):
-        meta["nullable"] = True
-        return _from_validator(v.inner, meta)
-    if isinstance(v, Integer):
-        meta["kind"] = "int"
-        meta.update({k: x for k, x in (("minimum", v.low), ("maximum", v.high)) if x is not None})
-        return True
-    if isinstance(v, Number):
-        lo, hi = ("exclusive_minimum" if v.open_low else "minimum"), ("exclusive_maximum" if v.open_high else "maximum")
-        meta["kind"] = "float"
-        meta.update({k: x for k, x in ((lo, v.low), (hi, v.high)) if x is not None})
-        meta["finite"] = meta["finite"] and v.finite
-        return True
-    if isinstance(v, OneOf):
-        meta.update(kind="str" if all(isinstance(a, str) for a in v.allowed) else "any", choices=v.allowed)
-        return True
-    if isinstance(v, InstanceOf):
-        if bool in v.types and all(t is bool or t.__name__ == "bool_" for t in v.types):
-            meta["kind"] = "bool"
-            return True
-        return False
-    inner = getattr(v, "_validators", None)  # attrs.validators.and_
-    if inner:
-        return any([_from_validator(x, meta) for x in inner])
-    return False
-
-
-def _kind_of(f, default) -> str | None:
-    """Kind of a field without a vocabulary validator: from its annotation, else its default."""
-    ann = f.type if isinstance(f.type, str) else getattr(f.type, "__name__", "")
-    ann = ann.replace(" ", "")
-    for suffix in ("|None", "None|"):
-        ann = ann.replace(suffix, "")
-    if ann in _SIMPLE:
-        return _SIMPLE[ann]
-    for t, kind in ((bool, "bool"), (int, "int"), (float, "float"), (str, "str")):
-        if type(default) is t:
-            return kind
-    return None
-
-
 def _field_doc(cls: type, f, docs: dict) -> str:
     if "doc" in f.metadata:
         return f.metadata["doc"]
@@ -116,32 +70,36 @@ def _field_doc(cls: type, f, docs: dict) -> str:
     return f"`{cls.__name__}.{f.name}`"
 
 
+def _kind(f, default):
+    """The validator of a field's kind (integer, number, string, boolean) from its annotation, else its
+    default; None when neither says."""
+    ann = f.type if isinstance(f.type, str) else getattr(f.type, "__name__", "")
+    ann = ann.replace(" ", "").replace("|None", "").replace("None|", "")
+    kinds = {"int": integer(), "float": number(finite=not (isinstance(default, float) and math.isinf(default))),
+             "str": string(), "bool": boolean()}
+    if ann in kinds:
+        return kinds[ann]
+    for t, name in ((bool, "bool"), (int, "int"), (float, "float"), (str, "str")):
+        if type(default) is t:
+            return kinds[name]
+    return None
+
+
 def _derived_option(part: Part, f, docs: dict):
-    """The spec option of field ``f`` (None when it is not spec-settable)."""
+    """The spec option of field ``f`` (None when it is not spec-settable: a nested options object, a
+    callable).  A field with a vocabulary validator is checked by it; another field is read as its
+    kind and checked by the class when the section builds it (``OptionsSection.check``)."""
     default = part.default(f)
     if attrs.has(type(default)) or callable(default) and not isinstance(default, type):
         return None
-    meta = dict(kind=None, minimum=None, exclusive_minimum=None, maximum=None, exclusive_maximum=None,
-                finite=True, choices=None, nullable=default is None)
-    described = _from_validator(f.validator, meta) if f.validator is not None else False
-    own = _kind_of(f, default)
-    if meta["kind"] is None or (meta["kind"] == "float" and own == "int"):  # a count bounded by a Number
-        meta["kind"] = own
-    if meta["kind"] is None:
+    doc = _field_doc(part.cls, f, docs)
+    if describe_validator(f.validator) is not None:
+        return option(default, f.validator, doc=doc)
+    kind = _kind(f, default)
+    if kind is None:
         return None
-    if meta["kind"] == "float" and isinstance(default, float) and not math.isfinite(default):
-        meta["finite"] = False
-    words = describe_validator(f.validator) if described else None
-    if words:
-        allowed = words
-    elif f.validator is not None:
-        allowed = f"{meta['kind']}; checked by `{part.cls.__name__}`"
-    else:
-        allowed = meta["kind"]
-    return option(default, kind=meta["kind"], doc=_field_doc(part.cls, f, docs), choices=meta["choices"],
-                  minimum=meta["minimum"], exclusive_minimum=meta["exclusive_minimum"], maximum=meta["maximum"],
-                  exclusive_maximum=meta["exclusive_maximum"], finite=meta["finite"], nullable=meta["nullable"],
-                  allowed=allowed, allowed_has_bounds=bool(words))
+    allowed = f"{kind.describe()}; checked by `{part.cls.__name__}`" if f.validator is not None else None
+    return option(default, kind, doc=doc, allowed=allowed)
 
 
 _OWNER_FIELD = re.compile(r"^(\w+)\.(\w+):? (.*)$", re.S)
@@ -182,16 +140,14 @@ class OptionsSection(Node):
 
 
 def options_section(name: str, doc: str, parts: Sequence[Part], *, nested: Sequence[tuple] = (),
-                    extra: Sequence[tuple] = (), docs: dict | None = None, check: Callable | None = None,
-                    removed: dict | None = None, moved: dict | None = None,
-                    module: str = "gpmodels.spec.sections") -> type:
+                    extra: Sequence[tuple] = (), docs: dict | None = None, check: Callable | None = None) -> type:
     """A frozen :class:`OptionsSection` subclass named ``name`` (module docstring).
 
     ``nested``: (key, section class, doc) of nested options fields (e.g. ``CVOptions.newton``);
     ``extra``: (key, option(...)) of spec-only keys, listed first (what the runner uses besides the
     options object); ``docs``: key -> doc line for fields without ``metadata["doc"]``; ``check``:
-    cross-key rules (self, path); ``removed`` / ``moved``: ``REMOVED_KEYS`` / ``MOVED_KEYS``;
-    ``module``: the module that exports the class (its ``__module__``).
+    cross-key rules (self, path).  The class's ``__module__`` is the caller's, so that it pickles by
+    reference like a class written out there.
     """
     docs = docs or {}
     these: dict = {}
@@ -206,11 +162,10 @@ def options_section(name: str, doc: str, parts: Sequence[Part], *, nested: Seque
             if opt is not None:
                 these[f.name] = opt
     for key, cls, text in nested:
-        these[key] = option(cls, kind="node", node=cls, doc=text)
-    body = {"__doc__": doc, "PARTS": tuple(parts), "NESTED": nested_map, "EXTRA_CHECK": check,
-            "REMOVED_KEYS": dict(removed or {}), "MOVED_KEYS": dict(moved or {})}
+        these[key] = option(cls, node=cls, doc=text)
+    body = {"__doc__": doc, "PARTS": tuple(parts), "NESTED": nested_map, "EXTRA_CHECK": check}
     cls = attrs.make_class(name, these, bases=(OptionsSection,), frozen=True)
     for k, v in body.items():
         setattr(cls, k, staticmethod(v) if k == "EXTRA_CHECK" and v is not None else v)
-    cls.__module__ = module
+    cls.__module__ = sys._getframe(1).f_globals["__name__"]
     return cls

@@ -10,7 +10,8 @@ import yaml
 
 from gpmodels.errors import SpecError, shown
 from gpmodels.priors.registry import check_allow_import
-from gpmodels.spec.sections import Spec
+from gpmodels.spec.sections.spec import Spec
+from gpmodels.spec.sections.study import StudySpec
 
 __all__ = ["load_spec", "load_any_spec", "spec_from_dict", "dump_yaml", "read_yaml", "grant_imports"]
 
@@ -18,8 +19,6 @@ __all__ = ["load_spec", "load_any_spec", "spec_from_dict", "dump_yaml", "read_ya
 def grant_imports(spec, allow_import=()):
     """``spec`` (a Spec or StudySpec) whose ``model.prior: module:builder`` paths may import the modules
     ``allow_import`` (names or dotted prefixes; see :mod:`gpmodels.priors.registry`)."""
-    from gpmodels.spec.study import StudySpec
-
     allow = check_allow_import(allow_import)
     if not allow:
         return spec
@@ -191,8 +190,6 @@ def load_spec(path, *, allow_import=()) -> tuple[Spec, Path]:
 
 def load_any_spec(path, *, allow_import=()):
     """A model spec or, when the file lists ``models``, a study spec; with the spec's folder."""
-    from gpmodels.spec.study import StudySpec
-
     data = read_yaml(path)
     if isinstance(data, dict) and "models" in data:
         return grant_imports(StudySpec.from_dict(data), allow_import), Path(path).resolve().parent

@@ -15,7 +15,7 @@ import numpy as np
 from gpmodels.data.datasets import Dataset
 from gpmodels.persistence import save_map_model
 from gpmodels.progress import Console
-from gpmodels.spec.sections import Spec
+from gpmodels.spec.sections.spec import Spec
 
 __all__ = ["RunOutcome", "Runner", "map_saver"]
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from gpmodels.spec.sections import Spec
+from gpmodels.spec.sections.spec import Spec
 
 __all__ = ["write_report_md", "REPORT_FILE", "SCORE_MEANINGS", "score_legend"]
 

@@ -4,7 +4,7 @@ The driver only: each objective type has a runner in ``RUNNERS`` (``objective.ty
 explicit table of :mod:`gpmodels.spec.runners`); a runner gets the
 spec, the loaded data and ``say``, a :class:`~gpmodels.progress.Console` (``say(msg)`` prints a
 message, ``say.bar(...)`` opens a progress bar; both may be off), and returns a
-:class:`RunOutcome`: its own metrics,
+:class:`~gpmodels.spec.outcome.RunOutcome`: its own metrics,
 the test-set predictive probabilities when it has them (then error, log-loss, prec and the
 error-reject curve are added here), a diagnostics dict and the resolved spec.
 
@@ -22,32 +22,36 @@ flags, scores, timings and the plots).
 from __future__ import annotations
 
 import contextlib
+import datetime
 import inspect
 import json
 import time
 import warnings
+from importlib import metadata
 from pathlib import Path
 
 import attrs
 import numpy as np
 
-from gpmodels import reports
+from gpmodels import __version__, reports
 from gpmodels.data.datasets import Dataset
 from gpmodels.engine.base import open_engine
 from gpmodels.errors import CheckpointWarning, DataError, GPModelsError, NumericalError, SpecError
+from gpmodels.kernels.device.backend import device_in_use
 from gpmodels.progress import Console
 from gpmodels.scoring import metrics as M
+from gpmodels.scoring.calibration import brier_score, expected_calibration_error, reliability_curve
+from gpmodels.scoring.decisions import argmax_rule, min_expected_taxo
 from gpmodels.spec.build import build_data, build_engine_config, build_tree, check_files, resolve_path
 from gpmodels.spec.loader import dump_yaml, grant_imports
-from gpmodels.spec.outcome import Runner, RunOutcome, map_saver
+from gpmodels.spec.outcome import Runner
 from gpmodels.spec.output import claim_output, spec_digest, write_new
 from gpmodels.spec.report_md import write_report_md
 from gpmodels.spec.runners import RUNNERS as BUILTIN_RUNNERS
-from gpmodels.spec.runners.map import run_em, run_map  # noqa: F401  (they lived here; kept reachable)
-from gpmodels.spec.sections import Spec
+from gpmodels.spec.sections.spec import Spec
 
-__all__ = ["run_spec", "output_dir", "RunOutcome", "RUNNERS", "register_runner", "map_saver", "run_identity",
-           "package_version", "provenance", "LOG_FILE"]
+__all__ = ["run_spec", "output_dir", "RUNNERS", "register_runner", "run_identity", "package_version", "provenance",
+           "start_log", "LOG_FILE"]
 
 #: the run's messages, plain text (one line each, UTC time first), in the report folder
 LOG_FILE = "run.log"
@@ -55,13 +59,9 @@ LOG_FILE = "run.log"
 
 def package_version() -> str:
     """The installed distribution's version (``importlib.metadata``), else ``gpmodels.__version__``."""
-    from importlib import metadata
-
     try:
         return metadata.version("gpmodels")
     except metadata.PackageNotFoundError:
-        from gpmodels import __version__
-
         return __version__
 
 
@@ -80,8 +80,6 @@ def provenance(spec, command: str | None = None) -> dict:
     """What a run or study records of where it came from: ``gpmodels_version``, ``started_at`` (UTC,
     ISO 8601), ``command`` (the command line when run by the CLI, ``"python"`` for an API call) and
     ``spec_sha256`` (:func:`~gpmodels.spec.output.spec_digest`, the digest ``run.json`` holds)."""
-    import datetime
-
     return {"gpmodels_version": package_version(),
             "started_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "command": command if command is not None else "python", "spec_sha256": spec_digest(spec)}
@@ -111,8 +109,6 @@ def _hierarchical_scores(spec: Spec, data: Dataset, base_dir, P: np.ndarray, out
     tree = build_tree(spec, data, base_dir)
     if tree is None:
         return {}
-    from gpmodels.scoring.decisions import argmax_rule, min_expected_taxo
-
     rules = ("argmax", "expected_loss") if spec.evaluation.decision == "both" else (spec.evaluation.decision,)
     out, levels = {}, {}
     for rule in rules:
@@ -132,8 +128,6 @@ def _hierarchical_scores(spec: Spec, data: Dataset, base_dir, P: np.ndarray, out
 def _calibration(P: np.ndarray, y, out_dir: Path, name: str) -> dict:
     """Brier score and top-label ECE (15 equal-width bins) of the test probabilities, and the reliability
     diagram ``reliability.png`` (:mod:`gpmodels.scoring.calibration`)."""
-    from gpmodels.scoring.calibration import brier_score, expected_calibration_error, reliability_curve
-
     reports.plot_reliability({name: reliability_curve(P, y)}, out_dir / "reliability.png",
                              title=f"{name}: reliability (top label)")
     return {"test_brier": brier_score(P, y), "test_ece": expected_calibration_error(P, y)}
@@ -263,16 +257,26 @@ def _json_safe(value):
 
 def _run(spec: Spec, runner, base_dir, out_dir: Path, say: Console, origin: dict) -> dict:
     t0 = time.perf_counter()
+    device = device_in_use(spec.model.representation.device)  # `cuda` without a GPU fails here, before any work
     data = _read_data(spec, base_dir)
     say(
         f"data {data.name}: {data.X_train.shape[0]} train, {data.X_test.shape[0]} test, {data.n_classes} classes, "
         f"{data.X_train.shape[1]} features{' (sparse)' if data.sparse else ''}"
     )
+    if not device.startswith("cpu") and spec.engine.type != "local":
+        # forked workers cannot use the parent's CUDA context, and Dask workers would hold the matrices on
+        # their CPUs: the jobs share the one device from this process
+        if spec.engine.type in ("processes", "dask"):
+            raise SpecError(f"kernel matrices on {device} stay in this process: engine.type {spec.engine.type} "
+                            "would run them in worker processes; allowed with a GPU: engine.type auto or local",
+                            "engine.type")
+        say(f"engine: local (kernel matrices on {device}; worker processes cannot share its CUDA context)")
+        spec = attrs.evolve(spec, engine=attrs.evolve(spec.engine, type="local"))
     # runners see the effective report folder (``--out`` included) in ``spec.output.dir``
     with open_engine(build_engine_config(spec.engine)) as engine:
         outcome = _call_runner(runner, attrs.evolve(spec, output=attrs.evolve(spec.output, dir=str(out_dir))), data,
                                base_dir, say, engine)
-    metrics = {"name": spec.name, **origin}
+    metrics = {"name": spec.name, **origin, "device": device}
     if outcome.probabilities is not None and not np.all(np.isfinite(outcome.probabilities)):
         bad = int(np.sum(~np.all(np.isfinite(outcome.probabilities), axis=1)))
         raise NumericalError(f"the fitted model gives non-finite test probabilities for {bad} points: the kernel "

@@ -11,9 +11,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from gpmodels.baselines.crammer_singer.solver import CrammerSingerModel
+from gpmodels.baselines.hm3.solver import HM3Model
 from gpmodels.data.labels import InputFormat
 from gpmodels.data.scaling import FeatureScaler
-from gpmodels.errors import DataError, GPModelsError, SpecError
+from gpmodels.errors import DataError, GPModelsError, SpecError, described
 from gpmodels.hierarchy import ClassTree
 from gpmodels.persistence import (
     MODEL_FILE,
@@ -28,6 +30,7 @@ from gpmodels.persistence import (
 )
 from gpmodels.spec.build import build_binary_operator, build_kernel, build_likelihood, build_operator
 from gpmodels.spec.loader import read_yaml, spec_from_dict
+from gpmodels.spec.output import read_identity
 
 __all__ = ["load_model", "LOADERS"]
 
@@ -89,8 +92,6 @@ def _stored_kernel(model_dir: Path, spec, X_support):
 
 
 def _load_crammer_singer(model_dir: Path, arrays: dict, spec) -> CrammerSingerPredictor:
-    from gpmodels.baselines.crammer_singer.solver import CrammerSingerModel
-
     X = unpack_inputs(arrays)
     classes = tuple(str(c) for c in arrays["classes"])
     tau = arrays["tau_support"]
@@ -106,8 +107,6 @@ def _load_crammer_singer(model_dir: Path, arrays: dict, spec) -> CrammerSingerPr
 
 
 def _load_hm3(model_dir: Path, arrays: dict, spec) -> HM3Predictor:
-    from gpmodels.baselines.hm3.solver import HM3Model
-
     X = unpack_inputs(arrays)
     classes = tuple(str(c) for c in arrays["classes"])
     tree = ClassTree([tuple(e) for e in arrays["tree_edges"].tolist()], [str(c) for c in arrays["tree_classes"]])
@@ -131,14 +130,20 @@ def load_model(model_dir, *, allow_import=()):
     The folder's ``spec.resolved.yaml`` runs no code: a ``model.prior: module:builder`` path in it is
     imported only when its module is in ``allow_import`` (``gpmodels predict --allow-import``)."""
     model_dir = Path(model_dir)
+    ident = read_identity(model_dir)
+    if ident is not None and not (model_dir / MODEL_FILE).is_file():
+        raise DataError(f"{model_dir} holds the report of run {ident.get('name')!r} (objective "
+                        f"{ident.get('objective')!r}), which saved no {MODEL_FILE}: there is no model for this run "
+                        "to predict with")
     kind, arrays = load_arrays(model_dir)
     if kind not in LOADERS:
-        raise DataError(f"{model_dir}: unknown model kind {kind[:50]!r}; this gpmodels reads {sorted(LOADERS)}")
+        raise DataError(f"{model_dir}: {MODEL_FILE} names a model kind ({described(kind)}) that is none of "
+                        f"{sorted(LOADERS)}, the kinds this gpmodels reads")
     spec_path = model_dir / SPEC_FILE
     if not spec_path.is_file():
         raise DataError(f"{model_dir} holds no {SPEC_FILE}; a model folder needs both {MODEL_FILE} and {SPEC_FILE}")
     try:
-        spec = _saved_spec(read_yaml(spec_path), allow_import)
+        spec = spec_from_dict(read_yaml(spec_path), allow_import=allow_import)
     except SpecError as exc:
         message = str(exc) if str(spec_path) in str(exc) else f"{spec_path}: {exc}"
         raise SpecError(f"{message} (a model folder's spec as written by `gpmodels run`)") from None
@@ -155,19 +160,3 @@ def load_model(model_dir, *, allow_import=()):
             f"{model_dir / MODEL_FILE} does not hold a consistent {kind!r} model for its "
             f"{SPEC_FILE} ({type(exc).__name__}); was one of the two files replaced?"
         ) from None
-
-
-def _saved_spec(data, allow_import):
-    """The spec of a model folder; a folder saved before the objective sub-sections keeps only the
-    objective keys that enter predictions (its fitting settings do not)."""
-    try:
-        return spec_from_dict(data, allow_import=allow_import)
-    except SpecError as exc:
-        if not (
-            exc.path.startswith("objective") and isinstance(data, dict) and isinstance(data.get("objective"), dict)
-        ):
-            raise
-        kept = {k: data["objective"][k] for k in ("type", "solver", "learn") if k in data["objective"]}
-        if "method" in data["objective"]:  # a folder saved before the key was `solver`
-            kept["solver"] = {"newton_cg": "newton-cg"}.get(data["objective"]["method"], data["objective"]["method"])
-        return spec_from_dict({**data, "objective": kept}, allow_import=allow_import)

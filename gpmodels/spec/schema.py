@@ -1,12 +1,18 @@
 """A small declarative schema for specs: attrs classes built from plain dicts.
 
 YAML stays at the edge (``loader.py``); this module turns plain dicts into frozen spec objects and
-back.  A spec class derives from :class:`Node` and declares its keys with :func:`option`, which
-records the kind of value, the allowed choices, bounds and a one-line doc.  ``Node.from_dict``
-rejects unknown keys (suggesting the nearest valid one), wrong types and values outside the
-allowed set, always naming the dotted key path; ``Node.check`` hooks cross-key rules.
-``reference_markdown`` renders the reference of docs/specs.md from the same declarations, so the
-documentation cannot drift from the schema.
+back.  A spec class derives from :class:`Node` and declares its keys with :func:`option`: a default,
+the validator that says what is allowed (the vocabulary of :mod:`gpmodels.validation`, the same
+objects that check the fields of the options classes: ``integer(2)``, ``positive_number()``,
+``one_of(...)``, ``sequence_of(...)``, ``any_of(...)``, ...) or a sub-section (``node``), and a
+one-line doc.  ``Node.from_dict`` rejects unknown keys (suggesting the nearest valid one) and values
+the validator refuses, always naming the dotted key path; ``Node.check`` hooks cross-key rules.
+``reference_markdown`` renders the reference of docs/specs.md from the same declarations (the
+validators' ``describe()``), so the documentation cannot drift from the schema.
+
+YAML gives numbers as numbers, but a number written in exponent form without a dot (``1e-3``) as a
+string: where a validator asks for a number, a string that reads as one is taken as that number,
+and an integral float as an integer where an integer is asked for; lists become tuples (frozen specs).
 """
 
 from __future__ import annotations
@@ -14,38 +20,33 @@ from __future__ import annotations
 import difflib
 import math
 import re
-from collections.abc import Sequence
 from typing import Any
 
 import attrs
 
-from gpmodels.errors import SpecError, shown
+from gpmodels.errors import InputError, SpecError, shown
+from gpmodels.validation import AnyOf, Integer, Number, OneOf, Optional, SequenceOf, describe_validator, optional
 
 __all__ = ["Node", "option", "REQUIRED", "reference_markdown"]
 
 REQUIRED = attrs.NOTHING
 
-KINDS = ("str", "int", "float", "bool", "node", "list[float]", "list[int]", "list[str]", "list[node]",
-         "float|auto", "float|list[float]", "float|auto|list[float]", "dict", "any")
 
+def option(default: Any = REQUIRED, check=None, *, doc: str, node: type | None = None, many: bool = False,
+           allowed: str | None = None):
+    """Declare one spec key (see the module docstring).
 
-def option(default: Any = REQUIRED, *, kind: str, doc: str, choices: Sequence | None = None,
-           node: type | None = None, minimum: float | None = None, exclusive_minimum: float | None = None,
-           maximum: float | None = None, exclusive_maximum: float | None = None, finite: bool = True,
-           nullable: bool = False, allowed: str | None = None, allowed_has_bounds: bool = False):
-    """Declare one spec key (see the module docstring).  ``allowed``: the reference's "allowed"
-    column when the values are checked by ``Node.check`` rather than by ``choices`` (an open set),
-    or the words of an options class's validator (then ``allowed_has_bounds``: they already say the
-    bounds); ``finite=False``: a float may be +-inf (``.inf`` in YAML)."""
-    if kind not in KINDS:
-        raise ValueError(f"unknown option kind {kind!r}")
-    meta = dict(kind=kind, doc=doc, choices=tuple(choices) if choices is not None else None, node=node,
-                minimum=minimum, exclusive_minimum=exclusive_minimum, maximum=maximum,
-                exclusive_maximum=exclusive_maximum, finite=finite, nullable=nullable or default is None,
-                allowed=allowed, allowed_has_bounds=allowed_has_bounds)
+    ``check``: the validator of the value (None: any value, checked by ``Node.check``); a default of
+    None makes it optional (null allowed).  ``node``: the key is a sub-section of that class (``many``:
+    a list of them).  ``allowed``: the reference's "allowed" column where the validator cannot say it
+    (an open set checked by ``Node.check``)."""
+    if node is None and check is not None and default is None and not isinstance(check, Optional):
+        check = optional(check)
+    meta = dict(check=check, node=node, many=many, doc=doc, allowed=allowed,
+                nullable=default is None or isinstance(check, Optional))
     if default is REQUIRED:
         return attrs.field(kw_only=True, metadata={"spec": meta})
-    if node is not None and kind == "node" and default is not None:
+    if node is not None and not many and default is not None:
         return attrs.field(kw_only=True, factory=default if callable(default) else (lambda: default),
                            metadata={"spec": meta})
     return attrs.field(kw_only=True, default=default, metadata={"spec": meta})
@@ -66,108 +67,98 @@ def _type_name(v) -> str:
     return type(v).__name__ if v is not None else "null"
 
 
-def _number(value, path: str, integer: bool, finite: bool = True):
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        if isinstance(value, str):  # a number written as text ("5", "1e-3": YAML 1.1 reads 1e-3 as text) is
-            try:                       # checked as that number, bounds and finiteness included
-                value = int(value) if integer and value.strip().lstrip("+-").isdigit() else float(value)
-            except ValueError:
-                raise SpecError(f"must be {'an integer' if integer else 'a number'}; got the string {shown(value)}",
-                                path) from None
-        else:
-            raise SpecError(
-                f"must be {'an integer' if integer else 'a number'}; got {_type_name(value)} {shown(value)}", path
-            )
-    if integer:
-        if isinstance(value, float) and not value.is_integer():  # (also inf and nan)
-            raise SpecError(f"must be an integer; got {shown(value)}", path)
+def _vocabulary(check):
+    """The vocabulary validator that decides how a value is read: ``check`` itself, or the first
+    vocabulary member of an ``attrs.validators.and_``."""
+    for v in getattr(check, "_validators", None) or (check,):
+        if isinstance(v, (Integer, Number, OneOf, Optional, SequenceOf, AnyOf)):
+            return v
+    return check
+
+
+def _read(value, check):
+    """``value`` as the validator ``check`` reads it (module docstring); unchanged where it does not apply."""
+    v = _vocabulary(check)
+    if isinstance(v, Optional):
+        return None if value is None else _read(value, v.inner)
+    if isinstance(v, (Integer, Number)) and isinstance(value, str):
+        try:
+            value = float(value.strip())
+        except ValueError:
+            return value
+    if isinstance(v, Integer) and isinstance(value, float) and math.isfinite(value) and value.is_integer():
         return int(value)
-    value = float(value)
-    if math.isnan(value) or (finite and not math.isfinite(value)):
-        raise SpecError(f"must be a finite number; got {shown(value)}", path)
+    if isinstance(v, Number) and isinstance(value, int) and not isinstance(value, bool):
+        try:
+            return float(value)
+        except OverflowError:
+            return value
+    if isinstance(v, SequenceOf) and isinstance(value, (list, tuple)):
+        return tuple(_read(x, v.inner) for x in value)
+    if isinstance(v, AnyOf):
+        for choice in v.choices:
+            read = _read(value, choice)
+            if _allows(choice, read):
+                return read
     return value
 
 
-def _bounds(value, meta, path):
-    lo, xlo, hi, xhi = meta["minimum"], meta["exclusive_minimum"], meta["maximum"], meta["exclusive_maximum"]
-    values = value if isinstance(value, (list, tuple)) else [value]
-    for v in values:
-        if not isinstance(v, (int, float)):
-            continue
-        if lo is not None and v < lo:
-            raise SpecError(f"must be >= {lo}; got {shown(v)}", path)
-        if xlo is not None and v <= xlo:
-            raise SpecError(f"must be > {xlo}; got {shown(v)}", path)
-        if hi is not None and v > hi:
-            raise SpecError(f"must be <= {hi}; got {shown(v)}", path)
-        if xhi is not None and v >= xhi:
-            raise SpecError(f"must be < {xhi}; got {shown(v)}", path)
+@attrs.frozen
+class _Key:
+    name: str
+
+
+def _allows(check, value) -> bool:
+    try:
+        check(None, _Key("value"), value)
+    except InputError:
+        return False
+    return True
+
+
+def _choices(check) -> tuple:
+    """The allowed values of a OneOf (inside Optional / AnyOf too), for the did-you-mean hint."""
+    v = _vocabulary(check)
+    if isinstance(v, OneOf):
+        return v.allowed
+    if isinstance(v, Optional):
+        return _choices(v.inner)
+    if isinstance(v, AnyOf):
+        return tuple(c for choice in v.choices for c in _choices(choice))
+    return ()
+
+
+def _refusal(check, value) -> str:
+    """'must be <what the validator allows>; got <value>' (with the nearest allowed string)."""
+    got = f"the string {shown(value)}" if isinstance(value, str) else f"{_type_name(value)} {shown(value)}"
+    if isinstance(value, str) and _choices(check):
+        got = shown(value)
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        got = shown(value)
+    near = difflib.get_close_matches(value[:100], [str(c) for c in _choices(check)], n=1) \
+        if isinstance(value, str) else []
+    hint = f"; did you mean {near[0]!r}?" if near else ""
+    return f"must be {describe_validator(check)}; got {got}{hint}"
 
 
 def _convert(value, meta, path: str):
-    kind = meta["kind"]
-    if value is None:
-        if meta["nullable"]:
-            return None
-        raise SpecError("must not be null", path)
-    if kind == "any":
+    node = meta["node"]
+    if node is not None:
+        if value is None:
+            if meta["nullable"]:
+                return None
+            raise SpecError("must not be null", path)
+        if meta["many"]:
+            if not isinstance(value, (list, tuple)):
+                raise SpecError(f"must be a list of sections; got {_type_name(value)} {shown(value)}", path)
+            return tuple(node.from_dict(v, f"{path}[{i}]") for i, v in enumerate(value))
+        return node.from_dict(value, path)
+    check = meta["check"]
+    if check is None:
         return value
-    if kind == "str":
-        if not isinstance(value, str):
-            raise SpecError(f"must be a string; got {_type_name(value)} {shown(value)}", path)
-        out = value
-    elif kind == "bool":
-        if not isinstance(value, bool):
-            raise SpecError(f"must be true or false; got {_type_name(value)} {shown(value)}", path)
-        out = value
-    elif kind in ("int", "float"):
-        out = _number(value, path, kind == "int", meta["finite"])
-    elif kind.startswith("list["):
-        if not isinstance(value, (list, tuple)):
-            raise SpecError(f"must be a list; got {_type_name(value)} {shown(value)}", path)
-        inner = kind[5:-1]
-        if inner == "node":
-            out = tuple(meta["node"].from_dict(v, f"{path}[{i}]") for i, v in enumerate(value))
-        elif inner == "str":
-            for i, v in enumerate(value):
-                if not isinstance(v, str):
-                    raise SpecError(f"must be a list of strings; item {i} is {_type_name(v)} {shown(v)}", path)
-            out = tuple(value)
-        else:
-            out = tuple(_number(v, f"{path}[{i}]", inner == "int") for i, v in enumerate(value))
-    elif kind.startswith("float|"):
-        allowed = kind.split("|")
-        if isinstance(value, str):
-            if "auto" in allowed and value == "auto":
-                return "auto"
-            try:
-                float(value)
-            except ValueError:
-                raise SpecError(
-                    f"must be {' or '.join(a if a != 'auto' else repr('auto') for a in allowed)}; got {shown(value)}",
-                    path,
-                ) from None
-            out = _number(value, path, False)  # a number written as text: its bounds are checked below
-        if isinstance(value, (list, tuple)):
-            if "list[float]" not in allowed:
-                raise SpecError(f"must be a number{' or ' + repr('auto') if 'auto' in allowed else ''}; got a list",
-                                path)
-            out = tuple(_number(v, f"{path}[{i}]", False) for i, v in enumerate(value))
-        else:
-            out = _number(value, path, False)
-    elif kind == "node":
-        return meta["node"].from_dict(value, path)
-    elif kind == "dict":
-        if not isinstance(value, dict):
-            raise SpecError(f"must be a mapping; got {_type_name(value)} {shown(value)}", path)
-        out = dict(value)
-    else:  # pragma: no cover - guarded by option()
-        raise SpecError(f"unsupported kind {kind}", path)
-    if meta["choices"] is not None and out not in meta["choices"]:
-        near = difflib.get_close_matches(str(out)[:100], [str(c) for c in meta["choices"]], n=1)
-        hint = f"; did you mean {near[0]!r}?" if near else ""
-        raise SpecError(f"must be one of {', '.join(repr(c) for c in meta['choices'])}; got {shown(out)}{hint}", path)
-    _bounds(out, meta, path)
+    out = _read(value, check)
+    if not _allows(check, out):
+        raise SpecError(_refusal(check, value), path)
     return out
 
 
@@ -176,13 +167,7 @@ def _join(path: str, key: str) -> str:
 
 
 class Node:
-    """Base of spec classes: build from a plain dict with checks; back to a plain dict.
-
-    A subclass may list keys it no longer takes in a class attribute ``REMOVED_KEYS`` (key ->
-    what to write instead); such a key is an error that says so, not an unknown key.  Keys that
-    moved go in ``MOVED_KEYS`` (key -> the new path relative to this section, a tuple of
-    alternatives, or a function of the section's dict giving either): "objective.k1: moved: write
-    it as objective.newton.max_iter"."""
+    """Base of spec classes: build from a plain dict with checks; back to a plain dict."""
 
     @classmethod
     def spec_fields(cls):
@@ -193,15 +178,7 @@ class Node:
         if not isinstance(data, dict):
             raise SpecError(f"must be a mapping of keys to values; got {_kind_of(data)}", path)
         fields = {f.name: f for f in cls.spec_fields()}
-        removed = getattr(cls, "REMOVED_KEYS", {})
-        moved = getattr(cls, "MOVED_KEYS", {})
         for key in data:
-            if key in removed:
-                raise SpecError(f"was removed: {removed[key]}", _join(path, str(key)))
-            if key in moved and key not in fields:
-                new = moved[key](data) if callable(moved[key]) else moved[key]
-                new = (new,) if isinstance(new, str) else new
-                raise SpecError(f"moved: write it as {' or '.join(_join(path, n) for n in new)}", _join(path, str(key)))
             if not isinstance(key, str) or key not in fields:
                 allowed = f"(allowed: {', '.join(fields)})"
                 if not (isinstance(key, str) and _KEY_NAME.match(key)):
@@ -253,19 +230,14 @@ def _fmt_default(f) -> str:
 
 
 def _fmt_allowed(meta) -> str:
-    parts = []
+    null = "null or " if meta["nullable"] else ""
     if meta["allowed"] is not None:
-        parts.append(meta["allowed"])
-    elif meta["choices"] is not None:
-        parts.append(", ".join(f"`{c}`" for c in meta["choices"]))
-    else:
-        parts.append(meta["kind"].replace("|", " or ").replace("node", "section"))
-    for key, sym in (("minimum", ">="), ("exclusive_minimum", ">"), ("maximum", "<="), ("exclusive_maximum", "<")):
-        if meta[key] is not None and not meta["allowed_has_bounds"]:
-            parts.append(f"{sym} {meta[key]}")
-    if meta["nullable"]:
-        parts.append("or null")
-    return "; ".join(parts)
+        return null + meta["allowed"]
+    if meta["node"] is not None:
+        return null + ("a list of sections" if meta["many"] else "a section")
+    if meta["check"] is None:
+        return null + "any value (checked with the section)"
+    return describe_validator(meta["check"])
 
 
 def reference_markdown(
@@ -302,13 +274,4 @@ def reference_markdown(
             if meta["node"] is not None:
                 queue.append((_join(path, f.name), meta["node"]))
         lines.append("")
-        moved = getattr(cls, "MOVED_KEYS", {})
-        if moved:
-            lines += ["Keys of the old layout, refused with the place they moved to:", "", "| old key | write it as |",
-                      "| --- | --- |"]
-            for key, new in moved.items():
-                new = new({}) if callable(new) else new
-                new = (new,) if isinstance(new, str) else new
-                lines.append(f"| `{_join(path, key)}` | {' or '.join(f'`{_join(path, n)}`' for n in new)} |")
-            lines.append("")
     return "\n".join(lines)

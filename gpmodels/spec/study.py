@@ -1,10 +1,11 @@
-"""Study specs: several models on the same data and splits, compared in one table.
+"""Running study specs: several models on the same data and splits, compared in one table.
 
-A study names the data, evaluation and output once and lists ``models``, each with its own
-``name``, ``model`` and ``objective`` sections.  Every entry becomes an ordinary :class:`Spec`
-(sharing the study's seed, so the same split and subsamples) and runs through ``run_spec`` into
-``<out>/<entry name>/``; the study then writes ``study.md``, ``study.csv`` and ``study.json`` (the
-comparison table), ``error_reject.png`` (all models' curves) and ``report.md`` linking them.
+A study (its schema: :mod:`gpmodels.spec.sections.study`) names the data, evaluation and output
+once and lists ``models``, each with its own ``name``, ``model`` and ``objective`` sections.  Every
+entry becomes an ordinary :class:`~gpmodels.spec.sections.spec.Spec` (sharing the study's seed, so the
+same split and subsamples) and runs through ``run_spec`` into ``<out>/<entry name>/``; the study then
+writes ``study.md``, ``study.csv`` and ``study.json`` (the comparison table), ``error_reject.png``
+(all models' curves) and ``report.md`` linking them.
 """
 
 from __future__ import annotations
@@ -16,84 +17,17 @@ import sys
 import time
 from pathlib import Path
 
-import attrs
-
-from gpmodels.errors import GPModelsError, SpecError
+from gpmodels import reports
+from gpmodels.engine.base import open_engine
+from gpmodels.errors import GPModelsError
+from gpmodels.spec.build import build_engine_config
+from gpmodels.spec.loader import grant_imports
+from gpmodels.spec.output import STUDY_ARTEFACTS, claim_output, spec_digest
 from gpmodels.spec.report_md import score_legend
-from gpmodels.spec.schema import Node, option
-from gpmodels.spec.sections import (
-    DataSpec,
-    EngineSpec,
-    EvaluationSpec,
-    ModelSpec,
-    ObjectiveSpec,
-    OutputSpec,
-    Spec,
-    check_name,
-)
+from gpmodels.spec.run import run_spec, start_log
+from gpmodels.spec.sections.study import StudySpec
 
-__all__ = ["StudyEntry", "StudySpec", "run_study", "failed_models", "study_identity", "DEFAULT_COLUMNS"]
-
-DEFAULT_COLUMNS = ("test_error", "test_log_loss", "test_brier", "test_ece", "test_prec", "test_hier_f1_argmax",
-                   "test_hier_f1_expected_loss", "test_hier_f1", "fit_seconds", "total_seconds")
-
-
-@attrs.frozen
-class StudyEntry(Node):
-    """One model of a study: its name, model and objective (data and evaluation are the study's)."""
-
-    name: str = option(kind="str", doc="the model's name (its row in the table and its sub-folder)")
-    model: ModelSpec = option(kind="node", node=ModelSpec, doc="model")
-    objective: ObjectiveSpec = option(ObjectiveSpec, kind="node", node=ObjectiveSpec, doc="objective")
-
-
-@attrs.frozen
-class StudySpec(Node):
-    """A study: one data set and split, several models, one comparison table."""
-
-    name: str = option(kind="str", doc="the study's name")
-    description: str | None = option(None, kind="str", doc="free text")
-    seed: int = option(0, kind="int", minimum=0, doc="seed shared by every model (same split and subsamples)")
-    data: DataSpec = option(kind="node", node=DataSpec, doc="data, shared by all models")
-    evaluation: EvaluationSpec = option(EvaluationSpec, kind="node", node=EvaluationSpec, doc="evaluation")
-    output: OutputSpec = option(OutputSpec, kind="node", node=OutputSpec, doc="output folder of the study")
-    models: tuple = option(kind="list[node]", node=StudyEntry, doc="the compared models")
-    columns: tuple = option(DEFAULT_COLUMNS, kind="list[str]", doc="metrics shown in the table")
-    engine: EngineSpec = option(EngineSpec, kind="node", node=EngineSpec,
-                                doc="where the models run: with `type: dask, distribute: tasks` the rows run as "
-                                "parallel tasks, with `distribute: gram` one after the other, each on the engine")
-
-    def check(self, path):
-        check_name(self.name, "name")
-        for i, e in enumerate(self.models):
-            check_name(e.name, f"models[{i}].name")
-        e = self.engine
-        if e.type == "dask" and e.distribute == "tasks" and (not e.processes or e.threads_per_worker > 1):
-            raise SpecError("study rows as tasks need worker processes with one thread each (`processes: true`, "
-                            "`threads_per_worker: 1`): runs in one process would share the plots and the log",
-                            "engine.processes" if not e.processes else "engine.threads_per_worker")
-        if not self.models:
-            raise SpecError("a study needs at least one model", f"{path}.models" if path else "models")
-        names = [m.name for m in self.models]
-        dup = sorted({n for n in names if names.count(n) > 1})
-        if dup:
-            raise SpecError(f"model names must be unique; repeated: {dup}", "models")
-        for i, e in enumerate(self.models):
-            try:
-                self.entry_spec(e, "runs")
-            except SpecError as exc:
-                raise SpecError(
-                    str(exc).split(": ", 1)[-1], f"models[{i}].{exc.path}" if exc.path else f"models[{i}]"
-                ) from None
-
-    def entry_spec(self, entry: StudyEntry, out_dir) -> Spec:
-        rows_as_tasks = self.engine.type == "dask" and self.engine.distribute == "tasks"
-        spec = Spec(name=entry.name, description=self.description, seed=self.seed, data=self.data, model=entry.model,
-                    objective=entry.objective, evaluation=self.evaluation,
-                    output=OutputSpec(dir=str(Path(out_dir) / entry.name)),
-                    engine=EngineSpec(type="local") if rows_as_tasks else self.engine)
-        spec.check("")
-        return spec
+__all__ = ["run_study", "failed_models", "study_identity"]
 
 
 def _fmt(v) -> str:
@@ -111,8 +45,6 @@ def _first_line(exc: BaseException, limit: int = 200) -> str:
 
 def study_identity(study: StudySpec) -> dict:
     """What the study folder's ``run.json`` records."""
-    from gpmodels.spec.output import spec_digest
-
     return {"kind": "study", "name": study.name, "objective": "study", "spec_sha256": spec_digest(study)}
 
 
@@ -130,11 +62,6 @@ def run_study(study: StudySpec, base_dir: Path | None = None, out=None, *, quiet
     Provenance as in ``run_spec``: ``study.json`` records :func:`~gpmodels.spec.run.provenance` (version,
     start time, ``command``, spec digest), ``run.log`` in the study folder the study's messages (each
     model's own ``run.log`` is in its sub-folder)."""
-    from gpmodels import reports
-    from gpmodels.spec.loader import grant_imports
-    from gpmodels.spec.output import STUDY_ARTEFACTS, claim_output
-    from gpmodels.spec.run import run_spec, start_log
-
     study = grant_imports(study, allow_import)
     out_dir = Path(out) if out is not None else Path(study.output.dir.replace("{name}", study.name))
     with claim_output(out_dir, study_identity(study), force=force, artefacts=STUDY_ARTEFACTS,
@@ -144,7 +71,7 @@ def run_study(study: StudySpec, base_dir: Path | None = None, out=None, *, quiet
             if (out_dir / entry.name).is_symlink():
                 (out_dir / entry.name).unlink()
         try:
-            return _run_study(study, base_dir, out_dir, say, reports,
+            return _run_study(study, base_dir, out_dir, say,
                               functools.partial(run_spec, command=origin["command"]), origin,
                               quiet=quiet, progress=progress, force=force)
         except KeyboardInterrupt:
@@ -168,13 +95,11 @@ def _row_task(job: tuple) -> tuple:
 
 def _run_rows(study, base_dir, out_dir: Path, say, run_spec, *, quiet, progress, force):
     """(entry, (metrics, error)) per model in order: one after the other here, or, with
-    ``engine: {type: dask, distribute: tasks}``, all as parallel tasks on the engine's workers (each
-    run then in-process on its worker; the report folder must be reachable from the workers)."""
-    from gpmodels.engine import open_engine
-    from gpmodels.spec.build import build_engine_config
-
+    ``engine: {type: processes}`` or ``{type: dask, distribute: tasks}``, all as parallel jobs of the
+    engine (each run then in-process on its worker; the report folder must be reachable from the
+    workers)."""
     specs = [study.entry_spec(entry, out_dir) for entry in study.models]
-    if study.engine.type == "dask" and study.engine.distribute == "tasks":
+    if study.rows_as_tasks:
         with open_engine(build_engine_config(study.engine)) as engine:
             say(f"{len(specs)} models as parallel tasks on {engine!r}")
             done = engine.map(_row_task, [(run_spec, spec, base_dir, out_dir / spec.name, force) for spec in specs])
@@ -191,7 +116,7 @@ def _run_rows(study, base_dir, out_dir: Path, say, run_spec, *, quiet, progress,
             yield entry, (None, _first_line(exc))
 
 
-def _run_study(study, base_dir, out_dir: Path, say, reports, run_spec, origin, *, quiet, progress,
+def _run_study(study, base_dir, out_dir: Path, say, run_spec, origin, *, quiet, progress,
                force) -> list[dict]:
     rows, curves = [], {}
     t0 = time.perf_counter()

@@ -216,7 +216,7 @@ def test_the_spec_chooses_the_engine_and_fold_workers_is_gone():
     assert build_engine_config(spec.engine) == EngineConfig(type="processes", n_workers=3, blas_threads=2, cores=6)
     with pytest.raises(SpecError, match="engine.type"):
         Spec.from_dict({**base, "engine": {"type": "threads"}})
-    with pytest.raises(SpecError, match="objective.cv.fold_workers.*engine"):
+    with pytest.raises(SpecError, match="objective.cv.fold_workers: unknown key 'fold_workers'"):
         Spec.from_dict({**base, "objective": {"type": "cv", "cv": {"fold_workers": 2}}})
 
 
@@ -230,3 +230,22 @@ def test_n_jobs_as_an_engine():
     for bad in (0, 1.5, True, "2"):
         with pytest.raises(InputError, match="'n_jobs' parameter of GPClassifier"):
             engine_for_jobs(bad, "GPClassifier")
+
+
+def test_study_rows_on_worker_processes_equal_the_rows_one_after_the_other(tmp_path):
+    from gpmodels.spec.study import StudySpec, run_study
+
+    X, y = toy_classification(40, 3, d=4, seed=0)
+    np.savez(tmp_path / "train.npz", X=X[:30], y=y[:30] + 1)
+    np.savez(tmp_path / "test.npz", X=X[30:], y=y[30:] + 1)
+    d = {"name": "s", "data": {"path": str(tmp_path / "train.npz"), "test_path": str(tmp_path / "test.npz")},
+         "models": [{"name": f"v{v}", "model": {"kernel": {"type": "rbf", "w": 0.3}, "variance": v}}
+                    for v in (1.0, 5.0, 20.0)]}
+    local = run_study(StudySpec.from_dict(d), out=tmp_path / "local", quiet=True)
+    d["engine"] = {"type": "processes", "n_workers": 2}
+    study = StudySpec.from_dict(d)
+    assert study.rows_as_tasks and study.entry_spec(study.models[0], tmp_path).engine.type == "local"
+    par = run_study(study, out=tmp_path / "par", quiet=True)
+    assert [r["status"] for r in par] == ["ok"] * 3
+    assert [r["test_error"] for r in par] == [r["test_error"] for r in local]
+    assert [r["phi"] for r in par] == [r["phi"] for r in local]

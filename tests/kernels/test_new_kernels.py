@@ -18,22 +18,21 @@ from gpmodels.kernels import (
     ARD,
     RBF,
     Constant,
-    Constrained,
     KernelProduct,
     KernelSum,
     Linear,
-    LowRankGram,
     Matern,
     MaternARD,
     RationalQuadratic,
     RationalQuadraticARD,
     RepresentationConfig,
-    SklearnKernel,
     White,
     from_sklearn,
     make_kernel,
 )
-from gpmodels.kernels.representations import SqDistCache, StoredGram
+from gpmodels.kernels.composite import Constrained
+from gpmodels.kernels.representations import LowRankGram, SqDistCache, StoredGram
+from gpmodels.kernels.sklearn_adapter import SklearnKernel
 from gpmodels.likelihoods import Logistic, Softmax
 from gpmodels.linalg.finite_differences import central_differences
 from gpmodels.operators.blockdiag import BlockDiagonal

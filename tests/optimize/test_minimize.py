@@ -12,18 +12,11 @@ from gpmodels.inference.marginal.vb import VBOptions, learn_vb
 from gpmodels.kernels.rbf import RBF
 from gpmodels.likelihoods import Logistic
 from gpmodels.operators.blockdiag import BlockDiagonal
-from gpmodels.optimize import (
-    CHECKPOINT_FORMAT,
-    Checkpointing,
-    OptimizeResult,
-    OuterOptions,
-    RunIdentity,
-    log_box,
-    minimize,
-    read_checkpoint,
-    write_checkpoint,
-)
+from gpmodels.optimize import Checkpointing, OuterOptions, minimize
+from gpmodels.optimize.checkpoint import CHECKPOINT_FORMAT, RunIdentity, read_checkpoint, write_checkpoint
+from gpmodels.optimize.driver import OptimizeResult
 from gpmodels.optimize.lbfgs import Trial
+from gpmodels.optimize.objective import log_box
 
 
 class Interrupt(Exception):

@@ -182,7 +182,8 @@ def test_builtin_priors_resolve_in_a_fresh_interpreter_without_the_spec_package(
 
 
 def test_builtin_priors_cannot_be_replaced_but_re_registering_them_is_a_no_op():
-    from gpmodels.priors import register_prior, resolve_prior, unregister_prior
+    from gpmodels.priors import register_prior, unregister_prior
+    from gpmodels.priors.registry import resolve_prior
 
     assert register_prior("anova", resolve_prior("anova")) is resolve_prior("anova")
     with pytest.raises(ValueError, match="built-in prior"):

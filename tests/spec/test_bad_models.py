@@ -80,7 +80,7 @@ MODEL_CASES = {
                        "model format version 99"),
     "unknown_kind": (lambda f: (f / "model.npz").write_bytes(_npz_bytes(format_version=np.array(1),
                                                                          kind=np.array("x" * 500))),
-                     "unknown model kind"),
+                     "names a model kind (500 characters) that is none of"),
     "missing_arrays": (lambda f: (f / "model.npz").write_bytes(_npz_bytes(format_version=np.array(1),
                                                                            kind=np.array("map"))),
                        "lacks the array"),

@@ -8,7 +8,7 @@ from gpmodels.inference.cv.criterion import CVOptions
 from gpmodels.inference.map.newton_cg import NewtonOptions
 from gpmodels.spec.derive import Part, options_section
 from gpmodels.spec.schema import option, reference_markdown
-from gpmodels.spec.sections import CVSpec, NewtonSpec, ObjectiveSpec
+from gpmodels.spec.sections.objective import CVSpec, NewtonSpec, ObjectiveSpec
 from gpmodels.validation import boolean, integer, number, one_of, optional, positive_number
 
 
@@ -49,17 +49,20 @@ def test_keys_defaults_and_docs_come_from_the_class():
     meta = {k: f.metadata["spec"] for k, f in fields.items()}
     assert meta["count"]["doc"] == "how many" and meta["rate"]["doc"] == "the step size of the toy"
     assert meta["odd"]["doc"] == "an odd setting" and meta["free"]["doc"] == "`Toy.free`"
-    assert (meta["count"]["kind"], meta["count"]["minimum"]) == ("int", 1)
-    assert (meta["rate"]["exclusive_maximum"], meta["mode"]["choices"]) == (1, ("a", "b"))
-    assert meta["limit"]["finite"] is False and meta["cap"]["nullable"] and meta["flag"]["kind"] == "bool"
-    assert (meta["both"]["minimum"], meta["both"]["maximum"]) == (0, 10)
+    # the spec checks each key by the field's own validator (one vocabulary for options and specs)
+    for name in ("count", "rate", "mode", "limit", "cap", "flag", "both"):
+        assert meta[name]["check"] is attrs.fields_dict(Toy)[name].validator
+    assert meta["cap"]["nullable"] and not meta["count"]["nullable"]
+    assert meta["odd"]["check"] == integer() and meta["free"]["check"] == number()
     text = reference_markdown(ToySpec)
     assert "| `count` | a positive integer | 3 | how many |" in text
-    assert "| `odd` | int; checked by `Toy` | 1 | an odd setting |" in text
+    assert "| `rate` | a number x with 0 <= x < 1 | 0.5 |" in text
+    assert "| `both` | a number >= 0 and a number <= 10 | 1.0 |" in text
+    assert "| `odd` | an integer; checked by `Toy` | 1 | an odd setting |" in text
 
 
 @pytest.mark.parametrize("data, path, message", [
-    ({"count": 0}, "toy.count", ">= 1"),
+    ({"count": 0}, "toy.count", "must be a positive integer; got 0"),
     ({"count": 2.5}, "toy.count", "integer"),
     ({"rate": 1.0}, "toy.rate", "< 1"),
     ({"mode": "c"}, "toy.mode", "one of 'a', 'b'"),
@@ -75,14 +78,16 @@ def test_values_are_checked_with_the_key_path(data, path, message):
 
 def test_infinite_values_where_the_class_allows_them():
     assert ToySpec.from_dict({"limit": float("inf"), "cap": None}).options().limit == float("inf")
-    with pytest.raises(SpecError, match="finite"):
+    with pytest.raises(SpecError, match="must be a number x with 0 <= x < 1; got inf"):
         ToySpec.from_dict({"rate": float("inf")}, "toy")
+    with pytest.raises(SpecError, match="must be a number; got nan"):
+        ToySpec.from_dict({"free": float("nan")}, "toy")
 
 
 def test_defaults_from_an_instance_and_nested_sections():
     Outer = options_section("Outer", "outer", [Part(Toy, defaults=Toy(count=7), skip=("odd",))],
                             nested=(("inner", options_section("InnerSpec", "inner", [Part(Inner)]), "the inner"),),
-                            extra=(("folds", option(5, kind="int", minimum=2, doc="spec-only")),))
+                            extra=(("folds", option(5, integer(2), doc="spec-only")),))
     o = Outer.from_dict({"inner": {"depth": 4}})
     assert o.count == 7 and o.folds == 5 and o.options(odd=3) == Toy(count=7, odd=3, inner=Inner(depth=4))
 
@@ -96,14 +101,14 @@ def test_the_objective_sections_follow_their_classes():
 
 
 @pytest.mark.parametrize("data, path, message", [
-    ({"k1": 5}, "objective.k1", "moved: write it as objective.newton.max_iter"),
-    ({"em_rtol": 1e-3}, "objective.em_rtol", "moved: write it as objective.em.rtol"),
-    ({"type": "vb", "tol": 1e-3}, "objective.tol", "objective.vb.learn_tol or objective.mkl.tol"),
-    ({"type": "mkl", "max_iter": 3}, "objective.max_iter", "moved: write it as objective.mkl.max_iter$"),
-    ({"cv": {"grad_tol": 1e-4}}, "objective.cv.grad_tol", "moved: write it as objective.cv.newton.grad_tol"),
-    ({"cv": {"memory": 4}}, "objective.cv.memory", "moved: write it as objective.cv.outer.memory"),
+    ({"k1": 5}, "objective.k1", r"unknown key 'k1' \(allowed: type, solver, learn, newton, em, cv"),
+    ({"solve": "exact"}, "objective.solve", "unknown key 'solve'; did you mean 'solver'"),
+    ({"type": "mkl", "max_iter": 3}, "objective.max_iter", r"unknown key 'max_iter' \(allowed: type,"),
+    ({"cv": {"fold": 3}}, "objective.cv.fold", "unknown key 'fold'; did you mean 'folds'"),
+    ({"cv": {"memory": 4}}, "objective.cv.memory", r"unknown key 'memory' \(allowed: folds,"),
+    ({"newton": {"max_iters": 3}}, "objective.newton.max_iters", "unknown key 'max_iters'; did you mean 'max_iter'"),
 ])
-def test_old_flat_keys_name_their_new_place(data, path, message):
+def test_unknown_objective_keys_name_the_allowed_ones_and_the_nearest(data, path, message):
     with pytest.raises(SpecError, match=message) as err:
         ObjectiveSpec.from_dict(data, "objective")
     assert err.value.path == path

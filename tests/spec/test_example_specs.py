@@ -19,7 +19,8 @@ from conftest import ROOT
 from gpmodels.cli import main
 from gpmodels.spec.loader import spec_from_dict
 from gpmodels.spec.run import run_spec
-from gpmodels.spec.sections import MODEL_SHARING, OBJECTIVES, PRIORS
+from gpmodels.spec.sections.model import MODEL_SHARING, PRIORS
+from gpmodels.spec.sections.objective import OBJECTIVES
 from gpmodels.spec.study import StudySpec, run_study
 
 SPECS_DIR = ROOT / "specs"

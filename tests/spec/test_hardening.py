@@ -201,10 +201,11 @@ def test_good_names_pass():
 
 # ------------------------------------------------------------------ 5. sizes bounded before allocating
 @pytest.mark.parametrize("section, key, value, message", [
-    ("objective.laplace", "n_probes", 10**12, "objective.laplace.n_probes: must be <= 100000"),
-    ("objective.newton", "precond_rank", 10**9, "objective.newton.precond_rank: must be <= 100000"),
-    ("model.representation", "rank", 10**9, "model.representation.rank: must be <= 100000"),
-    ("model.representation", "memory_mb", 1e15, "model.representation.memory_mb: must be <= 1048576"),
+    ("objective.laplace", "n_probes", 10**12, "objective.laplace.n_probes: must be an integer in [1, 100000]"),
+    ("objective.newton", "precond_rank", 10**9, "objective.newton.precond_rank: must be an integer in [1, 100000]"),
+    ("model.representation", "rank", 10**9, "model.representation.rank: must be an integer in [1, 100000]"),
+    ("model.representation", "memory_mb", 1e15,
+     "model.representation.memory_mb: must be a number x with 0 < x <= 1048576"),
 ])
 def test_sizes_from_spec_keys_are_bounded(tmp_path, capsys, section, key, value, message):
     d = _spec(tmp_path, **({"type": "laplace"} if "laplace" in section else {}))

@@ -50,11 +50,11 @@ def test_kernel_sections_build_the_named_and_composed_kernels(tmp_path):
     ({"type": "rbf", "w": 1.0, "terms": [SUM]}, "model.kernel.terms", "not used by kernel type 'rbf'"),
     ({"type": "sum"}, "model.kernel.terms", "needs `terms`"),
     ({"type": "sum", "terms": []}, "model.kernel.terms", "needs `terms`"),
-    ({"type": "matern", "w": 1.0, "nu": 1.0}, "model.kernel.nu", "must be one of 0.5, 1.5, 2.5"),
+    ({"type": "matern", "w": 1.0, "nu": 1.0}, "model.kernel.nu", "one of 0.5, 1.5, 2.5; got 1.0"),
     ({"type": "matern", "w": [1.0, 2.0]}, "model.kernel.w", "use type 'matern_ard' for one per feature"),
     ({"type": "rational_quadratic", "w": 1.0, "nu": 1.5}, "model.kernel.nu", "not used by kernel type"),
     ({"type": "sum", "terms": [{"type": "matern"}]}, "model.kernel.terms[0].w", "kernel type 'matern' needs `w`"),
-    ({"type": "product", "terms": [{"type": "constant", "value": -1.0}]}, "model.kernel.terms[0].value", "> 0"),
+    ({"type": "product", "terms": [{"type": "constant", "value": -1.0}]}, "model.kernel.terms[0].value", "a positive number; got -1.0"),
 ])
 def test_bad_kernel_sections_name_the_key(tmp_path, kernel, key, message):
     with pytest.raises(SpecError) as info:

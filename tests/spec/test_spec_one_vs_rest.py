@@ -120,8 +120,6 @@ def test_one_vs_rest_without_learning_fits_at_the_given_hyperparameters(tmp_path
     (lambda d: d["data"].update(positive_class="1"), "data.positive_class", "multiclass"),
     (lambda d: (d["objective"]["cv"].update(learn_sigma2=True), d["model"].update(sigma2=0.0)),
      "objective.cv.learn_sigma2", "sigma2"),
-    (lambda d: d["objective"]["cv"].update(multiclass="one_vs_rest"), "objective.cv.multiclass",
-     "was removed: .*objective.type: one_vs_rest"),
 ])
 def test_bad_one_vs_rest_specs_name_the_key(tmp_path, mutate, key, message):
     d = _spec(tmp_path)

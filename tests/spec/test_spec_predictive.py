@@ -1,4 +1,4 @@
-"""`evaluation.predictive: plugin | laplace` of the map and cv runners (gpmodels/spec/runners/predictive.py)."""
+"""`evaluation.predictive: plugin | laplace` of the map and cv runners (gpmodels/spec/runners/common.py)."""
 
 import json
 
@@ -8,7 +8,7 @@ from conftest import toy_classification, write_spec
 
 from gpmodels.cli import main
 from gpmodels.errors import SpecError
-from gpmodels.spec.sections import Spec
+from gpmodels.spec.sections.spec import Spec
 
 
 def _files(tmp_path, C=3, n=60):

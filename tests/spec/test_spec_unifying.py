@@ -88,12 +88,14 @@ def test_runners(tmp_path, case):
      "weights of model.kernels"),
     (lambda d: d["objective"].update(mkl={"lam": 2.0}), "objective.mkl",
      "holds settings of `type: mkl / joint_map / vb / mlm`; this objective is 'laplace'"),
+    (lambda d: d["objective"].update(mkl={"solvr": "algorithm1"}), "objective.mkl.solvr",
+     "did you mean 'solver'"),
     (lambda d: d["objective"].update(solver="algorithm1"), "objective.solver",
      "must be one of 'newton-cg', 'exact'; got 'algorithm1'"),  # the MAP solver; MKL's is objective.mkl.solver
     (lambda d: d["model"].update(likelihood="hinge"), "model.likelihood", "smooth, normalised"),
     (lambda d: d["objective"].update(mkl={"p": 0.5}), "objective.mkl.p", ">= 1"),
-    (lambda d: d["objective"].update(max_iter=5), "objective.max_iter",
-     "moved: write it as objective.laplace.learn_max_iter"),
+    (lambda d: d["objective"].update(laplace={"learn_max_iters": 5}), "objective.laplace.learn_max_iters",
+     "did you mean 'learn_max_iter'"),
     (lambda d: d["objective"].update(laplace={"path": "mvn"}), "objective.laplace.path", "mvn"),
     (lambda d: d["data"].update(task="regresion"), "data.task", "did you mean 'regression'"),
 ])
@@ -113,7 +115,7 @@ def test_kernel_list_checks(tmp_path):
         spec_from_dict(d)
     assert err.value.path == "model.weights"
     d["model"].update(weights=[1.0, 2.0, -1.0])
-    with pytest.raises(SpecError, match="> 0"):
+    with pytest.raises(SpecError, match="each entry a positive number"):
         spec_from_dict(d)
 
 

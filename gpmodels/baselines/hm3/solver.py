@@ -51,6 +51,7 @@ from gpmodels.baselines.hm3.inference import (
     edge_onehot,
     parent_bits,
 )
+from gpmodels.baselines.hm3.lp import DirectionLP
 from gpmodels.errors import InputError
 from gpmodels.hierarchy import ClassTree
 from gpmodels.kernels.base import Kernel
@@ -275,8 +276,6 @@ def fit_hm3(kernel: Kernel, X, Y, tree: ClassTree, options: HM3Options = HM3Opti
     H = np.zeros((m, P, 4))
     direction = None
     if o.direction == "lp":
-        from gpmodels.baselines.hm3.lp import DirectionLP
-
         direction = DirectionLP(tree, C)
     t0 = time.perf_counter()
     steps = 0

@@ -1,4 +1,4 @@
-"""Inner tolerances that follow the outer optimiser's progress (issue 12; Seeger 2008, Sec. 4, 5.2).
+"""Inner tolerances that follow the outer optimiser's progress (Seeger 2008, Sec. 4, 5.2).
 
 Every Ψ evaluation solves two kinds of inner problems per fold: the refit of α[J] by Newton–CG
 (stopped at a per-point gradient RMS ``grad_tol``) and the accumulation solve of Sec. 5.2 (CG

@@ -490,7 +490,7 @@ def learn_weights(op: Sum, lik: DiagonalLikelihood, Y, options: MKLOptions | Non
                   outer: OuterOptions | None = None, checkpoint: Checkpointing | None = None,
                   on_iteration=None) -> tuple[OptimizeResult, KernelLearningResult]:
     """Minimise φ(θ) over t = log θ by :func:`gpmodels.optimize.driver` (``outer``, default
-    :func:`~gpmodels.optimize.outer_options` () (100 iterations, tol 1e-6); box: log θ0 ± 10; ``checkpoint``,
+    :func:`~gpmodels.optimize.driver.outer_options` () (100 iterations, tol 1e-6); box: log θ0 ± 10; ``checkpoint``,
     ``on_iteration``: as there), the quasi-Newton alternative to :func:`algorithm1`; returns the
     optimiser's result and the fit (α, u, γ) at the learned weights."""
     objective = WeightsObjective(op, lik, Y, options)

@@ -1,22 +1,17 @@
 """Runners of the spec driver, one per objective type, and ``RUNNERS``: the explicit table
-``objective.type`` -> runner that :func:`gpmodels.spec.run.run_spec` dispatches on."""
+``objective.type`` -> runner that :func:`gpmodels.spec.run.run_spec` dispatches on.  Every runner
+starts from :func:`~gpmodels.spec.runners.common.prepare` (the spec and the data -> a
+:class:`~gpmodels.spec.runners.common.Problem`); a user's runner (``gpmodels.spec.register_runner``)
+may too."""
 
 from gpmodels.spec.runners.baselines import run_crammer_singer, run_hm3
-from gpmodels.spec.runners.cv import (
-                                      build_learn_options,
-                                      checkpoint_identity,
-                                      cv_partition,
-                                      iteration_reporter,
-                                      learning_metrics,
-                                      run_cv,
-)
+from gpmodels.spec.runners.common import Problem, prepare
+from gpmodels.spec.runners.cv import run_cv
 from gpmodels.spec.runners.map import run_em, run_map
 from gpmodels.spec.runners.one_vs_rest import run_one_vs_rest
-from gpmodels.spec.runners.unifying import evaluate, run_kernel_weights, run_laplace, run_vb, targets
+from gpmodels.spec.runners.unifying import run_kernel_weights, run_laplace
 
-__all__ = ["RUNNERS", "run_map", "run_em", "run_crammer_singer", "run_hm3", "run_cv", "build_learn_options",
-           "cv_partition", "checkpoint_identity", "iteration_reporter", "learning_metrics", "run_one_vs_rest",
-           "targets", "evaluate", "run_laplace", "run_vb", "run_kernel_weights"]
+__all__ = ["RUNNERS", "Problem", "prepare"]
 
 #: objective.type -> runner
 RUNNERS = {

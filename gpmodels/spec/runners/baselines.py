@@ -21,6 +21,7 @@ import attrs
 import numpy as np
 
 from gpmodels.baselines.crammer_singer.solver import fit_crammer_singer
+from gpmodels.baselines.hm3.inference import best_labelings, best_single_paths
 from gpmodels.baselines.hm3.node_svms import fit_node_svms
 from gpmodels.baselines.hm3.solver import fit_hm3
 from gpmodels.data.multilabel_sets import MultilabelDataset
@@ -31,7 +32,7 @@ from gpmodels.scoring.hierarchical_prf import hierarchical_prf
 from gpmodels.scoring.multilabel import multilabel_report, paths_to_multilabels
 from gpmodels.spec.build import build_kernel, build_tree, resolve_kernel
 from gpmodels.spec.outcome import RunOutcome
-from gpmodels.spec.sections import Spec
+from gpmodels.spec.sections.spec import Spec
 
 __all__ = ["run_crammer_singer", "run_hm3"]
 
@@ -99,8 +100,6 @@ def run_hm3(spec: Spec, data, base_dir: Path | None, say) -> RunOutcome:
     say(f"fit: {r.passes} passes, {r.csga_steps} CSGA steps, {fit_seconds:.2f} s, dual {r.dual:.6g}, "
         f"relative gap {r.gap / max(abs(r.primal), 1e-300):.3g} ({r.message})")
     G = model.edge_scores(data.X_test)
-    from gpmodels.baselines.hm3.inference import best_labelings, best_single_paths
-
     U = best_labelings(G, tree, consistent=True)[0]
     metrics = {f"test_{k}": v for k, v in multilabel_report(Yte, U, tree).items()}
     metrics.update({"fit_seconds": fit_seconds, "passes": r.passes, "csga_steps": r.csga_steps, "dual": r.dual,

@@ -6,7 +6,6 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-import attrs
 import numpy as np
 
 from gpmodels.data.datasets import Dataset
@@ -15,38 +14,26 @@ from gpmodels.inference.map.model import fit_map
 from gpmodels.inference.map.solvers import make_solver
 from gpmodels.kernels.memory_budget import format_bytes
 from gpmodels.scoring import metrics as M
-from gpmodels.spec.build import (
-    build_likelihood,
-    build_newton_options,
-    build_operator,
-    build_pseudo_targets,
-    build_tree,
-    representation_choices,
-    resolve_model,
-)
+from gpmodels.spec.build import build_newton_options, representation_choices
 from gpmodels.spec.outcome import RunOutcome, map_saver
-from gpmodels.spec.runners.predictive import predict_test_set
-from gpmodels.spec.runners.unifying import evaluate, targets
-from gpmodels.spec.sections import Spec
+from gpmodels.spec.runners.common import evaluate, predict_test_set, prepare
+from gpmodels.spec.sections.spec import Spec
 
 __all__ = ["run_map", "run_em"]
 
 
 def run_map(spec: Spec, data: Dataset, base_dir: Path | None, say, *, engine=None) -> RunOutcome:
     """MAP fit at the given hyperparameters by Newton–CG or exact Newton."""
-    resolved = attrs.evolve(spec, model=resolve_model(spec.model, data.X_train))
-    tree = build_tree(spec, data, base_dir)
-    likelihood = build_likelihood(resolved.model)
-    t = time.perf_counter()
-    op = build_operator(resolved.model, data.X_train, data.n_classes, base_dir, tree=tree, engine=engine)
-    build_seconds = time.perf_counter() - t
+    problem = prepare(spec, data, base_dir, engine=engine)
+    resolved, op, likelihood = problem.resolved, problem.operator, problem.likelihood
     reps = representation_choices(op)
     for r in reps:
         size = f", {format_bytes(r['nbytes'])} each" if r["nbytes"] > 0 else ""
-        say(f"kernel matrix: {r['label']}{size}: {r['reason']}")
+        where = "" if r["device"] == "cpu" else f" on {r['device']}"
+        say(f"kernel matrix: {r['label']}{where}{size}: {r['reason']}")
     t = time.perf_counter()
     with say.bar(None, "Newton") as bar:
-        model = fit_map(op, likelihood, targets(likelihood, data, spec.model.likelihood),
+        model = fit_map(op, likelihood, problem.targets,
                         make_solver(resolved.objective.solver, build_newton_options(resolved.objective)),
                         on_iteration=bar.newton)
     fit_seconds = time.perf_counter() - t
@@ -60,7 +47,7 @@ def run_map(spec: Spec, data: Dataset, base_dir: Path | None, say, *, engine=Non
         scores.update(predictive)
     metrics = {**scores,
                "fit_seconds": fit_seconds,
-               "kernel_build_seconds": build_seconds,
+               "kernel_build_seconds": problem.build_seconds,
                "predict_seconds": time.perf_counter() - t,
                "newton_iterations": diag.iterations,
                "cg_iterations": int(sum(diag.cg_iterations)),
@@ -72,21 +59,17 @@ def run_map(spec: Spec, data: Dataset, base_dir: Path | None, say, *, engine=Non
         tr = M.classification_report(likelihood.predict(model.result.u), data.y_train)
         metrics.update({f"train_{k}": v for k, v in tr.items()})
     return RunOutcome(metrics, P, diag.as_dict() | {"representations": reps}, resolved,
-                      save=map_saver(data, op, likelihood, model.alpha, tree=tree), traces={"Phi": list(diag.phi)},
+                      save=map_saver(data, op, likelihood, model.alpha, tree=problem.tree),
+                      traces={"Phi": list(diag.phi)},
                       trace_units={"Phi": "Newton iteration"},
                       trace_gradients={"Phi": ("gradient RMS of Φ", list(diag.grad_norm))})
 
 
 def run_em(spec: Spec, data: Dataset, base_dir: Path | None, say, *, engine=None) -> RunOutcome:
     """MAP fit with uncertain targets (pseudo-targets on the class tree) by EM, Seeger 2008, Sec. 7.4.2."""
-    resolved = attrs.evolve(spec, model=resolve_model(spec.model, data.X_train))
-    tree = build_tree(spec, data, base_dir)
-    pseudo = build_pseudo_targets(spec, data, tree, base_dir)
-    t = time.perf_counter()
-    op = build_operator(resolved.model, data.X_train, data.n_classes, base_dir, tree=tree, engine=engine)
-    build_seconds = time.perf_counter() - t
+    problem = prepare(spec, data, base_dir, engine=engine)
+    resolved, op, likelihood, pseudo = problem.resolved, problem.operator, problem.likelihood, problem.targets
     o = resolved.objective
-    likelihood = build_likelihood(resolved.model)
     em_options = o.em.options(newton=build_newton_options(o))
     with say.bar(em_options.max_iter, "EM iterations") as bar:
         res = fit_em(op, pseudo, em_options, likelihood=likelihood,
@@ -98,7 +81,7 @@ def run_em(spec: Spec, data: Dataset, base_dir: Path | None, say, *, engine=None
     P = res.model.predict_proba(data.X_test)
     metrics = {
         "fit_seconds": res.seconds,
-        "kernel_build_seconds": build_seconds,
+        "kernel_build_seconds": problem.build_seconds,
         "predict_seconds": time.perf_counter() - t,
         "em_iterations": res.iterations,
         "em_converged": bool(res.converged),
@@ -111,5 +94,6 @@ def run_em(spec: Spec, data: Dataset, base_dir: Path | None, say, *, engine=None
         if pseudo.certain.any() else float("nan"),
     }
 
-    return RunOutcome(metrics, P, res.as_dict(), resolved, save=map_saver(data, op, likelihood, res.alpha, tree=tree),
+    return RunOutcome(metrics, P, res.as_dict(), resolved,
+                      save=map_saver(data, op, likelihood, res.alpha, tree=problem.tree),
                       traces={"L": list(res.trace)}, trace_units={"L": "EM iteration"})

@@ -19,16 +19,14 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-import attrs
 import numpy as np
 
 from gpmodels.data.datasets import Dataset
 from gpmodels.engine.base import LocalEngine
-from gpmodels.inference.cv.learn import Checkpointing, fit_learned, learn_hyperparameters
+from gpmodels.inference.cv.learn import fit_learned, learn_hyperparameters
 from gpmodels.inference.cv.one_vs_rest import (
     OneVsRestModel,
     binary_targets,
-    check_one_vs_rest,
     fit_binary_task,
     learn_one_vs_rest,
     task_checkpoint,
@@ -36,16 +34,10 @@ from gpmodels.inference.cv.one_vs_rest import (
 )
 from gpmodels.inference.map.solvers import make_solver
 from gpmodels.persistence import save_one_vs_rest_model
-from gpmodels.spec.build import build_binary_operator, build_likelihood, build_newton_options, resolve_model
+from gpmodels.spec.build import build_learn_options, build_newton_options, cv_partition
 from gpmodels.spec.outcome import RunOutcome
-from gpmodels.spec.runners.cv import (
-    build_learn_options,
-    checkpoint_identity,
-    cv_partition,
-    iteration_reporter,
-    learning_metrics,
-)
-from gpmodels.spec.sections import Spec
+from gpmodels.spec.runners.common import iteration_reporter, learning_checkpoint, learning_metrics, prepare
+from gpmodels.spec.sections.spec import Spec
 from gpmodels.validation import labels_to_targets
 
 __all__ = ["run_one_vs_rest"]
@@ -73,14 +65,11 @@ def _learn_in_order(op2, likelihood, y, names, folds, options, checkpoint, say, 
     return models, learned
 
 
-def _learn(spec: Spec, resolved: Spec, data: Dataset, op2, likelihood, y, names, say, engine):
+def _learn(resolved: Spec, data: Dataset, op2, likelihood, y, names, say, engine):
     c = resolved.objective.cv
     options = build_learn_options(resolved.objective)
     folds = cv_partition(resolved, y)
-    checkpoint = None
-    if c.checkpoint:
-        checkpoint = Checkpointing(Path(spec.output.dir) / "checkpoint.npz", resume=c.resume == "auto",
-                                   identity=checkpoint_identity(resolved, data))
+    checkpoint = learning_checkpoint(resolved, data)
     say(
         f"one-vs-rest: {len(names)} binary tasks, {op2.params.size} hyperparameters each "
         f"({', '.join(op2.param_names)}), learned by {c.folds}-fold CV"
@@ -123,16 +112,14 @@ def _fit(resolved: Spec, op2, likelihood, y, names, say):
 
 
 def run_one_vs_rest(spec: Spec, data: Dataset, base_dir: Path | None, say, *, engine=None) -> RunOutcome:
-    engine = engine or LocalEngine()
     """C binary models, learned by Ψ (or fitted at the given hyperparameters), combined by the largest score."""
-    resolved = attrs.evolve(spec, model=resolve_model(spec.model, data.X_train))
-    op2 = build_binary_operator(resolved, data.X_train, base_dir, engine=engine)
-    likelihood = build_likelihood(resolved.model)
-    y, _ = check_one_vs_rest(op2, labels_to_targets(data.y_train, data.n_classes))
+    engine = engine or LocalEngine()
+    problem = prepare(spec, data, base_dir, engine=engine)
+    resolved, op2, likelihood, y = problem.resolved, problem.operator, problem.likelihood, problem.targets
     names = data.classes
     t = time.perf_counter()
     if resolved.objective.learn:
-        ovr, metrics, diagnostics, traces = _learn(spec, resolved, data, op2, likelihood, y, names, say, engine)
+        ovr, metrics, diagnostics, traces = _learn(resolved, data, op2, likelihood, y, names, say, engine)
     else:
         ovr, metrics, diagnostics, traces = _fit(resolved, op2, likelihood, y, names, say)
     wall = time.perf_counter() - t

@@ -1,5 +1,4 @@
-"""Runners of the unifying-paper objectives (``laplace``, ``vb``, ``mlm``, ``mkl``, ``joint_map``) and
-the target / evaluation helpers of the single-latent likelihoods (binary labels ±1, regression).
+"""Runners of the unifying-paper objectives (``laplace``, ``vb``, ``mlm``, ``mkl``, ``joint_map``).
 
 Each runner learns the hyperparameters its objective names (``objective.learn``), then predicts the
 test set with the learned model's latent mean u_* = K̃_{*,.} α (plug-in predictions; the MAP
@@ -12,45 +11,20 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-import attrs
 import numpy as np
 
 from gpmodels.data.datasets import Dataset
-from gpmodels.errors import SpecError
 from gpmodels.hyperparameters import natural_values
 from gpmodels.inference.marginal.laplace import laplace_mlm, learn_laplace
 from gpmodels.inference.marginal.vb import learn_vb, vb_criterion
 from gpmodels.inference.mkl.algorithms import algorithm1, alternating, criterion_at, learn_weights
 from gpmodels.optimize.driver import outer_options
 from gpmodels.reports import hyperparameter_classes
-from gpmodels.spec.build import _tree_needed_by, build_likelihood, build_operator, build_tree, resolve_model
 from gpmodels.spec.outcome import RunOutcome, map_saver
-from gpmodels.spec.sections import Spec
-from gpmodels.validation import labels_to_targets
+from gpmodels.spec.runners.common import evaluate, prepare
+from gpmodels.spec.sections.spec import Spec
 
-__all__ = ["targets", "evaluate", "run_laplace", "run_vb", "run_kernel_weights"]
-
-
-def targets(lik, data: Dataset, model_likelihood: str) -> np.ndarray:
-    """By the likelihood's ``target_encoding``: distributions (one-hot, (n, C)); signed binary labels
-    y = ±1 (n, 1); real values (regression, (n, 1))."""
-    if lik.target_encoding == "distribution":
-        return labels_to_targets(data.y_train, data.n_classes)
-    if lik.target_encoding == "real":
-        return np.asarray(data.y_train, dtype=np.float64)[:, None]
-    if data.n_classes != 2:
-        raise SpecError(f"likelihood {model_likelihood!r} is binary but the data have {data.n_classes} classes; "
-                        f"set data.positive_class for a one-vs-rest task", "model.likelihood")
-    return (2.0 * data.y_train - 1.0)[:, None]
-
-
-def evaluate(lik, latent: np.ndarray, data: Dataset, model_likelihood: str):
-    """(metrics, probabilities or None) on the test set from latent test values."""
-    if lik.target_encoding == "real":
-        pred = lik.predict(latent)[:, 0]
-        r = pred - np.asarray(data.y_test, dtype=np.float64)
-        return {"test_rmse": float(np.sqrt(np.mean(r**2))), "test_mae": float(np.mean(np.abs(r)))}, None
-    return {}, lik.predict(latent)
+__all__ = ["run_laplace", "run_vb", "run_kernel_weights"]
 
 
 def _hyper_metrics(names, x, op, classes) -> dict:
@@ -74,17 +48,6 @@ def _reporter(say, name: str, bar=None):
     return report
 
 
-def _setup(spec: Spec, data: Dataset, base_dir, engine=None):
-    """(resolved spec, operator, likelihood, targets, class tree or None); the tree is built only for
-    priors that may use one (structured built-ins and user priors), not for the flat default."""
-    resolved = attrs.evolve(spec, model=resolve_model(spec.model, data.X_train))
-    m = spec.model
-    tree = None if m.builtin_prior and _tree_needed_by(spec) is None else build_tree(spec, data, base_dir)
-    op = build_operator(resolved.model, data.X_train, data.n_classes, base_dir, tree=tree, engine=engine)
-    lik = build_likelihood(resolved.model)
-    return resolved, op, lik, targets(lik, data, spec.model.likelihood), tree
-
-
 def _finish(spec, data, resolved, op, lik, alpha, metrics, diagnostics, say, tree=None):
     t = time.perf_counter()
     latent = op.cross_test(data.X_test).mvm(alpha)
@@ -104,7 +67,8 @@ def _finish(spec, data, resolved, op, lik, alpha, metrics, diagnostics, say, tre
 def run_laplace(spec: Spec, data: Dataset, base_dir: Path | None, say, *, engine=None) -> RunOutcome:
     """Laplace MLM (R&W Alg. 3.1-3.4, 5.1): learn the hyperparameters by the outer L-BFGS, or evaluate."""
     o = spec.objective
-    resolved, op, lik, Y, tree = _setup(spec, data, base_dir, engine)
+    p = prepare(spec, data, base_dir, engine=engine)
+    resolved, op, lik, Y, tree = p.resolved, p.operator, p.likelihood, p.targets, p.tree
     opts = o.laplace.options(seed=spec.seed)
     t = time.perf_counter()
     diag = {}
@@ -130,7 +94,8 @@ def run_kernel_weights(spec: Spec, data: Dataset, base_dir: Path | None, say, *,
     o = spec.objective
     if spec.model.kernels is None:
         return run_vb(spec, data, base_dir, say, engine=engine)
-    resolved, op, lik, Y, tree = _setup(spec, data, base_dir, engine)
+    p = prepare(spec, data, base_dir, engine=engine)
+    resolved, op, lik, Y, tree = p.resolved, p.operator, p.likelihood, p.targets, p.tree
     opts = o.mkl.options(criterion=o.type)
     solver = o.mkl.solver or "algorithm1"
     t = time.perf_counter()
@@ -157,12 +122,14 @@ def run_kernel_weights(spec: Spec, data: Dataset, base_dir: Path | None, say, *,
 def run_vb(spec: Spec, data: Dataset, base_dir: Path | None, say, *, engine=None) -> RunOutcome:
     """φ_VB (exact -2 log P for Gaussian noise): learn all hyperparameters by the outer L-BFGS, or evaluate."""
     o = spec.objective
-    resolved, op, lik, Y, tree = _setup(spec, data, base_dir, engine)
+    p = prepare(spec, data, base_dir, engine=engine)
+    resolved, op, lik, Y, tree = p.resolved, p.operator, p.likelihood, p.targets, p.tree
     t = time.perf_counter()
     diag = {}
     if o.learn:
         with say.bar(None, "VB: outer iterations") as bar:
-            hr, op, lik = learn_vb(op, lik, Y, o.vb.options(), outer=outer_options(o.vb.learn_max_iter, o.vb.learn_tol),
+            hr, op, lik = learn_vb(op, lik, Y, o.vb.options(),
+                                   outer=outer_options(o.vb.learn_max_iter, o.vb.learn_tol),
                                    on_iteration=_reporter(say, "φ_VB", bar))
         diag = {"trace": list(hr.values), "message": hr.message}
         say(f"learned by L-BFGS: {hr.iterations} iterations, {hr.evaluations} evaluations ({hr.message})")

@@ -1,0 +1,167 @@
+"""Array backends: the array-API namespace and device that a device representation computes with.
+
+The device code is written once against the array API standard (through ``array-api-compat``); a
+backend names the namespace, the device and how arrays cross to and from the host.  CI runs it on
+:func:`numpy_backend` and :func:`strict_backend` (``array-api-strict``, which refuses numpy-only
+habits); a GPU runs it on :func:`torch_backend` (PyTorch on CUDA, the ``gpmodels[cuda]`` extra).
+
+:func:`cuda_backend` is what ``device: cuda`` asks for: PyTorch's first CUDA device, or a
+:class:`~gpmodels.errors.DeviceError` naming what is missing (the extra, PyTorch, a CUDA build of
+it, a visible GPU); never the CPU instead.
+"""
+
+from __future__ import annotations
+
+import abc
+
+import numpy as np
+
+from gpmodels.errors import DeviceError
+from gpmodels.kernels.memory_budget import available_memory_bytes
+
+__all__ = ["ArrayBackend", "numpy_backend", "strict_backend", "torch_backend", "cuda_backend", "cuda_status"]
+
+CUDA_EXTRA = "pip install 'gpmodels[cuda]' (PyTorch with CUDA and array-api-compat)"
+
+
+def _compat():
+    try:
+        import array_api_compat
+    except ImportError:
+        raise DeviceError(f"device representations need array-api-compat, which is not installed; "
+                          f"{CUDA_EXTRA}") from None
+    return array_api_compat
+
+
+class ArrayBackend(abc.ABC):
+    """An array namespace ``xp`` on one ``device``; ``label`` names it in reports."""
+
+    xp: object
+    device: object
+    label: str
+    #: whether products on this backend may be timed without a synchronisation (host arrays)
+    on_host: bool = True
+
+    def from_host(self, a, dtype: str = "float64"):
+        """A host numpy array as an array of this backend."""
+        return self.xp.asarray(np.ascontiguousarray(a, dtype=dtype), device=self.device)
+
+    def indices(self, idx):
+        """Integer positions (host) as an int64 array of this backend."""
+        return self.xp.asarray(np.ascontiguousarray(idx, dtype=np.int64), device=self.device)
+
+    @abc.abstractmethod
+    def to_host(self, a) -> np.ndarray:
+        """A float64 host copy of an array of this backend."""
+
+    def free_bytes(self) -> int | None:
+        """Memory free on the device now (host backends: the machine's available memory)."""
+        return available_memory_bytes()
+
+    def synchronize(self) -> None:  # noqa: B027 - host backends have nothing to wait for
+        """Wait for queued device work (timings)."""
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.label})"
+
+
+class NumpyBackend(ArrayBackend):
+    def __init__(self):
+        self.xp = _compat().array_namespace(np.zeros(1))
+        self.device, self.label = "cpu", "cpu (numpy)"
+
+    def to_host(self, a):
+        return np.asarray(a, dtype=np.float64)
+
+
+class StrictBackend(ArrayBackend):
+    def __init__(self):
+        try:
+            import array_api_strict
+        except ImportError:
+            raise DeviceError("the array-api-strict backend needs array-api-strict "
+                              "(pip install array-api-strict)") from None
+        self.xp = array_api_strict
+        self.device, self.label = array_api_strict.Device("CPU_DEVICE"), "cpu (array-api-strict)"
+
+    def to_host(self, a):
+        return np.asarray(np.from_dlpack(a), dtype=np.float64)
+
+
+class TorchBackend(ArrayBackend):
+    """PyTorch on a device (``"cuda"``, ``"cuda:1"``; ``"cpu"`` for tests of the torch path)."""
+
+    def __init__(self, device: str = "cuda"):
+        import torch
+
+        self.torch = torch
+        self.xp = _compat().array_namespace(torch.zeros(1))
+        self.device = torch.device(device)
+        self.on_host = self.device.type == "cpu"
+        name = torch.cuda.get_device_name(self.device) if self.device.type == "cuda" else "cpu"
+        self.label = f"{self.device} ({name}, torch {torch.__version__})"
+
+    def to_host(self, a):
+        return a.detach().to("cpu", dtype=self.torch.float64).numpy()
+
+    def free_bytes(self):
+        if self.device.type != "cuda":
+            return super().free_bytes()
+        return int(self.torch.cuda.mem_get_info(self.device)[0])
+
+    def synchronize(self):
+        if self.device.type == "cuda":
+            self.torch.cuda.synchronize(self.device)
+
+
+def numpy_backend() -> ArrayBackend:
+    return NumpyBackend()
+
+
+def strict_backend() -> ArrayBackend:
+    return StrictBackend()
+
+
+def torch_backend(device: str = "cuda") -> ArrayBackend:
+    _compat()
+    return TorchBackend(device)
+
+
+def cuda_status() -> str | None:
+    """None when a CUDA device is usable, else what is missing (for an error or a report)."""
+    try:
+        import array_api_compat  # noqa: F401
+    except ImportError:
+        return f"array-api-compat is not installed; {CUDA_EXTRA}"
+    try:
+        import torch
+    except ImportError:
+        return f"PyTorch is not installed; {CUDA_EXTRA}"
+    if torch.version.cuda is None:
+        return f"the installed PyTorch {torch.__version__} is a CPU-only build (no CUDA); install a CUDA build"
+    if not torch.cuda.is_available():
+        return (f"PyTorch {torch.__version__} (CUDA {torch.version.cuda}) sees no usable GPU "
+                "(no device, a driver too old, or CUDA_VISIBLE_DEVICES empty)")
+    return None
+
+
+def cuda_backend() -> ArrayBackend:
+    """PyTorch's first CUDA device, or a DeviceError naming what is missing."""
+    missing = cuda_status()
+    if missing is not None:
+        raise DeviceError(f"device 'cuda' was asked for but cannot be used: {missing}. "
+                          "Allowed: device: cpu, or device: auto (the GPU when there is one)")
+    return torch_backend("cuda")
+
+
+def device_in_use(requested: str) -> str:
+    """What ``device: requested`` runs on, for reports: ``cpu``; the GPU's label (``cuda``, or ``auto``
+    with a usable GPU); ``cpu (auto: why not the GPU)``.  ``cuda`` without a usable GPU raises the
+    DeviceError of :func:`cuda_backend`, before any work.  Per matrix, ``rep.choice.device`` says
+    where each kernel matrix went (``auto`` keeps a kernel without a device form on the CPU)."""
+    if requested == "cpu":
+        return "cpu"
+    missing = cuda_status()
+    if requested == "auto" and missing is not None:
+        return f"cpu (auto: {missing})"
+    return cuda_backend().label

@@ -1,0 +1,423 @@
+"""Kernel matrices on a device: the whole :class:`~gpmodels.kernels.representations.Representation`
+protocol in array-API code, for kernels that declare a scaled squared-distance form
+(:mod:`gpmodels.kernels.device.forms`).
+
+Two forms, each a block over a row side and a column side like the host representations:
+
+- :class:`DeviceStoredGram` keeps M on the device (the App. D.1 scheme of
+  :class:`~gpmodels.kernels.representations.StoredGram`): built there from X in row tiles, float64
+  or float32; float32 products convert row tiles to float64 and accumulate in float64, as on the
+  host.  CV restrictions and fold blocks are ``take``s on the device: nothing crosses to the host
+  but the (n, m) vectors.
+- :class:`DeviceRecomputedGram` keeps only Z = X diag(√s) and rebuilds row tiles of M in every
+  product (KeOps-style), ``grad_contract`` included, so n beyond the device's memory works and CV
+  can learn the length-scales.  Each product evaluates the n1 n2 exponentials once for all m
+  columns of B (all classes and right-hand sides of a kernel group), and ``contractions`` takes
+  the values e_j^T M f_j and the gradient from the same tiles; the distance part of a tile is one
+  GEMM, the exponential one elementwise pass over it.
+
+Products take and return host float64 numpy arrays, so Newton–CG, CV and Laplace run unchanged.
+:class:`DeviceRepresentationConfig` builds them; its ``auto`` chooses stored float64, stored float32
+or recomputed from the device's free memory as :mod:`gpmodels.kernels.memory_budget` does on the host.
+"""
+
+from __future__ import annotations
+
+import abc
+import logging
+
+import attrs
+import numpy as np
+import scipy.sparse as sp
+
+from gpmodels.errors import DeviceError, InputError
+from gpmodels.kernels.base import Kernel
+from gpmodels.kernels.device.backend import ArrayBackend
+from gpmodels.kernels.memory_budget import GIB, SAFETY_FRACTION, RepresentationChoice
+from gpmodels.kernels.mixed_precision import STORAGE_DTYPES, block_rows
+from gpmodels.kernels.representations import CrossRepresentation, Representation, RepresentationBuilder
+from gpmodels.validation import one_of, optional, positive_number
+
+__all__ = ["DeviceMatrixCross", "DeviceTileCross", "DeviceStoredGram", "DeviceRecomputedGram",
+           "DeviceRepresentationConfig", "DEVICE_KINDS", "choose_device_representation", "device_form"]
+
+DEVICE_KINDS = ("auto", "stored", "recomputed")
+LOG = logging.getLogger("gpmodels")
+
+
+def device_form(kernel: Kernel):
+    """The kernel's declared distance form, or a DeviceError naming the kernel."""
+    form = kernel.distance_form
+    if form is None:
+        raise DeviceError(f"the {type(kernel).__name__} kernel declares no squared-distance form, so its matrices "
+                          "cannot be built on a device; allowed there: rbf, ard (or device: cpu)")
+    return form
+
+
+class DeviceInputs:
+    """Z = X diag(√s) on the device with |z_a|^2: one side of a kernel block."""
+
+    def __init__(self, backend: ArrayBackend, form, Xd):
+        xp = backend.xp
+        self.backend, self.form, self.X = backend, form, Xd  # X: unscaled, float64, on the device
+        scales = backend.from_host(form.input_scales(Xd.shape[1]))
+        self.Z = Xd * scales
+        self.sq = xp.sum(self.Z * self.Z, axis=1)
+
+    @classmethod
+    def from_host(cls, backend: ArrayBackend, form, X) -> DeviceInputs:
+        if sp.issparse(X):
+            raise DeviceError("device representations take dense inputs; got a sparse matrix (use device: cpu)")
+        return cls(backend, form, backend.from_host(X))
+
+    def take(self, idx) -> DeviceInputs:
+        out = object.__new__(DeviceInputs)
+        xp, Jd = self.backend.xp, self.backend.indices(idx)
+        out.backend, out.form = self.backend, self.form
+        out.X, out.Z, out.sq = (xp.take(a, Jd, axis=0) for a in (self.X, self.Z, self.sq))
+        return out
+
+    def rows(self, r0: int, r1: int) -> DeviceInputs:
+        out = object.__new__(DeviceInputs)
+        out.backend, out.form = self.backend, self.form
+        out.X, out.Z, out.sq = self.X[r0:r1, :], self.Z[r0:r1, :], self.sq[r0:r1]
+        return out
+
+    @property
+    def n(self) -> int:
+        return self.Z.shape[0]
+
+
+def sq_dist_tile(xp, a: DeviceInputs, b: DeviceInputs):
+    """D_ab = |z_a|^2 + |z_b|^2 - 2 z_a·z_b clipped at 0, shape (a.n, b.n): one GEMM."""
+    D = xp.reshape(a.sq, (-1, 1)) + xp.reshape(b.sq, (1, -1)) - 2.0 * (a.Z @ b.Z.T)
+    return xp.clip(D, min=0.0)
+
+
+def contract_tile(xp, H, a: DeviceInputs, b: DeviceInputs):
+    """Per input j: Σ_ab H_ab (z_aj - z_bj)^2 = (H 1)·z_j^2 + (H^T 1)·z_j^2 - 2 Σ_a z_aj (H Z_b)_aj,
+    shape (d,) on the device (forms module docstring)."""
+    t1 = xp.sum(H, axis=1) @ (a.Z * a.Z)
+    t2 = xp.sum(H, axis=0) @ (b.Z * b.Z)
+    t3 = xp.sum(a.Z * (H @ b.Z), axis=0)
+    return t1 + t2 - 2.0 * t3
+
+
+def _row_tiles(n1: int, n2: int, memory_mb: float):
+    step = block_rows(n1, n2, memory_mb)
+    for s in range(0, n1, step):
+        yield s, min(n1, s + step)
+
+
+# ---------------------------------------------------------------------------- blocks
+class DeviceBlock(CrossRepresentation):
+    """A block whose numbers live on ``backend``; host float64 in, host float64 out."""
+
+    backend: ArrayBackend
+    memory_mb: float
+
+    def mvm(self, B):
+        return self.backend.to_host(self._mvm(self.backend.from_host(B)))
+
+    def rmvm(self, B):
+        return self.backend.to_host(self._rmvm(self.backend.from_host(B)))
+
+    @abc.abstractmethod
+    def _mvm(self, Bd):
+        """M B on the device."""
+
+    @abc.abstractmethod
+    def _rmvm(self, Bd):
+        """M^T B on the device."""
+
+
+class DeviceMatrixCross(DeviceBlock):
+    """A stored block on the device, float64 or float32 (row tiles converted, float64 accumulation)."""
+
+    def __init__(self, backend: ArrayBackend, M, memory_mb: float = 256.0):
+        self.backend, self.M, self.memory_mb = backend, M, memory_mb
+        self.shape = (M.shape[0], M.shape[1])
+
+    def _float64(self) -> bool:
+        return self.M.dtype == self.backend.xp.float64
+
+    def _tiles(self):
+        return _row_tiles(self.shape[0], self.shape[1], self.memory_mb)
+
+    def _mvm(self, Bd):
+        xp = self.backend.xp
+        if self._float64():
+            return self.M @ Bd
+        return xp.concat([xp.astype(self.M[r0:r1, :], xp.float64) @ Bd for r0, r1 in self._tiles()], axis=0)
+
+    def _rmvm(self, Bd):
+        xp = self.backend.xp
+        if self._float64():
+            return self.M.T @ Bd
+        out = xp.zeros((self.shape[1], Bd.shape[1]), dtype=xp.float64, device=self.backend.device)
+        for r0, r1 in self._tiles():
+            out = out + xp.astype(self.M[r0:r1, :], xp.float64).T @ Bd[r0:r1, :]
+        return out
+
+    def row_tile(self, r0: int, r1: int):
+        """M's rows r0:r1 as float64 on the device."""
+        return self.backend.xp.astype(self.M[r0:r1, :], self.backend.xp.float64)
+
+    def dense(self):
+        return self.backend.to_host(self.M)
+
+
+class DeviceTileCross(DeviceBlock):
+    """A block M(X1, X2) recomputed on the device in row tiles of at most ``memory_mb`` per product."""
+
+    def __init__(self, rows: DeviceInputs, cols: DeviceInputs, memory_mb: float = 256.0):
+        self.backend, self.form = rows.backend, rows.form
+        self.rows_in, self.cols_in, self.memory_mb = rows, cols, memory_mb
+        self.shape = (rows.n, cols.n)
+
+    def _tiles(self):
+        # a tile holds D and M: two n1 x n2 float64 arrays
+        return _row_tiles(self.shape[0], self.shape[1], self.memory_mb / 2)
+
+    def tile(self, r0: int, r1: int):
+        """(D, M) of rows r0:r1, float64 on the device."""
+        xp = self.backend.xp
+        D = sq_dist_tile(xp, self.rows_in.rows(r0, r1), self.cols_in)
+        return D, self.form.profile(xp, D)
+
+    def _mvm(self, Bd):
+        xp = self.backend.xp
+        return xp.concat([self.tile(r0, r1)[1] @ Bd for r0, r1 in self._tiles()], axis=0)
+
+    def _rmvm(self, Bd):
+        xp = self.backend.xp
+        out = xp.zeros((self.shape[1], Bd.shape[1]), dtype=xp.float64, device=self.backend.device)
+        for r0, r1 in self._tiles():
+            out = out + self.tile(r0, r1)[1].T @ Bd[r0:r1, :]
+        return out
+
+    def dense(self):
+        return self.backend.to_host(self.tile(0, self.shape[0])[1])
+
+
+# ---------------------------------------------------------------------------- square representations
+class DeviceGram(Representation):
+    """What both square forms share: the training inputs on the device, diag, cross_test and the
+    tile loops of ``grad_contract`` / ``contractions`` (each row tile of M once for both)."""
+
+    inputs: DeviceInputs
+    form: object
+    backend: ArrayBackend
+    memory_mb: float
+
+    def _setup(self, X, kernel: Kernel, backend: ArrayBackend, memory_mb: float, inputs: DeviceInputs | None,
+               rescale: bool = False):
+        """``inputs``: these points already on the device (a restriction: as they are; another kernel
+        value, ``rescale``: Z rebuilt there from the unscaled X)."""
+        self.X, self.kernel, self.backend, self.memory_mb = X, kernel, backend, memory_mb
+        self.form = device_form(kernel)
+        if inputs is None:
+            self.inputs = DeviceInputs.from_host(backend, self.form, X)
+        else:
+            self.inputs = DeviceInputs(backend, self.form, inputs.X) if rescale else inputs
+
+    def diag(self):
+        return np.full(self.n, self.form.diagonal_value)
+
+    def cross_test(self, X_new):
+        return DeviceTileCross(DeviceInputs.from_host(self.backend, self.form, X_new), self.inputs, self.memory_mb)
+
+    @abc.abstractmethod
+    def _grad_tiles(self):
+        """(r0, r1, D or None, M) over row tiles of M, float64 on the device."""
+
+    @abc.abstractmethod
+    def _rebuilt(self, kernel: Kernel) -> DeviceGram:
+        """The same form for another kernel value, on the same device inputs."""
+
+    def _grad(self, total, H, r0, r1):
+        return total + contract_tile(self.backend.xp, H, self.inputs.rows(r0, r1), self.inputs)
+
+    def _finish_grad(self, total) -> np.ndarray:
+        g = self.backend.to_host(total)
+        return np.array([g.sum()]) if self.form.isotropic else g
+
+    def grad_contract(self, E, F):
+        # d/dlog s_j Σ_ab M_ab (E F^T)_ab with H = g'(D)∘(E F^T) per row tile (forms module docstring)
+        if self.kernel.params.size == 0:
+            return np.zeros(0)
+        xp, to = self.backend.xp, self.backend.from_host
+        Ed, Fd = to(E), to(F)
+        total = xp.zeros(self.inputs.Z.shape[1], dtype=xp.float64, device=self.backend.device)
+        for r0, r1, D, M in self._grad_tiles():
+            H = self.form.slope(xp, D, M) * (Ed[r0:r1, :] @ Fd.T)
+            total = self._grad(total, H, r0, r1)
+        return self._finish_grad(total)
+
+    def contractions(self, E, F, weights):
+        if self.kernel.params.size == 0:
+            return super().contractions(E, F, weights)
+        xp, to = self.backend.xp, self.backend.from_host
+        Ed, Fd, Ewd = to(E), to(F), to(E * weights[None, :])
+        values = xp.zeros(E.shape[1], dtype=xp.float64, device=self.backend.device)
+        total = xp.zeros(self.inputs.Z.shape[1], dtype=xp.float64, device=self.backend.device)
+        for r0, r1, D, M in self._grad_tiles():
+            values = values + xp.sum(Ed[r0:r1, :] * (M @ Fd), axis=0)
+            H = self.form.slope(xp, D, M) * (Ewd[r0:r1, :] @ Fd.T)
+            total = self._grad(total, H, r0, r1)
+        return self.backend.to_host(values), self._finish_grad(total)
+
+    def with_kernel(self, kernel):
+        if kernel.key() == self.kernel.key():
+            return self
+        return self._rebuilt(kernel)
+
+
+class DeviceStoredGram(DeviceGram, DeviceMatrixCross):
+    """M stored on the device (float64 or float32), built there from X in row tiles."""
+
+    def __init__(self, X, kernel: Kernel, backend: ArrayBackend, dtype: str = "float64", memory_mb: float = 256.0,
+                 inputs: DeviceInputs | None = None, M=None, rescale: bool = False):
+        if dtype not in STORAGE_DTYPES:
+            raise InputError(f"the storage dtype must be one of {STORAGE_DTYPES}; got {dtype!r}")
+        self._setup(X, kernel, backend, memory_mb, inputs, rescale)
+        self.dtype = dtype if M is None else _dtype_name(backend, M)
+        self.M = self._build() if M is None else M
+
+    def _build(self):
+        xp, n = self.backend.xp, self.n
+        dt = getattr(xp, self.dtype)
+        M = xp.empty((n, n), dtype=dt, device=self.backend.device)
+        for r0, r1 in _row_tiles(n, n, self.memory_mb / 2):
+            M[r0:r1, :] = xp.astype(self.form.profile(xp, sq_dist_tile(xp, self.inputs.rows(r0, r1), self.inputs)), dt)
+        return M
+
+    def _rebuilt(self, kernel):
+        return DeviceStoredGram(self.X, kernel, self.backend, self.dtype, self.memory_mb, self.inputs, rescale=True)
+
+    def _take(self, I, J):
+        xp = self.backend.xp
+        return xp.take(xp.take(self.M, self.backend.indices(I), axis=0), self.backend.indices(J), axis=1)
+
+    def restrict(self, J):
+        J = np.asarray(J)
+        return DeviceStoredGram(self.X[J], self.kernel, self.backend, memory_mb=self.memory_mb,
+                                inputs=self.inputs.take(J), M=self._take(J, J))
+
+    def cross(self, I, J):
+        return DeviceMatrixCross(self.backend, self._take(np.asarray(I), np.asarray(J)), self.memory_mb)
+
+    def _grad_tiles(self):
+        needs_d = self.form.slope_needs_distances
+        for r0, r1 in _row_tiles(self.n, self.n, self.memory_mb / 3):
+            D = sq_dist_tile(self.backend.xp, self.inputs.rows(r0, r1), self.inputs) if needs_d else None
+            yield r0, r1, D, self.row_tile(r0, r1)
+
+    @property
+    def nbytes(self):
+        return self.n * self.n * np.dtype(self.dtype).itemsize
+
+
+class DeviceRecomputedGram(DeviceGram, DeviceTileCross):
+    """M recomputed on the device in row tiles at every product; only Z (n x d) is kept."""
+
+    def __init__(self, X, kernel: Kernel, backend: ArrayBackend, memory_mb: float = 256.0,
+                 inputs: DeviceInputs | None = None, rescale: bool = False):
+        self._setup(X, kernel, backend, memory_mb, inputs, rescale)
+        self.rows_in = self.cols_in = self.inputs
+        self.dtype = "float64"
+
+    def _rebuilt(self, kernel):
+        return DeviceRecomputedGram(self.X, kernel, self.backend, self.memory_mb, self.inputs, rescale=True)
+
+    def restrict(self, J):
+        J = np.asarray(J)
+        return DeviceRecomputedGram(self.X[J], self.kernel, self.backend, self.memory_mb, self.inputs.take(J))
+
+    def cross(self, I, J):
+        return DeviceTileCross(self.inputs.take(np.asarray(I)), self.inputs.take(np.asarray(J)), self.memory_mb)
+
+    def _grad_tiles(self):
+        for r0, r1 in _row_tiles(self.n, self.n, self.memory_mb / 3):
+            D, M = self.tile(r0, r1)
+            yield r0, r1, D, M
+
+    @property
+    def nbytes(self):
+        return int(self.inputs.Z.shape[0] * (self.inputs.Z.shape[1] * 2 + 1) * 8)
+
+
+def _dtype_name(backend: ArrayBackend, M) -> str:
+    return "float32" if M.dtype == backend.xp.float32 else "float64"
+
+
+# ---------------------------------------------------------------------------- building
+def choose_device_representation(n: int, n_matrices: int, *, budget_bytes: int, dtype: str | None,
+                                 device: str) -> RepresentationChoice:
+    """`auto` on a device: ``stored`` float64 if G n^2 8 bytes fit the budget, else ``stored`` float32
+    if G n^2 4 bytes fit, else ``recomputed`` (only Z kept; any n).  ``dtype`` restricts the stored
+    steps to that storage type."""
+    G = max(1, n_matrices)
+    what = f"n = {n}, {G} kernel matri{'x' if G == 1 else 'ces'}, device budget {budget_bytes / GIB:.3g} GiB"
+    for dt, size in (("float64", 8), ("float32", 4)):
+        need = G * n * n * size
+        if dtype in (None, dt) and need <= budget_bytes:
+            return RepresentationChoice("stored", dt, f"{G} x n^2 x {size} B = {need / GIB:.3g} GiB fit ({what})",
+                                        n * n * size, G, budget_bytes, device)
+    return RepresentationChoice("recomputed", "float64", f"no stored matrix fits: tiles rebuilt in every product "
+                                f"({what})", 0, G, budget_bytes, device)
+
+
+@attrs.frozen
+class DeviceRepresentationConfig(RepresentationBuilder):
+    """How to hold each kernel matrix on ``backend``'s device.
+
+    ``kind``: ``stored`` / ``recomputed``, or ``auto`` (:func:`choose_device_representation` within
+    ``memory_gb``, default :data:`~gpmodels.kernels.memory_budget.SAFETY_FRACTION` of the device's
+    free memory).  ``dtype``: storage of ``stored`` matrices (None: float64, or for ``auto`` the first
+    that fits).  ``memory_mb`` bounds one tile (building M, recomputed products, gradients).
+    """
+
+    backend: ArrayBackend
+    kind: str = attrs.field(default="auto", validator=one_of(DEVICE_KINDS))
+    dtype: str | None = attrs.field(default=None, validator=optional(one_of(STORAGE_DTYPES)))
+    memory_mb: float = attrs.field(default=256.0, validator=positive_number())
+    memory_gb: float | None = attrs.field(default=None, validator=optional(positive_number()))
+
+    def budget_bytes(self) -> int:
+        if self.memory_gb is not None:
+            return int(self.memory_gb * GIB)
+        free = self.backend.free_bytes()
+        if free is None:
+            raise DeviceError(f"the free memory of {self.backend.label} cannot be read; give representation.memory_gb")
+        return int(SAFETY_FRACTION * free)
+
+    def choose(self, n: int, kernel: Kernel, n_matrices: int = 1) -> RepresentationChoice:
+        if self.kind != "auto":
+            dtype = (self.dtype or "float64") if self.kind == "stored" else "float64"
+            return RepresentationChoice(self.kind, dtype, "given in the configuration", 0, n_matrices, None,
+                                        self.backend.label)
+        return choose_device_representation(n, n_matrices, budget_bytes=self.budget_bytes(), dtype=self.dtype,
+                                            device=self.backend.label)
+
+    def build(self, X, kernel: Kernel, n_matrices: int = 1, *, log: bool = False,
+              like: Representation | None = None) -> Representation:
+        """M(X, X) on the device; ``like``: this configuration's representation of the same X at
+        another kernel value, whose device inputs are reused (no second upload)."""
+        device_form(kernel)
+        if isinstance(like, DeviceGram) and like.X is X and like.backend is self.backend:
+            rep = like.with_kernel(kernel)
+            rep.choice = like.choice
+            return rep
+        choice = self.choose(X.shape[0], kernel, n_matrices)
+        if log:
+            LOG.info("representation on %s: %s", self.backend.label, choice.describe())
+        if choice.kind == "stored":
+            rep = DeviceStoredGram(X, kernel, self.backend, choice.dtype, self.memory_mb)
+        else:
+            rep = DeviceRecomputedGram(X, kernel, self.backend, self.memory_mb)
+        rep.choice = choice
+        return rep
+
+    def keeps_full_matrix(self, kernel: Kernel) -> bool:
+        return True

@@ -1,0 +1,113 @@
+"""How users ask for a device: `model.representation.device` in specs and `--device` on `run` and
+`study`.  Without a usable GPU (CI), `cuda` is exit 2 with a message naming what is missing, before
+any work, and `auto` runs on the CPU and says so in metrics.json and in each matrix's choice."""
+
+import json
+
+import numpy as np
+import pytest
+from conftest import toy_classification, write_spec
+
+from gpmodels.cli import main
+from gpmodels.kernels.device.backend import cuda_status
+
+pytestmark = pytest.mark.skipif(cuda_status() is None, reason="a GPU is usable here: cuda would run")
+
+
+def _spec(tmp_path, n=60):
+    X, y = toy_classification(n, 3, d=3, seed=3, spread=2.5)
+    m = 2 * n // 3
+    np.savez(tmp_path / "train.npz", X=X[:m], y=y[:m])
+    np.savez(tmp_path / "test.npz", X=X[m:], y=y[m:])
+    return {"name": "dev", "seed": 1,
+            "data": {"path": str(tmp_path / "train.npz"), "test_path": str(tmp_path / "test.npz")},
+            "model": {"kernel": {"type": "rbf", "w": "auto"}, "sharing": "separate", "variance": 2.0, "sigma2": 1.0},
+            "objective": {"newton": {"max_iter": 20, "cg_max_iter": 30}},
+            "output": {"dir": str(tmp_path / "out")}}
+
+
+def test_run_with_device_cuda_and_no_gpu_exits_2_naming_what_is_missing(tmp_path, capsys):
+    p = write_spec(tmp_path, _spec(tmp_path))
+    assert main(["run", str(p), "--device", "cuda", "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "device 'cuda' was asked for but cannot be used" in err and cuda_status() in err
+    assert not (tmp_path / "out" / "metrics.json").exists()
+
+
+def test_the_spec_key_asks_for_the_device_as_the_option_does(tmp_path, capsys):
+    spec = _spec(tmp_path)
+    spec["model"]["representation"] = {"device": "cuda"}
+    assert main(["run", str(write_spec(tmp_path, spec)), "--quiet"]) == 2
+    assert "device 'cuda'" in capsys.readouterr().err
+    spec["model"]["representation"] = {"device": "gpu"}
+    assert main(["validate", str(write_spec(tmp_path, spec))]) == 2
+    assert "model.representation.device" in capsys.readouterr().err
+
+
+def test_run_with_device_auto_runs_on_the_cpu_and_records_why(tmp_path):
+    p = write_spec(tmp_path, _spec(tmp_path))
+    assert main(["run", str(p), "--device", "auto", "--quiet"]) == 0
+    metrics = json.loads((tmp_path / "out" / "metrics.json").read_text())
+    assert metrics["device"] == f"cpu (auto: {cuda_status()})"
+    reps = json.loads((tmp_path / "out" / "diagnostics.json").read_text())["representations"]
+    assert reps and all(r["device"].startswith("cpu (device auto: ") for r in reps)
+    assert main(["run", str(p), "--device", "cpu", "--quiet", "--force"]) == 0
+    assert json.loads((tmp_path / "out" / "metrics.json").read_text())["device"] == "cpu"
+
+
+def test_study_with_device_cuda_and_no_gpu_exits_2(tmp_path, capsys):
+    one = _spec(tmp_path)
+    study = {"name": "devstudy", "data": one["data"], "output": {"dir": str(tmp_path / "study")},
+             "models": [{"name": "a", "model": one["model"], "objective": one["objective"]}]}
+    p = write_spec(tmp_path, study, "study.yaml")
+    assert main(["study", str(p), "--device", "cuda", "--quiet"]) == 2
+    assert "device 'cuda' was asked for but cannot be used" in capsys.readouterr().err
+    assert not (tmp_path / "study").exists()
+
+
+class _FakeGPU:
+    """The numpy namespace standing in for PyTorch's GPU, so that the driver's whole device path runs in CI."""
+
+    @staticmethod
+    def install(monkeypatch):
+        from gpmodels.kernels.device import backend
+
+        def numpy_as_cuda():
+            be = backend.numpy_backend()
+            be.label = "cuda:0 (numpy stand-in)"
+            return be
+
+        monkeypatch.setattr(backend, "cuda_status", lambda: None)
+        monkeypatch.setattr(backend, "cuda_backend", numpy_as_cuda)
+
+
+@pytest.mark.parametrize("objective", ["map", "cv"])
+def test_run_on_a_stand_in_gpu_goes_through_the_device_and_scores_as_the_cpu_run(tmp_path, monkeypatch, objective):
+    spec = _spec(tmp_path)
+    if objective == "cv":
+        spec["objective"] = {"type": "cv", "newton": {"max_iter": 30, "cg_max_iter": 40},
+                             "cv": {"folds": 3, "newton": {"max_iter": 20, "cg_max_iter": 30, "grad_tol": 1e-6},
+                                    "outer": {"max_iter": 2}, "checkpoint": False}}
+    p = write_spec(tmp_path, spec)
+    assert main(["run", str(p), "--quiet", "--out", str(tmp_path / "cpu")]) == 0
+    _FakeGPU.install(monkeypatch)
+    assert main(["run", str(p), "--quiet", "--device", "cuda", "--out", str(tmp_path / "gpu")]) == 0
+    cpu, gpu = (json.loads((tmp_path / d / "metrics.json").read_text()) for d in ("cpu", "gpu"))
+    assert cpu["device"] == "cpu" and gpu["device"] == "cuda:0 (numpy stand-in)"
+    assert gpu["test_error"] == cpu["test_error"]
+    assert gpu["test_log_loss"] == pytest.approx(cpu["test_log_loss"], rel=1e-8)
+    reps = json.loads((tmp_path / "gpu" / "diagnostics.json").read_text()).get("representations")
+    if objective == "map":
+        assert reps and all(r["device"] == "cuda:0 (numpy stand-in)" for r in reps)
+    log = (tmp_path / "gpu" / "run.log").read_text()
+    assert "engine: local (kernel matrices on cuda:0 (numpy stand-in)" in log
+
+
+@pytest.mark.parametrize("engine", ["processes", "dask"])
+def test_a_gpu_run_refuses_engines_that_would_hold_its_matrices_in_other_processes(tmp_path, monkeypatch, capsys,
+                                                                                   engine):
+    spec = _spec(tmp_path)
+    spec["engine"] = {"type": engine}
+    _FakeGPU.install(monkeypatch)
+    assert main(["run", str(write_spec(tmp_path, spec)), "--quiet", "--device", "cuda"]) == 2
+    assert f"engine.type {engine} would run them in worker processes" in capsys.readouterr().err
