@@ -54,7 +54,8 @@ def test_kernel_sections_build_the_named_and_composed_kernels(tmp_path):
     ({"type": "matern", "w": [1.0, 2.0]}, "model.kernel.w", "use type 'matern_ard' for one per feature"),
     ({"type": "rational_quadratic", "w": 1.0, "nu": 1.5}, "model.kernel.nu", "not used by kernel type"),
     ({"type": "sum", "terms": [{"type": "matern"}]}, "model.kernel.terms[0].w", "kernel type 'matern' needs `w`"),
-    ({"type": "product", "terms": [{"type": "constant", "value": -1.0}]}, "model.kernel.terms[0].value", "a positive number; got -1.0"),
+    ({"type": "product", "terms": [{"type": "constant", "value": -1.0}]}, "model.kernel.terms[0].value",
+     "a positive number; got -1.0"),
 ])
 def test_bad_kernel_sections_name_the_key(tmp_path, kernel, key, message):
     with pytest.raises(SpecError) as info:
