@@ -667,3 +667,33 @@ def test_echo_text_features_through_run_and_predict(tmp_path, capsys):
     np.savez(tmp_path / "new.npz", X=np.array([["1", "AKIAIOSFODNN7EXAMPLE"]]))
     assert main(["predict", str(model), str(tmp_path / "new.npz")]) == 2
     assert "AKIA" not in capsys.readouterr().err
+
+
+def test_labels_positive_class_matches_numeric_labels_by_value(tmp_path, capsys):
+    model = _trained_model(tmp_path)  # float labels 1.0, 2.0, 3.0
+    spec = yaml.safe_load((tmp_path / "s.yaml").read_text())
+    spec["data"]["positive_class"] = "3"
+    spec["model"]["likelihood"] = "logistic"
+    (tmp_path / "b.yaml").write_text(yaml.safe_dump(spec))
+    assert main(["run", str(tmp_path / "b.yaml"), "--out", str(tmp_path / "bin"), "--quiet"]) == 0
+    run_error = json.loads((tmp_path / "bin" / "metrics.json").read_text())["test_error"]
+    capsys.readouterr()
+    assert main(["predict", str(tmp_path / "bin"), str(tmp_path / "test.svm"), "--out", str(tmp_path / "p.csv")]) == 0
+    reported = float(capsys.readouterr().err.split("error ")[1].split(" %")[0])
+    assert abs(reported - 100 * run_error) < 0.01 and model.exists()
+
+
+def test_bounds_a_checkpoint_that_declares_a_huge_array_is_refused_before_loading(tmp_path):
+    import io
+    import zipfile
+
+    from gpmodels.errors import CheckpointError
+    from gpmodels.optimize.checkpoint import RunIdentity, read_checkpoint
+
+    buf = io.BytesIO()
+    np.lib.format.write_array_header_1_0(buf, {"descr": "<f8", "fortran_order": False, "shape": (10**6, 10**6)})
+    with zipfile.ZipFile(tmp_path / "checkpoint.npz", "w") as zf:
+        zf.writestr("x.npy", buf.getvalue() + b"\0" * 64)
+    identity = RunIdentity(exact={}, theta0=np.zeros(1), probe=np.zeros(1))
+    with pytest.raises(CheckpointError, match=r"declares shape \(1000000, 1000000\)"):
+        read_checkpoint(tmp_path / "checkpoint.npz", identity)

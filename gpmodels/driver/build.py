@@ -21,7 +21,7 @@ from gpmodels.data.datasets import (
     read_data_files,
     read_npy,
 )
-from gpmodels.data.labels import label_kind
+from gpmodels.data.labels import label_kind, match_labels
 from gpmodels.data.multilabel_sets import MULTILABEL_DATASETS, MultilabelDataset, load_multilabel
 from gpmodels.data.scaling import FeatureScaler, auto_rbf_w
 from gpmodels.data.splits import kfold_partition, subsample, train_test_split
@@ -232,10 +232,10 @@ def build_data(spec: Spec, base_dir: Path | None) -> Dataset:
         keep = subsample(yte.size, d.max_test, spec.seed + 1, y=yte)
         Xte, yte = Xte[keep], yte[keep]
     if d.positive_class is not None:
-        if d.positive_class not in classes:
+        pos = int(match_labels([d.positive_class], classes, kind)[0])  # by value for numbers ("3" is 3.0)
+        if pos < 0:
             raise SpecError(f"positive_class {d.positive_class!r} is not a label of the data (labels: "
                             f"{', '.join(classes[:20])})", "data.positive_class")
-        pos = classes.index(d.positive_class)
         ytr, yte, classes = (ytr == pos).astype(np.intp), (yte == pos).astype(np.intp), ("rest", d.positive_class)
     present = np.unique(ytr)
     if present.size < len(classes):

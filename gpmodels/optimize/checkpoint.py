@@ -202,13 +202,23 @@ def read_checkpoint(path, identity: RunIdentity, restore_inner=None) -> tuple[Ou
     The state's inner state is None, ``restore_inner(arrays)`` when given, else the dict of arrays.
     """
     path = Path(path)
+    if not path.is_file():
+        raise CheckpointError(f"checkpoint {path} does not exist")
+    from gpmodels.data.datasets import check_npz
+    from gpmodels.errors import DataError
+
+    try:  # every declared array size bounded by the bytes stored, before numpy allocates
+        check_npz(path)
+    except DataError as exc:
+        raise _corrupt(path, str(exc).removeprefix(str(path)).lstrip(": ")) from None
     try:
         with np.load(path, allow_pickle=False) as z:
             data = {name: z[name] for name in z.files}
     except FileNotFoundError:
         raise CheckpointError(f"checkpoint {path} does not exist") from None
     except (zipfile.BadZipFile, ValueError, OSError, EOFError, KeyError, zipfile.LargeZipFile) as exc:
-        raise _corrupt(path, f"cannot be read as a numpy archive: {exc}") from None
+        # (numpy's and zipfile's messages may quote the file: named by type only)
+        raise _corrupt(path, f"cannot be read as a numpy archive: {type(exc).__name__}") from None
     for key in ("header", "checksum", "x", "value", "gradient", "S", "Yd", "theta0", "probe"):
         if key not in data:
             raise _corrupt(path, f"the field {key!r} is missing")
