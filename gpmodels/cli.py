@@ -57,6 +57,7 @@ from gpmodels.errors import (
     SpecError,
     Terminated,
 )
+from gpmodels.kernels.device.backend import device_in_use
 from gpmodels.linalg.blas_threads import configure_openblas
 from gpmodels.priors.registry import check_allow_import
 
@@ -411,8 +412,6 @@ def _command(args, command: str) -> int:
 def _on_device(model, device: str):
     """``model`` with its kernel matrices on ``device`` (``--device``; ``cuda`` without a usable GPU
     is a DeviceError here, before any folder is written)."""
-    from gpmodels.kernels.device.backend import device_in_use
-
     device_in_use(device)
     return attrs.evolve(model, representation=attrs.evolve(model.representation, device=device))
 
