@@ -40,6 +40,8 @@ from cv_vs_sklearn import load  # noqa: E402
 
 from gpmodels.data.scaling import auto_rbf_w  # noqa: E402
 from gpmodels.data.splits import kfold_partition, subsample  # noqa: E402
+from gpmodels.driver.build import build_learn_options  # noqa: E402
+from gpmodels.driver.loader import load_spec  # noqa: E402
 from gpmodels.hyperparameters import natural_values  # noqa: E402
 from gpmodels.inference.cv.learn import learn_hyperparameters  # noqa: E402
 from gpmodels.inference.map.model import fit_map  # noqa: E402
@@ -52,8 +54,6 @@ from gpmodels.optimize.lbfgs import OuterOptions  # noqa: E402
 from gpmodels.priors.independent import IndependentGP  # noqa: E402
 from gpmodels.scoring.calibration import calibration_report  # noqa: E402
 from gpmodels.scoring.metrics import error  # noqa: E402
-from gpmodels.spec.build import build_learn_options  # noqa: E402
-from gpmodels.spec.loader import load_spec  # noqa: E402
 from gpmodels.validation import labels_to_targets  # noqa: E402
 
 SPEC = Path(__file__).resolve().parent.parent / "specs" / "satimage-cv.yaml"

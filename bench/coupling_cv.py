@@ -34,16 +34,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from cv_common import learn_and_evaluate  # noqa: E402
 
 from gpmodels.data.splits import kfold_partition  # noqa: E402
-from gpmodels.kernels.rbf import RBF  # noqa: E402
-from gpmodels.priors.coupled import CoupledPrior  # noqa: E402
-from gpmodels.priors.independent import IndependentGP  # noqa: E402
-from gpmodels.spec.build import (  # noqa: E402
+from gpmodels.driver.build import (  # noqa: E402
     build_data,
     build_learn_options,  # noqa: E402
     build_likelihood,
     resolve_model,
 )
-from gpmodels.spec.loader import load_spec  # noqa: E402
+from gpmodels.driver.loader import load_spec  # noqa: E402
+from gpmodels.kernels.rbf import RBF  # noqa: E402
+from gpmodels.priors.coupled import CoupledPrior  # noqa: E402
+from gpmodels.priors.independent import IndependentGP  # noqa: E402
 
 SPEC = Path(__file__).resolve().parent.parent / "specs" / "satimage-cv.yaml"
 

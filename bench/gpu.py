@@ -155,8 +155,8 @@ def _map_fit(prior, X, y, Xt, yt, C, backend, newton: dict):
 def job_scale(a, backend) -> dict:
     from scale import NEWTON
 
+    from gpmodels.driver.build import representation_choices
     from gpmodels.kernels.device.gram import DeviceRepresentationConfig
-    from gpmodels.spec.build import representation_choices
 
     config = DeviceRepresentationConfig(backend, kind="auto", memory_mb=a.tile_mb)
     prior, X, y, Xt, yt, C = _scale_problem(a.n, config)
@@ -209,9 +209,9 @@ def job_float64_vs_cpu(a, backend) -> dict:
 def _satimage(a):
     import attrs
 
-    from gpmodels.spec.build import build_data, build_likelihood, resolve_kernel
-    from gpmodels.spec.loader import load_spec
-    from gpmodels.spec.runners.cv import build_learn_options
+    from gpmodels.driver.build import build_data, build_likelihood, resolve_kernel
+    from gpmodels.driver.loader import load_spec
+    from gpmodels.driver.runners.cv import build_learn_options
 
     spec, base = load_spec(ROOT / "specs" / "satimage-cv.yaml")
     if a.satimage_max_train:
@@ -231,9 +231,9 @@ def job_satimage(a, backend) -> dict:
     from cv_common import learn_and_evaluate
 
     from gpmodels.data.splits import kfold_partition
+    from gpmodels.driver.build import build_prior
     from gpmodels.engine import LocalEngine
     from gpmodels.kernels.device.gram import DeviceRepresentationConfig
-    from gpmodels.spec.build import build_prior
 
     spec, base, data, model, lik, options = _satimage(a)
     config = DeviceRepresentationConfig(backend, kind="auto", dtype=model.representation.dtype, memory_mb=a.tile_mb)
@@ -307,8 +307,8 @@ def job_gpytorch(a, backend) -> dict:
     elif a.problem == "imclef07a":
         import attrs
 
-        from gpmodels.spec.build import build_data
-        from gpmodels.spec.loader import load_spec
+        from gpmodels.driver.build import build_data
+        from gpmodels.driver.loader import load_spec
 
         spec, base = load_spec(ROOT / "specs" / "imclef07a-hier.yaml")
         data = build_data(attrs.evolve(spec, data=attrs.evolve(spec.data, max_train=a.imclef_max_train)), base)
@@ -326,9 +326,9 @@ def job_imclef(a, backend) -> dict:
     CI namespace that namespace stands in for the GPU (the driver's ``cuda`` then builds there)."""
     import attrs
 
+    from gpmodels.driver.build import build_data, build_operator, build_tree, resolve_model
+    from gpmodels.driver.loader import load_spec
     from gpmodels.kernels.device import backend as backends
-    from gpmodels.spec.build import build_data, build_operator, build_tree, resolve_model
-    from gpmodels.spec.loader import load_spec
 
     if a.namespace != "cuda":
         backends.cuda_status, backends.cuda_backend = (lambda: None), (lambda: backend)

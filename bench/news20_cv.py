@@ -32,9 +32,9 @@ import attrs
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from cv_common import blas_threads  # noqa: E402
 
+from gpmodels.driver.loader import load_spec  # noqa: E402
+from gpmodels.driver.run import run_spec  # noqa: E402
 from gpmodels.errors import GPModelsError  # noqa: E402
-from gpmodels.spec.loader import load_spec  # noqa: E402
-from gpmodels.spec.run import run_spec  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 SCORES = ("test_acc", "test_taxo_argmax", "test_taxo_expected_loss", "test_pacc_argmax", "test_pacc_expected_loss")

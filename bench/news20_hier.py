@@ -33,12 +33,12 @@ import attrs
 import numpy as np
 
 from gpmodels import metrics as M
+from gpmodels.driver.build import build_data, build_likelihood, build_newton_options, build_prior, build_tree
+from gpmodels.driver.loader import load_spec
 from gpmodels.inference.map.newton_cg import newton_cg
 from gpmodels.operators.anova import ANOVA
 from gpmodels.operators.intercept import Intercept
 from gpmodels.scoring.decisions import argmax_rule, max_expected_parent_accuracy, min_expected_taxo
-from gpmodels.spec.build import build_data, build_likelihood, build_newton_options, build_prior, build_tree
-from gpmodels.spec.loader import load_spec
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -26,12 +26,12 @@ from pathlib import Path
 import attrs
 import numpy as np
 
+from gpmodels.driver.build import build_data, build_likelihood, build_newton_options, build_prior, build_tree
+from gpmodels.driver.loader import load_spec
 from gpmodels.inference.map.line_search import NewtonPoint, objective, pair_line_search
 from gpmodels.inference.map.newton_cg import newton_cg
 from gpmodels.inference.map.preconditioners import make_preconditioner
 from gpmodels.linalg.cg import cg
-from gpmodels.spec.build import build_data, build_likelihood, build_newton_options, build_prior, build_tree
-from gpmodels.spec.loader import load_spec
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -66,17 +66,17 @@ from cv_protocol import RowStore, mean_sd_table  # noqa: E402
 from sklearn_yardstick import sklearn_fixed_fit_seconds  # noqa: E402
 
 from gpmodels.data.splits import kfold_partition  # noqa: E402
-from gpmodels.engine.auto import AutoEngine  # noqa: E402
-from gpmodels.optimize.checkpoint import digest_array  # noqa: E402
-from gpmodels.spec.build import (  # noqa: E402
+from gpmodels.driver.build import (  # noqa: E402
     build_data,
     build_learn_options,
     build_likelihood,
     build_prior,
     resolve_kernel,
 )
-from gpmodels.spec.loader import load_spec  # noqa: E402
-from gpmodels.spec.runners.common import checkpoint_identity  # noqa: E402
+from gpmodels.driver.loader import load_spec  # noqa: E402
+from gpmodels.driver.runners.common import checkpoint_identity  # noqa: E402
+from gpmodels.engine.auto import AutoEngine  # noqa: E402
+from gpmodels.optimize.checkpoint import digest_array  # noqa: E402
 
 SPEC = Path(__file__).resolve().parent.parent / "specs" / "satimage-cv.yaml"
 #: method -> (overrides of the spec's `model` section, one-vs-rest?).  A structured prior (ANOVA,

@@ -85,8 +85,8 @@ def _synthetic_problem(n: int, cfg):
 
 
 def _spec_problem(name: str, cfg_kw: dict | None):
-    from gpmodels.spec.build import build_data, build_likelihood, build_operator, build_tree, resolve_model
-    from gpmodels.spec.loader import load_spec
+    from gpmodels.driver.build import build_data, build_likelihood, build_operator, build_tree, resolve_model
+    from gpmodels.driver.loader import load_spec
 
     spec, base = load_spec(ROOT / "specs" / {"news20": "news20-flat.yaml", "imclef07a": "imclef07a-hier.yaml"}[name])
     if name == "news20":
@@ -124,8 +124,8 @@ def run_row(row: dict) -> dict:
 
 def _fit_row(row: dict, build, lik, X, y, Xt, yt, nc: int, cores: int) -> dict:
     from gpmodels import metrics as M
+    from gpmodels.driver.build import representation_choices
     from gpmodels.inference.map.newton_cg import NewtonOptions, newton_cg
-    from gpmodels.spec.build import representation_choices
     from gpmodels.validation import labels_to_targets
 
     t0 = time.perf_counter()

@@ -10,9 +10,9 @@ no traceback; a CV checkpoint is written atomically, so the last one is kept and
 SIGHUP are handled the same way and exit 128 + the signal number (143, 129).
 
 ``--set key.path=value`` (run, validate, study; repeatable) overrides a spec key before validation
-(:mod:`gpmodels.spec.overrides`); ``--fresh`` (run) starts CV learning afresh (``objective.cv.resume:
+(:mod:`gpmodels.driver.overrides`); ``--fresh`` (run) starts CV learning afresh (``objective.cv.resume:
 never``); ``--version`` prints ``gpmodels <version>``; ``python -m gpmodels`` is the same program.
-Every run records its command line (``metrics.json`` ``command``; :func:`gpmodels.spec.run.provenance`).
+Every run records its command line (``metrics.json`` ``command``; :func:`gpmodels.driver.run.provenance`).
 
 Errors are one line on stderr; a failure the package did not foresee names its type and place, and
 shows the traceback only with ``GPMODELS_DEBUG=1``.  No message quotes the content of a file it could not read.
@@ -38,6 +38,15 @@ import attrs
 import numpy as np
 
 from gpmodels.data.datasets import load_inputs
+from gpmodels.driver import spec_reference
+from gpmodels.driver.build import check_files
+from gpmodels.driver.loader import grant_imports, read_yaml, spec_from_dict
+from gpmodels.driver.output import written_by_a_run
+from gpmodels.driver.overrides import apply_overrides
+from gpmodels.driver.run import package_version, run_spec
+from gpmodels.driver.saved import load_model
+from gpmodels.driver.sections.study import StudySpec
+from gpmodels.driver.study import failed_models, run_study
 from gpmodels.errors import (
     CheckpointError,
     DataError,
@@ -48,17 +57,9 @@ from gpmodels.errors import (
     SpecError,
     Terminated,
 )
+from gpmodels.kernels.device.backend import device_in_use
 from gpmodels.linalg.blas_threads import configure_openblas
 from gpmodels.priors.registry import check_allow_import
-from gpmodels.spec import spec_reference
-from gpmodels.spec.build import check_files
-from gpmodels.spec.loader import grant_imports, read_yaml, spec_from_dict
-from gpmodels.spec.output import written_by_a_run
-from gpmodels.spec.overrides import apply_overrides
-from gpmodels.spec.run import package_version, run_spec
-from gpmodels.spec.saved import load_model
-from gpmodels.spec.sections.study import StudySpec
-from gpmodels.spec.study import failed_models, run_study
 
 __all__ = ["main"]
 
@@ -411,8 +412,6 @@ def _command(args, command: str) -> int:
 def _on_device(model, device: str):
     """``model`` with its kernel matrices on ``device`` (``--device``; ``cuda`` without a usable GPU
     is a DeviceError here, before any folder is written)."""
-    from gpmodels.kernels.device.backend import device_in_use
-
     device_in_use(device)
     return attrs.evolve(model, representation=attrs.evolve(model.representation, device=device))
 

@@ -13,7 +13,7 @@ variables τ, Crammer & Singer 2001, eq. (15)) and ``hm3`` (the support patterns
 weights ν with the class tree, Rousu et al. 2006); the kernels of the last two are rebuilt from the
 resolved spec.  This module stores and reads arrays and knows nothing
 of specs; rebuilding a model from its folder (``load_model``, one loader per kind in ``LOADERS``)
-needs the spec builders and lives above it, in :mod:`gpmodels.spec.saved`.
+needs the spec builders and lives above it, in :mod:`gpmodels.driver.saved`.
 """
 
 from __future__ import annotations

@@ -16,9 +16,9 @@ import yaml
 from conftest import ROOT, toy_classification, write_spec
 
 from gpmodels.cli import main
+from gpmodels.driver.output import read_identity
+from gpmodels.driver.overrides import apply_overrides, parse_override
 from gpmodels.errors import SpecError
-from gpmodels.spec.output import read_identity
-from gpmodels.spec.overrides import apply_overrides, parse_override
 
 COMMANDS = ("run", "validate", "study", "predict", "spec-reference")
 
@@ -50,7 +50,7 @@ def _env():
 
 def test_version_prints_the_package_version(capsys, monkeypatch):
     import gpmodels
-    from gpmodels.spec import run as run_module
+    from gpmodels.driver import run as run_module
 
     with pytest.raises(SystemExit) as ex:
         main(["--version"])
@@ -201,7 +201,7 @@ def test_fresh_ignores_and_replaces_the_checkpoint(tmp_path, capsys):
 @pytest.mark.parametrize("command", ["run", "study", "validate"])
 def test_ctrl_c_exits_130_without_traceback_and_keeps_the_checkpoint(tmp_path, monkeypatch, capsys, command):
     from gpmodels import cli
-    from gpmodels.spec import run as run_module
+    from gpmodels.driver import run as run_module
 
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
@@ -254,8 +254,8 @@ def test_sigint_during_cv_learning_exits_130_and_the_checkpoint_resumes(tmp_path
 
 
 def test_metrics_record_version_time_command_and_spec_digest(tmp_path, capsys):
-    from gpmodels.spec.loader import load_spec
-    from gpmodels.spec.run import package_version, run_spec
+    from gpmodels.driver.loader import load_spec
+    from gpmodels.driver.run import package_version, run_spec
 
     p = write_spec(tmp_path, _spec(tmp_path))
     before = datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0)

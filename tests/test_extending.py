@@ -22,6 +22,10 @@ from operator_cases import kernels, log_uniform
 from oracles import naive_gram
 
 from gpmodels.data.splits import kfold_partition
+from gpmodels.driver.build import check_files
+from gpmodels.driver.loader import load_spec, spec_from_dict
+from gpmodels.driver.run import run_spec
+from gpmodels.driver.saved import load_model
 from gpmodels.errors import InputError, SpecError
 from gpmodels.inference import (
     LaplaceOptions,
@@ -38,10 +42,6 @@ from gpmodels.operators import Intercept
 from gpmodels.optimize.lbfgs import OuterOptions
 from gpmodels.priors import register_prior, registered_priors, unregister_prior
 from gpmodels.priors.registry import resolve_prior
-from gpmodels.spec.build import check_files
-from gpmodels.spec.loader import load_spec, spec_from_dict
-from gpmodels.spec.run import run_spec
-from gpmodels.spec.saved import load_model
 from gpmodels.testing import check_grad_trace, check_operator
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "inference" / "cv"))  # test_cv moved there in the re-layout
@@ -211,7 +211,7 @@ def _spec(tmp_path, prior, objective=None, **model):
 def _predict_in_fresh_process(folder: Path, X) -> np.ndarray:
     """load_model in a new interpreter that never registered the prior (only PYTHONPATH reaches it)."""
     np.save(folder / "X_new.npy", X)
-    code = ("import sys, numpy as np; from gpmodels.spec.saved import load_model; "
+    code = ("import sys, numpy as np; from gpmodels.driver.saved import load_model; "
             "P = load_model(sys.argv[1], allow_import=('external_prior',)).predict_proba(np.load(sys.argv[2])); "
             "np.save(sys.argv[3], P)")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(TESTS)])}

@@ -35,10 +35,10 @@ from gpmodels.data.csvfile import load_csv
 from gpmodels.data.datasets import load_file, load_inputs, read_npy
 from gpmodels.data.labels import InputFormat, labels_from_cells, match_labels
 from gpmodels.data.svmlight import check_line_lengths, load_svmlight
+from gpmodels.driver.loader import read_yaml
+from gpmodels.driver.output import LOCK_FILE, claim_output
 from gpmodels.errors import DataError, GPModelsError, OutputError, SpecError
 from gpmodels.hierarchy import ClassTree
-from gpmodels.spec.loader import read_yaml
-from gpmodels.spec.output import LOCK_FILE, claim_output
 
 SETTINGS = settings(max_examples=40, deadline=None,
                     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
@@ -368,7 +368,7 @@ def test_locks_a_stale_lock_is_taken_over_and_a_live_one_refused(tmp_path):
 
 
 def _claim_in_child(folder):
-    code = ("import sys; from gpmodels.spec.output import claim_output\n"
+    code = ("import sys; from gpmodels.driver.output import claim_output\n"
             "try:\n    claim_output(sys.argv[1], {'name': 'b', 'spec_sha256': '1' * 64})\n"
             "except Exception as e:\n    print(e); sys.exit(3)\nimport time; time.sleep(float(sys.argv[2]))\n")
     proc = subprocess.run([sys.executable, "-c", code, str(folder), "0"], capture_output=True, text=True,
@@ -383,7 +383,7 @@ def test_locks_racing_takeovers_of_a_stale_lock_give_one_owner(tmp_path):
     import socket
 
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
-    code = ("import sys, time; from gpmodels.spec.output import claim_output\n"
+    code = ("import sys, time; from gpmodels.driver.output import claim_output\n"
             "try:\n    c = claim_output(sys.argv[1], {'name': 'b', 'spec_sha256': '1' * 64})\n"
             "except Exception as e:\n    sys.exit(3)\n"
             "open(sys.argv[2], 'a').write(f'{time.time()} 1\\n'); time.sleep(0.3)\n"
@@ -546,7 +546,7 @@ def test_determinism_checkpoint_on_and_off_learn_bit_identically(tmp_path, dtype
        st.sampled_from([("model", "variance"), ("model", "sigma2"), ("objective", "cv", "folds"),
                         ("model", "kernel", "w"), ("model", "representation", "memory_gb")]))
 def test_yaml_numbers_written_as_strings_are_validated_as_those_numbers(value, key):
-    from gpmodels.spec.loader import spec_from_dict
+    from gpmodels.driver.loader import spec_from_dict
 
     def spec(v):
         d = {"name": "a", "data": {"dataset": "satimage"}, "model": {"kernel": {"type": "rbf", "w": 1.0}},

@@ -10,7 +10,7 @@ each other, make the result of ``import X`` depend on what was imported before. 
   count, nor do ``if TYPE_CHECKING:`` blocks) has no cycle.  An import of ``a.b.c`` also runs the
   ``__init__`` of the packages ``a.b`` on the way, so those are edges too, except the importer's own
   ancestors (already being imported when the importer runs);
-* layers: the graph of the sub-packages (``gpmodels.data``, ``gpmodels.spec``, ...; a top-level module
+* layers: the graph of the sub-packages (``gpmodels.data``, ``gpmodels.driver``, ...; a top-level module
   is one too), counting every import, those inside functions included, has no cycle either: a lazy
   import hides a cycle from the interpreter, not from the reader.
 """
@@ -218,9 +218,9 @@ def test_the_cycle_finder_finds_a_cycle():
     assert find_cycle({"a": {"b"}, "b": set()}) is None
 
 
-@pytest.mark.parametrize("lower, upper", [("gpmodels.persistence", "gpmodels.spec"),
-                                          ("gpmodels.priors.registry", "gpmodels.spec"),
-                                          ("gpmodels.inference", "gpmodels.spec")])
+@pytest.mark.parametrize("lower, upper", [("gpmodels.persistence", "gpmodels.driver"),
+                                          ("gpmodels.priors.registry", "gpmodels.driver"),
+                                          ("gpmodels.inference", "gpmodels.driver")])
 def test_lower_layers_do_not_import_upper_ones(lower, upper):
     graph = import_graph()
     bad = {f"{m} -> {t}" for m, ts in graph.items() if m == lower or m.startswith(lower + ".")
@@ -266,24 +266,24 @@ def subpackage_graph() -> dict[str, set[str]]:
 
 def test_subpackages_import_each_other_without_cycle_counting_imports_inside_functions():
     graph = subpackage_graph()
-    assert {"gpmodels.spec", "gpmodels.data", "gpmodels.kernels", "gpmodels.persistence"} <= set(graph)
+    assert {"gpmodels.driver", "gpmodels.data", "gpmodels.kernels", "gpmodels.persistence"} <= set(graph)
     cycle = find_cycle(graph)
     assert cycle is None, "sub-package import cycle: " + " -> ".join(cycle)
 
 
 def test_the_subpackage_graph_sees_imports_inside_functions(tmp_path):
-    tree = ast.parse("def f():\n    from gpmodels.spec import run\n")
-    assert [n.module for n in _all_imports(tree)] == ["gpmodels.spec"]
+    tree = ast.parse("def f():\n    from gpmodels.driver import run\n")
+    assert [n.module for n in _all_imports(tree)] == ["gpmodels.driver"]
     assert [n.module for n in _module_level_imports(tree)] == []
 
 
 def test_runners_share_helpers_through_common_and_import_no_other_runner():
-    runners = {m: p for m, p in MODULES.items() if m.startswith("gpmodels.spec.runners.")}
-    assert "gpmodels.spec.runners.common" in runners and len(runners) >= 6
+    runners = {m: p for m, p in MODULES.items() if m.startswith("gpmodels.driver.runners.")}
+    assert "gpmodels.driver.runners.common" in runners and len(runners) >= 6
     bad = []
     for name, path in runners.items():
         for node in _all_imports(ast.parse(path.read_text(encoding="utf-8"), str(path))):
             for target in _targets(name, False, node):
-                if target in runners and target not in (name, "gpmodels.spec.runners.common"):
+                if target in runners and target not in (name, "gpmodels.driver.runners.common"):
                     bad.append(f"{name} -> {target}")
     assert not bad, bad

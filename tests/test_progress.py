@@ -9,12 +9,12 @@ from conftest import toy_classification, write_spec
 
 from gpmodels import progress
 from gpmodels.cli import main
+from gpmodels.driver.loader import spec_from_dict
+from gpmodels.driver.run import run_spec
 from gpmodels.inference.map.newton_cg import NewtonOptions, newton_cg
 from gpmodels.likelihoods.softmax import Softmax
 from gpmodels.persistence import load_arrays
 from gpmodels.progress import SILENT, Console
-from gpmodels.spec.loader import spec_from_dict
-from gpmodels.spec.run import run_spec
 from gpmodels.validation import labels_to_targets
 
 

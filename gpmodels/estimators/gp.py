@@ -8,6 +8,7 @@ import attrs
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 
+from gpmodels.data.splits import kfold_partition
 from gpmodels.engine.auto import engine_for_jobs
 from gpmodels.errors import HierarchyError, InputError
 from gpmodels.estimators._common import (
@@ -26,6 +27,7 @@ from gpmodels.inference.map.predictive import PREDICTIVE_METHODS, latent_predict
 from gpmodels.inference.map.solvers import SOLVERS as MAP_SOLVERS
 from gpmodels.kernels.factory import make_kernel
 from gpmodels.likelihoods.softmax import Softmax
+from gpmodels.optimize.checkpoint import Checkpointing
 from gpmodels.priors.independent import IndependentGP
 from gpmodels.priors.learned import LearnedPrior
 from gpmodels.validation import MAX_SIZE, check_features, labels_to_targets
@@ -142,8 +144,6 @@ class GPClassifier(ClassifierMixin, BaseEstimator):
 
     def _folds(self, X, codes, seed: int) -> list[np.ndarray]:
         """The CV partition: stratified seeded folds for an int ``cv``, a splitter's test sets otherwise."""
-        from gpmodels.data.splits import kfold_partition
-
         owner, n, cv = type(self).__name__, codes.size, self.cv
         if isinstance(cv, (int, np.integer)) and not isinstance(cv, bool):
             if not 2 <= cv <= n:
@@ -233,8 +233,6 @@ class GPClassifier(ClassifierMixin, BaseEstimator):
         return self
 
     def _checkpointing(self):
-        from gpmodels.optimize.checkpoint import Checkpointing
-
         if self.checkpoint is None or isinstance(self.checkpoint, Checkpointing):
             return self.checkpoint
         if not isinstance(self.checkpoint, (str, os.PathLike)):

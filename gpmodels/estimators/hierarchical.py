@@ -20,6 +20,7 @@ from gpmodels.estimators.gp import GPClassifier
 from gpmodels.hierarchy import ClassTree
 from gpmodels.kernels.factory import make_kernel
 from gpmodels.priors.anova import ANOVAPrior
+from gpmodels.scoring.hierarchical_prf import hierarchical_f1
 
 __all__ = ["HierarchicalGPClassifier", "anova_prior"]
 
@@ -111,8 +112,6 @@ class HierarchicalGPClassifier(ClassifierMixin, BaseEstimator):
     def score(self, X, y, sample_weight=None) -> float:
         """Hierarchical F1, micro-averaged (Kiritchenko et al. 2005; HiClass's ``f1``), of ``predict(X)``
         against the label paths y; higher is better, as scikit-learn's scorers expect."""
-        from gpmodels.scoring.hierarchical_prf import hierarchical_f1
-
         if sample_weight is not None:
             raise InputError("HierarchicalGPClassifier.score takes no sample_weight (hierarchical F1 pools the "
                              "label counts of all examples)")

@@ -3,7 +3,7 @@
 A model folder (:mod:`gpmodels.persistence`) holds ``model.npz`` (the training inputs, α̂, the class
 names, the learned hyperparameters θ and the class tree of an ANOVA prior) and ``spec.resolved.yaml``,
 whose ``model`` section says how to rebuild the operator; ``gpmodels predict`` and
-:func:`gpmodels.spec.saved.load_model` read it, and so does :func:`load_classifier`.  A prior is
+:func:`gpmodels.driver.saved.load_model` read it, and so does :func:`load_classifier`.  A prior is
 written as a spec ``model`` section when the spec language names it: the independent and ANOVA
 priors over the rbf, ard, linear and polynomial kernels with the softmax likelihood.
 """
@@ -15,6 +15,9 @@ from pathlib import Path
 import numpy as np
 import yaml
 
+from gpmodels.driver.build import build_prior
+from gpmodels.driver.loader import read_yaml, spec_from_dict
+from gpmodels.driver.saved import load_model
 from gpmodels.errors import InputError
 from gpmodels.estimators._common import check_fitted
 from gpmodels.hierarchy import ClassTree
@@ -23,7 +26,7 @@ from gpmodels.inference.map.newton_cg import NewtonDiagnostics, NewtonResult
 from gpmodels.kernels.linear import Linear, Polynomial
 from gpmodels.kernels.rbf import ARD, RBF
 from gpmodels.likelihoods.softmax import Softmax
-from gpmodels.persistence import SPEC_FILE, save_map_model
+from gpmodels.persistence import SPEC_FILE, MAPPredictor, load_arrays, save_map_model, unpack_inputs
 from gpmodels.priors.anova import SPEC_SHARING, ANOVAPrior
 from gpmodels.priors.independent import IndependentGP
 from gpmodels.priors.learned import LearnedPrior
@@ -120,11 +123,6 @@ def load_classifier(path, *, allow_import=()):
     from sklearn.preprocessing import FunctionTransformer
 
     from gpmodels.estimators.gp import GPClassifier
-    from gpmodels.persistence import MAPPredictor, load_arrays, unpack_inputs
-    from gpmodels.spec.build import build_prior
-    from gpmodels.spec.loader import read_yaml, spec_from_dict
-    from gpmodels.spec.saved import load_model
-
     predictor = load_model(path, allow_import=allow_import)
     if not isinstance(predictor, MAPPredictor):
         raise InputError(f"{path} holds a {type(predictor).__name__[:-len('Predictor')]} model; a GPClassifier "

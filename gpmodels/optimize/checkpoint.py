@@ -42,7 +42,8 @@ from pathlib import Path
 import attrs
 import numpy as np
 
-from gpmodels.errors import CheckpointError, InputError
+from gpmodels.data.datasets import check_npz
+from gpmodels.errors import CheckpointError, DataError, InputError
 from gpmodels.optimize.lbfgs import OuterRecord, OuterState
 from gpmodels.validation import boolean, instance_of, to_path
 
@@ -204,9 +205,6 @@ def read_checkpoint(path, identity: RunIdentity, restore_inner=None) -> tuple[Ou
     path = Path(path)
     if not path.is_file():
         raise CheckpointError(f"checkpoint {path} does not exist")
-    from gpmodels.data.datasets import check_npz
-    from gpmodels.errors import DataError
-
     try:  # every declared array size bounded by the bytes stored, before numpy allocates
         check_npz(path)
     except DataError as exc:

@@ -9,9 +9,9 @@ from conftest import ROOT
 
 from gpmodels.cli import main
 from gpmodels.data.datasets import data_root_candidates, find_data_root
+from gpmodels.driver.loader import load_spec
+from gpmodels.driver.run import run_spec
 from gpmodels.errors import DataError
-from gpmodels.spec.loader import load_spec
-from gpmodels.spec.run import run_spec
 
 SHARED = ROOT.parent / "shared" / "data"
 needs_satimage = pytest.mark.skipif(not (SHARED / "satimage").is_dir(), reason="../shared/data not present")

@@ -16,6 +16,7 @@ pytest.importorskip("distributed")
 
 from gpmodels.cli import main  # noqa: E402
 from gpmodels.data.splits import kfold_partition  # noqa: E402
+from gpmodels.driver.sections import Spec  # noqa: E402
 from gpmodels.engine import EngineConfig, LocalEngine, open_engine  # noqa: E402
 from gpmodels.engine.auto import AutoEngine  # noqa: E402
 from gpmodels.engine.dask_gram import DaskGram  # noqa: E402
@@ -27,7 +28,6 @@ from gpmodels.inference.marginal.laplace import laplace_mlm  # noqa: E402
 from gpmodels.kernels import ARD, RBF, Matern, Polynomial, RationalQuadratic, RepresentationConfig  # noqa: E402
 from gpmodels.likelihoods.softmax import Softmax  # noqa: E402
 from gpmodels.operators.blockdiag import BlockDiagonal  # noqa: E402
-from gpmodels.spec.sections import Spec  # noqa: E402
 from gpmodels.testing import check_grad_trace, check_operator  # noqa: E402
 from gpmodels.validation import labels_to_targets  # noqa: E402
 
@@ -220,7 +220,7 @@ def test_folds_and_one_vs_rest_tasks_equal_the_sequential_loop(tasks):
 
 @pytest.mark.slow  # ~25 s: the study twice, the second on two fresh worker processes
 def test_study_rows_as_tasks(tmp_path):
-    from gpmodels.spec.study import StudySpec, run_study
+    from gpmodels.driver.study import StudySpec, run_study
 
     X, y = toy_classification(40, 3, d=4, seed=0)
     np.savez(tmp_path / "train.npz", X=X[:30], y=y[:30] + 1)

@@ -207,8 +207,8 @@ def test_auto_sizes_from_the_affinity_mask_by_default():
 
 # ---------------------------------------------------------------------------- the spec
 def test_the_spec_chooses_the_engine_and_fold_workers_is_gone():
-    from gpmodels.spec.build import build_engine_config
-    from gpmodels.spec.sections import Spec
+    from gpmodels.driver.build import build_engine_config
+    from gpmodels.driver.sections import Spec
 
     base = {"name": "t", "data": {"path": "train.npz", "test": "split"}, "model": {"kernel": {"type": "rbf", "w": 1.0}}}
     assert build_engine_config(Spec.from_dict(base).engine) == EngineConfig(type="auto")
@@ -233,7 +233,7 @@ def test_n_jobs_as_an_engine():
 
 
 def test_study_rows_on_worker_processes_equal_the_rows_one_after_the_other(tmp_path):
-    from gpmodels.spec.study import StudySpec, run_study
+    from gpmodels.driver.study import StudySpec, run_study
 
     X, y = toy_classification(40, 3, d=4, seed=0)
     np.savez(tmp_path / "train.npz", X=X[:30], y=y[:30] + 1)

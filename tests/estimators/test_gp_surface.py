@@ -128,7 +128,7 @@ def test_tree_leaves_are_matched_to_labels_by_name_in_any_order():
 @pytest.mark.parametrize("labels", ["text", "int"])
 def test_save_writes_a_model_folder_that_gpmodels_predict_and_load_classifier_read(tmp_path, labels):
     from gpmodels.cli import main
-    from gpmodels.spec.saved import load_model
+    from gpmodels.driver.saved import load_model
 
     X, y = _blobs(n=60, d=3)
     y = np.array(["b", "a", "c"])[y] if labels == "text" else y + 3

@@ -7,6 +7,8 @@ import numpy as np
 import pytest
 
 import gpmodels.kernels.memory_budget as mb
+from gpmodels.driver.build import build_representation, representation_choices
+from gpmodels.driver.loader import spec_from_dict
 from gpmodels.errors import InputError, SpecError
 from gpmodels.kernels.linear import Linear
 from gpmodels.kernels.rbf import RBF
@@ -18,8 +20,6 @@ from gpmodels.kernels.representations import (
     StoredGram,
 )
 from gpmodels.operators.blockdiag import BlockDiagonal
-from gpmodels.spec.build import build_representation, representation_choices
-from gpmodels.spec.loader import spec_from_dict
 
 N = 100
 GIB = 2**30

@@ -164,7 +164,7 @@ def test_coupling_defaults_masks_and_errors():
 
 
 def test_builtin_priors_resolve_in_a_fresh_interpreter_without_the_spec_package():
-    """The built-in priors are a table of the registry, not a side effect of importing gpmodels.spec."""
+    """The built-in priors are a table of the registry, not a side effect of importing gpmodels.driver."""
     import subprocess
     import sys
 
@@ -175,7 +175,7 @@ def test_builtin_priors_resolve_in_a_fresh_interpreter_without_the_spec_package(
         "assert registry.resolve_prior('independent') is independent.build_independent\n"
         "assert registry.resolve_prior('coupled') is registry.resolve_prior('loadings') is coupled.build_coupled\n"
         "assert registry.registered_priors() == ('independent', 'anova', 'coupled', 'loadings')\n"
-        "assert not any(m.startswith('gpmodels.spec') for m in sys.modules), 'gpmodels.spec was imported'\n"
+        "assert not any(m.startswith('gpmodels.driver') for m in sys.modules), 'gpmodels.driver was imported'\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr

@@ -1,0 +1,530 @@
+"""From a validated spec to objects: data, class tree, prior, likelihood, Newton options, pseudo-targets.
+
+Relative file paths in a spec are looked up in the working directory first, then next to the
+spec file.  Priors are built through the registry of :mod:`gpmodels.priors.registry`; the four
+built-in priors are the registry's own table (builders next to the priors).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import attrs
+import numpy as np
+
+from gpmodels.data.datasets import (
+    Dataset,
+    encode_labels,
+    file_format,
+    find_data_root,
+    load_dataset,
+    read_data_files,
+    read_npy,
+)
+from gpmodels.data.labels import label_kind, match_labels
+from gpmodels.data.multilabel_sets import MULTILABEL_DATASETS, MultilabelDataset, load_multilabel
+from gpmodels.data.scaling import FeatureScaler, auto_rbf_w
+from gpmodels.data.splits import kfold_partition, subsample, train_test_split
+from gpmodels.data.svmlight import check_line_lengths
+from gpmodels.driver.sections.engine import EngineSpec
+from gpmodels.driver.sections.model import KernelSpec, ModelSpec
+from gpmodels.driver.sections.objective import ObjectiveSpec
+from gpmodels.driver.sections.spec import Spec
+from gpmodels.engine.base import Engine, EngineConfig
+from gpmodels.errors import DataError, HierarchyError, InputError, NumericalError, SpecError, at
+from gpmodels.hierarchy import ClassTree
+from gpmodels.inference.cv.criterion import CVOptions
+from gpmodels.inference.cv.learn import LearnOptions
+from gpmodels.inference.map.newton_cg import NewtonOptions
+from gpmodels.kernels.base import Kernel
+from gpmodels.kernels.factory import KERNEL_PARAMS, STATIONARY_KERNELS, make_kernel
+from gpmodels.kernels.representations import RepresentationBuilder, RepresentationConfig
+from gpmodels.likelihoods.gaussian import Gaussian
+from gpmodels.likelihoods.hinge import SmoothedHinge
+from gpmodels.likelihoods.logistic import Logistic
+from gpmodels.likelihoods.robust import Laplace, StudentT
+from gpmodels.likelihoods.softmax import Softmax
+from gpmodels.likelihoods.uncertain import PseudoTargets, coarsen_labels
+from gpmodels.operators.base import Operator
+from gpmodels.operators.blockdiag import BlockDiagonal
+from gpmodels.operators.sum import Sum
+from gpmodels.priors.registry import PriorContext, import_path_of, resolve_prior
+from gpmodels.validation import check_features
+
+__all__ = ["resolve_path", "check_files", "build_data", "build_multilabel_data", "build_kernel", "build_prior",
+           "build_representation",
+           "build_engine_config", "representation_choices", "prior_operator", "build_likelihood",
+           "build_newton_options", "model_kernels", "resolve_model", "n_latent",
+           "build_operator", "data_root", "hierarchy_path",
+           "build_tree", "tree_needed_by", "build_pseudo_targets", "build_binary_operator", "build_learn_options",
+           "cv_partition"]
+
+
+def resolve_path(value: str, base_dir: Path | None, key: str, must_exist: bool = True) -> Path:
+    p = Path(value).expanduser()
+    candidates = [p] if p.is_absolute() else [Path.cwd() / p] + ([base_dir / p] if base_dir else [])
+    for c in candidates:
+        if c.exists():
+            return c
+    if must_exist:
+        raise SpecError(f"file not found: {value!r} (looked at {', '.join(str(c) for c in candidates)})", key)
+    return candidates[0]
+
+
+def data_root(spec: Spec, base_dir: Path | None) -> Path:
+    """The data root of a named data set: ``data.root`` (relative to the working directory or the
+    spec's folder), else the places of :func:`gpmodels.data.datasets.data_root_candidates`, the spec's
+    own folder and its parents among them.  DataError listing every place looked."""
+    d = spec.data
+    return find_data_root(resolve_path(d.root, base_dir, "data.root") if d.root else None, spec_dir=base_dir)
+
+
+def check_files(spec: Spec, base_dir: Path | None) -> None:
+    """Every file the spec names exists (without loading the data)."""
+    d = spec.data
+    if d.dataset is not None:
+        try:
+            root = data_root(spec, base_dir)
+        except Exception as exc:  # DataError: say which key
+            raise SpecError(str(exc), "data.root" if d.root else "data.dataset") from None
+        folder = root / "funcat" / d.dataset if d.dataset.endswith("_FUN") else root / d.dataset
+        if not folder.is_dir():
+            raise SpecError(f"data set folder {folder} not found", "data.dataset")
+        if d.subset is not None and d.dataset != "news20":
+            raise SpecError(f"`subset` is defined for news20 only; got data set {d.dataset!r}", "data.subset")
+    else:
+        for key, value in (("data.path", d.path), ("data.test_path", d.test_path)):
+            if value is not None:
+                try:
+                    file_format(resolve_path(value, base_dir, key), key)
+                except DataError as exc:
+                    raise SpecError(str(exc), key) from None
+    for key, k in model_kernels(spec.model):
+        if k.gram is not None:
+            resolve_path(k.gram, base_dir, f"{key}.gram")
+    pt = spec.data.pseudo_targets
+    if pt is not None and pt.file is not None:
+        resolve_path(pt.file, base_dir, "data.pseudo_targets.file")
+    if hierarchy_path(spec, base_dir) is None and tree_needed_by(spec) is not None:
+        _no_tree(spec)
+    # a user prior by import path: importable and callable, imported only when the user allowed its module
+    resolve_prior(spec.model.prior, allow_import=spec.model.allow_import)
+
+
+# ---------------------------------------------------------------------------- class trees
+def tree_needed_by(spec: Spec) -> str | None:
+    """The key whose setting needs a class tree, or None (a user prior may use one without saying so)."""
+    m = spec.model
+    if m.prior == "anova":
+        return "model.prior"
+    if m.sharing in ("level", "subtree"):
+        return "model.sharing"
+    if m.prior in ("coupled", "loadings") and m.coupling.init == "tree":
+        return "model.coupling.init"
+    if spec.data.pseudo_targets is not None:
+        return "data.pseudo_targets"
+    return None
+
+
+def _no_tree(spec: Spec):
+    key = tree_needed_by(spec)
+    raise SpecError("needs a class hierarchy: set `data.hierarchy` (a file of parent<TAB>child lines whose leaves "
+                    "are the classes) or use a named data set that has one (news20, imclef07a)", key)
+
+
+def hierarchy_path(spec: Spec, base_dir: Path | None, data: Dataset | None = None) -> Path | None:
+    """The class tree file: ``data.hierarchy``, else the named data set's ``hierarchy.tsv``, else None."""
+    d = spec.data
+    if d.hierarchy is not None:
+        return resolve_path(d.hierarchy, base_dir, "data.hierarchy")
+    if data is not None and data.hierarchy_path:
+        return Path(data.hierarchy_path)
+    if d.dataset is not None:
+        try:
+            root = data_root(spec, base_dir)
+        except InputError:
+            return None
+        p = root / d.dataset / "hierarchy.tsv"
+        return p if p.is_file() else None
+    return None
+
+
+def build_tree(spec: Spec, data: Dataset, base_dir: Path | None) -> ClassTree | None:
+    """The class tree over the data's classes (pruned when asked), or None when there is none.
+
+    Raises SpecError when the model needs a tree and none is known, or when the file does not fit
+    the classes (a class that is not a leaf, a leaf that is not a class, ...).
+    """
+    path = hierarchy_path(spec, base_dir, data)
+    if path is None:
+        if tree_needed_by(spec) is not None:
+            _no_tree(spec)
+        return None
+    try:
+        tree = ClassTree.from_tsv(path, data.classes)
+    except HierarchyError as exc:
+        raise SpecError(str(exc) if str(exc).startswith(str(path)) else f"{path}: {exc}", "data.hierarchy") from None
+    return tree.pruned() if spec.data.prune_hierarchy else tree
+
+
+def build_pseudo_targets(spec: Spec, data: Dataset, tree: ClassTree, base_dir: Path | None) -> PseudoTargets:
+    """Pseudo-targets of the training points from ``data.pseudo_targets`` (a file or coarsened labels)."""
+    pt = spec.data.pseudo_targets
+    key = "data.pseudo_targets"
+    if pt.file is not None:
+        path = resolve_path(pt.file, base_dir, f"{key}.file")
+        check_line_lengths(path)
+        try:
+            lines = path.read_text(encoding="utf-8").splitlines()
+        except UnicodeDecodeError:
+            raise SpecError(f"{path} is not UTF-8 text; give one node name per line", f"{key}.file") from None
+        numbered = [(k, line.strip()) for k, line in enumerate(lines, start=1) if line.strip()]
+        names = [name for _, name in numbered]
+        if len(names) != data.y_train.size:
+            raise SpecError(f"{path} lists {len(names)} pseudo-targets but there are {data.y_train.size} training "
+                            "points; give one node name per line in the data set's order", f"{key}.file")
+        known = set(tree.nodes) | {tree.root}
+        unknown = [k for k, name in numbered if name not in known]
+        if unknown:  # (the file's lines are never quoted: the spec may name any file)
+            raise SpecError(f"{at(path, unknown[0])}: not a node of the class tree ({len(unknown)} such lines); give "
+                            "one node name of data.hierarchy per line", f"{key}.file")
+        try:
+            return PseudoTargets.from_names(tree, names)
+        except HierarchyError as exc:
+            raise SpecError(f"{path}: {exc}", f"{key}.file") from None
+    return coarsen_labels(tree, data.y_train, pt.fraction, pt.levels_up, seed=spec.seed)
+
+
+def build_data(spec: Spec, base_dir: Path | None) -> Dataset:
+    """Load, split, subsample and scale the data as the spec says."""
+    d = spec.data
+    if d.dataset in MULTILABEL_DATASETS:
+        return build_multilabel_data(spec, base_dir)
+    if d.dataset is not None:
+        ds = load_dataset(d.dataset, data_root(spec, base_dir), subset=d.subset)
+        Xtr, ytr, Xte, yte, classes = ds.X_train, ds.y_train, ds.X_test, ds.y_test, ds.classes
+        if d.test == "split":
+            tr, te = train_test_split(ytr.size, d.test_fraction, spec.seed, y=ytr)
+            Xtr, ytr, Xte, yte = Xtr[tr], ytr[tr], Xtr[te], ytr[te]
+        name, hier, zero_based = ds.name, ds.hierarchy_path, ds.zero_based
+        kind, feature_names = ds.label_kind, ds.feature_names
+    elif d.task == "regression":
+        return _regression_data(spec, base_dir)
+    else:
+        files = read_data_files(resolve_path(d.path, base_dir, "data.path"),
+                                resolve_path(d.test_path, base_dir, "data.test_path") if d.test_path else None,
+                                zero_based=d.zero_based, label_column=d.label_column)
+        X, y, Xt, yt, zero_based = files.X, files.y, files.X_test, files.y_test, files.zero_based
+        kind, feature_names = label_kind(y), files.feature_names
+        if d.test == "split":
+            if Xt is not None:
+                raise SpecError("`test: split` splits `path`; drop `test_path` or use `test: given`", "data.test")
+            _, y_enc, _ = encode_labels(y, y)
+            tr, te = train_test_split(len(y), d.test_fraction, spec.seed, y=y_enc)
+            X, y, Xt, yt = X[tr], np.asarray(y)[tr], X[te], np.asarray(y)[te]
+        ytr, yte, classes = encode_labels(y, yt)
+        Xtr, Xte = check_features("X_train", X), check_features("X_test", Xt)
+        name, hier = Path(d.path).stem, None
+    if d.max_train is not None and d.max_train < ytr.size:
+        keep = subsample(ytr.size, d.max_train, spec.seed, y=ytr, what="data.max_train")
+        Xtr, ytr = Xtr[keep], ytr[keep]
+    if d.max_test is not None and d.max_test < yte.size:
+        keep = subsample(yte.size, d.max_test, spec.seed + 1, y=yte)
+        Xte, yte = Xte[keep], yte[keep]
+    if d.positive_class is not None:
+        pos = int(match_labels([d.positive_class], classes, kind)[0])  # by value for numbers ("3" is 3.0)
+        if pos < 0:
+            raise SpecError(f"positive_class {d.positive_class!r} is not a label of the data (labels: "
+                            f"{', '.join(classes[:20])})", "data.positive_class")
+        ytr, yte, classes = (ytr == pos).astype(np.intp), (yte == pos).astype(np.intp), ("rest", d.positive_class)
+    present = np.unique(ytr)
+    if present.size < len(classes):
+        missing = [classes[c] for c in np.setdiff1d(np.arange(len(classes)), present)]
+        raise SpecError(f"the training data lack classes {missing}; raise max_train or drop the subsample",
+                        "data.max_train")
+    scaler = FeatureScaler.fit(d.scaling, Xtr)
+    return Dataset(name, scaler.transform(Xtr), ytr, scaler.transform(Xte), yte, tuple(classes), hier, scaler,
+                   zero_based, d.positive_class, kind, feature_names)
+
+
+def _regression_data(spec: Spec, base_dir: Path | None) -> Dataset:
+    """Real-valued targets from files: random (unstratified) split and subsample, no label encoding."""
+    d = spec.data
+    files = read_data_files(resolve_path(d.path, base_dir, "data.path"),
+                            resolve_path(d.test_path, base_dir, "data.test_path") if d.test_path else None,
+                            zero_based=d.zero_based, label_column=d.label_column)
+    X, y, Xt, yt = files.X, files.y, files.X_test, files.y_test
+    try:
+        y = np.asarray(y, dtype=np.float64)
+        yt = None if yt is None else np.asarray(yt, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise SpecError("regression targets must be numbers", "data.path") from None
+    for name, v in (("y", y), ("y_test", yt)):
+        if v is not None and not np.all(np.isfinite(v)):
+            raise SpecError(
+                f"regression targets {name} must be finite; found {int(np.sum(~np.isfinite(v)))} non-finite values",
+                "data.path",
+            )
+    if d.test == "split":
+        if Xt is not None:
+            raise SpecError("`test: split` splits `path`; drop `test_path` or use `test: given`", "data.test")
+        tr, te = train_test_split(y.size, d.test_fraction, spec.seed)
+        X, y, Xt, yt = X[tr], y[tr], X[te], y[te]
+    Xtr, Xte = check_features("X_train", X), check_features("X_test", Xt)
+    if d.max_train is not None and d.max_train < y.size:
+        keep = subsample(y.size, d.max_train, spec.seed)
+        Xtr, y = Xtr[keep], y[keep]
+    if d.max_test is not None and d.max_test < yt.size:
+        keep = subsample(yt.size, d.max_test, spec.seed + 1)
+        Xte, yt = Xte[keep], yt[keep]
+    scaler = FeatureScaler.fit(d.scaling, Xtr)
+    return Dataset(Path(d.path).stem, scaler.transform(Xtr), y, scaler.transform(Xte), yt, (), None, scaler,
+                   files.zero_based, label_kind="number", feature_names=files.feature_names)
+
+
+def build_multilabel_data(spec: Spec, base_dir: Path | None) -> MultilabelDataset:
+    """A hierarchical multilabel set (enron_corr, *_FUN): given test set, seeded subsamples, scaling."""
+    d = spec.data
+    if d.test != "given":
+        raise SpecError(f"multilabel data set {d.dataset!r} has a given test set; use `test: given`", "data.test")
+    ds = load_multilabel(d.dataset, data_root(spec, base_dir),
+                         validation=d.validation)
+    Xtr, Ytr, Xte, Yte = ds.X_train, ds.Y_train, ds.X_test, ds.Y_test
+    if d.max_train is not None and d.max_train < Ytr.shape[0]:
+        keep = subsample(Ytr.shape[0], d.max_train, spec.seed)
+        Xtr, Ytr = Xtr[keep], Ytr[keep]
+    if d.max_test is not None and d.max_test < Yte.shape[0]:
+        keep = subsample(Yte.shape[0], d.max_test, spec.seed + 1)
+        Xte, Yte = Xte[keep], Yte[keep]
+    scaler = FeatureScaler.fit(d.scaling, Xtr)
+    return MultilabelDataset(ds.name, scaler.transform(Xtr), Ytr, scaler.transform(Xte), Yte, ds.tree, scaler)
+
+
+def resolve_kernel(k: KernelSpec, X_train) -> KernelSpec:
+    """Replace ``w: auto`` by its value on the training inputs (in every term of a sum or product)."""
+    if k.terms is not None:
+        return attrs.evolve(k, terms=tuple(resolve_kernel(t, X_train) for t in k.terms))
+    if k.w == "auto":
+        w = auto_rbf_w(X_train)
+        return attrs.evolve(k, w=w if k.type in STATIONARY_KERNELS else tuple([w] * X_train.shape[1]))
+    return k
+
+
+def build_kernel(k: KernelSpec, X_train, base_dir: Path | None, key: str = "model.kernel") -> Kernel:
+    """The kernel of a ``kernel`` section by :func:`gpmodels.kernels.make_kernel` (``w: auto`` resolved
+    on the training inputs, ``gram`` loaded from its .npy file, the ``terms`` of a sum or product built
+    the same way); its errors name the key path."""
+    k = resolve_kernel(k, X_train)
+    if k.terms is not None:
+        terms = [build_kernel(t, X_train, base_dir, f"{key}.terms[{i}]") for i, t in enumerate(k.terms)]
+        return make_kernel(k.type, terms=terms)
+    params = {name: getattr(k, name) for name in KERNEL_PARAMS[k.type] if name != "gram"}
+    if k.type == "precomputed":
+        params["gram"] = _load_gram(resolve_path(k.gram, base_dir, f"{key}.gram"), f"{key}.gram")
+    try:
+        kernel = make_kernel(k.type, X=X_train, **params)
+    except InputError as exc:
+        raise SpecError(str(exc), f"{key}.w" if "w" in params else key) from None
+    check_kernel_scale(kernel, X_train, key)
+    return kernel
+
+
+#: the largest kernel diagonal accepted: beyond it products K v overflow float64 for coefficients of order 1e150
+MAX_KERNEL_DIAG = 1e150
+
+
+def check_kernel_scale(kernel: Kernel, X, key: str = "model.kernel") -> None:
+    """Refuse a kernel whose matrix overflows on ``X``: K(x, x) non-finite or beyond ``MAX_KERNEL_DIAG``
+    (|K(x, x')| <= sqrt(K(x, x) K(x', x')) bounds every entry).  O(n d) on the inputs; the operator is
+    not touched, so nothing it caches changes."""
+    if X is None or getattr(X, "shape", (0,))[0] == 0:
+        return
+    if type(kernel).diag is Kernel.diag:  # the generic per-point default: its first point only (O(d))
+        X = X[:1]
+    with np.errstate(over="ignore", invalid="ignore"):
+        d = np.asarray(kernel.diag(X), dtype=np.float64)
+    if d.size and not (np.all(np.isfinite(d)) and np.max(np.abs(d)) <= MAX_KERNEL_DIAG):
+        raise NumericalError(
+            f"{key}: the kernel matrix overflows on the training inputs (K(x, x) is "
+            f"{'not finite' if not np.all(np.isfinite(d)) else f'up to {np.max(np.abs(d)):.3g}'} for "
+            f"{int(np.sum(~np.isfinite(d) | (np.abs(d) > MAX_KERNEL_DIAG)))} points): scale the inputs (data.scaling: "
+            "standard) or choose smaller kernel parameters; a fit on it would be chance-level")
+
+
+def _load_gram(path: Path, key: str) -> np.ndarray:
+    """A precomputed Gram matrix from a .npy file (no pickles, no archives; the shape its header declares
+    bounded by the file's size before anything is allocated); errors name ``key``."""
+    try:
+        return read_npy(path, "Gram matrix")
+    except DataError as exc:
+        raise SpecError(str(exc), key) from None
+
+
+def build_representation(m: ModelSpec, engine: Engine | None = None) -> RepresentationBuilder:
+    """The kernel-matrix representation of the spec's ``model.representation``; an ``engine`` that
+    holds kernel matrices on its workers wraps it (``engine.representation``)."""
+    r = m.representation
+    config = RepresentationConfig(kind=r.kind, memory_mb=r.memory_mb, rank=r.rank, tol=r.tol, dtype=r.dtype,
+                                  memory_gb=r.memory_gb, allow_lowrank=r.allow_lowrank, blocked_max_n=r.blocked_max_n,
+                                  device=r.device)
+    return config if engine is None else engine.representation(config)
+
+
+def build_engine_config(e: EngineSpec, scheduler: str | None = None) -> EngineConfig:
+    """The ``EngineConfig`` of the spec's ``engine`` section; ``scheduler`` (CLI ``--scheduler``)
+    overrides its address and implies ``type: dask``."""
+    if scheduler is not None:
+        e = attrs.evolve(e, type="dask", scheduler=scheduler)
+    return EngineConfig(type=e.type, scheduler=e.scheduler, n_workers=e.n_workers, blas_threads=e.blas_threads,
+                        cores=e.cores, memory_gb=e.memory_gb, threads_per_worker=e.threads_per_worker,
+                        memory_limit=e.memory_limit, processes=e.processes, distribute=e.distribute,
+                        block_rows=e.block_rows)
+
+
+def build_prior(m: ModelSpec, X_train, base_dir: Path | None = None, *, tree: ClassTree | None = None,
+                engine: Engine | None = None):
+    """The prior factory of ``model``: the builder registered under ``model.prior`` (or imported from
+    ``package.module:builder``) applied to a :class:`PriorContext`; ``engine`` builds the
+    representation when it holds kernel matrices on its workers."""
+    builder = resolve_prior(m.prior, allow_import=m.allow_import)
+    ctx = PriorContext(name=m.prior, options=dict(m.prior_options or {}), model=m,
+                       kernel=build_kernel(m.kernel, X_train, base_dir), representation=build_representation(m, engine),
+                       X_train=X_train, tree=tree, base_dir=base_dir)
+    prior = builder(ctx)
+    if not callable(getattr(prior, "operator", None)):
+        raise SpecError(
+            f"the builder of prior {m.prior!r} returned a {type(prior).__name__}; a builder returns a "
+            "prior factory, an object with a method operator(X, n_classes) -> Operator",
+            "model.prior",
+        )
+    return prior
+
+
+def prior_operator(prior, m: ModelSpec, X_train, n_classes: int) -> Operator:
+    """``prior.operator(X_train, n_classes)``, checked to be an Operator of the right size."""
+    op = prior.operator(X_train, n_classes)
+    if not isinstance(op, Operator):
+        raise SpecError(
+            f"prior {m.prior!r}: operator() returned a {type(op).__name__}, not a gpmodels.operators.Operator",
+            "model.prior",
+        )
+    n = X_train.shape[0]
+    if (op.n_points, op.n_classes) != (n, n_classes):
+        raise SpecError(
+            f"prior {m.prior!r}: operator() returned an operator over {op.n_points} points and "
+            f"{op.n_classes} classes; the data need {n} and {n_classes}",
+            "model.prior",
+        )
+    return op
+
+
+def model_kernels(m: ModelSpec) -> list[tuple[str, KernelSpec]]:
+    """(key path, kernel spec) of ``kernel`` or of every entry of ``kernels``."""
+    if m.kernels is not None:
+        return [(f"model.kernels[{i}]", k) for i, k in enumerate(m.kernels)]
+    return [("model.kernel", m.kernel)]
+
+
+def resolve_model(m: ModelSpec, X_train) -> ModelSpec:
+    """``w: auto`` resolved in ``kernel`` or in every entry of ``kernels``; a registered user prior
+    replaced by its builder's import path when it has one, so that ``spec.resolved.yaml`` rebuilds
+    the model in a process that never registered the name."""
+    if not m.builtin_prior and ":" not in m.prior:
+        path = import_path_of(resolve_prior(m.prior))
+        if path is not None:
+            m = attrs.evolve(m, prior=path)
+    if m.kernels is not None:
+        return attrs.evolve(m, kernels=tuple(resolve_kernel(k, X_train) for k in m.kernels))
+    return attrs.evolve(m, kernel=resolve_kernel(m.kernel, X_train))
+
+
+def n_latent(m: ModelSpec, n_classes: int) -> int:
+    """Latent functions the likelihood sees: C for the softmax, 1 otherwise."""
+    return n_classes if m.likelihood == "softmax" else 1
+
+
+def build_operator(m: ModelSpec, X_train, n_classes: int, base_dir: Path | None = None, tree: ClassTree | None = None,
+                   engine: Engine | None = None, *, learn_sigma2: bool = False):
+    """The prior's operator; with ``kernels`` the Sum K_θ = Σ θ_m K_m of variance-1 components.
+    ``learn_sigma2``: the intercept variance σ² is among the operator's hyperparameters."""
+    C = n_latent(m, n_classes)
+    if m.kernels is None:
+        prior = build_prior(m, X_train, base_dir, tree=tree, engine=engine)
+        return prior_operator(_learning_sigma2(prior, m) if learn_sigma2 else prior, m, X_train, C)
+    rep = build_representation(m, engine)
+    ops = [
+        BlockDiagonal.from_sharing(X_train, build_kernel(k, X_train, base_dir, key), C, "tied", 1.0, rep)
+        for key, k in model_kernels(m)
+    ]
+    return Sum(ops, m.weights if m.weights is not None else np.ones(len(ops)))
+
+
+def representation_choices(op) -> list[dict]:
+    """What each kernel matrix of ``op`` is held as and why (:class:`RepresentationChoice` dicts),
+    walking wrappers (``inner``) and sums (``ops``) down to the block-diagonal operators."""
+    found, stack = [], [op]
+    while stack:
+        o = stack.pop()
+        stack.extend(reversed(getattr(o, "ops", ())))
+        if getattr(o, "inner", None) is not None:
+            stack.append(o.inner)
+        for rep in getattr(o, "_rep_list", ()):
+            if rep.choice is not None:
+                found.append(rep.choice.as_dict() | {"nbytes": int(rep.nbytes)})
+    return found
+
+
+def build_binary_operator(spec: Spec, X_train, base_dir: Path | None = None, engine: Engine | None = None):
+    """The operator of every binary task of `objective.type: one_vs_rest` (two classes: c and the
+    rest) at the spec's hyperparameters; σ² among them when CV learns it (`objective.cv.learn_sigma2`)."""
+    prior = build_prior(spec.model, X_train, base_dir, engine=engine)
+    if spec.objective.learn and spec.objective.cv.learn_sigma2:
+        prior = _learning_sigma2(prior, spec.model)
+    return prior_operator(prior, spec.model, X_train, 2)
+
+
+def _learning_sigma2(prior, m: ModelSpec):
+    """``prior`` with σ² among its hyperparameters (``objective.cv.learn_sigma2``); SpecError for a prior
+    without that setting."""
+    if not getattr(prior, "can_learn_sigma2", False):  # optional in the prior protocol
+        raise SpecError(
+            f"prior {m.prior!r} has no `learn_sigma2` setting; learn σ² inside the prior "
+            "(e.g. Intercept(op, σ², learn=True)) and drop this key",
+            "objective.cv.learn_sigma2",
+        )
+    return prior.learning_sigma2()
+
+
+def build_likelihood(m: ModelSpec):
+    if m.likelihood == "softmax":
+        return Softmax(kappa=m.kappa)
+    if m.likelihood == "logistic":
+        return Logistic()
+    if m.likelihood == "hinge":
+        return SmoothedHinge(eps=m.hinge_eps)
+    if m.likelihood == "gaussian":
+        return Gaussian(noise=m.noise)
+    if m.likelihood == "laplace":
+        return Laplace(scale=m.scale)
+    return StudentT(df=m.df, scale=m.scale, learn_df=m.learn_df)
+
+
+def build_newton_options(o: ObjectiveSpec) -> NewtonOptions:
+    """The MAP fit's ``NewtonOptions`` from ``objective.newton``."""
+    return o.newton.options()
+
+
+def build_learn_options(o: ObjectiveSpec) -> LearnOptions:
+    """LearnOptions from the objective section: one Ψ evaluation from ``o.cv`` (its refits from
+    ``o.cv.newton``), the outer optimiser from ``o.cv.outer``, the final fit from ``o.newton``; the
+    inner solver of both is ``o.solver``."""
+    c = o.cv
+    cv = c.options(CVOptions, solver=o.solver)
+    return LearnOptions(cv=cv, outer=c.outer.options(), final=build_newton_options(o), final_solver=o.solver,
+                        lower=c.lower, upper=c.upper, inner_tolerances=c.inner_tolerances)
+
+
+def cv_partition(spec: Spec, y) -> list[np.ndarray]:
+    """The fixed, seeded, stratified q-partition of the training set (``objective.cv.folds``)."""
+    c = spec.objective.cv
+    return kfold_partition(len(y), c.folds, spec.seed if c.partition_seed is None else c.partition_seed, y=y)
