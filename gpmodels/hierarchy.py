@@ -95,34 +95,34 @@ class ClassTree:
         self.children: tuple[tuple[int, ...], ...] = tuple(tuple([index[w] for w in children[v]]) if v in children
                                                            else () for v in order)
         self.root_children = tuple(index[w] for w in children[root])
-        leaf_nodes = [p for p, ch in enumerate(self.children) if not ch]
-        if classes is None:
-            self.leaves = np.array(leaf_nodes, dtype=np.intp)
-        else:
-            classes = [str(c) for c in classes]
-            unknown = [c for c in classes if c not in self._index]
-            if unknown:
-                raise HierarchyError(
-                    f"class {unknown[0]!r} is not a node of the hierarchy ({len(unknown)} such classes)"
-                )
-            inner = [c for c in classes if self.children[self._index[c]]]
-            if inner:
-                raise HierarchyError(
-                    f"class {inner[0]!r} is not a leaf of the hierarchy (it has children); classes must be leaves"
-                )
-            if len(set(classes)) != len(classes):
-                raise HierarchyError("the class list repeats a name")
-            missing = [self.nodes[p] for p in leaf_nodes if self.nodes[p] not in set(classes)]
-            if missing:
-                raise HierarchyError(
-                    f"leaf {missing[0]!r} is not among the classes ({len(missing)} such leaves); "
-                    "every leaf must be a class"
-                )
-            self.leaves = np.array([self._index[c] for c in classes], dtype=np.intp)
+        self.leaves = self._leaves_for(classes)
         self._leaf_of_node = np.full(len(order), -1, dtype=np.intp)
         self._leaf_of_node[self.leaves] = np.arange(self.leaves.size)
         self._level_cache = None  # built on first use by the level-wise walks (:attr:`levels`)
         self._path_classes: dict | None = None  # label path -> class, for trees built by from_paths
+
+    def _leaves_for(self, classes: Sequence[str] | None) -> np.ndarray:
+        """Node indices of the classes: every leaf in tree order, or ``classes`` checked to be exactly the leaves."""
+        leaf_nodes = [p for p, ch in enumerate(self.children) if not ch]
+        if classes is None:
+            return np.array(leaf_nodes, dtype=np.intp)
+        classes = [str(c) for c in classes]
+        unknown = [c for c in classes if c not in self._index]
+        if unknown:
+            raise HierarchyError(f"class {unknown[0]!r} is not a node of the hierarchy ({len(unknown)} such classes)")
+        inner = [c for c in classes if self.children[self._index[c]]]
+        if inner:
+            raise HierarchyError(
+                f"class {inner[0]!r} is not a leaf of the hierarchy (it has children); classes must be leaves"
+            )
+        if len(set(classes)) != len(classes):
+            raise HierarchyError("the class list repeats a name")
+        missing = [self.nodes[p] for p in leaf_nodes if self.nodes[p] not in set(classes)]
+        if missing:
+            raise HierarchyError(
+                f"leaf {missing[0]!r} is not among the classes ({len(missing)} such leaves); every leaf must be a class"
+            )
+        return np.array([self._index[c] for c in classes], dtype=np.intp)
 
     # ------------------------------------------------------------------ constructors
     @classmethod

@@ -24,6 +24,7 @@ from gpmodels.errors import InputError
 from gpmodels.hierarchy import ClassTree
 from gpmodels.inference.map.newton_cg import NewtonOptions
 from gpmodels.kernels import RBF
+from gpmodels.kernels.device.backend import numpy_backend
 from gpmodels.validation import (
     AnyOf,
     ArrayOf,
@@ -214,7 +215,8 @@ EXTRA = {"gpmodels.optimize.checkpoint.Checkpointing", "gpmodels.kernels.rbf.RBF
 #: values for fields without a default, so that a class can be built with one field changed.
 REQUIRED = {"Checkpointing": {"path": "checkpoint.npz"}, "RBF": {"w": 1.0}, "ARD": {"w": [1.0, 2.0]},
             "IndependentGP": {"kernel": RBF(1.0)}, "CoupledPrior": {"kernel": RBF(1.0)},
-            "ANOVAPrior": {"kernel": RBF(1.0), "tree": ClassTree([("r", "a"), ("r", "b")])}}
+            "ANOVAPrior": {"kernel": RBF(1.0), "tree": ClassTree([("r", "a"), ("r", "b")])},
+            "DeviceRepresentationConfig": {"backend": numpy_backend()}}
 
 #: classes the walk must find (it would otherwise pass on an empty list).
 EXPECTED = {"NewtonOptions", "CVOptions", "OuterOptions", "LearnOptions", "Checkpointing", "EMOptions",

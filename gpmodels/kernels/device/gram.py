@@ -36,7 +36,7 @@ from gpmodels.kernels.device.backend import ArrayBackend
 from gpmodels.kernels.memory_budget import GIB, SAFETY_FRACTION, RepresentationChoice
 from gpmodels.kernels.mixed_precision import STORAGE_DTYPES, block_rows
 from gpmodels.kernels.representations import CrossRepresentation, Representation, RepresentationBuilder
-from gpmodels.validation import one_of, optional, positive_number
+from gpmodels.validation import instance_of, one_of, optional, positive_number
 
 __all__ = ["DeviceMatrixCross", "DeviceTileCross", "DeviceStoredGram", "DeviceRecomputedGram",
            "DeviceRepresentationConfig", "DEVICE_KINDS", "choose_device_representation", "device_form"]
@@ -378,7 +378,7 @@ class DeviceRepresentationConfig(RepresentationBuilder):
     that fits).  ``memory_mb`` bounds one tile (building M, recomputed products, gradients).
     """
 
-    backend: ArrayBackend
+    backend: ArrayBackend = attrs.field(validator=instance_of(ArrayBackend, what="an array backend"))
     kind: str = attrs.field(default="auto", validator=one_of(DEVICE_KINDS))
     dtype: str | None = attrs.field(default=None, validator=optional(one_of(STORAGE_DTYPES)))
     memory_mb: float = attrs.field(default=256.0, validator=positive_number())
