@@ -38,7 +38,7 @@ from gpmodels.kernels.sklearn_adapter import KERNEL_OBJECTS, as_kernel
 from gpmodels.operators.anova import ANOVA
 from gpmodels.operators.base import Operator
 from gpmodels.operators.blockdiag import BlockDiagonal
-from gpmodels.operators.intercept import Intercept
+from gpmodels.priors.intercept import InterceptPolicy
 from gpmodels.validation import (
     any_of,
     boolean,
@@ -71,7 +71,7 @@ def group_labels(tree: ClassTree, mode: str) -> list[str]:
 
 
 @attrs.frozen
-class ANOVAPrior:
+class ANOVAPrior(InterceptPolicy):
     """ANOVA prior over a class tree; see the module docstring.  Default sharing: per level (H1).
 
     ``variance``: one value for every group, or one per variance group (in group order: levels
@@ -89,13 +89,6 @@ class ANOVAPrior:
     representation: RepresentationBuilder = attrs.field(
         factory=RepresentationConfig, validator=instance_of(RepresentationBuilder, what="a RepresentationConfig"))
     learn_sigma2: bool = attrs.field(default=False, validator=boolean())
-
-    #: the intercept variance σ² can be learned with the other hyperparameters (:meth:`learning_sigma2`)
-    can_learn_sigma2 = True
-
-    def learning_sigma2(self):
-        """This prior with σ² among its learned hyperparameters."""
-        return attrs.evolve(self, learn_sigma2=True)
 
     @property
     def variance_groups(self) -> np.ndarray:
@@ -134,11 +127,7 @@ class ANOVAPrior:
                  for l, k in enumerate(inner.kernels) for name in k.param_names]
         names += [f"log_variance[{lab}]" if n_var > 1 else "log_variance" for lab in vlabels]
         op = ANOVA(inner, tree, names)
-        if self.sigma2 == 0:
-            if self.learn_sigma2:
-                raise InputError("learn_sigma2 needs sigma2 > 0 to start from")
-            return op
-        return Intercept(op, self.sigma2, learn=self.learn_sigma2)
+        return self.with_intercept(op)
 
 
 #: model.sharing -> (node variance sharing, node kernel sharing) of the spec's ANOVA prior (None: follow)

@@ -36,7 +36,7 @@ from gpmodels.kernels.sklearn_adapter import KERNEL_OBJECTS, as_kernel
 from gpmodels.operators.base import Operator
 from gpmodels.operators.blockdiag import SHARING_MODES, BlockDiagonal
 from gpmodels.operators.coupled import Coupled
-from gpmodels.operators.intercept import Intercept
+from gpmodels.priors.intercept import InterceptPolicy
 from gpmodels.validation import (
     any_of,
     array_of,
@@ -103,7 +103,7 @@ def coupling_init(n_classes: int, n_factors: int | None = None, init: str = "aut
 
 
 @attrs.frozen
-class CoupledPrior:
+class CoupledPrior(InterceptPolicy):
     """u_i = B f_i + b with p independent latent processes f (Seeger 2008, Sec. 7.4.1).
 
     ``n_factors``: p (None: p = C, square coupling).  ``B``: an explicit (C, p) matrix; else
@@ -127,12 +127,6 @@ class CoupledPrior:
         factory=RepresentationConfig, validator=instance_of(RepresentationBuilder, what="a RepresentationConfig"))
     learn_sigma2: bool = attrs.field(default=False, validator=boolean())
 
-    #: the intercept variance σ² can be learned with the other hyperparameters (:meth:`learning_sigma2`)
-    can_learn_sigma2 = True
-
-    def learning_sigma2(self):
-        """This prior with σ² among its learned hyperparameters."""
-        return attrs.evolve(self, learn_sigma2=True)
     learn_B: bool = attrs.field(default=True, validator=boolean())
     seed: int = attrs.field(default=0, validator=nonnegative_int())  # of the `random` initialisation
     class_names: Sequence[str] | None = attrs.field(default=None, validator=optional(sequence_of(instance_of(str))))
@@ -155,11 +149,7 @@ class CoupledPrior:
         if names is None and self.tree is not None:
             names = self.tree.classes
         op = Coupled(inner, B, learn=self.learn_B, class_names=names)
-        if self.sigma2 == 0:
-            if self.learn_sigma2:
-                raise InputError("learn_sigma2 needs sigma2 > 0 to start from")
-            return op
-        return Intercept(op, self.sigma2, learn=self.learn_sigma2)
+        return self.with_intercept(op)
 
 
 def build_coupled(ctx) -> CoupledPrior:

@@ -19,7 +19,7 @@ from gpmodels.kernels.representations import RepresentationBuilder, Representati
 from gpmodels.kernels.sklearn_adapter import KERNEL_OBJECTS, as_kernel
 from gpmodels.operators.base import Operator
 from gpmodels.operators.blockdiag import SHARING_MODES, BlockDiagonal
-from gpmodels.operators.intercept import Intercept
+from gpmodels.priors.intercept import InterceptPolicy
 from gpmodels.validation import (
     any_of,
     boolean,
@@ -39,7 +39,7 @@ _GROUPS = sequence_of(sequence_of(nonnegative_int()))
 
 
 @attrs.frozen
-class IndependentGP:
+class IndependentGP(InterceptPolicy):
     """Independent GPs u_c = f_c + b_c with K^(c) = v_c M^(l_c), intercept variance σ².
 
     ``sharing``: ``tied`` | ``semi`` | ``separate``, or None with ``kernel_groups`` and
@@ -57,13 +57,6 @@ class IndependentGP:
     representation: RepresentationBuilder = attrs.field(
         factory=RepresentationConfig, validator=instance_of(RepresentationBuilder, what="a RepresentationConfig"))
     learn_sigma2: bool = attrs.field(default=False, validator=boolean())
-
-    #: the intercept variance σ² can be learned with the other hyperparameters (:meth:`learning_sigma2`)
-    can_learn_sigma2 = True
-
-    def learning_sigma2(self):
-        """This prior with σ² among its learned hyperparameters."""
-        return attrs.evolve(self, learn_sigma2=True)
 
     @property
     def class_names(self) -> None:
@@ -94,11 +87,7 @@ class IndependentGP:
                 raise InputError(f"the groups cover {inner.n_classes} classes but the data have {n_classes}")
         if self.sigma2 < 0:
             raise InputError(f"sigma2 (intercept variance) must be >= 0; got {self.sigma2}")
-        if self.sigma2 == 0:
-            if self.learn_sigma2:
-                raise InputError("learn_sigma2 needs sigma2 > 0 to start from")
-            return inner
-        return Intercept(inner, self.sigma2, learn=self.learn_sigma2)
+        return self.with_intercept(inner)
 
 
 def build_independent(ctx) -> IndependentGP:
