@@ -23,9 +23,6 @@ from gpmodels.estimators._common import check_fitted
 from gpmodels.hierarchy import ClassTree
 from gpmodels.inference.map.model import MAPModel
 from gpmodels.inference.map.newton_cg import NewtonDiagnostics, NewtonResult
-from gpmodels.kernels.linear import Linear, Polynomial
-from gpmodels.kernels.rbf import ARD, RBF
-from gpmodels.likelihoods.softmax import Softmax
 from gpmodels.persistence import SPEC_FILE, MAPPredictor, load_arrays, save_map_model, unpack_inputs
 from gpmodels.priors.anova import SPEC_SHARING, ANOVAPrior
 from gpmodels.priors.independent import IndependentGP
@@ -39,17 +36,11 @@ _REPRESENTATION_KEYS = ("kind", "memory_mb", "memory_gb", "dtype", "allow_lowran
 
 
 def _kernel_section(kernel) -> dict:
-    if isinstance(kernel, RBF):
-        return {"type": "rbf", "w": float(kernel.w)}
-    if isinstance(kernel, ARD):
-        return {"type": "ard", "w": [float(v) for v in kernel.w]}
-    if isinstance(kernel, Linear):
-        return {"type": "linear"}
-    if isinstance(kernel, Polynomial):
-        return {"type": "polynomial", "degree": int(kernel.degree), "scale": float(kernel.scale),
-                "offset": float(kernel.offset)}
-    raise InputError(f"a model folder names its kernel in the spec language (rbf, ard, linear, polynomial); "
-                     f"{kernel!r} has no spec name: pickle the estimator instead")
+    section = kernel.spec_section()
+    if section is None:
+        raise InputError(f"a model folder names its kernel in the spec language (rbf, ard, linear, polynomial); "
+                         f"{kernel!r} has no spec name: pickle the estimator instead")
+    return section
 
 
 def _variance(value):
@@ -59,7 +50,7 @@ def _variance(value):
 def model_section(prior, likelihood) -> tuple[dict, object]:
     """(the spec's ``model`` section, the class tree or None) of a prior and likelihood, or an InputError
     naming what a model folder cannot express."""
-    if not isinstance(likelihood, Softmax):
+    if likelihood.spec_name != "softmax":
         raise InputError(f"a GPClassifier model folder holds a softmax model; the likelihood is {likelihood!r}")
     if getattr(prior, "learn_sigma2", False):
         raise InputError("a model folder's spec has no learned intercept variance (learn_sigma2); pickle the "
@@ -128,7 +119,7 @@ def load_classifier(path, *, allow_import=()):
         raise InputError(f"{path} holds a {type(predictor).__name__[:-len('Predictor')]} model; a GPClassifier "
                          "loads the folder of a MAP model (objective map, cv, laplace)")
     op, lik, alpha = predictor.operator, predictor.likelihood, predictor.alpha
-    if predictor.positive_class is not None or not isinstance(lik, Softmax):
+    if predictor.positive_class is not None or lik.spec_name != "softmax":
         raise InputError(f"{path} holds a binary or non-softmax model; a GPClassifier loads multi-class softmax "
                          "models")
     arrays = load_arrays(path)[1]

@@ -87,6 +87,11 @@ class Kernel(Parameterised):
     #: whether M = X X^T (the linear kernel): it can be applied as X (X^T B) without forming M
     is_linear: bool = False
 
+    def spec_section(self) -> dict | None:
+        """This kernel as a spec's ``model.kernel`` section (what a model folder's spec records), or None
+        where the spec language has no name for it."""
+        return None
+
     @property
     def has_sq_dist_form(self) -> bool:
         """Whether M is a function of the squared distances D_ab = ||x_a - x_b||^2 alone (isotropic

@@ -27,6 +27,9 @@ class Linear(ParameterFreeKernel):
 
     is_linear = True
 
+    def spec_section(self) -> dict:
+        return {"type": "linear"}
+
     def gram(self, X1, X2) -> np.ndarray:
         return cross_product(X1, X2)
 
@@ -47,6 +50,10 @@ class Polynomial(Kernel):
     degree: int = attrs.field(default=2, converter=to_int, validator=positive_int())
     scale: float = attrs.field(default=1.0, converter=to_float, validator=positive_number())
     offset: float = attrs.field(default=1.0, converter=to_float, validator=nonnegative_number())
+
+    def spec_section(self) -> dict:
+        return {"type": "polynomial", "degree": int(self.degree), "scale": float(self.scale),
+                "offset": float(self.offset)}
 
     @property
     def params(self) -> np.ndarray:

@@ -47,6 +47,9 @@ class RBF(Kernel):
 
     w: float = attrs.field(converter=to_float, validator=positive_number())
 
+    def spec_section(self) -> dict:
+        return {"type": "rbf", "w": float(self.w)}
+
     @property
     def params(self) -> np.ndarray:
         return np.array([np.log(self.w)])
@@ -97,6 +100,9 @@ class ARD(Kernel):
     """Gaussian shape with one inverse squared length-scale per input dimension, w_j > 0."""
 
     w: np.ndarray = attrs.field(converter=to_float_array, validator=array_of(positive_number()))
+
+    def spec_section(self) -> dict:
+        return {"type": "ard", "w": [float(v) for v in self.w]}
 
     @property
     def params(self) -> np.ndarray:

@@ -140,6 +140,8 @@ class Likelihood(ParameterFree, Parameterised):
     has_super_gaussian: bool = False
     #: whether the likelihood is Gaussian in u (the posterior is Gaussian: the closed-form marginal likelihood)
     conjugate: bool = False
+    #: the likelihood's name in the spec language (``model.likelihood``); None where a spec cannot name it
+    spec_name: str | None = None
 
     @abc.abstractmethod
     def value(self, U: np.ndarray, Y: np.ndarray) -> float:

@@ -56,6 +56,7 @@ class Softmax(Likelihood):
     log_concave = True
     hessian_form = "multinomial"
     target_encoding = "distribution"
+    spec_name = "softmax"
 
     def value(self, U, Y) -> float:
         lse = _logsumexp_rows(U)[:, 0]

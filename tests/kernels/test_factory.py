@@ -34,3 +34,18 @@ def test_one_error_shape(call, message):
     with pytest.raises(InputError) as info:
         call()
     assert message in str(info.value)
+
+
+@pytest.mark.parametrize("kernel", [RBF(0.5), ARD([1.0, 2.0]), Linear(), Polynomial(3, 2.0, 0.5)], ids=repr)
+def test_a_kernel_s_spec_section_rebuilds_it(kernel):
+    section = dict(kernel.spec_section())
+    rebuilt = make_kernel(section.pop("type"), **section)
+    assert type(rebuilt) is type(kernel)
+    np.testing.assert_array_equal(rebuilt.params, kernel.params)
+    assert rebuilt.spec_section() == kernel.spec_section()
+
+
+def test_a_kernel_without_a_spec_name_says_so():
+    from gpmodels.kernels.composite import KernelSum
+
+    assert KernelSum((RBF(1.0), Linear())).spec_section() is None
