@@ -19,7 +19,10 @@ them stands for a :class:`~gpmodels.kernels.constant.Constant`.
 
 from __future__ import annotations
 
+import abc
+import functools
 import numbers
+import operator
 
 import attrs
 import numpy as np
@@ -102,6 +105,26 @@ class _Composite(Kernel):
     def has_sq_dist_form(self) -> bool:
         return all(t.has_sq_dist_form for t in self.terms)
 
+    @staticmethod
+    @abc.abstractmethod
+    def _COMBINE(a, b):
+        """How two terms' values combine: ``operator.add`` (sum) or ``operator.mul`` (product)."""
+
+    def _fold(self, values):
+        """The terms' values combined by the subclass's ``_COMBINE`` (+ or elementwise *), left to right."""
+        return functools.reduce(self._COMBINE, values)
+
+    def gram(self, X1, X2):
+        return self._fold(t.gram(X1, X2) for t in self.terms)
+
+    def gram_from_sq_dists(self, D):
+        if not self.has_sq_dist_form:
+            return None
+        return self._fold(t.gram_from_sq_dists(D) for t in self.terms)
+
+    def diag(self, X):
+        return self._fold(t.diag(X) for t in self.terms)
+
     def check_inputs(self, X) -> None:
         for t in self.terms:
             t.check_inputs(X)
@@ -118,23 +141,8 @@ class KernelSum(_Composite):
     """M = Σ_t M_t over ``terms`` (module docstring)."""
 
     _SYMBOL = "+"
+    _COMBINE = operator.add
 
-    def gram(self, X1, X2):
-        out = self.terms[0].gram(X1, X2)
-        for t in self.terms[1:]:
-            out = out + t.gram(X1, X2)
-        return out
-
-    def gram_from_sq_dists(self, D):
-        if not self.has_sq_dist_form:
-            return None
-        out = self.terms[0].gram_from_sq_dists(D)
-        for t in self.terms[1:]:
-            out = out + t.gram_from_sq_dists(D)
-        return out
-
-    def diag(self, X):
-        return sum(t.diag(X) for t in self.terms)
 
     def grad_contract(self, X1, X2, G, gram=None):
         one = gram if len(self.terms) == 1 else None
@@ -171,26 +179,8 @@ class KernelProduct(_Composite):
     """M = Π_t M_t over ``terms`` (module docstring)."""
 
     _SYMBOL = "*"
+    _COMBINE = operator.mul
 
-    def gram(self, X1, X2):
-        out = self.terms[0].gram(X1, X2)
-        for t in self.terms[1:]:
-            out = out * t.gram(X1, X2)
-        return out
-
-    def gram_from_sq_dists(self, D):
-        if not self.has_sq_dist_form:
-            return None
-        out = self.terms[0].gram_from_sq_dists(D)
-        for t in self.terms[1:]:
-            out = out * t.gram_from_sq_dists(D)
-        return out
-
-    def diag(self, X):
-        out = self.terms[0].diag(X)
-        for t in self.terms[1:]:
-            out = out * t.diag(X)
-        return out
 
     @staticmethod
     def _contract(terms, grams, G, contract) -> np.ndarray:
