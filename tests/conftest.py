@@ -55,3 +55,13 @@ def assert_estimator_checks_pass(estimator, allowed_skips, **kwargs):
     assert skipped <= set(allowed_skips), skipped - set(allowed_skips)
     assert len(results) > 40
     return results
+
+
+def three_model_study(tmp_path) -> dict:
+    """A study spec (plain data) of three RBF models differing in their variance, on toy data saved in tmp_path."""
+    X, y = toy_classification(40, 3, d=4, seed=0)
+    np.savez(tmp_path / "train.npz", X=X[:30], y=y[:30] + 1)
+    np.savez(tmp_path / "test.npz", X=X[30:], y=y[30:] + 1)
+    return {"name": "s", "data": {"path": str(tmp_path / "train.npz"), "test_path": str(tmp_path / "test.npz")},
+            "models": [{"name": f"v{v}", "model": {"kernel": {"type": "rbf", "w": 0.3}, "variance": v}}
+                       for v in (1.0, 5.0, 20.0)]}

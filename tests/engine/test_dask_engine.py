@@ -9,7 +9,7 @@ import types
 import numpy as np
 import pytest
 import yaml
-from conftest import toy_classification
+from conftest import three_model_study, toy_classification
 from oracles import block_diagonal_cross, block_diagonal_dense, naive_gram
 
 pytest.importorskip("distributed")
@@ -222,12 +222,7 @@ def test_folds_and_one_vs_rest_tasks_equal_the_sequential_loop(tasks):
 def test_study_rows_as_tasks(tmp_path):
     from gpmodels.driver.study import StudySpec, run_study
 
-    X, y = toy_classification(40, 3, d=4, seed=0)
-    np.savez(tmp_path / "train.npz", X=X[:30], y=y[:30] + 1)
-    np.savez(tmp_path / "test.npz", X=X[30:], y=y[30:] + 1)
-    d = {"name": "s", "data": {"path": str(tmp_path / "train.npz"), "test_path": str(tmp_path / "test.npz")},
-         "models": [{"name": f"v{v}", "model": {"kernel": {"type": "rbf", "w": 0.3}, "variance": v}}
-                    for v in (1.0, 5.0, 20.0)]}
+    d = three_model_study(tmp_path)
     local = run_study(StudySpec.from_dict(d), out=tmp_path / "local", quiet=True)
     d["engine"] = {"type": "dask", "processes": False, "distribute": "tasks"}
     with pytest.raises(SpecError, match="engine.processes"):  # runs in one process share plots and log

@@ -8,7 +8,7 @@ import time
 
 import numpy as np
 import pytest
-from conftest import toy_classification
+from conftest import three_model_study, toy_classification
 
 from gpmodels.data.splits import kfold_partition
 from gpmodels.engine import AutoEngine, EngineConfig, LocalEngine, ProcessEngine, Workload, open_engine, plan_workers
@@ -235,12 +235,7 @@ def test_n_jobs_as_an_engine():
 def test_study_rows_on_worker_processes_equal_the_rows_one_after_the_other(tmp_path):
     from gpmodels.driver.study import StudySpec, run_study
 
-    X, y = toy_classification(40, 3, d=4, seed=0)
-    np.savez(tmp_path / "train.npz", X=X[:30], y=y[:30] + 1)
-    np.savez(tmp_path / "test.npz", X=X[30:], y=y[30:] + 1)
-    d = {"name": "s", "data": {"path": str(tmp_path / "train.npz"), "test_path": str(tmp_path / "test.npz")},
-         "models": [{"name": f"v{v}", "model": {"kernel": {"type": "rbf", "w": 0.3}, "variance": v}}
-                    for v in (1.0, 5.0, 20.0)]}
+    d = three_model_study(tmp_path)
     local = run_study(StudySpec.from_dict(d), out=tmp_path / "local", quiet=True)
     d["engine"] = {"type": "processes", "n_workers": 2}
     study = StudySpec.from_dict(d)
