@@ -62,7 +62,8 @@ from gpmodels.driver.build import (  # noqa: E402
 )
 from gpmodels.driver.loader import load_spec  # noqa: E402
 from gpmodels.inference.cv.criterion import cv_criterion  # noqa: E402
-from gpmodels.kernels import representations as R  # noqa: E402
+from gpmodels.kernels.blocked_gram import GramCross  # noqa: E402
+from gpmodels.kernels.stored_gram import MatrixCross, StoredGram  # noqa: E402
 
 SPEC = Path(__file__).resolve().parent.parent / "specs" / "satimage-cv.yaml"
 
@@ -74,7 +75,7 @@ def new_meter() -> dict:
 def _read_bytes(rep, B, transpose=False) -> float:
     """Kernel bytes one call reads (the model of the module docstring)."""
     M = rep.M
-    if isinstance(rep, R.StoredGram) and not transpose and rep.reads_one_triangle(B.shape[1]):
+    if isinstance(rep, StoredGram) and not transpose and rep.reads_one_triangle(B.shape[1]):
         n = M.shape[0]
         return M.nbytes * (n + 1) / (2 * n)  # symv / compiled float32 product: one triangle
     return float(M.nbytes)
@@ -104,10 +105,10 @@ def metered(meter: dict):
         saved.append((cls, name, orig))
         setattr(cls, name, call)
 
-    wrap(R.StoredGram, "mvm", False, True)
-    wrap(R.MatrixCross, "mvm", False, True)
-    wrap(R.MatrixCross, "rmvm", True, True)
-    wrap(R.GramCross, "mvm", False, False)
+    wrap(StoredGram, "mvm", False, True)
+    wrap(MatrixCross, "mvm", False, True)
+    wrap(MatrixCross, "rmvm", True, True)
+    wrap(GramCross, "mvm", False, False)
     try:
         yield meter
     finally:

@@ -23,9 +23,10 @@ import scipy.sparse as sp
 
 from gpmodels.data.datasets import find_data_root
 from gpmodels.errors import DataError
+from gpmodels.kernels.feature_gram import FeatureGram
 from gpmodels.kernels.linear import Linear
 from gpmodels.kernels.rbf import RBF
-from gpmodels.kernels.representations import FeatureGram, RepresentationConfig
+from gpmodels.kernels.representations import RepresentationConfig
 from gpmodels.operators.blockdiag import BlockDiagonal
 
 

@@ -14,11 +14,12 @@ from oracles import block_diagonal_cross, block_diagonal_dense, naive_gram, nyst
 from gpmodels.kernels.composite import KernelProduct, KernelSum
 from gpmodels.kernels.constant import Constant
 from gpmodels.kernels.linear import Linear, Polynomial
+from gpmodels.kernels.lowrank_gram import LowRankGram
 from gpmodels.kernels.matern import Matern, MaternARD
 from gpmodels.kernels.precomputed import Precomputed, index_inputs
 from gpmodels.kernels.rational_quadratic import RationalQuadratic
 from gpmodels.kernels.rbf import ARD, RBF
-from gpmodels.kernels.representations import LowRankGram, RepresentationConfig
+from gpmodels.kernels.representations import RepresentationConfig
 from gpmodels.operators.blockdiag import BlockDiagonal
 from gpmodels.operators.intercept import Intercept
 from gpmodels.operators.sum import Sum

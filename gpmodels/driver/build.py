@@ -33,12 +33,13 @@ from gpmodels.driver.sections.spec import Spec
 from gpmodels.engine.base import Engine, EngineConfig
 from gpmodels.errors import DataError, HierarchyError, InputError, NumericalError, SpecError, at
 from gpmodels.hierarchy import ClassTree
-from gpmodels.inference.cv.criterion import CVOptions
 from gpmodels.inference.cv.learn import LearnOptions
+from gpmodels.inference.cv.options import CVOptions
 from gpmodels.inference.map.newton_cg import NewtonOptions
 from gpmodels.kernels.base import Kernel
 from gpmodels.kernels.factory import KERNEL_PARAMS, STATIONARY_KERNELS, make_kernel
-from gpmodels.kernels.representations import RepresentationBuilder, RepresentationConfig
+from gpmodels.kernels.representation_base import RepresentationBuilder
+from gpmodels.kernels.representations import RepresentationConfig
 from gpmodels.likelihoods.gaussian import Gaussian
 from gpmodels.likelihoods.hinge import SmoothedHinge
 from gpmodels.likelihoods.logistic import Logistic

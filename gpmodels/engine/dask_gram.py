@@ -6,7 +6,7 @@ it builds a :class:`DaskGram` for every exact full kernel matrix of a
 :class:`~gpmodels.kernels.representations.RepresentationConfig` and leaves the others (features,
 low rank) to the configuration.  The kernels package knows nothing of engines.
 
-:class:`DaskGram` implements the :class:`~gpmodels.kernels.representations.Representation`
+:class:`DaskGram` implements the :class:`~gpmodels.kernels.representation_base.Representation`
 protocol for M = (M(x_a, x_b)) over the n training points:
 
 - X is scattered once to every worker; row block b of M, M_b = M(X_b, X) of shape (|b|, n), is
@@ -37,15 +37,10 @@ import numpy as np
 from gpmodels.engine.dask import DaskEngine, engine_failures
 from gpmodels.errors import EngineError, InputError
 from gpmodels.kernels.base import Kernel
+from gpmodels.kernels.blocked_gram import GramCross
 from gpmodels.kernels.memory_budget import RepresentationChoice
-from gpmodels.kernels.representations import (
-    LOG,
-    CrossRepresentation,
-    GramCross,
-    Representation,
-    RepresentationBuilder,
-    RepresentationConfig,
-)
+from gpmodels.kernels.representation_base import CrossRepresentation, Representation, RepresentationBuilder
+from gpmodels.kernels.representations import LOG, RepresentationConfig
 from gpmodels.validation import instance_of, optional, positive_int
 
 __all__ = ["DaskGram", "DaskCross", "DaskRepresentation", "row_blocks"]

@@ -1,8 +1,9 @@
 """Algorithms over the operator and likelihood protocols."""
 
-from gpmodels.inference.cv.criterion import CVOptions, cv_criterion
+from gpmodels.inference.cv.criterion import cv_criterion
 from gpmodels.inference.cv.learn import LearnOptions, fit_learned, learn_hyperparameters
 from gpmodels.inference.cv.one_vs_rest import fit_one_vs_rest, learn_one_vs_rest
+from gpmodels.inference.cv.options import CVOptions
 from gpmodels.inference.map.em import EMOptions, fit_em
 from gpmodels.inference.map.exact_newton import ExactNewton, exact_newton
 from gpmodels.inference.map.model import MAPModel, fit_map

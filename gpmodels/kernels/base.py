@@ -97,7 +97,7 @@ class Kernel(Parameterised):
         """Whether M is a function of the squared distances D_ab = ||x_a - x_b||^2 alone (isotropic
         stationary shapes, constants and their sums and products): then ``gram_from_sq_dists`` and
         ``grad_contract_from_sq_dists`` give M and its contraction from D, and a stored matrix keeps D
-        to rebuild M at new parameters (:class:`~gpmodels.kernels.representations.SqDistCache`).
+        to rebuild M at new parameters (:class:`~gpmodels.kernels.stored_gram.SqDistCache`).
         Default: whether the class defines ``gram_from_sq_dists``; compositions say it from their terms."""
         return type(self).gram_from_sq_dists is not Kernel.gram_from_sq_dists
 

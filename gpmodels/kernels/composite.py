@@ -10,7 +10,7 @@
 
 Both compositions keep every capability their terms share: sparse inputs, and the squared-distance form
 (``has_sq_dist_form``) that lets a stored matrix rebuild M and its contraction from cached distances
-(:class:`~gpmodels.kernels.representations.SqDistCache`).  Representations see one kernel: stored,
+(:class:`~gpmodels.kernels.stored_gram.SqDistCache`).  Representations see one kernel: stored,
 blocked, low-rank and distributed matrices, and the CV and Laplace gradients, need nothing more.
 
 ``k1 + k2`` and ``k1 * k2`` build them (nested sums and products are flattened); a positive number in

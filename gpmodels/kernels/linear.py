@@ -2,7 +2,7 @@
 
 Linear: M(x, x') = x^T x' (the variance v_c of K^(c) = v_c x^T x' belongs to the prior).  It has no
 shape parameters; on sparse X it is represented without forming X X^T (Seeger 2008, App. D.3),
-see :class:`gpmodels.kernels.representations.FeatureGram`.
+see :class:`gpmodels.kernels.feature_gram.FeatureGram`.
 
 Polynomial: M(x, x') = (γ x^T x' + c)^d with integer degree d >= 1 (fixed), γ > 0 and offset c > 0
 as log-space parameters (c = 0 is allowed and then fixed, not a parameter).

@@ -30,7 +30,8 @@ import numpy as np
 
 from gpmodels.errors import InputError
 from gpmodels.kernels.base import Kernel
-from gpmodels.kernels.representations import Representation, RepresentationBuilder, RepresentationConfig
+from gpmodels.kernels.representation_base import Representation, RepresentationBuilder
+from gpmodels.kernels.representations import RepresentationConfig
 from gpmodels.operators.base import CompositeBlock, KronTerm, Operator, concat_params
 from gpmodels.validation import check_features
 

@@ -33,7 +33,8 @@ import numpy as np
 from gpmodels.errors import HierarchyError, InputError
 from gpmodels.hierarchy import TREE_SHARING, ClassTree
 from gpmodels.kernels.base import Kernel
-from gpmodels.kernels.representations import RepresentationBuilder, RepresentationConfig
+from gpmodels.kernels.representation_base import RepresentationBuilder
+from gpmodels.kernels.representations import RepresentationConfig
 from gpmodels.kernels.sklearn_adapter import KERNEL_OBJECTS, as_kernel
 from gpmodels.operators.anova import ANOVA
 from gpmodels.operators.base import Operator

@@ -12,7 +12,7 @@ def test_metered_counts_the_bytes_each_stored_read_touches_and_restores_the_clas
     import cv_bandwidth as B
 
     from gpmodels.kernels import RBF
-    from gpmodels.kernels import representations as R
+    from gpmodels.kernels import stored_gram as R
 
     X = np.random.default_rng(0).normal(size=(50, 3))
     rep = R.StoredGram(X, RBF(w=0.5))

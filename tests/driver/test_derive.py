@@ -7,7 +7,7 @@ from gpmodels.driver.derive import Part, options_section
 from gpmodels.driver.schema import option, reference_markdown
 from gpmodels.driver.sections.objective import CVSpec, NewtonSpec, ObjectiveSpec
 from gpmodels.errors import InputError, SpecError
-from gpmodels.inference.cv.criterion import CVOptions
+from gpmodels.inference.cv.options import CVOptions
 from gpmodels.inference.map.newton_cg import NewtonOptions
 from gpmodels.validation import boolean, integer, number, one_of, optional, positive_number
 

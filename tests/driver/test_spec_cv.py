@@ -15,8 +15,8 @@ from gpmodels.driver.build import build_learn_options, cv_partition
 from gpmodels.driver.loader import load_spec, spec_from_dict
 from gpmodels.driver.run import RUNNERS
 from gpmodels.errors import SpecError
-from gpmodels.inference.cv.criterion import CVOptions
 from gpmodels.inference.cv.learn import LearnOptions
+from gpmodels.inference.cv.options import CVOptions
 
 
 def _spec(tmp_path, max_iter=4, **cv):

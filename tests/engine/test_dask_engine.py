@@ -21,7 +21,8 @@ from gpmodels.engine import EngineConfig, LocalEngine, open_engine  # noqa: E402
 from gpmodels.engine.auto import AutoEngine  # noqa: E402
 from gpmodels.engine.dask_gram import DaskGram  # noqa: E402
 from gpmodels.errors import EngineError, SpecError  # noqa: E402
-from gpmodels.inference.cv.criterion import CVOptions, cv_criterion  # noqa: E402
+from gpmodels.inference.cv.criterion import cv_criterion  # noqa: E402
+from gpmodels.inference.cv.options import CVOptions  # noqa: E402
 from gpmodels.inference.map.model import fit_map  # noqa: E402
 from gpmodels.inference.map.newton_cg import NewtonCG, NewtonOptions  # noqa: E402
 from gpmodels.inference.marginal.laplace import laplace_mlm  # noqa: E402

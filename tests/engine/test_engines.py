@@ -13,9 +13,10 @@ from conftest import three_model_study, toy_classification
 from gpmodels.data.splits import kfold_partition
 from gpmodels.engine import AutoEngine, EngineConfig, LocalEngine, ProcessEngine, Workload, open_engine, plan_workers
 from gpmodels.errors import EngineError, InputError, SpecError
-from gpmodels.inference.cv.criterion import CVOptions, cv_criterion
+from gpmodels.inference.cv.criterion import cv_criterion
 from gpmodels.inference.cv.learn import LearnOptions, fit_learned, learn_hyperparameters
 from gpmodels.inference.cv.one_vs_rest import fit_one_vs_rest, learn_one_vs_rest
+from gpmodels.inference.cv.options import CVOptions
 from gpmodels.inference.map.newton_cg import NewtonOptions
 from gpmodels.kernels.rbf import RBF
 from gpmodels.likelihoods.softmax import Softmax

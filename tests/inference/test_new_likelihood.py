@@ -11,7 +11,8 @@ those approximations.
 import numpy as np
 import pytest
 
-from gpmodels.inference.cv.criterion import CVOptions, cv_criterion
+from gpmodels.inference.cv.criterion import cv_criterion
+from gpmodels.inference.cv.options import CVOptions
 from gpmodels.inference.map.newton_cg import NewtonOptions
 from gpmodels.inference.marginal.laplace import LaplaceOptions, laplace_mlm
 from gpmodels.kernels.rbf import RBF

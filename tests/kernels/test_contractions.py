@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 from oracles import naive_gram
 
-import gpmodels.kernels.representations as reps
+import gpmodels.kernels.stored_gram as reps
 from gpmodels.kernels.rbf import RBF
-from gpmodels.kernels.representations import SqDistCache, StoredGram
+from gpmodels.kernels.stored_gram import SqDistCache, StoredGram
 from gpmodels.linalg.finite_differences import central_differences
 
 

@@ -16,12 +16,15 @@ from conftest import toy_classification
 
 from gpmodels.data.splits import kfold_partition
 from gpmodels.errors import DeviceError
-from gpmodels.inference.cv.criterion import CVOptions, cv_criterion
+from gpmodels.inference.cv.criterion import cv_criterion
+from gpmodels.inference.cv.options import CVOptions
 from gpmodels.inference.map.model import fit_map
 from gpmodels.inference.map.newton_cg import NewtonCG, NewtonOptions
+from gpmodels.kernels.blocked_gram import BlockedGram
 from gpmodels.kernels.linear import Linear
 from gpmodels.kernels.rbf import ARD, RBF
-from gpmodels.kernels.representations import BlockedGram, RepresentationConfig, StoredGram
+from gpmodels.kernels.representations import RepresentationConfig
+from gpmodels.kernels.stored_gram import StoredGram
 from gpmodels.likelihoods.softmax import Softmax
 from gpmodels.priors.independent import IndependentGP
 

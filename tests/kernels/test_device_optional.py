@@ -30,7 +30,8 @@ _WITHOUT_EXTRA = textwrap.dedent(r"""
     import numpy as np
     from gpmodels.errors import DeviceError
     from gpmodels.kernels.rbf import RBF
-    from gpmodels.kernels.representations import RepresentationConfig, StoredGram
+    from gpmodels.kernels.representations import RepresentationConfig
+    from gpmodels.kernels.stored_gram import StoredGram
     X = np.random.default_rng(0).normal(size=(8, 2))
     rep = RepresentationConfig(device="auto").build(X, RBF(1.0))
     assert isinstance(rep, StoredGram) and "array-api-compat is not installed" in rep.choice.device, rep.choice

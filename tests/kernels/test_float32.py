@@ -16,7 +16,8 @@ import gpmodels.kernels.mixed_precision as mp
 from gpmodels.estimators import GPClassifier
 from gpmodels.inference.map.newton_cg import NewtonCG, NewtonOptions
 from gpmodels.kernels.rbf import ARD, RBF
-from gpmodels.kernels.representations import RepresentationConfig, StoredGram
+from gpmodels.kernels.representations import RepresentationConfig
+from gpmodels.kernels.stored_gram import StoredGram
 from gpmodels.operators.blockdiag import BlockDiagonal
 from gpmodels.priors import IndependentGP
 from gpmodels.testing import assert_close, check_operator

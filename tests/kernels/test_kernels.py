@@ -14,22 +14,19 @@ from oracles import naive_gram
 import gpmodels
 from gpmodels.errors import InputError
 from gpmodels.kernels.base import Kernel
+from gpmodels.kernels.blocked_gram import BlockedGram
 from gpmodels.kernels.composite import Constrained, KernelProduct, KernelSum
 from gpmodels.kernels.constant import Constant, White
+from gpmodels.kernels.feature_gram import FeatureGram
 from gpmodels.kernels.linear import Linear, Polynomial
+from gpmodels.kernels.lowrank_gram import LowRankGram, incomplete_cholesky
 from gpmodels.kernels.matern import Matern, MaternARD
 from gpmodels.kernels.precomputed import Precomputed, index_inputs
 from gpmodels.kernels.rational_quadratic import RationalQuadratic, RationalQuadraticARD
 from gpmodels.kernels.rbf import ARD, RBF
-from gpmodels.kernels.representations import (
-    BlockedGram,
-    FeatureGram,
-    LowRankGram,
-    RepresentationConfig,
-    StoredGram,
-    incomplete_cholesky,
-)
+from gpmodels.kernels.representations import RepresentationConfig
 from gpmodels.kernels.sklearn_adapter import SklearnKernel
+from gpmodels.kernels.stored_gram import StoredGram
 from gpmodels.testing import assert_close
 
 log_uniform = st.floats(-2, 2).map(lambda t: float(np.exp(t)))
@@ -237,7 +234,7 @@ def test_stored_rbf_matrices_at_new_parameters_reuse_the_squared_distances(rng, 
     """An operator at new hyperparameters rebuilds its stored RBF matrices from the cached squared
     distances (computed once): the same numbers as a fresh build; restrict and cross blocks are the
     submatrices (float32 storage: rounded once); kernels without ``gram_from_sq_dists`` get no cache."""
-    import gpmodels.kernels.representations as R
+    import gpmodels.kernels.stored_gram as R
     from gpmodels.priors.independent import IndependentGP
 
     X = rng.standard_normal((30, 3))

@@ -10,15 +10,13 @@ import gpmodels.kernels.memory_budget as mb
 from gpmodels.driver.build import build_representation, representation_choices
 from gpmodels.driver.loader import spec_from_dict
 from gpmodels.errors import InputError, SpecError
+from gpmodels.kernels.blocked_gram import BlockedGram
+from gpmodels.kernels.feature_gram import FeatureGram
 from gpmodels.kernels.linear import Linear
+from gpmodels.kernels.lowrank_gram import LowRankGram
 from gpmodels.kernels.rbf import RBF
-from gpmodels.kernels.representations import (
-    BlockedGram,
-    FeatureGram,
-    LowRankGram,
-    RepresentationConfig,
-    StoredGram,
-)
+from gpmodels.kernels.representations import RepresentationConfig
+from gpmodels.kernels.stored_gram import StoredGram
 from gpmodels.operators.blockdiag import BlockDiagonal
 
 N = 100

@@ -9,7 +9,8 @@ from oracles import block_diagonal_dense, cv_fd_gradient, naive_gram, nystrom_gr
 
 from gpmodels.data.splits import kfold_partition
 from gpmodels.errors import InputError
-from gpmodels.inference.cv.criterion import CVOptions, cv_criterion
+from gpmodels.inference.cv.criterion import cv_criterion
+from gpmodels.inference.cv.options import CVOptions
 from gpmodels.inference.map.exact_newton import ExactNewton
 from gpmodels.inference.map.model import fit_map
 from gpmodels.inference.map.newton_cg import NewtonOptions
@@ -31,8 +32,9 @@ from gpmodels.kernels import (
     make_kernel,
 )
 from gpmodels.kernels.composite import Constrained
-from gpmodels.kernels.representations import LowRankGram, SqDistCache, StoredGram
+from gpmodels.kernels.lowrank_gram import LowRankGram
 from gpmodels.kernels.sklearn_adapter import SklearnKernel
+from gpmodels.kernels.stored_gram import SqDistCache, StoredGram
 from gpmodels.likelihoods import Logistic, Softmax
 from gpmodels.linalg.finite_differences import central_differences
 from gpmodels.operators.blockdiag import BlockDiagonal

@@ -14,8 +14,9 @@ from conftest import TESTS, toy_classification
 
 from gpmodels.data.splits import kfold_partition
 from gpmodels.errors import CheckpointError
-from gpmodels.inference.cv.criterion import CVOptions, CVState
 from gpmodels.inference.cv.learn import Checkpointing, LearnOptions, learn_hyperparameters
+from gpmodels.inference.cv.options import CVOptions
+from gpmodels.inference.cv.state import CVState
 from gpmodels.inference.map.newton_cg import NewtonOptions
 from gpmodels.kernels.rbf import RBF
 from gpmodels.likelihoods.softmax import Softmax

@@ -9,8 +9,8 @@ from gpmodels.driver.derive import Part, options_section
 from gpmodels.driver.schema import Node, option
 from gpmodels.driver.sections.baselines import CrammerSingerSpec, HM3Spec
 from gpmodels.errors import SpecError
-from gpmodels.inference.cv.criterion import CVOptions
 from gpmodels.inference.cv.learn import LearnOptions
+from gpmodels.inference.cv.options import CVOptions
 from gpmodels.inference.map.em import EMOptions
 from gpmodels.inference.map.newton_cg import NewtonOptions
 from gpmodels.inference.map.solvers import SOLVER_NAMES

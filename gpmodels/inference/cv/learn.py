@@ -27,15 +27,13 @@ import numpy as np
 from gpmodels.engine.auto import AutoEngine
 from gpmodels.engine.base import Engine, LocalEngine
 from gpmodels.errors import InputError
-from gpmodels.inference.cv.criterion import (
-    CVOptions,
-    CVState,
-    FoldContext,
-    check_partition,
-    criterion_on,
-    scaled_warm_start,
-)
+from gpmodels.inference.cv.criterion import criterion_on
+from gpmodels.inference.cv.fold import FoldContext
+from gpmodels.inference.cv.options import CVOptions
+from gpmodels.inference.cv.partition import check_partition
+from gpmodels.inference.cv.state import CVState
 from gpmodels.inference.cv.tolerances import INNER_TOLERANCES, ProgressTracker, scheduled_options
+from gpmodels.inference.cv.warm_start import scaled_warm_start
 from gpmodels.inference.map.model import MAPModel, fit_map
 from gpmodels.inference.map.newton import NewtonOptions, NewtonStep
 from gpmodels.inference.map.solvers import SOLVER_NAMES, make_solver
@@ -149,7 +147,7 @@ class CVObjective:
     evaluation of this process.  ``inner_tolerances="adaptive"``: each evaluation's inner
     tolerances follow the progress of the best Ψ so far (:func:`scheduled_options`).  The folds of
     every evaluation run on ``engine`` (None: one after the other here), all with one shared
-    :class:`~gpmodels.inference.cv.criterion.FoldContext`, which a worker receives once.
+    :class:`~gpmodels.inference.cv.fold.FoldContext`, which a worker receives once.
     """
 
     def __init__(self, op: Operator, likelihood: Likelihood, Y, folds, options: CVOptions,

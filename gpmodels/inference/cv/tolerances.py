@@ -33,7 +33,7 @@ import math
 
 import attrs
 
-from gpmodels.inference.cv.criterion import CVOptions
+from gpmodels.inference.cv.options import CVOptions
 
 __all__ = ["INNER_TOLERANCES", "GRAD_TOL_CEILING", "ACCUMULATION_TOL_CEILING", "scheduled_options", "ProgressTracker"]
 

@@ -1,11 +1,11 @@
-"""Kernel matrices on a device: the whole :class:`~gpmodels.kernels.representations.Representation`
+"""Kernel matrices on a device: the whole :class:`~gpmodels.kernels.representation_base.Representation`
 protocol in array-API code, for kernels that declare a scaled squared-distance form
 (:mod:`gpmodels.kernels.device.forms`).
 
 Two forms, each a block over a row side and a column side like the host representations:
 
 - :class:`DeviceStoredGram` keeps M on the device (the App. D.1 scheme of
-  :class:`~gpmodels.kernels.representations.StoredGram`): built there from X in row tiles, float64
+  :class:`~gpmodels.kernels.stored_gram.StoredGram`): built there from X in row tiles, float64
   or float32; float32 products convert row tiles to float64 and accumulate in float64, as on the
   host.  CV restrictions and fold blocks are ``take``s on the device: nothing crosses to the host
   but the (n, m) vectors.
@@ -35,7 +35,7 @@ from gpmodels.kernels.base import Kernel
 from gpmodels.kernels.device.backend import ArrayBackend
 from gpmodels.kernels.memory_budget import GIB, SAFETY_FRACTION, RepresentationChoice
 from gpmodels.kernels.mixed_precision import STORAGE_DTYPES, block_rows
-from gpmodels.kernels.representations import CrossRepresentation, Representation, RepresentationBuilder
+from gpmodels.kernels.representation_base import CrossRepresentation, Representation, RepresentationBuilder
 from gpmodels.validation import instance_of, one_of, optional, positive_number
 
 __all__ = ["DeviceMatrixCross", "DeviceTileCross", "DeviceStoredGram", "DeviceRecomputedGram",

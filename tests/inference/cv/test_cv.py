@@ -17,14 +17,11 @@ from gpmodels.data.splits import kfold_partition
 from gpmodels.engine.base import LocalEngine
 from gpmodels.errors import InputError
 from gpmodels.hierarchy import ClassTree
-from gpmodels.inference.cv.criterion import (
-    CVOptions,
-    CVState,
-    check_partition,
-    cv_criterion,
-    scaled_start,
-    unscaled_start,
-)
+from gpmodels.inference.cv.criterion import cv_criterion
+from gpmodels.inference.cv.options import CVOptions
+from gpmodels.inference.cv.partition import check_partition
+from gpmodels.inference.cv.state import CVState
+from gpmodels.inference.cv.warm_start import scaled_start, unscaled_start
 from gpmodels.inference.map.line_search import objective
 from gpmodels.inference.map.newton_cg import NewtonOptions
 from gpmodels.kernels.linear import Linear, Polynomial
@@ -296,7 +293,7 @@ def test_scaled_warm_start_rescues_a_mis_scaled_state():
     """A state 40x too large (as after the variances shrank 40-fold): :func:`better_start` falls back to α = 0,
     ``scaled`` (the default) starts from α/40 by Φ_J along t α and needs fewer Newton iterations;
     both reach the same Ψ."""
-    from gpmodels.inference.cv.criterion import scaled_warm_start
+    from gpmodels.inference.cv.warm_start import scaled_warm_start
 
     X, Y, folds = _data(n=45)
     op = FLAT_CASES["rbf-separate"](X, 3)
@@ -349,7 +346,7 @@ def test_parallel_folds_stop_like_the_sequential_loop_on_a_failure():
 def test_auto_method_picks_exact_on_small_flat_problems_and_newton_cg_otherwise():
     """|J| C = 16 · 3 favours App. C's factorisations, |J| C = 80 · 3 the MVMs; a non-flat prior
     always takes Newton–CG.  The choice is what ran: the same Ψ as the named method."""
-    from gpmodels.inference.cv.criterion import EXACT_MAX_SIZE
+    from gpmodels.inference.cv.options import EXACT_MAX_SIZE
 
     small_X, small_Y, small_folds = _data(n=24, q=3)  # |J| = 16
     big_X, big_Y, big_folds = _data(n=120, q=3)  # |J| = 80

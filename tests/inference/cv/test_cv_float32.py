@@ -26,7 +26,8 @@ from oracles import cv_fd_gradient
 
 from gpmodels.data.splits import kfold_partition
 from gpmodels.hierarchy import ClassTree
-from gpmodels.inference.cv.criterion import CVOptions, cv_criterion
+from gpmodels.inference.cv.criterion import cv_criterion
+from gpmodels.inference.cv.options import CVOptions
 from gpmodels.inference.map.newton_cg import NewtonOptions
 from gpmodels.kernels.rbf import RBF
 from gpmodels.kernels.representations import RepresentationConfig

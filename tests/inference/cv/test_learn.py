@@ -8,9 +8,9 @@ from conftest import toy_classification
 from gpmodels import metrics as M
 from gpmodels.data.splits import kfold_partition
 from gpmodels.errors import InputError
-from gpmodels.inference.cv.criterion import CVOptions
 from gpmodels.inference.cv.learn import Checkpointing, LearnOptions, fit_learned, learn_hyperparameters
 from gpmodels.inference.cv.one_vs_rest import binary_targets, learn_one_vs_rest
+from gpmodels.inference.cv.options import CVOptions
 from gpmodels.inference.map.newton_cg import NewtonCG, NewtonOptions
 from gpmodels.kernels.rbf import RBF
 from gpmodels.likelihoods.softmax import Softmax

@@ -1,0 +1,130 @@
+"""The representation protocol: how a kernel matrix M = (M(x_a, x_b)) over the training points is held.
+
+A representation gives MVMs B -> M B for B of shape (n, m) (the m columns are all classes and
+right-hand sides of one kernel group, laid out C-contiguously), ``diag``, ``restrict`` (a
+contiguous re-layout on a subset, Seeger 2008 App. D.2), cross blocks for held-out folds and new
+points, and ``grad_contract(E, F)`` = d/dθ Σ_j e_j^T M f_j over the kernel's shape parameters.
+
+Each way of holding M is written once, as a block over a row side and a column side
+(:class:`CrossRepresentation`): a CV fold's M_{I,J} and a prediction's M(X_new, X) are those blocks,
+and the square :class:`Representation` is its block over (X, X) plus the square-only methods (diag,
+restrict, cross, derivatives, fast symmetric products).  The host forms are
+:mod:`~gpmodels.kernels.stored_gram`, :mod:`~gpmodels.kernels.blocked_gram`,
+:mod:`~gpmodels.kernels.feature_gram` and :mod:`~gpmodels.kernels.lowrank_gram`; a
+:class:`RepresentationBuilder` (:class:`~gpmodels.kernels.representations.RepresentationConfig`, or an
+engine's or a device's builder) makes one per kernel matrix.
+"""
+
+from __future__ import annotations
+
+import abc
+
+import numpy as np
+
+from gpmodels.kernels.base import Kernel
+from gpmodels.kernels.memory_budget import RepresentationChoice
+
+__all__ = ["CrossRepresentation", "Representation", "RepresentationBuilder", "take_rows"]
+
+
+def take_rows(X, idx):
+    """The rows ``idx`` of X (dense or sparse CSR; an index array or a slice)."""
+    return X[idx]
+
+
+class CrossRepresentation(abc.ABC):
+    """A kernel block M_{R,C} = (M(x_a, x_b))_{a in R, b in C}: B (|C|, m) -> M_{R,C} B (|R|, m).
+
+    Each way of holding M is written once, as a block over a row side R and a column side C (CV
+    folds: training subsets I x J; prediction: new points x training points).  The square
+    :class:`Representation` over the training points is the same class over (X, X) plus what only
+    a square, symmetric M has (diag, restrict, cross blocks, derivatives), so ``rep.cross(I, J)``
+    is an instance of one of ``type(rep)``'s own bases.
+
+    Must be defined: ``shape`` and ``mvm``; for speed: ``rmvm`` and ``dense``.
+    """
+
+    shape: tuple[int, int]
+
+    @abc.abstractmethod
+    def mvm(self, B: np.ndarray) -> np.ndarray:
+        """M_{R,C} B for B of shape (|C|, m)."""
+
+    def rmvm(self, B: np.ndarray) -> np.ndarray:
+        """M_{R,C}^T B for B of shape (|R|, m) -> (|C|, m).
+
+        Generic default: the transpose of ``dense()`` (|C| unit-vector MVMs; slow, for new
+        representations until they get a direct one).
+        """
+        return self.dense().T @ B
+
+    def dense(self) -> np.ndarray:
+        return self.mvm(np.eye(self.shape[1]))
+
+
+class Representation(CrossRepresentation):
+    """M over the n training points: its block over (X, X), plus the square-only methods; see the
+    module docstring.  M is symmetric, so ``rmvm`` is ``mvm``."""
+
+    kernel: Kernel
+    X: object
+    #: what RepresentationConfig.build chose and why (None for representations made otherwise)
+    choice: RepresentationChoice | None = None
+
+    @property
+    def n(self) -> int:
+        return self.X.shape[0]
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return (self.n, self.n)
+
+    def rmvm(self, B: np.ndarray) -> np.ndarray:
+        return self.mvm(B)
+
+    @abc.abstractmethod
+    def diag(self) -> np.ndarray: ...
+
+    @abc.abstractmethod
+    def restrict(self, J: np.ndarray) -> Representation: ...
+
+    @abc.abstractmethod
+    def cross(self, I: np.ndarray, J: np.ndarray) -> CrossRepresentation:
+        """The block M_{I,J} (an instance of one of this class' bases)."""
+
+    @abc.abstractmethod
+    def cross_test(self, X_new) -> CrossRepresentation:
+        """The block M(X_new, X) between new points and the training points."""
+
+    @abc.abstractmethod
+    def grad_contract(self, E: np.ndarray, F: np.ndarray) -> np.ndarray:
+        """d/dθ Σ_j e_j^T M f_j over the kernel's parameters, E and F of shape (n, m)."""
+
+    def contractions(self, E: np.ndarray, F: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(e_j^T M f_j for every column j, d/dθ Σ_j weights_j e_j^T M f_j over the kernel's
+        parameters), E and F of shape (n, m): the two contractions of a gradient trace (eq. 6)."""
+        values = np.einsum("ij,ij->j", E, self.mvm(F))
+        grad = self.grad_contract(E * weights[None, :], F) if self.kernel.params.size else np.zeros(0)
+        return values, grad
+
+    @abc.abstractmethod
+    def with_kernel(self, kernel: Kernel) -> Representation:
+        """The same representation for another kernel (self if the kernel is unchanged)."""
+
+    @property
+    def nbytes(self) -> int:
+        return 0
+
+
+class RepresentationBuilder(abc.ABC):
+    """What builds the representation of each kernel matrix of an operator: a
+    :class:`RepresentationConfig` (matrices in this process), or an engine's builder that holds them
+    elsewhere (a Dask engine's, :mod:`gpmodels.engine.dask_gram`)."""
+
+    #: bound of one on-the-fly block (MB): blocked MVMs, cross blocks, building M
+    memory_mb: float
+
+    @abc.abstractmethod
+    def build(self, X, kernel: Kernel, n_matrices: int = 1, *, log: bool = False,
+              like: Representation | None = None) -> Representation:
+        """The representation of M(X, X), one of ``n_matrices`` distinct kernel matrices."""
