@@ -42,7 +42,7 @@ from gpmodels.driver.output import claim_output, spec_digest, write_new
 from gpmodels.driver.report_md import write_report_md
 from gpmodels.driver.runners import RUNNERS as BUILTIN_RUNNERS
 from gpmodels.driver.sections.spec import Spec
-from gpmodels.engine.base import open_engine
+from gpmodels.engine.factory import open_engine
 from gpmodels.errors import CheckpointWarning, DataError, GPModelsError, NumericalError, SpecError
 from gpmodels.kernels.device.backend import device_in_use
 from gpmodels.progress import Console

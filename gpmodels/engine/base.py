@@ -24,8 +24,8 @@ The results do not depend on the engine: every job runs the same code on the sam
 caller sums them in job order.  With the same BLAS threads per job they are the same arrays, bit for
 bit, on every engine and worker count (tests/engine/test_engines.py).
 
-:func:`open_engine` turns an :class:`EngineConfig` (the spec section ``engine``) into an engine; use
-it as a context manager so that workers it started stop on errors and Ctrl-C too.
+:func:`~gpmodels.engine.factory.open_engine` turns an :class:`EngineConfig` (the spec section ``engine``)
+into an engine; use it as a context manager so that workers it started stop on errors and Ctrl-C too.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ from gpmodels.errors import InputError
 from gpmodels.linalg.blas_threads import blas_threads, limit_blas_threads, thread_pool
 from gpmodels.validation import boolean, instance_of, nonnegative_int, one_of, optional, positive_int, positive_number
 
-__all__ = ["Engine", "LocalEngine", "EngineConfig", "Workload", "ENGINE_TYPES", "DISTRIBUTE_MODES", "open_engine",
+__all__ = ["Engine", "LocalEngine", "EngineConfig", "Workload", "ENGINE_TYPES", "DISTRIBUTE_MODES",
            "results_in_order"]
 
 #: ``auto``: sized from the cores and memory (the default); ``local``: this process (``n_workers``
@@ -198,22 +198,3 @@ class LocalEngine(Engine):
 
     def __repr__(self) -> str:
         return f"LocalEngine(threads={self.threads})"
-
-
-def open_engine(config: EngineConfig | None = None) -> Engine:
-    """The engine of ``config`` (``auto`` by default); the dask engine imports dask.distributed here,
-    and raises :class:`~gpmodels.errors.EngineError` naming ``pip install gpmodels[dask]`` without it."""
-    config = config or EngineConfig()
-    if config.type == "local":
-        return LocalEngine(config.n_workers or 1, config.blas_threads)
-    if config.type == "processes":
-        from gpmodels.engine.processes import ProcessEngine
-
-        return ProcessEngine.from_config(config)
-    if config.type == "auto":
-        from gpmodels.engine.auto import AutoEngine
-
-        return AutoEngine.from_config(config)
-    from gpmodels.engine.dask import DaskEngine
-
-    return DaskEngine.start(config)

@@ -14,7 +14,7 @@ from gpmodels.estimators.gp import GPClassifier, LaplacePredictive
 from gpmodels.estimators.hierarchical import HierarchicalGPClassifier
 from gpmodels.estimators.hm3 import HM3Classifier
 from gpmodels.estimators.learners import CV, Laplace
-from gpmodels.estimators.saving import load_classifier
+from gpmodels.estimators.loading import load_classifier
 
 __all__ = ["GPClassifier", "HierarchicalGPClassifier", "CrammerSingerSVC", "HM3Classifier", "CV", "Laplace",
            "LaplacePredictive", "load_classifier", "ConvergenceWarning"]

@@ -21,6 +21,7 @@ from gpmodels.estimators._common import (
     warn_unconverged,
 )
 from gpmodels.estimators.learners import learner_of
+from gpmodels.estimators.saving import save_classifier
 from gpmodels.hyperparameters import natural_values
 from gpmodels.inference.map.model import fit_map
 from gpmodels.inference.map.predictive import PREDICTIVE_METHODS, latent_predictive, predictive_proba
@@ -304,6 +305,4 @@ class GPClassifier(ClassifierMixin, BaseEstimator):
     def save(self, path):
         """Write a model folder (``model.npz`` + ``spec.resolved.yaml``) that ``gpmodels predict`` reads and
         :func:`gpmodels.estimators.load_classifier` loads back (:mod:`gpmodels.estimators.saving`)."""
-        from gpmodels.estimators.saving import save_classifier
-
         return save_classifier(self, path)

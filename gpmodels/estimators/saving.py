@@ -1,4 +1,5 @@
-"""``GPClassifier`` and the driver's model folders: ``save`` writes one, :func:`load_classifier` reads one.
+"""``GPClassifier`` and the driver's model folders: ``save`` writes one (:func:`save_classifier`),
+:func:`~gpmodels.estimators.loading.load_classifier` reads one.
 
 A model folder (:mod:`gpmodels.persistence`) holds ``model.npz`` (the training inputs, α̂, the class
 names, the learned hyperparameters θ and the class tree of an ANOVA prior) and ``spec.resolved.yaml``,
@@ -15,20 +16,13 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from gpmodels.driver.build import build_prior
-from gpmodels.driver.loader import read_yaml, spec_from_dict
-from gpmodels.driver.saved import load_model
 from gpmodels.errors import InputError
 from gpmodels.estimators._common import check_fitted
-from gpmodels.hierarchy import ClassTree
-from gpmodels.inference.map.model import MAPModel
-from gpmodels.inference.map.newton_cg import NewtonDiagnostics, NewtonResult
-from gpmodels.persistence import SPEC_FILE, MAPPredictor, load_arrays, save_map_model, unpack_inputs
+from gpmodels.persistence import SPEC_FILE, save_map_model
 from gpmodels.priors.anova import SPEC_SHARING, ANOVAPrior
 from gpmodels.priors.independent import IndependentGP
-from gpmodels.priors.learned import LearnedPrior
 
-__all__ = ["save_classifier", "load_classifier", "model_section"]
+__all__ = ["save_classifier", "model_section"]
 
 #: (node variance sharing, node kernel sharing) of an ANOVA prior -> the spec's model.sharing
 _ANOVA_SHARING = {value: key for key, value in SPEC_SHARING.items()}
@@ -95,57 +89,3 @@ def save_classifier(est, path) -> Path:
                    tree=tree)
     (folder / SPEC_FILE).write_text(yaml.safe_dump(spec, sort_keys=False))
     return folder
-
-
-def _labels(names) -> np.ndarray:
-    """Class names as labels: integers when every name is one (a model of integer labels), else text."""
-    names = np.array([str(c) for c in names])
-    if all(n.lstrip("-").isdigit() for n in names):
-        return names.astype(np.int64)
-    return names
-
-
-def load_classifier(path, *, allow_import=()):
-    """A fitted :class:`~gpmodels.estimators.GPClassifier` (``objective='map'``, its prior the saved one at
-    the saved hyperparameters) from a model folder of a MAP model, written by ``gpmodels run`` or by
-    ``GPClassifier.save``.  A folder whose inputs were scaled (``data.scaling``) gives a scikit-learn
-    Pipeline: the stored scaler, then the classifier.  ``allow_import``: as in ``gpmodels predict``."""
-    from sklearn.pipeline import Pipeline
-    from sklearn.preprocessing import FunctionTransformer
-
-    from gpmodels.estimators.gp import GPClassifier
-    predictor = load_model(path, allow_import=allow_import)
-    if not isinstance(predictor, MAPPredictor):
-        raise InputError(f"{path} holds a {type(predictor).__name__[:-len('Predictor')]} model; a GPClassifier "
-                         "loads the folder of a MAP model (objective map, cv, laplace)")
-    op, lik, alpha = predictor.operator, predictor.likelihood, predictor.alpha
-    if predictor.positive_class is not None or lik.spec_name != "softmax":
-        raise InputError(f"{path} holds a binary or non-softmax model; a GPClassifier loads multi-class softmax "
-                         "models")
-    arrays = load_arrays(path)[1]
-    X = unpack_inputs(arrays)
-    spec = spec_from_dict(read_yaml(Path(path) / SPEC_FILE), allow_import=allow_import)
-    tree = None
-    if "tree_edges" in arrays:
-        tree = ClassTree([tuple(e) for e in arrays["tree_edges"].tolist()], predictor.classes)
-    prior = build_prior(spec.model, X, Path(path), tree=tree)
-    labels = _labels(predictor.classes)
-    classes = np.sort(labels)
-    est = GPClassifier(prior=LearnedPrior(prior, op.params, op.param_names), objective="map")
-    u = op.mvm(alpha)
-    diagnostics = NewtonDiagnostics(phi=(), grad_norm=(), mvm_trace=(), cg_iterations=(), step_sizes=(), iterations=0,
-                                    stalls=0, mvm_count=1, seconds=0.0, converged=True,
-                                    message=f"loaded from the model folder {path}")
-    est.model_ = MAPModel(op, lik, NewtonResult(alpha, u, float("nan"), None, diagnostics))
-    est.classes_ = classes
-    est.model_class_order_ = np.array([int(np.flatnonzero(labels == c)[0]) for c in classes], dtype=np.intp)
-    est.n_features_in_ = X.shape[1]
-    est.X_train_, est.alpha_, est.diagnostics_, est.n_iter_ = X, alpha, diagnostics, 0
-    est.kernel_ = est.prior
-    est.learned_hyperparameters_ = est.kernel_.hyperparameters()
-    est.learning_result_, est.folds_, est.predictive_seed_ = None, None, None
-    est._fit_state = (None, None, 0)
-    if predictor.scaler.kind == "none":
-        return est
-    scaler = predictor.scaler
-    return Pipeline([("scaler", FunctionTransformer(scaler.transform)), ("gpclassifier", est)])
