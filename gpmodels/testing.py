@@ -56,6 +56,20 @@ def check_operator(op: Operator, rng: np.random.Generator, *, dense=None, X_new=
         for c in range(C):
             off[:, c, :, c] = 0.0
         assert_close("is_class_diagonal but off-class entries", off, np.zeros_like(off), rtol)
+    _check_restrict_and_cross(op, D, rng, rtol)
+    if X_new is not None:
+        _check_cross_test(op, X_new, cross_dense, V, rng, rtol)
+    _check_structure_hooks(op, D, V, rtol)
+    theta = op.params
+    assert len(op.param_names) == theta.size, "param_names and params differ in length"
+    same = op.with_params(theta)
+    assert_close("with_params(params) reproduces the operator", same.mvm(V), op.mvm(V), rtol)
+
+
+def _check_restrict_and_cross(op: Operator, D: np.ndarray, rng: np.random.Generator, rtol: float) -> None:
+    """restrict(J) (dense and mvm) and the block cross(I, J) of the held-out I (mvm with one and k
+    columns, rmvm against the oracle's transpose) for a random half J of the points."""
+    n, C = op.n_points, op.n_classes
     J = rng.permutation(n)[: max(1, n // 2 + 1)]
     idx = (J[:, None] * C + np.arange(C)[None, :]).ravel()
     sub = op.restrict(J)
@@ -77,18 +91,29 @@ def check_operator(op: Operator, rng: np.random.Generator, *, dense=None, X_new=
         WI3 = rng.normal(size=(I.size, C, 2))
         assert_close("cross(I, J).rmvm (k columns) vs dense().T", cr.rmvm(WI3),
                      (cr.dense().T @ WI3.reshape(-1, 2)).reshape(J.size, C, 2), rtol)
-    if X_new is not None:
-        ct = op.cross_test(X_new)
-        m = ct.shape[0]
-        assert ct.shape[1:] == (n, C), f"cross_test shape {ct.shape}"
-        expect = (cross_dense @ V.ravel()).reshape(m, C) if cross_dense is not None else None
-        got = ct.mvm(V)
-        if expect is not None:
-            assert_close("cross_test(X_new).mvm", got, expect, rtol)
-        Wm = rng.normal(size=(m, C, 2))
-        expect_t = (cross_dense if cross_dense is not None else ct.dense()).T @ Wm.reshape(-1, 2)
-        assert_close("cross_test(X_new).rmvm vs the transpose", ct.rmvm(Wm), expect_t.reshape(n, C, 2), rtol)
-        assert_close("cross_test(X_new).rmvm (m, C)", ct.rmvm(Wm[:, :, 0]), expect_t[:, 0].reshape(n, C), rtol)
+
+
+def _check_cross_test(op: Operator, X_new, cross_dense, V: np.ndarray, rng: np.random.Generator, rtol: float) -> None:
+    """cross_test(X_new): its shape, mvm against ``cross_dense`` (m C x n C) when given, and rmvm
+    against the transpose of the oracle (or of its own dense())."""
+    n, C = op.n_points, op.n_classes
+    ct = op.cross_test(X_new)
+    m = ct.shape[0]
+    assert ct.shape[1:] == (n, C), f"cross_test shape {ct.shape}"
+    expect = (cross_dense @ V.ravel()).reshape(m, C) if cross_dense is not None else None
+    got = ct.mvm(V)
+    if expect is not None:
+        assert_close("cross_test(X_new).mvm", got, expect, rtol)
+    Wm = rng.normal(size=(m, C, 2))
+    expect_t = (cross_dense if cross_dense is not None else ct.dense()).T @ Wm.reshape(-1, 2)
+    assert_close("cross_test(X_new).rmvm vs the transpose", ct.rmvm(Wm), expect_t.reshape(n, C, 2), rtol)
+    assert_close("cross_test(X_new).rmvm (m, C)", ct.rmvm(Wm[:, :, 0]), expect_t[:, 0].reshape(n, C), rtol)
+
+
+def _check_structure_hooks(op: Operator, D: np.ndarray, V: np.ndarray, rtol: float) -> None:
+    """The structure an operator declares against its dense matrix: kron_terms (K = Σ_t M_t ⊗ S_t),
+    kernel_groups (K = Σ_r M_r ⊗ diag(w_r)) and point_blocks (the C x C blocks K_i)."""
+    n, C = op.n_points, op.n_classes
     terms = op.kron_terms()
     if terms is not None:  # K = Σ_t M_t ⊗ S_t: K V = Σ_t M_t V S_t in the (n, C) layout
         KV = sum(t.mvm(V) @ t.S for t in terms)
@@ -103,10 +128,6 @@ def check_operator(op: Operator, rng: np.random.Generator, *, dense=None, X_new=
     blocks = op.point_blocks()
     expect_blocks = D.reshape(n, C, n, C)[np.arange(n), :, np.arange(n), :]
     assert_close("point_blocks", blocks, expect_blocks, rtol)
-    theta = op.params
-    assert len(op.param_names) == theta.size, "param_names and params differ in length"
-    same = op.with_params(theta)
-    assert_close("with_params(params) reproduces the operator", same.mvm(V), op.mvm(V), rtol)
 
 
 def _check_block(what: str, block, expected: np.ndarray, rng: np.random.Generator, rtol: float) -> None:

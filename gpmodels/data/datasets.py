@@ -170,48 +170,7 @@ def check_npz(path) -> Path:
     try:
         with zipfile.ZipFile(path) as zf:
             for k, info in enumerate(zf.infolist()):
-                name = info.filename[:-4] if info.filename.endswith(".npy") else info.filename
-                what = _array_name(name, k)
-                if not info.filename.endswith(".npy"):
-                    raise DataError(
-                        f"{path}: member {k + 1} of the archive is not a .npy array; expected an .npz archive "
-                        "of arrays (numpy.savez)"
-                    )
-                if (
-                    info.compress_size > size
-                    or (info.compress_type == zipfile.ZIP_STORED and info.file_size > info.compress_size)
-                    or info.file_size > _DEFLATE_MAX_RATIO * max(info.compress_size, 1) + 4096
-                ):
-                    raise DataError(
-                        f"{path}: {what} declares {info.file_size} bytes that its "
-                        f"{info.compress_size} stored bytes cannot hold (truncated or corrupt archive)"
-                    )
-                with zf.open(info) as fh:
-                    try:
-                        version = np.lib.format.read_magic(fh)
-                        read_header = (
-                            np.lib.format.read_array_header_1_0
-                            if version == (1, 0)
-                            else np.lib.format.read_array_header_2_0
-                        )
-                        shape, _, dtype = read_header(fh)
-                    except (ValueError, TypeError, SyntaxError, EOFError, KeyError, OverflowError):
-                        raise DataError(
-                            f"{path}: {what} has no valid .npy header (truncated or corrupt archive)"
-                        ) from None
-                    header_bytes = fh.tell() if fh.seekable() else 0
-                if dtype.hasobject:
-                    raise DataError(
-                        f"{path}: {what} has dtype object (Python objects, which are "
-                        "never unpickled); store numbers or fixed-width strings"
-                    )
-                n_bytes = int(np.prod(shape, dtype=object)) * dtype.itemsize
-                if n_bytes > info.file_size - header_bytes:
-                    raise DataError(
-                        f"{path}: {what} declares shape {tuple(shape)} ({n_bytes} bytes) "
-                        f"but the archive holds {info.file_size - header_bytes} bytes for it "
-                        "(truncated or corrupt archive)"
-                    )
+                _check_npz_member(path, zf, k, info, size)
     except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, OSError, zlib.error, NotImplementedError, RuntimeError,
             ValueError, KeyError) as exc:
         if isinstance(exc, DataError):
@@ -221,6 +180,53 @@ def check_npz(path) -> Path:
             "expected the output of numpy.savez"
         ) from None
     return path
+
+
+def _check_npz_member(path: Path, zf: zipfile.ZipFile, k: int, info: zipfile.ZipInfo, size: int) -> None:
+    """Member k of an .npz archive of ``size`` bytes: a .npy array whose declared bytes its stored
+    bytes can hold, with a parsable header, no object dtype, and a shape that fits in those bytes."""
+    name = info.filename[:-4] if info.filename.endswith(".npy") else info.filename
+    what = _array_name(name, k)
+    if not info.filename.endswith(".npy"):
+        raise DataError(
+            f"{path}: member {k + 1} of the archive is not a .npy array; expected an .npz archive "
+            "of arrays (numpy.savez)"
+        )
+    if (
+        info.compress_size > size
+        or (info.compress_type == zipfile.ZIP_STORED and info.file_size > info.compress_size)
+        or info.file_size > _DEFLATE_MAX_RATIO * max(info.compress_size, 1) + 4096
+    ):
+        raise DataError(
+            f"{path}: {what} declares {info.file_size} bytes that its "
+            f"{info.compress_size} stored bytes cannot hold (truncated or corrupt archive)"
+        )
+    with zf.open(info) as fh:
+        try:
+            version = np.lib.format.read_magic(fh)
+            read_header = (
+                np.lib.format.read_array_header_1_0
+                if version == (1, 0)
+                else np.lib.format.read_array_header_2_0
+            )
+            shape, _, dtype = read_header(fh)
+        except (ValueError, TypeError, SyntaxError, EOFError, KeyError, OverflowError):
+            raise DataError(
+                f"{path}: {what} has no valid .npy header (truncated or corrupt archive)"
+            ) from None
+        header_bytes = fh.tell() if fh.seekable() else 0
+    if dtype.hasobject:
+        raise DataError(
+            f"{path}: {what} has dtype object (Python objects, which are "
+            "never unpickled); store numbers or fixed-width strings"
+        )
+    n_bytes = int(np.prod(shape, dtype=object)) * dtype.itemsize
+    if n_bytes > info.file_size - header_bytes:
+        raise DataError(
+            f"{path}: {what} declares shape {tuple(shape)} ({n_bytes} bytes) "
+            f"but the archive holds {info.file_size - header_bytes} bytes for it "
+            "(truncated or corrupt archive)"
+        )
 
 
 def read_npy(path, what: str = "array") -> np.ndarray:

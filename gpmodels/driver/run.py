@@ -263,55 +263,80 @@ def _run(spec: Spec, runner, base_dir, out_dir: Path, say: Console, origin: dict
         f"data {data.name}: {data.X_train.shape[0]} train, {data.X_test.shape[0]} test, {data.n_classes} classes, "
         f"{data.X_train.shape[1]} features{' (sparse)' if data.sparse else ''}"
     )
-    if not device.startswith("cpu") and spec.engine.type != "local":
-        # forked workers cannot use the parent's CUDA context, and Dask workers would hold the matrices on
-        # their CPUs: the jobs share the one device from this process
-        if spec.engine.type in ("processes", "dask"):
-            raise SpecError(f"kernel matrices on {device} stay in this process: engine.type {spec.engine.type} "
-                            "would run them in worker processes; allowed with a GPU: engine.type auto or local",
-                            "engine.type")
-        say(f"engine: local (kernel matrices on {device}; worker processes cannot share its CUDA context)")
-        spec = attrs.evolve(spec, engine=attrs.evolve(spec.engine, type="local"))
+    spec = _engine_beside_device(spec, device, say)
     # runners see the effective report folder (``--out`` included) in ``spec.output.dir``
     with open_engine(build_engine_config(spec.engine)) as engine:
         outcome = _call_runner(runner, attrs.evolve(spec, output=attrs.evolve(spec.output, dir=str(out_dir))), data,
                                base_dir, say, engine)
     metrics = {"name": spec.name, **origin, "device": device}
-    if outcome.probabilities is not None and not np.all(np.isfinite(outcome.probabilities)):
-        bad = int(np.sum(~np.all(np.isfinite(outcome.probabilities), axis=1)))
-        raise NumericalError(f"the fitted model gives non-finite test probabilities for {bad} points: the kernel "
-                             "matrix or the fit overflowed (inputs on a scale far from 1? set data.scaling: standard, "
-                             "or a smaller kernel variance / w); nothing of it is reported")
+    hier = {}
     if outcome.probabilities is not None:
-        scores = M.classification_report(outcome.probabilities, data.y_test)
-        metrics.update(
-            {"test_error": scores["error"], "test_log_loss": scores["log_loss"], "test_prec": scores["prec"]}
-        )
-        metrics.update(_calibration(outcome.probabilities, data.y_test, out_dir, spec.name))
-        curve = M.error_reject_curve(outcome.probabilities, data.y_test, spec.evaluation.error_reject)
-        (out_dir / "error_reject.csv").write_text("reject_fraction,error\n" + "".join(f"{a},{e}\n" for a, e in curve))
-        reports.plot_error_reject({spec.name: curve}, out_dir / "error_reject.png")
-        hier = _hierarchical_scores(spec, data, base_dir, outcome.probabilities, out_dir)
-    for name, values in outcome.traces.items():
-        series = values if isinstance(values, dict) else {name: values}  # a dict: one line per entry
-        if any(len(v) > 1 for v in series.values()):
-            unit = outcome.trace_units.get(name, "iteration")
-            label, grads = outcome.trace_gradients.get(name, ("gradient norm", None))
-            reports.plot_traces(series, out_dir / f"trace_{name}.png", xlabel=unit, ylabel=name,
-                                title=f"{spec.name}: {name} over {unit}s",
-                                gradients=grads if grads is None or isinstance(grads, dict) else {name: grads},
-                                gradient_label=label)
-    if outcome.paths is not None:
-        reports.plot_paths(outcome.paths[0], outcome.paths[1], out_dir / "hyperparameters.png")
+        scores, hier = _test_scores(spec, data, base_dir, outcome.probabilities, out_dir)
+        metrics.update(scores)
+    _plot_traces(spec.name, outcome, out_dir)
     metrics.update(
         {"n_train": int(data.X_train.shape[0]), "n_test": int(data.X_test.shape[0]), "n_classes": data.n_classes,
          "n_features": int(data.X_train.shape[1])}
     )
     metrics.update(outcome.metrics)
-    if outcome.probabilities is not None:
-        metrics.update(hier)
+    metrics.update(hier)
     metrics["total_seconds"] = time.perf_counter() - t0
     check_finite_metrics(metrics)
+    _write_run_files(outcome, metrics, out_dir)
+    _say_results(say, metrics, out_dir)
+    return metrics
+
+
+def _engine_beside_device(spec: Spec, device: str, say: Console) -> Spec:
+    """The spec with an engine that can share ``device``: forked workers cannot use the parent's CUDA
+    context, and Dask workers would hold the matrices on their CPUs, so with kernel matrices off the
+    CPU the jobs run in this process (``auto`` becomes ``local``; ``processes`` and ``dask`` are errors)."""
+    if device.startswith("cpu") or spec.engine.type == "local":
+        return spec
+    if spec.engine.type in ("processes", "dask"):
+        raise SpecError(f"kernel matrices on {device} stay in this process: engine.type {spec.engine.type} "
+                        "would run them in worker processes; allowed with a GPU: engine.type auto or local",
+                        "engine.type")
+    say(f"engine: local (kernel matrices on {device}; worker processes cannot share its CUDA context)")
+    return attrs.evolve(spec, engine=attrs.evolve(spec.engine, type="local"))
+
+
+def _test_scores(spec: Spec, data, base_dir, probabilities: np.ndarray, out_dir: Path) -> tuple[dict, dict]:
+    """(error, log-loss, prec and calibration metrics; the hierarchical scores) of the test
+    probabilities, with the error-reject curve written as CSV and plot; non-finite probabilities are
+    a :class:`NumericalError`."""
+    if not np.all(np.isfinite(probabilities)):
+        bad = int(np.sum(~np.all(np.isfinite(probabilities), axis=1)))
+        raise NumericalError(f"the fitted model gives non-finite test probabilities for {bad} points: the kernel "
+                             "matrix or the fit overflowed (inputs on a scale far from 1? set data.scaling: standard, "
+                             "or a smaller kernel variance / w); nothing of it is reported")
+    scores = M.classification_report(probabilities, data.y_test)
+    metrics = {"test_error": scores["error"], "test_log_loss": scores["log_loss"], "test_prec": scores["prec"]}
+    metrics.update(_calibration(probabilities, data.y_test, out_dir, spec.name))
+    curve = M.error_reject_curve(probabilities, data.y_test, spec.evaluation.error_reject)
+    (out_dir / "error_reject.csv").write_text("reject_fraction,error\n" + "".join(f"{a},{e}\n" for a, e in curve))
+    reports.plot_error_reject({spec.name: curve}, out_dir / "error_reject.png")
+    return metrics, _hierarchical_scores(spec, data, base_dir, probabilities, out_dir)
+
+
+def _plot_traces(name: str, outcome, out_dir: Path) -> None:
+    """A plot per trace of the run that has more than one point, and the hyperparameter paths."""
+    for trace, values in outcome.traces.items():
+        series = values if isinstance(values, dict) else {trace: values}  # a dict: one line per entry
+        if any(len(v) > 1 for v in series.values()):
+            unit = outcome.trace_units.get(trace, "iteration")
+            label, grads = outcome.trace_gradients.get(trace, ("gradient norm", None))
+            reports.plot_traces(series, out_dir / f"trace_{trace}.png", xlabel=unit, ylabel=trace,
+                                title=f"{name}: {trace} over {unit}s",
+                                gradients=grads if grads is None or isinstance(grads, dict) else {trace: grads},
+                                gradient_label=label)
+    if outcome.paths is not None:
+        reports.plot_paths(outcome.paths[0], outcome.paths[1], out_dir / "hyperparameters.png")
+
+
+def _write_run_files(outcome, metrics: dict, out_dir: Path) -> None:
+    """metrics.json, diagnostics.json, spec.resolved.yaml (with the effective report folder), the
+    model folder's files when the runner saves one, and report.md."""
     resolved = attrs.evolve(outcome.resolved, output=attrs.evolve(outcome.resolved.output, dir=str(out_dir)))
     write_new(out_dir, "metrics.json", json.dumps(metrics, indent=2, allow_nan=False) + "\n")
     write_new(out_dir, "diagnostics.json", json.dumps(_json_safe(outcome.diagnostics), indent=2, default=float,
@@ -320,6 +345,10 @@ def _run(spec: Spec, runner, base_dir, out_dir: Path, say: Console, origin: dict
     if outcome.save is not None:
         outcome.save(out_dir)
     write_report_md(out_dir, resolved, metrics)
+
+
+def _say_results(say: Console, metrics: dict, out_dir: Path) -> None:
+    """The test scores, the hierarchical ones per decision rule, and the report folder's files."""
     if "test_log_loss" in metrics:
         say(
             f"test error {100 * metrics['test_error']:.2f} %, log-loss {metrics['test_log_loss']:.4f}, "
@@ -333,4 +362,3 @@ def _run(spec: Spec, runner, base_dir, out_dir: Path, say: Console, origin: dict
                 f"hierarchical F1 {metrics[f'test_hier_f1_{rule}']:.4f}"
             )
     say(f"report: {out_dir}/ ({', '.join(sorted(p.name for p in out_dir.iterdir() if not p.name.startswith('.')))})")
-    return metrics

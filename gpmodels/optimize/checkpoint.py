@@ -203,6 +203,28 @@ def read_checkpoint(path, identity: RunIdentity, restore_inner=None) -> tuple[Ou
     The state's inner state is None, ``restore_inner(arrays)`` when given, else the dict of arrays.
     """
     path = Path(path)
+    data = _read_arrays(path)
+    header = _verified_header(path, data)
+    _check_identity(path, header, data, identity)
+    try:
+        names = header["inner"]
+        inner = None if names is None else {str(k): data[f"inner_{k}"] for k in names}
+        if inner is not None and restore_inner is not None:
+            inner = restore_inner(inner)
+        history = tuple(OuterRecord(**{**r, "x": tuple(r["x"])}) for r in header["history"])
+        state = OuterState(
+            x=data["x"], value=float(data["value"]), gradient=data["gradient"], S=data["S"], Yd=data["Yd"], inner=inner,
+            iteration=int(header["iteration"]), evaluations=int(header["evaluations"]), failed=int(header["failed"]),
+            elapsed=float(header["elapsed"]), history=history, finished=bool(header["finished"]),
+            converged=bool(header["converged"]), message=str(header["message"]))
+    except (KeyError, TypeError, ValueError, InputError) as exc:
+        raise _corrupt(path, f"a field is missing or malformed: {exc}") from None
+    return state, header.get("extra", {})
+
+
+def _read_arrays(path: Path) -> dict:
+    """The checkpoint's arrays, each declared size bounded by the bytes stored before numpy allocates,
+    with every field the format requires present."""
     if not path.is_file():
         raise CheckpointError(f"checkpoint {path} does not exist")
     try:  # every declared array size bounded by the bytes stored, before numpy allocates
@@ -220,6 +242,12 @@ def read_checkpoint(path, identity: RunIdentity, restore_inner=None) -> tuple[Ou
     for key in ("header", "checksum", "x", "value", "gradient", "S", "Yd", "theta0", "probe"):
         if key not in data:
             raise _corrupt(path, f"the field {key!r} is missing")
+    return data
+
+
+def _verified_header(path: Path, data: dict) -> dict:
+    """The JSON header, taken out of ``data`` with the checksum, after the checksum over the header and
+    the remaining arrays matched and the format is this version's."""
     try:
         header_bytes = data.pop("header").tobytes()
         checksum = data.pop("checksum").tobytes().decode("ascii")
@@ -235,6 +263,12 @@ def read_checkpoint(path, identity: RunIdentity, restore_inner=None) -> tuple[Ou
         raise CheckpointError(f"checkpoint {path} has format {header.get('format')!r}, not {CHECKPOINT_FORMAT!r}: "
                               "it was not written by this version of gpmodels' hyperparameter learning; it is refused. "
                               "Delete it to start afresh")
+    return header
+
+
+def _check_identity(path: Path, header: dict, data: dict, identity: RunIdentity) -> None:
+    """Refuse a checkpoint of another run: another identity fingerprint (naming the fields that
+    differ), or other starting hyperparameters or kernel-matrix probe within the numeric tolerance."""
     if header.get("fingerprint") != identity.fingerprint:
         theirs, ours = header.get("identity", {}), identity.exact
         keys = sorted(k for k in set(theirs) | set(ours) if _canonical(theirs.get(k)) != _canonical(ours.get(k)))
@@ -250,17 +284,3 @@ def read_checkpoint(path, identity: RunIdentity, restore_inner=None) -> tuple[Ou
                     else "kernel matrix (probe K̃ v differs: other data or kernel)")
             raise CheckpointError(f"checkpoint {path} belongs to another run (its {what} differ); it is refused. "
                                   "Delete it or start afresh explicitly (resume: never).")
-    try:
-        names = header["inner"]
-        inner = None if names is None else {str(k): data[f"inner_{k}"] for k in names}
-        if inner is not None and restore_inner is not None:
-            inner = restore_inner(inner)
-        history = tuple(OuterRecord(**{**r, "x": tuple(r["x"])}) for r in header["history"])
-        state = OuterState(
-            x=data["x"], value=float(data["value"]), gradient=data["gradient"], S=data["S"], Yd=data["Yd"], inner=inner,
-            iteration=int(header["iteration"]), evaluations=int(header["evaluations"]), failed=int(header["failed"]),
-            elapsed=float(header["elapsed"]), history=history, finished=bool(header["finished"]),
-            converged=bool(header["converged"]), message=str(header["message"]))
-    except (KeyError, TypeError, ValueError, InputError) as exc:
-        raise _corrupt(path, f"a field is missing or malformed: {exc}") from None
-    return state, header.get("extra", {})

@@ -330,6 +330,31 @@ def _line_search(evaluate, state: OuterState, d, b, opts: OuterOptions, budget: 
     return None, 0.0, evals, failed
 
 
+def _search_direction(pg, g, S, Yd, free, at_bounds, gamma0: float, max_step: float) -> tuple[np.ndarray, bool]:
+    """The projected quasi-Newton direction: the two-loop recursion over the memory (S, Yd) on the free
+    coordinates, zeroed where it would leave the box (``at_bounds``: the coordinates at their lower and
+    upper bounds); steepest descent scaled by ``gamma0`` where that is not a descent direction; the
+    largest coordinate capped at ``max_step``.  Returns (direction, whether it used the memory)."""
+    lo, hi = at_bounds
+    d, used_memory = _two_loop(pg, S, Yd, free, gamma0)
+    d = np.where((lo & (d < 0)) | (hi & (d > 0)), 0.0, d)  # never step out of the box
+    if not float(g @ d) < 0.0:
+        d, used_memory = np.where(free, -gamma0 * pg, 0.0), False
+    dmax = float(np.abs(d).max(initial=0.0))
+    if dmax > max_step:
+        d = d * (max_step / dmax)
+    return d, used_memory
+
+
+def _updated_memory(S, Yd, s, y, memory: int) -> tuple[np.ndarray, np.ndarray]:
+    """The memory with the pair (s, y) of the accepted step appended (the oldest dropped beyond
+    ``memory`` pairs), where the curvature sᵀy is positive enough to keep the inverse Hessian
+    approximation positive definite; unchanged otherwise."""
+    if float(s @ y) > 1e-10 * np.linalg.norm(s) * np.linalg.norm(y):
+        return np.vstack([S, s])[-memory:], np.vstack([Yd, y])[-memory:]
+    return S, Yd
+
+
 def outer_iteration(evaluate: Callable, state: OuterState, bounds, options: OuterOptions | None = None) -> OuterState:
     """One quasi-Newton iteration (direction, line search, memory update) from ``state``."""
     opts = options or OuterOptions()
@@ -349,19 +374,13 @@ def outer_iteration(evaluate: Callable, state: OuterState, bounds, options: Oute
     S, Yd = state.S, state.Yd
     accepted, lam, d = None, 0.0, None
     for _ in range(2):
-        d, used_memory = _two_loop(pg, S, Yd, free, gamma0)
-        d = np.where((lo & (d < 0)) | (hi & (d > 0)), 0.0, d)  # never step out of the box
-        if not float(g @ d) < 0.0:
-            d, used_memory = np.where(free, -gamma0 * pg, 0.0), False
-        dmax = float(np.abs(d).max(initial=0.0))
-        if dmax > opts.max_step:
-            d = d * (opts.max_step / dmax)
+        d, used_memory = _search_direction(pg, g, S, Yd, free, (lo, hi), gamma0, opts.max_step)
         if used_memory and -0.5 * float(g @ d) <= opts.ftol * max(1.0, abs(state.value)):
             # the quasi-Newton model promises less than ftol: below the resolution we asked for
             return attrs.evolve(state, elapsed=state.elapsed + time.perf_counter() - t, finished=True, converged=True,
                                 message="predicted decrease of the objective below ftol")
         budget = opts.max_evaluations - state.evaluations - total_evals
-        if budget <= 0 or dmax == 0.0:
+        if budget <= 0 or not d.any():
             break
         accepted, lam, ev, fl = _line_search(evaluate, state, d, b, opts, budget)
         total_evals += ev
@@ -379,10 +398,7 @@ def outer_iteration(evaluate: Callable, state: OuterState, bounds, options: Oute
                             converged=False, message=msg)
     x_new = np.clip(x + lam * d, b[:, 0], b[:, 1])
     g_new = np.asarray(accepted.gradient, dtype=float)
-    s, y = x_new - x, g_new - g
-    if float(s @ y) > 1e-10 * np.linalg.norm(s) * np.linalg.norm(y):
-        S = np.vstack([S, s])[-opts.memory :]
-        Yd = np.vstack([Yd, y])[-opts.memory :]
+    S, Yd = _updated_memory(S, Yd, x_new - x, g_new - g, opts.memory)
     it = state.iteration + 1
     elapsed = state.elapsed + seconds
     pg_new = projected_gradient(x_new, g_new, b)

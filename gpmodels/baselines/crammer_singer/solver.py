@@ -294,6 +294,26 @@ def run_cooling_rounds(loop, o: CSOptions, record) -> tuple[int, str]:
     return rounds, "max ψ < βε"
 
 
+def _final_result(st: LoopState, y, beta: float, epsilon: float, run: tuple, *, loop_stats: dict,
+                  extra_stats: dict) -> tuple[CSResult, np.ndarray]:
+    """The solution of Fig. 4 back in example order (the loop works on positions) as a
+    :class:`CSResult`, with its duality gap, the largest KKT violation max_i ψ_i / β (converged when
+    it is within ``epsilon``) and the support size; and the support (examples with τ_i ≠ 0).
+    ``run``: (message, updates, rounds, seconds, trace) of the loop; the statistics are the loop's, the
+    support size, then ``extra_stats``."""
+    message, updates, rounds, seconds, trace = run
+    order = st.pos
+    Fk, tau, pen = st.Fk[:, order], st.tau[:, order], st.pen[:, order]
+    F, tauT = np.ascontiguousarray(Fk.T), np.ascontiguousarray(tau.T)
+    max_psi = float((Fk.max(axis=0) - (Fk + pen).min(axis=0)).max() / beta)
+    primal, dual, gap = duality_gap(tauT, F, y, beta)
+    support = np.flatnonzero(np.any(tauT != 0.0, axis=1))
+    stats = {**loop_stats, "n_support": int(support.size), **extra_stats}
+    result = CSResult(tauT, F, dual_objective(tauT, F, y, beta), primal, dual, gap, max_psi,
+                      bool(max_psi <= epsilon * (1 + 1e-12)), message, updates, rounds, seconds, trace, stats)
+    return result, support
+
+
 def fit_crammer_singer(kernel: Kernel | None, X, y, options: CSOptions = CSOptions(), *, n_classes: int | None = None,
                        gram: np.ndarray | None = None, on_iteration=None) -> CrammerSingerModel:
     """Solve (15) by Fig. 4 with the improvements of Sec. 7 chosen in ``options``
@@ -339,20 +359,10 @@ def fit_crammer_singer(kernel: Kernel | None, X, y, options: CSOptions = CSOptio
 
     run = run_cyclic_sweeps if o.selection == "cyclic" else run_cooling_rounds
     rounds, message = run(loop, o, record)
-    updates = loop.updates
-    # back to example order
-    order = st.pos
-    Fk, tau, pen = st.Fk[:, order], st.tau[:, order], st.pen[:, order]
     seconds = time.perf_counter() - t0
-    F, tauT = np.ascontiguousarray(Fk.T), np.ascontiguousarray(tau.T)
-    max_psi = float((Fk.max(axis=0) - (Fk + pen).min(axis=0)).max() / beta)
-    primal, dual, gap = duality_gap(tauT, F, y, beta)
-    support = np.flatnonzero(np.any(tauT != 0.0, axis=1))
-    stats = loop.stats()
-    stats.update(
-        {"n_support": int(support.size), "sparse_inputs": bool(Xs is not None and sp.issparse(Xs)), "engine": engine}
-    )
-    result = CSResult(tauT, F, dual_objective(tauT, F, y, beta), primal, dual, gap, max_psi,
-                      bool(max_psi <= o.epsilon * (1 + 1e-12)), message, updates, rounds, seconds, tuple(trace), stats)
+    extra = {"sparse_inputs": bool(Xs is not None and sp.issparse(Xs)), "engine": engine}
+    result, support = _final_result(st, y, beta, o.epsilon, (message, loop.updates, rounds, seconds, tuple(trace)),
+                                    loop_stats=loop.stats(), extra_stats=extra)
     X_sv = None if Xs is None else Xs[support]
-    return CrammerSingerModel(kernel if gram is None else None, X_sv, tauT[support].copy(), support, beta, k, result)
+    return CrammerSingerModel(kernel if gram is None else None, X_sv, result.tau[support].copy(), support, beta, k,
+                              result)
