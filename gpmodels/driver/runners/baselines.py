@@ -17,7 +17,6 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-import attrs
 import numpy as np
 
 from gpmodels.baselines.crammer_singer.solver import fit_crammer_singer
@@ -25,8 +24,8 @@ from gpmodels.baselines.hm3.inference import best_labelings, best_single_paths
 from gpmodels.baselines.hm3.node_svms import fit_node_svms
 from gpmodels.baselines.hm3.solver import fit_hm3
 from gpmodels.data.multilabel_sets import MultilabelDataset
-from gpmodels.driver.build import build_kernel, build_tree, resolve_kernel
 from gpmodels.driver.outcome import RunOutcome
+from gpmodels.driver.runners.common import prepare_kernel
 from gpmodels.driver.sections.spec import Spec
 from gpmodels.errors import SpecError
 from gpmodels.persistence import save_crammer_singer_model, save_hm3_model
@@ -37,19 +36,14 @@ from gpmodels.scoring.multilabel import multilabel_report, paths_to_multilabels
 __all__ = ["run_crammer_singer", "run_hm3"]
 
 
-def _resolved(spec: Spec, X_train) -> Spec:
-    return attrs.evolve(spec, model=attrs.evolve(spec.model, kernel=resolve_kernel(spec.model.kernel, X_train)))
-
-
 def run_crammer_singer(spec: Spec, data, base_dir: Path | None, say) -> RunOutcome:
     """Crammer–Singer multiclass SVM (Crammer & Singer 2001)."""
     if isinstance(data, MultilabelDataset):
         raise SpecError(f"crammer_singer needs a single-label data set; {data.name!r} is multilabel (use hm3)",
                         "objective.type")
-    resolved = _resolved(spec, data.X_train)
-    c = resolved.objective.crammer_singer
-    kernel = build_kernel(resolved.model.kernel, data.X_train, base_dir)
-    opts = c.options()
+    problem = prepare_kernel(spec, data, base_dir)
+    resolved, kernel = problem.resolved, problem.kernel
+    opts = resolved.objective.crammer_singer.options()
     t = time.perf_counter()
     with say.bar(None, "Crammer-Singer: rounds") as bar:  # the rounds that make updates are not known ahead
         model = fit_crammer_singer(kernel, data.X_train, data.y_train, opts, n_classes=data.n_classes,
@@ -79,17 +73,18 @@ def run_crammer_singer(spec: Spec, data, base_dir: Path | None, say) -> RunOutco
 
 def run_hm3(spec: Spec, data, base_dir: Path | None, say) -> RunOutcome:
     """H-M^3 on a multilabel set, or on a single-label set with a hierarchy (labels as paths)."""
-    resolved = _resolved(spec, data.X_train)
+    single = not isinstance(data, MultilabelDataset)  # single-label: the labels become root-to-leaf paths
+    problem = prepare_kernel(spec, data, base_dir, with_tree=single)  # the spec's data.hierarchy, else the set's
+    resolved, kernel = problem.resolved, problem.kernel
     h = resolved.objective.hm3
-    if isinstance(data, MultilabelDataset):
-        tree, Ytr, Yte, single = data.tree, data.Y_train, data.Y_test, False
+    if not single:
+        tree, Ytr, Yte = data.tree, data.Y_train, data.Y_test
     else:
-        tree = build_tree(spec, data, base_dir)  # the spec's data.hierarchy, else the data set's own
+        tree = problem.tree
         if tree is None:
             raise SpecError(f"hm3 needs a class hierarchy; data set {data.name!r} has none: set data.hierarchy "
                             "(or use enron_corr, a *_FUN set, news20 or imclef07a)", "data.hierarchy")
-        Ytr, Yte, single = paths_to_multilabels(data.y_train, tree), paths_to_multilabels(data.y_test, tree), True
-    kernel = build_kernel(resolved.model.kernel, data.X_train, base_dir)
+        Ytr, Yte = paths_to_multilabels(data.y_train, tree), paths_to_multilabels(data.y_test, tree)
     opts = h.options(seed=spec.seed)
     t = time.perf_counter()
     with say.bar(None, "H-M^3: passes") as bar:

@@ -1,6 +1,7 @@
 """What the runners share: :func:`prepare` (the spec and the data -> the :class:`Problem` an objective
-fits), the targets and test scores of the likelihoods, the test-set predictive of MAP models, and the
-checkpoints, messages and metrics of hyperparameter learning by Ψ.
+fits; :func:`prepare_kernel` -> the :class:`KernelProblem` of the max-margin objectives, from the same
+resolved spec and class tree), the targets and test scores of the likelihoods, the test-set predictive
+of MAP models, and the checkpoints, messages and metrics of hyperparameter learning by Ψ.
 
 ``evaluation.predictive`` (:func:`predict_test_set`): ``plugin`` is p(y | u_*) at the latent mean
 u_* = K̃_{*,.} α̂ (Seeger 2008, Sec. 2); ``laplace`` averages the likelihood over the Laplace latent
@@ -23,6 +24,7 @@ import scipy.sparse as sp
 from gpmodels.data.datasets import Dataset
 from gpmodels.driver.build import (
     build_binary_operator,
+    build_kernel,
     build_likelihood,
     build_operator,
     build_pseudo_targets,
@@ -36,14 +38,15 @@ from gpmodels.hierarchy import ClassTree
 from gpmodels.inference.cv.learn import Checkpointing
 from gpmodels.inference.cv.one_vs_rest import check_one_vs_rest
 from gpmodels.inference.map.predictive import laplace_predict_proba
+from gpmodels.kernels.base import Kernel
 from gpmodels.operators.base import Operator
 from gpmodels.optimize.checkpoint import digest_array
 from gpmodels.scoring.calibration import calibration_report
 from gpmodels.scoring.metrics import error
 from gpmodels.validation import labels_to_targets
 
-__all__ = ["Problem", "prepare", "targets", "evaluate", "predict_test_set", "learning_checkpoint",
-           "checkpoint_identity", "iteration_reporter", "learning_metrics"]
+__all__ = ["Problem", "prepare", "KernelProblem", "prepare_kernel", "resolve", "targets", "evaluate",
+           "predict_test_set", "learning_checkpoint", "checkpoint_identity", "iteration_reporter", "learning_metrics"]
 
 
 @attrs.frozen
@@ -67,7 +70,7 @@ def prepare(spec: Spec, data: Dataset, base_dir: Path | None = None, *, engine=N
     """The :class:`Problem` of ``spec`` on ``data``: the resolved spec, the prior's operator (on
     ``engine``), the likelihood, the targets and the class tree.  The tree is built for the priors that
     may use one (the structured built-ins, user priors), not for the flat default."""
-    resolved = attrs.evolve(spec, model=resolve_model(spec.model, data.X_train))
+    resolved = resolve(spec, data)
     o = spec.objective
     tree = None
     if not spec.model.builtin_prior or tree_needed_by(spec) is not None:
@@ -87,6 +90,33 @@ def prepare(spec: Spec, data: Dataset, base_dir: Path | None = None, *, engine=N
     else:
         Y = targets(likelihood, data, spec.model.likelihood)
     return Problem(resolved, op, likelihood, Y, tree, build_seconds)
+
+
+def resolve(spec: Spec, data: Dataset) -> Spec:
+    """The spec with ``w: auto`` and registered user priors resolved on the training inputs: what
+    ``spec.resolved.yaml`` records and every runner fits."""
+    return attrs.evolve(spec, model=resolve_model(spec.model, data.X_train))
+
+
+@attrs.frozen
+class KernelProblem:
+    """What a max-margin objective (Crammer–Singer, H-M^3) fits, built by :func:`prepare_kernel`: the
+    resolved spec, the kernel function (the solvers compute their own kernel rows, so no GP operator
+    is built) and the class tree of the spec's ``data.hierarchy`` or the data set (None when not
+    asked for or when there is none)."""
+
+    resolved: Spec
+    kernel: Kernel
+    tree: ClassTree | None
+
+
+def prepare_kernel(spec: Spec, data: Dataset, base_dir: Path | None = None, *,
+                   with_tree: bool = False) -> KernelProblem:
+    """The :class:`KernelProblem` of ``spec`` on ``data``: the spec resolved as :func:`prepare` resolves
+    it, the class tree built as it builds one (``with_tree``), and the model's kernel."""
+    resolved = resolve(spec, data)
+    tree = build_tree(spec, data, base_dir) if with_tree else None
+    return KernelProblem(resolved, build_kernel(resolved.model.kernel, data.X_train, base_dir), tree)
 
 
 def targets(lik, data: Dataset, model_likelihood: str) -> np.ndarray:
