@@ -29,7 +29,7 @@ __all__ = [
     # attrs validators of options classes
     "integer", "number", "positive_number", "nonnegative_number", "probability", "positive_int", "nonnegative_int",
     "one_of", "instance_of", "boolean", "string", "mapping", "optional", "array_of", "describe_validator", "Integer",
-    "Number", "OneOf",
+    "Number", "OneOf", "positive_or_list", "gigabytes", "MAX_MEMORY_GB",
     "InstanceOf", "Optional", "Validator", "MAX_SIZE", "ArrayOf", "sequence_of", "any_of", "SequenceOf", "AnyOf",
     # attrs converters that normalise numbers and leave everything else for the validator to refuse
     "to_float", "to_int", "to_path", "to_float_array",
@@ -458,6 +458,20 @@ def sequence_of(inner, *, min_len: int = 1) -> SequenceOf:
 def any_of(*choices) -> AnyOf:
     """attrs validator: what one of ``choices`` allows."""
     return AnyOf(tuple(choices))
+
+
+def positive_or_list() -> AnyOf:
+    """attrs validator: a positive number, or a non-empty list of them (one value for all, or one per group)."""
+    return AnyOf((positive_number(), sequence_of(positive_number())))
+
+
+#: the largest memory size in GB a setting may name (1 TiB)
+MAX_MEMORY_GB = 1_048_576.0
+
+
+def gigabytes() -> Number:
+    """attrs validator: a memory size in GB, > 0 and at most ``MAX_MEMORY_GB``."""
+    return Number(0, MAX_MEMORY_GB, open_low=True)
 
 
 def to_float(value):
