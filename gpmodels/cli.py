@@ -37,7 +37,7 @@ import attrs
 import numpy as np
 
 from gpmodels.cli_parser import build_parser
-from gpmodels.data.datasets import load_inputs
+from gpmodels.data.files import load_inputs
 from gpmodels.driver import spec_reference
 from gpmodels.driver.build import check_files
 from gpmodels.driver.loader import grant_imports, read_yaml, spec_from_dict
