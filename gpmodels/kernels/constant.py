@@ -29,6 +29,9 @@ class Constant(Kernel):
 
     value: float = attrs.field(default=1.0, converter=to_float, validator=positive_number())
 
+    def spec_section(self) -> dict:
+        return {"type": "constant", "value": float(self.value)}
+
     @property
     def params(self) -> np.ndarray:
         return np.array([np.log(self.value)])
@@ -68,6 +71,9 @@ class White(Kernel):
     """M(x, x') = noise [x = x'] (module docstring); parameter log noise."""
 
     noise: float = attrs.field(default=1.0, converter=to_float, validator=positive_number())
+
+    def spec_section(self) -> dict:
+        return {"type": "white", "noise": float(self.noise)}
 
     @property
     def params(self) -> np.ndarray:
