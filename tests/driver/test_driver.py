@@ -50,7 +50,7 @@ def test_save_load_round_trip_gives_identical_predictions(tmp_path, kernel, scal
     assert {"model.npz", "spec.resolved.yaml", *figures("error_reject.png", "trace_Phi.png")} <= {p.name for p in
                                                                                                out.iterdir()}
     model = load_model(out)
-    from gpmodels.data.datasets import load_inputs
+    from gpmodels.data.files import load_inputs
 
     Xt, yt = load_inputs(te)
     P = model.predict_proba(Xt)
