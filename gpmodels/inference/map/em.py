@@ -21,6 +21,7 @@ sees the operator.
 from __future__ import annotations
 
 import time
+from operator import attrgetter
 
 import attrs
 import numpy as np
@@ -61,9 +62,7 @@ class EMResult:
     message: str
     seconds: float
 
-    @property
-    def alpha(self) -> np.ndarray:
-        return self.model.alpha
+    alpha = property(attrgetter("model.alpha"))
 
     def as_dict(self) -> dict:
         return {"trace": list(self.trace), "loglik_trace": list(self.loglik_trace), "iterations": self.iterations,
