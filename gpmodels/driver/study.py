@@ -24,7 +24,7 @@ from gpmodels.driver.output import STUDY_ARTEFACTS, claim_output, spec_digest
 from gpmodels.driver.report_md import score_legend
 from gpmodels.driver.run import run_spec, start_log
 from gpmodels.driver.sections.study import StudySpec
-from gpmodels.engine.factory import open_engine
+from gpmodels.engine.base import open_engine
 from gpmodels.errors import GPModelsError
 
 __all__ = ["run_study", "failed_models", "study_identity"]
@@ -116,9 +116,9 @@ def _run_rows(study, base_dir, out_dir: Path, say, run_spec, *, quiet, progress,
             yield entry, (None, _first_line(exc))
 
 
-def _write_tables(study, rows: list[dict], cols: list[str], origin: dict, out_dir: Path) -> str:
-    """The study's rows as study.md (a Markdown table of ``cols``, returned), study.csv and study.json
-    (every metric, with the run's ``origin``)."""
+def _write_tables(out_dir: Path, name: str, rows: list[dict], cols: list[str], origin: dict) -> str:
+    """The study's table over ``cols`` as study.md (returned), study.csv, and study.json (all rows with the
+    provenance ``origin``)."""
     md = ["| " + " | ".join(cols) + " |", "|" + " --- |" * len(cols)]
     md += ["| " + " | ".join(_fmt(r.get(c)).replace("|", "/").replace("\n", " ") for c in cols) + " |" for r in rows]
     table = "\n".join(md) + "\n"
@@ -128,7 +128,7 @@ def _write_tables(study, rows: list[dict], cols: list[str], origin: dict, out_di
         w.writeheader()
         w.writerows(rows)
     (out_dir / "study.json").write_text(
-        json.dumps({"study": study.name, **origin, "rows": rows}, indent=2, default=float) + "\n"
+        json.dumps({"study": name, **origin, "rows": rows}, indent=2, default=float) + "\n"
     )
     return table
 
@@ -154,7 +154,7 @@ def _run_study(study, base_dir, out_dir: Path, say, run_spec, origin, *, quiet, 
     failed = failed_models(rows)
     cols = ["model"] + (["status"] if failed else []) + [c for c in study.columns if any(c in r for r in rows)]
     cols += ["error"] if failed else []
-    table = _write_tables(study, rows, cols, origin, out_dir)
+    table = _write_tables(out_dir, study.name, rows, cols, origin)
     plots, figures = [], reports.plots_available()
     if curves and not figures:
         say(reports.PLOTS_SKIPPED)
