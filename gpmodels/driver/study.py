@@ -24,7 +24,7 @@ from gpmodels.driver.output import STUDY_ARTEFACTS, claim_output, spec_digest
 from gpmodels.driver.report_md import score_legend
 from gpmodels.driver.run import run_spec, start_log
 from gpmodels.driver.sections.study import StudySpec
-from gpmodels.engine.base import open_engine
+from gpmodels.engine.factory import open_engine
 from gpmodels.errors import GPModelsError
 
 __all__ = ["run_study", "failed_models", "study_identity"]
