@@ -23,6 +23,7 @@ import sys
 import time
 from pathlib import Path
 
+import attrs
 import numpy as np
 import pytest
 import yaml
@@ -697,3 +698,202 @@ def test_bounds_a_checkpoint_that_declares_a_huge_array_is_refused_before_loadin
     identity = RunIdentity(exact={}, theta0=np.zeros(1), probe=np.zeros(1))
     with pytest.raises(CheckpointError, match=r"declares shape \(1000000, 1000000\)"):
         read_checkpoint(tmp_path / "checkpoint.npz", identity)
+
+
+# ---------------------------------------------------------------- limits (numerics: every loop bounded and settable)
+def _student_t_problem(n=80, seed=0):
+    from gpmodels.kernels.rbf import RBF
+    from gpmodels.likelihoods import StudentT
+    from gpmodels.priors import IndependentGP
+
+    r = np.random.default_rng(seed)
+    X = r.uniform(-3, 3, size=(n, 1))
+    y = np.sinc(X[:, 0]) + 0.05 * r.standard_t(4, size=n)
+    return IndependentGP(RBF(1.0), "tied", 1.0, 0.0).operator(X, 1), StudentT(df=4, scale=0.1), y[:, None]
+
+
+def test_limits_vb_student_t_80_points_5_outer_iterations_takes_seconds():
+    """The issue's case (Student-t df 4, 80 points, 5 outer iterations: 40 s on a busy 2-core machine)."""
+    from gpmodels.inference.marginal.vb import learn_vb
+    from gpmodels.optimize.driver import outer_options
+
+    op, lik, Y = _student_t_problem()
+    t0 = time.perf_counter()
+    result, _, _ = learn_vb(op, lik, Y, outer=outer_options(5, 1e-8))
+    seconds = time.perf_counter() - t0
+    assert len(result.values) <= 6 and np.all(np.isfinite(result.values))
+    assert seconds < 10.0, f"{seconds:.1f} s"
+
+
+def test_limits_small_dense_factors_run_on_one_blas_thread(monkeypatch):
+    """The cause of the slow VB: OpenBLAS's threaded triangular solves of an 80 x 80 factor (24 ms a call
+    with two threads on a busy machine, 0.03 ms with one); a small factor runs on one thread, a large one
+    keeps the BLAS threads."""
+    import scipy.linalg as sla
+
+    import gpmodels.linalg.dense_posterior as dp
+    from gpmodels.linalg.blas_threads import SMALL_DENSE_N, blas_threads, limit_blas_threads
+
+    seen = []
+    real = sla.solve_triangular
+    monkeypatch.setattr(dp.sla, "solve_triangular", lambda *a, **k: (seen.append(blas_threads()), real(*a, **k))[1])
+    with limit_blas_threads(2):
+        if blas_threads() < 2:
+            pytest.skip("the BLAS runs one thread here")
+        for n, expected in ((80, 1), (SMALL_DENSE_N + 1, 2)):
+            seen.clear()
+            K = np.eye(n) + 0.1
+            post = dp.DensePosterior(K, np.ones(n))
+            post.R, post.sigma_diag()
+            assert seen and set(seen) == {expected}, (n, seen)
+
+
+@pytest.mark.parametrize("section, key, value, field", [
+    ("vb", "max_outer", 3, lambda o: o.vb.options().max_outer),
+    ("vb", "newton.max_iter", 7, lambda o: o.vb.options().newton.max_iter),
+    ("vb", "learn_max_iter", 4, lambda o: o.vb.learn_max_iter),
+    ("laplace", "newton.max_iter", 7, lambda o: o.laplace.options(seed=0).newton.max_iter),
+    ("laplace", "learn_max_iter", 4, lambda o: o.laplace.learn_max_iter),
+    ("laplace", "cg_max_iter", 9, lambda o: o.laplace.options(seed=0).cg_max_iter),
+    ("em", "max_iter", 5, lambda o: o.em.options().max_iter),
+    ("mkl", "max_iter", 5, lambda o: o.mkl.options().max_iter),
+    ("mkl", "time_limit", 2.5, lambda o: o.mkl.options().time_limit),
+    ("mkl", "inner_max", 6, lambda o: o.mkl.options().inner_max),
+    ("cv", "outer.max_iter", 5, lambda o: o.cv.outer.options().max_iter),
+    ("cv", "newton.max_iter", 5, lambda o: o.cv.newton.options().max_iter),
+])
+def test_limits_every_loop_of_the_objectives_is_a_spec_key(section, key, value, field):
+    """Each iterative loop (VB's double loop and its inner Newton, Laplace's mode and learning, EM, MKL, CV)
+    has a limit in the spec, carried into the options object the loop reads; 0 is refused by name."""
+    from gpmodels.driver.sections.spec import Spec
+
+    types = {"vb": "vb", "laplace": "laplace", "em": "em", "mkl": "mkl", "cv": "cv"}
+    base = {"name": "t", "data": {"path": "x.npz", "test": "split"}, "model": {"kernel": {"type": "rbf", "w": 1.0}},
+            "objective": {"type": types[section]}}
+    if section in ("vb", "laplace"):
+        base["data"]["task"] = "regression"
+        base["model"].update(likelihood="student_t", df=4, scale=0.1, sharing="tied")
+    if section == "mkl":
+        base["model"] = {"kernels": [{"type": "rbf", "w": 1.0}, {"type": "rbf", "w": 0.1}], "likelihood": "logistic"}
+    if section == "em":
+        base["data"].update(test="given", test_path="t.npz", pseudo_targets={"file": "p.txt"})
+    node = base["objective"].setdefault(section, {})
+    *outer, last = key.split(".")
+    for part in outer:
+        node = node.setdefault(part, {})
+    node[last] = value
+    try:
+        spec = Spec.from_dict(base)
+    except SpecError as exc:  # the section's shape, not the limit, is what the base spec gets wrong
+        pytest.fail(str(exc))
+    assert field(spec.objective) == value
+    node[last] = 0
+    with pytest.raises(SpecError, match=rf"objective\.{section}\.{key}"):
+        Spec.from_dict(base)
+
+
+def test_limits_the_double_loop_and_its_inner_newton_stop_at_their_limits():
+    from gpmodels.inference.map.newton_cg import NewtonOptions
+    from gpmodels.inference.marginal.vb import VBOptions, vb_criterion
+
+    op, lik, Y = _student_t_problem(40)
+    res = vb_criterion(op, lik, Y, VBOptions(max_outer=2, newton=NewtonOptions(max_iter=1)))
+    assert res.outer_iterations == 2 and len(res.trace) == 3 and not res.converged
+
+
+# ---------------------------------------------------------------- estimators
+def _est_data():
+    X, y = toy_classification(60, 3, d=3, seed=2)
+    return X, y, toy_classification(30, 3, d=3, seed=3)[0]
+
+
+@pytest.mark.parametrize("changes", [
+    {"predictive": "plugin"}, {"predictive": "laplace"}, {"objective": "map", "cv": 3, "random_state": 9},
+    {"prior": "swap"}, {"solver": "exact", "likelihood": None, "n_jobs": 1},
+], ids=["to-plugin", "to-laplace", "objective", "prior", "solver"])
+@pytest.mark.parametrize("predictive", ["plugin", "laplace"])
+def test_estimators_set_params_after_fit_leaves_the_fitted_model_and_its_pickle(changes, predictive):
+    """Predictions come from fitted attributes only: set_params after fit changes nothing until the next
+    fit, before or after a pickle round trip (a Laplace-fitted model switched to plug-in raised)."""
+    import pickle
+
+    from gpmodels.estimators import GPClassifier
+    from gpmodels.estimators.gp import LaplacePredictive, default_prior
+
+    X, y, Xt = _est_data()
+    predictive = LaplacePredictive(n_samples=50) if predictive == "laplace" else predictive
+    est = GPClassifier(objective="map", predictive=predictive, random_state=0).fit(X, y)
+    before = est.predict_proba(Xt)
+    if changes.get("prior") == "swap":
+        changes = {"prior": attrs.evolve(default_prior(X), variance=100.0)}
+    if changes.get("predictive") == "laplace":
+        changes = {"predictive": LaplacePredictive(n_samples=7)}
+    est.set_params(**changes)
+    np.testing.assert_array_equal(est.predict_proba(Xt), before)
+    back = pickle.loads(pickle.dumps(est))
+    np.testing.assert_array_equal(back.predict_proba(Xt), before)
+    np.testing.assert_array_equal(back.predict(Xt), est.predict(Xt))
+
+
+@pytest.mark.parametrize("objective", ["cv", "laplace"])
+def test_estimators_a_checkpoint_with_random_state_none_refits(tmp_path, objective):
+    """random_state=None draws a seed per fit; with a checkpoint the refit takes the seed recorded there
+    and resumes that fit (its folds), instead of refusing the checkpoint as another run's."""
+    import warnings
+
+    from sklearn.exceptions import ConvergenceWarning
+
+    from gpmodels.estimators import GPClassifier
+
+    X, y, Xt = _est_data()
+    est = GPClassifier(objective=objective, cv=3, checkpoint=tmp_path / "ck.npz", random_state=None)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        first = est.fit(X, y).predict_proba(Xt)
+        folds = est.folds_
+        for _ in range(2):
+            np.testing.assert_allclose(est.fit(X, y).predict_proba(Xt), first, rtol=1e-9, atol=1e-12)
+            assert (folds is None) == (est.folds_ is None)
+            assert folds is None or all(np.array_equal(a, b) for a, b in zip(folds, est.folds_))
+
+
+_SK_BAD = [("RBF", "length_scale", {"length_scale": v}) for v in (0.0, -1.0, np.nan, np.inf, 1e-300)] + [
+    ("Matern", "length_scale", {"length_scale": 0.0, "nu": 1.5}),
+    ("RBF", "length_scale", {"length_scale": [1.0, -2.0, 1.0]}),
+    ("RationalQuadratic", "alpha", {"alpha": -1.0}),
+    ("RationalQuadratic", "length_scale", {"length_scale": 0.0}),
+    ("ConstantKernel", "constant_value", {"constant_value": 0.0}),
+    ("WhiteKernel", "noise_level", {"noise_level": -1.0}),
+    ("DotProduct", "sigma_0", {"sigma_0": -1.0}),
+    ("RBF", "length_scale_bounds", {"length_scale": 1.0, "length_scale_bounds": (2.0, 1.0)}),
+    ("RBF", "length_scale_bounds", {"length_scale": 100.0, "length_scale_bounds": (1e-2, 1.0)}),
+    ("ExpSineSquared", "periodicity", {"periodicity": -1.0}),
+]
+
+
+@pytest.mark.parametrize("cls, name, kwargs", _SK_BAD)
+@pytest.mark.parametrize("wrap", ["alone", "sum", "product"])
+def test_estimators_kernel_messages_name_the_parameter_the_user_wrote(cls, name, kwargs, wrap):
+    """A scikit-learn kernel's bad hyperparameter is refused by its own name (length_scale, alpha,
+    length_scale_bounds ...), never by the native parameter it maps to (RBF.w, kernel0.log_w)."""
+    from sklearn.gaussian_process import kernels as sk
+
+    from gpmodels.errors import InputError
+    from gpmodels.estimators import GPClassifier
+    from gpmodels.priors import IndependentGP
+
+    k = getattr(sk, cls)(**kwargs)
+    k = {"alone": k, "sum": sk.RBF(1.0) + k, "product": sk.ConstantKernel(2.0) * k}[wrap]
+    X, y, _ = _est_data()
+    with pytest.raises(InputError) as info:
+        GPClassifier(IndependentGP(k, "tied", 1.0, 1.0), objective="map").fit(X, y)
+    text = str(info.value)
+    assert name in text and cls in text and ".w " not in text and "log_" not in text, text
+
+
+def test_estimators_a_learning_start_outside_bounds_is_named_in_natural_units_too():
+    from gpmodels.errors import InputError
+    from gpmodels.optimize.objective import log_box
+
+    with pytest.raises(InputError, match=r"kernel\.log_w = 3 .*outside the bounds.*; w = 20\.0855 not in"):
+        log_box(np.array([3.0]), names=("kernel.log_w",), lower=-1.0, upper=1.0)

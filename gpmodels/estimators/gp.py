@@ -27,7 +27,7 @@ from gpmodels.inference.map.predictive import PREDICTIVE_METHODS, latent_predict
 from gpmodels.inference.map.solvers import SOLVERS as MAP_SOLVERS
 from gpmodels.kernels.factory import make_kernel
 from gpmodels.likelihoods.softmax import Softmax
-from gpmodels.optimize.checkpoint import Checkpointing
+from gpmodels.optimize.checkpoint import Checkpointing, caller_identity
 from gpmodels.priors.independent import IndependentGP
 from gpmodels.priors.learned import LearnedPrior
 from gpmodels.validation import MAX_SIZE, check_features, labels_to_targets
@@ -36,6 +36,17 @@ __all__ = ["GPClassifier", "LaplacePredictive", "SOLVERS", "default_prior"]
 
 #: inner MAP solver names -> solver classes (:mod:`gpmodels.inference.map.solvers`)
 SOLVERS = MAP_SOLVERS
+
+
+#: the key under which a fit records its seed in the checkpoint's identity
+_SEED_KEY = "estimator_seed"
+
+
+def _with_seed(checkpoint: Checkpointing | None, seed: int) -> Checkpointing | None:
+    """``checkpoint`` with the fit's seed in its identity (a refit with ``random_state=None`` reads it back)."""
+    if checkpoint is None:
+        return None
+    return attrs.evolve(checkpoint, identity={**checkpoint.identity, _SEED_KEY: seed})
 
 
 @attrs.frozen
@@ -99,14 +110,17 @@ class GPClassifier(ClassifierMixin, BaseEstimator):
     ``random_state``: seeds the folds, the Laplace probes and the predictive draws (scikit-learn's
     convention).  ``checkpoint``: a path (or a :class:`~gpmodels.optimize.checkpoint.Checkpointing`)
     where learning checkpoints after every outer iteration, and from which a later fit with the same
-    data and settings resumes.
+    data and settings resumes; with ``random_state=None`` a refit takes the seed recorded there, so it
+    resumes that fit (same folds) rather than meet a checkpoint of other folds.
 
     Fitted attributes: ``classes_``, ``n_features_in_`` (``feature_names_in_`` for a DataFrame),
     ``X_train_``, ``alpha_`` (α̂ (n, C), columns in the prior's class order ``model_class_order_``),
     ``kernel_`` (the prior at the learned hyperparameters, a :class:`~gpmodels.priors.learned.LearnedPrior`),
     ``model_`` (the :class:`~gpmodels.inference.map.model.MAPModel`), ``diagnostics_``, ``n_iter_``,
     ``learned_hyperparameters_`` (name -> natural value), ``learning_result_`` (the learner's result;
-    None for ``'map'``), ``folds_`` (the CV partition; None unless ``'cv'``), ``predictive_seed_``.
+    None for ``'map'``), ``folds_`` (the CV partition; None unless ``'cv'``), ``predictive_`` (the
+    fitted predictive: None for plug-in, else its :class:`LaplacePredictive`) and ``predictive_seed_``.
+    Predictions use only fitted attributes: ``set_params`` after ``fit`` takes effect at the next ``fit``.
     """
 
     def __init__(self, prior=None, likelihood=None, objective="cv", solver="newton-cg", cv=5, predictive="plugin",
@@ -195,7 +209,8 @@ class GPClassifier(ClassifierMixin, BaseEstimator):
         learner = learner_of(owner, self.objective)
         solver = self._solver()
         predictive = self._predictive()
-        seed = seed_from(owner, self.random_state)
+        checkpoint = self._checkpointing()
+        seed = self._seed(checkpoint)
         prior = self._prior(X)
         perm = self._class_order(prior, classes)
         C = classes.size
@@ -207,7 +222,7 @@ class GPClassifier(ClassifierMixin, BaseEstimator):
         learned = None
         if learner is not None:
             with engine:
-                learned = learner.learn(op, lik, Y, folds=folds, seed=seed, checkpoint=self._checkpointing(),
+                learned = learner.learn(op, lik, Y, folds=folds, seed=seed, checkpoint=_with_seed(checkpoint, seed),
                                         engine=engine)
             op, lik = learned.operator, learned.likelihood
             warn_unconverged(learned.result, f"{owner} learning (objective={learner.name!r})",
@@ -228,9 +243,19 @@ class GPClassifier(ClassifierMixin, BaseEstimator):
         self.learned_hyperparameters_ = natural_values(names, np.asarray(theta, dtype=float))
         self.learning_result_ = None if learned is None else learned.result
         self.folds_ = folds
+        self.predictive_ = predictive
         self.predictive_seed_ = seed if predictive is not None else None
         self._fit_state = (learner, Y, seed)
         return self
+
+    def _seed(self, checkpoint) -> int:
+        """The seed of this fit: from ``random_state``; with ``random_state=None`` and a checkpoint to resume
+        from, the seed that checkpoint's fit drew (so that a refit resumes it instead of meeting other folds)."""
+        if self.random_state is None and checkpoint is not None and checkpoint.resume:
+            recorded = (caller_identity(checkpoint.path) or {}).get(_SEED_KEY)
+            if isinstance(recorded, int) and not isinstance(recorded, bool) and recorded >= 0:
+                return recorded
+        return seed_from(type(self).__name__, self.random_state)
 
     def _checkpointing(self):
         if self.checkpoint is None or isinstance(self.checkpoint, Checkpointing):
@@ -269,7 +294,7 @@ class GPClassifier(ClassifierMixin, BaseEstimator):
         perm = self.model_class_order_
         if not return_cov:
             return self.model_.latent(X)[:, perm]
-        predictive = self._predictive() or LaplacePredictive()
+        predictive = self.predictive_ or LaplacePredictive()
         pred = latent_predictive(self.model_, X, method=predictive.latent, random_state=self.predictive_seed_ or 0)
         return pred.mean[:, perm], pred.cov[:, perm][:, :, perm]
 
@@ -287,7 +312,7 @@ class GPClassifier(ClassifierMixin, BaseEstimator):
         if self.predictive_seed_ is None:
             P = self.model_.likelihood.predict(self.model_.latent(X))
         else:
-            predictive = self._predictive()
+            predictive = self.predictive_
             pred = latent_predictive(self.model_, X, method=predictive.latent, random_state=self.predictive_seed_)
             P = predictive_proba(pred, self.model_.likelihood, n_samples=predictive.n_samples,
                                  random_state=self.predictive_seed_)
