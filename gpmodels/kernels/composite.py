@@ -267,6 +267,12 @@ class Constrained(Kernel):
     def has_sq_dist_form(self) -> bool:
         return self.kernel.has_sq_dist_form
 
+    @property
+    def distance_form(self):
+        """The kernel's device form when its parameters are all free or all held (the form's gradient is
+        over all of them, or none is asked for); None when only some are held."""
+        return self.kernel.distance_form if self.free.all() or not self.free.any() else None
+
     def check_inputs(self, X) -> None:
         self.kernel.check_inputs(X)
 

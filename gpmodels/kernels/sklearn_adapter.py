@@ -95,8 +95,9 @@ def from_sklearn(kernel, *, native: bool = True) -> Kernel:
     return SklearnKernel(kernel) if mapped is None else mapped
 
 
-#: below this, w = 1/length_scale² overflows a float64
-_SMALLEST_LENGTH_SCALE = float(np.sqrt(1.0 / np.finfo(np.float64).max))
+#: hyperparameters whose native value is another number: (what it becomes, the map)
+MAPPED_VALUES = {"length_scale": ("1/length_scale^2", lambda v: 1.0 / v ** 2),
+                 "sigma_0": ("sigma_0^2", lambda v: v ** 2)}
 
 
 def _kernel_of(kernel, name: str):
@@ -118,8 +119,13 @@ def check_hyperparameters(kernel) -> None:
         if value.size == 0 or not np.all(np.isfinite(value)) or not np.all(value > 0):
             raise InputError(f"{where} must be a positive finite number (or one per feature); got "
                              f"{shown(params[h.name])}")
-        if key == "length_scale" and np.any(value < _SMALLEST_LENGTH_SCALE):
-            raise InputError(f"{where} = {shown(params[h.name])} is too small: 1/{key}^2 overflows")
+        if key in MAPPED_VALUES:
+            text, to_native = MAPPED_VALUES[key]
+            with np.errstate(all="ignore"):
+                native = to_native(value)
+            if not (np.all(np.isfinite(native)) and np.all(native > 0)):
+                raise InputError(f"{where} = {shown(params[h.name])} is out of range: {text} is 0 or infinite "
+                                 "in floating point")
         if h.fixed:
             continue
         bounds = np.asarray(h.bounds, dtype=float).reshape(-1, 2)
