@@ -34,7 +34,8 @@ from hypothesis import strategies as st
 
 from gpmodels.cli import main
 from gpmodels.data.csvfile import load_csv
-from gpmodels.data.datasets import load_file, load_inputs, read_npy
+from gpmodels.data.datasets import read_npy
+from gpmodels.data.files import load_file, load_inputs
 from gpmodels.data.labels import InputFormat, labels_from_cells, match_labels
 from gpmodels.data.svmlight import check_line_lengths, load_svmlight
 from gpmodels.driver.loader import read_yaml

@@ -35,7 +35,8 @@ import numpy as np
 
 from gpmodels import __version__, reports
 from gpmodels.data.datasets import Dataset
-from gpmodels.driver.build import build_data, build_engine_config, build_tree, check_files, resolve_path
+from gpmodels.driver.build import build_engine_config, check_files
+from gpmodels.driver.build_data import build_data, build_tree, resolve_path
 from gpmodels.driver.loader import dump_yaml, grant_imports
 from gpmodels.driver.outcome import Runner
 from gpmodels.driver.output import claim_output, spec_digest, write_new

@@ -8,6 +8,7 @@ from both :mod:`gpmodels.errors` and scikit-learn's, so a filter on either class
 
 from __future__ import annotations
 
+import inspect
 import math
 import warnings
 
@@ -23,7 +24,8 @@ from gpmodels.kernels.base import Kernel
 from gpmodels.kernels.factory import KERNEL_PARAMS, make_kernel
 from gpmodels.validation import check_features
 
-__all__ = ["ConvergenceWarning", "DataConversionWarning", "NotFittedError", "classifier_tags", "check_fitted",
+__all__ = ["ConvergenceWarning", "DataConversionWarning", "NotFittedError", "store_params", "classifier_tags",
+           "check_fitted",
            "record_features", "check_X", "check_label_types", "encode_targets", "seed_from", "check_positive",
            "kernel_by_name", "warn_unconverged"]
 
@@ -39,6 +41,15 @@ class DataConversionWarning(errors.DataConversionWarning, _SkDataConversionWarni
 
 class NotFittedError(errors.NotFittedError, _SkNotFittedError):
     """An estimator was used before ``fit`` (gpmodels' and scikit-learn's error class)."""
+
+
+def store_params(est, arguments: dict) -> None:
+    """Keep the constructor's arguments (its ``locals()``) unchanged as attributes of the same names, as
+    scikit-learn asks (no check or conversion in ``__init__``; ``get_params`` reads them back): one call
+    instead of an assignment per parameter."""
+    for name in inspect.signature(type(est).__init__).parameters:
+        if name != "self":
+            setattr(est, name, arguments[name])
 
 
 def classifier_tags(*, multi_label: bool = False, poor_score: bool = False) -> Tags:

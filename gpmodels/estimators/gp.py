@@ -18,6 +18,7 @@ from gpmodels.estimators._common import (
     encode_targets,
     record_features,
     seed_from,
+    store_params,
     warn_unconverged,
 )
 from gpmodels.estimators.learners import learner_of
@@ -139,16 +140,7 @@ class GPClassifier(ClassifierMixin, BaseEstimator):
 
     def __init__(self, prior=None, likelihood=None, objective="cv", solver="newton-cg", cv=5, predictive="plugin",
                  n_jobs=None, random_state=None, checkpoint=None, device=None):
-        self.prior = prior
-        self.likelihood = likelihood
-        self.objective = objective
-        self.solver = solver
-        self.cv = cv
-        self.predictive = predictive
-        self.n_jobs = n_jobs
-        self.random_state = random_state
-        self.checkpoint = checkpoint
-        self.device = device
+        store_params(self, locals())
 
     def __sklearn_tags__(self):
         return classifier_tags()

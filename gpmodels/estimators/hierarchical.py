@@ -15,7 +15,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 
 from gpmodels.errors import InputError
-from gpmodels.estimators._common import check_fitted, classifier_tags
+from gpmodels.estimators._common import check_fitted, classifier_tags, store_params
 from gpmodels.estimators.gp import GPClassifier
 from gpmodels.hierarchy import ClassTree
 from gpmodels.kernels.factory import make_kernel
@@ -59,14 +59,7 @@ class HierarchicalGPClassifier(ClassifierMixin, BaseEstimator):
 
     def __init__(self, prior=None, objective="cv", solver="newton-cg", cv=5, predictive="plugin", n_jobs=None,
                  random_state=None, separator=None):
-        self.prior = prior
-        self.objective = objective
-        self.solver = solver
-        self.cv = cv
-        self.predictive = predictive
-        self.n_jobs = n_jobs
-        self.random_state = random_state
-        self.separator = separator
+        store_params(self, locals())
 
     def __sklearn_tags__(self):
         tags = classifier_tags()

@@ -23,6 +23,7 @@ import abc
 import functools
 import numbers
 import operator
+from operator import attrgetter
 
 import attrs
 import numpy as np
@@ -255,17 +256,9 @@ class Constrained(Kernel):
         full[self.free] = theta
         return Constrained(self.kernel.with_params(full) if full.size else self.kernel, self.bounds, self.free)
 
-    @property
-    def supports_sparse(self) -> bool:
-        return self.kernel.supports_sparse
-
-    @property
-    def is_linear(self) -> bool:
-        return self.kernel.is_linear
-
-    @property
-    def has_sq_dist_form(self) -> bool:
-        return self.kernel.has_sq_dist_form
+    supports_sparse = property(attrgetter("kernel.supports_sparse"))
+    is_linear = property(attrgetter("kernel.is_linear"))
+    has_sq_dist_form = property(attrgetter("kernel.has_sq_dist_form"))
 
     @property
     def distance_form(self):

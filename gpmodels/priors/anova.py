@@ -40,16 +40,7 @@ from gpmodels.operators.base import Operator
 from gpmodels.operators.blockdiag import BlockDiagonal
 from gpmodels.priors.intercept import InterceptPolicy
 from gpmodels.priors.placement import DevicePlacement
-from gpmodels.validation import (
-    any_of,
-    boolean,
-    instance_of,
-    nonnegative_number,
-    one_of,
-    optional,
-    positive_number,
-    sequence_of,
-)
+from gpmodels.validation import boolean, instance_of, nonnegative_number, one_of, optional, positive_or_list
 
 __all__ = ["ANOVAPrior", "group_labels", "build_anova", "SPEC_SHARING"]
 
@@ -83,8 +74,7 @@ class ANOVAPrior(InterceptPolicy, DevicePlacement):
     tree: ClassTree = attrs.field(validator=instance_of(ClassTree))
     kernel: Kernel = attrs.field(converter=as_kernel, validator=instance_of(Kernel, what=KERNEL_OBJECTS))
     sharing: str = attrs.field(default="level", validator=one_of(TREE_SHARING))
-    variance: float | Sequence[float] = attrs.field(default=1.0,  # one for all, or one per variance group
-                                                    validator=any_of(positive_number(), sequence_of(positive_number())))
+    variance: float | Sequence[float] = attrs.field(default=1.0, validator=positive_or_list())  # or one per group
     sigma2: float = attrs.field(default=0.0, validator=nonnegative_number())
     kernel_sharing: str | None = attrs.field(default=None, validator=optional(one_of(TREE_SHARING)))  # None: sharing
     representation: RepresentationBuilder = attrs.field(

@@ -22,14 +22,13 @@ from gpmodels.operators.blockdiag import SHARING_MODES, BlockDiagonal
 from gpmodels.priors.intercept import InterceptPolicy
 from gpmodels.priors.placement import DevicePlacement
 from gpmodels.validation import (
-    any_of,
     boolean,
     instance_of,
     nonnegative_int,
     nonnegative_number,
     one_of,
     optional,
-    positive_number,
+    positive_or_list,
     sequence_of,
 )
 
@@ -50,8 +49,7 @@ class IndependentGP(InterceptPolicy, DevicePlacement):
 
     kernel: Kernel = attrs.field(converter=as_kernel, validator=instance_of(Kernel, what=KERNEL_OBJECTS))
     sharing: str | None = attrs.field(default="separate", validator=optional(one_of(SHARING_MODES)))
-    variance: float | Sequence[float] = attrs.field(default=1.0,  # one for all, or one per variance group
-                                                    validator=any_of(positive_number(), sequence_of(positive_number())))
+    variance: float | Sequence[float] = attrs.field(default=1.0, validator=positive_or_list())  # or one per group
     sigma2: float = attrs.field(default=0.0, validator=nonnegative_number())
     kernel_groups: Sequence[Sequence[int]] | None = attrs.field(default=None, validator=optional(_GROUPS))
     variance_groups: Sequence[Sequence[int]] | None = attrs.field(default=None, validator=optional(_GROUPS))

@@ -49,7 +49,7 @@ def test_save_load_round_trip_gives_identical_predictions(tmp_path, kernel, scal
     out = tmp_path / "out"
     assert {"model.npz", "spec.resolved.yaml", "error_reject.png", "trace_Phi.png"} <= {p.name for p in out.iterdir()}
     model = load_model(out)
-    from gpmodels.data.datasets import load_inputs
+    from gpmodels.data.files import load_inputs
 
     Xt, yt = load_inputs(te)
     P = model.predict_proba(Xt)
