@@ -148,8 +148,10 @@ def _run_study(study, base_dir, out_dir: Path, say, run_spec, origin, *, quiet, 
     (out_dir / "study.json").write_text(
         json.dumps({"study": study.name, **origin, "rows": rows}, indent=2, default=float) + "\n"
     )
-    plots = []
-    if curves:
+    plots, figures = [], reports.plots_available()
+    if curves and not figures:
+        say(reports.PLOTS_SKIPPED)
+    if curves and figures:
         reports.plot_error_reject(curves, out_dir / "error_reject.png", title=f"{study.name}: error-reject curves")
         plots.append("error_reject.png")
     report = [
@@ -165,7 +167,7 @@ def _run_study(study, base_dir, out_dir: Path, say, run_spec, origin, *, quiet, 
     ]
     legend = score_legend(c for c in cols if c.startswith(("test_", "train_", "plugin_test_")))
     report += ["What the names mean:", "", *legend, ""] if legend else []
-    report += [f"![{p}]({p})" for p in plots]
+    report += [f"![{p}]({p})" for p in plots] or ([reports.PLOTS_SKIPPED] if curves else [])
     report += [
         "",
         "Per-model reports: "

@@ -49,6 +49,9 @@ class RationalQuadratic(RationalQuadraticProfile, StationaryKernel):
     def distance_form(self) -> RationalQuadraticForm:
         return RationalQuadraticForm([self.w], isotropic=True, alpha=self.alpha)
 
+    def spec_section(self) -> dict:
+        return {"type": "rational_quadratic", "w": float(self.w), "alpha": float(self.alpha)}
+
 
 @attrs.frozen(eq=False)
 class RationalQuadraticARD(RationalQuadraticProfile, StationaryARDKernel):
@@ -59,3 +62,6 @@ class RationalQuadraticARD(RationalQuadraticProfile, StationaryARDKernel):
     @property
     def distance_form(self) -> RationalQuadraticForm:
         return RationalQuadraticForm(self.w, isotropic=False, alpha=self.alpha)
+
+    def spec_section(self) -> dict:
+        return {"type": "rational_quadratic_ard", "w": [float(v) for v in self.w], "alpha": float(self.alpha)}
