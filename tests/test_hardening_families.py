@@ -893,6 +893,23 @@ def test_estimators_kernel_messages_name_the_parameter_the_user_wrote(cls, name,
     assert name in text and cls in text and ".w " not in text and "log_" not in text, text
 
 
+@pytest.mark.parametrize("est", ["CrammerSingerSVC", "HM3Classifier"])
+@pytest.mark.parametrize("kernel, param, value", [("rbf", "w", -1.0), ("rbf", "w", np.nan), ("ard", "w", 0.0),
+                                                  ("polynomial", "degree", 0), ("polynomial", "offset", -1.0)])
+def test_estimators_max_margin_kernel_parameters_are_named_as_the_estimators(est, kernel, param, value):
+    """CrammerSingerSVC(w=-1) is 'the w parameter of CrammerSingerSVC', not the kernel class's RBF.w."""
+    import gpmodels.estimators as E
+    from gpmodels.errors import InputError
+
+    X, y, _ = _est_data()
+    args = ([("r", "a"), ("r", "b"), ("r", "c")],) if est == "HM3Classifier" else ()
+    target = np.eye(3)[y] if est == "HM3Classifier" else y
+    expected = rf"The '{param}' parameter of {est} \(for kernel='{kernel}'\) must be"
+    with pytest.raises(InputError, match=expected) as info:
+        getattr(E, est)(*args, kernel=kernel, **{param: value}).fit(X, target)
+    assert "RBF." not in str(info.value) and "Polynomial." not in str(info.value)
+
+
 def test_estimators_a_learning_start_outside_bounds_is_named_in_natural_units_too():
     from gpmodels.errors import InputError
     from gpmodels.optimize.objective import log_box
