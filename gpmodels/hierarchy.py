@@ -1,8 +1,9 @@
 """Class hierarchies: rooted trees whose leaves are the classes (Seeger 2008, Sec. 3).
 
-A :class:`ClassTree` is built from a networkx DiGraph, an edge list or a ``hierarchy.tsv`` file
-(``parent<TAB>child`` per line) and validated: exactly one root, no cycles, every node reachable,
-one parent per node, no duplicate edges or self-loops.  Node names are any strings.
+A :class:`ClassTree` is built from a networkx DiGraph (read as it is: networkx is no dependency), an edge
+list or a ``hierarchy.tsv`` file (``parent<TAB>child`` per line) and validated: exactly one root, no
+cycles, every node reachable, one parent per node, no duplicate edges or self-loops.  Node names are any
+strings.
 
 Numbering follows the paper: the non-root nodes are numbered breadth first, p = 0..P-1 here
 (the paper's 1..P); the classes are the leaves, c = 0..C-1, in the order given by ``classes`` (for
@@ -30,7 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
-from gpmodels.errors import HierarchyError
+from gpmodels.errors import HierarchyError, OptionalDependencyError
 
 __all__ = ["ClassTree", "TREE_SHARING"]
 
@@ -504,7 +505,12 @@ class ClassTree:
         return ClassTree(edges, self.classes)
 
     def to_networkx(self):
-        import networkx as nx
+        """The tree as a networkx DiGraph (edges parent -> child); networkx is not a dependency of gpmodels."""
+        try:
+            import networkx as nx
+        except ImportError:
+            raise OptionalDependencyError("ClassTree.to_networkx needs networkx, which is not installed: "
+                                          "pip install networkx") from None
 
         return nx.DiGraph(self.edges())
 

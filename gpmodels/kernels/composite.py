@@ -133,6 +133,11 @@ class _Composite(Kernel):
     def key(self) -> tuple:
         return (type(self).__name__, tuple(t.key() for t in self.terms))
 
+    def spec_section(self) -> dict | None:
+        """``{type: sum | product, terms: [the terms' sections]}``; None when a term has no spec name."""
+        terms = [t.spec_section() for t in self.terms]
+        return None if any(s is None for s in terms) else {"type": self._SPEC_TYPE, "terms": terms}
+
     def __repr__(self) -> str:
         return "(" + f" {self._SYMBOL} ".join(repr(t) for t in self.terms) + ")"
 
@@ -142,6 +147,7 @@ class KernelSum(_Composite):
     """M = Σ_t M_t over ``terms`` (module docstring)."""
 
     _SYMBOL = "+"
+    _SPEC_TYPE = "sum"
     _COMBINE = operator.add
 
 
@@ -180,6 +186,7 @@ class KernelProduct(_Composite):
     """M = Π_t M_t over ``terms`` (module docstring)."""
 
     _SYMBOL = "*"
+    _SPEC_TYPE = "product"
     _COMBINE = operator.mul
 
 
@@ -284,6 +291,12 @@ class Constrained(Kernel):
 
     def key(self) -> tuple:
         return ("Constrained", self.kernel.key(), tuple(self.free.tolist()))
+
+    def spec_section(self) -> dict | None:
+        """The kernel's own section at its current values: the spec language has no bounds and no fixed
+        parameters, so a kernel rebuilt from it has every parameter free and unbounded (a model folder stores
+        the values, which is all that predicting needs: :mod:`gpmodels.estimators.saving`)."""
+        return self.kernel.spec_section()
 
     def __repr__(self) -> str:
         fixed = [n for n, f in zip(self.kernel.param_names, self.free) if not f]

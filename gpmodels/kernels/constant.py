@@ -31,6 +31,9 @@ class Constant(OneLogParameter, Kernel):
     value: float = attrs.field(default=1.0, converter=to_float, validator=positive_number())
     log_field = "value"
 
+    def spec_section(self) -> dict:
+        return {"type": "constant", "value": float(self.value)}
+
     @property
     def has_sq_dist_form(self) -> bool:
         return True
@@ -60,6 +63,9 @@ class White(OneLogParameter, Kernel):
 
     noise: float = attrs.field(default=1.0, converter=to_float, validator=positive_number())
     log_field = "noise"
+
+    def spec_section(self) -> dict:
+        return {"type": "white", "noise": float(self.noise)}
 
     def gram(self, X1, X2):
         return np.where(snapped_sq_dists(X1, X2) == 0.0, self.noise, 0.0)

@@ -67,6 +67,9 @@ class Matern(MaternProfile, StationaryKernel):
 
     nu: float = attrs.field(default=1.5, converter=to_float, validator=one_of(MATERN_NUS))
 
+    def spec_section(self) -> dict:
+        return {"type": "matern", "w": float(self.w), "nu": float(self.nu)}
+
     def _static_key(self) -> tuple:
         return (self.nu,)
 
@@ -76,6 +79,9 @@ class MaternARD(MaternProfile, StationaryARDKernel):
     """Matérn shape with one inverse squared length-scale w_j per input dimension; parameters log w_j."""
 
     nu: float = attrs.field(default=1.5, converter=to_float, validator=one_of(MATERN_NUS))
+
+    def spec_section(self) -> dict:
+        return {"type": "matern_ard", "w": [float(v) for v in self.w], "nu": float(self.nu)}
 
     def _static_key(self) -> tuple:
         return (self.w.size, self.nu)

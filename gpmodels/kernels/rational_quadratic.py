@@ -44,9 +44,15 @@ class RationalQuadratic(RationalQuadraticProfile, StationaryKernel):
 
     alpha: float = attrs.field(default=1.0, converter=to_float, validator=positive_number())
 
+    def spec_section(self) -> dict:
+        return {"type": "rational_quadratic", "w": float(self.w), "alpha": float(self.alpha)}
+
 
 @attrs.frozen(eq=False)
 class RationalQuadraticARD(RationalQuadraticProfile, StationaryARDKernel):
     """Rational quadratic shape with one w_j per input dimension and α > 0; parameters log w_j, log α."""
 
     alpha: float = attrs.field(default=1.0, converter=to_float, validator=positive_number())
+
+    def spec_section(self) -> dict:
+        return {"type": "rational_quadratic_ard", "w": [float(v) for v in self.w], "alpha": float(self.alpha)}
