@@ -64,21 +64,25 @@ _NEWTON_DOCS = {
     "precond_seed": "`lowrank*`: seed of the randomized eigensolver",
 }
 
-NewtonSpec = options_section(
+
+
+def _newton_section(name: str, doc: str, defaults: NewtonOptions | None = None):
+    """A section of `NewtonOptions`' keys: the MAP fit's, or the refits' inside the CV criterion."""
+    return options_section(name, doc, [Part(NewtonOptions, defaults=defaults)], docs=_NEWTON_DOCS)
+
+
+NewtonSpec = _newton_section(
     "NewtonSpec",
     "Newton–CG (Alg. 1; k1, k2 and tolerances of Seeger 2008, Sec. 2, 6) of the MAP fit: `map`, the "
     "M-step of `em`, the final fit of `cv` and `one_vs_rest` (and `one_vs_rest` with `learn: false`).  Keys, "
     "defaults and bounds: `NewtonOptions`.",
-    [Part(NewtonOptions)],
-    docs=_NEWTON_DOCS,
 )
 
-CVNewtonSpec = options_section(
+CVNewtonSpec = _newton_section(
     "CVNewtonSpec",
     "Newton–CG of the refits inside every Ψ evaluation (Sec. 4, 6.2: k1, k2 during learning).  Keys "
     "and bounds: `NewtonOptions`; defaults: `CVOptions().newton`.",
-    [Part(NewtonOptions, defaults=CVOptions().newton)],
-    docs=_NEWTON_DOCS,
+    CVOptions().newton,
 )
 
 OuterSpec = options_section(
