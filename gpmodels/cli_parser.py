@@ -124,38 +124,44 @@ def _add_spec_options(q: argparse.ArgumentParser) -> None:
     _add_allow_import(q)
 
 
+def _add_spec_runner(sub, name: str, summary: str, description: str, spec_help: str, out_help: str):
+    """A command that runs a spec (`run`, `study`): the spec's path, ``--out``, and the run and spec options."""
+    q = _add(sub, name, summary, description)
+    q.add_argument("spec", help=spec_help)
+    q.add_argument("--out", default=None, help=out_help)
+    _add_run_options(q, f"{name}'s")
+    _add_spec_options(q)
+    return q
+
+
 def _add_run(sub) -> None:
-    r = _add(
+    r = _add_spec_runner(
         sub,
         "run",
         "fit and evaluate a spec; writes a report folder",
         "Fit and evaluate the model of a YAML spec and write its report folder (default: the spec's "
         "output.dir).  Messages on stdout, progress bars on stderr.",
+        "path to a YAML spec",
+        "report folder (default: the spec's output.dir)",
     )
-    r.add_argument("spec", help="path to a YAML spec")
-    r.add_argument("--out", default=None, help="report folder (default: the spec's output.dir)")
     r.add_argument(
         "--fresh",
         action="store_true",
         help="start CV learning afresh: ignore and replace a checkpoint in the report folder "
         "(objective.cv.resume: never for this run)",
     )
-    _add_run_options(r, "run's")
-    _add_spec_options(r)
 
 
 def _add_study(sub) -> None:
-    s = _add(
+    _add_spec_runner(
         sub,
         "study",
         "run every model of a study spec on the same data; prints one table",
         "Run every model of a study spec on the same data and split; a model that fails is marked in the "
         "table and the others still run.",
+        "path to a YAML study spec (it lists `models`)",
+        "study folder (default: the study's output.dir)",
     )
-    s.add_argument("spec", help="path to a YAML study spec (it lists `models`)")
-    s.add_argument("--out", default=None, help="study folder (default: the study's output.dir)")
-    _add_run_options(s, "study's")
-    _add_spec_options(s)
 
 
 def _add_predict(sub) -> None:
