@@ -44,8 +44,7 @@ class RationalQuadratic(RationalQuadraticProfile, StationaryKernel):
 
     alpha: float = attrs.field(default=1.0, converter=to_float, validator=positive_number())
 
-    def spec_section(self) -> dict:
-        return {"type": "rational_quadratic", "w": float(self.w), "alpha": float(self.alpha)}
+    spec_type = "rational_quadratic"
 
 
 @attrs.frozen(eq=False)
@@ -54,5 +53,4 @@ class RationalQuadraticARD(RationalQuadraticProfile, StationaryARDKernel):
 
     alpha: float = attrs.field(default=1.0, converter=to_float, validator=positive_number())
 
-    def spec_section(self) -> dict:
-        return {"type": "rational_quadratic_ard", "w": [float(v) for v in self.w], "alpha": float(self.alpha)}
+    spec_type = "rational_quadratic_ard"
