@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import inspect
 import math
+import re
 import warnings
 
 import numpy as np
@@ -206,6 +207,11 @@ def kernel_by_name(owner: str, kernel, w, degree, offset, X) -> Kernel:
         takes = KERNEL_PARAMS.get(kernel, ()) if isinstance(kernel, str) else ()
         return make_kernel(kernel, X=X, **{k: v for k, v in given.items() if k in takes})
     except InputError as exc:
+        # a kernel class's field error ("RBF.w must be ...") is the estimator's parameter of that name
+        field = re.match(r"^\w+\.(\w+) (must .*)$", str(exc), re.S)
+        if field and field.group(1) in given:
+            raise InputError(f"The '{field.group(1)}' parameter of {owner} (for kernel={kernel!r}) "
+                             f"{field.group(2)}") from None
         what = "'kernel'" if not (isinstance(kernel, str) and kernel in KERNEL_PARAMS) else repr(kernel) + " kernel's"
         raise InputError(f"The {what} parameter of {owner}: {exc} (or pass a gpmodels.kernels.Kernel)") from None
 

@@ -172,7 +172,7 @@ def load_classifier(path, *, allow_import=()):
     est.X_train_, est.alpha_, est.diagnostics_, est.n_iter_ = X, alpha, diagnostics, 0
     est.kernel_ = est.prior
     est.learned_hyperparameters_ = est.kernel_.hyperparameters()
-    est.learning_result_, est.folds_, est.predictive_seed_ = None, None, None
+    est.learning_result_, est.folds_, est.predictive_seed_, est.predictive_ = None, None, None, None
     est._fit_state = (None, None, 0)
     if predictor.scaler.kind == "none":
         return est

@@ -267,6 +267,12 @@ class Constrained(Kernel):
     is_linear = property(attrgetter("kernel.is_linear"))
     has_sq_dist_form = property(attrgetter("kernel.has_sq_dist_form"))
 
+    @property
+    def distance_form(self):
+        """The kernel's device form when its parameters are all free or all held (the form's gradient is
+        over all of them, or none is asked for); None when only some are held."""
+        return self.kernel.distance_form if self.free.all() or not self.free.any() else None
+
     def check_inputs(self, X) -> None:
         self.kernel.check_inputs(X)
 

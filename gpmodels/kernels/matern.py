@@ -17,6 +17,7 @@ from __future__ import annotations
 import attrs
 import numpy as np
 
+from gpmodels.kernels.device.forms import MaternForm
 from gpmodels.kernels.stationary import Profile, StationaryARDKernel, StationaryKernel
 from gpmodels.validation import one_of, to_float
 
@@ -72,6 +73,10 @@ class Matern(MaternProfile, StationaryKernel):
     def _static_key(self) -> tuple:
         return (self.nu,)
 
+    @property
+    def distance_form(self) -> MaternForm:
+        return MaternForm([self.w], isotropic=True, nu=self.nu)
+
 
 @attrs.frozen(eq=False)
 class MaternARD(MaternProfile, StationaryARDKernel):
@@ -83,3 +88,7 @@ class MaternARD(MaternProfile, StationaryARDKernel):
 
     def _static_key(self) -> tuple:
         return (self.w.size, self.nu)
+
+    @property
+    def distance_form(self) -> MaternForm:
+        return MaternForm(self.w, isotropic=False, nu=self.nu)

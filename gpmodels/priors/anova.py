@@ -39,6 +39,7 @@ from gpmodels.operators.anova import ANOVA
 from gpmodels.operators.base import Operator
 from gpmodels.operators.blockdiag import BlockDiagonal
 from gpmodels.priors.intercept import InterceptPolicy
+from gpmodels.priors.placement import DevicePlacement
 from gpmodels.validation import boolean, instance_of, nonnegative_number, one_of, optional, positive_or_list
 
 __all__ = ["ANOVAPrior", "group_labels", "build_anova", "SPEC_SHARING"]
@@ -62,7 +63,7 @@ def group_labels(tree: ClassTree, mode: str) -> list[str]:
 
 
 @attrs.frozen
-class ANOVAPrior(InterceptPolicy):
+class ANOVAPrior(InterceptPolicy, DevicePlacement):
     """ANOVA prior over a class tree; see the module docstring.  Default sharing: per level (H1).
 
     ``variance``: one value for every group, or one per variance group (in group order: levels

@@ -37,6 +37,7 @@ from gpmodels.operators.base import Operator
 from gpmodels.operators.blockdiag import SHARING_MODES, BlockDiagonal
 from gpmodels.operators.coupled import Coupled
 from gpmodels.priors.intercept import InterceptPolicy
+from gpmodels.priors.placement import DevicePlacement
 from gpmodels.validation import (
     array_of,
     boolean,
@@ -102,7 +103,7 @@ def coupling_init(n_classes: int, n_factors: int | None = None, init: str = "aut
 
 
 @attrs.frozen
-class CoupledPrior(InterceptPolicy):
+class CoupledPrior(InterceptPolicy, DevicePlacement):
     """u_i = B f_i + b with p independent latent processes f (Seeger 2008, Sec. 7.4.1).
 
     ``n_factors``: p (None: p = C, square coupling).  ``B``: an explicit (C, p) matrix; else

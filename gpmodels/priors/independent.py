@@ -20,6 +20,7 @@ from gpmodels.kernels.sklearn_adapter import KERNEL_OBJECTS, as_kernel
 from gpmodels.operators.base import Operator
 from gpmodels.operators.blockdiag import SHARING_MODES, BlockDiagonal
 from gpmodels.priors.intercept import InterceptPolicy
+from gpmodels.priors.placement import DevicePlacement
 from gpmodels.validation import (
     boolean,
     instance_of,
@@ -38,7 +39,7 @@ _GROUPS = sequence_of(sequence_of(nonnegative_int()))
 
 
 @attrs.frozen
-class IndependentGP(InterceptPolicy):
+class IndependentGP(InterceptPolicy, DevicePlacement):
     """Independent GPs u_c = f_c + b_c with K^(c) = v_c M^(l_c), intercept variance σ².
 
     ``sharing``: ``tied`` | ``semi`` | ``separate``, or None with ``kernel_groups`` and
