@@ -137,3 +137,13 @@ def test_a_learned_prior_moves_to_the_device_with_its_values(stand_in_gpu):
     assert again.device_ == STAND_IN and again.kernel_.names == first.kernel_.names
     np.testing.assert_allclose(again.kernel_.theta, first.kernel_.theta, rtol=1e-12)
     np.testing.assert_allclose(again.predict_proba(Xt), cpu.predict_proba(Xt), rtol=0, atol=1e-10)
+
+
+def test_a_model_fitted_on_a_device_saves_a_folder_that_loads_onto_the_cpu(stand_in_gpu, tmp_path):
+    from gpmodels.estimators import load_classifier
+
+    gpu, Xt = _fit(objective="map", device="cuda")
+    loaded = load_classifier(gpu.save(tmp_path / "model"))
+    back = loaded[-1] if hasattr(loaded, "steps") else loaded  # (a Pipeline when the inputs were scaled)
+    assert gpu.device_ == STAND_IN and back.device_ == "cpu"
+    np.testing.assert_allclose(loaded.predict_proba(Xt), gpu.predict_proba(Xt), rtol=0, atol=1e-7)
