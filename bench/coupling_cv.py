@@ -34,12 +34,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from cv_common import learn_and_evaluate  # noqa: E402
 
 from gpmodels.data.splits import kfold_partition  # noqa: E402
-from gpmodels.driver.build import (  # noqa: E402
-    build_data,
-    build_learn_options,  # noqa: E402
-    build_likelihood,
-    resolve_model,
-)
+from gpmodels.driver.build import build_learn_options, build_likelihood, resolve_model  # noqa: E402
+from gpmodels.driver.build_data import build_data  # noqa: E402
 from gpmodels.driver.loader import load_spec  # noqa: E402
 from gpmodels.kernels.rbf import RBF  # noqa: E402
 from gpmodels.priors.coupled import CoupledPrior  # noqa: E402

@@ -53,13 +53,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from cv_common import Timed, blas_threads, new_clock  # noqa: E402
 
 from gpmodels.data.splits import kfold_partition  # noqa: E402
-from gpmodels.driver.build import (  # noqa: E402
-    build_data,
-    build_learn_options,  # noqa: E402
-    build_likelihood,
-    build_prior,
-    resolve_kernel,
-)
+from gpmodels.driver.build import build_learn_options, build_likelihood, build_prior, resolve_kernel  # noqa: E402
+from gpmodels.driver.build_data import build_data  # noqa: E402
 from gpmodels.driver.loader import load_spec  # noqa: E402
 from gpmodels.inference.cv.criterion import cv_criterion  # noqa: E402
 from gpmodels.kernels import representations as R  # noqa: E402

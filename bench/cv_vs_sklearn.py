@@ -54,11 +54,8 @@ from cv_common import blas_threads, learn_and_evaluate  # noqa: E402
 from gpmodels.data.datasets import Dataset  # noqa: E402
 from gpmodels.data.scaling import auto_rbf_w  # noqa: E402
 from gpmodels.data.splits import kfold_partition, train_test_split  # noqa: E402
-from gpmodels.driver.build import (  # noqa: E402
-    build_data,
-    build_learn_options,  # noqa: E402
-    build_representation,
-)
+from gpmodels.driver.build import build_learn_options, build_representation  # noqa: E402
+from gpmodels.driver.build_data import build_data  # noqa: E402
 from gpmodels.driver.loader import load_spec  # noqa: E402
 from gpmodels.kernels.rbf import RBF  # noqa: E402
 from gpmodels.kernels.representations import RepresentationConfig  # noqa: E402

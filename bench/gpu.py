@@ -209,7 +209,8 @@ def job_float64_vs_cpu(a, backend) -> dict:
 def _satimage(a):
     import attrs
 
-    from gpmodels.driver.build import build_data, build_likelihood, resolve_kernel
+    from gpmodels.driver.build import build_likelihood, resolve_kernel
+    from gpmodels.driver.build_data import build_data
     from gpmodels.driver.loader import load_spec
     from gpmodels.driver.runners.cv import build_learn_options
 
@@ -307,7 +308,7 @@ def job_gpytorch(a, backend) -> dict:
     elif a.problem == "imclef07a":
         import attrs
 
-        from gpmodels.driver.build import build_data
+        from gpmodels.driver.build_data import build_data
         from gpmodels.driver.loader import load_spec
 
         spec, base = load_spec(ROOT / "specs" / "imclef07a-hier.yaml")
@@ -326,7 +327,8 @@ def job_imclef(a, backend) -> dict:
     CI namespace that namespace stands in for the GPU (the driver's ``cuda`` then builds there)."""
     import attrs
 
-    from gpmodels.driver.build import build_data, build_operator, build_tree, resolve_model
+    from gpmodels.driver.build import build_operator, resolve_model
+    from gpmodels.driver.build_data import build_data, build_tree
     from gpmodels.driver.loader import load_spec
     from gpmodels.kernels.device import backend as backends
 

@@ -33,7 +33,8 @@ import attrs
 import numpy as np
 
 from gpmodels import metrics as M
-from gpmodels.driver.build import build_data, build_likelihood, build_newton_options, build_prior, build_tree
+from gpmodels.driver.build import build_likelihood, build_newton_options, build_prior
+from gpmodels.driver.build_data import build_data, build_tree
 from gpmodels.driver.loader import load_spec
 from gpmodels.inference.map.newton_cg import newton_cg
 from gpmodels.operators.anova import ANOVA

@@ -35,8 +35,8 @@ import time
 import numpy as np
 
 from gpmodels.baselines.crammer_singer.kernel_cache import KernelRows
-from gpmodels.baselines.crammer_singer.loops import CompiledLoop
-from gpmodels.baselines.crammer_singer.solver import ENGINES, CSOptions, compiled_available, fit_crammer_singer
+from gpmodels.baselines.crammer_singer.loops import ENGINES, CompiledLoop, compiled_available
+from gpmodels.baselines.crammer_singer.solver import CSOptions, fit_crammer_singer
 from gpmodels.data import load_dataset
 from gpmodels.data.scaling import scale_features
 from gpmodels.kernels import RBF, Linear

@@ -66,13 +66,8 @@ from cv_protocol import RowStore, mean_sd_table  # noqa: E402
 from sklearn_yardstick import sklearn_fixed_fit_seconds  # noqa: E402
 
 from gpmodels.data.splits import kfold_partition  # noqa: E402
-from gpmodels.driver.build import (  # noqa: E402
-    build_data,
-    build_learn_options,
-    build_likelihood,
-    build_prior,
-    resolve_kernel,
-)
+from gpmodels.driver.build import build_learn_options, build_likelihood, build_prior, resolve_kernel  # noqa: E402
+from gpmodels.driver.build_data import build_data  # noqa: E402
 from gpmodels.driver.loader import load_spec  # noqa: E402
 from gpmodels.driver.runners.common import checkpoint_identity  # noqa: E402
 from gpmodels.engine.auto import AutoEngine  # noqa: E402

@@ -24,7 +24,8 @@ import attrs
 import numpy as np
 
 from gpmodels import metrics as M
-from gpmodels.driver.build import build_data, build_likelihood, build_newton_options, build_prior, resolve_kernel
+from gpmodels.driver.build import build_likelihood, build_newton_options, build_prior, resolve_kernel
+from gpmodels.driver.build_data import build_data
 from gpmodels.driver.loader import load_spec
 from gpmodels.inference.map.exact_newton import exact_newton
 from gpmodels.inference.map.newton_cg import NewtonOptions, newton_cg

@@ -85,7 +85,8 @@ def _synthetic_problem(n: int, cfg):
 
 
 def _spec_problem(name: str, cfg_kw: dict | None):
-    from gpmodels.driver.build import build_data, build_likelihood, build_operator, build_tree, resolve_model
+    from gpmodels.driver.build import build_likelihood, build_operator, resolve_model
+    from gpmodels.driver.build_data import build_data, build_tree
     from gpmodels.driver.loader import load_spec
 
     spec, base = load_spec(ROOT / "specs" / {"news20": "news20-flat.yaml", "imclef07a": "imclef07a-hier.yaml"}[name])

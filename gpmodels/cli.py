@@ -24,7 +24,6 @@ without it.  ``--force`` lets ``run`` / ``study`` replace another run's report i
 
 from __future__ import annotations
 
-import argparse
 import csv
 import os
 import shlex
@@ -37,13 +36,14 @@ from pathlib import Path
 import attrs
 import numpy as np
 
-from gpmodels.data.datasets import load_inputs
+from gpmodels.cli_parser import build_parser
+from gpmodels.data.files import load_inputs
 from gpmodels.driver import spec_reference
 from gpmodels.driver.build import check_files
 from gpmodels.driver.loader import grant_imports, read_yaml, spec_from_dict
 from gpmodels.driver.output import written_by_a_run
 from gpmodels.driver.overrides import apply_overrides
-from gpmodels.driver.run import package_version, run_spec
+from gpmodels.driver.run import run_spec
 from gpmodels.driver.saved import load_model
 from gpmodels.driver.sections.study import StudySpec
 from gpmodels.driver.study import failed_models, run_study
@@ -59,147 +59,15 @@ from gpmodels.errors import (
 )
 from gpmodels.kernels.device.backend import device_in_use
 from gpmodels.linalg.blas_threads import configure_openblas
-from gpmodels.priors.registry import check_allow_import
 
 __all__ = ["main"]
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 #: the most characters of an error message printed
 MAX_MESSAGE = 2000
-ALLOW_IMPORT_HELP = ("let a `model.prior: MODULE:builder` path import MODULE or a sub-module of it (repeatable); "
-                     "without it nothing a spec or model folder names is imported")
-
-
-def _module_name(text: str) -> str:
-    try:
-        return check_allow_import(text)[0]
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-
-
 EXIT_INTERRUPTED = 130
 #: 128 + SIGPIPE, what a shell reports for a Unix tool stopped by a closed pipe
 EXIT_BROKEN_PIPE = 141
-
-EXIT_CODES = """exit codes:
-  0    success
-  1    the run failed (a study: one of its models failed; an unforeseen error)
-  2    bad input: spec, data, command line, report folder or checkpoint
-  130  interrupted (Ctrl-C); a CV learning checkpoint written so far is kept and resumed by the next run
-  143  terminated (SIGTERM), 129 hung up (SIGHUP): handled as Ctrl-C (checkpoint kept, run.json final, lock
-       released)
-  141  the reader of the output went away (`gpmodels predict ... | head`): stopped quietly, as Unix tools do
-"""
-ENVIRONMENT = """environment variables:
-  GPMODELS_DEBUG=1     show the traceback of an unforeseen error
-  GPMODELS_DATA=DIR    folder of the named data sets (`data.dataset`) when the spec sets no `data.root`
-  OPENBLAS_THREAD_TIMEOUT=N  idle OpenBLAS threads spin 2^N cycles; unset, the command runs with 4
-"""
-_EXAMPLES = {
-    None: """examples:
-  gpmodels validate specs/satimage-map.yaml
-  gpmodels run specs/satimage-cv.yaml --out runs/cv --set objective.cv.folds=3
-  gpmodels study specs/study-objectives.yaml --no-progress
-  gpmodels predict runs/cv data/new.npz --out predictions.csv
-  python -m gpmodels --version
-""",
-    "run": """examples:
-  gpmodels run specs/satimage-map.yaml
-  gpmodels run specs/satimage-cv.yaml --out runs/cv --set objective.cv.folds=3 --set seed=7
-  gpmodels run specs/satimage-cv.yaml --fresh          # ignore and replace the CV checkpoint
-  gpmodels run specs/satimage-map.yaml --quiet --force
-
-The report folder gets metrics.json (scores and provenance: gpmodels_version, started_at, command,
-spec_sha256), spec.resolved.yaml (with the --set overrides), diagnostics.json, run.log (the run's
-messages), plots, model.npz and, for CV learning, checkpoint.npz (resumed when the run is repeated).
-""",
-    "validate": """examples:
-  gpmodels validate specs/satimage-map.yaml
-  gpmodels validate specs/study-objectives.yaml --set data.max_train=500
-""",
-    "study": """examples:
-  gpmodels study specs/study-objectives.yaml
-  gpmodels study specs/study-objectives.yaml --out runs/study --set seed=3 --set models.0.objective.type=map
-
-Writes study.md / study.csv / study.json (the table, provenance in study.json), report.md, run.log and
-one sub-folder per model (its own report).
-""",
-    "predict": """examples:
-  gpmodels predict runs/satimage-map data/new.npz
-  gpmodels predict runs/satimage-map data/new.svm --out predictions.csv
-""",
-    "spec-reference": """examples:
-  gpmodels spec-reference > docs/specs.md
-""",
-}
-SET_HELP = ("override a spec key before validation (repeatable; a later one wins): KEY.PATH=VALUE, VALUE read as "
-            "YAML (3, 0.5, true, [1, 2], null, text); list entries by index (models.0.name); recorded in "
-            "spec.resolved.yaml")
-
-
-def _epilog(command) -> str:
-    return "\n".join((_EXAMPLES[command], EXIT_CODES, ENVIRONMENT))
-
-
-def _add(sub, name: str, summary: str, description: str) -> argparse.ArgumentParser:
-    return sub.add_parser(name, help=summary, description=description, epilog=_epilog(name),
-                          formatter_class=argparse.RawDescriptionHelpFormatter)
-
-
-def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="gpmodels", formatter_class=argparse.RawDescriptionHelpFormatter, epilog=_epilog(None),
-        description="Kernel and GP classification with many, structured classes: run a YAML spec (fit, evaluate, "
-                    "report), compare models in a study, predict with a saved model.  `gpmodels COMMAND --help` "
-                    "describes each command; `python -m gpmodels` is the same program.")
-    p.add_argument("--version", action="version", version=f"gpmodels {package_version()}")
-    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    r = _add(sub, "run", "fit and evaluate a spec; writes a report folder",
-             "Fit and evaluate the model of a YAML spec and write its report folder (default: the spec's "
-             "output.dir).  Messages on stdout, progress bars on stderr.")
-    r.add_argument("spec", help="path to a YAML spec")
-    r.add_argument("--out", default=None, help="report folder (default: the spec's output.dir)")
-    r.add_argument("--fresh", action="store_true",
-                   help="start CV learning afresh: ignore and replace a checkpoint in the report folder "
-                        "(objective.cv.resume: never for this run)")
-    v = _add(sub, "validate", "check a spec or study spec (keys, types, files) without running it",
-             "Check a model spec or study spec (keys, types, values, the files it names) without running it.")
-    v.add_argument("spec", help="path to a YAML spec or study spec")
-    s = _add(sub, "study", "run every model of a study spec on the same data; prints one table",
-             "Run every model of a study spec on the same data and split; a model that fails is marked in the "
-             "table and the others still run.")
-    s.add_argument("spec", help="path to a YAML study spec (it lists `models`)")
-    s.add_argument("--out", default=None, help="study folder (default: the study's output.dir)")
-    for q, what in ((r, "run's"), (s, "study's")):
-        q.add_argument("--quiet", action="store_true", help="print nothing but errors: no messages, no progress bars")
-        q.add_argument("--no-progress", action="store_true",
-                       help="no progress bars on stderr (messages still on stdout)")
-        q.add_argument("--force", action="store_true", help=f"replace another {what} report in the folder")
-    for q in (r, s):
-        q.add_argument("--scheduler", default=None, metavar="ADDRESS",
-                       help="run on the Dask cluster of this scheduler (tcp://host:8786, started by `dask scheduler`); "
-                            "sets engine.scheduler and engine.type: dask (pip install gpmodels[dask])")
-    for q in (r, s):
-        q.add_argument("--device", default=None, choices=("cpu", "cuda", "auto"),
-                       help="where kernel matrices live (model.representation.device of every model): cuda (a GPU "
-                            "through PyTorch, pip install gpmodels[cuda]; exit 2 without one), auto (the GPU when "
-                            "there is one; metrics.json says which), cpu")
-    for q in (r, v, s):
-        q.add_argument("--set", action="append", default=[], dest="overrides", metavar="KEY.PATH=VALUE",
-                       help=SET_HELP)
-    pr = _add(sub, "predict", "probabilities and decisions of a saved model for new data",
-              "Write one CSV row per input (the decision and the class probabilities) of a model saved by "
-              "`gpmodels run`; with labels in the input, the error is printed on stderr.")
-    pr.add_argument("model_dir", help="a report folder of `gpmodels run` (model.npz + spec.resolved.yaml)")
-    pr.add_argument("data", help="inputs: .npz with X (y optional), .arff (class optional) or svmlight/libsvm text")
-    pr.add_argument("--out", default=None, help="CSV file for the predictions (default: standard output)")
-    for q in (r, v, s, pr):
-        q.add_argument("--allow-import", action="append", default=[], type=_module_name, metavar="MODULE",
-                       help=ALLOW_IMPORT_HELP)
-    _add(sub, "spec-reference", "print the spec reference (docs/specs.md)",
-         "Print the reference of every spec key (type, default, allowed values), as in docs/specs.md.")
-    return p
-
 
 def _load(path, overrides, allow_import, *, kind=None):
     """The spec (or, ``kind=None``, spec or study spec) of ``path`` with ``--set`` overrides applied before
@@ -457,13 +325,13 @@ def _silence_stdout() -> None:
 
 def main(argv=None) -> int:
     """The ``gpmodels`` command (``argv``: the arguments after the program name; default ``sys.argv[1:]``);
-    returns the exit code (see ``EXIT_CODES``).  Run as a program (no ``argv``), it first gives idle
-    OpenBLAS threads a short spin (:func:`gpmodels.linalg.blas_threads.configure_openblas`)."""
+    returns the exit code (see :data:`gpmodels.cli_parser.EXIT_CODES`).  Run as a program (no ``argv``), it
+    first gives idle OpenBLAS threads a short spin (:func:`gpmodels.linalg.blas_threads.configure_openblas`)."""
     if argv is None:
         configure_openblas()
     previous = _handle_stop_signals()
     try:
-        args = _parser().parse_args(argv)
+        args = build_parser().parse_args(argv)
         command = _command_line(argv)
         return _command(args, command)
     except Terminated as exc:  # SIGTERM / SIGHUP, handled like Ctrl-C

@@ -20,6 +20,7 @@ __all__ = [
     "NotFittedError",
     "InputTypeError",
     "DeviceError",
+    "OptionalDependencyError",
     "DataConversionWarning",
     "ConvergenceWarning",
     "NumericalError",
@@ -133,6 +134,11 @@ def shown(value, limit: int = SHOWN_CHARS) -> str:
     if len(text) > limit:
         text = f"{text[:limit]}... ({len(text) - limit} more characters)"
     return text
+
+
+class OptionalDependencyError(GPModelsError, ImportError):
+    """A feature needs a package of an optional extra that is not installed; the message names the extra
+    (``pip install gpmodels[plots]``)."""
 
 
 class DeviceError(InputError):

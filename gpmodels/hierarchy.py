@@ -1,8 +1,9 @@
 """Class hierarchies: rooted trees whose leaves are the classes (Seeger 2008, Sec. 3).
 
-A :class:`ClassTree` is built from a networkx DiGraph, an edge list or a ``hierarchy.tsv`` file
-(``parent<TAB>child`` per line) and validated: exactly one root, no cycles, every node reachable,
-one parent per node, no duplicate edges or self-loops.  Node names are any strings.
+A :class:`ClassTree` is built from a networkx DiGraph (read as it is: networkx is no dependency), an edge
+list or a ``hierarchy.tsv`` file (``parent<TAB>child`` per line) and validated: exactly one root, no
+cycles, every node reachable, one parent per node, no duplicate edges or self-loops.  Node names are any
+strings.
 
 Numbering follows the paper: the non-root nodes are numbered breadth first, p = 0..P-1 here
 (the paper's 1..P); the classes are the leaves, c = 0..C-1, in the order given by ``classes`` (for
@@ -30,7 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
-from gpmodels.errors import HierarchyError
+from gpmodels.errors import HierarchyError, OptionalDependencyError
 
 __all__ = ["ClassTree", "TREE_SHARING"]
 
@@ -39,53 +40,71 @@ __all__ = ["ClassTree", "TREE_SHARING"]
 TREE_SHARING = ("tied", "level", "subtree", "node")
 
 
+def _parent_map(edges: list[tuple[str, str]]) -> dict[str, str]:
+    """child -> parent of an edge list that has edges, no duplicate edge, no self-loop and one parent per node."""
+    if not edges:
+        raise HierarchyError("a hierarchy needs at least one edge")
+    if len(set(edges)) != len(edges):
+        dup = [e for e, k in Counter(edges).items() if k > 1]
+        raise HierarchyError(f"duplicate edge {dup[0][0]!r} -> {dup[0][1]!r} ({len(dup)} duplicated edges)")
+    loops = [a for a, b in edges if a == b]
+    if loops:
+        raise HierarchyError(f"self-loop at node {loops[0]!r}")
+    parent_of = dict(zip([b for _, b in edges], [a for a, _ in edges]))
+    if len(parent_of) != len(edges):  # some node is the child of two edges
+        parents: dict[str, list[str]] = {}
+        for a, b in edges:
+            parents.setdefault(b, []).append(a)
+        b, ps = next((b, ps) for b, ps in parents.items() if len(ps) > 1)
+        raise HierarchyError(f"not a tree: node {b!r} has {len(ps)} parents ({', '.join(map(repr, ps))})")
+    return parent_of
+
+
+def _single_root(names, parent_of: dict[str, str]) -> str:
+    """The one node without a parent; HierarchyError for none (a cycle) or several."""
+    roots = [v for v in names if v not in parent_of]
+    if not roots:
+        raise HierarchyError("the hierarchy has a cycle and no root (every node has a parent)")
+    if len(roots) > 1:
+        shown = ", ".join(map(repr, roots[:5])) + (" ..." if len(roots) > 5 else "")
+        raise HierarchyError(f"the hierarchy must have exactly one root; found {len(roots)}: {shown}")
+    return roots[0]
+
+
+def _breadth_first(root: str, children: dict[str, list[str]]) -> tuple[list[str], dict[str, int]]:
+    """The non-root nodes reachable from ``root`` in breadth-first order, and the depth of every reached node."""
+    order, depth = [root], {root: 0}  # a FIFO walk over one growing list
+    i = 0
+    while i < len(order):
+        v = order[i]
+        i += 1
+        ch = children.get(v)
+        if ch:
+            d = depth[v] + 1
+            for w in ch:
+                depth[w] = d
+            order.extend(ch)
+    return order[1:], depth
+
+
 class ClassTree:
     """A validated rooted tree over string node names; leaves are the classes."""
 
     def __init__(self, edges: Iterable[tuple[str, str]], classes: Sequence[str] | None = None):
         edges = [(str(a), str(b)) for a, b in edges]
-        if not edges:
-            raise HierarchyError("a hierarchy needs at least one edge")
-        if len(set(edges)) != len(edges):
-            dup = [e for e, k in Counter(edges).items() if k > 1]
-            raise HierarchyError(f"duplicate edge {dup[0][0]!r} -> {dup[0][1]!r} ({len(dup)} duplicated edges)")
-        loops = [a for a, b in edges if a == b]
-        if loops:
-            raise HierarchyError(f"self-loop at node {loops[0]!r}")
-        parent_of = dict(zip([b for _, b in edges], [a for a, _ in edges]))
-        if len(parent_of) != len(edges):  # some node is the child of two edges
-            parents: dict[str, list[str]] = {}
-            for a, b in edges:
-                parents.setdefault(b, []).append(a)
-            b, ps = next((b, ps) for b, ps in parents.items() if len(ps) > 1)
-            raise HierarchyError(f"not a tree: node {b!r} has {len(ps)} parents ({', '.join(map(repr, ps))})")
+        parent_of = _parent_map(edges)
         children: dict[str, list[str]] = {}
         for a, b in edges:
             children.setdefault(a, []).append(b)
         names = dict.fromkeys(v for e in edges for v in e)  # first appearance order
-        roots = [v for v in names if v not in parent_of]
-        if not roots:
-            raise HierarchyError("the hierarchy has a cycle and no root (every node has a parent)")
-        if len(roots) > 1:
-            shown = ", ".join(map(repr, roots[:5])) + (" ..." if len(roots) > 5 else "")
-            raise HierarchyError(f"the hierarchy must have exactly one root; found {len(roots)}: {shown}")
-        root = roots[0]
-        order, depth = [root], {root: 0}  # breadth first: a FIFO walk over one growing list
-        i = 0
-        while i < len(order):
-            v = order[i]
-            i += 1
-            ch = children.get(v)
-            if ch:
-                d = depth[v] + 1
-                for w in ch:
-                    depth[w] = d
-                order.extend(ch)
-        order = order[1:]
+        root = _single_root(names, parent_of)
+        order, depth = _breadth_first(root, children)
         unreached = [v for v in names if v != root and v not in depth]
         if unreached:
-            raise HierarchyError(f"nodes not reachable from the root {root!r} (they lie on a cycle): "
-                                 f"{', '.join(map(repr, unreached[:5]))}")
+            raise HierarchyError(
+                f"nodes not reachable from the root {root!r} (they lie on a cycle): "
+                f"{', '.join(map(repr, unreached[:5]))}"
+            )
         self.root = root
         self.nodes: tuple[str, ...] = tuple(order)
         self._index = {v: p for p, v in enumerate(order)}
@@ -486,7 +505,12 @@ class ClassTree:
         return ClassTree(edges, self.classes)
 
     def to_networkx(self):
-        import networkx as nx
+        """The tree as a networkx DiGraph (edges parent -> child); networkx is not a dependency of gpmodels."""
+        try:
+            import networkx as nx
+        except ImportError:
+            raise OptionalDependencyError("ClassTree.to_networkx needs networkx, which is not installed: "
+                                          "pip install networkx") from None
 
         return nx.DiGraph(self.edges())
 

@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Iterable
+from typing import ClassVar
 
+import attrs
 import numpy as np
 
 from gpmodels.errors import InputError
 
-__all__ = ["Parameterised", "ParameterFree", "is_log_name", "natural_name", "natural_value", "natural_values"]
+__all__ = ["Parameterised", "ParameterFree", "OneLogParameter", "is_log_name", "natural_name", "natural_value",
+           "natural_values"]
 
 
 class Parameterised(abc.ABC):
@@ -55,6 +58,30 @@ class ParameterFree:
         if size:
             raise InputError(f"{type(self).__name__} has no hyperparameters; got {size} values")
         return self
+
+
+class OneLogParameter:
+    """Mixin of a :class:`Parameterised` attrs class whose one hyperparameter is the positive field named
+    ``log_field``, kept by its logarithm: ``params`` = [log value], ``param_names`` = (``<name_prefix>log_<field>``,),
+    ``with_params(θ)`` the copy with the field at e^θ (θ one finite number)."""
+
+    log_field: ClassVar[str]
+    name_prefix: ClassVar[str] = ""
+
+    @property
+    def params(self) -> np.ndarray:
+        return np.array([np.log(getattr(self, self.log_field))])
+
+    @property
+    def param_names(self) -> tuple[str, ...]:
+        return (f"{self.name_prefix}log_{self.log_field}",)
+
+    def with_params(self, theta):
+        theta = np.asarray(theta, dtype=np.float64).ravel()
+        if theta.size != 1 or not np.isfinite(theta[0]):
+            name = self.param_names[0]
+            raise InputError(f"{type(self).__name__} has one hyperparameter ({name}); got {theta.tolist()}")
+        return attrs.evolve(self, **{self.log_field: float(np.exp(theta[0]))})
 
 
 def is_log_name(name: str) -> bool:

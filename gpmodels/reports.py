@@ -8,22 +8,52 @@
   (:func:`class_scopes`);
 - ``plot_bars``: grouped bar chart (e.g. per-level scores of a hierarchy);
 - ``plot_reliability``: reliability diagram, accuracy against confidence per bin (top label).
-matplotlib is imported on first use so that importing gpmodels stays fast.
+matplotlib is the optional extra ``plots`` (``pip install gpmodels[plots]``), imported on first use so that
+importing gpmodels stays fast.  :func:`plots_available` says whether it is installed; the driver skips the
+figures without it and says so once (:data:`PLOTS_SKIPPED`, in the run's messages, run.log and report.md),
+and a plot function called without it raises :class:`~gpmodels.errors.OptionalDependencyError`.
 """
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
 
-__all__ = ["plot_error_reject", "plot_traces", "plot_paths", "plot_bars", "read_error_reject_csv", "plot_reliability",
+from gpmodels.errors import OptionalDependencyError
+
+__all__ = ["plots_available", "PLOTS_EXTRA", "PLOTS_SKIPPED",
+           "plot_error_reject", "plot_traces", "plot_paths", "plot_bars", "read_error_reject_csv", "plot_reliability",
            "line_styles", "log_gap_values", "class_scopes", "hyperparameter_classes"]
 
 
+#: how to install the figures' package
+PLOTS_EXTRA = "pip install gpmodels[plots]"
+#: the one line a run or study writes when it skips its figures
+PLOTS_SKIPPED = f"figures skipped: matplotlib is not installed ({PLOTS_EXTRA} draws them)"
+
+
+def plots_available() -> bool:
+    """Whether matplotlib, the package of the ``plots`` extra, is installed (found without importing it)."""
+    try:
+        return importlib.util.find_spec("matplotlib") is not None
+    except (ImportError, ValueError):  # an import hook that refuses it, a half-removed module
+        return False
+
+
+def _matplotlib():
+    try:
+        import matplotlib
+    except ImportError:
+        raise OptionalDependencyError(f"drawing a figure needs matplotlib, which is not installed: {PLOTS_EXTRA}"
+                                      ) from None
+    return matplotlib
+
+
 def _plt():
-    import matplotlib
+    matplotlib = _matplotlib()
 
     matplotlib.use("Agg", force=True)
     import matplotlib.pyplot as plt
@@ -181,7 +211,7 @@ def line_styles(n: int) -> list[tuple[tuple, str]]:
     """n distinct (colour, line style) pairs: the 20 colours of matplotlib's ``tab20`` (so up to 20 lines
     differ in colour), then the same colours dashed, dotted, dash-dotted (80 distinct pairs), and beyond
     that colours sampled from ``hsv``."""
-    import matplotlib
+    matplotlib = _matplotlib()
 
     tab = matplotlib.colormaps["tab20"]
     dashes = ("-", "--", ":", "-.")

@@ -303,37 +303,49 @@ def check_diagonal_likelihood(lik, U: np.ndarray, Y: np.ndarray, *, step: float 
         assert_close("Newton curvature = Hessian", w, lik.hessian_diag(U, Y), 1e-12, 1e-12)
     else:
         assert np.all(w > 0) and np.all(w >= lik.hessian_diag(U, Y) - 1e-12), "majoriser curvature below the Hessian"
+    _check_param_derivatives(lik, U, Y, step, rtol)
+    if lik.has_super_gaussian:
+        _check_super_gaussian(lik, U, Y, step, rtol)
+
+
+def _shifted(lik, p: int, step: float):
+    """``lik`` with hyperparameter ``p`` moved by +step and by -step (for central differences)."""
+    tp, tm = lik.params.copy(), lik.params.copy()
+    tp[p] += step
+    tm[p] -= step
+    return lik.with_params(tp), lik.with_params(tm)
+
+
+def _check_param_derivatives(lik, U: np.ndarray, Y: np.ndarray, step: float, rtol: float) -> None:
+    """``param_derivatives``: ∂ value, ∂ gradient and ∂ W by each hyperparameter against central differences."""
     theta = lik.params
     v, dg, dw = lik.param_derivatives(U, Y)
     assert v.shape == theta.shape and dg.shape == (theta.size,) + U.shape and dw.shape == dg.shape
     for p in range(theta.size):
-        tp, tm = theta.copy(), theta.copy()
-        tp[p] += step
-        tm[p] -= step
-        lp, lm = lik.with_params(tp), lik.with_params(tm)
-        assert_close(f"∂ value / ∂{lik.param_names[p]}", v[p], (lp.value(U, Y) - lm.value(U, Y)) / (2 * step), rtol,
-                     rtol)
-        assert_close(f"∂ gradient / ∂{lik.param_names[p]}", dg[p], (lp.gradient(U, Y) - lm.gradient(U, Y)) / (2 * step),
-                     rtol, rtol)
-        assert_close(f"∂ W / ∂{lik.param_names[p]}", dw[p],
-                     (lp.hessian_diag(U, Y) - lm.hessian_diag(U, Y)) / (2 * step), rtol, rtol)
-    if not lik.has_super_gaussian:
-        return
+        lp, lm = _shifted(lik, p, step)
+        name = lik.param_names[p]
+        assert_close(f"∂ value / ∂{name}", v[p], (lp.value(U, Y) - lm.value(U, Y)) / (2 * step), rtol, rtol)
+        assert_close(f"∂ gradient / ∂{name}", dg[p], (lp.gradient(U, Y) - lm.gradient(U, Y)) / (2 * step), rtol, rtol)
+        fd = (lp.hessian_diag(U, Y) - lm.hessian_diag(U, Y)) / (2 * step)
+        assert_close(f"∂ W / ∂{name}", dw[p], fd, rtol, rtol)
+
+
+def _check_super_gaussian(lik, U: np.ndarray, Y: np.ndarray, step: float, rtol: float) -> None:
+    """The super-Gaussian form: G(s²) + ℓ_lin = -2 log P; G' and G'' by differences; G concave and
+    increasing in x = s²; ∂G/∂ψ by differences."""
     s = lik.sg_s(U, Y)
     X = s**2
     assert_close("G(s²) + ℓ_lin = -2 log P", lik.sg_G(X, Y) + lik.sg_lin(U, Y), 2 * lik._nlp(U, Y), 1e-10, 1e-10)
     Xs = X + 0.1  # away from x = 0 for the differences
     h = step * np.maximum(1.0, Xs)
-    assert_close("G' vs differences", lik.sg_dG(Xs, Y), (lik.sg_G(Xs + h, Y) - lik.sg_G(Xs - h, Y)) / (2 * h), rtol,
-                 rtol)
-    assert_close("G'' vs differences", lik.sg_d2G(Xs, Y), (lik.sg_dG(Xs + h, Y) - lik.sg_dG(Xs - h, Y)) / (2 * h), rtol,
-                 rtol)
+    fd = (lik.sg_G(Xs + h, Y) - lik.sg_G(Xs - h, Y)) / (2 * h)
+    assert_close("G' vs differences", lik.sg_dG(Xs, Y), fd, rtol, rtol)
+    fd = (lik.sg_dG(Xs + h, Y) - lik.sg_dG(Xs - h, Y)) / (2 * h)
+    assert_close("G'' vs differences", lik.sg_d2G(Xs, Y), fd, rtol, rtol)
     assert np.all(lik.sg_d2G(Xs, Y) <= 1e-14), "G must be concave in x = s² (super-Gaussian)"
     assert np.all(lik.sg_dG(Xs, Y) > 0), "G must be increasing in x = s²"
     dG = lik.sg_dpsi(Xs, Y)
-    for p in range(theta.size):
-        tp, tm = theta.copy(), theta.copy()
-        tp[p] += step
-        tm[p] -= step
-        fd = (lik.with_params(tp).sg_G(Xs, Y) - lik.with_params(tm).sg_G(Xs, Y)) / (2 * step)
+    for p in range(lik.params.size):
+        lp, lm = _shifted(lik, p, step)
+        fd = (lp.sg_G(Xs, Y) - lm.sg_G(Xs, Y)) / (2 * step)
         assert_close(f"∂G/∂{lik.param_names[p]}", dG[p], fd, rtol, rtol)

@@ -7,6 +7,7 @@ hot loops.
 
 from __future__ import annotations
 
+import abc
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -28,8 +29,8 @@ __all__ = [
     # attrs validators of options classes
     "integer", "number", "positive_number", "nonnegative_number", "probability", "positive_int", "nonnegative_int",
     "one_of", "instance_of", "boolean", "string", "mapping", "optional", "array_of", "describe_validator", "Integer",
-    "Number", "OneOf",
-    "InstanceOf", "Optional", "MAX_SIZE", "ArrayOf", "sequence_of", "any_of", "SequenceOf", "AnyOf",
+    "Number", "OneOf", "positive_or_list", "gigabytes", "MAX_MEMORY_GB",
+    "InstanceOf", "Optional", "Validator", "MAX_SIZE", "ArrayOf", "sequence_of", "any_of", "SequenceOf", "AnyOf",
     # attrs converters that normalise numbers and leave everything else for the validator to refuse
     "to_float", "to_int", "to_path", "to_float_array",
 ]
@@ -194,8 +195,25 @@ def _is_real(value) -> bool:
     return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_))
 
 
+class Validator(abc.ABC):
+    """The base of the vocabulary: a subclass says in words what it allows (``describe``) and tests one
+    value (``allows``); calling the validator checks an attrs field and raises the one error shape."""
+
+    @abc.abstractmethod
+    def describe(self) -> str:
+        """What is allowed, in words ("a positive integer")."""
+
+    @abc.abstractmethod
+    def allows(self, value) -> bool:
+        """Whether ``value`` is allowed."""
+
+    def __call__(self, instance, attribute, value):
+        if not self.allows(value):
+            _fail(instance, attribute, self.describe(), value)
+
+
 @attrs.frozen
-class Integer:
+class Integer(Validator):
     """An integer (never a bool) in [low, high]; ``None`` leaves that side open."""
 
     low: int | None = None
@@ -210,17 +228,16 @@ class Integer:
             return f"an integer <= {self.high}"
         return "an integer"
 
-    def __call__(self, instance, attribute, value):
-        if (
-            not _is_integer(value)
-            or (self.low is not None and value < self.low)
-            or (self.high is not None and value > self.high)
-        ):
-            _fail(instance, attribute, self.describe(), value)
+    def allows(self, value) -> bool:
+        return (
+            _is_integer(value)
+            and (self.low is None or value >= self.low)
+            and (self.high is None or value <= self.high)
+        )
 
 
 @attrs.frozen
-class Number:
+class Number(Validator):
     """A real number (never a bool) within bounds: ``low`` / ``high`` with ``open_low`` / ``open_high``
     for strict inequalities; ``finite=False`` also admits +-inf inside the bounds."""
 
@@ -255,17 +272,15 @@ class Number:
             ok &= values < self.high if self.open_high else values <= self.high
         return ok
 
-    def __call__(self, instance, attribute, value):
+    def allows(self, value) -> bool:
         try:
-            ok = _is_real(value) and bool(self.holds(value))
+            return _is_real(value) and bool(self.holds(value))
         except OverflowError:  # a Python int beyond the float range
-            ok = False
-        if not ok:
-            _fail(instance, attribute, self.describe(), value)
+            return False
 
 
 @attrs.frozen
-class OneOf:
+class OneOf(Validator):
     """One of a fixed set of values (strings, usually)."""
 
     allowed: tuple
@@ -273,17 +288,15 @@ class OneOf:
     def describe(self) -> str:
         return "one of " + ", ".join(map(repr, self.allowed))
 
-    def __call__(self, instance, attribute, value):
+    def allows(self, value) -> bool:
         try:
-            ok = value in self.allowed
-        except TypeError:
-            ok = False
-        if not ok:
-            _fail(instance, attribute, self.describe(), value)
+            return value in self.allowed
+        except TypeError:  # an unhashable value
+            return False
 
 
 @attrs.frozen
-class InstanceOf:
+class InstanceOf(Validator):
     """An instance of one of ``types`` (``bool`` is refused where only numbers are asked for)."""
 
     types: tuple
@@ -292,13 +305,12 @@ class InstanceOf:
     def describe(self) -> str:
         return self.what or "an instance of " + " or ".join(t.__name__ for t in self.types)
 
-    def __call__(self, instance, attribute, value):
-        if not isinstance(value, self.types) or (isinstance(value, bool) and bool not in self.types):
-            _fail(instance, attribute, self.describe(), value)
+    def allows(self, value) -> bool:
+        return isinstance(value, self.types) and not (isinstance(value, bool) and bool not in self.types)
 
 
 @attrs.frozen
-class Optional:
+class Optional(Validator):
     """``None`` or what ``inner`` allows."""
 
     inner: object
@@ -306,16 +318,12 @@ class Optional:
     def describe(self) -> str:
         return f"null or {self.inner.describe()}"
 
-    def __call__(self, instance, attribute, value):
-        if value is not None:
-            try:
-                self.inner(instance, attribute, value)
-            except InputError:
-                _fail(instance, attribute, self.describe(), value)
+    def allows(self, value) -> bool:
+        return value is None or self.inner.allows(value)
 
 
 @attrs.frozen
-class ArrayOf:
+class ArrayOf(Validator):
     """A real numpy array (no bool dtype) of ``ndim`` dimensions (any when None), at least one entry,
     every entry allowed by the :class:`Number` ``inner``."""
 
@@ -326,19 +334,18 @@ class ArrayOf:
         shape = "an array" if self.ndim is None else f"a {self.ndim}-D array"
         return f"{shape} of at least one entry, each entry {self.inner.describe()}"
 
-    def __call__(self, instance, attribute, value):
-        ok = (
+    def allows(self, value) -> bool:
+        return (
             isinstance(value, np.ndarray)
             and value.dtype.kind in "iuf"
             and value.size > 0
             and (self.ndim is None or value.ndim == self.ndim)
+            and bool(np.all(self.inner.holds(value)))
         )
-        if not (ok and bool(np.all(self.inner.holds(value)))):
-            _fail(instance, attribute, self.describe(), value)
 
 
 @attrs.frozen
-class SequenceOf:
+class SequenceOf(Validator):
     """A list, tuple or numpy array (not a string) of at least ``min_len`` entries, every entry allowed
     by the validator ``inner`` (which may be a SequenceOf itself, for lists of lists)."""
 
@@ -349,22 +356,13 @@ class SequenceOf:
         size = {0: "a list", 1: "a non-empty list"}.get(self.min_len, f"a list of at least {self.min_len} entries")
         return f"{size}, each entry {self.inner.describe()}"
 
-    def __call__(self, instance, attribute, value):
-        ok = (isinstance(value, (list, tuple)) or (isinstance(value, np.ndarray) and value.ndim >= 1)) and len(
-            value
-        ) >= self.min_len
-        if ok:
-            try:
-                for entry in value:
-                    self.inner(instance, attribute, entry)
-            except InputError:
-                ok = False
-        if not ok:
-            _fail(instance, attribute, self.describe(), value)
+    def allows(self, value) -> bool:
+        listed = isinstance(value, (list, tuple)) or (isinstance(value, np.ndarray) and value.ndim >= 1)
+        return listed and len(value) >= self.min_len and all(self.inner.allows(entry) for entry in value)
 
 
 @attrs.frozen
-class AnyOf:
+class AnyOf(Validator):
     """What at least one of the validators ``choices`` allows (e.g. a number or a list of numbers)."""
 
     choices: tuple
@@ -372,14 +370,8 @@ class AnyOf:
     def describe(self) -> str:
         return " or ".join(c.describe() for c in self.choices)
 
-    def __call__(self, instance, attribute, value):
-        for choice in self.choices:
-            try:
-                choice(instance, attribute, value)
-                return
-            except InputError:
-                pass
-        _fail(instance, attribute, self.describe(), value)
+    def allows(self, value) -> bool:
+        return any(choice.allows(value) for choice in self.choices)
 
 
 #: the largest count a setting may ask for where it sizes an allocation (probes, ranks, eigenpairs):
@@ -466,6 +458,20 @@ def sequence_of(inner, *, min_len: int = 1) -> SequenceOf:
 def any_of(*choices) -> AnyOf:
     """attrs validator: what one of ``choices`` allows."""
     return AnyOf(tuple(choices))
+
+
+def positive_or_list() -> AnyOf:
+    """attrs validator: a positive number, or a non-empty list of them (one value for all, or one per group)."""
+    return AnyOf((positive_number(), sequence_of(positive_number())))
+
+
+#: the largest memory size in GB a setting may name (1 TiB)
+MAX_MEMORY_GB = 1_048_576.0
+
+
+def gigabytes() -> Number:
+    """attrs validator: a memory size in GB, > 0 and at most ``MAX_MEMORY_GB``."""
+    return Number(0, MAX_MEMORY_GB, open_low=True)
 
 
 def to_float(value):

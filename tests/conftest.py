@@ -1,3 +1,4 @@
+import importlib.util
 import os
 from pathlib import Path
 
@@ -19,6 +20,17 @@ settings.register_profile("default", max_examples=25, deadline=None,
 settings.register_profile("thorough", max_examples=300, deadline=None,
                           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 settings.load_profile(os.environ.get("GPMODELS_HYPOTHESIS_PROFILE", "default"))
+
+
+#: whether matplotlib (the `plots` extra; the `test` extra installs it) is there: runs then draw their figures
+HAVE_MATPLOTLIB = importlib.util.find_spec("matplotlib") is not None
+needs_matplotlib = pytest.mark.skipif(not HAVE_MATPLOTLIB, reason="draws figures: needs matplotlib (gpmodels[plots])")
+
+
+def figures(*names) -> set:
+    """The figure files ``names`` that a run writes: all of them with matplotlib, none without it (the run
+    without it is checked by tests/test_dependencies.py)."""
+    return set(names) if HAVE_MATPLOTLIB else set()
 
 
 @pytest.fixture

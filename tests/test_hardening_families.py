@@ -13,6 +13,7 @@ cases, not only named ones:
 * ``yaml``: duplicate keys refused with both lines; syntax errors placed in plain words.
 """
 
+import contextlib
 import csv
 import json
 import os
@@ -23,6 +24,7 @@ import sys
 import time
 from pathlib import Path
 
+import attrs
 import numpy as np
 import pytest
 import yaml
@@ -32,7 +34,8 @@ from hypothesis import strategies as st
 
 from gpmodels.cli import main
 from gpmodels.data.csvfile import load_csv
-from gpmodels.data.datasets import load_file, load_inputs, read_npy
+from gpmodels.data.datasets import read_npy
+from gpmodels.data.files import load_file, load_inputs
 from gpmodels.data.labels import InputFormat, labels_from_cells, match_labels
 from gpmodels.data.svmlight import check_line_lengths, load_svmlight
 from gpmodels.driver.loader import read_yaml
@@ -697,3 +700,480 @@ def test_bounds_a_checkpoint_that_declares_a_huge_array_is_refused_before_loadin
     identity = RunIdentity(exact={}, theta0=np.zeros(1), probe=np.zeros(1))
     with pytest.raises(CheckpointError, match=r"declares shape \(1000000, 1000000\)"):
         read_checkpoint(tmp_path / "checkpoint.npz", identity)
+
+
+# ---------------------------------------------------------------- limits (numerics: every loop bounded and settable)
+def _student_t_problem(n=80, seed=0):
+    from gpmodels.kernels.rbf import RBF
+    from gpmodels.likelihoods import StudentT
+    from gpmodels.priors import IndependentGP
+
+    r = np.random.default_rng(seed)
+    X = r.uniform(-3, 3, size=(n, 1))
+    y = np.sinc(X[:, 0]) + 0.05 * r.standard_t(4, size=n)
+    return IndependentGP(RBF(1.0), "tied", 1.0, 0.0).operator(X, 1), StudentT(df=4, scale=0.1), y[:, None]
+
+
+def test_limits_vb_student_t_80_points_5_outer_iterations_takes_seconds():
+    """The issue's case (Student-t df 4, 80 points, 5 outer iterations: 40 s on a busy 2-core machine)."""
+    from gpmodels.inference.marginal.vb import learn_vb
+    from gpmodels.optimize.driver import outer_options
+
+    op, lik, Y = _student_t_problem()
+    t0 = time.perf_counter()
+    result, _, _ = learn_vb(op, lik, Y, outer=outer_options(5, 1e-8))
+    seconds = time.perf_counter() - t0
+    assert len(result.values) <= 6 and np.all(np.isfinite(result.values))
+    assert seconds < 10.0, f"{seconds:.1f} s"
+
+
+def test_limits_small_dense_factors_run_on_one_blas_thread(monkeypatch):
+    """The cause of the slow VB: OpenBLAS's threaded triangular solves of an 80 x 80 factor (24 ms a call
+    with two threads on a busy machine, 0.03 ms with one); a small factor runs on one thread, a large one
+    keeps the BLAS threads."""
+    import scipy.linalg as sla
+
+    import gpmodels.linalg.dense_posterior as dp
+    from gpmodels.linalg.blas_threads import SMALL_DENSE_N, blas_threads, limit_blas_threads
+
+    seen = []
+    real = sla.solve_triangular
+    monkeypatch.setattr(dp.sla, "solve_triangular", lambda *a, **k: (seen.append(blas_threads()), real(*a, **k))[1])
+    with limit_blas_threads(2):
+        if blas_threads() < 2:
+            pytest.skip("the BLAS runs one thread here")
+        for n, expected in ((80, 1), (SMALL_DENSE_N + 1, 2)):
+            seen.clear()
+            K = np.eye(n) + 0.1
+            post = dp.DensePosterior(K, np.ones(n))
+            post.R, post.sigma_diag()
+            assert seen and set(seen) == {expected}, (n, seen)
+
+
+@pytest.mark.parametrize("section, key, value, field", [
+    ("vb", "max_outer", 3, lambda o: o.vb.options().max_outer),
+    ("vb", "newton.max_iter", 7, lambda o: o.vb.options().newton.max_iter),
+    ("vb", "learn_max_iter", 4, lambda o: o.vb.learn_max_iter),
+    ("laplace", "newton.max_iter", 7, lambda o: o.laplace.options(seed=0).newton.max_iter),
+    ("laplace", "learn_max_iter", 4, lambda o: o.laplace.learn_max_iter),
+    ("laplace", "cg_max_iter", 9, lambda o: o.laplace.options(seed=0).cg_max_iter),
+    ("em", "max_iter", 5, lambda o: o.em.options().max_iter),
+    ("mkl", "max_iter", 5, lambda o: o.mkl.options().max_iter),
+    ("mkl", "time_limit", 2.5, lambda o: o.mkl.options().time_limit),
+    ("mkl", "inner_max", 6, lambda o: o.mkl.options().inner_max),
+    ("cv", "outer.max_iter", 5, lambda o: o.cv.outer.options().max_iter),
+    ("cv", "newton.max_iter", 5, lambda o: o.cv.newton.options().max_iter),
+])
+def test_limits_every_loop_of_the_objectives_is_a_spec_key(section, key, value, field):
+    """Each iterative loop (VB's double loop and its inner Newton, Laplace's mode and learning, EM, MKL, CV)
+    has a limit in the spec, carried into the options object the loop reads; 0 is refused by name."""
+    from gpmodels.driver.sections.spec import Spec
+
+    types = {"vb": "vb", "laplace": "laplace", "em": "em", "mkl": "mkl", "cv": "cv"}
+    base = {"name": "t", "data": {"path": "x.npz", "test": "split"}, "model": {"kernel": {"type": "rbf", "w": 1.0}},
+            "objective": {"type": types[section]}}
+    if section in ("vb", "laplace"):
+        base["data"]["task"] = "regression"
+        base["model"].update(likelihood="student_t", df=4, scale=0.1, sharing="tied")
+    if section == "mkl":
+        base["model"] = {"kernels": [{"type": "rbf", "w": 1.0}, {"type": "rbf", "w": 0.1}], "likelihood": "logistic"}
+    if section == "em":
+        base["data"].update(test="given", test_path="t.npz", pseudo_targets={"file": "p.txt"})
+    node = base["objective"].setdefault(section, {})
+    *outer, last = key.split(".")
+    for part in outer:
+        node = node.setdefault(part, {})
+    node[last] = value
+    try:
+        spec = Spec.from_dict(base)
+    except SpecError as exc:  # the section's shape, not the limit, is what the base spec gets wrong
+        pytest.fail(str(exc))
+    assert field(spec.objective) == value
+    node[last] = 0
+    with pytest.raises(SpecError, match=rf"objective\.{section}\.{key}"):
+        Spec.from_dict(base)
+
+
+def test_limits_the_double_loop_and_its_inner_newton_stop_at_their_limits():
+    from gpmodels.inference.map.newton_cg import NewtonOptions
+    from gpmodels.inference.marginal.vb import VBOptions, vb_criterion
+
+    op, lik, Y = _student_t_problem(40)
+    res = vb_criterion(op, lik, Y, VBOptions(max_outer=2, newton=NewtonOptions(max_iter=1)))
+    assert res.outer_iterations == 2 and len(res.trace) == 3 and not res.converged
+
+
+# ---------------------------------------------------------------- estimators
+def _est_data():
+    X, y = toy_classification(60, 3, d=3, seed=2)
+    return X, y, toy_classification(30, 3, d=3, seed=3)[0]
+
+
+@pytest.mark.parametrize("changes", [
+    {"predictive": "plugin"}, {"predictive": "laplace"}, {"objective": "map", "cv": 3, "random_state": 9},
+    {"prior": "swap"}, {"solver": "exact", "likelihood": None, "n_jobs": 1},
+], ids=["to-plugin", "to-laplace", "objective", "prior", "solver"])
+@pytest.mark.parametrize("predictive", ["plugin", "laplace"])
+def test_estimators_set_params_after_fit_leaves_the_fitted_model_and_its_pickle(changes, predictive):
+    """Predictions come from fitted attributes only: set_params after fit changes nothing until the next
+    fit, before or after a pickle round trip (a Laplace-fitted model switched to plug-in raised)."""
+    import pickle
+
+    from gpmodels.estimators import GPClassifier
+    from gpmodels.estimators.gp import LaplacePredictive, default_prior
+
+    X, y, Xt = _est_data()
+    predictive = LaplacePredictive(n_samples=50) if predictive == "laplace" else predictive
+    est = GPClassifier(objective="map", predictive=predictive, random_state=0).fit(X, y)
+    before = est.predict_proba(Xt)
+    if changes.get("prior") == "swap":
+        changes = {"prior": attrs.evolve(default_prior(X), variance=100.0)}
+    if changes.get("predictive") == "laplace":
+        changes = {"predictive": LaplacePredictive(n_samples=7)}
+    est.set_params(**changes)
+    np.testing.assert_array_equal(est.predict_proba(Xt), before)
+    back = pickle.loads(pickle.dumps(est))
+    np.testing.assert_array_equal(back.predict_proba(Xt), before)
+    np.testing.assert_array_equal(back.predict(Xt), est.predict(Xt))
+
+
+@pytest.mark.parametrize("objective", ["cv", "laplace"])
+def test_estimators_a_checkpoint_with_random_state_none_refits(tmp_path, objective):
+    """random_state=None draws a seed per fit; with a checkpoint the refit takes the seed recorded there
+    and resumes that fit (its folds), instead of refusing the checkpoint as another run's."""
+    import warnings
+
+    from sklearn.exceptions import ConvergenceWarning
+
+    from gpmodels.estimators import GPClassifier
+
+    X, y, Xt = _est_data()
+    est = GPClassifier(objective=objective, cv=3, checkpoint=tmp_path / "ck.npz", random_state=None)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        first = est.fit(X, y).predict_proba(Xt)
+        folds = est.folds_
+        for _ in range(2):
+            np.testing.assert_allclose(est.fit(X, y).predict_proba(Xt), first, rtol=1e-9, atol=1e-12)
+            assert (folds is None) == (est.folds_ is None)
+            assert folds is None or all(np.array_equal(a, b) for a, b in zip(folds, est.folds_))
+
+
+_SK_BAD = [("RBF", "length_scale", {"length_scale": v}) for v in (0.0, -1.0, np.nan, np.inf, 1e-300)] + [
+    ("Matern", "length_scale", {"length_scale": 0.0, "nu": 1.5}),
+    ("RBF", "length_scale", {"length_scale": [1.0, -2.0, 1.0]}),
+    ("RationalQuadratic", "alpha", {"alpha": -1.0}),
+    ("RationalQuadratic", "length_scale", {"length_scale": 0.0}),
+    ("ConstantKernel", "constant_value", {"constant_value": 0.0}),
+    ("WhiteKernel", "noise_level", {"noise_level": -1.0}),
+    ("DotProduct", "sigma_0", {"sigma_0": -1.0}),
+    ("RBF", "length_scale_bounds", {"length_scale": 1.0, "length_scale_bounds": (2.0, 1.0)}),
+    ("RBF", "length_scale_bounds", {"length_scale": 100.0, "length_scale_bounds": (1e-2, 1.0)}),
+    ("ExpSineSquared", "periodicity", {"periodicity": -1.0}),
+]
+
+
+@pytest.mark.parametrize("cls, name, kwargs", _SK_BAD)
+@pytest.mark.parametrize("wrap", ["alone", "sum", "product"])
+def test_estimators_kernel_messages_name_the_parameter_the_user_wrote(cls, name, kwargs, wrap):
+    """A scikit-learn kernel's bad hyperparameter is refused by its own name (length_scale, alpha,
+    length_scale_bounds ...), never by the native parameter it maps to (RBF.w, kernel0.log_w)."""
+    from sklearn.gaussian_process import kernels as sk
+
+    from gpmodels.errors import InputError
+    from gpmodels.estimators import GPClassifier
+    from gpmodels.priors import IndependentGP
+
+    k = getattr(sk, cls)(**kwargs)
+    k = {"alone": k, "sum": sk.RBF(1.0) + k, "product": sk.ConstantKernel(2.0) * k}[wrap]
+    X, y, _ = _est_data()
+    with pytest.raises(InputError) as info:
+        GPClassifier(IndependentGP(k, "tied", 1.0, 1.0), objective="map").fit(X, y)
+    text = str(info.value)
+    assert name in text and cls in text and ".w " not in text and "log_" not in text, text
+
+
+@pytest.mark.parametrize("est", ["CrammerSingerSVC", "HM3Classifier"])
+@pytest.mark.parametrize("kernel, param, value", [("rbf", "w", -1.0), ("rbf", "w", np.nan), ("ard", "w", 0.0),
+                                                  ("polynomial", "degree", 0), ("polynomial", "offset", -1.0)])
+def test_estimators_max_margin_kernel_parameters_are_named_as_the_estimators(est, kernel, param, value):
+    """CrammerSingerSVC(w=-1) is 'the w parameter of CrammerSingerSVC', not the kernel class's RBF.w."""
+    import gpmodels.estimators as E
+    from gpmodels.errors import InputError
+
+    X, y, _ = _est_data()
+    args = ([("r", "a"), ("r", "b"), ("r", "c")],) if est == "HM3Classifier" else ()
+    target = np.eye(3)[y] if est == "HM3Classifier" else y
+    expected = rf"The '{param}' parameter of {est} \(for kernel='{kernel}'\) must be"
+    with pytest.raises(InputError, match=expected) as info:
+        getattr(E, est)(*args, kernel=kernel, **{param: value}).fit(X, target)
+    assert "RBF." not in str(info.value) and "Polynomial." not in str(info.value)
+
+
+def test_estimators_a_learning_start_outside_bounds_is_named_in_natural_units_too():
+    from gpmodels.errors import InputError
+    from gpmodels.optimize.objective import log_box
+
+    with pytest.raises(InputError, match=r"kernel\.log_w = 3 .*outside the bounds.*; w = 20\.0855 not in"):
+        log_box(np.array([3.0]), names=("kernel.log_w",), lower=-1.0, upper=1.0)
+
+
+# ---------------------------------------------------------------- engines: a killed worker of an external scheduler
+def _slow_job(shared, job):
+    """A task that takes a while, so that its worker can be killed while it runs (imported by the worker)."""
+    time.sleep(2.0)
+    return shared * job
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_engines_a_worker_of_an_external_scheduler_killed_mid_run_recomputes_or_fails_in_bounded_time(workers):
+    """`engine.scheduler` (`--scheduler`): the workers are another program's.  Killing one while its task
+    runs ends in the recomputed results (another worker is left) or an EngineError (none is), within
+    seconds: never a hang."""
+    pytest.importorskip("distributed")
+    import threading
+
+    from gpmodels.engine.base import EngineConfig, open_engine
+    from gpmodels.errors import EngineError
+
+    dask = Path(sys.executable).with_name("dask")
+    if not dask.exists():
+        pytest.skip("the dask command is not installed beside this Python")
+    port = _free_port()
+    addr = f"tcp://127.0.0.1:{port}"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "tests")])}
+    quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL, "start_new_session": True, "env": env}
+    procs = [subprocess.Popen([str(dask), "scheduler", "--host", "127.0.0.1", "--port", str(port), "--no-dashboard"],
+                              **quiet)]
+    procs += [subprocess.Popen([str(dask), "worker", addr, "--nthreads", "1", "--no-nanny"], **quiet)
+              for _ in range(workers)]
+    outcome = {}
+    try:
+        with open_engine(EngineConfig(type="dask", scheduler=addr, distribute="tasks")) as eng:
+            eng.client.wait_for_workers(workers, timeout=60)
+            victim = next(iter(eng.client.run(os.getpid).values()))
+
+            def run():
+                try:
+                    outcome["results"] = list(eng.imap_shared(_slow_job, 3, [1, 2, 3, 4]))
+                except EngineError as exc:
+                    outcome["error"] = str(exc)
+
+            t0 = time.monotonic()
+            runner = threading.Thread(target=run, daemon=True)
+            runner.start()
+            time.sleep(1.0)  # the first tasks are running
+            os.kill(victim, signal.SIGKILL)
+            runner.join(timeout=60)
+            seconds = time.monotonic() - t0
+            assert not runner.is_alive(), "the run hangs after its worker was killed"
+    finally:
+        for p in procs:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+    if workers == 1:
+        assert "error" in outcome and "lost" in outcome["error"], outcome
+    else:
+        assert outcome.get("results") == [3, 6, 9, 12], outcome
+    assert seconds < 45, seconds
+
+
+# ---------------------------------------------------------------- generated cases of the families above
+_WRITTEN = st.sampled_from(["metrics.json", "run.json", "run.log", "model.npz", "diagnostics.json", "report.md",
+                            "spec.resolved.yaml", "error_reject.png", "checkpoint.npz", "trace_psi.png",
+                            "study.csv", "model.npz.tmp.npz"])
+_LINKS = st.sampled_from(["symlink", "hardlink", "dangling", "dirlink"])
+
+
+@SETTINGS
+@given(st.lists(st.tuples(_WRITTEN, _LINKS), min_size=1, max_size=5, unique_by=lambda t: t[0]))
+def test_folder_generated_links_are_removed_when_the_folder_is_claimed(tmp_path_factory, planted):
+    root = tmp_path_factory.mktemp("links")
+    outside, elsewhere, folder = root / "outside.txt", root / "elsewhere", root / "run"
+    outside.write_text("keep me")
+    elsewhere.mkdir()
+    folder.mkdir()
+    for name, kind in planted:
+        target = folder / name
+        if kind == "hardlink":
+            os.link(outside, target)
+        else:
+            os.symlink({"symlink": outside, "dangling": root / "nothing", "dirlink": elsewhere}[kind], target)
+    claimed = claim_output(folder, {"name": "a", "spec_sha256": "0" * 64}, force=True)
+    try:
+        for name, _ in planted:  # gone, or a new file of the run's own (run.json)
+            p = folder / name
+            assert not p.is_symlink() and (not p.exists() or p.stat().st_nlink == 1)
+        from gpmodels.driver.output import write_new
+
+        for name, _ in planted:
+            write_new(folder, name, "new")
+    finally:
+        claimed.release()
+    assert outside.read_text() == "keep me" and list(elsewhere.iterdir()) == []
+
+
+@SETTINGS
+@given(st.one_of(st.binary(max_size=64), _secret.map(str.encode),
+                 st.fixed_dictionaries({"pid": st.one_of(st.integers(-5, 2**40), st.text(max_size=5)),
+                                        "host": st.one_of(_secret, st.just("localhost"))}).map(
+                     lambda d: json.dumps(d).encode())))
+def test_locks_generated_lock_contents_are_refused_by_path_or_taken_over_never_quoted(tmp_path_factory, content):
+    folder = tmp_path_factory.mktemp("lock")
+    (folder / LOCK_FILE).write_bytes(content)
+    try:
+        claimed = claim_output(folder, {"name": "a", "spec_sha256": "0" * 64})
+    except OutputError as exc:
+        text = str(exc)
+        assert str(folder / LOCK_FILE) in text or str(folder) in text
+        import re
+
+        for token in re.findall(r"QZX\w+", content.decode("utf-8", "replace")):
+            assert token not in text
+        return
+    try:
+        assert json.loads((folder / LOCK_FILE).read_text())["pid"] == os.getpid()
+    finally:
+        claimed.release()
+    assert not (folder / LOCK_FILE).exists()
+
+
+@SETTINGS
+@given(st.dictionaries(st.sampled_from(["test_error", "test_log_loss", "train_error", "brier", "seconds"]),
+                       st.floats(allow_nan=True, allow_infinity=True), min_size=1))
+def test_numerics_generated_metrics_with_a_non_finite_number_are_refused(metrics):
+    from gpmodels.driver.run import check_finite_metrics
+    from gpmodels.errors import NumericalError
+
+    bad = [k for k, v in metrics.items() if not np.isfinite(v)]
+    if bad:
+        with pytest.raises(NumericalError, match="non-finite results"):
+            check_finite_metrics(metrics)
+    else:
+        check_finite_metrics(metrics)
+        json.dumps(metrics, allow_nan=False)
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.sampled_from([np.nan, np.inf, -np.inf]), st.data())
+def test_numerics_generated_non_finite_entries_of_a_model_file_are_refused(tmp_path_factory, capsys, bad, data):
+    if "numerics" not in _MODELS:
+        _MODELS["numerics"] = _trained_model(tmp_path_factory.mktemp("num"))
+    model = _MODELS["numerics"]
+    with np.load(model / "model.npz") as z:
+        arrays = {k: z[k] for k in z.files}
+    floats = sorted(k for k, a in arrays.items() if a.dtype.kind == "f" and a.size)
+    name = data.draw(st.sampled_from(floats))
+    broken = dict(arrays)
+    broken[name] = arrays[name].copy()
+    broken[name].flat[data.draw(st.integers(0, arrays[name].size - 1))] = bad
+    copy = tmp_path_factory.mktemp("broken")
+    for p in model.iterdir():
+        if p.is_file() and p.name != "model.npz":
+            (copy / p.name).write_bytes(p.read_bytes())
+    np.savez(copy / "model.npz", **broken)
+    capsys.readouterr()
+    assert main(["predict", str(copy), str(model.parent / "test.svm")]) == 2
+    assert f"array {name!r} holds 1 non-finite values" in capsys.readouterr().err
+
+
+_SK_PARAMS = st.sampled_from([("RBF", "length_scale", {}), ("Matern", "length_scale", {"nu": 2.5}),
+                              ("RationalQuadratic", "alpha", {}), ("RationalQuadratic", "length_scale", {}),
+                              ("ConstantKernel", "constant_value", {}), ("WhiteKernel", "noise_level", {}),
+                              ("ExpSineSquared", "periodicity", {}), ("DotProduct", "sigma_0", {})])
+
+
+@SETTINGS
+@given(_SK_PARAMS, st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.sampled_from([0.0, 1e-300, 1e200])),
+       st.sampled_from(["alone", "sum", "product"]))
+def test_estimators_generated_kernel_hyperparameters_are_refused_by_their_own_names(which, value, wrap):
+    from sklearn.gaussian_process import kernels as sk
+
+    from gpmodels.errors import InputError
+    from gpmodels.kernels.sklearn_adapter import from_sklearn
+
+    cls, name, extra = which
+    k = getattr(sk, cls)(**{name: value, f"{name}_bounds": "fixed"}, **extra)
+    k = {"alone": k, "sum": sk.RBF(1.0) + k, "product": sk.ConstantKernel(2.0) * k}[wrap]
+    from gpmodels.kernels.sklearn_adapter import MAPPED_VALUES
+
+    with np.errstate(all="ignore"):
+        native = MAPPED_VALUES[name][1](np.float64(value)) if name in MAPPED_VALUES else value
+    if np.isfinite(value) and value > 0 and np.isfinite(native) and native > 0:
+        from_sklearn(k)
+        return
+    with pytest.raises(InputError) as info:
+        from_sklearn(k)
+    text = str(info.value)
+    assert name in text and cls in text and ".w " not in text and "log_" not in text, text
+
+
+_FITTED: dict = {}
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.dictionaries(st.sampled_from(["objective", "cv", "solver", "predictive", "random_state", "n_jobs",
+                                        "device", "checkpoint"]),
+                       st.sampled_from(["map", "cv", "laplace", 3, 4, "exact", "newton-cg", "plugin", None, 1, 7,
+                                        "cpu", "auto"]),
+                       min_size=1, max_size=4))
+def test_estimators_generated_set_params_after_fit_change_no_prediction(changes):
+    """Whatever parameters are changed (valid or not) after fit, predictions and their pickle stay the fitted ones."""
+    import pickle
+
+    from gpmodels.estimators import GPClassifier
+    from gpmodels.estimators.gp import LaplacePredictive
+
+    if not _FITTED:
+        X, y, Xt = _est_data()
+        est = GPClassifier(objective="map", predictive=LaplacePredictive(n_samples=40), random_state=0).fit(X, y)
+        _FITTED.update(est=est, Xt=Xt, P=est.predict_proba(Xt))
+    est = pickle.loads(pickle.dumps(_FITTED["est"]))
+    est.set_params(**changes)
+    np.testing.assert_array_equal(est.predict_proba(_FITTED["Xt"]), _FITTED["P"])
+    np.testing.assert_array_equal(pickle.loads(pickle.dumps(est)).predict_proba(_FITTED["Xt"]), _FITTED["P"])
+
+
+@SETTINGS
+@given(st.sampled_from([("vb", "max_outer"), ("vb", "newton.max_iter"), ("laplace", "newton.max_iter"),
+                        ("em", "max_iter"), ("mkl", "max_iter"), ("cv", "outer.max_iter")]),
+       st.one_of(st.integers(-3, 0), st.floats(allow_nan=True, allow_infinity=True), st.text(max_size=4)))
+def test_limits_generated_bad_limits_are_refused_by_their_key(where, value):
+    from gpmodels.driver.sections.spec import Spec
+
+    section, key = where
+    base = {"name": "t", "data": {"path": "x.npz", "test": "split"}, "model": {"kernel": {"type": "rbf", "w": 1.0}},
+            "objective": {"type": section}}
+    node = base["objective"].setdefault(section, {})
+    *outer, last = key.split(".")
+    for part in outer:
+        node = node.setdefault(part, {})
+    node[last] = value
+    try:
+        Spec.from_dict(base)
+    except SpecError as exc:
+        if f"objective.{section}.{key}" in str(exc):
+            return
+        assert isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 1, str(exc)
+    else:
+        assert isinstance(value, (int, float)) and value >= 1
+
+
+def test_corpus_covers_every_family_of_the_issue_with_generated_cases():
+    """Every family named in issue 27 has tests here, and hypothesis-generated cases among them (counted
+    by tests/corpus_sizes.py, whose figures docs/security.md gives)."""
+    from corpus_sizes import FAMILIES, corpus_sizes
+
+    sizes = corpus_sizes()
+    assert set(sizes) == set(FAMILIES)
+    for family, s in sizes.items():
+        assert s["tests"] and s["generated"] > 0, family

@@ -3,10 +3,9 @@ colours and an outside legend in hyperparameters.png, the reliability diagram.""
 
 import json
 
-import matplotlib.colors as mcolors
 import numpy as np
 import pytest
-from conftest import toy_classification, write_spec
+from conftest import needs_matplotlib, toy_classification, write_spec
 
 from gpmodels import reports
 from gpmodels.cli import main
@@ -16,6 +15,7 @@ from gpmodels.scoring.calibration import reliability_curve
 @pytest.fixture
 def figures(monkeypatch):
     """Every figure saved by reports: {file name: (x label, [(x, y) of each line], figure facts)}."""
+    mcolors = pytest.importorskip("matplotlib.colors")
     seen = {}
     save = reports._save
 
@@ -92,6 +92,7 @@ def test_reliability_diagram_draws_the_non_empty_bins(tmp_path, figures):
     assert [x.size for x, _ in lines] == [2, 3]  # the diagonal, then 3 non-empty bins
 
 
+@needs_matplotlib
 def test_trace_plot_draws_the_values_as_they_are_and_the_gradient_norm_on_a_log_axis(tmp_path, monkeypatch):
     drawn = {}
     save = reports._save
@@ -138,7 +139,10 @@ def test_hyperparameters_of_a_regression_keep_their_names():
     ({"type": "map"}, "Phi"),
     ({"type": "one_vs_rest", "learn": False}, "Phi"),
     ({"type": "cv", "cv": {"folds": 3, "outer": {"max_iter": 2}}}, "Psi"),
+    ({"type": "laplace", "laplace": {"learn_max_iter": 3}}, "criterion"),
+    ({"type": "vb", "vb": {"learn_max_iter": 3}}, "criterion"),
 ])
+@needs_matplotlib
 def test_run_traces_draw_the_gradient_norm_of_every_iterate_below(tmp_path, monkeypatch, objective, trace):
     drawn = {}
     save = reports._save
@@ -151,6 +155,9 @@ def test_run_traces_draw_the_gradient_norm_of_every_iterate_below(tmp_path, monk
     monkeypatch.setattr(reports, "_save", spy)
     d = {"name": "g", "data": _files(tmp_path), "output": {"dir": str(tmp_path / "o")}, "objective": objective,
          "model": {"kernel": {"type": "rbf", "w": 0.5}, "sharing": "tied", "variance": 2.0}}
+    if objective["type"] in ("laplace", "vb"):  # binary: the logistic likelihood of the marginal objectives
+        d["data"]["positive_class"] = "1"
+        d["model"]["likelihood"] = "logistic"
     assert main(["run", str(write_spec(tmp_path, d)), "--quiet"]) == 0
     (top_scale, top), (bottom_scale, bottom) = drawn[f"trace_{trace}.png"]
     assert top_scale == "linear" and bottom_scale == "log" and len(top) == len(bottom) >= 1

@@ -1,6 +1,7 @@
 """Loaders, splits and scaling."""
 
-from gpmodels.data.datasets import Dataset, load_dataset, load_file
+from gpmodels.data.datasets import Dataset, load_dataset
+from gpmodels.data.files import load_file
 from gpmodels.data.scaling import scale_features
 from gpmodels.data.splits import kfold_partition, subsample, train_test_split
 from gpmodels.data.svmlight import load_svmlight

@@ -49,6 +49,38 @@ def _attribute(header, i: int) -> str:
     return f"attribute {i + 1} (line {header[i][2]})"
 
 
+def _class_attribute(path: Path, header, require_class: bool) -> int | None:
+    """Index of the class attribute: the one named ``class``, else the last; it must be nominal (None
+    when it is not and ``require_class`` is False)."""
+    lower = [n.lower() for n, _, _ in header]
+    cls = lower.index("class") if "class" in lower else len(header) - 1
+    if header[cls][1] == "nominal":
+        return cls
+    if require_class:
+        raise DataError(
+            f"{path}: no nominal class attribute: {_attribute(header, cls)} is not nominal; name "
+            "the class attribute `class` or put it last, with its values in braces {a,b,...}"
+        )
+    return None
+
+
+def _check_feature_types(path: Path, header, cls: int | None) -> None:
+    """Every attribute but the class ``cls`` is numeric; DataError naming the first that is not, and its type."""
+    for i, (_, kind, _) in enumerate(header):
+        if i == cls or kind in NUMERIC_TYPES:
+            continue
+        what = {
+            "nominal": "a nominal feature (encode it as numeric columns first)",
+            "string": "a string attribute",
+            "date": "a date attribute",
+            "relational": "a relational attribute",
+        }.get(kind, "of a type that is none of these")
+        raise DataError(
+            f"{path}: {_attribute(header, i)} is {what}; features must be numeric "
+            f"({', '.join(NUMERIC_TYPES)}) and the class attribute nominal"
+        )
+
+
 def load_arff(path, *, require_class: bool = True):
     """Return (X as float64 (n, d), labels as a str array, or None when ``require_class`` is False
     and the file has no class values)."""
@@ -59,21 +91,8 @@ def load_arff(path, *, require_class: bool = True):
     if not header:
         raise DataError(f"{path}: no `@attribute` lines; is it an ARFF file?")
     names = [n for n, _, _ in header]
-    lower = [n.lower() for n in names]
-    cls = lower.index("class") if "class" in lower else len(names) - 1
-    if header[cls][1] != "nominal":
-        if require_class:
-            raise DataError(f"{path}: no nominal class attribute: {_attribute(header, cls)} is not nominal; name "
-                            "the class attribute `class` or put it last, with its values in braces {a,b,...}")
-        cls = None
-    for i, (_, kind, _) in enumerate(header):
-        if i == cls or kind in NUMERIC_TYPES:
-            continue
-        what = {"nominal": "a nominal feature (encode it as numeric columns first)",
-                "string": "a string attribute", "date": "a date attribute",
-                "relational": "a relational attribute"}.get(kind, "of a type that is none of these")
-        raise DataError(f"{path}: {_attribute(header, i)} is {what}; features must be numeric "
-                        f"({', '.join(NUMERIC_TYPES)}) and the class attribute nominal")
+    cls = _class_attribute(path, header, require_class)
+    _check_feature_types(path, header, cls)
     from scipy.io import arff
 
     try:

@@ -4,7 +4,7 @@ Index base.  A file's indices are 1-based (the libsvm convention, the default) o
 base is never guessed per file, because a 0-based file that never uses feature 0 looks exactly like
 a 1-based one and would be read with every feature shifted by one column.  :func:`load_svmlight`
 takes ``zero_based`` (True / False) explicitly; a file read as 1-based that holds index 0 is
-refused.  For a train / test pair, :func:`gpmodels.data.datasets.load_file` decides the base once
+refused.  For a train / test pair, :func:`gpmodels.data.files.load_file` decides the base once
 for both files (see there).
 
 Sizes.  A feature index is a width the kernel code will allocate per-feature vectors of, so an

@@ -186,13 +186,17 @@ def _check_path(folder: Path, key: str) -> None:
 
 
 def _read_lock(fd: int) -> tuple[int, str] | None:
-    """(pid, host) a lock file records, None when it is empty or unreadable."""
+    """(pid, host) a lock file records, None when it is empty or unreadable (no positive process id:
+    ``os.kill`` would read 0 and -1 as process groups, alive for ever)."""
     try:
         os.lseek(fd, 0, os.SEEK_SET)
         held = json.loads(os.read(fd, 1000).decode("utf-8"))
-        return int(held["pid"]), str(held["host"])
+        pid, host = held["pid"], held["host"]
     except (OSError, ValueError, KeyError, TypeError):
         return None
+    if isinstance(pid, bool) or not isinstance(pid, int) or pid <= 0 or not isinstance(host, str):
+        return None
+    return pid, host
 
 
 def _try_flock(fd: int) -> bool:
@@ -235,8 +239,9 @@ def _take_over(lock: Path, me: dict, key: str, folder: Path) -> int | None:
                               f"and no run holds it; remove it (rm {lock}) if no other program uses the folder", key)
         pid, host = held
         if host != me["host"]:
-            raise OutputError(f"{key} {folder} is locked by a gpmodels run on host {host!r} (process {pid}); remove "
-                              f"{lock} if that run is over", key)
+            # the host is text of the file: named as "another host", never quoted (docs/security.md)
+            raise OutputError(f"{key} {folder} is locked by a gpmodels run on another host (process {pid}; the host "
+                              f"is recorded in {lock}); remove {lock} if that run is over", key)
         if pid != me["pid"] and _pid_alive(pid):  # a lock written without a flock by a live process
             raise OutputError(f"{key} {folder} is in use by another gpmodels run (process {pid}); wait for it to "
                               f"finish or choose another folder (remove {lock} if that process is no gpmodels run)",

@@ -94,8 +94,9 @@ def _settings(spec: Spec) -> list[tuple[str, object]]:
             ("evaluation.predictive", e.predictive), ("seed", spec.seed)]
 
 
-def write_report_md(out_dir: Path, spec: Spec, metrics: dict) -> Path:
-    """Write ``report.md`` into ``out_dir`` from the run's ``metrics`` and resolved ``spec`` (module docstring)."""
+def write_report_md(out_dir: Path, spec: Spec, metrics: dict, *, figures_note: str | None = None) -> Path:
+    """Write ``report.md`` into ``out_dir`` from the run's ``metrics`` and resolved ``spec`` (module docstring);
+    ``figures_note``: a line for the Plots section when the run drew no figures (matplotlib missing)."""
     scores = [(k, v) for k, v in metrics.items() if k.startswith(("test_", "train_", "plugin_test_"))]
     flags = [(k, v) for k, v in metrics.items() if "converged" in k]
     times = [(k, v) for k, v in metrics.items() if k.endswith("seconds")]
@@ -122,7 +123,7 @@ def write_report_md(out_dir: Path, spec: Spec, metrics: dict) -> Path:
     if legend:
         lines += ["What the names mean:", "", *legend, ""]
     lines += ["## Timings (seconds)", "", *_table(times), ""]
-    lines += ["## Plots", ""] + ([f"![{p}]({p})" for p in plots] or ["(none)"]) + [""]
+    lines += ["## Plots", ""] + ([f"![{p}]({p})" for p in plots] or [figures_note or "(none)"]) + [""]
     path = out_dir / REPORT_FILE
     path.write_text("\n".join(lines), encoding="utf-8")
     return path

@@ -16,7 +16,8 @@ with ``error_reject.csv`` (when there are probabilities), ``confusion_levels.jso
 one ``trace_<name>.png`` per criterion trace the runner reports (e.g. Φ over Newton iterations).
 Classification runs add ``test_brier`` and ``test_ece`` to the metrics and ``reliability.png``; every run
 writes ``report.md`` (:mod:`gpmodels.driver.report_md`: provenance, data sizes, settings, convergence
-flags, scores, timings and the plots).
+flags, scores, timings and the plots).  The plots need matplotlib (the ``plots`` extra); without it the run
+skips them and says so in its messages, run.log and report.md (:data:`gpmodels.reports.PLOTS_SKIPPED`).
 """
 
 from __future__ import annotations
@@ -35,7 +36,8 @@ import numpy as np
 
 from gpmodels import __version__, reports
 from gpmodels.data.datasets import Dataset
-from gpmodels.driver.build import build_data, build_engine_config, build_tree, check_files, resolve_path
+from gpmodels.driver.build import build_engine_config, check_files
+from gpmodels.driver.build_data import build_data, build_tree, resolve_path
 from gpmodels.driver.loader import dump_yaml, grant_imports
 from gpmodels.driver.outcome import Runner
 from gpmodels.driver.output import claim_output, spec_digest, write_new
@@ -102,10 +104,10 @@ def output_dir(spec: Spec, out: str | Path | None) -> Path:
     return Path(out) if out is not None else Path(spec.output.dir.replace("{name}", spec.name))
 
 
-def _hierarchical_scores(spec: Spec, data: Dataset, base_dir, P: np.ndarray, out_dir: Path) -> dict:
+def _hierarchical_scores(spec: Spec, data: Dataset, base_dir, P: np.ndarray, out_dir: Path, figures: bool) -> dict:
     """acc, prec, pacc, taxo-loss and per-level accuracies on the test set (Sec. 6.1) when the data
-    have a class tree; per-level confusion matrices go to ``confusion_levels.json`` and the accuracy
-    per tree level (one bar per decision rule) to ``levels.png``."""
+    have a class tree; per-level confusion matrices go to ``confusion_levels.json`` and, with ``figures``,
+    the accuracy per tree level (one bar per decision rule) to ``levels.png``."""
     tree = build_tree(spec, data, base_dir)
     if tree is None:
         return {}
@@ -119,17 +121,19 @@ def _hierarchical_scores(spec: Spec, data: Dataset, base_dir, P: np.ndarray, out
                         for d, s in M.level_confusion(y_pred, data.y_test, tree).items()}
     (out_dir / "confusion_levels.json").write_text(json.dumps(levels, indent=1) + "\n")
     depths = sorted(levels[rules[0]], key=int)
-    reports.plot_bars([f"level {d}" for d in depths],
-                      {rule: [levels[rule][d]["accuracy"] for d in depths] for rule in rules}, out_dir / "levels.png",
-                      ylabel="accuracy", title=f"{spec.name}: accuracy per tree level")
+    if figures:
+        reports.plot_bars([f"level {d}" for d in depths],
+                          {rule: [levels[rule][d]["accuracy"] for d in depths] for rule in rules},
+                          out_dir / "levels.png", ylabel="accuracy", title=f"{spec.name}: accuracy per tree level")
     return out
 
 
-def _calibration(P: np.ndarray, y, out_dir: Path, name: str) -> dict:
-    """Brier score and top-label ECE (15 equal-width bins) of the test probabilities, and the reliability
-    diagram ``reliability.png`` (:mod:`gpmodels.scoring.calibration`)."""
-    reports.plot_reliability({name: reliability_curve(P, y)}, out_dir / "reliability.png",
-                             title=f"{name}: reliability (top label)")
+def _calibration(P: np.ndarray, y, out_dir: Path, name: str, figures: bool) -> dict:
+    """Brier score and top-label ECE (15 equal-width bins) of the test probabilities, and with ``figures``
+    the reliability diagram ``reliability.png`` (:mod:`gpmodels.scoring.calibration`)."""
+    if figures:
+        reports.plot_reliability({name: reliability_curve(P, y)}, out_dir / "reliability.png",
+                                 title=f"{name}: reliability (top label)")
     return {"test_brier": brier_score(P, y), "test_ece": expected_calibration_error(P, y)}
 
 
@@ -255,6 +259,25 @@ def _json_safe(value):
     return value
 
 
+def _draw(spec: Spec, outcome, out_dir: Path, curve) -> None:
+    """The run's figures: the error-reject ``curve`` (None: no probabilities), one ``trace_<name>.png`` per
+    criterion trace of more than one value (with the gradient norms below where the runner gives them) and
+    the hyperparameter paths."""
+    if curve is not None:
+        reports.plot_error_reject({spec.name: curve}, out_dir / "error_reject.png")
+    for name, values in outcome.traces.items():
+        series = values if isinstance(values, dict) else {name: values}  # a dict: one line per entry
+        if any(len(v) > 1 for v in series.values()):
+            unit = outcome.trace_units.get(name, "iteration")
+            label, grads = outcome.trace_gradients.get(name, ("gradient norm", None))
+            reports.plot_traces(series, out_dir / f"trace_{name}.png", xlabel=unit, ylabel=name,
+                                title=f"{spec.name}: {name} over {unit}s",
+                                gradients=grads if grads is None or isinstance(grads, dict) else {name: grads},
+                                gradient_label=label)
+    if outcome.paths is not None:
+        reports.plot_paths(outcome.paths[0], outcome.paths[1], out_dir / "hyperparameters.png")
+
+
 def _run(spec: Spec, runner, base_dir, out_dir: Path, say: Console, origin: dict) -> dict:
     t0 = time.perf_counter()
     device = device_in_use(spec.model.representation.device)  # `cuda` without a GPU fails here, before any work
@@ -277,6 +300,9 @@ def _run(spec: Spec, runner, base_dir, out_dir: Path, say: Console, origin: dict
         outcome = _call_runner(runner, attrs.evolve(spec, output=attrs.evolve(spec.output, dir=str(out_dir))), data,
                                base_dir, say, engine)
     metrics = {"name": spec.name, **origin, "device": device}
+    figures = reports.plots_available()
+    if not figures:
+        say(reports.PLOTS_SKIPPED)
     if outcome.probabilities is not None and not np.all(np.isfinite(outcome.probabilities)):
         bad = int(np.sum(~np.all(np.isfinite(outcome.probabilities), axis=1)))
         raise NumericalError(f"the fitted model gives non-finite test probabilities for {bad} points: the kernel "
@@ -287,22 +313,12 @@ def _run(spec: Spec, runner, base_dir, out_dir: Path, say: Console, origin: dict
         metrics.update(
             {"test_error": scores["error"], "test_log_loss": scores["log_loss"], "test_prec": scores["prec"]}
         )
-        metrics.update(_calibration(outcome.probabilities, data.y_test, out_dir, spec.name))
+        metrics.update(_calibration(outcome.probabilities, data.y_test, out_dir, spec.name, figures))
         curve = M.error_reject_curve(outcome.probabilities, data.y_test, spec.evaluation.error_reject)
         (out_dir / "error_reject.csv").write_text("reject_fraction,error\n" + "".join(f"{a},{e}\n" for a, e in curve))
-        reports.plot_error_reject({spec.name: curve}, out_dir / "error_reject.png")
-        hier = _hierarchical_scores(spec, data, base_dir, outcome.probabilities, out_dir)
-    for name, values in outcome.traces.items():
-        series = values if isinstance(values, dict) else {name: values}  # a dict: one line per entry
-        if any(len(v) > 1 for v in series.values()):
-            unit = outcome.trace_units.get(name, "iteration")
-            label, grads = outcome.trace_gradients.get(name, ("gradient norm", None))
-            reports.plot_traces(series, out_dir / f"trace_{name}.png", xlabel=unit, ylabel=name,
-                                title=f"{spec.name}: {name} over {unit}s",
-                                gradients=grads if grads is None or isinstance(grads, dict) else {name: grads},
-                                gradient_label=label)
-    if outcome.paths is not None:
-        reports.plot_paths(outcome.paths[0], outcome.paths[1], out_dir / "hyperparameters.png")
+        hier = _hierarchical_scores(spec, data, base_dir, outcome.probabilities, out_dir, figures)
+    if figures:
+        _draw(spec, outcome, out_dir, curve if outcome.probabilities is not None else None)
     metrics.update(
         {"n_train": int(data.X_train.shape[0]), "n_test": int(data.X_test.shape[0]), "n_classes": data.n_classes,
          "n_features": int(data.X_train.shape[1])}
@@ -319,7 +335,7 @@ def _run(spec: Spec, runner, base_dir, out_dir: Path, say: Console, origin: dict
     dump_yaml(resolved.to_dict(), out_dir / "spec.resolved.yaml")
     if outcome.save is not None:
         outcome.save(out_dir)
-    write_report_md(out_dir, resolved, metrics)
+    write_report_md(out_dir, resolved, metrics, figures_note=None if figures else reports.PLOTS_SKIPPED)
     if "test_log_loss" in metrics:
         say(
             f"test error {100 * metrics['test_error']:.2f} %, log-loss {metrics['test_log_loss']:.4f}, "

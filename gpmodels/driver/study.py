@@ -116,6 +116,23 @@ def _run_rows(study, base_dir, out_dir: Path, say, run_spec, *, quiet, progress,
             yield entry, (None, _first_line(exc))
 
 
+def _write_tables(out_dir: Path, name: str, rows: list[dict], cols: list[str], origin: dict) -> str:
+    """The study's table over ``cols`` as study.md (returned), study.csv, and study.json (all rows with the
+    provenance ``origin``)."""
+    md = ["| " + " | ".join(cols) + " |", "|" + " --- |" * len(cols)]
+    md += ["| " + " | ".join(_fmt(r.get(c)).replace("|", "/").replace("\n", " ") for c in cols) + " |" for r in rows]
+    table = "\n".join(md) + "\n"
+    (out_dir / "study.md").write_text(table)
+    with open(out_dir / "study.csv", "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=cols, extrasaction="ignore")
+        w.writeheader()
+        w.writerows(rows)
+    (out_dir / "study.json").write_text(
+        json.dumps({"study": name, **origin, "rows": rows}, indent=2, default=float) + "\n"
+    )
+    return table
+
+
 def _run_study(study, base_dir, out_dir: Path, say, run_spec, origin, *, quiet, progress,
                force) -> list[dict]:
     rows, curves = [], {}
@@ -137,19 +154,11 @@ def _run_study(study, base_dir, out_dir: Path, say, run_spec, origin, *, quiet, 
     failed = failed_models(rows)
     cols = ["model"] + (["status"] if failed else []) + [c for c in study.columns if any(c in r for r in rows)]
     cols += ["error"] if failed else []
-    md = ["| " + " | ".join(cols) + " |", "|" + " --- |" * len(cols)]
-    md += ["| " + " | ".join(_fmt(r.get(c)).replace("|", "/").replace("\n", " ") for c in cols) + " |" for r in rows]
-    table = "\n".join(md) + "\n"
-    (out_dir / "study.md").write_text(table)
-    with open(out_dir / "study.csv", "w", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=cols, extrasaction="ignore")
-        w.writeheader()
-        w.writerows(rows)
-    (out_dir / "study.json").write_text(
-        json.dumps({"study": study.name, **origin, "rows": rows}, indent=2, default=float) + "\n"
-    )
-    plots = []
-    if curves:
+    table = _write_tables(out_dir, study.name, rows, cols, origin)
+    plots, figures = [], reports.plots_available()
+    if curves and not figures:
+        say(reports.PLOTS_SKIPPED)
+    if curves and figures:
         reports.plot_error_reject(curves, out_dir / "error_reject.png", title=f"{study.name}: error-reject curves")
         plots.append("error_reject.png")
     report = [
@@ -165,7 +174,7 @@ def _run_study(study, base_dir, out_dir: Path, say, run_spec, origin, *, quiet, 
     ]
     legend = score_legend(c for c in cols if c.startswith(("test_", "train_", "plugin_test_")))
     report += ["What the names mean:", "", *legend, ""] if legend else []
-    report += [f"![{p}]({p})" for p in plots]
+    report += [f"![{p}]({p})" for p in plots] or ([reports.PLOTS_SKIPPED] if curves else [])
     report += [
         "",
         "Per-model reports: "

@@ -8,7 +8,9 @@ from both :mod:`gpmodels.errors` and scikit-learn's, so a filter on either class
 
 from __future__ import annotations
 
+import inspect
 import math
+import re
 import warnings
 
 import numpy as np
@@ -23,7 +25,8 @@ from gpmodels.kernels.base import Kernel
 from gpmodels.kernels.factory import KERNEL_PARAMS, make_kernel
 from gpmodels.validation import check_features
 
-__all__ = ["ConvergenceWarning", "DataConversionWarning", "NotFittedError", "classifier_tags", "check_fitted",
+__all__ = ["ConvergenceWarning", "DataConversionWarning", "NotFittedError", "store_params", "classifier_tags",
+           "check_fitted",
            "record_features", "check_X", "check_label_types", "encode_targets", "seed_from", "check_positive",
            "kernel_by_name", "warn_unconverged"]
 
@@ -39,6 +42,15 @@ class DataConversionWarning(errors.DataConversionWarning, _SkDataConversionWarni
 
 class NotFittedError(errors.NotFittedError, _SkNotFittedError):
     """An estimator was used before ``fit`` (gpmodels' and scikit-learn's error class)."""
+
+
+def store_params(est, arguments: dict) -> None:
+    """Keep the constructor's arguments (its ``locals()``) unchanged as attributes of the same names, as
+    scikit-learn asks (no check or conversion in ``__init__``; ``get_params`` reads them back): one call
+    instead of an assignment per parameter."""
+    for name in inspect.signature(type(est).__init__).parameters:
+        if name != "self":
+            setattr(est, name, arguments[name])
 
 
 def classifier_tags(*, multi_label: bool = False, poor_score: bool = False) -> Tags:
@@ -195,6 +207,11 @@ def kernel_by_name(owner: str, kernel, w, degree, offset, X) -> Kernel:
         takes = KERNEL_PARAMS.get(kernel, ()) if isinstance(kernel, str) else ()
         return make_kernel(kernel, X=X, **{k: v for k, v in given.items() if k in takes})
     except InputError as exc:
+        # a kernel class's field error ("RBF.w must be ...") is the estimator's parameter of that name
+        field = re.match(r"^\w+\.(\w+) (must .*)$", str(exc), re.S)
+        if field and field.group(1) in given:
+            raise InputError(f"The '{field.group(1)}' parameter of {owner} (for kernel={kernel!r}) "
+                             f"{field.group(2)}") from None
         what = "'kernel'" if not (isinstance(kernel, str) and kernel in KERNEL_PARAMS) else repr(kernel) + " kernel's"
         raise InputError(f"The {what} parameter of {owner}: {exc} (or pass a gpmodels.kernels.Kernel)") from None
 

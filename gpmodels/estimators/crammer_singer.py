@@ -18,6 +18,7 @@ from gpmodels.estimators._common import (
     encode_targets,
     kernel_by_name,
     record_features,
+    store_params,
 )
 from gpmodels.validation import check_features
 
@@ -63,18 +64,7 @@ class CrammerSingerSVC(ClassifierMixin, BaseEstimator):
     def __init__(self, kernel="rbf", C=1.0, w="auto", degree=2, offset=1.0, epsilon=1e-3, cooling="logarithmic",
                  active_set=True, reduced_solver="fixed_point", cache_mb=200.0, engine="auto",
                  max_updates=10_000_000):
-        self.kernel = kernel
-        self.C = C
-        self.w = w
-        self.degree = degree
-        self.offset = offset
-        self.epsilon = epsilon
-        self.cooling = cooling
-        self.active_set = active_set
-        self.reduced_solver = reduced_solver
-        self.cache_mb = cache_mb
-        self.engine = engine
-        self.max_updates = max_updates
+        store_params(self, locals())
 
     def __sklearn_tags__(self):
         return classifier_tags()

@@ -18,6 +18,7 @@ from gpmodels.estimators._common import (
     encode_targets,
     record_features,
     seed_from,
+    store_params,
     warn_unconverged,
 )
 from gpmodels.estimators.learners import learner_of
@@ -25,10 +26,12 @@ from gpmodels.hyperparameters import natural_values
 from gpmodels.inference.map.model import fit_map
 from gpmodels.inference.map.predictive import PREDICTIVE_METHODS, latent_predictive, predictive_proba
 from gpmodels.inference.map.solvers import SOLVERS as MAP_SOLVERS
+from gpmodels.kernels.device.backend import device_in_use
 from gpmodels.kernels.factory import make_kernel
+from gpmodels.kernels.representations import DEVICES
 from gpmodels.likelihoods.softmax import Softmax
 from gpmodels.linalg.blas_threads import limit_blas_threads
-from gpmodels.optimize.checkpoint import Checkpointing
+from gpmodels.optimize.checkpoint import Checkpointing, caller_identity
 from gpmodels.priors.independent import IndependentGP
 from gpmodels.priors.learned import LearnedPrior
 from gpmodels.validation import MAX_SIZE, check_features, labels_to_targets
@@ -37,6 +40,17 @@ __all__ = ["GPClassifier", "LaplacePredictive", "SOLVERS", "default_prior"]
 
 #: inner MAP solver names -> solver classes (:mod:`gpmodels.inference.map.solvers`)
 SOLVERS = MAP_SOLVERS
+
+
+#: the key under which a fit records its seed in the checkpoint's identity
+_SEED_KEY = "estimator_seed"
+
+
+def _with_seed(checkpoint: Checkpointing | None, seed: int) -> Checkpointing | None:
+    """``checkpoint`` with the fit's seed in its identity (a refit with ``random_state=None`` reads it back)."""
+    if checkpoint is None:
+        return None
+    return attrs.evolve(checkpoint, identity={**checkpoint.identity, _SEED_KEY: seed})
 
 
 @attrs.frozen
@@ -58,6 +72,11 @@ class LaplacePredictive:
     def _check_latent(self, attribute, value):
         if value not in PREDICTIVE_METHODS:
             raise InputError(f"LaplacePredictive.latent must be one of {PREDICTIVE_METHODS}; got {value!r}")
+
+
+def prior_device(prior) -> str:
+    """Where ``prior`` puts its kernel matrices (its ``device``; ``cpu`` for a prior that does not say)."""
+    return getattr(prior, "device", "cpu")  # optional: declared by priors that own a representation
 
 
 def default_prior(X) -> IndependentGP:
@@ -100,27 +119,29 @@ class GPClassifier(ClassifierMixin, BaseEstimator):
     ``random_state``: seeds the folds, the Laplace probes and the predictive draws (scikit-learn's
     convention).  ``checkpoint``: a path (or a :class:`~gpmodels.optimize.checkpoint.Checkpointing`)
     where learning checkpoints after every outer iteration, and from which a later fit with the same
-    data and settings resumes.
+    data and settings resumes; with ``random_state=None`` a refit takes the seed recorded there, so it
+    resumes that fit (same folds) rather than meet a checkpoint of other folds.
+
+    ``device``: where the kernel matrices live (the prior's ``representation.device``, set through its
+    ``on_device``): ``'cpu'``; ``'cuda'`` (a GPU through PyTorch, the ``gpmodels[cuda]`` extra; without a
+    usable GPU a :class:`~gpmodels.errors.DeviceError` naming what is missing, never a CPU run; kernels
+    without a device form are refused by name); ``'auto'`` (the GPU when there is one, else the CPU);
+    None: the prior's own setting (``cpu`` unless the prior says otherwise).  ``device_`` records where
+    the fit ran.
 
     Fitted attributes: ``classes_``, ``n_features_in_`` (``feature_names_in_`` for a DataFrame),
     ``X_train_``, ``alpha_`` (α̂ (n, C), columns in the prior's class order ``model_class_order_``),
     ``kernel_`` (the prior at the learned hyperparameters, a :class:`~gpmodels.priors.learned.LearnedPrior`),
     ``model_`` (the :class:`~gpmodels.inference.map.model.MAPModel`), ``diagnostics_``, ``n_iter_``,
     ``learned_hyperparameters_`` (name -> natural value), ``learning_result_`` (the learner's result;
-    None for ``'map'``), ``folds_`` (the CV partition; None unless ``'cv'``), ``predictive_seed_``.
+    None for ``'map'``), ``folds_`` (the CV partition; None unless ``'cv'``), ``device_``, ``predictive_`` (the
+    fitted predictive: None for plug-in, else its :class:`LaplacePredictive`) and ``predictive_seed_``.
+    Predictions use only fitted attributes: ``set_params`` after ``fit`` takes effect at the next ``fit``.
     """
 
     def __init__(self, prior=None, likelihood=None, objective="cv", solver="newton-cg", cv=5, predictive="plugin",
-                 n_jobs=None, random_state=None, checkpoint=None):
-        self.prior = prior
-        self.likelihood = likelihood
-        self.objective = objective
-        self.solver = solver
-        self.cv = cv
-        self.predictive = predictive
-        self.n_jobs = n_jobs
-        self.random_state = random_state
-        self.checkpoint = checkpoint
+                 n_jobs=None, random_state=None, checkpoint=None, device=None):
+        store_params(self, locals())
 
     def __sklearn_tags__(self):
         return classifier_tags()
@@ -162,7 +183,24 @@ class GPClassifier(ClassifierMixin, BaseEstimator):
         return folds
 
     def _prior(self, X):
-        return default_prior(X) if self.prior is None else self.prior
+        """The prior, on ``device`` when one is given (the prior's ``on_device``)."""
+        prior = default_prior(X) if self.prior is None else self.prior
+        if self.device is None:
+            return prior
+        move = getattr(prior, "on_device", None)  # optional: declared by priors that own a representation
+        if move is None:
+            raise InputError(f"The 'device' parameter of {type(self).__name__} needs a prior that declares on_device "
+                             f"(IndependentGP, ANOVAPrior, CoupledPrior or a learned one); {type(prior).__name__} does "
+                             "not: leave device=None and place its kernel matrices in the prior itself")
+        return move(self.device)
+
+    def _device(self) -> str:
+        """Where the kernel matrices go (:func:`~gpmodels.kernels.device.backend.device_in_use`): ``cuda``
+        without a usable GPU raises a DeviceError naming what is missing, before any work."""
+        if self.device is not None and (not isinstance(self.device, str) or self.device not in DEVICES):
+            raise InputError(f"The 'device' parameter of {type(self).__name__} must be None (the prior's own), "
+                             f"'cpu', 'cuda' or 'auto'; got {self.device!r} instead")
+        return device_in_use(self.device or "cpu")
 
     def _class_order(self, prior, classes) -> np.ndarray:
         """perm: class k of ``classes_`` is column perm[k] of the operator.  A prior that orders the classes
@@ -193,11 +231,15 @@ class GPClassifier(ClassifierMixin, BaseEstimator):
         classes, codes = encode_targets(y)
         if codes.size != X.shape[0]:
             raise InputError(f"X has {X.shape[0]} samples but y has {codes.size}")
+        device = self._device()
         learner = learner_of(owner, self.objective)
         solver = self._solver()
         predictive = self._predictive()
-        seed = seed_from(owner, self.random_state)
+        checkpoint = self._checkpointing()
+        seed = self._seed(checkpoint)
         prior = self._prior(X)
+        if self.device is None and prior_device(prior) != "cpu":
+            device = device_in_use(prior_device(prior))
         perm = self._class_order(prior, classes)
         C = classes.size
         op = prior.operator(X, C)
@@ -208,7 +250,7 @@ class GPClassifier(ClassifierMixin, BaseEstimator):
         learned = None
         if learner is not None:
             with engine:
-                learned = learner.learn(op, lik, Y, folds=folds, seed=seed, checkpoint=self._checkpointing(),
+                learned = learner.learn(op, lik, Y, folds=folds, seed=seed, checkpoint=_with_seed(checkpoint, seed),
                                         engine=engine)
             op, lik = learned.operator, learned.likelihood
             warn_unconverged(learned.result, f"{owner} learning (objective={learner.name!r})",
@@ -230,9 +272,20 @@ class GPClassifier(ClassifierMixin, BaseEstimator):
         self.learned_hyperparameters_ = natural_values(names, np.asarray(theta, dtype=float))
         self.learning_result_ = None if learned is None else learned.result
         self.folds_ = folds
+        self.predictive_ = predictive
+        self.device_ = device
         self.predictive_seed_ = seed if predictive is not None else None
         self._fit_state = (learner, Y, seed)
         return self
+
+    def _seed(self, checkpoint) -> int:
+        """The seed of this fit: from ``random_state``; with ``random_state=None`` and a checkpoint to resume
+        from, the seed that checkpoint's fit drew (so that a refit resumes it instead of meeting other folds)."""
+        if self.random_state is None and checkpoint is not None and checkpoint.resume:
+            recorded = (caller_identity(checkpoint.path) or {}).get(_SEED_KEY)
+            if isinstance(recorded, int) and not isinstance(recorded, bool) and recorded >= 0:
+                return recorded
+        return seed_from(type(self).__name__, self.random_state)
 
     def _checkpointing(self):
         if self.checkpoint is None or isinstance(self.checkpoint, Checkpointing):
@@ -271,7 +324,7 @@ class GPClassifier(ClassifierMixin, BaseEstimator):
         perm = self.model_class_order_
         if not return_cov:
             return self.model_.latent(X)[:, perm]
-        predictive = self._predictive() or LaplacePredictive()
+        predictive = self.predictive_ or LaplacePredictive()
         pred = latent_predictive(self.model_, X, method=predictive.latent, random_state=self.predictive_seed_ or 0)
         return pred.mean[:, perm], pred.cov[:, perm][:, :, perm]
 
@@ -289,7 +342,7 @@ class GPClassifier(ClassifierMixin, BaseEstimator):
         if self.predictive_seed_ is None:
             P = self.model_.likelihood.predict(self.model_.latent(X))
         else:
-            predictive = self._predictive()
+            predictive = self.predictive_
             pred = latent_predictive(self.model_, X, method=predictive.latent, random_state=self.predictive_seed_)
             P = predictive_proba(pred, self.model_.likelihood, n_samples=predictive.n_samples,
                                  random_state=self.predictive_seed_)

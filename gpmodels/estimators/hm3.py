@@ -21,6 +21,7 @@ from gpmodels.estimators._common import (
     kernel_by_name,
     record_features,
     seed_from,
+    store_params,
 )
 from gpmodels.hierarchy import ClassTree
 from gpmodels.scoring.multilabel import check_multilabels, micro_prf
@@ -94,21 +95,7 @@ class HM3Classifier(ClassifierMixin, BaseEstimator):
     def __init__(self, hierarchy, kernel="rbf", w="auto", degree=2, offset=1.0, C=1.0, loss="delta", scaling="uniform",
                  working_set="gap_sampling", chunk_size=200, iteration_limit=10, direction="dp", gap_tol=1e-2,
                  max_passes=200, random_state=0):
-        self.hierarchy = hierarchy
-        self.kernel = kernel
-        self.w = w
-        self.degree = degree
-        self.offset = offset
-        self.C = C
-        self.loss = loss
-        self.scaling = scaling
-        self.working_set = working_set
-        self.chunk_size = chunk_size
-        self.iteration_limit = iteration_limit
-        self.direction = direction
-        self.gap_tol = gap_tol
-        self.max_passes = max_passes
-        self.random_state = random_state
+        store_params(self, locals())
 
     def __sklearn_tags__(self):
         return classifier_tags(multi_label=True, poor_score=True)

@@ -5,7 +5,11 @@ names, the learned hyperparameters θ and the class tree of an ANOVA prior) and 
 whose ``model`` section says how to rebuild the operator; ``gpmodels predict`` and
 :func:`gpmodels.driver.saved.load_model` read it, and so does :func:`load_classifier`.  A prior is
 written as a spec ``model`` section when the spec language names it: the independent and ANOVA
-priors over the rbf, ard, linear and polynomial kernels with the softmax likelihood.
+priors with the softmax likelihood, over any kernel that declares its section (``Kernel.spec_section``:
+rbf, ard, matern(_ard), rational_quadratic(_ard), constant, white, linear, polynomial, and sums and
+products of them).  A scikit-learn kernel is saved as its native kernel at its values; the spec has no
+bounds, so parameters the scikit-learn kernel held "fixed" are stored as values of the rebuilt kernel
+(:func:`folder_theta`), and the loaded estimator's kernel has every parameter free.
 """
 
 from __future__ import annotations
@@ -23,23 +27,27 @@ from gpmodels.estimators._common import check_fitted
 from gpmodels.hierarchy import ClassTree
 from gpmodels.inference.map.model import MAPModel
 from gpmodels.inference.map.newton_cg import NewtonDiagnostics, NewtonResult
+from gpmodels.kernels.factory import make_kernel
 from gpmodels.persistence import SPEC_FILE, MAPPredictor, load_arrays, save_map_model, unpack_inputs
 from gpmodels.priors.anova import SPEC_SHARING, ANOVAPrior
 from gpmodels.priors.independent import IndependentGP
 from gpmodels.priors.learned import LearnedPrior
 
-__all__ = ["save_classifier", "load_classifier", "model_section"]
+__all__ = ["save_classifier", "load_classifier", "model_section", "folder_theta"]
 
 #: (node variance sharing, node kernel sharing) of an ANOVA prior -> the spec's model.sharing
 _ANOVA_SHARING = {value: key for key, value in SPEC_SHARING.items()}
+#: the kernel names a model folder's spec may hold (with `sum` and `product` of them)
+SPEC_KERNELS = ("rbf", "ard", "matern", "matern_ard", "rational_quadratic", "rational_quadratic_ard", "constant",
+                "white", "linear", "polynomial")
 _REPRESENTATION_KEYS = ("kind", "memory_mb", "memory_gb", "dtype", "allow_lowrank", "blocked_max_n", "rank", "tol")
 
 
 def _kernel_section(kernel) -> dict:
     section = kernel.spec_section()
     if section is None:
-        raise InputError(f"a model folder names its kernel in the spec language (rbf, ard, linear, polynomial); "
-                         f"{kernel!r} has no spec name: pickle the estimator instead")
+        raise InputError(f"a model folder names its kernel in the spec language ({', '.join(SPEC_KERNELS)}, and "
+                         f"sums and products of them); {kernel!r} has no spec name: pickle the estimator instead")
     return section
 
 
@@ -77,6 +85,26 @@ def model_section(prior, likelihood) -> tuple[dict, object]:
     return section, tree
 
 
+def folder_theta(spec: dict, learned, X, n_classes: int, tree=None) -> np.ndarray:
+    """θ for the operator that the folder's ``spec`` (a plain dict) rebuilds on X: the learned θ of ``learned`` (a
+    LearnedPrior) when the section's kernel has the same parameters as the prior's kernel; else (a kernel
+    holding some parameters fixed, as a scikit-learn kernel's "fixed" bounds do) the rebuilt operator's θ,
+    whose fixed entries are the values the section records, with the learned values put in by name."""
+    kernel = learned.prior.kernel
+    section = dict(kernel.spec_section())
+    if make_kernel(section.pop("type"), X=X, **section).param_names == kernel.param_names:
+        return np.asarray(learned.theta)
+    op = build_prior(spec_from_dict(spec).model, X, tree=tree).operator(X, n_classes)
+    names = list(op.param_names)
+    missing = [n for n in learned.names if n not in names]
+    if missing:
+        raise InputError(f"the model folder's kernel has no hyperparameters {missing[:4]} of {kernel!r}: pickle the "
+                         "estimator instead")
+    theta = np.array(op.params, dtype=float)
+    theta[[names.index(n) for n in learned.names]] = learned.theta
+    return theta
+
+
 def save_classifier(est, path) -> Path:
     """Write the model folder ``path`` of a fitted GPClassifier (module docstring); returns the folder."""
     check_fitted(est)
@@ -90,7 +118,8 @@ def save_classifier(est, path) -> Path:
     folder = Path(path)
     spec = {"name": folder.name or "gpclassifier", "data": {"path": "(fitted by GPClassifier)", "test": "split"},
             "model": model, "objective": {"type": "map"}}
-    save_map_model(folder, est.X_train_, est.alpha_, names, None, theta=np.asarray(learned.theta),
+    theta = folder_theta(spec, learned, est.X_train_, len(names), tree)
+    save_map_model(folder, est.X_train_, est.alpha_, names, None, theta=theta,
                    likelihood_theta=est.model_.likelihood.params if est.model_.likelihood.params.size else None,
                    tree=tree)
     (folder / SPEC_FILE).write_text(yaml.safe_dump(spec, sort_keys=False))
@@ -143,7 +172,8 @@ def load_classifier(path, *, allow_import=()):
     est.X_train_, est.alpha_, est.diagnostics_, est.n_iter_ = X, alpha, diagnostics, 0
     est.kernel_ = est.prior
     est.learned_hyperparameters_ = est.kernel_.hyperparameters()
-    est.learning_result_, est.folds_, est.predictive_seed_ = None, None, None
+    est.learning_result_, est.folds_, est.predictive_seed_, est.predictive_ = None, None, None, None
+    est.device_ = "cpu"  # a model folder keeps no device: it loads onto the CPU wherever it was fitted
     est._fit_state = (None, None, 0)
     if predictor.scaler.kind == "none":
         return est

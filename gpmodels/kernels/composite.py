@@ -23,6 +23,7 @@ import abc
 import functools
 import numbers
 import operator
+from operator import attrgetter
 
 import attrs
 import numpy as np
@@ -132,6 +133,11 @@ class _Composite(Kernel):
     def key(self) -> tuple:
         return (type(self).__name__, tuple(t.key() for t in self.terms))
 
+    def spec_section(self) -> dict | None:
+        """``{type: sum | product, terms: [the terms' sections]}``; None when a term has no spec name."""
+        terms = [t.spec_section() for t in self.terms]
+        return None if any(s is None for s in terms) else {"type": self._SPEC_TYPE, "terms": terms}
+
     def __repr__(self) -> str:
         return "(" + f" {self._SYMBOL} ".join(repr(t) for t in self.terms) + ")"
 
@@ -141,6 +147,7 @@ class KernelSum(_Composite):
     """M = Σ_t M_t over ``terms`` (module docstring)."""
 
     _SYMBOL = "+"
+    _SPEC_TYPE = "sum"
     _COMBINE = operator.add
 
 
@@ -179,6 +186,7 @@ class KernelProduct(_Composite):
     """M = Π_t M_t over ``terms`` (module docstring)."""
 
     _SYMBOL = "*"
+    _SPEC_TYPE = "product"
     _COMBINE = operator.mul
 
 
@@ -255,17 +263,15 @@ class Constrained(Kernel):
         full[self.free] = theta
         return Constrained(self.kernel.with_params(full) if full.size else self.kernel, self.bounds, self.free)
 
-    @property
-    def supports_sparse(self) -> bool:
-        return self.kernel.supports_sparse
+    supports_sparse = property(attrgetter("kernel.supports_sparse"))
+    is_linear = property(attrgetter("kernel.is_linear"))
+    has_sq_dist_form = property(attrgetter("kernel.has_sq_dist_form"))
 
     @property
-    def is_linear(self) -> bool:
-        return self.kernel.is_linear
-
-    @property
-    def has_sq_dist_form(self) -> bool:
-        return self.kernel.has_sq_dist_form
+    def distance_form(self):
+        """The kernel's device form when its parameters are all free or all held (the form's gradient is
+        over all of them, or none is asked for); None when only some are held."""
+        return self.kernel.distance_form if self.free.all() or not self.free.any() else None
 
     def check_inputs(self, X) -> None:
         self.kernel.check_inputs(X)
@@ -291,6 +297,12 @@ class Constrained(Kernel):
 
     def key(self) -> tuple:
         return ("Constrained", self.kernel.key(), tuple(self.free.tolist()))
+
+    def spec_section(self) -> dict | None:
+        """The kernel's own section at its current values: the spec language has no bounds and no fixed
+        parameters, so a kernel rebuilt from it has every parameter free and unbounded (a model folder stores
+        the values, which is all that predicting needs: :mod:`gpmodels.estimators.saving`)."""
+        return self.kernel.spec_section()
 
     def __repr__(self) -> str:
         fixed = [n for n, f in zip(self.kernel.param_names, self.free) if not f]

@@ -16,6 +16,7 @@ from __future__ import annotations
 import attrs
 import numpy as np
 
+from gpmodels.hyperparameters import OneLogParameter
 from gpmodels.kernels.base import Kernel
 from gpmodels.kernels.stationary import snapped_sq_dists
 from gpmodels.validation import positive_number, to_float
@@ -24,21 +25,14 @@ __all__ = ["Constant", "White"]
 
 
 @attrs.frozen(eq=False)
-class Constant(Kernel):
+class Constant(OneLogParameter, Kernel):
     """M(x, x') = value > 0; parameter log value."""
 
     value: float = attrs.field(default=1.0, converter=to_float, validator=positive_number())
+    log_field = "value"
 
-    @property
-    def params(self) -> np.ndarray:
-        return np.array([np.log(self.value)])
-
-    @property
-    def param_names(self) -> tuple[str, ...]:
-        return ("log_value",)
-
-    def with_params(self, theta) -> Constant:
-        return Constant(float(np.exp(np.asarray(theta, dtype=float).ravel()[0])))
+    def spec_section(self) -> dict:
+        return {"type": "constant", "value": float(self.value)}
 
     @property
     def has_sq_dist_form(self) -> bool:
@@ -64,21 +58,14 @@ class Constant(Kernel):
 
 
 @attrs.frozen(eq=False)
-class White(Kernel):
+class White(OneLogParameter, Kernel):
     """M(x, x') = noise [x = x'] (module docstring); parameter log noise."""
 
     noise: float = attrs.field(default=1.0, converter=to_float, validator=positive_number())
+    log_field = "noise"
 
-    @property
-    def params(self) -> np.ndarray:
-        return np.array([np.log(self.noise)])
-
-    @property
-    def param_names(self) -> tuple[str, ...]:
-        return ("log_noise",)
-
-    def with_params(self, theta) -> White:
-        return White(float(np.exp(np.asarray(theta, dtype=float).ravel()[0])))
+    def spec_section(self) -> dict:
+        return {"type": "white", "noise": float(self.noise)}
 
     def gram(self, X1, X2):
         return np.where(snapped_sq_dists(X1, X2) == 0.0, self.noise, 0.0)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import attrs
 import numpy as np
 
+from gpmodels.kernels.device.forms import MaternForm
 from gpmodels.kernels.stationary import Profile, StationaryARDKernel, StationaryKernel
 from gpmodels.validation import one_of, to_float
 
@@ -67,8 +68,15 @@ class Matern(MaternProfile, StationaryKernel):
 
     nu: float = attrs.field(default=1.5, converter=to_float, validator=one_of(MATERN_NUS))
 
+    def spec_section(self) -> dict:
+        return {"type": "matern", "w": float(self.w), "nu": float(self.nu)}
+
     def _static_key(self) -> tuple:
         return (self.nu,)
+
+    @property
+    def distance_form(self) -> MaternForm:
+        return MaternForm([self.w], isotropic=True, nu=self.nu)
 
 
 @attrs.frozen(eq=False)
@@ -77,5 +85,12 @@ class MaternARD(MaternProfile, StationaryARDKernel):
 
     nu: float = attrs.field(default=1.5, converter=to_float, validator=one_of(MATERN_NUS))
 
+    def spec_section(self) -> dict:
+        return {"type": "matern_ard", "w": [float(v) for v in self.w], "nu": float(self.nu)}
+
     def _static_key(self) -> tuple:
         return (self.w.size, self.nu)
+
+    @property
+    def distance_form(self) -> MaternForm:
+        return MaternForm(self.w, isotropic=False, nu=self.nu)

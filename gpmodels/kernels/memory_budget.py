@@ -91,6 +91,25 @@ def format_bytes(b: float) -> str:
 _gib = format_bytes
 
 
+def _nothing_fits(
+    what: str, n: int, smallest: int, lowrank_need: int, rank: int, blocked_need: int, blocked_max_n: int
+) -> InputError:
+    """Step 6: the error that names the memory each representation needs and the settings that would allow one."""
+    if n > blocked_max_n:
+        why_not_blocked = (
+            f"blocked (recomputing ~n^2 kernel values per MVM) is limited to n <= blocked_max_n = {blocked_max_n}"
+        )
+    else:
+        why_not_blocked = f"blocked needs {_gib(blocked_need)} for its blocks (3 x memory_mb per matrix)"
+    return InputError(
+        f"representation auto: no exact representation fits ({what}): stored float32 needs {_gib(smallest)}, "
+        f"and {why_not_blocked}. "
+        "Allowed: raise representation.memory_gb (if the machine has the memory), set allow_lowrank: true "
+        f"(low-rank approximation, needs {_gib(lowrank_need)} at rank {rank}), kind: blocked, "
+        "or a larger blocked_max_n"
+    )
+
+
 def choose_representation(n: int, n_matrices: int, *, linear: bool, budget_bytes: int, dtype: str | None,
                           allow_lowrank: bool, rank: int, blocked_max_n: int,
                           blocked_memory_mb: float) -> RepresentationChoice:
@@ -117,13 +136,4 @@ def choose_representation(n: int, n_matrices: int, *, linear: bool, budget_bytes
         return RepresentationChoice("blocked", "float64", f"stored needs {_gib(smallest)} > budget; blocked "
                                     f"recomputes M at every MVM (n <= blocked_max_n = {blocked_max_n}; {what})",
                                     blocked_need // G, G, budget)
-    why_not_blocked = (f"blocked (recomputing ~n^2 kernel values per MVM) is limited to n <= blocked_max_n = "
-                       f"{blocked_max_n}" if n > blocked_max_n else
-                       f"blocked needs {_gib(blocked_need)} for its blocks (3 x memory_mb per matrix)")
-    raise InputError(
-        f"representation auto: no exact representation fits ({what}): stored float32 needs {_gib(smallest)}, "
-        f"and {why_not_blocked}. "
-        "Allowed: raise representation.memory_gb (if the machine has the memory), set allow_lowrank: true "
-        f"(low-rank approximation, needs {_gib(lowrank_need)} at rank {rank}), kind: blocked, "
-        "or a larger blocked_max_n"
-    )
+    raise _nothing_fits(what, n, smallest, lowrank_need, rank, blocked_need, blocked_max_n)

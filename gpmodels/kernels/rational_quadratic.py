@@ -13,6 +13,7 @@ from __future__ import annotations
 import attrs
 import numpy as np
 
+from gpmodels.kernels.device.forms import RationalQuadraticForm
 from gpmodels.kernels.stationary import Profile, StationaryARDKernel, StationaryKernel
 from gpmodels.validation import positive_number, to_float
 
@@ -44,9 +45,23 @@ class RationalQuadratic(RationalQuadraticProfile, StationaryKernel):
 
     alpha: float = attrs.field(default=1.0, converter=to_float, validator=positive_number())
 
+    @property
+    def distance_form(self) -> RationalQuadraticForm:
+        return RationalQuadraticForm([self.w], isotropic=True, alpha=self.alpha)
+
+    def spec_section(self) -> dict:
+        return {"type": "rational_quadratic", "w": float(self.w), "alpha": float(self.alpha)}
+
 
 @attrs.frozen(eq=False)
 class RationalQuadraticARD(RationalQuadraticProfile, StationaryARDKernel):
     """Rational quadratic shape with one w_j per input dimension and α > 0; parameters log w_j, log α."""
 
     alpha: float = attrs.field(default=1.0, converter=to_float, validator=positive_number())
+
+    @property
+    def distance_form(self) -> RationalQuadraticForm:
+        return RationalQuadraticForm(self.w, isotropic=False, alpha=self.alpha)
+
+    def spec_section(self) -> dict:
+        return {"type": "rational_quadratic_ard", "w": [float(v) for v in self.w], "alpha": float(self.alpha)}

@@ -16,6 +16,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from gpmodels.errors import InputError
+from gpmodels.hyperparameters import OneLogParameter
 from gpmodels.kernels.base import Kernel, sq_dists, sq_norms
 from gpmodels.kernels.device.forms import GaussianForm
 from gpmodels.validation import array_of, positive_number, to_float, to_float_array
@@ -42,24 +43,14 @@ def _squared(X):
 
 
 @attrs.frozen(eq=False)
-class RBF(Kernel):
+class RBF(OneLogParameter, Kernel):
     """Isotropic Gaussian shape exp(-(w/2)||x - x'||^2), w > 0 (Seeger 2008, eq. 7)."""
 
     w: float = attrs.field(converter=to_float, validator=positive_number())
+    log_field = "w"
 
     def spec_section(self) -> dict:
         return {"type": "rbf", "w": float(self.w)}
-
-    @property
-    def params(self) -> np.ndarray:
-        return np.array([np.log(self.w)])
-
-    @property
-    def param_names(self) -> tuple[str, ...]:
-        return ("log_w",)
-
-    def with_params(self, theta) -> RBF:
-        return RBF(w=float(np.exp(np.asarray(theta, dtype=float).ravel()[0])))
 
     def gram(self, X1, X2) -> np.ndarray:
         d2 = sq_dists(X1, X2)

@@ -36,7 +36,7 @@ import attrs
 import numpy as np
 import scipy.sparse as sp
 
-from gpmodels.errors import InputError
+from gpmodels.errors import InputError, shown
 from gpmodels.kernels.base import Kernel
 from gpmodels.kernels.composite import Constrained, KernelProduct, KernelSum
 from gpmodels.kernels.constant import Constant, White
@@ -88,10 +88,55 @@ def from_sklearn(kernel, *, native: bool = True) -> Kernel:
     if isinstance(kernel, sk.CompoundKernel):
         raise InputError("a scikit-learn CompoundKernel stacks several kernels; pass one kernel (the classes' "
                          "kernels are set by the prior's sharing)")
+    check_hyperparameters(kernel)
     if not native:
         return SklearnKernel(kernel)
     mapped = _map(kernel, sk)
     return SklearnKernel(kernel) if mapped is None else mapped
+
+
+#: hyperparameters whose native value is another number: (what it becomes, the map)
+MAPPED_VALUES = {"length_scale": ("1/length_scale^2", lambda v: 1.0 / v ** 2),
+                 "sigma_0": ("sigma_0^2", lambda v: v ** 2)}
+
+
+def _kernel_of(kernel, name: str):
+    """The (sub-)kernel object that owns the hyperparameter ``name`` (``k1__k2__length_scale``)."""
+    for part in name.split("__")[:-1]:
+        kernel = getattr(kernel, part)
+    return kernel
+
+
+def check_hyperparameters(kernel) -> None:
+    """Refuse a scikit-learn kernel whose hyperparameters are not positive finite numbers, whose bounds
+    are not 0 < low <= high, or whose value lies outside its bounds; the message names the parameter as
+    the user wrote it (``RBF's length_scale``, ``length_scale_bounds``), never the native one it maps to."""
+    params = kernel.get_params(deep=True)
+    for h in kernel.hyperparameters:
+        owner, key = type(_kernel_of(kernel, h.name)).__name__, h.name.split("__")[-1]
+        where = f"the scikit-learn {owner} kernel's {key}"
+        value = np.asarray(params[h.name], dtype=float)
+        if value.size == 0 or not np.all(np.isfinite(value)) or not np.all(value > 0):
+            raise InputError(f"{where} must be a positive finite number (or one per feature); got "
+                             f"{shown(params[h.name])}")
+        if key in MAPPED_VALUES:
+            text, to_native = MAPPED_VALUES[key]
+            with np.errstate(all="ignore"):
+                native = to_native(value)
+            if not (np.all(np.isfinite(native)) and np.all(native > 0)):
+                raise InputError(f"{where} = {shown(params[h.name])} is out of range: {text} is 0 or infinite "
+                                 "in floating point")
+        if h.fixed:
+            continue
+        bounds = np.asarray(h.bounds, dtype=float).reshape(-1, 2)
+        text, given = f"{key}_bounds", shown(tuple(bounds[0].tolist()) if bounds.shape[0] == 1 else bounds.tolist())
+        if not (np.all(np.isfinite(bounds)) and np.all(bounds[:, 0] > 0) and np.all(bounds[:, 0] <= bounds[:, 1])):
+            raise InputError(f"the scikit-learn {owner} kernel's {text} must be (low, high) with 0 < low <= high, "
+                             f"or 'fixed'; got {given}")
+        low, high = np.broadcast_to(bounds, (value.size, 2)).T
+        if np.any(value.ravel() < low) or np.any(value.ravel() > high):
+            raise InputError(f"{where} = {shown(params[h.name])} lies outside its {text} {given}: widen "
+                             f"the bounds, or give {text}='fixed' to keep it as it is")
 
 
 def _map(k, sk) -> Kernel | None:

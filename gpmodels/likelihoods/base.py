@@ -37,6 +37,7 @@ import numpy as np
 
 from gpmodels.errors import InputError
 from gpmodels.hyperparameters import ParameterFree, Parameterised
+from gpmodels.linalg.point_blocks import point_blocks
 from gpmodels.validation import check_targets
 
 __all__ = ["Likelihood", "HessianFactor", "HESSIAN_FORMS", "TARGET_ENCODINGS"]
@@ -101,13 +102,7 @@ class HessianFactor(abc.ABC):
         applies V to the C unit vectors (zero columns at fixed components).
         """
         n, C = self.free.shape
-        out = np.empty((n, C, C))
-        E = np.zeros((n, C))
-        for c in range(C):
-            E[:, c] = 1.0
-            out[:, :, c] = self.V(E)
-            E[:, c] = 0.0
-        return out
+        return point_blocks(self.V, n, C)
 
     def precond_blocks(self, blocks_K: np.ndarray) -> np.ndarray:
         """Per-point blocks I + V_i^T K̃_i V_i of the system matrix of (5), shape (n, C, C).

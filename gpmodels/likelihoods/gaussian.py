@@ -12,7 +12,7 @@ from __future__ import annotations
 import attrs
 import numpy as np
 
-from gpmodels.errors import InputError
+from gpmodels.hyperparameters import OneLogParameter
 from gpmodels.likelihoods.diagonal import DiagonalLikelihood, as_single_latent
 from gpmodels.validation import positive_number, to_float
 
@@ -20,29 +20,17 @@ __all__ = ["Gaussian"]
 
 
 @attrs.frozen
-class Gaussian(DiagonalLikelihood):
+class Gaussian(OneLogParameter, DiagonalLikelihood):
     """N(y | u, noise) with ``noise`` = σ² > 0 (hyperparameter ``log_noise``)."""
 
     noise: float = attrs.field(default=1.0, converter=to_float, validator=positive_number())
+    log_field = "noise"
+    name_prefix = "lik."
     log_concave = True
     target_encoding = "real"
     conjugate = True
     vb_residual = True
     has_super_gaussian = True
-
-    @property
-    def params(self):
-        return np.array([np.log(self.noise)])
-
-    @property
-    def param_names(self):
-        return ("lik.log_noise",)
-
-    def with_params(self, theta):
-        theta = np.asarray(theta, dtype=np.float64).ravel()
-        if theta.size != 1 or not np.isfinite(theta[0]):
-            raise InputError(f"Gaussian has one parameter (lik.log_noise); got {theta.tolist()}")
-        return Gaussian(noise=float(np.exp(theta[0])))
 
     def check_targets(self, Y, n, n_classes):
         return as_single_latent("the Gaussian likelihood", Y, n, n_classes)

@@ -28,6 +28,7 @@ import numpy as np
 from scipy.special import digamma, gammaln
 
 from gpmodels.errors import InputError
+from gpmodels.hyperparameters import OneLogParameter
 from gpmodels.likelihoods.diagonal import DiagonalLikelihood, as_single_latent
 from gpmodels.validation import boolean, positive_number, to_float
 
@@ -45,27 +46,18 @@ def _params_from(theta, names, cls_name):
 
 
 @attrs.frozen
-class Laplace(DiagonalLikelihood):
+class Laplace(OneLogParameter, DiagonalLikelihood):
     """exp(-|y - u|/τ)/(2τ) with ``scale`` τ > 0 (hyperparameter ``lik.log_scale``)."""
 
     scale: float = attrs.field(default=1.0, converter=to_float, validator=positive_number())
+    log_field = "scale"
+    name_prefix = "lik."
     log_concave = True
     target_encoding = "real"
     smooth = False
     curvature_kind = "majoriser"
     vb_residual = True
     has_super_gaussian = True
-
-    @property
-    def params(self):
-        return np.array([np.log(self.scale)])
-
-    @property
-    def param_names(self):
-        return ("lik.log_scale",)
-
-    def with_params(self, theta):
-        return Laplace(scale=float(_params_from(theta, self.param_names, "Laplace")[0]))
 
     def check_targets(self, Y, n, n_classes):
         return as_single_latent("the Laplace likelihood", Y, n, n_classes)

@@ -19,6 +19,8 @@ at x (``curvature_kind = "majoriser"``).
 
 from __future__ import annotations
 
+from operator import attrgetter
+
 import attrs
 import numpy as np
 
@@ -51,13 +53,8 @@ class VarianceSmoothed(Likelihood):
 
     hessian_form = "diagonal"
 
-    @property
-    def log_concave(self) -> bool:
-        return self.base.log_concave
-
-    @property
-    def target_encoding(self) -> str:
-        return self.base.target_encoding
+    log_concave = property(attrgetter("base.log_concave"))
+    target_encoding = property(attrgetter("base.target_encoding"))
 
     @property
     def curvature_kind(self) -> str:

@@ -27,45 +27,72 @@ class CGResult:
     matvecs: int
 
 
-def cg(apply_A: Callable[[np.ndarray], np.ndarray], b: np.ndarray, *, x0: np.ndarray | None = None,
-       inv_diag: np.ndarray | None = None, tol: float = 1e-6, forcing: float = 0.0, max_iter: int = 100,
-       precondition: Callable[[np.ndarray], np.ndarray] | None = None,
-       forcing_map: Callable[[np.ndarray], np.ndarray] | None = None) -> CGResult:
-    """Preconditioned CG from x0; stops when ||r|| <= max(tol ||b||, forcing ||r_0||) or after
-    ``max_iter`` steps.  ``forcing`` relative to the initial residual r_0 = b - A x0 is the
-    truncated-Newton forcing term: with x0 the current point, r_0 is proportional to the gradient.
-    ``precondition`` (r -> M^{-1} r) takes the place of ``inv_diag`` when given.  ``forcing_map``
-    measures the forcing test on ||map(r)|| instead of ||r|| (e.g. the residual mapped to α-space
-    by V in Newton–CG); the ``tol`` floor stays on ||r||."""
+def _preconditioner(
+    inv_diag: np.ndarray | None, precondition: Callable[[np.ndarray], np.ndarray] | None
+) -> Callable[[np.ndarray], np.ndarray]:
+    """r -> M^{-1} r: ``precondition`` when given, else the diagonal ``inv_diag``, else the identity."""
 
     def apply_M(r):
         if precondition is not None:
             return precondition(r)
         return r * inv_diag if inv_diag is not None else r
 
+    return apply_M
+
+
+def _initial_residual(apply_A, b: np.ndarray, x0: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, int]:
+    """(x, r = b - A x, matvecs) at the start: x = 0 (no product) when ``x0`` is None or zero."""
+    if x0 is None or not np.any(x0):
+        return np.zeros_like(b), b.copy(), 0
+    x = x0.copy()
+    return x, b - apply_A(x), 1
+
+
+def _stopping_test(res0: float, r0: np.ndarray, tol: float, forcing: float, forcing_map):
+    """(res, r) -> stop: ||r|| / ||b|| <= max(tol, forcing res0), or with ``forcing_map`` the ``tol`` floor
+    on ||r|| / ||b|| or ||map(r)|| <= forcing ||map(r_0)||."""
+    if forcing_map is None:
+
+        def forced(res, r):
+            return res <= max(tol, forcing * res0)
+
+        return forced
+    fres0 = float(np.linalg.norm(forcing_map(r0)))
+
+    def forced(res, r):
+        return res <= tol or float(np.linalg.norm(forcing_map(r))) <= forcing * fres0
+
+    return forced
+
+
+def cg(
+    apply_A: Callable[[np.ndarray], np.ndarray],
+    b: np.ndarray,
+    *,
+    x0: np.ndarray | None = None,
+    inv_diag: np.ndarray | None = None,
+    tol: float = 1e-6,
+    forcing: float = 0.0,
+    max_iter: int = 100,
+    precondition: Callable[[np.ndarray], np.ndarray] | None = None,
+    forcing_map: Callable[[np.ndarray], np.ndarray] | None = None,
+) -> CGResult:
+    """Preconditioned CG from x0; stops when ||r|| <= max(tol ||b||, forcing ||r_0||) or after
+    ``max_iter`` steps.  ``forcing`` relative to the initial residual r_0 = b - A x0 is the
+    truncated-Newton forcing term: with x0 the current point, r_0 is proportional to the gradient.
+    ``precondition`` (r -> M^{-1} r) takes the place of ``inv_diag`` when given.  ``forcing_map``
+    measures the forcing test on ||map(r)|| instead of ||r|| (e.g. the residual mapped to α-space
+    by V in Newton–CG); the ``tol`` floor stays on ||r||."""
+    apply_M = _preconditioner(inv_diag, precondition)
     bnorm = float(np.linalg.norm(b))
     if bnorm == 0.0:
         return CGResult(np.zeros_like(b), 0, 0.0, True, 0)
-    matvecs = 0
-    if x0 is None or not np.any(x0):
-        x = np.zeros_like(b)
-        r = b.copy()
-    else:
-        x = x0.copy()
-        r = b - apply_A(x)
-        matvecs += 1
+    x, r, matvecs = _initial_residual(apply_A, b, x0)
     z = apply_M(r)
     p = z.copy()
     rz = float(np.vdot(r, z))
     res = float(np.linalg.norm(r)) / bnorm
-    if forcing_map is None:
-        def forced(res, r):
-            return res <= max(tol, forcing * res0)
-        res0 = res
-    else:
-        def forced(res, r):
-            return res <= tol or float(np.linalg.norm(forcing_map(r))) <= forcing * fres0
-        fres0 = float(np.linalg.norm(forcing_map(r)))
+    forced = _stopping_test(res, r, tol, forcing, forcing_map)
     it = 0
     while not forced(res, r) and it < max_iter:
         Ap = apply_A(p)

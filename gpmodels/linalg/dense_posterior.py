@@ -19,6 +19,7 @@ import numpy as np
 import scipy.linalg as sla
 
 from gpmodels.errors import InputError
+from gpmodels.linalg.blas_threads import small_dense
 
 __all__ = ["DensePosterior"]
 
@@ -43,7 +44,8 @@ class DensePosterior:
             B[np.diag_indices(n)] += 1.0
         else:
             B = np.eye(v.shape[1]) + v.T @ K @ v
-        self.L = sla.cholesky(B, lower=True)
+        with small_dense(n):  # one BLAS thread for a small factor (gpmodels.linalg.blas_threads)
+            self.L = sla.cholesky(B, lower=True)
         self.logdet = 2.0 * float(np.sum(np.log(np.diag(self.L))))  # log|B|   (R&W Alg. 3.1 line 10)
         self._R = None
 
@@ -60,13 +62,15 @@ class DensePosterior:
         """(n, n) R = V B⁻¹ Vᵀ = (L⁻¹ Vᵀ)ᵀ (L⁻¹ Vᵀ)   (R&W Alg. 5.1 line 7)."""
         if self._R is None:
             Vt = np.diag(self.v) if self.diagonal else self.v.T
-            Li = sla.solve_triangular(self.L, Vt, lower=True)
-            self._R = Li.T @ Li
+            with small_dense(self.L.shape[0]):
+                Li = sla.solve_triangular(self.L, Vt, lower=True)
+                self._R = Li.T @ Li
         return self._R
 
     def sigma_diag(self) -> np.ndarray:
         """(n,) diag Σ = diag K - column sums of (L⁻¹ Vᵀ K)²   (R&W Alg. 5.1 lines 8-9)."""
-        C = sla.solve_triangular(self.L, self._Vt(self.K), lower=True)
+        with small_dense(self.L.shape[0]):
+            C = sla.solve_triangular(self.L, self._Vt(self.K), lower=True)
         return np.diag(self.K) - np.sum(C * C, axis=0)
 
     def sigma(self) -> np.ndarray:
@@ -75,7 +79,8 @@ class DensePosterior:
 
     def solve_B(self, x) -> np.ndarray:
         """B⁻¹ x for x (m,) or (m, k)."""
-        return sla.cho_solve((self.L, True), x)
+        with small_dense(self.L.shape[0]):
+            return sla.cho_solve((self.L, True), x)
 
     def apply_R(self, x) -> np.ndarray:
         """R x = V B⁻¹ Vᵀ x for x (n,) or (n, k), by two triangular solves (no R formed)."""

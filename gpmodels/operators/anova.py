@@ -40,6 +40,7 @@ are set up by :class:`gpmodels.priors.ANOVAPrior`), optionally under more descri
 from __future__ import annotations
 
 from collections.abc import Sequence
+from operator import attrgetter
 
 import numpy as np
 
@@ -97,17 +98,9 @@ class ANOVA(Composite):
         self.is_class_diagonal = bool(inner.is_class_diagonal and tree.max_depth == 1)
 
     # ------------------------------------------------------------------ protocol
-    @property
-    def n_points(self) -> int:
-        return self.inner.n_points
-
-    @property
-    def n_classes(self) -> int:
-        return self.tree.n_classes
-
-    @property
-    def n_nodes(self) -> int:
-        return self.tree.n_nodes
+    n_points = property(attrgetter("inner.n_points"))
+    n_classes = property(attrgetter("tree.n_classes"))
+    n_nodes = property(attrgetter("tree.n_nodes"))
 
     def _parts(self):
         return (self.inner,)

@@ -24,6 +24,7 @@ import numpy as np
 from gpmodels.errors import InputError
 from gpmodels.hyperparameters import Parameterised, natural_values
 from gpmodels.linalg.finite_differences import central_differences
+from gpmodels.linalg.point_blocks import point_blocks
 from gpmodels.validation import check_indices
 
 __all__ = ["Operator", "CrossOperator", "CompositeBlock", "Composite", "KronTerm", "as_rhs", "FD_STEP"]
@@ -234,13 +235,7 @@ class Operator(Parameterised):
         Generic default: C calls of ``_point_block_mvm`` with unit vectors (column c of every K_i).
         """
         n, C = self.n_points, self.n_classes
-        out = np.empty((n, C, C))
-        E = np.zeros((n, C))
-        for c in range(C):
-            E[:, c] = 1.0
-            out[:, :, c] = self._point_block_mvm(E)
-            E[:, c] = 0.0
-        return out
+        return point_blocks(self._point_block_mvm, n, C)
 
     def _kron_terms(self) -> list[KronTerm] | None:
         """K = Σ_t M_t ⊗ S_t as a list of :class:`KronTerm`, or None when K has no such form.

@@ -48,7 +48,7 @@ from gpmodels.optimize.lbfgs import OuterRecord, OuterState
 from gpmodels.validation import boolean, instance_of, to_path
 
 __all__ = ["CHECKPOINT_FORMAT", "Checkpointing", "RunIdentity", "digest_array", "inner_arrays", "probe_operator",
-           "read_checkpoint", "write_checkpoint"]
+           "read_checkpoint", "write_checkpoint", "caller_identity"]
 
 CHECKPOINT_FORMAT = "gpmodels.outer-checkpoint/2"
 _PROBE_SEED = 20080101
@@ -195,6 +195,23 @@ def write_checkpoint(path, state: OuterState, identity: RunIdentity, extra: dict
 
 def _corrupt(path, why) -> CheckpointError:
     return CheckpointError(f"checkpoint {path} is corrupt ({why}); it is refused. Delete it to start afresh.")
+
+
+def caller_identity(path) -> dict | None:
+    """The caller's part of the identity recorded in the checkpoint at ``path`` (what a caller put in
+    :attr:`Checkpointing.identity`), or None when there is no readable checkpoint there; nothing is
+    verified beyond the sizes (:func:`read_checkpoint` refuses a corrupt or foreign file later)."""
+    path = Path(path)
+    if not path.is_file():
+        return None
+    try:
+        check_npz(path)
+        with np.load(path, allow_pickle=False) as z:
+            header = json.loads(z["header"].tobytes().decode("utf-8"))
+        caller = header["identity"]["caller"]
+    except (DataError, OSError, ValueError, KeyError, TypeError, EOFError, zipfile.BadZipFile):
+        return None
+    return caller if isinstance(caller, dict) else None
 
 
 def read_checkpoint(path, identity: RunIdentity, restore_inner=None) -> tuple[OuterState, dict]:

@@ -104,6 +104,34 @@ def run_identity(objective, x0, names, bounds, options: OuterOptions, caller: di
                        probe=np.asarray(probe(), dtype=float) if callable(probe) else np.zeros(0))
 
 
+def _iteration_hook(
+    checkpoint: Checkpointing | None, identity: RunIdentity | None, state: OuterState | None, on_iteration
+) -> Callable[[OuterState], None]:
+    """The optimiser's per-iteration callback: write the checkpoint (a failed write warns, and learning
+    goes on), then report the new iteration's record to ``on_iteration`` once (not the state resumed from)."""
+    reported = [None if state is None else state.iteration]
+    last_good = [None if state is None else state.iteration]
+
+    def on_iter(s: OuterState):
+        if checkpoint is not None:
+            try:
+                write_checkpoint(checkpoint.path, s, identity)
+                last_good[0] = s.iteration
+            except OSError as exc:  # disk full, permissions: the learning goes on without this checkpoint
+                kept = "none yet" if last_good[0] is None else f"the one of outer iteration {last_good[0]}"
+                warnings.warn(
+                    f"cannot write the checkpoint {checkpoint.path} ({exc.strerror or type(exc).__name__}); "
+                    f"learning goes on; the last good checkpoint there: {kept}",
+                    CheckpointWarning,
+                    stacklevel=2,
+                )
+        if on_iteration is not None and s.history and s.iteration != reported[0]:
+            reported[0] = s.iteration
+            on_iteration(s.history[-1])
+
+    return on_iter
+
+
 def minimize(fun, x0, names, bounds=None, options: OuterOptions | None = None, *, state: OuterState | None = None,
              checkpoint: Checkpointing | None = None, on_iteration: Callable[[OuterRecord], None] | None = None,
              seed=None) -> OptimizeResult:
@@ -134,24 +162,7 @@ def minimize(fun, x0, names, bounds=None, options: OuterOptions | None = None, *
         if checkpoint.resume and checkpoint.path.exists():
             state, _ = read_checkpoint(checkpoint.path, identity, getattr(objective, "restore_inner", None))
             resumed_from = state.iteration
-    reported = [None if state is None else state.iteration]
-
-    last_good = [None if state is None else state.iteration]
-
-    def on_iter(s: OuterState):
-        if checkpoint is not None:
-            try:
-                write_checkpoint(checkpoint.path, s, identity)
-                last_good[0] = s.iteration
-            except OSError as exc:  # disk full, permissions: the learning goes on without this checkpoint
-                kept = "none yet" if last_good[0] is None else f"the one of outer iteration {last_good[0]}"
-                warnings.warn(f"cannot write the checkpoint {checkpoint.path} ({exc.strerror or type(exc).__name__}); "
-                              f"learning goes on; the last good checkpoint there: {kept}", CheckpointWarning,
-                              stacklevel=2)
-        if on_iteration is not None and s.history and s.iteration != reported[0]:
-            reported[0] = s.iteration
-            on_iteration(s.history[-1])
-
+    on_iter = _iteration_hook(checkpoint, identity, state, on_iteration)
     if state is not None and hasattr(objective, "resume_from"):
         objective.resume_from(state)
     final = minimize_outer(objective.evaluate, x0, bounds, opts, state=state, on_iteration=on_iter, seed=seed)

@@ -37,6 +37,7 @@ import attrs
 import numpy as np
 
 from gpmodels.errors import InputError
+from gpmodels.hyperparameters import is_log_name, natural_name
 from gpmodels.optimize.checkpoint import digest_array, probe_operator
 from gpmodels.optimize.lbfgs import Trial
 
@@ -87,8 +88,12 @@ def log_box(x0, *, half_width: float = DEFAULT_BOX, lower: float = -np.inf, uppe
     if np.any(outside):
         i = int(np.flatnonzero(outside)[0])
         which = names[i] if names is not None else f"x0[{i}]"
+        natural = ""
+        if names is not None and is_log_name(which):  # the value as the user wrote it, beside the log-space one
+            natural = (f"; {natural_name(which, short=True)} = {np.exp(x0[i]):g} not in "
+                       f"[{np.exp(b[i, 0]):g}, {np.exp(b[i, 1]):g}]")
         raise InputError(f"starting hyperparameter {which} = {x0[i]:g} (log space) lies outside the bounds "
-                         f"[{b[i, 0]:g}, {b[i, 1]:g}]; widen lower/upper")
+                         f"[{b[i, 0]:g}, {b[i, 1]:g}]{natural}; widen lower/upper")
     return b
 
 

@@ -39,16 +39,8 @@ from gpmodels.operators.anova import ANOVA
 from gpmodels.operators.base import Operator
 from gpmodels.operators.blockdiag import BlockDiagonal
 from gpmodels.priors.intercept import InterceptPolicy
-from gpmodels.validation import (
-    any_of,
-    boolean,
-    instance_of,
-    nonnegative_number,
-    one_of,
-    optional,
-    positive_number,
-    sequence_of,
-)
+from gpmodels.priors.placement import DevicePlacement
+from gpmodels.validation import boolean, instance_of, nonnegative_number, one_of, optional, positive_or_list
 
 __all__ = ["ANOVAPrior", "group_labels", "build_anova", "SPEC_SHARING"]
 
@@ -71,7 +63,7 @@ def group_labels(tree: ClassTree, mode: str) -> list[str]:
 
 
 @attrs.frozen
-class ANOVAPrior(InterceptPolicy):
+class ANOVAPrior(InterceptPolicy, DevicePlacement):
     """ANOVA prior over a class tree; see the module docstring.  Default sharing: per level (H1).
 
     ``variance``: one value for every group, or one per variance group (in group order: levels
@@ -82,8 +74,7 @@ class ANOVAPrior(InterceptPolicy):
     tree: ClassTree = attrs.field(validator=instance_of(ClassTree))
     kernel: Kernel = attrs.field(converter=as_kernel, validator=instance_of(Kernel, what=KERNEL_OBJECTS))
     sharing: str = attrs.field(default="level", validator=one_of(TREE_SHARING))
-    variance: float | Sequence[float] = attrs.field(default=1.0,  # one for all, or one per variance group
-                                                    validator=any_of(positive_number(), sequence_of(positive_number())))
+    variance: float | Sequence[float] = attrs.field(default=1.0, validator=positive_or_list())  # or one per group
     sigma2: float = attrs.field(default=0.0, validator=nonnegative_number())
     kernel_sharing: str | None = attrs.field(default=None, validator=optional(one_of(TREE_SHARING)))  # None: sharing
     representation: RepresentationBuilder = attrs.field(

@@ -37,8 +37,8 @@ from gpmodels.operators.base import Operator
 from gpmodels.operators.blockdiag import SHARING_MODES, BlockDiagonal
 from gpmodels.operators.coupled import Coupled
 from gpmodels.priors.intercept import InterceptPolicy
+from gpmodels.priors.placement import DevicePlacement
 from gpmodels.validation import (
-    any_of,
     array_of,
     boolean,
     instance_of,
@@ -48,7 +48,7 @@ from gpmodels.validation import (
     one_of,
     optional,
     positive_int,
-    positive_number,
+    positive_or_list,
     sequence_of,
     to_float_array,
 )
@@ -103,7 +103,7 @@ def coupling_init(n_classes: int, n_factors: int | None = None, init: str = "aut
 
 
 @attrs.frozen
-class CoupledPrior(InterceptPolicy):
+class CoupledPrior(InterceptPolicy, DevicePlacement):
     """u_i = B f_i + b with p independent latent processes f (Seeger 2008, Sec. 7.4.1).
 
     ``n_factors``: p (None: p = C, square coupling).  ``B``: an explicit (C, p) matrix; else
@@ -120,8 +120,7 @@ class CoupledPrior(InterceptPolicy):
                                        validator=optional(array_of(number(), ndim=2)))  # shape (C, p)
     tree: ClassTree | None = attrs.field(default=None, validator=optional(instance_of(ClassTree)))
     sharing: str = attrs.field(default="tied", validator=one_of(SHARING_MODES))
-    variance: float | Sequence[float] = attrs.field(default=1.0,  # one for all, or one per variance group
-                                                    validator=any_of(positive_number(), sequence_of(positive_number())))
+    variance: float | Sequence[float] = attrs.field(default=1.0, validator=positive_or_list())  # or one per group
     sigma2: float = attrs.field(default=0.0, validator=nonnegative_number())
     representation: RepresentationBuilder = attrs.field(
         factory=RepresentationConfig, validator=instance_of(RepresentationBuilder, what="a RepresentationConfig"))

@@ -20,15 +20,15 @@ from gpmodels.kernels.sklearn_adapter import KERNEL_OBJECTS, as_kernel
 from gpmodels.operators.base import Operator
 from gpmodels.operators.blockdiag import SHARING_MODES, BlockDiagonal
 from gpmodels.priors.intercept import InterceptPolicy
+from gpmodels.priors.placement import DevicePlacement
 from gpmodels.validation import (
-    any_of,
     boolean,
     instance_of,
     nonnegative_int,
     nonnegative_number,
     one_of,
     optional,
-    positive_number,
+    positive_or_list,
     sequence_of,
 )
 
@@ -39,7 +39,7 @@ _GROUPS = sequence_of(sequence_of(nonnegative_int()))
 
 
 @attrs.frozen
-class IndependentGP(InterceptPolicy):
+class IndependentGP(InterceptPolicy, DevicePlacement):
     """Independent GPs u_c = f_c + b_c with K^(c) = v_c M^(l_c), intercept variance σ².
 
     ``sharing``: ``tied`` | ``semi`` | ``separate``, or None with ``kernel_groups`` and
@@ -49,8 +49,7 @@ class IndependentGP(InterceptPolicy):
 
     kernel: Kernel = attrs.field(converter=as_kernel, validator=instance_of(Kernel, what=KERNEL_OBJECTS))
     sharing: str | None = attrs.field(default="separate", validator=optional(one_of(SHARING_MODES)))
-    variance: float | Sequence[float] = attrs.field(default=1.0,  # one for all, or one per variance group
-                                                    validator=any_of(positive_number(), sequence_of(positive_number())))
+    variance: float | Sequence[float] = attrs.field(default=1.0, validator=positive_or_list())  # or one per group
     sigma2: float = attrs.field(default=0.0, validator=nonnegative_number())
     kernel_groups: Sequence[Sequence[int]] | None = attrs.field(default=None, validator=optional(_GROUPS))
     variance_groups: Sequence[Sequence[int]] | None = attrs.field(default=None, validator=optional(_GROUPS))

@@ -41,6 +41,19 @@ class LearnedPrior:
         """The class order the underlying prior declares (its optional ``class_names``), or None."""
         return getattr(self.prior, "class_names", None)
 
+    @property
+    def device(self) -> str:
+        """Where the wrapped prior puts its kernel matrices (``cpu`` when it does not say)."""
+        return getattr(self.prior, "device", "cpu")  # optional: declared by priors with a representation
+
+    def on_device(self, device: str) -> LearnedPrior:
+        """The same learned values on the wrapped prior moved to ``device`` (its ``on_device``)."""
+        move = getattr(self.prior, "on_device", None)  # optional: declared by priors with a representation
+        if move is None:
+            raise InputError(f"LearnedPrior: the prior {type(self.prior).__name__} declares no on_device; set "
+                             "where its kernel matrices live on the prior itself")
+        return attrs.evolve(self, prior=move(device))
+
     def operator(self, X, n_classes: int) -> Operator:
         op = self.prior.operator(X, n_classes)
         if tuple(op.param_names) != self.names:

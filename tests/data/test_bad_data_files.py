@@ -13,7 +13,8 @@ import pytest
 import yaml
 
 from gpmodels.cli import main
-from gpmodels.data.datasets import encode_labels, load_file, load_inputs
+from gpmodels.data.datasets import encode_labels
+from gpmodels.data.files import load_file, load_inputs
 from gpmodels.errors import DataError
 
 BAD = Path(__file__).resolve().parent / "bad"

@@ -11,7 +11,7 @@ from conftest import toy_classification
 
 from gpmodels.cli import main
 from gpmodels.data.csvfile import load_csv
-from gpmodels.data.datasets import load_file, load_inputs
+from gpmodels.data.files import load_file, load_inputs
 from gpmodels.errors import DataError
 
 

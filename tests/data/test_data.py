@@ -8,7 +8,8 @@ from conftest import TESTS
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gpmodels.data.datasets import encode_labels, find_data_root, load_dataset, load_file
+from gpmodels.data.datasets import encode_labels, find_data_root, load_dataset
+from gpmodels.data.files import load_file
 from gpmodels.data.scaling import auto_rbf_w, scale_features
 from gpmodels.data.splits import kfold_partition, subsample, train_test_split
 from gpmodels.data.svmlight import load_svmlight

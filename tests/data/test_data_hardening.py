@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from gpmodels.data.datasets import encode_labels, load_file, load_inputs, read_npz
+from gpmodels.data.datasets import encode_labels, read_npz
+from gpmodels.data.files import load_file, load_inputs
 from gpmodels.data.splits import stratified_counts, subsample
 from gpmodels.data.svmlight import load_svmlight
 from gpmodels.errors import DataError, GPModelsError, InputError

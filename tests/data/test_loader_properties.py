@@ -11,7 +11,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gpmodels.data.arff import load_arff
-from gpmodels.data.datasets import load_file, load_inputs, read_npz
+from gpmodels.data.datasets import read_npz
+from gpmodels.data.files import load_file, load_inputs
 from gpmodels.data.svmlight import load_svmlight
 from gpmodels.errors import GPModelsError
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 import yaml
-from conftest import ROOT, toy_classification
+from conftest import ROOT, figures, toy_classification
 
 from gpmodels.cli import main
 from gpmodels.driver.saved import load_model
@@ -47,9 +47,10 @@ def test_save_load_round_trip_gives_identical_predictions(tmp_path, kernel, scal
     (tmp_path / "s.yaml").write_text(yaml.safe_dump(spec))
     assert main(["run", str(tmp_path / "s.yaml"), "--quiet"]) == 0
     out = tmp_path / "out"
-    assert {"model.npz", "spec.resolved.yaml", "error_reject.png", "trace_Phi.png"} <= {p.name for p in out.iterdir()}
+    assert {"model.npz", "spec.resolved.yaml", *figures("error_reject.png", "trace_Phi.png")} <= {p.name for p in
+                                                                                               out.iterdir()}
     model = load_model(out)
-    from gpmodels.data.datasets import load_inputs
+    from gpmodels.data.files import load_inputs
 
     Xt, yt = load_inputs(te)
     P = model.predict_proba(Xt)
@@ -101,7 +102,7 @@ def test_study_runs_every_model_on_the_same_split(tmp_path, capsys):
     assert (out / "study.md").read_text().startswith("| model | test_error | test_log_loss | test_brier | test_ece")
     assert all(0 <= r["test_brier"] <= 2 and 0 <= r["test_ece"] <= 1 for r in rows)
     assert all((out / r["model"] / "report.md").is_file() for r in rows)
-    assert (out / "error_reject.png").is_file() and "error_reject.png" in (out / "report.md").read_text()
+    assert all((out / f).is_file() and f in (out / "report.md").read_text() for f in figures("error_reject.png"))
     assert list(csv.reader(open(out / "study.csv")))[0][0] == "model"
     assert "| tied |" in capsys.readouterr().out
 

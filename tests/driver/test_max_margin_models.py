@@ -12,7 +12,8 @@ from conftest import ROOT, toy_classification, write_spec
 
 from gpmodels.baselines.crammer_singer.solver import fit_crammer_singer
 from gpmodels.cli import main
-from gpmodels.driver.build import build_data, build_kernel, build_multilabel_data
+from gpmodels.driver.build import build_kernel
+from gpmodels.driver.build_data import build_data, build_multilabel_data
 from gpmodels.driver.loader import spec_from_dict
 from gpmodels.driver.saved import load_model
 from gpmodels.scoring.multilabel import multilabel_report

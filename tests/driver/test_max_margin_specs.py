@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from conftest import ROOT, toy_classification, write_spec
 
-from gpmodels.baselines.crammer_singer.solver import compiled_available
+from gpmodels.baselines.crammer_singer.loops import compiled_available
 from gpmodels.cli import main
 from gpmodels.data.multilabel_sets import encode_funcat_features, load_multilabel
 from gpmodels.driver.loader import load_spec, spec_from_dict

@@ -76,7 +76,7 @@ def test_a_sum_learned_by_cv_is_saved_and_predicts(tmp_path):
     resolved = yaml.safe_load((out / "spec.resolved.yaml").read_text())
     assert isinstance(resolved["model"]["kernel"]["terms"][0]["w"], float)  # 'auto' resolved in the term
     model = load_model(out)
-    from gpmodels.data.datasets import load_inputs
+    from gpmodels.data.files import load_inputs
 
     Xt, yt = load_inputs(tmp_path / "test.npz")
     P = model.predict_proba(Xt)

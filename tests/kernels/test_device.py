@@ -13,6 +13,7 @@ import attrs
 import numpy as np
 import pytest
 from conftest import toy_classification
+from sklearn.gaussian_process import kernels as sk
 
 from gpmodels.data.splits import kfold_partition
 from gpmodels.errors import DeviceError
@@ -20,8 +21,11 @@ from gpmodels.inference.cv.criterion import CVOptions, cv_criterion
 from gpmodels.inference.map.model import fit_map
 from gpmodels.inference.map.newton_cg import NewtonCG, NewtonOptions
 from gpmodels.kernels.linear import Linear
+from gpmodels.kernels.matern import Matern, MaternARD
+from gpmodels.kernels.rational_quadratic import RationalQuadratic, RationalQuadraticARD
 from gpmodels.kernels.rbf import ARD, RBF
 from gpmodels.kernels.representations import BlockedGram, RepresentationConfig, StoredGram
+from gpmodels.kernels.sklearn_adapter import from_sklearn
 from gpmodels.likelihoods.softmax import Softmax
 from gpmodels.priors.independent import IndependentGP
 
@@ -35,7 +39,15 @@ from gpmodels.kernels.device.gram import (  # noqa: E402
 )
 
 BACKENDS = {"numpy": numpy_backend, "strict": strict_backend}
-KERNELS = {"rbf": lambda: RBF(0.7), "ard": lambda: ARD([0.5, 1.3, 2.0])}
+KERNELS = {
+    "rbf": lambda: RBF(0.7), "ard": lambda: ARD([0.5, 1.3, 2.0]),
+    "matern12": lambda: Matern(0.7, nu=0.5), "matern32": lambda: Matern(0.7, nu=1.5),
+    "matern52_ard": lambda: MaternARD([0.5, 1.3, 2.0], nu=2.5),
+    "matern12_ard": lambda: MaternARD([0.5, 1.3, 2.0], nu=0.5),
+    "rq": lambda: RationalQuadratic(0.7, alpha=0.8),
+    "rq_ard": lambda: RationalQuadraticARD([0.5, 1.3, 2.0], alpha=2.5),
+    "sklearn_rbf": lambda: from_sklearn(sk.RBF(1.3)),
+}
 #: small tiles, so that every loop over row tiles takes several
 TILE_MB = 0.004
 FORMS = {
@@ -157,6 +169,36 @@ def test_auto_chooses_stored_float64_then_float32_then_recomputed():
     rep = config.build(X, RBF(1.0), 1)
     assert isinstance(rep, DeviceStoredGram) and rep.choice.device == "cpu (numpy)"
     assert config.build(X, RBF(2.0), like=rep).inputs.X is rep.inputs.X
+
+
+@pytest.mark.parametrize("kind", ["stored", "recomputed"])
+@pytest.mark.parametrize("backend", sorted(BACKENDS))
+@pytest.mark.parametrize("kernel", ["matern12_ard", "rq_ard"])
+def test_cv_learning_of_the_newer_kernels_through_the_device_equals_the_cpu(backend, kind, kernel):
+    """Ψ and its gradient over the length-scales and α of the Matérn and rational quadratic kernels."""
+    X, y = toy_classification(24, 3, d=3, seed=5)
+    Y, folds = np.eye(3)[y], kfold_partition(24, 3, seed=1, y=y)
+    opts = CVOptions(newton=TIGHT, k3=600, accumulation_tol=1e-13, fail_tol=1e-8)
+    k = KERNELS[kernel]()
+    host = cv_criterion(_prior(RepresentationConfig(kind="stored"), k).operator(X, 3), Softmax(), Y, folds, opts)
+    config = DeviceRepresentationConfig(BACKENDS[backend](), kind=kind, memory_mb=TILE_MB)
+    dev = cv_criterion(_prior(config, k).operator(X, 3), Softmax(), Y, folds, opts)
+    assert host.ok and dev.ok, (host.message, dev.message)
+    assert dev.psi == pytest.approx(host.psi, rel=1e-10)
+    np.testing.assert_allclose(dev.gradient, host.gradient, rtol=0, atol=1e-8 * np.abs(host.gradient).max())
+
+
+@pytest.mark.parametrize("kernel", [
+    RBF(1.0) + Matern(0.5), RBF(1.0) * RationalQuadratic(1.0), Linear(),
+    from_sklearn(sk.RationalQuadratic(1.0, alpha=2.0, alpha_bounds="fixed")),
+], ids=["sum", "product", "linear", "partly-fixed"])
+def test_sums_products_and_other_kernels_are_refused_naming_the_supported_ones(kernel):
+    X = np.random.default_rng(0).normal(size=(10, 2))
+    with pytest.raises(DeviceError, match="allowed there: rbf, ard, matern, matern_ard, rational_quadratic, "
+                                          "rational_quadratic_ard, one kernel per matrix"):
+        DeviceRepresentationConfig(numpy_backend()).build(X, kernel)
+    rep = RepresentationConfig(kind="stored", device="auto").build(X, kernel)  # auto: the CPU, saying why
+    assert isinstance(rep, StoredGram) and "has no device form" in rep.choice.device
 
 
 def test_a_kernel_without_a_device_form_or_sparse_inputs_is_refused_by_name():

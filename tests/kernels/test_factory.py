@@ -45,7 +45,14 @@ def test_a_kernel_s_spec_section_rebuilds_it(kernel):
     assert rebuilt.spec_section() == kernel.spec_section()
 
 
-def test_a_kernel_without_a_spec_name_says_so():
-    from gpmodels.kernels.composite import KernelSum
+def test_sums_and_products_name_their_terms_and_a_kernel_without_a_spec_name_says_so():
+    from sklearn.gaussian_process.kernels import ExpSineSquared
 
-    assert KernelSum((RBF(1.0), Linear())).spec_section() is None
+    from gpmodels.kernels import KernelProduct, KernelSum
+    from gpmodels.kernels.sklearn_adapter import SklearnKernel
+
+    assert KernelSum((RBF(1.0), Linear())).spec_section() == {"type": "sum", "terms": [{"type": "rbf", "w": 1.0},
+                                                                                      {"type": "linear"}]}
+    assert KernelProduct((RBF(1.0), Linear())).spec_section()["type"] == "product"
+    assert Precomputed(np.eye(3)).spec_section() is None  # its spec form names a file, not a matrix
+    assert KernelSum((RBF(1.0), SklearnKernel(ExpSineSquared()))).spec_section() is None

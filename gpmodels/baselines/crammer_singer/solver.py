@@ -52,21 +52,14 @@ import numpy as np
 import scipy.sparse as sp
 
 from gpmodels.baselines.crammer_singer.kernel_cache import KernelRows
-from gpmodels.baselines.crammer_singer.loops import (
-    ENGINES,
-    CompiledLoop,
-    LoopState,
-    NumpyLoop,
-    compiled_available,
-    resolve_engine,
-)
+from gpmodels.baselines.crammer_singer.loops import ENGINES, CompiledLoop, LoopState, NumpyLoop, resolve_engine
 from gpmodels.errors import InputError
 from gpmodels.kernels.base import Kernel
 from gpmodels.validation import boolean, check_features, nonnegative_number, one_of, positive_int, positive_number
 
 __all__ = ["CSOptions", "CSResult", "CrammerSingerModel", "fit_crammer_singer", "COOLINGS", "SELECTIONS",
-           "SPARSE_MODES", "REDUCED_SOLVERS", "ENGINES", "cooling_schedule", "compiled_available", "dual_objective",
-           "duality_gap", "run_cyclic_sweeps", "run_cooling_rounds"]
+           "SPARSE_MODES", "REDUCED_SOLVERS", "cooling_schedule", "dual_objective", "duality_gap", "run_cyclic_sweeps",
+           "run_cooling_rounds"]
 
 COOLINGS = ("none", "exponential", "linear", "logarithmic")
 SELECTIONS = ("kkt", "cyclic")
@@ -79,7 +72,7 @@ class CSOptions:
     """Settings of the Crammer–Singer solver (module docstring); C = 1/β in SVC's terms.
 
     ``engine``: ``auto`` (compiled when the C extension is built, else numpy), ``compiled`` (an
-    error when it is not built) or ``numpy``; :func:`compiled_available` tells which.
+    error when it is not built) or ``numpy``; :func:`.loops.compiled_available` tells which.
     """
 
     beta: float = attrs.field(default=1.0, validator=positive_number())

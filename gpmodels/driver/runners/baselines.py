@@ -25,7 +25,8 @@ from gpmodels.baselines.hm3.inference import best_labelings, best_single_paths
 from gpmodels.baselines.hm3.node_svms import fit_node_svms
 from gpmodels.baselines.hm3.solver import fit_hm3
 from gpmodels.data.multilabel_sets import MultilabelDataset
-from gpmodels.driver.build import build_kernel, build_tree, resolve_kernel
+from gpmodels.driver.build import build_kernel, resolve_kernel
+from gpmodels.driver.build_data import build_tree
 from gpmodels.driver.outcome import RunOutcome
 from gpmodels.driver.sections.spec import Spec
 from gpmodels.errors import SpecError

@@ -21,15 +21,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from gpmodels.data.datasets import Dataset
-from gpmodels.driver.build import (
-    build_binary_operator,
-    build_likelihood,
-    build_operator,
-    build_pseudo_targets,
-    build_tree,
-    resolve_model,
-    tree_needed_by,
-)
+from gpmodels.driver.build import build_binary_operator, build_likelihood, build_operator, resolve_model
+from gpmodels.driver.build_data import build_pseudo_targets, build_tree, tree_needed_by
 from gpmodels.driver.sections.spec import Spec
 from gpmodels.errors import SpecError
 from gpmodels.hierarchy import ClassTree

@@ -42,6 +42,64 @@ from gpmodels.scoring import metrics as M
 __all__ = ["run_cv"]
 
 
+def _learn(problem, folds, options, checkpoint, say, engine):
+    """Ψ learning (Sec. 4) with a bar over the outer iterations and its messages; (result, seconds)."""
+    op = problem.operator
+    t = time.perf_counter()
+    with say.bar(None, "CV outer iterations") as bar:
+        res = learn_hyperparameters(
+            op,
+            problem.likelihood,
+            problem.targets,
+            folds,
+            options,
+            checkpoint=checkpoint,
+            on_iteration=iteration_reporter(say, bar),
+            engine=engine or LocalEngine(),
+        )
+    if res.resumed_from is not None:
+        say(f"resumed from the checkpoint of outer iteration {res.resumed_from}")
+    learn_s = time.perf_counter() - t
+    say(
+        f"learned in {res.outer.iteration} iterations, {res.outer.evaluations} evaluations "
+        f"({res.outer.failed} failed): Ψ {res.history[0].value:.6g} -> {res.psi:.6g} ({res.message})"
+    )
+    return res, learn_s
+
+
+def _metrics(spec: Spec, data: Dataset, res, model, likelihood, predictive: dict, learn_s: float, fit_s: float):
+    """metrics.json of a CV run: test scores, learned hyperparameters (by name and by class scope),
+    Ψ before and after, the final fit, train scores when asked, learning counts and times."""
+    diag = model.result.diagnostics
+    metrics = dict(predictive)
+    metrics.update({f"hyper.{k}": v for k, v in res.hyperparameters().items()})
+    scopes = hyperparameter_classes(res.hyperparameters(), model.operator.param_classes(), data.classes)
+    metrics.update({f"hyper_scope.{k}": v for k, v in scopes.items()})
+    metrics.update(
+        {
+            "psi_start": res.history[0].value,
+            "psi_learned": res.psi,
+            "final_newton_iterations": diag.iterations,
+            "final_mvm_count": diag.mvm_count,
+            "final_converged": bool(diag.converged),
+            "final_phi": float(model.result.phi),
+        }
+    )
+    if spec.evaluation.train_scores:
+        tr = M.classification_report(likelihood.predict(model.result.u), data.y_train)
+        metrics.update({f"train_{k}": v for k, v in tr.items()})
+    metrics.update(learning_metrics([res]))
+    metrics.update(
+        {
+            "learning_wall_seconds": learn_s,
+            "final_fit_seconds": fit_s,
+            "resumed_from_iteration": res.resumed_from,
+            "folds": spec.objective.cv.folds,
+        }
+    )
+    return metrics
+
+
 def run_cv(spec: Spec, data: Dataset, base_dir: Path | None, say, *, engine=None) -> RunOutcome:
     """Learn by the CV criterion, fit at the learned hyperparameters, predict the test set."""
     c = spec.objective.cv
@@ -50,19 +108,8 @@ def run_cv(spec: Spec, data: Dataset, base_dir: Path | None, say, *, engine=None
     options = build_learn_options(resolved.objective)
     folds = cv_partition(resolved, data.y_train)
     checkpoint = learning_checkpoint(resolved, data)
-    metrics: dict = {}
-    t = time.perf_counter()
     say(f"learning {op.params.size} hyperparameters by {c.folds}-fold CV ({', '.join(op.param_names)})")
-    with say.bar(None, "CV outer iterations") as bar:
-        res = learn_hyperparameters(op, likelihood, Y, folds, options, checkpoint=checkpoint,
-                                    on_iteration=iteration_reporter(say, bar), engine=engine or LocalEngine())
-    if res.resumed_from is not None:
-        say(f"resumed from the checkpoint of outer iteration {res.resumed_from}")
-    learn_s = time.perf_counter() - t
-    say(
-        f"learned in {res.outer.iteration} iterations, {res.outer.evaluations} evaluations "
-        f"({res.outer.failed} failed): Ψ {res.history[0].value:.6g} -> {res.psi:.6g} ({res.message})"
-    )
+    res, learn_s = _learn(problem, folds, options, checkpoint, say, engine)
     t = time.perf_counter()
     with say.bar(None, "final fit: Newton") as bar:
         model = fit_learned(res, likelihood, Y, options, on_iteration=bar.newton)
@@ -70,28 +117,23 @@ def run_cv(spec: Spec, data: Dataset, base_dir: Path | None, say, *, engine=None
     diag = model.result.diagnostics
     say(f"final fit: {diag.iterations} Newton iterations, {diag.mvm_count} MVMs, {fit_s:.2f} s ({diag.message})")
     P, predictive = predict_test_set(spec, model, data.X_test, data.y_test, say)
-    metrics.update(predictive)
-    metrics.update({f"hyper.{k}": v for k, v in res.hyperparameters().items()})
-    metrics.update({f"hyper_scope.{k}": v for k, v in hyperparameter_classes(
-        res.hyperparameters(), model.operator.param_classes(), data.classes).items()})
-    metrics.update(
-        {"psi_start": res.history[0].value, "psi_learned": res.psi, "final_newton_iterations": diag.iterations,
-         "final_mvm_count": diag.mvm_count, "final_converged": bool(diag.converged),
-         "final_phi": float(model.result.phi)}
+    metrics = _metrics(spec, data, res, model, likelihood, predictive, learn_s, fit_s)
+    diagnostics = {
+        "learning": [r.as_dict() for r in res.history],
+        "learning_message": res.message,
+        "final_fit": diag.as_dict(),
+    }
+    return RunOutcome(
+        metrics,
+        P,
+        diagnostics,
+        resolved,
+        save=map_saver(data, model.operator, likelihood, model.alpha, tree=problem.tree),
+        traces={"Psi": [r.value for r in res.history]},
+        trace_units={"Psi": "outer iteration"},
+        trace_gradients={"Psi": ("max |∇Ψ| (projected)", [r.grad_norm for r in res.history])},
+        paths=(
+            tuple(class_scopes(res.names, model.operator.param_classes(), data.classes)),
+            np.array([r.x for r in res.history]),
+        ),
     )
-    diagnostics = {"learning": [r.as_dict() for r in res.history], "learning_message": res.message,
-                   "final_fit": diag.as_dict()}
-    if spec.evaluation.train_scores:
-        tr = M.classification_report(likelihood.predict(model.result.u), data.y_train)
-        metrics.update({f"train_{k}": v for k, v in tr.items()})
-    metrics.update(learning_metrics([res]))
-    metrics.update(
-        {"learning_wall_seconds": learn_s, "final_fit_seconds": fit_s, "resumed_from_iteration": res.resumed_from,
-         "folds": c.folds}
-    )
-    return RunOutcome(metrics, P, diagnostics, resolved,
-                      save=map_saver(data, model.operator, likelihood, model.alpha, tree=problem.tree),
-                      traces={"Psi": [r.value for r in res.history]}, trace_units={"Psi": "outer iteration"},
-                      trace_gradients={"Psi": ("max |∇Ψ| (projected)", [r.grad_norm for r in res.history])},
-                      paths=(tuple(class_scopes(res.names, model.operator.param_classes(), data.classes)),
-                             np.array([r.x for r in res.history])))

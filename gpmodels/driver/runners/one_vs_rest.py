@@ -111,6 +111,41 @@ def _fit(resolved: Spec, op2, likelihood, y, names, say):
     return OneVsRestModel(tuple(models)), {}, {}, traces
 
 
+def _saver(data: Dataset, ovr: OneVsRestModel):
+    """Save the C binary models as one model folder of kind ``one_vs_rest``."""
+
+    def save(folder: Path):
+        return save_one_vs_rest_model(
+            folder,
+            data.X_train,
+            np.stack([m.alpha for m in ovr.models]),
+            np.stack([np.asarray(m.operator.params, dtype=float) for m in ovr.models]),
+            data.classes,
+            data.scaler,
+            zero_based=data.zero_based,
+            inputs=data.input_format,
+        )
+
+    return save
+
+
+def _trace_gradients(ovr: OneVsRestModel, names, *, learned: bool) -> dict:
+    """Per class the gradient beside each trace: max |∇Ψ| of learning, or the gradient RMS of the fits' Φ."""
+    if learned:
+        return {
+            "Psi": (
+                "max |∇Ψ| (projected)",
+                {f"class {name}": [x.grad_norm for x in r.history] for name, r in zip(names, ovr.learned)},
+            )
+        }
+    return {
+        "Phi": (
+            "gradient RMS of Φ",
+            {f"class {name}": list(m.result.diagnostics.grad_norm) for name, m in zip(names, ovr.models)},
+        )
+    }
+
+
 def run_one_vs_rest(spec: Spec, data: Dataset, base_dir: Path | None, say, *, engine=None) -> RunOutcome:
     """C binary models, learned by Ψ (or fitted at the given hyperparameters), combined by the largest score."""
     engine = engine or LocalEngine()
@@ -134,17 +169,13 @@ def run_one_vs_rest(spec: Spec, data: Dataset, base_dir: Path | None, say, *, en
          "final_phi": float(sum(m.result.phi for m in ovr.models))}
     )
     diagnostics["final_fit"] = {f"class{k}": d.as_dict() for k, d in enumerate(diags)}
-
-    def save(folder: Path):
-        return save_one_vs_rest_model(folder, data.X_train, np.stack([m.alpha for m in ovr.models]),
-                                      np.stack([np.asarray(m.operator.params, dtype=float) for m in ovr.models]),
-                                      data.classes, data.scaler, zero_based=data.zero_based, inputs=data.input_format)
-
-    if resolved.objective.learn:
-        gradients = {"Psi": ("max |∇Ψ| (projected)", {f"class {name}": [x.grad_norm for x in r.history]
-                                                      for name, r in zip(names, ovr.learned)})}
-    else:
-        gradients = {"Phi": ("gradient RMS of Φ", {f"class {name}": list(m.result.diagnostics.grad_norm)
-                                                   for name, m in zip(names, ovr.models)})}
-    return RunOutcome(metrics, P, diagnostics, resolved, save=save, traces=traces,
-                      trace_units={"Psi": "outer iteration", "Phi": "Newton iteration"}, trace_gradients=gradients)
+    return RunOutcome(
+        metrics,
+        P,
+        diagnostics,
+        resolved,
+        save=_saver(data, ovr),
+        traces=traces,
+        trace_units={"Psi": "outer iteration", "Phi": "Newton iteration"},
+        trace_gradients=_trace_gradients(ovr, names, learned=resolved.objective.learn),
+    )

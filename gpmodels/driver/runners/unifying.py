@@ -48,6 +48,13 @@ def _reporter(say, name: str, bar=None):
     return report
 
 
+def _learning_diagnostics(hr) -> dict:
+    """What diagnostics.json keeps of the outer L-BFGS (an :class:`~gpmodels.optimize.driver.OptimizeResult`):
+    the criterion and the max-norm of its projected gradient after every iteration (the start first), which
+    the convergence plot draws in two panels, and the optimiser's message."""
+    return {"trace": list(hr.values), "grad_norm": [float(r.grad_norm) for r in hr.trace], "message": hr.message}
+
+
 def _finish(spec, data, resolved, op, lik, alpha, metrics, diagnostics, say, tree=None):
     t = time.perf_counter()
     latent = op.cross_test(data.X_test).mvm(alpha)
@@ -60,8 +67,10 @@ def _finish(spec, data, resolved, op, lik, alpha, metrics, diagnostics, say, tre
         metrics.update({f"hyper.weight{m}": float(w) for m, w in enumerate(op.weights)})
 
     traces = {"criterion": list(diagnostics["trace"])} if diagnostics.get("trace") else {}
+    gradients = {"criterion": ("max |∇| (projected)", list(diagnostics["grad_norm"]))} \
+        if traces and diagnostics.get("grad_norm") else {}
     return RunOutcome(metrics, P, diagnostics, resolved, save=map_saver(data, op, lik, alpha, tree=tree),
-                      traces=traces, trace_units={"criterion": "outer iteration"})
+                      traces=traces, trace_units={"criterion": "outer iteration"}, trace_gradients=gradients)
 
 
 def run_laplace(spec: Spec, data: Dataset, base_dir: Path | None, say, *, engine=None) -> RunOutcome:
@@ -77,7 +86,7 @@ def run_laplace(spec: Spec, data: Dataset, base_dir: Path | None, say, *, engine
             hr, op, lik = learn_laplace(op, lik, Y, opts, outer=outer_options(o.laplace.learn_max_iter,
                                                                               o.laplace.learn_tol),
                                         on_iteration=_reporter(say, "-log q", bar))
-        diag = {"trace": list(hr.values), "message": hr.message}
+        diag = _learning_diagnostics(hr)
         say(f"learned by L-BFGS: {hr.iterations} iterations, {hr.evaluations} evaluations ({hr.message})")
     res = laplace_mlm(op, lik, Y, opts, gradient=False)
     seconds = time.perf_counter() - t
@@ -99,6 +108,7 @@ def run_kernel_weights(spec: Spec, data: Dataset, base_dir: Path | None, say, *,
     opts = o.mkl.options(criterion=o.type)
     solver = o.mkl.solver or "algorithm1"
     t = time.perf_counter()
+    lbfgs = None  # the outer L-BFGS's result, whose trace holds the gradient norms
     if not o.learn:
         _, _, res = criterion_at(op, lik, Y, op.weights, opts, return_fit=True)
     elif solver in ("algorithm1", "alternating"):
@@ -107,8 +117,8 @@ def run_kernel_weights(spec: Spec, data: Dataset, base_dir: Path | None, say, *,
                 op, lik, Y, opts, on_iteration=lambda it, value: bar.goto(it, F=value))
     else:
         with say.bar(None, f"{o.type}: outer iterations") as bar:
-            _, res = learn_weights(op, lik, Y, opts, outer=outer_options(opts.max_iter, opts.tol),
-                                   on_iteration=_reporter(say, o.type, bar))
+            lbfgs, res = learn_weights(op, lik, Y, opts, outer=outer_options(opts.max_iter, opts.tol),
+                                       on_iteration=_reporter(say, o.type, bar))
     seconds = time.perf_counter() - t
     op = op.with_weights(res.theta)
     say(f"{o.type} by {solver if o.learn else 'evaluation'}: criterion {res.criterion:.8g}, "
@@ -116,6 +126,8 @@ def run_kernel_weights(spec: Spec, data: Dataset, base_dir: Path | None, say, *,
     metrics = {"criterion": float(res.criterion), "fit_seconds": seconds, "solver": solver,
                "outer_iterations": res.iterations}
     diag = {"trace": list(res.trace), "times": list(res.times), "message": res.message}
+    if lbfgs is not None:
+        diag["grad_norm"] = [float(r.grad_norm) for r in lbfgs.trace]
     return _finish(spec, data, resolved, op, lik, res.alpha, metrics, diag, say, tree)
 
 
@@ -131,7 +143,7 @@ def run_vb(spec: Spec, data: Dataset, base_dir: Path | None, say, *, engine=None
             hr, op, lik = learn_vb(op, lik, Y, o.vb.options(),
                                    outer=outer_options(o.vb.learn_max_iter, o.vb.learn_tol),
                                    on_iteration=_reporter(say, "φ_VB", bar))
-        diag = {"trace": list(hr.values), "message": hr.message}
+        diag = _learning_diagnostics(hr)
         say(f"learned by L-BFGS: {hr.iterations} iterations, {hr.evaluations} evaluations ({hr.message})")
     res = vb_criterion(op, lik, Y, o.vb.options(), gradient=False)
     seconds = time.perf_counter() - t

@@ -9,7 +9,7 @@ import attrs
 from gpmodels.driver.schema import Node, option
 from gpmodels.engine.base import DISTRIBUTE_MODES, ENGINE_TYPES
 from gpmodels.errors import SpecError, shown
-from gpmodels.validation import boolean, integer, number, one_of, positive_int, string
+from gpmodels.validation import boolean, gigabytes, integer, one_of, positive_int, string
 
 __all__ = ["EngineSpec", "SCHEDULER_PATTERN"]
 
@@ -44,9 +44,7 @@ class EngineSpec(Node):
         doc="cores to use (null: those this process may run on, `os.sched_getaffinity`)",
     )
     memory_gb: float | None = option(
-        None,
-        number(0, 1_048_576.0, open_low=True),
-        doc="`auto`: memory the workers may take together (null: 80 % of the available memory)",
+        None, gigabytes(), doc="`auto`: memory the workers may take together (null: 80 % of the available memory)"
     )
     scheduler: str | None = option(
         None,

@@ -17,6 +17,7 @@ from gpmodels.priors.registry import BUILTIN_PRIORS, is_import_path, is_known_pr
 from gpmodels.validation import (
     any_of,
     boolean,
+    gigabytes,
     integer,
     mapping,
     nonnegative_int,
@@ -24,6 +25,7 @@ from gpmodels.validation import (
     number,
     one_of,
     positive_number,
+    positive_or_list,
     sequence_of,
     string,
 )
@@ -114,12 +116,10 @@ class RepresentationSpec(Node):
         doc="`stored` n x n in memory; `blocked` on the fly; `features` linear X X^T; `lowrank` ICF; `auto` chooses",
     )
     memory_mb: float = option(
-        256.0, number(0.0, 1_048_576.0, open_low=True), doc="memory bound of one on-the-fly block"
+        256.0, gigabytes(), doc="memory bound of one on-the-fly block"
     )
     memory_gb: float | None = option(
-        None,
-        number(0.0, 1_048_576.0, open_low=True),
-        doc="`auto`: memory budget of all kernel matrices (null: 0.7 x available memory)",
+        None, gigabytes(), doc="`auto`: memory budget of all kernel matrices (null: 0.7 x available memory)"
     )
     dtype: str | None = option(
         None,
@@ -203,9 +203,7 @@ class ModelSpec(Node):
         doc="with `level` / `subtree`: kernel shapes grouped like the variances (`follow`) or one shared M (`tied`)",
     )
     coupling: CouplingSpec = option(CouplingSpec, node=CouplingSpec, doc="B of `coupled` / `loadings`")
-    variance: object = option(
-        1.0, any_of(positive_number(), sequence_of(positive_number())), doc="v: one value, or one per variance group"
-    )
+    variance: object = option(1.0, positive_or_list(), doc="v: one value, or one per variance group")
     sigma2: float = option(0.0, nonnegative_number(), doc="intercept variance σ² (0: no intercept)")
     likelihood: str = option(
         "softmax",

@@ -28,7 +28,9 @@ __all__ = [
     "CVSpec",
     "EMSpec",
     "LaplaceSpec",
+    "LaplaceNewtonSpec",
     "VBSpec",
+    "VBNewtonSpec",
     "MKLSpec",
     "OBJECTIVES",
     "SOLVERS",
@@ -62,21 +64,25 @@ _NEWTON_DOCS = {
     "precond_seed": "`lowrank*`: seed of the randomized eigensolver",
 }
 
-NewtonSpec = options_section(
+
+
+def _newton_section(name: str, doc: str, defaults: NewtonOptions | None = None):
+    """A section of `NewtonOptions`' keys: the MAP fit's, or the refits' inside the CV criterion."""
+    return options_section(name, doc, [Part(NewtonOptions, defaults=defaults)], docs=_NEWTON_DOCS)
+
+
+NewtonSpec = _newton_section(
     "NewtonSpec",
     "Newton–CG (Alg. 1; k1, k2 and tolerances of Seeger 2008, Sec. 2, 6) of the MAP fit: `map`, the "
     "M-step of `em`, the final fit of `cv` and `one_vs_rest` (and `one_vs_rest` with `learn: false`).  Keys, "
     "defaults and bounds: `NewtonOptions`.",
-    [Part(NewtonOptions)],
-    docs=_NEWTON_DOCS,
 )
 
-CVNewtonSpec = options_section(
+CVNewtonSpec = _newton_section(
     "CVNewtonSpec",
     "Newton–CG of the refits inside every Ψ evaluation (Sec. 4, 6.2: k1, k2 during learning).  Keys "
     "and bounds: `NewtonOptions`; defaults: `CVOptions().newton`.",
-    [Part(NewtonOptions, defaults=CVOptions().newton)],
-    docs=_NEWTON_DOCS,
+    CVOptions().newton,
 )
 
 OuterSpec = options_section(
@@ -184,11 +190,28 @@ _LEARN = (
     ),
 )
 
+LaplaceNewtonSpec = options_section(
+    "LaplaceNewtonSpec",
+    "Newton–CG of the Laplace mode at every evaluation of the marginal likelihood.  Keys and bounds: "
+    "`NewtonOptions`; defaults: `LaplaceOptions().newton`.",
+    [Part(NewtonOptions, defaults=LaplaceOptions().newton)],
+    docs=_NEWTON_DOCS,
+)
+
+VBNewtonSpec = options_section(
+    "VBNewtonSpec",
+    "Newton–CG of the double loop's inner problem at every φ_VB evaluation.  Keys and bounds: "
+    "`NewtonOptions`; defaults: `VBOptions().newton`.",
+    [Part(NewtonOptions, defaults=VBOptions().newton)],
+    docs=_NEWTON_DOCS,
+)
+
 LaplaceSpec = options_section(
     "LaplaceSpec",
     "Laplace marginal likelihood (`objective.type: laplace`; R&W Alg. 3.1-3.4, 5.1).  Keys, defaults "
     "and bounds: `LaplaceOptions` (its probe seed is the spec's `seed`), and the learning's `learn_*`.",
-    [Part(LaplaceOptions, skip=("seed", "newton"))],
+    [Part(LaplaceOptions, skip=("seed",))],
+    nested=(("newton", LaplaceNewtonSpec, "Newton–CG of the mode found at every evaluation"),),
     extra=_LEARN,
     docs={
         "path": "`exact` (Cholesky) or `mvm` (CG, Lanczos log-determinant, Hutchinson traces)",
@@ -201,8 +224,9 @@ LaplaceSpec = options_section(
 VBSpec = options_section(
     "VBSpec",
     "Variational bound φ_VB (`objective.type: vb` and `mlm`, without `model.kernels`; Nickisch & Seeger "
-    "2009).  Keys, defaults and bounds: `VBOptions`, and the learning's `learn_*`.",
-    [Part(VBOptions, skip=("newton",))],
+    "2009).  Keys, defaults and bounds: `VBOptions`, and the learning's `learn_*`; the inner Newton–CG in `newton`.",
+    [Part(VBOptions)],
+    nested=(("newton", VBNewtonSpec, "Newton–CG of the inner loop (the variance-smoothed MAP problem)"),),
     extra=_LEARN,
     docs={"max_outer": "maximal double-loop iterations", "tol": "double loop: relative tolerance on φ"},
 )

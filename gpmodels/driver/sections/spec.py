@@ -16,7 +16,7 @@ from gpmodels.driver.sections.objective import ObjectiveSpec
 from gpmodels.errors import SpecError, shown
 from gpmodels.validation import nonnegative_int, string
 
-__all__ = ["Spec", "check_name", "NAME_PATTERN", "check_predictive", "check_one_vs_rest", "check_unifying"]
+__all__ = ["Spec", "NamedSpec", "check_name", "NAME_PATTERN", "check_predictive", "check_one_vs_rest", "check_unifying"]
 
 #: a run's, study's or study model's name: it becomes a folder name, so it is a name, never a path
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9_\-][A-Za-z0-9_.\-]{0,99}$")
@@ -24,11 +24,20 @@ NAME_RULE = "letters, digits, '-', '_' and '.' (not first), at most 100 characte
 
 
 @attrs.frozen
-class Spec(Node):
+class NamedSpec(Node):
+    """What a model spec and a study spec share: a name (a folder name, checked by :func:`check_name`) and free text."""
+
+    name: str = option(check=string(), doc="the run's or study's name (`{name}` in `output.dir`)")
+    description: str | None = option(None, string(), doc="free text")
+
+    def check(self, path):
+        check_name(self.name, "name")
+
+
+@attrs.frozen
+class Spec(NamedSpec):
     """A model spec: data, model, objective, evaluation and output."""
 
-    name: str = option(check=string(), doc="the run's name")
-    description: str | None = option(None, string(), doc="free text")
     seed: int = option(0, nonnegative_int(), doc="seed of every random choice (splits, subsamples)")
     data: DataSpec = option(node=DataSpec, doc="data")
     model: ModelSpec = option(node=ModelSpec, doc="model")
@@ -38,7 +47,7 @@ class Spec(Node):
     engine: EngineSpec = option(EngineSpec, node=EngineSpec, doc="where the work runs")
 
     def check(self, path):
-        check_name(self.name, "name")
+        super().check(path)
         if self.objective.solver == "exact" and self.model.builtin_prior and self.model.prior != "independent":
             raise SpecError("exact Newton needs the independent (flat) prior", "objective.solver")
         if self.objective.type == "em" and self.data.pseudo_targets is None:

@@ -14,7 +14,7 @@ from gpmodels.driver.sections.engine import EngineSpec
 from gpmodels.driver.sections.evaluation import EvaluationSpec, OutputSpec
 from gpmodels.driver.sections.model import ModelSpec
 from gpmodels.driver.sections.objective import ObjectiveSpec
-from gpmodels.driver.sections.spec import Spec, check_name
+from gpmodels.driver.sections.spec import NamedSpec, Spec, check_name
 from gpmodels.errors import SpecError
 from gpmodels.validation import nonnegative_int, sequence_of, string
 
@@ -34,11 +34,9 @@ class StudyEntry(Node):
 
 
 @attrs.frozen
-class StudySpec(Node):
+class StudySpec(NamedSpec):
     """A study: one data set and split, several models, one comparison table."""
 
-    name: str = option(check=string(), doc="the study's name")
-    description: str | None = option(None, string(), doc="free text")
     seed: int = option(0, nonnegative_int(), doc="seed shared by every model (same split and subsamples)")
     data: DataSpec = option(node=DataSpec, doc="data, shared by all models")
     evaluation: EvaluationSpec = option(EvaluationSpec, node=EvaluationSpec, doc="evaluation")
@@ -54,7 +52,7 @@ class StudySpec(Node):
     )
 
     def check(self, path):
-        check_name(self.name, "name")
+        super().check(path)
         for i, e in enumerate(self.models):
             check_name(e.name, f"models[{i}].name")
         e = self.engine

@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Callable
+from operator import attrgetter
 
 import attrs
 import numpy as np
@@ -123,17 +124,9 @@ class LearnResult:
     evaluations: tuple  # EvaluationLog of this process
     folds: tuple = ()  # the partition Ψ was computed on (with ``outer.inner``: the final fit's start)
 
-    @property
-    def history(self) -> tuple:
-        return self.outer.history
-
-    @property
-    def converged(self) -> bool:
-        return self.outer.converged
-
-    @property
-    def message(self) -> str:
-        return self.outer.message
+    history = property(attrgetter("outer.history"))
+    converged = property(attrgetter("outer.converged"))
+    message = property(attrgetter("outer.message"))
 
     def hyperparameters(self) -> dict:
         """Learned values by name, natural units where the name says ``log_``."""

@@ -21,6 +21,7 @@ sees the operator.
 from __future__ import annotations
 
 import time
+from operator import attrgetter
 
 import attrs
 import numpy as np
@@ -61,9 +62,7 @@ class EMResult:
     message: str
     seconds: float
 
-    @property
-    def alpha(self) -> np.ndarray:
-        return self.model.alpha
+    alpha = property(attrgetter("model.alpha"))
 
     def as_dict(self) -> dict:
         return {"trace": list(self.trace), "loglik_trace": list(self.loglik_trace), "iterations": self.iterations,
@@ -77,29 +76,42 @@ def penalised_log_likelihood(pseudo: PseudoTargets, alpha, u) -> tuple[float, fl
     return -0.5 * float(np.vdot(alpha, u)) + ll, ll
 
 
+def _check_em_inputs(op: Operator, pseudo: PseudoTargets, lik: Likelihood) -> None:
+    """EM needs a multinomial-Hessian likelihood and pseudo-targets over the operator's points and classes."""
+    if lik.hessian_form != "multinomial":
+        raise InputError(
+            f"EM with pseudo-targets is defined for the softmax likelihood (a multinomial Hessian); got "
+            f"{type(lik).__name__}"
+        )
+    if not isinstance(pseudo, PseudoTargets):
+        raise InputError(f"pseudo must be PseudoTargets; got {type(pseudo).__name__}")
+    pseudo.check_points(op.n_points)
+    if pseudo.n_classes != op.n_classes:
+        raise InputError(
+            f"the pseudo-targets' tree has {pseudo.n_classes} leaves but the operator {op.n_classes} classes"
+        )
+
+
+def _em_start(op: Operator, lik: Likelihood, alpha0) -> tuple[np.ndarray, np.ndarray]:
+    """The first M-step's start (α, u = K̃ α): zero, or ``alpha0`` projected onto ran W.  # shape: (n, C) each"""
+    n, C = op.n_points, op.n_classes
+    if alpha0 is None:
+        return np.zeros((n, C)), np.zeros((n, C))
+    alpha = lik.project_alpha(np.array(alpha0, dtype=np.float64))
+    if alpha.shape != (n, C):
+        raise InputError(f"Dimension mismatch: alpha0 must have shape ({n}, {C}); got {alpha.shape}")
+    return alpha, op.mvm(alpha)
+
+
 def fit_em(op: Operator, pseudo: PseudoTargets, options: EMOptions | None = None, *,
            likelihood: Likelihood | None = None, alpha0=None, on_iteration=None) -> EMResult:
     """Fit α by EM over pseudo-targets (see the module docstring).  ``on_iteration(iteration, L)`` is
     called after each E- and M-step with the penalised pseudo-target log-likelihood L (progress)."""
     opts = options or EMOptions()
     lik = likelihood or Softmax()
-    if lik.hessian_form != "multinomial":
-        raise InputError(f"EM with pseudo-targets is defined for the softmax likelihood (a multinomial Hessian); got "
-                         f"{type(lik).__name__}")
-    if not isinstance(pseudo, PseudoTargets):
-        raise InputError(f"pseudo must be PseudoTargets; got {type(pseudo).__name__}")
-    n, C = op.n_points, op.n_classes
-    pseudo.check_points(n)
-    if pseudo.n_classes != C:
-        raise InputError(f"the pseudo-targets' tree has {pseudo.n_classes} leaves but the operator {C} classes")
+    _check_em_inputs(op, pseudo, lik)
     t0 = time.perf_counter()
-    if alpha0 is None:
-        alpha, u = np.zeros((n, C)), np.zeros((n, C))
-    else:
-        alpha = lik.project_alpha(np.array(alpha0, dtype=np.float64))
-        if alpha.shape != (n, C):
-            raise InputError(f"Dimension mismatch: alpha0 must have shape ({n}, {C}); got {alpha.shape}")
-        u = op.mvm(alpha)
+    alpha, u = _em_start(op, lik, alpha0)
     L, ll = penalised_log_likelihood(pseudo, alpha, u)
     trace, lls, steps = [L], [ll], []
     res, m_step = None, NewtonCG(opts.newton)

@@ -6,6 +6,8 @@ plugging u_* into the likelihood.
 
 from __future__ import annotations
 
+from operator import attrgetter
+
 import attrs
 import numpy as np
 
@@ -26,9 +28,7 @@ class MAPModel:
     likelihood: Likelihood
     result: NewtonResult
 
-    @property
-    def alpha(self) -> np.ndarray:
-        return self.result.alpha
+    alpha = property(attrgetter("result.alpha"))
 
     @property
     def intercepts(self) -> np.ndarray | None:

@@ -202,6 +202,28 @@ def _small_decrease(phis: list, steps: list, phi_rtol: float) -> bool:
             and phis[-2] - phis[-1] <= phi_rtol * max(1.0, abs(phis[-1])))
 
 
+def _stop_rule(grad: float, phis: list, steps: list, phi_rtol: float, it: int, opts) -> tuple[bool, str] | None:
+    """Step 2's stopping rules at the current point: (converged, message) when the fit ends here, else None."""
+    if grad <= opts.grad_tol:
+        return True, "gradient below grad_tol"
+    if _small_decrease(phis, steps, phi_rtol):
+        return True, "relative decrease of Phi below phi_rtol"
+    if it >= opts.max_iter:
+        return False, "maximum number of Newton iterations reached"
+    return None
+
+
+def _no_decrease(grad: float, grad_tol: float) -> tuple[bool, str]:
+    """(converged, message) when the line search finds no decrease at gradient RMS ``grad``: converged
+    at round-off level (at most max(grad_tol, ROUNDOFF_GRAD)), else not."""
+    if grad <= max(grad_tol, ROUNDOFF_GRAD):
+        return True, "no further decrease of Phi (round-off level)"
+    return False, (
+        f"not converged: the line search found no decrease of Phi along the Newton direction at "
+        f"gradient RMS {grad:.3g} > grad_tol {grad_tol:g}"
+    )
+
+
 def newton_loop(problem: NewtonProblem, stepper: Stepper, alpha0=None, *,
                 on_iteration: Callable[[NewtonStep], None] | None = None) -> NewtonResult:
     """Minimise Φ from ``alpha0`` (None: α = 0) with ``stepper``'s Newton steps (module docstring).
@@ -218,19 +240,15 @@ def newton_loop(problem: NewtonProblem, stepper: Stepper, alpha0=None, *,
     phi = objective(lik, Y, alpha, u)
     phis, grads, cg_its, steps, mvms = [phi], [], [], [], [mvm.count]
     phi_rtol = opts.phi_rtol if stepper.truncated else 0.0
-    stalls, beta, converged, message, it = 0, None, False, "maximum number of Newton iterations reached", 0
+    stalls, beta, it = 0, None, 0
     while True:
         g = lik.gradient(u, Y)
         grads.append(gradient_rms(alpha, g))
         if on_iteration is not None:
             on_iteration(NewtonStep(it, float(phi), grads[-1], mvm.count))
-        if grads[-1] <= opts.grad_tol:
-            converged, message = True, "gradient below grad_tol"
-            break
-        if _small_decrease(phis, steps, phi_rtol):
-            converged, message = True, "relative decrease of Phi below phi_rtol"
-            break
-        if it >= opts.max_iter:
+        stop = _stop_rule(grads[-1], phis, steps, phi_rtol, it, opts)
+        if stop is not None:
+            converged, message = stop
             break
         it += 1
         res = stepper.step(problem, NewtonPoint(alpha, u, phi, g))
@@ -242,10 +260,7 @@ def newton_loop(problem: NewtonProblem, stepper: Stepper, alpha0=None, *,
             phis.append(phi)
             mvms.append(mvm.count)
             grads.append(grads[-1])  # the same point: one entry per entry of ``phi``
-            converged = grads[-1] <= max(opts.grad_tol, ROUNDOFF_GRAD)
-            message = ("no further decrease of Phi (round-off level)" if converged else
-                       f"not converged: the line search found no decrease of Phi along the Newton direction at "
-                       f"gradient RMS {grads[-1]:.3g} > grad_tol {opts.grad_tol:g}")
+            converged, message = _no_decrease(grads[-1], opts.grad_tol)
             break
         alpha = alpha + ls.step * res.s
         u = u + ls.step * res.s_tilde

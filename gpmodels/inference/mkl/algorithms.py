@@ -341,8 +341,53 @@ def _begin(op: Sum, lik: DiagonalLikelihood, Y, options: MKLOptions | None, thet
     """The options, the criterion and the starting point (θ, u, γ-state) shared by both algorithms."""
     opts = options or MKLOptions()
     crit = KernelCriterion(op, lik, Y, opts)
-    theta, u, state = _start(crit, op.weights if theta0 is None else theta0)
-    return opts, crit, theta, u, state
+    return opts, crit, _start(crit, op.weights if theta0 is None else theta0)
+
+
+def _outer_loop(crit: KernelCriterion, opts: MKLOptions, method: str, start, iteration, on_iteration):
+    """The outer loop of both algorithms from ``start`` = (θ, u, state): ``iteration(crit, opts, u, θ, state,
+    F) -> (u, θ, state, F', stop)`` does one outer iteration from the criterion value F and returns the new
+    value and, where it has converged, the message (None: go on).  The loop keeps the traces, reports
+    progress, and stops at convergence, ``max_iter`` or the time limit."""
+    theta, u, state = start
+    t0 = time.perf_counter()
+    trace, times = [crit.F(u, theta, state)], [0.0]
+    converged, message, it = False, "maximum number of outer iterations reached", 0
+    for it in range(1, opts.max_iter + 1):  # noqa: B007 - the count is reported after the loop
+        u, theta, state, F, stop = iteration(crit, opts, u, theta, state, trace[-1])
+        trace.append(F)
+        times.append(time.perf_counter() - t0)
+        if on_iteration is not None:
+            on_iteration(it, F)
+        if stop is not None:
+            converged, message = True, stop
+            break
+        if times[-1] > opts.time_limit:
+            message = "time limit"
+            break
+    return _result(crit, method, theta, u, state, trace, times, (it, converged, message))
+
+
+def _algorithm1_iteration(crit, opts, u, theta, state, F_prev):
+    """One outer iteration of Algorithm 1 (lines 2-5) and its stopping rules."""
+    for _ in range(opts.inner_newton):  # line 2 (optional)
+        _, c = crit.concave(theta, state)
+        du, dt, slope = crit.direction(u, theta, state, c, "u")
+        if slope >= 0:
+            break
+        _, u, theta, _ = crit.line_search(u, theta, state, c, du, dt, slope)
+    state = crit.refit_state(u, theta, state) if crit.crit == "vb" else state  # line 3: refit the bound
+    _, c = crit.concave(theta, state)
+    du, dt, slope = crit.direction(u, theta, state, c, "joint")  # line 4
+    lam, u, theta, ok = crit.line_search(u, theta, state, c, du, dt, slope)  # line 5
+    F = crit.F(u, theta, state)
+    scale = max(1.0, abs(F))
+    stop = None
+    if lam == 0.0 or not ok:
+        stop = "no further decrease along the Newton direction (round-off level)"
+    elif (F_prev - F) / scale <= opts.tol and _grad_norm(crit, u, theta, state, c) <= opts.grad_tol * scale:
+        stop = "relative decrease and gradient below tolerance"
+    return u, theta, state, F, stop
 
 
 def algorithm1(
@@ -350,36 +395,8 @@ def algorithm1(
 ) -> KernelLearningResult:
     """Nickisch & Seeger (2011), Algorithm 1 (see the module docstring).  ``on_iteration(iteration, F)``
     is called after each outer iteration with the criterion F (progress)."""
-    opts, crit, theta, u, state = _begin(op, lik, Y, options, theta0)
-    t0 = time.perf_counter()
-    trace, times = [crit.F(u, theta, state)], [0.0]
-    converged, message, it = False, "maximum number of outer iterations reached", 0
-    for it in range(1, opts.max_iter + 1):  # noqa: B007 - the count is reported after the loop
-        for _ in range(opts.inner_newton):  # line 2 (optional)
-            _, c = crit.concave(theta, state)
-            du, dt, slope = crit.direction(u, theta, state, c, "u")
-            if slope >= 0:
-                break
-            _, u, theta, _ = crit.line_search(u, theta, state, c, du, dt, slope)
-        state = crit.refit_state(u, theta, state) if crit.crit == "vb" else state  # line 3: refit the bound
-        _, c = crit.concave(theta, state)
-        du, dt, slope = crit.direction(u, theta, state, c, "joint")  # line 4
-        lam, u, theta, ok = crit.line_search(u, theta, state, c, du, dt, slope)  # line 5
-        trace.append(crit.F(u, theta, state))
-        times.append(time.perf_counter() - t0)
-        if on_iteration is not None:
-            on_iteration(it, trace[-1])
-        if lam == 0.0 or not ok:
-            message, converged = "no further decrease along the Newton direction (round-off level)", True
-            break
-        rel = (trace[-2] - trace[-1]) / max(1.0, abs(trace[-1]))
-        if rel <= opts.tol and _grad_norm(crit, u, theta, state, c) <= opts.grad_tol * max(1.0, abs(trace[-1])):
-            converged, message = True, "relative decrease and gradient below tolerance"
-            break
-        if times[-1] > opts.time_limit:
-            message = "time limit"
-            break
-    return _result(crit, "algorithm1", theta, u, state, trace, times, (it, converged, message))
+    opts, crit, start = _begin(op, lik, Y, options, theta0)
+    return _outer_loop(crit, opts, "algorithm1", start, _algorithm1_iteration, on_iteration)
 
 
 def _block_newton(crit, u, theta, state, blocks, max_steps, refit_c):
@@ -399,33 +416,25 @@ def _block_newton(crit, u, theta, state, blocks, max_steps, refit_c):
     return u, theta
 
 
+def _alternating_iteration(crit, opts, u, theta, state, F_prev):
+    """One round of alternating minimisation: u (and γ) at fixed θ, then θ at fixed u."""
+    u, theta = _block_newton(crit, u, theta, state, "u", opts.inner_max, False)
+    if crit.crit == "vb":
+        state = crit.refit_state(u, theta, state)
+        u, theta = _block_newton(crit, u, theta, state, "u", opts.inner_max, False)
+    u, theta = _block_newton(crit, u, theta, state, "t", opts.inner_max, True)
+    F = crit.F(u, theta, state)
+    stop = "relative decrease below tolerance" if (F_prev - F) / max(1.0, abs(F)) <= opts.tol else None
+    return u, theta, state, F, stop
+
+
 def alternating(
     op: Sum, lik: DiagonalLikelihood, Y, options: MKLOptions | None = None, *, theta0=None, on_iteration=None
 ) -> KernelLearningResult:
     """Alternating minimisation: u (and γ) at fixed θ to convergence, then θ at fixed u; repeat.
     ``on_iteration(iteration, F)``: as in :func:`algorithm1`."""
-    opts, crit, theta, u, state = _begin(op, lik, Y, options, theta0)
-    t0 = time.perf_counter()
-    trace, times = [crit.F(u, theta, state)], [0.0]
-    converged, message, it = False, "maximum number of outer iterations reached", 0
-    for it in range(1, opts.max_iter + 1):  # noqa: B007 - the count is reported after the loop
-        u, theta = _block_newton(crit, u, theta, state, "u", opts.inner_max, False)
-        if crit.crit == "vb":
-            state = crit.refit_state(u, theta, state)
-            u, theta = _block_newton(crit, u, theta, state, "u", opts.inner_max, False)
-        u, theta = _block_newton(crit, u, theta, state, "t", opts.inner_max, True)
-        trace.append(crit.F(u, theta, state))
-        times.append(time.perf_counter() - t0)
-        if on_iteration is not None:
-            on_iteration(it, trace[-1])
-        rel = (trace[-2] - trace[-1]) / max(1.0, abs(trace[-1]))
-        if rel <= opts.tol:
-            converged, message = True, "relative decrease below tolerance"
-            break
-        if times[-1] > opts.time_limit:
-            message = "time limit"
-            break
-    return _result(crit, "alternating", theta, u, state, trace, times, (it, converged, message))
+    opts, crit, start = _begin(op, lik, Y, options, theta0)
+    return _outer_loop(crit, opts, "alternating", start, _alternating_iteration, on_iteration)
 
 
 def criterion_at(op: Sum, lik: DiagonalLikelihood, Y, theta, options: MKLOptions | None = None, *,

@@ -10,6 +10,12 @@
 Importing this package needs neither PyTorch nor array-api-compat; building a backend does.
 """
 
-from gpmodels.kernels.device.forms import DistanceForm, GaussianForm
+from gpmodels.kernels.device.forms import (
+    DEVICE_KERNELS,
+    DistanceForm,
+    GaussianForm,
+    MaternForm,
+    RationalQuadraticForm,
+)
 
-__all__ = ["DistanceForm", "GaussianForm"]
+__all__ = ["DistanceForm", "GaussianForm", "MaternForm", "RationalQuadraticForm", "DEVICE_KERNELS"]

@@ -33,9 +33,11 @@ import scipy.sparse as sp
 from gpmodels.errors import DeviceError, InputError
 from gpmodels.kernels.base import Kernel
 from gpmodels.kernels.device.backend import ArrayBackend
+from gpmodels.kernels.device.forms import DEVICE_KERNELS
 from gpmodels.kernels.memory_budget import GIB, SAFETY_FRACTION, RepresentationChoice
 from gpmodels.kernels.mixed_precision import STORAGE_DTYPES, block_rows
 from gpmodels.kernels.representations import CrossRepresentation, Representation, RepresentationBuilder
+from gpmodels.kernels.stationary import SNAP_RTOL
 from gpmodels.validation import instance_of, one_of, optional, positive_number
 
 __all__ = ["DeviceMatrixCross", "DeviceTileCross", "DeviceStoredGram", "DeviceRecomputedGram",
@@ -50,7 +52,8 @@ def device_form(kernel: Kernel):
     form = kernel.distance_form
     if form is None:
         raise DeviceError(f"the {type(kernel).__name__} kernel declares no squared-distance form, so its matrices "
-                          "cannot be built on a device; allowed there: rbf, ard (or device: cpu)")
+                          f"cannot be built on a device; allowed there: {', '.join(DEVICE_KERNELS)}, one kernel per "
+                          "matrix (sums, products and other kernels: device: cpu)")
     return form
 
 
@@ -89,8 +92,12 @@ class DeviceInputs:
 
 
 def sq_dist_tile(xp, a: DeviceInputs, b: DeviceInputs):
-    """D_ab = |z_a|^2 + |z_b|^2 - 2 z_a·z_b clipped at 0, shape (a.n, b.n): one GEMM."""
-    D = xp.reshape(a.sq, (-1, 1)) + xp.reshape(b.sq, (1, -1)) - 2.0 * (a.Z @ b.Z.T)
+    """D_ab = |z_a|^2 + |z_b|^2 - 2 z_a·z_b clipped at 0, shape (a.n, b.n): one GEMM.  For a form that
+    ``snaps``, entries below ``SNAP_RTOL`` (|z_a|^2 + |z_b|^2) (rounding of equal points) are 0."""
+    scale = xp.reshape(a.sq, (-1, 1)) + xp.reshape(b.sq, (1, -1))
+    D = scale - 2.0 * (a.Z @ b.Z.T)
+    if a.form.snaps:
+        return xp.where(D <= scale * SNAP_RTOL, 0.0, D)
     return xp.clip(D, min=0.0)
 
 
@@ -238,34 +245,46 @@ class DeviceGram(Representation):
     def _grad(self, total, H, r0, r1):
         return total + contract_tile(self.backend.xp, H, self.inputs.rows(r0, r1), self.inputs)
 
-    def _finish_grad(self, total) -> np.ndarray:
+    def _finish_grad(self, total, extra) -> np.ndarray:
         g = self.backend.to_host(total)
-        return np.array([g.sum()]) if self.form.isotropic else g
+        g = np.array([g.sum()]) if self.form.isotropic else g
+        return np.concatenate([g, self.backend.to_host(extra)]) if self.form.n_extra else g
+
+    def _zeros(self, size: int):
+        xp = self.backend.xp
+        return xp.zeros(size, dtype=xp.float64, device=self.backend.device)
+
+    def _tile_grad(self, total, extra, D, M, G, r0, r1):
+        """Add one row tile's contraction with G = (E F^T)[r0:r1]: the scales' by H = g'(D)∘G, the
+        shape parameters' by Σ_ab (∂M/∂log η)_ab G_ab (forms module docstring)."""
+        xp = self.backend.xp
+        total = self._grad(total, self.form.slope(xp, D, M) * G, r0, r1)
+        if self.form.n_extra:
+            extra = extra + xp.stack([xp.sum(dM * G) for dM in self.form.extra_derivatives(xp, D, M)])
+        return total, extra
 
     def grad_contract(self, E, F):
-        # d/dlog s_j Σ_ab M_ab (E F^T)_ab with H = g'(D)∘(E F^T) per row tile (forms module docstring)
+        # d/dlog θ_p Σ_ab M_ab (E F^T)_ab per row tile (forms module docstring)
         if self.kernel.params.size == 0:
             return np.zeros(0)
-        xp, to = self.backend.xp, self.backend.from_host
+        to = self.backend.from_host
         Ed, Fd = to(E), to(F)
-        total = xp.zeros(self.inputs.Z.shape[1], dtype=xp.float64, device=self.backend.device)
+        total, extra = self._zeros(self.inputs.Z.shape[1]), self._zeros(self.form.n_extra)
         for r0, r1, D, M in self._grad_tiles():
-            H = self.form.slope(xp, D, M) * (Ed[r0:r1, :] @ Fd.T)
-            total = self._grad(total, H, r0, r1)
-        return self._finish_grad(total)
+            total, extra = self._tile_grad(total, extra, D, M, Ed[r0:r1, :] @ Fd.T, r0, r1)
+        return self._finish_grad(total, extra)
 
     def contractions(self, E, F, weights):
         if self.kernel.params.size == 0:
             return super().contractions(E, F, weights)
         xp, to = self.backend.xp, self.backend.from_host
         Ed, Fd, Ewd = to(E), to(F), to(E * weights[None, :])
-        values = xp.zeros(E.shape[1], dtype=xp.float64, device=self.backend.device)
-        total = xp.zeros(self.inputs.Z.shape[1], dtype=xp.float64, device=self.backend.device)
+        values = self._zeros(E.shape[1])
+        total, extra = self._zeros(self.inputs.Z.shape[1]), self._zeros(self.form.n_extra)
         for r0, r1, D, M in self._grad_tiles():
             values = values + xp.sum(Ed[r0:r1, :] * (M @ Fd), axis=0)
-            H = self.form.slope(xp, D, M) * (Ewd[r0:r1, :] @ Fd.T)
-            total = self._grad(total, H, r0, r1)
-        return self.backend.to_host(values), self._finish_grad(total)
+            total, extra = self._tile_grad(total, extra, D, M, Ewd[r0:r1, :] @ Fd.T, r0, r1)
+        return self.backend.to_host(values), self._finish_grad(total, extra)
 
     def with_kernel(self, kernel):
         if kernel.key() == self.kernel.key():
@@ -308,7 +327,7 @@ class DeviceStoredGram(DeviceGram, DeviceMatrixCross):
         return DeviceMatrixCross(self.backend, self._take(np.asarray(I), np.asarray(J)), self.memory_mb)
 
     def _grad_tiles(self):
-        needs_d = self.form.slope_needs_distances
+        needs_d = self.form.slope_needs_distances or self.form.n_extra > 0
         for r0, r1 in _row_tiles(self.n, self.n, self.memory_mb / 3):
             D = sq_dist_tile(self.backend.xp, self.inputs.rows(r0, r1), self.inputs) if needs_d else None
             yield r0, r1, D, self.row_tile(r0, r1)

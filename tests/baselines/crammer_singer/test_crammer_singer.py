@@ -9,8 +9,9 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from gpmodels.baselines.crammer_singer.kernel_cache import KernelRows
+from gpmodels.baselines.crammer_singer.loops import compiled_available
 from gpmodels.baselines.crammer_singer.reduced_problem import solve_exact, solve_fixed_point, theta_exact
-from gpmodels.baselines.crammer_singer.solver import CSOptions, compiled_available, cooling_schedule, fit_crammer_singer
+from gpmodels.baselines.crammer_singer.solver import CSOptions, cooling_schedule, fit_crammer_singer
 from gpmodels.errors import InputError
 from gpmodels.kernels import RBF, Linear, Polynomial, Precomputed
 from gpmodels.kernels.precomputed import index_inputs

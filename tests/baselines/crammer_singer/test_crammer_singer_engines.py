@@ -19,7 +19,8 @@ from hypothesis import strategies as st
 
 from gpmodels.baselines.crammer_singer import loops as cs_loops
 from gpmodels.baselines.crammer_singer.kernel_cache import KernelRows
-from gpmodels.baselines.crammer_singer.solver import CSOptions, compiled_available, fit_crammer_singer
+from gpmodels.baselines.crammer_singer.loops import compiled_available
+from gpmodels.baselines.crammer_singer.solver import CSOptions, fit_crammer_singer
 from gpmodels.errors import InputError
 from gpmodels.kernels import RBF, Linear, Precomputed
 from gpmodels.kernels.precomputed import index_inputs
