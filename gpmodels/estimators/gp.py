@@ -31,6 +31,7 @@ from gpmodels.kernels.device.backend import device_in_use
 from gpmodels.kernels.factory import make_kernel
 from gpmodels.kernels.representations import DEVICES
 from gpmodels.likelihoods.softmax import Softmax
+from gpmodels.linalg.blas_threads import limit_blas_threads
 from gpmodels.optimize.checkpoint import Checkpointing, caller_identity
 from gpmodels.priors.independent import IndependentGP
 from gpmodels.priors.learned import LearnedPrior
@@ -255,7 +256,8 @@ class GPClassifier(ClassifierMixin, BaseEstimator):
             op, lik = learned.operator, learned.likelihood
             warn_unconverged(learned.result, f"{owner} learning (objective={learner.name!r})",
                              "raise the outer iteration limit of the learner object")
-        model = fit_map(op, lik, Y, solver)
+        with limit_blas_threads(1):  # short BLAS calls: idle OpenBLAS threads would spin between them
+            model = fit_map(op, lik, Y, solver)
         warn_unconverged(model.result, f"{owner}'s Newton fit of alpha", "raise max_iter of the solver's options")
         self.classes_ = classes
         record_features(self, X_raw, X)

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import abc
 
+import attrs
 import numpy as np
 import scipy.sparse as sp
 
@@ -61,6 +62,13 @@ def sq_dists(X1, X2) -> np.ndarray:
     return d2
 
 
+def _spec_value(value):
+    """A kernel field's value as YAML writes it: an array as a list of floats, an int as an int, else a float."""
+    if isinstance(value, np.ndarray):
+        return [float(v) for v in value]
+    return int(value) if isinstance(value, (int, np.integer)) else float(value)
+
+
 class Kernel(Parameterised):
     """A covariance shape function M(x, x') with log-space parameters."""
 
@@ -87,10 +95,17 @@ class Kernel(Parameterised):
     #: whether M = X X^T (the linear kernel): it can be applied as X (X^T B) without forming M
     is_linear: bool = False
 
+    #: the kernel's ``type`` in a spec's ``model.kernel`` section; None where the spec language has no name for it
+    spec_type: str | None = None
+
     def spec_section(self) -> dict | None:
         """This kernel as a spec's ``model.kernel`` section (what a model folder's spec records), or None
-        where the spec language has no name for it."""
-        return None
+        where the spec language has no name for it.  Generic default: ``spec_type`` and the values of the
+        kernel's attrs fields, which carry the spec's key names (arrays as lists)."""
+        if self.spec_type is None:
+            return None
+        values = {f.name: _spec_value(getattr(self, f.name)) for f in attrs.fields(type(self))}
+        return {"type": self.spec_type, **values}
 
     @property
     def has_sq_dist_form(self) -> bool:

@@ -30,9 +30,7 @@ class Constant(OneLogParameter, Kernel):
 
     value: float = attrs.field(default=1.0, converter=to_float, validator=positive_number())
     log_field = "value"
-
-    def spec_section(self) -> dict:
-        return {"type": "constant", "value": float(self.value)}
+    spec_type = "constant"
 
     @property
     def has_sq_dist_form(self) -> bool:
@@ -63,9 +61,7 @@ class White(OneLogParameter, Kernel):
 
     noise: float = attrs.field(default=1.0, converter=to_float, validator=positive_number())
     log_field = "noise"
-
-    def spec_section(self) -> dict:
-        return {"type": "white", "noise": float(self.noise)}
+    spec_type = "white"
 
     def gram(self, X1, X2):
         return np.where(snapped_sq_dists(X1, X2) == 0.0, self.noise, 0.0)

@@ -27,8 +27,7 @@ class Linear(ParameterFreeKernel):
 
     is_linear = True
 
-    def spec_section(self) -> dict:
-        return {"type": "linear"}
+    spec_type = "linear"
 
     def gram(self, X1, X2) -> np.ndarray:
         return cross_product(X1, X2)
@@ -51,9 +50,7 @@ class Polynomial(Kernel):
     scale: float = attrs.field(default=1.0, converter=to_float, validator=positive_number())
     offset: float = attrs.field(default=1.0, converter=to_float, validator=nonnegative_number())
 
-    def spec_section(self) -> dict:
-        return {"type": "polynomial", "degree": int(self.degree), "scale": float(self.scale),
-                "offset": float(self.offset)}
+    spec_type = "polynomial"
 
     @property
     def params(self) -> np.ndarray:

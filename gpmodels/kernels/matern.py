@@ -68,8 +68,7 @@ class Matern(MaternProfile, StationaryKernel):
 
     nu: float = attrs.field(default=1.5, converter=to_float, validator=one_of(MATERN_NUS))
 
-    def spec_section(self) -> dict:
-        return {"type": "matern", "w": float(self.w), "nu": float(self.nu)}
+    spec_type = "matern"
 
     def _static_key(self) -> tuple:
         return (self.nu,)
@@ -85,8 +84,7 @@ class MaternARD(MaternProfile, StationaryARDKernel):
 
     nu: float = attrs.field(default=1.5, converter=to_float, validator=one_of(MATERN_NUS))
 
-    def spec_section(self) -> dict:
-        return {"type": "matern_ard", "w": [float(v) for v in self.w], "nu": float(self.nu)}
+    spec_type = "matern_ard"
 
     def _static_key(self) -> tuple:
         return (self.w.size, self.nu)

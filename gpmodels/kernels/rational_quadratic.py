@@ -44,13 +44,11 @@ class RationalQuadratic(RationalQuadraticProfile, StationaryKernel):
     """Isotropic rational quadratic shape, w = 1/ℓ² > 0 and α > 0; parameters log w, log α."""
 
     alpha: float = attrs.field(default=1.0, converter=to_float, validator=positive_number())
+    spec_type = "rational_quadratic"
 
     @property
     def distance_form(self) -> RationalQuadraticForm:
         return RationalQuadraticForm([self.w], isotropic=True, alpha=self.alpha)
-
-    def spec_section(self) -> dict:
-        return {"type": "rational_quadratic", "w": float(self.w), "alpha": float(self.alpha)}
 
 
 @attrs.frozen(eq=False)
@@ -58,10 +56,8 @@ class RationalQuadraticARD(RationalQuadraticProfile, StationaryARDKernel):
     """Rational quadratic shape with one w_j per input dimension and α > 0; parameters log w_j, log α."""
 
     alpha: float = attrs.field(default=1.0, converter=to_float, validator=positive_number())
+    spec_type = "rational_quadratic_ard"
 
     @property
     def distance_form(self) -> RationalQuadraticForm:
         return RationalQuadraticForm(self.w, isotropic=False, alpha=self.alpha)
-
-    def spec_section(self) -> dict:
-        return {"type": "rational_quadratic_ard", "w": [float(v) for v in self.w], "alpha": float(self.alpha)}

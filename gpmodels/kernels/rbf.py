@@ -48,9 +48,7 @@ class RBF(OneLogParameter, Kernel):
 
     w: float = attrs.field(converter=to_float, validator=positive_number())
     log_field = "w"
-
-    def spec_section(self) -> dict:
-        return {"type": "rbf", "w": float(self.w)}
+    spec_type = "rbf"
 
     def gram(self, X1, X2) -> np.ndarray:
         d2 = sq_dists(X1, X2)
@@ -92,8 +90,7 @@ class ARD(Kernel):
 
     w: np.ndarray = attrs.field(converter=to_float_array, validator=array_of(positive_number()))
 
-    def spec_section(self) -> dict:
-        return {"type": "ard", "w": [float(v) for v in self.w]}
+    spec_type = "ard"
 
     @property
     def params(self) -> np.ndarray:

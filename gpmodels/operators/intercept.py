@@ -98,6 +98,13 @@ class Intercept(Composite):
             g = np.append(g, self.sigma2 * np.sum(E.sum(axis=0) * F.sum(axis=0)))
         return g
 
+    def _grad_trace_blocks(self, A):
+        # K̃_c = K_c + σ² 1 1^T: d/dlog σ² Σ_c Σ_ab (A_c)_ab K̃_c,ab = σ² Σ_c 1^T A_c 1
+        g = self.inner._grad_trace_blocks(A) if self.inner.params.size else np.zeros(0)
+        if self.learn:
+            g = np.append(g, self.sigma2 * float(A.sum()))
+        return g
+
     def _restrict(self, J):
         return Intercept(self.inner._restrict(J), self.sigma2, self.learn)
 

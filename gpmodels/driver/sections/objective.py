@@ -67,7 +67,8 @@ _NEWTON_DOCS = {
 
 
 def _newton_section(name: str, doc: str, defaults: NewtonOptions | None = None):
-    """A section of `NewtonOptions`' keys: the MAP fit's, or the refits' inside the CV criterion."""
+    """A section of `NewtonOptions`' keys: the MAP fit's, or an inner fit's (CV refits, Laplace mode, VB inner
+    problem) with that learner's defaults."""
     return options_section(name, doc, [Part(NewtonOptions, defaults=defaults)], docs=_NEWTON_DOCS)
 
 
@@ -190,20 +191,18 @@ _LEARN = (
     ),
 )
 
-LaplaceNewtonSpec = options_section(
+LaplaceNewtonSpec = _newton_section(
     "LaplaceNewtonSpec",
     "Newton–CG of the Laplace mode at every evaluation of the marginal likelihood.  Keys and bounds: "
     "`NewtonOptions`; defaults: `LaplaceOptions().newton`.",
-    [Part(NewtonOptions, defaults=LaplaceOptions().newton)],
-    docs=_NEWTON_DOCS,
+    LaplaceOptions().newton,
 )
 
-VBNewtonSpec = options_section(
+VBNewtonSpec = _newton_section(
     "VBNewtonSpec",
     "Newton–CG of the double loop's inner problem at every φ_VB evaluation.  Keys and bounds: "
     "`NewtonOptions`; defaults: `VBOptions().newton`.",
-    [Part(NewtonOptions, defaults=VBOptions().newton)],
-    docs=_NEWTON_DOCS,
+    VBOptions().newton,
 )
 
 LaplaceSpec = options_section(

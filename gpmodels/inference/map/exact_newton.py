@@ -41,7 +41,72 @@ from gpmodels.likelihoods.base import HessianFactor, Likelihood
 from gpmodels.operators.base import Operator
 from gpmodels.validation import instance_of
 
-__all__ = ["ExactNewton", "exact_newton", "exact_newton_solve"]
+__all__ = ["ClassBlocks", "ExactNewton", "SoftmaxNewtonFactors", "exact_newton", "exact_newton_solve",
+           "softmax_newton_factors"]
+
+
+
+@attrs.frozen(eq=False)
+class SoftmaxNewtonFactors:
+    """The factors of I + W K̃ at one π for a class-diagonal K̃ (R&W 2006, Alg. 3.3 lines 5-9):
+    per class ``sd`` = D_c^{1/2} and the lower Cholesky factor ``L`` of A_c = I + D_c^{1/2} K̃_c D_c^{1/2};
+    ``E`` the explicit E_c = D_c^{1/2} A_c^{-1} D_c^{1/2} (None unless asked for); ``M`` the lower factor of
+    Σ_c E_c; ``logdet`` = log|I + K̃ W| = 2 Σ_c Σ_i log L_c,ii + 2 Σ_i log M_ii."""
+
+    sd: list
+    L: list
+    E: list | None
+    M: np.ndarray
+    logdet: float
+
+    def apply_E(self, c: int, x: np.ndarray) -> np.ndarray:
+        """E_c x = D_c^{1/2} L_c^{-T} L_c^{-1} D_c^{1/2} x by two triangular solves (backward stable)."""
+        return self.sd[c] * sla.cho_solve((self.L[c], True), self.sd[c] * x, check_finite=False)
+
+    def solve(self, blocks: list[np.ndarray], rhs: np.ndarray) -> np.ndarray:
+        """(I + W K̃)^{-1} rhs = b - c + E R (M M^T)^{-1} R^T c with c = E K̃ b (App. C; R&W Alg. 3.3
+        lines 10-12, R^T x = Σ_c x_c)."""
+        C = len(blocks)
+        c_vec = np.column_stack([self.apply_E(c, blocks[c] @ rhs[:, c]) for c in range(C)])
+        z = sla.cho_solve((self.M, True), c_vec.sum(axis=1), check_finite=False)
+        return rhs - c_vec + np.column_stack([self.apply_E(c, z) for c in range(C)])
+
+
+def softmax_newton_factors(blocks: list[np.ndarray], pi: np.ndarray, *, keep_E: bool = False) -> SoftmaxNewtonFactors:
+    """:class:`SoftmaxNewtonFactors` for K̃ = diag(blocks) and W = D - Π Π^T at π (n, C): R&W Alg. 3.3
+    lines 5-9, with the complete determinant |I + K̃ W| = Π_c |A_c| · |Σ_c E_c|.
+
+    E_c is formed from L_c by LAPACK's inverse from a Cholesky factor (potri, (2/3) n³ flops, a third
+    of two triangular solves and a product), lower triangle only unless ``keep_E``: it feeds the small
+    system M M^T = Σ_c E_c (bounded entries, A_c ⪰ I) and, kept, the gradient's R;
+    :meth:`SoftmaxNewtonFactors.solve` applies E_c by triangular solves.  Raises
+    :class:`numpy.linalg.LinAlgError` when a factor fails."""
+    n, C = pi.shape
+    sds, Ls, Es, E_sum, logdet = [], [], [], np.zeros((n, n)), 0.0
+    for c in range(C):
+        sd = np.sqrt(pi[:, c])
+        A = sd[:, None] * blocks[c] * sd[None, :]
+        A[np.diag_indices(n)] += 1.0
+        L, info = sla.lapack.dpotrf(A, lower=1, clean=1, overwrite_a=1)
+        if info != 0:
+            raise np.linalg.LinAlgError(f"Cholesky of I + D^1/2 K D^1/2 failed for class {c} (info {info})")
+        inv, info = sla.lapack.dpotri(L, lower=1)  # lower triangle of A_c^{-1}; the upper stays 0 (clean L)
+        if info != 0:
+            raise np.linalg.LinAlgError(f"inverse of I + D^1/2 K D^1/2 failed for class {c} (info {info})")
+        E = sd[:, None] * inv * sd[None, :]
+        E_sum += E
+        if keep_E:
+            E += E.T
+            E[np.diag_indices(n)] *= 0.5
+            Es.append(E)
+        sds.append(sd)
+        Ls.append(L)
+        logdet += 2.0 * float(np.sum(np.log(np.diag(L))))
+    M, info = sla.lapack.dpotrf(E_sum, lower=1, clean=1, overwrite_a=1)  # reads the lower triangle
+    if info != 0:
+        raise np.linalg.LinAlgError(f"Cholesky of the sum of the E_c failed (info {info})")
+    logdet += 2.0 * float(np.sum(np.log(np.diag(M))))
+    return SoftmaxNewtonFactors(sds, Ls, Es if keep_E else None, M, logdet)
 
 
 def exact_newton_solve(blocks: list[np.ndarray], pi: np.ndarray, rhs: np.ndarray) -> np.ndarray:
@@ -51,32 +116,12 @@ def exact_newton_solve(blocks: list[np.ndarray], pi: np.ndarray, rhs: np.ndarray
     explicit A_c^{-1}: c = E K̃ b must nearly cancel b when K̃ is large (variance 1e12), and the
     solves keep that cancellation backward stable, where an explicit inverse has an error of
     eps cond(A_c) ||A_c^{-1}|| that K̃ then multiplies (the step would be garbage).  The small
-    system M M^T = Σ_c E_c (bounded entries) may use E_c formed by the same solves.
+    system M M^T = Σ_c E_c (bounded entries) uses the explicit E_c (:func:`softmax_newton_factors`).
     """
-    n, C = pi.shape
-    factors, E_sum = [], np.zeros((n, n))
-    for c in range(C):
-        sd = np.sqrt(pi[:, c])
-        A = sd[:, None] * blocks[c] * sd[None, :]
-        A[np.diag_indices(n)] += 1.0
-        L, info = sla.lapack.dpotrf(A, lower=1, overwrite_a=1)
-        if info != 0:
-            raise np.linalg.LinAlgError(f"Cholesky of I + D^1/2 K D^1/2 failed for class {c} (info {info})")
-        factors.append((sd, (L, True)))
-        V = sla.solve_triangular(L, np.diag(sd), lower=True)
-        E_sum += V.T @ V  # E_c = D^{1/2} A^{-1} D^{1/2} = V^T V with V = L^{-1} D^{1/2}
-
-    def apply_E(c, x):
-        sd, F = factors[c]
-        return sd * sla.cho_solve(F, sd * x)
-
-    Mchol = sla.cho_factor(E_sum, lower=True)
-    c_vec = np.column_stack([apply_E(c, blocks[c] @ rhs[:, c]) for c in range(C)])
-    z = sla.cho_solve(Mchol, c_vec.sum(axis=1))
-    return rhs - c_vec + np.column_stack([apply_E(c, z) for c in range(C)])
+    return softmax_newton_factors(blocks, pi).solve(blocks, rhs)
 
 
-class _ClassBlocks:
+class ClassBlocks:
     """K̃ of a class-diagonal operator as its C dense blocks K̃_c (n x n): V -> [K̃_c V_c]_c, counted."""
 
     def __init__(self, op: Operator):
@@ -95,7 +140,7 @@ class _ExactStepper:
     precond_basis = None
 
     def __init__(self, op: Operator):
-        self.mvm = _ClassBlocks(op)
+        self.mvm = ClassBlocks(op)
 
     def step(self, problem: NewtonProblem, point: NewtonPoint) -> StepResult:
         hf = problem.likelihood.exact_hessian_factor(point.u, problem.Y)
