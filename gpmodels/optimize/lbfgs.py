@@ -449,6 +449,16 @@ def outer_iteration(evaluate: Callable, state: OuterState, bounds, options: Oute
     x_new = np.clip(x + lam * d, b[:, 0], b[:, 1])
     g_new = np.asarray(accepted.gradient, dtype=float)
     S, Yd = _updated_memory(S, Yd, x_new - x, g_new - g, opts.memory)
+    new = _advanced_state(state, accepted, x_new, g_new, S, Yd, float(lam), (total_evals, total_failed), seconds, b)
+    return _check_stop(new, b, opts, previous=state.value)
+
+
+def _advanced_state(
+    state: OuterState, accepted, x_new, g_new, S, Yd, lam: float, counts: tuple[int, int], seconds: float, b
+) -> OuterState:
+    """The state after an accepted step of length ``lam`` to ``x_new``: its record appended to the history,
+    ``counts`` = (evaluations, failed evaluations) of this iteration added to the totals."""
+    evals, failed = counts
     it = state.iteration + 1
     elapsed = state.elapsed + seconds
     pg_new = projected_gradient(x_new, g_new, b)
@@ -457,14 +467,14 @@ def outer_iteration(evaluate: Callable, state: OuterState, bounds, options: Oute
         float(accepted.value),
         float(np.abs(pg_new).max(initial=0.0)),
         tuple(float(v) for v in x_new),
-        float(lam),
-        total_evals,
-        total_failed,
+        lam,
+        evals,
+        failed,
         seconds,
         elapsed,
         dict(accepted.info),
     )
-    new = OuterState(
+    return OuterState(
         x=x_new,
         value=float(accepted.value),
         gradient=g_new,
@@ -472,12 +482,11 @@ def outer_iteration(evaluate: Callable, state: OuterState, bounds, options: Oute
         Yd=Yd,
         inner=accepted.inner,
         iteration=it,
-        evaluations=state.evaluations + total_evals,
-        failed=state.failed + total_failed,
+        evaluations=state.evaluations + evals,
+        failed=state.failed + failed,
         elapsed=elapsed,
         history=state.history + (rec,),
     )
-    return _check_stop(new, b, opts, previous=state.value)
 
 
 def minimize_outer(

@@ -386,12 +386,34 @@ def fit_crammer_singer(
     t0 = time.perf_counter()
     use_active = o.selection == "kkt" and o.active_set
     st = LoopState.initial(y, A, k, beta, 0 if use_active else m)
-    Loop = CompiledLoop if engine == "compiled" else NumpyLoop
-    # Fig. 4 calls Fig. 3 with accuracy ε/2
-    # rows kept: the LRU bound of the kernel rows, or, with a given Gram matrix, the number of
-    # (position-ordered) rows the compiled loop may copy within cache_mb; F on A^c is deferred iff > 0
-    capacity = rows.capacity if gram is None else int(o.cache_mb * 1024.0 * 1024.0 // (8 * m))
-    loop = Loop(
+    loop = _make_loop(CompiledLoop if engine == "compiled" else NumpyLoop, st, rows, gram, o, use_active)
+    trace, record = _trace_recorder(st, loop, beta, t0, on_iteration)
+    run = run_cyclic_sweeps if o.selection == "cyclic" else run_cooling_rounds
+    rounds, message = run(loop, o, record)
+    seconds = time.perf_counter() - t0
+    extra = {"sparse_inputs": bool(Xs is not None and sp.issparse(Xs)), "engine": engine}
+    result, support = _final_result(
+        st,
+        y,
+        beta,
+        o.epsilon,
+        (message, loop.updates, rounds, seconds, tuple(trace)),
+        loop_stats=loop.stats(),
+        extra_stats=extra,
+    )
+    X_sv = None if Xs is None else Xs[support]
+    return CrammerSingerModel(
+        kernel if gram is None else None, X_sv, result.tau[support].copy(), support, beta, k, result
+    )
+
+
+def _make_loop(Loop, st: LoopState, rows, gram, o: CSOptions, use_active: bool):
+    """The inner loop of Fig. 4 over ``st``, calling Fig. 3 with accuracy ε/2.
+
+    Rows kept: the LRU bound of the kernel rows, or, with a given Gram matrix, the number of (position-ordered)
+    rows the compiled loop may copy within ``cache_mb``; F on A^c is deferred iff that is > 0."""
+    capacity = rows.capacity if gram is None else int(o.cache_mb * 1024.0 * 1024.0 // (8 * rows.m))
+    return Loop(
         st,
         rows,
         capacity=capacity,
@@ -400,7 +422,13 @@ def fit_crammer_singer(
         exact=o.reduced_solver == "exact",
         active=use_active,
     )
+
+
+def _trace_recorder(st: LoopState, loop, beta: float, t0: float, on_iteration):
+    """The trace list and ``record(eps_t)``, which appends one record (ε, updates, seconds, max ψ / β, the dual
+    Q and the duality gap) and passes it to ``on_iteration``."""
     trace = []
+    m = len(st.yv)
 
     def record(eps_t: float) -> dict:
         F, tT = st.Fk.T, st.tau.T
@@ -419,20 +447,4 @@ def fit_crammer_singer(
             on_iteration(trace[-1])
         return trace[-1]
 
-    run = run_cyclic_sweeps if o.selection == "cyclic" else run_cooling_rounds
-    rounds, message = run(loop, o, record)
-    seconds = time.perf_counter() - t0
-    extra = {"sparse_inputs": bool(Xs is not None and sp.issparse(Xs)), "engine": engine}
-    result, support = _final_result(
-        st,
-        y,
-        beta,
-        o.epsilon,
-        (message, loop.updates, rounds, seconds, tuple(trace)),
-        loop_stats=loop.stats(),
-        extra_stats=extra,
-    )
-    X_sv = None if Xs is None else Xs[support]
-    return CrammerSingerModel(
-        kernel if gram is None else None, X_sv, result.tau[support].copy(), support, beta, k, result
-    )
+    return trace, record
