@@ -23,8 +23,11 @@ class BuildExt(build_ext):
 
 setup(
     ext_modules=[
-        Extension("gpmodels.baselines.crammer_singer._core", sources=["gpmodels/baselines/crammer_singer/_core.c"],
-                  optional=True)
+        Extension(
+            "gpmodels.baselines.crammer_singer._core",
+            sources=["gpmodels/baselines/crammer_singer/_core.c"],
+            optional=True,
+        )
     ],
     cmdclass={"build_ext": BuildExt},
 )

@@ -69,21 +69,40 @@ def learn(data, sigma2, sharing, learn_n, learn_iter, learner, say):
     Y = labels_to_targets(y, C)
     t = time.perf_counter()
     if learner == "laplace":
-        res, _, _ = learn_laplace(op, Softmax(), Y, LaplaceOptions(seed=0), outer=OuterOptions(max_iter=learn_iter),
-                                  on_iteration=lambda r: say(f"  iteration {r.iteration}: -log q = {r.value:.6g}"))
+        res, _, _ = learn_laplace(
+            op,
+            Softmax(),
+            Y,
+            LaplaceOptions(seed=0),
+            outer=OuterOptions(max_iter=learn_iter),
+            on_iteration=lambda r: say(f"  iteration {r.iteration}: -log q = {r.value:.6g}"),
+        )
         names, theta, converged, message, iterations = res.names, res.x, res.converged, res.message, res.iterations
     else:
         spec, _ = load_spec(SPEC)
         options = build_learn_options(spec.objective)
         options = attrs.evolve(options, outer=attrs.evolve(options.outer, max_iter=learn_iter))
         folds = kfold_partition(y.size, 5, 0, y=y)
-        res = learn_hyperparameters(op, Softmax(), Y, folds, options,
-                                    on_iteration=lambda r: say(f"  iteration {r.iteration}: Ψ = {r.value:.6g}"))
-        names, theta, converged, message, iterations = res.names, res.theta, res.converged, res.message, \
-            res.outer.iteration
+        res = learn_hyperparameters(
+            op,
+            Softmax(),
+            Y,
+            folds,
+            options,
+            on_iteration=lambda r: say(f"  iteration {r.iteration}: Ψ = {r.value:.6g}"),
+        )
+        names, theta, converged, message, iterations = (
+            res.names,
+            res.theta,
+            res.converged,
+            res.message,
+            res.outer.iteration,
+        )
     seconds = time.perf_counter() - t
-    say(f"  learned by {learner} on {y.size} points in {seconds:.1f} s, {iterations} iterations ({message}): "
-        f"{natural_values(names, theta)}")
+    say(
+        f"  learned by {learner} on {y.size} points in {seconds:.1f} s, {iterations} iterations ({message}): "
+        f"{natural_values(names, theta)}"
+    )
     return names, np.asarray(theta), seconds, converged
 
 
@@ -125,8 +144,12 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--datasets", default="satimage,digits")
     p.add_argument("--sharing", default="tied", choices=("tied", "semi", "separate"))
-    p.add_argument("--learner", default="cv", choices=("cv", "laplace"),
-                   help="learn by the CV criterion or the Laplace marginal likelihood")
+    p.add_argument(
+        "--learner",
+        default="cv",
+        choices=("cv", "laplace"),
+        help="learn by the CV criterion or the Laplace marginal likelihood",
+    )
     p.add_argument("--learn-n", type=int, default=800, help="stratified training subsample for learning")
     p.add_argument("--learn-iter", type=int, default=12, help="outer iterations of CV learning at most")
     p.add_argument("--ranks", default="256,1024", help="Lanczos ranks of the Laplace predictive")
@@ -138,27 +161,53 @@ def main(argv=None):
     for name in [d.strip() for d in a.datasets.split(",") if d.strip()]:
         data, sigma2 = load(name, None)
         print(f"{name}: {data.y_train.size} train, {data.y_test.size} test, {data.n_classes} classes", flush=True)
-        names, theta, learn_s, learn_ok = learn(data, sigma2, a.sharing, a.learn_n, a.learn_iter, a.learner,
-                                                lambda s: print(s, flush=True))
+        names, theta, learn_s, learn_ok = learn(
+            data, sigma2, a.sharing, a.learn_n, a.learn_iter, a.learner, lambda s: print(s, flush=True)
+        )
         op = IndependentGP(RBF(1.0), a.sharing, 1.0, sigma2).operator(data.X_train, data.n_classes).with_params(theta)
         t = time.perf_counter()
-        model = fit_map(op, Softmax(), labels_to_targets(data.y_train, data.n_classes),
-                        NewtonCG(NewtonOptions(max_iter=30, cg_max_iter=50)))
+        model = fit_map(
+            op,
+            Softmax(),
+            labels_to_targets(data.y_train, data.n_classes),
+            NewtonCG(NewtonOptions(max_iter=30, cg_max_iter=50)),
+        )
         fit_s = time.perf_counter() - t
-        print(f"  final fit on {data.y_train.size} points: {fit_s:.1f} s ({model.result.diagnostics.message})",
-              flush=True)
+        print(
+            f"  final fit on {data.y_train.size} points: {fit_s:.1f} s ({model.result.diagnostics.message})", flush=True
+        )
         scores = evaluate(model, data, ranks, a.exact_n, a.samples, lambda s: print(s, flush=True))
-        results[name] = {"n_train": int(data.y_train.size), "n_test": int(data.y_test.size),
-                         "learn_n": min(a.learn_n, int(data.y_train.size)), "learn_seconds": learn_s,
-                         "learn_converged": bool(learn_ok), "fit_seconds": fit_s,
-                         "hyperparameters": natural_values(names, theta), "scores": scores}
+        results[name] = {
+            "n_train": int(data.y_train.size),
+            "n_test": int(data.y_test.size),
+            "learn_n": min(a.learn_n, int(data.y_train.size)),
+            "learn_seconds": learn_s,
+            "learn_converged": bool(learn_ok),
+            "fit_seconds": fit_s,
+            "hyperparameters": natural_values(names, theta),
+            "scores": scores,
+        }
         print(f"  {'predictive':32s} {'brier':>7s} {'ece':>7s} {'logloss':>8s} {'err %':>6s} {'seconds':>8s}")
         for key, r in scores.items():
-            print(f"  {key:32s} {r['brier']:7.4f} {r['ece']:7.4f} {r['log_loss']:8.4f} {100 * r['error']:6.2f} "
-                  f"{r.get('seconds', float('nan')):8.2f}", flush=True)
-    print(json.dumps({"bench": "calibration", "learner": a.learner, "sharing": a.sharing, "learn_n": a.learn_n,
-                      "learn_iter": a.learn_iter,
-                      "samples": a.samples, "results": results}, default=float))
+            print(
+                f"  {key:32s} {r['brier']:7.4f} {r['ece']:7.4f} {r['log_loss']:8.4f} {100 * r['error']:6.2f} "
+                f"{r.get('seconds', float('nan')):8.2f}",
+                flush=True,
+            )
+    print(
+        json.dumps(
+            {
+                "bench": "calibration",
+                "learner": a.learner,
+                "sharing": a.sharing,
+                "learn_n": a.learn_n,
+                "learn_iter": a.learn_iter,
+                "samples": a.samples,
+                "results": results,
+            },
+            default=float,
+        )
+    )
 
 
 if __name__ == "__main__":

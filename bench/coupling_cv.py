@@ -54,8 +54,9 @@ def main(argv=None):
     spec, base = load_spec(SPEC)
     cv = spec.objective.cv
     cv = attrs.evolve(cv, outer=attrs.evolve(cv.outer, max_iter=args.max_iter), checkpoint=False)
-    spec = attrs.evolve(spec, data=attrs.evolve(spec.data, max_train=args.max_train),
-                        objective=attrs.evolve(spec.objective, cv=cv))
+    spec = attrs.evolve(
+        spec, data=attrs.evolve(spec.data, max_train=args.max_train), objective=attrs.evolve(spec.objective, cv=cv)
+    )
     data = build_data(spec, base)
     model = resolve_model(spec.model, data.X_train)
     w, v, s2 = float(model.kernel.w), float(model.variance), float(model.sigma2)
@@ -65,9 +66,11 @@ def main(argv=None):
     folds = kfold_partition(data.y_train.size, spec.objective.cv.folds, 0, y=data.y_train)
     print(f"satimage: {data.y_train.size} train, {data.y_test.size} test, C = {C}; w0 = {w:.3g}, v0 = {v}, σ² = {s2}")
 
-    priors = {"tied": IndependentGP(RBF(w), "tied", v, s2),
-              "coupled": CoupledPrior(RBF(w), init="identity", variance=v, sigma2=s2),
-              "loadings": CoupledPrior(RBF(w), n_factors=args.factors, init="random", variance=v, sigma2=s2, seed=0)}
+    priors = {
+        "tied": IndependentGP(RBF(w), "tied", v, s2),
+        "coupled": CoupledPrior(RBF(w), init="identity", variance=v, sigma2=s2),
+        "loadings": CoupledPrior(RBF(w), n_factors=args.factors, init="random", variance=v, sigma2=s2, seed=0),
+    }
     rows = {}
     for name, prior in priors.items():
         n_hyp = prior.operator(data.X_train[:5], C).params.size
@@ -96,8 +99,12 @@ def main(argv=None):
                 print("   " + " ".join(f"{x:6.2f}" for x in row))
     print(
         json.dumps(
-            {"bench": "coupling_cv", "max_train": args.max_train, "factors": args.factors,
-             "results": {k: {kk: vv for kk, vv in r.items() if kk != "hyperparameters"} for k, r in rows.items()}},
+            {
+                "bench": "coupling_cv",
+                "max_train": args.max_train,
+                "factors": args.factors,
+                "results": {k: {kk: vv for kk, vv in r.items() if kk != "hyperparameters"} for k, r in rows.items()},
+            },
             default=float,
         )
     )

@@ -127,8 +127,12 @@ def plain_bandwidth(mib: int = 512, repeats: int = 5) -> dict:
         t = time.perf_counter()
         np.copyto(dst, A)
         copy.append(2 * A.nbytes / (time.perf_counter() - t) / 1e9)
-    return {"gemv_GBps": max(gemv), "gemv_cpu_GBps": max(gemv_cpu), "copy_GBps": max(copy),
-            "matrix_MiB": A.nbytes / 2**20}
+    return {
+        "gemv_GBps": max(gemv),
+        "gemv_cpu_GBps": max(gemv_cpu),
+        "copy_GBps": max(copy),
+        "matrix_MiB": A.nbytes / 2**20,
+    }
 
 
 def spread_theta(op) -> np.ndarray:
@@ -153,16 +157,26 @@ def evaluate(op, lik, Y, folds, cv_opts, theta, state, label, ref):
         ev = cv_criterion(op_t, lik, Y, folds, cv_opts, state=state)
     s = ev.summary()
     achieved = meter["bytes"] / max(meter["seconds"], 1e-12) / 1e9
-    row = {"label": label, "psi": float(ev.psi), "ok": bool(ev.ok), "seconds": float(ev.seconds),
-           "mvms": int(ev.mvm_count), "kernel_reads": meter["calls"],
-           "kernel_MB_per_mvm": meter["bytes"] / max(ev.mvm_count, 1) / 1e6,
-           "kernel_GB_read": meter["bytes"] / 1e9, "read_seconds": meter["seconds"],
-           "operator_mvm_seconds": clock["mvm"], "grad_trace_seconds": float(ev.grad_trace_seconds),
-           "restrict_seconds": s["restrict_seconds"], "achieved_GBps": achieved,
-           "operator_level_GBps": meter["bytes"] / max(clock["mvm"], 1e-12) / 1e9,
-           "read_cpu_seconds": meter["cpu_seconds"], "achieved_cpu_GBps": meter["bytes"] / max(meter["cpu_seconds"],
-                                                                                                1e-12) / 1e9,
-           "efficiency": achieved / ref, "distinct_kernels": _distinct_kernels(op_t._op)}
+    row = {
+        "label": label,
+        "psi": float(ev.psi),
+        "ok": bool(ev.ok),
+        "seconds": float(ev.seconds),
+        "mvms": int(ev.mvm_count),
+        "kernel_reads": meter["calls"],
+        "kernel_MB_per_mvm": meter["bytes"] / max(ev.mvm_count, 1) / 1e6,
+        "kernel_GB_read": meter["bytes"] / 1e9,
+        "read_seconds": meter["seconds"],
+        "operator_mvm_seconds": clock["mvm"],
+        "grad_trace_seconds": float(ev.grad_trace_seconds),
+        "restrict_seconds": s["restrict_seconds"],
+        "achieved_GBps": achieved,
+        "operator_level_GBps": meter["bytes"] / max(clock["mvm"], 1e-12) / 1e9,
+        "read_cpu_seconds": meter["cpu_seconds"],
+        "achieved_cpu_GBps": meter["bytes"] / max(meter["cpu_seconds"], 1e-12) / 1e9,
+        "efficiency": achieved / ref,
+        "distinct_kernels": _distinct_kernels(op_t._op),
+    }
     return ev, row
 
 
@@ -185,31 +199,52 @@ def main(argv=None):
     with blas_threads(a.blas_threads):
         before = plain_bandwidth(a.plain_mib)
         op = build_prior(model, data.X_train, base).operator(data.X_train, C)
-        print(f"satimage {data.y_train.size} train, {a.sharing}; plain bandwidth before: GEMV "
-              f"{before['gemv_GBps']:.2f} GB/s, copy {before['copy_GBps']:.2f} GB/s ({before['matrix_MiB']:.0f} MiB)",
-              flush=True)
-        ev0, r0 = evaluate(op, lik, Y, folds, opts.cv, np.array(op.params, float), None, "theta0 (cold)",
-                           before["gemv_GBps"])
-        ev1, r1 = evaluate(op, lik, Y, folds, opts.cv, spread_theta(op), ev0.state, "theta1 spread (warm)",
-                           before["gemv_GBps"])
+        print(
+            f"satimage {data.y_train.size} train, {a.sharing}; plain bandwidth before: GEMV "
+            f"{before['gemv_GBps']:.2f} GB/s, copy {before['copy_GBps']:.2f} GB/s ({before['matrix_MiB']:.0f} MiB)",
+            flush=True,
+        )
+        ev0, r0 = evaluate(
+            op, lik, Y, folds, opts.cv, np.array(op.params, float), None, "theta0 (cold)", before["gemv_GBps"]
+        )
+        ev1, r1 = evaluate(
+            op, lik, Y, folds, opts.cv, spread_theta(op), ev0.state, "theta1 spread (warm)", before["gemv_GBps"]
+        )
         after = plain_bandwidth(a.plain_mib)
     ref = 0.5 * (before["gemv_GBps"] + after["gemv_GBps"])
     ref_cpu = 0.5 * (before["gemv_cpu_GBps"] + after["gemv_cpu_GBps"])
-    print(f"plain bandwidth after: GEMV {after['gemv_GBps']:.2f} GB/s, copy {after['copy_GBps']:.2f} GB/s; "
-          f"reference (mean GEMV) {ref:.2f} GB/s; by CPU time: GEMV {before['gemv_cpu_GBps']:.2f} / "
-          f"{after['gemv_cpu_GBps']:.2f} GB/s, reference {ref_cpu:.2f} GB/s")
-    print(f"{'evaluation':22s} {'s':>6s} {'MVMs':>5s} {'MB/MVM':>7s} {'GB read':>8s} {'read s':>7s} {'op MVM s':>8s} "
-          f"{'GB/s':>6s} {'eff.':>5s} {'cpu s':>6s} {'GB/s':>6s} {'eff.':>5s} {'kernels':>7s}")
+    print(
+        f"plain bandwidth after: GEMV {after['gemv_GBps']:.2f} GB/s, copy {after['copy_GBps']:.2f} GB/s; "
+        f"reference (mean GEMV) {ref:.2f} GB/s; by CPU time: GEMV {before['gemv_cpu_GBps']:.2f} / "
+        f"{after['gemv_cpu_GBps']:.2f} GB/s, reference {ref_cpu:.2f} GB/s"
+    )
+    print(
+        f"{'evaluation':22s} {'s':>6s} {'MVMs':>5s} {'MB/MVM':>7s} {'GB read':>8s} {'read s':>7s} {'op MVM s':>8s} "
+        f"{'GB/s':>6s} {'eff.':>5s} {'cpu s':>6s} {'GB/s':>6s} {'eff.':>5s} {'kernels':>7s}"
+    )
     for r in (r0, r1):
         r["efficiency"] = r["achieved_GBps"] / ref
         r["efficiency_cpu"] = r["achieved_cpu_GBps"] / ref_cpu
-        print(f"{r['label']:22s} {r['seconds']:6.1f} {r['mvms']:5d} {r['kernel_MB_per_mvm']:7.1f} "
-              f"{r['kernel_GB_read']:8.2f} {r['read_seconds']:7.2f} {r['operator_mvm_seconds']:8.2f} "
-              f"{r['achieved_GBps']:6.2f} {r['efficiency']:5.2f} {r['read_cpu_seconds']:6.1f} "
-              f"{r['achieved_cpu_GBps']:6.2f} {r['efficiency_cpu']:5.2f} {r['distinct_kernels']!s:>7s}")
-    print(json.dumps({"bench": "cv_bandwidth", "n_train": int(data.y_train.size), "sharing": a.sharing,
-                      "plain_before": before, "plain_after": after, "reference_GBps": ref,
-                      "reference_cpu_GBps": ref_cpu, "evaluations": [r0, r1]}))
+        print(
+            f"{r['label']:22s} {r['seconds']:6.1f} {r['mvms']:5d} {r['kernel_MB_per_mvm']:7.1f} "
+            f"{r['kernel_GB_read']:8.2f} {r['read_seconds']:7.2f} {r['operator_mvm_seconds']:8.2f} "
+            f"{r['achieved_GBps']:6.2f} {r['efficiency']:5.2f} {r['read_cpu_seconds']:6.1f} "
+            f"{r['achieved_cpu_GBps']:6.2f} {r['efficiency_cpu']:5.2f} {r['distinct_kernels']!s:>7s}"
+        )
+    print(
+        json.dumps(
+            {
+                "bench": "cv_bandwidth",
+                "n_train": int(data.y_train.size),
+                "sharing": a.sharing,
+                "plain_before": before,
+                "plain_after": after,
+                "reference_GBps": ref,
+                "reference_cpu_GBps": ref_cpu,
+                "evaluations": [r0, r1],
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

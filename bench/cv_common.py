@@ -102,8 +102,9 @@ def blas_threads(n):
         yield
 
 
-def learn_and_evaluate(prior, likelihood, data, folds, options, *, one_vs_rest=False, say=print, label="",
-                       checkpoint=None, engine=None):
+def learn_and_evaluate(
+    prior, likelihood, data, folds, options, *, one_vs_rest=False, say=print, label="", checkpoint=None, engine=None
+):
     """CV learning + final fit + test scores for one method; returns a dict of figures.
 
     ``engine``: where the folds (or the one-vs-rest tasks) run (None: an auto engine per learning run).
@@ -168,8 +169,12 @@ def learn_and_evaluate(prior, likelihood, data, folds, options, *, one_vs_rest=F
         "seconds_per_evaluation": eval_s / max(1, len(evals)),
         # the folds' own work (refits, accumulation, their blocks), summed over folds: on worker processes
         # when the engine runs them there, where the Timed proxy does not see their MVMs
-        "fold_work_seconds": sum(e.summary.get("fit_seconds", 0.0) + e.summary.get("accumulation_seconds", 0.0)
-                                 + e.summary.get("restrict_seconds", 0.0) for e in evals),
+        "fold_work_seconds": sum(
+            e.summary.get("fit_seconds", 0.0)
+            + e.summary.get("accumulation_seconds", 0.0)
+            + e.summary.get("restrict_seconds", 0.0)
+            for e in evals
+        ),
         # shares of the whole learning + final fit wall time of MVMs etc. in this process (the final
         # fit's MVMs are timed too; with fold worker processes the folds' MVMs are not in it)
         "mvm_share": clock["mvm"] / max(learn_s + fit_s, 1e-12),

@@ -82,8 +82,11 @@ class RowStore:
 
     def checkpoint(self, method: str, partition: int, identity: dict) -> Checkpointing:
         """The resumable checkpoint of the row's CV learning (identity: config, method, partition)."""
-        return Checkpointing(self.folder / "checkpoints" / f"{method}-p{partition}.npz", resume=True,
-                             identity={**_plain(identity), "method": method, "partition": partition})
+        return Checkpointing(
+            self.folder / "checkpoints" / f"{method}-p{partition}.npz",
+            resume=True,
+            identity={**_plain(identity), "method": method, "partition": partition},
+        )
 
 
 def mean_sd_table(rows: dict, keys) -> dict:
@@ -95,7 +98,11 @@ def mean_sd_table(rows: dict, keys) -> dict:
             continue
         e = np.array([r["test_error"] for r in rs]) * 100
         s = {k: float(np.mean([r[k] for r in rs])) for k in keys if all(k in r for r in rs)}
-        s.update(test_error_mean=float(e.mean()), test_error_std=float(e.std()), test_errors=e.tolist(),
-                 partitions=[r["partition"] for r in rs])
+        s.update(
+            test_error_mean=float(e.mean()),
+            test_error_std=float(e.std()),
+            test_errors=e.tolist(),
+            partitions=[r["partition"] for r in rs],
+        )
         out[m] = s
     return out

@@ -76,8 +76,9 @@ def load(name: str, max_train: int | None):
 
     X, y = load_digits(return_X_y=True)
     tr, te = train_test_split(y.size, 1 / 3, 0, y=y)
-    return Dataset("digits", X[tr].astype(float), y[tr], X[te].astype(float), y[te],
-                   tuple(str(c) for c in range(10)), None), 4.0
+    return Dataset(
+        "digits", X[tr].astype(float), y[tr], X[te].astype(float), y[te], tuple(str(c) for c in range(10)), None
+    ), 4.0
 
 
 def run_sklearn(data, v0, w0, sigma2):
@@ -91,8 +92,11 @@ def run_sklearn(data, v0, w0, sigma2):
     gpc.fit(data.X_train, data.y_train)
     fit_s = time.perf_counter() - t
     err = float(np.mean(gpc.predict(data.X_test) != data.y_test))
-    kernels = [str(e.kernel_) for e in gpc.base_estimator_.estimators_] if hasattr(gpc.base_estimator_, "estimators_") \
+    kernels = (
+        [str(e.kernel_) for e in gpc.base_estimator_.estimators_]
+        if hasattr(gpc.base_estimator_, "estimators_")
         else [str(gpc.kernel_)]
+    )
     return {"seconds": fit_s, "test_error": err, "kernels": kernels}
 
 
@@ -105,12 +109,12 @@ def _options(spec, score_patience: int | None):
 
 def _run_ours(data, folds, sigma2, method, options, name, representation=None):
     w0, v0 = auto_rbf_w(data.X_train), 10.0
-    prior = IndependentGP(RBF(w0), SHARING[method], v0, sigma2,
-                          representation=representation or RepresentationConfig())
+    prior = IndependentGP(RBF(w0), SHARING[method], v0, sigma2, representation=representation or RepresentationConfig())
     load0 = os.getloadavg()[0]
     t = time.perf_counter()
-    ours = learn_and_evaluate(prior, Softmax(), data, folds, options, label=f"[{name} {method}]",
-                              say=lambda s: print(s, flush=True))
+    ours = learn_and_evaluate(
+        prior, Softmax(), data, folds, options, label=f"[{name} {method}]", say=lambda s: print(s, flush=True)
+    )
     ours["seconds"] = time.perf_counter() - t
     ours["load"] = [load0, os.getloadavg()[0]]
     print(
@@ -141,8 +145,11 @@ def main(argv=None):
         for name in [d.strip() for d in a.datasets.split(",") if d.strip()]:
             data, sigma2 = load(name, a.max_train)
             w0 = auto_rbf_w(data.X_train)
-            print(f"{name}: {data.y_train.size} train, {data.y_test.size} test, {data.n_classes} classes, "
-                  f"{data.X_train.shape[1]} features; start v = 10, w = {w0:.4g}, sigma2 = {sigma2}", flush=True)
+            print(
+                f"{name}: {data.y_train.size} train, {data.y_test.size} test, {data.n_classes} classes, "
+                f"{data.X_train.shape[1]} features; start v = 10, w = {w0:.4g}, sigma2 = {sigma2}",
+                flush=True,
+            )
             folds = kfold_partition(data.y_train.size, spec.objective.cv.folds, 0, y=data.y_train)
             representation = build_representation(spec.model)  # the spec's storage (float32)
             ours = {m: _run_ours(data, folds, sigma2, m, options, name, representation) for m in methods}
@@ -157,16 +164,30 @@ def main(argv=None):
             )
             for m, r in ours.items():
                 ratio = sk["seconds"] / r["seconds"]
-                print(f"time ratio scikit-learn / gpmodels {m}: {ratio:.1f}x (goal >= 10x at a test error <= "
-                      "scikit-learn's + 0.3 points)\n", flush=True)
+                print(
+                    f"time ratio scikit-learn / gpmodels {m}: {ratio:.1f}x (goal >= 10x at a test error <= "
+                    "scikit-learn's + 0.3 points)\n",
+                    flush=True,
+                )
                 out[f"{name} {m}"] = {
-                    "data": name, "method": m, "n_train": int(data.y_train.size), "n_test": int(data.y_test.size),
-                    "gpmodels_seconds": r["seconds"], "gpmodels_test_error": r["test_error"],
-                    "gpmodels_evaluations": r["evaluations"], "gpmodels_failed_evaluations": r["failed_evaluations"],
-                    "gpmodels_outer_iterations": r["outer_iterations"], "gpmodels_mvm_share": r["mvm_share"],
-                    "gpmodels_load": r["load"], "sklearn_seconds": sk["seconds"],
-                    "sklearn_test_error": sk["test_error"], "sklearn_load": sk["load"], "time_ratio": ratio,
-                    "gpmodels_hyperparameters": r["hyperparameters"], "sklearn_kernels": sk["kernels"]}
+                    "data": name,
+                    "method": m,
+                    "n_train": int(data.y_train.size),
+                    "n_test": int(data.y_test.size),
+                    "gpmodels_seconds": r["seconds"],
+                    "gpmodels_test_error": r["test_error"],
+                    "gpmodels_evaluations": r["evaluations"],
+                    "gpmodels_failed_evaluations": r["failed_evaluations"],
+                    "gpmodels_outer_iterations": r["outer_iterations"],
+                    "gpmodels_mvm_share": r["mvm_share"],
+                    "gpmodels_load": r["load"],
+                    "sklearn_seconds": sk["seconds"],
+                    "sklearn_test_error": sk["test_error"],
+                    "sklearn_load": sk["load"],
+                    "time_ratio": ratio,
+                    "gpmodels_hyperparameters": r["hyperparameters"],
+                    "sklearn_kernels": sk["kernels"],
+                }
     print(f"{'data':18s} {'gpmodels s':>11s} {'err %':>6s} {'sklearn s':>10s} {'err %':>6s} {'ratio':>6s}")
     for key, r in out.items():
         print(
@@ -174,8 +195,17 @@ def main(argv=None):
             f"{r['sklearn_seconds']:10.1f} "
             f"{100 * r['sklearn_test_error']:6.2f} {r['time_ratio']:6.1f}"
         )
-    print(json.dumps({"bench": "cv_vs_sklearn", "methods": methods, "max_train": a.max_train,
-                      "cores": len(os.sched_getaffinity(0)), "results": out}))
+    print(
+        json.dumps(
+            {
+                "bench": "cv_vs_sklearn",
+                "methods": methods,
+                "max_train": a.max_train,
+                "cores": len(os.sched_getaffinity(0)),
+                "results": out,
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

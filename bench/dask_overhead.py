@@ -63,8 +63,17 @@ def main() -> None:
     Y = labels_to_targets(y, C)
     kernel, lik = RBF(w=1.0 / d), Softmax()
     V = np.random.default_rng(1).normal(size=(args.n, C))
-    rows, out = [], {"bench": "dask_overhead", "n": args.n, "C": C, "d": d,
-                     "blas_threads": os.environ.get("OPENBLAS_NUM_THREADS", "default"), "load_before": os.getloadavg()}
+    rows, out = (
+        [],
+        {
+            "bench": "dask_overhead",
+            "n": args.n,
+            "C": C,
+            "d": d,
+            "blas_threads": os.environ.get("OPENBLAS_NUM_THREADS", "default"),
+            "load_before": os.getloadavg(),
+        },
+    )
 
     t = time.perf_counter()
     local = BlockDiagonal.from_sharing(X, kernel, C, "tied", 10.0, RepresentationConfig(kind="stored"))
@@ -82,9 +91,16 @@ def main() -> None:
         mvm_rel = float(np.max(np.abs(dist.mvm(V) - ref)) / np.max(np.abs(ref)))
         rows.append(("in-process StoredGram", build_local, s_local, None, None, None, None))
         rows.append(("Dask 2 workers", build_dask, s_dask, None, None, None, None))
-        out.update({"seconds_per_mvm_local": s_local, "seconds_per_mvm_dask": s_dask,
-                    "dask_mvm_overhead": s_dask / s_local, "mvm_rel_diff": mvm_rel,
-                    "build_seconds_local": build_local, "build_seconds_dask": build_dask})
+        out.update(
+            {
+                "seconds_per_mvm_local": s_local,
+                "seconds_per_mvm_dask": s_dask,
+                "dask_mvm_overhead": s_dask / s_local,
+                "mvm_rel_diff": mvm_rel,
+                "build_seconds_local": build_local,
+                "build_seconds_dask": build_dask,
+            }
+        )
         if not args.no_fit:
             fits = {}
             for name, op in (("local", local), ("dask", dist)):
@@ -94,25 +110,44 @@ def main() -> None:
             (ma, ta), (mb, tb) = fits["local"], fits["dask"]
             pa, pb = ma.predict(Xt), mb.predict(Xt)
             rel = abs(mb.result.phi - ma.result.phi) / abs(ma.result.phi)
-            out.update({"phi_local": ma.result.phi, "phi_dask": mb.result.phi, "dask_fit_rel_diff": rel,
-                        "identical_predictions": bool(np.array_equal(pa, pb)), "fit_seconds_local": ta,
-                        "fit_seconds_dask": tb, "newton_local": ma.result.diagnostics.iterations,
-                        "newton_dask": mb.result.diagnostics.iterations, "mvms_local": ma.result.diagnostics.mvm_count,
-                        "mvms_dask": mb.result.diagnostics.mvm_count, "test_error": float(np.mean(pa != yt))})
+            out.update(
+                {
+                    "phi_local": ma.result.phi,
+                    "phi_dask": mb.result.phi,
+                    "dask_fit_rel_diff": rel,
+                    "identical_predictions": bool(np.array_equal(pa, pb)),
+                    "fit_seconds_local": ta,
+                    "fit_seconds_dask": tb,
+                    "newton_local": ma.result.diagnostics.iterations,
+                    "newton_dask": mb.result.diagnostics.iterations,
+                    "mvms_local": ma.result.diagnostics.mvm_count,
+                    "mvms_dask": mb.result.diagnostics.mvm_count,
+                    "test_error": float(np.mean(pa != yt)),
+                }
+            )
             rows[0] = rows[0][:3] + (ta, ma.result.diagnostics.mvm_count, ma.result.phi, float(np.mean(pa != yt)))
             rows[1] = rows[1][:3] + (tb, mb.result.diagnostics.mvm_count, mb.result.phi, float(np.mean(pb != yt)))
     out["load_after"] = os.getloadavg()
     print(f"n = {args.n}, C = {C}, d = {d}, RBF tied; load {out['load_before'][0]:.2f} -> {out['load_after'][0]:.2f}")
     print(f"{'engine':24s} {'build s':>8s} {'s/MVM':>8s} {'fit s':>8s} {'MVMs':>6s} {'Φ':>18s} {'test err':>8s}")
+
     def f(v, fmt):
         return format(v, fmt) if v is not None else "-"
 
     for name, b, s, ft, mv, phi, err in rows:
-        print(f"{name:24s} {b:8.2f} {s:8.4f} {f(ft, '8.1f'):>8s} {f(mv, 'd'):>6s} {f(phi, '.12g'):>18s} "
-              f"{f(err, '.4f'):>8s}")
-    print(f"dask_mvm_overhead = {out['dask_mvm_overhead']:.3f}, MVM rel. diff = {out['mvm_rel_diff']:.2e}"
-          + (f", dask_fit_rel_diff = {out['dask_fit_rel_diff']:.2e}, identical predictions: "
-             f"{out['identical_predictions']}" if "dask_fit_rel_diff" in out else ""))
+        print(
+            f"{name:24s} {b:8.2f} {s:8.4f} {f(ft, '8.1f'):>8s} {f(mv, 'd'):>6s} {f(phi, '.12g'):>18s} "
+            f"{f(err, '.4f'):>8s}"
+        )
+    print(
+        f"dask_mvm_overhead = {out['dask_mvm_overhead']:.3f}, MVM rel. diff = {out['mvm_rel_diff']:.2e}"
+        + (
+            f", dask_fit_rel_diff = {out['dask_fit_rel_diff']:.2e}, identical predictions: "
+            f"{out['identical_predictions']}"
+            if "dask_fit_rel_diff" in out
+            else ""
+        )
+    )
     print(json.dumps(out))
 
 

@@ -47,8 +47,12 @@ from gpmodels.scoring.metrics import error, log_loss
 def _scores(est, X_test, y_test, seconds: float) -> dict:
     P = est.predict_proba(X_test)
     codes = np.searchsorted(est.classes_, y_test)
-    return {"seconds": round(seconds, 3), "error": error(P, codes), "log_loss": log_loss(P, codes),
-            "brier": brier_score(P, codes)}
+    return {
+        "seconds": round(seconds, 3),
+        "error": error(P, codes),
+        "log_loss": log_loss(P, codes),
+        "brier": brier_score(P, codes),
+    }
 
 
 def _timed_fit(est, X, y) -> float:
@@ -71,21 +75,29 @@ def main(argv=None) -> list[dict]:
 
 def _run(args) -> list[dict]:
     X, y = load_digits(return_X_y=True)
-    X_train, X_test, y_train, y_test = train_test_split(X, y, train_size=args.n_train, random_state=args.seed,
-                                                        stratify=y)
+    X_train, X_test, y_train, y_test = train_test_split(
+        X, y, train_size=args.n_train, random_state=args.seed, stratify=y
+    )
     results = []
     for scaling, factor in (("raw", 1.0), ("unit", 1.0 / 16.0)):
         ours = GPClassifier(random_state=args.seed)
         peer = GaussianProcessClassifier(random_state=args.seed)
         Xtr, Xte = X_train * factor, X_test * factor
-        result = {"benchmark": "estimator_digits", "inputs": scaling, "blas_threads": args.blas_threads,
-                  "n_train": int(y_train.size),
-                  "n_test": int(y_test.size), "seed": args.seed, "load_before": round(os.getloadavg()[0], 2),
-                  "gpmodels": _scores(ours, Xte, y_test, _timed_fit(ours, Xtr, y_train)),
-                  "sklearn": _scores(peer, Xte, y_test, _timed_fit(peer, Xtr, y_train)),
-                  "load_after": round(os.getloadavg()[0], 2)}
-        result["gpmodels_better_on_all"] = all(result["gpmodels"][k] < result["sklearn"][k]
-                                               for k in ("error", "log_loss", "brier"))
+        result = {
+            "benchmark": "estimator_digits",
+            "inputs": scaling,
+            "blas_threads": args.blas_threads,
+            "n_train": int(y_train.size),
+            "n_test": int(y_test.size),
+            "seed": args.seed,
+            "load_before": round(os.getloadavg()[0], 2),
+            "gpmodels": _scores(ours, Xte, y_test, _timed_fit(ours, Xtr, y_train)),
+            "sklearn": _scores(peer, Xte, y_test, _timed_fit(peer, Xtr, y_train)),
+            "load_after": round(os.getloadavg()[0], 2),
+        }
+        result["gpmodels_better_on_all"] = all(
+            result["gpmodels"][k] < result["sklearn"][k] for k in ("error", "log_loss", "brier")
+        )
         print(json.dumps(result), flush=True)
         results.append(result)
     return results

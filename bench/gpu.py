@@ -59,8 +59,7 @@ BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH))
 ROOT = BENCH.parent
 DEFAULT_N = (20_000, 60_000, 200_000)
-ROW_KEYS = ("job", "library", "n", "C", "seconds", "mvms", "seconds_per_mvm", "test_error", "log_loss",
-            "peak_gpu_gib")
+ROW_KEYS = ("job", "library", "n", "C", "seconds", "mvms", "seconds_per_mvm", "test_error", "log_loss", "peak_gpu_gib")
 
 
 # ---------------------------------------------------------------------------- device helpers
@@ -102,6 +101,7 @@ def copy_bandwidth_tbps(backend, gib: float) -> float:
 
         def copy():
             np.copyto(dst, src)
+
     copy()
     best = min(_timed(copy) for _ in range(10))
     return 2 * nbytes / best / 1e12
@@ -147,9 +147,20 @@ def _map_fit(prior, X, y, Xt, yt, C, backend, newton: dict):
     per_mvm = float(np.median([_timed(lambda: op.mvm(V)) for _ in range(3)]))  # host results: synchronised
     P = lik.predict(op.cross_test(Xt).mvm(res.alpha))
     err, ll = _scores(P, yt)
-    return op, res, {"seconds": seconds, "mvms": int(res.diagnostics.mvm_count), "seconds_per_mvm": per_mvm,
-                     "test_error": err, "log_loss": ll, "_phi": float(res.phi),
-                     "_converged": bool(res.diagnostics.converged), "_predicted": P.argmax(axis=1).tolist()}
+    return (
+        op,
+        res,
+        {
+            "seconds": seconds,
+            "mvms": int(res.diagnostics.mvm_count),
+            "seconds_per_mvm": per_mvm,
+            "test_error": err,
+            "log_loss": ll,
+            "_phi": float(res.phi),
+            "_converged": bool(res.diagnostics.converged),
+            "_predicted": P.argmax(axis=1).tolist(),
+        },
+    )
 
 
 def job_scale(a, backend) -> dict:
@@ -183,8 +194,14 @@ def job_float32_product(a, backend) -> dict:
         backend.synchronize()
 
     best = min(_timed(product) for _ in range(5))
-    return {"n": a.n, "C": 10, "seconds": best, "mvms": 1, "seconds_per_mvm": best,
-            "_float32_tbps": a.n * a.n * 4 / best / 1e12}
+    return {
+        "n": a.n,
+        "C": 10,
+        "seconds": best,
+        "mvms": 1,
+        "seconds_per_mvm": best,
+        "_float32_tbps": a.n * a.n * 4 / best / 1e12,
+    }
 
 
 def job_float64_vs_cpu(a, backend) -> dict:
@@ -195,15 +212,20 @@ def job_float64_vs_cpu(a, backend) -> dict:
 
     newton = {**NEWTON, "grad_tol": 1e-8}
     fits = []
-    for config in (DeviceRepresentationConfig(backend, kind="stored", dtype="float64", memory_mb=a.tile_mb),
-                   RepresentationConfig(kind="stored", dtype="float64")):
+    for config in (
+        DeviceRepresentationConfig(backend, kind="stored", dtype="float64", memory_mb=a.tile_mb),
+        RepresentationConfig(kind="stored", dtype="float64"),
+    ):
         prior, X, y, Xt, yt, C = _scale_problem(a.n, config)
         fits.append(_map_fit(prior, X, y, Xt, yt, C, backend, newton)[2])
     dev, cpu = fits
-    return {"n": a.n, "C": 10, **{k: dev[k] for k in ("seconds", "mvms", "seconds_per_mvm", "test_error",
-                                                       "log_loss")},
-            "_phi_rel_diff": abs(dev["_phi"] - cpu["_phi"]) / abs(cpu["_phi"]),
-            "_identical_predictions": dev["_predicted"] == cpu["_predicted"]}
+    return {
+        "n": a.n,
+        "C": 10,
+        **{k: dev[k] for k in ("seconds", "mvms", "seconds_per_mvm", "test_error", "log_loss")},
+        "_phi_rel_diff": abs(dev["_phi"] - cpu["_phi"]) / abs(cpu["_phi"]),
+        "_identical_predictions": dev["_predicted"] == cpu["_predicted"],
+    }
 
 
 def _satimage(a):
@@ -219,8 +241,12 @@ def _satimage(a):
         spec = attrs.evolve(spec, data=attrs.evolve(spec.data, max_train=a.satimage_max_train))
     if a.satimage_max_iter:
         cv = spec.objective.cv
-        spec = attrs.evolve(spec, objective=attrs.evolve(spec.objective, cv=attrs.evolve(
-            cv, outer=attrs.evolve(cv.outer, max_iter=a.satimage_max_iter))))
+        spec = attrs.evolve(
+            spec,
+            objective=attrs.evolve(
+                spec.objective, cv=attrs.evolve(cv, outer=attrs.evolve(cv.outer, max_iter=a.satimage_max_iter))
+            ),
+        )
     data = build_data(spec, base)
     model = attrs.evolve(spec.model, kernel=resolve_kernel(spec.model.kernel, data.X_train))
     return spec, base, data, model, build_likelihood(model), build_learn_options(spec.objective)
@@ -238,15 +264,23 @@ def job_satimage(a, backend) -> dict:
 
     spec, base, data, model, lik, options = _satimage(a)
     config = DeviceRepresentationConfig(backend, kind="auto", dtype=model.representation.dtype, memory_mb=a.tile_mb)
-    prior = attrs.evolve(build_prior(attrs.evolve(model, sharing="separate"), data.X_train, base),
-                         representation=config)
+    prior = attrs.evolve(
+        build_prior(attrs.evolve(model, sharing="separate"), data.X_train, base), representation=config
+    )
     folds = kfold_partition(data.y_train.size, spec.objective.cv.folds, 0, y=data.y_train)
     r = learn_and_evaluate(prior, lik, data, folds, options, say=lambda s: None, engine=LocalEngine())
     seconds = r["learning_seconds"] + r["final_fit_seconds"]
-    return {"n": int(data.y_train.size), "C": int(data.n_classes), "seconds": seconds, "mvms": int(r["mvms"]),
-            "seconds_per_mvm": seconds / max(1, r["mvms"]), "test_error": float(r["test_error"]),
-            "log_loss": float(r["test_log_loss"]), "_learning_seconds": r["learning_seconds"],
-            "_evaluations": r["evaluations"]}
+    return {
+        "n": int(data.y_train.size),
+        "C": int(data.n_classes),
+        "seconds": seconds,
+        "mvms": int(r["mvms"]),
+        "seconds_per_mvm": seconds / max(1, r["mvms"]),
+        "test_error": float(r["test_error"]),
+        "log_loss": float(r["test_log_loss"]),
+        "_learning_seconds": r["learning_seconds"],
+        "_evaluations": r["evaluations"],
+    }
 
 
 # ---------------------------------------------------------------------------- GPyTorch
@@ -270,7 +304,8 @@ def gpytorch_dirichlet(X, y, Xt, yt, iterations: int, device: str) -> dict:
             super().__init__(tx, likelihood.transformed_targets, likelihood)
             self.mean_module = gpytorch.means.ConstantMean(batch_shape=torch.Size((C,)))
             self.covar_module = gpytorch.kernels.ScaleKernel(
-                gpytorch.kernels.RBFKernel(batch_shape=torch.Size((C,))), batch_shape=torch.Size((C,)))
+                gpytorch.kernels.RBFKernel(batch_shape=torch.Size((C,))), batch_shape=torch.Size((C,))
+            )
 
         def forward(self, x):
             return gpytorch.distributions.MultivariateNormal(self.mean_module(x), self.covar_module(x))
@@ -344,14 +379,28 @@ def job_imclef(a, backend) -> dict:
         def operator(self, X, C):
             return build_operator(model, X, C, base, tree=tree)
 
-    _, _, row = _map_fit(Prior(), data.X_train, data.y_train, data.X_test, data.y_test, data.n_classes, backend,
-                         {"max_iter": 30, "cg_max_iter": 50})
+    _, _, row = _map_fit(
+        Prior(),
+        data.X_train,
+        data.y_train,
+        data.X_test,
+        data.y_test,
+        data.n_classes,
+        backend,
+        {"max_iter": 30, "cg_max_iter": 50},
+    )
     row.pop("_predicted")
     return {"n": int(data.X_train.shape[0]), "C": int(data.n_classes), **row}
 
 
-JOBS = {"scale": job_scale, "satimage": job_satimage, "imclef07a": job_imclef, "float32-product": job_float32_product,
-        "float64-vs-cpu": job_float64_vs_cpu, "gpytorch": job_gpytorch}
+JOBS = {
+    "scale": job_scale,
+    "satimage": job_satimage,
+    "imclef07a": job_imclef,
+    "float32-product": job_float32_product,
+    "float64-vs-cpu": job_float64_vs_cpu,
+    "gpytorch": job_gpytorch,
+}
 
 
 def run_job(a) -> dict:
@@ -392,17 +441,32 @@ def _plan(a, gpytorch: bool) -> list[tuple[str, str, list[str]]]:
     for n in a.n:
         plan.append((f"scale-{n}", "gpmodels", _job_argv(a, "scale", n=n)))
         if gpytorch:
-            plan.append((f"scale-{n}", "gpytorch", _job_argv(a, "gpytorch", n=n, problem="scale",
-                                                             iterations=a.gpytorch_iters_scale)))
+            plan.append(
+                (
+                    f"scale-{n}",
+                    "gpytorch",
+                    _job_argv(a, "gpytorch", n=n, problem="scale", iterations=a.gpytorch_iters_scale),
+                )
+            )
     plan.append(("satimage-mc-sep", "gpmodels", _job_argv(a, "satimage")))
     if gpytorch:
-        plan.append(("satimage-mc-sep", "gpytorch", _job_argv(a, "gpytorch", problem="satimage",
-                                                              iterations=a.gpytorch_iters_satimage)))
+        plan.append(
+            (
+                "satimage-mc-sep",
+                "gpytorch",
+                _job_argv(a, "gpytorch", problem="satimage", iterations=a.gpytorch_iters_satimage),
+            )
+        )
     if not a.no_imclef:
         plan.append(("imclef07a-anova", "gpmodels", _job_argv(a, "imclef07a")))
         if gpytorch:
-            plan.append(("imclef07a-anova", "gpytorch", _job_argv(a, "gpytorch", problem="imclef07a",
-                                                                  iterations=a.gpytorch_iters_scale)))
+            plan.append(
+                (
+                    "imclef07a-anova",
+                    "gpytorch",
+                    _job_argv(a, "gpytorch", problem="imclef07a", iterations=a.gpytorch_iters_scale),
+                )
+            )
     small = [n for n in a.n if n <= 60_000]
     plan.append(("float32-product", "gpmodels", _job_argv(a, "float32-product", n=max(small or [min(a.n)]))))
     plan.append(("float64-vs-cpu", "gpmodels", _job_argv(a, "float64-vs-cpu", n=a.check_n)))
@@ -427,8 +491,12 @@ def _fmt(v) -> str:
 
 def parse(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--namespace", default="cuda", choices=("cuda", "numpy", "strict"),
-                   help="where the device code runs: cuda (PyTorch's GPU) or a CI namespace on the host")
+    p.add_argument(
+        "--namespace",
+        default="cuda",
+        choices=("cuda", "numpy", "strict"),
+        help="where the device code runs: cuda (PyTorch's GPU) or a CI namespace on the host",
+    )
     p.add_argument("--n", type=int, nargs="+", default=list(DEFAULT_N), help="sizes of the scale MAP fits")
     p.add_argument("--check-n", type=int, default=2000, help="n of the float64 device-against-CPU check")
     p.add_argument("--satimage-max-train", type=int, default=None, help="subsample satimage's training set")
@@ -473,11 +541,14 @@ def main(argv=None, say=print) -> dict:
         if "_phi_rel_diff" in row:
             extra["float64_phi_rel_diff"] = row["_phi_rel_diff"]
             extra["float64_identical_predictions"] = row["_identical_predictions"]
-    result = {"bench": "gpu", "device": make_backend(a.namespace).label,
-              "rows": [{k: r.get(k) for k in ROW_KEYS} | ({"error": r["error"]} if "error" in r else {})
-                       for r in rows],
-              "copy_bandwidth_tbps": bandwidth, **extra,
-              "details": [{k: v for k, v in r.items() if k.startswith("_")} for r in rows]}
+    result = {
+        "bench": "gpu",
+        "device": make_backend(a.namespace).label,
+        "rows": [{k: r.get(k) for k in ROW_KEYS} | ({"error": r["error"]} if "error" in r else {}) for r in rows],
+        "copy_bandwidth_tbps": bandwidth,
+        **extra,
+        "details": [{k: v for k, v in r.items() if k.startswith("_")} for r in rows],
+    }
     print(json.dumps(result, default=float))
     return result
 

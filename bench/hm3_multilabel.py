@@ -30,9 +30,11 @@ COLS = ["zero_one", "delta", "htilde_uniform", "htilde_sibling", "htilde_subtree
 
 
 def _row(name, rep, secs):
-    return (f"{name:<16}{100 * rep['zero_one']:>7.1f}{rep['delta']:>8.3f}{rep['htilde_uniform']:>8.3f}"
-            f"{rep['htilde_sibling']:>8.3f}{rep['htilde_subtree']:>8.3f}{100 * rep['precision']:>7.1f}"
-            f"{100 * rep['recall']:>7.1f}{100 * rep['f1']:>7.1f}{secs:>9.1f}")
+    return (
+        f"{name:<16}{100 * rep['zero_one']:>7.1f}{rep['delta']:>8.3f}{rep['htilde_uniform']:>8.3f}"
+        f"{rep['htilde_sibling']:>8.3f}{rep['htilde_subtree']:>8.3f}{100 * rep['precision']:>7.1f}"
+        f"{100 * rep['recall']:>7.1f}{100 * rep['f1']:>7.1f}{secs:>9.1f}"
+    )
 
 
 def run_set(name, a):
@@ -64,8 +66,15 @@ def run_set(name, a):
             X,
             Y,
             tree,
-            HM3Options(C=1.0, loss=loss, scaling=scaling, iteration_limit=10, gap_tol=a.gap_tol, max_passes=100000,
-                       max_seconds=a.hm3_seconds),
+            HM3Options(
+                C=1.0,
+                loss=loss,
+                scaling=scaling,
+                iteration_limit=10,
+                gap_tol=a.gap_tol,
+                max_passes=100000,
+                max_seconds=a.hm3_seconds,
+            ),
         )
         secs = time.perf_counter() - t
         rep = multilabel_report(Yt, m.predict(Xt), tree)
@@ -87,14 +96,22 @@ def curves(kern, X, Y, tree, a):
     out = {}
     print(f"\nobjective vs time on enron_corr (dual objective; {a.curve_seconds:.0f} s each)")
     for label, opts in [
-        (f"DP, limit {lim}",
-         HM3Options(iteration_limit=lim, max_seconds=a.curve_seconds, gap_tol=1e-4, max_passes=100000))
+        (
+            f"DP, limit {lim}",
+            HM3Options(iteration_limit=lim, max_seconds=a.curve_seconds, gap_tol=1e-4, max_passes=100000),
+        )
         for lim in (1, 10, 50)
     ] + [
         (
             "LP (HiGHS), limit 1",
-            HM3Options(iteration_limit=1, direction="lp", max_seconds=a.curve_seconds, gap_tol=1e-4, chunk_size=50,
-                       max_passes=100000),
+            HM3Options(
+                iteration_limit=1,
+                direction="lp",
+                max_seconds=a.curve_seconds,
+                gap_tol=1e-4,
+                chunk_size=50,
+                max_passes=100000,
+            ),
         )
     ]:
         m = fit_hm3(kern, X, Y, tree, opts)

@@ -60,8 +60,10 @@ def main(argv=None):
     a = p.parse_args(argv)
     d = load_dataset("satimage")
     rows = []
-    print(f"{'model':<9} {'n':>5} {'exact s':>8} {'mvm s':>8} {'ratio':>6} {'log q':>11} {'rel.err log q':>13} "
-          f"{'rel.err log|B|':>14} {'rel.err grad':>12} {'MVMs':>6}")
+    print(
+        f"{'model':<9} {'n':>5} {'exact s':>8} {'mvm s':>8} {'ratio':>6} {'log q':>11} {'rel.err log q':>13} "
+        f"{'rel.err log|B|':>14} {'rel.err grad':>12} {'MVMs':>6}"
+    )
     for model, sizes in (("logistic", a.sizes), ("softmax", a.softmax_sizes)):
         for n in sizes:
             keep = subsample(d.y_train.size, n, 0, y=d.y_train)
@@ -76,9 +78,12 @@ def main(argv=None):
                 lik, Y = Softmax(), np.eye(d.n_classes)[y]
             r = {"model": model, "n": n, **run_row(op, lik, Y, a.probes)}
             rows.append(r)
-            print(f"{model:<9} {n:>5} {r['exact_seconds']:>8.2f} {r['mvm_seconds']:>8.2f} "
-                  f"{r['exact_seconds'] / r['mvm_seconds']:>6.2f} {r['log_q']:>11.2f} {r['rel_err_log_q']:>13.2e} "
-                  f"{r['rel_err_logdet']:>14.2e} {r['rel_err_grad']:>12.2e} {r['mvm_count']:>6}", flush=True)
+            print(
+                f"{model:<9} {n:>5} {r['exact_seconds']:>8.2f} {r['mvm_seconds']:>8.2f} "
+                f"{r['exact_seconds'] / r['mvm_seconds']:>6.2f} {r['log_q']:>11.2f} {r['rel_err_log_q']:>13.2e} "
+                f"{r['rel_err_logdet']:>14.2e} {r['rel_err_grad']:>12.2e} {r['mvm_count']:>6}",
+                flush=True,
+            )
     print(json.dumps({"benchmark": "laplace_paths", "probes": a.probes, "rows": rows}))
 
 

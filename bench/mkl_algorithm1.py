@@ -64,8 +64,9 @@ def main(argv=None):
         ("vb (logistic)", base(Xb), Logistic(), yb, MKLOptions(criterion="vb")),
     ]
     rows = []
-    print(f"{'criterion':<20} {'solver':<12} {'iters':>6} {'seconds':>8} {'to 1e-6: it':>11} {'s':>7} "
-          f"{'final F':>14}  θ")
+    print(
+        f"{'criterion':<20} {'solver':<12} {'iters':>6} {'seconds':>8} {'to 1e-6: it':>11} {'s':>7} {'final F':>14}  θ"
+    )
     for name, op, lik, y, opts in cases:
         opts = MKLOptions(**{**{f: getattr(opts, f) for f in ("criterion", "lam", "p")}, "tol": 1e-13, "max_iter": 500})
         res = {s.__name__: s(op, lik, y, opts) for s in (algorithm1, alternating)}
@@ -73,12 +74,21 @@ def main(argv=None):
         out = {"criterion": name}
         for sname, r_ in res.items():
             it, t = to_gap(r_, f_star)
-            out[sname] = {"iterations_to_gap": it, "seconds_to_gap": t, "iterations": r_.iterations,
-                          "seconds": r_.times[-1], "final": r_.criterion, "theta": r_.theta.tolist(),
-                          "converged": r_.converged}
-            print(f"{name:<20} {sname:<12} {r_.iterations:>6} {r_.times[-1]:>8.2f} "
-                  f"{'-' if it is None else it:>11} {'-' if t is None else f'{t:.2f}':>7} {r_.criterion:>14.8f}  "
-                  f"{np.array2string(r_.theta, precision=3)}", flush=True)
+            out[sname] = {
+                "iterations_to_gap": it,
+                "seconds_to_gap": t,
+                "iterations": r_.iterations,
+                "seconds": r_.times[-1],
+                "final": r_.criterion,
+                "theta": r_.theta.tolist(),
+                "converged": r_.converged,
+            }
+            print(
+                f"{name:<20} {sname:<12} {r_.iterations:>6} {r_.times[-1]:>8.2f} "
+                f"{'-' if it is None else it:>11} {'-' if t is None else f'{t:.2f}':>7} {r_.criterion:>14.8f}  "
+                f"{np.array2string(r_.theta, precision=3)}",
+                flush=True,
+            )
         a1, al = out["algorithm1"], out["alternating"]
         if a1["seconds_to_gap"] and al["seconds_to_gap"]:
             out["speedup_to_gap"] = al["seconds_to_gap"] / a1["seconds_to_gap"]

@@ -50,8 +50,9 @@ def block_diagonal_case(X, C, k, sharing, repeats, rng):
         kernels = [RBF(0.05 * (1 + 0.1 * c)) for c in range(C)]  # distinct: C stored matrices
         op = BlockDiagonal(X, kernels, np.arange(C), np.linspace(1, 2, C), np.arange(C), RepresentationConfig("stored"))
     else:
-        op = BlockDiagonal.from_sharing(X, RBF(0.05), C, sharing, 1.5 if sharing == "tied" else np.linspace(1, 2, C),
-                                        RepresentationConfig("stored"))
+        op = BlockDiagonal.from_sharing(
+            X, RBF(0.05), C, sharing, 1.5 if sharing == "tied" else np.linspace(1, 2, C), RepresentationConfig("stored")
+        )
     V = rng.normal(size=(n, C, k))
     mats = [r.M for r in op._rep_list]
     if sharing == "separate":
@@ -66,8 +67,16 @@ def block_diagonal_case(X, C, k, sharing, repeats, rng):
             return mats[0] @ B
 
     t_op, t_bare, med_op, med_bare = _best_pair(lambda: op.mvm(V), bare, repeats)
-    return {"case": f"stored {sharing}", "n": n, "C": C, "k": k, "mvm_s": t_op, "gemm_s": t_bare,
-            "efficiency": t_bare / t_op, "efficiency_of_medians": med_bare / med_op}
+    return {
+        "case": f"stored {sharing}",
+        "n": n,
+        "C": C,
+        "k": k,
+        "mvm_s": t_op,
+        "gemm_s": t_bare,
+        "efficiency": t_bare / t_op,
+        "efficiency_of_medians": med_bare / med_op,
+    }
 
 
 def sparse_case(X, m, repeats, rng):
@@ -86,8 +95,16 @@ def sparse_case(X, m, repeats, rng):
         return out
 
     t_row, t_col, _, _ = _best_pair(lambda: rep.mvm(Bc), by_columns, repeats)
-    return {"case": "sparse linear X (X^T B)", "n": X.shape[0], "d": X.shape[1], "nnz": int(X.nnz), "columns": m,
-            "row_contiguous_s": t_row, "column_contiguous_s": t_col, "speedup_row_vs_column": t_col / t_row}
+    return {
+        "case": "sparse linear X (X^T B)",
+        "n": X.shape[0],
+        "d": X.shape[1],
+        "nnz": int(X.nnz),
+        "columns": m,
+        "row_contiguous_s": t_row,
+        "column_contiguous_s": t_col,
+        "speedup_row_vs_column": t_col / t_row,
+    }
 
 
 def _sparse_inputs(rng, quick):
@@ -118,17 +135,22 @@ def main(argv=None):
         for sharing in ("tied", "semi", "separate"):
             rows.append(block_diagonal_case(X, a.C, k, sharing, repeats, rng))
             r = rows[-1]
-            print(f"{r['case']:<18} n={n} C={a.C} k={k}:  mvm {1e3 * r['mvm_s']:8.2f} ms   bare GEMM "
-                  f"{1e3 * r['gemm_s']:8.2f} ms   efficiency {r['efficiency']:.3f} "
-                  f"(of medians {r['efficiency_of_medians']:.3f})", flush=True)
+            print(
+                f"{r['case']:<18} n={n} C={a.C} k={k}:  mvm {1e3 * r['mvm_s']:8.2f} ms   bare GEMM "
+                f"{1e3 * r['gemm_s']:8.2f} ms   efficiency {r['efficiency']:.3f} "
+                f"(of medians {r['efficiency_of_medians']:.3f})",
+                flush=True,
+            )
     Xs, source = _sparse_inputs(rng, a.quick)
     sparse_rows = []
     for m in (a.C, a.C * 8):
         s = sparse_case(Xs, m, repeats, rng)
         sparse_rows.append(s)
-        print(f"{s['case']} on {source}, {s['columns']} columns: row-contiguous {1e3 * s['row_contiguous_s']:.1f} ms, "
-              f"column-contiguous {1e3 * s['column_contiguous_s']:.1f} ms, speed-up {s['speedup_row_vs_column']:.2f}x",
-              flush=True)
+        print(
+            f"{s['case']} on {source}, {s['columns']} columns: row-contiguous {1e3 * s['row_contiguous_s']:.1f} ms, "
+            f"column-contiguous {1e3 * s['column_contiguous_s']:.1f} ms, speed-up {s['speedup_row_vs_column']:.2f}x",
+            flush=True,
+        )
     summary = {
         "bench": "mvm",
         "gemm_efficiency": min(r["efficiency"] for r in rows),

@@ -38,8 +38,13 @@ from gpmodels.errors import GPModelsError  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 SCORES = ("test_acc", "test_taxo_argmax", "test_taxo_expected_loss", "test_pacc_argmax", "test_pacc_expected_loss")
-HIGHER_IS_BETTER = {"test_acc": True, "test_taxo_argmax": False, "test_taxo_expected_loss": False,
-                    "test_pacc_argmax": True, "test_pacc_expected_loss": True}
+HIGHER_IS_BETTER = {
+    "test_acc": True,
+    "test_taxo_argmax": False,
+    "test_taxo_expected_loss": False,
+    "test_pacc_argmax": True,
+    "test_pacc_expected_loss": True,
+}
 
 
 def _spec(name, a):
@@ -90,10 +95,14 @@ def main(argv=None):
     print(f"news20 ({fixed['n_train']} train, {fixed['n_test']} test, C = {fixed['n_classes']}), ANOVA prior, H1")
     print(f"{'':26s} {'fixed v = 40':>13s} {'CV-learned':>11s}")
     print(f"{'wall seconds':26s} {fixed['bench_wall_seconds']:13.1f} {learned['bench_wall_seconds']:11.1f}")
-    print(f"{'  learning / final fit s':26s} {'-':>13s} {learned['learning_seconds']:5.0f} / "
-          f"{learned['final_fit_seconds']:4.0f}")
-    print(f"{'  outer its / evals (fail)':26s} {'-':>13s} {learned['outer_iterations']:3d} / "
-          f"{learned['evaluations']:2d} ({learned['failed_evaluations']})")
+    print(
+        f"{'  learning / final fit s':26s} {'-':>13s} {learned['learning_seconds']:5.0f} / "
+        f"{learned['final_fit_seconds']:4.0f}"
+    )
+    print(
+        f"{'  outer its / evals (fail)':26s} {'-':>13s} {learned['outer_iterations']:3d} / "
+        f"{learned['evaluations']:2d} ({learned['failed_evaluations']})"
+    )
     better = {}
     for k in SCORES:
         f, c = fixed[k], learned[k]
@@ -101,13 +110,33 @@ def main(argv=None):
         print(f"{k:26s} {f:13.4f} {c:11.4f}  {'ok' if better[k] else 'worse'}")
     hyper = {k: v for k, v in learned.items() if k.startswith("hyper.")}
     print("learned: " + ", ".join(f"{k[6:]} = {v:.4g}" for k, v in hyper.items()))
-    print(json.dumps({"bench": "news20_cv", "subset": a.subset, "n_train": fixed["n_train"],
-                      "fixed": {k: fixed[k] for k in (*SCORES, "bench_wall_seconds")},
-                      "cv": {k: learned[k] for k in (*SCORES, "bench_wall_seconds", "learning_seconds",
-                                                     "final_fit_seconds", "outer_iterations", "evaluations",
-                                                     "failed_evaluations", "psi_start", "psi_learned")},
-                      "learned": hyper, "scores_at_least_as_good": better,
-                      "cv_within_10_minutes": learned["bench_wall_seconds"] <= 600}))
+    print(
+        json.dumps(
+            {
+                "bench": "news20_cv",
+                "subset": a.subset,
+                "n_train": fixed["n_train"],
+                "fixed": {k: fixed[k] for k in (*SCORES, "bench_wall_seconds")},
+                "cv": {
+                    k: learned[k]
+                    for k in (
+                        *SCORES,
+                        "bench_wall_seconds",
+                        "learning_seconds",
+                        "final_fit_seconds",
+                        "outer_iterations",
+                        "evaluations",
+                        "failed_evaluations",
+                        "psi_start",
+                        "psi_learned",
+                    )
+                },
+                "learned": hyper,
+                "scores_at_least_as_good": better,
+                "cv_within_10_minutes": learned["bench_wall_seconds"] <= 600,
+            }
+        )
+    )
     return 0
 
 

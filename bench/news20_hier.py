@@ -93,9 +93,16 @@ def main():
         (tf, th, tn), (cf, ch, cn), (mf, mh, mn) = _interleaved(
             [lambda V=V: flat.mvm(V), lambda V=V: hier.mvm(V), lambda V=V: node_space.mvm(V)], a.repeats
         )
-        mvm[k] = {"flat_ms": 1e3 * tf, "hier_ms": 1e3 * th, "hier_node_space_ms": 1e3 * tn, "ratio": th / tf,
-                  "ratio_node_space": tn / tf, "ratio_median": mh / mf, "cpu_ratio": ch / cf,
-                  "cpu_ratio_node_space": cn / cf}
+        mvm[k] = {
+            "flat_ms": 1e3 * tf,
+            "hier_ms": 1e3 * th,
+            "hier_node_space_ms": 1e3 * tn,
+            "ratio": th / tf,
+            "ratio_node_space": tn / tf,
+            "ratio_median": mh / mf,
+            "cpu_ratio": ch / cf,
+            "cpu_ratio_node_space": cn / cf,
+        }
         print(
             f"MVM k={k}: flat {1e3 * tf:.1f} ms, hierarchical {1e3 * th:.1f} ms, node-space order {1e3 * tn:.1f} ms; "
             f"hier/flat {th / tf:.2f} (CPU {ch / cf:.2f}), node-space/flat {tn / tf:.2f} (CPU {cn / cf:.2f}); "
@@ -113,9 +120,15 @@ def main():
             res = newton_cg(op, lik, Y, opts)
             dc, dt = time.process_time() - c, time.perf_counter() - t
             d = res.diagnostics
-            fits[(pc, name)] = {"seconds": dt, "cpu_seconds": dc, "newton_iterations": d.iterations,
-                                "cg_steps": int(sum(d.cg_iterations)), "mvms": d.mvm_count, "phi": res.phi,
-                                "converged": d.converged}
+            fits[(pc, name)] = {
+                "seconds": dt,
+                "cpu_seconds": dc,
+                "newton_iterations": d.iterations,
+                "cg_steps": int(sum(d.cg_iterations)),
+                "mvms": d.mvm_count,
+                "phi": res.phi,
+                "converged": d.converged,
+            }
             print(
                 f"fit {name:4s} {pc:14s}: {dt:6.1f} s (CPU {dc:6.1f} s), {d.iterations:2d} Newton its, "
                 f"{sum(d.cg_iterations):4d} CG steps, {d.mvm_count:4d} MVMs, Phi = {res.phi:.6f} ({d.message})",
@@ -157,8 +170,12 @@ def main():
                 y_taxo = y_pacc = argmax_rule(P)
             else:
                 y_taxo, y_pacc = min_expected_taxo(P, tree), max_expected_parent_accuracy(P, tree)
-            s = {"acc": M.accuracy(P, y), "prec": M.prec(P, y), "taxo": M.taxo_loss(y_taxo, y, tree),
-                 "pacc": M.parent_accuracy(y_pacc, y, tree)}
+            s = {
+                "acc": M.accuracy(P, y),
+                "prec": M.prec(P, y),
+                "taxo": M.taxo_loss(y_taxo, y, tree),
+                "pacc": M.parent_accuracy(y_pacc, y, tree),
+            }
             scores[f"{name}_{rule}"] = s
             print(f"{name:5s} {rule:13s} {s['acc']:7.4f} {s['prec']:7.4f} {s['taxo']:7.4f} {s['pacc']:7.4f}")
     agree = max(
@@ -170,13 +187,21 @@ def main():
     print(f"max |P - P_lowrank_block| over the fits within 1e-6 of the best Φ = {agree:.2e}", flush=True)
     print(
         json.dumps(
-            {"bench": "news20_hier", "subset": a.subset, "n_train": n, "n_test": int(y.size), "C": C, "P": tree.n_nodes,
-             "mvm": {str(k): v for k, v in mvm.items()},
-             "fit": {f"{pc}_{name}": v for (pc, name), v in fits.items() if name in ("flat", "hier")},
-             "fit_time_ratio": {pc: fits[(pc, "ratio")] for pc in configs},
-             "fit_cpu_ratio": {pc: fits[(pc, "cpu_ratio")] for pc in configs},
-             "fit_mvm_ratio": {pc: fits[(pc, "mvm_ratio")] for pc in configs}, "scores": scores,
-             "max_prob_diff_within_1e-6_of_best_phi": agree}
+            {
+                "bench": "news20_hier",
+                "subset": a.subset,
+                "n_train": n,
+                "n_test": int(y.size),
+                "C": C,
+                "P": tree.n_nodes,
+                "mvm": {str(k): v for k, v in mvm.items()},
+                "fit": {f"{pc}_{name}": v for (pc, name), v in fits.items() if name in ("flat", "hier")},
+                "fit_time_ratio": {pc: fits[(pc, "ratio")] for pc in configs},
+                "fit_cpu_ratio": {pc: fits[(pc, "cpu_ratio")] for pc in configs},
+                "fit_mvm_ratio": {pc: fits[(pc, "mvm_ratio")] for pc in configs},
+                "scores": scores,
+                "max_prob_diff_within_1e-6_of_best_phi": agree,
+            }
         )
     )
 

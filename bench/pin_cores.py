@@ -30,8 +30,11 @@ def pin_from_argv(argv: list[str] | None = None) -> int | None:
     """Pin to ``--cores N`` of ``argv`` (default: ``sys.argv``) if given; returns N or None."""
     argv = sys.argv[1:] if argv is None else argv
     for i, arg in enumerate(argv):
-        value = arg.split("=", 1)[1] if arg.startswith("--cores=") else (
-            argv[i + 1] if arg == "--cores" and i + 1 < len(argv) else None)
+        value = (
+            arg.split("=", 1)[1]
+            if arg.startswith("--cores=")
+            else (argv[i + 1] if arg == "--cores" and i + 1 < len(argv) else None)
+        )
         if value is not None:
             try:
                 n = int(value)

@@ -83,12 +83,15 @@ def main():
     C = data.n_classes
     Y = np.eye(C)[data.y_train]
     lik = build_likelihood(hspec.model)
-    ops = {"hier": build_prior(hspec.model, data.X_train, base, tree=tree).operator(data.X_train, C),
-           "flat": build_prior(fspec.model, data.X_train, base).operator(data.X_train, C)}
+    ops = {
+        "hier": build_prior(hspec.model, data.X_train, base, tree=tree).operator(data.X_train, C),
+        "flat": build_prior(fspec.model, data.X_train, base).operator(data.X_train, C),
+    }
     kinds = [("diagonal", None), ("block", None)] + [(kind, r) for r in ranks for kind in ("lowrank", "lowrank_block")]
     label = {k: (k[0] if k[1] is None else f"{k[0]}{k[1]}") for k in kinds}
-    print(f"news20{'-' + a.subset if a.subset else ''}: n = {data.y_train.size}, C = {C}, P = {tree.n_nodes}",
-          flush=True)
+    print(
+        f"news20{'-' + a.subset if a.subset else ''}: n = {data.y_train.size}, C = {C}, P = {tree.n_nodes}", flush=True
+    )
     result = {"bench": "preconditioners", "subset": a.subset, "systems": {}, "fits": {}}
     for prior, op in ops.items():
         # ------------------------------------------------------------ 1. identical systems
@@ -118,10 +121,15 @@ def main():
             res = newton_cg(op, lik, Y, opts)
             dc, dt = time.process_time() - c, time.perf_counter() - t
             d = res.diagnostics
-            result["fits"][f"{prior}_{label[k]}"] = {"seconds": dt, "cpu_seconds": dc,
-                                                     "newton_iterations": d.iterations,
-                                                     "cg_steps": int(sum(d.cg_iterations)), "mvms": d.mvm_count,
-                                                     "phi": res.phi, "converged": d.converged}
+            result["fits"][f"{prior}_{label[k]}"] = {
+                "seconds": dt,
+                "cpu_seconds": dc,
+                "newton_iterations": d.iterations,
+                "cg_steps": int(sum(d.cg_iterations)),
+                "mvms": d.mvm_count,
+                "phi": res.phi,
+                "converged": d.converged,
+            }
             print(
                 f"    {label[k]:16s} {dt:6.1f} s (CPU {dc:6.1f} s)  {d.iterations:2d} Newton its  "
                 f"{sum(d.cg_iterations):4d} CG steps  {d.mvm_count:4d} MVMs  Phi = {res.phi:.8f}  ({d.message})",

@@ -47,10 +47,19 @@ def _fit(kernel, X, y, Xt, yt, opts):
     m = fit_crammer_singer(kernel, X, y, opts)
     secs = time.perf_counter() - t
     r = m.result
-    return {"seconds": secs, "error": float(np.mean(m.predict(Xt) != yt)), "updates": r.updates,
-            "rows_computed": r.stats["kernel_rows_computed"], "n_support": r.stats["n_support"], "primal": r.primal,
-            "rel_gap": r.gap / r.primal, "converged": r.converged, "message": r.message, "engine": r.stats["engine"],
-            "_tau": r.tau}
+    return {
+        "seconds": secs,
+        "error": float(np.mean(m.predict(Xt) != yt)),
+        "updates": r.updates,
+        "rows_computed": r.stats["kernel_rows_computed"],
+        "n_support": r.stats["n_support"],
+        "primal": r.primal,
+        "rel_gap": r.gap / r.primal,
+        "converged": r.converged,
+        "message": r.message,
+        "engine": r.stats["engine"],
+        "_tau": r.tau,
+    }
 
 
 def _profile(kern, X, y, opts) -> dict:
@@ -110,8 +119,12 @@ def main():
         svc = SVC(C=C, gamma=gamma, tol=1e-3, cache_size=200).fit(X, y)
         svc_times.append(time.perf_counter() - t)
         ours_runs.append(_fit(kern, X, y, Xt, yt, headline))
-    out["svc"] = {"seconds": float(np.median(svc_times)), "error": float(np.mean(svc.predict(Xt) != yt)),
-                  "n_support": int(svc.n_support_.sum()), "runs": svc_times}
+    out["svc"] = {
+        "seconds": float(np.median(svc_times)),
+        "error": float(np.mean(svc.predict(Xt) != yt)),
+        "n_support": int(svc.n_support_.sum()),
+        "runs": svc_times,
+    }
     ours = dict(ours_runs[-1])
     ours["runs"] = [r["seconds"] for r in ours_runs]
     ours["seconds"] = float(np.median(ours["runs"]))
@@ -124,23 +137,31 @@ def main():
     if not a.skip_numpy:
         out["ours_numpy_engine"] = _fit(kern, X, y, Xt, yt, CSOptions(beta=1 / C, epsilon=a.epsilon, engine="numpy"))
         out["engines_same_tau"] = bool(np.array_equal(out["ours_numpy_engine"]["_tau"], ours["_tau"]))
-    print(f"satimage, RBF gamma={gamma:.4g}, C={C}: 4435 train / 2000 test; engine {ours['engine']} "
-          f"(C extension built: {compiled_available()})")
+    print(
+        f"satimage, RBF gamma={gamma:.4g}, C={C}: 4435 train / 2000 test; engine {ours['engine']} "
+        f"(C extension built: {compiled_available()})"
+    )
     print(f"{'method':<34}{'seconds':>9}{'test error':>12}{'SVs':>7}{'updates':>9}  engine")
     for name, r in out.items():
         if isinstance(r, dict):
-            print(f"{name:<34}{r['seconds']:>9.3f}{100 * r['error']:>11.2f}%{r.get('n_support', ''):>7}"
-                  f"{r.get('updates', ''):>9}  {r.get('engine', '')}")
+            print(
+                f"{name:<34}{r['seconds']:>9.3f}{100 * r['error']:>11.2f}%{r.get('n_support', ''):>7}"
+                f"{r.get('updates', ''):>9}  {r.get('engine', '')}"
+            )
     ratio = out["ours"]["seconds"] / out["svc"]["seconds"]
-    print(f"median of {len(svc_times)}: SVC {out['svc']['seconds']:.3f} s, ours (eps={a.epsilon}) "
-          f"{out['ours']['seconds']:.3f} s; ratio {ratio:.2f}x (goal <= 3x at <= SVC's error: "
-          f"{'met' if ratio <= 3 and out['ours']['error'] <= out['svc']['error'] else 'not met'})")
+    print(
+        f"median of {len(svc_times)}: SVC {out['svc']['seconds']:.3f} s, ours (eps={a.epsilon}) "
+        f"{out['ours']['seconds']:.3f} s; ratio {ratio:.2f}x (goal <= 3x at <= SVC's error: "
+        f"{'met' if ratio <= 3 and out['ours']['error'] <= out['svc']['error'] else 'not met'})"
+    )
     print("  runs SVC  " + " ".join(f"{v:.3f}" for v in svc_times))
     print("  runs ours " + " ".join(f"{v:.3f}" for v in ours["runs"]))
     if "engines_same_tau" in out:
-        print(f"numpy engine {out['ours_numpy_engine']['seconds']:.2f} s: compiled / numpy speed-up "
-              f"{out['ours_numpy_engine']['seconds'] / out['ours']['seconds']:.1f}x, same tau: "
-              f"{out['engines_same_tau']}")
+        print(
+            f"numpy engine {out['ours_numpy_engine']['seconds']:.2f} s: compiled / numpy speed-up "
+            f"{out['ours_numpy_engine']['seconds'] / out['ours']['seconds']:.1f}x, same tau: "
+            f"{out['engines_same_tau']}"
+        )
     out["ratio_to_svc"] = ratio
     if a.profile and ours["engine"] == "compiled":
         pr = _profile(kern, X, y, headline)
@@ -163,13 +184,30 @@ def main():
         rungs = [
             (
                 "1 cyclic, no cache",
-                CSOptions(beta=1 / C, epsilon=e, selection="cyclic", active_set=False, cooling="none", cache_mb=0,
-                          sparse="dense", max_sweeps=a.max_sweeps, engine=eng),
+                CSOptions(
+                    beta=1 / C,
+                    epsilon=e,
+                    selection="cyclic",
+                    active_set=False,
+                    cooling="none",
+                    cache_mb=0,
+                    sparse="dense",
+                    max_sweeps=a.max_sweeps,
+                    engine=eng,
+                ),
             ),
             (
                 "2 + KKT selection",
-                CSOptions(beta=1 / C, epsilon=e, active_set=False, cooling="none", cache_mb=0, sparse="dense",
-                          max_updates=a.max_updates, engine=eng),
+                CSOptions(
+                    beta=1 / C,
+                    epsilon=e,
+                    active_set=False,
+                    cooling="none",
+                    cache_mb=0,
+                    sparse="dense",
+                    max_updates=a.max_updates,
+                    engine=eng,
+                ),
             ),
             ("3 + active set, cooling (log)", CSOptions(beta=1 / C, epsilon=e, cache_mb=0, sparse="dense", engine=eng)),
             ("4 + LRU cache 200 MB", CSOptions(beta=1 / C, epsilon=e, sparse="dense", engine=eng)),

@@ -76,13 +76,29 @@ from gpmodels.optimize.checkpoint import digest_array  # noqa: E402
 SPEC = Path(__file__).resolve().parent.parent / "specs" / "satimage-cv.yaml"
 #: method -> (overrides of the spec's `model` section, one-vs-rest?).  A structured prior (ANOVA,
 #: coupling B / factor loadings) is one more entry here, e.g. {"prior": "coupled", ...}.
-METHODS = {"mc-sep": ({"sharing": "separate"}, False), "mc-semi": ({"sharing": "semi"}, False),
-           "mc-tied": ({"sharing": "tied"}, False), "1rest": ({"sharing": "tied"}, True)}
+METHODS = {
+    "mc-sep": ({"sharing": "separate"}, False),
+    "mc-semi": ({"sharing": "semi"}, False),
+    "mc-tied": ({"sharing": "tied"}, False),
+    "1rest": ({"sharing": "tied"}, True),
+}
 PAPER = {"mc-sep": 7.95, "mc-semi": 8.10, "mc-tied": 8.35, "1rest": 8.00}  # Seeger 2008, Sec. 6.2 (%)
 YARD_KEY = "learn_over_sklearn_fixed_fit"
-MEAN_KEYS = ("learning_seconds", "cpu_over_wall", "seconds_per_evaluation", "evaluations", "failed_evaluations",
-             "mvm_share",             "grad_trace_share", "restrict_share", "kernel_build_share", "final_fit_seconds",
-             "learn_over_sklearn_fixed_fit", "cpu_seconds", "cpu_over_sklearn_fixed_fit_cpu")
+MEAN_KEYS = (
+    "learning_seconds",
+    "cpu_over_wall",
+    "seconds_per_evaluation",
+    "evaluations",
+    "failed_evaluations",
+    "mvm_share",
+    "grad_trace_share",
+    "restrict_share",
+    "kernel_build_share",
+    "final_fit_seconds",
+    "learn_over_sklearn_fixed_fit",
+    "cpu_seconds",
+    "cpu_over_sklearn_fixed_fit_cpu",
+)
 
 
 def parse(argv):
@@ -93,8 +109,12 @@ def parse(argv):
     p.add_argument("--max-train", type=int, default=None, help="subsample the training set (smoke runs)")
     p.add_argument("--max-iter", type=int, default=None, help="override objective.cv.outer.max_iter")
     p.add_argument("--blas-threads", type=int, default=None, help="limit BLAS threads (threadpoolctl)")
-    p.add_argument("--cores", type=int, default=None,
-                   help="pin to N of the usable cores first (the engine sizes from them; default: all)")
+    p.add_argument(
+        "--cores",
+        type=int,
+        default=None,
+        help="pin to N of the usable cores first (the engine sizes from them; default: all)",
+    )
     p.add_argument("--no-yardstick", action="store_true", help="skip the scikit-learn yardstick (no ratio)")
     p.add_argument("--out", default=None, help="folder of the resumable protocol (rows + checkpoints)")
     a = p.parse_args(argv)
@@ -117,8 +137,11 @@ def setup(a):
     data = build_data(spec, base)
     model = attrs.evolve(spec.model, kernel=resolve_kernel(spec.model.kernel, data.X_train))
     resolved = attrs.evolve(spec, model=model)
-    config = {"bench": "satimage_cv", "identity": checkpoint_identity(resolved, data),
-              "objective": resolved.to_dict()["objective"]}
+    config = {
+        "bench": "satimage_cv",
+        "identity": checkpoint_identity(resolved, data),
+        "objective": resolved.to_dict()["objective"],
+    }
     return spec, base, data, model, build_likelihood(model), build_learn_options(spec.objective), config
 
 
@@ -131,17 +154,23 @@ def row_line(m, part, r):
         + f"fold work {r['fold_work_seconds']:.0f} s (summed over folds), "
         f"MVM share (this process) {100 * r['mvm_share']:.0f} %, grad_trace {100 * r['grad_trace_share']:.0f} %, "
         f"restrict/cross copies {100 * r['restrict_share']:.0f} %, kernel build {100 * r['kernel_build_share']:.0f} %"
-        + (f"; learning / yardstick {r[YARD_KEY]:.1f} (CPU time, learning + final fit: "
-           f"{r['cpu_over_sklearn_fixed_fit_cpu']:.1f})" if YARD_KEY in r else "")
+        + (
+            f"; learning / yardstick {r[YARD_KEY]:.1f} (CPU time, learning + final fit: "
+            f"{r['cpu_over_sklearn_fixed_fit_cpu']:.1f})"
+            if YARD_KEY in r
+            else ""
+        )
     )
 
 
 def run_rows(a, say):
     """Every selected (partition, method) row: read from the store or computed (and stored)."""
     spec, base, data, model, likelihood, options, config = setup(a)
-    say(f"satimage: {data.y_train.size} train, {data.y_test.size} test, {data.n_classes} classes; start v = "
+    say(
+        f"satimage: {data.y_train.size} train, {data.y_test.size} test, {data.n_classes} classes; start v = "
         f"{model.variance}, w = {model.kernel.w:.4g}, sigma2 = {model.sigma2}; {a.partitions} partition(s); "
-        f"methods {a.methods}" + (f"; rows in {a.out}" if a.out else ""))
+        f"methods {a.methods}" + (f"; rows in {a.out}" if a.out else "")
+    )
     store = RowStore(a.out, config) if a.out else None
     rows, yard, yard_cpu = {m: [] for m in a.methods}, None, None
     with blas_threads(a.blas_threads), AutoEngine() as engine:
@@ -156,24 +185,37 @@ def run_rows(a, say):
                     rows[m].append(r)
                     continue
                 if yard is None and not a.no_yardstick:  # measured once, before the first row this run computes
-                    ys = sklearn_fixed_fit_seconds(data.X_train, data.y_train, v=model.variance, w=model.kernel.w,
-                                                   sigma2=model.sigma2)
+                    ys = sklearn_fixed_fit_seconds(
+                        data.X_train, data.y_train, v=model.variance, w=model.kernel.w, sigma2=model.sigma2
+                    )
                     yard, yard_cpu = ys["seconds"], ys["cpu_seconds"]
-                    say(f"yardstick: one scikit-learn GaussianProcessClassifier(optimizer=None) fit at the start "
-                        f"kernel {yard:.1f} s ({yard_cpu:.1f} s CPU)")
+                    say(
+                        f"yardstick: one scikit-learn GaussianProcessClassifier(optimizer=None) fit at the start "
+                        f"kernel {yard:.1f} s ({yard_cpu:.1f} s CPU)"
+                    )
                 overrides, ovr = METHODS[m]
                 prior = build_prior(attrs.evolve(model, **overrides), data.X_train, base)
                 kw = dict(one_vs_rest=ovr, label=f"[{m} p{part}]", say=say, engine=engine)
                 cpu = cpu_seconds()
-                r = learn_and_evaluate(prior, likelihood, data, folds, options,
-                                       checkpoint=store.checkpoint(m, part, config) if store else None, **kw)
+                r = learn_and_evaluate(
+                    prior,
+                    likelihood,
+                    data,
+                    folds,
+                    options,
+                    checkpoint=store.checkpoint(m, part, config) if store else None,
+                    **kw,
+                )
                 engine.close()  # join the workers, so that their CPU time is counted
                 r["cpu_seconds"] = cpu_seconds() - cpu  # learning + final fit + test prediction, fold workers too
                 r["cpu_over_wall"] = r["cpu_seconds"] / max(r["learning_seconds"] + r["final_fit_seconds"], 1e-9)
                 r["cores"] = engine.cores
                 if yard is not None:
-                    r.update(learn_over_sklearn_fixed_fit=r["learning_seconds"] / yard, sklearn_fixed_fit_seconds=yard,
-                             cpu_over_sklearn_fixed_fit_cpu=r["cpu_seconds"] / yard_cpu)
+                    r.update(
+                        learn_over_sklearn_fixed_fit=r["learning_seconds"] / yard,
+                        sklearn_fixed_fit_seconds=yard,
+                        cpu_over_sklearn_fixed_fit_cpu=r["cpu_seconds"] / yard_cpu,
+                    )
                 r = store.put(m, part, r, folds_digest) if store else {**r, "partition": part}
                 rows[m].append(r)
                 say(row_line(m, part, r))
@@ -187,8 +229,10 @@ def main(argv=None, say=None):
     t_all = time.perf_counter()
     data, rows, (yard, yard_cpu) = run_rows(a, say)
     summary = mean_sd_table(rows, MEAN_KEYS)
-    say(f"\n{'method':8s} {'test error %':>14s} {'paper %':>8s} {'n':>3s} {'learning s':>11s} {'learn/yard':>10s} "
-        f"{'s/eval':>7s} {'evals':>6s} {'failed':>6s} {'MVM share':>9s}")
+    say(
+        f"\n{'method':8s} {'test error %':>14s} {'paper %':>8s} {'n':>3s} {'learning s':>11s} {'learn/yard':>10s} "
+        f"{'s/eval':>7s} {'evals':>6s} {'failed':>6s} {'MVM share':>9s}"
+    )
     for m, s in summary.items():
         s["paper"] = PAPER.get(m)
         say(
@@ -197,12 +241,19 @@ def main(argv=None, say=None):
             f"{s['seconds_per_evaluation']:7.1f} {s['evaluations']:6.1f} {s['failed_evaluations']:6.1f} "
             f"{100 * s['mvm_share']:8.0f}%"
         )
-    out = {"bench": "satimage_cv", "partitions": a.partitions, "first_partition": a.first_partition,
-           "cores": len(os.sched_getaffinity(0)),
-           "n_train": int(data.y_train.size), "n_test": int(data.y_test.size),
-           "total_seconds": time.perf_counter() - t_all, "sklearn_fixed_fit_seconds": yard,
-           "sklearn_fixed_fit_cpu_seconds": yard_cpu, "methods": summary,
-           "hyperparameters": {m: [r["hyperparameters"] for r in rows[m]] for m in a.methods}}
+    out = {
+        "bench": "satimage_cv",
+        "partitions": a.partitions,
+        "first_partition": a.first_partition,
+        "cores": len(os.sched_getaffinity(0)),
+        "n_train": int(data.y_train.size),
+        "n_test": int(data.y_test.size),
+        "total_seconds": time.perf_counter() - t_all,
+        "sklearn_fixed_fit_seconds": yard,
+        "sklearn_fixed_fit_cpu_seconds": yard_cpu,
+        "methods": summary,
+        "hyperparameters": {m: [r["hyperparameters"] for r in rows[m]] for m in a.methods},
+    }
     say(json.dumps(out))
     return out
 

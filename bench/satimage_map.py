@@ -60,8 +60,9 @@ def main(argv=None):
     C = data.n_classes
     Y = labels_to_targets(data.y_train, C)
     lik = build_likelihood(model_spec)
-    print(f"satimage: {data.y_train.size} train, {data.y_test.size} test; v = {v}, w = {w:.6g}, sigma2 = {s2}",
-          flush=True)
+    print(
+        f"satimage: {data.y_train.size} train, {data.y_test.size} test; v = {v}, w = {w:.6g}, sigma2 = {s2}", flush=True
+    )
 
     # --- gpmodels: kernel construction + Newton-CG, as `gpmodels run` does
     t0 = time.perf_counter()
@@ -110,11 +111,22 @@ def main(argv=None):
     print(f"fit-time ratio scikit-learn / gpmodels: {ratio:.1f}x (goal >= 10x at <= its test error)", flush=True)
     print(
         json.dumps(
-            {"bench": "satimage_map", "n_train": int(data.y_train.size), "n_test": int(data.y_test.size),
-             "gpmodels_fit_seconds": ours_fit, "gpmodels_test_error": ours_err, "gpmodels_mvms": d.mvm_count,
-             "gpmodels_newton_iterations": d.iterations, "sklearn_fit_seconds": sk_fit, "sklearn_test_error": sk_err,
-             "fit_time_ratio": ratio, "mvms_to_1e-6_gap": mvm_gap, "phi_exact": phi_star, "phi_newton_cg": res.phi,
-             "exact_newton_seconds": exact_s}
+            {
+                "bench": "satimage_map",
+                "n_train": int(data.y_train.size),
+                "n_test": int(data.y_test.size),
+                "gpmodels_fit_seconds": ours_fit,
+                "gpmodels_test_error": ours_err,
+                "gpmodels_mvms": d.mvm_count,
+                "gpmodels_newton_iterations": d.iterations,
+                "sklearn_fit_seconds": sk_fit,
+                "sklearn_test_error": sk_err,
+                "fit_time_ratio": ratio,
+                "mvms_to_1e-6_gap": mvm_gap,
+                "phi_exact": phi_star,
+                "phi_newton_cg": res.phi,
+                "exact_newton_seconds": exact_s,
+            }
         )
     )
 

@@ -135,9 +135,12 @@ def _fit_row(row: dict, build, lik, X, y, Xt, yt, nc: int, cores: int) -> dict:
     print(f"PROGRESS build {build_s:.1f} s, peak RSS {_peak_gib():.2f} GiB", file=sys.stderr, flush=True)
 
     def progress(step):  # a row that times out still reports how far it came
-        print(f"PROGRESS Newton iteration {step.iteration}: {step.mvm_count} MVMs, {time.perf_counter() - t0:.1f} s, "
-              f"grad RMS {step.grad_rms:.3g}, peak RSS {_peak_gib():.2f} GiB",
-              file=sys.stderr, flush=True)
+        print(
+            f"PROGRESS Newton iteration {step.iteration}: {step.mvm_count} MVMs, {time.perf_counter() - t0:.1f} s, "
+            f"grad RMS {step.grad_rms:.3g}, peak RSS {_peak_gib():.2f} GiB",
+            file=sys.stderr,
+            flush=True,
+        )
 
     res = newton_cg(op, lik, labels_to_targets(y, nc), NewtonOptions(**NEWTON), on_iteration=progress)
     fit_s = time.perf_counter() - t0
@@ -150,11 +153,22 @@ def _fit_row(row: dict, build, lik, X, y, Xt, yt, nc: int, cores: int) -> dict:
     err = M.error(lik.predict(op.cross_test(Xt).mvm(res.alpha)), yt)
     labels = sorted({c["label"] for c in representation_choices(op)}) or [row["representation"]]
     d = res.diagnostics
-    return {"n": int(X.shape[0]), "data": row["data"], "representation": "+".join(labels), "engine": "local",
-            "cores": cores, "fit_seconds": round(fit_s, 2), "mvms": int(d.mvm_count),
-            "seconds_per_mvm": float(np.median(times)), "peak_rss_gib": _peak_gib(),
-            "test_error": float(err), "_build_seconds": round(build_s, 2), "_newton_iterations": int(d.iterations),
-            "_converged": bool(d.converged), "_phi": float(res.phi)}
+    return {
+        "n": int(X.shape[0]),
+        "data": row["data"],
+        "representation": "+".join(labels),
+        "engine": "local",
+        "cores": cores,
+        "fit_seconds": round(fit_s, 2),
+        "mvms": int(d.mvm_count),
+        "seconds_per_mvm": float(np.median(times)),
+        "peak_rss_gib": _peak_gib(),
+        "test_error": float(err),
+        "_build_seconds": round(build_s, 2),
+        "_newton_iterations": int(d.iterations),
+        "_converged": bool(d.converged),
+        "_phi": float(res.phi),
+    }
 
 
 def _in_subprocess(row: dict, timeout: float) -> dict:
@@ -187,22 +201,33 @@ def _print_row(r: dict) -> None:
     if "error" in r:
         print(f"{r['data']:>10} {str(r['n']):>7} {r['representation']:>15}  FAILED: {r['error']}", flush=True)
         return
-    print(f"{r['data']:>10} {r['n']:>7} {r['representation']:>15} {r['engine']:>6} {r['fit_seconds']:>8.1f} "
-          f"{r['_build_seconds']:>7.1f} {r['mvms']:>5} {r['seconds_per_mvm']:>8.4f} {r['peak_rss_gib']:>6.2f} "
-          f"{100 * r['test_error']:>6.2f} {r['_newton_iterations']:>3} {'yes' if r['_converged'] else 'no':>4}",
-          flush=True)
+    print(
+        f"{r['data']:>10} {r['n']:>7} {r['representation']:>15} {r['engine']:>6} {r['fit_seconds']:>8.1f} "
+        f"{r['_build_seconds']:>7.1f} {r['mvms']:>5} {r['seconds_per_mvm']:>8.4f} {r['peak_rss_gib']:>6.2f} "
+        f"{100 * r['test_error']:>6.2f} {r['_newton_iterations']:>3} {'yes' if r['_converged'] else 'no':>4}",
+        flush=True,
+    )
 
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--n", type=int, nargs="*", default=list(DEFAULT_N), help="synthetic training sizes")
-    p.add_argument("--representations", nargs="*", choices=sorted(REPRESENTATIONS), default=None,
-                   help="representations of the synthetic rows (default: stored-float32; lowrank above 60 000)")
+    p.add_argument(
+        "--representations",
+        nargs="*",
+        choices=sorted(REPRESENTATIONS),
+        default=None,
+        help="representations of the synthetic rows (default: stored-float32; lowrank above 60 000)",
+    )
     p.add_argument("--real", nargs="*", default=["news20", "imclef07a"], choices=["news20", "imclef07a", "none"])
     p.add_argument("--memory-gb", type=float, default=None, help="budget of `auto` rows (default: the machine's)")
     p.add_argument("--timeout", type=float, default=1800.0, help="seconds per row")
-    p.add_argument("--dask-n", type=int, default=20_000,
-                   help="n of the Dask row (bench/dask_overhead.py in a subprocess; 0: no Dask row)")
+    p.add_argument(
+        "--dask-n",
+        type=int,
+        default=20_000,
+        help="n of the Dask row (bench/dask_overhead.py in a subprocess; 0: no Dask row)",
+    )
     p.add_argument("--cores", type=int, default=None, help="pin to N of the usable cores first (default: all)")
     p.add_argument("--row", help=argparse.SUPPRESS)
     a = p.parse_args(argv)
@@ -210,22 +235,43 @@ def main(argv=None):
         print("ROW " + json.dumps(run_row(json.loads(a.row))), flush=True)
         return
     a.real = [r for r in a.real if r != "none"]
-    print(f"{'data':>10} {'n':>7} {'representation':>15} {'engine':>6} {'fit_s':>8} {'build_s':>7} {'MVMs':>5} "
-          f"{'s/MVM':>8} {'RSS GiB':>6} {'err %':>6} {'it':>3} {'conv':>4}", flush=True)
+    print(
+        f"{'data':>10} {'n':>7} {'representation':>15} {'engine':>6} {'fit_s':>8} {'build_s':>7} {'MVMs':>5} "
+        f"{'s/MVM':>8} {'RSS GiB':>6} {'err %':>6} {'it':>3} {'conv':>4}",
+        flush=True,
+    )
     results = []
     for row in _rows(a):
         r = _in_subprocess(row, a.timeout)
         _print_row(r)
         results.append(r)
-    keys = ("n", "data", "representation", "engine", "cores", "fit_seconds", "mvms", "seconds_per_mvm", "peak_rss_gib",
-            "test_error")
+    keys = (
+        "n",
+        "data",
+        "representation",
+        "engine",
+        "cores",
+        "fit_seconds",
+        "mvms",
+        "seconds_per_mvm",
+        "peak_rss_gib",
+        "test_error",
+    )
     rows = [{k: r.get(k) for k in keys} | ({"error": r["error"]} if "error" in r else {}) for r in results]
     dask = _dask_row(a.dask_n, a.timeout) if a.dask_n > 0 else {}
     if dask:
         rows.append({k: dask.get(k) for k in keys} | ({"error": dask["error"]} if "error" in dask else {}))
-    print(json.dumps({"bench": "scale", "cores": len(os.sched_getaffinity(0)), "rows": rows,
-                      "dask_mvm_overhead": dask.get("dask_mvm_overhead"),
-                      "dask_fit_rel_diff": dask.get("dask_fit_rel_diff")}))
+    print(
+        json.dumps(
+            {
+                "bench": "scale",
+                "cores": len(os.sched_getaffinity(0)),
+                "rows": rows,
+                "dask_mvm_overhead": dask.get("dask_mvm_overhead"),
+                "dask_fit_rel_diff": dask.get("dask_fit_rel_diff"),
+            }
+        )
+    )
 
 
 def _dask_row(n: int, timeout: float) -> dict:
@@ -237,17 +283,34 @@ def _dask_row(n: int, timeout: float) -> dict:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=ROOT)
         out = json.loads(proc.stdout.strip().splitlines()[-1])
     except (subprocess.TimeoutExpired, ValueError, IndexError) as exc:
-        row = {"n": n, "data": "synthetic-dask", "representation": "dask", "engine": "dask",
-               "error": f"dask_overhead.py gave no result: {type(exc).__name__}"}
+        row = {
+            "n": n,
+            "data": "synthetic-dask",
+            "representation": "dask",
+            "engine": "dask",
+            "error": f"dask_overhead.py gave no result: {type(exc).__name__}",
+        }
         print(f"{'synthetic-dask':>10} {n:>7} {'dask':>15} {'dask':>6}  {row['error']}", flush=True)
         return row
-    row = {"n": n, "data": "synthetic-dask", "representation": "dask", "engine": "dask",
-           "fit_seconds": out.get("fit_seconds_dask"), "mvms": out.get("mvms_dask"),
-           "seconds_per_mvm": out["seconds_per_mvm_dask"], "peak_rss_gib": None, "test_error": out.get("test_error"),
-           "dask_mvm_overhead": out["dask_mvm_overhead"], "dask_fit_rel_diff": out.get("dask_fit_rel_diff")}
-    print(f"{'synthetic-dask':>10} {n:>7} {'dask':>15} {'dask':>6} fit {row['fit_seconds'] or float('nan'):.1f} s, "
-          f"{row['seconds_per_mvm']:.4f} s/MVM, overhead {row['dask_mvm_overhead']:.3f} vs in-process, "
-          f"Φ rel. diff {row['dask_fit_rel_diff'] or float('nan'):.2e}", flush=True)
+    row = {
+        "n": n,
+        "data": "synthetic-dask",
+        "representation": "dask",
+        "engine": "dask",
+        "fit_seconds": out.get("fit_seconds_dask"),
+        "mvms": out.get("mvms_dask"),
+        "seconds_per_mvm": out["seconds_per_mvm_dask"],
+        "peak_rss_gib": None,
+        "test_error": out.get("test_error"),
+        "dask_mvm_overhead": out["dask_mvm_overhead"],
+        "dask_fit_rel_diff": out.get("dask_fit_rel_diff"),
+    }
+    print(
+        f"{'synthetic-dask':>10} {n:>7} {'dask':>15} {'dask':>6} fit {row['fit_seconds'] or float('nan'):.1f} s, "
+        f"{row['seconds_per_mvm']:.4f} s/MVM, overhead {row['dask_mvm_overhead']:.3f} vs in-process, "
+        f"Φ rel. diff {row['dask_fit_rel_diff'] or float('nan'):.2e}",
+        flush=True,
+    )
     return row
 
 

@@ -24,11 +24,18 @@ def sklearn_fixed_fit_seconds(X, y, *, v: float, w: float, sigma2: float) -> dic
     from sklearn.gaussian_process import GaussianProcessClassifier
     from sklearn.gaussian_process.kernels import RBF, ConstantKernel
 
-    kernel = ConstantKernel(float(v), "fixed") * RBF(length_scale=1.0 / np.sqrt(w), length_scale_bounds="fixed") \
-        + ConstantKernel(float(sigma2), "fixed")
+    kernel = ConstantKernel(float(v), "fixed") * RBF(
+        length_scale=1.0 / np.sqrt(w), length_scale_bounds="fixed"
+    ) + ConstantKernel(float(sigma2), "fixed")
     gpc = GaussianProcessClassifier(kernel=kernel, optimizer=None)
     t, c = time.perf_counter(), time.process_time()
     gpc.fit(X, y)
     seconds, cpu = time.perf_counter() - t, time.process_time() - c
-    return {"seconds": seconds, "cpu_seconds": cpu, "n_train": int(len(y)), "v": float(v), "w": float(w),
-            "sigma2": float(sigma2)}
+    return {
+        "seconds": seconds,
+        "cpu_seconds": cpu,
+        "n_train": int(len(y)),
+        "v": float(v),
+        "w": float(w),
+        "sigma2": float(sigma2),
+    }

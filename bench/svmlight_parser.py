@@ -56,18 +56,34 @@ def main(argv=None) -> int:
                 times[engine].append(time.perf_counter() - t)
                 results[engine] = (X, y)
     (Xs, ys), (Xp, yp) = results["sklearn"], results["python"]
-    identical = (Xs.shape == Xp.shape and np.array_equal(Xs.indptr, Xp.indptr)
-                 and np.array_equal(Xs.indices, Xp.indices) and np.array_equal(Xs.data, Xp.data)
-                 and ys.dtype == yp.dtype and np.array_equal(ys, yp))
+    identical = (
+        Xs.shape == Xp.shape
+        and np.array_equal(Xs.indptr, Xp.indptr)
+        and np.array_equal(Xs.indices, Xp.indices)
+        and np.array_equal(Xs.data, Xp.data)
+        and ys.dtype == yp.dtype
+        and np.array_equal(ys, yp)
+    )
     med = {k: statistics.median(v) for k, v in times.items()}
-    print(f"news20{'-' + args.subset if args.subset else ''} train as svmlight: {Xp.shape[0]} rows, {Xp.shape[1]} "
-          f"features, {Xp.nnz} non-zeros, {size_mb:.1f} MB")
+    print(
+        f"news20{'-' + args.subset if args.subset else ''} train as svmlight: {Xp.shape[0]} rows, {Xp.shape[1]} "
+        f"features, {Xp.nnz} non-zeros, {size_mb:.1f} MB"
+    )
     print(f"{'engine':<10}{'median s':>10}")
     for k, v in med.items():
         print(f"{k:<10}{v:>10.3f}")
     print(f"speed-up {med['python'] / med['sklearn']:.2f}x; identical: {identical}")
-    print(json.dumps({"rows": Xp.shape[0], "nnz": int(Xp.nnz), "seconds": med,
-                      "speedup": med["python"] / med["sklearn"], "identical": bool(identical)}))
+    print(
+        json.dumps(
+            {
+                "rows": Xp.shape[0],
+                "nnz": int(Xp.nnz),
+                "seconds": med,
+                "speedup": med["python"] / med["sklearn"],
+                "identical": bool(identical),
+            }
+        )
+    )
     return 0 if identical else 1
 
 

@@ -62,8 +62,9 @@ def rbf_op(X, w, v, sigma2):
 
 
 def describe(op, lik):
-    return natural_values(tuple(op.param_names) + tuple(lik.param_names), np.concatenate([op.params, lik.params]),
-                          short=True)
+    return natural_values(
+        tuple(op.param_names) + tuple(lik.param_names), np.concatenate([op.params, lik.params]), short=True
+    )
 
 
 def fmt_hyper(d):
@@ -99,8 +100,15 @@ def classification_sets(quick):
     keep = subsample(d.y_train.size, n, 0, y=d.y_train)
     tkeep = subsample(d.y_test.size, 500, 1, y=d.y_test) if quick else np.arange(d.y_test.size)
     Xs, Xst = scale_features("standardize", d.X_train[keep], d.X_test[tkeep])
-    sets.append(("satimage 4-vs-rest", Xs, np.where(d.y_train[keep] == pos, 1.0, -1.0), Xst,
-                 np.where(d.y_test[tkeep] == pos, 1.0, -1.0)))
+    sets.append(
+        (
+            "satimage 4-vs-rest",
+            Xs,
+            np.where(d.y_train[keep] == pos, 1.0, -1.0),
+            Xst,
+            np.where(d.y_test[tkeep] == pos, 1.0, -1.0),
+        )
+    )
     return sets
 
 
@@ -134,18 +142,31 @@ def regression_rows(quick):
                 grid = list(itertools.product(np.array([0.25, 1.0, 4.0]) / d, (0.5, 2.0, 8.0), scales[name]))
                 if quick:
                     grid = grid[::3]
-                w, v, s = cv_map(Xtr, ytr, grid, lambda X, w, v, s, mk=mk: (rbf_op(X, w, v, 0.0), mk(s)),
-                                 lambda lik, u, y: float(np.mean(np.abs(u[:, 0] - y))))
+                w, v, s = cv_map(
+                    Xtr,
+                    ytr,
+                    grid,
+                    lambda X, w, v, s, mk=mk: (rbf_op(X, w, v, 0.0), mk(s)),
+                    lambda lik, u, y: float(np.mean(np.abs(u[:, 0] - y))),
+                )
                 op, lik = rbf_op(Xtr, w, v, 0.0), mk(s)
                 alpha = newton_cg(op, lik, ytr, MAP_OPTS).alpha
                 extra = {}
             elif method == "MLM" and name == "laplace":
-                rows.append({"task": "regression", "data": "diabetes+outliers", "likelihood": name, "method": method,
-                             "note": "n/a: the Laplace approximation needs W > 0; W = 0 a.e. for this likelihood"})
+                rows.append(
+                    {
+                        "task": "regression",
+                        "data": "diabetes+outliers",
+                        "likelihood": name,
+                        "method": method,
+                        "note": "n/a: the Laplace approximation needs W > 0; W = 0 a.e. for this likelihood",
+                    }
+                )
                 continue
             elif method == "MLM" and name == "student_t":
-                _, op, lik = learn_laplace(rbf_op(Xtr, 1.0 / d, 1.0, 0.0), mk(0.3), ytr, LaplaceOptions(path="exact"),
-                                           outer=outer_options(60))
+                _, op, lik = learn_laplace(
+                    rbf_op(Xtr, 1.0 / d, 1.0, 0.0), mk(0.3), ytr, LaplaceOptions(path="exact"), outer=outer_options(60)
+                )
                 res = laplace_mlm(op, lik, ytr, LaplaceOptions(path="exact"))
                 alpha, extra = res.mode.alpha, {"log_marginal": res.log_marginal}
             else:  # VB; for the Gaussian this is the exact MLM, the same numbers as the MLM row
@@ -154,9 +175,19 @@ def regression_rows(quick):
                 alpha, extra = res.alpha, {"phi_vb": res.phi}
             seconds = time.perf_counter() - t
             u = op.cross_test(Xte).mvm(alpha)[:, 0]
-            rows.append({"task": "regression", "data": "diabetes+outliers", "likelihood": name, "method": method,
-                         "rmse": float(np.sqrt(np.mean((u - yte) ** 2))), "mae": float(np.mean(np.abs(u - yte))),
-                         "learned": describe(op, lik), "seconds": seconds, **extra})
+            rows.append(
+                {
+                    "task": "regression",
+                    "data": "diabetes+outliers",
+                    "likelihood": name,
+                    "method": method,
+                    "rmse": float(np.sqrt(np.mean((u - yte) ** 2))),
+                    "mae": float(np.mean(np.abs(u - yte))),
+                    "learned": describe(op, lik),
+                    "seconds": seconds,
+                    **extra,
+                }
+            )
             print_row(rows[-1])
     return rows
 
@@ -178,8 +209,13 @@ def classification_rows(quick):
                 op, lik = rbf_op(Xtr, w, v, 1.0), Logistic()
                 alpha = newton_cg(op, lik, ytr, MAP_OPTS).alpha
             elif method == "Laplace-ML":
-                _, op, lik = learn_laplace(rbf_op(Xtr, 1.0 / d, 1.0, 1.0), Logistic(), ytr,
-                                           LaplaceOptions(path="exact"), outer=outer_options(60))
+                _, op, lik = learn_laplace(
+                    rbf_op(Xtr, 1.0 / d, 1.0, 1.0),
+                    Logistic(),
+                    ytr,
+                    LaplaceOptions(path="exact"),
+                    outer=outer_options(60),
+                )
                 res = laplace_mlm(op, lik, ytr, LaplaceOptions(path="exact"), gradient=False)
                 alpha, extra = res.mode.alpha, {"log_marginal": res.log_marginal}
             elif method == "VB":
@@ -202,9 +238,17 @@ def classification_rows(quick):
                 {f"θ{m}": float(th) for m, th in enumerate(op.weights)} if isinstance(op, Sum) else describe(op, lik)
             )
             rows.append(
-                {"task": "classification", "data": dname, "likelihood": "logistic", "method": method,
-                 "error": M.error(P, labels), "log_loss": M.log_loss(P, labels), "learned": learned, "seconds": seconds,
-                 **extra}
+                {
+                    "task": "classification",
+                    "data": dname,
+                    "likelihood": "logistic",
+                    "method": method,
+                    "error": M.error(P, labels),
+                    "log_loss": M.log_loss(P, labels),
+                    "learned": learned,
+                    "seconds": seconds,
+                    **extra,
+                }
             )
             print_row(rows[-1])
     return rows
@@ -218,8 +262,10 @@ HEADER = (
 
 def print_row(r):
     if "note" in r:
-        print(f"{r['data']:<20} {r['likelihood']:<10} {r['method']:<11} {'—':>9} {'—':>11} {'—':>7}  {r['note']}",
-              flush=True)
+        print(
+            f"{r['data']:<20} {r['likelihood']:<10} {r['method']:<11} {'—':>9} {'—':>11} {'—':>7}  {r['note']}",
+            flush=True,
+        )
         return
     a, b = (r["error"], r["log_loss"]) if r["task"] == "classification" else (r["rmse"], r["mae"])
     print(

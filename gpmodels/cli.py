@@ -69,6 +69,7 @@ EXIT_INTERRUPTED = 130
 #: 128 + SIGPIPE, what a shell reports for a Unix tool stopped by a closed pipe
 EXIT_BROKEN_PIPE = 141
 
+
 def _load(path, overrides, allow_import, *, kind=None):
     """The spec (or, ``kind=None``, spec or study spec) of ``path`` with ``--set`` overrides applied before
     validation; with the spec's folder."""
@@ -118,12 +119,18 @@ def _check_predict_out(out, model_dir, data) -> None:
         return p.resolve() == resolved or (target.exists() and p.exists() and os.path.samefile(p, target))
 
     if same(Path(data)):
-        raise OutputError(f"--out {target} is the input data {data}; a prediction never writes over what it reads: "
-                          "choose another file", "--out")
+        raise OutputError(
+            f"--out {target} is the input data {data}; a prediction never writes over what it reads: "
+            "choose another file",
+            "--out",
+        )
     kept = [p for p in folder.iterdir() if p.is_file()] if folder.is_dir() else []
     if any(same(p) for p in kept) or (resolved.parent == folder and written_by_a_run(resolved.name)):
-        raise OutputError(f"--out {target} is a file of the model folder {model_dir}; a prediction never writes over "
-                          "what it reads: choose another file (a new name in the folder is fine)", "--out")
+        raise OutputError(
+            f"--out {target} is a file of the model folder {model_dir}; a prediction never writes over "
+            "what it reads: choose another file (a new name in the folder is fine)",
+            "--out",
+        )
 
 
 def _predict(model_dir, data, out, allow_import=()) -> None:
@@ -133,9 +140,13 @@ def _predict(model_dir, data, out, allow_import=()) -> None:
     model = load_model(model_dir, allow_import=allow_import)
     inputs = getattr(model, "inputs", None)
     try:
-        X, y = load_inputs(data, zero_based=model.zero_based, n_features=model.n_features,
-                           label_column=getattr(model, "label_column", "label"),
-                           feature_names=None if inputs is None else inputs.feature_names)
+        X, y = load_inputs(
+            data,
+            zero_based=model.zero_based,
+            n_features=model.n_features,
+            label_column=getattr(model, "label_column", "label"),
+            feature_names=None if inputs is None else inputs.feature_names,
+        )
     except (GPModelsError, MemoryError):  # messages name the file, line and column, never its content
         raise
     except Exception as exc:  # noqa: BLE001 - a reader's own error may quote the file: describe it instead
@@ -160,8 +171,11 @@ def _predict(model_dir, data, out, allow_import=()) -> None:
             print(f"gpmodels: {P.shape[0]} points, RMSE {rmse:.6g} against the targets in {data}", file=sys.stderr)
         return
     pred = np.argmax(P, axis=1)
-    _write_rows(out, ["row", "prediction"] + [f"p_{c}" for c in names],
-                ([i, names[pred[i]]] + [f"{p:.6g}" for p in P[i]] for i in range(P.shape[0])))
+    _write_rows(
+        out,
+        ["row", "prediction"] + [f"p_{c}" for c in names],
+        ([i, names[pred[i]]] + [f"{p:.6g}" for p in P[i]] for i in range(P.shape[0])),
+    )
     if y is not None:
         _score(pred, model.label_indices(y), data)
 
@@ -169,8 +183,10 @@ def _predict(model_dir, data, out, allow_import=()) -> None:
 def _check_finite_predictions(P, model_dir) -> None:
     if not np.all(np.isfinite(P)):
         bad = int(np.sum(~np.all(np.isfinite(P), axis=1)))
-        raise NumericalError(f"the model of {model_dir} gives non-finite predictions for {bad} inputs (an overflowing "
-                             "kernel on inputs far from the training data?); no predictions were written")
+        raise NumericalError(
+            f"the model of {model_dir} gives non-finite predictions for {bad} inputs (an overflowing "
+            "kernel on inputs far from the training data?); no predictions were written"
+        )
 
 
 def _write_rows(out, header, rows) -> None:
@@ -190,15 +206,20 @@ def _score(pred, truth, data) -> None:
     label that is none of the model's classes (-1) is counted apart, never scored."""
     known = truth >= 0
     unknown = int(np.sum(~known))
-    extra = (f"; {unknown} further points have labels that are none of the model's classes (not scored)"
-             if unknown else "")
+    extra = (
+        f"; {unknown} further points have labels that are none of the model's classes (not scored)" if unknown else ""
+    )
     if not known.any():
-        print(f"gpmodels: {truth.size} points; no label in {data} is one of the model's classes: nothing scored",
-              file=sys.stderr)
+        print(
+            f"gpmodels: {truth.size} points; no label in {data} is one of the model's classes: nothing scored",
+            file=sys.stderr,
+        )
         return
     err = float(np.mean(pred[known] != truth[known]))
-    print(f"gpmodels: {int(known.sum())} points, error {100 * err:.2f} % against the labels in {data}{extra}",
-          file=sys.stderr)
+    print(
+        f"gpmodels: {int(known.sum())} points, error {100 * err:.2f} % against the labels in {data}{extra}",
+        file=sys.stderr,
+    )
 
 
 def _kind_of_spec(path) -> str | None:
@@ -251,10 +272,18 @@ def _command(args, command: str) -> int:
             )
         study, base_dir = _load(args.spec, _with_scheduler(args), args.allow_import)
         if args.device is not None:
-            study = attrs.evolve(study, models=tuple(attrs.evolve(e, model=_on_device(e.model, args.device))
-                                                     for e in study.models))
-        rows = run_study(study, base_dir, args.out, quiet=args.quiet, progress=not args.no_progress, force=args.force,
-                         command=command)
+            study = attrs.evolve(
+                study, models=tuple(attrs.evolve(e, model=_on_device(e.model, args.device)) for e in study.models)
+            )
+        rows = run_study(
+            study,
+            base_dir,
+            args.out,
+            quiet=args.quiet,
+            progress=not args.no_progress,
+            force=args.force,
+            command=command,
+        )
         failed = failed_models(rows)
         if failed:
             print(
@@ -270,10 +299,12 @@ def _command(args, command: str) -> int:
     if args.device is not None:
         spec = attrs.evolve(spec, model=_on_device(spec.model, args.device))
     if args.fresh:  # this run only: the checkpoint is ignored, then replaced by this run's
-        spec = attrs.evolve(spec, objective=attrs.evolve(
-            spec.objective, cv=attrs.evolve(spec.objective.cv, resume="never")))
-    run_spec(spec, base_dir, args.out, quiet=args.quiet, progress=not args.no_progress, force=args.force,
-             command=command)
+        spec = attrs.evolve(
+            spec, objective=attrs.evolve(spec.objective, cv=attrs.evolve(spec.objective.cv, resume="never"))
+        )
+    run_spec(
+        spec, base_dir, args.out, quiet=args.quiet, progress=not args.no_progress, force=args.force, command=command
+    )
     return EXIT_OK
 
 
@@ -313,6 +344,8 @@ def _handle_stop_signals() -> dict:
         if sig is not None:
             previous[sig] = signal.signal(sig, _raise_terminated)
     return previous
+
+
 def _silence_stdout() -> None:
     """Point stdout at the null device, so that the interpreter's last flush of the buffered output into
     the closed pipe raises nothing at exit (the recipe of Python's signal documentation, "SIGPIPE")."""

@@ -14,8 +14,10 @@ from gpmodels.priors.registry import check_allow_import
 
 __all__ = ["build_parser", "EXIT_CODES"]
 
-ALLOW_IMPORT_HELP = ("let a `model.prior: MODULE:builder` path import MODULE or a sub-module of it (repeatable); "
-                     "without it nothing a spec or model folder names is imported")
+ALLOW_IMPORT_HELP = (
+    "let a `model.prior: MODULE:builder` path import MODULE or a sub-module of it (repeatable); "
+    "without it nothing a spec or model folder names is imported"
+)
 
 
 def _module_name(text: str) -> str:
@@ -76,9 +78,11 @@ one sub-folder per model (its own report).
   gpmodels spec-reference > docs/specs.md
 """,
 }
-SET_HELP = ("override a spec key before validation (repeatable; a later one wins): KEY.PATH=VALUE, VALUE read as "
-            "YAML (3, 0.5, true, [1, 2], null, text); list entries by index (models.0.name); recorded in "
-            "spec.resolved.yaml")
+SET_HELP = (
+    "override a spec key before validation (repeatable; a later one wins): KEY.PATH=VALUE, VALUE read as "
+    "YAML (3, 0.5, true, [1, 2], null, text); list entries by index (models.0.name); recorded in "
+    "spec.resolved.yaml"
+)
 
 
 def _epilog(command) -> str:
@@ -86,8 +90,13 @@ def _epilog(command) -> str:
 
 
 def _add(sub, name: str, summary: str, description: str) -> argparse.ArgumentParser:
-    return sub.add_parser(name, help=summary, description=description, epilog=_epilog(name),
-                          formatter_class=argparse.RawDescriptionHelpFormatter)
+    return sub.add_parser(
+        name,
+        help=summary,
+        description=description,
+        epilog=_epilog(name),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
 
 
 def _add_run_options(q: argparse.ArgumentParser, what: str) -> None:

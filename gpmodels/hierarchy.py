@@ -111,8 +111,9 @@ class ClassTree:
         self.parent = np.array([self._index.get(parent_of[v], -1) for v in order], dtype=np.intp)  # -1: root
         self.depth = np.array([depth[v] for v in order], dtype=np.intp)
         index = self._index
-        self.children: tuple[tuple[int, ...], ...] = tuple(tuple([index[w] for w in children[v]]) if v in children
-                                                           else () for v in order)
+        self.children: tuple[tuple[int, ...], ...] = tuple(
+            tuple([index[w] for w in children[v]]) if v in children else () for v in order
+        )
         self.root_children = tuple(index[w] for w in children[root])
         self.leaves = self._leaves_for(classes)
         self._leaf_of_node = np.full(len(order), -1, dtype=np.intp)
@@ -165,8 +166,10 @@ class ClassTree:
         try:
             text = path.read_text(encoding="utf-8")
         except UnicodeDecodeError as exc:
-            raise HierarchyError(f"{path} is not UTF-8 text (an undecodable byte at offset {exc.start}); a hierarchy "
-                                 "is a text file of 'parent<TAB>child' lines") from None
+            raise HierarchyError(
+                f"{path} is not UTF-8 text (an undecodable byte at offset {exc.start}); a hierarchy "
+                "is a text file of 'parent<TAB>child' lines"
+            ) from None
         edges = []
         for lineno, line in enumerate(text.splitlines(), start=1):
             line = line.split("#", 1)[0].rstrip("\r\n")
@@ -174,14 +177,21 @@ class ClassTree:
                 continue
             parts = line.split("\t")
             if len(parts) != 2 or not parts[0].strip() or not parts[1].strip():  # (the line is never quoted)
-                raise HierarchyError(f"{path}:{lineno}: expected 'parent<TAB>child' (two names separated by one "
-                                     f"tab); the line has {len(parts) - 1} tabs and {len(line)} characters")
+                raise HierarchyError(
+                    f"{path}:{lineno}: expected 'parent<TAB>child' (two names separated by one "
+                    f"tab); the line has {len(parts) - 1} tabs and {len(line)} characters"
+                )
             edges.append((parts[0].strip(), parts[1].strip()))
         return cls(edges, classes)
 
     @classmethod
-    def from_paths(cls, paths: Iterable[Sequence[str]], *, root: str = "root", separator: str | None = None,
-                   ) -> ClassTree:
+    def from_paths(
+        cls,
+        paths: Iterable[Sequence[str]],
+        *,
+        root: str = "root",
+        separator: str | None = None,
+    ) -> ClassTree:
         """From label paths, HiClass's format: one sequence of labels per example, from the top level down
         to its class, e.g. ``["Animal", "Mammal", "Cat"]``; trailing empty labels ("" or None) pad shorter
         paths and are dropped.  Every prefix of a path is a node under the implicit ``root``; the last
@@ -206,20 +216,24 @@ class ClassTree:
                     continue
                 v = name(pre)
                 if v == root:
-                    raise HierarchyError(f"label path {list(t)} uses the root's name {root!r} as a label; "
-                                         "pass another root=")
+                    raise HierarchyError(
+                        f"label path {list(t)} uses the root's name {root!r} as a label; pass another root="
+                    )
                 if v in owner:
                     raise HierarchyError(
                         f"label {v!r} occurs under two parents ({' > '.join(owner[v][:-1]) or root!r} and "
                         f"{' > '.join(pre[:-1]) or root!r}); node names must be unique in a class tree: rename "
-                        "one, or pass separator='/' to name every node by its whole path")
+                        "one, or pass separator='/' to name every node by its whole path"
+                    )
                 nodes[pre], owner[v] = v, pre
         leaves = sorted(set(prefixes))
         proper = {t[:k] for t in leaves for k in range(1, len(t))}
         inner = next((t for t in leaves if t in proper), None)
         if inner is not None:
-            raise HierarchyError(f"label path {list(inner)} ends at an inner node (other paths continue below "
-                                 f"{inner[-1]!r}); each path must end at a leaf, its class")
+            raise HierarchyError(
+                f"label path {list(inner)} ends at an inner node (other paths continue below "
+                f"{inner[-1]!r}); each path must end at a leaf, its class"
+            )
         edges = [(nodes[pre[:-1]] if len(pre) > 1 else root, v) for pre, v in nodes.items()]
         tree = cls(edges, [nodes[t] for t in leaves])
         tree._path_classes = {t: c for c, t in enumerate(leaves)}
@@ -235,8 +249,10 @@ class ClassTree:
         for i, q in enumerate(paths):
             t = _path_tuple(q, i)
             if t not in table:
-                raise HierarchyError(f"label path {i} {list(t)} is not a class of the tree (its classes are the "
-                                     f"{len(table)} paths it was built from)")
+                raise HierarchyError(
+                    f"label path {i} {list(t)} is not a class of the tree (its classes are the "
+                    f"{len(table)} paths it was built from)"
+                )
             out.append(table[t])
         return np.array(out, dtype=np.intp)
 
@@ -509,8 +525,9 @@ class ClassTree:
         try:
             import networkx as nx
         except ImportError:
-            raise OptionalDependencyError("ClassTree.to_networkx needs networkx, which is not installed: "
-                                          "pip install networkx") from None
+            raise OptionalDependencyError(
+                "ClassTree.to_networkx needs networkx, which is not installed: pip install networkx"
+            ) from None
 
         return nx.DiGraph(self.edges())
 
@@ -521,8 +538,9 @@ class ClassTree:
 def _path_tuple(path, i: int) -> tuple[str, ...]:
     """One label path as a tuple of non-empty strings; trailing "" / None padding dropped (HiClass)."""
     if isinstance(path, str):
-        raise HierarchyError(f"label path {i} must be a sequence of labels such as ['Animal', 'Cat']; got the "
-                             f"string {path!r}")
+        raise HierarchyError(
+            f"label path {i} must be a sequence of labels such as ['Animal', 'Cat']; got the string {path!r}"
+        )
     labels = ["" if v is None else str(v) for v in path]
     while labels and labels[-1] == "":
         labels.pop()

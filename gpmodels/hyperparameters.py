@@ -17,8 +17,15 @@ import numpy as np
 
 from gpmodels.errors import InputError
 
-__all__ = ["Parameterised", "ParameterFree", "OneLogParameter", "is_log_name", "natural_name", "natural_value",
-           "natural_values"]
+__all__ = [
+    "Parameterised",
+    "ParameterFree",
+    "OneLogParameter",
+    "is_log_name",
+    "natural_name",
+    "natural_value",
+    "natural_values",
+]
 
 
 class Parameterised(abc.ABC):

@@ -30,10 +30,24 @@ from gpmodels.data.scaling import FeatureScaler
 from gpmodels.errors import DataError
 from gpmodels.validation import check_features
 
-__all__ = ["FORMAT_VERSION", "save_arrays", "load_arrays", "save_map_model", "MAPPredictor", "pack_inputs",
-           "unpack_inputs", "save_one_vs_rest_model", "OneVsRestPredictor", "MODEL_FILE", "SPEC_FILE",
-           "label_indices", "save_crammer_singer_model", "CrammerSingerPredictor", "save_hm3_model",
-           "HM3Predictor"]
+__all__ = [
+    "FORMAT_VERSION",
+    "save_arrays",
+    "load_arrays",
+    "save_map_model",
+    "MAPPredictor",
+    "pack_inputs",
+    "unpack_inputs",
+    "save_one_vs_rest_model",
+    "OneVsRestPredictor",
+    "MODEL_FILE",
+    "SPEC_FILE",
+    "label_indices",
+    "save_crammer_singer_model",
+    "CrammerSingerPredictor",
+    "save_hm3_model",
+    "HM3Predictor",
+]
 
 FORMAT_VERSION = 1
 MODEL_FILE = "model.npz"
@@ -44,16 +58,22 @@ def pack_inputs(X, prefix: str = "X_") -> dict:
     """Arrays that store a dense or CSR input matrix."""
     if sp.issparse(X):
         X = X.tocsr()
-        return {f"{prefix}data": X.data, f"{prefix}indices": X.indices, f"{prefix}indptr": X.indptr,
-                f"{prefix}shape": np.array(X.shape)}
+        return {
+            f"{prefix}data": X.data,
+            f"{prefix}indices": X.indices,
+            f"{prefix}indptr": X.indptr,
+            f"{prefix}shape": np.array(X.shape),
+        }
     return {f"{prefix}dense": np.asarray(X)}
 
 
 def unpack_inputs(arrays, prefix: str = "X_"):
     if f"{prefix}dense" in arrays:
         return np.ascontiguousarray(arrays[f"{prefix}dense"])
-    return sp.csr_matrix((arrays[f"{prefix}data"], arrays[f"{prefix}indices"], arrays[f"{prefix}indptr"]),
-                         shape=tuple(arrays[f"{prefix}shape"]))
+    return sp.csr_matrix(
+        (arrays[f"{prefix}data"], arrays[f"{prefix}indices"], arrays[f"{prefix}indptr"]),
+        shape=tuple(arrays[f"{prefix}shape"]),
+    )
 
 
 def label_indices(y, classes, inputs: InputFormat, positive_class: str | None = None) -> np.ndarray:
@@ -110,17 +130,44 @@ def load_arrays(model_dir) -> tuple[str, dict]:
     for k, (name, a) in enumerate(arrays.items()):
         if a.dtype.kind in "fc" and not np.all(np.isfinite(a)):
             what = f"array {name!r}" if name in _MODEL_ARRAYS else f"array {k + 1} of the archive"
-            raise DataError(f"{path}: {what} holds {int(np.sum(~np.isfinite(a)))} non-finite values (NaN or inf); "
-                            "a fitted model has finite coefficients, inputs and hyperparameters: refit it")
+            raise DataError(
+                f"{path}: {what} holds {int(np.sum(~np.isfinite(a)))} non-finite values (NaN or inf); "
+                "a fitted model has finite coefficients, inputs and hyperparameters: refit it"
+            )
     return kind, arrays
 
 
 #: the arrays the savers write: the only member names a message about a model file quotes
-_MODEL_ARRAYS = frozenset({
-    "format_version", "kind", "X_dense", "X_data", "X_indices", "X_indptr", "X_shape", "alpha", "alphas", "classes",
-    "tree_edges", "tree_classes", "theta", "thetas", "likelihood_theta", "svmlight_zero_based", "positive_class",
-    "tau_support", "support", "beta", "nu_support", "label_kind", "feature_names", "scaler_kind", "scaler_mean",
-    "scaler_std"})
+_MODEL_ARRAYS = frozenset(
+    {
+        "format_version",
+        "kind",
+        "X_dense",
+        "X_data",
+        "X_indices",
+        "X_indptr",
+        "X_shape",
+        "alpha",
+        "alphas",
+        "classes",
+        "tree_edges",
+        "tree_classes",
+        "theta",
+        "thetas",
+        "likelihood_theta",
+        "svmlight_zero_based",
+        "positive_class",
+        "tau_support",
+        "support",
+        "beta",
+        "nu_support",
+        "label_kind",
+        "feature_names",
+        "scaler_kind",
+        "scaler_mean",
+        "scaler_std",
+    }
+)
 
 
 @attrs.frozen(eq=False)
@@ -151,9 +198,20 @@ class MAPPredictor:
         return np.argmax(self.predict_proba(X), axis=1)
 
 
-def save_map_model(model_dir, X_train, alpha, classes, scaler: FeatureScaler | None, *, theta=None,
-                   likelihood_theta=None, tree=None, zero_based: bool | None = None,
-                   positive_class: str | None = None, inputs: InputFormat | None = None) -> Path:
+def save_map_model(
+    model_dir,
+    X_train,
+    alpha,
+    classes,
+    scaler: FeatureScaler | None,
+    *,
+    theta=None,
+    likelihood_theta=None,
+    tree=None,
+    zero_based: bool | None = None,
+    positive_class: str | None = None,
+    inputs: InputFormat | None = None,
+) -> Path:
     """Store α̂ with the inputs, classes (empty for regression), scaler, the class tree (when the
     prior or the scores use one) and the fitted hyperparameters of the operator (``theta``) and of the
     likelihood, so learned values round-trip.  ``positive_class``: the raw label of a binary
@@ -209,8 +267,9 @@ class OneVsRestPredictor:
 
     def predict_scores(self, X) -> np.ndarray:
         X = self.scaler.transform(check_features("X", X))
-        return np.column_stack([self.likelihood.predict(op.cross_test(X).mvm(a))[:, 0]
-                                for op, a in zip(self.operators, self.alphas)])
+        return np.column_stack(
+            [self.likelihood.predict(op.cross_test(X).mvm(a))[:, 0] for op, a in zip(self.operators, self.alphas)]
+        )
 
     def predict_proba(self, X) -> np.ndarray:
         S = self.predict_scores(X)
@@ -221,23 +280,40 @@ class OneVsRestPredictor:
         return np.argmax(self.predict_scores(X), axis=1)
 
 
-def save_one_vs_rest_model(model_dir, X_train, alphas, thetas, classes, scaler: FeatureScaler | None, *,
-                           zero_based: bool | None = None, inputs: InputFormat | None = None) -> Path:
+def save_one_vs_rest_model(
+    model_dir,
+    X_train,
+    alphas,
+    thetas,
+    classes,
+    scaler: FeatureScaler | None,
+    *,
+    zero_based: bool | None = None,
+    inputs: InputFormat | None = None,
+) -> Path:
     """Store the C binary fits: ``alphas`` (C, n, 2) and the hyperparameters ``thetas`` (C, p) of
     each class' operator, with the inputs, classes and scaler."""
     alphas, thetas = np.asarray(alphas, dtype=np.float64), np.asarray(thetas, dtype=np.float64)
-    if alphas.ndim != 3 or alphas.shape[2] != 2 or thetas.ndim != 2 or thetas.shape[0] != alphas.shape[0] or \
-            alphas.shape[0] != len(classes):
-        raise DataError(f"one-vs-rest model: need alphas (C, n, 2) and thetas (C, p) for C = {len(classes)} classes; "
-                        f"got {alphas.shape} and {thetas.shape}")
+    if (
+        alphas.ndim != 3
+        or alphas.shape[2] != 2
+        or thetas.ndim != 2
+        or thetas.shape[0] != alphas.shape[0]
+        or alphas.shape[0] != len(classes)
+    ):
+        raise DataError(
+            f"one-vs-rest model: need alphas (C, n, 2) and thetas (C, p) for C = {len(classes)} classes; "
+            f"got {alphas.shape} and {thetas.shape}"
+        )
     arrays = {**pack_inputs(X_train), "alphas": alphas, "thetas": thetas, "classes": np.array(classes, dtype=str)}
     arrays.update((scaler or FeatureScaler("none")).to_arrays())
     arrays.update(input_format_arrays(zero_based, inputs))
     return save_arrays(model_dir, "one_vs_rest", arrays)
 
 
-def _write_kernel_model(model_dir, kind: str, X_support, arrays: dict, scaler, zero_based, tree=None,
-                        inputs: InputFormat | None = None) -> Path:
+def _write_kernel_model(
+    model_dir, kind: str, X_support, arrays: dict, scaler, zero_based, tree=None, inputs: InputFormat | None = None
+) -> Path:
     arrays = {**pack_inputs(X_support), **arrays}
     if tree is not None:
         arrays["tree_edges"] = np.array(tree.edges(), dtype=str).reshape(-1, 2)
@@ -247,30 +323,47 @@ def _write_kernel_model(model_dir, kind: str, X_support, arrays: dict, scaler, z
     return save_arrays(model_dir, kind, arrays)
 
 
-def save_crammer_singer_model(model_dir, model, classes, scaler: FeatureScaler | None, *,
-                              zero_based: bool | None = None, positive_class: str | None = None,
-                              inputs: InputFormat | None = None) -> Path:
+def save_crammer_singer_model(
+    model_dir,
+    model,
+    classes,
+    scaler: FeatureScaler | None,
+    *,
+    zero_based: bool | None = None,
+    positive_class: str | None = None,
+    inputs: InputFormat | None = None,
+) -> Path:
     """Store a fitted :class:`~gpmodels.baselines.crammer_singer.solver.CrammerSingerModel`: the support
     patterns X_s, their dual variables τ_s (n_s, k) and β, so f(x) = K(x, X_s) τ_s / β (eq. (15))
     is recomputed from the kernel of the resolved spec."""
-    arrays = {"tau_support": np.asarray(model.tau_support_, dtype=np.float64),
-              "support": np.asarray(model.support_, dtype=np.int64), "beta": np.array(float(model.beta)),
-              "classes": np.array(classes, dtype=str)}
+    arrays = {
+        "tau_support": np.asarray(model.tau_support_, dtype=np.float64),
+        "support": np.asarray(model.support_, dtype=np.int64),
+        "beta": np.array(float(model.beta)),
+        "classes": np.array(classes, dtype=str),
+    }
     if positive_class is not None:
         arrays["positive_class"] = np.array(str(positive_class))
-    return _write_kernel_model(model_dir, "crammer_singer", model.X_support_, arrays, scaler, zero_based,
-                               inputs=inputs)
+    return _write_kernel_model(model_dir, "crammer_singer", model.X_support_, arrays, scaler, zero_based, inputs=inputs)
 
 
-def save_hm3_model(model_dir, model, classes, scaler: FeatureScaler | None, *, zero_based: bool | None = None,
-                   inputs: InputFormat | None = None) -> Path:
+def save_hm3_model(
+    model_dir,
+    model,
+    classes,
+    scaler: FeatureScaler | None,
+    *,
+    zero_based: bool | None = None,
+    inputs: InputFormat | None = None,
+) -> Path:
     """Store a fitted :class:`~gpmodels.baselines.hm3.solver.HM3Model`: the support patterns, their edge
     weights ν (n_s, P, 4) and the class tree (edges and leaf order), so the edge scores
     H_e(x, u) = Σ_i K(x, x_i) ν_ie(u) and the DP labelings are recomputed.  ``classes``: the classes of a
     single-label data set (its labels as root-to-leaf paths), empty for a multilabel set."""
     arrays = {"nu_support": np.asarray(model.nu_support_, dtype=np.float64), "classes": np.array(classes, dtype=str)}
-    return _write_kernel_model(model_dir, "hm3", model.X_support_, arrays, scaler, zero_based, tree=model.tree,
-                               inputs=inputs)
+    return _write_kernel_model(
+        model_dir, "hm3", model.X_support_, arrays, scaler, zero_based, tree=model.tree, inputs=inputs
+    )
 
 
 def _csv_cells(values) -> list[str]:
@@ -340,4 +433,3 @@ class HM3Predictor:
             return ["row"] + nodes, [[i, *U[i].tolist()] for i in range(U.shape[0])], None
         names = np.array(self.classes)[self.model.predict_single_path(Xs)]
         return ["row", "prediction"] + nodes, [[i, names[i], *U[i].tolist()] for i in range(U.shape[0])], names
-

@@ -24,9 +24,21 @@ import numpy as np
 
 from gpmodels.errors import OptionalDependencyError
 
-__all__ = ["plots_available", "PLOTS_EXTRA", "PLOTS_SKIPPED",
-           "plot_error_reject", "plot_traces", "plot_paths", "plot_bars", "read_error_reject_csv", "plot_reliability",
-           "line_styles", "log_gap_values", "class_scopes", "hyperparameter_classes"]
+__all__ = [
+    "plots_available",
+    "PLOTS_EXTRA",
+    "PLOTS_SKIPPED",
+    "plot_error_reject",
+    "plot_traces",
+    "plot_paths",
+    "plot_bars",
+    "read_error_reject_csv",
+    "plot_reliability",
+    "line_styles",
+    "log_gap_values",
+    "class_scopes",
+    "hyperparameter_classes",
+]
 
 
 #: how to install the figures' package
@@ -47,8 +59,9 @@ def _matplotlib():
     try:
         import matplotlib
     except ImportError:
-        raise OptionalDependencyError(f"drawing a figure needs matplotlib, which is not installed: {PLOTS_EXTRA}"
-                                      ) from None
+        raise OptionalDependencyError(
+            f"drawing a figure needs matplotlib, which is not installed: {PLOTS_EXTRA}"
+        ) from None
     return matplotlib
 
 
@@ -115,9 +128,16 @@ def log_gap_values(values) -> tuple[np.ndarray, float]:
     return gap, floor
 
 
-def plot_traces(traces: Mapping[str, Sequence[float]], path, xlabel: str = "iteration", ylabel: str = "criterion",
-                title: str = "", log_gap: bool = False, gradients: Mapping[str, Sequence[float]] | None = None,
-                gradient_label: str = "gradient norm") -> Path:
+def plot_traces(
+    traces: Mapping[str, Sequence[float]],
+    path,
+    xlabel: str = "iteration",
+    ylabel: str = "criterion",
+    title: str = "",
+    log_gap: bool = False,
+    gradients: Mapping[str, Sequence[float]] | None = None,
+    gradient_label: str = "gradient norm",
+) -> Path:
     """One line per trace, every iterate from the start (0) to the final one, the values as they are;
     ``gradients`` (the same names and lengths) adds a panel below with the gradient norm of each iterate on
     a log axis, which shows convergence without the artefact of ``log_gap``: that option plots value -
@@ -178,22 +198,29 @@ def plot_paths(
     return _save(fig, path)
 
 
-def class_scopes(names: Sequence[str], param_classes: Sequence[Sequence[int] | None],
-                 class_names: Sequence[str]) -> list[str]:
+def class_scopes(
+    names: Sequence[str], param_classes: Sequence[Sequence[int] | None], class_names: Sequence[str]
+) -> list[str]:
     """Each hyperparameter name with the classes it acts on (``Operator.param_classes``):
     ``kernel0.log_w (class 1)``, ``log_variance0 (all classes)``, ``kernel1.log_w (classes 2, 3)``;
     a name without classes is kept as it is, and so is every name when there are no class names to give
     (regression: one latent function)."""
-    return [str(name) if _scope(cls, class_names) is None else f"{name} ({_scope(cls, class_names)})"
-            for name, cls in zip(names, param_classes)]
+    return [
+        str(name) if _scope(cls, class_names) is None else f"{name} ({_scope(cls, class_names)})"
+        for name, cls in zip(names, param_classes)
+    ]
 
 
-def hyperparameter_classes(hyperparameters: Mapping[str, float], param_classes: Sequence[Sequence[int] | None],
-                           class_names: Sequence[str]) -> dict[str, str]:
+def hyperparameter_classes(
+    hyperparameters: Mapping[str, float], param_classes: Sequence[Sequence[int] | None], class_names: Sequence[str]
+) -> dict[str, str]:
     """{name: the classes it acts on, in words} for the hyperparameters (in ``params`` order) that act on
     particular classes, for metrics.json and report.md (none without class names: regression)."""
-    return {name: _scope(cls, class_names) for name, cls in zip(hyperparameters, param_classes)
-            if _scope(cls, class_names) is not None}
+    return {
+        name: _scope(cls, class_names)
+        for name, cls in zip(hyperparameters, param_classes)
+        if _scope(cls, class_names) is not None
+    }
 
 
 def _scope(cls: Sequence[int] | None, class_names: Sequence[str]) -> str | None:
@@ -254,8 +281,7 @@ def plot_reliability(curves: Mapping[str, object], path, title: str = "Reliabili
         ax.plot(np.asarray(c.confidence)[full], np.asarray(c.accuracy)[full], marker="o", ms=4, label=name)
         edges = np.asarray(c.edges)
         bw = np.diff(edges) * width
-        axc.bar(edges[:-1] + k * bw, np.asarray(c.counts) / max(1, int(np.sum(c.counts))), bw, align="edge",
-                label=name)
+        axc.bar(edges[:-1] + k * bw, np.asarray(c.counts) / max(1, int(np.sum(c.counts))), bw, align="edge", label=name)
     ax.set_xlim(0, 1)
     ax.set_ylim(0, 1)
     ax.set_ylabel("accuracy")

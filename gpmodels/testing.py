@@ -14,8 +14,15 @@ import numpy as np
 from gpmodels.errors import InputError
 from gpmodels.operators.base import Operator
 
-__all__ = ["check_operator", "check_cross_blocks", "check_grad_trace", "check_likelihood", "check_likelihood_hooks",
-           "check_diagonal_likelihood", "assert_close"]
+__all__ = [
+    "check_operator",
+    "check_cross_blocks",
+    "check_grad_trace",
+    "check_likelihood",
+    "check_likelihood_hooks",
+    "check_diagonal_likelihood",
+    "assert_close",
+]
 
 
 def assert_close(what: str, actual, expected, rtol: float = 1e-8, atol: float = 1e-10) -> None:
@@ -28,8 +35,9 @@ def assert_close(what: str, actual, expected, rtol: float = 1e-8, atol: float = 
         raise AssertionError(f"{what}: max abs error {err:.3g} (scale {scale:.3g}, rtol {rtol:g}, atol {atol:g})")
 
 
-def check_operator(op: Operator, rng: np.random.Generator, *, dense=None, X_new=None, cross_dense=None,
-                   rtol: float = 1e-8) -> None:
+def check_operator(
+    op: Operator, rng: np.random.Generator, *, dense=None, X_new=None, cross_dense=None, rtol: float = 1e-8
+) -> None:
     """mvm / diag / point blocks / restrict / cross (and its transpose rmvm) / cross_test / dense against an oracle.
 
     ``dense``: the (nC, nC) matrix the operator stands for (built independently); when None, only
@@ -86,11 +94,19 @@ def _check_restrict_and_cross(op: Operator, D: np.ndarray, rng: np.random.Genera
         expect = np.einsum("ab,bk->ak", D[np.ix_(iidx, idx)], VJ3.reshape(-1, 2)).reshape(I.size, C, 2)
         assert_close("cross(I, J).mvm (k columns)", cr.mvm(VJ3), expect, rtol)
         WI = rng.normal(size=(I.size, C))
-        assert_close("cross(I, J).rmvm vs the oracle's transpose", cr.rmvm(WI),
-                     (D[np.ix_(iidx, idx)].T @ WI.ravel()).reshape(J.size, C), rtol)
+        assert_close(
+            "cross(I, J).rmvm vs the oracle's transpose",
+            cr.rmvm(WI),
+            (D[np.ix_(iidx, idx)].T @ WI.ravel()).reshape(J.size, C),
+            rtol,
+        )
         WI3 = rng.normal(size=(I.size, C, 2))
-        assert_close("cross(I, J).rmvm (k columns) vs dense().T", cr.rmvm(WI3),
-                     (cr.dense().T @ WI3.reshape(-1, 2)).reshape(J.size, C, 2), rtol)
+        assert_close(
+            "cross(I, J).rmvm (k columns) vs dense().T",
+            cr.rmvm(WI3),
+            (cr.dense().T @ WI3.reshape(-1, 2)).reshape(J.size, C, 2),
+            rtol,
+        )
 
 
 def _check_cross_test(op: Operator, X_new, cross_dense, V: np.ndarray, rng: np.random.Generator, rtol: float) -> None:
@@ -141,12 +157,14 @@ def _check_block(what: str, block, expected: np.ndarray, rng: np.random.Generato
     assert_close(f"{what}.mvm (cols, C, k)", block.mvm(V3), (expected @ V3.reshape(-1, 2)).reshape(rows, C, 2), rtol)
     W, W3 = rng.normal(size=(rows, C)), rng.normal(size=(rows, C, 2))
     assert_close(f"{what}.rmvm (rows, C)", block.rmvm(W), (expected.T @ W.ravel()).reshape(cols, C), rtol)
-    assert_close(f"{what}.rmvm (rows, C, k)", block.rmvm(W3),
-                 (expected.T @ W3.reshape(-1, 2)).reshape(cols, C, 2), rtol)
+    assert_close(
+        f"{what}.rmvm (rows, C, k)", block.rmvm(W3), (expected.T @ W3.reshape(-1, 2)).reshape(cols, C, 2), rtol
+    )
 
 
-def check_cross_blocks(op: Operator, rng: np.random.Generator, *, X_new=None, stacked: Operator | None = None,
-                       rtol: float = 1e-8) -> None:
+def check_cross_blocks(
+    op: Operator, rng: np.random.Generator, *, X_new=None, stacked: Operator | None = None, rtol: float = 1e-8
+) -> None:
     """Every rectangular block of ``op`` equals the same block of a square operator's ``dense()``.
 
     ``cross(I, J)`` for training subsets I, J (disjoint, overlapping, equal, in any order) against
@@ -165,8 +183,12 @@ def check_cross_blocks(op: Operator, rng: np.random.Generator, *, X_new=None, st
     half = max(1, n // 2)
     some = rng.choice(n, size=max(1, (2 * n) // 3), replace=False)
     others = rng.choice(n, size=max(1, (2 * n) // 3), replace=False)
-    pairs = [("disjoint", perm[:half], perm[half:]), ("overlapping", some, others), ("equal", some, some),
-             ("all points, permuted", perm, rng.permutation(n))]
+    pairs = [
+        ("disjoint", perm[:half], perm[half:]),
+        ("overlapping", some, others),
+        ("equal", some, some),
+        ("all points, permuted", perm, rng.permutation(n)),
+    ]
     for name, I, J in pairs:
         if I.size and J.size:
             _check_block(f"cross(I, J) ({name})", op.cross(I, J), D[np.ix_(flat(I), flat(J))], rng, rtol)
@@ -178,8 +200,9 @@ def check_cross_blocks(op: Operator, rng: np.random.Generator, *, X_new=None, st
         _check_block("cross_test(X_new)", ct, S[np.ix_(flat(np.arange(n, n + m)), flat(np.arange(n)))], rng, rtol)
 
 
-def check_grad_trace(op: Operator, rng: np.random.Generator, *, q: int = 2, step: float = 1e-5,
-                     rtol: float = 1e-5, atol: float = 1e-7) -> None:
+def check_grad_trace(
+    op: Operator, rng: np.random.Generator, *, q: int = 2, step: float = 1e-5, rtol: float = 1e-5, atol: float = 1e-7
+) -> None:
     """grad_trace(E, F) against central differences of Σ_k e_k^T K(θ) f_k; for a class-diagonal operator
     also grad_trace_blocks(A) against grad_trace with F the identity."""
     n, C = op.n_points, op.n_classes
@@ -215,8 +238,9 @@ def _fd_gradient(f, U, step):
     return G
 
 
-def check_likelihood(lik, U: np.ndarray, Y: np.ndarray, rng: np.random.Generator, *, step: float = 1e-6,
-                     rtol: float = 1e-5) -> None:
+def check_likelihood(
+    lik, U: np.ndarray, Y: np.ndarray, rng: np.random.Generator, *, step: float = 1e-6, rtol: float = 1e-5
+) -> None:
     """Gradient and Hessian against finite differences; W = V V^T; V g̃ = g; V^T is V's transpose."""
     n, C = U.shape
     g = lik.gradient(U, Y)
@@ -268,8 +292,9 @@ def _exact_blocks(lik, U, Y) -> np.ndarray:
     return out
 
 
-def check_likelihood_hooks(lik, U: np.ndarray, Y: np.ndarray, rng: np.random.Generator, *, step: float = 1e-6,
-                           rtol: float = 1e-5) -> None:
+def check_likelihood_hooks(
+    lik, U: np.ndarray, Y: np.ndarray, rng: np.random.Generator, *, step: float = 1e-6, rtol: float = 1e-5
+) -> None:
     """The hooks of the criteria (:mod:`gpmodels.likelihoods.base`): ``value_per_point`` sums to ``value``;
     ``exact_hessian_factor`` has nothing fixed, is the Hessian (finite differences of the gradient) and
     W = V V^T where W >= 0; ``multinomial_pi`` (when given) reproduces W; ``trace_hessian_derivative``
@@ -291,8 +316,9 @@ def check_likelihood_hooks(lik, U: np.ndarray, Y: np.ndarray, rng: np.random.Gen
     x = rng.normal(size=(n, C))
     Wx_fd = (lik.gradient(U + step * x, Y) - lik.gradient(U - step * x, Y)) / (2 * step)
     W = _exact_blocks(lik, U, Y)
-    assert_close("exact Hessian x vs finite differences of the gradient", np.einsum("icd,id->ic", W, x), Wx_fd,
-                 rtol, rtol)
+    assert_close(
+        "exact Hessian x vs finite differences of the gradient", np.einsum("icd,id->ic", W, x), Wx_fd, rtol, rtol
+    )
     if np.all(np.linalg.eigvalsh(0.5 * (W + np.transpose(W, (0, 2, 1)))) >= 0):
         assert_close("exact factor: W = V V^T", hf.V(hf.Vt(x)), hf.W(x), 1e-9, 1e-9)
     pi = hf.multinomial_pi()
@@ -309,8 +335,9 @@ def check_likelihood_hooks(lik, U: np.ndarray, Y: np.ndarray, rng: np.random.Gen
         tp = np.einsum("icd,idc->i", S, _exact_blocks(lik, Up, Y))
         tm = np.einsum("icd,idc->i", S, _exact_blocks(lik, Um, Y))
         fd[:, c] = (tp - tm) / (2 * step)
-    assert_close("trace_hessian_derivative vs differences of tr(S W)", lik.trace_hessian_derivative(U, Y, S), fd,
-                 rtol, rtol)
+    assert_close(
+        "trace_hessian_derivative vs differences of tr(S W)", lik.trace_hessian_derivative(U, Y, S), fd, rtol, rtol
+    )
 
 
 def check_diagonal_likelihood(lik, U: np.ndarray, Y: np.ndarray, *, step: float = 1e-6, rtol: float = 1e-5) -> None:

@@ -27,12 +27,41 @@ __all__ = [
     "check_indices",
     "labels_to_targets",
     # attrs validators of options classes
-    "integer", "number", "positive_number", "nonnegative_number", "probability", "positive_int", "nonnegative_int",
-    "one_of", "instance_of", "boolean", "string", "mapping", "optional", "array_of", "describe_validator", "Integer",
-    "Number", "OneOf", "positive_or_list", "gigabytes", "MAX_MEMORY_GB",
-    "InstanceOf", "Optional", "Validator", "MAX_SIZE", "ArrayOf", "sequence_of", "any_of", "SequenceOf", "AnyOf",
+    "integer",
+    "number",
+    "positive_number",
+    "nonnegative_number",
+    "probability",
+    "positive_int",
+    "nonnegative_int",
+    "one_of",
+    "instance_of",
+    "boolean",
+    "string",
+    "mapping",
+    "optional",
+    "array_of",
+    "describe_validator",
+    "Integer",
+    "Number",
+    "OneOf",
+    "positive_or_list",
+    "gigabytes",
+    "MAX_MEMORY_GB",
+    "InstanceOf",
+    "Optional",
+    "Validator",
+    "MAX_SIZE",
+    "ArrayOf",
+    "sequence_of",
+    "any_of",
+    "SequenceOf",
+    "AnyOf",
     # attrs converters that normalise numbers and leave everything else for the validator to refuse
-    "to_float", "to_int", "to_path", "to_float_array",
+    "to_float",
+    "to_int",
+    "to_path",
+    "to_float_array",
 ]
 
 
@@ -70,8 +99,9 @@ def check_features(name: str, X, *, allow_sparse: bool = True):
             raise InputError(f"Complex data not supported: {name} must be real") from None
         raise InputTypeError(f"{name} must be numeric; could not convert it to float: {exc}") from None
     except ValueError:  # numpy's message quotes the value (maybe a file's content): described instead
-        raise InputError(f"{name} must be numeric; could not convert it to float: it holds text that is not a "
-                         "number") from None
+        raise InputError(
+            f"{name} must be numeric; could not convert it to float: it holds text that is not a number"
+        ) from None
     if X.ndim != 2:
         hint = (
             " Reshape your data: X.reshape(-1, 1) for one feature, X.reshape(1, -1) for one sample."
@@ -230,9 +260,7 @@ class Integer(Validator):
 
     def allows(self, value) -> bool:
         return (
-            _is_integer(value)
-            and (self.low is None or value >= self.low)
-            and (self.high is None or value <= self.high)
+            _is_integer(value) and (self.low is None or value >= self.low) and (self.high is None or value <= self.high)
         )
 
 
@@ -384,8 +412,14 @@ def integer(low: int | None = None, high: int | None = None) -> Integer:
     return Integer(low, high)
 
 
-def number(low: float | None = None, high: float | None = None, *, open_low: bool = False, open_high: bool = False,
-           finite: bool = True) -> Number:
+def number(
+    low: float | None = None,
+    high: float | None = None,
+    *,
+    open_low: bool = False,
+    open_high: bool = False,
+    finite: bool = True,
+) -> Number:
     """attrs validator: a real number (no bools) within the bounds."""
     return Number(low, high, open_low, open_high, finite)
 

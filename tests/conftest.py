@@ -15,10 +15,15 @@ TESTS = Path(__file__).resolve().parent
 ROOT = TESTS.parent
 """The repository root."""
 
-settings.register_profile("default", max_examples=25, deadline=None,
-                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-settings.register_profile("thorough", max_examples=300, deadline=None,
-                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+settings.register_profile(
+    "default", max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
+)
+settings.register_profile(
+    "thorough",
+    max_examples=300,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 settings.load_profile(os.environ.get("GPMODELS_HYPOTHESIS_PROFILE", "default"))
 
 
@@ -74,6 +79,10 @@ def three_model_study(tmp_path) -> dict:
     X, y = toy_classification(40, 3, d=4, seed=0)
     np.savez(tmp_path / "train.npz", X=X[:30], y=y[:30] + 1)
     np.savez(tmp_path / "test.npz", X=X[30:], y=y[30:] + 1)
-    return {"name": "s", "data": {"path": str(tmp_path / "train.npz"), "test_path": str(tmp_path / "test.npz")},
-            "models": [{"name": f"v{v}", "model": {"kernel": {"type": "rbf", "w": 0.3}, "variance": v}}
-                       for v in (1.0, 5.0, 20.0)]}
+    return {
+        "name": "s",
+        "data": {"path": str(tmp_path / "train.npz"), "test_path": str(tmp_path / "test.npz")},
+        "models": [
+            {"name": f"v{v}", "model": {"kernel": {"type": "rbf", "w": 0.3}, "variance": v}} for v in (1.0, 5.0, 20.0)
+        ],
+    }

@@ -25,8 +25,10 @@ FAMILIES = {
     "estimators": ("estimators",),
     "spec input (yaml)": ("yaml",),
 }
-FILE_CORPORA = {"data files (tests/data/bad)": HERE / "data" / "bad",
-                "specs (tests/driver/bad_specs)": HERE / "driver" / "bad_specs"}
+FILE_CORPORA = {
+    "data files (tests/data/bad)": HERE / "data" / "bad",
+    "specs (tests/driver/bad_specs)": HERE / "driver" / "bad_specs",
+}
 
 
 def _cases(fn) -> tuple[int, bool]:
@@ -69,7 +71,9 @@ if __name__ == "__main__":
     for family, s in sizes.items():
         print(f"{family:<{width}}  {len(s['tests']):>5}  {s['cases']:>6}  {s['generated']:>9}")
     total = sum(s["cases"] for s in sizes.values())
-    print(f"{'all':<{width}}  {sum(len(s['tests']) for s in sizes.values()):>5}  {total:>6}  "
-          f"{sum(s['generated'] for s in sizes.values()):>9}")
+    print(
+        f"{'all':<{width}}  {sum(len(s['tests']) for s in sizes.values()):>5}  {total:>6}  "
+        f"{sum(s['generated'] for s in sizes.values()):>9}"
+    )
     for what, n in file_corpora().items():
         print(f"{what}: {n} files")

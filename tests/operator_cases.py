@@ -31,6 +31,7 @@ def register(cls):
     def deco(fn):
         CASES.setdefault(cls, []).append(fn)
         return fn
+
     return deco
 
 
@@ -68,8 +69,9 @@ def kernels(draw, d, kinds=("rbf", "ard", "linear", "poly") + STATIONARY_KINDS):
         return ARD(w=[draw(log_uniform) for _ in range(d)])
     if kind == "linear":
         return Linear()
-    return Polynomial(degree=draw(st.integers(1, 3)), scale=draw(log_uniform),
-                      offset=draw(st.sampled_from([0.0, draw(log_uniform)])))
+    return Polynomial(
+        degree=draw(st.integers(1, 3)), scale=draw(log_uniform), offset=draw(st.sampled_from([0.0, draw(log_uniform)]))
+    )
 
 
 @st.composite
@@ -107,9 +109,14 @@ def block_diagonal_case(draw, with_intercept=False):
         v = np.array([draw(log_uniform) for _ in vgroups])
         op = BlockDiagonal(X, kers, kgroups, v, vgroups, rep)
     else:
-        op = BlockDiagonal.from_sharing(X, draw(kernels(d, kinds)), C, mode,
-                                        draw(log_uniform) if mode == "tied" else [draw(log_uniform) for _ in range(C)],
-                                        rep)
+        op = BlockDiagonal.from_sharing(
+            X,
+            draw(kernels(d, kinds)),
+            C,
+            mode,
+            draw(log_uniform) if mode == "tied" else [draw(log_uniform) for _ in range(C)],
+            rep,
+        )
     grams, cross = [], []
     for c in range(C):
         k = op.kernels[op.class_kernel[c]]
@@ -148,8 +155,12 @@ def precomputed_case(draw):
     op = BlockDiagonal.from_sharing(index_inputs(train), kern, C, "semi", v, RepresentationConfig(kind="stored"))
     grams = [G[np.ix_(train, train)]] * C
     cross = [G[np.ix_(test, train)]] * C
-    return Case(op, block_diagonal_dense(grams, op.class_variances), index_inputs(test),
-                block_diagonal_cross(cross, op.class_variances))
+    return Case(
+        op,
+        block_diagonal_dense(grams, op.class_variances),
+        index_inputs(test),
+        block_diagonal_cross(cross, op.class_variances),
+    )
 
 
 register(BlockDiagonal)(precomputed_case)
@@ -254,8 +265,9 @@ def anova_case(draw, with_intercept=False):
         groups = tree.node_groups(mode)
         v_groups = np.array([draw(log_uniform) for _ in range(int(groups.max()) + 1)])
         kern = draw(kernels(d, kinds))
-        op = ANOVAPrior(tree, kern, sharing=mode, variance=list(v_groups), representation=rep).operator(X,
-                                                                                                        tree.n_classes)
+        op = ANOVAPrior(tree, kern, sharing=mode, variance=list(v_groups), representation=rep).operator(
+            X, tree.n_classes
+        )
         inner_dense, inner_cross = _block_oracles(X, X_new, [kern] * P, v_groups[groups])
     elif how == "groups":  # arbitrary kernel / variance groups over the nodes
         inner, kers, v = draw(_node_block_diagonal(X, d, kinds, rep, P))
@@ -328,26 +340,40 @@ def _nested(draw, X, X_new, d, kinds, rep, r, depth, C=None):
     if how == "intercept":
         op, dense, cross = draw(_nested(X, X_new, d, kinds, rep, r, depth - 1, C))
         s2, Cop = draw(log_uniform), op.n_classes
-        return (Intercept(op, s2, learn=draw(st.booleans())), dense + s2 * np.kron(np.ones((n, n)), np.eye(Cop)),
-                cross + s2 * np.kron(np.ones((m, n)), np.eye(Cop)))
+        return (
+            Intercept(op, s2, learn=draw(st.booleans())),
+            dense + s2 * np.kron(np.ones((n, n)), np.eye(Cop)),
+            cross + s2 * np.kron(np.ones((m, n)), np.eye(Cop)),
+        )
     if how == "sum":
         first = draw(_nested(X, X_new, d, kinds, rep, r, depth - 1, C))
-        parts = [first] + [draw(_nested(X, X_new, d, kinds, rep, r, depth - 1, first[0].n_classes))
-                           for _ in range(draw(st.integers(0, 1)))]
+        parts = [first] + [
+            draw(_nested(X, X_new, d, kinds, rep, r, depth - 1, first[0].n_classes))
+            for _ in range(draw(st.integers(0, 1)))
+        ]
         theta = np.array([draw(log_uniform) for _ in parts])
-        return (Sum([p[0] for p in parts], theta), sum(t * p[1] for t, p in zip(theta, parts)),
-                sum(t * p[2] for t, p in zip(theta, parts)))
+        return (
+            Sum([p[0] for p in parts], theta),
+            sum(t * p[1] for t, p in zip(theta, parts)),
+            sum(t * p[2] for t, p in zip(theta, parts)),
+        )
     if how == "coupled":
         p = draw(st.integers(1, 3 if C is None else C))
         op, dense, cross = draw(_nested(X, X_new, d, kinds, rep, r, depth - 1, p))
         B = r.normal(size=(p + draw(st.integers(0, 2)) if C is None else C, p))
-        return (Coupled(op, B, learn=draw(st.booleans())), _kron_rows(n, B) @ dense @ _kron_rows(n, B).T,
-                _kron_rows(m, B) @ cross @ _kron_rows(n, B).T)
+        return (
+            Coupled(op, B, learn=draw(st.booleans())),
+            _kron_rows(n, B) @ dense @ _kron_rows(n, B).T,
+            _kron_rows(m, B) @ cross @ _kron_rows(n, B).T,
+        )
     tree = ClassTree(draw(random_trees(max_nodes=5)))
     op, dense, cross = draw(_nested(X, X_new, d, kinds, rep, r, depth - 1, tree.n_nodes))
     Phi = tree.phi_leaf_matrix()
-    return (ANOVA(op, tree, merge_gemm=draw(st.booleans())), _kron_rows(n, Phi) @ dense @ _kron_rows(n, Phi).T,
-            _kron_rows(m, Phi) @ cross @ _kron_rows(n, Phi).T)
+    return (
+        ANOVA(op, tree, merge_gemm=draw(st.booleans())),
+        _kron_rows(n, Phi) @ dense @ _kron_rows(n, Phi).T,
+        _kron_rows(m, Phi) @ cross @ _kron_rows(n, Phi).T,
+    )
 
 
 @st.composite
@@ -367,11 +393,15 @@ def on_inputs(op, X):
     """The same operator (structure, kernels, hyperparameters) built on the inputs X; a low-rank
     representation keeps its pivot points, so that its blocks at new points are the Nyström ones."""
     if isinstance(op, BlockDiagonal):
-        reps = {key: LowRankGram(X, r.kernel, r.Xp, None, r.jitter)
-                for key, r in op._rep_by_key.items() if isinstance(r, LowRankGram)}
+        reps = {
+            key: LowRankGram(X, r.kernel, r.Xp, None, r.jitter)
+            for key, r in op._rep_by_key.items()
+            if isinstance(r, LowRankGram)
+        }
         if reps:  # every kernel of a low-rank operator is low-rank (one RepresentationConfig)
-            return BlockDiagonal(X, op.kernels, op.class_kernel, op.variances, op.class_variance, op.representation,
-                                 _reps=reps)
+            return BlockDiagonal(
+                X, op.kernels, op.class_kernel, op.variances, op.class_variance, op.representation, _reps=reps
+            )
         return BlockDiagonal(X, op.kernels, op.class_kernel, op.variances, op.class_variance, op.representation)
     if isinstance(op, Intercept):
         return Intercept(on_inputs(op.inner, X), op.sigma2, op.learn)

@@ -65,7 +65,7 @@ def naive_gram(kernel, X1, X2):
     for a in range(A.shape[0]):
         for b in range(B.shape[0]):
             if isinstance(kernel, SklearnKernel):
-                out[a, b] = kernel.kernel(A[a:a + 1], B[b:b + 1])[0, 0]
+                out[a, b] = kernel.kernel(A[a : a + 1], B[b : b + 1])[0, 0]
             else:
                 out[a, b] = _pair_value(kernel, A[a], B[b])
     return out

@@ -28,17 +28,26 @@ def _spec(tmp_path, objective=None, n=90):
     m = 2 * n // 3
     np.savez(tmp_path / "train.npz", X=X[:m], y=y[:m])
     np.savez(tmp_path / "test.npz", X=X[m:], y=y[m:])
-    return {"name": "cli", "seed": 1,
-            "data": {"path": str(tmp_path / "train.npz"), "test_path": str(tmp_path / "test.npz")},
-            "model": {"kernel": {"type": "rbf", "w": "auto"}, "sharing": "semi", "variance": 2.0, "sigma2": 1.0},
-            "objective": objective or {"newton": {"max_iter": 20, "cg_max_iter": 30}},
-            "output": {"dir": str(tmp_path / "out")}}
+    return {
+        "name": "cli",
+        "seed": 1,
+        "data": {"path": str(tmp_path / "train.npz"), "test_path": str(tmp_path / "test.npz")},
+        "model": {"kernel": {"type": "rbf", "w": "auto"}, "sharing": "semi", "variance": 2.0, "sigma2": 1.0},
+        "objective": objective or {"newton": {"max_iter": 20, "cg_max_iter": 30}},
+        "output": {"dir": str(tmp_path / "out")},
+    }
 
 
 def _cv(max_iter=2):
-    return {"type": "cv", "newton": {"max_iter": 30, "cg_max_iter": 40},
-            "cv": {"folds": 3, "newton": {"max_iter": 20, "cg_max_iter": 30, "grad_tol": 1e-6},
-                   "outer": {"max_iter": max_iter}}}
+    return {
+        "type": "cv",
+        "newton": {"max_iter": 30, "cg_max_iter": 40},
+        "cv": {
+            "folds": 3,
+            "newton": {"max_iter": 20, "cg_max_iter": 30, "grad_tol": 1e-6},
+            "outer": {"max_iter": max_iter},
+        },
+    }
 
 
 def _env():
@@ -67,15 +76,33 @@ def test_version_prints_the_package_version(capsys, monkeypatch):
 
 
 def test_python_dash_m_gpmodels_is_the_same_program(tmp_path):
-    done = subprocess.run([sys.executable, "-m", "gpmodels", "--version"], capture_output=True, text=True,
-                          env=_env(), cwd=tmp_path, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "gpmodels", "--version"],
+        capture_output=True,
+        text=True,
+        env=_env(),
+        cwd=tmp_path,
+        timeout=120,
+    )
     assert done.returncode == 0 and done.stdout.startswith("gpmodels ")
     p = write_spec(tmp_path, _spec(tmp_path))
-    done = subprocess.run([sys.executable, "-m", "gpmodels", "validate", str(p)], capture_output=True, text=True,
-                          env=_env(), cwd=tmp_path, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "gpmodels", "validate", str(p)],
+        capture_output=True,
+        text=True,
+        env=_env(),
+        cwd=tmp_path,
+        timeout=120,
+    )
     assert done.returncode == 0 and done.stdout.strip() == f"{p}: valid"
-    done = subprocess.run([sys.executable, "-m", "gpmodels", "validate", str(p), "--set", "model.kernl.w=1"],
-                          capture_output=True, text=True, env=_env(), cwd=tmp_path, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "gpmodels", "validate", str(p), "--set", "model.kernl.w=1"],
+        capture_output=True,
+        text=True,
+        env=_env(),
+        cwd=tmp_path,
+        timeout=120,
+    )
     assert done.returncode == 2 and "model.kernl" in done.stderr and "Traceback" not in done.stderr
 
 
@@ -119,8 +146,13 @@ def test_overrides_parse_values_as_yaml_and_name_list_entries():
     new = apply_overrides(data, ["model.variance=3", "models.1.name=c", "model.kernel.w=0.5", "model.variance=4"])
     assert new == {"model": {"variance": 4, "kernel": {"w": 0.5}}, "models": [{"name": "a"}, {"name": "c"}]}
     assert data["model"] == {"variance": 1.0}  # the original is not changed
-    for bad, where in (("novalue", "--set"), ("a..b=1", "--set"), ("models.5.name=x", "models.5"),
-                       ("model.variance.x=1", "model.variance"), ("models.x.name=1", "models.x")):
+    for bad, where in (
+        ("novalue", "--set"),
+        ("a..b=1", "--set"),
+        ("models.5.name=x", "models.5"),
+        ("model.variance.x=1", "model.variance"),
+        ("models.x.name=1", "models.x"),
+    ):
         with pytest.raises(SpecError) as ex:
             apply_overrides(data, [bad])
         assert ex.value.path == where
@@ -128,8 +160,17 @@ def test_overrides_parse_values_as_yaml_and_name_list_entries():
 
 def test_set_overrides_a_key_before_validation_and_is_recorded(tmp_path, capsys):
     p = write_spec(tmp_path, _spec(tmp_path))
-    argv = ["run", str(p), "--quiet", "--set", "model.variance=3.5", "--set", "objective.newton.max_iter=7",
-            "--set", "model.kernel.w=0.25"]
+    argv = [
+        "run",
+        str(p),
+        "--quiet",
+        "--set",
+        "model.variance=3.5",
+        "--set",
+        "objective.newton.max_iter=7",
+        "--set",
+        "model.kernel.w=0.25",
+    ]
     assert main(argv) == 0
     resolved = yaml.safe_load((tmp_path / "out" / "spec.resolved.yaml").read_text())
     assert resolved["model"]["variance"] == 3.5 and resolved["objective"]["newton"]["max_iter"] == 7
@@ -161,9 +202,15 @@ def test_a_bad_override_is_the_same_spec_error_as_in_the_file(tmp_path, capsys):
 
 def test_set_reaches_the_models_of_a_study(tmp_path, capsys):
     d = _spec(tmp_path)
-    study = {"name": "st", "data": d["data"], "output": {"dir": str(tmp_path / "st")},
-             "models": [{"name": "a", "model": d["model"], "objective": d["objective"]},
-                        {"name": "b", "model": d["model"], "objective": d["objective"]}]}
+    study = {
+        "name": "st",
+        "data": d["data"],
+        "output": {"dir": str(tmp_path / "st")},
+        "models": [
+            {"name": "a", "model": d["model"], "objective": d["objective"]},
+            {"name": "b", "model": d["model"], "objective": d["objective"]},
+        ],
+    }
     p = write_spec(tmp_path, study, "study.yaml")
     assert "&id" in p.read_text()  # the models share one `model` by a YAML alias: an override changes one
     assert main(["validate", str(p), "--set", "models.1.model.variance=0"]) == 2
@@ -287,11 +334,22 @@ def test_run_log_holds_messages_not_progress_bars(tmp_path, capsys):
 
 def test_a_study_records_provenance_and_a_log(tmp_path, capsys):
     d = _spec(tmp_path)
-    study = {"name": "st", "data": d["data"], "output": {"dir": str(tmp_path / "st")},
-             "models": [{"name": "good", "model": d["model"]},
-                        {"name": "bad", "model": d["model"],
-                         "objective": {"type": "cv", "cv": {"newton": {"max_iter": 1}, "fail_tol": 1e-12, "folds": 3,
-                                                            "checkpoint": False}}}]}
+    study = {
+        "name": "st",
+        "data": d["data"],
+        "output": {"dir": str(tmp_path / "st")},
+        "models": [
+            {"name": "good", "model": d["model"]},
+            {
+                "name": "bad",
+                "model": d["model"],
+                "objective": {
+                    "type": "cv",
+                    "cv": {"newton": {"max_iter": 1}, "fail_tol": 1e-12, "folds": 3, "checkpoint": False},
+                },
+            },
+        ],
+    }
     p = write_spec(tmp_path, study, "study.yaml")
     assert main(["study", str(p), "--quiet"]) == 1
     capsys.readouterr()
@@ -314,15 +372,22 @@ def test_importing_gpmodels_changes_nothing_in_the_environment():
 
 
 def test_configure_openblas_runs_the_program_with_the_short_spin_once():
-    code = ("import os, gpmodels; print('start'); gpmodels.configure_openblas(); "
-            "print(os.environ['OPENBLAS_THREAD_TIMEOUT'])")
+    code = (
+        "import os, gpmodels; print('start'); gpmodels.configure_openblas(); "
+        "print(os.environ['OPENBLAS_THREAD_TIMEOUT'])"
+    )
     env = {k: v for k, v in _env().items() if k != "OPENBLAS_THREAD_TIMEOUT"}
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
     assert done.returncode == 0, done.stderr
     lines = done.stdout.split()
     assert lines[-1] == "4" and lines.count("4") == 1 and 1 <= lines.count("start") <= 2  # 2: restarted once
-    kept = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
-                          env={**env, "OPENBLAS_THREAD_TIMEOUT": "7"})
+    kept = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**env, "OPENBLAS_THREAD_TIMEOUT": "7"},
+    )
     assert kept.stdout.split() == ["start", "7"], kept.stderr
 
 
@@ -330,11 +395,15 @@ def test_predict_into_a_closed_pipe_stops_quietly(tmp_path):
     """`gpmodels predict ... | head -1`: the reader goes away; no "run failed", no traceback, exit 141
     (128 + SIGPIPE) as a Unix tool stopped by the closed pipe."""
     assert main(["run", str(write_spec(tmp_path, _spec(tmp_path))), "--quiet"]) == 0
-    X, _ = toy_classification(6000, 3, d=3, seed=4)      # ~300 KB of table: more than a pipe holds
+    X, _ = toy_classification(6000, 3, d=3, seed=4)  # ~300 KB of table: more than a pipe holds
     np.savez(tmp_path / "new.npz", X=X)
-    proc = subprocess.Popen([sys.executable, "-m", "gpmodels", "predict", str(tmp_path / "out"),
-                             str(tmp_path / "new.npz")], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env(),
-                            cwd=tmp_path)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gpmodels", "predict", str(tmp_path / "out"), str(tmp_path / "new.npz")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=_env(),
+        cwd=tmp_path,
+    )
     assert proc.stdout.readline().startswith(b"row,prediction")
     proc.stdout.close()
     err = proc.stderr.read().decode()

@@ -33,7 +33,7 @@ def long_files(root: Path = PACKAGE, limit: int = MAX_FILE_LINES) -> dict[str, i
 
 
 def long_functions(root: Path = PACKAGE, limit: int = LONG_FUNCTION_LINES) -> dict[str, int]:
-    """"path:qualified.name" -> lines (end_lineno - lineno + 1), for every function over ``limit`` lines."""
+    """ "path:qualified.name" -> lines (end_lineno - lineno + 1), for every function over ``limit`` lines."""
     out = {}
     for path in sorted(root.rglob("*.py")):
         rel = path.relative_to(root).as_posix()
@@ -51,7 +51,8 @@ def test_at_most_a_few_functions_are_over_the_length_limit():
     found = long_functions()
     assert len(found) <= MAX_LONG_FUNCTIONS, (
         f"{len(found)} functions over {LONG_FUNCTION_LINES} lines, at most {MAX_LONG_FUNCTIONS} allowed "
-        f"(extract named steps): {found}")
+        f"(extract named steps): {found}"
+    )
 
 
 def test_the_counters_see_long_files_and_long_functions(tmp_path):

@@ -82,15 +82,22 @@ def test_the_base_install_names_no_optional_package():
 
 
 def test_every_module_imports_and_lp_directions_run_without_the_optional_packages():
-    out = subprocess.run([sys.executable, "-c", _IMPORT_ALL, ",".join(OPTIONAL)], cwd=ROOT, capture_output=True,
-                         text=True, timeout=300)
+    out = subprocess.run(
+        [sys.executable, "-c", _IMPORT_ALL, ",".join(OPTIONAL)], cwd=ROOT, capture_output=True, text=True, timeout=300
+    )
     assert out.returncode == 0, out.stderr[-3000:]
-    assert out.stdout.strip() == "ok"      # and nothing else: no solver banner on stdout
+    assert out.stdout.strip() == "ok"  # and nothing else: no solver banner on stdout
 
 
 def _without_matplotlib(tmp_path, *args):
-    return subprocess.run([sys.executable, "-c", _RUN, "matplotlib", *args], cwd=tmp_path, capture_output=True,
-                          text=True, timeout=300, env=_ENV)
+    return subprocess.run(
+        [sys.executable, "-c", _RUN, "matplotlib", *args],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=_ENV,
+    )
 
 
 def test_a_run_and_a_study_without_matplotlib_skip_the_figures_and_say_so(tmp_path):
@@ -99,9 +106,17 @@ def test_a_run_and_a_study_without_matplotlib_skip_the_figures_and_say_so(tmp_pa
     np.savez(tmp_path / "test.npz", X=X[40:], y=y[40:])
     data = {"path": str(tmp_path / "train.npz"), "test_path": str(tmp_path / "test.npz")}
     model = {"kernel": {"type": "rbf", "w": 0.5}, "sharing": "tied", "variance": 2.0}
-    (tmp_path / "run.yaml").write_text(yaml.safe_dump({
-        "name": "r", "data": data, "model": model, "output": {"dir": str(tmp_path / "run")},
-        "objective": {"type": "cv", "cv": {"folds": 3, "outer": {"max_iter": 2}}}}))
+    (tmp_path / "run.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "name": "r",
+                "data": data,
+                "model": model,
+                "output": {"dir": str(tmp_path / "run")},
+                "objective": {"type": "cv", "cv": {"folds": 3, "outer": {"max_iter": 2}}},
+            }
+        )
+    )
     out = _without_matplotlib(tmp_path, "run", "run.yaml", "--no-progress")
     assert out.returncode == 0, out.stderr[-3000:]
     assert "Traceback" not in out.stderr + out.stdout
@@ -113,9 +128,16 @@ def test_a_run_and_a_study_without_matplotlib_skip_the_figures_and_say_so(tmp_pa
     assert json.loads((folder / "metrics.json").read_text())["test_error"] < 0.5
     assert (folder / "model.npz").is_file() and (folder / "error_reject.csv").is_file()
 
-    (tmp_path / "study.yaml").write_text(yaml.safe_dump({
-        "name": "s", "data": data, "output": {"dir": str(tmp_path / "study")},
-        "models": [{"name": f"v{v}", "model": {**model, "variance": v}} for v in (1.0, 4.0)]}))
+    (tmp_path / "study.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "name": "s",
+                "data": data,
+                "output": {"dir": str(tmp_path / "study")},
+                "models": [{"name": f"v{v}", "model": {**model, "variance": v}} for v in (1.0, 4.0)],
+            }
+        )
+    )
     out = _without_matplotlib(tmp_path, "study", "study.yaml", "--quiet")
     assert out.returncode == 0, out.stderr[-3000:]
     assert out.stdout == "" and "Traceback" not in out.stderr
@@ -135,8 +157,14 @@ def test_a_plot_call_without_matplotlib_names_the_extra(tmp_path):
         except OptionalDependencyError as exc:
             print(exc)
     """)
-    out = subprocess.run([sys.executable, "-c", script, "matplotlib"], cwd=tmp_path, capture_output=True, text=True,
-                         timeout=120, env=_ENV)
+    out = subprocess.run(
+        [sys.executable, "-c", script, "matplotlib"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=_ENV,
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     assert "pip install gpmodels[plots]" in out.stdout and not (tmp_path / "t.png").exists()
 
@@ -150,7 +178,8 @@ def test_to_networkx_without_networkx_names_what_to_install(tmp_path):
         except OptionalDependencyError as exc:
             print(exc)
     """)
-    out = subprocess.run([sys.executable, "-c", script, "networkx"], cwd=tmp_path, capture_output=True, text=True,
-                         timeout=120, env=_ENV)
+    out = subprocess.run(
+        [sys.executable, "-c", script, "networkx"], cwd=tmp_path, capture_output=True, text=True, timeout=120, env=_ENV
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     assert "pip install networkx" in out.stdout

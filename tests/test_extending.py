@@ -68,7 +68,7 @@ def similarity_case(draw):
     M, M_new = naive_gram(kernel, X, X), naive_gram(kernel, X_new, X)
     for i in range(n):
         for j in range(n):
-            dense[i * C:(i + 1) * C, j * C:(j + 1) * C] = v * S_lam * M[i, j]
+            dense[i * C : (i + 1) * C, j * C : (j + 1) * C] = v * S_lam * M[i, j]
     cross = np.einsum("ab,cd->acbd", M_new, v * S_lam).reshape(X_new.shape[0] * C, n * C)
     sigma2 = draw(st.sampled_from([0.0, draw(log_uniform)]))
     op = ClassSimilarityPrior(kernel, S, v, lam, sigma2).operator(X, C)
@@ -120,7 +120,7 @@ def _dense_map(K, Y, tol=1e-13):
         pi = np.exp(log_softmax(u))
         W = np.zeros((N, N))
         for i in range(n):
-            W[i * C:(i + 1) * C, i * C:(i + 1) * C] = np.diag(pi[i]) - np.outer(pi[i], pi[i])
+            W[i * C : (i + 1) * C, i * C : (i + 1) * C] = np.diag(pi[i]) - np.outer(pi[i], pi[i])
         a_new = np.linalg.solve(np.eye(N) + W @ K, W @ u.ravel() - g)
         step = 1.0
         while phi(a + step * (a_new - a)) > phi(a) + 1e-14 * abs(phi(a)) and step > 1e-8:
@@ -180,8 +180,10 @@ def test_laplace_marginal_likelihood_and_gradient():
         tp, tm = theta.copy(), theta.copy()
         tp[p] += h
         tm[p] -= h
-        fd[p] = (laplace_mlm(op.with_params(tp), Softmax(), Y, opts, gradient=False).log_marginal
-                 - laplace_mlm(op.with_params(tm), Softmax(), Y, opts, gradient=False).log_marginal) / (2 * h)
+        fd[p] = (
+            laplace_mlm(op.with_params(tp), Softmax(), Y, opts, gradient=False).log_marginal
+            - laplace_mlm(op.with_params(tm), Softmax(), Y, opts, gradient=False).log_marginal
+        ) / (2 * h)
     np.testing.assert_allclose(res.gradient, fd, rtol=1e-6, atol=1e-8 * np.abs(fd).max())
     # the MVM path (CG, Lanczos, Hutchinson) estimates the same quantities
     mvm = laplace_mlm(op, Softmax(), Y, LaplaceOptions(path="mvm", n_probes=64))
@@ -200,23 +202,39 @@ def _spec(tmp_path, prior, objective=None, **model):
     X, y = toy_classification(75, 3, d=2, seed=5, spread=2.5)
     np.savez(tmp_path / "train.npz", X=X[:45], y=y[:45])
     np.savez(tmp_path / "test.npz", X=X[45:], y=y[45:])
-    m = {"prior": prior, "prior_options": {"similarity": S3.tolist(), "strength": 0.5},
-         "kernel": {"type": "rbf", "w": "auto"}, "variance": 2.0, "sigma2": 1.0}
+    m = {
+        "prior": prior,
+        "prior_options": {"similarity": S3.tolist(), "strength": 0.5},
+        "kernel": {"type": "rbf", "w": "auto"},
+        "variance": 2.0,
+        "sigma2": 1.0,
+    }
     m.update(model)
-    return {"name": "similarity", "seed": 1,
-            "data": {"path": str(tmp_path / "train.npz"), "test_path": str(tmp_path / "test.npz")},
-            "model": m, "objective": objective or {"type": "map"}, "output": {"dir": str(tmp_path / "out")}}
+    return {
+        "name": "similarity",
+        "seed": 1,
+        "data": {"path": str(tmp_path / "train.npz"), "test_path": str(tmp_path / "test.npz")},
+        "model": m,
+        "objective": objective or {"type": "map"},
+        "output": {"dir": str(tmp_path / "out")},
+    }
 
 
 def _predict_in_fresh_process(folder: Path, X) -> np.ndarray:
     """load_model in a new interpreter that never registered the prior (only PYTHONPATH reaches it)."""
     np.save(folder / "X_new.npy", X)
-    code = ("import sys, numpy as np; from gpmodels.driver.saved import load_model; "
-            "P = load_model(sys.argv[1], allow_import=('external_prior',)).predict_proba(np.load(sys.argv[2])); "
-            "np.save(sys.argv[3], P)")
+    code = (
+        "import sys, numpy as np; from gpmodels.driver.saved import load_model; "
+        "P = load_model(sys.argv[1], allow_import=('external_prior',)).predict_proba(np.load(sys.argv[2])); "
+        "np.save(sys.argv[3], P)"
+    )
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(TESTS)])}
-    subprocess.run([sys.executable, "-c", code, str(folder), str(folder / "X_new.npy"), str(folder / "P.npy")],
-                   check=True, env=env, cwd=folder)
+    subprocess.run(
+        [sys.executable, "-c", code, str(folder), str(folder / "X_new.npy"), str(folder / "P.npy")],
+        check=True,
+        env=env,
+        cwd=folder,
+    )
     return np.load(folder / "P.npy")
 
 
@@ -282,10 +300,16 @@ def test_import_path_prior_learns_by_cv_and_laplace_through_the_driver(tmp_path)
         (lambda d: d["model"].update(prior="external_prior:nothing"), "model.prior", "has no attribute"),
         (lambda d: d["model"].update(prior="external_prior:__all__"), "model.prior", "not a builder"),
         (lambda d: d["model"].update(prior="independent"), "model.prior_options", "are for user priors"),
-        (lambda d: d["model"]["prior_options"].update(strenght=2.0), "model.prior_options.strenght",
-         "did you mean 'strength'"),
-        (lambda d: d["model"]["prior_options"].update(similarity=[[1, 2], [2, 1]]), "model.prior_options.similarity",
-         "positive semi-definite"),
+        (
+            lambda d: d["model"]["prior_options"].update(strenght=2.0),
+            "model.prior_options.strenght",
+            "did you mean 'strength'",
+        ),
+        (
+            lambda d: d["model"]["prior_options"].update(similarity=[[1, 2], [2, 1]]),
+            "model.prior_options.similarity",
+            "positive semi-definite",
+        ),
         (lambda d: d["model"]["prior_options"].update(similarity="tree"), "model.prior", "needs a class hierarchy"),
     ],
 )

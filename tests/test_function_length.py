@@ -40,8 +40,9 @@ def _long_functions() -> dict[str, int]:
 
 def test_no_function_longer_than_the_limit_without_a_reason():
     offenders = {k: n for k, n in _long_functions().items() if k not in ALLOWED}
-    assert not offenders, (f"functions longer than {MAX_LINES} lines (split them, or list them in ALLOWED "
-                           f"with a reason): {offenders}")
+    assert not offenders, (
+        f"functions longer than {MAX_LINES} lines (split them, or list them in ALLOWED with a reason): {offenders}"
+    )
 
 
 def test_every_allowed_entry_has_a_reason():

@@ -43,8 +43,9 @@ from gpmodels.driver.output import LOCK_FILE, claim_output
 from gpmodels.errors import DataError, GPModelsError, OutputError, SpecError
 from gpmodels.hierarchy import ClassTree
 
-SETTINGS = settings(max_examples=40, deadline=None,
-                    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+SETTINGS = settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+)
 _secret = st.text(alphabet=string.ascii_letters + string.digits, min_size=4, max_size=30).map(lambda s: f"QZX{s}")
 
 
@@ -57,14 +58,31 @@ def _messages(load, *args, **kwargs) -> str:
 
 
 # ---------------------------------------------------------------- echo
-_SVM_TEMPLATES = ["{s} 1:2\n", "1 {s}\n", "1 1:{s}\n", "1 {s}:2\n", "1 1:1\n2 1:2 {s}\n", "1,{s} 1:1\n",
-                  "1 1:1\n{s}\n", "1 qid:{s} 1:1\n"]
-_CSV_TEMPLATES = ["{s},label\n1,a\n2,b\n", "f,label\n{s},a\n", "f,label\n1,a\n2,{s}\n3\n", "f,{s}\n1,2\n",
-                  "f,f,label\n1,2,a\n", "f,label\n1,a\n\"{s}\n", "{s}\n1\n"]
-_ARFF_TEMPLATES = ["@relation r\n@attribute {s} string\n@attribute class {{x,y}}\n@data\nq,x\n",
-                   "@relation r\n@attribute a numeric\n@attribute class {{x,y}}\n@data\n{s},x\n",
-                   "@relation r\n@attribute a numeric\n@attribute {s} numeric\n@data\n1,2\n",
-                   "@relation r\n@attribute a {s}\n@attribute class {{x,y}}\n@data\n1,x\n"]
+_SVM_TEMPLATES = [
+    "{s} 1:2\n",
+    "1 {s}\n",
+    "1 1:{s}\n",
+    "1 {s}:2\n",
+    "1 1:1\n2 1:2 {s}\n",
+    "1,{s} 1:1\n",
+    "1 1:1\n{s}\n",
+    "1 qid:{s} 1:1\n",
+]
+_CSV_TEMPLATES = [
+    "{s},label\n1,a\n2,b\n",
+    "f,label\n{s},a\n",
+    "f,label\n1,a\n2,{s}\n3\n",
+    "f,{s}\n1,2\n",
+    "f,f,label\n1,2,a\n",
+    'f,label\n1,a\n"{s}\n',
+    "{s}\n1\n",
+]
+_ARFF_TEMPLATES = [
+    "@relation r\n@attribute {s} string\n@attribute class {{x,y}}\n@data\nq,x\n",
+    "@relation r\n@attribute a numeric\n@attribute class {{x,y}}\n@data\n{s},x\n",
+    "@relation r\n@attribute a numeric\n@attribute {s} numeric\n@data\n1,2\n",
+    "@relation r\n@attribute a {s}\n@attribute class {{x,y}}\n@data\n1,x\n",
+]
 
 
 @SETTINGS
@@ -76,8 +94,12 @@ def test_echo_no_message_quotes_a_token_of_a_data_file(tmp_path_factory, secret,
     path.write_text(template.format(s=secret))
     good = folder / "good.svm"
     good.write_text("1 1:1\n2 1:2\n")
-    for text in (_messages(load_file, path), _messages(load_file, good, path), _messages(load_inputs, path),
-                 _messages(load_inputs, path, feature_names=("f", "g"))):
+    for text in (
+        _messages(load_file, path),
+        _messages(load_file, good, path),
+        _messages(load_inputs, path),
+        _messages(load_inputs, path, feature_names=("f", "g")),
+    ):
         assert secret not in text
 
 
@@ -88,13 +110,24 @@ def test_echo_a_hierarchy_file_is_never_quoted_through_the_cli(tmp_path_factory,
     X, y = toy_classification(30, 2, d=2, seed=1)
     np.savez(folder / "train.npz", X=X, y=y)
     (folder / "shadow").write_text(template.format(s=secret))
-    spec = {"name": "h", "data": {"path": str(folder / "train.npz"), "test_path": str(folder / "train.npz"),
-                                  "hierarchy": str(folder / "shadow")},
-            "model": {"prior": "anova", "kernel": {"type": "rbf", "w": 1.0}, "sharing": "level"}}
+    spec = {
+        "name": "h",
+        "data": {
+            "path": str(folder / "train.npz"),
+            "test_path": str(folder / "train.npz"),
+            "hierarchy": str(folder / "shadow"),
+        },
+        "model": {"prior": "anova", "kernel": {"type": "rbf", "w": 1.0}, "sharing": "level"},
+    }
     (folder / "s.yaml").write_text(yaml.safe_dump(spec))
-    proc = subprocess.run([sys.executable, "-m", "gpmodels", "run", str(folder / "s.yaml"), "--out",
-                           str(folder / "out"), "--quiet"], capture_output=True, text=True, cwd=folder,
-                          env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "gpmodels", "run", str(folder / "s.yaml"), "--out", str(folder / "out"), "--quiet"],
+        capture_output=True,
+        text=True,
+        cwd=folder,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        timeout=120,
+    )
     assert proc.returncode == 2
     assert secret not in proc.stderr + proc.stdout
     log = folder / "out" / "run.log"
@@ -127,8 +160,9 @@ def test_echo_predict_never_quotes_its_input(tmp_path_factory, capsys, secret, l
 
 
 # ---------------------------------------------------------------- labels
-_label_cells = st.lists(st.sampled_from(["1", "2", "1.0", "01", "", "nan", "inf", "a", "b", " 3", "-0", "2e0"]),
-                        min_size=1, max_size=8)
+_label_cells = st.lists(
+    st.sampled_from(["1", "2", "1.0", "01", "", "nan", "inf", "a", "b", " 3", "-0", "2e0"]), min_size=1, max_size=8
+)
 
 
 @SETTINGS
@@ -141,7 +175,7 @@ def test_labels_empty_non_finite_and_ambiguous_are_refused(cells):
     except DataError as exc:
         text = str(exc)
         assert "f.csv:" in text
-        assert ("empty" in text or "non-finite" in text or "spelled differently" in text)
+        assert "empty" in text or "non-finite" in text or "spelled differently" in text
         return
     assert "" not in cells and not any(c in ("nan", "inf") for c in cells)
     if y.dtype.kind in "if":  # numbers: one spelling per value
@@ -150,15 +184,19 @@ def test_labels_empty_non_finite_and_ambiguous_are_refused(cells):
 
 
 @SETTINGS
-@given(st.lists(st.integers(0, 3), min_size=1, max_size=10), st.sampled_from(["int", "float", "str"]),
-       st.sampled_from(["int", "float", "str", "floatstr"]))
+@given(
+    st.lists(st.integers(0, 3), min_size=1, max_size=10),
+    st.sampled_from(["int", "float", "str"]),
+    st.sampled_from(["int", "float", "str", "floatstr"]),
+)
 def test_labels_compare_by_value_whatever_their_type(values, trained, given_as):
     classes_raw = np.array([0, 1, 2])
     kind = "text" if trained == "str" else "number"
     classes = [str(c) if trained != "float" else str(float(c)) for c in classes_raw]
     y = np.array(values)
-    y = {"int": y, "float": y.astype(float), "str": y.astype(str),
-         "floatstr": np.array([f"{v}.0" for v in values])}[given_as]
+    y = {"int": y, "float": y.astype(float), "str": y.astype(str), "floatstr": np.array([f"{v}.0" for v in values])}[
+        given_as
+    ]
     idx = match_labels(y, classes, kind)
     expected = np.where(np.array(values) <= 2, np.array(values), -1)
     if kind == "text" and given_as == "floatstr":  # text classes compare as text: '1.0' is not '1'
@@ -183,8 +221,11 @@ def test_labels_csv_columns_are_matched_by_header_name_at_predict(tmp_path, caps
     _write_csv(tmp_path / "train.csv", X[:60], y[:60], ["x0", "x1", "label", "x2"])
     _write_csv(tmp_path / "test.csv", X[60:], y[60:], ["x0", "x1", "label", "x2"])
     _write_csv(tmp_path / "reordered.csv", X[60:], y[60:], ["x2", "label", "x1", "x0"])
-    spec = {"name": "csv", "data": {"path": str(tmp_path / "train.csv"), "test_path": str(tmp_path / "test.csv")},
-            "model": {"kernel": {"type": "rbf", "w": 0.5}, "variance": 5.0}}
+    spec = {
+        "name": "csv",
+        "data": {"path": str(tmp_path / "train.csv"), "test_path": str(tmp_path / "test.csv")},
+        "model": {"kernel": {"type": "rbf", "w": 0.5}, "variance": 5.0},
+    }
     (tmp_path / "s.yaml").write_text(yaml.safe_dump(spec))
     assert main(["run", str(tmp_path / "s.yaml"), "--out", str(tmp_path / "m"), "--quiet"]) == 0
     outs = []
@@ -205,8 +246,11 @@ def _trained_model(folder: Path, labels=None) -> Path:
     labels = np.array([1.0, 2.0, 3.0]) if labels is None else labels
     np.savez(folder / "train.npz", X=X[:40], y=labels[y[:40]])
     np.savez(folder / "test.npz", X=X[40:], y=labels[y[40:]])
-    spec = {"name": "m", "data": {"path": str(folder / "train.npz"), "test_path": str(folder / "test.npz")},
-            "model": {"kernel": {"type": "rbf", "w": 0.5}, "variance": 5.0}}
+    spec = {
+        "name": "m",
+        "data": {"path": str(folder / "train.npz"), "test_path": str(folder / "test.npz")},
+        "model": {"kernel": {"type": "rbf", "w": 0.5}, "variance": 5.0},
+    }
     (folder / "s.yaml").write_text(yaml.safe_dump(spec))
     assert main(["run", str(folder / "s.yaml"), "--out", str(folder / "model"), "--quiet"]) == 0
     with open(folder / "test.svm", "w") as fh:
@@ -216,8 +260,13 @@ def _trained_model(folder: Path, labels=None) -> Path:
 
 
 def _predict_err(model: Path, data: Path, *extra) -> str:
-    proc = subprocess.run([sys.executable, "-m", "gpmodels", "predict", str(model), str(data), *extra],
-                          capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "gpmodels", "predict", str(model), str(data), *extra],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        timeout=120,
+    )
     return proc.stderr
 
 
@@ -288,8 +337,20 @@ def test_bounds_an_npy_header_is_checked_before_allocating(tmp_path_factory, sha
 
 
 # ---------------------------------------------------------------- folder
-@pytest.mark.parametrize("name", ["metrics.json", "run.json", "run.log", "model.npz", "diagnostics.json",
-                                  "spec.resolved.yaml", "error_reject.png", "model.npz.tmp.npz", "report.md"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "metrics.json",
+        "run.json",
+        "run.log",
+        "model.npz",
+        "diagnostics.json",
+        "spec.resolved.yaml",
+        "error_reject.png",
+        "model.npz.tmp.npz",
+        "report.md",
+    ],
+)
 @pytest.mark.parametrize("link", ["symlink", "hardlink"])
 def test_folder_links_planted_in_the_report_folder_are_never_written_through(tmp_path, name, link):
     outside = tmp_path / "outside.txt"
@@ -299,8 +360,11 @@ def test_folder_links_planted_in_the_report_folder_are_never_written_through(tmp
     (os.symlink if link == "symlink" else os.link)(outside, folder / name)
     X, y = toy_classification(30, 2, d=2, seed=3)
     np.savez(tmp_path / "train.npz", X=X, y=y)
-    spec = {"name": "m", "data": {"path": str(tmp_path / "train.npz"), "test_path": str(tmp_path / "train.npz")},
-            "model": {"kernel": {"type": "rbf", "w": 0.5}}}
+    spec = {
+        "name": "m",
+        "data": {"path": str(tmp_path / "train.npz"), "test_path": str(tmp_path / "train.npz")},
+        "model": {"kernel": {"type": "rbf", "w": 0.5}},
+    }
     (tmp_path / "s.yaml").write_text(yaml.safe_dump(spec))
     assert main(["run", str(tmp_path / "s.yaml"), "--out", str(folder), "--quiet", "--force"]) == 0
     assert outside.read_text() == "keep me"
@@ -312,8 +376,11 @@ def test_folder_a_study_subfolder_link_is_not_followed(tmp_path):
     elsewhere.mkdir()
     X, y = toy_classification(30, 2, d=2, seed=3)
     np.savez(tmp_path / "train.npz", X=X, y=y)
-    study = {"name": "st", "data": {"path": str(tmp_path / "train.npz"), "test_path": str(tmp_path / "train.npz")},
-             "models": [{"name": "a", "model": {"kernel": {"type": "rbf", "w": 0.5}}}]}
+    study = {
+        "name": "st",
+        "data": {"path": str(tmp_path / "train.npz"), "test_path": str(tmp_path / "train.npz")},
+        "models": [{"name": "a", "model": {"kernel": {"type": "rbf", "w": 0.5}}}],
+    }
     (tmp_path / "st.yaml").write_text(yaml.safe_dump(study))
     (tmp_path / "out").mkdir()
     os.symlink(elsewhere, tmp_path / "out" / "a")
@@ -338,9 +405,13 @@ def test_folder_predict_out_never_overwrites_what_it_reads(tmp_path, capsys, tar
 
 def test_folder_study_force_over_a_run_folder_leaves_no_stale_model(tmp_path, capsys):
     model = _trained_model(tmp_path)
-    study = {"name": "st", "data": {"path": str(tmp_path / "train.npz"), "test_path": str(tmp_path / "test.npz")},
-             "models": [{"name": "cs", "model": {"kernel": {"type": "rbf", "w": 0.5}},
-                         "objective": {"type": "crammer_singer"}}]}
+    study = {
+        "name": "st",
+        "data": {"path": str(tmp_path / "train.npz"), "test_path": str(tmp_path / "test.npz")},
+        "models": [
+            {"name": "cs", "model": {"kernel": {"type": "rbf", "w": 0.5}}, "objective": {"type": "crammer_singer"}}
+        ],
+    }
     (tmp_path / "st.yaml").write_text(yaml.safe_dump(study))
     assert main(["study", str(tmp_path / "st.yaml"), "--out", str(model), "--quiet", "--force"]) == 0
     assert not (model / "model.npz").exists()
@@ -371,11 +442,17 @@ def test_locks_a_stale_lock_is_taken_over_and_a_live_one_refused(tmp_path):
 
 
 def _claim_in_child(folder):
-    code = ("import sys; from gpmodels.driver.output import claim_output\n"
-            "try:\n    claim_output(sys.argv[1], {'name': 'b', 'spec_sha256': '1' * 64})\n"
-            "except Exception as e:\n    print(e); sys.exit(3)\nimport time; time.sleep(float(sys.argv[2]))\n")
-    proc = subprocess.run([sys.executable, "-c", code, str(folder), "0"], capture_output=True, text=True,
-                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    code = (
+        "import sys; from gpmodels.driver.output import claim_output\n"
+        "try:\n    claim_output(sys.argv[1], {'name': 'b', 'spec_sha256': '1' * 64})\n"
+        "except Exception as e:\n    print(e); sys.exit(3)\nimport time; time.sleep(float(sys.argv[2]))\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code, str(folder), "0"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
     if proc.returncode == 3:
         raise OutputError(proc.stdout)
     return proc
@@ -386,18 +463,24 @@ def test_locks_racing_takeovers_of_a_stale_lock_give_one_owner(tmp_path):
     import socket
 
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
-    code = ("import sys, time; from gpmodels.driver.output import claim_output\n"
-            "try:\n    c = claim_output(sys.argv[1], {'name': 'b', 'spec_sha256': '1' * 64})\n"
-            "except Exception as e:\n    sys.exit(3)\n"
-            "open(sys.argv[2], 'a').write(f'{time.time()} 1\\n'); time.sleep(0.3)\n"
-            "open(sys.argv[2], 'a').write(f'{time.time()} -1\\n'); c.release()\n")
+    code = (
+        "import sys, time; from gpmodels.driver.output import claim_output\n"
+        "try:\n    c = claim_output(sys.argv[1], {'name': 'b', 'spec_sha256': '1' * 64})\n"
+        "except Exception as e:\n    sys.exit(3)\n"
+        "open(sys.argv[2], 'a').write(f'{time.time()} 1\\n'); time.sleep(0.3)\n"
+        "open(sys.argv[2], 'a').write(f'{time.time()} -1\\n'); c.release()\n"
+    )
     for trial in range(3):
         folder = tmp_path / f"f{trial}"
         folder.mkdir()
         (folder / LOCK_FILE).write_text(json.dumps({"pid": int(dead.stdout), "host": socket.gethostname()}))
         log = tmp_path / f"log{trial}"
-        procs = [subprocess.Popen([sys.executable, "-c", code, str(folder), str(log)],
-                                  env={**os.environ, "PYTHONPATH": str(ROOT)}) for _ in range(6)]
+        procs = [
+            subprocess.Popen(
+                [sys.executable, "-c", code, str(folder), str(log)], env={**os.environ, "PYTHONPATH": str(ROOT)}
+            )
+            for _ in range(6)
+        ]
         codes = [p.wait(timeout=120) for p in procs]
         assert 0 in codes
         events = sorted((float(t), int(d)) for t, d in (line.split() for line in log.read_text().splitlines()))
@@ -411,14 +494,20 @@ def test_signals_term_and_hup_end_a_run_like_ctrl_c(tmp_path, sig):
     X, y = toy_classification(400, 3, d=4, seed=5)
     np.savez(tmp_path / "train.npz", X=X[:300], y=y[:300])
     np.savez(tmp_path / "test.npz", X=X[300:], y=y[300:])
-    spec = {"name": "cv", "data": {"path": str(tmp_path / "train.npz"), "test_path": str(tmp_path / "test.npz")},
-            "model": {"kernel": {"type": "rbf", "w": 0.5}, "variance": 3.0},
-            "objective": {"type": "cv", "cv": {"folds": 5, "outer": {"max_iter": 500, "ftol": 1e-15, "gtol": 1e-15}}}}
+    spec = {
+        "name": "cv",
+        "data": {"path": str(tmp_path / "train.npz"), "test_path": str(tmp_path / "test.npz")},
+        "model": {"kernel": {"type": "rbf", "w": 0.5}, "variance": 3.0},
+        "objective": {"type": "cv", "cv": {"folds": 5, "outer": {"max_iter": 500, "ftol": 1e-15, "gtol": 1e-15}}},
+    }
     (tmp_path / "s.yaml").write_text(yaml.safe_dump(spec))
     out = tmp_path / "out"
-    proc = subprocess.Popen([sys.executable, "-m", "gpmodels", "run", str(tmp_path / "s.yaml"), "--out", str(out),
-                             "--quiet"], env={**os.environ, "PYTHONPATH": str(ROOT)}, stderr=subprocess.PIPE,
-                            text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gpmodels", "run", str(tmp_path / "s.yaml"), "--out", str(out), "--quiet"],
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     deadline = time.time() + 120
     while not (out / "checkpoint.npz").exists() and time.time() < deadline and proc.poll() is None:
         time.sleep(0.1)
@@ -436,14 +525,17 @@ def test_signals_term_and_hup_end_a_run_like_ctrl_c(tmp_path, sig):
 def test_numerics_an_overflowing_kernel_fails_and_writes_no_metrics(tmp_path, capsys):
     X, y = toy_classification(40, 2, d=2, seed=6)
     np.savez(tmp_path / "train.npz", X=X * 1e160, y=y)
-    spec = {"name": "o", "data": {"path": str(tmp_path / "train.npz"), "test_path": str(tmp_path / "train.npz"),
-                                  "scaling": "none"},
-            "model": {"kernel": {"type": "linear"}, "variance": 1.0}}
+    spec = {
+        "name": "o",
+        "data": {"path": str(tmp_path / "train.npz"), "test_path": str(tmp_path / "train.npz"), "scaling": "none"},
+        "model": {"kernel": {"type": "linear"}, "variance": 1.0},
+    }
     (tmp_path / "s.yaml").write_text(yaml.safe_dump(spec))
     code = main(["run", str(tmp_path / "s.yaml"), "--out", str(tmp_path / "out"), "--quiet"])
     err = capsys.readouterr().err
     assert code != 0 and "Traceback" not in err
     assert not (tmp_path / "out" / "metrics.json").exists()
+
     def refuse(constant):
         raise AssertionError(f"a JSON file of the folder holds {constant}")
 
@@ -472,7 +564,7 @@ _keys = st.sampled_from(["name", "seed", "data", "model", "objective", "output"]
 @given(st.lists(_keys, min_size=2, max_size=6), st.booleans())
 def test_yaml_duplicate_keys_are_refused_with_both_lines(tmp_path_factory, keys, nested):
     path = tmp_path_factory.mktemp("dup") / "s.yaml"
-    lines = ([f"{k}: 1" for k in keys] if not nested else ["model:"] + [f"  {k}: 1" for k in keys])
+    lines = [f"{k}: 1" for k in keys] if not nested else ["model:"] + [f"  {k}: 1" for k in keys]
     path.write_text("\n".join(lines) + "\n")
     dup = next((i for i, k in enumerate(keys) if k in keys[:i]), None)
     if dup is None:
@@ -486,13 +578,16 @@ def test_yaml_duplicate_keys_are_refused_with_both_lines(tmp_path_factory, keys,
     assert f"the key '{keys[dup]}' is given twice" in str(info.value)
 
 
-@pytest.mark.parametrize("text, line, words", [
-    ("name: a\nmodel\n  kernel: 1\n", 2, "a key without ':'"),
-    ("name: a\n\tmodel: 1\n", 2, "a tab?"),
-    ("a: [1, 2\nb: 3\n", 1, "not closed"),
-    ("name: 'abc\nb: 2\n", 1, "never closed"),
-    ("a:\n  b: 1\n c: 2\n", 3, "indented differently"),
-])
+@pytest.mark.parametrize(
+    "text, line, words",
+    [
+        ("name: a\nmodel\n  kernel: 1\n", 2, "a key without ':'"),
+        ("name: a\n\tmodel: 1\n", 2, "a tab?"),
+        ("a: [1, 2\nb: 3\n", 1, "not closed"),
+        ("name: 'abc\nb: 2\n", 1, "never closed"),
+        ("a:\n  b: 1\n c: 2\n", 3, "indented differently"),
+    ],
+)
 def test_yaml_syntax_errors_name_the_line_in_plain_words(tmp_path, text, line, words):
     (tmp_path / "s.yaml").write_text(text)
     with pytest.raises(SpecError, match=rf"at line {line}, column \d+: .*{words}"):
@@ -500,8 +595,9 @@ def test_yaml_syntax_errors_name_the_line_in_plain_words(tmp_path, text, line, w
 
 
 def test_yaml_a_second_model_section_no_longer_wins_at_validate(tmp_path, capsys):
-    (tmp_path / "s.yaml").write_text("name: a\ndata: {dataset: satimage}\nmodel: {kernel: {type: rbf}}\n"
-                                     "model: {kernel: {type: linear}}\n")
+    (tmp_path / "s.yaml").write_text(
+        "name: a\ndata: {dataset: satimage}\nmodel: {kernel: {type: rbf}}\nmodel: {kernel: {type: linear}}\n"
+    )
     assert main(["validate", str(tmp_path / "s.yaml")]) == 2
     assert "the key 'model' is given twice (first at line 3)" in capsys.readouterr().err
 
@@ -518,13 +614,28 @@ def _cv_spec(tmp_path, dtype, checkpoint):
     X, y = toy_classification(150, 3, d=3, seed=3, spread=2.0)
     np.savez(tmp_path / "train.npz", X=X[:120], y=y[:120])
     np.savez(tmp_path / "test.npz", X=X[120:], y=y[120:])
-    return {"name": "det", "seed": 1,
-            "data": {"path": str(tmp_path / "train.npz"), "test_path": str(tmp_path / "test.npz")},
-            "model": {"kernel": {"type": "rbf", "w": "auto"}, "sharing": "semi", "variance": 2.0, "sigma2": 1.0,
-                      "representation": {"kind": "auto", "dtype": dtype}},
-            "objective": {"type": "cv", "newton": {"max_iter": 30, "cg_max_iter": 40},
-                          "cv": {"folds": 3, "checkpoint": checkpoint, "newton": {"max_iter": 20, "cg_max_iter": 30},
-                                 "outer": {"max_iter": 5, "score_patience": 0}}}}
+    return {
+        "name": "det",
+        "seed": 1,
+        "data": {"path": str(tmp_path / "train.npz"), "test_path": str(tmp_path / "test.npz")},
+        "model": {
+            "kernel": {"type": "rbf", "w": "auto"},
+            "sharing": "semi",
+            "variance": 2.0,
+            "sigma2": 1.0,
+            "representation": {"kind": "auto", "dtype": dtype},
+        },
+        "objective": {
+            "type": "cv",
+            "newton": {"max_iter": 30, "cg_max_iter": 40},
+            "cv": {
+                "folds": 3,
+                "checkpoint": checkpoint,
+                "newton": {"max_iter": 20, "cg_max_iter": 30},
+                "outer": {"max_iter": 5, "score_patience": 0},
+            },
+        },
+    }
 
 
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
@@ -545,15 +656,28 @@ def test_determinism_checkpoint_on_and_off_learn_bit_identically(tmp_path, dtype
 
 
 @SETTINGS
-@given(st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.integers(-5, 5)),
-       st.sampled_from([("model", "variance"), ("model", "sigma2"), ("objective", "cv", "folds"),
-                        ("model", "kernel", "w"), ("model", "representation", "memory_gb")]))
+@given(
+    st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.integers(-5, 5)),
+    st.sampled_from(
+        [
+            ("model", "variance"),
+            ("model", "sigma2"),
+            ("objective", "cv", "folds"),
+            ("model", "kernel", "w"),
+            ("model", "representation", "memory_gb"),
+        ]
+    ),
+)
 def test_yaml_numbers_written_as_strings_are_validated_as_those_numbers(value, key):
     from gpmodels.driver.loader import spec_from_dict
 
     def spec(v):
-        d = {"name": "a", "data": {"dataset": "satimage"}, "model": {"kernel": {"type": "rbf", "w": 1.0}},
-             "objective": {"type": "cv"}}
+        d = {
+            "name": "a",
+            "data": {"dataset": "satimage"},
+            "model": {"kernel": {"type": "rbf", "w": 1.0}},
+            "objective": {"type": "cv"},
+        }
         node = d
         for k in key[:-1]:
             node = node.setdefault(k, {})
@@ -582,9 +706,16 @@ def test_labels_hm3_uses_the_specs_hierarchy(tmp_path):
     np.savez(tmp_path / "train.npz", X=X[:40], y=names[:40])
     np.savez(tmp_path / "test.npz", X=X[40:], y=names[40:])
     (tmp_path / "tree.tsv").write_text("root\tc1\nroot\tc2\nroot\tc3\nc3\tc31\nc3\tc32\n")
-    spec = {"name": "h", "data": {"path": str(tmp_path / "train.npz"), "test_path": str(tmp_path / "test.npz"),
-                                  "hierarchy": str(tmp_path / "tree.tsv")},
-            "model": {"kernel": {"type": "rbf", "w": 0.2}}, "objective": {"type": "hm3"}}
+    spec = {
+        "name": "h",
+        "data": {
+            "path": str(tmp_path / "train.npz"),
+            "test_path": str(tmp_path / "test.npz"),
+            "hierarchy": str(tmp_path / "tree.tsv"),
+        },
+        "model": {"kernel": {"type": "rbf", "w": 0.2}},
+        "objective": {"type": "hm3"},
+    }
     (tmp_path / "s.yaml").write_text(yaml.safe_dump(spec))
     assert main(["run", str(tmp_path / "s.yaml"), "--out", str(tmp_path / "out"), "--quiet"]) == 0
     with np.load(tmp_path / "out" / "model.npz") as z:
@@ -593,13 +724,16 @@ def test_labels_hm3_uses_the_specs_hierarchy(tmp_path):
 
 def test_signals_workers_die_with_a_killed_parent(tmp_path):
     """SIGKILL of a run leaves no worker process behind (each worker watches its parent)."""
-    code = ("import sys, time\nfrom gpmodels.engine.processes import ProcessEngine\n"
-            "def _worker_pid(shared, job):\n    import os\n    return os.getpid()\n"
-            "e = ProcessEngine(2, blas_threads=1)\n"
-            "pids = e.map_shared(_worker_pid, {}, [0, 1, 2, 3])\n"
-            "open(sys.argv[1], 'w').write(' '.join(map(str, set(pids))))\ntime.sleep(60)\n")
-    proc = subprocess.Popen([sys.executable, "-c", code, str(tmp_path / "pids")], cwd=ROOT,
-                            env={**os.environ, "PYTHONPATH": str(ROOT)})
+    code = (
+        "import sys, time\nfrom gpmodels.engine.processes import ProcessEngine\n"
+        "def _worker_pid(shared, job):\n    import os\n    return os.getpid()\n"
+        "e = ProcessEngine(2, blas_threads=1)\n"
+        "pids = e.map_shared(_worker_pid, {}, [0, 1, 2, 3])\n"
+        "open(sys.argv[1], 'w').write(' '.join(map(str, set(pids))))\ntime.sleep(60)\n"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code, str(tmp_path / "pids")], cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}
+    )
     deadline = time.time() + 60
     while not (tmp_path / "pids").exists() or not (tmp_path / "pids").read_text():
         assert time.time() < deadline and proc.poll() is None
@@ -634,17 +768,21 @@ def test_engines_a_checkpoint_written_on_dask_resumes_without_dask(tmp_path, cap
     X, y = toy_classification(30, 3, d=4, seed=0)
     np.savez(tmp_path / "train.npz", X=X[:20], y=y[:20] + 1)
     np.savez(tmp_path / "test.npz", X=X[20:], y=y[20:] + 1)
-    spec = {"name": "toy", "data": {"path": str(tmp_path / "train.npz"), "test_path": str(tmp_path / "test.npz")},
-            "model": {"kernel": {"type": "rbf", "w": 0.3}, "variance": 5.0, "sharing": "tied"},
-            "objective": {"type": "cv", "cv": {"folds": 2, "outer": {"max_iter": 1}, "newton": {"max_iter": 4}}},
-            "engine": {"type": "dask", "processes": False, "n_workers": 2, "block_rows": 10}}
+    spec = {
+        "name": "toy",
+        "data": {"path": str(tmp_path / "train.npz"), "test_path": str(tmp_path / "test.npz")},
+        "model": {"kernel": {"type": "rbf", "w": 0.3}, "variance": 5.0, "sharing": "tied"},
+        "objective": {"type": "cv", "cv": {"folds": 2, "outer": {"max_iter": 1}, "newton": {"max_iter": 4}}},
+        "engine": {"type": "dask", "processes": False, "n_workers": 2, "block_rows": 10},
+    }
     (tmp_path / "spec.yaml").write_text(yaml.safe_dump(spec))
     out = tmp_path / "out"
     assert main(["run", str(tmp_path / "spec.yaml"), "--out", str(out), "--quiet"]) == 0
     assert (out / "checkpoint.npz").exists()
     capsys.readouterr()
-    assert main(["run", str(tmp_path / "spec.yaml"), "--out", str(out), "--set", "engine.type=local"]) == 0, \
+    assert main(["run", str(tmp_path / "spec.yaml"), "--out", str(out), "--set", "engine.type=local"]) == 0, (
         capsys.readouterr().err
+    )
     assert "resumed from the checkpoint" in capsys.readouterr().out
 
 
@@ -662,9 +800,15 @@ def test_echo_text_features_of_an_npz_are_described(tmp_path_factory, secret):
 
 def test_echo_text_features_through_run_and_predict(tmp_path, capsys):
     np.savez(tmp_path / "x.npz", X=np.array([["1", "AKIAIOSFODNN7EXAMPLE"], ["2", "3"]]), y=np.array([1, 2]))
-    (tmp_path / "s.yaml").write_text(yaml.safe_dump({
-        "name": "t", "data": {"path": str(tmp_path / "x.npz"), "test_path": str(tmp_path / "x.npz")},
-        "model": {"kernel": {"type": "rbf", "w": 1.0}}}))
+    (tmp_path / "s.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "name": "t",
+                "data": {"path": str(tmp_path / "x.npz"), "test_path": str(tmp_path / "x.npz")},
+                "model": {"kernel": {"type": "rbf", "w": 1.0}},
+            }
+        )
+    )
     assert main(["run", str(tmp_path / "s.yaml"), "--out", str(tmp_path / "out"), "--quiet"]) == 2
     model = _trained_model(tmp_path)
     np.savez(tmp_path / "new.npz", X=np.array([["1", "AKIAIOSFODNN7EXAMPLE"]]))
@@ -750,28 +894,35 @@ def test_limits_small_dense_factors_run_on_one_blas_thread(monkeypatch):
             assert seen and set(seen) == {expected}, (n, seen)
 
 
-@pytest.mark.parametrize("section, key, value, field", [
-    ("vb", "max_outer", 3, lambda o: o.vb.options().max_outer),
-    ("vb", "newton.max_iter", 7, lambda o: o.vb.options().newton.max_iter),
-    ("vb", "learn_max_iter", 4, lambda o: o.vb.learn_max_iter),
-    ("laplace", "newton.max_iter", 7, lambda o: o.laplace.options(seed=0).newton.max_iter),
-    ("laplace", "learn_max_iter", 4, lambda o: o.laplace.learn_max_iter),
-    ("laplace", "cg_max_iter", 9, lambda o: o.laplace.options(seed=0).cg_max_iter),
-    ("em", "max_iter", 5, lambda o: o.em.options().max_iter),
-    ("mkl", "max_iter", 5, lambda o: o.mkl.options().max_iter),
-    ("mkl", "time_limit", 2.5, lambda o: o.mkl.options().time_limit),
-    ("mkl", "inner_max", 6, lambda o: o.mkl.options().inner_max),
-    ("cv", "outer.max_iter", 5, lambda o: o.cv.outer.options().max_iter),
-    ("cv", "newton.max_iter", 5, lambda o: o.cv.newton.options().max_iter),
-])
+@pytest.mark.parametrize(
+    "section, key, value, field",
+    [
+        ("vb", "max_outer", 3, lambda o: o.vb.options().max_outer),
+        ("vb", "newton.max_iter", 7, lambda o: o.vb.options().newton.max_iter),
+        ("vb", "learn_max_iter", 4, lambda o: o.vb.learn_max_iter),
+        ("laplace", "newton.max_iter", 7, lambda o: o.laplace.options(seed=0).newton.max_iter),
+        ("laplace", "learn_max_iter", 4, lambda o: o.laplace.learn_max_iter),
+        ("laplace", "cg_max_iter", 9, lambda o: o.laplace.options(seed=0).cg_max_iter),
+        ("em", "max_iter", 5, lambda o: o.em.options().max_iter),
+        ("mkl", "max_iter", 5, lambda o: o.mkl.options().max_iter),
+        ("mkl", "time_limit", 2.5, lambda o: o.mkl.options().time_limit),
+        ("mkl", "inner_max", 6, lambda o: o.mkl.options().inner_max),
+        ("cv", "outer.max_iter", 5, lambda o: o.cv.outer.options().max_iter),
+        ("cv", "newton.max_iter", 5, lambda o: o.cv.newton.options().max_iter),
+    ],
+)
 def test_limits_every_loop_of_the_objectives_is_a_spec_key(section, key, value, field):
     """Each iterative loop (VB's double loop and its inner Newton, Laplace's mode and learning, EM, MKL, CV)
     has a limit in the spec, carried into the options object the loop reads; 0 is refused by name."""
     from gpmodels.driver.sections.spec import Spec
 
     types = {"vb": "vb", "laplace": "laplace", "em": "em", "mkl": "mkl", "cv": "cv"}
-    base = {"name": "t", "data": {"path": "x.npz", "test": "split"}, "model": {"kernel": {"type": "rbf", "w": 1.0}},
-            "objective": {"type": types[section]}}
+    base = {
+        "name": "t",
+        "data": {"path": "x.npz", "test": "split"},
+        "model": {"kernel": {"type": "rbf", "w": 1.0}},
+        "objective": {"type": types[section]},
+    }
     if section in ("vb", "laplace"):
         base["data"]["task"] = "regression"
         base["model"].update(likelihood="student_t", df=4, scale=0.1, sharing="tied")
@@ -809,10 +960,17 @@ def _est_data():
     return X, y, toy_classification(30, 3, d=3, seed=3)[0]
 
 
-@pytest.mark.parametrize("changes", [
-    {"predictive": "plugin"}, {"predictive": "laplace"}, {"objective": "map", "cv": 3, "random_state": 9},
-    {"prior": "swap"}, {"solver": "exact", "likelihood": None, "n_jobs": 1},
-], ids=["to-plugin", "to-laplace", "objective", "prior", "solver"])
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {"predictive": "plugin"},
+        {"predictive": "laplace"},
+        {"objective": "map", "cv": 3, "random_state": 9},
+        {"prior": "swap"},
+        {"solver": "exact", "likelihood": None, "n_jobs": 1},
+    ],
+    ids=["to-plugin", "to-laplace", "objective", "prior", "solver"],
+)
 @pytest.mark.parametrize("predictive", ["plugin", "laplace"])
 def test_estimators_set_params_after_fit_leaves_the_fitted_model_and_its_pickle(changes, predictive):
     """Predictions come from fitted attributes only: set_params after fit changes nothing until the next
@@ -894,8 +1052,16 @@ def test_estimators_kernel_messages_name_the_parameter_the_user_wrote(cls, name,
 
 
 @pytest.mark.parametrize("est", ["CrammerSingerSVC", "HM3Classifier"])
-@pytest.mark.parametrize("kernel, param, value", [("rbf", "w", -1.0), ("rbf", "w", np.nan), ("ard", "w", 0.0),
-                                                  ("polynomial", "degree", 0), ("polynomial", "offset", -1.0)])
+@pytest.mark.parametrize(
+    "kernel, param, value",
+    [
+        ("rbf", "w", -1.0),
+        ("rbf", "w", np.nan),
+        ("ard", "w", 0.0),
+        ("polynomial", "degree", 0),
+        ("polynomial", "offset", -1.0),
+    ],
+)
 def test_estimators_max_margin_kernel_parameters_are_named_as_the_estimators(est, kernel, param, value):
     """CrammerSingerSVC(w=-1) is 'the w parameter of CrammerSingerSVC', not the kernel class's RBF.w."""
     import gpmodels.estimators as E
@@ -952,10 +1118,14 @@ def test_engines_a_worker_of_an_external_scheduler_killed_mid_run_recomputes_or_
     addr = f"tcp://127.0.0.1:{port}"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "tests")])}
     quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL, "start_new_session": True, "env": env}
-    procs = [subprocess.Popen([str(dask), "scheduler", "--host", "127.0.0.1", "--port", str(port), "--no-dashboard"],
-                              **quiet)]
-    procs += [subprocess.Popen([str(dask), "worker", addr, "--nthreads", "1", "--no-nanny"], **quiet)
-              for _ in range(workers)]
+    procs = [
+        subprocess.Popen(
+            [str(dask), "scheduler", "--host", "127.0.0.1", "--port", str(port), "--no-dashboard"], **quiet
+        )
+    ]
+    procs += [
+        subprocess.Popen([str(dask), "worker", addr, "--nthreads", "1", "--no-nanny"], **quiet) for _ in range(workers)
+    ]
     outcome = {}
     try:
         with open_engine(EngineConfig(type="dask", scheduler=addr, distribute="tasks")) as eng:
@@ -989,9 +1159,22 @@ def test_engines_a_worker_of_an_external_scheduler_killed_mid_run_recomputes_or_
 
 
 # ---------------------------------------------------------------- generated cases of the families above
-_WRITTEN = st.sampled_from(["metrics.json", "run.json", "run.log", "model.npz", "diagnostics.json", "report.md",
-                            "spec.resolved.yaml", "error_reject.png", "checkpoint.npz", "trace_psi.png",
-                            "study.csv", "model.npz.tmp.npz"])
+_WRITTEN = st.sampled_from(
+    [
+        "metrics.json",
+        "run.json",
+        "run.log",
+        "model.npz",
+        "diagnostics.json",
+        "report.md",
+        "spec.resolved.yaml",
+        "error_reject.png",
+        "checkpoint.npz",
+        "trace_psi.png",
+        "study.csv",
+        "model.npz.tmp.npz",
+    ]
+)
 _LINKS = st.sampled_from(["symlink", "hardlink", "dangling", "dirlink"])
 
 
@@ -1024,10 +1207,18 @@ def test_folder_generated_links_are_removed_when_the_folder_is_claimed(tmp_path_
 
 
 @SETTINGS
-@given(st.one_of(st.binary(max_size=64), _secret.map(str.encode),
-                 st.fixed_dictionaries({"pid": st.one_of(st.integers(-5, 2**40), st.text(max_size=5)),
-                                        "host": st.one_of(_secret, st.just("localhost"))}).map(
-                     lambda d: json.dumps(d).encode())))
+@given(
+    st.one_of(
+        st.binary(max_size=64),
+        _secret.map(str.encode),
+        st.fixed_dictionaries(
+            {
+                "pid": st.one_of(st.integers(-5, 2**40), st.text(max_size=5)),
+                "host": st.one_of(_secret, st.just("localhost")),
+            }
+        ).map(lambda d: json.dumps(d).encode()),
+    )
+)
 def test_locks_generated_lock_contents_are_refused_by_path_or_taken_over_never_quoted(tmp_path_factory, content):
     folder = tmp_path_factory.mktemp("lock")
     (folder / LOCK_FILE).write_bytes(content)
@@ -1049,8 +1240,13 @@ def test_locks_generated_lock_contents_are_refused_by_path_or_taken_over_never_q
 
 
 @SETTINGS
-@given(st.dictionaries(st.sampled_from(["test_error", "test_log_loss", "train_error", "brier", "seconds"]),
-                       st.floats(allow_nan=True, allow_infinity=True), min_size=1))
+@given(
+    st.dictionaries(
+        st.sampled_from(["test_error", "test_log_loss", "train_error", "brier", "seconds"]),
+        st.floats(allow_nan=True, allow_infinity=True),
+        min_size=1,
+    )
+)
 def test_numerics_generated_metrics_with_a_non_finite_number_are_refused(metrics):
     from gpmodels.driver.run import check_finite_metrics
     from gpmodels.errors import NumericalError
@@ -1087,15 +1283,26 @@ def test_numerics_generated_non_finite_entries_of_a_model_file_are_refused(tmp_p
     assert f"array {name!r} holds 1 non-finite values" in capsys.readouterr().err
 
 
-_SK_PARAMS = st.sampled_from([("RBF", "length_scale", {}), ("Matern", "length_scale", {"nu": 2.5}),
-                              ("RationalQuadratic", "alpha", {}), ("RationalQuadratic", "length_scale", {}),
-                              ("ConstantKernel", "constant_value", {}), ("WhiteKernel", "noise_level", {}),
-                              ("ExpSineSquared", "periodicity", {}), ("DotProduct", "sigma_0", {})])
+_SK_PARAMS = st.sampled_from(
+    [
+        ("RBF", "length_scale", {}),
+        ("Matern", "length_scale", {"nu": 2.5}),
+        ("RationalQuadratic", "alpha", {}),
+        ("RationalQuadratic", "length_scale", {}),
+        ("ConstantKernel", "constant_value", {}),
+        ("WhiteKernel", "noise_level", {}),
+        ("ExpSineSquared", "periodicity", {}),
+        ("DotProduct", "sigma_0", {}),
+    ]
+)
 
 
 @SETTINGS
-@given(_SK_PARAMS, st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.sampled_from([0.0, 1e-300, 1e200])),
-       st.sampled_from(["alone", "sum", "product"]))
+@given(
+    _SK_PARAMS,
+    st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.sampled_from([0.0, 1e-300, 1e200])),
+    st.sampled_from(["alone", "sum", "product"]),
+)
 def test_estimators_generated_kernel_hyperparameters_are_refused_by_their_own_names(which, value, wrap):
     from sklearn.gaussian_process import kernels as sk
 
@@ -1122,11 +1329,14 @@ _FITTED: dict = {}
 
 
 @settings(max_examples=25, deadline=None)
-@given(st.dictionaries(st.sampled_from(["objective", "cv", "solver", "predictive", "random_state", "n_jobs",
-                                        "device", "checkpoint"]),
-                       st.sampled_from(["map", "cv", "laplace", 3, 4, "exact", "newton-cg", "plugin", None, 1, 7,
-                                        "cpu", "auto"]),
-                       min_size=1, max_size=4))
+@given(
+    st.dictionaries(
+        st.sampled_from(["objective", "cv", "solver", "predictive", "random_state", "n_jobs", "device", "checkpoint"]),
+        st.sampled_from(["map", "cv", "laplace", 3, 4, "exact", "newton-cg", "plugin", None, 1, 7, "cpu", "auto"]),
+        min_size=1,
+        max_size=4,
+    )
+)
 def test_estimators_generated_set_params_after_fit_change_no_prediction(changes):
     """Whatever parameters are changed (valid or not) after fit, predictions and their pickle stay the fitted ones."""
     import pickle
@@ -1145,15 +1355,29 @@ def test_estimators_generated_set_params_after_fit_change_no_prediction(changes)
 
 
 @SETTINGS
-@given(st.sampled_from([("vb", "max_outer"), ("vb", "newton.max_iter"), ("laplace", "newton.max_iter"),
-                        ("em", "max_iter"), ("mkl", "max_iter"), ("cv", "outer.max_iter")]),
-       st.one_of(st.integers(-3, 0), st.floats(allow_nan=True, allow_infinity=True), st.text(max_size=4)))
+@given(
+    st.sampled_from(
+        [
+            ("vb", "max_outer"),
+            ("vb", "newton.max_iter"),
+            ("laplace", "newton.max_iter"),
+            ("em", "max_iter"),
+            ("mkl", "max_iter"),
+            ("cv", "outer.max_iter"),
+        ]
+    ),
+    st.one_of(st.integers(-3, 0), st.floats(allow_nan=True, allow_infinity=True), st.text(max_size=4)),
+)
 def test_limits_generated_bad_limits_are_refused_by_their_key(where, value):
     from gpmodels.driver.sections.spec import Spec
 
     section, key = where
-    base = {"name": "t", "data": {"path": "x.npz", "test": "split"}, "model": {"kernel": {"type": "rbf", "w": 1.0}},
-            "objective": {"type": section}}
+    base = {
+        "name": "t",
+        "data": {"path": "x.npz", "test": "split"},
+        "model": {"kernel": {"type": "rbf", "w": 1.0}},
+        "objective": {"type": section},
+    }
     node = base["objective"].setdefault(section, {})
     *outer, last = key.split(".")
     for part in outer:

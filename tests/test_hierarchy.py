@@ -60,12 +60,18 @@ def test_builders_agree_and_class_order(tmp_path):
     assert t.classes == ("a2", "b", "a1")
 
 
-@pytest.mark.parametrize("edges, message", [([("r", "a"), ("a", "r")], "cycle"),
-                                            ([("r", "a"), ("s", "b")], "exactly one root; found 2"),
-                                            ([("r", "a"), ("a", "b"), ("b", "c"), ("c", "b")], "2 parents"),
-                                            ([("r", "a"), ("r", "a")], "duplicate edge 'r' -> 'a'"),
-                                            ([("r", "r")], "self-loop"), ([], "at least one edge"),
-                                            ([("r", "a"), ("x", "y"), ("y", "x")], "reachable|parents")])
+@pytest.mark.parametrize(
+    "edges, message",
+    [
+        ([("r", "a"), ("a", "r")], "cycle"),
+        ([("r", "a"), ("s", "b")], "exactly one root; found 2"),
+        ([("r", "a"), ("a", "b"), ("b", "c"), ("c", "b")], "2 parents"),
+        ([("r", "a"), ("r", "a")], "duplicate edge 'r' -> 'a'"),
+        ([("r", "r")], "self-loop"),
+        ([], "at least one edge"),
+        ([("r", "a"), ("x", "y"), ("y", "x")], "reachable|parents"),
+    ],
+)
 def test_bad_hierarchies(edges, message):
     with pytest.raises(HierarchyError, match=message):
         ClassTree(edges)
@@ -179,12 +185,24 @@ def test_walking_a_tree_does_not_change_its_pickled_state():
 
 
 def test_from_paths_builds_the_tree_and_maps_paths_to_classes():
-    paths = [["Animal", "Mammal", "Cat"], ["Animal", "Mammal", "Dog"], ["Animal", "Bird", ""], ["Plant", "Tree"],
-             ["Animal", "Mammal", "Cat"]]
+    paths = [
+        ["Animal", "Mammal", "Cat"],
+        ["Animal", "Mammal", "Dog"],
+        ["Animal", "Bird", ""],
+        ["Plant", "Tree"],
+        ["Animal", "Mammal", "Cat"],
+    ]
     t = ClassTree.from_paths(paths)
-    assert set(t.edges()) == {("root", "Animal"), ("root", "Plant"), ("Animal", "Mammal"), ("Animal", "Bird"),
-                              ("Mammal", "Cat"), ("Mammal", "Dog"), ("Plant", "Tree")}
-    assert t.classes == ("Bird", "Cat", "Dog", "Tree")            # sorted by path
+    assert set(t.edges()) == {
+        ("root", "Animal"),
+        ("root", "Plant"),
+        ("Animal", "Mammal"),
+        ("Animal", "Bird"),
+        ("Mammal", "Cat"),
+        ("Mammal", "Dog"),
+        ("Plant", "Tree"),
+    }
+    assert t.classes == ("Bird", "Cat", "Dog", "Tree")  # sorted by path
     np.testing.assert_array_equal(t.classes_of_paths(paths), [1, 2, 0, 3, 1])
     np.testing.assert_array_equal(t.classes_of_paths(np.array([["Plant", "Tree", ""]])), [3])
     with pytest.raises(HierarchyError, match=r"label path 0 \['Plant', 'Shrub'\] is not a class"):
@@ -199,8 +217,13 @@ def test_from_paths_repeated_labels_and_bad_paths():
     t = ClassTree.from_paths([["A", "Other"], ["B", "Other"]], separator="/")
     assert t.classes == ("A/Other", "B/Other")
     np.testing.assert_array_equal(t.classes_of_paths([["B", "Other"]]), [1])
-    for bad, msg in [([["A"], ["A", "B"]], "ends at an inner node"), ([[]], "label path 0 is empty"),
-                     ([["A", "", "B"]], "empty label above a non-empty one"), (["AB"], "got the string 'AB'"),
-                     ([["root", "x"]], "root's name 'root'"), ([], "at least one label path")]:
+    for bad, msg in [
+        ([["A"], ["A", "B"]], "ends at an inner node"),
+        ([[]], "label path 0 is empty"),
+        ([["A", "", "B"]], "empty label above a non-empty one"),
+        (["AB"], "got the string 'AB'"),
+        ([["root", "x"]], "root's name 'root'"),
+        ([], "at least one label path"),
+    ]:
         with pytest.raises(HierarchyError, match=msg):
             ClassTree.from_paths(bad)

@@ -96,15 +96,19 @@ def _third_party() -> list[str]:
         if path is None:
             continue
         for node in _module_level_imports(ast.parse(path.read_text(encoding="utf-8"), str(path))):
-            mods = [a.name for a in node.names] if isinstance(node, ast.Import) else \
-                ([] if node.level or not node.module else [node.module])
+            mods = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else ([] if node.level or not node.module else [node.module])
+            )
             out.update(m for m in mods if m.split(".")[0] != "gpmodels")
     return sorted(out)
 
 
 def _import_alone(name: str) -> tuple[str, int, str]:
-    proc = subprocess.run([sys.executable, "-c", f"import {name}"], capture_output=True, text=True, timeout=120,
-                          env=_env(), cwd=ROOT)
+    proc = subprocess.run(
+        [sys.executable, "-c", f"import {name}"], capture_output=True, text=True, timeout=120, env=_env(), cwd=ROOT
+    )
     lines = proc.stderr.strip().splitlines()
     return name, proc.returncode, lines[-1] if lines else ""
 
@@ -118,8 +122,15 @@ def test_every_module_imports_alone_in_a_fresh_interpreter():
     names = sorted(MODULES)
     if hasattr(os, "fork"):
         job = json.dumps([_third_party(), names, workers])
-        proc = subprocess.run([sys.executable, "-c", _FORK_IMPORTER], input=job, capture_output=True, text=True,
-                              timeout=600, env=_env(), cwd=ROOT)
+        proc = subprocess.run(
+            [sys.executable, "-c", _FORK_IMPORTER],
+            input=job,
+            capture_output=True,
+            text=True,
+            timeout=600,
+            env=_env(),
+            cwd=ROOT,
+        )
         assert proc.returncode == 0, proc.stderr
         results = [(name, rc, err) for name, (rc, err) in json.loads(proc.stdout).items()]
     else:
@@ -132,8 +143,9 @@ def test_every_module_imports_alone_in_a_fresh_interpreter():
 
 # ---------------------------------------------------------------------- static import graph
 def _is_type_checking(test: ast.expr) -> bool:
-    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or \
-        (isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
 
 
 def _module_level_imports(tree: ast.Module):
@@ -200,7 +212,7 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
                 color[path.pop()] = BLACK
                 iters.pop()
             elif color[nxt] == GREY:
-                return path[path.index(nxt):] + [nxt]
+                return path[path.index(nxt) :] + [nxt]
             elif color[nxt] == WHITE:
                 color[nxt] = GREY
                 path.append(nxt)
@@ -218,13 +230,23 @@ def test_the_cycle_finder_finds_a_cycle():
     assert find_cycle({"a": {"b"}, "b": set()}) is None
 
 
-@pytest.mark.parametrize("lower, upper", [("gpmodels.persistence", "gpmodels.driver"),
-                                          ("gpmodels.priors.registry", "gpmodels.driver"),
-                                          ("gpmodels.inference", "gpmodels.driver")])
+@pytest.mark.parametrize(
+    "lower, upper",
+    [
+        ("gpmodels.persistence", "gpmodels.driver"),
+        ("gpmodels.priors.registry", "gpmodels.driver"),
+        ("gpmodels.inference", "gpmodels.driver"),
+    ],
+)
 def test_lower_layers_do_not_import_upper_ones(lower, upper):
     graph = import_graph()
-    bad = {f"{m} -> {t}" for m, ts in graph.items() if m == lower or m.startswith(lower + ".")
-           for t in ts if t == upper or t.startswith(upper + ".")}
+    bad = {
+        f"{m} -> {t}"
+        for m, ts in graph.items()
+        if m == lower or m.startswith(lower + ".")
+        for t in ts
+        if t == upper or t.startswith(upper + ".")
+    }
     assert not bad, f"{lower} imports {upper}: {sorted(bad)}"
 
 

@@ -14,6 +14,7 @@ def test_ruff_check_passes():
     probe = subprocess.run([*cmd, "--version"], capture_output=True, text=True)
     if probe.returncode != 0:
         pytest.skip("ruff is not installed (pip install -e '.[test]' installs it)")
-    proc = subprocess.run([*cmd, "check", "gpmodels", "tests", "bench", "setup.py"], cwd=ROOT, capture_output=True,
-                          text=True, timeout=120)
+    proc = subprocess.run(
+        [*cmd, "check", "gpmodels", "tests", "bench", "setup.py"], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
     assert proc.returncode == 0, proc.stdout[-5000:] + proc.stderr[-2000:]

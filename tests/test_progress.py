@@ -26,14 +26,21 @@ def _data(tmp_path):
 
 
 def _spec(tmp_path, out, objective=None):
-    return {"name": "bars", "seed": 1, "data": _data(tmp_path),
-            "model": {"kernel": {"type": "rbf", "w": "auto"}, "sharing": "semi", "variance": 2.0, "sigma2": 1.0},
-            "objective": objective or {"newton": {"max_iter": 30, "cg_max_iter": 40}},
-            "output": {"dir": str(tmp_path / out)}}
+    return {
+        "name": "bars",
+        "seed": 1,
+        "data": _data(tmp_path),
+        "model": {"kernel": {"type": "rbf", "w": "auto"}, "sharing": "semi", "variance": 2.0, "sigma2": 1.0},
+        "objective": objective or {"newton": {"max_iter": 30, "cg_max_iter": 40}},
+        "output": {"dir": str(tmp_path / out)},
+    }
 
 
-CV = {"type": "cv", "newton": {"max_iter": 30, "cg_max_iter": 40},
-      "cv": {"folds": 3, "newton": {"max_iter": 20, "cg_max_iter": 30}, "outer": {"max_iter": 2}, "checkpoint": False}}
+CV = {
+    "type": "cv",
+    "newton": {"max_iter": 30, "cg_max_iter": 40},
+    "cv": {"folds": 3, "newton": {"max_iter": 20, "cg_max_iter": 30}, "outer": {"max_iter": 2}, "checkpoint": False},
+}
 
 
 def _same_results(a, b):
@@ -78,10 +85,15 @@ def test_one_vs_rest_shows_a_bar_per_class(tmp_path, capfd):
 
 
 def test_study_bar_over_rows_and_quiet_study(tmp_path, capfd):
-    study = {"name": "st", "data": _data(tmp_path),
-             "models": [{"name": "tied", "model": {"kernel": {"type": "rbf", "w": 0.3}, "sharing": "tied"}},
-                        {"name": "lin", "model": {"kernel": {"type": "linear"}, "sigma2": 1.0}}],
-             "output": {"dir": str(tmp_path / "study")}}
+    study = {
+        "name": "st",
+        "data": _data(tmp_path),
+        "models": [
+            {"name": "tied", "model": {"kernel": {"type": "rbf", "w": 0.3}, "sharing": "tied"}},
+            {"name": "lin", "model": {"kernel": {"type": "linear"}, "sigma2": 1.0}},
+        ],
+        "output": {"dir": str(tmp_path / "study")},
+    }
     p = write_spec(tmp_path, study, "study.yaml")
     assert main(["study", str(p)]) == 0
     out, err = capfd.readouterr()
@@ -151,8 +163,15 @@ def test_plain_lines_are_at_most_one_per_interval(capfd, monkeypatch):
             clock[0] += 1.0
             bar.goto(i, Φ=float(i))
     err = capfd.readouterr().err.splitlines()
-    assert err == ["[p] EM 1 Φ=1", "[p] EM 6 Φ=6", "[p] EM 11 Φ=11", "[p] EM 16 Φ=16", "[p] EM 21 Φ=21",
-                   "[p] EM 26 Φ=26", "[p] EM 29 Φ=29"]  # every 5 s, and the last state at close
+    assert err == [
+        "[p] EM 1 Φ=1",
+        "[p] EM 6 Φ=6",
+        "[p] EM 11 Φ=11",
+        "[p] EM 16 Φ=16",
+        "[p] EM 21 Φ=21",
+        "[p] EM 26 Φ=26",
+        "[p] EM 29 Φ=29",
+    ]  # every 5 s, and the last state at close
     with Console(bars=True, terminal=False).bar(3, "x") as bar:
         pass  # never moved: nothing shown
     assert capfd.readouterr().err == ""
@@ -166,10 +185,13 @@ def test_messages_go_to_the_gpmodels_logger(caplog):
     assert [(r.name, r.levelno, r.getMessage()) for r in caplog.records] == [("gpmodels", logging.INFO, "[p] hello")]
 
 
-@pytest.mark.parametrize("objective, bar", [
-    ({"type": "laplace", "laplace": {"learn_max_iter": 4}}, "Laplace MLM: outer iterations"),
-    ({"type": "vb", "vb": {"learn_max_iter": 3}}, "VB: outer iterations"),
-])
+@pytest.mark.parametrize(
+    "objective, bar",
+    [
+        ({"type": "laplace", "laplace": {"learn_max_iter": 4}}, "Laplace MLM: outer iterations"),
+        ({"type": "vb", "vb": {"learn_max_iter": 3}}, "VB: outer iterations"),
+    ],
+)
 def test_laplace_and_vb_learning_show_progress(tmp_path, capfd, monkeypatch, objective, bar):
     monkeypatch.setattr(progress, "stderr_is_terminal", lambda: False)
     d = _spec(tmp_path, "lv", objective)
@@ -189,10 +211,17 @@ def _tree_spec(tmp_path, objective):
     np.savez(tmp_path / "ttrain.npz", X=X[:56], y=names[:56])
     np.savez(tmp_path / "ttest.npz", X=X[56:], y=names[56:])
     (tmp_path / "h.tsv").write_text(HIER)
-    return {"name": "bars", "data": {"path": str(tmp_path / "ttrain.npz"), "test_path": str(tmp_path / "ttest.npz"),
-                                     "hierarchy": str(tmp_path / "h.tsv")},
-            "model": {"prior": "anova", "kernel": {"type": "rbf", "w": 0.2}, "sharing": "level", "variance": 3.0},
-            "objective": objective, "output": {"dir": str(tmp_path / "t")}}
+    return {
+        "name": "bars",
+        "data": {
+            "path": str(tmp_path / "ttrain.npz"),
+            "test_path": str(tmp_path / "ttest.npz"),
+            "hierarchy": str(tmp_path / "h.tsv"),
+        },
+        "model": {"prior": "anova", "kernel": {"type": "rbf", "w": 0.2}, "sharing": "level", "variance": 3.0},
+        "objective": objective,
+        "output": {"dir": str(tmp_path / "t")},
+    }
 
 
 def _enron_spec(tmp_path):
@@ -201,11 +230,19 @@ def _enron_spec(tmp_path):
     shared = ROOT.parent / "shared" / "data"
     if not (shared / "enron_corr").is_dir():
         pytest.skip("../shared/data not present")
-    return {"name": "bars", "data": {"dataset": "enron_corr", "root": str(shared), "scaling": "unit_norm",
-                                     "max_train": 120, "max_test": 30},
-            "model": {"kernel": {"type": "linear"}},
-            "objective": {"type": "hm3", "hm3": {"max_passes": 4, "chunk_size": 30}},
-            "output": {"dir": str(tmp_path / "e")}}
+    return {
+        "name": "bars",
+        "data": {
+            "dataset": "enron_corr",
+            "root": str(shared),
+            "scaling": "unit_norm",
+            "max_train": 120,
+            "max_test": 30,
+        },
+        "model": {"kernel": {"type": "linear"}},
+        "objective": {"type": "hm3", "hm3": {"max_passes": 4, "chunk_size": 30}},
+        "output": {"dir": str(tmp_path / "e")},
+    }
 
 
 def _kernels_spec(tmp_path, solver):
@@ -215,13 +252,17 @@ def _kernels_spec(tmp_path, solver):
     return d
 
 
-@pytest.mark.parametrize("make, label", [
-    (lambda p: _tree_spec(p, {"type": "em", "em": {"max_iter": 3}}), "EM iterations"),
-    (_enron_spec, "H-M^3: passes"),
-    (lambda p: _spec(p, "cs", {"type": "crammer_singer"}), "Crammer-Singer: rounds"),
-    (lambda p: _kernels_spec(p, "algorithm1"), "mkl by algorithm1: outer iterations"),
-    (lambda p: _kernels_spec(p, "alternating"), "mkl by alternating: outer iterations"),
-], ids=["em", "hm3", "crammer_singer", "mkl-algorithm1", "mkl-alternating"])
+@pytest.mark.parametrize(
+    "make, label",
+    [
+        (lambda p: _tree_spec(p, {"type": "em", "em": {"max_iter": 3}}), "EM iterations"),
+        (_enron_spec, "H-M^3: passes"),
+        (lambda p: _spec(p, "cs", {"type": "crammer_singer"}), "Crammer-Singer: rounds"),
+        (lambda p: _kernels_spec(p, "algorithm1"), "mkl by algorithm1: outer iterations"),
+        (lambda p: _kernels_spec(p, "alternating"), "mkl by alternating: outer iterations"),
+    ],
+    ids=["em", "hm3", "crammer_singer", "mkl-algorithm1", "mkl-alternating"],
+)
 def test_em_baselines_and_mkl_solvers_show_progress(tmp_path, capfd, monkeypatch, make, label):
     """Off a terminal: plain lines `[name] label n[/total] key=value`, the first at once and the last state."""
     monkeypatch.setattr(progress, "stderr_is_terminal", lambda: False)

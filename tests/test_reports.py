@@ -22,14 +22,24 @@ def figures(monkeypatch):
     def spy(fig, path):
         fig.canvas.draw()
         ax = fig.axes[0]
-        lines = [(np.asarray(ln.get_xdata(), float), np.asarray(ln.get_ydata(), float)) for ln in ax.get_lines()
-                 if ln.get_label() and not ln.get_label().startswith("_")]
-        colours = [(mcolors.to_hex(ln.get_color()), ln.get_linestyle()) for ln in ax.get_lines()
-                   if not ln.get_label().startswith("_")]
+        lines = [
+            (np.asarray(ln.get_xdata(), float), np.asarray(ln.get_ydata(), float))
+            for ln in ax.get_lines()
+            if ln.get_label() and not ln.get_label().startswith("_")
+        ]
+        colours = [
+            (mcolors.to_hex(ln.get_color()), ln.get_linestyle())
+            for ln in ax.get_lines()
+            if not ln.get_label().startswith("_")
+        ]
         legend = ax.get_legend()
         outside = legend is not None and legend.get_window_extent().x0 >= ax.get_window_extent().x1
-        seen[path.name if hasattr(path, "name") else str(path)] = {"xlabel": ax.get_xlabel(), "lines": lines,
-                                                                   "colours": colours, "legend_outside": outside}
+        seen[path.name if hasattr(path, "name") else str(path)] = {
+            "xlabel": ax.get_xlabel(),
+            "lines": lines,
+            "colours": colours,
+            "legend_outside": outside,
+        }
         return save(fig, path)
 
     monkeypatch.setattr(reports, "_save", spy)
@@ -39,7 +49,7 @@ def figures(monkeypatch):
 def test_trace_plot_keeps_the_final_iterate_at_the_minimum(tmp_path, figures):
     values = [10.0, 4.0, 2.5, 2.0, 2.0]  # the last two at the minimum: gap 0
     reports.plot_traces({"Phi": values}, tmp_path / "t.png", log_gap=True)
-    (x, y), = figures["t.png"]["lines"]
+    ((x, y),) = figures["t.png"]["lines"]
     assert x.size == len(values) and np.all(np.isfinite(y))
     gap, floor = reports.log_gap_values(values)
     assert y[-1] == floor == pytest.approx(0.05) and np.array_equal(y, gap)
@@ -61,14 +71,22 @@ def _files(tmp_path):
     return {"path": str(tmp_path / "train.npz"), "test_path": str(tmp_path / "test.npz")}
 
 
-@pytest.mark.parametrize("objective, trace, unit, count", [
-    ({"type": "map"}, "Phi", "Newton iteration", "newton_iterations"),
-    ({"type": "cv", "cv": {"folds": 3, "outer": {"max_iter": 3}}}, "Psi", "outer iteration", "outer_iterations"),
-    ({"type": "laplace", "laplace": {"learn_max_iter": 4}}, "criterion", "outer iteration", None),
-])
+@pytest.mark.parametrize(
+    "objective, trace, unit, count",
+    [
+        ({"type": "map"}, "Phi", "Newton iteration", "newton_iterations"),
+        ({"type": "cv", "cv": {"folds": 3, "outer": {"max_iter": 3}}}, "Psi", "outer iteration", "outer_iterations"),
+        ({"type": "laplace", "laplace": {"learn_max_iter": 4}}, "criterion", "outer iteration", None),
+    ],
+)
 def test_run_traces_plot_every_iterate_against_what_they_count(tmp_path, figures, objective, trace, unit, count):
-    d = {"name": "p", "data": _files(tmp_path), "output": {"dir": str(tmp_path / "o")}, "objective": objective,
-         "model": {"kernel": {"type": "rbf", "w": 0.5}, "sharing": "tied", "variance": 2.0}}
+    d = {
+        "name": "p",
+        "data": _files(tmp_path),
+        "output": {"dir": str(tmp_path / "o")},
+        "objective": objective,
+        "model": {"kernel": {"type": "rbf", "w": 0.5}, "sharing": "tied", "variance": 2.0},
+    }
     if objective["type"] == "laplace":
         d["data"]["positive_class"] = "1"
         d["model"]["likelihood"] = "logistic"
@@ -76,7 +94,7 @@ def test_run_traces_plot_every_iterate_against_what_they_count(tmp_path, figures
     m = json.loads((tmp_path / "o" / "metrics.json").read_text())
     f = figures[f"trace_{trace}.png"]
     assert f["xlabel"] == unit
-    (x, y), = f["lines"]
+    ((x, y),) = f["lines"]
     if count is None:  # Laplace: one value per outer iteration, the start first
         count_value = len(json.loads((tmp_path / "o" / "diagnostics.json").read_text())["trace"]) - 1
     else:
@@ -98,15 +116,16 @@ def test_trace_plot_draws_the_values_as_they_are_and_the_gradient_norm_on_a_log_
     save = reports._save
 
     def spy(fig, path):
-        drawn["axes"] = [(ax.get_yscale(), [np.asarray(ln.get_ydata(), float) for ln in ax.get_lines()])
-                         for ax in fig.axes]
+        drawn["axes"] = [
+            (ax.get_yscale(), [np.asarray(ln.get_ydata(), float) for ln in ax.get_lines()]) for ax in fig.axes
+        ]
         return save(fig, path)
 
     monkeypatch.setattr(reports, "_save", spy)
     values, grads = [10.0, 4.0, 2.5, 2.0, 2.0], [3.0, 1.0, 0.1, 1e-4, 1e-7]
     reports.plot_traces({"Phi": values}, tmp_path / "t.png", gradients={"Phi": grads}, gradient_label="RMS")
     (scale_top, (top,)), (scale_bottom, (bottom,)) = drawn["axes"]
-    assert scale_top == "linear" and np.array_equal(top, values)        # no "value - min" drop at the end
+    assert scale_top == "linear" and np.array_equal(top, values)  # no "value - min" drop at the end
     assert scale_bottom == "log" and np.array_equal(bottom, grads)
 
 
@@ -117,44 +136,64 @@ def test_hyperparameter_names_carry_the_classes_they_act_on():
     names = ("a", "b", "c")
     semi = gp.IndependentGP(gp.RBF(w=1.0), sharing="semi", sigma2=1.0, learn_sigma2=True).operator(X, 3)
     assert reports.class_scopes(semi.param_names, semi.param_classes(), names) == [
-        "kernel0.log_w (all classes)", "log_variance0 (class a)", "log_variance1 (class b)",
-        "log_variance2 (class c)", "log_sigma2"]
+        "kernel0.log_w (all classes)",
+        "log_variance0 (class a)",
+        "log_variance1 (class b)",
+        "log_variance2 (class c)",
+        "log_sigma2",
+    ]
     sep = gp.IndependentGP(gp.ARD(w=[1.0, 2.0]), sharing="separate").operator(X, 3)
     assert sep.param_classes() == ((0,), (0,), (1,), (1,), (2,), (2,), (0,), (1,), (2,))
-    groups = gp.IndependentGP(gp.RBF(w=1.0), sharing=None, kernel_groups=[[0, 2], [1]],
-                              variance_groups=[[0], [1], [2]]).operator(X, 3)
+    groups = gp.IndependentGP(
+        gp.RBF(w=1.0), sharing=None, kernel_groups=[[0, 2], [1]], variance_groups=[[0], [1], [2]]
+    ).operator(X, 3)
     assert reports.hyperparameter_classes(groups.describe(), groups.param_classes(), names) == {
-        "kernel0.w": "classes a, c", "kernel1.w": "class b", "variance0": "class a", "variance1": "class b",
-        "variance2": "class c"}
+        "kernel0.w": "classes a, c",
+        "kernel1.w": "class b",
+        "variance0": "class a",
+        "variance1": "class b",
+        "variance2": "class c",
+    }
 
 
 def test_hyperparameters_of_a_regression_keep_their_names():
     """One latent function and no class names (a regression): no class labels, no error."""
-    assert reports.class_scopes(["kernel0.log_w", "log_variance0"], [(0,), (0,)], ()) == ["kernel0.log_w",
-                                                                                         "log_variance0"]
+    assert reports.class_scopes(["kernel0.log_w", "log_variance0"], [(0,), (0,)], ()) == [
+        "kernel0.log_w",
+        "log_variance0",
+    ]
     assert reports.hyperparameter_classes({"kernel0.w": 1.0}, [(0,)], ()) == {}
 
 
-@pytest.mark.parametrize("objective, trace", [
-    ({"type": "map"}, "Phi"),
-    ({"type": "one_vs_rest", "learn": False}, "Phi"),
-    ({"type": "cv", "cv": {"folds": 3, "outer": {"max_iter": 2}}}, "Psi"),
-    ({"type": "laplace", "laplace": {"learn_max_iter": 3}}, "criterion"),
-    ({"type": "vb", "vb": {"learn_max_iter": 3}}, "criterion"),
-])
+@pytest.mark.parametrize(
+    "objective, trace",
+    [
+        ({"type": "map"}, "Phi"),
+        ({"type": "one_vs_rest", "learn": False}, "Phi"),
+        ({"type": "cv", "cv": {"folds": 3, "outer": {"max_iter": 2}}}, "Psi"),
+        ({"type": "laplace", "laplace": {"learn_max_iter": 3}}, "criterion"),
+        ({"type": "vb", "vb": {"learn_max_iter": 3}}, "criterion"),
+    ],
+)
 @needs_matplotlib
 def test_run_traces_draw_the_gradient_norm_of_every_iterate_below(tmp_path, monkeypatch, objective, trace):
     drawn = {}
     save = reports._save
 
     def spy(fig, path):
-        drawn[path.name] = [(ax.get_yscale(), [np.asarray(ln.get_ydata(), float) for ln in ax.get_lines()])
-                            for ax in fig.axes]
+        drawn[path.name] = [
+            (ax.get_yscale(), [np.asarray(ln.get_ydata(), float) for ln in ax.get_lines()]) for ax in fig.axes
+        ]
         return save(fig, path)
 
     monkeypatch.setattr(reports, "_save", spy)
-    d = {"name": "g", "data": _files(tmp_path), "output": {"dir": str(tmp_path / "o")}, "objective": objective,
-         "model": {"kernel": {"type": "rbf", "w": 0.5}, "sharing": "tied", "variance": 2.0}}
+    d = {
+        "name": "g",
+        "data": _files(tmp_path),
+        "output": {"dir": str(tmp_path / "o")},
+        "objective": objective,
+        "model": {"kernel": {"type": "rbf", "w": 0.5}, "sharing": "tied", "variance": 2.0},
+    }
     if objective["type"] in ("laplace", "vb"):  # binary: the logistic likelihood of the marginal objectives
         d["data"]["positive_class"] = "1"
         d["model"]["likelihood"] = "logistic"

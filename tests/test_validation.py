@@ -73,8 +73,20 @@ def _accepts(validator, value, converter=None) -> bool:
 
 # ------------------------------------------------------------------------------------------- (a) the vocabulary
 
-@pytest.mark.parametrize("v", [integer(), positive_int(), nonnegative_int(), number(), positive_number(),
-                               nonnegative_number(), probability(), number(finite=False)])
+
+@pytest.mark.parametrize(
+    "v",
+    [
+        integer(),
+        positive_int(),
+        nonnegative_int(),
+        number(),
+        positive_number(),
+        nonnegative_number(),
+        probability(),
+        number(finite=False),
+    ],
+)
 @pytest.mark.parametrize("value", [True, False, np.bool_(True), np.bool_(False)])
 def test_bools_are_neither_integers_nor_numbers(v, value):
     assert not _accepts(v, value)
@@ -86,7 +98,7 @@ def test_integer_bounds_are_closed_and_refuse_non_integers():
     assert _accepts(v, np.int64(2)) and _accepts(v, np.uint8(3))
     for bad in (1.0, 2.5, np.float64(2.0), "2", None, [2], float("nan"), float("inf")):
         assert not _accepts(v, bad)
-    assert _accepts(integer(), -10**30) and not _accepts(integer(high=0), 1)
+    assert _accepts(integer(), -(10**30)) and not _accepts(integer(high=0), 1)
     assert _accepts(positive_int(), 1) and not _accepts(positive_int(), 0)
     assert _accepts(nonnegative_int(), 0) and not _accepts(nonnegative_int(), -1)
 
@@ -94,8 +106,14 @@ def test_integer_bounds_are_closed_and_refuse_non_integers():
 def test_number_bounds_open_and_closed_ends():
     closed, opened = number(0, 1), number(0, 1, open_low=True, open_high=True)
     assert [_accepts(closed, x) for x in (-0.1, 0, 0.5, 1, 1.1)] == [False, True, True, True, False]
-    assert [_accepts(opened, x) for x in (0, 0.0, 1e-300, 0.5, 1.0 - 1e-16, 1)] == [False, False, True, True,
-                                                                                   True, False]
+    assert [_accepts(opened, x) for x in (0, 0.0, 1e-300, 0.5, 1.0 - 1e-16, 1)] == [
+        False,
+        False,
+        True,
+        True,
+        True,
+        False,
+    ]
     assert [_accepts(positive_number(), x) for x in (0, 0.0, -1, 1e-300, 3)] == [False, False, False, True, True]
     assert [_accepts(nonnegative_number(), x) for x in (-1e-300, 0, 0.0, 5)] == [False, True, True, True]
     assert [_accepts(probability(open_low=True), x) for x in (0, 0.3, 1)] == [False, True, True]
@@ -106,8 +124,7 @@ def test_number_bounds_open_and_closed_ends():
 
 
 def test_nan_is_never_a_number_and_inf_only_when_asked():
-    for v in (number(), positive_number(), nonnegative_number(), number(finite=False),
-              positive_number(finite=False)):
+    for v in (number(), positive_number(), nonnegative_number(), number(finite=False), positive_number(finite=False)):
         assert not _accepts(v, float("nan")) and not _accepts(v, np.float64("nan"))
     assert not _accepts(positive_number(), math.inf)
     assert _accepts(positive_number(finite=False), math.inf)
@@ -140,8 +157,17 @@ def test_optional_admits_none_and_names_both_choices():
 def test_array_of_checks_every_entry_dtype_and_dimension():
     v = array_of(positive_number())
     assert _accepts(v, np.array([1.0, 2.0])) and _accepts(v, np.array([3]))
-    for bad in (np.array([1.0, 0.0]), np.array([1.0, np.nan]), np.array([np.inf]), np.array([True, True]),
-                np.array([]), np.ones((2, 2)), [1.0, 2.0], 1.0, np.array(["a"])):
+    for bad in (
+        np.array([1.0, 0.0]),
+        np.array([1.0, np.nan]),
+        np.array([np.inf]),
+        np.array([True, True]),
+        np.array([]),
+        np.ones((2, 2)),
+        [1.0, 2.0],
+        1.0,
+        np.array(["a"]),
+    ):
         assert not _accepts(v, bad)
     assert _accepts(array_of(number(), ndim=None), np.ones((2, 2)))
     assert v.describe() == "a 1-D array of at least one entry, each entry a positive number"
@@ -187,8 +213,10 @@ def test_describe_validator():
     assert describe_validator(number(high=0, open_high=True)) == "a negative number"
     assert describe_validator(number(high=2)) == "a number <= 2"
     assert describe_validator(probability(open_high=True)) == "a number x with 0 <= x < 1"
-    assert describe_validator(attrs.validators.and_(positive_int(), nonnegative_int())) == \
-        "a positive integer and an integer >= 0"
+    assert (
+        describe_validator(attrs.validators.and_(positive_int(), nonnegative_int()))
+        == "a positive integer and an integer >= 0"
+    )
     assert describe_validator(attrs.validators.instance_of(int)) is None  # not of the vocabulary
 
 
@@ -205,24 +233,58 @@ def test_positive_number_accepts_exactly_the_finite_positive_floats(value):
 # ------------------------------------------------------------------------------------------- (b) completeness
 
 #: user-facing classes checked besides those whose names end in Options / Config.
-EXTRA = {"gpmodels.optimize.checkpoint.Checkpointing", "gpmodels.kernels.rbf.RBF", "gpmodels.kernels.rbf.ARD",
-         "gpmodels.kernels.linear.Polynomial", "gpmodels.likelihoods.gaussian.Gaussian",
-         "gpmodels.likelihoods.robust.Laplace", "gpmodels.likelihoods.robust.StudentT",
-         "gpmodels.likelihoods.hinge.SmoothedHinge", "gpmodels.likelihoods.softmax.Softmax",
-         "gpmodels.priors.independent.IndependentGP", "gpmodels.priors.anova.ANOVAPrior",
-         "gpmodels.priors.coupled.CoupledPrior"}
+EXTRA = {
+    "gpmodels.optimize.checkpoint.Checkpointing",
+    "gpmodels.kernels.rbf.RBF",
+    "gpmodels.kernels.rbf.ARD",
+    "gpmodels.kernels.linear.Polynomial",
+    "gpmodels.likelihoods.gaussian.Gaussian",
+    "gpmodels.likelihoods.robust.Laplace",
+    "gpmodels.likelihoods.robust.StudentT",
+    "gpmodels.likelihoods.hinge.SmoothedHinge",
+    "gpmodels.likelihoods.softmax.Softmax",
+    "gpmodels.priors.independent.IndependentGP",
+    "gpmodels.priors.anova.ANOVAPrior",
+    "gpmodels.priors.coupled.CoupledPrior",
+}
 
 #: values for fields without a default, so that a class can be built with one field changed.
-REQUIRED = {"Checkpointing": {"path": "checkpoint.npz"}, "RBF": {"w": 1.0}, "ARD": {"w": [1.0, 2.0]},
-            "IndependentGP": {"kernel": RBF(1.0)}, "CoupledPrior": {"kernel": RBF(1.0)},
-            "ANOVAPrior": {"kernel": RBF(1.0), "tree": ClassTree([("r", "a"), ("r", "b")])},
-            "DeviceRepresentationConfig": {"backend": numpy_backend()}}
+REQUIRED = {
+    "Checkpointing": {"path": "checkpoint.npz"},
+    "RBF": {"w": 1.0},
+    "ARD": {"w": [1.0, 2.0]},
+    "IndependentGP": {"kernel": RBF(1.0)},
+    "CoupledPrior": {"kernel": RBF(1.0)},
+    "ANOVAPrior": {"kernel": RBF(1.0), "tree": ClassTree([("r", "a"), ("r", "b")])},
+    "DeviceRepresentationConfig": {"backend": numpy_backend()},
+}
 
 #: classes the walk must find (it would otherwise pass on an empty list).
-EXPECTED = {"NewtonOptions", "CVOptions", "OuterOptions", "LearnOptions", "Checkpointing", "EMOptions",
-            "LaplaceOptions", "VBOptions", "MKLOptions", "CSOptions", "HM3Options", "RepresentationConfig", "RBF",
-            "ARD", "Polynomial", "Gaussian", "Laplace", "StudentT", "SmoothedHinge", "Softmax", "IndependentGP",
-            "ANOVAPrior", "CoupledPrior"}
+EXPECTED = {
+    "NewtonOptions",
+    "CVOptions",
+    "OuterOptions",
+    "LearnOptions",
+    "Checkpointing",
+    "EMOptions",
+    "LaplaceOptions",
+    "VBOptions",
+    "MKLOptions",
+    "CSOptions",
+    "HM3Options",
+    "RepresentationConfig",
+    "RBF",
+    "ARD",
+    "Polynomial",
+    "Gaussian",
+    "Laplace",
+    "StudentT",
+    "SmoothedHinge",
+    "Softmax",
+    "IndependentGP",
+    "ANOVAPrior",
+    "CoupledPrior",
+}
 
 
 def _option_classes() -> list[type]:
@@ -277,8 +339,15 @@ def test_bools_are_refused_for_every_number_field(cls):
 
 @pytest.mark.parametrize("cls", OPTION_CLASSES, ids=lambda c: c.__name__)
 def test_every_field_refuses_a_wrong_value_in_the_one_message_shape(cls):
-    wrong = {Integer: 1.5, Number: "1", OneOf: "no-such-choice", InstanceOf: object(), ArrayOf: np.array([np.nan]),
-             SequenceOf: "not a list", AnyOf: "1"}
+    wrong = {
+        Integer: 1.5,
+        Number: "1",
+        OneOf: "no-such-choice",
+        InstanceOf: object(),
+        ArrayOf: np.array([np.nan]),
+        SequenceOf: "not a list",
+        AnyOf: "1",
+    }
     for f in _fields(cls):
         v = f.validator.inner if isinstance(f.validator, Optional) else f.validator
         bad = next(value for kind, value in wrong.items() if isinstance(v, kind))

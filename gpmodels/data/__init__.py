@@ -6,5 +6,13 @@ from gpmodels.data.scaling import scale_features
 from gpmodels.data.splits import kfold_partition, subsample, train_test_split
 from gpmodels.data.svmlight import load_svmlight
 
-__all__ = ["Dataset", "load_dataset", "load_file", "load_svmlight", "train_test_split", "kfold_partition", "subsample",
-           "scale_features"]
+__all__ = [
+    "Dataset",
+    "load_dataset",
+    "load_file",
+    "load_svmlight",
+    "train_test_split",
+    "kfold_partition",
+    "subsample",
+    "scale_features",
+]

@@ -98,11 +98,16 @@ def load_arff(path, *, require_class: bool = True):
     try:
         records, _ = arff.loadarff(str(path))
     except (ValueError, NotImplementedError, arff.ArffError) as exc:  # scipy's message quotes the file
-        raise DataError(f"{path} cannot be read as ARFF ({type(exc).__name__}: a value that does not fit its "
-                        "attribute's type, or a malformed line)") from None
+        raise DataError(
+            f"{path} cannot be read as ARFF ({type(exc).__name__}: a value that does not fit its "
+            "attribute's type, or a malformed line)"
+        ) from None
     features = [n for i, n in enumerate(names) if i != cls]
-    X = np.column_stack([np.asarray(records[n], dtype=np.float64) for n in features]) if features else \
-        np.empty((len(records), 0))
+    X = (
+        np.column_stack([np.asarray(records[n], dtype=np.float64) for n in features])
+        if features
+        else np.empty((len(records), 0))
+    )
     if cls is None:
         return X, None
     raw = records[names[cls]]
@@ -111,7 +116,9 @@ def load_arff(path, *, require_class: bool = True):
     if missing.all() and not require_class:
         return X, None
     if missing.any():
-        raise DataError(f"{path}: the class ({_attribute(header, cls)}) is missing ('?') in {int(missing.sum())} rows "
-                        f"(first: data row {int(np.flatnonzero(missing)[0]) + 1}); every training and test point needs "
-                        "a label")
+        raise DataError(
+            f"{path}: the class ({_attribute(header, cls)}) is missing ('?') in {int(missing.sum())} rows "
+            f"(first: data row {int(np.flatnonzero(missing)[0]) + 1}); every training and test point needs "
+            "a label"
+        )
     return X, y

@@ -42,15 +42,19 @@ def _read_rows(path: Path) -> tuple[list[str], list[tuple[int, list[str]]]]:
     except UnicodeDecodeError:
         raise DataError(f"{path} is not UTF-8 text; a .csv data file is text with a header line") from None
     except csv.Error:  # its message quotes the file
-        raise DataError(f"{path} cannot be read as CSV (malformed quoting or a field larger than "
-                        f"{csv.field_size_limit()} characters)") from None
+        raise DataError(
+            f"{path} cannot be read as CSV (malformed quoting or a field larger than "
+            f"{csv.field_size_limit()} characters)"
+        ) from None
     if not rows:
         raise DataError(f"{path} is empty; a .csv data file needs a header line and one row per point")
     line, header = rows[0]
     header = [h.strip() for h in header]
     if all(_is_number(h) for h in header):
-        raise DataError(f"{at(path, line)}: the first line holds only numbers; a .csv data file starts with a header "
-                        "line naming its columns")
+        raise DataError(
+            f"{at(path, line)}: the first line holds only numbers; a .csv data file starts with a header "
+            "line naming its columns"
+        )
     return header, rows[1:]
 
 
@@ -75,7 +79,8 @@ def _columns(path: Path, header: list[str], label_at, features: Sequence[str] | 
             f"{path}: its columns do not match the {len(features)} feature columns the model was trained on "
             f"(matched by header name): {len(missing)} of the model's columns are missing"
             f"{f' (training columns {missing[:10]})' if missing else ''}, {len(extra)} columns are not the model's"
-            f"{f' (columns {extra[:10]} of this file)' if extra else ''}; give the training file's header")
+            f"{f' (columns {extra[:10]} of this file)' if extra else ''}; give the training file's header"
+        )
     return [where[name] for name in features]
 
 
@@ -92,8 +97,9 @@ def csv_header(path, label_column: str = DEFAULT_LABEL_COLUMN) -> tuple[str, ...
     return tuple(h.strip() for h in header if h.strip() != label_column)
 
 
-def load_csv(path, label_column: str = DEFAULT_LABEL_COLUMN, *, require_label: bool = True,
-             features: Sequence[str] | None = None):
+def load_csv(
+    path, label_column: str = DEFAULT_LABEL_COLUMN, *, require_label: bool = True, features: Sequence[str] | None = None
+):
     """(X, y) from a CSV file with a header: ``X`` (n, d) float64 from every column but
     ``label_column`` (or from the columns named ``features``, in that order: a model's inputs are
     matched by name), ``y`` the labels (:func:`~gpmodels.data.labels.labels_from_cells`; None when
@@ -105,14 +111,18 @@ def load_csv(path, label_column: str = DEFAULT_LABEL_COLUMN, *, require_label: b
         seen: dict[str, int] = {}
         for j, h in enumerate(header):
             if h in seen:
-                raise DataError(f"{path}: columns {seen[h] + 1} and {j + 1} of the header have the same name; "
-                                "every column needs its own name")
+                raise DataError(
+                    f"{path}: columns {seen[h] + 1} and {j + 1} of the header have the same name; "
+                    "every column needs its own name"
+                )
             seen[h] = j
     if label_column in header:
         label_at = header.index(label_column)
     elif require_label:
-        raise DataError(f"{path} has no label column {label_column!r} (data.label_column); none of its "
-                        f"{len(header)} columns has that name")
+        raise DataError(
+            f"{path} has no label column {label_column!r} (data.label_column); none of its "
+            f"{len(header)} columns has that name"
+        )
     else:
         label_at = None
     columns = _columns(path, header, label_at, features)
@@ -124,12 +134,16 @@ def load_csv(path, label_column: str = DEFAULT_LABEL_COLUMN, *, require_label: b
             try:
                 X[i, k] = float(row[j])
             except ValueError:
-                raise DataError(f"{at(path, line)}: column {j + 1} holds {described(row[j].strip())}, not a number "
-                                f"(every column but the label column {label_column!r} is a feature)") from None
+                raise DataError(
+                    f"{at(path, line)}: column {j + 1} holds {described(row[j].strip())}, not a number "
+                    f"(every column but the label column {label_column!r} is a feature)"
+                ) from None
     if not np.all(np.isfinite(X)):
         i, k = np.argwhere(~np.isfinite(X))[0]
-        raise DataError(f"{at(path, rows[i][0])}: column {columns[k] + 1} is not finite ({X[i, k]}); features must be "
-                        "finite numbers")
+        raise DataError(
+            f"{at(path, rows[i][0])}: column {columns[k] + 1} is not finite ({X[i, k]}); features must be "
+            "finite numbers"
+        )
     if label_at is None:
         return X, None
     return X, labels_from_cells([row[label_at].strip() for _, row in rows], path, [line for line, _ in rows])

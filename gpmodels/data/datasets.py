@@ -25,8 +25,18 @@ from gpmodels.data.labels import InputFormat, label_kind, label_text
 from gpmodels.errors import DataError
 from gpmodels.validation import check_features
 
-__all__ = ["Dataset", "find_data_root", "data_root_candidates", "load_dataset", "NAMED_DATASETS", "encode_labels",
-           "read_npz", "read_npy", "check_npz", "KNOWN_ARRAYS"]
+__all__ = [
+    "Dataset",
+    "find_data_root",
+    "data_root_candidates",
+    "load_dataset",
+    "NAMED_DATASETS",
+    "encode_labels",
+    "read_npz",
+    "read_npy",
+    "check_npz",
+    "KNOWN_ARRAYS",
+]
 
 NAMED_DATASETS = ("satimage", "usps", "news20", "imclef07a")
 
@@ -138,8 +148,24 @@ def encode_labels(y_train, y_test) -> tuple[np.ndarray, np.ndarray, tuple[str, .
 
 
 #: array names the readers look for: the only member names a message quotes (others are the file's content)
-KNOWN_ARRAYS = frozenset({"X", "y", "data", "indices", "indptr", "shape", "format", "y_train", "y_test", "train_idx",
-                          "test_idx", "Y", "Y_train", "Y_test"})
+KNOWN_ARRAYS = frozenset(
+    {
+        "X",
+        "y",
+        "data",
+        "indices",
+        "indptr",
+        "shape",
+        "format",
+        "y_train",
+        "y_test",
+        "train_idx",
+        "test_idx",
+        "Y",
+        "Y_train",
+        "Y_test",
+    }
+)
 
 
 def _array_name(name: str, k: int) -> str:
@@ -165,8 +191,17 @@ def check_npz(path) -> Path:
         with zipfile.ZipFile(path) as zf:
             for k, info in enumerate(zf.infolist()):
                 _check_npz_member(path, zf, k, info, size)
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, OSError, zlib.error, NotImplementedError, RuntimeError,
-            ValueError, KeyError) as exc:
+    except (
+        zipfile.BadZipFile,
+        zipfile.LargeZipFile,
+        EOFError,
+        OSError,
+        zlib.error,
+        NotImplementedError,
+        RuntimeError,
+        ValueError,
+        KeyError,
+    ) as exc:
         if isinstance(exc, DataError):
             raise
         raise DataError(
@@ -199,15 +234,11 @@ def _check_npz_member(path: Path, zf: zipfile.ZipFile, k: int, info: zipfile.Zip
         try:
             version = np.lib.format.read_magic(fh)
             read_header = (
-                np.lib.format.read_array_header_1_0
-                if version == (1, 0)
-                else np.lib.format.read_array_header_2_0
+                np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
             )
             shape, _, dtype = read_header(fh)
         except (ValueError, TypeError, SyntaxError, EOFError, KeyError, OverflowError):
-            raise DataError(
-                f"{path}: {what} has no valid .npy header (truncated or corrupt archive)"
-            ) from None
+            raise DataError(f"{path}: {what} has no valid .npy header (truncated or corrupt archive)") from None
         header_bytes = fh.tell() if fh.seekable() else 0
     if dtype.hasobject:
         raise DataError(
@@ -234,20 +265,27 @@ def read_npy(path, what: str = "array") -> np.ndarray:
     try:
         with open(path, "rb") as fh:
             version = np.lib.format.read_magic(fh)
-            read_header = np.lib.format.read_array_header_1_0 if version == (1, 0) \
-                else np.lib.format.read_array_header_2_0
+            read_header = (
+                np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+            )
             shape, _, dtype = read_header(fh)
             header_bytes = fh.tell()
     except (ValueError, TypeError, SyntaxError, EOFError, KeyError, OverflowError, OSError):
-        raise DataError(f"{path} ({size} bytes) cannot be read as a .npy {what}: no valid .npy header (an .npz "
-                        "archive or another format?); expected one array written by numpy.save") from None
+        raise DataError(
+            f"{path} ({size} bytes) cannot be read as a .npy {what}: no valid .npy header (an .npz "
+            "archive or another format?); expected one array written by numpy.save"
+        ) from None
     if dtype.hasobject or dtype.kind not in "biuf":
-        raise DataError(f"{path} cannot be read as a .npy {what}: its dtype kind is {dtype.kind!r}, not real numbers; "
-                        "store a float or integer array (object arrays are never unpickled)")
+        raise DataError(
+            f"{path} cannot be read as a .npy {what}: its dtype kind is {dtype.kind!r}, not real numbers; "
+            "store a float or integer array (object arrays are never unpickled)"
+        )
     n_bytes = int(np.prod(shape, dtype=object)) * dtype.itemsize
     if n_bytes > size - header_bytes:
-        raise DataError(f"{path} cannot be read as a .npy {what}: it declares shape {tuple(shape)} ({n_bytes} bytes) "
-                        f"but holds {size - header_bytes} bytes after its header (truncated or corrupt)")
+        raise DataError(
+            f"{path} cannot be read as a .npy {what}: it declares shape {tuple(shape)} ({n_bytes} bytes) "
+            f"but holds {size - header_bytes} bytes after its header (truncated or corrupt)"
+        )
     try:
         return np.load(path, allow_pickle=False)
     except (OSError, ValueError, EOFError) as exc:
@@ -279,8 +317,15 @@ def _sparse_npz(path: Path):
 def _dense_pair(folder: Path, name: str) -> Dataset:
     tr, te = _npz(folder / "train.npz"), _npz(folder / "test.npz")
     ytr, yte, classes = encode_labels(tr["y"], te["y"])
-    return Dataset(name, check_features("X_train", tr["X"]), ytr, check_features("X_test", te["X"]), yte, classes,
-                   label_kind=label_kind(tr["y"]))
+    return Dataset(
+        name,
+        check_features("X_train", tr["X"]),
+        ytr,
+        check_features("X_test", te["X"]),
+        yte,
+        classes,
+        label_kind=label_kind(tr["y"]),
+    )
 
 
 def load_dataset(name: str, root=None, *, subset: str | None = None, spec_dir=None) -> Dataset:
@@ -302,9 +347,15 @@ def load_dataset(name: str, root=None, *, subset: str | None = None, spec_dir=No
     if name == "imclef07a":
         tr, te = _npz(folder / "train.npz"), _npz(folder / "test.npz")
         classes = tuple((folder / "classes.txt").read_text().split())
-        return Dataset(name, check_features("X_train", tr["X"]), tr["y"].astype(np.intp),
-                       check_features("X_test", te["X"]), te["y"].astype(np.intp), classes,
-                       str(folder / "hierarchy.tsv"))
+        return Dataset(
+            name,
+            check_features("X_train", tr["X"]),
+            tr["y"].astype(np.intp),
+            check_features("X_test", te["X"]),
+            te["y"].astype(np.intp),
+            classes,
+            str(folder / "hierarchy.tsv"),
+        )
     # news20
     Xtr = _sparse_npz(folder / "X_train.npz")
     Xte = _sparse_npz(folder / "X_test.npz")
@@ -317,5 +368,6 @@ def load_dataset(name: str, root=None, *, subset: str | None = None, spec_dir=No
         idx = _npz(folder / "subset_small.npz")
         Xtr, ytr = Xtr[idx["train_idx"]], ytr[idx["train_idx"]]
         Xte, yte = Xte[idx["test_idx"]], yte[idx["test_idx"]]
-    return Dataset("news20" if subset is None else "news20-small", Xtr, ytr, Xte, yte, classes,
-                   str(folder / "hierarchy.tsv"))
+    return Dataset(
+        "news20" if subset is None else "news20-small", Xtr, ytr, Xte, yte, classes, str(folder / "hierarchy.tsv")
+    )

@@ -63,8 +63,15 @@ def _npz_pair(path: Path, require_y: bool):
 
 
 #: file suffix -> format of a data file given by path
-FILE_FORMATS = {".npz": "npz", ".arff": "arff", ".csv": "csv", ".svm": "svmlight", ".svmlight": "svmlight",
-                ".libsvm": "svmlight", ".txt": "svmlight"}
+FILE_FORMATS = {
+    ".npz": "npz",
+    ".arff": "arff",
+    ".csv": "csv",
+    ".svm": "svmlight",
+    ".svmlight": "svmlight",
+    ".libsvm": "svmlight",
+    ".txt": "svmlight",
+}
 
 
 def file_format(path, key: str = "data.path") -> str:
@@ -130,17 +137,27 @@ class DataFiles:
     feature_names: tuple[str, ...] | None = None  # the CSV training file's feature columns (None: not CSV)
 
 
-def load_file(path, test_path=None, name: str | None = None, *, zero_based: bool | None = None,
-              max_features: int = MAX_FEATURES,
-              label_column: str = DEFAULT_LABEL_COLUMN) -> tuple[object, np.ndarray, object | None, np.ndarray | None]:
+def load_file(
+    path,
+    test_path=None,
+    name: str | None = None,
+    *,
+    zero_based: bool | None = None,
+    max_features: int = MAX_FEATURES,
+    label_column: str = DEFAULT_LABEL_COLUMN,
+) -> tuple[object, np.ndarray, object | None, np.ndarray | None]:
     """Raw (X, y, X_test, y_test) from files (:func:`read_data_files` without the index base)."""
     f = read_data_files(path, test_path, zero_based=zero_based, max_features=max_features, label_column=label_column)
     return f.X, f.y, f.X_test, f.y_test
 
 
 def read_data_files(
-    path, test_path=None, *, zero_based: bool | None = None, max_features: int = MAX_FEATURES,
-    label_column: str = DEFAULT_LABEL_COLUMN
+    path,
+    test_path=None,
+    *,
+    zero_based: bool | None = None,
+    max_features: int = MAX_FEATURES,
+    label_column: str = DEFAULT_LABEL_COLUMN,
 ) -> DataFiles:
     """Raw inputs and labels from a training file and an optional test file.
 
@@ -170,7 +187,8 @@ def read_data_files(
             zero_based = _pair_base(paths, raws)
         base = f" ({'0' if zero_based else '1'}-based indices)"
         loaded = [
-            _check_pair(p, *svmlight_matrix(r, zero_based), role) if r is not None
+            _check_pair(p, *svmlight_matrix(r, zero_based), role)
+            if r is not None
             else _load_one(p, role, label_column, names)
             for p, r, role in zip(paths, raws, ("training", "test"))
         ]
@@ -197,13 +215,19 @@ def _pair_base(paths, raws) -> bool:
         raise DataError(
             f"the test file {paths[1]} uses feature index 0 (0-based indices) but the training file {paths[0]} is "
             f"{what}: set data.zero_based: true when both files are 0-based, false when both are 1-based (the "
-            "test file is then refused), so that one base reads both")
+            "test file is then refused), so that one base reads both"
+        )
     return False
 
 
 def load_inputs(
-    path, *, zero_based: bool = False, n_features: int | None = None, max_features: int = MAX_FEATURES,
-    label_column: str = DEFAULT_LABEL_COLUMN, feature_names=None
+    path,
+    *,
+    zero_based: bool = False,
+    n_features: int | None = None,
+    max_features: int = MAX_FEATURES,
+    label_column: str = DEFAULT_LABEL_COLUMN,
+    feature_names=None,
 ) -> tuple[object, np.ndarray | None]:
     """Inputs for prediction: (X, y or None) from an .npz with ``X`` (``y`` optional), ARFF (class
     attribute optional), CSV (the ``label_column`` optional; the columns ``feature_names`` matched by

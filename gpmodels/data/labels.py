@@ -44,8 +44,10 @@ def labels_from_cells(cells: Sequence[str], path, lines: Sequence[int]) -> np.nd
             raise DataError(f"{at(path, line)}: the label is empty; every point needs a label")
         v = _number(cell)
         if v is not None and not np.isfinite(v):
-            raise DataError(f"{at(path, line)}: the label reads as the non-finite number {v}; labels must be "
-                            "finite numbers or text that is not a number")
+            raise DataError(
+                f"{at(path, line)}: the label reads as the non-finite number {v}; labels must be "
+                "finite numbers or text that is not a number"
+            )
         values.append(v)
     if not cells or any(v is None for v in values):
         return np.array(list(cells), dtype=str)
@@ -53,8 +55,10 @@ def labels_from_cells(cells: Sequence[str], path, lines: Sequence[int]) -> np.nd
     for k, (cell, v) in enumerate(zip(cells, values)):
         j = first_spelling.setdefault(v, k)
         if cells[j] != cell:
-            raise DataError(f"{at(path, lines[k])}: the label is the number {label_text(v)} spelled differently "
-                            f"than at line {lines[j]}; one class needs one spelling (an ambiguous label column)")
+            raise DataError(
+                f"{at(path, lines[k])}: the label is the number {label_text(v)} spelled differently "
+                f"than at line {lines[j]}; one class needs one spelling (an ambiguous label column)"
+            )
     try:
         ints = [int(c) for c in cells]
     except ValueError:
@@ -90,8 +94,7 @@ def _values(y, path, kind: str):
     return np.array([np.nan if v is None else v for v in out], dtype=np.float64)
 
 
-def match_labels(y, classes: Sequence[str], kind: str, positive_class: str | None = None,
-                 path=None) -> np.ndarray:
+def match_labels(y, classes: Sequence[str], kind: str, positive_class: str | None = None, path=None) -> np.ndarray:
     """The class index of every label of an input file, -1 for a label that is none of the model's
     classes.  Numbers compare by value, text by text (module docstring).  A binary
     ``data.positive_class`` model (classes ``("rest", <label>)``) maps its positive label to 1 and

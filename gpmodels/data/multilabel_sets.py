@@ -124,8 +124,14 @@ def load_multilabel(name: str, root=None, *, validation: str = "merge") -> Multi
         Xtr = _sparse_npz(folder / "X_train.npz")
         Xte = _sparse_npz(folder / "X_test.npz")
         lab = _npz(folder / "labels.npz")
-        return MultilabelDataset(name, Xtr, _reorder(lab["Y_train"], nodes, tree, name), Xte,
-                                 _reorder(lab["Y_test"], nodes, tree, name), tree)
+        return MultilabelDataset(
+            name,
+            Xtr,
+            _reorder(lab["Y_train"], nodes, tree, name),
+            Xte,
+            _reorder(lab["Y_test"], nodes, tree, name),
+            tree,
+        )
     tr, te = _npz(folder / "train.npz"), _npz(folder / "test.npz")
     Xtr, Ytr = tr["X"], tr["Y"]
     if validation == "merge":
@@ -141,5 +147,6 @@ def load_multilabel(name: str, root=None, *, validation: str = "merge") -> Multi
     if len(types) != Xtr.shape[1]:
         raise DataError(f"{name}: features.tsv lists {len(types)} attributes but X has {Xtr.shape[1]} columns")
     Xtr, Xte = encode_funcat_features(Xtr, te["X"], types)
-    return MultilabelDataset(name, Xtr, _reorder(Ytr, nodes, tree, name), Xte, _reorder(te["Y"], nodes, tree, name),
-                             tree)
+    return MultilabelDataset(
+        name, Xtr, _reorder(Ytr, nodes, tree, name), Xte, _reorder(te["Y"], nodes, tree, name), tree
+    )

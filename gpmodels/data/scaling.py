@@ -103,6 +103,8 @@ def auto_rbf_w(X) -> float:
     """w = 1 / Σ_j Var[x_j] (Seeger 2008, Sec. 6.2: 0.017 on satimage)."""
     total = float(np.sum(_column_var(X)))
     if not total > 0:
-        raise InputError(f"cannot set w automatically: the training inputs (n_samples = {X.shape[0]}) have zero "
-                         "variance; give w a value")
+        raise InputError(
+            f"cannot set w automatically: the training inputs (n_samples = {X.shape[0]}) have zero "
+            "variance; give w a value"
+        )
     return 1.0 / total

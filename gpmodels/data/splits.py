@@ -59,8 +59,9 @@ def train_test_split(n: int, test_fraction: float, seed, y=None) -> tuple[np.nda
             if room[c] > 0:
                 take[c] += 1
                 room[c] -= 1
-        test = np.concatenate([rng.choice(np.flatnonzero(y == c), size=k, replace=False)
-                               for c, k in zip(classes, take)])
+        test = np.concatenate(
+            [rng.choice(np.flatnonzero(y == c), size=k, replace=False) for c, k in zip(classes, take)]
+        )
         if test.size == 0:
             raise InputError(
                 f"test_fraction {test_fraction} leaves no test point when every class keeps one training point"

@@ -37,8 +37,16 @@ import scipy.sparse as sp
 
 from gpmodels.errors import DataError, InputError, at, described
 
-__all__ = ["MAX_FEATURES", "MAX_LINE_BYTES", "check_line_lengths", "SvmlightRaw", "parse_svmlight", "svmlight_matrix",
-           "load_svmlight", "PARSER_ENGINES"]
+__all__ = [
+    "MAX_FEATURES",
+    "MAX_LINE_BYTES",
+    "check_line_lengths",
+    "SvmlightRaw",
+    "parse_svmlight",
+    "svmlight_matrix",
+    "load_svmlight",
+    "PARSER_ENGINES",
+]
 
 #: default bound on a feature index (and so on the width of the data); raise it with ``max_features``
 MAX_FEATURES = 2**24
@@ -96,8 +104,15 @@ def _parse_sklearn(path: Path, max_features: int) -> SvmlightRaw | None:
     X = X.tocoo()
     if X.shape[1] - 1 > max_features or not np.all(np.isfinite(y)) or not np.all(np.isfinite(X.data)):
         return None
-    return SvmlightRaw(path, y.tolist(), X.row.astype(np.int64), X.col.astype(np.int64),
-                       np.asarray(X.data, dtype=np.float64), int(X.shape[0]), False)
+    return SvmlightRaw(
+        path,
+        y.tolist(),
+        X.row.astype(np.int64),
+        X.col.astype(np.int64),
+        np.asarray(X.data, dtype=np.float64),
+        int(X.shape[0]),
+        False,
+    )
 
 
 def check_line_lengths(path: Path, max_line_bytes: int = MAX_LINE_BYTES) -> None:
@@ -111,7 +126,8 @@ def check_line_lengths(path: Path, max_line_bytes: int = MAX_LINE_BYTES) -> None
             if (run + len(chunk) if first < 0 else run + first) > max_line_bytes:
                 raise DataError(
                     f"{at(path, line)}: a line longer than {max_line_bytes} bytes (text without line breaks?); "
-                    "an svmlight file has one point per line (pass max_line_bytes to raise the limit)")
+                    "an svmlight file has one point per line (pass max_line_bytes to raise the limit)"
+                )
             if first >= 0:
                 line += chunk.count(b"\n")
                 run = len(chunk) - chunk.rfind(b"\n") - 1
@@ -124,8 +140,10 @@ def _parse_label(text: str, path: Path, lineno: int, multilabel: bool):
     try:
         lab = tuple(float(t) for t in text.split(",") if t) if multilabel else float(text)
     except ValueError:
-        raise DataError(f"{at(path, lineno, 1)}: the label ({described(text)}) is not a number; a line starts with a "
-                        "numeric label (several, comma-separated, in a multilabel file)") from None
+        raise DataError(
+            f"{at(path, lineno, 1)}: the label ({described(text)}) is not a number; a line starts with a "
+            "numeric label (several, comma-separated, in a multilabel file)"
+        ) from None
     if not np.all(np.isfinite(lab)):
         raise DataError(f"{at(path, lineno, 1)}: label {lab} is not finite; labels must be finite numbers")
     return lab
@@ -137,8 +155,10 @@ def _parse_feature(tok: str, where: str, max_features: int, n_rows: int) -> tupl
         idx_s, val_s = tok.split(":", 1)
         idx, val = int(idx_s), float(val_s)
     except ValueError:
-        raise DataError(f"{where}: a feature ({described(tok)}) is not of the form index:value (an integer index, "
-                        "a colon, a number)") from None
+        raise DataError(
+            f"{where}: a feature ({described(tok)}) is not of the form index:value (an integer index, "
+            "a colon, a number)"
+        ) from None
     if idx < 0:
         raise DataError(f"{where}: feature index {idx} is negative; indices are 0- or 1-based")
     if idx > max_features:
@@ -146,7 +166,8 @@ def _parse_feature(tok: str, where: str, max_features: int, n_rows: int) -> tupl
         raise DataError(
             f"{where}: feature index {idx_s if len(idx_s) <= 24 else idx_s[:24] + '...'} exceeds the limit of "
             f"{max_features} features (one dense per-feature vector of that width would need {_gib(8.0 * width)}, "
-            f"dense inputs n x d {_gib(8.0 * width * (n_rows + 1))} so far); pass max_features to raise it")
+            f"dense inputs n x d {_gib(8.0 * width * (n_rows + 1))} so far); pass max_features to raise it"
+        )
     if not np.isfinite(val):
         raise DataError(f"{where}: feature {idx} has the non-finite value {val}; values must be finite numbers")
     return idx, val
@@ -155,8 +176,14 @@ def _parse_feature(tok: str, where: str, max_features: int, n_rows: int) -> tupl
 _TOKEN = re.compile(r"\S+")
 
 
-def parse_svmlight(path, *, multilabel: bool = False, max_features: int = MAX_FEATURES,
-                   engine: str = "auto", max_line_bytes: int = MAX_LINE_BYTES) -> SvmlightRaw:
+def parse_svmlight(
+    path,
+    *,
+    multilabel: bool = False,
+    max_features: int = MAX_FEATURES,
+    engine: str = "auto",
+    max_line_bytes: int = MAX_LINE_BYTES,
+) -> SvmlightRaw:
     """Read a file into a :class:`SvmlightRaw`, checking every line (labels finite, features
     ``index:value`` with 0 <= index <= max_features and a finite value, at most ``max_line_bytes``
     bytes).  ``engine``: ``auto`` (scikit-learn's parser when importable, for single-label files;
@@ -196,15 +223,24 @@ def parse_svmlight(path, *, multilabel: bool = False, max_features: int = MAX_FE
                 cols.append(idx)
                 vals.append(val)
             n_rows += 1
-    return SvmlightRaw(path, labels, np.asarray(rows, dtype=np.int64), np.asarray(cols, dtype=np.int64),
-                       np.asarray(vals, dtype=np.float64), n_rows, multilabel)
+    return SvmlightRaw(
+        path,
+        labels,
+        np.asarray(rows, dtype=np.int64),
+        np.asarray(cols, dtype=np.int64),
+        np.asarray(vals, dtype=np.float64),
+        n_rows,
+        multilabel,
+    )
 
 
 def _check_zero_based(zero_based) -> bool:
     if not isinstance(zero_based, (bool, np.bool_)):
-        raise InputError(f"zero_based must be True (indices start at 0) or False (libsvm's 1-based indices); got "
-                         f"{zero_based!r}. The base is never guessed per file: a 0-based file that never uses "
-                         "feature 0 looks 1-based")
+        raise InputError(
+            f"zero_based must be True (indices start at 0) or False (libsvm's 1-based indices); got "
+            f"{zero_based!r}. The base is never guessed per file: a 0-based file that never uses "
+            "feature 0 looks 1-based"
+        )
     return bool(zero_based)
 
 
@@ -215,13 +251,17 @@ def svmlight_matrix(raw: SvmlightRaw, zero_based: bool, n_features: int | None =
     cols = raw.cols if zero_based else raw.cols - 1
     if cols.size and cols.min() < 0:
         row = int(raw.rows[np.argmin(cols)]) + 1
-        raise DataError(f"{raw.path}: feature index 0 in data row {row} of a file read as 1-based (libsvm's "
-                        "convention); if the file's indices start at 0, read it with zero_based=True")
+        raise DataError(
+            f"{raw.path}: feature index 0 in data row {row} of a file read as 1-based (libsvm's "
+            "convention); if the file's indices start at 0, read it with zero_based=True"
+        )
     width = int(cols.max()) + 1 if cols.size else 0
     if n_features is not None:
         if width > n_features:
-            raise DataError(f"{raw.path}: feature index {raw.max_index} ({'0' if zero_based else '1'}-based) gives "
-                            f"{width} features, more than the {n_features} expected")
+            raise DataError(
+                f"{raw.path}: feature index {raw.max_index} ({'0' if zero_based else '1'}-based) gives "
+                f"{width} features, more than the {n_features} expected"
+            )
         width = int(n_features)
     X = sp.csr_matrix((raw.vals, (raw.rows, cols)), shape=(raw.n_rows, width))
     X.sum_duplicates()
@@ -234,10 +274,17 @@ def svmlight_matrix(raw: SvmlightRaw, zero_based: bool, n_features: int | None =
     return X, y
 
 
-def load_svmlight(path, n_features: int | None = None, zero_based: bool = False, multilabel: bool = False, *,
-                  max_features: int = MAX_FEATURES):
+def load_svmlight(
+    path,
+    n_features: int | None = None,
+    zero_based: bool = False,
+    multilabel: bool = False,
+    *,
+    max_features: int = MAX_FEATURES,
+):
     """Return (X as CSR float64, labels): an int64 array when all labels are integral, else float64;
     a list of tuples if multilabel.  ``zero_based`` is the file's index base (module docstring)."""
     _check_zero_based(zero_based)
-    return svmlight_matrix(parse_svmlight(path, multilabel=multilabel, max_features=max_features), zero_based,
-                           n_features)
+    return svmlight_matrix(
+        parse_svmlight(path, multilabel=multilabel, max_features=max_features), zero_based, n_features
+    )

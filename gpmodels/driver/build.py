@@ -42,10 +42,24 @@ from gpmodels.operators.blockdiag import BlockDiagonal
 from gpmodels.operators.sum import Sum
 from gpmodels.priors.registry import PriorContext, import_path_of, resolve_prior
 
-__all__ = ["check_files", "build_kernel", "build_prior", "build_representation", "build_engine_config",
-           "representation_choices", "prior_operator", "build_likelihood", "build_newton_options", "model_kernels",
-           "resolve_model", "n_latent", "build_operator", "build_binary_operator", "build_learn_options",
-           "cv_partition"]
+__all__ = [
+    "check_files",
+    "build_kernel",
+    "build_prior",
+    "build_representation",
+    "build_engine_config",
+    "representation_choices",
+    "prior_operator",
+    "build_likelihood",
+    "build_newton_options",
+    "model_kernels",
+    "resolve_model",
+    "n_latent",
+    "build_operator",
+    "build_binary_operator",
+    "build_learn_options",
+    "cv_partition",
+]
 
 
 def check_files(spec: Spec, base_dir: Path | None) -> None:
@@ -128,7 +142,8 @@ def check_kernel_scale(kernel: Kernel, X, key: str = "model.kernel") -> None:
             f"{key}: the kernel matrix overflows on the training inputs (K(x, x) is "
             f"{'not finite' if not np.all(np.isfinite(d)) else f'up to {np.max(np.abs(d)):.3g}'} for "
             f"{int(np.sum(~np.isfinite(d) | (np.abs(d) > MAX_KERNEL_DIAG)))} points): scale the inputs (data.scaling: "
-            "standard) or choose smaller kernel parameters; a fit on it would be chance-level")
+            "standard) or choose smaller kernel parameters; a fit on it would be chance-level"
+        )
 
 
 def _load_gram(path: Path, key: str) -> np.ndarray:
@@ -144,9 +159,17 @@ def build_representation(m: ModelSpec, engine: Engine | None = None) -> Represen
     """The kernel-matrix representation of the spec's ``model.representation``; an ``engine`` that
     holds kernel matrices on its workers wraps it (``engine.representation``)."""
     r = m.representation
-    config = RepresentationConfig(kind=r.kind, memory_mb=r.memory_mb, rank=r.rank, tol=r.tol, dtype=r.dtype,
-                                  memory_gb=r.memory_gb, allow_lowrank=r.allow_lowrank, blocked_max_n=r.blocked_max_n,
-                                  device=r.device)
+    config = RepresentationConfig(
+        kind=r.kind,
+        memory_mb=r.memory_mb,
+        rank=r.rank,
+        tol=r.tol,
+        dtype=r.dtype,
+        memory_gb=r.memory_gb,
+        allow_lowrank=r.allow_lowrank,
+        blocked_max_n=r.blocked_max_n,
+        device=r.device,
+    )
     return config if engine is None else engine.representation(config)
 
 
@@ -155,21 +178,38 @@ def build_engine_config(e: EngineSpec, scheduler: str | None = None) -> EngineCo
     overrides its address and implies ``type: dask``."""
     if scheduler is not None:
         e = attrs.evolve(e, type="dask", scheduler=scheduler)
-    return EngineConfig(type=e.type, scheduler=e.scheduler, n_workers=e.n_workers, blas_threads=e.blas_threads,
-                        cores=e.cores, memory_gb=e.memory_gb, threads_per_worker=e.threads_per_worker,
-                        memory_limit=e.memory_limit, processes=e.processes, distribute=e.distribute,
-                        block_rows=e.block_rows)
+    return EngineConfig(
+        type=e.type,
+        scheduler=e.scheduler,
+        n_workers=e.n_workers,
+        blas_threads=e.blas_threads,
+        cores=e.cores,
+        memory_gb=e.memory_gb,
+        threads_per_worker=e.threads_per_worker,
+        memory_limit=e.memory_limit,
+        processes=e.processes,
+        distribute=e.distribute,
+        block_rows=e.block_rows,
+    )
 
 
-def build_prior(m: ModelSpec, X_train, base_dir: Path | None = None, *, tree: ClassTree | None = None,
-                engine: Engine | None = None):
+def build_prior(
+    m: ModelSpec, X_train, base_dir: Path | None = None, *, tree: ClassTree | None = None, engine: Engine | None = None
+):
     """The prior factory of ``model``: the builder registered under ``model.prior`` (or imported from
     ``package.module:builder``) applied to a :class:`PriorContext`; ``engine`` builds the
     representation when it holds kernel matrices on its workers."""
     builder = resolve_prior(m.prior, allow_import=m.allow_import)
-    ctx = PriorContext(name=m.prior, options=dict(m.prior_options or {}), model=m,
-                       kernel=build_kernel(m.kernel, X_train, base_dir), representation=build_representation(m, engine),
-                       X_train=X_train, tree=tree, base_dir=base_dir)
+    ctx = PriorContext(
+        name=m.prior,
+        options=dict(m.prior_options or {}),
+        model=m,
+        kernel=build_kernel(m.kernel, X_train, base_dir),
+        representation=build_representation(m, engine),
+        X_train=X_train,
+        tree=tree,
+        base_dir=base_dir,
+    )
     prior = builder(ctx)
     if not callable(getattr(prior, "operator", None)):
         raise SpecError(
@@ -223,8 +263,16 @@ def n_latent(m: ModelSpec, n_classes: int) -> int:
     return n_classes if m.likelihood == "softmax" else 1
 
 
-def build_operator(m: ModelSpec, X_train, n_classes: int, base_dir: Path | None = None, tree: ClassTree | None = None,
-                   engine: Engine | None = None, *, learn_sigma2: bool = False):
+def build_operator(
+    m: ModelSpec,
+    X_train,
+    n_classes: int,
+    base_dir: Path | None = None,
+    tree: ClassTree | None = None,
+    engine: Engine | None = None,
+    *,
+    learn_sigma2: bool = False,
+):
     """The prior's operator; with ``kernels`` the Sum K_θ = Σ θ_m K_m of variance-1 components.
     ``learn_sigma2``: the intercept variance σ² is among the operator's hyperparameters."""
     C = n_latent(m, n_classes)
@@ -300,8 +348,15 @@ def build_learn_options(o: ObjectiveSpec) -> LearnOptions:
     inner solver of both is ``o.solver``."""
     c = o.cv
     cv = c.options(CVOptions, solver=o.solver)
-    return LearnOptions(cv=cv, outer=c.outer.options(), final=build_newton_options(o), final_solver=o.solver,
-                        lower=c.lower, upper=c.upper, inner_tolerances=c.inner_tolerances)
+    return LearnOptions(
+        cv=cv,
+        outer=c.outer.options(),
+        final=build_newton_options(o),
+        final_solver=o.solver,
+        lower=c.lower,
+        upper=c.upper,
+        inner_tolerances=c.inner_tolerances,
+    )
 
 
 def cv_partition(spec: Spec, y) -> list[np.ndarray]:

@@ -24,8 +24,17 @@ from gpmodels.hierarchy import ClassTree
 from gpmodels.likelihoods.uncertain import PseudoTargets, coarsen_labels
 from gpmodels.validation import check_features
 
-__all__ = ["resolve_path", "data_root", "build_data", "build_multilabel_data", "tree_needed_by", "missing_tree_error",
-           "hierarchy_path", "build_tree", "build_pseudo_targets"]
+__all__ = [
+    "resolve_path",
+    "data_root",
+    "build_data",
+    "build_multilabel_data",
+    "tree_needed_by",
+    "missing_tree_error",
+    "hierarchy_path",
+    "build_tree",
+    "build_pseudo_targets",
+]
 
 
 def resolve_path(value: str, base_dir: Path | None, key: str, must_exist: bool = True) -> Path:
@@ -47,7 +56,6 @@ def data_root(spec: Spec, base_dir: Path | None) -> Path:
     return find_data_root(resolve_path(d.root, base_dir, "data.root") if d.root else None, spec_dir=base_dir)
 
 
-
 def build_data(spec: Spec, base_dir: Path | None) -> Dataset:
     """Load, split, subsample and scale the data as the spec says."""
     d = spec.data
@@ -64,9 +72,12 @@ def build_data(spec: Spec, base_dir: Path | None) -> Dataset:
     elif d.task == "regression":
         return _regression_data(spec, base_dir)
     else:
-        files = read_data_files(resolve_path(d.path, base_dir, "data.path"),
-                                resolve_path(d.test_path, base_dir, "data.test_path") if d.test_path else None,
-                                zero_based=d.zero_based, label_column=d.label_column)
+        files = read_data_files(
+            resolve_path(d.path, base_dir, "data.path"),
+            resolve_path(d.test_path, base_dir, "data.test_path") if d.test_path else None,
+            zero_based=d.zero_based,
+            label_column=d.label_column,
+        )
         X, y, Xt, yt, zero_based = files.X, files.y, files.X_test, files.y_test, files.zero_based
         kind, feature_names = label_kind(y), files.feature_names
         if d.test == "split":
@@ -83,8 +94,20 @@ def build_data(spec: Spec, base_dir: Path | None) -> Dataset:
         ytr, yte, classes = _positive_class_task(d.positive_class, ytr, yte, classes, kind)
     _check_classes_present(ytr, classes)
     scaler = FeatureScaler.fit(d.scaling, Xtr)
-    return Dataset(name, scaler.transform(Xtr), ytr, scaler.transform(Xte), yte, tuple(classes), hier, scaler,
-                   zero_based, d.positive_class, kind, feature_names)
+    return Dataset(
+        name,
+        scaler.transform(Xtr),
+        ytr,
+        scaler.transform(Xte),
+        yte,
+        tuple(classes),
+        hier,
+        scaler,
+        zero_based,
+        d.positive_class,
+        kind,
+        feature_names,
+    )
 
 
 def _subsampled(spec: Spec, Xtr, ytr: np.ndarray, Xte, yte: np.ndarray):
@@ -124,9 +147,12 @@ def _check_classes_present(ytr: np.ndarray, classes) -> None:
 def _regression_data(spec: Spec, base_dir: Path | None) -> Dataset:
     """Real-valued targets from files: random (unstratified) split and subsample, no label encoding."""
     d = spec.data
-    files = read_data_files(resolve_path(d.path, base_dir, "data.path"),
-                            resolve_path(d.test_path, base_dir, "data.test_path") if d.test_path else None,
-                            zero_based=d.zero_based, label_column=d.label_column)
+    files = read_data_files(
+        resolve_path(d.path, base_dir, "data.path"),
+        resolve_path(d.test_path, base_dir, "data.test_path") if d.test_path else None,
+        zero_based=d.zero_based,
+        label_column=d.label_column,
+    )
     X, y, Xt, yt = files.X, files.y, files.X_test, files.y_test
     try:
         y = np.asarray(y, dtype=np.float64)
@@ -152,8 +178,19 @@ def _regression_data(spec: Spec, base_dir: Path | None) -> Dataset:
         keep = subsample(yt.size, d.max_test, spec.seed + 1)
         Xte, yt = Xte[keep], yt[keep]
     scaler = FeatureScaler.fit(d.scaling, Xtr)
-    return Dataset(Path(d.path).stem, scaler.transform(Xtr), y, scaler.transform(Xte), yt, (), None, scaler,
-                   files.zero_based, label_kind="number", feature_names=files.feature_names)
+    return Dataset(
+        Path(d.path).stem,
+        scaler.transform(Xtr),
+        y,
+        scaler.transform(Xte),
+        yt,
+        (),
+        None,
+        scaler,
+        files.zero_based,
+        label_kind="number",
+        feature_names=files.feature_names,
+    )
 
 
 def build_multilabel_data(spec: Spec, base_dir: Path | None) -> MultilabelDataset:
@@ -161,8 +198,7 @@ def build_multilabel_data(spec: Spec, base_dir: Path | None) -> MultilabelDatase
     d = spec.data
     if d.test != "given":
         raise SpecError(f"multilabel data set {d.dataset!r} has a given test set; use `test: given`", "data.test")
-    ds = load_multilabel(d.dataset, data_root(spec, base_dir),
-                         validation=d.validation)
+    ds = load_multilabel(d.dataset, data_root(spec, base_dir), validation=d.validation)
     Xtr, Ytr, Xte, Yte = ds.X_train, ds.Y_train, ds.X_test, ds.Y_test
     if d.max_train is not None and d.max_train < Ytr.shape[0]:
         keep = subsample(Ytr.shape[0], d.max_train, spec.seed)
@@ -247,13 +283,19 @@ def build_pseudo_targets(spec: Spec, data: Dataset, tree: ClassTree, base_dir: P
         numbered = [(k, line.strip()) for k, line in enumerate(lines, start=1) if line.strip()]
         names = [name for _, name in numbered]
         if len(names) != data.y_train.size:
-            raise SpecError(f"{path} lists {len(names)} pseudo-targets but there are {data.y_train.size} training "
-                            "points; give one node name per line in the data set's order", f"{key}.file")
+            raise SpecError(
+                f"{path} lists {len(names)} pseudo-targets but there are {data.y_train.size} training "
+                "points; give one node name per line in the data set's order",
+                f"{key}.file",
+            )
         known = set(tree.nodes) | {tree.root}
         unknown = [k for k, name in numbered if name not in known]
         if unknown:  # (the file's lines are never quoted: the spec may name any file)
-            raise SpecError(f"{at(path, unknown[0])}: not a node of the class tree ({len(unknown)} such lines); give "
-                            "one node name of data.hierarchy per line", f"{key}.file")
+            raise SpecError(
+                f"{at(path, unknown[0])}: not a node of the class tree ({len(unknown)} such lines); give "
+                "one node name of data.hierarchy per line",
+                f"{key}.file",
+            )
         try:
             return PseudoTargets.from_names(tree, names)
         except HierarchyError as exc:

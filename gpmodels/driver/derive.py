@@ -47,8 +47,9 @@ class Part:
     skip: tuple = ()
 
     def fields(self):
-        return [f for f in attrs.fields(self.cls)
-                if (self.only is None or f.name in self.only) and f.name not in self.skip]
+        return [
+            f for f in attrs.fields(self.cls) if (self.only is None or f.name in self.only) and f.name not in self.skip
+        ]
 
     def default(self, f):
         if self.defaults is not None:
@@ -75,8 +76,12 @@ def _kind(f, default):
     default; None when neither says."""
     ann = f.type if isinstance(f.type, str) else getattr(f.type, "__name__", "")
     ann = ann.replace(" ", "").replace("|None", "").replace("None|", "")
-    kinds = {"int": integer(), "float": number(finite=not (isinstance(default, float) and math.isinf(default))),
-             "str": string(), "bool": boolean()}
+    kinds = {
+        "int": integer(),
+        "float": number(finite=not (isinstance(default, float) and math.isinf(default))),
+        "str": string(),
+        "bool": boolean(),
+    }
     if ann in kinds:
         return kinds[ann]
     for t, name in ((bool, "bool"), (int, "int"), (float, "float"), (str, "str")):
@@ -139,8 +144,16 @@ class OptionsSection(Node):
                 raise SpecError(text, path) from None
 
 
-def options_section(name: str, doc: str, parts: Sequence[Part], *, nested: Sequence[tuple] = (),
-                    extra: Sequence[tuple] = (), docs: dict | None = None, check: Callable | None = None) -> type:
+def options_section(
+    name: str,
+    doc: str,
+    parts: Sequence[Part],
+    *,
+    nested: Sequence[tuple] = (),
+    extra: Sequence[tuple] = (),
+    docs: dict | None = None,
+    check: Callable | None = None,
+) -> type:
     """A frozen :class:`OptionsSection` subclass named ``name`` (module docstring).
 
     ``nested``: (key, section class, doc) of nested options fields (e.g. ``CVOptions.newton``);

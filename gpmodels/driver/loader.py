@@ -55,8 +55,12 @@ def describe_file(path: Path) -> str:
 #: the place where the construct that failed began, not where the parser gave up)
 _YAML_PROBLEMS = (
     ("could not find expected ':'", "a key without ':' (each line of a mapping is `key: value`)", True),
-    ("mapping values are not allowed", "a ':' where no mapping may start (a value holding ': ' needs quotes, "
-                                       "and nested keys go on their own indented lines)", False),
+    (
+        "mapping values are not allowed",
+        "a ':' where no mapping may start (a value holding ': ' needs quotes, "
+        "and nested keys go on their own indented lines)",
+        False,
+    ),
     ("cannot start any token", "a character that cannot start a value here (a tab? YAML indents with spaces)", False),
     ("found undefined alias", "an alias `*name` with no anchor `&name` before it", False),
     ("found unexpected end of stream", "a quote or bracket that is never closed", True),
@@ -98,8 +102,10 @@ def _yaml_problem(exc: yaml.YAMLError) -> str:
     """Where the YAML is malformed and what is wrong, in a plain sentence, without quoting the file:
     'not valid YAML at line 3, column 5: a key without ':' ...'."""
     if isinstance(exc, DuplicateKeyError):
-        return (f"not valid as a spec at line {exc.line}, column {exc.column}: the key {shown(exc.key, 60)} is given "
-                f"twice (first at line {exc.first_line}); a later one would silently replace the first: keep one")
+        return (
+            f"not valid as a spec at line {exc.line}, column {exc.column}: the key {shown(exc.key, 60)} is given "
+            f"twice (first at line {exc.first_line}); a later one would silently replace the first: keep one"
+        )
     problem = str(getattr(exc, "problem", "") or "")
     mark = getattr(exc, "problem_mark", None)
     what = None
@@ -161,8 +167,10 @@ def read_yaml(path, what: str = "spec file") -> dict:
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise SpecError(f"{what} {path} is not UTF-8 text (undecodable byte at offset {exc.start} of "
-                        f"{len(raw)}): binary data, not a YAML text file") from None
+        raise SpecError(
+            f"{what} {path} is not UTF-8 text (undecodable byte at offset {exc.start} of "
+            f"{len(raw)}): binary data, not a YAML text file"
+        ) from None
     try:
         data = yaml.load(text, Loader=SpecYAMLLoader)  # noqa: S506 - a SafeLoader
     except yaml.YAMLError as exc:
@@ -170,13 +178,17 @@ def read_yaml(path, what: str = "spec file") -> dict:
     except RecursionError:
         raise SpecError(f"{what} {path} is not valid YAML: it nests too deeply") from None
     except ValueError:  # e.g. an integer with more digits than Python converts
-        raise SpecError(f"{what} {path} is not valid YAML: it holds a value that cannot be converted "
-                        "(an integer with thousands of digits?)") from None
+        raise SpecError(
+            f"{what} {path} is not valid YAML: it holds a value that cannot be converted "
+            "(an integer with thousands of digits?)"
+        ) from None
     if data is None:
         raise SpecError(f"{what} {path} is empty")
     if not _count_values(data, MAX_SPEC_VALUES):
-        raise SpecError(f"{what} {path} expands to more than {MAX_SPEC_VALUES} values (YAML aliases '*name' "
-                        "repeating large or recursive parts?); a spec is refused beyond that")
+        raise SpecError(
+            f"{what} {path} expands to more than {MAX_SPEC_VALUES} values (YAML aliases '*name' "
+            "repeating large or recursive parts?); a spec is refused beyond that"
+        )
     return data
 
 

@@ -49,8 +49,18 @@ def map_saver(data: Dataset, op, likelihood, alpha, tree=None) -> Callable[[Path
     hyperparameters are stored with α̂, so any objective's learned values round-trip."""
 
     def save(folder: Path):
-        return save_map_model(folder, data.X_train, alpha, data.classes, data.scaler, theta=op.params,
-                              likelihood_theta=likelihood.params, tree=tree, zero_based=data.zero_based,
-                              positive_class=data.positive_class, inputs=data.input_format)
+        return save_map_model(
+            folder,
+            data.X_train,
+            alpha,
+            data.classes,
+            data.scaler,
+            theta=op.params,
+            likelihood_theta=likelihood.params,
+            tree=tree,
+            zero_based=data.zero_based,
+            positive_class=data.positive_class,
+            inputs=data.input_format,
+        )
 
     return save

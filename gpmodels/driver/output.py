@@ -35,15 +35,36 @@ import attrs
 
 from gpmodels.errors import OutputError
 
-__all__ = ["CHECKPOINTS", "IDENTITY_FILE", "LOCK_FILE", "RUN_ARTEFACTS", "STUDY_ARTEFACTS", "OutputFolder",
-           "claim_output", "read_identity", "spec_digest"]
+__all__ = [
+    "CHECKPOINTS",
+    "IDENTITY_FILE",
+    "LOCK_FILE",
+    "RUN_ARTEFACTS",
+    "STUDY_ARTEFACTS",
+    "OutputFolder",
+    "claim_output",
+    "read_identity",
+    "spec_digest",
+]
 
 IDENTITY_FILE = "run.json"
 LOCK_FILE = ".gpmodels.lock"
 #: what a run writes into its folder (file name patterns), removed when the folder is reused
-RUN_ARTEFACTS = ("metrics.json", "diagnostics.json", "spec.resolved.yaml", "model.npz", "model.npz.tmp.npz",
-                 "error_reject.csv", "error_reject.png", "confusion_levels.json", "levels.png", "trace_*.png",
-                 "hyperparameters.png", "reliability.png", "report.md")
+RUN_ARTEFACTS = (
+    "metrics.json",
+    "diagnostics.json",
+    "spec.resolved.yaml",
+    "model.npz",
+    "model.npz.tmp.npz",
+    "error_reject.csv",
+    "error_reject.png",
+    "confusion_levels.json",
+    "levels.png",
+    "trace_*.png",
+    "hyperparameters.png",
+    "reliability.png",
+    "report.md",
+)
 #: what a study writes into its folder (its models have their own sub-folders)
 STUDY_ARTEFACTS = ("study.md", "study.csv", "study.json", "report.md", "error_reject.png")
 #: learning checkpoints: kept for a rerun (it resumes the same spec), removed with ``force``
@@ -223,29 +244,43 @@ def _take_over(lock: Path, me: dict, key: str, folder: Path) -> int | None:
     except FileNotFoundError:
         return None
     except OSError as exc:
-        raise OutputError(f"{key} {folder}: the lock {lock} cannot be opened ({exc.strerror}); remove it if no "
-                          "gpmodels run uses the folder", key) from None
+        raise OutputError(
+            f"{key} {folder}: the lock {lock} cannot be opened ({exc.strerror}); remove it if no "
+            "gpmodels run uses the folder",
+            key,
+        ) from None
     try:
         held = _read_lock(fd)
         if not _try_flock(fd):  # its run holds it (the kernel drops the flock when a process dies)
             pid = f"process {held[0]}" if held else "a run that is starting"
-            raise OutputError(f"{key} {folder} is in use by another gpmodels run ({pid}); wait for it to finish or "
-                              "choose another folder", key)
+            raise OutputError(
+                f"{key} {folder} is in use by another gpmodels run ({pid}); wait for it to finish or "
+                "choose another folder",
+                key,
+            )
         if os.fstat(fd).st_ino != os.stat(lock).st_ino:  # released and replaced while we looked: look again
             os.close(fd)
             return None
         if held is None:
-            raise OutputError(f"{key} {folder}: the lock {lock} is empty or unreadable, so no gpmodels run wrote it "
-                              f"and no run holds it; remove it (rm {lock}) if no other program uses the folder", key)
+            raise OutputError(
+                f"{key} {folder}: the lock {lock} is empty or unreadable, so no gpmodels run wrote it "
+                f"and no run holds it; remove it (rm {lock}) if no other program uses the folder",
+                key,
+            )
         pid, host = held
         if host != me["host"]:
             # the host is text of the file: named as "another host", never quoted (docs/security.md)
-            raise OutputError(f"{key} {folder} is locked by a gpmodels run on another host (process {pid}; the host "
-                              f"is recorded in {lock}); remove {lock} if that run is over", key)
+            raise OutputError(
+                f"{key} {folder} is locked by a gpmodels run on another host (process {pid}; the host "
+                f"is recorded in {lock}); remove {lock} if that run is over",
+                key,
+            )
         if pid != me["pid"] and _pid_alive(pid):  # a lock written without a flock by a live process
-            raise OutputError(f"{key} {folder} is in use by another gpmodels run (process {pid}); wait for it to "
-                              f"finish or choose another folder (remove {lock} if that process is no gpmodels run)",
-                              key)
+            raise OutputError(
+                f"{key} {folder} is in use by another gpmodels run (process {pid}); wait for it to "
+                f"finish or choose another folder (remove {lock} if that process is no gpmodels run)",
+                key,
+            )
         _write_lock(fd, me)  # stale: its process is gone; ours now, in place (we hold its flock)
         return fd
     except BaseException:
@@ -325,8 +360,11 @@ def claim_output(
     _check_path(folder, key)
     claimed = OutputFolder(
         folder,
-        {**identity, "started": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-         "status": "running"},
+        {
+            **identity,
+            "started": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "status": "running",
+        },
         lock_fd=_lock(folder, key),
     )
     try:

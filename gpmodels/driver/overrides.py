@@ -34,8 +34,9 @@ def parse_override(text: str) -> tuple[tuple[str, ...], object]:
     try:
         value = yaml.safe_load(raw) if raw.strip() else None
     except yaml.YAMLError:
-        raise SpecError(f"{key.strip()}=...: the value is not valid YAML (quote a string with ':' or '#')",
-                        "--set") from None
+        raise SpecError(
+            f"{key.strip()}=...: the value is not valid YAML (quote a string with ':' or '#')", "--set"
+        ) from None
     if isinstance(value, str) and _EXPONENT.fullmatch(value.strip()):
         value = float(value)
     return parts, value
@@ -75,8 +76,9 @@ def apply_overrides(data, overrides) -> dict:
 def _index(node: list, part: str, parts) -> int:
     where = ".".join(parts)
     if not part.isdigit() or int(part) >= len(node):
-        raise SpecError(f"(--set) {part!r} is not an index of a list of {len(node)} entries "
-                        f"(0 to {len(node) - 1})", where)
+        raise SpecError(
+            f"(--set) {part!r} is not an index of a list of {len(node)} entries (0 to {len(node) - 1})", where
+        )
     return int(part)
 
 
@@ -91,6 +93,7 @@ def _child(node, part: str, parts):
         node[part] = {}
     child = node[part]
     if not isinstance(child, (dict, list)):
-        raise SpecError(f"(--set) this key holds a value ({type(child).__name__}), not a section with keys",
-                        ".".join(parts))
+        raise SpecError(
+            f"(--set) this key holds a value ({type(child).__name__}), not a section with keys", ".".join(parts)
+        )
     return child

@@ -27,14 +27,14 @@ SCORE_MEANINGS = {
     "acc": "accuracy, 1 − error",
     "log_loss": "mean −log P̂(true class) (natural log)",
     "prec": "mean reciprocal rank of the true class among the classes sorted by probability (1: always "
-            "ranked first; Seeger 2008, Sec. 6.1) — not scikit-learn's precision",
+    "ranked first; Seeger 2008, Sec. 6.1) — not scikit-learn's precision",
     "brier": "Brier score: mean squared distance of the probability vector to the one-hot truth",
     "ece": "expected calibration error of the top-label probability (15 equal-width bins)",
     "rmse": "root mean squared error of the predictive mean",
     "pacc": "parent accuracy: the predicted leaf's parent equals the true leaf's",
     "taxo": "taxo-loss: half the tree path length between the predicted and the true leaf",
     "hier_precision": "hierarchical precision (Kiritchenko et al.): Σ|S ∩ T| / Σ|S|, S and T the predicted and "
-                      "true classes with their ancestors, root excluded",
+    "true classes with their ancestors, root excluded",
     "hier_recall": "hierarchical recall: Σ|S ∩ T| / Σ|T|",
     "hier_f1": "hierarchical F1: 2 hP hR / (hP + hR)",
     "zero_one": "multilabel ℓ0/1: fraction of examples whose node labels are not all right",
@@ -48,7 +48,7 @@ SCORE_MEANINGS = {
 def _base_name(key: str) -> str:
     for prefix in ("plugin_test_", "test_", "train_"):
         if key.startswith(prefix):
-            key = key[len(prefix):]
+            key = key[len(prefix) :]
             break
     for suffix in ("_argmax", "_expected_loss"):
         if key.endswith(suffix):
@@ -63,11 +63,14 @@ def score_legend(keys) -> list[str]:
     bases = {_base_name(k) for k in keys}
     lines = [f"- `{b}`: {m}" for b, m in SCORE_MEANINGS.items() if b in bases]
     if any(re.fullmatch(r"level\d+_acc", b) for b in bases):
-        lines.append("- `level{d}_acc`: accuracy at tree depth d: the depth-d ancestors of the predicted and the "
-                     "true leaf agree")
+        lines.append(
+            "- `level{d}_acc`: accuracy at tree depth d: the depth-d ancestors of the predicted and the true leaf agree"
+        )
     if any(k.endswith(("_argmax", "_expected_loss")) for k in keys):
-        lines.append("- `…_argmax` / `…_expected_loss`: the decisions scored: the most probable class, or the "
-                     "Bayes rule of the score (Seeger 2008, Sec. 6.1)")
+        lines.append(
+            "- `…_argmax` / `…_expected_loss`: the decisions scored: the most probable class, or the "
+            "Bayes rule of the score (Seeger 2008, Sec. 6.1)"
+        )
     return lines
 
 
@@ -89,9 +92,16 @@ def _table(rows) -> list[str]:
 def _settings(spec: Spec) -> list[tuple[str, object]]:
     m, o, e = spec.model, spec.objective, spec.evaluation
     kernel = getattr(m.kernel, "type", None) if m.kernel is not None else "combination"
-    return [("objective.type", o.type), ("objective.solver", o.solver), ("model.prior", m.prior),
-            ("model.likelihood", m.likelihood), ("model.kernel", kernel), ("model.sharing", m.sharing),
-            ("evaluation.predictive", e.predictive), ("seed", spec.seed)]
+    return [
+        ("objective.type", o.type),
+        ("objective.solver", o.solver),
+        ("model.prior", m.prior),
+        ("model.likelihood", m.likelihood),
+        ("model.kernel", kernel),
+        ("model.sharing", m.sharing),
+        ("evaluation.predictive", e.predictive),
+        ("seed", spec.seed),
+    ]
 
 
 def write_report_md(out_dir: Path, spec: Spec, metrics: dict, *, figures_note: str | None = None) -> Path:
@@ -104,16 +114,25 @@ def write_report_md(out_dir: Path, spec: Spec, metrics: dict, *, figures_note: s
     lines = [f"# Run `{spec.name}`", ""]
     if spec.description:
         lines += [spec.description.strip(), ""]
-    lines += ["## Provenance", "", *_table((k, metrics.get(k)) for k in
-                                           ("gpmodels_version", "started_at", "command", "spec_sha256")), ""]
-    lines += ["## Data", "", *_table((k, metrics.get(k)) for k in ("n_train", "n_test", "n_classes", "n_features")),
-              ""]
+    lines += [
+        "## Provenance",
+        "",
+        *_table((k, metrics.get(k)) for k in ("gpmodels_version", "started_at", "command", "spec_sha256")),
+        "",
+    ]
+    lines += ["## Data", "", *_table((k, metrics.get(k)) for k in ("n_train", "n_test", "n_classes", "n_features")), ""]
     lines += ["## Settings", "", *_table(_settings(spec)), "", "The whole resolved spec: `spec.resolved.yaml`.", ""]
-    hyper = [(k[len("hyper."):], v) for k, v in metrics.items() if k.startswith("hyper.")]
+    hyper = [(k[len("hyper.") :], v) for k, v in metrics.items() if k.startswith("hyper.")]
     if hyper:
-        scope = {k[len("hyper_scope."):]: v for k, v in metrics.items() if k.startswith("hyper_scope.")}
-        lines += ["## Learned hyperparameters", "", "| hyperparameter | value | acts on |", "|---|---|---|",
-                  *(f"| `{k}` | {_value(v)} | {scope.get(k, '')} |" for k, v in hyper), ""]
+        scope = {k[len("hyper_scope.") :]: v for k, v in metrics.items() if k.startswith("hyper_scope.")}
+        lines += [
+            "## Learned hyperparameters",
+            "",
+            "| hyperparameter | value | acts on |",
+            "|---|---|---|",
+            *(f"| `{k}` | {_value(v)} | {scope.get(k, '')} |" for k, v in hyper),
+            "",
+        ]
     lines += ["## Convergence", "", *_table(flags), ""]
     unconverged = [k for k, v in flags if v is False]
     if unconverged:

@@ -52,8 +52,17 @@ from gpmodels.scoring import metrics as M
 from gpmodels.scoring.calibration import brier_score, expected_calibration_error, reliability_curve
 from gpmodels.scoring.decisions import argmax_rule, min_expected_taxo
 
-__all__ = ["run_spec", "output_dir", "RUNNERS", "register_runner", "run_identity", "package_version", "provenance",
-           "start_log", "LOG_FILE"]
+__all__ = [
+    "run_spec",
+    "output_dir",
+    "RUNNERS",
+    "register_runner",
+    "run_identity",
+    "package_version",
+    "provenance",
+    "start_log",
+    "LOG_FILE",
+]
 
 #: the run's messages, plain text (one line each, UTC time first), in the report folder
 LOG_FILE = "run.log"
@@ -73,8 +82,10 @@ def start_log(kind: str, spec, out_dir: Path, command, *, quiet: bool, progress:
     origin = provenance(spec, command)
     say = Console(spec.name, messages=not quiet, bars=progress and not quiet, log=str(out_dir / LOG_FILE))
     write_new(out_dir, LOG_FILE, "")
-    say.write_log(f"gpmodels {origin['gpmodels_version']}: {kind} {spec.name!r} (spec {origin['spec_sha256'][:12]}); "
-                  f"command: {origin['command']}")
+    say.write_log(
+        f"gpmodels {origin['gpmodels_version']}: {kind} {spec.name!r} (spec {origin['spec_sha256'][:12]}); "
+        f"command: {origin['command']}"
+    )
     return origin, say
 
 
@@ -82,9 +93,12 @@ def provenance(spec, command: str | None = None) -> dict:
     """What a run or study records of where it came from: ``gpmodels_version``, ``started_at`` (UTC,
     ISO 8601), ``command`` (the command line when run by the CLI, ``"python"`` for an API call) and
     ``spec_sha256`` (:func:`~gpmodels.driver.output.spec_digest`, the digest ``run.json`` holds)."""
-    return {"gpmodels_version": package_version(),
-            "started_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-            "command": command if command is not None else "python", "spec_sha256": spec_digest(spec)}
+    return {
+        "gpmodels_version": package_version(),
+        "started_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "command": command if command is not None else "python",
+        "spec_sha256": spec_digest(spec),
+    }
 
 
 #: objective.type -> runner; the explicit table of :mod:`gpmodels.driver.runners` (extend with ``register_runner``)
@@ -94,9 +108,11 @@ RUNNERS: dict[str, Runner] = dict(BUILTIN_RUNNERS)
 def register_runner(objective_type: str, runner: Runner | None = None):
     """Add a runner for ``objective.type`` (user extensions); usable as ``register_runner(t, fn)`` or as a
     decorator.  The built-in runners are the table ``gpmodels.driver.runners.RUNNERS``, not registered."""
+
     def add(fn: Runner) -> Runner:
         RUNNERS[objective_type] = fn
         return fn
+
     return add if runner is None else add(runner)
 
 
@@ -117,14 +133,20 @@ def _hierarchical_scores(spec: Spec, data: Dataset, base_dir, P: np.ndarray, out
         rep = M.hierarchical_report(P, data.y_test, tree, rule)
         out.update({f"test_{k}_{rule}" if k not in ("acc", "prec") else f"test_{k}": v for k, v in rep.items()})
         y_pred = argmax_rule(P) if rule == "argmax" else min_expected_taxo(P, tree)
-        levels[rule] = {str(d): {"nodes": s["nodes"], "accuracy": s["accuracy"], "confusion": s["confusion"].tolist()}
-                        for d, s in M.level_confusion(y_pred, data.y_test, tree).items()}
+        levels[rule] = {
+            str(d): {"nodes": s["nodes"], "accuracy": s["accuracy"], "confusion": s["confusion"].tolist()}
+            for d, s in M.level_confusion(y_pred, data.y_test, tree).items()
+        }
     (out_dir / "confusion_levels.json").write_text(json.dumps(levels, indent=1) + "\n")
     depths = sorted(levels[rules[0]], key=int)
     if figures:
-        reports.plot_bars([f"level {d}" for d in depths],
-                          {rule: [levels[rule][d]["accuracy"] for d in depths] for rule in rules},
-                          out_dir / "levels.png", ylabel="accuracy", title=f"{spec.name}: accuracy per tree level")
+        reports.plot_bars(
+            [f"level {d}" for d in depths],
+            {rule: [levels[rule][d]["accuracy"] for d in depths] for rule in rules},
+            out_dir / "levels.png",
+            ylabel="accuracy",
+            title=f"{spec.name}: accuracy per tree level",
+        )
     return out
 
 
@@ -132,8 +154,9 @@ def _calibration(P: np.ndarray, y, out_dir: Path, name: str, figures: bool) -> d
     """Brier score and top-label ECE (15 equal-width bins) of the test probabilities, and with ``figures``
     the reliability diagram ``reliability.png`` (:mod:`gpmodels.scoring.calibration`)."""
     if figures:
-        reports.plot_reliability({name: reliability_curve(P, y)}, out_dir / "reliability.png",
-                                 title=f"{name}: reliability (top label)")
+        reports.plot_reliability(
+            {name: reliability_curve(P, y)}, out_dir / "reliability.png", title=f"{name}: reliability (top label)"
+        )
     return {"test_brier": brier_score(P, y), "test_ece": expected_calibration_error(P, y)}
 
 
@@ -170,8 +193,17 @@ def run_identity(spec: Spec) -> dict:
     return {"kind": "run", "name": spec.name, "objective": spec.objective.type, "spec_sha256": spec_digest(spec)}
 
 
-def run_spec(spec: Spec, base_dir: Path | None = None, out: str | Path | None = None, *, quiet: bool = False,
-             progress: bool = False, force: bool = False, allow_import=(), command: str | None = None) -> dict:
+def run_spec(
+    spec: Spec,
+    base_dir: Path | None = None,
+    out: str | Path | None = None,
+    *,
+    quiet: bool = False,
+    progress: bool = False,
+    force: bool = False,
+    allow_import=(),
+    command: str | None = None,
+) -> dict:
     """Fit and evaluate ``spec``; returns the metrics written to ``metrics.json``.
 
     Messages go to stdout unless ``quiet``; ``progress`` adds tqdm bars on stderr (Newton
@@ -187,8 +219,9 @@ def run_spec(spec: Spec, base_dir: Path | None = None, out: str | Path | None = 
     spec = grant_imports(spec, allow_import)
     runner = RUNNERS.get(spec.objective.type)
     if runner is None:
-        raise SpecError(f"no runner for objective type {spec.objective.type!r}; known: {sorted(RUNNERS)}",
-                        "objective.type")
+        raise SpecError(
+            f"no runner for objective type {spec.objective.type!r}; known: {sorted(RUNNERS)}", "objective.type"
+        )
     check_files(spec, base_dir)
     out_dir = output_dir(spec, out)
     with claim_output(out_dir, run_identity(spec), force=force, key="--out" if out is not None else "output.dir"):
@@ -227,9 +260,11 @@ def check_finite_metrics(metrics: dict) -> None:
     a failure, never a report, and metrics.json stays valid JSON."""
     bad = sorted(k for k, v in metrics.items() if isinstance(v, (float, np.floating)) and not np.isfinite(v))
     if bad:
-        raise NumericalError(f"the run gave non-finite results ({', '.join(bad[:8])}): the kernel matrix or the fit "
-                             "overflowed (inputs on a scale far from 1? set data.scaling: standard, or a smaller "
-                             "kernel variance / w); nothing of it is reported")
+        raise NumericalError(
+            f"the run gave non-finite results ({', '.join(bad[:8])}): the kernel matrix or the fit "
+            "overflowed (inputs on a scale far from 1? set data.scaling: standard, or a smaller "
+            "kernel variance / w); nothing of it is reported"
+        )
 
 
 def _call_runner(runner, spec: Spec, data, base_dir, say: Console, engine):
@@ -237,8 +272,11 @@ def _call_runner(runner, spec: Spec, data, base_dir, say: Console, engine):
     that keyword runs in this process, which a Dask engine was not asked for."""
     if "engine" not in inspect.signature(runner).parameters:
         if spec.engine.type == "dask":
-            raise SpecError(f"objective type {spec.objective.type!r} does not run on a dask engine; use "
-                            "`engine.type: auto` or `local`", "engine.type")
+            raise SpecError(
+                f"objective type {spec.objective.type!r} does not run on a dask engine; use "
+                "`engine.type: auto` or `local`",
+                "engine.type",
+            )
         return runner(spec, data, base_dir, say)
     if spec.engine.type != "auto":
         say(f"engine: {engine!r}")
@@ -270,10 +308,15 @@ def _draw(spec: Spec, outcome, out_dir: Path, curve) -> None:
         if any(len(v) > 1 for v in series.values()):
             unit = outcome.trace_units.get(name, "iteration")
             label, grads = outcome.trace_gradients.get(name, ("gradient norm", None))
-            reports.plot_traces(series, out_dir / f"trace_{name}.png", xlabel=unit, ylabel=name,
-                                title=f"{spec.name}: {name} over {unit}s",
-                                gradients=grads if grads is None or isinstance(grads, dict) else {name: grads},
-                                gradient_label=label)
+            reports.plot_traces(
+                series,
+                out_dir / f"trace_{name}.png",
+                xlabel=unit,
+                ylabel=name,
+                title=f"{spec.name}: {name} over {unit}s",
+                gradients=grads if grads is None or isinstance(grads, dict) else {name: grads},
+                gradient_label=label,
+            )
     if outcome.paths is not None:
         reports.plot_paths(outcome.paths[0], outcome.paths[1], out_dir / "hyperparameters.png")
 
@@ -289,8 +332,9 @@ def _run(spec: Spec, runner, base_dir, out_dir: Path, say: Console, origin: dict
     spec = _engine_beside_device(spec, device, say)
     # runners see the effective report folder (``--out`` included) in ``spec.output.dir``
     with open_engine(build_engine_config(spec.engine)) as engine:
-        outcome = _call_runner(runner, attrs.evolve(spec, output=attrs.evolve(spec.output, dir=str(out_dir))), data,
-                               base_dir, say, engine)
+        outcome = _call_runner(
+            runner, attrs.evolve(spec, output=attrs.evolve(spec.output, dir=str(out_dir))), data, base_dir, say, engine
+        )
     metrics = {"name": spec.name, **origin, "device": device}
     figures = reports.plots_available()
     if not figures:
@@ -302,8 +346,12 @@ def _run(spec: Spec, runner, base_dir, out_dir: Path, say: Console, origin: dict
     if figures:
         _draw(spec, outcome, out_dir, curve)
     metrics.update(
-        {"n_train": int(data.X_train.shape[0]), "n_test": int(data.X_test.shape[0]), "n_classes": data.n_classes,
-         "n_features": int(data.X_train.shape[1])}
+        {
+            "n_train": int(data.X_train.shape[0]),
+            "n_test": int(data.X_test.shape[0]),
+            "n_classes": data.n_classes,
+            "n_features": int(data.X_train.shape[1]),
+        }
     )
     metrics.update(outcome.metrics)
     metrics.update(hier)
@@ -321,23 +369,28 @@ def _engine_beside_device(spec: Spec, device: str, say: Console) -> Spec:
     if device.startswith("cpu") or spec.engine.type == "local":
         return spec
     if spec.engine.type in ("processes", "dask"):
-        raise SpecError(f"kernel matrices on {device} stay in this process: engine.type {spec.engine.type} "
-                        "would run them in worker processes; allowed with a GPU: engine.type auto or local",
-                        "engine.type")
+        raise SpecError(
+            f"kernel matrices on {device} stay in this process: engine.type {spec.engine.type} "
+            "would run them in worker processes; allowed with a GPU: engine.type auto or local",
+            "engine.type",
+        )
     say(f"engine: local (kernel matrices on {device}; worker processes cannot share its CUDA context)")
     return attrs.evolve(spec, engine=attrs.evolve(spec.engine, type="local"))
 
 
-def _test_scores(spec: Spec, data: Dataset, base_dir, P: np.ndarray, out_dir: Path,
-                 figures: bool) -> tuple[dict, list, dict]:
+def _test_scores(
+    spec: Spec, data: Dataset, base_dir, P: np.ndarray, out_dir: Path, figures: bool
+) -> tuple[dict, list, dict]:
     """(error, log-loss, prec and calibration metrics; the error-reject curve, also written as CSV; the
     hierarchical scores) of the test probabilities P; non-finite probabilities are a
     :class:`NumericalError`."""
     if not np.all(np.isfinite(P)):
         bad = int(np.sum(~np.all(np.isfinite(P), axis=1)))
-        raise NumericalError(f"the fitted model gives non-finite test probabilities for {bad} points: the kernel "
-                             "matrix or the fit overflowed (inputs on a scale far from 1? set data.scaling: standard, "
-                             "or a smaller kernel variance / w); nothing of it is reported")
+        raise NumericalError(
+            f"the fitted model gives non-finite test probabilities for {bad} points: the kernel "
+            "matrix or the fit overflowed (inputs on a scale far from 1? set data.scaling: standard, "
+            "or a smaller kernel variance / w); nothing of it is reported"
+        )
     scores = M.classification_report(P, data.y_test)
     metrics = {"test_error": scores["error"], "test_log_loss": scores["log_loss"], "test_prec": scores["prec"]}
     metrics.update(_calibration(P, data.y_test, out_dir, spec.name, figures))
@@ -351,8 +404,11 @@ def _write_run_files(outcome, metrics: dict, out_dir: Path, figures: bool) -> No
     model folder's files when the runner saves one, and report.md (which says when figures were skipped)."""
     resolved = attrs.evolve(outcome.resolved, output=attrs.evolve(outcome.resolved.output, dir=str(out_dir)))
     write_new(out_dir, "metrics.json", json.dumps(metrics, indent=2, allow_nan=False) + "\n")
-    write_new(out_dir, "diagnostics.json", json.dumps(_json_safe(outcome.diagnostics), indent=2, default=float,
-                                                      allow_nan=False) + "\n")
+    write_new(
+        out_dir,
+        "diagnostics.json",
+        json.dumps(_json_safe(outcome.diagnostics), indent=2, default=float, allow_nan=False) + "\n",
+    )
     dump_yaml(resolved.to_dict(), out_dir / "spec.resolved.yaml")
     if outcome.save is not None:
         outcome.save(out_dir)

@@ -52,9 +52,17 @@ def _load_map(model_dir: Path, arrays: dict, spec) -> MAPPredictor:
         raise DataError(
             f"stored alpha has shape {alpha.shape}; the rebuilt operator needs {(op.n_points, op.n_classes)}"
         )
-    return MAPPredictor(op, likelihood, alpha, classes, FeatureScaler.from_arrays(arrays), *input_format(arrays, X),
-                        positive_class=_positive_class(arrays, spec, classes), label_column=spec.data.label_column,
-                        inputs=InputFormat.from_arrays(arrays, classes))
+    return MAPPredictor(
+        op,
+        likelihood,
+        alpha,
+        classes,
+        FeatureScaler.from_arrays(arrays),
+        *input_format(arrays, X),
+        positive_class=_positive_class(arrays, spec, classes),
+        label_column=spec.data.label_column,
+        inputs=InputFormat.from_arrays(arrays, classes),
+    )
 
 
 def _positive_class(arrays: dict, spec, classes) -> str | None:
@@ -64,8 +72,10 @@ def _positive_class(arrays: dict, spec, classes) -> str | None:
     if positive is None:
         return None
     if tuple(classes) != ("rest", positive):
-        raise DataError(f"a data.positive_class {positive!r} model has the classes ('rest', {positive!r}); "
-                        f"the stored model has {tuple(classes)[:5]}")
+        raise DataError(
+            f"a data.positive_class {positive!r} model has the classes ('rest', {positive!r}); "
+            f"the stored model has {tuple(classes)[:5]}"
+        )
     return positive
 
 
@@ -80,9 +90,16 @@ def _load_one_vs_rest(model_dir: Path, arrays: dict, spec) -> OneVsRestPredictor
             f"{len(classes)} classes, {op.n_points} points and {op.params.size} hyperparameters per class"
         )
     ops = tuple(op.with_params(t) for t in thetas)
-    return OneVsRestPredictor(ops, build_likelihood(spec.model), alphas, classes, FeatureScaler.from_arrays(arrays),
-                              *input_format(arrays, X), label_column=spec.data.label_column,
-                              inputs=InputFormat.from_arrays(arrays, classes))
+    return OneVsRestPredictor(
+        ops,
+        build_likelihood(spec.model),
+        alphas,
+        classes,
+        FeatureScaler.from_arrays(arrays),
+        *input_format(arrays, X),
+        label_column=spec.data.label_column,
+        inputs=InputFormat.from_arrays(arrays, classes),
+    )
 
 
 def _stored_kernel(model_dir: Path, spec, X_support):
@@ -96,14 +113,23 @@ def _load_crammer_singer(model_dir: Path, arrays: dict, spec) -> CrammerSingerPr
     classes = tuple(str(c) for c in arrays["classes"])
     tau = arrays["tau_support"]
     if tau.shape != (X.shape[0], len(classes)):
-        raise DataError(f"stored tau_support has shape {tau.shape}; {X.shape[0]} support patterns and "
-                        f"{len(classes)} classes need {(X.shape[0], len(classes))}")
-    model = CrammerSingerModel(_stored_kernel(model_dir, spec, X), X, tau, arrays["support"], float(arrays["beta"]),
-                               len(classes), None)
+        raise DataError(
+            f"stored tau_support has shape {tau.shape}; {X.shape[0]} support patterns and "
+            f"{len(classes)} classes need {(X.shape[0], len(classes))}"
+        )
+    model = CrammerSingerModel(
+        _stored_kernel(model_dir, spec, X), X, tau, arrays["support"], float(arrays["beta"]), len(classes), None
+    )
     positive = str(arrays["positive_class"]) if "positive_class" in arrays else None
-    return CrammerSingerPredictor(model, classes, FeatureScaler.from_arrays(arrays), *input_format(arrays, X),
-                                  label_column=spec.data.label_column, positive_class=positive,
-                                  inputs=InputFormat.from_arrays(arrays, classes))
+    return CrammerSingerPredictor(
+        model,
+        classes,
+        FeatureScaler.from_arrays(arrays),
+        *input_format(arrays, X),
+        label_column=spec.data.label_column,
+        positive_class=positive,
+        inputs=InputFormat.from_arrays(arrays, classes),
+    )
 
 
 def _load_hm3(model_dir: Path, arrays: dict, spec) -> HM3Predictor:
@@ -112,16 +138,28 @@ def _load_hm3(model_dir: Path, arrays: dict, spec) -> HM3Predictor:
     tree = ClassTree([tuple(e) for e in arrays["tree_edges"].tolist()], [str(c) for c in arrays["tree_classes"]])
     nu = arrays["nu_support"]
     if nu.shape != (X.shape[0], tree.n_nodes, 4):
-        raise DataError(f"stored nu_support has shape {nu.shape}; {X.shape[0]} support patterns and a tree of "
-                        f"{tree.n_nodes} nodes need {(X.shape[0], tree.n_nodes, 4)}")
+        raise DataError(
+            f"stored nu_support has shape {nu.shape}; {X.shape[0]} support patterns and a tree of "
+            f"{tree.n_nodes} nodes need {(X.shape[0], tree.n_nodes, 4)}"
+        )
     model = HM3Model(_stored_kernel(model_dir, spec, X), X, nu, tree, None)
-    return HM3Predictor(model, classes, FeatureScaler.from_arrays(arrays), *input_format(arrays, X),
-                        label_column=spec.data.label_column, inputs=InputFormat.from_arrays(arrays, classes))
+    return HM3Predictor(
+        model,
+        classes,
+        FeatureScaler.from_arrays(arrays),
+        *input_format(arrays, X),
+        label_column=spec.data.label_column,
+        inputs=InputFormat.from_arrays(arrays, classes),
+    )
 
 
 #: model kind -> loader(model_dir, arrays, resolved spec) returning an object with predict_proba / predict
-LOADERS: dict[str, Callable] = {"map": _load_map, "one_vs_rest": _load_one_vs_rest,
-                                "crammer_singer": _load_crammer_singer, "hm3": _load_hm3}
+LOADERS: dict[str, Callable] = {
+    "map": _load_map,
+    "one_vs_rest": _load_one_vs_rest,
+    "crammer_singer": _load_crammer_singer,
+    "hm3": _load_hm3,
+}
 
 
 def load_model(model_dir, *, allow_import=()):
@@ -132,13 +170,17 @@ def load_model(model_dir, *, allow_import=()):
     model_dir = Path(model_dir)
     ident = read_identity(model_dir)
     if ident is not None and not (model_dir / MODEL_FILE).is_file():
-        raise DataError(f"{model_dir} holds the report of run {ident.get('name')!r} (objective "
-                        f"{ident.get('objective')!r}), which saved no {MODEL_FILE}: there is no model for this run "
-                        "to predict with")
+        raise DataError(
+            f"{model_dir} holds the report of run {ident.get('name')!r} (objective "
+            f"{ident.get('objective')!r}), which saved no {MODEL_FILE}: there is no model for this run "
+            "to predict with"
+        )
     kind, arrays = load_arrays(model_dir)
     if kind not in LOADERS:
-        raise DataError(f"{model_dir}: {MODEL_FILE} names a model kind ({described(kind)}) that is none of "
-                        f"{sorted(LOADERS)}, the kinds this gpmodels reads")
+        raise DataError(
+            f"{model_dir}: {MODEL_FILE} names a model kind ({described(kind)}) that is none of "
+            f"{sorted(LOADERS)}, the kinds this gpmodels reads"
+        )
     spec_path = model_dir / SPEC_FILE
     if not spec_path.is_file():
         raise DataError(f"{model_dir} holds no {SPEC_FILE}; a model folder needs both {MODEL_FILE} and {SPEC_FILE}")

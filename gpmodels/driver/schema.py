@@ -32,8 +32,15 @@ __all__ = ["Node", "option", "REQUIRED", "reference_markdown"]
 REQUIRED = attrs.NOTHING
 
 
-def option(default: Any = REQUIRED, check=None, *, doc: str, node: type | None = None, many: bool = False,
-           allowed: str | None = None):
+def option(
+    default: Any = REQUIRED,
+    check=None,
+    *,
+    doc: str,
+    node: type | None = None,
+    many: bool = False,
+    allowed: str | None = None,
+):
     """Declare one spec key (see the module docstring).
 
     ``check``: the validator of the value (None: any value, checked by ``Node.check``); a default of
@@ -42,13 +49,20 @@ def option(default: Any = REQUIRED, check=None, *, doc: str, node: type | None =
     (an open set checked by ``Node.check``)."""
     if node is None and check is not None and default is None and not isinstance(check, Optional):
         check = optional(check)
-    meta = dict(check=check, node=node, many=many, doc=doc, allowed=allowed,
-                nullable=default is None or isinstance(check, Optional))
+    meta = dict(
+        check=check,
+        node=node,
+        many=many,
+        doc=doc,
+        allowed=allowed,
+        nullable=default is None or isinstance(check, Optional),
+    )
     if default is REQUIRED:
         return attrs.field(kw_only=True, metadata={"spec": meta})
     if node is not None and not many and default is not None:
-        return attrs.field(kw_only=True, factory=default if callable(default) else (lambda: default),
-                           metadata={"spec": meta})
+        return attrs.field(
+            kw_only=True, factory=default if callable(default) else (lambda: default), metadata={"spec": meta}
+        )
     return attrs.field(kw_only=True, default=default, metadata={"spec": meta})
 
 
@@ -135,8 +149,9 @@ def _refusal(check, value) -> str:
         got = shown(value)
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         got = shown(value)
-    near = difflib.get_close_matches(value[:100], [str(c) for c in _choices(check)], n=1) \
-        if isinstance(value, str) else []
+    near = (
+        difflib.get_close_matches(value[:100], [str(c) for c in _choices(check)], n=1) if isinstance(value, str) else []
+    )
     hint = f"; did you mean {near[0]!r}?" if near else ""
     return f"must be {describe_validator(check)}; got {got}{hint}"
 

@@ -48,8 +48,17 @@ def study_identity(study: StudySpec) -> dict:
     return {"kind": "study", "name": study.name, "objective": "study", "spec_sha256": spec_digest(study)}
 
 
-def run_study(study: StudySpec, base_dir: Path | None = None, out=None, *, quiet: bool = False, progress: bool = False,
-              force: bool = False, allow_import=(), command: str | None = None) -> list[dict]:
+def run_study(
+    study: StudySpec,
+    base_dir: Path | None = None,
+    out=None,
+    *,
+    quiet: bool = False,
+    progress: bool = False,
+    force: bool = False,
+    allow_import=(),
+    command: str | None = None,
+) -> list[dict]:
     """Run every model of the study; returns the table rows (one metrics dict per model).
 
     A model that fails does not stop the study: its row has ``status: failed`` and ``error`` (the
@@ -64,16 +73,29 @@ def run_study(study: StudySpec, base_dir: Path | None = None, out=None, *, quiet
     model's own ``run.log`` is in its sub-folder)."""
     study = grant_imports(study, allow_import)
     out_dir = Path(out) if out is not None else Path(study.output.dir.replace("{name}", study.name))
-    with claim_output(out_dir, study_identity(study), force=force, artefacts=STUDY_ARTEFACTS,
-                      key="--out" if out is not None else "output.dir"):
+    with claim_output(
+        out_dir,
+        study_identity(study),
+        force=force,
+        artefacts=STUDY_ARTEFACTS,
+        key="--out" if out is not None else "output.dir",
+    ):
         origin, say = start_log("study", study, out_dir, command, quiet=quiet, progress=progress)
         for entry in study.models:  # a link planted at a model's sub-folder would send its report elsewhere
             if (out_dir / entry.name).is_symlink():
                 (out_dir / entry.name).unlink()
         try:
-            return _run_study(study, base_dir, out_dir, say,
-                              functools.partial(run_spec, command=origin["command"]), origin,
-                              quiet=quiet, progress=progress, force=force)
+            return _run_study(
+                study,
+                base_dir,
+                out_dir,
+                say,
+                functools.partial(run_spec, command=origin["command"]),
+                origin,
+                quiet=quiet,
+                progress=progress,
+                force=force,
+            )
         except KeyboardInterrupt:
             say.write_log("interrupted (Ctrl-C)")
             raise
@@ -108,8 +130,10 @@ def _run_rows(study, base_dir, out_dir: Path, say, run_spec, *, quiet, progress,
     for i, (entry, spec) in enumerate(zip(study.models, specs), start=1):
         say(f"model {i}/{len(study.models)}: {entry.name}")
         try:
-            yield entry, (run_spec(spec, base_dir, out_dir / entry.name, quiet=quiet, progress=progress, force=force),
-                          None)
+            yield (
+                entry,
+                (run_spec(spec, base_dir, out_dir / entry.name, quiet=quiet, progress=progress, force=force), None),
+            )
         except KeyboardInterrupt:
             raise
         except Exception as exc:  # noqa: BLE001 - one model's failure must not lose the others' rows
@@ -133,13 +157,13 @@ def _write_tables(out_dir: Path, name: str, rows: list[dict], cols: list[str], o
     return table
 
 
-def _run_study(study, base_dir, out_dir: Path, say, run_spec, origin, *, quiet, progress,
-               force) -> list[dict]:
+def _run_study(study, base_dir, out_dir: Path, say, run_spec, origin, *, quiet, progress, force) -> list[dict]:
     rows, curves = [], {}
     t0 = time.perf_counter()
     with say.bar(len(study.models), "models", unit="model") as bar:
-        for i, (entry, (metrics, error)) in enumerate(_run_rows(study, base_dir, out_dir, say, run_spec, quiet=quiet,
-                                                                progress=progress, force=force), start=1):
+        for i, (entry, (metrics, error)) in enumerate(
+            _run_rows(study, base_dir, out_dir, say, run_spec, quiet=quiet, progress=progress, force=force), start=1
+        ):
             if error is not None:
                 print(f"gpmodels: study {study.name}: model {entry.name!r} failed: {error}", file=sys.stderr)
                 say.write_log(f"model {entry.name!r} failed: {error}")

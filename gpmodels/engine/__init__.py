@@ -6,5 +6,14 @@ from gpmodels.engine.base import Engine, EngineConfig, LocalEngine, Workload
 from gpmodels.engine.factory import open_engine
 from gpmodels.engine.processes import ProcessEngine
 
-__all__ = ["Engine", "LocalEngine", "ProcessEngine", "AutoEngine", "EngineConfig", "Workload", "plan_workers",
-           "engine_for_jobs", "open_engine"]
+__all__ = [
+    "Engine",
+    "LocalEngine",
+    "ProcessEngine",
+    "AutoEngine",
+    "EngineConfig",
+    "Workload",
+    "plan_workers",
+    "engine_for_jobs",
+    "open_engine",
+]

@@ -38,8 +38,15 @@ from gpmodels.errors import InputError
 from gpmodels.kernels.memory_budget import GIB, available_memory_bytes
 from gpmodels.linalg.blas_threads import blas_threads, limit_blas_threads, usable_cores
 
-__all__ = ["AutoEngine", "WorkerPlan", "plan_workers", "resident_bytes", "engine_for_jobs", "MIN_POINTS",
-           "MEMORY_SHARE"]
+__all__ = [
+    "AutoEngine",
+    "WorkerPlan",
+    "plan_workers",
+    "resident_bytes",
+    "engine_for_jobs",
+    "MIN_POINTS",
+    "MEMORY_SHARE",
+]
 
 #: below this many training points the auto engine runs the jobs in this process (module docstring)
 MIN_POINTS = 500
@@ -57,8 +64,9 @@ class WorkerPlan:
     reason: str
 
 
-def plan_workers(cores: int, workload: Workload, available_bytes: int | None, *, min_points: int = MIN_POINTS,
-                 can_fork: bool = True) -> WorkerPlan:
+def plan_workers(
+    cores: int, workload: Workload, available_bytes: int | None, *, min_points: int = MIN_POINTS, can_fork: bool = True
+) -> WorkerPlan:
     """The auto engine's plan for ``workload`` on ``cores`` cores with ``available_bytes`` of memory
     for the workers (None: unknown, not a limit); the rule is in the module docstring."""
     cores = max(1, int(cores))
@@ -71,8 +79,9 @@ def plan_workers(cores: int, workload: Workload, available_bytes: int | None, *,
     if workload.worker_bytes > 0 and available_bytes is not None:
         fit = max(1, int(available_bytes // workload.worker_bytes))
     workers = max(1, min(cores, tasks, fit))
-    reason = (f"{workers} of {cores} cores as workers: {tasks} tasks"
-              + (f", memory for {fit} workers of {workload.worker_bytes / GIB:.2g} GiB" if fit < cores else ""))
+    reason = f"{workers} of {cores} cores as workers: {tasks} tasks" + (
+        f", memory for {fit} workers of {workload.worker_bytes / GIB:.2g} GiB" if fit < cores else ""
+    )
     return WorkerPlan(workers, max(1, cores // workers), reason)
 
 
@@ -130,8 +139,13 @@ class AutoEngine(Engine):
         else:
             free = available_memory_bytes()
             available = None if free is None else int(MEMORY_SHARE * free)
-        return plan_workers(self.cores, workload, available, min_points=self.min_points,
-                            can_fork=not multiprocessing.current_process().daemon)
+        return plan_workers(
+            self.cores,
+            workload,
+            available,
+            min_points=self.min_points,
+            can_fork=not multiprocessing.current_process().daemon,
+        )
 
     def workers_for(self, workload: Workload) -> int:
         return self.plan(workload).workers
@@ -177,7 +191,9 @@ def engine_for_jobs(n_jobs, owner: str = "the estimator") -> Engine:
     if n_jobs is None:
         return AutoEngine()
     if isinstance(n_jobs, bool) or not isinstance(n_jobs, (int, np.integer)) or n_jobs == 0:
-        raise InputError(f"The 'n_jobs' parameter of {owner} must be None, a positive int or a negative int (-1: all "
-                         f"cores); got {n_jobs!r} instead")
+        raise InputError(
+            f"The 'n_jobs' parameter of {owner} must be None, a positive int or a negative int (-1: all "
+            f"cores); got {n_jobs!r} instead"
+        )
     workers = int(n_jobs) if n_jobs > 0 else max(1, usable_cores() + 1 + int(n_jobs))
     return LocalEngine() if workers == 1 else ProcessEngine(workers)

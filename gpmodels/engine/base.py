@@ -40,8 +40,7 @@ from gpmodels.errors import InputError
 from gpmodels.linalg.blas_threads import blas_threads, limit_blas_threads, thread_pool
 from gpmodels.validation import boolean, instance_of, nonnegative_int, one_of, optional, positive_int, positive_number
 
-__all__ = ["Engine", "LocalEngine", "EngineConfig", "Workload", "ENGINE_TYPES", "DISTRIBUTE_MODES",
-           "results_in_order"]
+__all__ = ["Engine", "LocalEngine", "EngineConfig", "Workload", "ENGINE_TYPES", "DISTRIBUTE_MODES", "results_in_order"]
 
 #: ``auto``: sized from the cores and memory (the default); ``local``: this process (``n_workers``
 #: threads, 1: one job after the other); ``processes``: worker processes; ``dask``: a Dask cluster
@@ -170,8 +169,10 @@ class LocalEngine(Engine):
 
     def __init__(self, threads: int = 1, blas_threads: int | None = None):
         if int(threads) < 1 or (blas_threads is not None and int(blas_threads) < 1):
-            raise InputError(f"LocalEngine needs threads >= 1 and blas_threads >= 1 or None; got threads={threads}, "
-                             f"blas_threads={blas_threads}")
+            raise InputError(
+                f"LocalEngine needs threads >= 1 and blas_threads >= 1 or None; got threads={threads}, "
+                f"blas_threads={blas_threads}"
+            )
         self.threads = int(threads)
         self.blas_threads = None if blas_threads is None else int(blas_threads)
 

@@ -35,8 +35,9 @@ def import_distributed():
     try:
         import distributed
     except ImportError as exc:
-        raise EngineError(f"the dask engine needs dask.distributed, which is not installed ({exc}); "
-                          f"install it with `{INSTALL_HINT}`") from None
+        raise EngineError(
+            f"the dask engine needs dask.distributed, which is not installed ({exc}); install it with `{INSTALL_HINT}`"
+        ) from None
     return distributed
 
 
@@ -52,12 +53,15 @@ def engine_failures(what: str):
     except distributed.KilledWorker as exc:
         key, worker = getattr(exc, "task", None), getattr(exc, "last_worker", None)
         worker = getattr(worker, "address", worker)  # a WorkerState
-        raise EngineError(f"{what}: worker {worker} was lost running task {key} more often than Dask retries "
-                          "(distributed.scheduler.allowed-failures); the run stops rather than continue "
-                          "without it") from exc
+        raise EngineError(
+            f"{what}: worker {worker} was lost running task {key} more often than Dask retries "
+            "(distributed.scheduler.allowed-failures); the run stops rather than continue "
+            "without it"
+        ) from exc
     except FutureCancelledError as exc:
-        raise EngineError(f"{what}: a task was cancelled ({exc}); its worker or the scheduler was lost with "
-                          "every copy of its inputs") from exc
+        raise EngineError(
+            f"{what}: a task was cancelled ({exc}); its worker or the scheduler was lost with every copy of its inputs"
+        ) from exc
     except (OSError, TimeoutError) as exc:
         raise EngineError(f"{what}: lost the connection to the cluster ({type(exc).__name__}: {exc})") from exc
 
@@ -90,21 +94,29 @@ class DaskEngine(Engine):
             try:
                 client = distributed.Client(config.scheduler, timeout="20s")
             except (OSError, TimeoutError) as exc:
-                raise EngineError(f"cannot reach the Dask scheduler at {config.scheduler!r} ({type(exc).__name__}: "
-                                  f"{exc}); start it with `dask scheduler` and the workers with "
-                                  f"`dask worker {config.scheduler}`") from None
+                raise EngineError(
+                    f"cannot reach the Dask scheduler at {config.scheduler!r} ({type(exc).__name__}: "
+                    f"{exc}); start it with `dask scheduler` and the workers with "
+                    f"`dask worker {config.scheduler}`"
+                ) from None
             try:
                 client.wait_for_workers(1, timeout=60)
             except (OSError, TimeoutError):
                 client.close()
-                raise EngineError(f"the Dask scheduler at {config.scheduler!r} has no worker after 60 s; start "
-                                  f"them with `dask worker {config.scheduler}`") from None
+                raise EngineError(
+                    f"the Dask scheduler at {config.scheduler!r} has no worker after 60 s; start "
+                    f"them with `dask worker {config.scheduler}`"
+                ) from None
             return cls(client, None, config)
         n_workers = config.n_workers or max(1, (config.cores or usable_cores()) // config.threads_per_worker)
         try:
-            cluster = distributed.LocalCluster(n_workers=n_workers, threads_per_worker=config.threads_per_worker,
-                                               memory_limit=config.memory_limit, processes=config.processes,
-                                               dashboard_address=":0")
+            cluster = distributed.LocalCluster(
+                n_workers=n_workers,
+                threads_per_worker=config.threads_per_worker,
+                memory_limit=config.memory_limit,
+                processes=config.processes,
+                dashboard_address=":0",
+            )
         except (ValueError, TypeError) as exc:
             raise EngineError(f"cannot start a LocalCluster with engine {config}: {exc}") from None
         try:

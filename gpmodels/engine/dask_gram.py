@@ -123,15 +123,19 @@ class _HeldRows:
         if len(runs) <= 2 * len(self.slices):
             groups = [[r] for r in runs]
         else:
-            groups = [np.split(np.arange(s.start, s.stop), np.flatnonzero(np.diff(owner[s])) + 1)
-                      for s in row_blocks(I.size, block_rows)]
+            groups = [
+                np.split(np.arange(s.start, s.stop), np.flatnonzero(np.diff(owner[s])) + 1)
+                for s in row_blocks(I.size, block_rows)
+            ]
         new_slices, futures, pos = [], [], 0
         with engine_failures("taking rows of a distributed kernel matrix"):
             Jf = self.engine.scatter(J)
             submit = self.engine.client.submit
             for group in groups:
-                pieces = [submit(_take, Jf, self.futures[int(owner[run[0]])], I[run] - starts[int(owner[run[0]])],
-                                 pure=False) for run in group]
+                pieces = [
+                    submit(_take, Jf, self.futures[int(owner[run[0]])], I[run] - starts[int(owner[run[0]])], pure=False)
+                    for run in group
+                ]
                 size = sum(r.size for r in group)
                 new_slices.append(slice(pos, pos + size))
                 pos += size
@@ -145,8 +149,10 @@ class _HeldRows:
 
 
 def _refuse_pickle(obj):
-    raise EngineError(f"a {type(obj).__name__} holds futures of this process's Dask client and cannot be sent to a "
-                      "worker or saved; with `engine.distribute: tasks` the kernel matrices stay in-process")
+    raise EngineError(
+        f"a {type(obj).__name__} holds futures of this process's Dask client and cannot be sent to a "
+        "worker or saved; with `engine.distribute: tasks` the kernel matrices stay in-process"
+    )
 
 
 @attrs.frozen
@@ -164,14 +170,16 @@ class DaskRepresentation(RepresentationBuilder):
     def memory_mb(self) -> float:
         return self.config.memory_mb
 
-    def build(self, X, kernel: Kernel, n_matrices: int = 1, *, log: bool = False,
-              like: Representation | None = None) -> Representation:
+    def build(
+        self, X, kernel: Kernel, n_matrices: int = 1, *, log: bool = False, like: Representation | None = None
+    ) -> Representation:
         if not self.config.keeps_full_matrix(kernel):
             return self.config.build(X, kernel, n_matrices, log=log, like=like)
         kernel.check_inputs(X)
         n = X.shape[0]
-        choice = RepresentationChoice("dask", "float64", "row blocks held on the engine's workers", 8 * n * n,
-                                      n_matrices, None)
+        choice = RepresentationChoice(
+            "dask", "float64", "row blocks held on the engine's workers", 8 * n * n, n_matrices, None
+        )
         if log:
             LOG.info("representation %s: %s", self.config.kind, choice.describe())
         rep = DaskGram(X, kernel, self.engine, block_rows=self.block_rows, cross_memory_mb=self.config.memory_mb)
@@ -203,8 +211,17 @@ class DaskGram(Representation, DaskCross):
     """M held in row blocks on the workers of a Dask engine: the held (X, X) block plus the square
     representation's methods; see the module docstring."""
 
-    def __init__(self, X, kernel: Kernel, engine, *, block_rows: int | None = None, cross_memory_mb: float = 256.0,
-                 _X_future=None, _held: _HeldRows | None = None):
+    def __init__(
+        self,
+        X,
+        kernel: Kernel,
+        engine,
+        *,
+        block_rows: int | None = None,
+        cross_memory_mb: float = 256.0,
+        _X_future=None,
+        _held: _HeldRows | None = None,
+    ):
         if not isinstance(engine, DaskEngine) or engine.client is None:
             raise InputError(f"DaskGram needs an open Dask engine; got {engine!r}")
         self.X, self.kernel, self.engine, self.cross_memory_mb = X, kernel, engine, cross_memory_mb
@@ -232,8 +249,15 @@ class DaskGram(Representation, DaskCross):
     def restrict(self, J):
         J = np.asarray(J, dtype=np.intp)
         X_J = self.X[J]
-        return DaskGram(X_J, self.kernel, self.engine, block_rows=self.block_rows, cross_memory_mb=self.cross_memory_mb,
-                        _X_future=self.engine.scatter(X_J), _held=self._held.take(J, J, self.block_rows))
+        return DaskGram(
+            X_J,
+            self.kernel,
+            self.engine,
+            block_rows=self.block_rows,
+            cross_memory_mb=self.cross_memory_mb,
+            _X_future=self.engine.scatter(X_J),
+            _held=self._held.take(J, J, self.block_rows),
+        )
 
     def cross(self, I, J):
         return DaskCross(self._held.take(I, J, self.block_rows))
@@ -247,8 +271,10 @@ class DaskGram(Representation, DaskCross):
             return np.zeros(0)
         Ef = self.engine.scatter(np.ascontiguousarray(E))
         Ff = self.engine.scatter(np.ascontiguousarray(F))
-        parts = self._held._run("a distributed kernel gradient",
-                                lambda c, b, f: c.submit(_block_grad, k, self._Xf, b, f, Ef, Ff, pure=False))
+        parts = self._held._run(
+            "a distributed kernel gradient",
+            lambda c, b, f: c.submit(_block_grad, k, self._Xf, b, f, Ef, Ff, pure=False),
+        )
         total = np.zeros(k.params.size)
         for p in parts:  # block order: a fixed summation order
             total += p
@@ -257,8 +283,14 @@ class DaskGram(Representation, DaskCross):
     def with_kernel(self, kernel):
         if kernel.key() == self.kernel.key():
             return self
-        return DaskGram(self.X, kernel, self.engine, block_rows=self.block_rows, cross_memory_mb=self.cross_memory_mb,
-                        _X_future=self._Xf)
+        return DaskGram(
+            self.X,
+            kernel,
+            self.engine,
+            block_rows=self.block_rows,
+            cross_memory_mb=self.cross_memory_mb,
+            _X_future=self._Xf,
+        )
 
     @property
     def nbytes(self) -> int:

@@ -81,8 +81,10 @@ class ProcessEngine(Engine):
 
     def __init__(self, workers: int, blas_threads: int | None = None, *, cores: int | None = None):
         if int(workers) < 1 or (blas_threads is not None and int(blas_threads) < 1):
-            raise InputError(f"ProcessEngine needs workers >= 1 and blas_threads >= 1 or None; got workers={workers}, "
-                             f"blas_threads={blas_threads}")
+            raise InputError(
+                f"ProcessEngine needs workers >= 1 and blas_threads >= 1 or None; got workers={workers}, "
+                f"blas_threads={blas_threads}"
+            )
         self.workers = int(workers)
         self.cores = int(cores) if cores else usable_cores()
         self.blas_threads = int(blas_threads) if blas_threads else max(1, self.cores // self.workers)
@@ -104,11 +106,14 @@ class ProcessEngine(Engine):
             return self._pool
         self.close()
         if multiprocessing.current_process().daemon:
-            raise EngineError("a process engine cannot start workers inside a daemonic process (a task of a process "
-                              "pool or of a Dask worker); use the engine's inner() engine there")
+            raise EngineError(
+                "a process engine cannot start workers inside a daemonic process (a task of a process "
+                "pool or of a Dask worker); use the engine's inner() engine there"
+            )
         ctx = multiprocessing.get_context(START_METHOD)
-        pool = ProcessPoolExecutor(size, mp_context=ctx, initializer=_start_worker,
-                                   initargs=(shared, self.blas_threads, os.getpid()))
+        pool = ProcessPoolExecutor(
+            size, mp_context=ctx, initializer=_start_worker, initargs=(shared, self.blas_threads, os.getpid())
+        )
         try:
             for f in [pool.submit(_started) for _ in range(size)]:  # start them now, fail early
                 f.result()

@@ -16,5 +16,14 @@ from gpmodels.estimators.hm3 import HM3Classifier
 from gpmodels.estimators.learners import CV, Laplace
 from gpmodels.estimators.loading import load_classifier
 
-__all__ = ["GPClassifier", "HierarchicalGPClassifier", "CrammerSingerSVC", "HM3Classifier", "CV", "Laplace",
-           "LaplacePredictive", "load_classifier", "ConvergenceWarning"]
+__all__ = [
+    "GPClassifier",
+    "HierarchicalGPClassifier",
+    "CrammerSingerSVC",
+    "HM3Classifier",
+    "CV",
+    "Laplace",
+    "LaplacePredictive",
+    "load_classifier",
+    "ConvergenceWarning",
+]

@@ -25,10 +25,22 @@ from gpmodels.kernels.base import Kernel
 from gpmodels.kernels.factory import KERNEL_PARAMS, make_kernel
 from gpmodels.validation import check_features
 
-__all__ = ["ConvergenceWarning", "DataConversionWarning", "NotFittedError", "store_params", "classifier_tags",
-           "check_fitted",
-           "record_features", "check_X", "check_label_types", "encode_targets", "seed_from", "check_positive",
-           "kernel_by_name", "warn_unconverged"]
+__all__ = [
+    "ConvergenceWarning",
+    "DataConversionWarning",
+    "NotFittedError",
+    "store_params",
+    "classifier_tags",
+    "check_fitted",
+    "record_features",
+    "check_X",
+    "check_label_types",
+    "encode_targets",
+    "seed_from",
+    "check_positive",
+    "kernel_by_name",
+    "warn_unconverged",
+]
 
 
 class ConvergenceWarning(errors.ConvergenceWarning, _SkConvergenceWarning):
@@ -56,11 +68,12 @@ def store_params(est, arguments: dict) -> None:
 def classifier_tags(*, multi_label: bool = False, poor_score: bool = False) -> Tags:
     """scikit-learn's tags of our classifiers: sparse and dense 2-D inputs; single-label multi-class,
     or multilabel (indicator matrices, ``multi_label=True``)."""
-    return Tags(estimator_type="classifier",
-                target_tags=TargetTags(required=True, multi_output=multi_label, single_output=not multi_label),
-                classifier_tags=ClassifierTags(multi_class=not multi_label, multi_label=multi_label,
-                                               poor_score=poor_score),
-                input_tags=InputTags(sparse=True, two_d_array=True))
+    return Tags(
+        estimator_type="classifier",
+        target_tags=TargetTags(required=True, multi_output=multi_label, single_output=not multi_label),
+        classifier_tags=ClassifierTags(multi_class=not multi_label, multi_label=multi_label, poor_score=poor_score),
+        input_tags=InputTags(sparse=True, two_d_array=True),
+    )
 
 
 def check_fitted(est) -> None:
@@ -93,16 +106,20 @@ def check_X(est, X):
     fitted = getattr(est, "feature_names_in_", None)
     owner = type(est).__name__
     if fitted is not None and names is not None and not np.array_equal(names, fitted):
-        raise InputError(f"The feature names of X ({list(names)[:10]}) differ from those seen in fit "
-                         f"({list(fitted)[:10]}); pass the columns in the order of fit")
+        raise InputError(
+            f"The feature names of X ({list(names)[:10]}) differ from those seen in fit "
+            f"({list(fitted)[:10]}); pass the columns in the order of fit"
+        )
     if (fitted is None) != (names is None):
         has, had = ("has", "without") if fitted is None else ("does not have", "with")
-        warnings.warn(f"X {has} valid feature names, but {owner} was fitted {had} feature names",
-                      UserWarning, stacklevel=3)
+        warnings.warn(
+            f"X {has} valid feature names, but {owner} was fitted {had} feature names", UserWarning, stacklevel=3
+        )
     X = check_features("X", X)
     if X.shape[1] != est.n_features_in_:
-        raise InputError(f"X has {X.shape[1]} features, but {owner} is expecting {est.n_features_in_} features "
-                         "as input")
+        raise InputError(
+            f"X has {X.shape[1]} features, but {owner} is expecting {est.n_features_in_} features as input"
+        )
     return X
 
 
@@ -126,15 +143,19 @@ def check_label_types(y) -> None:
         elif isinstance(v, (bool, np.bool_, int, float, np.integer, np.floating)):
             kinds.add("number")
         elif isinstance(v, (list, tuple, np.ndarray)):
-            raise InputError(f"Unknown label type: entry {j} of y is a {type(v).__name__} (ragged or nested y); y "
-                             "must be a rectangular array of numbers or strings")
+            raise InputError(
+                f"Unknown label type: entry {j} of y is a {type(v).__name__} (ragged or nested y); y "
+                "must be a rectangular array of numbers or strings"
+            )
         else:
-            raise InputError(f"Unknown label type: label {j} of y is a {type(v).__name__}; class labels must be "
-                             "numbers or strings")
+            raise InputError(
+                f"Unknown label type: label {j} of y is a {type(v).__name__}; class labels must be numbers or strings"
+            )
     if len(kinds) > 1:
         mix = " and ".join(sorted(kinds))
-        raise InputError(f"Unknown label type: y mixes {mix} labels (Mix of label input types ({mix})); use one "
-                         "type of class label")
+        raise InputError(
+            f"Unknown label type: y mixes {mix} labels (Mix of label input types ({mix})); use one type of class label"
+        )
 
 
 def encode_targets(y) -> tuple[np.ndarray, np.ndarray]:
@@ -147,8 +168,12 @@ def encode_targets(y) -> tuple[np.ndarray, np.ndarray]:
     except (TypeError, ValueError) as exc:
         raise InputError(f"y must be a 1-D array of class labels; it cannot be converted to an array ({exc})") from None
     if y.ndim == 2 and y.shape[1] == 1:
-        warnings.warn("A column-vector y was passed when a 1d array was expected. Please change the shape of y "
-                      "to (n_samples,), for example using ravel().", DataConversionWarning, stacklevel=3)
+        warnings.warn(
+            "A column-vector y was passed when a 1d array was expected. Please change the shape of y "
+            "to (n_samples,), for example using ravel().",
+            DataConversionWarning,
+            stacklevel=3,
+        )
         y = y.ravel()
     if y.ndim != 1:
         raise InputError(f"y must be a 1-D array of class labels; got shape {y.shape}")
@@ -158,8 +183,10 @@ def encode_targets(y) -> tuple[np.ndarray, np.ndarray]:
         if not np.all(np.isfinite(y)):
             raise InputError("y must not contain NaN or infinity")
         if not np.all(y == np.round(y)):
-            raise InputError("Unknown label type: continuous. A classifier needs class labels; y has non-integral "
-                             "float values (a regression target?)")
+            raise InputError(
+                "Unknown label type: continuous. A classifier needs class labels; y has non-integral "
+                "float values (a regression target?)"
+            )
     classes, codes = np.unique(y, return_inverse=True)
     if classes.size < 2:
         raise InputError(f"a classifier needs at least 2 classes in y; got only one class ({classes[0]!r})")
@@ -179,13 +206,19 @@ def seed_from(owner: str, random_state) -> int:
         return int(random_state.integers(2**31 - 1))
     elif isinstance(random_state, np.random.RandomState):
         return int(random_state.randint(2**31 - 1))
-    raise InputError(f"The 'random_state' parameter of {owner} must be None, a non-negative int, a "
-                     f"numpy.random.Generator or a numpy.random.RandomState; got {random_state!r} instead")
+    raise InputError(
+        f"The 'random_state' parameter of {owner} must be None, a non-negative int, a "
+        f"numpy.random.Generator or a numpy.random.RandomState; got {random_state!r} instead"
+    )
 
 
 def check_positive(owner: str, name: str, value) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) \
-            or not math.isfinite(value) or value <= 0:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float, np.integer, np.floating))
+        or not math.isfinite(value)
+        or value <= 0
+    ):
         raise InputError(f"The {name!r} parameter of {owner} must be a positive number; got {value!r} instead")
     return float(value)
 
@@ -210,8 +243,9 @@ def kernel_by_name(owner: str, kernel, w, degree, offset, X) -> Kernel:
         # a kernel class's field error ("RBF.w must be ...") is the estimator's parameter of that name
         field = re.match(r"^\w+\.(\w+) (must .*)$", str(exc), re.S)
         if field and field.group(1) in given:
-            raise InputError(f"The '{field.group(1)}' parameter of {owner} (for kernel={kernel!r}) "
-                             f"{field.group(2)}") from None
+            raise InputError(
+                f"The '{field.group(1)}' parameter of {owner} (for kernel={kernel!r}) {field.group(2)}"
+            ) from None
         what = "'kernel'" if not (isinstance(kernel, str) and kernel in KERNEL_PARAMS) else repr(kernel) + " kernel's"
         raise InputError(f"The {what} parameter of {owner}: {exc} (or pass a gpmodels.kernels.Kernel)") from None
 

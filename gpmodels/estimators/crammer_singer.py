@@ -61,9 +61,21 @@ class CrammerSingerSVC(ClassifierMixin, BaseEstimator):
     ``result`` holds Q(τ), the duality gap and the trace).
     """
 
-    def __init__(self, kernel="rbf", C=1.0, w="auto", degree=2, offset=1.0, epsilon=1e-3, cooling="logarithmic",
-                 active_set=True, reduced_solver="fixed_point", cache_mb=200.0, engine="auto",
-                 max_updates=10_000_000):
+    def __init__(
+        self,
+        kernel="rbf",
+        C=1.0,
+        w="auto",
+        degree=2,
+        offset=1.0,
+        epsilon=1e-3,
+        cooling="logarithmic",
+        active_set=True,
+        reduced_solver="fixed_point",
+        cache_mb=200.0,
+        engine="auto",
+        max_updates=10_000_000,
+    ):
         store_params(self, locals())
 
     def __sklearn_tags__(self):
@@ -72,9 +84,16 @@ class CrammerSingerSVC(ClassifierMixin, BaseEstimator):
     def fit(self, X, y):
         owner = type(self).__name__
         C = check_positive(owner, "C", self.C)
-        opts = CSOptions(beta=1.0 / C, epsilon=self.epsilon, cooling=self.cooling, active_set=self.active_set,
-                         reduced_solver=self.reduced_solver, cache_mb=self.cache_mb, engine=self.engine,
-                         max_updates=self.max_updates)
+        opts = CSOptions(
+            beta=1.0 / C,
+            epsilon=self.epsilon,
+            cooling=self.cooling,
+            active_set=self.active_set,
+            reduced_solver=self.reduced_solver,
+            cache_mb=self.cache_mb,
+            engine=self.engine,
+            max_updates=self.max_updates,
+        )
         X_raw, X = X, check_features("X", X)
         classes, codes = encode_targets(y)
         if codes.size != X.shape[0]:
@@ -83,14 +102,20 @@ class CrammerSingerSVC(ClassifierMixin, BaseEstimator):
         kernel = kernel_by_name(owner, self.kernel, self.w, self.degree, self.offset, X)
         keep = np.flatnonzero(kernel.diag(X) > 0)  # φ(x_i) = 0 leaves M unchanged (class docstring)
         if keep.size == 0:
-            raise InputError(f"every training example has K(x, x) = 0 under {kernel!r} (all-zero rows?); "
-                             "there is nothing to learn from")
+            raise InputError(
+                f"every training example has K(x, x) = 0 under {kernel!r} (all-zero rows?); "
+                "there is nothing to learn from"
+            )
         model = fit_crammer_singer(kernel, X if keep.size == m else X[keep], codes[keep], opts, n_classes=k)
         result = model.result
         if not result.converged:
             hint = "raise max_updates" + (" or try reduced_solver='exact'" if self.reduced_solver != "exact" else "")
-            warnings.warn(f"{owner} stopped before max ψ < βε ({result.message}; max ψ/β = {result.max_psi:.3g}, "
-                          f"epsilon = {self.epsilon:g}); {hint}", ConvergenceWarning, stacklevel=2)
+            warnings.warn(
+                f"{owner} stopped before max ψ < βε ({result.message}; max ψ/β = {result.max_psi:.3g}, "
+                f"epsilon = {self.epsilon:g}); {hint}",
+                ConvergenceWarning,
+                stacklevel=2,
+            )
         self.classes_ = classes
         record_features(self, X_raw, X)
         self.kernel_ = kernel
@@ -98,7 +123,7 @@ class CrammerSingerSVC(ClassifierMixin, BaseEstimator):
         self.support_ = keep[model.support_]
         self.support_vectors_ = model.X_support_
         self.n_support_ = np.bincount(codes[self.support_], minlength=k)
-        self.dual_coef_ = model.tau_support_ / model.beta     # shape: (n_SV, k)
+        self.dual_coef_ = model.tau_support_ / model.beta  # shape: (n_SV, k)
         self.tau_ = np.zeros((m, k))
         self.tau_[keep] = result.tau
         self.n_iter_ = result.updates

@@ -60,8 +60,10 @@ def _label_rows(y):
     no None, no mix of strings and numbers, no continuous values, two classes at least); a 2-D y (or a
     list of lists, ragged allowed) holds label paths, checked for label types and continuous values."""
     if y is None:
-        raise InputError("HierarchicalGPClassifier requires y to be passed, but the target y is None; give one "
-                         "label path per example, such as ['Animal', 'Mammal', 'Cat'], or one label per example")
+        raise InputError(
+            "HierarchicalGPClassifier requires y to be passed, but the target y is None; give one "
+            "label path per example, such as ['Animal', 'Mammal', 'Cat'], or one label per example"
+        )
     if isinstance(y, (list, tuple)) and any(isinstance(r, (list, tuple, np.ndarray)) for r in y):
         check_label_types([v for r in y for v in (r if isinstance(r, (list, tuple, np.ndarray)) else [r])])
         return [list(r) if isinstance(r, (list, tuple, np.ndarray)) else [r] for r in y], False, None
@@ -70,12 +72,16 @@ def _label_rows(y):
         classes, codes = encode_targets(arr)
         return [[c] for c in classes[codes]], True, classes.dtype
     if arr.ndim != 2 or arr.shape[1] == 0:
-        raise InputError(f"y must hold one label path per example (a 2-D array or a list of lists of labels) or one "
-                         f"label per example (1-D); got shape {arr.shape}")
+        raise InputError(
+            f"y must hold one label path per example (a 2-D array or a list of lists of labels) or one "
+            f"label per example (1-D); got shape {arr.shape}"
+        )
     check_label_types(arr)
     if arr.dtype.kind == "f" and not np.all(np.isfinite(arr) & (arr == np.round(arr))):
-        raise InputError("Unknown label type: continuous-multioutput. A classifier needs class labels; y has "
-                         "non-integral or non-finite float values (a regression target?)")
+        raise InputError(
+            "Unknown label type: continuous-multioutput. A classifier needs class labels; y has "
+            "non-integral or non-finite float values (a regression target?)"
+        )
     return arr.tolist(), False, (None if arr.dtype.kind == "O" else arr.dtype)
 
 
@@ -93,8 +99,17 @@ class HierarchicalGPClassifier(ClassifierMixin, BaseEstimator):
     y, the labels), ``estimator_`` (the fitted GPClassifier over the leaves), ``n_features_in_``.
     """
 
-    def __init__(self, prior=None, objective="cv", solver="newton-cg", cv=5, predictive="plugin", n_jobs=None,
-                 random_state=None, separator=None):
+    def __init__(
+        self,
+        prior=None,
+        objective="cv",
+        solver="newton-cg",
+        cv=5,
+        predictive="plugin",
+        n_jobs=None,
+        random_state=None,
+        separator=None,
+    ):
         store_params(self, locals())
 
     def __sklearn_tags__(self):
@@ -114,8 +129,15 @@ class HierarchicalGPClassifier(ClassifierMixin, BaseEstimator):
         codes = tree.classes_of_paths(paths)
         leaf_names = np.array(tree.classes, dtype=object)
         prior = anova_prior(tree, X) if self.prior is None else self.prior(tree, X)
-        est = GPClassifier(prior, objective=self.objective, solver=self.solver, cv=self.cv,
-                           predictive=self.predictive, n_jobs=self.n_jobs, random_state=self.random_state)
+        est = GPClassifier(
+            prior,
+            objective=self.objective,
+            solver=self.solver,
+            cv=self.cv,
+            predictive=self.predictive,
+            n_jobs=self.n_jobs,
+            random_state=self.random_state,
+        )
         est.fit(X_raw, leaf_names[codes])
         given = {}  # leaf name -> the path of the first example of that class, as given (padding dropped)
         for code, row in zip(codes, rows):
@@ -159,8 +181,10 @@ class HierarchicalGPClassifier(ClassifierMixin, BaseEstimator):
         """Hierarchical F1, micro-averaged (Kiritchenko et al. 2005; HiClass's ``f1``), of ``predict(X)``
         against the label paths y; higher is better, as scikit-learn's scorers expect."""
         if sample_weight is not None:
-            raise InputError("HierarchicalGPClassifier.score takes no sample_weight (hierarchical F1 pools the "
-                             "label counts of all examples)")
+            raise InputError(
+                "HierarchicalGPClassifier.score takes no sample_weight (hierarchical F1 pools the "
+                "label counts of all examples)"
+            )
         truth = _paths(_label_rows(y)[0])
         pred = self.predict(X)
         return float(hierarchical_f1(truth, _paths(pred[:, None] if self._flat else pred)))

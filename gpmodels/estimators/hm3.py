@@ -92,9 +92,24 @@ class HM3Classifier(ClassifierMixin, BaseEstimator):
     whose ``result`` holds the objectives, the gap and the trace).
     """
 
-    def __init__(self, hierarchy, kernel="rbf", w="auto", degree=2, offset=1.0, C=1.0, loss="delta", scaling="uniform",
-                 working_set="gap_sampling", chunk_size=200, iteration_limit=10, direction="dp", gap_tol=1e-2,
-                 max_passes=200, random_state=0):
+    def __init__(
+        self,
+        hierarchy,
+        kernel="rbf",
+        w="auto",
+        degree=2,
+        offset=1.0,
+        C=1.0,
+        loss="delta",
+        scaling="uniform",
+        working_set="gap_sampling",
+        chunk_size=200,
+        iteration_limit=10,
+        direction="dp",
+        gap_tol=1e-2,
+        max_passes=200,
+        random_state=0,
+    ):
         store_params(self, locals())
 
     def __sklearn_tags__(self):
@@ -138,9 +153,18 @@ class HM3Classifier(ClassifierMixin, BaseEstimator):
         owner = type(self).__name__
         tree = as_tree(self.hierarchy, owner)
         C = check_positive(owner, "C", self.C)
-        opts = HM3Options(C=C, loss=self.loss, scaling=self.scaling, working_set=self.working_set,
-                          chunk_size=self.chunk_size, iteration_limit=self.iteration_limit, direction=self.direction,
-                          gap_tol=self.gap_tol, max_passes=self.max_passes, seed=seed_from(owner, self.random_state))
+        opts = HM3Options(
+            C=C,
+            loss=self.loss,
+            scaling=self.scaling,
+            working_set=self.working_set,
+            chunk_size=self.chunk_size,
+            iteration_limit=self.iteration_limit,
+            direction=self.direction,
+            gap_tol=self.gap_tol,
+            max_passes=self.max_passes,
+            seed=seed_from(owner, self.random_state),
+        )
         X_raw, X = X, check_features("X", X)
         Y = self._check_Y(y, tree, X.shape[0])
         kernel = kernel_by_name(owner, self.kernel, self.w, self.degree, self.offset, X)

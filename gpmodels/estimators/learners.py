@@ -61,8 +61,14 @@ class CV:
 
     def criterion(self, op, lik, Y, theta, *, folds, seed: int, eval_gradient: bool):
         """Ψ at θ (the operator's log-space vector) and ∇Ψ (Sec. 5.2) when ``eval_gradient``."""
-        ev = cv_criterion(op.with_params(_vector(theta, op.params.size, op.param_names)), lik, Y, folds,
-                          self.options.cv, gradient=eval_gradient)
+        ev = cv_criterion(
+            op.with_params(_vector(theta, op.params.size, op.param_names)),
+            lik,
+            Y,
+            folds,
+            self.options.cv,
+            gradient=eval_gradient,
+        )
         if not ev.ok:
             raise InputError(f"the inner fits of Ψ did not converge at this θ ({ev.message}); Ψ is not defined there")
         return ev.psi, (np.asarray(ev.gradient, dtype=float) if eval_gradient else None)
@@ -86,8 +92,9 @@ class Laplace:
     uses_folds = False
 
     def learn(self, op, lik, Y, *, folds, seed: int, checkpoint, engine) -> Learned:
-        res, op, lik = learn_laplace(op, lik, Y, attrs.evolve(self.options, seed=seed), outer=self.outer,
-                                     checkpoint=checkpoint)
+        res, op, lik = learn_laplace(
+            op, lik, Y, attrs.evolve(self.options, seed=seed), outer=self.outer, checkpoint=checkpoint
+        )
         return Learned(op, lik, tuple(res.names), np.asarray(res.x, dtype=float), res)
 
     def criterion(self, op, lik, Y, theta, *, folds, seed: int, eval_gradient: bool):
@@ -101,8 +108,10 @@ class Laplace:
 def _vector(theta, size: int, names) -> np.ndarray:
     theta = np.asarray(theta, dtype=np.float64).ravel()
     if theta.size != size or not np.all(np.isfinite(theta)):
-        raise InputError(f"theta must be {size} finite log-space values, one per hyperparameter {tuple(names)}; "
-                         f"got {theta.size} values")
+        raise InputError(
+            f"theta must be {size} finite log-space values, one per hyperparameter {tuple(names)}; "
+            f"got {theta.size} values"
+        )
     return theta
 
 
@@ -117,5 +126,7 @@ def learner_of(owner: str, objective):
     if isinstance(objective, str) and objective in OBJECTIVES:
         make = OBJECTIVES[objective]
         return None if make is None else make()
-    raise InputError(f"The 'objective' parameter of {owner} must be 'cv', 'laplace', 'map' or a learner object "
-                     f"(gpmodels.estimators.CV or Laplace); got {objective!r} instead")
+    raise InputError(
+        f"The 'objective' parameter of {owner} must be 'cv', 'laplace', 'map' or a learner object "
+        f"(gpmodels.estimators.CV or Laplace); got {objective!r} instead"
+    )

@@ -40,12 +40,13 @@ def load_classifier(path, *, allow_import=()):
 
     predictor = load_model(path, allow_import=allow_import)
     if not isinstance(predictor, MAPPredictor):
-        raise InputError(f"{path} holds a {type(predictor).__name__[:-len('Predictor')]} model; a GPClassifier "
-                         "loads the folder of a MAP model (objective map, cv, laplace)")
+        raise InputError(
+            f"{path} holds a {type(predictor).__name__[: -len('Predictor')]} model; a GPClassifier "
+            "loads the folder of a MAP model (objective map, cv, laplace)"
+        )
     op, lik, alpha = predictor.operator, predictor.likelihood, predictor.alpha
     if predictor.positive_class is not None or lik.spec_name != "softmax":
-        raise InputError(f"{path} holds a binary or non-softmax model; a GPClassifier loads multi-class softmax "
-                         "models")
+        raise InputError(f"{path} holds a binary or non-softmax model; a GPClassifier loads multi-class softmax models")
     arrays = load_arrays(path)[1]
     X = unpack_inputs(arrays)
     spec = spec_from_dict(read_yaml(Path(path) / SPEC_FILE), allow_import=allow_import)
@@ -57,9 +58,19 @@ def load_classifier(path, *, allow_import=()):
     classes = np.sort(labels)
     est = GPClassifier(prior=LearnedPrior(prior, op.params, op.param_names), objective="map")
     u = op.mvm(alpha)
-    diagnostics = NewtonDiagnostics(phi=(), grad_norm=(), mvm_trace=(), cg_iterations=(), step_sizes=(), iterations=0,
-                                    stalls=0, mvm_count=1, seconds=0.0, converged=True,
-                                    message=f"loaded from the model folder {path}")
+    diagnostics = NewtonDiagnostics(
+        phi=(),
+        grad_norm=(),
+        mvm_trace=(),
+        cg_iterations=(),
+        step_sizes=(),
+        iterations=0,
+        stalls=0,
+        mvm_count=1,
+        seconds=0.0,
+        converged=True,
+        message=f"loaded from the model folder {path}",
+    )
     est.model_ = MAPModel(op, lik, NewtonResult(alpha, u, float("nan"), None, diagnostics))
     est.classes_ = classes
     est.model_class_order_ = np.array([int(np.flatnonzero(labels == c)[0]) for c in classes], dtype=np.intp)

@@ -35,16 +35,28 @@ __all__ = ["save_classifier", "model_section", "folder_theta"]
 #: (node variance sharing, node kernel sharing) of an ANOVA prior -> the spec's model.sharing
 _ANOVA_SHARING = {value: key for key, value in SPEC_SHARING.items()}
 #: the kernel names a model folder's spec may hold (with `sum` and `product` of them)
-SPEC_KERNELS = ("rbf", "ard", "matern", "matern_ard", "rational_quadratic", "rational_quadratic_ard", "constant",
-                "white", "linear", "polynomial")
+SPEC_KERNELS = (
+    "rbf",
+    "ard",
+    "matern",
+    "matern_ard",
+    "rational_quadratic",
+    "rational_quadratic_ard",
+    "constant",
+    "white",
+    "linear",
+    "polynomial",
+)
 _REPRESENTATION_KEYS = ("kind", "memory_mb", "memory_gb", "dtype", "allow_lowrank", "blocked_max_n", "rank", "tol")
 
 
 def _kernel_section(kernel) -> dict:
     section = kernel.spec_section()
     if section is None:
-        raise InputError(f"a model folder names its kernel in the spec language ({', '.join(SPEC_KERNELS)}, and "
-                         f"sums and products of them); {kernel!r} has no spec name: pickle the estimator instead")
+        raise InputError(
+            f"a model folder names its kernel in the spec language ({', '.join(SPEC_KERNELS)}, and "
+            f"sums and products of them); {kernel!r} has no spec name: pickle the estimator instead"
+        )
     return section
 
 
@@ -58,27 +70,39 @@ def model_section(prior, likelihood) -> tuple[dict, object]:
     if likelihood.spec_name != "softmax":
         raise InputError(f"a GPClassifier model folder holds a softmax model; the likelihood is {likelihood!r}")
     if getattr(prior, "learn_sigma2", False):
-        raise InputError("a model folder's spec has no learned intercept variance (learn_sigma2); pickle the "
-                         "estimator instead")
+        raise InputError(
+            "a model folder's spec has no learned intercept variance (learn_sigma2); pickle the estimator instead"
+        )
     section = {"likelihood": "softmax", "kappa": float(likelihood.kappa)}
     if isinstance(prior, IndependentGP) and prior.sharing is not None:
         section.update(prior="independent", sharing=prior.sharing)
         tree = None
     elif isinstance(prior, ANOVAPrior):
-        key = (prior.sharing, None if prior.kernel_sharing in (None, prior.sharing) and prior.sharing in
-               ("level", "subtree") else (prior.kernel_sharing or prior.sharing))
+        key = (
+            prior.sharing,
+            None
+            if prior.kernel_sharing in (None, prior.sharing) and prior.sharing in ("level", "subtree")
+            else (prior.kernel_sharing or prior.sharing),
+        )
         if key not in _ANOVA_SHARING:
-            raise InputError(f"an ANOVA prior with sharing {prior.sharing!r} and kernel_sharing "
-                             f"{prior.kernel_sharing!r} has no spec form (model.sharing: {sorted(SPEC_SHARING)})")
+            raise InputError(
+                f"an ANOVA prior with sharing {prior.sharing!r} and kernel_sharing "
+                f"{prior.kernel_sharing!r} has no spec form (model.sharing: {sorted(SPEC_SHARING)})"
+            )
         section.update(prior="anova", sharing=_ANOVA_SHARING[key])
         tree = prior.tree
     else:
-        raise InputError(f"a model folder's spec names the independent (with a sharing mode) and ANOVA priors; "
-                         f"{type(prior).__name__} has no spec form: pickle the estimator instead")
+        raise InputError(
+            f"a model folder's spec names the independent (with a sharing mode) and ANOVA priors; "
+            f"{type(prior).__name__} has no spec form: pickle the estimator instead"
+        )
     rep = prior.representation
-    section.update(kernel=_kernel_section(prior.kernel), variance=_variance(prior.variance),
-                   sigma2=float(prior.sigma2),
-                   representation={k: getattr(rep, k) for k in _REPRESENTATION_KEYS if getattr(rep, k) is not None})
+    section.update(
+        kernel=_kernel_section(prior.kernel),
+        variance=_variance(prior.variance),
+        sigma2=float(prior.sigma2),
+        representation={k: getattr(rep, k) for k in _REPRESENTATION_KEYS if getattr(rep, k) is not None},
+    )
     return section, tree
 
 
@@ -95,8 +119,10 @@ def folder_theta(spec: dict, learned, X, n_classes: int, tree=None) -> np.ndarra
     names = list(op.param_names)
     missing = [n for n in learned.names if n not in names]
     if missing:
-        raise InputError(f"the model folder's kernel has no hyperparameters {missing[:4]} of {kernel!r}: pickle the "
-                         "estimator instead")
+        raise InputError(
+            f"the model folder's kernel has no hyperparameters {missing[:4]} of {kernel!r}: pickle the "
+            "estimator instead"
+        )
     theta = np.array(op.params, dtype=float)
     theta[[names.index(n) for n in learned.names]] = learned.theta
     return theta
@@ -110,14 +136,24 @@ def save_classifier(est, path) -> Path:
     order = np.argsort(est.model_class_order_)  # operator column j holds class classes_[order[j]]
     names = [str(c) for c in est.classes_[order]]
     if len(set(names)) != len(names):
-        raise InputError(f"a model folder names the classes as text, and {list(est.classes_)} are not distinct as "
-                         "text")
+        raise InputError(f"a model folder names the classes as text, and {list(est.classes_)} are not distinct as text")
     folder = Path(path)
-    spec = {"name": folder.name or "gpclassifier", "data": {"path": "(fitted by GPClassifier)", "test": "split"},
-            "model": model, "objective": {"type": "map"}}
+    spec = {
+        "name": folder.name or "gpclassifier",
+        "data": {"path": "(fitted by GPClassifier)", "test": "split"},
+        "model": model,
+        "objective": {"type": "map"},
+    }
     theta = folder_theta(spec, learned, est.X_train_, len(names), tree)
-    save_map_model(folder, est.X_train_, est.alpha_, names, None, theta=theta,
-                   likelihood_theta=est.model_.likelihood.params if est.model_.likelihood.params.size else None,
-                   tree=tree)
+    save_map_model(
+        folder,
+        est.X_train_,
+        est.alpha_,
+        names,
+        None,
+        theta=theta,
+        likelihood_theta=est.model_.likelihood.params if est.model_.likelihood.params.size else None,
+        tree=tree,
+    )
     (folder / SPEC_FILE).write_text(yaml.safe_dump(spec, sort_keys=False))
     return folder

@@ -12,6 +12,23 @@ from gpmodels.kernels.rbf import ARD, RBF
 from gpmodels.kernels.representations import RepresentationConfig
 from gpmodels.kernels.sklearn_adapter import from_sklearn
 
-__all__ = ["Kernel", "ParameterFreeKernel", "RBF", "ARD", "Matern", "MaternARD", "RationalQuadratic",
-           "RationalQuadraticARD", "Constant", "White", "KernelSum", "KernelProduct", "from_sklearn", "Linear",
-           "Polynomial", "Precomputed", "make_kernel", "RepresentationConfig"]
+__all__ = [
+    "Kernel",
+    "ParameterFreeKernel",
+    "RBF",
+    "ARD",
+    "Matern",
+    "MaternARD",
+    "RationalQuadratic",
+    "RationalQuadraticARD",
+    "Constant",
+    "White",
+    "KernelSum",
+    "KernelProduct",
+    "from_sklearn",
+    "Linear",
+    "Polynomial",
+    "Precomputed",
+    "make_kernel",
+    "RepresentationConfig",
+]

@@ -82,15 +82,14 @@ class Kernel(Parameterised):
     # ----------------------------------------------------------------- for speed
     def diag(self, X) -> np.ndarray:
         """(M(x_a, x_a))_a.  Generic default: one 1 x 1 Gram per point."""
-        return np.array([self.gram(X[a:a + 1], X[a:a + 1])[0, 0] for a in range(X.shape[0])])
+        return np.array([self.gram(X[a : a + 1], X[a : a + 1])[0, 0] for a in range(X.shape[0])])
 
     def grad_contract(self, X1, X2, G, gram=None) -> np.ndarray:
         """Σ_ab ∂M_ab/∂θ_p G_ab for every p; ``gram`` may pass M(X1, X2) if already known.
 
         Generic default: central finite differences of the Gram matrix.
         """
-        return central_differences(self.params, lambda t: np.sum(self.with_params(t).gram(X1, X2) * G),
-                                   FD_STEP_KERNEL)
+        return central_differences(self.params, lambda t: np.sum(self.with_params(t).gram(X1, X2) * G), FD_STEP_KERNEL)
 
     #: whether M = X X^T (the linear kernel): it can be applied as X (X^T B) without forming M
     is_linear: bool = False

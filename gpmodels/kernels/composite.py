@@ -42,8 +42,10 @@ def as_kernel_term(value, op: str) -> Kernel:
         return value
     if isinstance(value, numbers.Real) and not isinstance(value, bool):
         return Constant(float(value))
-    raise InputError(f"a kernel {op} {type(value).__name__}: the other side must be a gpmodels Kernel or a "
-                     f"positive number; got {value!r}")
+    raise InputError(
+        f"a kernel {op} {type(value).__name__}: the other side must be a gpmodels Kernel or a "
+        f"positive number; got {value!r}"
+    )
 
 
 def _terms(value) -> tuple:
@@ -94,8 +96,9 @@ class _Composite(Kernel):
         theta = np.asarray(theta, dtype=float).ravel()
         sizes = [t.params.size for t in self.terms]
         if theta.size != sum(sizes):
-            raise InputError(f"{type(self).__name__} has {sum(sizes)} parameters {self.param_names}; "
-                             f"got {theta.size} values")
+            raise InputError(
+                f"{type(self).__name__} has {sum(sizes)} parameters {self.param_names}; got {theta.size} values"
+            )
         return type(self)(tuple(t.with_params(p) if p.size else t for t, p in zip(self.terms, _split(sizes, theta))))
 
     @property
@@ -150,7 +153,6 @@ class KernelSum(_Composite):
     _SPEC_TYPE = "sum"
     _COMBINE = operator.add
 
-
     def grad_contract(self, X1, X2, G, gram=None):
         one = gram if len(self.terms) == 1 else None
         return np.concatenate([t.grad_contract(X1, X2, G, gram=one) for t in self.terms])
@@ -188,7 +190,6 @@ class KernelProduct(_Composite):
     _SYMBOL = "*"
     _SPEC_TYPE = "product"
     _COMBINE = operator.mul
-
 
     @staticmethod
     def _contract(terms, grams, G, contract) -> np.ndarray:
@@ -236,8 +237,10 @@ class Constrained(Kernel):
         n = int(free.sum())
         b = np.tile([-np.inf, np.inf], (n, 1)) if self.bounds is None else np.asarray(self.bounds, dtype=float)
         if b.shape != (n, 2):
-            raise InputError(f"Dimension mismatch: bounds of the {n} free parameters of {self.kernel!r} must have "
-                             f"shape ({n}, 2); got {b.shape}")
+            raise InputError(
+                f"Dimension mismatch: bounds of the {n} free parameters of {self.kernel!r} must have "
+                f"shape ({n}, 2); got {b.shape}"
+            )
         if np.any(np.isnan(b)) or np.any(b[:, 0] >= b[:, 1]):
             raise InputError(f"bounds of {self.kernel!r} must satisfy lower < upper (log space); got {b.tolist()}")
         object.__setattr__(self, "bounds", b)
@@ -257,8 +260,10 @@ class Constrained(Kernel):
     def with_params(self, theta):
         theta = np.asarray(theta, dtype=float).ravel()
         if theta.size != int(self.free.sum()):
-            raise InputError(f"Constrained kernel has {int(self.free.sum())} free parameters {self.param_names}; "
-                             f"got {theta.size} values")
+            raise InputError(
+                f"Constrained kernel has {int(self.free.sum())} free parameters {self.param_names}; "
+                f"got {theta.size} values"
+            )
         full = self.kernel.params.copy()
         full[self.free] = theta
         return Constrained(self.kernel.with_params(full) if full.size else self.kernel, self.bounds, self.free)

@@ -67,8 +67,10 @@ STATIONARY_KERNELS = {
 }
 _ARD_OF = {ard: (iso, ard_cls) for iso, (ard, _, ard_cls) in STATIONARY_KERNELS.items()}
 #: what ``make_kernel`` accepts, for messages
-ACCEPTED = ("a kernel name (" + ", ".join(map(repr, KERNEL_NAMES)) + "), a gpmodels.kernels.Kernel, or a "
-            "scikit-learn kernel object (sklearn.gaussian_process.kernels.Kernel)")
+ACCEPTED = (
+    "a kernel name (" + ", ".join(map(repr, KERNEL_NAMES)) + "), a gpmodels.kernels.Kernel, or a "
+    "scikit-learn kernel object (sklearn.gaussian_process.kernels.Kernel)"
+)
 
 
 def _auto_w(X) -> float:
@@ -97,8 +99,9 @@ def make_kernel(name, *, X=None, **params) -> Kernel:
     takes = KERNEL_PARAMS[name]
     for key in params:
         if key not in takes:
-            raise InputError(f"kernel {name!r} takes no parameter {key!r}; its parameters: "
-                             f"{', '.join(map(repr, takes)) or 'none'}")
+            raise InputError(
+                f"kernel {name!r} takes no parameter {key!r}; its parameters: {', '.join(map(repr, takes)) or 'none'}"
+            )
     p = {k: v for k, v in params.items() if v is not None}
     if name == "linear":
         return Linear()
@@ -139,8 +142,9 @@ def _stationary(name: str, p: dict, X) -> Kernel:
     """An isotropic or ARD kernel of inverse squared length-scale(s) ``w`` (rbf, matern, rational_quadratic)."""
     if "w" not in p:
         ard = name in _ARD_OF
-        raise InputError(f"kernel {name!r} needs `w` (a positive number, {'one per feature, ' if ard else ''}"
-                         f"or 'auto')")
+        raise InputError(
+            f"kernel {name!r} needs `w` (a positive number, {'one per feature, ' if ard else ''}or 'auto')"
+        )
     w = p.pop("w")
     if isinstance(w, str):
         if w != "auto":
@@ -156,6 +160,8 @@ def _stationary(name: str, p: dict, X) -> Kernel:
             raise InputError(f"{name} with one w needs the training inputs X to broadcast it over the features")
         w = np.full(X.shape[1], float(w.reshape(-1)[0]))
     if w.ndim != 1 or (X is not None and w.size != X.shape[1]):
-        raise InputError(f"Dimension mismatch: w of the {name!r} kernel must be a number or have shape "
-                         f"({X.shape[1] if X is not None else 'd'},) (one per feature); got {w.shape}")
+        raise InputError(
+            f"Dimension mismatch: w of the {name!r} kernel must be a number or have shape "
+            f"({X.shape[1] if X is not None else 'd'},) (one per feature); got {w.shape}"
+        )
     return _ARD_OF[name][1](w, **p)

@@ -41,8 +41,9 @@ class FeatureGram(Representation, FeatureCross):
     def __init__(self, X, kernel: Kernel | None = None):
         kernel = Linear() if kernel is None else kernel
         if not kernel.is_linear:
-            raise InputError("the 'features' representation is for the linear kernel only; "
-                             f"got {type(kernel).__name__}")
+            raise InputError(
+                f"the 'features' representation is for the linear kernel only; got {type(kernel).__name__}"
+            )
         self.X, self.kernel = X, kernel
         self.X1 = self.X2 = X
         self._X2T = X.T.tocsr() if sp.issparse(X) else np.ascontiguousarray(X.T)

@@ -25,8 +25,14 @@ import attrs
 
 from gpmodels.errors import InputError
 
-__all__ = ["RepresentationChoice", "choose_representation", "available_memory_bytes", "default_budget_bytes",
-           "SAFETY_FRACTION", "format_bytes"]
+__all__ = [
+    "RepresentationChoice",
+    "choose_representation",
+    "available_memory_bytes",
+    "default_budget_bytes",
+    "SAFETY_FRACTION",
+    "format_bytes",
+]
 
 #: the fraction of the available memory that the default budget takes
 SAFETY_FRACTION = 0.7
@@ -52,8 +58,9 @@ def available_memory_bytes() -> int | None:
 def default_budget_bytes() -> int:
     avail = available_memory_bytes()
     if avail is None:
-        raise InputError("the machine's available memory cannot be read (no /proc/meminfo, no psutil); "
-                         "give representation.memory_gb")
+        raise InputError(
+            "the machine's available memory cannot be read (no /proc/meminfo, no psutil); give representation.memory_gb"
+        )
     return int(SAFETY_FRACTION * avail)
 
 
@@ -110,30 +117,57 @@ def _nothing_fits(
     )
 
 
-def choose_representation(n: int, n_matrices: int, *, linear: bool, budget_bytes: int, dtype: str | None,
-                          allow_lowrank: bool, rank: int, blocked_max_n: int,
-                          blocked_memory_mb: float) -> RepresentationChoice:
+def choose_representation(
+    n: int,
+    n_matrices: int,
+    *,
+    linear: bool,
+    budget_bytes: int,
+    dtype: str | None,
+    allow_lowrank: bool,
+    rank: int,
+    blocked_max_n: int,
+    blocked_memory_mb: float,
+) -> RepresentationChoice:
     """The `auto` choice (module docstring, steps 1-6) for G = ``n_matrices`` kernel matrices over n points."""
     G, budget = max(1, n_matrices), budget_bytes
     what = f"n = {n}, {G} kernel matri{'x' if G == 1 else 'ces'}, budget {_gib(budget)}"
     if linear:
-        return RepresentationChoice("features", "float64", f"linear kernel: X (X^T B), M never formed ({what})",
-                                    0, G, budget)
+        return RepresentationChoice(
+            "features", "float64", f"linear kernel: X (X^T B), M never formed ({what})", 0, G, budget
+        )
     for dt, size in (("float64", 8), ("float32", 4)):
         need = G * n * n * size
         if dtype in (None, dt) and need <= budget:
-            return RepresentationChoice("stored", dt,
-                                        f"{G} x n^2 x {size} bytes = {_gib(need)} fits the budget ({what})",
-                                        n * n * size, G, budget)
+            return RepresentationChoice(
+                "stored",
+                dt,
+                f"{G} x n^2 x {size} bytes = {_gib(need)} fits the budget ({what})",
+                n * n * size,
+                G,
+                budget,
+            )
     smallest = G * n * n * (4 if dtype in (None, "float32") else 8)
     lowrank_need = G * n * (min(rank, n) + 2) * 8
     if allow_lowrank and lowrank_need <= budget:
-        return RepresentationChoice("lowrank", "float64", f"stored needs {_gib(smallest)} > budget; low-rank "
-                                    f"rank <= {rank} needs {_gib(lowrank_need)} ({what}; allow_lowrank is set)",
-                                    lowrank_need // G, G, budget)
+        return RepresentationChoice(
+            "lowrank",
+            "float64",
+            f"stored needs {_gib(smallest)} > budget; low-rank "
+            f"rank <= {rank} needs {_gib(lowrank_need)} ({what}; allow_lowrank is set)",
+            lowrank_need // G,
+            G,
+            budget,
+        )
     blocked_need = G * int(3 * blocked_memory_mb * 2**20)
     if n <= blocked_max_n and blocked_need <= budget:
-        return RepresentationChoice("blocked", "float64", f"stored needs {_gib(smallest)} > budget; blocked "
-                                    f"recomputes M at every MVM (n <= blocked_max_n = {blocked_max_n}; {what})",
-                                    blocked_need // G, G, budget)
+        return RepresentationChoice(
+            "blocked",
+            "float64",
+            f"stored needs {_gib(smallest)} > budget; blocked "
+            f"recomputes M at every MVM (n <= blocked_max_n = {blocked_max_n}; {what})",
+            blocked_need // G,
+            G,
+            budget,
+        )
     raise _nothing_fits(what, n, smallest, lowrank_need, rank, blocked_need, blocked_max_n)

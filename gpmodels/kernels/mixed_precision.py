@@ -19,8 +19,7 @@ import numpy as np
 from gpmodels.errors import InputError
 from gpmodels.linalg.blas_threads import blas_threads, limit_blas_threads, thread_pool
 
-__all__ = ["STORAGE_DTYPES", "storage_dtype", "stored_matmul", "stored_rmatmul", "gram_in_row_blocks",
-           "block_rows"]
+__all__ = ["STORAGE_DTYPES", "storage_dtype", "stored_matmul", "stored_rmatmul", "gram_in_row_blocks", "block_rows"]
 
 #: the storage types of stored kernel matrices
 STORAGE_DTYPES = ("float64", "float32")
@@ -114,5 +113,5 @@ def gram_in_row_blocks(kernel, X1, X2, dtype: np.dtype, memory_mb: float) -> np.
     M = np.empty((n1, n2), dtype=dtype)
     step = block_rows(n1, n2, memory_mb)
     for s in range(0, n1, step):
-        M[s:s + step] = kernel.gram(X1[s:s + step], X2)
+        M[s : s + step] = kernel.gram(X1[s : s + step], X2)
     return M

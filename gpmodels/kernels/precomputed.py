@@ -48,7 +48,6 @@ class Precomputed(ParameterFreeKernel):
             raise InputError(f"inputs of a Precomputed kernel must be integer indices in 0..{N - 1}")
         return idx.astype(np.intp)
 
-
     def gram(self, X1, X2) -> np.ndarray:
         return self.gram_matrix[np.ix_(self._idx(X1), self._idx(X2))]
 

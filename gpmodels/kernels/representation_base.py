@@ -130,6 +130,7 @@ class RepresentationBuilder(abc.ABC):
     memory_mb: float
 
     @abc.abstractmethod
-    def build(self, X, kernel: Kernel, n_matrices: int = 1, *, log: bool = False,
-              like: Representation | None = None) -> Representation:
+    def build(
+        self, X, kernel: Kernel, n_matrices: int = 1, *, log: bool = False, like: Representation | None = None
+    ) -> Representation:
         """The representation of M(X, X), one of ``n_matrices`` distinct kernel matrices."""

@@ -46,6 +46,7 @@ SQ_DIST_CACHE_SHARE = 0.1
 
 LOG = logging.getLogger("gpmodels")
 
+
 @attrs.frozen
 class RepresentationConfig(RepresentationBuilder):
     """How to represent each kernel matrix.
@@ -81,15 +82,21 @@ class RepresentationConfig(RepresentationBuilder):
         of PyTorch, a GPU, the kernel's device form); ``auto`` falls back to the CPU only then."""
         if self.device == "cpu":
             return None
-        if self.device == "auto" and (self._why_cpu(kernel, X) is not None
-                                      or device_backend.cuda_status() is not None):
+        if self.device == "auto" and (self._why_cpu(kernel, X) is not None or device_backend.cuda_status() is not None):
             return None
         if self.kind in ("features", "lowrank"):
-            raise DeviceError(f"representation kind {self.kind!r} has no device form; on device 'cuda' "
-                              "allowed: auto, stored, blocked (recomputed tiles)")
+            raise DeviceError(
+                f"representation kind {self.kind!r} has no device form; on device 'cuda' "
+                "allowed: auto, stored, blocked (recomputed tiles)"
+            )
         kind = {"blocked": "recomputed"}.get(self.kind, self.kind)
-        return DeviceRepresentationConfig(device_backend.cuda_backend(), kind=kind, dtype=self.dtype,
-                                          memory_mb=self.memory_mb, memory_gb=self.memory_gb)
+        return DeviceRepresentationConfig(
+            device_backend.cuda_backend(),
+            kind=kind,
+            dtype=self.dtype,
+            memory_mb=self.memory_mb,
+            memory_gb=self.memory_gb,
+        )
 
     def budget_bytes(self) -> int:
         return default_budget_bytes() if self.memory_gb is None else int(self.memory_gb * GIB)
@@ -98,14 +105,29 @@ class RepresentationConfig(RepresentationBuilder):
         """The representation of one of ``n_matrices`` kernel matrices over n points, with its reason."""
         if self.kind != "auto":
             dtype = self.dtype or "float64"
-            return RepresentationChoice(self.kind, dtype if self.kind == "stored" else "float64",
-                                        "given in the configuration", 0, n_matrices, None)
-        return choose_representation(n, n_matrices, linear=kernel.is_linear, budget_bytes=self.budget_bytes(),
-                                     dtype=self.dtype, allow_lowrank=self.allow_lowrank, rank=self.rank,
-                                     blocked_max_n=self.blocked_max_n, blocked_memory_mb=self.memory_mb)
+            return RepresentationChoice(
+                self.kind,
+                dtype if self.kind == "stored" else "float64",
+                "given in the configuration",
+                0,
+                n_matrices,
+                None,
+            )
+        return choose_representation(
+            n,
+            n_matrices,
+            linear=kernel.is_linear,
+            budget_bytes=self.budget_bytes(),
+            dtype=self.dtype,
+            allow_lowrank=self.allow_lowrank,
+            rank=self.rank,
+            blocked_max_n=self.blocked_max_n,
+            blocked_memory_mb=self.memory_mb,
+        )
 
-    def build(self, X, kernel: Kernel, n_matrices: int = 1, *, log: bool = False,
-              like: Representation | None = None) -> Representation:
+    def build(
+        self, X, kernel: Kernel, n_matrices: int = 1, *, log: bool = False, like: Representation | None = None
+    ) -> Representation:
         """The representation of M(X, X); ``n_matrices``: how many distinct kernel matrices the
         operator holds (``auto`` budgets for all of them); ``log``: say the choice on the
         ``gpmodels`` logger.  The choice is kept as ``rep.choice``.

@@ -51,8 +51,7 @@ __all__ = ["from_sklearn", "is_sklearn_kernel", "as_kernel", "SklearnKernel", "S
 KERNEL_OBJECTS = "a gpmodels kernel (gpmodels.kernels.Kernel) or a scikit-learn kernel object"
 
 #: the scikit-learn kernel classes mapped to native kernels (others are wrapped by SklearnKernel)
-SKLEARN_MAPPED = ("ConstantKernel", "RBF", "Matern", "RationalQuadratic", "WhiteKernel", "DotProduct", "Sum",
-                  "Product")
+SKLEARN_MAPPED = ("ConstantKernel", "RBF", "Matern", "RationalQuadratic", "WhiteKernel", "DotProduct", "Sum", "Product")
 
 
 def _sk():
@@ -82,12 +81,16 @@ def from_sklearn(kernel, *, native: bool = True) -> Kernel:
     Raises InputError for an object that is not a scikit-learn kernel, and for a ``CompoundKernel``
     (several kernels at once; give one per model)."""
     if not is_sklearn_kernel(kernel):
-        raise InputError(f"expected a scikit-learn kernel (an instance of sklearn.gaussian_process.kernels.Kernel, "
-                         f"e.g. ConstantKernel(2.0) * RBF(1.5)); got {type(kernel).__name__} {kernel!r}")
+        raise InputError(
+            f"expected a scikit-learn kernel (an instance of sklearn.gaussian_process.kernels.Kernel, "
+            f"e.g. ConstantKernel(2.0) * RBF(1.5)); got {type(kernel).__name__} {kernel!r}"
+        )
     sk = _sk()
     if isinstance(kernel, sk.CompoundKernel):
-        raise InputError("a scikit-learn CompoundKernel stacks several kernels; pass one kernel (the classes' "
-                         "kernels are set by the prior's sharing)")
+        raise InputError(
+            "a scikit-learn CompoundKernel stacks several kernels; pass one kernel (the classes' "
+            "kernels are set by the prior's sharing)"
+        )
     check_hyperparameters(kernel)
     if not native:
         return SklearnKernel(kernel)
@@ -96,8 +99,7 @@ def from_sklearn(kernel, *, native: bool = True) -> Kernel:
 
 
 #: hyperparameters whose native value is another number: (what it becomes, the map)
-MAPPED_VALUES = {"length_scale": ("1/length_scale^2", lambda v: 1.0 / v ** 2),
-                 "sigma_0": ("sigma_0^2", lambda v: v ** 2)}
+MAPPED_VALUES = {"length_scale": ("1/length_scale^2", lambda v: 1.0 / v**2), "sigma_0": ("sigma_0^2", lambda v: v**2)}
 
 
 def _kernel_of(kernel, name: str):
@@ -117,26 +119,32 @@ def check_hyperparameters(kernel) -> None:
         where = f"the scikit-learn {owner} kernel's {key}"
         value = np.asarray(params[h.name], dtype=float)
         if value.size == 0 or not np.all(np.isfinite(value)) or not np.all(value > 0):
-            raise InputError(f"{where} must be a positive finite number (or one per feature); got "
-                             f"{shown(params[h.name])}")
+            raise InputError(
+                f"{where} must be a positive finite number (or one per feature); got {shown(params[h.name])}"
+            )
         if key in MAPPED_VALUES:
             text, to_native = MAPPED_VALUES[key]
             with np.errstate(all="ignore"):
                 native = to_native(value)
             if not (np.all(np.isfinite(native)) and np.all(native > 0)):
-                raise InputError(f"{where} = {shown(params[h.name])} is out of range: {text} is 0 or infinite "
-                                 "in floating point")
+                raise InputError(
+                    f"{where} = {shown(params[h.name])} is out of range: {text} is 0 or infinite in floating point"
+                )
         if h.fixed:
             continue
         bounds = np.asarray(h.bounds, dtype=float).reshape(-1, 2)
         text, given = f"{key}_bounds", shown(tuple(bounds[0].tolist()) if bounds.shape[0] == 1 else bounds.tolist())
         if not (np.all(np.isfinite(bounds)) and np.all(bounds[:, 0] > 0) and np.all(bounds[:, 0] <= bounds[:, 1])):
-            raise InputError(f"the scikit-learn {owner} kernel's {text} must be (low, high) with 0 < low <= high, "
-                             f"or 'fixed'; got {given}")
+            raise InputError(
+                f"the scikit-learn {owner} kernel's {text} must be (low, high) with 0 < low <= high, "
+                f"or 'fixed'; got {given}"
+            )
         low, high = np.broadcast_to(bounds, (value.size, 2)).T
         if np.any(value.ravel() < low) or np.any(value.ravel() > high):
-            raise InputError(f"{where} = {shown(params[h.name])} lies outside its {text} {given}: widen "
-                             f"the bounds, or give {text}='fixed' to keep it as it is")
+            raise InputError(
+                f"{where} = {shown(params[h.name])} lies outside its {text} {given}: widen "
+                f"the bounds, or give {text}='fixed' to keep it as it is"
+            )
 
 
 def _map(k, sk) -> Kernel | None:
@@ -151,10 +159,11 @@ def _map(k, sk) -> Kernel | None:
     if type(k) is sk.WhiteKernel:
         return _constrained(White(k.noise_level), k, [("noise_level", 1.0)])
     if type(k) is sk.DotProduct:
-        return KernelSum((_constrained(Constant(k.sigma_0 ** 2), k, [("sigma_0", 2.0)]), Linear()))
+        return KernelSum((_constrained(Constant(k.sigma_0**2), k, [("sigma_0", 2.0)]), Linear()))
     if type(k) is sk.RationalQuadratic:
-        return _constrained(RationalQuadratic(w=_w(k.length_scale), alpha=k.alpha), k,
-                            [("length_scale", -2.0), ("alpha", 1.0)])
+        return _constrained(
+            RationalQuadratic(w=_w(k.length_scale), alpha=k.alpha), k, [("length_scale", -2.0), ("alpha", 1.0)]
+        )
     if type(k) is sk.RBF or (type(k) is sk.Matern and (k.nu in MATERN_NUS or np.isinf(k.nu))):
         w = _w(k.length_scale)
         if type(k) is sk.RBF or np.isinf(k.nu):
@@ -170,7 +179,7 @@ def _w(length_scale):
     ell = np.asarray(length_scale, dtype=float)
     if ell.size == 1:
         return float(1.0 / ell.reshape(-1)[0] ** 2)
-    return 1.0 / ell ** 2
+    return 1.0 / ell**2
 
 
 def _constrained(native: Kernel, k, factors: list[tuple[str, float]]) -> Constrained:

@@ -101,8 +101,9 @@ class StationaryKernel(Profile, Kernel):
     def with_params(self, theta):
         t = np.exp(np.asarray(theta, dtype=float).ravel())
         if t.size != self.params.size:
-            raise InputError(f"{type(self).__name__} has {self.params.size} parameters {self.param_names}; "
-                             f"got {t.size} values")
+            raise InputError(
+                f"{type(self).__name__} has {self.params.size} parameters {self.param_names}; got {t.size} values"
+            )
         return self._with(float(t[0]), t[1:])
 
     # ----------------------------------------------------------------- matrices
@@ -150,12 +151,14 @@ class StationaryARDKernel(Profile, Kernel):
         t = np.exp(np.asarray(theta, dtype=float).ravel())
         if t.size != self.params.size:
             raise InputError(f"{type(self).__name__} has {self.params.size} parameters; got {t.size} values")
-        return self._with(t[: self.w.size], t[self.w.size:])
+        return self._with(t[: self.w.size], t[self.w.size :])
 
     def _check_dim(self, X) -> None:
         if X.shape[1] != self.w.size:
-            raise InputError(f"{type(self).__name__} kernel has {self.w.size} length-scales but the inputs have "
-                             f"{X.shape[1]} features")
+            raise InputError(
+                f"{type(self).__name__} kernel has {self.w.size} length-scales but the inputs have "
+                f"{X.shape[1]} features"
+            )
 
     def _scaled(self, X):
         self._check_dim(X)

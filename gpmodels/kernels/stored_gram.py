@@ -90,8 +90,15 @@ class StoredGram(Representation, MatrixCross):
     float64 temporary) and every product accumulates in float64 (:func:`stored_matmul`).
     """
 
-    def __init__(self, X, kernel: Kernel, M: np.ndarray | None = None, cross_memory_mb: float = 256.0,
-                 dtype: str = "float64", sq_dists: SqDistCache | None = None):
+    def __init__(
+        self,
+        X,
+        kernel: Kernel,
+        M: np.ndarray | None = None,
+        cross_memory_mb: float = 256.0,
+        dtype: str = "float64",
+        sq_dists: SqDistCache | None = None,
+    ):
         self.X, self.kernel, self.cross_memory_mb = X, kernel, cross_memory_mb
         self.sq_dists = sq_dists if M is None else None
         if self.sq_dists is not None and not kernel.has_sq_dist_form:

@@ -9,5 +9,16 @@ from gpmodels.likelihoods.robust import Laplace, StudentT
 from gpmodels.likelihoods.softmax import Softmax
 from gpmodels.likelihoods.uncertain import PseudoTargets, coarsen_labels
 
-__all__ = ["Likelihood", "HessianFactor", "DiagonalLikelihood", "Softmax", "Logistic", "Gaussian", "Laplace",
-           "StudentT", "SmoothedHinge", "PseudoTargets", "coarsen_labels"]
+__all__ = [
+    "Likelihood",
+    "HessianFactor",
+    "DiagonalLikelihood",
+    "Softmax",
+    "Logistic",
+    "Gaussian",
+    "Laplace",
+    "StudentT",
+    "SmoothedHinge",
+    "PseudoTargets",
+    "coarsen_labels",
+]

@@ -164,9 +164,11 @@ class Likelihood(ParameterFree, Parameterised):
         hf = self.hessian_factor(U, Y)
         if hf.exact and hf.fixed_alpha is None and bool(np.all(hf.free)):
             return hf
-        raise InputError(f"{type(self).__name__}.hessian_factor is not the exact Hessian with every component free "
-                         "(a majoriser or App. B fixing); define exact_hessian_factor for the CV gradient and the "
-                         "Laplace criterion")
+        raise InputError(
+            f"{type(self).__name__}.hessian_factor is not the exact Hessian with every component free "
+            "(a majoriser or App. B fixing); define exact_hessian_factor for the CV gradient and the "
+            "Laplace criterion"
+        )
 
     def trace_hessian_derivative(self, U: np.ndarray, Y: np.ndarray, S: np.ndarray) -> np.ndarray:
         """∂/∂u_ic of Σ_j tr(S_j W_j(u_j)) with the per-point blocks S (n, C, C) held fixed, shape (n, C).
@@ -195,7 +197,7 @@ class Likelihood(ParameterFree, Parameterised):
 
     def value_per_point(self, U: np.ndarray, Y: np.ndarray) -> np.ndarray:
         """-log P(y_i | u_i) per point, shape (n,); the terms of ``value``.  Default: ``value`` row by row."""
-        return np.array([self.value(U[i:i + 1], Y[i:i + 1]) for i in range(np.shape(U)[0])])
+        return np.array([self.value(U[i : i + 1], Y[i : i + 1]) for i in range(np.shape(U)[0])])
 
     def check_laplace(self) -> None:
         """Raise :class:`InputError` when the Laplace approximation is not defined for this likelihood
@@ -206,8 +208,10 @@ class Likelihood(ParameterFree, Parameterised):
         """(∂_ψ Φ_lh (p,), ∂_ψ g (p, n, C), ∂_ψ W (p, n, C)) for the log-space hyperparameters ψ of the
         likelihood (Laplace MLM gradient).  Default: none (a likelihood with parameters defines it)."""
         if self.params.size:
-            raise InputError(f"{type(self).__name__} has hyperparameters {self.param_names} but no "
-                             "param_derivatives; define it to learn them by the Laplace criterion")
+            raise InputError(
+                f"{type(self).__name__} has hyperparameters {self.param_names} but no "
+                "param_derivatives; define it to learn them by the Laplace criterion"
+            )
         z = np.zeros((0,) + np.shape(U))
         return np.zeros(0), z, z
 
@@ -218,4 +222,3 @@ class Likelihood(ParameterFree, Parameterised):
     def project_alpha(self, alpha: np.ndarray) -> np.ndarray:
         """Project a starting α onto the set where the fit lives (identity by default)."""
         return alpha
-

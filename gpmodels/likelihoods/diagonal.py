@@ -169,9 +169,11 @@ class DiagonalLikelihood(Likelihood):
 
     def check_laplace(self) -> None:
         if not self.smooth or not self.has_super_gaussian:
-            raise InputError(f"the Laplace approximation needs a smooth, normalised likelihood; {type(self).__name__} "
-                             f"is {'a loss' if self.smooth else 'not differentiable (W = 0 almost everywhere)'} "
-                             f"(use the VB objective for the Laplace likelihood)")
+            raise InputError(
+                f"the Laplace approximation needs a smooth, normalised likelihood; {type(self).__name__} "
+                f"is {'a loss' if self.smooth else 'not differentiable (W = 0 almost everywhere)'} "
+                f"(use the VB objective for the Laplace likelihood)"
+            )
 
     def hessian_diag(self, U, Y) -> np.ndarray:
         """The exact W = ∂²_u Φ_lh elementwise (may be negative when not log-concave)."""
@@ -210,4 +212,3 @@ class DiagonalLikelihood(Likelihood):
 
     def sg_dpsi(self, X, Y):
         return self._sg_dpsi(X, Y)
-

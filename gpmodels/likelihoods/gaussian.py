@@ -49,8 +49,11 @@ class Gaussian(OneLogParameter, DiagonalLikelihood):
 
     def _dpsi(self, U, Y):
         r = Y - U
-        return ((-(r**2) / (2.0 * self.noise) + 0.5)[None], (r / self.noise)[None],
-                np.full((1,) + np.shape(U), -1.0 / self.noise))
+        return (
+            (-(r**2) / (2.0 * self.noise) + 0.5)[None],
+            (r / self.noise)[None],
+            np.full((1,) + np.shape(U), -1.0 / self.noise),
+        )
 
     def predict(self, U) -> np.ndarray:
         """The predictive mean of y at latent values U (the plug-in u itself), shape (m, 1)."""

@@ -79,8 +79,11 @@ class Laplace(OneLogParameter, DiagonalLikelihood):
         return 1.0 / (self.scale * c)
 
     def _dpsi(self, U, Y):
-        return ((1.0 - np.abs(Y - U) / self.scale)[None], (-np.sign(U - Y) / self.scale)[None],
-                np.zeros((1,) + np.shape(U)))
+        return (
+            (1.0 - np.abs(Y - U) / self.scale)[None],
+            (-np.sign(U - Y) / self.scale)[None],
+            np.zeros((1,) + np.shape(U)),
+        )
 
     def predict(self, U) -> np.ndarray:
         """The predictive median of y at latent values U (u itself), shape (m, 1)."""

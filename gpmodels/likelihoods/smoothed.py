@@ -33,8 +33,10 @@ __all__ = ["VarianceSmoothed"]
 
 def _base(instance, attribute, base):
     if not isinstance(base, Likelihood) or not base.has_super_gaussian:
-        raise InputError(f"VB needs a likelihood with a super-Gaussian form (logistic, gaussian, laplace, "
-                         f"student_t); got {type(base).__name__}")
+        raise InputError(
+            f"VB needs a likelihood with a super-Gaussian form (logistic, gaussian, laplace, "
+            f"student_t); got {type(base).__name__}"
+        )
 
 
 def _z(z):

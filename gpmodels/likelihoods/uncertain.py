@@ -37,12 +37,16 @@ class PseudoTargets:
         if arr.size == 0:
             raise InputError("pseudo-targets must not be empty")
         if arr.dtype.kind not in "iu":
-            raise InputError(f"pseudo-target node indices must be integers (-1 for the root, 0..{tree.n_nodes - 1} "
-                             f"for nodes); got dtype {arr.dtype}. Use PseudoTargets.from_names for node names")
+            raise InputError(
+                f"pseudo-target node indices must be integers (-1 for the root, 0..{tree.n_nodes - 1} "
+                f"for nodes); got dtype {arr.dtype}. Use PseudoTargets.from_names for node names"
+            )
         bad = np.flatnonzero((arr < -1) | (arr >= tree.n_nodes))
         if bad.size:
-            raise InputError(f"pseudo-target {bad[0]} is node index {int(arr[bad[0]])}; allowed: -1 (the root) or "
-                             f"0..{tree.n_nodes - 1} ({bad.size} such entries)")
+            raise InputError(
+                f"pseudo-target {bad[0]} is node index {int(arr[bad[0]])}; allowed: -1 (the root) or "
+                f"0..{tree.n_nodes - 1} ({bad.size} such entries)"
+            )
         self.tree = tree
         self.nodes = arr.astype(np.intp)
         self.nodes.setflags(write=False)
@@ -77,8 +81,9 @@ class PseudoTargets:
 
     def check_points(self, n: int) -> None:
         if self.n_points != n:
-            raise InputError(f"there are {self.n_points} pseudo-targets but the operator has {n} points; "
-                             "give one per training point")
+            raise InputError(
+                f"there are {self.n_points} pseudo-targets but the operator has {n} points; give one per training point"
+            )
 
     def log_likelihood(self, U) -> float:
         """Σ_i log Σ_{c ∈ L_ỹi} π_ic at latent values U (n, C)."""

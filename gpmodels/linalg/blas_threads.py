@@ -30,8 +30,16 @@ from concurrent.futures import ThreadPoolExecutor
 
 from threadpoolctl import ThreadpoolController
 
-__all__ = ["usable_cores", "blas_threads", "limit_blas_threads", "thread_pool", "configure_openblas",
-           "OPENBLAS_THREAD_TIMEOUT", "SMALL_DENSE_N", "small_dense"]
+__all__ = [
+    "usable_cores",
+    "blas_threads",
+    "limit_blas_threads",
+    "thread_pool",
+    "configure_openblas",
+    "OPENBLAS_THREAD_TIMEOUT",
+    "SMALL_DENSE_N",
+    "small_dense",
+]
 
 #: 2^4 cycles of spin for an idle OpenBLAS thread (OpenBLAS's default is 2^28): a digits final fit
 #: (n = 1198, C = 10) on two cores took 21.7 s with two BLAS threads, 3.3 s with one, 2.6 s with this spin

@@ -61,8 +61,9 @@ def _dot(X, Y):
     return np.einsum("ak,ak->k", X.reshape(-1, X.shape[-1]), Y.reshape(-1, Y.shape[-1]))
 
 
-def batched_cg(apply_A: Callable[[np.ndarray], np.ndarray], B: np.ndarray, *, tol: float = 1e-8,
-               max_iter: int = 200) -> BatchedCGResult:
+def batched_cg(
+    apply_A: Callable[[np.ndarray], np.ndarray], B: np.ndarray, *, tol: float = 1e-8, max_iter: int = 200
+) -> BatchedCGResult:
     """Solve A X = B column by column (last axis), all columns in one MVM per step, from X = 0."""
     B = np.asarray(B, dtype=np.float64)
     k = B.shape[-1]

@@ -62,15 +62,18 @@ class ANOVA(Composite):
     optionally renames the inner hyperparameters (same length as ``inner.param_names``).
     """
 
-    def __init__(self, inner: Operator, tree: ClassTree, names: Sequence[str] | None = None, *,
-                 merge_gemm: bool = True):
+    def __init__(
+        self, inner: Operator, tree: ClassTree, names: Sequence[str] | None = None, *, merge_gemm: bool = True
+    ):
         if not isinstance(tree, ClassTree):
             raise HierarchyError(f"ANOVA needs a ClassTree; got {type(tree).__name__}")
         if not isinstance(inner, Operator):
             raise InputError(f"ANOVA needs an Operator over the tree nodes as its inner K̆; got {type(inner).__name__}")
         if inner.n_classes != tree.n_nodes:
-            raise InputError(f"the inner operator K̆ must have one block per non-root node: the tree has "
-                             f"{tree.n_nodes} nodes but K̆ has {inner.n_classes} blocks")
+            raise InputError(
+                f"the inner operator K̆ must have one block per non-root node: the tree has "
+                f"{tree.n_nodes} nodes but K̆ has {inner.n_classes} blocks"
+            )
         if names is not None:
             names = tuple(str(v) for v in names)
             if len(names) != inner.params.size:
@@ -210,4 +213,3 @@ class ANOVA(Composite):
 
     def __repr__(self) -> str:
         return f"ANOVA({self.inner!r}, {self.tree!r})"
-

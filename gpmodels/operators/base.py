@@ -111,7 +111,7 @@ class CrossOperator(abc.ABC):
         eye = np.eye(cols * C).reshape(cols, C, cols * C)
         step = max(1, 4096 // max(1, rows * C))
         for s in range(0, cols * C, step):
-            out[:, s:s + step] = self._mvm(np.ascontiguousarray(eye[:, :, s:s + step])).reshape(rows * C, -1)
+            out[:, s : s + step] = self._mvm(np.ascontiguousarray(eye[:, :, s : s + step])).reshape(rows * C, -1)
         return out
 
 
@@ -133,8 +133,13 @@ class CompositeBlock(CrossOperator):
     their transposes (``transpose``).  One class serves every composite and every nesting of them.
     """
 
-    def __init__(self, compose: Callable[[Sequence[PartMap], np.ndarray], np.ndarray], forward: Sequence[PartMap],
-                 transpose: Sequence[PartMap], shape: tuple[int, int, int]):
+    def __init__(
+        self,
+        compose: Callable[[Sequence[PartMap], np.ndarray], np.ndarray],
+        forward: Sequence[PartMap],
+        transpose: Sequence[PartMap],
+        shape: tuple[int, int, int],
+    ):
         self._compose, self._forward, self._transpose = compose, tuple(forward), tuple(transpose)
         self._shape = tuple(int(s) for s in shape)
 
@@ -212,7 +217,7 @@ class Operator(Parameterised):
         eye = np.eye(n * C).reshape(n, C, n * C)
         step = 64
         for s in range(0, n * C, step):
-            cols = self._mvm(np.ascontiguousarray(eye[:, :, s:s + step])).reshape(n * C, -1)
+            cols = self._mvm(np.ascontiguousarray(eye[:, :, s : s + step])).reshape(n * C, -1)
             idx = np.arange(s, min(s + step, n * C))
             out[idx] = cols[idx, idx - s]
         return out.reshape(n, C)
@@ -265,9 +270,11 @@ class Operator(Parameterised):
         There is no generic default (an operator over training points alone cannot know its
         kernel at new inputs); the default raises.  Needed by the Laplace predictive.
         """
-        raise InputError(f"{type(self).__name__} does not give prior covariance blocks at new points "
-                         f"(test_point_blocks), which the predictive distribution needs; define "
-                         f"{type(self).__name__}._test_point_blocks(X_new) -> (m, C, C)")
+        raise InputError(
+            f"{type(self).__name__} does not give prior covariance blocks at new points "
+            f"(test_point_blocks), which the predictive distribution needs; define "
+            f"{type(self).__name__}._test_point_blocks(X_new) -> (m, C, C)"
+        )
 
     def _dense(self) -> np.ndarray:
         """K as an (nC, nC) matrix; generic default from unit-vector MVMs."""
@@ -276,7 +283,7 @@ class Operator(Parameterised):
         eye = np.eye(n * C).reshape(n, C, n * C)
         step = 256
         for s in range(0, n * C, step):
-            out[:, s:s + step] = self._mvm(np.ascontiguousarray(eye[:, :, s:s + step])).reshape(n * C, -1)
+            out[:, s : s + step] = self._mvm(np.ascontiguousarray(eye[:, :, s : s + step])).reshape(n * C, -1)
         return out
 
     # ------------------------------------------------------------------ public surface
@@ -327,8 +334,10 @@ class Operator(Parameterised):
         with E[:, c, :] = A_c and F[:, c, :] = I."""
         n, C = self.n_points, self.n_classes
         if not self.is_class_diagonal:
-            raise InputError(f"grad_trace_blocks needs a class-diagonal operator; {type(self).__name__} couples "
-                             "the classes (use grad_trace)")
+            raise InputError(
+                f"grad_trace_blocks needs a class-diagonal operator; {type(self).__name__} couples "
+                "the classes (use grad_trace)"
+            )
         A = np.asarray(A, dtype=np.float64)
         if A.shape != (C, n, n):
             raise InputError(f"Dimension mismatch: A must have shape ({C}, {n}, {n}); got {A.shape}")
@@ -363,8 +372,9 @@ class Operator(Parameterised):
         out = np.asarray(self._test_point_blocks(X_new), dtype=np.float64)
         C = self.n_classes
         if out.ndim != 3 or out.shape[1:] != (C, C):
-            raise InputError(f"{type(self).__name__}._test_point_blocks must return shape (m, {C}, {C}); "
-                             f"got {out.shape}")
+            raise InputError(
+                f"{type(self).__name__}._test_point_blocks must return shape (m, {C}, {C}); got {out.shape}"
+            )
         return out
 
     def dense(self) -> np.ndarray:

@@ -90,8 +90,17 @@ class BlockDiagonal(Operator):
 
     is_class_diagonal = True
 
-    def __init__(self, X, kernels: Sequence[Kernel], class_kernel, variances, class_variance,
-                 representation: RepresentationBuilder | None = None, *, _reps: dict | None = None):
+    def __init__(
+        self,
+        X,
+        kernels: Sequence[Kernel],
+        class_kernel,
+        variances,
+        class_variance,
+        representation: RepresentationBuilder | None = None,
+        *,
+        _reps: dict | None = None,
+    ):
         self.X = X if _reps is not None else check_features("X", X)
         self.kernels = tuple(kernels)
         if not self.kernels:
@@ -158,8 +167,9 @@ class BlockDiagonal(Operator):
             if key not in rep_index:
                 rep = old.get(key)
                 if rep is None:  # `auto` budgets for every kernel group (separate sharing: C matrices)
-                    rep = self.representation.build(self.X, k, len(self.kernels), log=not old,
-                                                    like=next(iter(old.values()), None))
+                    rep = self.representation.build(
+                        self.X, k, len(self.kernels), log=not old, like=next(iter(old.values()), None)
+                    )
                 rep_index[key] = len(reps)
                 reps[key] = rep
             rep_of_group[l] = rep_index[key]
@@ -170,9 +180,15 @@ class BlockDiagonal(Operator):
         self._class_v = self.variances[self.class_variance]
 
     def _evolve(self, X=None, kernels=None, variances=None, reps=None) -> BlockDiagonal:
-        return BlockDiagonal(self.X if X is None else X, self.kernels if kernels is None else kernels,
-                             self.class_kernel, self.variances if variances is None else variances, self.class_variance,
-                             self.representation, _reps=self._rep_by_key if reps is None else reps)
+        return BlockDiagonal(
+            self.X if X is None else X,
+            self.kernels if kernels is None else kernels,
+            self.class_kernel,
+            self.variances if variances is None else variances,
+            self.class_variance,
+            self.representation,
+            _reps=self._rep_by_key if reps is None else reps,
+        )
 
     # ------------------------------------------------------------------ protocol
     @property
@@ -377,4 +393,3 @@ class BlockDiagonal(Operator):
             f"BlockDiagonal(n={self.n_points}, C={self._C}, kernels={len(self.kernels)}, "
             f"distinct={len(self._rep_list)}, variances={self.variances.size})"
         )
-

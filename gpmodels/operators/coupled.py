@@ -57,10 +57,13 @@ class Coupled(Composite):
             raise InputError(f"Coupled needs an Operator as its inner K; got {type(inner).__name__}")
         B = _check_B(B)
         if B.shape[1] != inner.n_classes:
-            raise InputError(f"B has {B.shape[1]} columns but the inner operator has {inner.n_classes} latent "
-                             "processes; they must agree")
-        mask = np.broadcast_to(np.asarray(learn, dtype=bool), B.shape).copy() if np.ndim(learn) == 0 \
-            else np.asarray(learn)
+            raise InputError(
+                f"B has {B.shape[1]} columns but the inner operator has {inner.n_classes} latent "
+                "processes; they must agree"
+            )
+        mask = (
+            np.broadcast_to(np.asarray(learn, dtype=bool), B.shape).copy() if np.ndim(learn) == 0 else np.asarray(learn)
+        )
         if mask.shape != B.shape or mask.dtype != bool:
             raise InputError(
                 f"learn must be a bool or a boolean mask of B's shape {B.shape}; got {np.asarray(learn)!r}"
@@ -185,4 +188,3 @@ class Coupled(Composite):
     def __repr__(self) -> str:
         kind = "coupling" if self.n_factors == self.n_classes else "loadings"
         return f"Coupled({self.inner!r}, B {self.B.shape} {kind}, {int(self.learn.sum())} learned entries)"
-

@@ -125,4 +125,3 @@ class Intercept(Composite):
 
     def __repr__(self):
         return f"Intercept({self.inner!r}, sigma2={self.sigma2:g}{', learned' if self.learn else ''})"
-

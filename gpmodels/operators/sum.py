@@ -35,8 +35,10 @@ def check_weights(theta, M: int | None = None) -> np.ndarray:
     bad = ~np.isfinite(theta) | (theta <= 0)
     if np.any(bad):
         m = int(np.flatnonzero(bad)[0])
-        raise InputError(f"kernel weights θ must be positive and finite (drop a kernel from the Sum rather than "
-                         f"give it θ = 0); got θ[{m}] = {float(theta[m])!r}")
+        raise InputError(
+            f"kernel weights θ must be positive and finite (drop a kernel from the Sum rather than "
+            f"give it θ = 0); got θ[{m}] = {float(theta[m])!r}"
+        )
     return theta
 
 
@@ -53,9 +55,11 @@ class Sum(Composite):
             if not isinstance(op, Operator):
                 raise InputError(f"Sum components must be Operators; component {m} is {type(op).__name__}")
             if (op.n_points, op.n_classes) != (self.ops[0].n_points, self.ops[0].n_classes):
-                raise InputError(f"Sum components must share n and C; component 0 has "
-                                 f"({self.ops[0].n_points}, {self.ops[0].n_classes}), component {m} has "
-                                 f"({op.n_points}, {op.n_classes})")
+                raise InputError(
+                    f"Sum components must share n and C; component 0 has "
+                    f"({self.ops[0].n_points}, {self.ops[0].n_classes}), component {m} has "
+                    f"({op.n_points}, {op.n_classes})"
+                )
         self.theta = check_weights(np.ones(len(self.ops)) if theta is None else theta, len(self.ops))
         self.is_class_diagonal = all(op.is_class_diagonal for op in self.ops)
 
@@ -123,7 +127,7 @@ class Sum(Composite):
         ops, pos = [], M
         for op in self.ops:
             p = op.params.size
-            ops.append(op.with_params(theta[pos:pos + p]) if p else op)
+            ops.append(op.with_params(theta[pos : pos + p]) if p else op)
             pos += p
         return Sum(ops, np.exp(theta[:M]))
 
@@ -150,4 +154,3 @@ class Sum(Composite):
 
     def __repr__(self):
         return f"Sum({', '.join(f'{t:.4g}·{op!r}' for t, op in zip(self.theta, self.ops))})"
-

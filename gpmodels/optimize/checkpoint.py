@@ -47,8 +47,17 @@ from gpmodels.errors import CheckpointError, DataError, InputError
 from gpmodels.optimize.lbfgs import OuterRecord, OuterState
 from gpmodels.validation import boolean, instance_of, to_path
 
-__all__ = ["CHECKPOINT_FORMAT", "Checkpointing", "RunIdentity", "digest_array", "inner_arrays", "probe_operator",
-           "read_checkpoint", "write_checkpoint", "caller_identity"]
+__all__ = [
+    "CHECKPOINT_FORMAT",
+    "Checkpointing",
+    "RunIdentity",
+    "digest_array",
+    "inner_arrays",
+    "probe_operator",
+    "read_checkpoint",
+    "write_checkpoint",
+    "caller_identity",
+]
 
 CHECKPOINT_FORMAT = "gpmodels.outer-checkpoint/2"
 _PROBE_SEED = 20080101
@@ -147,8 +156,10 @@ def inner_arrays(inner) -> dict | None:
     elif callable(getattr(inner, "to_arrays", None)):
         arrays = inner.to_arrays()
     else:
-        raise CheckpointError(f"cannot checkpoint an inner state of type {type(inner).__name__}: it must be None, "
-                              "a dict of named arrays or have to_arrays()")
+        raise CheckpointError(
+            f"cannot checkpoint an inner state of type {type(inner).__name__}: it must be None, "
+            "a dict of named arrays or have to_arrays()"
+        )
     bad = [k for k in arrays if not (isinstance(k, str) and k.replace("_", "a").isalnum() and k.isascii())]
     if bad:
         raise CheckpointError(f"inner-state array names must be ASCII letters, digits and '_'; got {bad[0]!r}")
@@ -159,13 +170,30 @@ def write_checkpoint(path, state: OuterState, identity: RunIdentity, extra: dict
     """Atomically write ``state`` (its inner state: see :func:`inner_arrays`) for the run ``identity``."""
     path = Path(path)
     inner = inner_arrays(state.inner)
-    header = {"format": CHECKPOINT_FORMAT, "fingerprint": identity.fingerprint, "identity": identity.exact,
-              "iteration": state.iteration, "evaluations": state.evaluations, "failed": state.failed,
-              "elapsed": state.elapsed, "finished": state.finished, "converged": state.converged,
-              "message": state.message, "history": [r.as_dict() for r in state.history],
-              "inner": None if inner is None else sorted(inner), "extra": extra or {}}
-    arrays = {"x": state.x, "value": np.array(state.value), "gradient": state.gradient, "S": state.S, "Yd": state.Yd,
-              "theta0": np.asarray(identity.theta0, dtype=float), "probe": np.asarray(identity.probe, dtype=float)}
+    header = {
+        "format": CHECKPOINT_FORMAT,
+        "fingerprint": identity.fingerprint,
+        "identity": identity.exact,
+        "iteration": state.iteration,
+        "evaluations": state.evaluations,
+        "failed": state.failed,
+        "elapsed": state.elapsed,
+        "finished": state.finished,
+        "converged": state.converged,
+        "message": state.message,
+        "history": [r.as_dict() for r in state.history],
+        "inner": None if inner is None else sorted(inner),
+        "extra": extra or {},
+    }
+    arrays = {
+        "x": state.x,
+        "value": np.array(state.value),
+        "gradient": state.gradient,
+        "S": state.S,
+        "Yd": state.Yd,
+        "theta0": np.asarray(identity.theta0, dtype=float),
+        "probe": np.asarray(identity.probe, dtype=float),
+    }
     for name, a in (inner or {}).items():
         arrays[f"inner_{name}"] = a
     header_bytes = _canonical(header).encode("utf-8")
@@ -230,10 +258,21 @@ def read_checkpoint(path, identity: RunIdentity, restore_inner=None) -> tuple[Ou
             inner = restore_inner(inner)
         history = tuple(OuterRecord(**{**r, "x": tuple(r["x"])}) for r in header["history"])
         state = OuterState(
-            x=data["x"], value=float(data["value"]), gradient=data["gradient"], S=data["S"], Yd=data["Yd"], inner=inner,
-            iteration=int(header["iteration"]), evaluations=int(header["evaluations"]), failed=int(header["failed"]),
-            elapsed=float(header["elapsed"]), history=history, finished=bool(header["finished"]),
-            converged=bool(header["converged"]), message=str(header["message"]))
+            x=data["x"],
+            value=float(data["value"]),
+            gradient=data["gradient"],
+            S=data["S"],
+            Yd=data["Yd"],
+            inner=inner,
+            iteration=int(header["iteration"]),
+            evaluations=int(header["evaluations"]),
+            failed=int(header["failed"]),
+            elapsed=float(header["elapsed"]),
+            history=history,
+            finished=bool(header["finished"]),
+            converged=bool(header["converged"]),
+            message=str(header["message"]),
+        )
     except (KeyError, TypeError, ValueError, InputError) as exc:
         raise _corrupt(path, f"a field is missing or malformed: {exc}") from None
     return state, header.get("extra", {})
@@ -277,9 +316,11 @@ def _verified_header(path: Path, data: dict) -> dict:
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise _corrupt(path, f"its header is not JSON: {exc}") from None
     if header.get("format") != CHECKPOINT_FORMAT:
-        raise CheckpointError(f"checkpoint {path} has format {header.get('format')!r}, not {CHECKPOINT_FORMAT!r}: "
-                              "it was not written by this version of gpmodels' hyperparameter learning; it is refused. "
-                              "Delete it to start afresh")
+        raise CheckpointError(
+            f"checkpoint {path} has format {header.get('format')!r}, not {CHECKPOINT_FORMAT!r}: "
+            "it was not written by this version of gpmodels' hyperparameter learning; it is refused. "
+            "Delete it to start afresh"
+        )
     return header
 
 
@@ -289,15 +330,22 @@ def _check_identity(path: Path, header: dict, data: dict, identity: RunIdentity)
     if header.get("fingerprint") != identity.fingerprint:
         theirs, ours = header.get("identity", {}), identity.exact
         keys = sorted(k for k in set(theirs) | set(ours) if _canonical(theirs.get(k)) != _canonical(ours.get(k)))
-        raise CheckpointError(f"checkpoint {path} belongs to another run (it differs in: "
-                              f"{', '.join(keys) or 'fingerprint'}); it is refused. Delete it, point the run "
-                              "elsewhere, or start afresh explicitly (resume: never).")
+        raise CheckpointError(
+            f"checkpoint {path} belongs to another run (it differs in: "
+            f"{', '.join(keys) or 'fingerprint'}); it is refused. Delete it, point the run "
+            "elsewhere, or start afresh explicitly (resume: never)."
+        )
     for name, ours in (("theta0", identity.theta0), ("probe", identity.probe)):
         theirs = data[name]
         ours = np.asarray(ours, dtype=float)
         atol = _NUMERIC_RTOL * max(1.0, float(np.abs(ours).max(initial=0)))
         if theirs.shape != ours.shape or not np.allclose(theirs, ours, rtol=_NUMERIC_RTOL, atol=atol):
-            what = ("starting hyperparameters" if name == "theta0"
-                    else "kernel matrix (probe K̃ v differs: other data or kernel)")
-            raise CheckpointError(f"checkpoint {path} belongs to another run (its {what} differ); it is refused. "
-                                  "Delete it or start afresh explicitly (resume: never).")
+            what = (
+                "starting hyperparameters"
+                if name == "theta0"
+                else "kernel matrix (probe K̃ v differs: other data or kernel)"
+            )
+            raise CheckpointError(
+                f"checkpoint {path} belongs to another run (its {what} differ); it is refused. "
+                "Delete it or start afresh explicitly (resume: never)."
+            )

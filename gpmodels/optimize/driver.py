@@ -64,9 +64,21 @@ class OptimizeResult:
 
     @classmethod
     def from_state(cls, state: OuterState, names, resumed_from: int | None = None) -> OptimizeResult:
-        return cls(tuple(names), state.x.copy(), float(state.value), state.gradient.copy(), state.iteration,
-                   state.evaluations, state.failed, state.converged, state.message, state.history, state.elapsed,
-                   state, resumed_from)
+        return cls(
+            tuple(names),
+            state.x.copy(),
+            float(state.value),
+            state.gradient.copy(),
+            state.iteration,
+            state.evaluations,
+            state.failed,
+            state.converged,
+            state.message,
+            state.history,
+            state.elapsed,
+            state,
+            resumed_from,
+        )
 
     @property
     def values(self) -> tuple[float, ...]:
@@ -88,8 +100,9 @@ def outer_options(max_iter: int = 100, tol: float = 1e-6) -> OuterOptions:
     ``tol`` would (scipy's L-BFGS-B has only the measured test);
     these criteria are evaluated exactly (no noise floor), so those last iterations are worth their
     evaluations."""
-    return OuterOptions(max_iter=max_iter, max_evaluations=max(100, 10 * int(max_iter)), ftol=tol * 1e-2,
-                        gtol=tol * 1e-2)
+    return OuterOptions(
+        max_iter=max_iter, max_evaluations=max(100, 10 * int(max_iter)), ftol=tol * 1e-2, gtol=tol * 1e-2
+    )
 
 
 def run_identity(objective, x0, names, bounds, options: OuterOptions, caller: dict) -> RunIdentity:
@@ -97,11 +110,15 @@ def run_identity(objective, x0, names, bounds, options: OuterOptions, caller: di
     has them), the names, box and optimiser settings, and the caller's identity (e.g. the spec)."""
     own = getattr(objective, "identity", None)
     exact = dict(own()) if callable(own) else {}
-    exact.update({"names": list(names), "bounds": np.asarray(bounds).tolist(), "outer": attrs.asdict(options),
-                  "caller": caller})
+    exact.update(
+        {"names": list(names), "bounds": np.asarray(bounds).tolist(), "outer": attrs.asdict(options), "caller": caller}
+    )
     probe = getattr(objective, "probe", None)
-    return RunIdentity(exact=exact, theta0=np.array(x0, dtype=float),
-                       probe=np.asarray(probe(), dtype=float) if callable(probe) else np.zeros(0))
+    return RunIdentity(
+        exact=exact,
+        theta0=np.array(x0, dtype=float),
+        probe=np.asarray(probe(), dtype=float) if callable(probe) else np.zeros(0),
+    )
 
 
 def _iteration_hook(
@@ -132,9 +149,18 @@ def _iteration_hook(
     return on_iter
 
 
-def minimize(fun, x0, names, bounds=None, options: OuterOptions | None = None, *, state: OuterState | None = None,
-             checkpoint: Checkpointing | None = None, on_iteration: Callable[[OuterRecord], None] | None = None,
-             seed=None) -> OptimizeResult:
+def minimize(
+    fun,
+    x0,
+    names,
+    bounds=None,
+    options: OuterOptions | None = None,
+    *,
+    state: OuterState | None = None,
+    checkpoint: Checkpointing | None = None,
+    on_iteration: Callable[[OuterRecord], None] | None = None,
+    seed=None,
+) -> OptimizeResult:
     """Minimise an objective over the log-space box ``bounds`` from ``x0``.
 
     ``fun``: an objective (``evaluate(x, seed) -> Trial``, see ``objective.py``) or a plain
@@ -151,8 +177,9 @@ def minimize(fun, x0, names, bounds=None, options: OuterOptions | None = None, *
     x0 = np.array(x0, dtype=np.float64).ravel()
     names = tuple(names)
     if len(names) != x0.size:
-        raise InputError(f"Dimension mismatch: names must have {x0.size} entries (one per hyperparameter); "
-                         f"got {len(names)}")
+        raise InputError(
+            f"Dimension mismatch: names must have {x0.size} entries (one per hyperparameter); got {len(names)}"
+        )
     if x0.size == 0:
         raise InputError("there are no hyperparameters to learn (x0 is empty)")
     bounds = log_box(x0) if bounds is None else np.asarray(bounds, dtype=np.float64)
@@ -169,9 +196,17 @@ def minimize(fun, x0, names, bounds=None, options: OuterOptions | None = None, *
     return OptimizeResult.from_state(final, names, resumed_from)
 
 
-def minimize_joint(objective: JointObjective, *, x0=None, bounds=None, outer: OuterOptions | None = None,
-                   max_iter: int = 100, tol: float = 1e-6, checkpoint: Checkpointing | None = None,
-                   on_iteration=None) -> tuple[OptimizeResult, object, object]:
+def minimize_joint(
+    objective: JointObjective,
+    *,
+    x0=None,
+    bounds=None,
+    outer: OuterOptions | None = None,
+    max_iter: int = 100,
+    tol: float = 1e-6,
+    checkpoint: Checkpointing | None = None,
+    on_iteration=None,
+) -> tuple[OptimizeResult, object, object]:
     """:func:`minimize` of a :class:`JointObjective` from ``x0`` (default: the current hyperparameters)
     in ``bounds`` (default: x0 ± 10 within the operator's own bounds) with ``outer`` (default
     :func:`outer_options` (max_iter, tol)); returns (result, operator, likelihood) at the optimum."""
@@ -179,7 +214,14 @@ def minimize_joint(objective: JointObjective, *, x0=None, bounds=None, outer: Ou
     start = joint.x0 if x0 is None else np.asarray(x0, dtype=np.float64)
     if bounds is None:
         bounds = log_box(start, param_bounds=joint.bounds, names=joint.names)
-    result = minimize(objective, start, joint.names, bounds, outer or outer_options(max_iter, tol),
-                      checkpoint=checkpoint, on_iteration=on_iteration)
+    result = minimize(
+        objective,
+        start,
+        joint.names,
+        bounds,
+        outer or outer_options(max_iter, tol),
+        checkpoint=checkpoint,
+        on_iteration=on_iteration,
+    )
     op, lik = joint.build(result.x)
     return result, op, lik

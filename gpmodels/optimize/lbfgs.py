@@ -58,8 +58,16 @@ import numpy as np
 from gpmodels.errors import ConvergenceError, InputError
 from gpmodels.validation import nonnegative_int, nonnegative_number, number, positive_int, positive_number, probability
 
-__all__ = ["OuterOptions", "Trial", "OuterRecord", "OuterState", "outer_start", "outer_iteration", "minimize_outer",
-           "projected_gradient"]
+__all__ = [
+    "OuterOptions",
+    "Trial",
+    "OuterRecord",
+    "OuterState",
+    "outer_start",
+    "outer_iteration",
+    "minimize_outer",
+    "projected_gradient",
+]
 
 
 @attrs.frozen
@@ -83,8 +91,10 @@ class OuterOptions:
 
     def __attrs_post_init__(self):
         if not self.armijo < self.wolfe:
-            raise InputError(f"OuterOptions.armijo must be below wolfe (armijo < wolfe: 0 < c1 < c2 < 1); "
-                             f"got armijo={self.armijo!r} and wolfe={self.wolfe!r}")
+            raise InputError(
+                f"OuterOptions.armijo must be below wolfe (armijo < wolfe: 0 < c1 < c2 < 1); "
+                f"got armijo={self.armijo!r} and wolfe={self.wolfe!r}"
+            )
 
 
 @attrs.frozen(eq=False)
@@ -213,8 +223,9 @@ def _interpolate(a, fa, ga, b, fb, gb):
     return float(min(max(lam, a + 0.1 * w), b - 0.1 * w))
 
 
-def outer_start(evaluate: Callable, x0, bounds, options: OuterOptions | None = None, *, seed=None,
-                clock_offset: float = 0.0) -> OuterState:
+def outer_start(
+    evaluate: Callable, x0, bounds, options: OuterOptions | None = None, *, seed=None, clock_offset: float = 0.0
+) -> OuterState:
     """Evaluate at x0 (seeded with ``seed``, None for a cold start): the state of iteration 0.
 
     Raises :class:`ConvergenceError` when that first evaluation fails (there is nothing to
@@ -225,8 +236,9 @@ def outer_start(evaluate: Callable, x0, bounds, options: OuterOptions | None = N
     b = _check_bounds(bounds, x0.size)
     if np.any(x0 < b[:, 0]) or np.any(x0 > b[:, 1]):
         i = int(np.flatnonzero((x0 < b[:, 0]) | (x0 > b[:, 1]))[0])
-        raise InputError(f"the starting point lies outside the bounds: x0[{i}] = {x0[i]:g} not in "
-                         f"[{b[i, 0]:g}, {b[i, 1]:g}]")
+        raise InputError(
+            f"the starting point lies outside the bounds: x0[{i}] = {x0[i]:g} not in [{b[i, 0]:g}, {b[i, 1]:g}]"
+        )
     t = time.perf_counter()
     tr = evaluate(x0, seed)
     if not _usable(tr, x0.size):
@@ -237,11 +249,31 @@ def outer_start(evaluate: Callable, x0, bounds, options: OuterOptions | None = N
         )
     seconds = time.perf_counter() - t
     pg = projected_gradient(x0, tr.gradient, b)
-    rec = OuterRecord(0, float(tr.value), float(np.abs(pg).max(initial=0.0)), tuple(float(v) for v in x0), 0.0, 1, 0,
-                      seconds, clock_offset + seconds, dict(tr.info))
-    state = OuterState(x=x0, value=float(tr.value), gradient=np.asarray(tr.gradient, dtype=float),
-                       S=np.zeros((0, x0.size)), Yd=np.zeros((0, x0.size)), inner=tr.inner, iteration=0, evaluations=1,
-                       failed=0, elapsed=clock_offset + seconds, history=(rec,))
+    rec = OuterRecord(
+        0,
+        float(tr.value),
+        float(np.abs(pg).max(initial=0.0)),
+        tuple(float(v) for v in x0),
+        0.0,
+        1,
+        0,
+        seconds,
+        clock_offset + seconds,
+        dict(tr.info),
+    )
+    state = OuterState(
+        x=x0,
+        value=float(tr.value),
+        gradient=np.asarray(tr.gradient, dtype=float),
+        S=np.zeros((0, x0.size)),
+        Yd=np.zeros((0, x0.size)),
+        inner=tr.inner,
+        iteration=0,
+        evaluations=1,
+        failed=0,
+        elapsed=clock_offset + seconds,
+        history=(rec,),
+    )
     return _check_stop(state, b, opts, previous=None)
 
 
@@ -262,11 +294,16 @@ def _check_stop(state: OuterState, b, opts: OuterOptions, previous: float | None
     if gmax <= opts.gtol * scale:
         return attrs.evolve(state, finished=True, converged=True, message="projected gradient below gtol")
     if previous is not None and previous - state.value <= opts.ftol * scale:
-        return attrs.evolve(state, finished=True, converged=True,
-                            message="relative decrease of the objective below ftol")
+        return attrs.evolve(
+            state, finished=True, converged=True, message="relative decrease of the objective below ftol"
+        )
     if opts.score_patience and _score_stalled(state.history, opts.score_patience, opts.score_rtol):
-        return attrs.evolve(state, finished=True, converged=True,
-                            message=f"held-out score not improved for {opts.score_patience} iterations")
+        return attrs.evolve(
+            state,
+            finished=True,
+            converged=True,
+            message=f"held-out score not improved for {opts.score_patience} iterations",
+        )
     if state.iteration >= opts.max_iter:
         return attrs.evolve(state, finished=True, converged=False, message="maximum number of outer iterations reached")
     if state.evaluations >= opts.max_evaluations:
@@ -377,8 +414,13 @@ def outer_iteration(evaluate: Callable, state: OuterState, bounds, options: Oute
         d, used_memory = _search_direction(pg, g, S, Yd, free, (lo, hi), gamma0, opts.max_step)
         if used_memory and -0.5 * float(g @ d) <= opts.ftol * max(1.0, abs(state.value)):
             # the quasi-Newton model promises less than ftol: below the resolution we asked for
-            return attrs.evolve(state, elapsed=state.elapsed + time.perf_counter() - t, finished=True, converged=True,
-                                message="predicted decrease of the objective below ftol")
+            return attrs.evolve(
+                state,
+                elapsed=state.elapsed + time.perf_counter() - t,
+                finished=True,
+                converged=True,
+                message="predicted decrease of the objective below ftol",
+            )
         budget = opts.max_evaluations - state.evaluations - total_evals
         if budget <= 0 or not d.any():
             break
@@ -393,21 +435,58 @@ def outer_iteration(evaluate: Callable, state: OuterState, bounds, options: Oute
         msg = (
             "line search found no decrease" if total_evals else "no evaluations left"
         ) + f" ({total_failed} of {total_evals} evaluations failed)"
-        return attrs.evolve(state, S=S, Yd=Yd, evaluations=state.evaluations + total_evals,
-                            failed=state.failed + total_failed, elapsed=state.elapsed + seconds, finished=True,
-                            converged=False, message=msg)
+        return attrs.evolve(
+            state,
+            S=S,
+            Yd=Yd,
+            evaluations=state.evaluations + total_evals,
+            failed=state.failed + total_failed,
+            elapsed=state.elapsed + seconds,
+            finished=True,
+            converged=False,
+            message=msg,
+        )
     x_new = np.clip(x + lam * d, b[:, 0], b[:, 1])
     g_new = np.asarray(accepted.gradient, dtype=float)
     S, Yd = _updated_memory(S, Yd, x_new - x, g_new - g, opts.memory)
+    new = _advanced_state(state, accepted, x_new, g_new, S, Yd, float(lam), (total_evals, total_failed), seconds, b)
+    return _check_stop(new, b, opts, previous=state.value)
+
+
+def _advanced_state(
+    state: OuterState, accepted, x_new, g_new, S, Yd, lam: float, counts: tuple[int, int], seconds: float, b
+) -> OuterState:
+    """The state after an accepted step of length ``lam`` to ``x_new``: its record appended to the history,
+    ``counts`` = (evaluations, failed evaluations) of this iteration added to the totals."""
+    evals, failed = counts
     it = state.iteration + 1
     elapsed = state.elapsed + seconds
     pg_new = projected_gradient(x_new, g_new, b)
-    rec = OuterRecord(it, float(accepted.value), float(np.abs(pg_new).max(initial=0.0)), tuple(float(v) for v in x_new),
-                      float(lam), total_evals, total_failed, seconds, elapsed, dict(accepted.info))
-    new = OuterState(x=x_new, value=float(accepted.value), gradient=g_new, S=S, Yd=Yd, inner=accepted.inner,
-                     iteration=it, evaluations=state.evaluations + total_evals, failed=state.failed + total_failed,
-                     elapsed=elapsed, history=state.history + (rec,))
-    return _check_stop(new, b, opts, previous=state.value)
+    rec = OuterRecord(
+        it,
+        float(accepted.value),
+        float(np.abs(pg_new).max(initial=0.0)),
+        tuple(float(v) for v in x_new),
+        lam,
+        evals,
+        failed,
+        seconds,
+        elapsed,
+        dict(accepted.info),
+    )
+    return OuterState(
+        x=x_new,
+        value=float(accepted.value),
+        gradient=g_new,
+        S=S,
+        Yd=Yd,
+        inner=accepted.inner,
+        iteration=it,
+        evaluations=state.evaluations + evals,
+        failed=state.failed + failed,
+        elapsed=elapsed,
+        history=state.history + (rec,),
+    )
 
 
 def minimize_outer(

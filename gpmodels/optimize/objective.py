@@ -70,8 +70,9 @@ def as_objective(fun):
     return fun if callable(getattr(fun, "evaluate", None)) else FunctionObjective(fun)
 
 
-def log_box(x0, *, half_width: float = DEFAULT_BOX, lower: float = -np.inf, upper: float = np.inf,
-            param_bounds=None, names=None) -> np.ndarray:
+def log_box(
+    x0, *, half_width: float = DEFAULT_BOX, lower: float = -np.inf, upper: float = np.inf, param_bounds=None, names=None
+) -> np.ndarray:
     """(p, 2) box: [x0 - half_width, x0 + half_width] ∩ [lower, upper] ∩ ``param_bounds`` (log space).
 
     Raises :class:`InputError` when x0 lies outside the limits (naming the entry by ``names``).
@@ -90,10 +91,14 @@ def log_box(x0, *, half_width: float = DEFAULT_BOX, lower: float = -np.inf, uppe
         which = names[i] if names is not None else f"x0[{i}]"
         natural = ""
         if names is not None and is_log_name(which):  # the value as the user wrote it, beside the log-space one
-            natural = (f"; {natural_name(which, short=True)} = {np.exp(x0[i]):g} not in "
-                       f"[{np.exp(b[i, 0]):g}, {np.exp(b[i, 1]):g}]")
-        raise InputError(f"starting hyperparameter {which} = {x0[i]:g} (log space) lies outside the bounds "
-                         f"[{b[i, 0]:g}, {b[i, 1]:g}]{natural}; widen lower/upper")
+            natural = (
+                f"; {natural_name(which, short=True)} = {np.exp(x0[i]):g} not in "
+                f"[{np.exp(b[i, 0]):g}, {np.exp(b[i, 1]):g}]"
+            )
+        raise InputError(
+            f"starting hyperparameter {which} = {x0[i]:g} (log space) lies outside the bounds "
+            f"[{b[i, 0]:g}, {b[i, 1]:g}]{natural}; widen lower/upper"
+        )
     return b
 
 
@@ -123,7 +128,7 @@ class JointParams:
         if x.shape != self.x0.shape:
             raise InputError(f"the joint hyperparameter vector has {self.x0.size} entries {self.names}; got {x.shape}")
         op = self.op.with_params(x[: self.n_op]) if self.n_op else self.op
-        lik = self.lik.with_params(x[self.n_op:]) if x.size > self.n_op else self.lik
+        lik = self.lik.with_params(x[self.n_op :]) if x.size > self.n_op else self.lik
         return op, lik
 
 
@@ -159,8 +164,15 @@ class JointObjective(abc.ABC):
 
     def identity(self) -> dict:
         op, lik = self.joint.op, self.joint.lik
-        return {"criterion": self.criterion, "n": op.n_points, "C": op.n_classes, "targets": digest_array(self.Y),
-                "likelihood": repr(lik), "operator": type(op).__name__, "options": attrs.asdict(self.options)}
+        return {
+            "criterion": self.criterion,
+            "n": op.n_points,
+            "C": op.n_classes,
+            "targets": digest_array(self.Y),
+            "likelihood": repr(lik),
+            "operator": type(op).__name__,
+            "options": attrs.asdict(self.options),
+        }
 
     def probe(self) -> np.ndarray:
         return probe_operator(self.joint.op)

@@ -5,5 +5,13 @@ from gpmodels.priors.coupled import CoupledPrior, coupling_init
 from gpmodels.priors.independent import IndependentGP
 from gpmodels.priors.registry import PriorContext, register_prior, registered_priors, unregister_prior
 
-__all__ = ["IndependentGP", "ANOVAPrior", "CoupledPrior", "coupling_init", "PriorContext", "register_prior",
-           "unregister_prior", "registered_priors"]
+__all__ = [
+    "IndependentGP",
+    "ANOVAPrior",
+    "CoupledPrior",
+    "coupling_init",
+    "PriorContext",
+    "register_prior",
+    "unregister_prior",
+    "registered_priors",
+]

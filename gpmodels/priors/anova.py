@@ -79,7 +79,8 @@ class ANOVAPrior(InterceptPolicy, DevicePlacement):
     sigma2: float = attrs.field(default=0.0, validator=nonnegative_number())
     kernel_sharing: str | None = attrs.field(default=None, validator=optional(one_of(TREE_SHARING)))  # None: sharing
     representation: RepresentationBuilder = attrs.field(
-        factory=RepresentationConfig, validator=instance_of(RepresentationBuilder, what="a RepresentationConfig"))
+        factory=RepresentationConfig, validator=instance_of(RepresentationBuilder, what="a RepresentationConfig")
+    )
     learn_sigma2: bool = attrs.field(default=False, validator=boolean())
 
     @property
@@ -101,8 +102,10 @@ class ANOVAPrior(InterceptPolicy, DevicePlacement):
         """K̃ over the training inputs X; ``n_classes`` must be the tree's number of leaves."""
         tree = self.tree
         if n_classes != tree.n_classes:
-            raise HierarchyError(f"the data have {n_classes} classes but the tree has {tree.n_classes} leaves; "
-                                 "the classes must be the leaves")
+            raise HierarchyError(
+                f"the data have {n_classes} classes but the tree has {tree.n_classes} leaves; "
+                "the classes must be the leaves"
+            )
         vg, kg = self.variance_groups, self.kernel_groups
         n_var, n_ker = int(vg.max()) + 1, int(kg.max()) + 1
         if np.ndim(self.variance) == 0:
@@ -110,21 +113,31 @@ class ANOVAPrior(InterceptPolicy, DevicePlacement):
         else:
             v = np.asarray(self.variance, dtype=float).ravel()
             if v.size != n_var:
-                raise InputError(f"sharing {self.sharing!r} on this tree has {n_var} variance groups "
-                                 f"({', '.join(group_labels(tree, self.sharing))}); got {v.size} variances")
+                raise InputError(
+                    f"sharing {self.sharing!r} on this tree has {n_var} variance groups "
+                    f"({', '.join(group_labels(tree, self.sharing))}); got {v.size} variances"
+                )
         inner = BlockDiagonal(X, [self.kernel] * n_ker, kg, v, vg, self.representation)
         klabels = group_labels(tree, self.kernel_sharing or self.sharing)
         vlabels = group_labels(tree, self.sharing)
-        names = [f"kernel[{klabels[l]}].{name}" if n_ker > 1 else f"kernel.{name}"
-                 for l, k in enumerate(inner.kernels) for name in k.param_names]
+        names = [
+            f"kernel[{klabels[l]}].{name}" if n_ker > 1 else f"kernel.{name}"
+            for l, k in enumerate(inner.kernels)
+            for name in k.param_names
+        ]
         names += [f"log_variance[{lab}]" if n_var > 1 else "log_variance" for lab in vlabels]
         op = ANOVA(inner, tree, names)
         return self.with_intercept(op)
 
 
 #: model.sharing -> (node variance sharing, node kernel sharing) of the spec's ANOVA prior (None: follow)
-SPEC_SHARING = {"tied": ("tied", "tied"), "semi": ("node", "tied"), "separate": ("node", "node"),
-                "level": ("level", None), "subtree": ("subtree", None)}
+SPEC_SHARING = {
+    "tied": ("tied", "tied"),
+    "semi": ("node", "tied"),
+    "separate": ("node", "node"),
+    "level": ("level", None),
+    "subtree": ("subtree", None),
+}
 
 
 def build_anova(ctx) -> ANOVAPrior:
@@ -135,5 +148,6 @@ def build_anova(ctx) -> ANOVAPrior:
     vmode, kmode = SPEC_SHARING[m.sharing]
     if kmode is None:
         kmode = vmode if m.kernel_sharing == "follow" else "tied"
-    return ANOVAPrior(tree, ctx.kernel, vmode, ctx.variance(), m.sigma2, kernel_sharing=kmode,
-                      representation=ctx.representation)
+    return ANOVAPrior(
+        tree, ctx.kernel, vmode, ctx.variance(), m.sigma2, kernel_sharing=kmode, representation=ctx.representation
+    )

@@ -63,8 +63,9 @@ def _unit_mean_diag(B: np.ndarray) -> np.ndarray:
     return B / np.sqrt(np.mean(np.sum(B * B, axis=1)))
 
 
-def coupling_init(n_classes: int, n_factors: int | None = None, init: str = "auto", *,
-                  tree: ClassTree | None = None, seed: int = 0) -> np.ndarray:
+def coupling_init(
+    n_classes: int, n_factors: int | None = None, init: str = "auto", *, tree: ClassTree | None = None, seed: int = 0
+) -> np.ndarray:
     """An initial B of shape (C, p) (p = C when ``n_factors`` is None); see the module docstring."""
     C = int(n_classes)
     p = C if n_factors is None else int(n_factors)
@@ -76,8 +77,10 @@ def coupling_init(n_classes: int, n_factors: int | None = None, init: str = "aut
         init = "identity" if p == C else ("tree" if tree is not None else "random")
     if init == "identity":
         if p != C:
-            raise InputError(f"init 'identity' needs a square B (p = C = {C}); got p = {p}. "
-                             "For factor loadings use 'tree' or 'random'")
+            raise InputError(
+                f"init 'identity' needs a square B (p = C = {C}); got p = {p}. "
+                "For factor loadings use 'tree' or 'random'"
+            )
         return np.eye(C)
     if init == "tree":
         if tree is None:
@@ -117,14 +120,16 @@ class CoupledPrior(InterceptPolicy, DevicePlacement):
     kernel: Kernel = attrs.field(converter=as_kernel, validator=instance_of(Kernel, what=KERNEL_OBJECTS))
     n_factors: int | None = attrs.field(default=None, validator=optional(positive_int()))
     init: str = attrs.field(default="auto", validator=one_of(COUPLING_INITS))
-    B: np.ndarray | None = attrs.field(default=None, eq=False, converter=to_float_array,
-                                       validator=optional(array_of(number(), ndim=2)))  # shape (C, p)
+    B: np.ndarray | None = attrs.field(
+        default=None, eq=False, converter=to_float_array, validator=optional(array_of(number(), ndim=2))
+    )  # shape (C, p)
     tree: ClassTree | None = attrs.field(default=None, validator=optional(instance_of(ClassTree)))
     sharing: str = attrs.field(default="tied", validator=one_of(SHARING_MODES))
     variance: float | Sequence[float] = attrs.field(default=1.0, validator=positive_or_list())  # or one per group
     sigma2: float = attrs.field(default=0.0, validator=nonnegative_number())
     representation: RepresentationBuilder = attrs.field(
-        factory=RepresentationConfig, validator=instance_of(RepresentationBuilder, what="a RepresentationConfig"))
+        factory=RepresentationConfig, validator=instance_of(RepresentationBuilder, what="a RepresentationConfig")
+    )
     learn_sigma2: bool = attrs.field(default=False, validator=boolean())
 
     learn_B: bool = attrs.field(default=True, validator=boolean())
@@ -157,6 +162,16 @@ def build_coupled(ctx) -> CoupledPrior:
     m = ctx.model
     c = m.coupling
     B = None if c.matrix is None else np.asarray(c.matrix, dtype=float)
-    return CoupledPrior(ctx.kernel, n_factors=c.factors, init=c.init, B=B, tree=ctx.tree, sharing=m.sharing,
-                        variance=ctx.variance(), sigma2=m.sigma2, representation=ctx.representation, learn_B=c.learn,
-                        seed=c.seed)
+    return CoupledPrior(
+        ctx.kernel,
+        n_factors=c.factors,
+        init=c.init,
+        B=B,
+        tree=ctx.tree,
+        sharing=m.sharing,
+        variance=ctx.variance(),
+        sigma2=m.sigma2,
+        representation=ctx.representation,
+        learn_B=c.learn,
+        seed=c.seed,
+    )

@@ -55,7 +55,8 @@ class IndependentGP(InterceptPolicy, DevicePlacement):
     kernel_groups: Sequence[Sequence[int]] | None = attrs.field(default=None, validator=optional(_GROUPS))
     variance_groups: Sequence[Sequence[int]] | None = attrs.field(default=None, validator=optional(_GROUPS))
     representation: RepresentationBuilder = attrs.field(
-        factory=RepresentationConfig, validator=instance_of(RepresentationBuilder, what="a RepresentationConfig"))
+        factory=RepresentationConfig, validator=instance_of(RepresentationBuilder, what="a RepresentationConfig")
+    )
     learn_sigma2: bool = attrs.field(default=False, validator=boolean())
 
     @property
@@ -68,8 +69,9 @@ class IndependentGP(InterceptPolicy, DevicePlacement):
         if self.sharing is not None:
             if self.kernel_groups is not None or self.variance_groups is not None:
                 raise InputError("give either a sharing mode or kernel_groups/variance_groups, not both")
-            inner = BlockDiagonal.from_sharing(X, self.kernel, n_classes, self.sharing, self.variance,
-                                               self.representation)
+            inner = BlockDiagonal.from_sharing(
+                X, self.kernel, n_classes, self.sharing, self.variance, self.representation
+            )
         else:
             if self.kernel_groups is None or self.variance_groups is None:
                 raise InputError(
@@ -81,8 +83,14 @@ class IndependentGP(InterceptPolicy, DevicePlacement):
                 if np.ndim(self.variance) == 0
                 else np.asarray(self.variance, dtype=float)
             )
-            inner = BlockDiagonal(X, [self.kernel] * len(self.kernel_groups), list(map(list, self.kernel_groups)), v,
-                                  list(map(list, self.variance_groups)), self.representation)
+            inner = BlockDiagonal(
+                X,
+                [self.kernel] * len(self.kernel_groups),
+                list(map(list, self.kernel_groups)),
+                v,
+                list(map(list, self.variance_groups)),
+                self.representation,
+            )
             if inner.n_classes != n_classes:
                 raise InputError(f"the groups cover {inner.n_classes} classes but the data have {n_classes}")
         if self.sigma2 < 0:
@@ -104,6 +112,13 @@ def build_independent(ctx) -> IndependentGP:
         g = tree.class_groups(m.sharing)
         vgroups = [np.flatnonzero(g == j).tolist() for j in range(int(g.max()) + 1)]
         kgroups = vgroups if m.kernel_sharing == "follow" else [list(range(tree.n_classes))]
-        return IndependentGP(ctx.kernel, None, ctx.variance(), m.sigma2, kernel_groups=kgroups, variance_groups=vgroups,
-                             representation=ctx.representation)
+        return IndependentGP(
+            ctx.kernel,
+            None,
+            ctx.variance(),
+            m.sigma2,
+            kernel_groups=kgroups,
+            variance_groups=vgroups,
+            representation=ctx.representation,
+        )
     return IndependentGP(ctx.kernel, m.sharing, ctx.variance(), m.sigma2, representation=ctx.representation)

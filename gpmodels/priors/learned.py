@@ -50,15 +50,19 @@ class LearnedPrior:
         """The same learned values on the wrapped prior moved to ``device`` (its ``on_device``)."""
         move = getattr(self.prior, "on_device", None)  # optional: declared by priors with a representation
         if move is None:
-            raise InputError(f"LearnedPrior: the prior {type(self.prior).__name__} declares no on_device; set "
-                             "where its kernel matrices live on the prior itself")
+            raise InputError(
+                f"LearnedPrior: the prior {type(self.prior).__name__} declares no on_device; set "
+                "where its kernel matrices live on the prior itself"
+            )
         return attrs.evolve(self, prior=move(device))
 
     def operator(self, X, n_classes: int) -> Operator:
         op = self.prior.operator(X, n_classes)
         if tuple(op.param_names) != self.names:
-            raise InputError(f"LearnedPrior: the prior's operator has the hyperparameters {tuple(op.param_names)}; "
-                             f"the learned values are for {self.names}")
+            raise InputError(
+                f"LearnedPrior: the prior's operator has the hyperparameters {tuple(op.param_names)}; "
+                f"the learned values are for {self.names}"
+            )
         return op.with_params(np.asarray(self.theta)) if self.theta else op
 
     def hyperparameters(self) -> dict[str, float | np.ndarray]:

@@ -34,6 +34,8 @@ class DevicePlacement:
             raise InputError(f"device must be one of {DEVICES}; got {device!r}")
         rep = self.representation
         if not isinstance(rep, RepresentationConfig):
-            raise InputError(f"{type(self).__name__}'s representation is a {type(rep).__name__}, which places its "
-                             "matrices itself; a device is set on a RepresentationConfig (its device field)")
+            raise InputError(
+                f"{type(self).__name__}'s representation is a {type(rep).__name__}, which places its "
+                "matrices itself; a device is set on a RepresentationConfig (its device field)"
+            )
         return attrs.evolve(self, representation=attrs.evolve(rep, device=device))

@@ -40,15 +40,29 @@ import attrs
 from gpmodels.errors import SpecError
 from gpmodels.errors import shown as _shown
 
-__all__ = ["PriorContext", "register_prior", "unregister_prior", "registered_priors", "resolve_prior",
-           "is_import_path", "is_known_prior", "import_path_of", "unknown_prior_message", "BUILTIN_PRIORS",
-           "check_allow_import", "import_allowed", "BUILTIN_BUILDERS"]
+__all__ = [
+    "PriorContext",
+    "register_prior",
+    "unregister_prior",
+    "registered_priors",
+    "resolve_prior",
+    "is_import_path",
+    "is_known_prior",
+    "import_path_of",
+    "unknown_prior_message",
+    "BUILTIN_PRIORS",
+    "check_allow_import",
+    "import_allowed",
+    "BUILTIN_BUILDERS",
+]
 
 #: name -> import path of the builder, next to the prior it builds; cannot be replaced or removed
-BUILTIN_BUILDERS = {"independent": "gpmodels.priors.independent:build_independent",
-                    "anova": "gpmodels.priors.anova:build_anova",
-                    "coupled": "gpmodels.priors.coupled:build_coupled",
-                    "loadings": "gpmodels.priors.coupled:build_coupled"}
+BUILTIN_BUILDERS = {
+    "independent": "gpmodels.priors.independent:build_independent",
+    "anova": "gpmodels.priors.anova:build_anova",
+    "coupled": "gpmodels.priors.coupled:build_coupled",
+    "loadings": "gpmodels.priors.coupled:build_coupled",
+}
 BUILTIN_PRIORS = tuple(BUILTIN_BUILDERS)
 #: where a spec's prior is named, for error messages
 KEY = "model.prior"
@@ -87,8 +101,11 @@ class PriorContext:
     def require_tree(self):
         """The class tree, or a SpecError saying that this prior needs one."""
         if self.tree is None:
-            raise SpecError(f"prior {self.name!r} needs a class hierarchy: set `data.hierarchy` (parent<TAB>child "
-                            "lines whose leaves are the classes) or use a named data set that has one", KEY)
+            raise SpecError(
+                f"prior {self.name!r} needs a class hierarchy: set `data.hierarchy` (parent<TAB>child "
+                "lines whose leaves are the classes) or use a named data set that has one",
+                KEY,
+            )
         return self.tree
 
     def options_with_defaults(self, defaults: Mapping[str, Any]) -> dict:
@@ -98,8 +115,9 @@ class PriorContext:
                 near = difflib.get_close_matches(str(key), list(defaults), n=1, cutoff=0.6)
                 hint = f"; did you mean {near[0]!r}?" if near else ""
                 allowed = ", ".join(defaults) or "none"
-                raise SpecError(f"unknown option {key!r} of prior {self.name!r}{hint} (allowed: {allowed})",
-                                f"{OPTIONS_KEY}.{key}")
+                raise SpecError(
+                    f"unknown option {key!r} of prior {self.name!r}{hint} (allowed: {allowed})", f"{OPTIONS_KEY}.{key}"
+                )
         return {**defaults, **self.options}
 
     def variance(self):
@@ -115,8 +133,10 @@ def register_prior(name: str, builder: Builder, *, replace: bool = False) -> Bui
     a taken name needs ``replace=True``.  Built-in names cannot be replaced.
     """
     if not isinstance(name, str) or not _NAME.match(name):
-        raise ValueError(f"a prior name is a letter or _ followed by letters, digits, _ or -; got {name!r} "
-                         "(import paths 'module:builder' need no registration)")
+        raise ValueError(
+            f"a prior name is a letter or _ followed by letters, digits, _ or -; got {name!r} "
+            "(import paths 'module:builder' need no registration)"
+        )
     if not callable(builder):
         raise TypeError(f"the builder of prior {name!r} must be callable; got {type(builder).__name__}")
     if name in BUILTIN_BUILDERS:
@@ -199,9 +219,12 @@ def resolve_prior(name: str, key: str = KEY, *, allow_import=()) -> Builder:
             return registered
         module = name.split(":")[0]
         if not import_allowed(module, allow_import):
-            raise SpecError(f"{name!r} names a Python module; importing code named by a spec needs --allow-import "
-                            f"{module} (in Python: allow_import=({module!r},)), or register the builder with "
-                            "gpmodels.priors.register_prior", key)
+            raise SpecError(
+                f"{name!r} names a Python module; importing code named by a spec needs --allow-import "
+                f"{module} (in Python: allow_import=({module!r},)), or register the builder with "
+                "gpmodels.priors.register_prior",
+                key,
+            )
         return _import(name, key)
     raise SpecError(unknown_prior_message(name), key)
 
@@ -214,8 +237,10 @@ def unknown_prior_message(name: str) -> str:
     names = registered_priors()
     near = difflib.get_close_matches(name[:200], names, n=1)
     hint = f"; did you mean {near[0]!r}?" if near else ""
-    return (f"unknown prior {_shown(name)}{hint} (registered: {', '.join(names)}; or 'package.module:builder' "
-            "for a builder imported by path, see docs/extending.md)")
+    return (
+        f"unknown prior {_shown(name)}{hint} (registered: {', '.join(names)}; or 'package.module:builder' "
+        "for a builder imported by path, see docs/extending.md)"
+    )
 
 
 def _import(path: str, key: str) -> Builder:
@@ -225,8 +250,9 @@ def _import(path: str, key: str) -> Builder:
     try:
         obj = importlib.import_module(module_name)
     except ImportError as exc:
-        raise SpecError(f"cannot import module {module_name!r} of prior {path!r}: {exc} (is it on PYTHONPATH / "
-                        "installed?)", key) from None
+        raise SpecError(
+            f"cannot import module {module_name!r} of prior {path!r}: {exc} (is it on PYTHONPATH / installed?)", key
+        ) from None
     for part in attr.split("."):
         if not hasattr(obj, part):
             raise SpecError(f"module {module_name!r} has no attribute {attr!r} (prior {path!r})", key)

@@ -24,8 +24,14 @@ import numpy as np
 from gpmodels.errors import InputError
 from gpmodels.scoring.metrics import _check, log_loss
 
-__all__ = ["brier_score", "expected_calibration_error", "reliability_curve", "ReliabilityCurve", "log_loss",
-           "calibration_report"]
+__all__ = [
+    "brier_score",
+    "expected_calibration_error",
+    "reliability_curve",
+    "ReliabilityCurve",
+    "log_loss",
+    "calibration_report",
+]
 
 
 @attrs.frozen

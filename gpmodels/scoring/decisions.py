@@ -20,8 +20,15 @@ import numpy as np
 from gpmodels.errors import InputError
 from gpmodels.hierarchy import ClassTree
 
-__all__ = ["DECISION_RULES", "expected_loss", "bayes_decision", "argmax_rule", "min_expected_taxo",
-           "max_expected_parent_accuracy", "decide"]
+__all__ = [
+    "DECISION_RULES",
+    "expected_loss",
+    "bayes_decision",
+    "argmax_rule",
+    "min_expected_taxo",
+    "max_expected_parent_accuracy",
+    "decide",
+]
 
 DECISION_RULES = ("argmax", "taxo", "parent")
 

@@ -62,17 +62,18 @@ def hierarchical_prf(y_true, y_pred, tree, average: str = "micro") -> dict:
     (n,) of ``tree``'s leaves), Kiritchenko et al.'s ancestor sets without the root (module docstring)."""
     y_true, y_pred = np.asarray(y_true), np.asarray(y_pred)
     if y_true.ndim != 1 or y_pred.shape != y_true.shape:
-        raise InputError(f"y_true and y_pred must be 1-D arrays of the same length; got shapes {y_true.shape} "
-                         f"and {y_pred.shape}")
+        raise InputError(
+            f"y_true and y_pred must be 1-D arrays of the same length; got shapes {y_true.shape} and {y_pred.shape}"
+        )
     C = tree.n_classes
     for name, a in (("y_true", y_true), ("y_pred", y_pred)):
         if a.size and (a.dtype.kind not in "iu" or a.min() < 0 or a.max() >= C):
             raise InputError(f"{name} must hold class indices in 0..{C - 1}")
     y_true, y_pred = y_true.astype(np.intp), y_pred.astype(np.intp)
-    depth = tree.depth[tree.leaves]                      # (C,) |ancestors + itself| without the root
+    depth = tree.depth[tree.leaves]  # (C,) |ancestors + itself| without the root
     d_true, d_pred = depth[y_true], depth[y_pred]
     inter = np.zeros(y_true.size, dtype=np.intp)
-    for d, anc in enumerate(tree.leaf_ancestors_by_depth(), start=1):   # anc: (C,) the depth-d ancestor
+    for d, anc in enumerate(tree.leaf_ancestors_by_depth(), start=1):  # anc: (C,) the depth-d ancestor
         inter += (d_true >= d) & (d_pred >= d) & (anc[y_true] == anc[y_pred])
     return _from_counts(inter, d_pred, d_true, average)
 

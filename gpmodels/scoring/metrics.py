@@ -21,8 +21,18 @@ from gpmodels.scoring.decisions import argmax_rule, max_expected_parent_accuracy
 from gpmodels.scoring.hierarchical_prf import hierarchical_prf
 from gpmodels.validation import check_shape
 
-__all__ = ["accuracy", "error", "log_loss", "prec", "error_reject_curve", "classification_report", "parent_accuracy",
-           "taxo_loss", "level_confusion", "hierarchical_report"]
+__all__ = [
+    "accuracy",
+    "error",
+    "log_loss",
+    "prec",
+    "error_reject_curve",
+    "classification_report",
+    "parent_accuracy",
+    "taxo_loss",
+    "level_confusion",
+    "hierarchical_report",
+]
 
 
 def _check(P, y):
@@ -87,6 +97,7 @@ def classification_report(P, y) -> dict:
 # taxo-loss of decisions y_pred against true classes y on a class tree; decisions by
 # :mod:`gpmodels.scoring.decisions`.  ``level_confusion`` summarises the errors per tree level.
 
+
 def _check_pred(y_pred, y, tree):
     y_pred, y = np.asarray(y_pred), np.asarray(y)
     if y_pred.shape != y.shape or y.ndim != 1:
@@ -124,8 +135,11 @@ def level_confusion(y_pred, y, tree) -> dict:
         t, p = idx[y], idx[y_pred]
         conf = np.zeros((nodes.size, nodes.size), dtype=np.int64)
         np.add.at(conf, (t, p), 1)
-        out[d] = {"nodes": [tree.nodes[q] for q in nodes], "confusion": conf,
-                  "accuracy": float(np.mean(t == p)) if y.size else float("nan")}
+        out[d] = {
+            "nodes": [tree.nodes[q] for q in nodes],
+            "confusion": conf,
+            "accuracy": float(np.mean(t == p)) if y.size else float("nan"),
+        }
     return out
 
 
@@ -145,8 +159,12 @@ def hierarchical_report(P, y, tree, decision: str = "argmax") -> dict:
     y_arg = argmax_rule(P)
     y_pacc = y_arg if decision == "argmax" else max_expected_parent_accuracy(P, tree)
     y_taxo = y_arg if decision == "argmax" else min_expected_taxo(P, tree)
-    out = {"acc": float(np.mean(y_arg == y)), "prec": prec(P, y), "pacc": parent_accuracy(y_pacc, y, tree),
-           "taxo": taxo_loss(y_taxo, y, tree)}
+    out = {
+        "acc": float(np.mean(y_arg == y)),
+        "prec": prec(P, y),
+        "pacc": parent_accuracy(y_pacc, y, tree),
+        "taxo": taxo_loss(y_taxo, y, tree),
+    }
     for d, summary in level_confusion(y_taxo, y, tree).items():
         out[f"level{d}_acc"] = summary["accuracy"]
     h = hierarchical_prf(y, y_taxo, tree)

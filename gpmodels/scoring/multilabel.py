@@ -24,8 +24,19 @@ import numpy as np
 from gpmodels.errors import HierarchyError, InputError
 from gpmodels.hierarchy import ClassTree
 
-__all__ = ["NODE_WEIGHTINGS", "check_multilabels", "paths_to_multilabels", "node_weights", "zero_one_loss",
-           "symmetric_difference_loss", "htilde_loss", "h_loss", "micro_prf", "per_level_prf", "multilabel_report"]
+__all__ = [
+    "NODE_WEIGHTINGS",
+    "check_multilabels",
+    "paths_to_multilabels",
+    "node_weights",
+    "zero_one_loss",
+    "symmetric_difference_loss",
+    "htilde_loss",
+    "h_loss",
+    "micro_prf",
+    "per_level_prf",
+    "multilabel_report",
+]
 
 #: the choices of the node weights c_j of the multilabel losses (:func:`node_weights`)
 NODE_WEIGHTINGS = ("uniform", "sibling", "subtree")
@@ -39,8 +50,10 @@ def check_multilabels(Y, tree: ClassTree, name: str = "Y") -> np.ndarray:
     """
     Y = np.asarray(Y)
     if Y.ndim != 2 or Y.shape[1] != tree.n_nodes:
-        raise InputError(f"Dimension mismatch: {name} must have shape (n, {tree.n_nodes}) (one column per "
-                         f"non-root node of the tree); got {Y.shape}")
+        raise InputError(
+            f"Dimension mismatch: {name} must have shape (n, {tree.n_nodes}) (one column per "
+            f"non-root node of the tree); got {Y.shape}"
+        )
     if Y.dtype != bool:
         vals = np.unique(Y)
         if np.all(np.isin(vals, (0, 1))):
@@ -54,9 +67,11 @@ def check_multilabels(Y, tree: ClassTree, name: str = "Y") -> np.ndarray:
     if bad.any():
         i, jj = np.argwhere(bad)[0]
         j = int(np.flatnonzero(has_parent)[jj])
-        raise HierarchyError(f"{name} is not a union of partial paths: example {int(i)} has node "
-                             f"{tree.nodes[j]!r} positive but its parent {tree.nodes[tree.parent[j]]!r} negative "
-                             f"({int(bad.sum())} such entries); positive nodes need positive ancestors")
+        raise HierarchyError(
+            f"{name} is not a union of partial paths: example {int(i)} has node "
+            f"{tree.nodes[j]!r} positive but its parent {tree.nodes[tree.parent[j]]!r} negative "
+            f"({int(bad.sum())} such entries); positive nodes need positive ancestors"
+        )
     return Y
 
 
@@ -64,8 +79,10 @@ def paths_to_multilabels(y, tree: ClassTree) -> np.ndarray:
     """Single-label classes 0..C-1 -> the multilabel of each class' root-to-leaf path, (n, P) bool."""
     y = np.asarray(y)
     if y.ndim != 1 or (y.size and (y.min() < 0 or y.max() >= tree.n_classes)):
-        raise HierarchyError(f"labels must be class indices 0..{tree.n_classes - 1} of the tree; "
-                             f"got {y.min() if y.size else '-'}..{y.max() if y.size else '-'}")
+        raise HierarchyError(
+            f"labels must be class indices 0..{tree.n_classes - 1} of the tree; "
+            f"got {y.min() if y.size else '-'}..{y.max() if y.size else '-'}"
+        )
     table = np.zeros((tree.n_classes, tree.n_nodes), dtype=bool)
     for c, p in enumerate(tree.leaves):
         table[c, tree.path(int(p))] = True
@@ -153,8 +170,7 @@ def per_level_prf(Y, U, tree: ClassTree) -> list[tuple[int, float, float, float]
     Y, U = _pair(Y, U, tree)
     D = int(tree.depth.max())
     # per-node counts, then summed per depth: O(n P) whatever the depth
-    tp, n_pred, n_true = (np.bincount(tree.depth, weights=A.sum(axis=0), minlength=D + 1)
-                          for A in (Y & U, U, Y))
+    tp, n_pred, n_true = (np.bincount(tree.depth, weights=A.sum(axis=0), minlength=D + 1) for A in (Y & U, U, Y))
     return [(d, *_prf(float(tp[d]), float(n_pred[d]), float(n_true[d]))) for d in range(1, D + 1)]
 
 

@@ -17,6 +17,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 def _shared_data():
     from gpmodels.data.datasets import find_data_root
     from gpmodels.errors import DataError
+
     try:
         return find_data_root()
     except DataError:
@@ -37,6 +38,7 @@ def _stop_at(marker, seen):
         seen.append(s)
         if marker in s:
             raise Stop(s)
+
     return say
 
 

@@ -56,9 +56,12 @@ def test_an_arff_spec_runs_and_predicts(tmp_path):
     X, y = _toy(90)
     tr = _write_arff(tmp_path / "train.arff", X[:60], y[:60])
     te = _write_arff(tmp_path / "test.arff", X[60:], y[60:])
-    spec = {"name": "arff", "data": {"path": str(tr), "test_path": str(te)},
-            "model": {"kernel": {"type": "rbf", "w": "auto"}, "sharing": "tied", "sigma2": 1.0},
-            "output": {"dir": str(tmp_path / "out")}}
+    spec = {
+        "name": "arff",
+        "data": {"path": str(tr), "test_path": str(te)},
+        "model": {"kernel": {"type": "rbf", "w": "auto"}, "sharing": "tied", "sigma2": 1.0},
+        "output": {"dir": str(tmp_path / "out")},
+    }
     (tmp_path / "s.yaml").write_text(yaml.safe_dump(spec))
     assert main(["run", str(tmp_path / "s.yaml"), "--quiet"]) == 0
     m = json.loads((tmp_path / "out" / "metrics.json").read_text())
@@ -74,11 +77,14 @@ def test_an_arff_spec_runs_and_predicts(tmp_path):
     assert err == pytest.approx(m["test_error"])
 
 
-@pytest.mark.parametrize("extra, message", [("@ATTRIBUTE note string", r"attribute 4 \(line 7\) is a string attribute"),
-                                            ('@ATTRIBUTE "when" date "yyyy-MM-dd"',
-                                             r"attribute 4 \(line 7\) is a date attribute"),
-                                            ("@ATTRIBUTE colour {red,green}",
-                                             r"attribute 4 \(line 7\) is a nominal feature")])
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        ("@ATTRIBUTE note string", r"attribute 4 \(line 7\) is a string attribute"),
+        ('@ATTRIBUTE "when" date "yyyy-MM-dd"', r"attribute 4 \(line 7\) is a date attribute"),
+        ("@ATTRIBUTE colour {red,green}", r"attribute 4 \(line 7\) is a nominal feature"),
+    ],
+)
 def test_unsupported_attributes_are_named(tmp_path, extra, message):
     X, y = _toy(6)
     p = _write_arff(tmp_path / "t.arff", X, y, extra_header=extra)
@@ -89,8 +95,9 @@ def test_unsupported_attributes_are_named(tmp_path, extra, message):
 def test_a_missing_class_attribute_or_missing_labels(tmp_path):
     X, _ = _toy(6)
     p = tmp_path / "noclass.arff"
-    p.write_text("@RELATION r\n@ATTRIBUTE a numeric\n@ATTRIBUTE b numeric\n@DATA\n"
-                 + "".join(f"{a},{b}\n" for a, b in X[:, :2]))
+    p.write_text(
+        "@RELATION r\n@ATTRIBUTE a numeric\n@ATTRIBUTE b numeric\n@DATA\n" + "".join(f"{a},{b}\n" for a, b in X[:, :2])
+    )
     with pytest.raises(DataError, match=r"no nominal class attribute: attribute 2 \(line 3\) is not nominal"):
         load_arff(p)
     Xn, yn = load_inputs(p)  # prediction inputs need no class

@@ -25,14 +25,22 @@ CASES = [
     ("svm_inf_label.svm", "test", DataError, "svm_inf_label.svm:3:1: label -inf is not finite"),
     ("svm_huge_index.svm", "train", DataError, "svm_huge_index.svm:2:3: feature index 4000000000 exceeds the limit"),
     ("svm_negative_index.svm", "train", DataError, "svm_negative_index.svm:2:3: feature index -4 is negative"),
-    ("svm_bad_token.svm", "train", DataError,
-     "svm_bad_token.svm:2:3: a feature (3 characters) is not of the form index:value"),
+    (
+        "svm_bad_token.svm",
+        "train",
+        DataError,
+        "svm_bad_token.svm:2:3: a feature (3 characters) is not of the form index:value",
+    ),
     ("svm_bad_label.svm", "train", DataError, "svm_bad_label.svm:1:1: the label (3 characters) is not a number"),
     ("svm_nan_value.svm", "train", DataError, "svm_nan_value.svm:2:3: feature 1 has the non-finite value nan"),
     ("svm_no_rows.svm", "train", DataError, "the training file"),
     ("svm_no_rows.svm", "test", DataError, "svm_no_rows.svm has no rows"),
-    ("svm_one_class.svm", "labels", DataError,
-     "the training data have one class ('3'); classification needs at least two"),
+    (
+        "svm_one_class.svm",
+        "labels",
+        DataError,
+        "the training data have one class ('3'); classification needs at least two",
+    ),
     ("svm_index_zero.svm", "predict", DataError, "feature index 0 in data row 1 of a file read as 1-based"),
     ("npz_empty.npz", "train", DataError, "npz_empty.npz is empty (0 bytes)"),
     ("npz_text.npz", "train", DataError, "npz_text.npz is not a readable .npz archive"),
@@ -55,8 +63,12 @@ CASES = [
     ("svm_index_zero.svm", "test", DataError, "uses feature index 0 (0-based indices) but the training file"),
     ("csv_empty_label.csv", "train", DataError, "csv_empty_label.csv:3: the label is empty"),
     ("csv_nan_label.csv", "train", DataError, "csv_nan_label.csv:3: the label reads as the non-finite number nan"),
-    ("csv_ambiguous_label.csv", "train", DataError,
-     "csv_ambiguous_label.csv:3: the label is the number 1 spelled differently than at line 2"),
+    (
+        "csv_ambiguous_label.csv",
+        "train",
+        DataError,
+        "csv_ambiguous_label.csv:3: the label is the number 1 spelled differently than at line 2",
+    ),
     ("csv_duplicate_header.csv", "train", DataError, "columns 1 and 2 of the header have the same name"),
     ("csv_secret_cell.csv", "predict", DataError, "csv_secret_cell.csv:3: column 1 holds 20 characters, not a number"),
 ]
@@ -78,8 +90,9 @@ def _good(tmp_path, suffix):
         (tmp_path / "good.csv").write_text("f1,label\n1,a\n2,b\n")
         return tmp_path / "good.csv"
     if suffix == ".arff":
-        (tmp_path / "good.arff").write_text("@relation r\n@attribute a numeric\n@attribute class {x,y}\n@data\n"
-                                            "1,x\n2,y\n")
+        (tmp_path / "good.arff").write_text(
+            "@relation r\n@attribute a numeric\n@attribute class {x,y}\n@data\n1,x\n2,y\n"
+        )
         return tmp_path / "good.arff"
     (tmp_path / "good.svm").write_text("1 1:1\n2 1:2\n")
     return tmp_path / "good.svm"
@@ -108,8 +121,12 @@ TRAIN_CASES = [c for c in CASES if c[1] in ("train", "labels")]
 @pytest.mark.parametrize("name, stage, error, message", TRAIN_CASES, ids=[c[0] for c in TRAIN_CASES])
 def test_bad_training_files_through_the_cli_exit_2_with_the_message(tmp_path, capsys, name, stage, error, message):
     path = BAD / name
-    spec = {"name": "bad", "data": {"path": str(path), "test_path": str(_good(tmp_path, path.suffix))},
-            "model": {"kernel": {"type": "rbf", "w": 1.0}}, "output": {"dir": str(tmp_path / "out")}}
+    spec = {
+        "name": "bad",
+        "data": {"path": str(path), "test_path": str(_good(tmp_path, path.suffix))},
+        "model": {"kernel": {"type": "rbf", "w": 1.0}},
+        "output": {"dir": str(tmp_path / "out")},
+    }
     (tmp_path / "s.yaml").write_text(yaml.safe_dump(spec))
     assert main(["run", str(tmp_path / "s.yaml"), "--quiet"]) == 2
     err = capsys.readouterr().err

@@ -27,8 +27,11 @@ def _write_csv(path, X, y=None, label_column="species", names=("a", "b", "c")):
 
 
 def _spec(tmp_path, train, test, **data):
-    spec = {"name": "csv", "data": {"path": str(train), "test_path": str(test), "label_column": "species", **data},
-            "model": {"kernel": {"type": "rbf", "w": "auto"}, "variance": 5.0, "sigma2": 1.0}}
+    spec = {
+        "name": "csv",
+        "data": {"path": str(train), "test_path": str(test), "label_column": "species", **data},
+        "model": {"kernel": {"type": "rbf", "w": "auto"}, "variance": 5.0, "sigma2": 1.0},
+    }
     path = tmp_path / "spec.yaml"
     path.write_text(json.dumps(spec))
     return path
@@ -68,14 +71,17 @@ def test_numeric_csv_labels_are_numbers(tmp_path):
     assert y.dtype.kind == "i" and y.tolist() == [10, 9, 10]
 
 
-@pytest.mark.parametrize("text, message", [
-    ("f1,f2\n1,2\n", "no label column 'label'"),
-    ("1,2,3\n4,5,6\n", "starts with a header line"),
-    ("f1,label\n1,a\nx,b\n", r":3: column 1 holds 1 character, not a number"),
-    ("f1,label\n1,a,3\n", ":2: 3 values; the header names 2 columns"),
-    ("f1,label\ninf,a\n", "not finite"),
-    ("", "is empty"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("f1,f2\n1,2\n", "no label column 'label'"),
+        ("1,2,3\n4,5,6\n", "starts with a header line"),
+        ("f1,label\n1,a\nx,b\n", r":3: column 1 holds 1 character, not a number"),
+        ("f1,label\n1,a,3\n", ":2: 3 values; the header names 2 columns"),
+        ("f1,label\ninf,a\n", "not finite"),
+        ("", "is empty"),
+    ],
+)
 def test_bad_csv_files_say_what_is_wrong(tmp_path, text, message):
     (tmp_path / "bad.csv").write_text(text)
     with pytest.raises(DataError, match=message):

@@ -1,6 +1,5 @@
 """Loaders, splits, scaling: determinism, formats, errors."""
 
-
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -53,8 +52,11 @@ def test_npz_files_and_label_encoding(tmp_path):
     np.savez(tmp_path / "tr.npz", X=r.normal(size=(10, 2)), y=np.array([5, 7] * 5))
     np.savez(tmp_path / "te.npz", X=r.normal(size=(4, 2)), y=np.array([7, 7, 5, 9]))
     X, y, Xt, yt = load_file(tmp_path / "tr.npz", tmp_path / "te.npz")
-    with pytest.raises(DataError, match=r"1 test labels \(e.g. 9\) are none of the 2 training classes \(the first "
-                                        r"is test point 4\)"):
+    with pytest.raises(
+        DataError,
+        match=r"1 test labels \(e.g. 9\) are none of the 2 training classes \(the first "
+        r"is test point 4\)",
+    ):
         encode_labels(y, yt)
     a, b, names = encode_labels(y, yt[:3])
     assert names == ("5", "7") and a.tolist() == [0, 1] * 5 and b.tolist() == [1, 1, 0]

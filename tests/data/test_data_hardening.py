@@ -30,8 +30,10 @@ def test_a_zero_based_test_file_without_feature_0_keeps_the_training_base(tmp_pa
     # the base is one decision for the pair, never taken from the test file alone: feature 0 in the test
     # file beside a training file without it is refused (re-basing the training file would shift it)
     a, b = _write(tmp_path / "a.svm", ["1 1:1", "2 2:1"]), _write(tmp_path / "b.svm", ["1 0:1 2:1"])
-    with pytest.raises(DataError, match="b.svm uses feature index 0 .*a.svm is an svmlight file that never uses "
-                                        "index 0: set data.zero_based"):
+    with pytest.raises(
+        DataError,
+        match="b.svm uses feature index 0 .*a.svm is an svmlight file that never uses index 0: set data.zero_based",
+    ):
         load_file(a, b)
     X, _, Xt, _ = load_file(a, b, zero_based=True)
     assert X.shape[1] == Xt.shape[1] == 3 and Xt.toarray()[0, 0] == 1
@@ -74,8 +76,9 @@ def test_a_wider_test_file_is_refused_and_a_narrower_one_padded(tmp_path):
 @pytest.mark.parametrize("label", ["nan", "inf", "-inf", "NaN", "1,nan"])
 def test_non_finite_svmlight_labels_are_refused_naming_the_line(tmp_path, label):
     f = _write(tmp_path / "l.svm", ["1 1:1", f"{label} 1:2"])
-    with pytest.raises(DataError,
-                       match=r"l.svm:2:1: (label .* is not finite|the label \(\d+ characters\) is not a number)"):
+    with pytest.raises(
+        DataError, match=r"l.svm:2:1: (label .* is not finite|the label \(\d+ characters\) is not a number)"
+    ):
         load_svmlight(f)
 
 
@@ -180,12 +183,19 @@ def _bad_npz(tmp_path, kind):
     return p
 
 
-@pytest.mark.parametrize("kind, message", [
-    ("empty", "is empty"), ("truncated", "not a readable .npz archive|truncated or corrupt"),
-    ("not_zip", "not a readable .npz archive"), ("npy", "not a readable .npz archive"),
-    ("object", "dtype object"), ("lying_shape", r"declares shape \(1000000000, 1000\)"),
-    ("bad_header", "no valid .npy header"), ("not_npy_member", "is not a .npy array"),
-])
+@pytest.mark.parametrize(
+    "kind, message",
+    [
+        ("empty", "is empty"),
+        ("truncated", "not a readable .npz archive|truncated or corrupt"),
+        ("not_zip", "not a readable .npz archive"),
+        ("npy", "not a readable .npz archive"),
+        ("object", "dtype object"),
+        ("lying_shape", r"declares shape \(1000000000, 1000\)"),
+        ("bad_header", "no valid .npy header"),
+        ("not_npy_member", "is not a .npy array"),
+    ],
+)
 def test_bad_npz_files_are_data_errors_naming_the_file(tmp_path, kind, message):
     p = _bad_npz(tmp_path, kind)
     for load in (load_file, load_inputs, read_npz):

@@ -35,8 +35,11 @@ def test_a_spec_in_a_nested_folder_finds_the_data_beside_an_ancestor(tmp_path, m
     os.symlink(SHARED / "satimage", project / "data" / "satimage")
     nested = project / "experiments" / "deep"
     nested.mkdir(parents=True)
-    spec = {"name": "nested", "data": {"dataset": "satimage", "max_train": 90, "max_test": 30},
-            "model": {"kernel": {"type": "rbf", "w": "auto"}, "variance": 10.0, "sigma2": 16.0}}
+    spec = {
+        "name": "nested",
+        "data": {"dataset": "satimage", "max_train": 90, "max_test": 30},
+        "model": {"kernel": {"type": "rbf", "w": "auto"}, "variance": 10.0, "sigma2": 16.0},
+    }
     (nested / "s.yaml").write_text(json.dumps(spec))
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
@@ -56,8 +59,14 @@ def test_the_error_lists_every_place_looked(tmp_path, monkeypatch):
     with pytest.raises(DataError) as err:
         find_data_root(spec_dir=spec_dir)
     message = str(err.value)
-    for place in (tmp_path / "env", work / "data", tmp_path / "shared" / "data", spec_dir / "data",
-                  tmp_path / "a" / "data", tmp_path / "a" / "shared" / "data"):
+    for place in (
+        tmp_path / "env",
+        work / "data",
+        tmp_path / "shared" / "data",
+        spec_dir / "data",
+        tmp_path / "a" / "data",
+        tmp_path / "a" / "shared" / "data",
+    ):
         assert str(place) in message
     assert "data.root" in message and "GPMODELS_DATA" in message
     assert data_root_candidates(tmp_path / "given", spec_dir) == [tmp_path / "given"]

@@ -53,21 +53,31 @@ def test_random_bytes_give_a_load_or_a_gpmodels_error(tmp_path_factory, data, su
         _check_load(*out)
 
 
-_number = st.one_of(st.integers(-5, 5).map(str), st.floats(allow_nan=True, allow_infinity=True).map(repr),
-                    st.sampled_from(["nan", "inf", "-inf", "1e400", "1e300", "0x10", "1_0", "+3", "", "abc", "9" * 30]))
-_index = st.one_of(st.integers(-3, 40).map(str), st.sampled_from(["4000000000", "99999999999999999999", "1.5", "",
-                                                                   "x", "0", "-0", "2**31", "9" * 400]))
-_token = st.one_of(st.tuples(_index, _number).map(":".join), st.sampled_from(["qid:3", "qid:", ":", "1:", ":2", "a:b:c",
-                                                                               "1:2:3", "#", "# comment"]))
-_line = st.tuples(st.one_of(_number, st.lists(_number, max_size=3).map(",".join)), st.lists(_token, max_size=6),
-                  st.sampled_from(["", " ", "\t", "  # note", "\r"])).map(
-    lambda t: " ".join([t[0], *t[1]]) + t[2])
+_number = st.one_of(
+    st.integers(-5, 5).map(str),
+    st.floats(allow_nan=True, allow_infinity=True).map(repr),
+    st.sampled_from(["nan", "inf", "-inf", "1e400", "1e300", "0x10", "1_0", "+3", "", "abc", "9" * 30]),
+)
+_index = st.one_of(
+    st.integers(-3, 40).map(str),
+    st.sampled_from(["4000000000", "99999999999999999999", "1.5", "", "x", "0", "-0", "2**31", "9" * 400]),
+)
+_token = st.one_of(
+    st.tuples(_index, _number).map(":".join),
+    st.sampled_from(["qid:3", "qid:", ":", "1:", ":2", "a:b:c", "1:2:3", "#", "# comment"]),
+)
+_line = st.tuples(
+    st.one_of(_number, st.lists(_number, max_size=3).map(",".join)),
+    st.lists(_token, max_size=6),
+    st.sampled_from(["", " ", "\t", "  # note", "\r"]),
+).map(lambda t: " ".join([t[0], *t[1]]) + t[2])
 
 
 @SETTINGS
 @given(st.lists(_line, max_size=8), st.lists(_line, max_size=4), st.booleans(), st.booleans())
-def test_random_svmlight_lines_give_a_load_or_a_gpmodels_error(tmp_path_factory, lines, test_lines, zero_based,
-                                                               multilabel):
+def test_random_svmlight_lines_give_a_load_or_a_gpmodels_error(
+    tmp_path_factory, lines, test_lines, zero_based, multilabel
+):
     folder = tmp_path_factory.mktemp("svm")
     tr, te = folder / "tr.svm", folder / "te.svm"
     tr.write_text("\n".join(lines) + "\n")
@@ -90,13 +100,27 @@ def test_random_svmlight_lines_give_a_load_or_a_gpmodels_error(tmp_path_factory,
 _arrays = st.one_of(
     st.tuples(st.integers(0, 4), st.integers(0, 3)).map(lambda s: np.ones(s)),
     st.integers(0, 5).map(lambda n: np.arange(n, dtype=float)),
-    st.sampled_from([np.array(["a", "b"]), np.array([np.nan, 1.0]), np.ones((2, 2, 2)), np.array([1 + 2j]),
-                     np.array([True, False]), np.zeros((2, 0)), np.array([1, 2], dtype=np.int8)]))
+    st.sampled_from(
+        [
+            np.array(["a", "b"]),
+            np.array([np.nan, 1.0]),
+            np.ones((2, 2, 2)),
+            np.array([1 + 2j]),
+            np.array([True, False]),
+            np.zeros((2, 0)),
+            np.array([1, 2], dtype=np.int8),
+        ]
+    ),
+)
 
 
 @SETTINGS
-@given(st.dictionaries(st.sampled_from(["X", "y", "data", "other"]), _arrays, max_size=3), st.booleans(),
-       st.integers(0, 2000), st.integers(0, 255))
+@given(
+    st.dictionaries(st.sampled_from(["X", "y", "data", "other"]), _arrays, max_size=3),
+    st.booleans(),
+    st.integers(0, 2000),
+    st.integers(0, 255),
+)
 def test_random_and_damaged_npz_give_a_load_or_a_gpmodels_error(tmp_path_factory, arrays, compressed, cut, flip):
     buf = io.BytesIO()
     (np.savez_compressed if compressed else np.savez)(buf, **arrays)
@@ -113,15 +137,18 @@ def test_random_and_damaged_npz_give_a_load_or_a_gpmodels_error(tmp_path_factory
             _check_load(out[0], out[1])
 
 
-@pytest.mark.parametrize("body", [
-    "@relation r\n@attribute a numeric\n@attribute class {x,y}\n@data\n1,x\n2,\n",
-    "@relation r\n@attribute a numeric\n@attribute class {x,y}\n@data\n1,z\n",
-    "@relation r\n@attribute a numeric\n@attribute class {x,y}\n@data\nabc,x\n",
-    "@relation r\n@attribute a numeric\n@attribute class {x,y\n@data\n1,x\n",
-    "@relation r\n@attribute a date 'yyyy'\n@attribute class {x,y}\n@data\n2001,x\n",
-    "@attribute\n@data\n",
-    "@relation r\n@attribute 'a numeric\n@data\n1\n",
-])
+@pytest.mark.parametrize(
+    "body",
+    [
+        "@relation r\n@attribute a numeric\n@attribute class {x,y}\n@data\n1,x\n2,\n",
+        "@relation r\n@attribute a numeric\n@attribute class {x,y}\n@data\n1,z\n",
+        "@relation r\n@attribute a numeric\n@attribute class {x,y}\n@data\nabc,x\n",
+        "@relation r\n@attribute a numeric\n@attribute class {x,y\n@data\n1,x\n",
+        "@relation r\n@attribute a date 'yyyy'\n@attribute class {x,y}\n@data\n2001,x\n",
+        "@attribute\n@data\n",
+        "@relation r\n@attribute 'a numeric\n@data\n1\n",
+    ],
+)
 def test_malformed_arff_gives_a_load_or_a_gpmodels_error(tmp_path, body):
     path = tmp_path / "f.arff"
     path.write_text(body)

@@ -10,16 +10,30 @@ from gpmodels.errors import DataError, InputError
 
 pytest.importorskip("sklearn")
 BAD = sorted((Path(__file__).parent / "bad").glob("svm_*.svm"))
-GOOD = ["1 1:0 3:2.5 # comment\n# a comment line\n\n2 qid:3 2:1\n-1.5 2:1e300\n3\n", "1 3:1 2:1 3:2\n2 1:1_0\n",
-        "+1 01:.5 2:5.\n-1 4:1e-320\n", "0 0:1 5:2\n1 1:3\n", ""]
+GOOD = [
+    "1 1:0 3:2.5 # comment\n# a comment line\n\n2 qid:3 2:1\n-1.5 2:1e300\n3\n",
+    "1 3:1 2:1 3:2\n2 1:1_0\n",
+    "+1 01:.5 2:5.\n-1 4:1e-320\n",
+    "0 0:1 5:2\n1 1:3\n",
+    "",
+]
 
 
 def _read(path, engine, zero_based=None, max_features=S.MAX_FEATURES):
     try:
         raw = S.parse_svmlight(path, engine=engine, max_features=max_features)
         X, y = S.svmlight_matrix(raw, raw.uses_index_zero if zero_based is None else zero_based)
-        return ("ok", X.shape, X.indptr.tolist(), X.indices.tolist(), X.data.tolist(), y.dtype.str, y.tolist(),
-                raw.uses_index_zero, raw.max_index)
+        return (
+            "ok",
+            X.shape,
+            X.indptr.tolist(),
+            X.indices.tolist(),
+            X.data.tolist(),
+            y.dtype.str,
+            y.tolist(),
+            raw.uses_index_zero,
+            raw.max_index,
+        )
     except (DataError, InputError) as exc:
         return ("error", type(exc).__name__, str(exc))
 

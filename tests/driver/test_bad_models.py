@@ -23,9 +23,12 @@ def _files(folder):
 
 
 def _spec(folder, **cv):
-    return {"name": "toy", "data": {"path": str(folder / "train.npz"), "test_path": str(folder / "test.npz")},
-            "model": {"kernel": {"type": "rbf", "w": "auto"}, "variance": 5.0, "sigma2": 4.0},
-            "objective": {"type": "cv", "cv": {"folds": 3, "outer": {"max_iter": 1}, "newton": {"max_iter": 5}, **cv}}}
+    return {
+        "name": "toy",
+        "data": {"path": str(folder / "train.npz"), "test_path": str(folder / "test.npz")},
+        "model": {"kernel": {"type": "rbf", "w": "auto"}, "variance": 5.0, "sigma2": 4.0},
+        "objective": {"type": "cv", "cv": {"folds": 3, "outer": {"max_iter": 1}, "newton": {"max_iter": 5}, **cv}},
+    }
 
 
 @pytest.fixture(scope="module")
@@ -70,27 +73,33 @@ MODEL_CASES = {
     "missing_model_npz": (lambda f: (f / "model.npz").unlink(), "holds the report of run 'toy'"),
     "no_folder": (lambda f: shutil.rmtree(f), "not found"),
     "empty_npz": (lambda f: (f / "model.npz").write_bytes(b""), "cannot be read as a model file (empty"),
-    "truncated_npz": (lambda f: (f / "model.npz").write_bytes((f / "model.npz").read_bytes()[:300]),
-                      "truncated or not an .npz"),
+    "truncated_npz": (
+        lambda f: (f / "model.npz").write_bytes((f / "model.npz").read_bytes()[:300]),
+        "truncated or not an .npz",
+    ),
     "text_as_npz": (lambda f: (f / "model.npz").write_text(SECRET), "truncated or not an .npz"),
     "object_array": (lambda f: _object_npz(f / "model.npz"), "cannot be read as a model file"),
     "foreign_npz": (lambda f: (f / "model.npz").write_bytes(_npz_bytes(x=np.ones(3))), "not a gpmodels model file"),
-    "future_version": (lambda f: (f / "model.npz").write_bytes(_npz_bytes(format_version=np.array(99),
-                                                                           kind=np.array("map"))),
-                       "model format version 99"),
-    "unknown_kind": (lambda f: (f / "model.npz").write_bytes(_npz_bytes(format_version=np.array(1),
-                                                                         kind=np.array("x" * 500))),
-                     "names a model kind (500 characters) that is none of"),
-    "missing_arrays": (lambda f: (f / "model.npz").write_bytes(_npz_bytes(format_version=np.array(1),
-                                                                           kind=np.array("map"))),
-                       "lacks the array"),
+    "future_version": (
+        lambda f: (f / "model.npz").write_bytes(_npz_bytes(format_version=np.array(99), kind=np.array("map"))),
+        "model format version 99",
+    ),
+    "unknown_kind": (
+        lambda f: (f / "model.npz").write_bytes(_npz_bytes(format_version=np.array(1), kind=np.array("x" * 500))),
+        "names a model kind (500 characters) that is none of",
+    ),
+    "missing_arrays": (
+        lambda f: (f / "model.npz").write_bytes(_npz_bytes(format_version=np.array(1), kind=np.array("map"))),
+        "lacks the array",
+    ),
     "missing_spec": (lambda f: (f / "spec.resolved.yaml").unlink(), "holds no spec.resolved.yaml"),
     "spec_is_shadow": (lambda f: (f / "spec.resolved.yaml").write_text(SECRET + "\n"), "spec.resolved.yaml"),
     "spec_is_binary": (lambda f: (f / "spec.resolved.yaml").write_bytes(b"\x00\x01" * 50), "binary data"),
-    "spec_names_a_module": (lambda f: _edit_spec(f, lambda d: d["model"].update(prior="this:s")),
-                            "needs --allow-import this"),
-    "spec_of_other_classes": (lambda f: _edit_spec(f, lambda d: d["model"].update(sharing="tied")),
-                              "parameters"),
+    "spec_names_a_module": (
+        lambda f: _edit_spec(f, lambda d: d["model"].update(prior="this:s")),
+        "needs --allow-import this",
+    ),
+    "spec_of_other_classes": (lambda f: _edit_spec(f, lambda d: d["model"].update(sharing="tied")), "parameters"),
 }
 
 
@@ -120,8 +129,9 @@ INPUT_CASES = {
 @pytest.mark.parametrize("case", sorted(INPUT_CASES))
 def test_bad_predict_inputs_exit_2_without_quoting_them(case, good, tmp_path, capsys):
     content, fragment = INPUT_CASES[case]
-    path = tmp_path / ("inputs.npz" if case in ("empty", "truncated_npz") else "inputs.svm" if case == "shadow"
-                       else "inputs")
+    path = tmp_path / (
+        "inputs.npz" if case in ("empty", "truncated_npz") else "inputs.svm" if case == "shadow" else "inputs"
+    )
     if content == "dir":
         path.mkdir()
     elif content == "truncated":

@@ -70,7 +70,9 @@ def test_the_good_base_of_the_corpus_runs(corpus, tmp_path, monkeypatch):
     """The corpus's data and tree files are fine: the errors above come from the one bad key."""
     monkeypatch.chdir(tmp_path)
     good = corpus / "good.yaml"
-    good.write_text("name: good\ndata: {path: data/train.npz, test_path: data/test.npz, hierarchy: data/tree.tsv}\n"
-                    "model: {prior: anova, kernel: {type: rbf, w: 0.2}, sharing: level, variance: 3.0, sigma2: 1.0}\n")
+    good.write_text(
+        "name: good\ndata: {path: data/train.npz, test_path: data/test.npz, hierarchy: data/tree.tsv}\n"
+        "model: {prior: anova, kernel: {type: rbf, w: 0.2}, sharing: level, variance: 3.0, sigma2: 1.0}\n"
+    )
     assert main(["validate", str(good)]) == 0
     assert main(["run", str(good), "--out", str(tmp_path / "out"), "--quiet"]) == 0

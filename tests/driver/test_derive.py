@@ -61,15 +61,18 @@ def test_keys_defaults_and_docs_come_from_the_class():
     assert "| `odd` | an integer; checked by `Toy` | 1 | an odd setting |" in text
 
 
-@pytest.mark.parametrize("data, path, message", [
-    ({"count": 0}, "toy.count", "must be a positive integer; got 0"),
-    ({"count": 2.5}, "toy.count", "integer"),
-    ({"rate": 1.0}, "toy.rate", "< 1"),
-    ({"mode": "c"}, "toy.mode", "one of 'a', 'b'"),
-    ({"both": 11}, "toy.both", "<= 10"),
-    ({"odd": 13}, "toy.odd", "must not be 13"),
-    ({"inner": {}}, "toy.inner", "unknown key 'inner'"),
-])
+@pytest.mark.parametrize(
+    "data, path, message",
+    [
+        ({"count": 0}, "toy.count", "must be a positive integer; got 0"),
+        ({"count": 2.5}, "toy.count", "integer"),
+        ({"rate": 1.0}, "toy.rate", "< 1"),
+        ({"mode": "c"}, "toy.mode", "one of 'a', 'b'"),
+        ({"both": 11}, "toy.both", "<= 10"),
+        ({"odd": 13}, "toy.odd", "must not be 13"),
+        ({"inner": {}}, "toy.inner", "unknown key 'inner'"),
+    ],
+)
 def test_values_are_checked_with_the_key_path(data, path, message):
     with pytest.raises(SpecError, match=message) as err:
         ToySpec.from_dict(data, "toy")
@@ -85,9 +88,13 @@ def test_infinite_values_where_the_class_allows_them():
 
 
 def test_defaults_from_an_instance_and_nested_sections():
-    Outer = options_section("Outer", "outer", [Part(Toy, defaults=Toy(count=7), skip=("odd",))],
-                            nested=(("inner", options_section("InnerSpec", "inner", [Part(Inner)]), "the inner"),),
-                            extra=(("folds", option(5, integer(2), doc="spec-only")),))
+    Outer = options_section(
+        "Outer",
+        "outer",
+        [Part(Toy, defaults=Toy(count=7), skip=("odd",))],
+        nested=(("inner", options_section("InnerSpec", "inner", [Part(Inner)]), "the inner"),),
+        extra=(("folds", option(5, integer(2), doc="spec-only")),),
+    )
     o = Outer.from_dict({"inner": {"depth": 4}})
     assert o.count == 7 and o.folds == 5 and o.options(odd=3) == Toy(count=7, odd=3, inner=Inner(depth=4))
 
@@ -100,14 +107,21 @@ def test_the_objective_sections_follow_their_classes():
     assert o.cv.options(CVOptions).newton.grad_tol == 1e-5
 
 
-@pytest.mark.parametrize("data, path, message", [
-    ({"k1": 5}, "objective.k1", r"unknown key 'k1' \(allowed: type, solver, learn, newton, em, cv"),
-    ({"solve": "exact"}, "objective.solve", "unknown key 'solve'; did you mean 'solver'"),
-    ({"type": "mkl", "max_iter": 3}, "objective.max_iter", r"unknown key 'max_iter' \(allowed: type,"),
-    ({"cv": {"fold": 3}}, "objective.cv.fold", "unknown key 'fold'; did you mean 'folds'"),
-    ({"cv": {"memory": 4}}, "objective.cv.memory", r"unknown key 'memory' \(allowed: folds,"),
-    ({"newton": {"max_iters": 3}}, "objective.newton.max_iters", "unknown key 'max_iters'; did you mean 'max_iter'"),
-])
+@pytest.mark.parametrize(
+    "data, path, message",
+    [
+        ({"k1": 5}, "objective.k1", r"unknown key 'k1' \(allowed: type, solver, learn, newton, em, cv"),
+        ({"solve": "exact"}, "objective.solve", "unknown key 'solve'; did you mean 'solver'"),
+        ({"type": "mkl", "max_iter": 3}, "objective.max_iter", r"unknown key 'max_iter' \(allowed: type,"),
+        ({"cv": {"fold": 3}}, "objective.cv.fold", "unknown key 'fold'; did you mean 'folds'"),
+        ({"cv": {"memory": 4}}, "objective.cv.memory", r"unknown key 'memory' \(allowed: folds,"),
+        (
+            {"newton": {"max_iters": 3}},
+            "objective.newton.max_iters",
+            "unknown key 'max_iters'; did you mean 'max_iter'",
+        ),
+    ],
+)
 def test_unknown_objective_keys_name_the_allowed_ones_and_the_nearest(data, path, message):
     with pytest.raises(SpecError, match=message) as err:
         ObjectiveSpec.from_dict(data, "objective")

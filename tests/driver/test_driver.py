@@ -25,6 +25,7 @@ def _data(tmp_path, sparse=False):
             with open(path, "w") as fh:
                 for row, lab in zip(sp.csr_matrix(Xs), ys):
                     fh.write(f"{lab} " + " ".join(f"{j + 1}:{v}" for j, v in zip(row.indices, row.data)) + "\n")
+
         dump(tmp_path / "train.svm", X[:60], y[:60] + 1)
         dump(tmp_path / "test.svm", X[60:], y[60:] + 1)
         return tmp_path / "train.svm", tmp_path / "test.svm"
@@ -33,22 +34,34 @@ def _data(tmp_path, sparse=False):
     return tmp_path / "train.npz", tmp_path / "test.npz"
 
 
-@pytest.mark.parametrize("kernel, scaling, sparse, rep", [
-    ({"type": "rbf", "w": "auto"}, "standardize", False, "auto"),
-    ({"type": "linear"}, "unit_norm", True, "auto"),
-    ({"type": "ard", "w": [0.3, 0.2, 0.5, 0.1]}, "none", False, "lowrank"),
-])
+@pytest.mark.parametrize(
+    "kernel, scaling, sparse, rep",
+    [
+        ({"type": "rbf", "w": "auto"}, "standardize", False, "auto"),
+        ({"type": "linear"}, "unit_norm", True, "auto"),
+        ({"type": "ard", "w": [0.3, 0.2, 0.5, 0.1]}, "none", False, "lowrank"),
+    ],
+)
 def test_save_load_round_trip_gives_identical_predictions(tmp_path, kernel, scaling, sparse, rep):
     tr, te = _data(tmp_path, sparse)
-    spec = {"name": "m", "data": {"path": str(tr), "test_path": str(te), "scaling": scaling},
-            "model": {"kernel": kernel, "sharing": "semi", "variance": [1.0, 2.0, 3.0], "sigma2": 2.0,
-                      "representation": {"kind": rep, "rank": 20}},
-            "output": {"dir": str(tmp_path / "out")}}
+    spec = {
+        "name": "m",
+        "data": {"path": str(tr), "test_path": str(te), "scaling": scaling},
+        "model": {
+            "kernel": kernel,
+            "sharing": "semi",
+            "variance": [1.0, 2.0, 3.0],
+            "sigma2": 2.0,
+            "representation": {"kind": rep, "rank": 20},
+        },
+        "output": {"dir": str(tmp_path / "out")},
+    }
     (tmp_path / "s.yaml").write_text(yaml.safe_dump(spec))
     assert main(["run", str(tmp_path / "s.yaml"), "--quiet"]) == 0
     out = tmp_path / "out"
-    assert {"model.npz", "spec.resolved.yaml", *figures("error_reject.png", "trace_Phi.png")} <= {p.name for p in
-                                                                                               out.iterdir()}
+    assert {"model.npz", "spec.resolved.yaml", *figures("error_reject.png", "trace_Phi.png")} <= {
+        p.name for p in out.iterdir()
+    }
     model = load_model(out)
     from gpmodels.data.files import load_inputs
 
@@ -84,8 +97,11 @@ def test_study_runs_every_model_on_the_same_split(tmp_path, capsys):
         "data": {"path": str(tr), "test": "split", "test_fraction": 0.3},
         "models": [
             {"name": "tied", "model": {"kernel": {"type": "rbf", "w": 0.3}, "sharing": "tied", "variance": 3}},
-            {"name": "exact", "model": {"kernel": {"type": "rbf", "w": 0.3}, "sharing": "tied", "variance": 3},
-             "objective": {"solver": "exact"}},
+            {
+                "name": "exact",
+                "model": {"kernel": {"type": "rbf", "w": 0.3}, "sharing": "tied", "variance": 3},
+                "objective": {"solver": "exact"},
+            },
             {"name": "lin", "model": {"kernel": {"type": "linear"}, "sigma2": 1.0}},
         ],
         "output": {"dir": str(tmp_path / "study")},
@@ -113,14 +129,20 @@ def test_study_runs_every_model_on_the_same_split(tmp_path, capsys):
         (lambda d: d["models"].append(dict(d["models"][0])), "models", "unique"),
         (lambda d: d["models"][0]["model"].update(sharng="x"), "models[0].model.sharng", "did you mean 'sharing'"),
         (lambda d: d.update(models=[]), "models", "at least one"),
-        (lambda d: d["models"][0]["objective"].update(solver="exact", newton={"max_iter": 0}),
-         "models[0].objective.newton.max_iter", "must be a positive integer"),
+        (
+            lambda d: d["models"][0]["objective"].update(solver="exact", newton={"max_iter": 0}),
+            "models[0].objective.newton.max_iter",
+            "must be a positive integer",
+        ),
         (lambda d: d["models"][0]["objective"].update(k1=30), "models[0].objective.k1", "unknown key 'k1'"),
     ],
 )
 def test_bad_study_specs_name_the_key(mutate, key, message):
-    d = {"name": "s", "data": {"dataset": "satimage"},
-         "models": [{"name": "a", "model": {"kernel": {"type": "linear"}}, "objective": {}}]}
+    d = {
+        "name": "s",
+        "data": {"dataset": "satimage"},
+        "models": [{"name": "a", "model": {"kernel": {"type": "linear"}}, "objective": {}}],
+    }
     mutate(d)
     with pytest.raises(SpecError, match=message) as err:
         StudySpec.from_dict(d)
@@ -147,8 +169,13 @@ def test_learned_hyperparameters_round_trip_for_regression(tmp_path, capsys):
     assert np.sqrt(np.mean((pred - yt) ** 2)) == pytest.approx(metrics["test_rmse"], rel=1e-9)
     assert (
         main(
-            ["predict", str(tmp_path / "vb"), str(root / "specs" / "data" / "sinc_test.npz"), "--out",
-             str(tmp_path / "p.csv")]
+            [
+                "predict",
+                str(tmp_path / "vb"),
+                str(root / "specs" / "data" / "sinc_test.npz"),
+                "--out",
+                str(tmp_path / "p.csv"),
+            ]
         )
         == 0
     )

@@ -46,8 +46,11 @@ def _scaled_objective(o: dict) -> dict:
     t = o.get("type", "map")
     if t in ("map", "em", "cv", "one_vs_rest"):
         newton = dict(o.get("newton") or {})
-        o["newton"] = {**newton, "max_iter": min(newton.get("max_iter", 30), 5),
-                       "cg_max_iter": min(newton.get("cg_max_iter", 50), 15)}
+        o["newton"] = {
+            **newton,
+            "max_iter": min(newton.get("max_iter", 30), 5),
+            "cg_max_iter": min(newton.get("cg_max_iter", 50), 15),
+        }
     if t == "laplace":
         o["laplace"] = {**(o.get("laplace") or {}), "learn_max_iter": 3}
     if t in ("vb", "mlm"):
@@ -58,9 +61,13 @@ def _scaled_objective(o: dict) -> dict:
         o["em"] = {**(o.get("em") or {}), "max_iter": 2}
     if t == "cv":
         cv = dict(o.get("cv") or {})
-        cv.update(outer={**(cv.get("outer") or {}), "max_iter": 1, "max_evaluations": 2},
-                  newton={**(cv.get("newton") or {}), "max_iter": 5, "cg_max_iter": 10}, k3=10,
-                  folds=min(cv.get("folds", 5), 3), checkpoint=False)
+        cv.update(
+            outer={**(cv.get("outer") or {}), "max_iter": 1, "max_evaluations": 2},
+            newton={**(cv.get("newton") or {}), "max_iter": 5, "cg_max_iter": 10},
+            k3=10,
+            folds=min(cv.get("folds", 5), 3),
+            checkpoint=False,
+        )
         o["cv"] = cv
     if t == "crammer_singer":
         o["crammer_singer"] = {**(o.get("crammer_singer") or {}), "max_updates": 3000, "epsilon": 0.1}
@@ -135,9 +142,14 @@ def _entries():
             yield e["model"], e.get("objective") or {}
 
 
-@pytest.mark.parametrize("what, values, get", [("objective", OBJECTIVES, lambda m, o: o.get("type", "map")),
-                                               ("prior", PRIORS, lambda m, o: m.get("prior", "independent")),
-                                               ("sharing", MODEL_SHARING, lambda m, o: m.get("sharing", "separate"))])
+@pytest.mark.parametrize(
+    "what, values, get",
+    [
+        ("objective", OBJECTIVES, lambda m, o: o.get("type", "map")),
+        ("prior", PRIORS, lambda m, o: m.get("prior", "independent")),
+        ("sharing", MODEL_SHARING, lambda m, o: m.get("sharing", "separate")),
+    ],
+)
 def test_every_objective_prior_and_sharing_has_an_example(what, values, get):
     seen = {get(m, o) for m, o in _entries()}
     missing = [v for v in values if v not in seen]

@@ -36,10 +36,13 @@ def _files(tmp_path):
 
 def _spec(tmp_path, name="toy", **objective):
     tr, te = _files(tmp_path)
-    return {"name": name, "data": {"path": str(tr), "test_path": str(te)},
-            "model": {"kernel": {"type": "rbf", "w": "auto"}, "variance": 5.0, "sigma2": 4.0},
-            "objective": {"newton": {"max_iter": 20, "cg_max_iter": 30}, **objective},
-            "output": {"dir": str(tmp_path / "out")}}
+    return {
+        "name": name,
+        "data": {"path": str(tr), "test_path": str(te)},
+        "model": {"kernel": {"type": "rbf", "w": "auto"}, "variance": 5.0, "sigma2": 4.0},
+        "objective": {"newton": {"max_iter": 20, "cg_max_iter": 30}, **objective},
+        "output": {"dir": str(tmp_path / "out")},
+    }
 
 
 def _write(path, d):
@@ -59,7 +62,8 @@ def evil_module(tmp_path, monkeypatch):
     """A module on sys.path that leaves a marker file when imported, and its builder's path."""
     marker = tmp_path / "imported.marker"
     (tmp_path / "evil_prior_mod.py").write_text(
-        f"open({str(marker)!r}, 'w').close()\n\ndef build(ctx):\n    raise SystemExit('called')\n")
+        f"open({str(marker)!r}, 'w').close()\n\ndef build(ctx):\n    raise SystemExit('called')\n"
+    )
     monkeypatch.syspath_prepend(str(tmp_path))
     yield "evil_prior_mod:build", marker
     sys.modules.pop("evil_prior_mod", None)
@@ -113,8 +117,11 @@ def test_a_model_folder_naming_a_module_runs_no_code_at_predict(tmp_path, capsys
 # ------------------------------------------------------------------ 2. bounded YAML and messages
 def test_an_alias_bomb_fails_fast_with_a_clear_message(tmp_path, capsys):
     lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
-    lines += [f"a{i}: &a{i} [*a{i - 1}, *a{i - 1}, *a{i - 1}, *a{i - 1}, *a{i - 1}, *a{i - 1}, *a{i - 1}, "
-              f"*a{i - 1}, *a{i - 1}, *a{i - 1}]" for i in range(1, 12)]
+    lines += [
+        f"a{i}: &a{i} [*a{i - 1}, *a{i - 1}, *a{i - 1}, *a{i - 1}, *a{i - 1}, *a{i - 1}, *a{i - 1}, "
+        f"*a{i - 1}, *a{i - 1}, *a{i - 1}]"
+        for i in range(1, 12)
+    ]
     p = _write(tmp_path / "bomb.yaml", "\n".join(lines) + "\nname: *a11\n")
     t = time.perf_counter()
     code, err = _cli(capsys, "validate", p)
@@ -137,17 +144,20 @@ def test_messages_quote_values_bounded(tmp_path, capsys):
 
 
 # ------------------------------------------------------------------ 3. messages never quote a file
-@pytest.mark.parametrize("content, fragment", [
-    (SECRET + "\n", "unknown key that is not a key name (46 characters)"),  # a shadow line parses as a mapping key
-    ("SECRETHASH and more words\n", "mapping of keys to values; got str (25 characters)"),
-    (SECRET + "\nbin:x:1:1:bin:/bin:/sbin/nologin\n", "not valid YAML at line 2, column 1: a key without ':'"),
-    ("name: x\n  bad: [" + SECRET + "\n", "not valid YAML at line"),
-    (b"\x89PNG\r\n\x1a\n\x00\x00" + SECRET.encode(), "binary data"),
-    (b"\xff\xfe" + SECRET.encode(), "binary data"),
-    ("key: !!python/object/apply:os.system ['" + SECRET + "']\n", "not valid YAML"),
-    ("x: " + "9" * 5000 + "\n", "cannot be converted"),
-    ("[" * 5000 + "]" * 5000 + "\n", "not valid YAML"),
-])
+@pytest.mark.parametrize(
+    "content, fragment",
+    [
+        (SECRET + "\n", "unknown key that is not a key name (46 characters)"),  # a shadow line parses as a mapping key
+        ("SECRETHASH and more words\n", "mapping of keys to values; got str (25 characters)"),
+        (SECRET + "\nbin:x:1:1:bin:/bin:/sbin/nologin\n", "not valid YAML at line 2, column 1: a key without ':'"),
+        ("name: x\n  bad: [" + SECRET + "\n", "not valid YAML at line"),
+        (b"\x89PNG\r\n\x1a\n\x00\x00" + SECRET.encode(), "binary data"),
+        (b"\xff\xfe" + SECRET.encode(), "binary data"),
+        ("key: !!python/object/apply:os.system ['" + SECRET + "']\n", "not valid YAML"),
+        ("x: " + "9" * 5000 + "\n", "cannot be converted"),
+        ("[" * 5000 + "]" * 5000 + "\n", "not valid YAML"),
+    ],
+)
 def test_unreadable_specs_are_described_never_quoted(tmp_path, capsys, content, fragment):
     p = tmp_path / "spec.yaml"
     p.write_bytes(content if isinstance(content, bytes) else content.encode())
@@ -200,13 +210,20 @@ def test_good_names_pass():
 
 
 # ------------------------------------------------------------------ 5. sizes bounded before allocating
-@pytest.mark.parametrize("section, key, value, message", [
-    ("objective.laplace", "n_probes", 10**12, "objective.laplace.n_probes: must be an integer in [1, 100000]"),
-    ("objective.newton", "precond_rank", 10**9, "objective.newton.precond_rank: must be an integer in [1, 100000]"),
-    ("model.representation", "rank", 10**9, "model.representation.rank: must be an integer in [1, 100000]"),
-    ("model.representation", "memory_mb", 1e15,
-     "model.representation.memory_mb: must be a number x with 0 < x <= 1048576"),
-])
+@pytest.mark.parametrize(
+    "section, key, value, message",
+    [
+        ("objective.laplace", "n_probes", 10**12, "objective.laplace.n_probes: must be an integer in [1, 100000]"),
+        ("objective.newton", "precond_rank", 10**9, "objective.newton.precond_rank: must be an integer in [1, 100000]"),
+        ("model.representation", "rank", 10**9, "model.representation.rank: must be an integer in [1, 100000]"),
+        (
+            "model.representation",
+            "memory_mb",
+            1e15,
+            "model.representation.memory_mb: must be a number x with 0 < x <= 1048576",
+        ),
+    ],
+)
 def test_sizes_from_spec_keys_are_bounded(tmp_path, capsys, section, key, value, message):
     d = _spec(tmp_path, **({"type": "laplace"} if "laplace" in section else {}))
     if "laplace" in section:
@@ -310,8 +327,9 @@ def test_claim_output_in_python(tmp_path):
     with claim_output(tmp_path / "f", ident):
         with pytest.raises(OutputError, match="in use by another"):
             # a second claim from another (live) process is what is refused; simulate it by the parent's pid
-            (tmp_path / "f" / LOCK_FILE).write_text(json.dumps({"pid": os.getppid(),
-                                                                 "host": __import__("socket").gethostname()}))
+            (tmp_path / "f" / LOCK_FILE).write_text(
+                json.dumps({"pid": os.getppid(), "host": __import__("socket").gethostname()})
+            )
             claim_output(tmp_path / "f", ident)
     assert not (tmp_path / "f" / LOCK_FILE).exists()
 
@@ -343,10 +361,18 @@ def test_a_failing_checkpoint_write_warns_and_the_run_goes_on(tmp_path, monkeypa
 # ------------------------------------------------------------------ 8. studies
 def test_a_study_goes_on_past_a_failing_model(tmp_path, capsys):
     d = _spec(tmp_path)
-    study = {"name": "st", "data": d["data"], "models": [
-        {"name": "first", "model": d["model"], "objective": {"newton": {"max_iter": 10}}},
-        {"name": "broken", "model": {**d["model"], "kernel": {"type": "precomputed", "gram": str(tmp_path / "g.npy")}}},
-        {"name": "last", "model": d["model"], "objective": {"newton": {"max_iter": 10}}}]}
+    study = {
+        "name": "st",
+        "data": d["data"],
+        "models": [
+            {"name": "first", "model": d["model"], "objective": {"newton": {"max_iter": 10}}},
+            {
+                "name": "broken",
+                "model": {**d["model"], "kernel": {"type": "precomputed", "gram": str(tmp_path / "g.npy")}},
+            },
+            {"name": "last", "model": d["model"], "objective": {"newton": {"max_iter": 10}}},
+        ],
+    }
     np.save(tmp_path / "g.npy", np.eye(3))  # too small for the data: the model fails at run time
     p = _write(tmp_path / "study.yaml", study)
     code, err = _cli(capsys, "study", p, "--out", tmp_path / "st", "--quiet")
@@ -361,8 +387,9 @@ def test_a_study_goes_on_past_a_failing_model(tmp_path, capsys):
 def test_run_and_study_say_which_command_a_spec_needs(tmp_path, capsys):
     d = _spec(tmp_path)
     model = _write(tmp_path / "model.yaml", d)
-    study = _write(tmp_path / "study.yaml", {"name": "st", "data": d["data"],
-                                             "models": [{"name": "m", "model": d["model"]}]})
+    study = _write(
+        tmp_path / "study.yaml", {"name": "st", "data": d["data"], "models": [{"name": "m", "model": d["model"]}]}
+    )
     code, err = _cli(capsys, "study", model)
     expected = f"is a model spec (a `model` section, no `models` list); run it with `gpmodels run {model}`"
     assert code == 2 and expected in err

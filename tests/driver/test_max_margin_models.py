@@ -26,11 +26,13 @@ def test_a_crammer_singer_model_round_trips(tmp_path, capsys):
     X = X * 3.0 + 1.0
     np.savez(tmp_path / "tr.npz", X=X[:60], y=y[:60])
     np.savez(tmp_path / "te.npz", X=X[60:], y=y[60:])
-    d = {"name": "cs", "data": {"path": str(tmp_path / "tr.npz"), "test_path": str(tmp_path / "te.npz"),
-                                "scaling": "standardize"},
-         "model": {"kernel": {"type": "rbf", "w": "auto"}},
-         "objective": {"type": "crammer_singer", "crammer_singer": {"beta": 0.5, "epsilon": 1e-4, "engine": "numpy"}},
-         "output": {"dir": str(tmp_path / "out")}}
+    d = {
+        "name": "cs",
+        "data": {"path": str(tmp_path / "tr.npz"), "test_path": str(tmp_path / "te.npz"), "scaling": "standardize"},
+        "model": {"kernel": {"type": "rbf", "w": "auto"}},
+        "objective": {"type": "crammer_singer", "crammer_singer": {"beta": 0.5, "epsilon": 1e-4, "engine": "numpy"}},
+        "output": {"dir": str(tmp_path / "out")},
+    }
     assert main(["run", str(write_spec(tmp_path, d)), "--quiet"]) == 0
     assert (tmp_path / "out" / "model.npz").is_file()
     run_error = json.loads((tmp_path / "out" / "metrics.json").read_text())["test_error"]
@@ -39,8 +41,9 @@ def test_a_crammer_singer_model_round_trips(tmp_path, capsys):
     data = build_data(spec, tmp_path)
     resolved = yaml.safe_load((tmp_path / "out" / "spec.resolved.yaml").read_text())
     kernel = build_kernel(spec_from_dict(resolved).model.kernel, data.X_train, tmp_path)
-    fitted = fit_crammer_singer(kernel, data.X_train, data.y_train, spec.objective.crammer_singer.options(),
-                                n_classes=data.n_classes)
+    fitted = fit_crammer_singer(
+        kernel, data.X_train, data.y_train, spec.objective.crammer_singer.options(), n_classes=data.n_classes
+    )
     loaded = load_model(tmp_path / "out")
     np.testing.assert_array_equal(loaded.decision_function(X[60:]), fitted.decision_function(data.X_test))
     capsys.readouterr()
@@ -55,10 +58,13 @@ def test_a_crammer_singer_model_round_trips(tmp_path, capsys):
 
 @pytest.mark.skipif(not (SHARED / "enron_corr").is_dir(), reason="../shared/data not present")
 def test_an_hm3_model_round_trips_and_predicts_multilabels(tmp_path):
-    d = {"name": "e", "data": {"dataset": "enron_corr", "root": str(SHARED), "max_train": 80, "max_test": 40},
-         "model": {"kernel": {"type": "linear"}},
-         "objective": {"type": "hm3", "hm3": {"max_passes": 3, "chunk_size": 40}},
-         "output": {"dir": str(tmp_path / "out")}}
+    d = {
+        "name": "e",
+        "data": {"dataset": "enron_corr", "root": str(SHARED), "max_train": 80, "max_test": 40},
+        "model": {"kernel": {"type": "linear"}},
+        "objective": {"type": "hm3", "hm3": {"max_passes": 3, "chunk_size": 40}},
+        "output": {"dir": str(tmp_path / "out")},
+    }
     assert main(["run", str(write_spec(tmp_path, d)), "--quiet"]) == 0
     metrics = json.loads((tmp_path / "out" / "metrics.json").read_text())
     data = build_multilabel_data(spec_from_dict(d), tmp_path)
@@ -77,11 +83,20 @@ def test_an_hm3_model_round_trips_and_predicts_multilabels(tmp_path):
 
 @pytest.mark.skipif(not (SHARED / "news20").is_dir(), reason="../shared/data not present")
 def test_an_hm3_model_on_single_label_paths_predicts_classes_and_scores_them(tmp_path, capsys):
-    d = {"name": "n", "data": {"dataset": "news20", "subset": "small", "root": str(SHARED), "scaling": "unit_norm",
-                               "max_train": 100, "max_test": 40},
-         "model": {"kernel": {"type": "linear"}},
-         "objective": {"type": "hm3", "hm3": {"max_passes": 2, "chunk_size": 50}},
-         "output": {"dir": str(tmp_path / "out")}}
+    d = {
+        "name": "n",
+        "data": {
+            "dataset": "news20",
+            "subset": "small",
+            "root": str(SHARED),
+            "scaling": "unit_norm",
+            "max_train": 100,
+            "max_test": 40,
+        },
+        "model": {"kernel": {"type": "linear"}},
+        "objective": {"type": "hm3", "hm3": {"max_passes": 2, "chunk_size": 50}},
+        "output": {"dir": str(tmp_path / "out")},
+    }
     assert main(["run", str(write_spec(tmp_path, d)), "--quiet"]) == 0
     run_error = json.loads((tmp_path / "out" / "metrics.json").read_text())["test_error"]
     spec = spec_from_dict({**d, "data": {**d["data"], "scaling": "none"}})

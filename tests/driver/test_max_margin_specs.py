@@ -22,10 +22,14 @@ def test_crammer_singer_spec_runs(tmp_path, engine):
     X, y = toy_classification(90, 3, d=4, seed=0)
     np.savez(tmp_path / "tr.npz", X=X[:60], y=y[:60])
     np.savez(tmp_path / "te.npz", X=X[60:], y=y[60:])
-    d = {"name": "cs", "data": {"path": str(tmp_path / "tr.npz"), "test_path": str(tmp_path / "te.npz")},
-         "model": {"kernel": {"type": "rbf", "w": "auto"}},
-         "objective": {"type": "crammer_singer", "crammer_singer": {"beta": 0.5, "epsilon": 1e-4, "engine": engine}},
-         "evaluation": {"train_scores": True}, "output": {"dir": str(tmp_path / "out")}}
+    d = {
+        "name": "cs",
+        "data": {"path": str(tmp_path / "tr.npz"), "test_path": str(tmp_path / "te.npz")},
+        "model": {"kernel": {"type": "rbf", "w": "auto"}},
+        "objective": {"type": "crammer_singer", "crammer_singer": {"beta": 0.5, "epsilon": 1e-4, "engine": engine}},
+        "evaluation": {"train_scores": True},
+        "output": {"dir": str(tmp_path / "out")},
+    }
     assert main(["run", str(write_spec(tmp_path, d)), "--quiet"]) == 0
     m = json.loads((tmp_path / "out" / "metrics.json").read_text())
     assert m["test_error"] < 0.2 and m["converged"] and m["duality_gap"] >= -1e-9 and m["n_support"] > 0
@@ -42,8 +46,11 @@ def test_bad_max_margin_specs_name_the_key():
             "one of",
         ),
         ({"type": "crammer_singer", "crammer_singer": {"engine": "c"}}, "objective.crammer_singer.engine", "one of"),
-        ({"type": "crammer_singer", "crammer_singer": {"selection": "cyclic"}}, "objective.crammer_singer.selection",
-         "cyclic"),
+        (
+            {"type": "crammer_singer", "crammer_singer": {"selection": "cyclic"}},
+            "objective.crammer_singer.selection",
+            "cyclic",
+        ),
         ({"type": "hm3", "hm3": {"compare": ["svn"]}}, "objective.hm3.compare", "'svn'"),
         ({"type": "hm3", "hm3": {"los": "delta"}}, "objective.hm3.los", "did you mean 'loss'"),
     ]:
@@ -76,8 +83,17 @@ def test_hm3_spec_on_enron_subsample(tmp_path):
     assert main(["run", str(write_spec(tmp_path, d)), "--quiet"]) == 0
     m = json.loads((tmp_path / "out" / "metrics.json").read_text())
     assert m["n_train"] == 120 and m["n_test"] == 60 and m["n_classes"] == 56
-    for key in ("test_zero_one", "test_delta", "test_htilde_sibling", "test_f1", "test_level3_recall", "hsvm_f1",
-                "hsvm_fit_seconds", "dual", "duality_gap"):
+    for key in (
+        "test_zero_one",
+        "test_delta",
+        "test_htilde_sibling",
+        "test_f1",
+        "test_level3_recall",
+        "hsvm_f1",
+        "hsvm_fit_seconds",
+        "dual",
+        "duality_gap",
+    ):
         assert key in m
     assert 0.0 < m["test_f1"] <= 1.0
 
@@ -86,8 +102,14 @@ def test_hm3_spec_on_enron_subsample(tmp_path):
 def test_hm3_on_news20_paths_reports_single_label_error(tmp_path):
     d = {
         "name": "n",
-        "data": {"dataset": "news20", "subset": "small", "root": str(SHARED), "scaling": "unit_norm", "max_train": 200,
-                 "max_test": 100},
+        "data": {
+            "dataset": "news20",
+            "subset": "small",
+            "root": str(SHARED),
+            "scaling": "unit_norm",
+            "max_train": 200,
+            "max_test": 100,
+        },
         "model": {"kernel": {"type": "linear"}},
         "objective": {"type": "hm3", "hm3": {"max_passes": 3, "chunk_size": 100}},
         "output": {"dir": str(tmp_path / "out")},

@@ -23,8 +23,11 @@ def _run(tmp_path, zero_based):
     X[:, 0] += 5.0  # feature 0 matters, so a one-column shift changes the predictions
     _svmlight(tmp_path / "train.svm", X[:60], y[:60], zero_based)
     _svmlight(tmp_path / "test.svm", X[60:], y[60:], zero_based)
-    spec = {"name": "svm", "data": {"path": str(tmp_path / "train.svm"), "test_path": str(tmp_path / "test.svm")},
-            "model": {"kernel": {"type": "rbf", "w": "auto"}, "variance": 5.0, "sigma2": 1.0}}
+    spec = {
+        "name": "svm",
+        "data": {"path": str(tmp_path / "train.svm"), "test_path": str(tmp_path / "test.svm")},
+        "model": {"kernel": {"type": "rbf", "w": "auto"}, "variance": 5.0, "sigma2": 1.0},
+    }
     (tmp_path / "spec.yaml").write_text(json.dumps(spec))
     assert main(["run", str(tmp_path / "spec.yaml"), "--out", str(tmp_path / "model"), "--quiet"]) == 0
     return X, y
@@ -66,10 +69,17 @@ def test_a_positive_class_model_scores_predict_against_the_raw_labels(tmp_path, 
     X, y = toy_classification(120, 3, d=4, seed=5)
     np.savez(tmp_path / "train.npz", X=X[:80], y=y[:80])
     np.savez(tmp_path / "test.npz", X=X[80:], y=y[80:])
-    spec = {"name": "pos", "data": {"path": str(tmp_path / "train.npz"), "test_path": str(tmp_path / "test.npz"),
-                                    "positive_class": "2"},
-            "model": {"kernel": {"type": "rbf", "w": "auto"}, "variance": 5.0, "sigma2": 1.0,
-                      "likelihood": "logistic", "sharing": "tied"}}
+    spec = {
+        "name": "pos",
+        "data": {"path": str(tmp_path / "train.npz"), "test_path": str(tmp_path / "test.npz"), "positive_class": "2"},
+        "model": {
+            "kernel": {"type": "rbf", "w": "auto"},
+            "variance": 5.0,
+            "sigma2": 1.0,
+            "likelihood": "logistic",
+            "sharing": "tied",
+        },
+    }
     (tmp_path / "spec.yaml").write_text(json.dumps(spec))
     assert main(["run", str(tmp_path / "spec.yaml"), "--out", str(tmp_path / "model"), "--quiet"]) == 0
     run_error = json.loads((tmp_path / "model" / "metrics.json").read_text())["test_error"]

@@ -15,10 +15,14 @@ def _run(tmp_path, objective=None, extra=None, name="r", flags=()):
     X, y = toy_classification(80, 3, d=3, seed=5, spread=1.5)
     np.savez(tmp_path / "train.npz", X=X[:50], y=y[:50])
     np.savez(tmp_path / "test.npz", X=X[50:], y=y[50:])
-    d = {"name": name, "description": "a toy run", "data": {"path": str(tmp_path / "train.npz"),
-                                                          "test_path": str(tmp_path / "test.npz")},
-         "model": {"kernel": {"type": "rbf", "w": 0.5}, "sharing": "tied", "variance": 2.0},
-         "output": {"dir": str(tmp_path / name)}, **(extra or {})}
+    d = {
+        "name": name,
+        "description": "a toy run",
+        "data": {"path": str(tmp_path / "train.npz"), "test_path": str(tmp_path / "test.npz")},
+        "model": {"kernel": {"type": "rbf", "w": 0.5}, "sharing": "tied", "variance": 2.0},
+        "output": {"dir": str(tmp_path / name)},
+        **(extra or {}),
+    }
     if objective:
         d["objective"] = objective
     assert main(["run", str(write_spec(tmp_path, d, f"{name}.yaml")), "--quiet", *flags]) == 0
@@ -38,12 +42,31 @@ def test_classification_metrics_hold_brier_and_ece_of_the_test_probabilities(tmp
 def test_report_md_has_provenance_sizes_settings_flags_scores_and_plots(tmp_path):
     out, m = _run(tmp_path)
     text = (out / "report.md").read_text()
-    for needle in ("# Run `r`", "a toy run", "## Provenance", m["gpmodels_version"], m["spec_sha256"],
-                   m["started_at"], "## Data", "| `n_train` | 50 |", "| `n_test` | 30 |", "| `n_classes` | 3 |",
-                   "## Settings", "| `objective.type` | map |", "| `evaluation.predictive` | plugin |",
-                   "## Convergence", "| `converged` | True |", "## Scores", "`test_error`", "`test_brier`",
-                   "`test_ece`", "`test_log_loss`", "## Timings", "`fit_seconds`",
-                   *(f"![{f}]({f})" for f in figures("reliability.png", "error_reject.png", "trace_Phi.png"))):
+    for needle in (
+        "# Run `r`",
+        "a toy run",
+        "## Provenance",
+        m["gpmodels_version"],
+        m["spec_sha256"],
+        m["started_at"],
+        "## Data",
+        "| `n_train` | 50 |",
+        "| `n_test` | 30 |",
+        "| `n_classes` | 3 |",
+        "## Settings",
+        "| `objective.type` | map |",
+        "| `evaluation.predictive` | plugin |",
+        "## Convergence",
+        "| `converged` | True |",
+        "## Scores",
+        "`test_error`",
+        "`test_brier`",
+        "`test_ece`",
+        "`test_log_loss`",
+        "## Timings",
+        "`fit_seconds`",
+        *(f"![{f}]({f})" for f in figures("reliability.png", "error_reject.png", "trace_Phi.png")),
+    ):
         assert needle in text, needle
     assert f"| `test_error` | {m['test_error']:.6g} |" in text
     assert "Not converged" not in text
@@ -79,12 +102,15 @@ def test_score_legend_explains_the_names_it_knows():
 
 
 def test_report_md_lists_the_learned_hyperparameters_with_their_classes(tmp_path):
-    out, m = _run(tmp_path, objective={"type": "cv", "cv": {"folds": 3, "outer": {"max_iter": 2}}},
-                  extra={"model": {"kernel": {"type": "rbf", "w": 0.5}, "sharing": "semi", "variance": 2.0}})
+    out, m = _run(
+        tmp_path,
+        objective={"type": "cv", "cv": {"folds": 3, "outer": {"max_iter": 2}}},
+        extra={"model": {"kernel": {"type": "rbf", "w": 0.5}, "sharing": "semi", "variance": 2.0}},
+    )
     text = (out / "report.md").read_text()
     section = text.split("## Learned hyperparameters")[1].split("##")[0]
     for k in m:
         if k.startswith("hyper."):
-            assert f"`{k[len('hyper.'):]}`" in section
+            assert f"`{k[len('hyper.') :]}`" in section
     assert "| `kernel0.w` |" in section and "all classes" in section
     assert m["hyper_scope.variance0"].startswith("class ") and m["hyper_scope.kernel0.w"] == "all classes"

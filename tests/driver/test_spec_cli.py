@@ -24,8 +24,13 @@ def _spec(tmp_path, **model):
     tr, te = _files(tmp_path)
     m = {"kernel": {"type": "rbf", "w": "auto"}, "sharing": "separate", "variance": 5.0, "sigma2": 4.0}
     m.update(model)
-    return {"name": "toy", "data": {"path": str(tr), "test_path": str(te)}, "model": m,
-            "objective": {"newton": {"max_iter": 20, "cg_max_iter": 30}}, "output": {"dir": str(tmp_path / "out")}}
+    return {
+        "name": "toy",
+        "data": {"path": str(tr), "test_path": str(te)},
+        "model": m,
+        "objective": {"newton": {"max_iter": 20, "cg_max_iter": 30}},
+        "output": {"dir": str(tmp_path / "out")},
+    }
 
 
 def test_run_writes_the_report_contract(tmp_path, capsys):
@@ -33,8 +38,16 @@ def test_run_writes_the_report_contract(tmp_path, capsys):
     assert main(["run", str(p)]) == 0
     out = tmp_path / "out"
     m = json.loads((out / "metrics.json").read_text())
-    for key in ("test_error", "test_log_loss", "fit_seconds", "n_train", "n_test", "n_classes",
-                "newton_iterations", "mvm_count"):
+    for key in (
+        "test_error",
+        "test_log_loss",
+        "fit_seconds",
+        "n_train",
+        "n_test",
+        "n_classes",
+        "newton_iterations",
+        "mvm_count",
+    ):
         assert key in m
     assert m["n_train"] == 60 and m["n_test"] == 30 and m["n_classes"] == 3
     assert all(not isinstance(v, (dict, list)) for v in m.values())
@@ -55,27 +68,32 @@ def test_run_out_flag_quiet_and_exact_method(tmp_path, capsys):
 
 
 def test_svmlight_split_and_sparse_linear(tmp_path):
-    d = {"name": "svm", "data": {"path": str(ROOT / "tests" / "data" / "tiny.svm"), "test": "split",
-                                 "test_fraction": 0.5},
-         "model": {"kernel": {"type": "linear"}, "sharing": "tied", "sigma2": 1.0},
-         "output": {"dir": str(tmp_path / "o")}}
+    d = {
+        "name": "svm",
+        "data": {"path": str(ROOT / "tests" / "data" / "tiny.svm"), "test": "split", "test_fraction": 0.5},
+        "model": {"kernel": {"type": "linear"}, "sharing": "tied", "sigma2": 1.0},
+        "output": {"dir": str(tmp_path / "o")},
+    }
     assert main(["run", str(write_spec(tmp_path, d)), "--quiet"]) == 0
 
 
-@pytest.mark.parametrize("mutate, key, message", [
-    (lambda d: d.update(modle={}), "modle", "did you mean 'model'"),
-    (lambda d: d["model"].update(sharng="tied"), "model.sharng", "did you mean 'sharing'"),
-    (lambda d: d["model"].update(sharing="tide"), "model.sharing", "did you mean 'tied'"),
-    (lambda d: d["model"]["kernel"].update(type="rbff"), "model.kernel.type", "one of"),
-    (lambda d: d["model"].update(variance="big"), "model.variance", "must be"),
-    (lambda d: d["model"].update(variance=-1.0), "model.variance", "must be a positive number or a non-empty list"),
-    (lambda d: d["model"]["kernel"].update(degree=2), "model.kernel.degree", "not used by kernel type 'rbf'"),
-    (lambda d: d["objective"]["newton"].update(max_iter=2.5), "objective.newton.max_iter", "integer"),
-    (lambda d: d["objective"].update(k1=20), "objective.k1", "unknown key 'k1'"),
-    (lambda d: d["data"].update(dataset="satimage"), "data.dataset", "exactly one"),
-    (lambda d: d.pop("model"), "model", "missing required key"),
-    (lambda d: d["model"]["kernel"].pop("w"), "model.kernel.w", "needs `w`"),
-])
+@pytest.mark.parametrize(
+    "mutate, key, message",
+    [
+        (lambda d: d.update(modle={}), "modle", "did you mean 'model'"),
+        (lambda d: d["model"].update(sharng="tied"), "model.sharng", "did you mean 'sharing'"),
+        (lambda d: d["model"].update(sharing="tide"), "model.sharing", "did you mean 'tied'"),
+        (lambda d: d["model"]["kernel"].update(type="rbff"), "model.kernel.type", "one of"),
+        (lambda d: d["model"].update(variance="big"), "model.variance", "must be"),
+        (lambda d: d["model"].update(variance=-1.0), "model.variance", "must be a positive number or a non-empty list"),
+        (lambda d: d["model"]["kernel"].update(degree=2), "model.kernel.degree", "not used by kernel type 'rbf'"),
+        (lambda d: d["objective"]["newton"].update(max_iter=2.5), "objective.newton.max_iter", "integer"),
+        (lambda d: d["objective"].update(k1=20), "objective.k1", "unknown key 'k1'"),
+        (lambda d: d["data"].update(dataset="satimage"), "data.dataset", "exactly one"),
+        (lambda d: d.pop("model"), "model", "missing required key"),
+        (lambda d: d["model"]["kernel"].pop("w"), "model.kernel.w", "needs `w`"),
+    ],
+)
 def test_bad_specs_name_the_key(tmp_path, mutate, key, message):
     d = _spec(tmp_path)
     mutate(d)
@@ -126,8 +144,10 @@ def test_a_run_that_fails_exits_1(tmp_path, capsys):
     """A genuine failure: CV whose first Ψ evaluation cannot succeed (one Newton step per refit,
     an unreachable failure threshold) raises ConvergenceError; the driver reports it and exits 1."""
     d = _spec(tmp_path)
-    d["objective"] = {"type": "cv", "cv": {"newton": {"max_iter": 1}, "fail_tol": 1e-12, "folds": 3,
-                                           "checkpoint": False}}
+    d["objective"] = {
+        "type": "cv",
+        "cv": {"newton": {"max_iter": 1}, "fail_tol": 1e-12, "folds": 3, "checkpoint": False},
+    }
     assert main(["run", str(write_spec(tmp_path, d)), "--quiet"]) == 1
     err = capsys.readouterr().err
     assert err.startswith("gpmodels: run failed: ") and "first evaluation at the starting hyperparameters failed" in err
@@ -137,11 +157,21 @@ def test_a_run_that_fails_exits_1(tmp_path, capsys):
 def test_a_study_whose_model_fails_exits_1(tmp_path, capsys):
     tr, te = _files(tmp_path)
     model = {"kernel": {"type": "rbf", "w": "auto"}, "sharing": "tied", "variance": 5.0}
-    study = {"name": "st", "data": {"path": str(tr), "test_path": str(te)},
-             "models": [{"name": "ok", "model": model},
-                        {"name": "fails", "model": model,
-                         "objective": {"type": "cv", "cv": {"newton": {"max_iter": 1}, "fail_tol": 1e-12, "folds": 3,
-                                                             "checkpoint": False}}}]}
+    study = {
+        "name": "st",
+        "data": {"path": str(tr), "test_path": str(te)},
+        "models": [
+            {"name": "ok", "model": model},
+            {
+                "name": "fails",
+                "model": model,
+                "objective": {
+                    "type": "cv",
+                    "cv": {"newton": {"max_iter": 1}, "fail_tol": 1e-12, "folds": 3, "checkpoint": False},
+                },
+            },
+        ],
+    }
     p = write_spec(tmp_path, study, "study.yaml")
     assert main(["validate", str(p)]) == 0
     assert main(["study", str(p), "--out", str(tmp_path / "st"), "--quiet"]) == 1
@@ -149,12 +179,15 @@ def test_a_study_whose_model_fails_exits_1(tmp_path, capsys):
     assert (tmp_path / "st" / "ok" / "metrics.json").is_file()  # the models before the failure kept their reports
 
 
-@pytest.mark.parametrize("exc, code, shown", [
-    # unexpected: named by type and place, its message (which may quote a file) and traceback not shown, exit 1
-    (RuntimeError("boom in the runner"), 1, "internal error RuntimeError at test_spec_cli.py"),
-    (KeyboardInterrupt(), 130, "gpmodels: interrupted"),  # Ctrl-C: 130, no traceback
-    (MemoryError(), 1, "MemoryError"),
-])
+@pytest.mark.parametrize(
+    "exc, code, shown",
+    [
+        # unexpected: named by type and place, its message (which may quote a file) and traceback not shown, exit 1
+        (RuntimeError("boom in the runner"), 1, "internal error RuntimeError at test_spec_cli.py"),
+        (KeyboardInterrupt(), 130, "gpmodels: interrupted"),  # Ctrl-C: 130, no traceback
+        (MemoryError(), 1, "MemoryError"),
+    ],
+)
 def test_unexpected_failures_exit_1(tmp_path, monkeypatch, capsys, exc, code, shown):
     from gpmodels.driver import run as run_module
 
@@ -188,8 +221,12 @@ def test_validate_run_and_study_exit_0_and_out_decides_the_folder(tmp_path, caps
     assert (tmp_path / "a" / "metrics.json").is_file() and not (tmp_path / "out").exists()
     resolved = yaml.safe_load((tmp_path / "a" / "spec.resolved.yaml").read_text())
     assert resolved["output"]["dir"] == str(tmp_path / "a")  # the report records where it went
-    study = {"name": "st", "data": d["data"], "models": [{"name": "m", "model": d["model"]}],
-             "output": {"dir": str(tmp_path / "default")}}
+    study = {
+        "name": "st",
+        "data": d["data"],
+        "models": [{"name": "m", "model": d["model"]}],
+        "output": {"dir": str(tmp_path / "default")},
+    }
     ps = write_spec(tmp_path, study, "study.yaml")
     assert main(["study", str(ps), "--out", str(tmp_path / "b"), "--quiet"]) == 0
     assert (tmp_path / "b" / "study.md").is_file() and (tmp_path / "b" / "m" / "metrics.json").is_file()

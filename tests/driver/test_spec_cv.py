@@ -23,14 +23,20 @@ def _spec(tmp_path, max_iter=4, **cv):
     X, y = toy_classification(90, 3, d=3, seed=3, spread=2.5)
     np.savez(tmp_path / "train.npz", X=X[:60], y=y[:60])
     np.savez(tmp_path / "test.npz", X=X[60:], y=y[60:])
-    settings = {"folds": 3, "newton": {"max_iter": 20, "cg_max_iter": 30, "grad_tol": 1e-6},
-                "outer": {"max_iter": max_iter, "score_patience": 0}}  # the report at exactly max_iter
+    settings = {
+        "folds": 3,
+        "newton": {"max_iter": 20, "cg_max_iter": 30, "grad_tol": 1e-6},
+        "outer": {"max_iter": max_iter, "score_patience": 0},
+    }  # the report at exactly max_iter
     settings.update(cv)
-    return {"name": "toy-cv", "seed": 1,
-            "data": {"path": str(tmp_path / "train.npz"), "test_path": str(tmp_path / "test.npz")},
-            "model": {"kernel": {"type": "rbf", "w": "auto"}, "sharing": "semi", "variance": 2.0, "sigma2": 1.0},
-            "objective": {"type": "cv", "newton": {"max_iter": 30, "cg_max_iter": 40}, "cv": settings},
-            "output": {"dir": str(tmp_path / "out")}}
+    return {
+        "name": "toy-cv",
+        "seed": 1,
+        "data": {"path": str(tmp_path / "train.npz"), "test_path": str(tmp_path / "test.npz")},
+        "model": {"kernel": {"type": "rbf", "w": "auto"}, "sharing": "semi", "variance": 2.0, "sigma2": 1.0},
+        "objective": {"type": "cv", "newton": {"max_iter": 30, "cg_max_iter": 40}, "cv": settings},
+        "output": {"dir": str(tmp_path / "out")},
+    }
 
 
 def test_cv_run_writes_the_report_and_resumes(tmp_path, capsys):
@@ -38,9 +44,20 @@ def test_cv_run_writes_the_report_and_resumes(tmp_path, capsys):
     assert main(["run", str(p)]) == 0
     out = tmp_path / "out"
     m = json.loads((out / "metrics.json").read_text())
-    for key in ("test_error", "psi_start", "psi_learned", "outer_iterations", "evaluations", "failed_evaluations",
-                "learning_seconds", "psi_evaluation_seconds", "final_fit_seconds", "hyper.kernel0.w",
-                "hyper.variance0", "hyper.variance2"):
+    for key in (
+        "test_error",
+        "psi_start",
+        "psi_learned",
+        "outer_iterations",
+        "evaluations",
+        "failed_evaluations",
+        "learning_seconds",
+        "psi_evaluation_seconds",
+        "final_fit_seconds",
+        "hyper.kernel0.w",
+        "hyper.variance0",
+        "hyper.variance2",
+    ):
         assert key in m, key
     assert m["psi_learned"] < m["psi_start"] and m["outer_iterations"] == 4 and m["resumed_from_iteration"] is None
     assert all(not isinstance(v, (dict, list)) for v in m.values())
@@ -80,8 +97,10 @@ def test_a_changed_spec_refuses_the_old_checkpoint(tmp_path, capsys):
     assert "corrupt" in capsys.readouterr().err
     # --force replaces the other run's report and drops its checkpoint
     assert main(["run", str(write_spec(tmp_path, d)), "--quiet", "--force"]) == 0
-    assert "resumed_from_iteration" not in json.loads((tmp_path / "out" / "metrics.json").read_text()) or \
-        json.loads((tmp_path / "out" / "metrics.json").read_text())["resumed_from_iteration"] is None
+    assert (
+        "resumed_from_iteration" not in json.loads((tmp_path / "out" / "metrics.json").read_text())
+        or json.loads((tmp_path / "out" / "metrics.json").read_text())["resumed_from_iteration"] is None
+    )
 
 
 def test_exact_inner_solves_through_the_driver(tmp_path):
@@ -93,12 +112,27 @@ def test_exact_inner_solves_through_the_driver(tmp_path):
 
 
 def test_cv_spec_settings_reach_the_options():
-    spec = spec_from_dict({"name": "x", "data": {"dataset": "satimage"}, "model": {"kernel": {"type": "rbf", "w": 1.0}},
-                           "objective": {"type": "cv", "solver": "exact",
-                                         "newton": {"max_iter": 31, "cg_max_iter": 51},
-                                         "cv": {"newton": {"max_iter": 7, "cg_max_iter": 9}, "k3": 11,
-                                                "fail_tol": 0.01, "outer": {"max_iter": 3}, "lower": -3.0,
-                                                "upper": 4.0, "partition_seed": 5}}})
+    spec = spec_from_dict(
+        {
+            "name": "x",
+            "data": {"dataset": "satimage"},
+            "model": {"kernel": {"type": "rbf", "w": 1.0}},
+            "objective": {
+                "type": "cv",
+                "solver": "exact",
+                "newton": {"max_iter": 31, "cg_max_iter": 51},
+                "cv": {
+                    "newton": {"max_iter": 7, "cg_max_iter": 9},
+                    "k3": 11,
+                    "fail_tol": 0.01,
+                    "outer": {"max_iter": 3},
+                    "lower": -3.0,
+                    "upper": 4.0,
+                    "partition_seed": 5,
+                },
+            },
+        }
+    )
     o = build_learn_options(spec.objective)
     assert (o.cv.newton.max_iter, o.cv.newton.cg_max_iter, o.cv.k3, o.cv.fail_tol) == (7, 9, 11, 0.01)
     assert (o.final.max_iter, o.final.cg_max_iter, o.final_solver, o.cv.solver) == (31, 51, "exact", "exact")
@@ -114,24 +148,38 @@ def test_every_objective_type_has_a_runner():
     import attrs
 
     from gpmodels.driver.sections.objective import ObjectiveSpec
+
     choices = attrs.fields(ObjectiveSpec).type.metadata["spec"]["check"].allowed
     assert set(choices) == set(RUNNERS), "objective.type choices and registered runners differ"
 
 
-@pytest.mark.parametrize("mutate, key, message", [
-    (lambda d: d["objective"].update(type="cvv"), "objective.type", "did you mean 'cv'"),
-    (lambda d: d["objective"]["cv"].update(folds=1), "objective.cv.folds", ">= 2"),
-    (lambda d: d["objective"]["cv"].update(lower=5.0, upper=1.0), "objective.cv.lower", "below"),
-    (lambda d: d["objective"]["cv"].update(k3=0), "objective.cv.k3", "must be a positive integer"),
-    (lambda d: d["objective"]["cv"]["outer"].update(max_iter=0), "objective.cv.outer.max_iter",
-     "must be a positive integer"),
-    (lambda d: d["objective"]["cv"].update(k1=5), "objective.cv.k1", "unknown key 'k1'"),
-    (lambda d: d["objective"]["cv"].update(ftol=1e-3), "objective.cv.ftol", "unknown key 'ftol'; did you mean 'folds'"),
-    (lambda d: d["objective"].update(grad_tol=1e-3), "objective.grad_tol", "unknown key 'grad_tol'"),
-    (lambda d: d["objective"]["cv"].update(resume="always"), "objective.cv.resume", "one of"),
-    (lambda d: (d["objective"]["cv"].update(learn_sigma2=True), d["model"].update(sigma2=0.0)),
-     "objective.cv.learn_sigma2", "sigma2"),
-])
+@pytest.mark.parametrize(
+    "mutate, key, message",
+    [
+        (lambda d: d["objective"].update(type="cvv"), "objective.type", "did you mean 'cv'"),
+        (lambda d: d["objective"]["cv"].update(folds=1), "objective.cv.folds", ">= 2"),
+        (lambda d: d["objective"]["cv"].update(lower=5.0, upper=1.0), "objective.cv.lower", "below"),
+        (lambda d: d["objective"]["cv"].update(k3=0), "objective.cv.k3", "must be a positive integer"),
+        (
+            lambda d: d["objective"]["cv"]["outer"].update(max_iter=0),
+            "objective.cv.outer.max_iter",
+            "must be a positive integer",
+        ),
+        (lambda d: d["objective"]["cv"].update(k1=5), "objective.cv.k1", "unknown key 'k1'"),
+        (
+            lambda d: d["objective"]["cv"].update(ftol=1e-3),
+            "objective.cv.ftol",
+            "unknown key 'ftol'; did you mean 'folds'",
+        ),
+        (lambda d: d["objective"].update(grad_tol=1e-3), "objective.grad_tol", "unknown key 'grad_tol'"),
+        (lambda d: d["objective"]["cv"].update(resume="always"), "objective.cv.resume", "one of"),
+        (
+            lambda d: (d["objective"]["cv"].update(learn_sigma2=True), d["model"].update(sigma2=0.0)),
+            "objective.cv.learn_sigma2",
+            "sigma2",
+        ),
+    ],
+)
 def test_bad_cv_settings_name_the_key(tmp_path, mutate, key, message):
     d = _spec(tmp_path)
     mutate(d)
@@ -144,13 +192,21 @@ def test_the_satimage_spec_is_seeger_section_6_2():
     spec, _ = load_spec(ROOT / "specs" / "satimage-cv.yaml")
     m, o = spec.model, spec.objective
     assert (m.kernel.type, m.kernel.w, m.variance, m.sigma2, m.sharing) == ("rbf", "auto", 10.0, 16.0, "separate")
-    assert (o.type, o.newton.max_iter, o.newton.cg_max_iter, o.cv.newton.max_iter, o.cv.newton.cg_max_iter, o.cv.k3,
-            o.cv.folds) == ("cv", 30, 50, 13, 25, 40, 5)
+    assert (
+        o.type,
+        o.newton.max_iter,
+        o.newton.cg_max_iter,
+        o.cv.newton.max_iter,
+        o.cv.newton.cg_max_iter,
+        o.cv.k3,
+        o.cv.folds,
+    ) == ("cv", 30, 50, 13, 25, 40, 5)
 
 
 def _shared_data():
     from gpmodels.data.datasets import find_data_root
     from gpmodels.errors import DataError
+
     try:
         return find_data_root()
     except DataError:

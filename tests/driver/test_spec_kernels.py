@@ -22,18 +22,25 @@ def _spec(tmp_path, kernel, objective=None):
     X, y = toy_classification(90, 3, d=3, seed=3, spread=2.5)
     np.savez(tmp_path / "train.npz", X=X[:60], y=y[:60])
     np.savez(tmp_path / "test.npz", X=X[60:], y=y[60:])
-    return {"name": "kernels", "seed": 1,
-            "data": {"path": str(tmp_path / "train.npz"), "test_path": str(tmp_path / "test.npz")},
-            "model": {"kernel": kernel, "sharing": "semi", "variance": 2.0, "sigma2": 1.0},
-            "objective": objective or {"newton": {"max_iter": 30, "cg_max_iter": 40}},
-            "output": {"dir": str(tmp_path / "out")}}
+    return {
+        "name": "kernels",
+        "seed": 1,
+        "data": {"path": str(tmp_path / "train.npz"), "test_path": str(tmp_path / "test.npz")},
+        "model": {"kernel": kernel, "sharing": "semi", "variance": 2.0, "sigma2": 1.0},
+        "objective": objective or {"newton": {"max_iter": 30, "cg_max_iter": 40}},
+        "output": {"dir": str(tmp_path / "out")},
+    }
 
 
 def test_kernel_sections_build_the_named_and_composed_kernels(tmp_path):
     X = np.random.default_rng(0).normal(size=(20, 3))
-    nested = {"type": "product", "terms": [{"type": "constant", "value": 2.0},
-                                          {"type": "sum", "terms": [SUM, {"type": "rational_quadratic", "w": 0.3,
-                                                                          "alpha": 2.0}]}]}
+    nested = {
+        "type": "product",
+        "terms": [
+            {"type": "constant", "value": 2.0},
+            {"type": "sum", "terms": [SUM, {"type": "rational_quadratic", "w": 0.3, "alpha": 2.0}]},
+        ],
+    }
     spec = spec_from_dict(_spec(tmp_path, nested))
     k = build_kernel(spec.model.kernel, X, tmp_path)
     assert isinstance(k, KernelProduct) and isinstance(k.terms[0], Constant)
@@ -46,17 +53,23 @@ def test_kernel_sections_build_the_named_and_composed_kernels(tmp_path):
     assert isinstance(build_kernel(ard.model.kernel, X, tmp_path), MaternARD)
 
 
-@pytest.mark.parametrize("kernel, key, message", [
-    ({"type": "rbf", "w": 1.0, "terms": [SUM]}, "model.kernel.terms", "not used by kernel type 'rbf'"),
-    ({"type": "sum"}, "model.kernel.terms", "needs `terms`"),
-    ({"type": "sum", "terms": []}, "model.kernel.terms", "needs `terms`"),
-    ({"type": "matern", "w": 1.0, "nu": 1.0}, "model.kernel.nu", "one of 0.5, 1.5, 2.5; got 1.0"),
-    ({"type": "matern", "w": [1.0, 2.0]}, "model.kernel.w", "use type 'matern_ard' for one per feature"),
-    ({"type": "rational_quadratic", "w": 1.0, "nu": 1.5}, "model.kernel.nu", "not used by kernel type"),
-    ({"type": "sum", "terms": [{"type": "matern"}]}, "model.kernel.terms[0].w", "kernel type 'matern' needs `w`"),
-    ({"type": "product", "terms": [{"type": "constant", "value": -1.0}]}, "model.kernel.terms[0].value",
-     "a positive number; got -1.0"),
-])
+@pytest.mark.parametrize(
+    "kernel, key, message",
+    [
+        ({"type": "rbf", "w": 1.0, "terms": [SUM]}, "model.kernel.terms", "not used by kernel type 'rbf'"),
+        ({"type": "sum"}, "model.kernel.terms", "needs `terms`"),
+        ({"type": "sum", "terms": []}, "model.kernel.terms", "needs `terms`"),
+        ({"type": "matern", "w": 1.0, "nu": 1.0}, "model.kernel.nu", "one of 0.5, 1.5, 2.5; got 1.0"),
+        ({"type": "matern", "w": [1.0, 2.0]}, "model.kernel.w", "use type 'matern_ard' for one per feature"),
+        ({"type": "rational_quadratic", "w": 1.0, "nu": 1.5}, "model.kernel.nu", "not used by kernel type"),
+        ({"type": "sum", "terms": [{"type": "matern"}]}, "model.kernel.terms[0].w", "kernel type 'matern' needs `w`"),
+        (
+            {"type": "product", "terms": [{"type": "constant", "value": -1.0}]},
+            "model.kernel.terms[0].value",
+            "a positive number; got -1.0",
+        ),
+    ],
+)
 def test_bad_kernel_sections_name_the_key(tmp_path, kernel, key, message):
     with pytest.raises(SpecError) as info:
         spec_from_dict(_spec(tmp_path, kernel))
@@ -64,9 +77,15 @@ def test_bad_kernel_sections_name_the_key(tmp_path, kernel, key, message):
 
 
 def test_a_sum_learned_by_cv_is_saved_and_predicts(tmp_path):
-    objective = {"type": "cv", "newton": {"max_iter": 30, "cg_max_iter": 40},
-                 "cv": {"folds": 3, "newton": {"max_iter": 20, "cg_max_iter": 30, "grad_tol": 1e-6},
-                        "outer": {"max_iter": 3, "score_patience": 0}}}
+    objective = {
+        "type": "cv",
+        "newton": {"max_iter": 30, "cg_max_iter": 40},
+        "cv": {
+            "folds": 3,
+            "newton": {"max_iter": 20, "cg_max_iter": 30, "grad_tol": 1e-6},
+            "outer": {"max_iter": 3, "score_patience": 0},
+        },
+    }
     p = write_spec(tmp_path, _spec(tmp_path, SUM, objective))
     assert main(["run", str(p), "--quiet"]) == 0
     out = tmp_path / "out"

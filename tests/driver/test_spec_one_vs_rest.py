@@ -23,15 +23,26 @@ def _spec(tmp_path, learn=True, max_iter=2, **cv):
     X, y = toy_classification(90, 3, d=3, seed=3, spread=2.5)
     np.savez(tmp_path / "train.npz", X=X[:60], y=y[:60])
     np.savez(tmp_path / "test.npz", X=X[60:], y=y[60:])
-    settings = {"folds": 3, "newton": {"max_iter": 20, "cg_max_iter": 30, "grad_tol": 1e-6},
-                "outer": {"max_iter": max_iter}, "checkpoint": False}
+    settings = {
+        "folds": 3,
+        "newton": {"max_iter": 20, "cg_max_iter": 30, "grad_tol": 1e-6},
+        "outer": {"max_iter": max_iter},
+        "checkpoint": False,
+    }
     settings.update(cv)
-    return {"name": "toy-ovr", "seed": 1,
-            "data": {"path": str(tmp_path / "train.npz"), "test_path": str(tmp_path / "test.npz")},
-            "model": {"kernel": {"type": "rbf", "w": "auto"}, "sharing": "tied", "variance": 2.0, "sigma2": 1.0},
-            "objective": {"type": "one_vs_rest", "learn": learn,
-                          "newton": {"max_iter": 30, "cg_max_iter": 40}, "cv": settings},
-            "output": {"dir": str(tmp_path / "out")}}
+    return {
+        "name": "toy-ovr",
+        "seed": 1,
+        "data": {"path": str(tmp_path / "train.npz"), "test_path": str(tmp_path / "test.npz")},
+        "model": {"kernel": {"type": "rbf", "w": "auto"}, "sharing": "tied", "variance": 2.0, "sigma2": 1.0},
+        "objective": {
+            "type": "one_vs_rest",
+            "learn": learn,
+            "newton": {"max_iter": 30, "cg_max_iter": 40},
+            "cv": settings,
+        },
+        "output": {"dir": str(tmp_path / "out")},
+    }
 
 
 def _round_trip(tmp_path, m):
@@ -113,15 +124,21 @@ def test_one_vs_rest_without_learning_fits_at_the_given_hyperparameters(tmp_path
     assert ovr.learned == ()
 
 
-@pytest.mark.parametrize("mutate, key, message", [
-    (lambda d: d["model"].update(prior="anova"), "model.prior", "independent prior"),
-    (lambda d: d["model"].update(likelihood="logistic"), "model.likelihood", "binary softmax"),
-    (lambda d: d["model"].update(sharing="separate", variance=[1.0, 2.0, 3.0]), "model.variance", "a list of 2"),
-    (lambda d: d["model"].update(sharing="level"), "model.sharing", "tied, semi or separate"),
-    (lambda d: d["data"].update(positive_class="1"), "data.positive_class", "multiclass"),
-    (lambda d: (d["objective"]["cv"].update(learn_sigma2=True), d["model"].update(sigma2=0.0)),
-     "objective.cv.learn_sigma2", "sigma2"),
-])
+@pytest.mark.parametrize(
+    "mutate, key, message",
+    [
+        (lambda d: d["model"].update(prior="anova"), "model.prior", "independent prior"),
+        (lambda d: d["model"].update(likelihood="logistic"), "model.likelihood", "binary softmax"),
+        (lambda d: d["model"].update(sharing="separate", variance=[1.0, 2.0, 3.0]), "model.variance", "a list of 2"),
+        (lambda d: d["model"].update(sharing="level"), "model.sharing", "tied, semi or separate"),
+        (lambda d: d["data"].update(positive_class="1"), "data.positive_class", "multiclass"),
+        (
+            lambda d: (d["objective"]["cv"].update(learn_sigma2=True), d["model"].update(sigma2=0.0)),
+            "objective.cv.learn_sigma2",
+            "sigma2",
+        ),
+    ],
+)
 def test_bad_one_vs_rest_specs_name_the_key(tmp_path, mutate, key, message):
     d = _spec(tmp_path)
     mutate(d)
@@ -135,5 +152,13 @@ def test_the_satimage_ovr_spec_is_seeger_section_6_2():
     m, o = spec.model, spec.objective
     assert (spec.data.dataset, spec.data.scaling) == ("satimage", "none")
     assert (m.kernel.type, m.kernel.w, m.variance, m.sigma2, m.sharing) == ("rbf", "auto", 10.0, 16.0, "tied")
-    assert (o.type, o.learn, o.newton.max_iter, o.newton.cg_max_iter, o.cv.newton.max_iter, o.cv.newton.cg_max_iter,
-            o.cv.k3, o.cv.folds) == ("one_vs_rest", True, 30, 50, 13, 25, 40, 5)
+    assert (
+        o.type,
+        o.learn,
+        o.newton.max_iter,
+        o.newton.cg_max_iter,
+        o.cv.newton.max_iter,
+        o.cv.newton.cg_max_iter,
+        o.cv.k3,
+        o.cv.folds,
+    ) == ("one_vs_rest", True, 30, 50, 13, 25, 40, 5)

@@ -35,26 +35,56 @@ def _spec(tmp_path, task, model, objective):
 RBF = {"type": "rbf", "w": 1.0}
 KERNELS = [{"type": "rbf", "w": 0.3}, {"type": "rbf", "w": 3.0}, {"type": "linear"}]
 CASES = {
-    "map-logistic": ("classification", {"kernel": RBF, "likelihood": "logistic", "sharing": "tied", "sigma2": 1.0},
-                     {"type": "map"}),
-    "map-student": ("regression", {"kernel": RBF, "likelihood": "student_t", "scale": 0.2, "sharing": "tied"},
-                    {"type": "map"}),
-    "laplace-exact": ("classification", {"kernel": RBF, "likelihood": "logistic", "sharing": "tied"},
-                      {"type": "laplace", "laplace": {"learn_max_iter": 15}}),
-    "laplace-mvm-fixed": ("classification", {"kernel": RBF, "likelihood": "logistic", "sharing": "tied"},
-                          {"type": "laplace", "laplace": {"path": "mvm"}, "learn": False}),
-    "vb-logistic": ("classification", {"kernel": RBF, "likelihood": "logistic", "sharing": "tied"},
-                    {"type": "vb", "vb": {"learn_max_iter": 10}}),
-    "mlm-gaussian": ("regression", {"kernel": RBF, "likelihood": "gaussian", "noise": 0.1, "sharing": "tied"},
-                     {"type": "mlm", "vb": {"learn_max_iter": 15}}),
-    "mkl-alternating": ("classification", {"kernels": KERNELS, "likelihood": "logistic"},
-                        {"type": "mkl", "mkl": {"lam": 1.0, "solver": "alternating", "max_iter": 100, "tol": 1e-10}}),
-    "mkl-hinge-lbfgs": ("classification", {"kernels": KERNELS, "likelihood": "hinge"},
-                        {"type": "mkl", "mkl": {"solver": "lbfgs", "p": 2.0, "max_iter": 100, "tol": 1e-8}}),
-    "joint-map-alg1": ("classification", {"kernels": KERNELS[:2], "likelihood": "logistic"},
-                       {"type": "joint_map", "mkl": {"solver": "algorithm1", "max_iter": 100, "tol": 1e-10}}),
-    "vb-kernels-laplace": ("regression", {"kernels": KERNELS[:2], "likelihood": "laplace", "scale": 0.2},
-                           {"type": "vb", "mkl": {"max_iter": 100, "tol": 1e-10}}),
+    "map-logistic": (
+        "classification",
+        {"kernel": RBF, "likelihood": "logistic", "sharing": "tied", "sigma2": 1.0},
+        {"type": "map"},
+    ),
+    "map-student": (
+        "regression",
+        {"kernel": RBF, "likelihood": "student_t", "scale": 0.2, "sharing": "tied"},
+        {"type": "map"},
+    ),
+    "laplace-exact": (
+        "classification",
+        {"kernel": RBF, "likelihood": "logistic", "sharing": "tied"},
+        {"type": "laplace", "laplace": {"learn_max_iter": 15}},
+    ),
+    "laplace-mvm-fixed": (
+        "classification",
+        {"kernel": RBF, "likelihood": "logistic", "sharing": "tied"},
+        {"type": "laplace", "laplace": {"path": "mvm"}, "learn": False},
+    ),
+    "vb-logistic": (
+        "classification",
+        {"kernel": RBF, "likelihood": "logistic", "sharing": "tied"},
+        {"type": "vb", "vb": {"learn_max_iter": 10}},
+    ),
+    "mlm-gaussian": (
+        "regression",
+        {"kernel": RBF, "likelihood": "gaussian", "noise": 0.1, "sharing": "tied"},
+        {"type": "mlm", "vb": {"learn_max_iter": 15}},
+    ),
+    "mkl-alternating": (
+        "classification",
+        {"kernels": KERNELS, "likelihood": "logistic"},
+        {"type": "mkl", "mkl": {"lam": 1.0, "solver": "alternating", "max_iter": 100, "tol": 1e-10}},
+    ),
+    "mkl-hinge-lbfgs": (
+        "classification",
+        {"kernels": KERNELS, "likelihood": "hinge"},
+        {"type": "mkl", "mkl": {"solver": "lbfgs", "p": 2.0, "max_iter": 100, "tol": 1e-8}},
+    ),
+    "joint-map-alg1": (
+        "classification",
+        {"kernels": KERNELS[:2], "likelihood": "logistic"},
+        {"type": "joint_map", "mkl": {"solver": "algorithm1", "max_iter": 100, "tol": 1e-10}},
+    ),
+    "vb-kernels-laplace": (
+        "regression",
+        {"kernels": KERNELS[:2], "likelihood": "laplace", "scale": 0.2},
+        {"type": "vb", "mkl": {"max_iter": 100, "tol": 1e-10}},
+    ),
 }
 
 
@@ -78,30 +108,49 @@ def test_runners(tmp_path, case):
     spec_from_dict(resolved)
 
 
-@pytest.mark.parametrize("mutate, key, message", [
-    (lambda d: d["data"].update(task="regression", positive_class=None), "model.likelihood", "regression task needs"),
-    (lambda d: d["model"].update(likelihood="gaussian"), "model.likelihood", "data.task: regression"),
-    (lambda d: d["objective"].update(type="mlm"), "model.likelihood", "Gaussian marginal likelihood"),
-    (lambda d: d["objective"].update(type="mkl"), "model.kernels", "give model.kernels"),
-    (lambda d: d["model"].update(kernels=KERNELS), "model.kernel", "exactly one of `kernel` or `kernels`"),
-    (lambda d: d["objective"].update(type="vb", mkl={"solver": "algorithm1"}), "objective.mkl.solver",
-     "weights of model.kernels"),
-    (lambda d: d["objective"].update(mkl={"lam": 2.0}), "objective.mkl",
-     "holds settings of `type: mkl / joint_map / vb / mlm`; this objective is 'laplace'"),
-    (lambda d: d["objective"].update(mkl={"solvr": "algorithm1"}), "objective.mkl.solvr",
-     "did you mean 'solver'"),
-    (lambda d: d["objective"].update(solver="algorithm1"), "objective.solver",
-     "must be one of 'newton-cg', 'exact'; got 'algorithm1'"),  # the MAP solver; MKL's is objective.mkl.solver
-    (lambda d: d["model"].update(likelihood="hinge"), "model.likelihood", "smooth, normalised"),
-    (lambda d: d["objective"].update(mkl={"p": 0.5}), "objective.mkl.p", ">= 1"),
-    (lambda d: d["objective"].update(laplace={"learn_max_iters": 5}), "objective.laplace.learn_max_iters",
-     "did you mean 'learn_max_iter'"),
-    (lambda d: d["objective"].update(laplace={"path": "mvn"}), "objective.laplace.path", "mvn"),
-    (lambda d: d["data"].update(task="regresion"), "data.task", "did you mean 'regression'"),
-])
+@pytest.mark.parametrize(
+    "mutate, key, message",
+    [
+        (
+            lambda d: d["data"].update(task="regression", positive_class=None),
+            "model.likelihood",
+            "regression task needs",
+        ),
+        (lambda d: d["model"].update(likelihood="gaussian"), "model.likelihood", "data.task: regression"),
+        (lambda d: d["objective"].update(type="mlm"), "model.likelihood", "Gaussian marginal likelihood"),
+        (lambda d: d["objective"].update(type="mkl"), "model.kernels", "give model.kernels"),
+        (lambda d: d["model"].update(kernels=KERNELS), "model.kernel", "exactly one of `kernel` or `kernels`"),
+        (
+            lambda d: d["objective"].update(type="vb", mkl={"solver": "algorithm1"}),
+            "objective.mkl.solver",
+            "weights of model.kernels",
+        ),
+        (
+            lambda d: d["objective"].update(mkl={"lam": 2.0}),
+            "objective.mkl",
+            "holds settings of `type: mkl / joint_map / vb / mlm`; this objective is 'laplace'",
+        ),
+        (lambda d: d["objective"].update(mkl={"solvr": "algorithm1"}), "objective.mkl.solvr", "did you mean 'solver'"),
+        (
+            lambda d: d["objective"].update(solver="algorithm1"),
+            "objective.solver",
+            "must be one of 'newton-cg', 'exact'; got 'algorithm1'",
+        ),  # the MAP solver; MKL's is objective.mkl.solver
+        (lambda d: d["model"].update(likelihood="hinge"), "model.likelihood", "smooth, normalised"),
+        (lambda d: d["objective"].update(mkl={"p": 0.5}), "objective.mkl.p", ">= 1"),
+        (
+            lambda d: d["objective"].update(laplace={"learn_max_iters": 5}),
+            "objective.laplace.learn_max_iters",
+            "did you mean 'learn_max_iter'",
+        ),
+        (lambda d: d["objective"].update(laplace={"path": "mvn"}), "objective.laplace.path", "mvn"),
+        (lambda d: d["data"].update(task="regresion"), "data.task", "did you mean 'regression'"),
+    ],
+)
 def test_bad_specs_name_the_key(tmp_path, mutate, key, message):
-    d = _spec(tmp_path, "classification", {"kernel": RBF, "likelihood": "logistic", "sharing": "tied"},
-              {"type": "laplace"})
+    d = _spec(
+        tmp_path, "classification", {"kernel": RBF, "likelihood": "logistic", "sharing": "tied"}, {"type": "laplace"}
+    )
     mutate(d)
     with pytest.raises(SpecError, match=message) as err:
         spec_from_dict(d)
@@ -109,8 +158,12 @@ def test_bad_specs_name_the_key(tmp_path, mutate, key, message):
 
 
 def test_kernel_list_checks(tmp_path):
-    d = _spec(tmp_path, "classification", {"kernels": KERNELS, "weights": [1.0, 2.0], "likelihood": "logistic"},
-              {"type": "mkl"})
+    d = _spec(
+        tmp_path,
+        "classification",
+        {"kernels": KERNELS, "weights": [1.0, 2.0], "likelihood": "logistic"},
+        {"type": "mkl"},
+    )
     with pytest.raises(SpecError, match="one weight per kernel") as err:
         spec_from_dict(d)
     assert err.value.path == "model.weights"

@@ -31,8 +31,11 @@ def _spec(tmp_path, model=None, objective=None, data=None):
     _files(tmp_path)
     m = {"prior": "anova", "kernel": {"type": "rbf", "w": 0.2}, "sharing": "level", "variance": 3.0, "sigma2": 1.0}
     m.update(model or {})
-    d = {"path": str(tmp_path / "train.npz"), "test_path": str(tmp_path / "test.npz"),
-         "hierarchy": str(tmp_path / "h.tsv")}
+    d = {
+        "path": str(tmp_path / "train.npz"),
+        "test_path": str(tmp_path / "test.npz"),
+        "hierarchy": str(tmp_path / "h.tsv"),
+    }
     d.update(data or {})
     o = {"newton": {"max_iter": 30, "cg_max_iter": 60}}
     o.update(objective or {})
@@ -41,18 +44,28 @@ def _spec(tmp_path, model=None, objective=None, data=None):
 
 @pytest.mark.parametrize(
     "model",
-    [{"prior": "anova", "sharing": "level"}, {"prior": "anova", "sharing": "semi"},
-     {"prior": "independent", "sharing": "subtree", "kernel_sharing": "tied"},
-     {"prior": "coupled", "sharing": "tied", "coupling": {"init": "tree"}},
-     {"prior": "loadings", "sharing": "tied", "coupling": {"factors": 2}}],
+    [
+        {"prior": "anova", "sharing": "level"},
+        {"prior": "anova", "sharing": "semi"},
+        {"prior": "independent", "sharing": "subtree", "kernel_sharing": "tied"},
+        {"prior": "coupled", "sharing": "tied", "coupling": {"init": "tree"}},
+        {"prior": "loadings", "sharing": "tied", "coupling": {"factors": 2}},
+    ],
 )
 def test_structured_priors_run_and_report_hierarchical_scores(tmp_path, model):
     spec = spec_from_dict(
         _spec(tmp_path, model, {"newton": {"max_iter": 30, "cg_max_iter": 60, "preconditioner": "lowrank"}})
     )
     m = run_spec(spec, quiet=True)
-    for key in ("test_acc", "test_taxo_argmax", "test_pacc_argmax", "test_taxo_expected_loss",
-                "test_pacc_expected_loss", "test_level1_acc_argmax", "test_level2_acc_argmax"):
+    for key in (
+        "test_acc",
+        "test_taxo_argmax",
+        "test_pacc_argmax",
+        "test_taxo_expected_loss",
+        "test_pacc_expected_loss",
+        "test_level1_acc_argmax",
+        "test_level2_acc_argmax",
+    ):
         assert key in m
     assert m["converged"] and m["test_acc"] > 0.6
     assert m["test_level1_acc_argmax"] >= m["test_level2_acc_argmax"] - 1e-12
@@ -71,8 +84,12 @@ def test_flat_data_write_no_levels_plot(tmp_path):
 
 
 def test_em_spec_with_coarsened_labels_and_with_a_file(tmp_path, capsys):
-    d = _spec(tmp_path, {"prior": "anova"}, {"type": "em", "em": {"max_iter": 20}},
-              {"pseudo_targets": {"fraction": 0.5, "levels_up": 1}})
+    d = _spec(
+        tmp_path,
+        {"prior": "anova"},
+        {"type": "em", "em": {"max_iter": 20}},
+        {"pseudo_targets": {"fraction": 0.5, "levels_up": 1}},
+    )
     p = tmp_path / "em.yaml"
     p.write_text(yaml.safe_dump(d))
     assert main(["run", str(p)]) == 0
@@ -115,15 +132,27 @@ def test_saved_hierarchical_model_predicts_like_the_run(tmp_path):
     "mutate, key, message",
     [
         (lambda d: d["data"].pop("hierarchy"), "model.prior", "needs a class hierarchy"),
-        (lambda d: (d["data"].pop("hierarchy"), d["model"].update(prior="independent", sharing="subtree")),
-         "model.sharing", "needs a class hierarchy"),
-        (lambda d: d["model"].update(prior="coupled", sharing="level"), "model.sharing",
-         "shares over its latent factors"),
-        (lambda d: d["model"].update(prior="loadings", sharing="tied"), "model.coupling.factors",
-         "needs `coupling.factors`"),
+        (
+            lambda d: (d["data"].pop("hierarchy"), d["model"].update(prior="independent", sharing="subtree")),
+            "model.sharing",
+            "needs a class hierarchy",
+        ),
+        (
+            lambda d: d["model"].update(prior="coupled", sharing="level"),
+            "model.sharing",
+            "shares over its latent factors",
+        ),
+        (
+            lambda d: d["model"].update(prior="loadings", sharing="tied"),
+            "model.coupling.factors",
+            "needs `coupling.factors`",
+        ),
         (lambda d: d["model"].update(prior="anova", coupling={"init": "tree"}), "model.coupling", "is for the coupled"),
-        (lambda d: d["model"].update(prior="coupled", coupling={"matrix": [[1, 2], [3]]}), "model.coupling.matrix",
-         "equally long lists"),
+        (
+            lambda d: d["model"].update(prior="coupled", coupling={"matrix": [[1, 2], [3]]}),
+            "model.coupling.matrix",
+            "equally long lists",
+        ),
         (lambda d: d["objective"].update(type="em"), "objective.type", "needs `data.pseudo_targets`"),
         (lambda d: d["data"].update(pseudo_targets={"fraction": 0.3}), "data.pseudo_targets", "objective.type: em"),
         (lambda d: d["data"].update(pseudo_targets={}), "data.pseudo_targets.file", "exactly one of"),

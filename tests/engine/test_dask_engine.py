@@ -45,10 +45,16 @@ def threads():
         yield eng
 
 
-@pytest.mark.parametrize("mode, kernel", [("tied", RBF(w=0.7)), ("semi", ARD(w=[0.5, 2.0, 1.0])),
-                                          ("separate", Polynomial(degree=2, scale=0.5, offset=1.0)),
-                                          ("semi", Matern(w=0.6, nu=1.5) + RBF(2.0)),  # sums and products of kernels
-                                          ("tied", 2.0 * RationalQuadratic(w=0.4, alpha=1.5) * Matern(w=1.0, nu=0.5))])
+@pytest.mark.parametrize(
+    "mode, kernel",
+    [
+        ("tied", RBF(w=0.7)),
+        ("semi", ARD(w=[0.5, 2.0, 1.0])),
+        ("separate", Polynomial(degree=2, scale=0.5, offset=1.0)),
+        ("semi", Matern(w=0.6, nu=1.5) + RBF(2.0)),  # sums and products of kernels
+        ("tied", 2.0 * RationalQuadratic(w=0.4, alpha=1.5) * Matern(w=1.0, nu=0.5)),
+    ],
+)
 def test_operator_conformance_on_dask(threads, mode, kernel):
     """The operator conformance suite (gpmodels.testing) on a BlockDiagonal over DaskGram."""
     r = np.random.default_rng(3)
@@ -59,8 +65,14 @@ def test_operator_conformance_on_dask(threads, mode, kernel):
     assert op._rep_list[0].n_blocks == 2
     grams = [naive_gram(kernel, X, X)] * C
     cross = [naive_gram(kernel, X_new, X)] * C
-    check_operator(op, r, dense=block_diagonal_dense(grams, op.class_variances), X_new=X_new,
-                   cross_dense=block_diagonal_cross(cross, op.class_variances), rtol=1e-9)
+    check_operator(
+        op,
+        r,
+        dense=block_diagonal_dense(grams, op.class_variances),
+        X_new=X_new,
+        cross_dense=block_diagonal_cross(cross, op.class_variances),
+        rtol=1e-9,
+    )
     check_grad_trace(op, r)
 
 
@@ -79,8 +91,9 @@ def test_mvm_fit_psi_and_gradient_equal_in_process(threads):
     X, y, Y = _problem(36)
     C, lik = 3, Softmax()
     local = BlockDiagonal.from_sharing(X, RBF(w=0.3), C, "semi", [1.0, 2.0, 3.0], RepresentationConfig(kind="stored"))
-    dist = BlockDiagonal.from_sharing(X, RBF(w=0.3), C, "semi", [1.0, 2.0, 3.0],
-                                      threads.representation(RepresentationConfig(kind="stored")))
+    dist = BlockDiagonal.from_sharing(
+        X, RBF(w=0.3), C, "semi", [1.0, 2.0, 3.0], threads.representation(RepresentationConfig(kind="stored"))
+    )
     V = np.random.default_rng(0).normal(size=(36, C, 2))
     assert rel(dist.mvm(V), local.mvm(V)) <= 1e-10
     a, b = fit_map(local, lik, Y), fit_map(dist, lik, Y)
@@ -94,8 +107,7 @@ def test_mvm_fit_psi_and_gradient_equal_in_process(threads):
     la, lb = laplace_mlm(local, lik, Y), laplace_mlm(dist, lik, Y)  # the exact path: op.dense() gathered
     assert abs(lb.log_marginal - la.log_marginal) <= 1e-10 * abs(la.log_marginal)
     folds = kfold_partition(36, 3, 0, y=y)
-    opts = CVOptions(newton=NewtonOptions(max_iter=30, cg_max_iter=100, grad_tol=1e-11), k3=200,
-                     accumulation_tol=1e-13)
+    opts = CVOptions(newton=NewtonOptions(max_iter=30, cg_max_iter=100, grad_tol=1e-11), k3=200, accumulation_tol=1e-13)
     ea, eb = cv_criterion(local, lik, Y, folds, opts), cv_criterion(dist, lik, Y, folds, opts)
     assert ea.ok and eb.ok
     assert abs(eb.psi - ea.psi) <= 1e-10 * abs(ea.psi)
@@ -145,10 +157,13 @@ def test_failure_is_a_clear_error_and_the_cv_checkpoint_resumes(tmp_path, monkey
     X, y = toy_classification(30, 3, d=4, seed=0)
     np.savez(tmp_path / "train.npz", X=X[:20], y=y[:20] + 1)
     np.savez(tmp_path / "test.npz", X=X[20:], y=y[20:] + 1)
-    spec = {"name": "toy", "data": {"path": str(tmp_path / "train.npz"), "test_path": str(tmp_path / "test.npz")},
-            "model": {"kernel": {"type": "rbf", "w": 0.3}, "variance": 5.0, "sharing": "tied"},
-            "objective": {"type": "cv", "cv": {"folds": 2, "outer": {"max_iter": 2}, "newton": {"max_iter": 4}}},
-            "engine": {"type": "dask", "processes": False, "n_workers": 2, "block_rows": 10}}
+    spec = {
+        "name": "toy",
+        "data": {"path": str(tmp_path / "train.npz"), "test_path": str(tmp_path / "test.npz")},
+        "model": {"kernel": {"type": "rbf", "w": 0.3}, "variance": 5.0, "sharing": "tied"},
+        "objective": {"type": "cv", "cv": {"folds": 2, "outer": {"max_iter": 2}, "newton": {"max_iter": 4}}},
+        "engine": {"type": "dask", "processes": False, "n_workers": 2, "block_rows": 10},
+    }
     (tmp_path / "spec.yaml").write_text(yaml.safe_dump(spec))
     import gpmodels.engine.dask_gram as dist
 

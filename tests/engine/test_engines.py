@@ -39,15 +39,19 @@ def _same_evaluation(a, b):
     assert np.array_equal(a.gradient, b.gradient)
     for x, y in zip(a.state.alphas + a.state.betas, b.state.alphas + b.state.betas, strict=True):
         assert np.array_equal(x, y)
-    assert [(f.newton_iterations, f.fit_mvms, f.accumulation_iterations, f.start) for f in a.folds] == \
-        [(f.newton_iterations, f.fit_mvms, f.accumulation_iterations, f.start) for f in b.folds]
+    assert [(f.newton_iterations, f.fit_mvms, f.accumulation_iterations, f.start) for f in a.folds] == [
+        (f.newton_iterations, f.fit_mvms, f.accumulation_iterations, f.start) for f in b.folds
+    ]
 
 
 def _engines():
     """Every in-process and process engine, with one BLAS thread per job (the auto engine told that
     the jobs are worth worker processes: its default skips them below 500 points)."""
-    return {"threads": LocalEngine(threads=3), "processes": ProcessEngine(2, blas_threads=1),
-            "auto": AutoEngine(cores=2, min_points=0)}
+    return {
+        "threads": LocalEngine(threads=3),
+        "processes": ProcessEngine(2, blas_threads=1),
+        "auto": AutoEngine(cores=2, min_points=0),
+    }
 
 
 # ---------------------------------------------------------------------------- bit for bit
@@ -66,8 +70,9 @@ def test_every_engine_gives_the_serial_evaluations_and_learning_bit_for_bit():
         for name, engine in _engines().items():
             with engine:
                 par = cv_criterion(op.with_params(theta), Softmax(), Y, folds, opts, engine=engine)
-                par2 = cv_criterion(op.with_params(theta + 0.3), Softmax(), Y, folds, opts, state=par.state,
-                                    engine=engine)
+                par2 = cv_criterion(
+                    op.with_params(theta + 0.3), Softmax(), Y, folds, opts, state=par.state, engine=engine
+                )
                 res = learn_hyperparameters(op, Softmax(), Y, folds, learn, engine=engine)
             _same_evaluation(seq, par)
             _same_evaluation(seq2, par2)
@@ -108,8 +113,9 @@ def test_the_dask_engine_gives_the_serial_evaluation_bit_for_bit():
         cfg = EngineConfig(type="dask", processes=False, n_workers=2, distribute="tasks")
         with open_engine(cfg) as engine:
             par = cv_criterion(op, Softmax(), Y, folds, opts, engine=engine)
-            par2 = cv_criterion(op.with_params(op.params + 0.3), Softmax(), Y, folds, opts, state=par.state,
-                                engine=engine)
+            par2 = cv_criterion(
+                op.with_params(op.params + 0.3), Softmax(), Y, folds, opts, state=par.state, engine=engine
+            )
     _same_evaluation(seq, par)
     _same_evaluation(seq2, par2)
 
@@ -171,17 +177,21 @@ def test_inside_a_daemonic_process_the_process_engine_refuses_and_auto_stays_ser
 
 
 # ---------------------------------------------------------------------------- the auto engine's sizing
-@pytest.mark.parametrize("cores, tasks, worker_gib, available_gib, workers, blas", [
-    (2, 5, 0.5, 16, 2, 1),     # the reference machine: both cores as fold workers
-    (16, 5, 0.5, 64, 5, 3),    # workers <= tasks; BLAS threads take the rest of the cores
-    (16, 32, 0.5, 64, 16, 1),
-    (16, 10, 8.0, 20, 2, 8),   # memory for two workers only
-    (16, 10, 40.0, 20, 1, 16),  # not even one fits: one, in this process, with all the cores' BLAS threads
-    (1, 5, 0.1, 8, 1, 1),
-    (64, 6, 0.1, None, 6, 10),  # unknown memory is no limit
-])
-def test_auto_plans_workers_and_blas_threads_from_cores_tasks_and_memory(cores, tasks, worker_gib, available_gib,
-                                                                         workers, blas):
+@pytest.mark.parametrize(
+    "cores, tasks, worker_gib, available_gib, workers, blas",
+    [
+        (2, 5, 0.5, 16, 2, 1),  # the reference machine: both cores as fold workers
+        (16, 5, 0.5, 64, 5, 3),  # workers <= tasks; BLAS threads take the rest of the cores
+        (16, 32, 0.5, 64, 16, 1),
+        (16, 10, 8.0, 20, 2, 8),  # memory for two workers only
+        (16, 10, 40.0, 20, 1, 16),  # not even one fits: one, in this process, with all the cores' BLAS threads
+        (1, 5, 0.1, 8, 1, 1),
+        (64, 6, 0.1, None, 6, 10),  # unknown memory is no limit
+    ],
+)
+def test_auto_plans_workers_and_blas_threads_from_cores_tasks_and_memory(
+    cores, tasks, worker_gib, available_gib, workers, blas
+):
     available = None if available_gib is None else int(available_gib * GIB)
     plan = plan_workers(cores, Workload(tasks, int(worker_gib * GIB), points=5000), available)
     assert (plan.workers, plan.blas_threads) == (workers, blas), plan.reason

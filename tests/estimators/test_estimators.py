@@ -24,15 +24,25 @@ ALLOWED_SKIPS = {
 }
 
 
-@pytest.mark.parametrize("estimator", [
-    GPClassifier(),
-    GPClassifier(objective="map", solver=NewtonCG(NewtonOptions(max_iter=20))),
-    GPClassifier(IndependentGP(Linear(), "tied", sigma2=1.0), objective="map", solver="exact"),
-    GPClassifier(IndependentGP(RBF(0.5), "semi", 2.0, 1.0, representation=RepresentationConfig(kind="lowrank")),
-                 objective="map"),
-    GPClassifier(objective="map", solver=NewtonCG(NewtonOptions(max_iter=20)), predictive=LaplacePredictive(200),
-                 random_state=0),
-], ids=["default-cv", "rbf-map", "linear-exact", "rbf-semi-lowrank", "laplace-predictive"])
+@pytest.mark.parametrize(
+    "estimator",
+    [
+        GPClassifier(),
+        GPClassifier(objective="map", solver=NewtonCG(NewtonOptions(max_iter=20))),
+        GPClassifier(IndependentGP(Linear(), "tied", sigma2=1.0), objective="map", solver="exact"),
+        GPClassifier(
+            IndependentGP(RBF(0.5), "semi", 2.0, 1.0, representation=RepresentationConfig(kind="lowrank")),
+            objective="map",
+        ),
+        GPClassifier(
+            objective="map",
+            solver=NewtonCG(NewtonOptions(max_iter=20)),
+            predictive=LaplacePredictive(200),
+            random_state=0,
+        ),
+    ],
+    ids=["default-cv", "rbf-map", "linear-exact", "rbf-semi-lowrank", "laplace-predictive"],
+)
 def test_sklearn_estimator_checks(estimator):
     assert_estimator_checks_pass(estimator, ALLOWED_SKIPS)
 
@@ -45,8 +55,9 @@ def test_gp_classifier_in_a_pipeline_and_grid_search():
 
     X, y = load_iris(return_X_y=True)
     priors = [IndependentGP(RBF(0.25), variance=v, sigma2=1.0) for v in (1.0, 10.0)]
-    search = GridSearchCV(make_pipeline(StandardScaler(), GPClassifier(objective="map")),
-                          {"gpclassifier__prior": priors}, cv=3)
+    search = GridSearchCV(
+        make_pipeline(StandardScaler(), GPClassifier(objective="map")), {"gpclassifier__prior": priors}, cv=3
+    )
     search.fit(X, y)
     assert search.best_score_ > 0.9
     assert set(search.predict(X)) <= set(y)
@@ -80,9 +91,12 @@ def test_estimator_protocol_details():
 # max_updates (they end with a ConvergenceWarning, deterministically, which no check minds).
 @pytest.mark.parametrize(
     "estimator",
-    [CrammerSingerSVC(), CrammerSingerSVC(kernel="linear", C=10.0, max_updates=20000),
-     CrammerSingerSVC(kernel="polynomial", cooling="none", reduced_solver="exact", max_updates=20000),
-     CrammerSingerSVC(kernel="ard", w=0.5, engine="numpy", epsilon=1e-2, cache_mb=0)],
+    [
+        CrammerSingerSVC(),
+        CrammerSingerSVC(kernel="linear", C=10.0, max_updates=20000),
+        CrammerSingerSVC(kernel="polynomial", cooling="none", reduced_solver="exact", max_updates=20000),
+        CrammerSingerSVC(kernel="ard", w=0.5, engine="numpy", epsilon=1e-2, cache_mb=0),
+    ],
     ids=["rbf", "linear", "poly-exact", "ard-numpy-nocache"],
 )
 @pytest.mark.filterwarnings("ignore::gpmodels.errors.ConvergenceWarning")
@@ -107,8 +121,9 @@ def test_crammer_singer_svc_matches_the_solver_and_its_own_attributes():
     np.testing.assert_allclose(est.decision_function(Xt), model.decision_function(Xt), rtol=0, atol=1e-12)
     np.testing.assert_array_equal(est.predict(Xt), np.array(["x", "y", "z"])[model.predict(Xt)])
     # f(x) = K(x, SV) dual_coef_ (eq. 12), support = rows with τ_i ≠ 0, per-class counts
-    np.testing.assert_allclose(RBF(0.7).gram(Xt, est.support_vectors_) @ est.dual_coef_, est.decision_function(Xt),
-                               atol=1e-12)
+    np.testing.assert_allclose(
+        RBF(0.7).gram(Xt, est.support_vectors_) @ est.dual_coef_, est.decision_function(Xt), atol=1e-12
+    )
     np.testing.assert_array_equal(est.support_, np.flatnonzero(np.any(est.tau_ != 0, axis=1)))
     assert est.n_support_.sum() == est.support_.size and est.n_support_.shape == (3,)
     np.testing.assert_allclose(est.tau_.sum(axis=1), 0.0, atol=1e-12)  # Σ_r τ_ir = 0
@@ -173,21 +188,24 @@ def test_crammer_singer_svc_protocol_and_errors():
         CrammerSingerSVC(cooling="fast").fit(X, y)
     with pytest.warns(ConvergenceWarning, match="max_updates"):
         CrammerSingerSVC(max_updates=3).fit(X, y)
-    search = GridSearchCV(make_pipeline(StandardScaler(), CrammerSingerSVC()), {"crammersingersvc__C": [0.1, 10.0]},
-                          cv=3).fit(X, y)
+    search = GridSearchCV(
+        make_pipeline(StandardScaler(), CrammerSingerSVC()), {"crammersingersvc__C": [0.1, 10.0]}, cv=3
+    ).fit(X, y)
     assert search.best_score_ > 0.8
 
 
 # ------------------------------------------------------------------------------------------ issue 15: bad input
 @pytest.mark.parametrize(
     "y, message",
-    [(np.array([1, "a"] * 6, dtype=object), r"Unknown label type: y mixes number and string labels"),
-     (["a", 1] * 6, "Unknown label type: y mixes number and string labels"),
-     (np.array([b"a", "a"] * 6, dtype=object), "Unknown label type: y mixes bytes and string labels"),
-     ([[1], [1, 2]] * 6, r"Unknown label type: entry 0 of y is a list \(ragged or nested y\)"),
-     ([1, None] * 6, r"y contains None \(entry 1\)"),
-     (np.array([0, 1.5j] * 6, dtype=object), "Unknown label type: label 1 of y is a complex"),
-     (np.array([0.0, np.nan] * 6, dtype=object), "NaN or infinity")],
+    [
+        (np.array([1, "a"] * 6, dtype=object), r"Unknown label type: y mixes number and string labels"),
+        (["a", 1] * 6, "Unknown label type: y mixes number and string labels"),
+        (np.array([b"a", "a"] * 6, dtype=object), "Unknown label type: y mixes bytes and string labels"),
+        ([[1], [1, 2]] * 6, r"Unknown label type: entry 0 of y is a list \(ragged or nested y\)"),
+        ([1, None] * 6, r"y contains None \(entry 1\)"),
+        (np.array([0, 1.5j] * 6, dtype=object), "Unknown label type: label 1 of y is a complex"),
+        (np.array([0.0, np.nan] * 6, dtype=object), "NaN or infinity"),
+    ],
 )
 @pytest.mark.parametrize("make", [GPClassifier, CrammerSingerSVC])
 def test_label_types_that_cannot_be_classes_are_named(make, y, message):

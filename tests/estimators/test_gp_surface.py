@@ -46,8 +46,9 @@ def test_the_default_learns_by_cv_and_kernel_is_the_learned_prior():
 
 def test_learning_criterion_is_psi_at_the_learned_theta_with_its_gradient():
     X, y = _blobs(n=45)
-    est = _quiet_fit(GPClassifier(objective=CV(LearnOptions(outer=OuterOptions(max_iter=3))), cv=3,
-                                  random_state=1), X, y)
+    est = _quiet_fit(
+        GPClassifier(objective=CV(LearnOptions(outer=OuterOptions(max_iter=3))), cv=3, random_state=1), X, y
+    )
     theta = np.asarray(est.kernel_.theta)
     value, grad = est.learning_criterion(eval_gradient=True)
     assert value == pytest.approx(est.learning_criterion(theta))
@@ -100,8 +101,11 @@ def _anova(edges):
 def test_a_class_tree_whose_leaves_are_not_the_labels_is_refused_by_name():
     X, y = _iris_like()
     wrong = _anova([("r", "a"), ("r", "g"), ("g", "c"), ("g", "d")])  # 3 leaves, as many as classes
-    with pytest.raises(HierarchyError, match=r"label\(s\) 'setosa', 'versicolor', 'virginica' are not leaves.*"
-                                             r"leaf/leaves 'a', 'c', 'd' have no training label"):
+    with pytest.raises(
+        HierarchyError,
+        match=r"label\(s\) 'setosa', 'versicolor', 'virginica' are not leaves.*"
+        r"leaf/leaves 'a', 'c', 'd' have no training label",
+    ):
         GPClassifier(wrong, objective="map").fit(X, y)
     partial = _anova([("r", "setosa"), ("r", "g"), ("g", "versicolor"), ("g", "other")])
     with pytest.raises(HierarchyError, match=r"'virginica' are not leaves.*'other' have no training label"):

@@ -53,8 +53,9 @@ def test_the_default_is_the_anova_prior_over_the_tree_and_equals_gpclassifier_wi
 
 def test_a_prior_function_and_learning_and_clone_and_pickle():
     X, Y, _ = _data(seed=2)
-    flat = HierarchicalGPClassifier(prior=lambda tree, X: IndependentGP(RBF(0.5), "tied", sigma2=1.0),
-                                    objective="map").fit(X, Y)
+    flat = HierarchicalGPClassifier(
+        prior=lambda tree, X: IndependentGP(RBF(0.5), "tied", sigma2=1.0), objective="map"
+    ).fit(X, Y)
     assert isinstance(flat.estimator_.kernel_.prior, IndependentGP)
     learned = HierarchicalGPClassifier(cv=3, random_state=0).fit(X, Y)
     assert learned.estimator_.learning_result_ is not None
@@ -101,7 +102,8 @@ EXPECTED_FAILED = {
         "its y is a multilabel 0/1 indicator matrix (make_multilabel_classification): the columns are independent "
         "yes/no labels, not a path from the top level down (read as paths, '0' and '1' occur under several "
         "parents); a path classifier predicts one leaf per example, and its predict_proba is one distribution "
-        "over the leaves, not one probability per column"),
+        "over the leaves, not one probability per column"
+    ),
 }
 ALLOWED_SKIPS = {
     "check_array_api_input": "needs SCIPY_ARRAY_API and an array-API library; gpmodels computes with numpy/scipy",
@@ -109,9 +111,11 @@ ALLOWED_SKIPS = {
 }
 
 
-@pytest.mark.parametrize("make", [HierarchicalGPClassifier,
-                                  lambda: HierarchicalGPClassifier(objective="map", separator="/")],
-                         ids=["default-cv", "map-separator"])
+@pytest.mark.parametrize(
+    "make",
+    [HierarchicalGPClassifier, lambda: HierarchicalGPClassifier(objective="map", separator="/")],
+    ids=["default-cv", "map-separator"],
+)
 @pytest.mark.filterwarnings("ignore::gpmodels.errors.ConvergenceWarning")
 def test_sklearn_estimator_checks(make):
     from sklearn.utils.estimator_checks import check_estimator

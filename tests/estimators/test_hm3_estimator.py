@@ -32,47 +32,77 @@ ALLOWED_SKIPS = {
     "check_classifiers_multilabel_output_format_predict_proba": "H-M^3 is max-margin: no predict_proba",
 }
 
-NOT_INDICATOR = ("targets must be a hierarchy-consistent (n, P) 0/1 indicator matrix over the tree's nodes; this "
-                 "check fits on 1-D class labels or one column of them, which fits only a one-node tree (P = 1; "
-                 "the one-node instance runs it)")
-BINARISED_12 = ("sklearn binarises this check's y to {1, 2} for a classifier without multiclass support; "
-                "targets must be 0/1 (or ±1, bool) indicators")
+NOT_INDICATOR = (
+    "targets must be a hierarchy-consistent (n, P) 0/1 indicator matrix over the tree's nodes; this "
+    "check fits on 1-D class labels or one column of them, which fits only a one-node tree (P = 1; "
+    "the one-node instance runs it)"
+)
+BINARISED_12 = (
+    "sklearn binarises this check's y to {1, 2} for a classifier without multiclass support; "
+    "targets must be 0/1 (or ±1, bool) indicators"
+)
 MULTICLASS_ONLY = {
     "check_classifiers_classes": "fits on 1-D (string) class labels; targets must be an (n, P) 0/1 indicator matrix",
     "check_classifier_multioutput": "fits on (n, 3) multiclass-multioutput targets; targets must be 0/1 indicators "
-                                    "over the tree's nodes",
+    "over the tree's nodes",
     "check_classifiers_train": "asserts 1-D predictions (n,); H-M^3 predicts the (n, P) indicator matrix",
     "check_classifier_not_supporting_multiclass": "demands the message 'Only binary classification is supported.', "
-                                                  "which would misdescribe a multilabel estimator; 1-D multiclass y "
-                                                  "is refused with a message naming the (n, P) indicator format",
+    "which would misdescribe a multilabel estimator; 1-D multiclass y "
+    "is refused with a message naming the (n, P) indicator format",
 }
 TARGET_CHECKS = (
-    "check_fit_score_takes_y", "check_estimators_overwrite_params", "check_dont_overwrite_parameters",
-    "check_estimators_fit_returns_self", "check_readonly_memmap_input", "check_n_features_in_after_fitting",
-    "check_positive_only_tag_during_fit", "check_estimators_dtypes", "check_dtype_object",
-    "check_pipeline_consistency", "check_estimators_nan_inf", "check_estimator_sparse_tag",
-    "check_estimator_sparse_array", "check_estimator_sparse_matrix", "check_estimators_pickle",
-    "check_f_contiguous_array_estimator", "check_classifier_data_not_an_array", "check_methods_sample_order_invariance",
-    "check_methods_subset_invariance", "check_fit2d_1sample", "check_fit2d_1feature", "check_dict_unchanged",
-    "check_fit_idempotent", "check_fit_check_is_fitted", "check_n_features_in", "check_fit2d_predict1d",
+    "check_fit_score_takes_y",
+    "check_estimators_overwrite_params",
+    "check_dont_overwrite_parameters",
+    "check_estimators_fit_returns_self",
+    "check_readonly_memmap_input",
+    "check_n_features_in_after_fitting",
+    "check_positive_only_tag_during_fit",
+    "check_estimators_dtypes",
+    "check_dtype_object",
+    "check_pipeline_consistency",
+    "check_estimators_nan_inf",
+    "check_estimator_sparse_tag",
+    "check_estimator_sparse_array",
+    "check_estimator_sparse_matrix",
+    "check_estimators_pickle",
+    "check_f_contiguous_array_estimator",
+    "check_classifier_data_not_an_array",
+    "check_methods_sample_order_invariance",
+    "check_methods_subset_invariance",
+    "check_fit2d_1sample",
+    "check_fit2d_1feature",
+    "check_dict_unchanged",
+    "check_fit_idempotent",
+    "check_fit_check_is_fitted",
+    "check_n_features_in",
+    "check_fit2d_predict1d",
 )
-MULTILABEL_CHECKS = ("check_classifiers_multilabel_representation_invariance",
-                     "check_classifiers_multilabel_output_format_predict",
-                     "check_classifiers_multilabel_output_format_decision_function")
+MULTILABEL_CHECKS = (
+    "check_classifiers_multilabel_representation_invariance",
+    "check_classifiers_multilabel_output_format_predict",
+    "check_classifiers_multilabel_output_format_decision_function",
+)
 
 ONE_NODE_XFAIL = {
     "check_estimators_dtypes": BINARISED_12,
     "check_classifier_data_not_an_array": BINARISED_12,
     "check_fit2d_1feature": BINARISED_12,
     **MULTICLASS_ONLY,
-    **{c: "the check's 5-label targets do not fit a one-node tree (the flat five-leaf instance runs it)"
-       for c in MULTILABEL_CHECKS + ("check_classifiers_multilabel_output_format_predict_proba",)},
+    **{
+        c: "the check's 5-label targets do not fit a one-node tree (the flat five-leaf instance runs it)"
+        for c in MULTILABEL_CHECKS + ("check_classifiers_multilabel_output_format_predict_proba",)
+    },
 }
 FLAT_XFAIL = {**{c: NOT_INDICATOR for c in TARGET_CHECKS}, **MULTICLASS_ONLY}
-DEEP_XFAIL = {**FLAT_XFAIL,
-              **{c: "the check's random 5-label targets are not unions of partial paths of a deep tree (the flat "
-                    "five-leaf instance runs it)"
-                 for c in MULTILABEL_CHECKS + ("check_classifiers_multilabel_output_format_predict_proba",)}}
+DEEP_XFAIL = {
+    **FLAT_XFAIL,
+    **{
+        c: "the check's random 5-label targets are not unions of partial paths of a deep tree (the flat "
+        "five-leaf instance runs it)"
+        for c in MULTILABEL_CHECKS + ("check_classifiers_multilabel_output_format_predict_proba",)
+    },
+}
 
 DEEP = [("root", "a"), ("root", "b"), ("a", "a1"), ("a", "a2"), ("b", "b1")]
 
@@ -83,11 +113,15 @@ def _flat_digraph():
     return nx.DiGraph([("root", str(j)) for j in range(5)])
 
 
-@pytest.mark.parametrize("make, expected", [
-    (lambda: HM3Classifier(ClassTree([("root", "a")])), ONE_NODE_XFAIL),
-    (lambda: HM3Classifier(_flat_digraph(), working_set="cyclic"), FLAT_XFAIL),
-    (lambda: HM3Classifier(DEEP, loss="htilde", scaling="subtree"), DEEP_XFAIL),
-], ids=["one-node", "flat-5", "deep"])
+@pytest.mark.parametrize(
+    "make, expected",
+    [
+        (lambda: HM3Classifier(ClassTree([("root", "a")])), ONE_NODE_XFAIL),
+        (lambda: HM3Classifier(_flat_digraph(), working_set="cyclic"), FLAT_XFAIL),
+        (lambda: HM3Classifier(DEEP, loss="htilde", scaling="subtree"), DEEP_XFAIL),
+    ],
+    ids=["one-node", "flat-5", "deep"],
+)
 @pytest.mark.filterwarnings("ignore::gpmodels.errors.ConvergenceWarning")
 def test_hm3_sklearn_estimator_checks(make, expected):
     results = check_estimator(make(), expected_failed_checks=expected, on_fail=None)
@@ -105,7 +139,7 @@ def test_hm3_sklearn_estimator_checks(make, expected):
 
 
 # ---------------------------------------------------------------------------------------------- own tests
-TREE = ClassTree(DEEP)   # nodes in breadth-first order: a, b, a1, a2, b1
+TREE = ClassTree(DEEP)  # nodes in breadth-first order: a, b, a1, a2, b1
 
 
 def _data(seed=0, n_per=12):
@@ -139,8 +173,11 @@ def test_fit_predict_on_a_tiny_tree():
     model = fit_hm3(RBF(0.2), X, Y, TREE, HM3Options(C=10.0, working_set="cyclic", gap_tol=1e-3))
     np.testing.assert_array_equal(U, model.predict(X))
     np.testing.assert_array_equal(est.support_, model.support_)
-    np.testing.assert_allclose(RBF(0.2).gram(Xt, X[est.support_]) @ est.dual_coef_.reshape(est.support_.size, -1),
-                               model.edge_scores(Xt).reshape(len(Xt), -1), atol=1e-10)
+    np.testing.assert_allclose(
+        RBF(0.2).gram(Xt, X[est.support_]) @ est.dual_coef_.reshape(est.support_.size, -1),
+        model.edge_scores(Xt).reshape(len(Xt), -1),
+        atol=1e-10,
+    )
 
 
 @pytest.mark.filterwarnings("ignore::gpmodels.errors.ConvergenceWarning")
@@ -152,12 +189,12 @@ def test_predictions_and_decision_function_are_hierarchy_consistent(edges, seed)
     leaves = r.integers(0, tree.n_classes, size=24)
     X = r.normal(size=(24, 3)) + leaves[:, None]
     Y = paths_to_multilabels(leaves, tree)
-    Y[r.random(24) < 0.3] = False             # some examples with no positive node at all
+    Y[r.random(24) < 0.3] = False  # some examples with no positive node at all
     est = HM3Classifier(edges, C=5.0, working_set="cyclic", max_passes=20).fit(X, Y)
     Xt = 3.0 * r.normal(size=(40, 3))
     U, D = est.predict(Xt), est.decision_function(Xt)
     assert D.shape == U.shape == (40, tree.n_nodes)
-    assert _consistent(U.astype(bool), tree)       # a node on ⇒ its parent on
+    assert _consistent(U.astype(bool), tree)  # a node on ⇒ its parent on
     check_multilabels(U, tree)
     # the sign of the max-marginal margin is the prediction (up to ties), and d_child ≤ d_parent
     assert np.all(U[D > 1e-9] == 1) and np.all(U[D < -1e-9] == 0)
@@ -195,8 +232,9 @@ def test_grid_search_by_the_micro_f1_score():
     from sklearn.model_selection import GridSearchCV, KFold
 
     X, Y = _data()
-    search = GridSearchCV(HM3Classifier(DEEP, working_set="cyclic"), {"w": [1e4, 0.2]},
-                          cv=KFold(3, shuffle=True, random_state=0)).fit(X, Y)
+    search = GridSearchCV(
+        HM3Classifier(DEEP, working_set="cyclic"), {"w": [1e4, 0.2]}, cv=KFold(3, shuffle=True, random_state=0)
+    ).fit(X, Y)
     scores = search.cv_results_["mean_test_score"]
     assert scores[0] < 0.2 and scores[1] > 0.9 and search.best_params_ == {"w": 0.2}
     assert search.predict(X).shape == Y.shape
@@ -207,13 +245,16 @@ def test_clear_errors_for_targets_and_hierarchies_that_do_not_fit():
     est = HM3Classifier(DEEP, working_set="cyclic")
     with pytest.raises(NotFittedError, match="not fitted"):
         est.predict(X)
-    with pytest.raises(ValueError, match=r"Y must be an \(n, 5\) 0/1 indicator matrix .* order 'a', 'b', 'a1', "
-                                         r"'a2', 'b1'; got shape \(48, 4\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"Y must be an \(n, 5\) 0/1 indicator matrix .* order 'a', 'b', 'a1', "
+        r"'a2', 'b1'; got shape \(48, 4\)",
+    ):
         est.fit(X, Y[:, :4])
     with pytest.raises(ValueError, match="1-D array of classes.*paths_to_multilabels"):
         est.fit(X, np.arange(len(X)) % 3)
     bad = Y.copy()
-    bad[0] = [0, 0, 1, 0, 0]                   # a1 on, its parent a off
+    bad[0] = [0, 0, 1, 0, 0]  # a1 on, its parent a off
     with pytest.raises(HierarchyError, match="example 0 has node 'a1' positive but its parent 'a' negative"):
         est.fit(X, bad)
     with pytest.raises(ValueError, match=r"entries must be 0/1, -1/\+1 or bool; found values \[0, 2\]"):

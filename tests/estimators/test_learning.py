@@ -63,8 +63,14 @@ def test_cv_learning_is_the_librarys_learning_on_seeded_stratified_folds():
     np.testing.assert_allclose(est.learning_result_.theta, ref.theta)
     np.testing.assert_allclose(est.kernel_.theta, ref.theta)
     assert est.learned_hyperparameters_ == pytest.approx(natural_values(ref.names, ref.theta))
-    assert set(est.learned_hyperparameters_) == {"kernel0.w", "kernel1.w", "kernel2.w",
-                                                 "variance0", "variance1", "variance2"}
+    assert set(est.learned_hyperparameters_) == {
+        "kernel0.w",
+        "kernel1.w",
+        "kernel2.w",
+        "variance0",
+        "variance1",
+        "variance2",
+    }
     model = fit_map(ref.operator, Softmax(), Y, NewtonCG(NewtonOptions(max_iter=30, cg_max_iter=50, grad_tol=1e-6)))
     np.testing.assert_allclose(est.alpha_, model.alpha)
     assert est.learning_result_.psi < ref.history[0].value  # Ψ went down from the given hyperparameters
@@ -75,8 +81,13 @@ def test_laplace_learning_is_the_librarys_and_raises_the_marginal_likelihood():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         est = GPClassifier(objective=Laplace(outer=OuterOptions(max_iter=4)), random_state=2).fit(X, y)
-        res, op, lik = learn_laplace(_reference_operator(X, 3), Softmax(), labels_to_targets(y, 3),
-                                     LaplaceOptions(seed=2), outer=OuterOptions(max_iter=4))
+        res, op, lik = learn_laplace(
+            _reference_operator(X, 3),
+            Softmax(),
+            labels_to_targets(y, 3),
+            LaplaceOptions(seed=2),
+            outer=OuterOptions(max_iter=4),
+        )
     np.testing.assert_allclose(est.learning_result_.x, res.x)
     assert est.learned_hyperparameters_ == pytest.approx(natural_values(res.names, res.x))
     assert res.value < res.trace[0].value  # -log q went down
@@ -86,8 +97,9 @@ def test_laplace_learning_is_the_librarys_and_raises_the_marginal_likelihood():
 def test_default_keeps_the_given_hyperparameters_and_reports_them():
     X, y = _blobs()
     est = GPClassifier(IndependentGP(RBF(0.5), variance=2.0, sigma2=1.0), objective="map").fit(X, y)
-    assert est.learned_hyperparameters_ == pytest.approx({**{f"kernel{c}.w": 0.5 for c in range(3)},
-                                                          **{f"variance{c}": 2.0 for c in range(3)}})
+    assert est.learned_hyperparameters_ == pytest.approx(
+        {**{f"kernel{c}.w": 0.5 for c in range(3)}, **{f"variance{c}": 2.0 for c in range(3)}}
+    )
 
 
 def test_checkpointed_learning_resumes_to_the_same_hyperparameters(tmp_path):
@@ -117,14 +129,16 @@ def test_unconverged_newton_and_learning_warn_with_sklearns_convergence_warning(
 
 def test_settings_are_checked_with_messages_naming_what_is_allowed():
     X, y = _blobs(n=12)
-    for kwargs, match in [({"objective": "ml"}, "must be 'cv', 'laplace', 'map' or a learner object"),
-                          ({"cv": 13}, "number of folds in 2..n_samples = 12"),
-                          ({"cv": "kfold"}, "an int number of folds or a scikit-learn splitter"),
-                          ({"solver": "cg"}, "must be 'newton-cg', 'exact' or a solver object"),
-                          ({"predictive": "bayes"}, "must be 'plugin', 'laplace' or a LaplacePredictive"),
-                          ({"checkpoint": 3}, "None, a path or"),
-                          ({"n_jobs": 0}, "None, a positive int or a negative int"),
-                          ({"random_state": -1}, "non-negative int")]:
+    for kwargs, match in [
+        ({"objective": "ml"}, "must be 'cv', 'laplace', 'map' or a learner object"),
+        ({"cv": 13}, "number of folds in 2..n_samples = 12"),
+        ({"cv": "kfold"}, "an int number of folds or a scikit-learn splitter"),
+        ({"solver": "cg"}, "must be 'newton-cg', 'exact' or a solver object"),
+        ({"predictive": "bayes"}, "must be 'plugin', 'laplace' or a LaplacePredictive"),
+        ({"checkpoint": 3}, "None, a path or"),
+        ({"n_jobs": 0}, "None, a positive int or a negative int"),
+        ({"random_state": -1}, "non-negative int"),
+    ]:
         with pytest.raises(InputError, match=match):
             GPClassifier(**kwargs).fit(X, y)
 
@@ -156,8 +170,9 @@ def test_hm3_random_state_seeds_gap_sampling():
     assert est.get_params()["random_state"] == 3 and "seed" not in est.get_params()
 
 
-@pytest.mark.parametrize("kwargs", [{"objective": "map"}, {"objective": _cv(2), "random_state": 0}],
-                         ids=["fixed", "cv"])
+@pytest.mark.parametrize(
+    "kwargs", [{"objective": "map"}, {"objective": _cv(2), "random_state": 0}], ids=["fixed", "cv"]
+)
 def test_pickles_hold_the_fitted_state_and_predict_the_same(kwargs):
     X, y = _blobs(n=120, d=6, C=3)
     with warnings.catch_warnings():

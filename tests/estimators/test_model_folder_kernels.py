@@ -58,8 +58,12 @@ def _blobs(n, seed):
 def test_a_fitted_kernel_round_trips_through_a_model_folder_and_gpmodels_predict(tmp_path, kernel):
     X, y = _blobs(45, 0)
     Xt = _blobs(15, 7)[0]
-    est = GPClassifier(IndependentGP(kernel, "tied", sigma2=1.0),
-                       objective=CV(LearnOptions(outer=OuterOptions(max_iter=2))), cv=3, random_state=0)
+    est = GPClassifier(
+        IndependentGP(kernel, "tied", sigma2=1.0),
+        objective=CV(LearnOptions(outer=OuterOptions(max_iter=2))),
+        cv=3,
+        random_state=0,
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         est.fit(X, y)
@@ -106,8 +110,12 @@ def test_a_kernel_without_a_spec_name_is_refused_by_save_with_the_names_allowed(
 def test_fixed_scikit_learn_parameters_are_stored_as_values_of_the_rebuilt_kernel(tmp_path):
     X, y = _blobs(45, 0)
     kernel = sk.ConstantKernel(2.0, "fixed") * sk.Matern(1.0, nu=1.5) + sk.WhiteKernel(0.1, "fixed")
-    est = GPClassifier(IndependentGP(kernel, "tied", sigma2=1.0), objective=CV(LearnOptions(
-        outer=OuterOptions(max_iter=2))), cv=3, random_state=0)
+    est = GPClassifier(
+        IndependentGP(kernel, "tied", sigma2=1.0),
+        objective=CV(LearnOptions(outer=OuterOptions(max_iter=2))),
+        cv=3,
+        random_state=0,
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         est.fit(X, y)

@@ -57,11 +57,14 @@ def test_lanczos_method_and_pickle_round_trip():
     np.testing.assert_allclose(again.predict_proba(Xt), clf.predict_proba(Xt), atol=1e-10)
 
 
-@pytest.mark.parametrize("params, message", [
-    ({"n_samples": 0}, "LaplacePredictive.n_samples must be an int"),
-    ({"n_samples": 2.5}, "LaplacePredictive.n_samples"),
-    ({"latent": "dense"}, "LaplacePredictive.latent must be one of"),
-])
+@pytest.mark.parametrize(
+    "params, message",
+    [
+        ({"n_samples": 0}, "LaplacePredictive.n_samples must be an int"),
+        ({"n_samples": 2.5}, "LaplacePredictive.n_samples"),
+        ({"latent": "dense"}, "LaplacePredictive.latent must be one of"),
+    ],
+)
 def test_bad_predictive_settings_are_named(params, message):
     with pytest.raises(InputError, match=message):
         LaplacePredictive(**params)
@@ -73,8 +76,9 @@ def test_predict_latent_is_the_latent_mean_and_the_laplace_covariance_in_class_o
     clf = GPClassifier(_fixed(4.0), objective="map").fit(X, labels)
     mean = clf.predict_latent(Xt)
     np.testing.assert_allclose(mean, clf.decision_function(Xt))
-    np.testing.assert_allclose(clf.predict_proba(Xt), np.exp(mean) / np.exp(mean).sum(axis=1, keepdims=True),
-                               rtol=1e-10)
+    np.testing.assert_allclose(
+        clf.predict_proba(Xt), np.exp(mean) / np.exp(mean).sum(axis=1, keepdims=True), rtol=1e-10
+    )
     mean2, cov = clf.predict_latent(Xt, return_cov=True)
     np.testing.assert_array_equal(mean2, mean)
     ref = latent_predictive(clf.model_, Xt)

@@ -31,8 +31,9 @@ def test_symv_float32_on_threads_gives_the_one_thread_product(rng, monkeypatch):
     v = rng.normal(size=97)
     one = compiled_symv.symv_float32(M, v, threads=1)
     for threads in (2, 3):
-        np.testing.assert_allclose(compiled_symv.symv_float32(M, v, threads=threads), one, rtol=1e-13,
-                                   atol=1e-13 * np.abs(one).max())
+        np.testing.assert_allclose(
+            compiled_symv.symv_float32(M, v, threads=threads), one, rtol=1e-13, atol=1e-13 * np.abs(one).max()
+        )
 
 
 def test_symv_float32_reads_only_the_lower_triangle(rng):

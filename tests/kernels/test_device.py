@@ -43,8 +43,10 @@ from gpmodels.kernels.device.gram import (  # noqa: E402
 
 BACKENDS = {"numpy": numpy_backend, "strict": strict_backend}
 KERNELS = {
-    "rbf": lambda: RBF(0.7), "ard": lambda: ARD([0.5, 1.3, 2.0]),
-    "matern12": lambda: Matern(0.7, nu=0.5), "matern32": lambda: Matern(0.7, nu=1.5),
+    "rbf": lambda: RBF(0.7),
+    "ard": lambda: ARD([0.5, 1.3, 2.0]),
+    "matern12": lambda: Matern(0.7, nu=0.5),
+    "matern32": lambda: Matern(0.7, nu=1.5),
     "matern52_ard": lambda: MaternARD([0.5, 1.3, 2.0], nu=2.5),
     "matern12_ard": lambda: MaternARD([0.5, 1.3, 2.0], nu=0.5),
     "rq": lambda: RationalQuadratic(0.7, alpha=0.8),
@@ -119,8 +121,11 @@ def test_restriction_and_fold_blocks_stay_on_the_device():
     be = strict_backend()
     dev = DeviceStoredGram(X, RBF(0.7), be)
     J = np.arange(5, 20)
-    for block in (dev.restrict(J).M, dev.cross(np.arange(3), J).M, DeviceRecomputedGram(X, RBF(0.7), be)
-                  .restrict(J).inputs.Z):
+    for block in (
+        dev.restrict(J).M,
+        dev.cross(np.arange(3), J).M,
+        DeviceRecomputedGram(X, RBF(0.7), be).restrict(J).inputs.Z,
+    ):
         assert type(block).__module__.startswith("array_api_strict")
 
 
@@ -191,14 +196,23 @@ def test_cv_learning_of_the_newer_kernels_through_the_device_equals_the_cpu(back
     np.testing.assert_allclose(dev.gradient, host.gradient, rtol=0, atol=1e-8 * np.abs(host.gradient).max())
 
 
-@pytest.mark.parametrize("kernel", [
-    RBF(1.0) + Matern(0.5), RBF(1.0) * RationalQuadratic(1.0), Linear(),
-    from_sklearn(sk.RationalQuadratic(1.0, alpha=2.0, alpha_bounds="fixed")),
-], ids=["sum", "product", "linear", "partly-fixed"])
+@pytest.mark.parametrize(
+    "kernel",
+    [
+        RBF(1.0) + Matern(0.5),
+        RBF(1.0) * RationalQuadratic(1.0),
+        Linear(),
+        from_sklearn(sk.RationalQuadratic(1.0, alpha=2.0, alpha_bounds="fixed")),
+    ],
+    ids=["sum", "product", "linear", "partly-fixed"],
+)
 def test_sums_products_and_other_kernels_are_refused_naming_the_supported_ones(kernel):
     X = np.random.default_rng(0).normal(size=(10, 2))
-    with pytest.raises(DeviceError, match="allowed there: rbf, ard, matern, matern_ard, rational_quadratic, "
-                                          "rational_quadratic_ard, one kernel per matrix"):
+    with pytest.raises(
+        DeviceError,
+        match="allowed there: rbf, ard, matern, matern_ard, rational_quadratic, "
+        "rational_quadratic_ard, one kernel per matrix",
+    ):
         DeviceRepresentationConfig(numpy_backend()).build(X, kernel)
     rep = RepresentationConfig(kind="stored", device="auto").build(X, kernel)  # auto: the CPU, saying why
     assert isinstance(rep, StoredGram) and "has no device form" in rep.choice.device
@@ -217,8 +231,9 @@ def test_a_kernel_without_a_device_form_or_sparse_inputs_is_refused_by_name():
 @pytest.mark.skipif(cuda_status() is None, reason="a GPU is usable here")
 def test_cuda_without_a_usable_gpu_is_an_error_naming_what_is_missing():
     X = np.random.default_rng(0).normal(size=(10, 2))
-    with pytest.raises(DeviceError, match="device 'cuda' was asked for but cannot be used: .*(not installed|no usable "
-                                          "GPU|CPU-only)"):
+    with pytest.raises(
+        DeviceError, match="device 'cuda' was asked for but cannot be used: .*(not installed|no usable GPU|CPU-only)"
+    ):
         RepresentationConfig(device="cuda").build(X, RBF(1.0))
 
 

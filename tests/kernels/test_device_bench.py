@@ -27,9 +27,28 @@ def test_gpu_bench_runs_end_to_end_on_the_numpy_namespace(capsys, monkeypatch):
     sys.modules.pop("gpu", None)
     import gpu
 
-    result = gpu.main(["--namespace", "numpy", "--n", "300", "--satimage-max-train", "120", "--satimage-max-iter",
-                       "1", "--check-n", "150", "--imclef-max-train", "200", "--copy-gib", "0.02", "--no-gpytorch",
-                       "--tile-mb", "0.5"], say=lambda s: None)
+    result = gpu.main(
+        [
+            "--namespace",
+            "numpy",
+            "--n",
+            "300",
+            "--satimage-max-train",
+            "120",
+            "--satimage-max-iter",
+            "1",
+            "--check-n",
+            "150",
+            "--imclef-max-train",
+            "200",
+            "--copy-gib",
+            "0.02",
+            "--no-gpytorch",
+            "--tile-mb",
+            "0.5",
+        ],
+        say=lambda s: None,
+    )
     last = capsys.readouterr().out.strip().splitlines()[-1]
     assert json.loads(last) == json.loads(json.dumps(result, default=float))
     assert result["bench"] == "gpu" and result["device"] == "cpu (numpy)" and result["copy_bandwidth_tbps"] > 0

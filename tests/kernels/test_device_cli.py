@@ -19,11 +19,14 @@ def _spec(tmp_path, n=60):
     m = 2 * n // 3
     np.savez(tmp_path / "train.npz", X=X[:m], y=y[:m])
     np.savez(tmp_path / "test.npz", X=X[m:], y=y[m:])
-    return {"name": "dev", "seed": 1,
-            "data": {"path": str(tmp_path / "train.npz"), "test_path": str(tmp_path / "test.npz")},
-            "model": {"kernel": {"type": "rbf", "w": "auto"}, "sharing": "separate", "variance": 2.0, "sigma2": 1.0},
-            "objective": {"newton": {"max_iter": 20, "cg_max_iter": 30}},
-            "output": {"dir": str(tmp_path / "out")}}
+    return {
+        "name": "dev",
+        "seed": 1,
+        "data": {"path": str(tmp_path / "train.npz"), "test_path": str(tmp_path / "test.npz")},
+        "model": {"kernel": {"type": "rbf", "w": "auto"}, "sharing": "separate", "variance": 2.0, "sigma2": 1.0},
+        "objective": {"newton": {"max_iter": 20, "cg_max_iter": 30}},
+        "output": {"dir": str(tmp_path / "out")},
+    }
 
 
 def test_run_with_device_cuda_and_no_gpu_exits_2_naming_what_is_missing(tmp_path, capsys):
@@ -57,8 +60,12 @@ def test_run_with_device_auto_runs_on_the_cpu_and_records_why(tmp_path):
 
 def test_study_with_device_cuda_and_no_gpu_exits_2(tmp_path, capsys):
     one = _spec(tmp_path)
-    study = {"name": "devstudy", "data": one["data"], "output": {"dir": str(tmp_path / "study")},
-             "models": [{"name": "a", "model": one["model"], "objective": one["objective"]}]}
+    study = {
+        "name": "devstudy",
+        "data": one["data"],
+        "output": {"dir": str(tmp_path / "study")},
+        "models": [{"name": "a", "model": one["model"], "objective": one["objective"]}],
+    }
     p = write_spec(tmp_path, study, "study.yaml")
     assert main(["study", str(p), "--device", "cuda", "--quiet"]) == 2
     assert "device 'cuda' was asked for but cannot be used" in capsys.readouterr().err
@@ -85,9 +92,16 @@ class _FakeGPU:
 def test_run_on_a_stand_in_gpu_goes_through_the_device_and_scores_as_the_cpu_run(tmp_path, monkeypatch, objective):
     spec = _spec(tmp_path)
     if objective == "cv":
-        spec["objective"] = {"type": "cv", "newton": {"max_iter": 30, "cg_max_iter": 40},
-                             "cv": {"folds": 3, "newton": {"max_iter": 20, "cg_max_iter": 30, "grad_tol": 1e-6},
-                                    "outer": {"max_iter": 2}, "checkpoint": False}}
+        spec["objective"] = {
+            "type": "cv",
+            "newton": {"max_iter": 30, "cg_max_iter": 40},
+            "cv": {
+                "folds": 3,
+                "newton": {"max_iter": 20, "cg_max_iter": 30, "grad_tol": 1e-6},
+                "outer": {"max_iter": 2},
+                "checkpoint": False,
+            },
+        }
     p = write_spec(tmp_path, spec)
     assert main(["run", str(p), "--quiet", "--out", str(tmp_path / "cpu")]) == 0
     _FakeGPU.install(monkeypatch)
@@ -104,8 +118,9 @@ def test_run_on_a_stand_in_gpu_goes_through_the_device_and_scores_as_the_cpu_run
 
 
 @pytest.mark.parametrize("engine", ["processes", "dask"])
-def test_a_gpu_run_refuses_engines_that_would_hold_its_matrices_in_other_processes(tmp_path, monkeypatch, capsys,
-                                                                                   engine):
+def test_a_gpu_run_refuses_engines_that_would_hold_its_matrices_in_other_processes(
+    tmp_path, monkeypatch, capsys, engine
+):
     spec = _spec(tmp_path)
     spec["engine"] = {"type": engine}
     _FakeGPU.install(monkeypatch)

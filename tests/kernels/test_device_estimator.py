@@ -62,8 +62,11 @@ def test_the_device_parameter_keeps_the_estimator_at_ten_parameters():
 
 @pytest.mark.parametrize("bad", ["gpu", "CUDA", 1, True])
 def test_a_device_that_is_none_of_the_allowed_ones_is_refused_by_name(bad):
-    with pytest.raises(InputError, match=r"The 'device' parameter of GPClassifier must be None .*'cpu', 'cuda' or "
-                                         r"'auto'; got"):
+    with pytest.raises(
+        InputError,
+        match=r"The 'device' parameter of GPClassifier must be None .*'cpu', 'cuda' or "
+        r"'auto'; got",
+    ):
         _fit(objective="map", device=bad)
 
 
@@ -72,8 +75,10 @@ def test_a_device_that_is_none_of_the_allowed_ones_is_refused_by_name(bad):
 def test_cuda_without_a_usable_gpu_is_an_error_naming_what_is_missing_before_any_work(objective):
     est = GPClassifier(objective=objective, device="cuda")
     X, y, _ = _data()
-    with pytest.raises(DeviceError, match="device 'cuda' was asked for but cannot be used: .*(not installed|no usable "
-                                          "GPU|CPU-only build)"):
+    with pytest.raises(
+        DeviceError,
+        match="device 'cuda' was asked for but cannot be used: .*(not installed|no usable GPU|CPU-only build)",
+    ):
         est.fit(X, y)
     assert not hasattr(est, "model_")
 
@@ -94,8 +99,11 @@ def test_auto_without_a_gpu_runs_on_the_cpu_and_says_why():
 
 
 @pytest.mark.parametrize("objective", ["map", "cv"])
-@pytest.mark.parametrize("kernel", [RBF(0.4), MaternARD([0.3, 0.5, 0.4], nu=2.5), RationalQuadratic(0.4, alpha=1.5)],
-                         ids=["rbf", "matern_ard", "rq"])
+@pytest.mark.parametrize(
+    "kernel",
+    [RBF(0.4), MaternARD([0.3, 0.5, 0.4], nu=2.5), RationalQuadratic(0.4, alpha=1.5)],
+    ids=["rbf", "matern_ard", "rq"],
+)
 def test_cuda_on_a_stand_in_gpu_goes_through_the_device_and_predicts_as_the_cpu(stand_in_gpu, kernel, objective):
     prior = IndependentGP(kernel, "separate", 2.0, 1.0)
     kwargs = {"objective": objective, "cv": 3} if objective == "cv" else {"objective": "map"}

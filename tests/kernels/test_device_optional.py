@@ -47,7 +47,6 @@ _WITHOUT_EXTRA = textwrap.dedent(r"""
 
 
 def test_every_module_imports_and_cuda_is_refused_by_name_without_the_extra():
-    out = subprocess.run([sys.executable, "-c", _WITHOUT_EXTRA], cwd=ROOT, capture_output=True, text=True,
-                         timeout=300)
+    out = subprocess.run([sys.executable, "-c", _WITHOUT_EXTRA], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-3000:]
     assert out.stdout.strip() == "ok"

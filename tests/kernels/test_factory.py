@@ -19,17 +19,23 @@ def test_names_build_their_kernels():
     assert isinstance(make_kernel("precomputed", gram=np.eye(4)), Precomputed)
 
 
-@pytest.mark.parametrize("call, message", [
-    (lambda: make_kernel("rbff", w=1.0), "unknown kernel 'rbff'; allowed: 'rbf', 'ard', 'matern', 'matern_ard', "
-                                         "'rational_quadratic', 'rational_quadratic_ard', 'constant', 'white', "
-                                         "'linear', 'polynomial', 'precomputed', 'sum', 'product' "
-                                         "(did you mean 'rbf'?)"),
-    (lambda: make_kernel("linear", w=1.0), "kernel 'linear' takes no parameter 'w'"),
-    (lambda: make_kernel("rbf"), "kernel 'rbf' needs `w`"),
-    (lambda: make_kernel("rbf", w="automatic"), "must be 'auto' or a positive number"),
-    (lambda: make_kernel("ard", X=np.zeros((4, 3)), w=[1.0, 2.0]), "Dimension mismatch"),
-    (lambda: make_kernel("precomputed"), "needs `gram`"),
-])
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (
+            lambda: make_kernel("rbff", w=1.0),
+            "unknown kernel 'rbff'; allowed: 'rbf', 'ard', 'matern', 'matern_ard', "
+            "'rational_quadratic', 'rational_quadratic_ard', 'constant', 'white', "
+            "'linear', 'polynomial', 'precomputed', 'sum', 'product' "
+            "(did you mean 'rbf'?)",
+        ),
+        (lambda: make_kernel("linear", w=1.0), "kernel 'linear' takes no parameter 'w'"),
+        (lambda: make_kernel("rbf"), "kernel 'rbf' needs `w`"),
+        (lambda: make_kernel("rbf", w="automatic"), "must be 'auto' or a positive number"),
+        (lambda: make_kernel("ard", X=np.zeros((4, 3)), w=[1.0, 2.0]), "Dimension mismatch"),
+        (lambda: make_kernel("precomputed"), "needs `gram`"),
+    ],
+)
 def test_one_error_shape(call, message):
     with pytest.raises(InputError) as info:
         call()
@@ -51,8 +57,10 @@ def test_sums_and_products_name_their_terms_and_a_kernel_without_a_spec_name_say
     from gpmodels.kernels import KernelProduct, KernelSum
     from gpmodels.kernels.sklearn_adapter import SklearnKernel
 
-    assert KernelSum((RBF(1.0), Linear())).spec_section() == {"type": "sum", "terms": [{"type": "rbf", "w": 1.0},
-                                                                                      {"type": "linear"}]}
+    assert KernelSum((RBF(1.0), Linear())).spec_section() == {
+        "type": "sum",
+        "terms": [{"type": "rbf", "w": 1.0}, {"type": "linear"}],
+    }
     assert KernelProduct((RBF(1.0), Linear())).spec_section()["type"] == "product"
     assert Precomputed(np.eye(3)).spec_section() is None  # its spec form names a file, not a matrix
     assert KernelSum((RBF(1.0), SklearnKernel(ExpSineSquared()))).spec_section() is None

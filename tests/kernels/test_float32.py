@@ -112,11 +112,15 @@ def test_newton_cg_fit_float32_matches_float64():
     X, y = toy_classification(n=300, C=4, d=3, seed=3, spread=1.5)
     Xt, _ = toy_classification(n=200, C=4, d=3, seed=4, spread=1.5)
     common = dict(objective="map", solver=NewtonCG(NewtonOptions(grad_tol=1e-9, max_iter=50)))
-    f64 = GPClassifier(IndependentGP(RBF(0.5), "tied", sigma2=1.0, representation=RepresentationConfig(kind="stored")),
-                       **common).fit(X, y)
-    f32 = GPClassifier(IndependentGP(RBF(0.5), "tied", sigma2=1.0,
-                                     representation=RepresentationConfig(kind="stored", dtype="float32")),
-                       **common).fit(X, y)
+    f64 = GPClassifier(
+        IndependentGP(RBF(0.5), "tied", sigma2=1.0, representation=RepresentationConfig(kind="stored")), **common
+    ).fit(X, y)
+    f32 = GPClassifier(
+        IndependentGP(
+            RBF(0.5), "tied", sigma2=1.0, representation=RepresentationConfig(kind="stored", dtype="float32")
+        ),
+        **common,
+    ).fit(X, y)
     op = f32.model_.operator
     assert getattr(op, "inner", op)._rep_list[0].M.dtype == np.float32
     phi64, phi32 = f64.model_.result.phi, f32.model_.result.phi

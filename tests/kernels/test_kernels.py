@@ -75,8 +75,9 @@ def kernel_and_inputs(draw):
     elif kind == "sklearn":
         import sklearn.gaussian_process.kernels as skk
 
-        k = SklearnKernel(skk.ConstantKernel(draw(log_uniform)) * skk.ExpSineSquared(draw(log_uniform),
-                                                                                        draw(log_uniform)))
+        k = SklearnKernel(
+            skk.ConstantKernel(draw(log_uniform)) * skk.ExpSineSquared(draw(log_uniform), draw(log_uniform))
+        )
     else:
         N = 8
         Z = r.normal(size=(N, N))
@@ -85,8 +86,23 @@ def kernel_and_inputs(draw):
     return k, X1, X2, r
 
 
-KERNEL_CLASSES_TESTED = {RBF, ARD, Linear, Polynomial, Precomputed, Matern, MaternARD, RationalQuadratic,
-                         RationalQuadraticARD, Constant, White, KernelSum, KernelProduct, Constrained, SklearnKernel}
+KERNEL_CLASSES_TESTED = {
+    RBF,
+    ARD,
+    Linear,
+    Polynomial,
+    Precomputed,
+    Matern,
+    MaternARD,
+    RationalQuadratic,
+    RationalQuadraticARD,
+    Constant,
+    White,
+    KernelSum,
+    KernelProduct,
+    Constrained,
+    SklearnKernel,
+}
 
 
 def _all_subclasses(cls):
@@ -133,16 +149,25 @@ def test_grad_contract_against_finite_differences(case):
         assert abs(gd[p] - fdd) <= 1e-5 * max(1.0, abs(fdd))
 
 
-@given(st.integers(0, 2**31 - 1), st.sampled_from(["rbf", "ard", "linear", "poly", "matern", "matern_ard", "rq",
-                                                  "sum", "product"]))
+@given(
+    st.integers(0, 2**31 - 1),
+    st.sampled_from(["rbf", "ard", "linear", "poly", "matern", "matern_ard", "rq", "sum", "product"]),
+)
 def test_sparse_inputs_give_the_dense_results(seed, kind):
     r = np.random.default_rng(seed)
     X = r.normal(size=(6, 5)) * (r.random((6, 5)) < 0.5)
     Xs = sp.csr_matrix(X)
-    k = {"rbf": RBF(0.7), "ard": ARD(r.random(5) + 0.1), "linear": Linear(), "poly": Polynomial(2, 0.5, 1.0),
-         "matern": Matern(0.7, nu=2.5), "matern_ard": MaternARD(r.random(5) + 0.1, nu=0.5),
-         "rq": RationalQuadratic(0.4, alpha=2.0), "sum": Matern(0.3, nu=1.5) + RBF(0.5) + Linear(),
-         "product": Constant(2.0) * RationalQuadraticARD(r.random(5) + 0.1) * Polynomial(2, 0.5, 1.0)}[kind]
+    k = {
+        "rbf": RBF(0.7),
+        "ard": ARD(r.random(5) + 0.1),
+        "linear": Linear(),
+        "poly": Polynomial(2, 0.5, 1.0),
+        "matern": Matern(0.7, nu=2.5),
+        "matern_ard": MaternARD(r.random(5) + 0.1, nu=0.5),
+        "rq": RationalQuadratic(0.4, alpha=2.0),
+        "sum": Matern(0.3, nu=1.5) + RBF(0.5) + Linear(),
+        "product": Constant(2.0) * RationalQuadraticARD(r.random(5) + 0.1) * Polynomial(2, 0.5, 1.0),
+    }[kind]
     assert k.supports_sparse
     assert_close("gram sparse", k.gram(Xs, Xs), k.gram(X, X), 1e-12)
     G = r.normal(size=(6, 6))

@@ -90,8 +90,15 @@ def test_default_budget_is_a_fraction_of_the_available_memory(monkeypatch, X):
 
 def test_spec_keys_reach_the_configuration_and_stored_max_mb_is_retired():
     base = {"name": "t", "data": {"dataset": "satimage"}, "model": {"kernel": {"type": "rbf", "w": 1.0}}}
-    spec = spec_from_dict(base | {"model": {"kernel": {"type": "rbf", "w": 1.0}, "representation": {
-        "memory_gb": 12.5, "dtype": "float32", "allow_lowrank": True, "blocked_max_n": 1000}}})
+    spec = spec_from_dict(
+        base
+        | {
+            "model": {
+                "kernel": {"type": "rbf", "w": 1.0},
+                "representation": {"memory_gb": 12.5, "dtype": "float32", "allow_lowrank": True, "blocked_max_n": 1000},
+            }
+        }
+    )
     cfg = build_representation(spec.model)
     assert (cfg.memory_gb, cfg.dtype, cfg.allow_lowrank, cfg.blocked_max_n) == (12.5, "float32", True, 1000)
     with pytest.raises(SpecError, match="memory_gb"):

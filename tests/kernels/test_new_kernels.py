@@ -95,8 +95,9 @@ def test_every_representation_passes_the_operator_conformance_checks(name, rep):
     if rep == "stored":
         assert (rep_obj.sq_dists is not None) == k.has_sq_dist_form
     rtol = 1e-5 if rep == "stored-float32" else 1e-9
-    check_operator(op, r, dense=block_diagonal_dense(grams, op.class_variances), X_new=X_new, cross_dense=cross,
-                   rtol=rtol)
+    check_operator(
+        op, r, dense=block_diagonal_dense(grams, op.class_variances), X_new=X_new, cross_dense=cross, rtol=rtol
+    )
     if rep != "stored-float32":
         check_grad_trace(op, r)
         moved = op.with_params(op.params + 0.2)  # at new parameters: the cache's matrices, the same gradient
@@ -110,8 +111,12 @@ def test_squared_distance_form_gives_the_same_matrices_and_contractions(name):
     D = SqDistCache(X).get()
     assert_close("gram from D", k.gram_from_sq_dists(D), k.gram(X, X), 1e-13, 1e-13)
     G = r.normal(size=(13, 13))
-    assert_close("contraction from D", k.grad_contract_from_sq_dists(D, G, k.gram_from_sq_dists(D)),
-                 k.grad_contract(X, X, G), 1e-11)
+    assert_close(
+        "contraction from D",
+        k.grad_contract_from_sq_dists(D, G, k.gram_from_sq_dists(D)),
+        k.grad_contract(X, X, G),
+        1e-11,
+    )
     E, F, w = r.normal(size=(13, 3)), r.normal(size=(13, 3)), r.random(3) + 0.5
     values, grad = StoredGram(X, k, sq_dists=SqDistCache(X)).contractions(E, F, w)
     v2, g2 = StoredGram(X, k).contractions(E, F, w)
@@ -191,8 +196,7 @@ def test_laplace_gradient_of_a_scaled_product_matches_central_differences():
     options = LaplaceOptions(path="exact")
     res = laplace_mlm(op, Logistic(), yb, options)
     J = JointParams(op, Logistic())
-    fd = central_differences(J.x0, lambda x: laplace_mlm(*J.build(x), yb, options, gradient=False).log_marginal,
-                             1e-5)
+    fd = central_differences(J.x0, lambda x: laplace_mlm(*J.build(x), yb, options, gradient=False).log_marginal, 1e-5)
     np.testing.assert_allclose(res.gradient, fd, rtol=1e-5, atol=1e-6)
 
 
@@ -260,8 +264,11 @@ def test_a_scikit_learn_constant_times_rbf_gives_the_native_fit():
     Y = np.eye(3)[y]
     sk = skk.ConstantKernel(2.0) * skk.RBF(1.5)
     fits = {}
-    for name, kernel in [("native", Constant(2.0) * RBF(1.0 / 1.5**2)), ("mapped", from_sklearn(sk)),
-                         ("generic", from_sklearn(sk, native=False))]:
+    for name, kernel in [
+        ("native", Constant(2.0) * RBF(1.0 / 1.5**2)),
+        ("mapped", from_sklearn(sk)),
+        ("generic", from_sklearn(sk, native=False)),
+    ]:
         op = IndependentGP(kernel, "separate", 1.0, 1.0).operator(X, 3)
         fits[name] = fit_map(op, Softmax(), Y, ExactNewton(TIGHT)).result
     assert fits["mapped"].phi == fits["native"].phi
@@ -278,11 +285,14 @@ def test_bounds_reach_the_learners_box():
     assert np.all(np.isinf(b[2:]))  # the variance and the fixed intercept: unbounded
 
 
-@pytest.mark.parametrize("bad, message", [
-    (object(), "a kernel is a kernel name ("),
-    ("matern52", "unknown kernel 'matern52'"),
-    (skk.CompoundKernel([skk.RBF(1.0), skk.RBF(2.0)]), "CompoundKernel stacks several kernels"),
-])
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        (object(), "a kernel is a kernel name ("),
+        ("matern52", "unknown kernel 'matern52'"),
+        (skk.CompoundKernel([skk.RBF(1.0), skk.RBF(2.0)]), "CompoundKernel stacks several kernels"),
+    ],
+)
 def test_refusals_name_what_is_accepted(bad, message):
     with pytest.raises(InputError, match=message.replace("(", r"\(")) as info:
         make_kernel(bad)

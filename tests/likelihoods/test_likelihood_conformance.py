@@ -53,6 +53,7 @@ def _single_latent(draw, make, labels):
 
 def hinge_case():
     """Keep t = 1 - y u away from the kinks t = 0 and t = ε, where ℓ_ε'' jumps."""
+
     @st.composite
     def case(draw):
         lik, U, Y, r = draw(_single_latent(lambda d: SmoothedHinge(eps=d(st.sampled_from([0.05, 0.5]))), "pm1"))
@@ -62,6 +63,7 @@ def hinge_case():
             U = np.where(near, U - Y * 3e-3, U)
             t = 1 - Y * U
         return lik, U, Y, r
+
     return case()
 
 
@@ -69,12 +71,16 @@ def smoothed_case():
     @st.composite
     def case(draw):
         base = draw(st.sampled_from(["logistic", "gaussian", "laplace", "student_t"]))
-        make = {"logistic": lambda d: Logistic(), "gaussian": lambda d: Gaussian(d(log_uniform)),
-                "laplace": lambda d: Laplace(d(log_uniform)),
-                "student_t": lambda d: StudentT(d(st.sampled_from([1.5, 4.0, 20.0])), d(log_uniform))}[base]
+        make = {
+            "logistic": lambda d: Logistic(),
+            "gaussian": lambda d: Gaussian(d(log_uniform)),
+            "laplace": lambda d: Laplace(d(log_uniform)),
+            "student_t": lambda d: StudentT(d(st.sampled_from([1.5, 4.0, 20.0])), d(log_uniform)),
+        }[base]
         lik, U, Y, r = draw(_single_latent(make, "pm1" if base == "logistic" else "real"))
         z = r.uniform(0.05, 2.0, size=U.shape)
         return VarianceSmoothed(lik, z), U, Y, r
+
     return case()
 
 
@@ -83,8 +89,9 @@ LIKELIHOOD_CASES = {
     Logistic: lambda: _single_latent(lambda d: Logistic(), "pm1"),
     Gaussian: lambda: _single_latent(lambda d: Gaussian(d(log_uniform)), "real"),
     Laplace: lambda: _single_latent(lambda d: Laplace(d(log_uniform)), "real"),
-    StudentT: lambda: _single_latent(lambda d: StudentT(d(st.sampled_from([1.5, 4.0, 20.0])), d(log_uniform),
-                                                        d(st.booleans())), "real"),
+    StudentT: lambda: _single_latent(
+        lambda d: StudentT(d(st.sampled_from([1.5, 4.0, 20.0])), d(log_uniform), d(st.booleans())), "real"
+    ),
     SmoothedHinge: hinge_case,
     VarianceSmoothed: smoothed_case,
 }
@@ -113,10 +120,12 @@ def test_likelihood_conformance(cls):
     run()
 
 
-@pytest.mark.parametrize("cls", [c for c in LIKELIHOOD_CASES if issubclass(c, DiagonalLikelihood)],
-                         ids=lambda c: c.__name__)
+@pytest.mark.parametrize(
+    "cls", [c for c in LIKELIHOOD_CASES if issubclass(c, DiagonalLikelihood)], ids=lambda c: c.__name__
+)
 def test_diagonal_likelihood_hooks(cls):
     """∂², ∂³, ψ-derivatives, curvature vs Hessian and the super-Gaussian form G."""
+
     @given(LIKELIHOOD_CASES[cls]())
     def run(case):
         lik, U, Y, _ = case

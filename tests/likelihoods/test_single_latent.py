@@ -26,8 +26,9 @@ def _problem(n=50, seed=0):
     return op, X, yb, yr
 
 
-@pytest.mark.parametrize("lik", [Logistic(), Gaussian(0.05), StudentT(4.0, 0.1), SmoothedHinge(0.1)],
-                         ids=lambda l: type(l).__name__)
+@pytest.mark.parametrize(
+    "lik", [Logistic(), Gaussian(0.05), StudentT(4.0, 0.1), SmoothedHinge(0.1)], ids=lambda l: type(l).__name__
+)
 def test_newton_cg_reaches_a_stationary_point_by_descent(lik):
     op, _, yb, yr = _problem()
     y = yr if isinstance(lik, (Gaussian, StudentT)) else yb

@@ -37,8 +37,14 @@ def test_cross_blocks_equal_dense_blocks_of_the_square_operator(name):
 
 @given(case=nested_case(), seed=st.integers(0, 2**31 - 1))
 def test_nested_composites_against_the_kronecker_oracle(case, seed):
-    check_operator(case.op, np.random.default_rng(seed), dense=case.dense, X_new=case.X_new,
-                   cross_dense=case.cross_dense, rtol=1e-7)
+    check_operator(
+        case.op,
+        np.random.default_rng(seed),
+        dense=case.dense,
+        X_new=case.X_new,
+        cross_dense=case.cross_dense,
+        rtol=1e-7,
+    )
 
 
 def test_no_private_cross_classes_in_operators():

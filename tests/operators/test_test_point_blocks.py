@@ -42,12 +42,15 @@ FACTORIES = {
     "intercept": lambda X: Intercept(_blockdiag(X, mode="semi"), 0.6),
     "sum": lambda X: Sum([_blockdiag(X), Intercept(_groups(X), 0.3)], [0.4, 1.7]),
     "coupled-square": lambda X: Coupled(_blockdiag(X), np.array([[1.0, 0.2, 0.0], [-0.5, 1.0, 0.3], [0.1, 0.4, 0.9]])),
-    "coupled-loadings": lambda X: Coupled(_blockdiag(X, C=2), np.array([[1.0, 0.2], [-0.5, 1.0], [0.1, 0.4],
-                                                                        [0.3, -0.2]])),
-    "anova-level": lambda X: ANOVAPrior(TREE, RBF(w=0.6), sharing="level", variance=[1.2, 0.5],
-                                        representation=STORED).operator(X, TREE.n_classes),
-    "anova-node-intercept": lambda X: ANOVAPrior(TREE, RBF(w=0.6), sharing="node", variance=0.8, sigma2=0.5,
-                                                 representation=STORED).operator(X, TREE.n_classes),
+    "coupled-loadings": lambda X: Coupled(
+        _blockdiag(X, C=2), np.array([[1.0, 0.2], [-0.5, 1.0], [0.1, 0.4], [0.3, -0.2]])
+    ),
+    "anova-level": lambda X: ANOVAPrior(
+        TREE, RBF(w=0.6), sharing="level", variance=[1.2, 0.5], representation=STORED
+    ).operator(X, TREE.n_classes),
+    "anova-node-intercept": lambda X: ANOVAPrior(
+        TREE, RBF(w=0.6), sharing="node", variance=0.8, sigma2=0.5, representation=STORED
+    ).operator(X, TREE.n_classes),
 }
 
 

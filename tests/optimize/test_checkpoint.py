@@ -24,8 +24,10 @@ from gpmodels.optimize.checkpoint import RunIdentity, read_checkpoint, write_che
 from gpmodels.optimize.lbfgs import OuterOptions
 from gpmodels.priors.independent import IndependentGP
 
-OPTIONS = LearnOptions(cv=CVOptions(newton=NewtonOptions(max_iter=20, cg_max_iter=40, grad_tol=1e-8)),
-                       outer=OuterOptions(max_iter=6, ftol=0.0, gtol=0.0))
+OPTIONS = LearnOptions(
+    cv=CVOptions(newton=NewtonOptions(max_iter=20, cg_max_iter=40, grad_tol=1e-8)),
+    outer=OuterOptions(max_iter=6, ftol=0.0, gtol=0.0),
+)
 
 
 class Interrupt(Exception):
@@ -86,11 +88,17 @@ def test_a_killed_process_resumes_to_the_uninterrupted_result(tmp_path):
             if rec.iteration == 3:
                 os.kill(os.getpid(), signal.SIGKILL)
         learn_hyperparameters(op, Softmax(), Y, folds, OPTIONS,
-                              checkpoint=Checkpointing({str(tmp_path / 'ck.npz')!r}, identity={{"spec": "toy"}}),
+                              checkpoint=Checkpointing({str(tmp_path / "ck.npz")!r}, identity={{"spec": "toy"}}),
                               on_iteration=kill)
     """)
-    proc = subprocess.run([sys.executable, "-c", script], cwd=TESTS.parent, capture_output=True, text=True,
-                          env={**os.environ, "OPENBLAS_NUM_THREADS": "1"}, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=TESTS.parent,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "OPENBLAS_NUM_THREADS": "1"},
+        timeout=120,
+    )
     assert proc.returncode == -9, proc.stderr
     resumed, seen = _learn(tmp_path / "ck.npz")
     assert resumed.resumed_from == 3 and seen == [4, 5, 6]

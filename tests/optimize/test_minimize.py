@@ -32,8 +32,12 @@ def _data(n=30, seed=0):
 
 def test_plain_function_result_and_describe():
     A = np.diag([1.0, 4.0])
-    res = minimize(lambda x: (0.5 * x @ A @ x - x[0], A @ x - [1.0, 0.0]), [0.0, 0.0], ["kernel.log_w", "shift"],
-                   options=OuterOptions(ftol=0.0, gtol=1e-10, max_iter=50))
+    res = minimize(
+        lambda x: (0.5 * x @ A @ x - x[0], A @ x - [1.0, 0.0]),
+        [0.0, 0.0],
+        ["kernel.log_w", "shift"],
+        options=OuterOptions(ftol=0.0, gtol=1e-10, max_iter=50),
+    )
     assert isinstance(res, OptimizeResult) and res.converged
     np.testing.assert_allclose(res.x, [1.0, 0.0], atol=1e-8)
     assert res.names == ("kernel.log_w", "shift") and res.values[0] == 0.0 and res.values[-1] == res.value
@@ -117,8 +121,9 @@ def test_checkpoint_carries_an_opaque_inner_state(tmp_path):
 
 
 def test_a_checkpoint_of_the_old_format_is_refused(tmp_path):
-    res = minimize(_Objective(), [3.0], ["a"], options=OuterOptions(max_iter=1), checkpoint=Checkpointing(
-        tmp_path / "ck.npz"))
+    res = minimize(
+        _Objective(), [3.0], ["a"], options=OuterOptions(max_iter=1), checkpoint=Checkpointing(tmp_path / "ck.npz")
+    )
     path = tmp_path / "ck.npz"
     with np.load(path) as z:
         arrays = {k: z[k] for k in z.files}
@@ -143,10 +148,12 @@ def _same(a, b):
 
 
 LEARNERS = {
-    "laplace": lambda X, yb, **kw: learn_laplace(BlockDiagonal.from_sharing(X, RBF(5.0), 1, "tied", 0.3),
-                                                     Logistic(), yb, LaplaceOptions(path="exact"), **kw),
-    "vb": lambda X, yb, **kw: learn_vb(BlockDiagonal.from_sharing(X, RBF(5.0), 1, "tied", 0.3),
-                                           Logistic(), yb[:, None], VBOptions(), **kw),
+    "laplace": lambda X, yb, **kw: learn_laplace(
+        BlockDiagonal.from_sharing(X, RBF(5.0), 1, "tied", 0.3), Logistic(), yb, LaplaceOptions(path="exact"), **kw
+    ),
+    "vb": lambda X, yb, **kw: learn_vb(
+        BlockDiagonal.from_sharing(X, RBF(5.0), 1, "tied", 0.3), Logistic(), yb[:, None], VBOptions(), **kw
+    ),
 }
 
 
@@ -168,8 +175,13 @@ def test_interrupted_marginal_learning_resumes_to_the_uninterrupted_result(tmp_p
         learn(X, yb, outer=outer, checkpoint=Checkpointing(tmp_path / "ck.npz"), on_iteration=stop_at_2)
     assert seen == [0, 1, 2]
     seen.clear()
-    resumed, op, lik = learn(X, yb, outer=outer, checkpoint=Checkpointing(tmp_path / "ck.npz"),
-                             on_iteration=lambda rec: seen.append(rec.iteration))
+    resumed, op, lik = learn(
+        X,
+        yb,
+        outer=outer,
+        checkpoint=Checkpointing(tmp_path / "ck.npz"),
+        on_iteration=lambda rec: seen.append(rec.iteration),
+    )
     assert resumed.resumed_from == 2 and seen == [3, 4, 5]
     _same(resumed, full)
     np.testing.assert_allclose(np.concatenate([op.params, lik.params]), full.x, rtol=1e-12)

@@ -22,6 +22,7 @@ OPTS = OuterOptions(max_iter=200, max_evaluations=2000, ftol=0.0, gtol=1e-9, max
 def _quadratic(A, b):
     def f(x):
         return 0.5 * x @ A @ x - b @ x, A @ x - b
+
     return f
 
 
@@ -33,6 +34,7 @@ def _plain(fun):
         count[0] += 1
         v, g = fun(x)
         return Trial(float(v), np.asarray(g, float), True, {"id": count[0], "x": np.array(x)})
+
     return evaluate
 
 
@@ -43,8 +45,14 @@ def test_bounded_quadratic_matches_scipy_lbfgsb():
     bounds = np.array([[-1.0, 1.0]] * 5)
     fun = _quadratic(A, b)
     st = minimize_outer(_plain(fun), np.zeros(5), bounds, OPTS)
-    ref = minimize(lambda x: fun(x), np.zeros(5), jac=True, method="L-BFGS-B", bounds=bounds,
-                   options={"ftol": 1e-15, "gtol": 1e-12})
+    ref = minimize(
+        lambda x: fun(x),
+        np.zeros(5),
+        jac=True,
+        method="L-BFGS-B",
+        bounds=bounds,
+        options={"ftol": 1e-15, "gtol": 1e-12},
+    )
     assert st.converged, st.message
     np.testing.assert_allclose(st.x, ref.x, atol=1e-6)
     assert np.sum((st.x <= -1 + 1e-12) | (st.x >= 1 - 1e-12)) >= 1  # a bound is active at the optimum
@@ -56,6 +64,7 @@ def test_rosenbrock_converges():
         f = 100 * (x[1] - x[0] ** 2) ** 2 + (1 - x[0]) ** 2
         g = np.array([-400 * x[0] * (x[1] - x[0] ** 2) - 2 * (1 - x[0]), 200 * (x[1] - x[0] ** 2)])
         return f, g
+
     st = minimize_outer(_plain(rosen), np.array([-1.2, 1.0]), np.array([[-5.0, 5.0]] * 2), OPTS)
     np.testing.assert_allclose(st.x, [1.0, 1.0], atol=1e-5)
     assert st.converged and st.iteration < 100
@@ -76,6 +85,7 @@ def _walled(fun, wall, radius=np.inf):
             return Trial(float("nan"), None, False, inner, {"message": "injected failure"})
         v, g = fun(x)
         return Trial(float(v), np.asarray(g, float), True, inner)
+
     return evaluate, log
 
 
@@ -155,8 +165,9 @@ def test_no_decrease_anywhere_ends_the_run_without_claiming_convergence():
 
 def test_stopping_rules_and_history():
     fun = _quadratic(np.diag([1.0, 10.0]), np.array([1.0, 1.0]))
-    st = minimize_outer(_plain(fun), np.array([3.0, 3.0]), np.array([[-9.0, 9.0]] * 2),
-                        OuterOptions(max_iter=2, ftol=0.0, gtol=0.0))
+    st = minimize_outer(
+        _plain(fun), np.array([3.0, 3.0]), np.array([[-9.0, 9.0]] * 2), OuterOptions(max_iter=2, ftol=0.0, gtol=0.0)
+    )
     assert st.iteration == 2 and not st.converged and "outer iterations" in st.message
     assert [r.iteration for r in st.history] == [0, 1, 2]
     assert all(r2.value < r1.value for r1, r2 in zip(st.history, st.history[1:]))

@@ -17,8 +17,19 @@ from gpmodels.operators.blockdiag import BlockDiagonal
 from gpmodels.operators.coupled import Coupled
 from gpmodels.priors import ANOVAPrior, CoupledPrior, IndependentGP, coupling_init
 
-NEWS = [("root", "alt"), ("root", "comp"), ("comp", "graphics"), ("comp", "sys"), ("sys", "ibm"), ("sys", "mac"),
-        ("root", "rec"), ("rec", "autos"), ("rec", "sport"), ("sport", "baseball"), ("sport", "hockey")]
+NEWS = [
+    ("root", "alt"),
+    ("root", "comp"),
+    ("comp", "graphics"),
+    ("comp", "sys"),
+    ("sys", "ibm"),
+    ("sys", "mac"),
+    ("root", "rec"),
+    ("rec", "autos"),
+    ("rec", "sport"),
+    ("sport", "baseball"),
+    ("sport", "hockey"),
+]
 
 
 @given(random_trees(max_nodes=12))
@@ -54,8 +65,12 @@ def test_sharing_modes_give_the_paper_parameter_counts_and_names():
     op = ANOVAPrior(tree, RBF(0.5), "subtree", [1.0, 2.0, 3.0], kernel_sharing="tied", sigma2=0.1).operator(
         X, tree.n_classes
     )
-    assert op.param_names == ("kernel.log_w", "log_variance[subtree:alt]", "log_variance[subtree:comp]",
-                              "log_variance[subtree:rec]")
+    assert op.param_names == (
+        "kernel.log_w",
+        "log_variance[subtree:alt]",
+        "log_variance[subtree:comp]",
+        "log_variance[subtree:rec]",
+    )
     with pytest.raises(InputError, match="3 variance groups .*level1, level2, level3.*got 2"):
         ANOVAPrior(tree, Linear(), "level", [1.0, 2.0]).operator(X, tree.n_classes)
     with pytest.raises(InputError, match="sharing must be one of"):
@@ -98,8 +113,13 @@ def test_merged_gemm_path_equals_the_node_space_path_on_sparse_text(monkeypatch,
     r = np.random.default_rng(2)
     X = sp.random(30, 50, density=0.1, random_state=3, format="csr")
     for mode in ("tied", "level", "node"):
-        prior = ANOVAPrior(tree, Linear(), mode, [1.5, 0.7, 2.0] if mode == "level" else 1.5,
-                           representation=RepresentationConfig(kind="features"))
+        prior = ANOVAPrior(
+            tree,
+            Linear(),
+            mode,
+            [1.5, 0.7, 2.0] if mode == "level" else 1.5,
+            representation=RepresentationConfig(kind="features"),
+        )
         op = prior.operator(X, tree.n_classes)
         slow = ANOVA(op.inner, tree, merge_gemm=False)
         for k in (1, 3):

@@ -12,11 +12,15 @@ from gpmodels.scoring.calibration import (
     reliability_curve,
 )
 
-P = np.array([[0.7, 0.2, 0.1],
-              [0.4, 0.4, 0.2],  # tie: the first maximum (class 0) is the prediction
-              [0.1, 0.3, 0.6],
-              [0.95, 0.05, 0.0],
-              [0.2, 0.75, 0.05]])
+P = np.array(
+    [
+        [0.7, 0.2, 0.1],
+        [0.4, 0.4, 0.2],  # tie: the first maximum (class 0) is the prediction
+        [0.1, 0.3, 0.6],
+        [0.95, 0.05, 0.0],
+        [0.2, 0.75, 0.05],
+    ]
+)
 y = np.array([0, 1, 1, 0, 0])
 
 

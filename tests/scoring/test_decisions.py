@@ -73,8 +73,10 @@ def test_footnote_11_parent_rule_on_a_hand_example():
 
 
 def test_level_confusion_and_report():
-    tree = ClassTree([("r", "a"), ("r", "b"), ("a", "a1"), ("a", "a2"), ("a2", "x"), ("a2", "y"), ("b", "b1"),
-                      ("b", "b2")], classes=["a1", "x", "y", "b1", "b2"])
+    tree = ClassTree(
+        [("r", "a"), ("r", "b"), ("a", "a1"), ("a", "a2"), ("a2", "x"), ("a2", "y"), ("b", "b1"), ("b", "b2")],
+        classes=["a1", "x", "y", "b1", "b2"],
+    )
     y = np.array([0, 1, 2, 3, 4, 1])
     y_pred = np.array([0, 2, 1, 4, 0, 1])
     lv = M.level_confusion(y_pred, y, tree)

@@ -28,8 +28,9 @@ def test_hiclass_precision_examples(wrap):
     assert hierarchical_precision(wrap([[1, 2, 3, 4], [1, 2, 5, 6]]), wrap([[1, 2, 5, 6], [1, 2, 3, 4]])) == 0.5
     assert hierarchical_precision(wrap([[1, 2, 3, 4], [1, 2, 5, 6]]), wrap([[1, 2, 3, 4], [1, 2, 5, 6]])) == 1
     assert hierarchical_precision(wrap([1, 2, 3, 4]), wrap([1, 5, 6, 7]), "macro") == 0.25
-    assert hierarchical_precision(wrap([[1, 2, 3, 4], [1, 2, 5, 6]]), wrap([[1, 5, 6, 7], [1, 2, 3, 4]]),
-                                  "macro") == 0.375
+    assert (
+        hierarchical_precision(wrap([[1, 2, 3, 4], [1, 2, 5, 6]]), wrap([[1, 5, 6, 7], [1, 2, 3, 4]]), "macro") == 0.375
+    )
     for average in ("micro", "macro"):
         assert hierarchical_precision(wrap(MERMAID_T), wrap(MERMAID_P), average) == pytest.approx(0.8333, rel=1e-3)
         assert hierarchical_precision(wrap(MERMAID_T), wrap(MERMAID_T), average) == 1
@@ -83,7 +84,7 @@ def test_nothing_predicted_scores_zero():
 
 # ----------------------------------------------------------------------- the tree form
 def _ancestor_set(tree, c):
-    return set(tree.path(int(tree.leaves[c])))        # node indices root's child .. leaf: root excluded
+    return set(tree.path(int(tree.leaves[c])))  # node indices root's child .. leaf: root excluded
 
 
 @given(random_trees(), st.integers(0, 2**31 - 1), st.sampled_from(["micro", "macro"]))
@@ -113,8 +114,9 @@ def test_tree_form_against_brute_force_sets_and_the_path_form(edges, seed, avera
 
 
 def test_tree_form_by_hand():
-    tree = ClassTree.from_paths([["Animal", "Mammal", "Cat"], ["Animal", "Mammal", "Dog"], ["Animal", "Bird"],
-                                 ["Plant", "Tree"]])
+    tree = ClassTree.from_paths(
+        [["Animal", "Mammal", "Cat"], ["Animal", "Mammal", "Dog"], ["Animal", "Bird"], ["Plant", "Tree"]]
+    )
     cls = tree.classes_of_paths([["Animal", "Mammal", "Cat"], ["Animal", "Bird"], ["Plant", "Tree"]])
     pred = tree.classes_of_paths([["Animal", "Mammal", "Dog"], ["Animal", "Mammal", "Cat"], ["Plant", "Tree"]])
     # |S ∩ T|: 2 (Animal, Mammal), 1 (Animal), 2; |S|: 3, 3, 2; |T|: 3, 2, 2

@@ -30,8 +30,15 @@ _MB = 1024.0 * 1024.0
 class KernelRows:
     """Rows of K on the training inputs, LRU-cached within ``memory_mb`` megabytes."""
 
-    def __init__(self, kernel: Kernel | None, X=None, *, gram: np.ndarray | None = None, memory_mb: float = 200.0,
-                 enabled: bool = True):
+    def __init__(
+        self,
+        kernel: Kernel | None,
+        X=None,
+        *,
+        gram: np.ndarray | None = None,
+        memory_mb: float = 200.0,
+        enabled: bool = True,
+    ):
         if gram is None:
             if kernel is None or X is None:
                 raise InputError("KernelRows needs a kernel and inputs X, or a Gram matrix `gram`")
@@ -98,7 +105,7 @@ class KernelRows:
             out[p] = 0.0
             out[:] = self.kernel.gram_from_sq_dists(out)
             return out
-        out[:] = np.asarray(self.kernel.gram(self.X[p:p + 1], self.X), dtype=np.float64).ravel()
+        out[:] = np.asarray(self.kernel.gram(self.X[p : p + 1], self.X), dtype=np.float64).ravel()
         return out
 
     def row(self, p: int) -> np.ndarray:
@@ -138,5 +145,9 @@ class KernelRows:
         return self._diag
 
     def stats(self) -> dict:
-        return {"cache_rows": self.capacity, "cache_hits": self.hits, "kernel_rows_computed": self.misses,
-                "cache_evictions": self.evictions}
+        return {
+            "cache_rows": self.capacity,
+            "cache_hits": self.hits,
+            "kernel_rows_computed": self.misses,
+            "cache_evictions": self.evictions,
+        }

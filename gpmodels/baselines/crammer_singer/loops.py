@@ -103,8 +103,16 @@ class LoopState:
         Fk[y, ar] = -beta
         pen = np.full((k, m), np.inf)
         pen[y, ar] = 0.0
-        return cls(Fk, np.zeros((k, m)), pen, y.astype(np.int64), np.ascontiguousarray(A, dtype=np.float64), ar.copy(),
-                   ar.copy(), n_active)
+        return cls(
+            Fk,
+            np.zeros((k, m)),
+            pen,
+            y.astype(np.int64),
+            np.ascontiguousarray(A, dtype=np.float64),
+            ar.copy(),
+            ar.copy(),
+            n_active,
+        )
 
     def psi(self, lo: int, hi: int) -> np.ndarray:
         """ψ_i (eq. 32) at positions lo..hi−1."""
@@ -117,8 +125,17 @@ class NumpyLoop:
 
     engine = "numpy"
 
-    def __init__(self, st: LoopState, rows: KernelRows, *, capacity: int, fp_tol: float, fp_max_iter: int, exact: bool,
-                 active: bool):
+    def __init__(
+        self,
+        st: LoopState,
+        rows: KernelRows,
+        *,
+        capacity: int,
+        fp_tol: float,
+        fp_max_iter: int,
+        exact: bool,
+        active: bool,
+    ):
         k, m = st.Fk.shape
         self.st, self.rows, self.k, self.m = st, rows, k, m
         self.fp_tol, self.fp_max_iter, self.exact, self.active = fp_tol, int(fp_max_iter), exact, active
@@ -254,8 +271,17 @@ class CompiledLoop:
 
     engine = "compiled"
 
-    def __init__(self, st: LoopState, rows: KernelRows, *, capacity: int, fp_tol: float, fp_max_iter: int, exact: bool,
-                 active: bool):
+    def __init__(
+        self,
+        st: LoopState,
+        rows: KernelRows,
+        *,
+        capacity: int,
+        fp_tol: float,
+        fp_max_iter: int,
+        exact: bool,
+        active: bool,
+    ):
         if _cs_core is None:
             raise InputError("the C extension gpmodels.baselines.crammer_singer._core is not built; use engine='numpy'")
         k, m = st.Fk.shape
@@ -274,9 +300,24 @@ class CompiledLoop:
 
         self.pool = pool
         # cap the Fig. 3 iterations at what fits a C long on every platform
-        self.core = _cs_core.Solver(st.Fk, st.tau, st.pen, st.yv, st.Av, st.perm, st.pos, pool, capacity > 0, fill,
-                                    gram, st.nA, float(fp_tol), int(min(fp_max_iter, 2**31 - 1)), bool(exact),
-                                    bool(active))
+        self.core = _cs_core.Solver(
+            st.Fk,
+            st.tau,
+            st.pen,
+            st.yv,
+            st.Av,
+            st.perm,
+            st.pos,
+            pool,
+            capacity > 0,
+            fill,
+            gram,
+            st.nA,
+            float(fp_tol),
+            int(min(fp_max_iter, 2**31 - 1)),
+            bool(exact),
+            bool(active),
+        )
 
     @property
     def updates(self) -> int:
@@ -296,5 +337,9 @@ class CompiledLoop:
 
     def stats(self) -> dict:
         c = self.core.counters()
-        return {"cache_rows": self.capacity, "cache_hits": c["cache_hits"],
-                "kernel_rows_computed": c["kernel_rows_computed"], "cache_evictions": c["cache_evictions"]}
+        return {
+            "cache_rows": self.capacity,
+            "cache_hits": c["cache_hits"],
+            "kernel_rows_computed": c["kernel_rows_computed"],
+            "cache_evictions": c["cache_evictions"],
+        }

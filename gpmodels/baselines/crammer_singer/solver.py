@@ -57,9 +57,21 @@ from gpmodels.errors import InputError
 from gpmodels.kernels.base import Kernel
 from gpmodels.validation import boolean, check_features, nonnegative_number, one_of, positive_int, positive_number
 
-__all__ = ["CSOptions", "CSResult", "CrammerSingerModel", "fit_crammer_singer", "COOLINGS", "SELECTIONS",
-           "SPARSE_MODES", "REDUCED_SOLVERS", "cooling_schedule", "dual_objective", "duality_gap", "run_cyclic_sweeps",
-           "run_cooling_rounds"]
+__all__ = [
+    "CSOptions",
+    "CSResult",
+    "CrammerSingerModel",
+    "fit_crammer_singer",
+    "COOLINGS",
+    "SELECTIONS",
+    "SPARSE_MODES",
+    "REDUCED_SOLVERS",
+    "cooling_schedule",
+    "dual_objective",
+    "duality_gap",
+    "run_cyclic_sweeps",
+    "run_cooling_rounds",
+]
 
 COOLINGS = ("none", "exponential", "linear", "logarithmic")
 SELECTIONS = ("kkt", "cyclic")
@@ -91,9 +103,11 @@ class CSOptions:
 
     def __attrs_post_init__(self):
         if self.selection == "cyclic" and (self.active_set or self.cooling != "none"):
-            raise InputError(f"CSOptions.selection must be 'kkt' unless active_set=False and cooling='none' "
-                             f"(selection='cyclic' is the baseline without KKT selection); got selection='cyclic', "
-                             f"active_set={self.active_set!r} and cooling={self.cooling!r}")
+            raise InputError(
+                f"CSOptions.selection must be 'kkt' unless active_set=False and cooling='none' "
+                f"(selection='cyclic' is the baseline without KKT selection); got selection='cyclic', "
+                f"active_set={self.active_set!r} and cooling={self.cooling!r}"
+            )
 
 
 def cooling_schedule(kind: str, epsilon0: float, epsilon: float, rounds: int) -> list[float]:
@@ -122,24 +136,34 @@ class CSResult:
 
     tau: np.ndarray
     F: np.ndarray
-    dual_objective: float       # Q(τ) of (15)
-    primal: float               # (7) at M(τ)
-    dual: float                 # Q(τ)/β, the dual of (7)
-    gap: float                  # primal − dual ≥ 0
-    max_psi: float              # max_i ψ_i / β at the end
+    dual_objective: float  # Q(τ) of (15)
+    primal: float  # (7) at M(τ)
+    dual: float  # Q(τ)/β, the dual of (7)
+    gap: float  # primal − dual ≥ 0
+    max_psi: float  # max_i ψ_i / β at the end
     converged: bool
     message: str
     updates: int
     rounds: int
     seconds: float
-    trace: tuple                # dicts per round: epsilon, updates, seconds, max_psi, Q, gap
+    trace: tuple  # dicts per round: epsilon, updates, seconds, max_psi, Q, gap
     stats: dict
 
     def as_dict(self) -> dict:
-        return {"dual_objective": self.dual_objective, "primal": self.primal, "dual": self.dual, "gap": self.gap,
-                "max_psi": self.max_psi, "converged": self.converged, "message": self.message,
-                "updates": self.updates, "rounds": self.rounds, "seconds": self.seconds,
-                "trace": list(self.trace), **self.stats}
+        return {
+            "dual_objective": self.dual_objective,
+            "primal": self.primal,
+            "dual": self.dual,
+            "gap": self.gap,
+            "max_psi": self.max_psi,
+            "converged": self.converged,
+            "message": self.message,
+            "updates": self.updates,
+            "rounds": self.rounds,
+            "seconds": self.seconds,
+            "trace": list(self.trace),
+            **self.stats,
+        }
 
 
 def _inner(a: np.ndarray, b: np.ndarray) -> float:
@@ -184,8 +208,16 @@ def _prepare_inputs(kernel: Kernel, X, mode: str):
 class CrammerSingerModel:
     """A fitted Crammer–Singer machine: scores f_r(x) = β^{-1} Σ_{i ∈ SV} τ_ir K(x, x_i) (eqs. 12, 16)."""
 
-    def __init__(self, kernel: Kernel | None, X_support, tau_support: np.ndarray, support: np.ndarray, beta: float,
-                 n_classes: int, result: CSResult):
+    def __init__(
+        self,
+        kernel: Kernel | None,
+        X_support,
+        tau_support: np.ndarray,
+        support: np.ndarray,
+        beta: float,
+        n_classes: int,
+        result: CSResult,
+    ):
         self.kernel = kernel
         self.X_support_ = X_support
         self.tau_support_ = tau_support  # shape: (n_sv, k)
@@ -287,8 +319,9 @@ def run_cooling_rounds(loop, o: CSOptions, record) -> tuple[int, str]:
     return rounds, "max ψ < βε"
 
 
-def _final_result(st: LoopState, y, beta: float, epsilon: float, run: tuple, *, loop_stats: dict,
-                  extra_stats: dict) -> tuple[CSResult, np.ndarray]:
+def _final_result(
+    st: LoopState, y, beta: float, epsilon: float, run: tuple, *, loop_stats: dict, extra_stats: dict
+) -> tuple[CSResult, np.ndarray]:
     """The solution of Fig. 4 back in example order (the loop works on positions) as a
     :class:`CSResult`, with its duality gap, the largest KKT violation max_i ψ_i / β (converged when
     it is within ``epsilon``) and the support size; and the support (examples with τ_i ≠ 0).
@@ -302,13 +335,35 @@ def _final_result(st: LoopState, y, beta: float, epsilon: float, run: tuple, *, 
     primal, dual, gap = duality_gap(tauT, F, y, beta)
     support = np.flatnonzero(np.any(tauT != 0.0, axis=1))
     stats = {**loop_stats, "n_support": int(support.size), **extra_stats}
-    result = CSResult(tauT, F, dual_objective(tauT, F, y, beta), primal, dual, gap, max_psi,
-                      bool(max_psi <= epsilon * (1 + 1e-12)), message, updates, rounds, seconds, trace, stats)
+    result = CSResult(
+        tauT,
+        F,
+        dual_objective(tauT, F, y, beta),
+        primal,
+        dual,
+        gap,
+        max_psi,
+        bool(max_psi <= epsilon * (1 + 1e-12)),
+        message,
+        updates,
+        rounds,
+        seconds,
+        trace,
+        stats,
+    )
     return result, support
 
 
-def fit_crammer_singer(kernel: Kernel | None, X, y, options: CSOptions = CSOptions(), *, n_classes: int | None = None,
-                       gram: np.ndarray | None = None, on_iteration=None) -> CrammerSingerModel:
+def fit_crammer_singer(
+    kernel: Kernel | None,
+    X,
+    y,
+    options: CSOptions = CSOptions(),
+    *,
+    n_classes: int | None = None,
+    gram: np.ndarray | None = None,
+    on_iteration=None,
+) -> CrammerSingerModel:
     """Solve (15) by Fig. 4 with the improvements of Sec. 7 chosen in ``options``
     (:func:`run_cooling_rounds`, or :func:`run_cyclic_sweeps` for ``selection='cyclic'``).
     ``on_iteration(record)`` is called with each trace record (a recorded round or sweep: ``epsilon``,
@@ -324,38 +379,72 @@ def fit_crammer_singer(kernel: Kernel | None, X, y, options: CSOptions = CSOptio
     beta = float(o.beta)
     A = rows.diag()
     if np.any(A <= 0):
-        raise InputError(f"K(x_i, x_i) must be > 0 for every example (eq. 18); example {int(np.argmin(A))} "
-                         f"has {A.min()}")
+        raise InputError(
+            f"K(x_i, x_i) must be > 0 for every example (eq. 18); example {int(np.argmin(A))} has {A.min()}"
+        )
     engine = resolve_engine(o.engine)
     t0 = time.perf_counter()
     use_active = o.selection == "kkt" and o.active_set
     st = LoopState.initial(y, A, k, beta, 0 if use_active else m)
-    Loop = CompiledLoop if engine == "compiled" else NumpyLoop
-    # Fig. 4 calls Fig. 3 with accuracy ε/2
-    # rows kept: the LRU bound of the kernel rows, or, with a given Gram matrix, the number of
-    # (position-ordered) rows the compiled loop may copy within cache_mb; F on A^c is deferred iff > 0
-    capacity = rows.capacity if gram is None else int(o.cache_mb * 1024.0 * 1024.0 // (8 * m))
-    loop = Loop(st, rows, capacity=capacity, fp_tol=0.5 * o.epsilon, fp_max_iter=o.fixed_point_max_iter,
-                exact=o.reduced_solver == "exact", active=use_active)
+    loop = _make_loop(CompiledLoop if engine == "compiled" else NumpyLoop, st, rows, gram, o, use_active)
+    trace, record = _trace_recorder(st, loop, beta, t0, on_iteration)
+    run = run_cyclic_sweeps if o.selection == "cyclic" else run_cooling_rounds
+    rounds, message = run(loop, o, record)
+    seconds = time.perf_counter() - t0
+    extra = {"sparse_inputs": bool(Xs is not None and sp.issparse(Xs)), "engine": engine}
+    result, support = _final_result(
+        st,
+        y,
+        beta,
+        o.epsilon,
+        (message, loop.updates, rounds, seconds, tuple(trace)),
+        loop_stats=loop.stats(),
+        extra_stats=extra,
+    )
+    X_sv = None if Xs is None else Xs[support]
+    return CrammerSingerModel(
+        kernel if gram is None else None, X_sv, result.tau[support].copy(), support, beta, k, result
+    )
+
+
+def _make_loop(Loop, st: LoopState, rows, gram, o: CSOptions, use_active: bool):
+    """The inner loop of Fig. 4 over ``st``, calling Fig. 3 with accuracy ε/2.
+
+    Rows kept: the LRU bound of the kernel rows, or, with a given Gram matrix, the number of (position-ordered)
+    rows the compiled loop may copy within ``cache_mb``; F on A^c is deferred iff that is > 0."""
+    capacity = rows.capacity if gram is None else int(o.cache_mb * 1024.0 * 1024.0 // (8 * rows.m))
+    return Loop(
+        st,
+        rows,
+        capacity=capacity,
+        fp_tol=0.5 * o.epsilon,
+        fp_max_iter=o.fixed_point_max_iter,
+        exact=o.reduced_solver == "exact",
+        active=use_active,
+    )
+
+
+def _trace_recorder(st: LoopState, loop, beta: float, t0: float, on_iteration):
+    """The trace list and ``record(eps_t)``, which appends one record (ε, updates, seconds, max ψ / β, the dual
+    Q and the duality gap) and passes it to ``on_iteration``."""
     trace = []
+    m = len(st.yv)
 
     def record(eps_t: float) -> dict:
         F, tT = st.Fk.T, st.tau.T
         _, _, gap = duality_gap(tT, F, st.yv, beta)
         trace.append(
-            {"epsilon": eps_t, "updates": loop.updates, "seconds": time.perf_counter() - t0,
-             "max_psi": float(st.psi(0, m).max() / beta), "Q": dual_objective(tT, F, st.yv, beta), "gap": gap}
+            {
+                "epsilon": eps_t,
+                "updates": loop.updates,
+                "seconds": time.perf_counter() - t0,
+                "max_psi": float(st.psi(0, m).max() / beta),
+                "Q": dual_objective(tT, F, st.yv, beta),
+                "gap": gap,
+            }
         )
         if on_iteration is not None:
             on_iteration(trace[-1])
         return trace[-1]
 
-    run = run_cyclic_sweeps if o.selection == "cyclic" else run_cooling_rounds
-    rounds, message = run(loop, o, record)
-    seconds = time.perf_counter() - t0
-    extra = {"sparse_inputs": bool(Xs is not None and sp.issparse(Xs)), "engine": engine}
-    result, support = _final_result(st, y, beta, o.epsilon, (message, loop.updates, rounds, seconds, tuple(trace)),
-                                    loop_stats=loop.stats(), extra_stats=extra)
-    X_sv = None if Xs is None else Xs[support]
-    return CrammerSingerModel(kernel if gram is None else None, X_sv, result.tau[support].copy(), support, beta, k,
-                              result)
+    return trace, record

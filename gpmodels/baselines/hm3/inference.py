@@ -28,8 +28,16 @@ import numpy as np
 from gpmodels.hierarchy import ClassTree
 from gpmodels.scoring.multilabel import node_weights
 
-__all__ = ["parent_bits", "edge_onehot", "edge_losses", "best_labelings", "node_max_marginals", "labeling_scores",
-           "best_single_paths", "TRAIN_LOSSES"]
+__all__ = [
+    "parent_bits",
+    "edge_onehot",
+    "edge_losses",
+    "best_labelings",
+    "node_max_marginals",
+    "labeling_scores",
+    "best_single_paths",
+    "TRAIN_LOSSES",
+]
 
 TRAIN_LOSSES = ("delta", "htilde")
 
@@ -82,25 +90,25 @@ def _inside(g: np.ndarray, tree: ClassTree, consistent: bool):
     g0, g1, g2, g3 = g[:, :, 0], g[:, :, 1], g[:, :, 2], g[:, :, 3]
     if consistent:
         g1 = np.full_like(g1, -np.inf)
-    S0 = np.zeros((n, P))    # best value below node j given y_j = − / +
+    S0 = np.zeros((n, P))  # best value below node j given y_j = − / +
     S1 = np.zeros((n, P))
     G0 = np.empty((n, P))
     G1 = np.empty((n, P))
-    ch_neg = np.empty((n, P), dtype=bool)   # best child label given a negative parent
-    ch_pos = np.empty((n, P), dtype=bool)   # ... given a positive parent
+    ch_neg = np.empty((n, P), dtype=bool)  # best child label given a negative parent
+    ch_pos = np.empty((n, P), dtype=bool)  # ... given a positive parent
     levels = tree.levels
     root_val = np.zeros(n)
     for d in range(len(levels) - 1, -1, -1):  # bottom-up
         nodes, par, starts, uniq = levels[d]
         s0, s1 = S0[:, nodes], S1[:, nodes]
-        t00, t01 = g0[:, nodes] + s0, g1[:, nodes] + s1     # parent −: child −, +
-        t10, t11 = g2[:, nodes] + s0, g3[:, nodes] + s1     # parent +: child −, +
+        t00, t01 = g0[:, nodes] + s0, g1[:, nodes] + s1  # parent −: child −, +
+        t10, t11 = g2[:, nodes] + s0, g3[:, nodes] + s1  # parent +: child −, +
         ch_neg[:, nodes] = t01 > t00
         ch_pos[:, nodes] = t11 > t10
         G0[:, nodes] = np.maximum(t00, t01)
         G1[:, nodes] = np.maximum(t10, t11)
         if d == 0:
-            root_val = G1[:, nodes].sum(axis=1)              # the root is positive
+            root_val = G1[:, nodes].sum(axis=1)  # the root is positive
         else:
             S0[:, uniq] += np.add.reduceat(G0[:, nodes], starts, axis=1)
             S1[:, uniq] += np.add.reduceat(G1[:, nodes], starts, axis=1)
@@ -160,7 +168,7 @@ def best_single_paths(g: np.ndarray, tree: ClassTree) -> np.ndarray:
     """
     hp = tree.parent >= 0
     delta = g[:, :, 3] - g[:, :, 2]
-    gain = g[:, :, 2] - g[:, :, 0]                      # child-edge change when its parent turns positive
+    gain = g[:, :, 2] - g[:, :, 0]  # child-edge change when its parent turns positive
     if hp.any():
         np.add.at(delta.T, tree.parent[hp], gain[:, hp].T)
     return np.argmax(tree.phi(delta), axis=1)

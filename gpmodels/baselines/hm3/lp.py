@@ -32,21 +32,21 @@ class PolytopeMatrices:
     """The marginal polytope of one example over the flattened v (index 4 j + u) in linprog's form:
     A_ub v ≤ b_ub, A_eq v = b_eq, lower ≤ v ≤ upper (module docstring)."""
 
-    A_ub: sp.csr_matrix   # shape: (P, 4P)
-    b_ub: np.ndarray      # shape: (P,)
-    A_eq: sp.csr_matrix   # shape: (n_eq, 4P)
-    b_eq: np.ndarray      # shape: (n_eq,)
-    bounds: np.ndarray    # shape: (4P, 2)
+    A_ub: sp.csr_matrix  # shape: (P, 4P)
+    b_ub: np.ndarray  # shape: (P,)
+    A_eq: sp.csr_matrix  # shape: (n_eq, 4P)
+    b_eq: np.ndarray  # shape: (n_eq,)
+    bounds: np.ndarray  # shape: (4P, 2)
 
 
 def polytope_matrices(tree: ClassTree, C: float) -> PolytopeMatrices:
     """The constraints of :func:`polytope_constraints` as sparse matrices (module docstring)."""
     P = tree.n_nodes
-    A_ub = sp.kron(sp.eye(P), np.ones((1, 4)), format="csr")       # Σ_u v_j(u) ≤ C
+    A_ub = sp.kron(sp.eye(P), np.ones((1, 4)), format="csr")  # Σ_u v_j(u) ≤ C
     b_ub = np.full(P, float(C))
     rows: list[dict[int, float]] = []
     top = list(tree.root_children)
-    for t in top[1:]:              # equal root marginals: v_t(1, ·) sums agree with the first top edge's
+    for t in top[1:]:  # equal root marginals: v_t(1, ·) sums agree with the first top edge's
         rows.append({4 * t + 2: 1.0, 4 * t + 3: 1.0, 4 * top[0] + 2: -1.0, 4 * top[0] + 3: -1.0})
     for j in range(P):
         for c in tree.children[j]:
@@ -58,7 +58,7 @@ def polytope_matrices(tree: ClassTree, C: float) -> PolytopeMatrices:
         for col, val in row.items():
             A_eq[r, col] += val
     bounds = np.tile([0.0, np.inf], (4 * P, 1))
-    for t in top:                  # the root is positive: v_t(0, ·) = 0
+    for t in top:  # the root is positive: v_t(0, ·) = 0
         bounds[4 * t + 0] = bounds[4 * t + 1] = 0.0
     return PolytopeMatrices(A_ub, b_ub, A_eq.tocsr(), np.zeros(len(rows)), bounds)
 
@@ -68,8 +68,9 @@ def _cvxpy():
     try:
         import cvxpy
     except ImportError as e:
-        raise ImportError("gpmodels.baselines.hm3.lp.solve_marginal_qp needs cvxpy: "
-                          "pip install 'gpmodels[reference]'") from e
+        raise ImportError(
+            "gpmodels.baselines.hm3.lp.solve_marginal_qp needs cvxpy: pip install 'gpmodels[reference]'"
+        ) from e
     return cvxpy
 
 
@@ -85,7 +86,7 @@ def polytope_constraints(v, tree: ClassTree, C: float) -> list:
         ch = list(tree.children[j])
         if not ch:
             continue
-        neg_j = v[j, 0] + v[j, 2]      # y_j = 0 seen from the parent edge
+        neg_j = v[j, 0] + v[j, 2]  # y_j = 0 seen from the parent edge
         pos_j = v[j, 1] + v[j, 3]
         cons += [v[ch, 0] + v[ch, 1] == neg_j, v[ch, 2] + v[ch, 3] == pos_j]
     return cons
@@ -107,8 +108,7 @@ class DirectionLP:
 
         g = np.asarray(g, dtype=np.float64)
         m = self.matrices
-        res = linprog(-g.ravel(), A_ub=m.A_ub, b_ub=m.b_ub, A_eq=m.A_eq, b_eq=m.b_eq, bounds=m.bounds,
-                      method="highs")
+        res = linprog(-g.ravel(), A_ub=m.A_ub, b_ub=m.b_ub, A_eq=m.A_eq, b_eq=m.b_eq, bounds=m.bounds, method="highs")
         if res.status != 0:
             raise ConvergenceError(f"H-M^3 LP direction: HiGHS stopped with status {res.status} ({res.message})")
         return np.maximum(res.x.reshape(g.shape), 0.0)

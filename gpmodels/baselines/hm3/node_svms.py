@@ -52,7 +52,7 @@ class NodeSVMs:
     mode: str
     beta: float
     intercept: bool
-    nodes: list            # per node: None (constant) or (support indices into X_train, coefficients)
+    nodes: list  # per node: None (constant) or (support indices into X_train, coefficients)
     constants: np.ndarray  # per node: the constant prediction where no SVM was fitted
     seconds: float
     updates: int
@@ -77,8 +77,17 @@ class NodeSVMs:
         return top_down_consistent(self.decision_function(X_new) > 0.0, self.tree)
 
 
-def fit_node_svms(kernel: Kernel, X, Y, tree: ClassTree, *, C: float = 1.0, mode: str = "flat",
-                  intercept: bool = True, epsilon: float = 1e-3) -> NodeSVMs:
+def fit_node_svms(
+    kernel: Kernel,
+    X,
+    Y,
+    tree: ClassTree,
+    *,
+    C: float = 1.0,
+    mode: str = "flat",
+    intercept: bool = True,
+    epsilon: float = 1e-3,
+) -> NodeSVMs:
     """Train one binary SVM per node (module docstring).  # shape: X (m, d), Y (m, P)"""
     if mode not in NODE_SVM_MODES:
         raise InputError(f"mode must be one of {NODE_SVM_MODES}; got {mode!r}")

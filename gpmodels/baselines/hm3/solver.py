@@ -58,8 +58,19 @@ from gpmodels.kernels.base import Kernel
 from gpmodels.scoring.multilabel import NODE_WEIGHTINGS, check_multilabels
 from gpmodels.validation import check_features, nonnegative_int, one_of, optional, positive_int, positive_number
 
-__all__ = ["HM3Options", "HM3Result", "HM3Model", "fit_hm3", "conditional_gradient_ascent", "best_vertex",
-           "edge_gradients", "dual_weights", "objectives_and_gaps", "WORKING_SETS", "DIRECTIONS"]
+__all__ = [
+    "HM3Options",
+    "HM3Result",
+    "HM3Model",
+    "fit_hm3",
+    "conditional_gradient_ascent",
+    "best_vertex",
+    "edge_gradients",
+    "dual_weights",
+    "objectives_and_gaps",
+    "WORKING_SETS",
+    "DIRECTIONS",
+]
 
 WORKING_SETS = ("gap_sampling", "cyclic")
 DIRECTIONS = ("dp", "lp")
@@ -98,9 +109,17 @@ class HM3Result:
     trace: tuple
 
     def as_dict(self) -> dict:
-        return {"dual": self.dual, "primal": self.primal, "gap": self.gap, "converged": self.converged,
-                "message": self.message, "passes": self.passes, "csga_steps": self.csga_steps,
-                "seconds": self.seconds, "trace": list(self.trace)}
+        return {
+            "dual": self.dual,
+            "primal": self.primal,
+            "gap": self.gap,
+            "converged": self.converged,
+            "message": self.message,
+            "passes": self.passes,
+            "csga_steps": self.csga_steps,
+            "seconds": self.seconds,
+            "trace": list(self.trace),
+        }
 
 
 class HM3Model:
@@ -111,7 +130,7 @@ class HM3Model:
         keep = np.flatnonzero(np.any(nu.reshape(nu.shape[0], -1) != 0.0, axis=1))
         self.support_ = keep
         self.X_support_ = X_train[keep]
-        self.nu_support_ = nu[keep]          # shape: (n_sv, P, 4)
+        self.nu_support_ = nu[keep]  # shape: (n_sv, P, 4)
         self.tree = tree
         self.result = result
 
@@ -152,8 +171,17 @@ def best_vertex(g: np.ndarray, tree: ClassTree, C: float) -> np.ndarray:
     return star
 
 
-def conditional_gradient_ascent(g: np.ndarray, mu_i: np.ndarray, y_onehot: np.ndarray, k_ii: float, tree: ClassTree,
-                                C: float, limit: int, *, direction=None) -> tuple[np.ndarray, np.ndarray, int]:
+def conditional_gradient_ascent(
+    g: np.ndarray,
+    mu_i: np.ndarray,
+    y_onehot: np.ndarray,
+    k_ii: float,
+    tree: ClassTree,
+    C: float,
+    limit: int,
+    *,
+    direction=None,
+) -> tuple[np.ndarray, np.ndarray, int]:
     """Conditional subspace gradient ascent on one example (Rousu et al. 2006, Algorithm 2).
 
     Maximises the dual (8) over μ_i (the other examples fixed), from μ_i with edge gradients
@@ -179,11 +207,11 @@ def conditional_gradient_ascent(g: np.ndarray, mu_i: np.ndarray, y_onehot: np.nd
         q = float(np.vdot(g, dmu))
         if q <= 0.0:
             break
-        dnu = dmu.sum(axis=1)[:1] * y_onehot - dmu      # Δν = Δm Y_i − Δμ, Δm the same on every edge
+        dnu = dmu.sum(axis=1)[:1] * y_onehot - dmu  # Δν = Δm Y_i − Δμ, Δm the same on every edge
         dnu_y = (dnu * y_onehot).sum(axis=1, keepdims=True)
-        s = k_ii * (dnu_y - dnu)                        # K_ii Δμ (Sec. 3.5)
+        s = k_ii * (dnu_y - dnu)  # K_ii Δμ (Sec. 3.5)
         r = float(np.vdot(dmu, s))
-        tau = 1.0 if r <= 0.0 else min(q / r, 1.0)      # eq. (10), clipped to stay feasible
+        tau = 1.0 if r <= 0.0 else min(q / r, 1.0)  # eq. (10), clipped to stay feasible
         mu_i += tau * dmu
         g -= tau * s
         steps += 1
@@ -240,15 +268,16 @@ def _update_chunk(W, limits, rows: KernelRows, mu, H, L, Yoh, y_index, Kd, tree:
     H_i from the chunk start plus the chunk's earlier updates), then H += K_x[:, W] Δν_W (one GEMM).
     Updates μ and H in place; returns the number of Algorithm 2 steps."""
     m, P = mu.shape[0], tree.n_nodes
-    Kc = rows.block(W)                              # K_x(X, X_W), (m, s)
-    KWW = Kc[W]                                     # (s, s)
+    Kc = rows.block(W)  # K_x(X, X_W), (m, s)
+    KWW = Kc[W]  # (s, s)
     dnu = np.zeros((W.size, P, 4))
     steps = 0
     for t, i in enumerate(W):
         h = H[i] if t == 0 else H[i] + np.tensordot(KWW[t, :t], dnu[:t], axes=1)
         g = edge_gradients(L[i], h, y_index[i])
-        mu_i, _, n_steps = conditional_gradient_ascent(g, mu[i], Yoh[i], Kd[i], tree, C, int(limits[t]),
-                                                       direction=direction)
+        mu_i, _, n_steps = conditional_gradient_ascent(
+            g, mu[i], Yoh[i], Kd[i], tree, C, int(limits[t]), direction=direction
+        )
         steps += n_steps
         dnu[t] = (mu_i.sum(axis=1)[:1] - mu[i].sum(axis=1)[:1]) * Yoh[i] - (mu_i - mu[i])
         mu[i] = mu_i
@@ -256,8 +285,7 @@ def _update_chunk(W, limits, rows: KernelRows, mu, H, L, Yoh, y_index, Kd, tree:
     return steps
 
 
-def fit_hm3(kernel: Kernel, X, Y, tree: ClassTree, options: HM3Options = HM3Options(), *,
-            callback=None) -> HM3Model:
+def fit_hm3(kernel: Kernel, X, Y, tree: ClassTree, options: HM3Options = HM3Options(), *, callback=None) -> HM3Model:
     """Train H-M^3 by Algorithms 1 and 2 (module docstring).
 
     ``X``: training inputs (m, d), dense or CSR; ``Y``: multilabels (m, P) over ``tree`` (validated
@@ -269,9 +297,9 @@ def fit_hm3(kernel: Kernel, X, Y, tree: ClassTree, options: HM3Options = HM3Opti
     m, P, C = rows.m, tree.n_nodes, float(o.C)
     rng = np.random.default_rng(o.seed)
     Kd = rows.diag()
-    L = edge_losses(Y, tree, o.loss, o.scaling)        # (m, P, 4)
-    Yoh = edge_onehot(Y, tree)                          # (m, P, 4)
-    yidx = np.argmax(Yoh, axis=2)                       # (m, P) index of y_ie
+    L = edge_losses(Y, tree, o.loss, o.scaling)  # (m, P, 4)
+    Yoh = edge_onehot(Y, tree)  # (m, P, 4)
+    yidx = np.argmax(Yoh, axis=2)  # (m, P) index of y_ie
     mu = np.zeros((m, P, 4))
     H = np.zeros((m, P, 4))
     direction = None
@@ -296,10 +324,17 @@ def fit_hm3(kernel: Kernel, X, Y, tree: ClassTree, options: HM3Options = HM3Opti
             break
         steps += _update_chunk(W, limits, rows, mu, H, L, Yoh, yidx, Kd, tree, C, direction)
         passes += 1
-        f, primal, xi, gap_i = objectives_and_gaps(mu, H, L, Yoh, yidx, tree, C)   # Algorithm 1, line 9
+        f, primal, xi, gap_i = objectives_and_gaps(mu, H, L, Yoh, yidx, tree, C)  # Algorithm 1, line 9
         gap = primal - f
-        rec = {"pass": passes, "seconds": time.perf_counter() - t0, "dual": f, "primal": primal, "gap": gap,
-               "csga_steps": steps, "working_set": int(W.size)}
+        rec = {
+            "pass": passes,
+            "seconds": time.perf_counter() - t0,
+            "dual": f,
+            "primal": primal,
+            "gap": gap,
+            "csga_steps": steps,
+            "working_set": int(W.size),
+        }
         trace.append(rec)
         if callback is not None:
             callback(rec)
@@ -332,6 +367,6 @@ def _draw_working_set(gap_i, mass, pool, C, size, base_limit, rng):
     if distinct < size:
         draw(~nonsat, size - distinct)
     chosen = np.flatnonzero(counts)
-    order = np.argsort(~nonsat[chosen], kind="stable")   # non-saturated first
+    order = np.argsort(~nonsat[chosen], kind="stable")  # non-saturated first
     chosen = chosen[order]
     return idx[chosen], counts[chosen] * base_limit

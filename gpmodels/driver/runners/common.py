@@ -37,8 +37,20 @@ from gpmodels.scoring.calibration import calibration_report
 from gpmodels.scoring.metrics import error
 from gpmodels.validation import labels_to_targets
 
-__all__ = ["Problem", "prepare", "KernelProblem", "prepare_kernel", "resolve", "targets", "evaluate",
-           "predict_test_set", "learning_checkpoint", "checkpoint_identity", "iteration_reporter", "learning_metrics"]
+__all__ = [
+    "Problem",
+    "prepare",
+    "KernelProblem",
+    "prepare_kernel",
+    "resolve",
+    "targets",
+    "evaluate",
+    "predict_test_set",
+    "learning_checkpoint",
+    "checkpoint_identity",
+    "iteration_reporter",
+    "learning_metrics",
+]
 
 
 @attrs.frozen
@@ -72,8 +84,15 @@ def prepare(spec: Spec, data: Dataset, base_dir: Path | None = None, *, engine=N
     if o.type == "one_vs_rest":
         op = build_binary_operator(resolved, data.X_train, base_dir, engine=engine)
     else:
-        op = build_operator(resolved.model, data.X_train, data.n_classes, base_dir, tree=tree, engine=engine,
-                            learn_sigma2=o.type == "cv" and o.cv.learn_sigma2)
+        op = build_operator(
+            resolved.model,
+            data.X_train,
+            data.n_classes,
+            base_dir,
+            tree=tree,
+            engine=engine,
+            learn_sigma2=o.type == "cv" and o.cv.learn_sigma2,
+        )
     build_seconds = time.perf_counter() - t
     if o.type == "em":
         Y = build_pseudo_targets(spec, data, tree, base_dir)
@@ -102,8 +121,9 @@ class KernelProblem:
     tree: ClassTree | None
 
 
-def prepare_kernel(spec: Spec, data: Dataset, base_dir: Path | None = None, *,
-                   with_tree: bool = False) -> KernelProblem:
+def prepare_kernel(
+    spec: Spec, data: Dataset, base_dir: Path | None = None, *, with_tree: bool = False
+) -> KernelProblem:
     """The :class:`KernelProblem` of ``spec`` on ``data``: the spec resolved as :func:`prepare` resolves
     it, the class tree built as it builds one (``with_tree``), and the model's kernel."""
     resolved = resolve(spec, data)
@@ -119,8 +139,11 @@ def targets(lik, data: Dataset, model_likelihood: str) -> np.ndarray:
     if lik.target_encoding == "real":
         return np.asarray(data.y_train, dtype=np.float64)[:, None]
     if data.n_classes != 2:
-        raise SpecError(f"likelihood {model_likelihood!r} is binary but the data have {data.n_classes} classes; "
-                        f"set data.positive_class for a one-vs-rest task", "model.likelihood")
+        raise SpecError(
+            f"likelihood {model_likelihood!r} is binary but the data have {data.n_classes} classes; "
+            f"set data.positive_class for a one-vs-rest task",
+            "model.likelihood",
+        )
     return (2.0 * data.y_train - 1.0)[:, None]
 
 
@@ -142,16 +165,28 @@ def predict_test_set(spec: Spec, model, X_test, y_test, say) -> tuple[np.ndarray
     if ev.predictive == "plugin":
         return plugin, {"predictive": "plugin", "plugin_seconds": plugin_s}
     t = time.perf_counter()
-    P, pred = laplace_predict_proba(model, X_test, latent=ev.predictive_latent,
-                                    rank=ev.predictive_rank if ev.predictive_latent == "lanczos" else None,
-                                    n_samples=ev.predictive_samples, random_state=spec.seed)
+    P, pred = laplace_predict_proba(
+        model,
+        X_test,
+        latent=ev.predictive_latent,
+        rank=ev.predictive_rank if ev.predictive_latent == "lanczos" else None,
+        n_samples=ev.predictive_samples,
+        random_state=spec.seed,
+    )
     seconds = time.perf_counter() - t
-    say(f"Laplace predictive ({ev.predictive_latent}{f', rank {pred.rank}' if pred.rank else ''}, "
+    say(
+        f"Laplace predictive ({ev.predictive_latent}{f', rank {pred.rank}' if pred.rank else ''}, "
         f"{ev.predictive_samples} samples): {pred.matvecs} MVM columns, {seconds:.2f} s "
-        f"(plug-in {plugin_s:.3f} s)")
-    metrics = {"predictive": "laplace", "predictive_latent": ev.predictive_latent, "predictive_seconds": seconds,
-               "plugin_seconds": plugin_s, "predictive_matvecs": int(pred.matvecs),
-               "predictive_converged": bool(pred.converged)}
+        f"(plug-in {plugin_s:.3f} s)"
+    )
+    metrics = {
+        "predictive": "laplace",
+        "predictive_latent": ev.predictive_latent,
+        "predictive_seconds": seconds,
+        "plugin_seconds": plugin_s,
+        "predictive_matvecs": int(pred.matvecs),
+        "predictive_converged": bool(pred.converged),
+    }
     if y_test is not None and len(y_test):
         scores = calibration_report(plugin, y_test)
         metrics.update({f"plugin_test_{k}": v for k, v in scores.items()})
@@ -172,8 +207,14 @@ def checkpoint_identity(resolved: Spec, data: Dataset) -> dict:
     """What a checkpoint must match: the learning-relevant spec and the training data."""
     d = resolved.to_dict()
     cv = {k: v for k, v in d["objective"]["cv"].items() if k not in ("checkpoint", "resume")}
-    return {"seed": d["seed"], "data": d["data"], "model": d["model"], "solver": d["objective"]["solver"], "cv": cv,
-            "train": _data_digest(data.X_train, data.y_train)}
+    return {
+        "seed": d["seed"],
+        "data": d["data"],
+        "model": d["model"],
+        "solver": d["objective"]["solver"],
+        "cv": cv,
+        "train": _data_digest(data.X_train, data.y_train),
+    }
 
 
 def learning_checkpoint(resolved: Spec, data: Dataset) -> Checkpointing | None:
@@ -182,8 +223,11 @@ def learning_checkpoint(resolved: Spec, data: Dataset) -> Checkpointing | None:
     c = resolved.objective.cv
     if not c.checkpoint:
         return None
-    return Checkpointing(Path(resolved.output.dir) / "checkpoint.npz", resume=c.resume == "auto",
-                         identity=checkpoint_identity(resolved, data))
+    return Checkpointing(
+        Path(resolved.output.dir) / "checkpoint.npz",
+        resume=c.resume == "auto",
+        identity=checkpoint_identity(resolved, data),
+    )
 
 
 def iteration_reporter(say, bar, prefix=""):
@@ -205,8 +249,12 @@ def learning_metrics(results, prefix="") -> dict:
     out = {}
     for r in results:
         st = r.outer
-        for key, value in (("outer_iterations", st.iteration), ("evaluations", st.evaluations),
-                           ("failed_evaluations", st.failed), ("learning_seconds", st.elapsed)):
+        for key, value in (
+            ("outer_iterations", st.iteration),
+            ("evaluations", st.evaluations),
+            ("failed_evaluations", st.failed),
+            ("learning_seconds", st.elapsed),
+        ):
             out[f"{prefix}{key}"] = out.get(f"{prefix}{key}", 0) + value
     evals = [e for r in results for e in r.evaluations]
     out[f"{prefix}psi_evaluation_seconds"] = float(np.mean([e.seconds for e in evals])) if evals else None

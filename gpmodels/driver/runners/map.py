@@ -33,36 +33,49 @@ def run_map(spec: Spec, data: Dataset, base_dir: Path | None, say, *, engine=Non
         say(f"kernel matrix: {r['label']}{where}{size}: {r['reason']}")
     t = time.perf_counter()
     with say.bar(None, "Newton") as bar:
-        model = fit_map(op, likelihood, problem.targets,
-                        make_solver(resolved.objective.solver, build_newton_options(resolved.objective)),
-                        on_iteration=bar.newton)
+        model = fit_map(
+            op,
+            likelihood,
+            problem.targets,
+            make_solver(resolved.objective.solver, build_newton_options(resolved.objective)),
+            on_iteration=bar.newton,
+        )
     fit_seconds = time.perf_counter() - t
     diag = model.result.diagnostics
-    say(f"fit: {diag.iterations} Newton iterations, {diag.mvm_count} MVMs, {fit_seconds:.2f} s, "
-        f"Φ = {model.result.phi:.6g} ({diag.message})")
+    say(
+        f"fit: {diag.iterations} Newton iterations, {diag.mvm_count} MVMs, {fit_seconds:.2f} s, "
+        f"Φ = {model.result.phi:.6g} ({diag.message})"
+    )
     t = time.perf_counter()
     scores, P = evaluate(likelihood, model.latent(data.X_test), data, spec.model.likelihood)
     if P is not None:
         P, predictive = predict_test_set(spec, model, data.X_test, data.y_test, say)
         scores.update(predictive)
-    metrics = {**scores,
-               "fit_seconds": fit_seconds,
-               "kernel_build_seconds": problem.build_seconds,
-               "predict_seconds": time.perf_counter() - t,
-               "newton_iterations": diag.iterations,
-               "cg_iterations": int(sum(diag.cg_iterations)),
-               "mvm_count": diag.mvm_count,
-               "phi": float(model.result.phi),
-               "gradient_rms": float(diag.grad_norm[-1]),
-               "converged": bool(diag.converged)}
+    metrics = {
+        **scores,
+        "fit_seconds": fit_seconds,
+        "kernel_build_seconds": problem.build_seconds,
+        "predict_seconds": time.perf_counter() - t,
+        "newton_iterations": diag.iterations,
+        "cg_iterations": int(sum(diag.cg_iterations)),
+        "mvm_count": diag.mvm_count,
+        "phi": float(model.result.phi),
+        "gradient_rms": float(diag.grad_norm[-1]),
+        "converged": bool(diag.converged),
+    }
     if spec.evaluation.train_scores and spec.data.task == "classification":
         tr = M.classification_report(likelihood.predict(model.result.u), data.y_train)
         metrics.update({f"train_{k}": v for k, v in tr.items()})
-    return RunOutcome(metrics, P, diag.as_dict() | {"representations": reps}, resolved,
-                      save=map_saver(data, op, likelihood, model.alpha, tree=problem.tree),
-                      traces={"Phi": list(diag.phi)},
-                      trace_units={"Phi": "Newton iteration"},
-                      trace_gradients={"Phi": ("gradient RMS of Φ", list(diag.grad_norm))})
+    return RunOutcome(
+        metrics,
+        P,
+        diag.as_dict() | {"representations": reps},
+        resolved,
+        save=map_saver(data, op, likelihood, model.alpha, tree=problem.tree),
+        traces={"Phi": list(diag.phi)},
+        trace_units={"Phi": "Newton iteration"},
+        trace_gradients={"Phi": ("gradient RMS of Φ", list(diag.grad_norm))},
+    )
 
 
 def run_em(spec: Spec, data: Dataset, base_dir: Path | None, say, *, engine=None) -> RunOutcome:
@@ -72,11 +85,14 @@ def run_em(spec: Spec, data: Dataset, base_dir: Path | None, say, *, engine=None
     o = resolved.objective
     em_options = o.em.options(newton=build_newton_options(o))
     with say.bar(em_options.max_iter, "EM iterations") as bar:
-        res = fit_em(op, pseudo, em_options, likelihood=likelihood,
-                     on_iteration=lambda it, value: bar.goto(it, L=value))
+        res = fit_em(
+            op, pseudo, em_options, likelihood=likelihood, on_iteration=lambda it, value: bar.goto(it, L=value)
+        )
     n_unc = int(np.sum(~pseudo.certain))
-    say(f"EM: {res.iterations} iterations, {n_unc} of {pseudo.n_points} targets uncertain, "
-        f"{sum(d.mvm_count for d in res.m_steps)} MVMs, {res.seconds:.2f} s, L = {res.trace[-1]:.6g} ({res.message})")
+    say(
+        f"EM: {res.iterations} iterations, {n_unc} of {pseudo.n_points} targets uncertain, "
+        f"{sum(d.mvm_count for d in res.m_steps)} MVMs, {res.seconds:.2f} s, L = {res.trace[-1]:.6g} ({res.message})"
+    )
     t = time.perf_counter()
     P = res.model.predict_proba(data.X_test)
     metrics = {
@@ -91,9 +107,16 @@ def run_em(spec: Spec, data: Dataset, base_dir: Path | None, say, *, engine=None
         "cg_iterations": int(sum(sum(d.cg_iterations) for d in res.m_steps)),
         "mvm_count": int(sum(d.mvm_count for d in res.m_steps)),
         "train_acc_on_certain": float(np.mean((res.model.result.u.argmax(axis=1) == data.y_train)[pseudo.certain]))
-        if pseudo.certain.any() else float("nan"),
+        if pseudo.certain.any()
+        else float("nan"),
     }
 
-    return RunOutcome(metrics, P, res.as_dict(), resolved,
-                      save=map_saver(data, op, likelihood, res.alpha, tree=problem.tree),
-                      traces={"L": list(res.trace)}, trace_units={"L": "EM iteration"})
+    return RunOutcome(
+        metrics,
+        P,
+        res.as_dict(),
+        resolved,
+        save=map_saver(data, op, likelihood, res.alpha, tree=problem.tree),
+        traces={"L": list(res.trace)},
+        trace_units={"L": "EM iteration"},
+    )

@@ -49,8 +49,16 @@ def _learn_in_order(op2, likelihood, y, names, folds, options, checkpoint, say, 
     for k, name in enumerate(names):
         Yk = binary_targets(y, k)
         with say.bar(None, f"class {name}: CV outer iterations") as bar:
-            res = learn_hyperparameters(op2, likelihood, Yk, folds, options, checkpoint=task_checkpoint(checkpoint, k),
-                                        on_iteration=iteration_reporter(say, bar, f"class {name}: "), engine=engine)
+            res = learn_hyperparameters(
+                op2,
+                likelihood,
+                Yk,
+                folds,
+                options,
+                checkpoint=task_checkpoint(checkpoint, k),
+                on_iteration=iteration_reporter(say, bar, f"class {name}: "),
+                engine=engine,
+            )
         if res.resumed_from is not None:
             say(f"class {name}: resumed from the checkpoint of outer iteration {res.resumed_from}")
         with say.bar(None, f"class {name}: final fit") as bar:
@@ -77,8 +85,9 @@ def _learn(resolved: Spec, data: Dataset, op2, likelihood, y, names, say, engine
     workers = engine.workers_for(task_workload(op2, len(names)))
     if workers > 1:
         say(f"one-vs-rest: the {len(names)} tasks run {workers} at once on {engine!r}")
-        ovr = learn_one_vs_rest(op2, likelihood, labels_to_targets(y, len(names)), folds, options,
-                                checkpoint=checkpoint, engine=engine)
+        ovr = learn_one_vs_rest(
+            op2, likelihood, labels_to_targets(y, len(names)), folds, options, checkpoint=checkpoint, engine=engine
+        )
         models, learned = list(ovr.models), list(ovr.learned)
     else:
         models, learned = _learn_in_order(op2, likelihood, y, names, folds, options, checkpoint, say, engine)
@@ -86,11 +95,18 @@ def _learn(resolved: Spec, data: Dataset, op2, likelihood, y, names, say, engine
     for k, r in enumerate(learned):
         metrics.update({f"hyper.class{k}.{key}": v for key, v in r.hyperparameters().items()})
     metrics.update(
-        {"psi_start": sum(r.history[0].value for r in learned), "psi_learned": sum(r.psi for r in learned),
-         **learning_metrics(learned), "resumed_from_iteration": learned[0].resumed_from, "folds": c.folds}
+        {
+            "psi_start": sum(r.history[0].value for r in learned),
+            "psi_learned": sum(r.psi for r in learned),
+            **learning_metrics(learned),
+            "resumed_from_iteration": learned[0].resumed_from,
+            "folds": c.folds,
+        }
     )
-    diagnostics = {"learning": {f"class{k}": [x.as_dict() for x in r.history] for k, r in enumerate(learned)},
-                   "learning_messages": {f"class{k}": r.message for k, r in enumerate(learned)}}
+    diagnostics = {
+        "learning": {f"class{k}": [x.as_dict() for x in r.history] for k, r in enumerate(learned)},
+        "learning_messages": {f"class{k}": r.message for k, r in enumerate(learned)},
+    }
     traces = {"Psi": {f"class {name}": [x.value for x in r.history] for name, r in zip(names, learned)}}
     return OneVsRestModel(tuple(models), tuple(learned)), metrics, diagnostics, traces
 
@@ -103,8 +119,11 @@ def _fit(resolved: Spec, op2, likelihood, y, names, say):
         with say.bar(None, f"class {name}: Newton") as bar:
             models.append(
                 fit_binary_task(
-                    op2, likelihood, binary_targets(y, k), make_solver(o.solver, build_newton_options(o)),
-                    on_iteration=bar.newton
+                    op2,
+                    likelihood,
+                    binary_targets(y, k),
+                    make_solver(o.solver, build_newton_options(o)),
+                    on_iteration=bar.newton,
                 )
             )
     traces = {"Phi": {f"class {name}": list(m.result.diagnostics.phi) for name, m in zip(names, models)}}
@@ -162,11 +181,15 @@ def run_one_vs_rest(spec: Spec, data: Dataset, base_dir: Path | None, say, *, en
     P = ovr.predict_proba(data.X_test)
     diags = [m.result.diagnostics for m in ovr.models]
     metrics.update(
-        {"fit_seconds": wall, "predict_seconds": time.perf_counter() - t,
-         "final_fit_seconds": float(sum(d.seconds for d in diags)),
-         "final_newton_iterations": int(sum(d.iterations for d in diags)),
-         "final_mvm_count": int(sum(d.mvm_count for d in diags)), "final_converged": all(d.converged for d in diags),
-         "final_phi": float(sum(m.result.phi for m in ovr.models))}
+        {
+            "fit_seconds": wall,
+            "predict_seconds": time.perf_counter() - t,
+            "final_fit_seconds": float(sum(d.seconds for d in diags)),
+            "final_newton_iterations": int(sum(d.iterations for d in diags)),
+            "final_mvm_count": int(sum(d.mvm_count for d in diags)),
+            "final_converged": all(d.converged for d in diags),
+            "final_phi": float(sum(m.result.phi for m in ovr.models)),
+        }
     )
     diagnostics["final_fit"] = {f"class{k}": d.as_dict() for k, d in enumerate(diags)}
     return RunOutcome(

@@ -33,18 +33,24 @@ def _hyper_metrics(names, x, op, classes) -> dict:
     (:func:`gpmodels.reports.hyperparameter_classes`)."""
     values = natural_values(names, x)
     scopes = tuple(op.param_classes()) + (None,) * (len(values) - op.params.size)
-    return {**{f"hyper.{k}": v for k, v in values.items()},
-            **{f"hyper_scope.{k}": v for k, v in hyperparameter_classes(values, scopes, classes).items()}}
+    return {
+        **{f"hyper.{k}": v for k, v in values.items()},
+        **{f"hyper_scope.{k}": v for k, v in hyperparameter_classes(values, scopes, classes).items()},
+    }
 
 
 def _reporter(say, name: str, bar=None):
     """``on_iteration`` of the outer optimiser: one message per iteration (criterion, gradient, evaluations),
     and the progress ``bar`` (a :class:`~gpmodels.progress.Bar`) moved to it."""
+
     def report(rec):
         if bar is not None:
             bar.outer(rec)
-        say(f"iteration {rec.iteration}: {name} = {rec.value:.6g}, max|∇| = {rec.grad_norm:.3g}, "
-            f"{rec.evaluations} evaluation{'s' if rec.evaluations != 1 else ''} ({rec.failed} failed)")
+        say(
+            f"iteration {rec.iteration}: {name} = {rec.value:.6g}, max|∇| = {rec.grad_norm:.3g}, "
+            f"{rec.evaluations} evaluation{'s' if rec.evaluations != 1 else ''} ({rec.failed} failed)"
+        )
+
     return report
 
 
@@ -67,10 +73,21 @@ def _finish(spec, data, resolved, op, lik, alpha, metrics, diagnostics, say, tre
         metrics.update({f"hyper.weight{m}": float(w) for m, w in enumerate(op.weights)})
 
     traces = {"criterion": list(diagnostics["trace"])} if diagnostics.get("trace") else {}
-    gradients = {"criterion": ("max |∇| (projected)", list(diagnostics["grad_norm"]))} \
-        if traces and diagnostics.get("grad_norm") else {}
-    return RunOutcome(metrics, P, diagnostics, resolved, save=map_saver(data, op, lik, alpha, tree=tree),
-                      traces=traces, trace_units={"criterion": "outer iteration"}, trace_gradients=gradients)
+    gradients = (
+        {"criterion": ("max |∇| (projected)", list(diagnostics["grad_norm"]))}
+        if traces and diagnostics.get("grad_norm")
+        else {}
+    )
+    return RunOutcome(
+        metrics,
+        P,
+        diagnostics,
+        resolved,
+        save=map_saver(data, op, lik, alpha, tree=tree),
+        traces=traces,
+        trace_units={"criterion": "outer iteration"},
+        trace_gradients=gradients,
+    )
 
 
 def run_laplace(spec: Spec, data: Dataset, base_dir: Path | None, say, *, engine=None) -> RunOutcome:
@@ -83,16 +100,25 @@ def run_laplace(spec: Spec, data: Dataset, base_dir: Path | None, say, *, engine
     diag = {}
     if o.learn:
         with say.bar(None, "Laplace MLM: outer iterations") as bar:  # the count is not known ahead
-            hr, op, lik = learn_laplace(op, lik, Y, opts, outer=outer_options(o.laplace.learn_max_iter,
-                                                                              o.laplace.learn_tol),
-                                        on_iteration=_reporter(say, "-log q", bar))
+            hr, op, lik = learn_laplace(
+                op,
+                lik,
+                Y,
+                opts,
+                outer=outer_options(o.laplace.learn_max_iter, o.laplace.learn_tol),
+                on_iteration=_reporter(say, "-log q", bar),
+            )
         diag = _learning_diagnostics(hr)
         say(f"learned by L-BFGS: {hr.iterations} iterations, {hr.evaluations} evaluations ({hr.message})")
     res = laplace_mlm(op, lik, Y, opts, gradient=False)
     seconds = time.perf_counter() - t
     say(f"Laplace log marginal likelihood {res.log_marginal:.6g} ({opts.path} path), {seconds:.2f} s")
-    metrics = {"log_marginal": res.log_marginal, "fit_seconds": seconds, "path": opts.path,
-               **_hyper_metrics(res.param_names, np.concatenate([op.params, lik.params]), op, data.classes)}
+    metrics = {
+        "log_marginal": res.log_marginal,
+        "fit_seconds": seconds,
+        "path": opts.path,
+        **_hyper_metrics(res.param_names, np.concatenate([op.params, lik.params]), op, data.classes),
+    }
     return _finish(spec, data, resolved, op, lik, res.mode.alpha, metrics, diag, say, tree)
 
 
@@ -114,17 +140,25 @@ def run_kernel_weights(spec: Spec, data: Dataset, base_dir: Path | None, say, *,
     elif solver in ("algorithm1", "alternating"):
         with say.bar(opts.max_iter, f"{o.type} by {solver}: outer iterations") as bar:
             res = (algorithm1 if solver == "algorithm1" else alternating)(
-                op, lik, Y, opts, on_iteration=lambda it, value: bar.goto(it, F=value))
+                op, lik, Y, opts, on_iteration=lambda it, value: bar.goto(it, F=value)
+            )
     else:
         with say.bar(None, f"{o.type}: outer iterations") as bar:
-            lbfgs, res = learn_weights(op, lik, Y, opts, outer=outer_options(opts.max_iter, opts.tol),
-                                       on_iteration=_reporter(say, o.type, bar))
+            lbfgs, res = learn_weights(
+                op, lik, Y, opts, outer=outer_options(opts.max_iter, opts.tol), on_iteration=_reporter(say, o.type, bar)
+            )
     seconds = time.perf_counter() - t
     op = op.with_weights(res.theta)
-    say(f"{o.type} by {solver if o.learn else 'evaluation'}: criterion {res.criterion:.8g}, "
-        f"θ = {np.array2string(res.theta, precision=4)}, {seconds:.2f} s")
-    metrics = {"criterion": float(res.criterion), "fit_seconds": seconds, "solver": solver,
-               "outer_iterations": res.iterations}
+    say(
+        f"{o.type} by {solver if o.learn else 'evaluation'}: criterion {res.criterion:.8g}, "
+        f"θ = {np.array2string(res.theta, precision=4)}, {seconds:.2f} s"
+    )
+    metrics = {
+        "criterion": float(res.criterion),
+        "fit_seconds": seconds,
+        "solver": solver,
+        "outer_iterations": res.iterations,
+    }
     diag = {"trace": list(res.trace), "times": list(res.times), "message": res.message}
     if lbfgs is not None:
         diag["grad_norm"] = [float(r.grad_norm) for r in lbfgs.trace]
@@ -140,15 +174,24 @@ def run_vb(spec: Spec, data: Dataset, base_dir: Path | None, say, *, engine=None
     diag = {}
     if o.learn:
         with say.bar(None, "VB: outer iterations") as bar:
-            hr, op, lik = learn_vb(op, lik, Y, o.vb.options(),
-                                   outer=outer_options(o.vb.learn_max_iter, o.vb.learn_tol),
-                                   on_iteration=_reporter(say, "φ_VB", bar))
+            hr, op, lik = learn_vb(
+                op,
+                lik,
+                Y,
+                o.vb.options(),
+                outer=outer_options(o.vb.learn_max_iter, o.vb.learn_tol),
+                on_iteration=_reporter(say, "φ_VB", bar),
+            )
         diag = _learning_diagnostics(hr)
         say(f"learned by L-BFGS: {hr.iterations} iterations, {hr.evaluations} evaluations ({hr.message})")
     res = vb_criterion(op, lik, Y, o.vb.options(), gradient=False)
     seconds = time.perf_counter() - t
-    say(f"VB bound φ = {res.phi:.6g} (>= -2 log P(y|θ)), {res.outer_iterations} double-loop iterations, "
-        f"{seconds:.2f} s")
-    metrics = {"phi_vb": res.phi, "fit_seconds": seconds,
-               **_hyper_metrics(res.param_names, np.concatenate([op.params, lik.params]), op, data.classes)}
+    say(
+        f"VB bound φ = {res.phi:.6g} (>= -2 log P(y|θ)), {res.outer_iterations} double-loop iterations, {seconds:.2f} s"
+    )
+    metrics = {
+        "phi_vb": res.phi,
+        "fit_seconds": seconds,
+        **_hyper_metrics(res.param_names, np.concatenate([op.params, lik.params]), op, data.classes),
+    }
     return _finish(spec, data, resolved, op, lik, res.alpha, metrics, diag, say, tree)

@@ -68,13 +68,15 @@ class KernelSpec(Node):
         None,
         any_of(one_of(("auto",)), positive_number(), sequence_of(positive_number())),
         doc="rbf, matern, rational_quadratic (and their `_ard` forms, and `ard`): inverse squared length-scale(s) "
-            "w = 1/ℓ²; `auto` = 1 / Σ_j Var[x_j] of the training inputs",
+        "w = 1/ℓ²; `auto` = 1 / Σ_j Var[x_j] of the training inputs",
     )
     nu: float | None = option(None, one_of(MATERN_NUS), doc="matern, matern_ard: smoothness ν (default 1.5)")
-    alpha: float | None = option(None, positive_number(),
-                                 doc="rational_quadratic(_ard): shape α of (1 + r²/(2α))^(-α) (default 1)")
-    value: float | None = option(None, positive_number(),
-                                 doc="constant: the value c of M = c (default 1; a scale in a `product`)")
+    alpha: float | None = option(
+        None, positive_number(), doc="rational_quadratic(_ard): shape α of (1 + r²/(2α))^(-α) (default 1)"
+    )
+    value: float | None = option(
+        None, positive_number(), doc="constant: the value c of M = c (default 1; a scale in a `product`)"
+    )
     noise: float | None = option(None, positive_number(), doc="white: σ² of M = σ² [x = x'] (default 1)")
     degree: int | None = option(None, integer(1, 100), doc="polynomial: degree d of (scale x·x' + offset)^d")
     scale: float | None = option(None, positive_number(), doc="polynomial: scale (default 1)")
@@ -94,13 +96,16 @@ class KernelSpec(Node):
             listed = "a list, " if self.type in ARD_TYPES else ""
             raise SpecError(f"kernel type {self.type!r} needs `w` (a number, {listed}or 'auto')", f"{path}.w")
         if self.type in STATIONARY_KERNELS and isinstance(self.w, tuple):
-            raise SpecError(f"{self.type} takes one w; use type {STATIONARY_KERNELS[self.type][0]!r} for one per "
-                            f"feature", f"{path}.w")
+            raise SpecError(
+                f"{self.type} takes one w; use type {STATIONARY_KERNELS[self.type][0]!r} for one per feature",
+                f"{path}.w",
+            )
         if self.type == "precomputed" and self.gram is None:
             raise SpecError("kernel type 'precomputed' needs `gram` (a .npy file)", f"{path}.gram")
         if self.type in ("sum", "product") and not self.terms:
-            raise SpecError(f"kernel type {self.type!r} needs `terms` (a non-empty list of kernel sections)",
-                            f"{path}.terms")
+            raise SpecError(
+                f"kernel type {self.type!r} needs `terms` (a non-empty list of kernel sections)", f"{path}.terms"
+            )
 
 
 attrs.fields(KernelSpec).terms.metadata["spec"]["node"] = KernelSpec  # terms are kernel sections themselves
@@ -115,9 +120,7 @@ class RepresentationSpec(Node):
         one_of(REPRESENTATION_KINDS),
         doc="`stored` n x n in memory; `blocked` on the fly; `features` linear X X^T; `lowrank` ICF; `auto` chooses",
     )
-    memory_mb: float = option(
-        256.0, gigabytes(), doc="memory bound of one on-the-fly block"
-    )
+    memory_mb: float = option(256.0, gigabytes(), doc="memory bound of one on-the-fly block")
     memory_gb: float | None = option(
         None, gigabytes(), doc="`auto`: memory budget of all kernel matrices (null: 0.7 x available memory)"
     )

@@ -65,7 +65,6 @@ _NEWTON_DOCS = {
 }
 
 
-
 def _newton_section(name: str, doc: str, defaults: NewtonOptions | None = None):
     """A section of `NewtonOptions`' keys: the MAP fit's, or an inner fit's (CV refits, Laplace mode, VB inner
     problem) with that learner's defaults."""

@@ -20,8 +20,18 @@ from gpmodels.validation import nonnegative_int, sequence_of, string
 
 __all__ = ["StudySpec", "StudyEntry", "DEFAULT_COLUMNS"]
 
-DEFAULT_COLUMNS = ("test_error", "test_log_loss", "test_brier", "test_ece", "test_prec", "test_hier_f1_argmax",
-                   "test_hier_f1_expected_loss", "test_hier_f1", "fit_seconds", "total_seconds")
+DEFAULT_COLUMNS = (
+    "test_error",
+    "test_log_loss",
+    "test_brier",
+    "test_ece",
+    "test_prec",
+    "test_hier_f1_argmax",
+    "test_hier_f1_expected_loss",
+    "test_hier_f1",
+    "fit_seconds",
+    "total_seconds",
+)
 
 
 @attrs.frozen

@@ -78,14 +78,19 @@ class CVEvaluation:
         """JSON-friendly scalars."""
         f = self.folds
         return {
-            "psi": float(self.psi), "ok": bool(self.ok), "mean_grad_norm": float(self.mean_grad_norm),
-            "mvms": self.mvm_count, "newton_iterations": int(sum(x.newton_iterations for x in f)),
+            "psi": float(self.psi),
+            "ok": bool(self.ok),
+            "mean_grad_norm": float(self.mean_grad_norm),
+            "mvms": self.mvm_count,
+            "newton_iterations": int(sum(x.newton_iterations for x in f)),
             "accumulation_iterations": int(sum(x.accumulation_iterations for x in f)),
             "fit_seconds": float(sum(x.fit_seconds for x in f)),
             "accumulation_seconds": float(sum(x.accumulation_seconds for x in f)),
             "restrict_seconds": float(sum(x.restrict_seconds for x in f)),
-            "grad_trace_seconds": float(self.grad_trace_seconds), "seconds": float(self.seconds),
-            "warm_starts": sum(x.start == "warm" for x in f), "cold_retries": sum(x.start == "warm+cold" for x in f),
+            "grad_trace_seconds": float(self.grad_trace_seconds),
+            "seconds": float(self.seconds),
+            "warm_starts": sum(x.start == "warm" for x in f),
+            "cold_retries": sum(x.start == "warm+cold" for x in f),
             "held_out_errors": int(sum(x.held_out_errors for x in f)) if all(x.held_out_errors >= 0 for x in f) else -1,
         }
 
@@ -107,8 +112,9 @@ def _check_call(op: Operator, folds, opts: CVOptions, state: CVState | None) -> 
             f"{len(state.alphas) if isinstance(state, CVState) else type(state).__name__}"
         )
     if opts.solver == ExactNewton.name and not op.is_class_diagonal:
-        raise InputError("the exact CV criterion (App. C) needs a block-diagonal (flat) prior; use the solver "
-                         "'newton-cg'")
+        raise InputError(
+            "the exact CV criterion (App. C) needs a block-diagonal (flat) prior; use the solver 'newton-cg'"
+        )
     return folds
 
 
@@ -167,8 +173,17 @@ class _Accumulator:
         return mean
 
 
-def cv_criterion(op: Operator, likelihood: Likelihood, Y, folds, options: CVOptions | None = None, *,
-                 state: CVState | None = None, gradient: bool = True, engine: Engine | None = None) -> CVEvaluation:
+def cv_criterion(
+    op: Operator,
+    likelihood: Likelihood,
+    Y,
+    folds,
+    options: CVOptions | None = None,
+    *,
+    state: CVState | None = None,
+    gradient: bool = True,
+    engine: Engine | None = None,
+) -> CVEvaluation:
     """Ψ (eq. 3) and ∇Ψ = op.grad_trace(E, F) (eq. 6) at the operator's hyperparameters.
 
     ``op``: the full operator K̃ at the hyperparameters to evaluate (build it once per evaluation
@@ -183,12 +198,21 @@ def cv_criterion(op: Operator, likelihood: Likelihood, Y, folds, options: CVOpti
     :class:`FoldContext` for all its evaluations, so that a worker gets the shared state once.
     """
     Y = likelihood.check_targets(Y, op.n_points, op.n_classes)
-    return criterion_on(FoldContext(op, likelihood, Y), op, folds, options, state=state, gradient=gradient,
-                        engine=engine)
+    return criterion_on(
+        FoldContext(op, likelihood, Y), op, folds, options, state=state, gradient=gradient, engine=engine
+    )
 
 
-def criterion_on(context: FoldContext, op: Operator, folds, options: CVOptions | None = None, *,
-                 state: CVState | None = None, gradient: bool = True, engine: Engine | None = None) -> CVEvaluation:
+def criterion_on(
+    context: FoldContext,
+    op: Operator,
+    folds,
+    options: CVOptions | None = None,
+    *,
+    state: CVState | None = None,
+    gradient: bool = True,
+    engine: Engine | None = None,
+) -> CVEvaluation:
     """:func:`cv_criterion` with the fold jobs' shared state ``context`` (its likelihood and checked
     targets); ``op`` is the operator at the evaluated θ, built by ``context.base.with_params(θ)``."""
     opts = options or CVOptions()
@@ -203,8 +227,12 @@ def criterion_on(context: FoldContext, op: Operator, folds, options: CVOptions |
     theta = np.array(op.params, dtype=np.float64)
     context.prime(theta, op)
     engine = engine or LocalEngine()
-    results = engine.imap_shared(run_fold, context, [(task, theta, opts, gradient) for task in tasks],
-                                 fold_workload(op, q) if engine.workers_for(Workload(q)) > 1 else Workload(q))
+    results = engine.imap_shared(
+        run_fold,
+        context,
+        [(task, theta, opts, gradient) for task in tasks],
+        fold_workload(op, q) if engine.workers_for(Workload(q)) > 1 else Workload(q),
+    )
     for task in tasks:
         fold, err = next(results)
         if err is not None:
@@ -223,8 +251,15 @@ def criterion_on(context: FoldContext, op: Operator, folds, options: CVOptions |
             grad = None
             acc.fail("non-finite gradient")
     ok = acc.ok
-    return CVEvaluation(psi=float(acc.psi) if ok else float("nan"), gradient=grad,
-                        state=_new_state(acc.alphas, acc.betas, acc.bases) if ok else None, ok=ok,
-                        mean_grad_norm=float(mean_norm),
-                        folds=tuple(acc.diags), seconds=time.perf_counter() - t_start, grad_trace_seconds=gt_s,
-                        message=acc.message, solver=opts.solver)
+    return CVEvaluation(
+        psi=float(acc.psi) if ok else float("nan"),
+        gradient=grad,
+        state=_new_state(acc.alphas, acc.betas, acc.bases) if ok else None,
+        ok=ok,
+        mean_grad_norm=float(mean_norm),
+        folds=tuple(acc.diags),
+        seconds=time.perf_counter() - t_start,
+        grad_trace_seconds=gt_s,
+        message=acc.message,
+        solver=opts.solver,
+    )

@@ -46,8 +46,7 @@ from gpmodels.inference.map.solvers import make_solver
 from gpmodels.likelihoods.base import Likelihood
 from gpmodels.operators.base import Operator
 
-__all__ = ["FoldProblem", "FoldDiagnostics", "FoldResult", "evaluate_fold", "FoldContext", "run_fold",
-           "fold_workload"]
+__all__ = ["FoldProblem", "FoldDiagnostics", "FoldResult", "evaluate_fold", "FoldContext", "run_fold", "fold_workload"]
 
 
 @attrs.frozen(eq=False)
@@ -125,15 +124,20 @@ class FoldResult:
     basis: np.ndarray | None = None  # the refit's preconditioner subspaces (start of the next evaluation's)
 
     def diagnostics(self) -> FoldDiagnostics:
-        return FoldDiagnostics(psi=float(self.psi), grad_norm=float(self.grad_norm),
-                               newton_iterations=int(self.newton_iterations), fit_mvms=int(self.fit_mvms),
-                               accumulation_iterations=int(self.accumulation_iterations),
-                               accumulation_residual=float(self.accumulation_residual),
-                               accumulation_mvms=int(self.accumulation_mvms), fit_seconds=float(self.fit_seconds),
-                               accumulation_seconds=float(self.accumulation_seconds),
-                               restrict_seconds=float(self.restrict_seconds),
-                               held_out_errors=int(self.held_out_errors),
-                               start=self.start)
+        return FoldDiagnostics(
+            psi=float(self.psi),
+            grad_norm=float(self.grad_norm),
+            newton_iterations=int(self.newton_iterations),
+            fit_mvms=int(self.fit_mvms),
+            accumulation_iterations=int(self.accumulation_iterations),
+            accumulation_residual=float(self.accumulation_residual),
+            accumulation_mvms=int(self.accumulation_mvms),
+            fit_seconds=float(self.fit_seconds),
+            accumulation_seconds=float(self.accumulation_seconds),
+            restrict_seconds=float(self.restrict_seconds),
+            held_out_errors=int(self.held_out_errors),
+            start=self.start,
+        )
 
 
 def _held_out_errors(u_I, Y_I) -> int:
@@ -178,13 +182,20 @@ def _fold(solver: NewtonSolver, fp: FoldProblem, task, opts: CVOptions, gradient
     hf = fp.likelihood.exact_hessian_factor(res.u, fp.Y_J)  # W = V V^T exactly: no App. B set in this solve
     b = fp.cross_IJ.rmvm(fold.r_I)  # K̃_{J,I} r_I, K̃_{J,I} = K̃_{I,J}^T
     sol = solver.solve_weighted(fp.op_J, hf, b, x0=task.beta0, tol=opts.accumulation_tol, max_iter=opts.k3)
-    return attrs.evolve(fold, z=sol.z, beta=sol.beta, accumulation_iterations=sol.iterations,
-                        accumulation_residual=sol.residual, accumulation_mvms=2 + sol.mvms,
-                        accumulation_seconds=time.perf_counter() - t)
+    return attrs.evolve(
+        fold,
+        z=sol.z,
+        beta=sol.beta,
+        accumulation_iterations=sol.iterations,
+        accumulation_residual=sol.residual,
+        accumulation_mvms=2 + sol.mvms,
+        accumulation_seconds=time.perf_counter() - t,
+    )
 
 
-def evaluate_fold(task: FoldTask, op: Operator, likelihood: Likelihood, Y, opts: CVOptions,
-                  gradient: bool) -> FoldResult:
+def evaluate_fold(
+    task: FoldTask, op: Operator, likelihood: Likelihood, Y, opts: CVOptions, gradient: bool
+) -> FoldResult:
     """All the work of one fold, a pure function of its inputs: restrict K̃ to J once (contiguous
     copy, App. D.2) and take the cross blocks, refit α[J] (Sec. 4), hold out (eq. 3) and, with
     ``gradient``, solve the accumulation system (Sec. 5.2).  It reads nothing of other folds, so

@@ -46,10 +46,16 @@ from gpmodels.optimize.lbfgs import OuterOptions, OuterRecord, OuterState, Trial
 from gpmodels.optimize.objective import log_box
 from gpmodels.validation import instance_of, number, one_of, to_float
 
-__all__ = ["LearnOptions", "Checkpointing", "LearnResult", "learn_hyperparameters", "fit_learned", "EvaluationLog",
-           "CVObjective", "start_from_folds"]
-
-
+__all__ = [
+    "LearnOptions",
+    "Checkpointing",
+    "LearnResult",
+    "learn_hyperparameters",
+    "fit_learned",
+    "EvaluationLog",
+    "CVObjective",
+    "start_from_folds",
+]
 
 
 def _named_callables(inst, field, value):
@@ -80,10 +86,12 @@ class LearnOptions:
     """
 
     cv: CVOptions = attrs.field(factory=CVOptions, validator=instance_of(CVOptions))
-    outer: OuterOptions = attrs.field(factory=lambda: OuterOptions(ftol=1e-4, score_patience=3, score_rtol=0.01),
-                                      validator=instance_of(OuterOptions))
-    final: NewtonOptions = attrs.field(factory=lambda: NewtonOptions(max_iter=30, cg_max_iter=50),
-                                       validator=instance_of(NewtonOptions))
+    outer: OuterOptions = attrs.field(
+        factory=lambda: OuterOptions(ftol=1e-4, score_patience=3, score_rtol=0.01), validator=instance_of(OuterOptions)
+    )
+    final: NewtonOptions = attrs.field(
+        factory=lambda: NewtonOptions(max_iter=30, cg_max_iter=50), validator=instance_of(NewtonOptions)
+    )
     final_solver: str = attrs.field(default="newton-cg", validator=one_of(SOLVER_NAMES))
     lower: float = attrs.field(default=-15.0, converter=to_float, validator=number())  # log space
     upper: float = attrs.field(default=15.0, converter=to_float, validator=number())
@@ -143,8 +151,16 @@ class CVObjective:
     :class:`~gpmodels.inference.cv.fold.FoldContext`, which a worker receives once.
     """
 
-    def __init__(self, op: Operator, likelihood: Likelihood, Y, folds, options: CVOptions,
-                 inner_tolerances: str = "fixed", engine: Engine | None = None):
+    def __init__(
+        self,
+        op: Operator,
+        likelihood: Likelihood,
+        Y,
+        folds,
+        options: CVOptions,
+        inner_tolerances: str = "fixed",
+        engine: Engine | None = None,
+    ):
         self.op, self.likelihood, self.Y, self.folds, self.options = op, likelihood, Y, folds, options
         self.inner_tolerances = inner_tolerances
         self.engine = engine or LocalEngine()
@@ -187,10 +203,15 @@ class CVObjective:
 
     def identity(self) -> dict:
         op = self.op
-        return {"n": op.n_points, "C": op.n_classes, "targets": digest_array(self.Y),
-                "folds": [digest_array(I) for I in self.folds], "likelihood": repr(self.likelihood),
-                "operator": type(op).__name__,
-                "options": {"cv": attrs.asdict(self.options, value_serializer=_named_callables)}}
+        return {
+            "n": op.n_points,
+            "C": op.n_classes,
+            "targets": digest_array(self.Y),
+            "folds": [digest_array(I) for I in self.folds],
+            "likelihood": repr(self.likelihood),
+            "operator": type(op).__name__,
+            "options": {"cv": attrs.asdict(self.options, value_serializer=_named_callables)},
+        }
 
     def probe(self) -> np.ndarray:
         return probe_operator(self.op)
@@ -198,10 +219,17 @@ class CVObjective:
     restore_inner = staticmethod(CVState.from_arrays)
 
 
-def learn_hyperparameters(op: Operator, likelihood: Likelihood, Y, folds, options: LearnOptions | None = None, *,
-                          checkpoint: Checkpointing | None = None,
-                          on_iteration: Callable[[OuterRecord], None] | None = None,
-                          engine: Engine | None = None) -> LearnResult:
+def learn_hyperparameters(
+    op: Operator,
+    likelihood: Likelihood,
+    Y,
+    folds,
+    options: LearnOptions | None = None,
+    *,
+    checkpoint: Checkpointing | None = None,
+    on_iteration: Callable[[OuterRecord], None] | None = None,
+    engine: Engine | None = None,
+) -> LearnResult:
     """Minimise Ψ over ``op.params`` starting from the operator's current hyperparameters.
 
     ``Y``: targets (n, C); ``folds``: the fixed partition (q index arrays, e.g. from
@@ -220,17 +248,32 @@ def learn_hyperparameters(op: Operator, likelihood: Likelihood, Y, folds, option
     theta0 = np.array(op.params, dtype=float)
     if theta0.size == 0:
         raise InputError("the operator has no hyperparameters to learn")
-    bounds = log_box(theta0, half_width=np.inf, lower=opts.lower, upper=opts.upper, param_bounds=op.param_bounds,
-                     names=op.param_names)
+    bounds = log_box(
+        theta0,
+        half_width=np.inf,
+        lower=opts.lower,
+        upper=opts.upper,
+        param_bounds=op.param_bounds,
+        names=op.param_names,
+    )
     with contextlib.ExitStack() as stack:
         if engine is None:
             engine = stack.enter_context(AutoEngine())
         objective = CVObjective(op, likelihood, Y, folds, opts.cv, opts.inner_tolerances, engine)
-        res = minimize(objective, theta0, op.param_names, bounds, opts.outer, checkpoint=checkpoint,
-                       on_iteration=on_iteration)
-    return LearnResult(operator=op.with_params(res.x), theta=res.x.copy(), names=tuple(op.param_names), psi=res.value,
-                       gradient=res.gradient.copy(), outer=res.state, resumed_from=res.resumed_from,
-                       evaluations=tuple(objective.log), folds=folds)
+        res = minimize(
+            objective, theta0, op.param_names, bounds, opts.outer, checkpoint=checkpoint, on_iteration=on_iteration
+        )
+    return LearnResult(
+        operator=op.with_params(res.x),
+        theta=res.x.copy(),
+        names=tuple(op.param_names),
+        psi=res.value,
+        gradient=res.gradient.copy(),
+        outer=res.state,
+        resumed_from=res.resumed_from,
+        evaluations=tuple(objective.log),
+        folds=folds,
+    )
 
 
 def start_from_folds(state: CVState | None, folds, n: int) -> np.ndarray | None:
@@ -255,8 +298,14 @@ def start_from_folds(state: CVState | None, folds, n: int) -> np.ndarray | None:
     return total / count[:, None]
 
 
-def fit_learned(result: LearnResult, likelihood: Likelihood, Y, options: LearnOptions | None = None, *,
-                on_iteration: Callable[[NewtonStep], None] | None = None) -> MAPModel:
+def fit_learned(
+    result: LearnResult,
+    likelihood: Likelihood,
+    Y,
+    options: LearnOptions | None = None,
+    *,
+    on_iteration: Callable[[NewtonStep], None] | None = None,
+) -> MAPModel:
     """The final fit on all training points at the learned hyperparameters (``options.final``),
     started from the folds' inner state (:func:`start_from_folds`, scaled by Φ along t α as the
     refits are, :func:`scaled_warm_start`; cold when there is none); ``on_iteration`` reports its
@@ -266,5 +315,6 @@ def fit_learned(result: LearnResult, likelihood: Likelihood, Y, options: LearnOp
     alpha0 = start_from_folds(getattr(result.outer, "inner", None), result.folds, op.n_points)
     if alpha0 is not None:
         alpha0, _ = scaled_warm_start(op, likelihood, likelihood.check_targets(Y, op.n_points, op.n_classes), alpha0)
-    return fit_map(op, likelihood, Y, make_solver(opts.final_solver, opts.final), alpha0=alpha0,
-                   on_iteration=on_iteration)
+    return fit_map(
+        op, likelihood, Y, make_solver(opts.final_solver, opts.final), alpha0=alpha0, on_iteration=on_iteration
+    )

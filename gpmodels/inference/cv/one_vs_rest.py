@@ -36,8 +36,17 @@ from gpmodels.inference.map.newton import NewtonSolver, NewtonStep
 from gpmodels.likelihoods.base import Likelihood
 from gpmodels.operators.base import Operator
 
-__all__ = ["OneVsRestModel", "learn_one_vs_rest", "fit_one_vs_rest", "learn_binary_task", "fit_binary_task",
-           "binary_targets", "check_one_vs_rest", "task_checkpoint", "task_workload"]
+__all__ = [
+    "OneVsRestModel",
+    "learn_one_vs_rest",
+    "fit_one_vs_rest",
+    "learn_binary_task",
+    "fit_binary_task",
+    "binary_targets",
+    "check_one_vs_rest",
+    "task_checkpoint",
+    "task_workload",
+]
 
 
 def binary_targets(y, c: int) -> np.ndarray:
@@ -79,8 +88,9 @@ def check_one_vs_rest(binary_op: Operator, Y) -> tuple[np.ndarray, int]:
         )
     Y = np.asarray(Y, dtype=np.float64)
     if Y.ndim != 2 or Y.shape[0] != binary_op.n_points or Y.shape[1] < 2:
-        raise InputError(f"one-vs-rest targets Y must have shape ({binary_op.n_points}, C) with C >= 2 classes; "
-                         f"got {Y.shape}")
+        raise InputError(
+            f"one-vs-rest targets Y must have shape ({binary_op.n_points}, C) with C >= 2 classes; got {Y.shape}"
+        )
     if not (np.all((Y == 0.0) | (Y == 1.0)) and np.all(Y.sum(axis=1) == 1.0)):
         raise InputError("one-vs-rest targets Y must be one-hot rows (hard labels: labels_to_targets(y, C))")
     y, C = np.argmax(Y, axis=1), Y.shape[1]
@@ -95,13 +105,24 @@ def task_checkpoint(checkpoint: Checkpointing | None, c: int) -> Checkpointing |
     if checkpoint is None:
         return None
     p = Path(checkpoint.path)
-    return attrs.evolve(checkpoint, path=p.with_name(f"{p.stem}-class{c}{p.suffix}"),
-                        identity={**checkpoint.identity, "one_vs_rest_class": c})
+    return attrs.evolve(
+        checkpoint,
+        path=p.with_name(f"{p.stem}-class{c}{p.suffix}"),
+        identity={**checkpoint.identity, "one_vs_rest_class": c},
+    )
 
 
-def learn_binary_task(binary_op: Operator, likelihood: Likelihood, Yc, folds, options: LearnOptions | None = None, *,
-                      checkpoint: Checkpointing | None = None, on_iteration=None,
-                      engine: Engine | None = None) -> tuple[MAPModel, LearnResult]:
+def learn_binary_task(
+    binary_op: Operator,
+    likelihood: Likelihood,
+    Yc,
+    folds,
+    options: LearnOptions | None = None,
+    *,
+    checkpoint: Checkpointing | None = None,
+    on_iteration=None,
+    engine: Engine | None = None,
+) -> tuple[MAPModel, LearnResult]:
     """The binary task with targets ``Yc`` (n, 2) ('class c' against the rest: ``binary_targets(y, c)``):
     learn its hyperparameters by Ψ from ``binary_op``'s, then the final fit.  ``checkpoint`` is used
     as given (see :func:`task_checkpoint`); ``on_iteration(record)`` reports the outer iterations;
@@ -113,8 +134,14 @@ def learn_binary_task(binary_op: Operator, likelihood: Likelihood, Yc, folds, op
     return fit_learned(res, likelihood, Yc, opts), res
 
 
-def fit_binary_task(binary_op: Operator, likelihood: Likelihood, Yc, solver: NewtonSolver | None = None, *,
-                    on_iteration: Callable[[NewtonStep], None] | None = None) -> MAPModel:
+def fit_binary_task(
+    binary_op: Operator,
+    likelihood: Likelihood,
+    Yc,
+    solver: NewtonSolver | None = None,
+    *,
+    on_iteration: Callable[[NewtonStep], None] | None = None,
+) -> MAPModel:
     """The binary task with targets ``Yc`` (n, 2) fitted at ``binary_op``'s hyperparameters (MAP by
     ``solver``, Newton–CG by default; no learning)."""
     return fit_map(binary_op, likelihood, Yc, solver, on_iteration=on_iteration)
@@ -124,8 +151,9 @@ def _learn_task(shared: tuple, job: tuple):
     """Task c of :func:`learn_one_vs_rest` as an engine's job: (model, LearnResult)."""
     binary_op, likelihood, y, folds, options, engine = shared
     c, checkpoint = job
-    return learn_binary_task(binary_op, likelihood, binary_targets(y, c), folds, options, checkpoint=checkpoint,
-                             engine=engine)
+    return learn_binary_task(
+        binary_op, likelihood, binary_targets(y, c), folds, options, checkpoint=checkpoint, engine=engine
+    )
 
 
 def _fit_task(shared: tuple, c: int) -> MAPModel:
@@ -140,10 +168,17 @@ def task_workload(binary_op: Operator, C: int) -> Workload:
     return Workload(tasks=C, worker_bytes=2 * resident_bytes(binary_op), points=binary_op.n_points)
 
 
-def learn_one_vs_rest(binary_op: Operator, likelihood: Likelihood, Y, folds, options: LearnOptions | None = None, *,
-                      checkpoint: Checkpointing | None = None,
-                      on_iteration: Callable[[int, object], None] | None = None,
-                      engine: Engine | None = None) -> OneVsRestModel:
+def learn_one_vs_rest(
+    binary_op: Operator,
+    likelihood: Likelihood,
+    Y,
+    folds,
+    options: LearnOptions | None = None,
+    *,
+    checkpoint: Checkpointing | None = None,
+    on_iteration: Callable[[int, object], None] | None = None,
+    engine: Engine | None = None,
+) -> OneVsRestModel:
     """Learn and fit the C binary models.
 
     ``binary_op``: the prior's operator over the training points for two classes (the starting
@@ -161,22 +196,31 @@ def learn_one_vs_rest(binary_op: Operator, likelihood: Likelihood, Y, folds, opt
         workload = task_workload(binary_op, C)
         if engine.workers_for(workload) > 1:
             shared = (binary_op, likelihood, y, folds, options, engine.inner())
-            done = engine.map_shared(_learn_task, shared, [(c, task_checkpoint(checkpoint, c)) for c in range(C)],
-                                     workload)
+            done = engine.map_shared(
+                _learn_task, shared, [(c, task_checkpoint(checkpoint, c)) for c in range(C)], workload
+            )
             return OneVsRestModel(tuple(m for m, _ in done), tuple(r for _, r in done))
         models, learned = [], []
         for c in range(C):
             report = None if on_iteration is None else (lambda rec, c=c: on_iteration(c, rec))
-            model, res = learn_binary_task(binary_op, likelihood, binary_targets(y, c), folds, options,
-                                           checkpoint=task_checkpoint(checkpoint, c), on_iteration=report,
-                                           engine=engine)
+            model, res = learn_binary_task(
+                binary_op,
+                likelihood,
+                binary_targets(y, c),
+                folds,
+                options,
+                checkpoint=task_checkpoint(checkpoint, c),
+                on_iteration=report,
+                engine=engine,
+            )
             models.append(model)
             learned.append(res)
     return OneVsRestModel(tuple(models), tuple(learned))
 
 
-def fit_one_vs_rest(binary_op: Operator, likelihood: Likelihood, Y, solver: NewtonSolver | None = None, *,
-                    engine: Engine | None = None) -> OneVsRestModel:
+def fit_one_vs_rest(
+    binary_op: Operator, likelihood: Likelihood, Y, solver: NewtonSolver | None = None, *, engine: Engine | None = None
+) -> OneVsRestModel:
     """Fit the C binary models at ``binary_op``'s hyperparameters with ``solver`` (Newton–CG by
     default; no learning) for one-hot targets ``Y`` (n, C), as the jobs of ``engine`` (None: one after
     the other here)."""

@@ -41,15 +41,20 @@ class CVOptions:
     run is the engine's business, not an option (:func:`~gpmodels.inference.cv.criterion.cv_criterion`).
     """
 
-    newton: NewtonOptions = attrs.field(factory=lambda: NewtonOptions(max_iter=13, cg_max_iter=25, grad_tol=1e-6),
-                                        validator=instance_of(NewtonOptions))
+    newton: NewtonOptions = attrs.field(
+        factory=lambda: NewtonOptions(max_iter=13, cg_max_iter=25, grad_tol=1e-6), validator=instance_of(NewtonOptions)
+    )
     k3: int = attrs.field(default=40, validator=positive_int())
     accumulation_tol: float = attrs.field(default=1e-6, validator=nonnegative_number())
     fail_tol: float = attrs.field(default=1e-3, validator=positive_number())
     solver: str = attrs.field(default="newton-cg", validator=one_of(CV_SOLVERS))
     abort_on_failure: bool = attrs.field(default=True, validator=boolean())
-    warm_start: Callable = attrs.field(default=scaled_start, validator=instance_of(
-        Callable, what="a warm-start policy: a callable (op_J, likelihood, Y_J, α[J]) -> (start or None, MVMs)"))
+    warm_start: Callable = attrs.field(
+        default=scaled_start,
+        validator=instance_of(
+            Callable, what="a warm-start policy: a callable (op_J, likelihood, Y_J, α[J]) -> (start or None, MVMs)"
+        ),
+    )
     retry_cold: bool = attrs.field(default=True, validator=boolean())
 
 

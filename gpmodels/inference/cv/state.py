@@ -31,8 +31,9 @@ class CVState:
             object.__setattr__(self, "betas", betas)
         if self.bases is not None:
             bases = tuple(np.asarray(b, dtype=np.float64) for b in self.bases)
-            if len(bases) != len(self.alphas) or any(b.ndim != 2 or b.shape[0] != a.shape[0]
-                                                     for a, b in zip(self.alphas, bases)):
+            if len(bases) != len(self.alphas) or any(
+                b.ndim != 2 or b.shape[0] != a.shape[0] for a, b in zip(self.alphas, bases)
+            ):
                 raise InputError("CVState.bases must match alphas: one (|J_k|, m) array per fold")
             object.__setattr__(self, "bases", bases)
 
@@ -50,13 +51,17 @@ class CVState:
         q = sum(1 for name in arrays if name.startswith("alpha_"))
 
         def optional(prefix):
-            return tuple(arrays[f"{prefix}_{k}"] for k in range(q)) if any(n.startswith(f"{prefix}_")
-                                                                           for n in arrays) else None
+            return (
+                tuple(arrays[f"{prefix}_{k}"] for k in range(q))
+                if any(n.startswith(f"{prefix}_") for n in arrays)
+                else None
+            )
 
         try:
             alphas = tuple(arrays[f"alpha_{k}"] for k in range(q))
             betas, bases = optional("beta"), optional("basis")
         except KeyError as exc:
-            raise InputError(f"CVState arrays must hold alpha_0..alpha_{q - 1} (and beta_k, basis_k alike); {exc} is "
-                             "missing") from None
+            raise InputError(
+                f"CVState arrays must hold alpha_0..alpha_{q - 1} (and beta_k, basis_k alike); {exc} is missing"
+            ) from None
         return cls(alphas, betas, bases)

@@ -8,6 +8,19 @@ from gpmodels.inference.map.newton_cg import NewtonCG, newton_cg
 from gpmodels.inference.map.predictive import laplace_predict_proba, latent_predictive, predictive_proba
 from gpmodels.inference.map.solvers import make_solver
 
-__all__ = ["fit_map", "MAPModel", "NewtonCG", "ExactNewton", "NewtonSolver", "make_solver", "NewtonOptions",
-           "newton_cg", "exact_newton", "fit_em", "EMOptions", "latent_predictive", "predictive_proba",
-           "laplace_predict_proba"]
+__all__ = [
+    "fit_map",
+    "MAPModel",
+    "NewtonCG",
+    "ExactNewton",
+    "NewtonSolver",
+    "make_solver",
+    "NewtonOptions",
+    "newton_cg",
+    "exact_newton",
+    "fit_em",
+    "EMOptions",
+    "latent_predictive",
+    "predictive_proba",
+    "laplace_predict_proba",
+]

@@ -65,9 +65,15 @@ class EMResult:
     alpha = property(attrgetter("model.alpha"))
 
     def as_dict(self) -> dict:
-        return {"trace": list(self.trace), "loglik_trace": list(self.loglik_trace), "iterations": self.iterations,
-                "converged": self.converged, "message": self.message, "seconds": self.seconds,
-                "m_steps": [d.as_dict() for d in self.m_steps]}
+        return {
+            "trace": list(self.trace),
+            "loglik_trace": list(self.loglik_trace),
+            "iterations": self.iterations,
+            "converged": self.converged,
+            "message": self.message,
+            "seconds": self.seconds,
+            "m_steps": [d.as_dict() for d in self.m_steps],
+        }
 
 
 def penalised_log_likelihood(pseudo: PseudoTargets, alpha, u) -> tuple[float, float]:
@@ -103,8 +109,15 @@ def _em_start(op: Operator, lik: Likelihood, alpha0) -> tuple[np.ndarray, np.nda
     return alpha, op.mvm(alpha)
 
 
-def fit_em(op: Operator, pseudo: PseudoTargets, options: EMOptions | None = None, *,
-           likelihood: Likelihood | None = None, alpha0=None, on_iteration=None) -> EMResult:
+def fit_em(
+    op: Operator,
+    pseudo: PseudoTargets,
+    options: EMOptions | None = None,
+    *,
+    likelihood: Likelihood | None = None,
+    alpha0=None,
+    on_iteration=None,
+) -> EMResult:
     """Fit α by EM over pseudo-targets (see the module docstring).  ``on_iteration(iteration, L)`` is
     called after each E- and M-step with the penalised pseudo-target log-likelihood L (progress)."""
     opts = options or EMOptions()
@@ -135,6 +148,14 @@ def fit_em(op: Operator, pseudo: PseudoTargets, options: EMOptions | None = None
             converged, message = True, "relative change of the pseudo-target log-likelihood below rtol"
             break
     q = pseudo.e_step(u)
-    return EMResult(model=MAPModel(op, lik, res), q=q, trace=tuple(trace), loglik_trace=tuple(lls),
-                    m_steps=tuple(steps), iterations=it, converged=converged, message=message,
-                    seconds=time.perf_counter() - t0)
+    return EMResult(
+        model=MAPModel(op, lik, res),
+        q=q,
+        trace=tuple(trace),
+        loglik_trace=tuple(lls),
+        m_steps=tuple(steps),
+        iterations=it,
+        converged=converged,
+        message=message,
+        seconds=time.perf_counter() - t0,
+    )

@@ -41,9 +41,14 @@ from gpmodels.likelihoods.base import HessianFactor, Likelihood
 from gpmodels.operators.base import Operator
 from gpmodels.validation import instance_of
 
-__all__ = ["ClassBlocks", "ExactNewton", "SoftmaxNewtonFactors", "exact_newton", "exact_newton_solve",
-           "softmax_newton_factors"]
-
+__all__ = [
+    "ClassBlocks",
+    "ExactNewton",
+    "SoftmaxNewtonFactors",
+    "exact_newton",
+    "exact_newton_solve",
+    "softmax_newton_factors",
+]
 
 
 @attrs.frozen(eq=False)
@@ -167,34 +172,55 @@ class ExactNewton:
     def check(self, op: Operator, likelihood: Likelihood) -> None:
         """Raise :class:`InputError` naming what App. C needs when ``op`` or ``likelihood`` lacks it."""
         if not op.is_class_diagonal:
-            raise InputError("exact Newton (App. C) needs a block-diagonal (flat) prior; use the newton-cg solver for "
-                             "coupled or hierarchical priors")
+            raise InputError(
+                "exact Newton (App. C) needs a block-diagonal (flat) prior; use the newton-cg solver for "
+                "coupled or hierarchical priors"
+            )
         if likelihood.hessian_form != "multinomial":
-            raise InputError("exact Newton (App. C) needs a likelihood whose Hessian has the multinomial form "
-                             "W_i = diag π_i - π_i π_i^T "
-                             f"(the softmax); {type(likelihood).__name__}'s is {likelihood.hessian_form!r}: use the "
-                             "newton-cg solver")
+            raise InputError(
+                "exact Newton (App. C) needs a likelihood whose Hessian has the multinomial form "
+                "W_i = diag π_i - π_i π_i^T "
+                f"(the softmax); {type(likelihood).__name__}'s is {likelihood.hessian_form!r}: use the "
+                "newton-cg solver"
+            )
 
-    def fit(self, op: Operator, likelihood: Likelihood, Y, *, alpha0=None, precond_start=None,
-            on_iteration: Callable[[NewtonStep], None] | None = None) -> NewtonResult:
+    def fit(
+        self,
+        op: Operator,
+        likelihood: Likelihood,
+        Y,
+        *,
+        alpha0=None,
+        precond_start=None,
+        on_iteration: Callable[[NewtonStep], None] | None = None,
+    ) -> NewtonResult:
         """α̂ = argmin Φ by exact Newton steps from ``alpha0`` (None: 0); ``precond_start`` is
         ignored (no CG)."""
         self.check(op, likelihood)
         Y = likelihood.check_targets(Y, op.n_points, op.n_classes)
         stepper = _ExactStepper(op)
-        return newton_loop(NewtonProblem(likelihood, Y, stepper.mvm, self.options), stepper, alpha0,
-                           on_iteration=on_iteration)
+        return newton_loop(
+            NewtonProblem(likelihood, Y, stepper.mvm, self.options), stepper, alpha0, on_iteration=on_iteration
+        )
 
-    def solve_weighted(self, op: Operator, hf: HessianFactor, b: np.ndarray, *, x0=None, tol: float = 0.0,
-                       max_iter: int = 0) -> SystemSolution:
+    def solve_weighted(
+        self, op: Operator, hf: HessianFactor, b: np.ndarray, *, x0=None, tol: float = 0.0, max_iter: int = 0
+    ) -> SystemSolution:
         """z = (I + W K̃)^{-1} W b by Cholesky factors and Woodbury (App. C); ``x0``, ``tol`` and
         ``max_iter`` are for iterative solvers and ignored."""
         blocks = [op.class_block(c) for c in range(op.n_classes)]
         return SystemSolution(exact_newton_solve(blocks, hf.multinomial_pi(), hf.W(b)))
 
 
-def exact_newton(op: Operator, likelihood: Likelihood, Y, options: NewtonOptions | None = None, *,
-                 alpha0=None, on_iteration: Callable[[NewtonStep], None] | None = None) -> NewtonResult:
+def exact_newton(
+    op: Operator,
+    likelihood: Likelihood,
+    Y,
+    options: NewtonOptions | None = None,
+    *,
+    alpha0=None,
+    on_iteration: Callable[[NewtonStep], None] | None = None,
+) -> NewtonResult:
     """Fit α̂ by exact Newton steps with line search (App. C): ``ExactNewton(options).fit``; same
     result type as ``newton_cg``."""
     return ExactNewton(options or NewtonOptions()).fit(op, likelihood, Y, alpha0=alpha0, on_iteration=on_iteration)

@@ -50,8 +50,9 @@ class LineSearchResult:
         return self.step > 0.0
 
 
-def pair_line_search(likelihood, Y, point: NewtonPoint, s, s_tilde, *, armijo: float = 1e-4,
-                     max_evals: int = 30) -> LineSearchResult:
+def pair_line_search(
+    likelihood, Y, point: NewtonPoint, s, s_tilde, *, armijo: float = 1e-4, max_evals: int = 30
+) -> LineSearchResult:
     """Minimise (or sufficiently decrease) Φ on α + λ s, λ in (0, 1], from ``point`` (α, u, Φ there)
     with s̃ = K̃ s."""
     alpha, u, phi0 = point.alpha, point.u, point.phi
@@ -73,8 +74,7 @@ def pair_line_search(likelihood, Y, point: NewtonPoint, s, s_tilde, *, armijo: f
 
     phi1, d1 = evaluate(1.0)
     evals = 1
-    if np.isfinite(phi1) and (phi1 <= phi0 + armijo * d0 or (d1 <= 0.0 and phi1 < phi0)
-                              or approx_wolfe(phi1, d1, 0.9)):
+    if np.isfinite(phi1) and (phi1 <= phi0 + armijo * d0 or (d1 <= 0.0 and phi1 < phi0) or approx_wolfe(phi1, d1, 0.9)):
         return LineSearchResult(1.0, phi1, evals)
     best_lam, best_phi = (1.0, phi1) if np.isfinite(phi1) and phi1 < phi0 else (0.0, phi0)
     lo, dlo, hi, dhi = 0.0, d0, 1.0, d1 if np.isfinite(d1) else np.inf
@@ -89,8 +89,9 @@ def pair_line_search(likelihood, Y, point: NewtonPoint, s, s_tilde, *, armijo: f
         evals += 1
         if np.isfinite(phi) and phi < best_phi:
             best_lam, best_phi = lam, phi
-        if np.isfinite(phi) and ((phi <= phi0 + armijo * lam * d0 and abs(d) <= 0.1 * abs(d0))
-                                 or approx_wolfe(phi, d, 0.1)):
+        if np.isfinite(phi) and (
+            (phi <= phi0 + armijo * lam * d0 and abs(d) <= 0.1 * abs(d0)) or approx_wolfe(phi, d, 0.1)
+        ):
             return LineSearchResult(lam, phi, evals)
         if np.isfinite(d) and d < 0.0:
             lo, dlo = lam, d

@@ -47,13 +47,15 @@ class MAPModel:
         return np.argmax(self.predict_proba(X_new), axis=1)
 
 
-def fit_map(operator: Operator, likelihood: Likelihood, Y, solver: NewtonSolver | None = None, *, alpha0=None,
-            on_iteration=None) -> MAPModel:
+def fit_map(
+    operator: Operator, likelihood: Likelihood, Y, solver: NewtonSolver | None = None, *, alpha0=None, on_iteration=None
+) -> MAPModel:
     """Fit the MAP dual vector with ``solver``: ``NewtonCG(options)`` (Alg. 1; the default) or
     ``ExactNewton(options)`` (App. C); ``on_iteration(NewtonStep)`` reports progress."""
     solver = NewtonCG() if solver is None else solver
     if not callable(getattr(solver, "fit", None)):
-        raise InputError(f"solver must be a MAP solver such as NewtonCG(options) or ExactNewton(options); got "
-                         f"{type(solver).__name__}")
-    return MAPModel(operator, likelihood, solver.fit(operator, likelihood, Y, alpha0=alpha0,
-                                                     on_iteration=on_iteration))
+        raise InputError(
+            f"solver must be a MAP solver such as NewtonCG(options) or ExactNewton(options); got "
+            f"{type(solver).__name__}"
+        )
+    return MAPModel(operator, likelihood, solver.fit(operator, likelihood, Y, alpha0=alpha0, on_iteration=on_iteration))

@@ -34,9 +34,23 @@ from gpmodels.likelihoods.base import Likelihood
 from gpmodels.operators.base import Operator
 from gpmodels.validation import MAX_SIZE, integer, nonnegative_int, nonnegative_number, number, one_of, positive_int
 
-__all__ = ["NewtonOptions", "NewtonDiagnostics", "NewtonResult", "NewtonStep", "NewtonProblem", "NewtonPoint",
-           "StepResult", "Stepper", "NewtonSolver", "gradient_rms", "project_start", "line_search_step",
-           "newton_loop", "ROUNDOFF_GRAD", "PRECONDITIONER_NAMES"]
+__all__ = [
+    "NewtonOptions",
+    "NewtonDiagnostics",
+    "NewtonResult",
+    "NewtonStep",
+    "NewtonProblem",
+    "NewtonPoint",
+    "StepResult",
+    "Stepper",
+    "NewtonSolver",
+    "gradient_rms",
+    "project_start",
+    "line_search_step",
+    "newton_loop",
+    "ROUNDOFF_GRAD",
+    "PRECONDITIONER_NAMES",
+]
 
 #: names of the CG preconditioners (:mod:`gpmodels.inference.map.preconditioners`), as the spec writes them
 PRECONDITIONER_NAMES = ("diagonal", "block", "lowrank", "lowrank_block", "auto")
@@ -156,8 +170,9 @@ class NewtonSolver(Protocol):
     name: str
     options: NewtonOptions
 
-    def fit(self, op: Operator, likelihood: Likelihood, Y, *, alpha0=None, precond_start=None,
-            on_iteration=None) -> NewtonResult:
+    def fit(
+        self, op: Operator, likelihood: Likelihood, Y, *, alpha0=None, precond_start=None, on_iteration=None
+    ) -> NewtonResult:
         """α̂ = argmin Φ by :func:`newton_loop` with this solver's steps."""
 
     def solve_weighted(self, op: Operator, hf, b: np.ndarray, *, x0=None, tol: float, max_iter: int):
@@ -191,15 +206,17 @@ def line_search_step(problem: NewtonProblem, point: NewtonPoint, new_alpha: np.n
     s = new_alpha - point.alpha
     s_tilde = problem.mvm(s)
     opts = problem.options
-    ls = pair_line_search(problem.likelihood, problem.Y, point, s, s_tilde, armijo=opts.armijo,
-                          max_evals=opts.line_search_evals)
+    ls = pair_line_search(
+        problem.likelihood, problem.Y, point, s, s_tilde, armijo=opts.armijo, max_evals=opts.line_search_evals
+    )
     return ls, s, s_tilde
 
 
 def _small_decrease(phis: list, steps: list, phi_rtol: float) -> bool:
     """The last step was taken and decreased Φ by at most ``phi_rtol`` relative to |Φ| (or 1)."""
-    return (phi_rtol > 0 and len(steps) >= 1 and steps[-1] > 0
-            and phis[-2] - phis[-1] <= phi_rtol * max(1.0, abs(phis[-1])))
+    return (
+        phi_rtol > 0 and len(steps) >= 1 and steps[-1] > 0 and phis[-2] - phis[-1] <= phi_rtol * max(1.0, abs(phis[-1]))
+    )
 
 
 def _stop_rule(grad: float, phis: list, steps: list, phi_rtol: float, it: int, opts) -> tuple[bool, str] | None:
@@ -224,8 +241,9 @@ def _no_decrease(grad: float, grad_tol: float) -> tuple[bool, str]:
     )
 
 
-def newton_loop(problem: NewtonProblem, stepper: Stepper, alpha0=None, *,
-                on_iteration: Callable[[NewtonStep], None] | None = None) -> NewtonResult:
+def newton_loop(
+    problem: NewtonProblem, stepper: Stepper, alpha0=None, *, on_iteration: Callable[[NewtonStep], None] | None = None
+) -> NewtonResult:
     """Minimise Φ from ``alpha0`` (None: α = 0) with ``stepper``'s Newton steps (module docstring).
 
     The fit ends converged when the gradient RMS is at most ``grad_tol``, or (truncated steps only)
@@ -267,8 +285,17 @@ def newton_loop(problem: NewtonProblem, stepper: Stepper, alpha0=None, *,
         phi = ls.phi
         phis.append(phi)
         mvms.append(mvm.count)
-    diag = NewtonDiagnostics(phi=tuple(phis), grad_norm=tuple(grads), mvm_trace=tuple(mvms),
-                             cg_iterations=tuple(cg_its), step_sizes=tuple(steps), iterations=it, stalls=stalls,
-                             mvm_count=mvm.count, seconds=time.perf_counter() - t0, converged=converged,
-                             message=message)
+    diag = NewtonDiagnostics(
+        phi=tuple(phis),
+        grad_norm=tuple(grads),
+        mvm_trace=tuple(mvms),
+        cg_iterations=tuple(cg_its),
+        step_sizes=tuple(steps),
+        iterations=it,
+        stalls=stalls,
+        mvm_count=mvm.count,
+        seconds=time.perf_counter() - t0,
+        converged=converged,
+        message=message,
+    )
     return NewtonResult(alpha=alpha, u=u, phi=phi, beta=beta, diagnostics=diag, precond_basis=stepper.precond_basis)

@@ -61,9 +61,25 @@ from gpmodels.linalg.counting import MVMCounter
 from gpmodels.operators.base import Operator
 from gpmodels.validation import instance_of
 
-__all__ = ["NewtonCG", "NewtonOptions", "NewtonDiagnostics", "NewtonResult", "NewtonStep", "NewtonSystem",
-           "SystemSolution", "newton_cg", "gradient_rms", "PRECONDITIONER_NAMES", "project_start", "newton_system",
-           "newton_direction", "line_search_step", "is_stall", "newton_step_with_restarts", "solve_weighted_system"]
+__all__ = [
+    "NewtonCG",
+    "NewtonOptions",
+    "NewtonDiagnostics",
+    "NewtonResult",
+    "NewtonStep",
+    "NewtonSystem",
+    "SystemSolution",
+    "newton_cg",
+    "gradient_rms",
+    "PRECONDITIONER_NAMES",
+    "project_start",
+    "newton_system",
+    "newton_direction",
+    "line_search_step",
+    "is_stall",
+    "newton_step_with_restarts",
+    "solve_weighted_system",
+]
 
 
 @attrs.frozen(eq=False)
@@ -104,14 +120,23 @@ def newton_system(hf: HessianFactor, mvm, u: np.ndarray, g: np.ndarray) -> Newto
     return NewtonSystem(hf, matvec, rhs)
 
 
-def newton_direction(system: NewtonSystem, x0, opts: NewtonOptions, precondition, *, forcing: float,
-                     alpha_norm: bool) -> tuple[CGResult, np.ndarray]:
+def newton_direction(
+    system: NewtonSystem, x0, opts: NewtonOptions, precondition, *, forcing: float, alpha_norm: bool
+) -> tuple[CGResult, np.ndarray]:
     """Alg. 1, step 2: β by CG on eq. (5) from x0, preconditioned by ``precondition`` (r -> P^{-1} r),
     stopped at the truncated-Newton forcing term measured on r or, with ``alpha_norm``, on V r
     (module docstring); the Newton point α' = V β (+ α_fix, App. B).  Returns (CG result, α')."""
     hf = system.hf
-    res = cg(system.matvec, system.rhs, x0=x0, tol=opts.cg_tol, forcing=forcing, max_iter=opts.cg_max_iter,
-             precondition=precondition, forcing_map=hf.V if alpha_norm else None)
+    res = cg(
+        system.matvec,
+        system.rhs,
+        x0=x0,
+        tol=opts.cg_tol,
+        forcing=forcing,
+        max_iter=opts.cg_max_iter,
+        precondition=precondition,
+        forcing_map=hf.V if alpha_norm else None,
+    )
     new_alpha = hf.V(res.x)
     if hf.fixed_alpha is not None:
         new_alpha += hf.fixed_alpha
@@ -126,8 +151,9 @@ def is_stall(ls: LineSearchResult, phi: float, phi_rtol: float, stall_step: floa
     return not ls.success or negligible or ls.step < stall_step
 
 
-def newton_step_with_restarts(problem: NewtonProblem, point: NewtonPoint, system: NewtonSystem,
-                              precond: Preconditioner, x0) -> StepResult:
+def newton_step_with_restarts(
+    problem: NewtonProblem, point: NewtonPoint, system: NewtonSystem, precond: Preconditioner, x0
+) -> StepResult:
     """One Newton iteration of Alg. 1 (steps 2-3) with stall handling (Sec. 6.3, footnote 17).
 
     The direction by CG on ``system`` (:func:`newton_system`) from x0, preconditioned by
@@ -142,8 +168,9 @@ def newton_step_with_restarts(problem: NewtonProblem, point: NewtonPoint, system
     total_cg, stalls, forcing = 0, 0, opts.cg_forcing
     best = None  # (line search result, s, s̃) of the best successful attempt
     for _ in range(opts.max_stall_restarts + 1):
-        res, new_alpha = newton_direction(system, x0, opts, precondition, forcing=forcing,
-                                          alpha_norm=precond.forcing_in_alpha_space)
+        res, new_alpha = newton_direction(
+            system, x0, opts, precondition, forcing=forcing, alpha_norm=precond.forcing_in_alpha_space
+        )
         total_cg += res.iterations
         ls, s, s_tilde = line_search_step(problem, point, new_alpha)
         if ls.success and (best is None or ls.phi < best[0].phi):
@@ -159,8 +186,9 @@ def newton_step_with_restarts(problem: NewtonProblem, point: NewtonPoint, system
     return StepResult(ls, s, s_tilde, beta=res.x, cg_iterations=total_cg, stalls=stalls)
 
 
-def solve_weighted_system(op: Operator, hf: HessianFactor, b: np.ndarray, *, x0=None, tol: float,
-                          max_iter: int) -> SystemSolution:
+def solve_weighted_system(
+    op: Operator, hf: HessianFactor, b: np.ndarray, *, x0=None, tol: float, max_iter: int
+) -> SystemSolution:
     """z = (I + W K̃)^{-1} W b = V (I + V^T K̃ V)^{-1} V^T b by CG on the symmetric form with the App. B
     diagonal preconditioner, from x0 (a previous β), to relative residual ``tol`` or ``max_iter``
     steps (Seeger 2008, Sec. 5.2: the accumulation solve of the CV gradient)."""
@@ -178,8 +206,9 @@ class _CGStepper:
 
     def __init__(self, op: Operator, opts: NewtonOptions, precond_start: np.ndarray | None):
         self.mvm = MVMCounter(op)
-        self.precond = make_preconditioner(opts.preconditioner, op, rank=opts.precond_rank,
-                                           seed=int(opts.precond_seed), start=precond_start)
+        self.precond = make_preconditioner(
+            opts.preconditioner, op, rank=opts.precond_rank, seed=int(opts.precond_seed), start=precond_start
+        )
         self.precond_basis = self.precond.basis
 
     def step(self, problem: NewtonProblem, point: NewtonPoint) -> StepResult:
@@ -195,26 +224,44 @@ class NewtonCG:
     options: NewtonOptions = attrs.field(factory=NewtonOptions, validator=instance_of(NewtonOptions))
     name: ClassVar[str] = "newton-cg"
 
-    def fit(self, op: Operator, likelihood: Likelihood, Y, *, alpha0=None, precond_start=None,
-            on_iteration: Callable[[NewtonStep], None] | None = None) -> NewtonResult:
+    def fit(
+        self,
+        op: Operator,
+        likelihood: Likelihood,
+        Y,
+        *,
+        alpha0=None,
+        precond_start=None,
+        on_iteration: Callable[[NewtonStep], None] | None = None,
+    ) -> NewtonResult:
         """α̂ = argmin Φ from ``alpha0`` (None: 0); ``precond_start``: a previous fit's
         ``precond_basis`` on the same points (the ``lowrank`` eigensolvers start from it)."""
         Y = likelihood.check_targets(Y, op.n_points, op.n_classes)
         stepper = _CGStepper(op, self.options, precond_start)
-        return newton_loop(NewtonProblem(likelihood, Y, stepper.mvm, self.options), stepper, alpha0,
-                           on_iteration=on_iteration)
+        return newton_loop(
+            NewtonProblem(likelihood, Y, stepper.mvm, self.options), stepper, alpha0, on_iteration=on_iteration
+        )
 
-    def solve_weighted(self, op: Operator, hf: HessianFactor, b: np.ndarray, *, x0=None, tol: float,
-                       max_iter: int) -> SystemSolution:
+    def solve_weighted(
+        self, op: Operator, hf: HessianFactor, b: np.ndarray, *, x0=None, tol: float, max_iter: int
+    ) -> SystemSolution:
         """z = (I + W K̃)^{-1} W b by CG (:func:`solve_weighted_system`); ``hf`` exact (W = V V^T)."""
         return solve_weighted_system(op, hf, b, x0=x0, tol=tol, max_iter=max_iter)
 
 
-def newton_cg(op: Operator, likelihood: Likelihood, Y, options: NewtonOptions | None = None, *, alpha0=None,
-              on_iteration: Callable[[NewtonStep], None] | None = None,
-              precond_start: np.ndarray | None = None) -> NewtonResult:
+def newton_cg(
+    op: Operator,
+    likelihood: Likelihood,
+    Y,
+    options: NewtonOptions | None = None,
+    *,
+    alpha0=None,
+    on_iteration: Callable[[NewtonStep], None] | None = None,
+    precond_start: np.ndarray | None = None,
+) -> NewtonResult:
     """Fit α̂ = argmin Φ by Newton–CG (Alg. 1): ``NewtonCG(options).fit`` (steps: :func:`project_start`,
     :func:`newton_system`, :func:`newton_direction`, :func:`line_search_step`,
     :func:`newton_step_with_restarts`)."""
-    return NewtonCG(options or NewtonOptions()).fit(op, likelihood, Y, alpha0=alpha0, precond_start=precond_start,
-                                                    on_iteration=on_iteration)
+    return NewtonCG(options or NewtonOptions()).fit(
+        op, likelihood, Y, alpha0=alpha0, precond_start=precond_start, on_iteration=on_iteration
+    )

@@ -63,9 +63,17 @@ import scipy.linalg as sla
 from gpmodels.errors import InputError
 from gpmodels.operators.base import KronTerm, Operator
 
-__all__ = ["randomized_eigh", "Preconditioner", "DiagonalPreconditioner", "BlockJacobiPreconditioner",
-           "LowRankPreconditioner", "LowRankBlockPreconditioner", "make_preconditioner", "PRECONDITIONERS",
-           "LOWRANK_MIN_POINTS"]
+__all__ = [
+    "randomized_eigh",
+    "Preconditioner",
+    "DiagonalPreconditioner",
+    "BlockJacobiPreconditioner",
+    "LowRankPreconditioner",
+    "LowRankBlockPreconditioner",
+    "make_preconditioner",
+    "PRECONDITIONERS",
+    "LOWRANK_MIN_POINTS",
+]
 #: ``auto`` deflates (``lowrank``) from this many points on, below it keeps the diagonal.  Measured on
 #: one warm CV evaluation (mc-sep, 5 folds, rank 32, one process, 1 BLAS thread): digits |J| = 958,
 #: C = 10: 1.86 s diagonal / 2.61 s lowrank; satimage |J| = 1600, C = 6: 2.13 / 2.17 s (whole learning
@@ -76,9 +84,16 @@ LOWRANK_MIN_POINTS = 1500
 RANGE_OVERSAMPLE = 8
 
 
-def randomized_eigh(mvm: Callable[[np.ndarray], np.ndarray], n: int, rank: int, rng: np.random.Generator, *,
-                    oversample: int = 8, power_iters: int = 2,
-                    start: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def randomized_eigh(
+    mvm: Callable[[np.ndarray], np.ndarray],
+    n: int,
+    rank: int,
+    rng: np.random.Generator,
+    *,
+    oversample: int = 8,
+    power_iters: int = 2,
+    start: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Leading eigenpairs (λ (r,), Q (n, r)) of a symmetric PSD n x n matrix given by B -> M B, and
     the orthonormal basis (n, k) of the subspace they were taken from, k = rank + oversample.
 
@@ -119,7 +134,6 @@ def _psd_factor(S: np.ndarray) -> np.ndarray:
     lam, U = np.linalg.eigh(0.5 * (S + S.T))
     keep = lam > 1e-12 * max(float(lam.max(initial=0.0)), np.finfo(float).tiny)
     return U[:, keep] * np.sqrt(lam[keep])[None, :]
-
 
 
 class Preconditioner(Protocol):
@@ -182,8 +196,9 @@ class LowRankPreconditioner:
     name = "lowrank"
     forcing_in_alpha_space = True
 
-    def __init__(self, op: Operator, terms: list[KronTerm], *, rank: int = 8, seed: int = 0,
-                 start: np.ndarray | None = None):
+    def __init__(
+        self, op: Operator, terms: list[KronTerm], *, rank: int = 8, seed: int = 0, start: np.ndarray | None = None
+    ):
         self.op = op
         self.diag_K = op.diag()  # shape: (n, C)
         self.point_block_mvm = op.point_block_mvm
@@ -207,8 +222,14 @@ class LowRankPreconditioner:
         w = np.zeros((n, C))  # diag of the low-rank part per (i, c)
         parts = []  # (weights per point (n,), S) for the residual point blocks
         for j, (t, r) in enumerate(zip(terms, ranks)):
-            lam, Q, basis = randomized_eigh(t.mvm, n, r, rng, oversample=RANGE_OVERSAMPLE,
-                                            start=None if start is None else start[:, offsets[j]:offsets[j + 1]])
+            lam, Q, basis = randomized_eigh(
+                t.mvm,
+                n,
+                r,
+                rng,
+                oversample=RANGE_OVERSAMPLE,
+                start=None if start is None else start[:, offsets[j] : offsets[j + 1]],
+            )
             bases.append(basis)
             if lam.size == 0:
                 continue
@@ -258,7 +279,7 @@ class LowRankPreconditioner:
             C, R0 = self.op.n_classes, self.A.shape[1]
             self._F_big = np.zeros((R0 * C, int(self.offsets[-1])))
             for k, F in enumerate(self.F):
-                self._F_big[k * C:(k + 1) * C, self.offsets[k]:self.offsets[k + 1]] = F
+                self._F_big[k * C : (k + 1) * C, self.offsets[k] : self.offsets[k + 1]] = F
         return self._F_big
 
     def _res_point_block_mvm(self, P):
@@ -359,8 +380,9 @@ PRECONDITIONERS: dict[str, Callable[..., Preconditioner]] = {
 }
 
 
-def make_preconditioner(name: str, op: Operator, *, rank: int = 8, seed: int = 0,
-                        start: np.ndarray | None = None) -> Preconditioner:
+def make_preconditioner(
+    name: str, op: Operator, *, rank: int = 8, seed: int = 0, start: np.ndarray | None = None
+) -> Preconditioner:
     """The preconditioner ``name`` (module docstring) for Newton–CG on ``op``: ``lowrank`` /
     ``lowrank_block`` on an operator without a Kronecker form give the diagonal one; ``start``: the
     ``basis`` of a preconditioner of a nearby operator on the same points (``lowrank``: its

@@ -51,8 +51,15 @@ from gpmodels.likelihoods.base import HessianFactor, Likelihood
 from gpmodels.linalg.slq import batched_cg
 from gpmodels.validation import check_features
 
-__all__ = ["LatentPredictive", "latent_predictive", "predictive_proba", "laplace_predict_proba", "PREDICTIVE_METHODS",
-           "PROBA_METHODS", "PREDICTIVES"]
+__all__ = [
+    "LatentPredictive",
+    "latent_predictive",
+    "predictive_proba",
+    "laplace_predict_proba",
+    "PREDICTIVE_METHODS",
+    "PROBA_METHODS",
+    "PREDICTIVES",
+]
 
 PREDICTIVE_METHODS = ("exact", "lanczos")
 PROBA_METHODS = ("mc", "probit")
@@ -100,8 +107,10 @@ def _apply_Vt(Vb, Z):
 
 def _system(op, Vb):
     """A = I + V^T K̃ V on arrays (n, C, k) (Seeger 2008, eq. 5)."""
+
     def apply(Z):
         return Z + _apply_Vt(Vb, op.mvm(np.ascontiguousarray(_apply_V(Vb, Z))))
+
     return apply
 
 
@@ -109,8 +118,17 @@ def _symmetrise(S):
     return 0.5 * (S + np.swapaxes(S, 1, 2))
 
 
-def latent_predictive(model, X_new, *, method: str = "exact", Y=None, tol: float = 1e-10,
-                      batch: int | None = None, rank: int | None = None, random_state=0) -> LatentPredictive:
+def latent_predictive(
+    model,
+    X_new,
+    *,
+    method: str = "exact",
+    Y=None,
+    tol: float = 1e-10,
+    batch: int | None = None,
+    rank: int | None = None,
+    random_state=0,
+) -> LatentPredictive:
     """Laplace-approximate latent predictive N(μ_j, Σ_j) of a fitted MAP model at X_new.
 
     ``model``: a :class:`~gpmodels.inference.map.model.MAPModel` (operator K̃, likelihood, α̂, û).
@@ -132,8 +150,10 @@ def latent_predictive(model, X_new, *, method: str = "exact", Y=None, tol: float
     U = np.asarray(model.result.u, dtype=np.float64)
     Yf = np.zeros((n, C)) if Y is None else np.asarray(Y, dtype=np.float64)
     if Yf.size != n * C:
-        raise InputError(f"Dimension mismatch: Y (the training targets) must have {n} rows and {C} columns like the "
-                         f"fitted model; got shape {Yf.shape}")
+        raise InputError(
+            f"Dimension mismatch: Y (the training targets) must have {n} rows and {C} columns like the "
+            f"fitted model; got shape {Yf.shape}"
+        )
     Yf = Yf.reshape(n, C)
     Vb = _point_factor(lik.hessian_factor(U, Yf))
     K_ss = op.test_point_blocks(X_new)  # shape: (m, C, C)
@@ -175,8 +195,12 @@ def _exact(op, Vb, X_new, K_ss, tol, max_iter, batch):
         Rr, Zr = R.reshape(n * C, b, C), res.x.reshape(n * C, b, C)
         cov[sl] = K_ss[sl] - np.einsum("ajc,ajd->jcd", Rr, Zr)  # Σ_j = K_** - R_j^T A^{-1} R_j
     if not converged:
-        warnings.warn(f"latent_predictive: batched CG stopped at max_iter={max_iter} before the relative residual "
-                      f"reached tol={tol:g}; loosen tol or use method='lanczos'", ConvergenceWarning, stacklevel=3)
+        warnings.warn(
+            f"latent_predictive: batched CG stopped at max_iter={max_iter} before the relative residual "
+            f"reached tol={tol:g}; loosen tol or use method='lanczos'",
+            ConvergenceWarning,
+            stacklevel=3,
+        )
     return _symmetrise(cov), matvecs, converged
 
 
@@ -251,8 +275,16 @@ def _sqrt_cov(cov: np.ndarray, jitter: float) -> np.ndarray:
     return U * np.sqrt(np.maximum(lam, 0.0))[:, None, :]
 
 
-def predictive_proba(pred: LatentPredictive, likelihood: Likelihood, *, method: str = "mc", n_samples: int = 2000,
-                     random_state=None, jitter: float = 1e-10, chunk: int = 2_000_000) -> np.ndarray:
+def predictive_proba(
+    pred: LatentPredictive,
+    likelihood: Likelihood,
+    *,
+    method: str = "mc",
+    n_samples: int = 2000,
+    random_state=None,
+    jitter: float = 1e-10,
+    chunk: int = 2_000_000,
+) -> np.ndarray:
     """Predictive probabilities E[p(y | u_*)] under u_* ~ N(μ_j, Σ_j), shape of ``likelihood.predict``.
 
     ``mc``: (1/S) Σ_s predict(μ_j + L_j ε_s), ε_s ~ N(0, I) from ``numpy.random.default_rng(
@@ -291,8 +323,9 @@ def predictive_proba(pred: LatentPredictive, likelihood: Likelihood, *, method: 
     return total / S
 
 
-def laplace_predict_proba(model, X_new, *, latent: str = "exact", rank: int | None = None, n_samples: int = 2000,
-                          random_state=0, Y=None) -> tuple[np.ndarray, LatentPredictive]:
+def laplace_predict_proba(
+    model, X_new, *, latent: str = "exact", rank: int | None = None, n_samples: int = 2000, random_state=0, Y=None
+) -> tuple[np.ndarray, LatentPredictive]:
     """Laplace-predictive class probabilities of a fitted MAP model at X_new, and the latent predictive.
 
     P_j = E[p(y | u_*)] under u_* ~ N(μ_j, Σ_j) (R&W eq. 3.40 / 3.43 for μ_j, Σ_j; see the module

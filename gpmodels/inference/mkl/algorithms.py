@@ -69,8 +69,17 @@ from gpmodels.optimize.driver import OptimizeResult, minimize, outer_options
 from gpmodels.optimize.lbfgs import OuterOptions, Trial
 from gpmodels.validation import nonnegative_int, nonnegative_number, number, one_of, positive_int, positive_number
 
-__all__ = ["CRITERIA", "MKLOptions", "KernelLearningResult", "algorithm1", "alternating", "criterion_at",
-           "KernelCriterion", "WeightsObjective", "learn_weights"]
+__all__ = [
+    "CRITERIA",
+    "MKLOptions",
+    "KernelLearningResult",
+    "algorithm1",
+    "alternating",
+    "criterion_at",
+    "KernelCriterion",
+    "WeightsObjective",
+    "learn_weights",
+]
 
 CRITERIA = ("mkl", "joint_map", "mlm", "vb")
 
@@ -294,8 +303,11 @@ class KernelCriterion:
         armijo, max_evals = LINE_SEARCH_ARMIJO, LINE_SEARCH_EVALS
         big = np.max(np.abs(dt), initial=0.0)
         if big > self.opts.max_log_step:
-            du, dt, slope = (du * self.opts.max_log_step / big, dt * self.opts.max_log_step / big,
-                             slope * self.opts.max_log_step / big)
+            du, dt, slope = (
+                du * self.opts.max_log_step / big,
+                dt * self.opts.max_log_step / big,
+                slope * self.opts.max_log_step / big,
+            )
         s0 = self.S(u, theta, state, c)
         lam = 1.0
         roundoff = 64 * np.finfo(float).eps * max(1.0, abs(s0))
@@ -322,8 +334,9 @@ def _result(crit, method, theta, u, state, trace, times, end):
     """The result at (θ, u, state) with the traces and ``end`` = (iterations, converged, message)."""
     it, converged, message = end
     _, alpha, _ = crit.quad(u, theta)
-    return KernelLearningResult(theta, alpha, u, trace[-1], tuple(trace), tuple(times), it, converged, method,
-                                crit.gamma(state), message)
+    return KernelLearningResult(
+        theta, alpha, u, trace[-1], tuple(trace), tuple(times), it, converged, method, crit.gamma(state), message
+    )
 
 
 def _grad_norm(crit, u, theta, state, c):
@@ -437,8 +450,9 @@ def alternating(
     return _outer_loop(crit, opts, "alternating", start, _alternating_iteration, on_iteration)
 
 
-def criterion_at(op: Sum, lik: DiagonalLikelihood, Y, theta, options: MKLOptions | None = None, *,
-                 return_fit: bool = False):
+def criterion_at(
+    op: Sum, lik: DiagonalLikelihood, Y, theta, options: MKLOptions | None = None, *, return_fit: bool = False
+):
     """φ(θ) = min_u F(u, θ) (VB: min over γ too) at fixed weights, by Newton in u (and γ refits), and
     its gradient by log θ: θ_m (-α^T K_m α + c_m + P'(θ_m)) at the minimiser (envelope theorem).
     With ``return_fit`` also a :class:`KernelLearningResult` holding α, u (and γ) at θ."""
@@ -458,8 +472,9 @@ def criterion_at(op: Sum, lik: DiagonalLikelihood, Y, theta, options: MKLOptions
     V = np.einsum("mij,j->im", crit.Ks, alpha[:, 0])
     g_th = -np.einsum("im,i->m", V, alpha[:, 0]) + c + crit.penalty(theta)[1]
     if return_fit:
-        fit = KernelLearningResult(theta, alpha, u, val, (val,), (0.0,), 0, True, "fixed", crit.gamma(state),
-                                   "criterion at fixed weights")
+        fit = KernelLearningResult(
+            theta, alpha, u, val, (val,), (0.0,), 0, True, "fixed", crit.gamma(state), "criterion at fixed weights"
+        )
         return val, theta * g_th, fit
     return val, theta * g_th
 
@@ -487,24 +502,49 @@ class WeightsObjective:
         return Trial(float(value), np.asarray(grad, dtype=np.float64), ok, None, {})
 
     def identity(self) -> dict:
-        return {"criterion": f"kernel_weights/{self.options.criterion}", "n": self.op.n_points,
-                "targets": digest_array(self.Y), "likelihood": repr(self.lik), "kernels": self.op.n_kernels,
-                "options": attrs.asdict(self.options)}
+        return {
+            "criterion": f"kernel_weights/{self.options.criterion}",
+            "n": self.op.n_points,
+            "targets": digest_array(self.Y),
+            "likelihood": repr(self.lik),
+            "kernels": self.op.n_kernels,
+            "options": attrs.asdict(self.options),
+        }
 
     def probe(self) -> np.ndarray:
         return probe_operator(self.op)
 
 
-def learn_weights(op: Sum, lik: DiagonalLikelihood, Y, options: MKLOptions | None = None, *,
-                  outer: OuterOptions | None = None, checkpoint: Checkpointing | None = None,
-                  on_iteration=None) -> tuple[OptimizeResult, KernelLearningResult]:
+def learn_weights(
+    op: Sum,
+    lik: DiagonalLikelihood,
+    Y,
+    options: MKLOptions | None = None,
+    *,
+    outer: OuterOptions | None = None,
+    checkpoint: Checkpointing | None = None,
+    on_iteration=None,
+) -> tuple[OptimizeResult, KernelLearningResult]:
     """Minimise φ(θ) over t = log θ by :func:`gpmodels.optimize.driver` (``outer``, default
     :func:`~gpmodels.optimize.driver.outer_options` () (100 iterations, tol 1e-6); box: log θ0 ± 10; ``checkpoint``,
     ``on_iteration``: as there), the quasi-Newton alternative to :func:`algorithm1`; returns the
     optimiser's result and the fit (α, u, γ) at the learned weights."""
     objective = WeightsObjective(op, lik, Y, options)
-    result = minimize(objective, np.log(op.weights), objective.names, options=outer or outer_options(),
-                      checkpoint=checkpoint, on_iteration=on_iteration)
+    result = minimize(
+        objective,
+        np.log(op.weights),
+        objective.names,
+        options=outer or outer_options(),
+        checkpoint=checkpoint,
+        on_iteration=on_iteration,
+    )
     _, _, fit = criterion_at(op, lik, objective.Y, np.exp(result.x), objective.options, return_fit=True)
-    return result, attrs.evolve(fit, trace=result.values, iterations=result.iterations, converged=result.converged,
-                                method="lbfgs", message=result.message, times=tuple(r.elapsed for r in result.trace))
+    return result, attrs.evolve(
+        fit,
+        trace=result.values,
+        iterations=result.iterations,
+        converged=result.converged,
+        method="lbfgs",
+        message=result.message,
+        times=tuple(r.elapsed for r in result.trace),
+    )

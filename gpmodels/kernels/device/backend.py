@@ -28,8 +28,9 @@ def _compat():
     try:
         import array_api_compat
     except ImportError:
-        raise DeviceError(f"device representations need array-api-compat, which is not installed; "
-                          f"{CUDA_EXTRA}") from None
+        raise DeviceError(
+            f"device representations need array-api-compat, which is not installed; {CUDA_EXTRA}"
+        ) from None
     return array_api_compat
 
 
@@ -79,8 +80,9 @@ class StrictBackend(ArrayBackend):
         try:
             import array_api_strict
         except ImportError:
-            raise DeviceError("the array-api-strict backend needs array-api-strict "
-                              "(pip install array-api-strict)") from None
+            raise DeviceError(
+                "the array-api-strict backend needs array-api-strict (pip install array-api-strict)"
+            ) from None
         self.xp = array_api_strict
         self.device, self.label = array_api_strict.Device("CPU_DEVICE"), "cpu (array-api-strict)"
 
@@ -140,8 +142,10 @@ def cuda_status() -> str | None:
     if torch.version.cuda is None:
         return f"the installed PyTorch {torch.__version__} is a CPU-only build (no CUDA); install a CUDA build"
     if not torch.cuda.is_available():
-        return (f"PyTorch {torch.__version__} (CUDA {torch.version.cuda}) sees no usable GPU "
-                "(no device, a driver too old, or CUDA_VISIBLE_DEVICES empty)")
+        return (
+            f"PyTorch {torch.__version__} (CUDA {torch.version.cuda}) sees no usable GPU "
+            "(no device, a driver too old, or CUDA_VISIBLE_DEVICES empty)"
+        )
     return None
 
 
@@ -149,8 +153,10 @@ def cuda_backend() -> ArrayBackend:
     """PyTorch's first CUDA device, or a DeviceError naming what is missing."""
     missing = cuda_status()
     if missing is not None:
-        raise DeviceError(f"device 'cuda' was asked for but cannot be used: {missing}. "
-                          "Allowed: device: cpu, or device: auto (the GPU when there is one)")
+        raise DeviceError(
+            f"device 'cuda' was asked for but cannot be used: {missing}. "
+            "Allowed: device: cpu, or device: auto (the GPU when there is one)"
+        )
     return torch_backend("cuda")
 
 

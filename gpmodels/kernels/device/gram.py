@@ -40,8 +40,16 @@ from gpmodels.kernels.representation_base import CrossRepresentation, Representa
 from gpmodels.kernels.stationary import SNAP_RTOL
 from gpmodels.validation import instance_of, one_of, optional, positive_number
 
-__all__ = ["DeviceMatrixCross", "DeviceTileCross", "DeviceStoredGram", "DeviceRecomputedGram",
-           "DeviceRepresentationConfig", "DEVICE_KINDS", "choose_device_representation", "device_form"]
+__all__ = [
+    "DeviceMatrixCross",
+    "DeviceTileCross",
+    "DeviceStoredGram",
+    "DeviceRecomputedGram",
+    "DeviceRepresentationConfig",
+    "DEVICE_KINDS",
+    "choose_device_representation",
+    "device_form",
+]
 
 DEVICE_KINDS = ("auto", "stored", "recomputed")
 LOG = logging.getLogger("gpmodels")
@@ -51,9 +59,11 @@ def device_form(kernel: Kernel):
     """The kernel's declared distance form, or a DeviceError naming the kernel."""
     form = kernel.distance_form
     if form is None:
-        raise DeviceError(f"the {type(kernel).__name__} kernel declares no squared-distance form, so its matrices "
-                          f"cannot be built on a device; allowed there: {', '.join(DEVICE_KERNELS)}, one kernel per "
-                          "matrix (sums, products and other kernels: device: cpu)")
+        raise DeviceError(
+            f"the {type(kernel).__name__} kernel declares no squared-distance form, so its matrices "
+            f"cannot be built on a device; allowed there: {', '.join(DEVICE_KERNELS)}, one kernel per "
+            "matrix (sums, products and other kernels: device: cpu)"
+        )
     return form
 
 
@@ -217,8 +227,15 @@ class DeviceGram(Representation):
     backend: ArrayBackend
     memory_mb: float
 
-    def _setup(self, X, kernel: Kernel, backend: ArrayBackend, memory_mb: float, inputs: DeviceInputs | None,
-               rescale: bool = False):
+    def _setup(
+        self,
+        X,
+        kernel: Kernel,
+        backend: ArrayBackend,
+        memory_mb: float,
+        inputs: DeviceInputs | None,
+        rescale: bool = False,
+    ):
         """``inputs``: these points already on the device (a restriction: as they are; another kernel
         value, ``rescale``: Z rebuilt there from the unscaled X)."""
         self.X, self.kernel, self.backend, self.memory_mb = X, kernel, backend, memory_mb
@@ -295,8 +312,17 @@ class DeviceGram(Representation):
 class DeviceStoredGram(DeviceGram, DeviceMatrixCross):
     """M stored on the device (float64 or float32), built there from X in row tiles."""
 
-    def __init__(self, X, kernel: Kernel, backend: ArrayBackend, dtype: str = "float64", memory_mb: float = 256.0,
-                 inputs: DeviceInputs | None = None, M=None, rescale: bool = False):
+    def __init__(
+        self,
+        X,
+        kernel: Kernel,
+        backend: ArrayBackend,
+        dtype: str = "float64",
+        memory_mb: float = 256.0,
+        inputs: DeviceInputs | None = None,
+        M=None,
+        rescale: bool = False,
+    ):
         if dtype not in STORAGE_DTYPES:
             raise InputError(f"the storage dtype must be one of {STORAGE_DTYPES}; got {dtype!r}")
         self._setup(X, kernel, backend, memory_mb, inputs, rescale)
@@ -320,8 +346,14 @@ class DeviceStoredGram(DeviceGram, DeviceMatrixCross):
 
     def restrict(self, J):
         J = np.asarray(J)
-        return DeviceStoredGram(self.X[J], self.kernel, self.backend, memory_mb=self.memory_mb,
-                                inputs=self.inputs.take(J), M=self._take(J, J))
+        return DeviceStoredGram(
+            self.X[J],
+            self.kernel,
+            self.backend,
+            memory_mb=self.memory_mb,
+            inputs=self.inputs.take(J),
+            M=self._take(J, J),
+        )
 
     def cross(self, I, J):
         return DeviceMatrixCross(self.backend, self._take(np.asarray(I), np.asarray(J)), self.memory_mb)
@@ -340,8 +372,15 @@ class DeviceStoredGram(DeviceGram, DeviceMatrixCross):
 class DeviceRecomputedGram(DeviceGram, DeviceTileCross):
     """M recomputed on the device in row tiles at every product; only Z (n x d) is kept."""
 
-    def __init__(self, X, kernel: Kernel, backend: ArrayBackend, memory_mb: float = 256.0,
-                 inputs: DeviceInputs | None = None, rescale: bool = False):
+    def __init__(
+        self,
+        X,
+        kernel: Kernel,
+        backend: ArrayBackend,
+        memory_mb: float = 256.0,
+        inputs: DeviceInputs | None = None,
+        rescale: bool = False,
+    ):
         self._setup(X, kernel, backend, memory_mb, inputs, rescale)
         self.rows_in = self.cols_in = self.inputs
         self.dtype = "float64"
@@ -371,8 +410,9 @@ def _dtype_name(backend: ArrayBackend, M) -> str:
 
 
 # ---------------------------------------------------------------------------- building
-def choose_device_representation(n: int, n_matrices: int, *, budget_bytes: int, dtype: str | None,
-                                 device: str) -> RepresentationChoice:
+def choose_device_representation(
+    n: int, n_matrices: int, *, budget_bytes: int, dtype: str | None, device: str
+) -> RepresentationChoice:
     """`auto` on a device: ``stored`` float64 if G n^2 8 bytes fit the budget, else ``stored`` float32
     if G n^2 4 bytes fit, else ``recomputed`` (only Z kept; any n).  ``dtype`` restricts the stored
     steps to that storage type."""
@@ -381,10 +421,24 @@ def choose_device_representation(n: int, n_matrices: int, *, budget_bytes: int, 
     for dt, size in (("float64", 8), ("float32", 4)):
         need = G * n * n * size
         if dtype in (None, dt) and need <= budget_bytes:
-            return RepresentationChoice("stored", dt, f"{G} x n^2 x {size} B = {need / GIB:.3g} GiB fit ({what})",
-                                        n * n * size, G, budget_bytes, device)
-    return RepresentationChoice("recomputed", "float64", f"no stored matrix fits: tiles rebuilt in every product "
-                                f"({what})", 0, G, budget_bytes, device)
+            return RepresentationChoice(
+                "stored",
+                dt,
+                f"{G} x n^2 x {size} B = {need / GIB:.3g} GiB fit ({what})",
+                n * n * size,
+                G,
+                budget_bytes,
+                device,
+            )
+    return RepresentationChoice(
+        "recomputed",
+        "float64",
+        f"no stored matrix fits: tiles rebuilt in every product ({what})",
+        0,
+        G,
+        budget_bytes,
+        device,
+    )
 
 
 @attrs.frozen
@@ -414,13 +468,16 @@ class DeviceRepresentationConfig(RepresentationBuilder):
     def choose(self, n: int, kernel: Kernel, n_matrices: int = 1) -> RepresentationChoice:
         if self.kind != "auto":
             dtype = (self.dtype or "float64") if self.kind == "stored" else "float64"
-            return RepresentationChoice(self.kind, dtype, "given in the configuration", 0, n_matrices, None,
-                                        self.backend.label)
-        return choose_device_representation(n, n_matrices, budget_bytes=self.budget_bytes(), dtype=self.dtype,
-                                            device=self.backend.label)
+            return RepresentationChoice(
+                self.kind, dtype, "given in the configuration", 0, n_matrices, None, self.backend.label
+            )
+        return choose_device_representation(
+            n, n_matrices, budget_bytes=self.budget_bytes(), dtype=self.dtype, device=self.backend.label
+        )
 
-    def build(self, X, kernel: Kernel, n_matrices: int = 1, *, log: bool = False,
-              like: Representation | None = None) -> Representation:
+    def build(
+        self, X, kernel: Kernel, n_matrices: int = 1, *, log: bool = False, like: Representation | None = None
+    ) -> Representation:
         """M(X, X) on the device; ``like``: this configuration's representation of the same X at
         another kernel value, whose device inputs are reused (no second upload)."""
         device_form(kernel)

@@ -71,10 +71,9 @@ def test_reduced_problem_against_cvxpy(D):
     nu = cp.Variable(D.size)
     # tight solver tolerances: at a degenerate vertex (D = [0, 1]: ν ≤ D active with a zero multiplier)
     # CLARABEL's defaults stop 2e-5 away from the solution, the size of the tolerance below
-    cp.Problem(cp.Minimize(cp.sum_squares(nu)), [nu <= D, cp.sum(nu) == D.sum() - 1]).solve(solver="CLARABEL",
-                                                                                            tol_gap_abs=1e-12,
-                                                                                            tol_gap_rel=1e-12,
-                                                                                            tol_feas=1e-12)
+    cp.Problem(cp.Minimize(cp.sum_squares(nu)), [nu <= D, cp.sum(nu) == D.sum() - 1]).solve(
+        solver="CLARABEL", tol_gap_abs=1e-12, tol_gap_rel=1e-12, tol_feas=1e-12
+    )
     np.testing.assert_allclose(solve_exact(D), nu.value, atol=1e-5 * (1 + np.abs(D).max()))
 
 
@@ -141,10 +140,13 @@ def test_dual_against_cvxpy(kernel_name, solver, engine):
 
 @pytest.mark.parametrize(
     "opts",
-    [dict(selection="cyclic", active_set=False, cooling="none", cache_mb=0.0),
-     dict(active_set=False, cooling="none", cache_mb=0.0), dict(active_set=True, cooling="exponential", cache_mb=0.0),
-     dict(active_set=True, cooling="linear", epsilon0=0.01, cache_mb=0.01),
-     dict(active_set=True, cooling="logarithmic", sparse="sparse")],
+    [
+        dict(selection="cyclic", active_set=False, cooling="none", cache_mb=0.0),
+        dict(active_set=False, cooling="none", cache_mb=0.0),
+        dict(active_set=True, cooling="exponential", cache_mb=0.0),
+        dict(active_set=True, cooling="linear", epsilon0=0.01, cache_mb=0.01),
+        dict(active_set=True, cooling="logarithmic", sparse="sparse"),
+    ],
 )
 @pytest.mark.parametrize("engine", ENGINES)
 def test_every_improvement_reaches_the_same_optimum(opts, engine):

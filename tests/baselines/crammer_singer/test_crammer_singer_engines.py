@@ -80,19 +80,37 @@ def _assert_same(a, b):
 
 
 options = st.one_of(
-    st.builds(dict, selection=st.just("cyclic"), active_set=st.just(False), cooling=st.just("none"),
-              max_sweeps=st.integers(1, 30)),
-    st.builds(dict, active_set=st.booleans(), cooling=st.sampled_from(["none", "exponential", "linear", "logarithmic"]),
-              epsilon0=st.sampled_from([0.999, 0.05]), max_updates=st.sampled_from([7, 10_000_000])),
+    st.builds(
+        dict,
+        selection=st.just("cyclic"),
+        active_set=st.just(False),
+        cooling=st.just("none"),
+        max_sweeps=st.integers(1, 30),
+    ),
+    st.builds(
+        dict,
+        active_set=st.booleans(),
+        cooling=st.sampled_from(["none", "exponential", "linear", "logarithmic"]),
+        epsilon0=st.sampled_from([0.999, 0.05]),
+        max_updates=st.sampled_from([7, 10_000_000]),
+    ),
 )
 
 
 @needs_compiled
 @settings(max_examples=40)
-@given(kind=st.sampled_from(["rbf", "linear_sparse", "gram"]), m=st.integers(2, 28), k=st.integers(2, 6),
-       d=st.integers(1, 4), seed=st.integers(0, 2**16), beta=st.floats(0.05, 5.0),
-       epsilon=st.sampled_from([1e-1, 1e-3, 1e-7]), reduced_solver=st.sampled_from(["fixed_point", "exact"]),
-       cache_rows=st.sampled_from([0, 1, 2, 5, 1000]), opts=options)
+@given(
+    kind=st.sampled_from(["rbf", "linear_sparse", "gram"]),
+    m=st.integers(2, 28),
+    k=st.integers(2, 6),
+    d=st.integers(1, 4),
+    seed=st.integers(0, 2**16),
+    beta=st.floats(0.05, 5.0),
+    epsilon=st.sampled_from([1e-1, 1e-3, 1e-7]),
+    reduced_solver=st.sampled_from(["fixed_point", "exact"]),
+    cache_rows=st.sampled_from([0, 1, 2, 5, 1000]),
+    opts=options,
+)
 def test_engines_agree_bit_for_bit(kind, m, k, d, seed, beta, epsilon, reduced_solver, cache_rows, opts):
     kern, X, y, G = _problem(kind, m, k, d, seed)
     cache_mb = cache_rows * 8 * m / 2**20  # room for exactly cache_rows rows
@@ -164,15 +182,35 @@ def test_compiled_solver_refuses_bad_buffers():
     m, k = 5, 3
     y = np.array([0, 1, 2, 0, 1], dtype=np.int64)
     st_ = cs_loops.LoopState.initial(y, np.ones(m), k, 1.0, 0)
-    good = dict(F=st_.Fk, tau=st_.tau, pen=st_.pen, y=st_.yv, A=st_.Av, perm=st_.perm, pos=st_.pos,
-                pool=np.empty((2, m)), lru=True, fill=lambda p, s: None, gram=None, n_active=0, fp_tol=1e-3,
-                fp_max_iter=100, exact=False, active=True)
+    good = dict(
+        F=st_.Fk,
+        tau=st_.tau,
+        pen=st_.pen,
+        y=st_.yv,
+        A=st_.Av,
+        perm=st_.perm,
+        pos=st_.pos,
+        pool=np.empty((2, m)),
+        lru=True,
+        fill=lambda p, s: None,
+        gram=None,
+        n_active=0,
+        fp_tol=1e-3,
+        fp_max_iter=100,
+        exact=False,
+        active=True,
+    )
     cs_loops._cs_core.Solver(**good)
-    for change, err in [(dict(F=st_.Fk.astype(np.float32)), TypeError), (dict(pool=np.empty((2, m + 1))), ValueError),
-                        (dict(y=np.array([0, 1, 5, 0, 1])), ValueError),
-                        (dict(perm=np.zeros(m, dtype=np.int64)), ValueError), (dict(fill=None), TypeError),
-                        (dict(gram=np.eye(m + 1)), ValueError), (dict(n_active=m + 1), ValueError),
-                        (dict(lru=False), ValueError)]:
+    for change, err in [
+        (dict(F=st_.Fk.astype(np.float32)), TypeError),
+        (dict(pool=np.empty((2, m + 1))), ValueError),
+        (dict(y=np.array([0, 1, 5, 0, 1])), ValueError),
+        (dict(perm=np.zeros(m, dtype=np.int64)), ValueError),
+        (dict(fill=None), TypeError),
+        (dict(gram=np.eye(m + 1)), ValueError),
+        (dict(n_active=m + 1), ValueError),
+        (dict(lru=False), ValueError),
+    ]:
         with pytest.raises(err):
             cs_loops._cs_core.Solver(**{**good, **change})
 
@@ -202,8 +240,11 @@ def test_engines_agree_with_many_classes_and_precomputed_kernels():
     and a run stopped by max_updates."""
     X, y = toy_classification(100, 50, d=3, seed=7, spread=4.0)
     Xi = index_inputs(np.arange(100))
-    for kern, Xin, extra in [(RBF(w=0.7), X, {}), (Precomputed(RBF(w=0.7).gram(X, X)), Xi, {}),
-                             (Precomputed(RBF(w=0.7).gram(X, X) + 0.2), Xi, dict(max_updates=800))]:
+    for kern, Xin, extra in [
+        (RBF(w=0.7), X, {}),
+        (Precomputed(RBF(w=0.7).gram(X, X)), Xi, {}),
+        (Precomputed(RBF(w=0.7).gram(X, X) + 0.2), Xi, dict(max_updates=800)),
+    ]:
         a = fit_crammer_singer(kern, Xin, y, CSOptions(beta=0.3, epsilon=1e-3, engine="numpy", **extra))
         b = fit_crammer_singer(kern, Xin, y, CSOptions(beta=0.3, epsilon=1e-3, engine="compiled", **extra))
         _assert_same(a, b)

@@ -21,8 +21,8 @@ def test_tau_from_nu_is_feasible_for_the_dual():
         D = r.normal(size=k)
         D[y] += 1.0
         tau = tau_from_nu(solve_exact(D), D, y)
-        assert tau.sum() == pytest.approx(0.0, abs=1e-12)                 # Σ_r τ_r = 0
-        assert np.all(tau <= np.eye(k)[y] + 1e-12)                          # τ ≤ 1_y
+        assert tau.sum() == pytest.approx(0.0, abs=1e-12)  # Σ_r τ_r = 0
+        assert np.all(tau <= np.eye(k)[y] + 1e-12)  # τ ≤ 1_y
 
 
 class _ScriptedLoop:
@@ -48,13 +48,17 @@ def test_cooling_rounds_follow_the_schedule_and_record_rounds_with_updates():
     recorded = []
     rounds, message = run_cooling_rounds(loop, o, recorded.append)
     assert rounds == len(schedule) and message == "max ψ < βε"
-    assert loop.calls == [e * 2.0 for e in schedule]                     # thresholds βε_t
-    assert recorded == [schedule[0]] + schedule[2:]                      # round 1 made no update
+    assert loop.calls == [e * 2.0 for e in schedule]  # thresholds βε_t
+    assert recorded == [schedule[0]] + schedule[2:]  # round 1 made no update
 
 
-@pytest.mark.parametrize("stall_at,max_updates,message", [
-    (2, 10_000_000, "stalled: the reduced problem of the selected example made no progress (round-off)"),
-    (None, 4, "max_updates reached")])
+@pytest.mark.parametrize(
+    "stall_at,max_updates,message",
+    [
+        (2, 10_000_000, "stalled: the reduced problem of the selected example made no progress (round-off)"),
+        (None, 4, "max_updates reached"),
+    ],
+)
 def test_cooling_rounds_stop_on_a_stall_or_the_update_budget(stall_at, max_updates, message):
     o = CSOptions(cooling="linear", epsilon0=0.9, epsilon=1e-3, max_updates=max_updates)
     loop = _ScriptedLoop([3] * 1000, stall_at=stall_at)

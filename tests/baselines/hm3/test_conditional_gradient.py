@@ -19,13 +19,13 @@ from gpmodels.baselines.hm3.solver import (
 from gpmodels.hierarchy import ClassTree
 
 SMALL_TREE = [("root", "a"), ("root", "b"), ("a", "a1"), ("a", "a2"), ("b", "b1"), ("a1", "x")]
-Y_SMALL = np.array([[1, 0, 1, 0, 0, 1]], dtype=bool)   # a, a1, x positive: one partial path
+Y_SMALL = np.array([[1, 0, 1, 0, 0, 1]], dtype=bool)  # a, a1, x positive: one partial path
 
 
 def _dual(mu, L, Yoh, k_ii):
     """f = μ·ℓ − ½ k_ii Σ_e ||ν_e||² of (8) for one example, ν = m Y − μ."""
     nu = mu.sum(axis=1)[:1] * Yoh - mu
-    return float(np.vdot(mu, L) - 0.5 * k_ii * np.sum(nu ** 2))
+    return float(np.vdot(mu, L) - 0.5 * k_ii * np.sum(nu**2))
 
 
 def _small():
@@ -55,11 +55,11 @@ def test_one_step_is_the_clipped_exact_line_search():
     star = best_vertex(L, tree, C)
     nu_star = star.sum(axis=1)[:1] * Yoh - star
     q = float(np.vdot(L, star))
-    r = k_ii * float(np.sum(nu_star ** 2))         # Δμᵀ K_ii Δμ = k_ii Σ_e ||Δν_e||² (Sec. 3.5)
+    r = k_ii * float(np.sum(nu_star**2))  # Δμᵀ K_ii Δμ = k_ii Σ_e ||Δν_e||² (Sec. 3.5)
     tau = min(q / r, 1.0)
     assert steps == 1
     np.testing.assert_allclose(mu, tau * star, rtol=1e-14, atol=0)
-    np.testing.assert_allclose(_dual(mu, L, Yoh, k_ii), tau * q - 0.5 * tau ** 2 * r, rtol=1e-12)
+    np.testing.assert_allclose(_dual(mu, L, Yoh, k_ii), tau * q - 0.5 * tau**2 * r, rtol=1e-12)
 
 
 def test_returned_gradient_is_that_of_the_returned_mu_and_inputs_are_untouched():
@@ -77,8 +77,10 @@ def test_returned_gradient_is_that_of_the_returned_mu_and_inputs_are_untouched()
 
 def test_the_dual_increases_step_by_step():
     tree, L, Yoh = _small()
-    values = [_dual(conditional_gradient_ascent(L, np.zeros_like(L), Yoh, 0.3, tree, 2.0, n)[0], L, Yoh, 0.3)
-              for n in range(12)]
+    values = [
+        _dual(conditional_gradient_ascent(L, np.zeros_like(L), Yoh, 0.3, tree, 2.0, n)[0], L, Yoh, 0.3)
+        for n in range(12)
+    ]
     assert all(b >= a - 1e-12 for a, b in itertools.pairwise(values)) and values[-1] > values[0]
 
 
@@ -89,4 +91,3 @@ def test_many_steps_reach_the_cvxpy_optimum_of_one_example(k_ii, C, rel):
     _, value = solve_marginal_qp(np.array([[k_ii]]), L[None], Yoh[None], tree, C)
     assert _dual(mu, L, Yoh, k_ii) == pytest.approx(value, rel=rel)
     assert mu.min() >= 0.0 and mu.sum(axis=1).max() <= C * (1 + 1e-12)
-

@@ -80,8 +80,11 @@ def test_node_max_marginals_against_brute_force(edges, seed):
                 np.testing.assert_allclose(MM[:, j, int(b)], brute[:, Ys[:, j] == b].max(axis=1), atol=1e-10)
         # the best labeling attains both its own max-marginals, node by node
         lab, val = best_labelings(g, tree, consistent=consistent)
-        np.testing.assert_allclose(np.take_along_axis(MM, lab[:, :, None].astype(int), axis=2)[:, :, 0],
-                                   np.broadcast_to(val[:, None], lab.shape), atol=1e-10)
+        np.testing.assert_allclose(
+            np.take_along_axis(MM, lab[:, :, None].astype(int), axis=2)[:, :, 0],
+            np.broadcast_to(val[:, None], lab.shape),
+            atol=1e-10,
+        )
 
 
 @settings(max_examples=20)
@@ -124,7 +127,7 @@ def test_edge_losses_add_up_to_the_multilabel_loss(edges, seed):
 
 
 def test_node_weights():
-    t = ClassTree(SMALL_TREE)   # nodes a, b, a1, a2, b1, x
+    t = ClassTree(SMALL_TREE)  # nodes a, b, a1, a2, b1, x
     np.testing.assert_allclose(node_weights(t, "sibling"), [0.5, 0.5, 0.25, 0.25, 0.5, 0.25])
     np.testing.assert_allclose(node_weights(t, "subtree"), np.array([4, 2, 2, 1, 1, 1]) / 7)
 
@@ -146,12 +149,17 @@ def _toy(m=14, seed=0, d=3):
 def test_marginal_dual_against_cvxpy(loss, scaling, ws):
     tree, X, Y = _toy()
     k, C = RBF(w=0.5), 1.0
-    model = fit_hm3(k, X, Y, tree, HM3Options(C=C, loss=loss, scaling=scaling, working_set=ws, chunk_size=6,
-                                              gap_tol=8e-4, max_passes=5000))
+    model = fit_hm3(
+        k,
+        X,
+        Y,
+        tree,
+        HM3Options(C=C, loss=loss, scaling=scaling, working_set=ws, chunk_size=6, gap_tol=8e-4, max_passes=5000),
+    )
     r = model.result
     mu_ref, val = solve_marginal_qp(k.gram(X, X), edge_losses(Y, tree, loss, scaling), edge_onehot(Y, tree), tree, C)
     assert r.converged and r.dual == pytest.approx(val, rel=1e-3)
-    assert r.dual <= val * (1 + 1e-6) + 1e-9 <= r.primal * (1 + 1e-5) + 1e-8   # weak duality around the optimum
+    assert r.dual <= val * (1 + 1e-6) + 1e-9 <= r.primal * (1 + 1e-5) + 1e-8  # weak duality around the optimum
     # μ in the marginal polytope: box, non-negative, consistent node marginals, root positive
     mu = r.mu
     assert mu.min() >= -1e-12 and mu.sum(axis=2).max() <= C + 1e-9
@@ -189,8 +197,9 @@ def test_lp_directions_match_the_dp():
     # the LP variant trains to the same optimum
     tree, X, Y = _toy(m=5, seed=2)
     dp = fit_hm3(RBF(w=0.5), X, Y, tree, HM3Options(gap_tol=3e-3, working_set="cyclic", max_passes=3000))
-    lpm = fit_hm3(RBF(w=0.5), X, Y, tree, HM3Options(gap_tol=3e-3, working_set="cyclic", max_passes=3000,
-                                                      direction="lp"))
+    lpm = fit_hm3(
+        RBF(w=0.5), X, Y, tree, HM3Options(gap_tol=3e-3, working_set="cyclic", max_passes=3000, direction="lp")
+    )
     assert lpm.result.converged and lpm.result.dual == pytest.approx(dp.result.dual, rel=6e-3)
 
 
@@ -212,8 +221,7 @@ def test_lp_direction_reaches_the_cvxpy_optimum_quietly(capfd, edges, seed, C):
     ref.solve()
     assert np.vdot(g, v_star) == pytest.approx(ref.value, abs=1e-6 * max(1.0, abs(ref.value)))
     check = cp.Parameter((tree.n_nodes, 4), value=v_star)
-    assert all(np.all(np.abs(np.atleast_1d(c.violation())) < 1e-7)
-               for c in polytope_constraints(check, tree, C))
+    assert all(np.all(np.abs(np.atleast_1d(c.violation())) < 1e-7) for c in polytope_constraints(check, tree, C))
 
 
 def test_node_svm_baselines_and_consistency():
@@ -221,14 +229,14 @@ def test_node_svm_baselines_and_consistency():
     for mode in ("flat", "hierarchical"):
         s = fit_node_svms(RBF(w=0.5), X, Y, tree, C=10.0, mode=mode)
         U = s.predict(X)
-        check_multilabels(U, tree)            # consistent after the top-down pass
-        assert np.mean(U == Y) > 0.8          # fits its training data well at C = 10
+        check_multilabels(U, tree)  # consistent after the top-down pass
+        assert np.mean(U == Y) > 0.8  # fits its training data well at C = 10
     U = np.array([[False, True, True, True, True, True]])
     np.testing.assert_array_equal(top_down_consistent(U, tree), [[False, True, False, False, True, False]])
 
 
 def test_multilabel_scores_by_hand():
-    t = ClassTree(SMALL_TREE)   # a, b, a1, a2, b1, x
+    t = ClassTree(SMALL_TREE)  # a, b, a1, a2, b1, x
     Y = np.array([[1, 0, 1, 0, 0, 1], [1, 1, 0, 1, 1, 0]], dtype=bool)
     U = np.array([[1, 0, 1, 0, 0, 0], [0, 1, 0, 0, 1, 0]], dtype=bool)
     assert zero_one_loss(Y, U, t) == 1.0

@@ -42,11 +42,15 @@ FLAT_CASES = {
     "ard-semi": lambda X, C: IndependentGP(ARD([0.5, 2.0]), "semi", [2.0, 1.0, 4.0][:C], 2.0).operator(X, C),
     "linear-tied": lambda X, C: IndependentGP(Linear(), "tied", 0.7, 1.0).operator(X, C),
     "rbf-groups-learned-sigma2": lambda X, C: IndependentGP(
-        RBF(0.4), None, [2.0, 0.5], 1.5, kernel_groups=[[0, 2], [1]], variance_groups=[[0], [1, 2]],
-        learn_sigma2=True).operator(X, C),
+        RBF(0.4), None, [2.0, 0.5], 1.5, kernel_groups=[[0, 2], [1]], variance_groups=[[0], [1, 2]], learn_sigma2=True
+    ).operator(X, C),
     "polynomial-separate-blocked": lambda X, C: IndependentGP(
-        Polynomial(degree=2, scale=0.3, offset=1.0), "separate", 0.5, 1.0,
-        representation=RepresentationConfig(kind="blocked", memory_mb=1e-3)).operator(X, C),
+        Polynomial(degree=2, scale=0.3, offset=1.0),
+        "separate",
+        0.5,
+        1.0,
+        representation=RepresentationConfig(kind="blocked", memory_mb=1e-3),
+    ).operator(X, C),
     "rbf-no-intercept": lambda X, C: IndependentGP(RBF(1.2), "semi", 4.0, 0.0).operator(X, C),
 }
 
@@ -64,10 +68,12 @@ NONFLAT_CASES = {
     "dense-coupled-toy": _dense_op,  # couples classes and points; grad_trace by the generic FD default
     "anova-rbf-level": lambda X, C: ANOVAPrior(_tree3(), RBF(0.8), "level", [2.0, 0.7], 1.0).operator(X, C),
     "anova-linear-node-learned-sigma2": lambda X, C: ANOVAPrior(
-        _tree3(), Linear(), "node", 0.9, 1.5, learn_sigma2=True).operator(X, C),
+        _tree3(), Linear(), "node", 0.9, 1.5, learn_sigma2=True
+    ).operator(X, C),
     "coupled-rbf": lambda X, C: CoupledPrior(RBF(0.6), init="random", variance=1.5, sigma2=1.0, seed=2).operator(X, C),
-    "loadings-ard-semi": lambda X, C: CoupledPrior(ARD([0.5, 1.5]), n_factors=2, sharing="semi", variance=[1.0, 2.0],
-                                                   sigma2=0.5, seed=1).operator(X, C),
+    "loadings-ard-semi": lambda X, C: CoupledPrior(
+        ARD([0.5, 1.5]), n_factors=2, sharing="semi", variance=[1.0, 2.0], sigma2=0.5, seed=1
+    ).operator(X, C),
 }
 
 
@@ -147,9 +153,11 @@ class _Spy:
     def __getattr__(self, name):
         attr = getattr(self.op, name)
         if name in self.calls:
+
             def counted(*a, **k):
                 self.calls[name] += 1
                 return attr(*a, **k)
+
             return counted
         return attr
 
@@ -199,8 +207,9 @@ def test_the_lowrank_preconditioner_subspaces_travel_with_the_inner_state(monkey
 
     X, Y, folds = _data(n=45)
     op = FLAT_CASES["rbf-separate"](X, 3)
-    newton = NewtonOptions(max_iter=40, cg_max_iter=200, grad_tol=1e-10, cg_forcing=1e-3, preconditioner="lowrank",
-                           precond_rank=6)
+    newton = NewtonOptions(
+        max_iter=40, cg_max_iter=200, grad_tol=1e-10, cg_forcing=1e-3, preconditioner="lowrank", precond_rank=6
+    )
     opts = CVOptions(newton=newton, accumulation_tol=1e-10, k3=200)
     first = cv_criterion(op, Softmax(), Y, folds, opts)
     J_sizes = [45 - I.size for I in folds]
@@ -283,8 +292,9 @@ def test_warm_start_policy_picks_the_better_start_and_retries_cold():
     short = NewtonOptions(max_iter=6, cg_max_iter=50, grad_tol=1e-8)
     opts = CVOptions(newton=short, warm_start=unscaled_start, fail_tol=1e-4, retry_cold=False)
     assert not cv_criterion(op, Softmax(), Y, folds, opts, state=bad).ok
-    retried = cv_criterion(op, Softmax(), Y, folds, CVOptions(newton=short, warm_start=unscaled_start, fail_tol=1e-4),
-                           state=bad)
+    retried = cv_criterion(
+        op, Softmax(), Y, folds, CVOptions(newton=short, warm_start=unscaled_start, fail_tol=1e-4), state=bad
+    )
     assert retried.ok and "warm+cold" in [f.start for f in retried.folds]
     assert retried.psi == pytest.approx(good.psi, rel=1e-5)  # refits converged to fail_tol
 
@@ -328,8 +338,9 @@ def test_parallel_folds_are_bit_identical_to_the_sequential_loop(name):
         assert np.array_equal(s.gradient, p.gradient)
         for a, b in zip(s.state.alphas + s.state.betas, p.state.alphas + p.state.betas, strict=True):
             assert np.array_equal(a, b)
-        assert [(f.newton_iterations, f.fit_mvms, f.accumulation_iterations, f.start) for f in s.folds] == \
-            [(f.newton_iterations, f.fit_mvms, f.accumulation_iterations, f.start) for f in p.folds]
+        assert [(f.newton_iterations, f.fit_mvms, f.accumulation_iterations, f.start) for f in s.folds] == [
+            (f.newton_iterations, f.fit_mvms, f.accumulation_iterations, f.start) for f in p.folds
+        ]
 
 
 def test_parallel_folds_stop_like_the_sequential_loop_on_a_failure():

@@ -36,8 +36,12 @@ from gpmodels.priors.anova import ANOVAPrior
 from gpmodels.priors.coupled import CoupledPrior
 from gpmodels.priors.independent import IndependentGP
 
-TIGHT = CVOptions(newton=NewtonOptions(max_iter=100, cg_max_iter=600, cg_tol=1e-14, cg_forcing=0.0, grad_tol=1e-12,
-                                       phi_rtol=0.0), k3=600, accumulation_tol=1e-13, fail_tol=1e-8)
+TIGHT = CVOptions(
+    newton=NewtonOptions(max_iter=100, cg_max_iter=600, cg_tol=1e-14, cg_forcing=0.0, grad_tol=1e-12, phi_rtol=0.0),
+    k3=600,
+    accumulation_tol=1e-13,
+    fail_tol=1e-8,
+)
 FLOAT32 = RepresentationConfig(kind="stored", dtype="float32")
 FLOAT64 = RepresentationConfig(kind="stored", dtype="float64")
 FD_STEP = 1e-3
@@ -50,8 +54,9 @@ def _tree3():
 CASES = {
     "flat-rbf-separate": lambda rep: IndependentGP(RBF(0.7), "separate", [1.5, 3.0, 0.8], 1.0, representation=rep),
     "anova-rbf-level": lambda rep: ANOVAPrior(_tree3(), RBF(0.8), "level", [2.0, 0.7], 1.0, representation=rep),
-    "coupled-rbf": lambda rep: CoupledPrior(RBF(0.6), init="random", variance=1.5, sigma2=1.0, seed=2,
-                                            representation=rep),
+    "coupled-rbf": lambda rep: CoupledPrior(
+        RBF(0.6), init="random", variance=1.5, sigma2=1.0, seed=2, representation=rep
+    ),
 }
 
 

@@ -17,13 +17,14 @@ from gpmodels.likelihoods.softmax import Softmax
 from gpmodels.optimize.lbfgs import OuterOptions
 from gpmodels.priors.independent import IndependentGP
 
-OPTIONS = LearnOptions(cv=CVOptions(newton=NewtonOptions(max_iter=20, cg_max_iter=40, grad_tol=1e-6)),
-                       outer=OuterOptions(max_iter=8))
+OPTIONS = LearnOptions(
+    cv=CVOptions(newton=NewtonOptions(max_iter=20, cg_max_iter=40, grad_tol=1e-6)), outer=OuterOptions(max_iter=8)
+)
 
 
 def _split(n=90, C=3, seed=0, spread=1.5):
     X, y = toy_classification(n, C, d=2, seed=seed, spread=spread)
-    return X[: 2 * n // 3], y[: 2 * n // 3], X[2 * n // 3:], y[2 * n // 3:]
+    return X[: 2 * n // 3], y[: 2 * n // 3], X[2 * n // 3 :], y[2 * n // 3 :]
 
 
 def test_learning_decreases_psi_and_the_final_fit_predicts():
@@ -50,6 +51,7 @@ def test_learning_decreases_psi_and_the_final_fit_predicts():
 def attrs_like(res, op):
     """The same result object pointing at the starting operator (for the comparison above)."""
     import attrs
+
     return attrs.evolve(res, operator=op)
 
 
@@ -59,8 +61,15 @@ def test_one_vs_rest_learns_each_binary_task(tmp_path):
     folds = kfold_partition(y.size, 3, seed=2, y=y)
     opts = LearnOptions(cv=OPTIONS.cv, outer=OuterOptions(max_iter=3))
     seen = []
-    model = learn_one_vs_rest(op2, Softmax(), np.eye(3)[y], folds, opts, checkpoint=Checkpointing(tmp_path / "ck.npz"),
-                              on_iteration=lambda c, rec: seen.append((c, rec.iteration)))
+    model = learn_one_vs_rest(
+        op2,
+        Softmax(),
+        np.eye(3)[y],
+        folds,
+        opts,
+        checkpoint=Checkpointing(tmp_path / "ck.npz"),
+        on_iteration=lambda c, rec: seen.append((c, rec.iteration)),
+    )
     assert len(model.models) == 3 and {c for c, _ in seen} == {0, 1, 2}
     thetas = np.array([r.theta for r in model.learned])
     assert thetas.shape == (3, 2) and np.unique(np.round(thetas, 6), axis=0).shape[0] == 3
@@ -159,8 +168,11 @@ def test_the_final_fit_starts_from_the_folds_solutions():
     res = learn_hyperparameters(op, Softmax(), Y, folds, OPTIONS)
     alpha0 = start_from_folds(res.outer.inner, res.folds, y.size)
     i = 7
-    expect = [a[np.searchsorted(np.setdiff1d(np.arange(y.size), I), i)]
-              for I, a in zip(res.folds, res.outer.inner.alphas) if i not in I]
+    expect = [
+        a[np.searchsorted(np.setdiff1d(np.arange(y.size), I), i)]
+        for I, a in zip(res.folds, res.outer.inner.alphas)
+        if i not in I
+    ]
     assert len(expect) == 4
     np.testing.assert_allclose(alpha0[i], np.mean(expect, axis=0), rtol=1e-12)
     assert start_from_folds(None, res.folds, y.size) is None

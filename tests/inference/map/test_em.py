@@ -15,8 +15,17 @@ from gpmodels.likelihoods.softmax import Softmax
 from gpmodels.likelihoods.uncertain import PseudoTargets, coarsen_labels
 from gpmodels.priors import ANOVAPrior, IndependentGP
 
-EDGES = [("root", "a"), ("root", "b"), ("root", "c"), ("a", "a1"), ("a", "a2"), ("a2", "a21"), ("a2", "a22"),
-         ("b", "b1"), ("b", "b2")]
+EDGES = [
+    ("root", "a"),
+    ("root", "b"),
+    ("root", "c"),
+    ("a", "a1"),
+    ("a", "a2"),
+    ("a2", "a21"),
+    ("a2", "a22"),
+    ("b", "b1"),
+    ("b", "b2"),
+]
 
 
 def _setup(n=45, seed=0):
@@ -46,8 +55,11 @@ def test_e_step_and_log_likelihood_by_brute_force(rng):
 @pytest.mark.parametrize("prior", ["flat", "anova"])
 def test_em_criterion_never_decreases_and_the_fit_uses_the_coarse_labels(prior):
     tree, X, y = _setup()
-    op = (IndependentGP(RBF(0.4), "tied", 3.0, 1.0) if prior == "flat" else
-          ANOVAPrior(tree, RBF(0.4), "level", 2.0, sigma2=1.0)).operator(X, tree.n_classes)
+    op = (
+        IndependentGP(RBF(0.4), "tied", 3.0, 1.0)
+        if prior == "flat"
+        else ANOVAPrior(tree, RBF(0.4), "level", 2.0, sigma2=1.0)
+    ).operator(X, tree.n_classes)
     ps = coarsen_labels(tree, y, fraction=0.6, levels_up=1, seed=1)
     assert not ps.certain.all()
     res = fit_em(op, ps, EMOptions(max_iter=40, rtol=1e-9, newton=NewtonOptions(grad_tol=1e-8)))

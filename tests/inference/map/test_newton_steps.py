@@ -51,7 +51,7 @@ def test_project_start_at_zero_needs_no_mvm_and_checks_the_shape():
 def test_project_start_lands_in_the_range_of_W_with_u_its_image():
     op, lik, Y = _problem()
     alpha, u = project_start(lik, np.random.default_rng(0).normal(size=Y.shape), *Y.shape, op.mvm)
-    np.testing.assert_allclose(lik.project_alpha(alpha), alpha, atol=1e-14)   # a projection
+    np.testing.assert_allclose(lik.project_alpha(alpha), alpha, atol=1e-14)  # a projection
     np.testing.assert_allclose(u, op.mvm(alpha), atol=1e-14)
 
 
@@ -61,9 +61,9 @@ def test_newton_direction_solves_the_newton_equation_in_u_space():
     assert hf.fixed_alpha is None
     system = newton_system(hf, op.mvm, u, g)
     precondition = make_preconditioner("diagonal", op).for_factor(hf)
-    res, new_alpha = newton_direction(system, hf.beta_init(alpha), TIGHT, precondition, forcing=0.0,
-                                      alpha_norm=False)
+    res, new_alpha = newton_direction(system, hf.beta_init(alpha), TIGHT, precondition, forcing=0.0, alpha_norm=False)
     assert res.converged
+
     # (I + V^T K̃ V) β = V^T u − g̃ with α' = V β  <=>  α' + W K̃ α' = W u − g  (W = V V^T, g ∈ ran V)
     def W(x):
         return hf.V(hf.Vt(x))
@@ -85,14 +85,18 @@ def test_line_search_step_searches_along_the_newton_point():
         assert ls.phi <= phi
 
 
-@pytest.mark.parametrize("step,phi_new,stall", [(0.0, 5.0, True), (1.0, 4.0, False), (0.5, 4.0, False),
-                                                (0.5, 5.0 - 1e-15, True), (1.0, 5.0 - 1e-15, False)])
+@pytest.mark.parametrize(
+    "step,phi_new,stall",
+    [(0.0, 5.0, True), (1.0, 4.0, False), (0.5, 4.0, False), (0.5, 5.0 - 1e-15, True), (1.0, 5.0 - 1e-15, False)],
+)
 def test_is_stall(step, phi_new, stall):
     assert is_stall(LineSearchResult(step=step, phi=phi_new, evaluations=1), 5.0, 1e-12) is stall
 
 
-@pytest.mark.parametrize("step,stall_step,stall", [(0.05, 0.1, True), (0.1, 0.1, False), (0.05, 0.0, False),
-                                                   (1.0, 1.0, False), (0.99, 1.0, True)])
+@pytest.mark.parametrize(
+    "step,stall_step,stall",
+    [(0.05, 0.1, True), (0.1, 0.1, False), (0.05, 0.0, False), (1.0, 1.0, False), (0.99, 1.0, True)],
+)
 def test_a_step_below_stall_step_is_a_stall(step, stall_step, stall):
     """A clear decrease (5 -> 4) still counts as a stall when λ < stall_step: the direction is poor."""
     assert is_stall(LineSearchResult(step=step, phi=4.0, evaluations=1), 5.0, 1e-12, stall_step) is stall
@@ -103,16 +107,22 @@ def _step_at_state(op, lik, Y, opts):
     alpha, u, g, hf = _state(op, lik, Y)
     system = newton_system(hf, op.mvm, u, g)
     phi = objective(lik, Y, alpha, u)
-    return phi, newton_step_with_restarts(NewtonProblem(lik, Y, op.mvm, opts), NewtonPoint(alpha, u, phi, g), system,
-                                          make_preconditioner("diagonal", op), hf.beta_init(alpha))
+    return phi, newton_step_with_restarts(
+        NewtonProblem(lik, Y, op.mvm, opts),
+        NewtonPoint(alpha, u, phi, g),
+        system,
+        make_preconditioner("diagonal", op),
+        hf.beta_init(alpha),
+    )
 
 
 def test_a_damped_step_below_stall_step_restarts_cg_and_the_fit_reaches_the_same_optimum():
     op, lik, Y = _problem()
     stalls = {}
     for stall_step in (0.0, 1.0):  # 1.0: every damped step restarts CG
-        phi, step = _step_at_state(op, lik, Y, NewtonOptions(cg_max_iter=1, max_stall_restarts=2,
-                                                             stall_step=stall_step))
+        phi, step = _step_at_state(
+            op, lik, Y, NewtonOptions(cg_max_iter=1, max_stall_restarts=2, stall_step=stall_step)
+        )
         stalls[stall_step] = step.stalls
         assert step.line_search.success and step.line_search.phi < phi
     assert stalls[0.0] == 0 and stalls[1.0] >= 1
@@ -128,9 +138,13 @@ def test_one_newton_step_is_the_first_iteration_of_newton_cg():
     g = lik.gradient(u, Y)
     hf = lik.hessian_factor(u, Y)
     system = newton_system(hf, op.mvm, u, g)
-    step = newton_step_with_restarts(NewtonProblem(lik, Y, op.mvm, opts),
-                                     NewtonPoint(alpha, u, objective(lik, Y, alpha, u), g), system,
-                                     make_preconditioner("diagonal", op), hf.beta_init(alpha))
+    step = newton_step_with_restarts(
+        NewtonProblem(lik, Y, op.mvm, opts),
+        NewtonPoint(alpha, u, objective(lik, Y, alpha, u), g),
+        system,
+        make_preconditioner("diagonal", op),
+        hf.beta_init(alpha),
+    )
     ls, s, beta, n_cg, stalls = step.line_search, step.s, step.beta, step.cg_iterations, step.stalls
     fit = newton_cg(op, lik, Y, opts)
     assert stalls == fit.diagnostics.stalls == 0 and n_cg == fit.diagnostics.cg_iterations[0]
@@ -144,10 +158,12 @@ def test_a_truncated_direction_that_stalls_restarts_cg_from_its_last_beta():
     # phi_rtol = 1: every damped step counts as a stall, so each attempt (one CG step) is followed by a restart
     results = {}
     for restarts in (0, 2):
-        phi, results[restarts] = _step_at_state(op, lik, Y,
-                                                NewtonOptions(cg_max_iter=1, max_stall_restarts=restarts, phi_rtol=1.0))
-    (ls0, n_cg0, stalls0), (ls2, n_cg2, stalls2) = ((r.line_search, r.cg_iterations, r.stalls)
-                                                     for r in (results[0], results[2]))
+        phi, results[restarts] = _step_at_state(
+            op, lik, Y, NewtonOptions(cg_max_iter=1, max_stall_restarts=restarts, phi_rtol=1.0)
+        )
+    (ls0, n_cg0, stalls0), (ls2, n_cg2, stalls2) = (
+        (r.line_search, r.cg_iterations, r.stalls) for r in (results[0], results[2])
+    )
     assert (stalls0, n_cg0, stalls2, n_cg2) == (1, 1, 3, 3)
     assert ls0.success and ls0.step < 1.0
-    assert ls2.phi <= ls0.phi < phi   # the best attempt is kept, and the first attempt is one of them
+    assert ls2.phi <= ls0.phi < phi  # the best attempt is kept, and the first attempt is one of them

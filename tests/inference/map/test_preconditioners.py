@@ -19,8 +19,18 @@ from gpmodels.kernels.rbf import RBF
 from gpmodels.likelihoods.softmax import Softmax
 from gpmodels.priors import ANOVAPrior, CoupledPrior, IndependentGP
 
-TREE = [("r", "a"), ("r", "b"), ("r", "c"), ("a", "a1"), ("a", "a2"), ("a2", "x"), ("a2", "y"), ("b", "b1"),
-        ("b", "b2"), ("b", "b3")]
+TREE = [
+    ("r", "a"),
+    ("r", "b"),
+    ("r", "c"),
+    ("a", "a1"),
+    ("a", "a2"),
+    ("a2", "x"),
+    ("a2", "y"),
+    ("b", "b1"),
+    ("b", "b2"),
+    ("b", "b3"),
+]
 
 
 def _separate(X, C):
@@ -32,11 +42,13 @@ def _separate(X, C):
 
 
 def _operators(X, C, tree):
-    return {"flat": IndependentGP(RBF(0.3), "semi", [2.0 + c for c in range(C)], 0.5).operator(X, C),
-            "separate": _separate(X, C),
-            "anova": ANOVAPrior(tree, Linear(), "level", [4.0, 2.0, 1.0], sigma2=0.5).operator(X, C),
-            "coupled": CoupledPrior(RBF(0.3), init="random", seed=3, variance=3.0, sigma2=0.2).operator(X, C),
-            "loadings": CoupledPrior(RBF(0.3), n_factors=3, tree=tree, variance=3.0).operator(X, C)}
+    return {
+        "flat": IndependentGP(RBF(0.3), "semi", [2.0 + c for c in range(C)], 0.5).operator(X, C),
+        "separate": _separate(X, C),
+        "anova": ANOVAPrior(tree, Linear(), "level", [4.0, 2.0, 1.0], sigma2=0.5).operator(X, C),
+        "coupled": CoupledPrior(RBF(0.3), init="random", seed=3, variance=3.0, sigma2=0.2).operator(X, C),
+        "loadings": CoupledPrior(RBF(0.3), n_factors=3, tree=tree, variance=3.0).operator(X, C),
+    }
 
 
 def _dense_system(op, hf):
@@ -196,8 +208,14 @@ def test_newton_cg_with_each_preconditioner_reaches_the_dense_optimum(kind, prec
     X, y = toy_classification(14, tree.n_classes, d=3, seed=4)
     op = _operators(X, tree.n_classes, tree)[kind]
     Y = np.eye(tree.n_classes)[y]
-    res = newton_cg(op, Softmax(), Y, NewtonOptions(max_iter=60, cg_max_iter=300, grad_tol=1e-9, phi_rtol=0.0,
-                                                   preconditioner=precond, precond_rank=3))
+    res = newton_cg(
+        op,
+        Softmax(),
+        Y,
+        NewtonOptions(
+            max_iter=60, cg_max_iter=300, grad_tol=1e-9, phi_rtol=0.0, preconditioner=precond, precond_rank=3
+        ),
+    )
     assert res.converged, res.diagnostics.message
     u, phi = dense_softmax_map(op.dense(), Y)
     assert res.phi == pytest.approx(phi, rel=1e-9)

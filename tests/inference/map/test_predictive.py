@@ -33,8 +33,9 @@ def _independent(X):
 
 
 def _anova(X):
-    return ANOVAPrior(TREE, RBF(w=0.5), sharing="node", variance=[1.5, 0.8, 1.0, 2.0], sigma2=0.3,
-                      representation=STORED).operator(X, TREE.n_classes)
+    return ANOVAPrior(
+        TREE, RBF(w=0.5), sharing="node", variance=[1.5, 0.8, 1.0, 2.0], sigma2=0.3, representation=STORED
+    ).operator(X, TREE.n_classes)
 
 
 def _coupled(X):
@@ -58,8 +59,8 @@ def _dense_oracle(factory, X, X_new, model):
     n, m = X.shape[0], X_new.shape[0]
     full = factory(np.vstack([X, X_new])).dense()
     C = model.operator.n_classes
-    K, Q = full[: n * C, : n * C], full[: n * C, n * C:]
-    Kss = full[n * C:, n * C:].reshape(m, C, m, C)[np.arange(m), :, np.arange(m), :]
+    K, Q = full[: n * C, : n * C], full[: n * C, n * C :]
+    Kss = full[n * C :, n * C :].reshape(m, C, m, C)[np.arange(m), :, np.arange(m), :]
     u = model.result.u
     pi = np.exp(u - u.max(axis=1, keepdims=True))
     pi /= pi.sum(axis=1, keepdims=True)

@@ -39,8 +39,9 @@ FLAT_PROBLEMS = {
 PRECOND_OPERATORS = {
     "flat": lambda X, C, tree: IndependentGP(RBF(0.4), "separate", [1.0 + c for c in range(C)], 0.5).operator(X, C),
     "anova": lambda X, C, tree: ANOVAPrior(tree, Linear(), "level", [3.0, 1.5], sigma2=0.5).operator(X, C),
-    "coupled": lambda X, C, tree: CoupledPrior(RBF(0.4), init="random", seed=2, variance=2.0,
-                                               sigma2=0.3).operator(X, C),
+    "coupled": lambda X, C, tree: CoupledPrior(RBF(0.4), init="random", seed=2, variance=2.0, sigma2=0.3).operator(
+        X, C
+    ),
 }
 
 

@@ -55,13 +55,17 @@ def _cvx_mkl(op, y, loss, lam, p, jitter=1e-8):
     return prob.value, th.value
 
 
-@pytest.mark.parametrize("loss, p", [("logistic", 1), ("logistic", 2), ("smoothed_hinge", 1), ("squared", 1),
-                                     ("squared", 1.5)])
+@pytest.mark.parametrize(
+    "loss, p", [("logistic", 1), ("logistic", 2), ("smoothed_hinge", 1), ("squared", 1), ("squared", 1.5)]
+)
 def test_mkl_matches_cvxpy(loss, p):
     X, yb, yr = _data(15)
     op = _sum(X)
-    lik, y = {"logistic": (Logistic(), yb), "smoothed_hinge": (SmoothedHinge(1e-2), yb),
-              "squared": (Gaussian(0.1), yr)}[loss]
+    lik, y = {
+        "logistic": (Logistic(), yb),
+        "smoothed_hinge": (SmoothedHinge(1e-2), yb),
+        "squared": (Gaussian(0.1), yr),
+    }[loss]
     ref, th_ref = _cvx_mkl(op, y, loss, 1.0, p)
     for solver in (algorithm1, alternating):
         res = solver(op, lik, y, MKLOptions(criterion="mkl", lam=1.0, p=p))
@@ -95,8 +99,9 @@ def test_inner_map_problem_matches_cvxpy(loss):
     prob = cp.Problem(cp.Minimize(0.5 * cp.sum_squares(L.T @ a) + expr(K @ a)))
     prob.solve(solver="CLARABEL")
     # the Laplace likelihood is not differentiable: IRLS (majoriser) steps converge linearly
-    model = fit_map(K_op, lik, y, NewtonCG(NewtonOptions(max_iter=300, cg_max_iter=500, grad_tol=1e-10,
-                                                          phi_rtol=1e-14)))
+    model = fit_map(
+        K_op, lik, y, NewtonCG(NewtonOptions(max_iter=300, cg_max_iter=500, grad_tol=1e-10, phi_rtol=1e-14))
+    )
     assert model.result.phi == pytest.approx(prob.value, rel=1e-6 if loss == "laplace" else 1e-7)
 
 
@@ -119,13 +124,20 @@ def test_gaussian_mlm_against_the_closed_form():
     res = algorithm1(op, lik, yr, opts)
     assert res.criterion == pytest.approx(closed(res.theta), rel=1e-10)
     from scipy.optimize import minimize
-    best = minimize(lambda t: closed(np.exp(t)), np.zeros(3), method="Nelder-Mead",
-                    options={"xatol": 1e-10, "fatol": 1e-12, "maxiter": 4000})
+
+    best = minimize(
+        lambda t: closed(np.exp(t)),
+        np.zeros(3),
+        method="Nelder-Mead",
+        options={"xatol": 1e-10, "fatol": 1e-12, "maxiter": 4000},
+    )
     assert res.criterion <= best.fun + 1e-7
 
 
-@pytest.mark.parametrize("criterion, lik_name", [("mkl", "logistic"), ("joint_map", "logistic"), ("mlm", "gaussian"),
-                                                 ("vb", "logistic"), ("vb", "student_t")])
+@pytest.mark.parametrize(
+    "criterion, lik_name",
+    [("mkl", "logistic"), ("joint_map", "logistic"), ("mlm", "gaussian"), ("vb", "logistic"), ("vb", "student_t")],
+)
 def test_criterion_gradient_against_finite_differences(criterion, lik_name):
     X, yb, yr = _data(20)
     op = _sum(X, (RBF(0.2), RBF(1.0), RBF(5.0)))
@@ -148,14 +160,25 @@ def test_criterion_gradient_against_finite_differences(criterion, lik_name):
 
 @pytest.mark.parametrize(
     "criterion, lik_name",
-    [("mkl", "hinge"), ("joint_map", "logistic"), ("mlm", "gaussian"), ("vb", "logistic"), ("vb", "laplace"),
-     ("vb", "student_t")],
+    [
+        ("mkl", "hinge"),
+        ("joint_map", "logistic"),
+        ("mlm", "gaussian"),
+        ("vb", "logistic"),
+        ("vb", "laplace"),
+        ("vb", "student_t"),
+    ],
 )
 def test_algorithm1_decreases_monotonically_and_agrees_with_alternating(criterion, lik_name):
     X, yb, yr = _data(25)
     op = _sum(X, (RBF(0.2), RBF(1.0), RBF(5.0)))
-    lik, y = {"hinge": (SmoothedHinge(1e-2), yb), "logistic": (Logistic(), yb), "gaussian": (Gaussian(0.1), yr),
-              "laplace": (Laplace(0.3), yr), "student_t": (StudentT(4.0, 0.3), yr)}[lik_name]
+    lik, y = {
+        "hinge": (SmoothedHinge(1e-2), yb),
+        "logistic": (Logistic(), yb),
+        "gaussian": (Gaussian(0.1), yr),
+        "laplace": (Laplace(0.3), yr),
+        "student_t": (StudentT(4.0, 0.3), yr),
+    }[lik_name]
     opts = MKLOptions(criterion=criterion, lam=1.0, p=1)
     a = algorithm1(op, lik, y, opts)
     tr = np.array(a.trace)
@@ -197,14 +220,25 @@ def test_learn_weights_by_the_outer_optimiser_matches_cvxpy(tmp_path):
     op = _sum(X)
     ref, th_ref = _cvx_mkl(op, yb, "logistic", 1.0, 2)
     seen = []
-    result, fit = learn_weights(op, Logistic(), yb, MKLOptions(criterion="mkl", lam=1.0, p=2),
-                                outer=outer_options(tol=1e-9),
-                                checkpoint=Checkpointing(tmp_path / "ck.npz"), on_iteration=seen.append)
+    result, fit = learn_weights(
+        op,
+        Logistic(),
+        yb,
+        MKLOptions(criterion="mkl", lam=1.0, p=2),
+        outer=outer_options(tol=1e-9),
+        checkpoint=Checkpointing(tmp_path / "ck.npz"),
+        on_iteration=seen.append,
+    )
     assert result.converged and result.names == ("log_theta0", "log_theta1", "log_theta2")
     assert fit.criterion == pytest.approx(ref, rel=1e-6) and result.value == pytest.approx(fit.criterion, rel=1e-10)
     np.testing.assert_allclose(fit.theta, th_ref, atol=2e-3 * max(1.0, th_ref.max()))
     assert [r.iteration for r in seen] == list(range(result.iterations + 1)) and fit.trace == result.values
-    again, _ = learn_weights(op, Logistic(), yb, MKLOptions(criterion="mkl", lam=1.0, p=2),
-                                outer=outer_options(tol=1e-9),
-                             checkpoint=Checkpointing(tmp_path / "ck.npz"))
+    again, _ = learn_weights(
+        op,
+        Logistic(),
+        yb,
+        MKLOptions(criterion="mkl", lam=1.0, p=2),
+        outer=outer_options(tol=1e-9),
+        checkpoint=Checkpointing(tmp_path / "ck.npz"),
+    )
     assert again.resumed_from == result.iterations and again.evaluations == result.evaluations
