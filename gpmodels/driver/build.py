@@ -158,18 +158,8 @@ def _load_gram(path: Path, key: str) -> np.ndarray:
 def build_representation(m: ModelSpec, engine: Engine | None = None) -> RepresentationBuilder:
     """The kernel-matrix representation of the spec's ``model.representation``; an ``engine`` that
     holds kernel matrices on its workers wraps it (``engine.representation``)."""
-    r = m.representation
-    config = RepresentationConfig(
-        kind=r.kind,
-        memory_mb=r.memory_mb,
-        rank=r.rank,
-        tol=r.tol,
-        dtype=r.dtype,
-        memory_gb=r.memory_gb,
-        allow_lowrank=r.allow_lowrank,
-        blocked_max_n=r.blocked_max_n,
-        device=r.device,
-    )
+    # the section's fields are the config's, one for one
+    config = RepresentationConfig(**attrs.asdict(m.representation, recurse=False))
     return config if engine is None else engine.representation(config)
 
 
@@ -178,19 +168,7 @@ def build_engine_config(e: EngineSpec, scheduler: str | None = None) -> EngineCo
     overrides its address and implies ``type: dask``."""
     if scheduler is not None:
         e = attrs.evolve(e, type="dask", scheduler=scheduler)
-    return EngineConfig(
-        type=e.type,
-        scheduler=e.scheduler,
-        n_workers=e.n_workers,
-        blas_threads=e.blas_threads,
-        cores=e.cores,
-        memory_gb=e.memory_gb,
-        threads_per_worker=e.threads_per_worker,
-        memory_limit=e.memory_limit,
-        processes=e.processes,
-        distribute=e.distribute,
-        block_rows=e.block_rows,
-    )
+    return EngineConfig(**attrs.asdict(e, recurse=False))  # the section's fields are the config's, one for one
 
 
 def build_prior(

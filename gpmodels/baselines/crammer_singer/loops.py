@@ -57,7 +57,7 @@ try:  # built by setup.py when a C compiler is available (optional extension)
 except ImportError:  # pragma: no cover - depends on the install
     _cs_core = None
 
-__all__ = ["ENGINES", "LoopState", "NumpyLoop", "CompiledLoop", "compiled_available", "resolve_engine"]
+__all__ = ["ENGINES", "LoopState", "LoopSettings", "NumpyLoop", "CompiledLoop", "compiled_available", "resolve_engine"]
 
 ENGINES = ("auto", "compiled", "numpy")
 
@@ -120,26 +120,30 @@ class LoopState:
         return F.max(axis=0) - (F + self.pen[:, lo:hi]).min(axis=0)
 
 
+@attrs.frozen
+class LoopSettings:
+    """What both loops of Fig. 4 are given besides the state: ``capacity`` kernel rows kept (> 0: F on A^c
+    deferred), Fig. 3's tolerance and iteration cap, the exact reduced solver or the fixed point, and the
+    active set on or off."""
+
+    capacity: int = attrs.field(converter=int)
+    fp_tol: float = attrs.field(converter=float)
+    fp_max_iter: int = attrs.field(converter=int)
+    exact: bool = attrs.field(converter=bool)
+    active: bool = attrs.field(converter=bool)
+
+
 class NumpyLoop:
     """Fig. 4 in numpy (module docstring); rows from ``rows`` (a :class:`KernelRows`)."""
 
     engine = "numpy"
 
-    def __init__(
-        self,
-        st: LoopState,
-        rows: KernelRows,
-        *,
-        capacity: int,
-        fp_tol: float,
-        fp_max_iter: int,
-        exact: bool,
-        active: bool,
-    ):
+    def __init__(self, st: LoopState, rows: KernelRows, settings: LoopSettings):
         k, m = st.Fk.shape
         self.st, self.rows, self.k, self.m = st, rows, k, m
-        self.fp_tol, self.fp_max_iter, self.exact, self.active = fp_tol, int(fp_max_iter), exact, active
-        self.lazy = capacity > 0  # defer F on A^c only when the rows are stored (cache, or a given Gram)
+        self.fp_tol, self.fp_max_iter = settings.fp_tol, settings.fp_max_iter
+        self.exact, self.active = settings.exact, settings.active
+        self.lazy = settings.capacity > 0  # defer F on A^c only when the rows are stored (cache, or a given Gram)
         self.identity = True  # perm is the identity (no swap yet)
         self.pending: dict[int, np.ndarray] = {}
         self.buf = np.empty((k, m))
@@ -271,19 +275,10 @@ class CompiledLoop:
 
     engine = "compiled"
 
-    def __init__(
-        self,
-        st: LoopState,
-        rows: KernelRows,
-        *,
-        capacity: int,
-        fp_tol: float,
-        fp_max_iter: int,
-        exact: bool,
-        active: bool,
-    ):
+    def __init__(self, st: LoopState, rows: KernelRows, settings: LoopSettings):
         if _cs_core is None:
             raise InputError("the C extension gpmodels.baselines.crammer_singer._core is not built; use engine='numpy'")
+        capacity = settings.capacity
         k, m = st.Fk.shape
         self.st, self.rows = st, rows
         # rows from a stored Gram matrix (copied, permuted, into the pool), or computed by the kernel
@@ -313,10 +308,10 @@ class CompiledLoop:
             fill,
             gram,
             st.nA,
-            float(fp_tol),
-            int(min(fp_max_iter, 2**31 - 1)),
-            bool(exact),
-            bool(active),
+            settings.fp_tol,
+            min(settings.fp_max_iter, 2**31 - 1),
+            settings.exact,
+            settings.active,
         )
 
     @property

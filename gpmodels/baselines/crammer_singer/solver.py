@@ -52,7 +52,14 @@ import numpy as np
 import scipy.sparse as sp
 
 from gpmodels.baselines.crammer_singer.kernel_cache import KernelRows
-from gpmodels.baselines.crammer_singer.loops import ENGINES, CompiledLoop, LoopState, NumpyLoop, resolve_engine
+from gpmodels.baselines.crammer_singer.loops import (
+    ENGINES,
+    CompiledLoop,
+    LoopSettings,
+    LoopState,
+    NumpyLoop,
+    resolve_engine,
+)
 from gpmodels.errors import InputError
 from gpmodels.kernels.base import Kernel
 from gpmodels.validation import boolean, check_features, nonnegative_number, one_of, positive_int, positive_number
@@ -413,15 +420,14 @@ def _make_loop(Loop, st: LoopState, rows, gram, o: CSOptions, use_active: bool):
     Rows kept: the LRU bound of the kernel rows, or, with a given Gram matrix, the number of (position-ordered)
     rows the compiled loop may copy within ``cache_mb``; F on A^c is deferred iff that is > 0."""
     capacity = rows.capacity if gram is None else int(o.cache_mb * 1024.0 * 1024.0 // (8 * rows.m))
-    return Loop(
-        st,
-        rows,
+    settings = LoopSettings(
         capacity=capacity,
         fp_tol=0.5 * o.epsilon,
         fp_max_iter=o.fixed_point_max_iter,
         exact=o.reduced_solver == "exact",
         active=use_active,
     )
+    return Loop(st, rows, settings)
 
 
 def _trace_recorder(st: LoopState, loop, beta: float, t0: float, on_iteration):

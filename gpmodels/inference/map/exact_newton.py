@@ -32,9 +32,9 @@ from gpmodels.inference.map.newton import (
     NewtonProblem,
     NewtonResult,
     NewtonStep,
+    SteppedSolver,
     StepResult,
     line_search_step,
-    newton_loop,
 )
 from gpmodels.inference.map.newton_cg import SystemSolution
 from gpmodels.likelihoods.base import HessianFactor, Likelihood
@@ -157,7 +157,7 @@ class _ExactStepper:
 
 
 @attrs.frozen
-class ExactNewton:
+class ExactNewton(SteppedSolver):
     """Exact Newton (Seeger 2008, App. C): a class-diagonal (flat) operator and a likelihood with the
     multinomial Hessian form (the softmax); O(n^3 C) time, O(n^2 C) memory."""
 
@@ -184,24 +184,9 @@ class ExactNewton:
                 "newton-cg solver"
             )
 
-    def fit(
-        self,
-        op: Operator,
-        likelihood: Likelihood,
-        Y,
-        *,
-        alpha0=None,
-        precond_start=None,
-        on_iteration: Callable[[NewtonStep], None] | None = None,
-    ) -> NewtonResult:
-        """α̂ = argmin Φ by exact Newton steps from ``alpha0`` (None: 0); ``precond_start`` is
-        ignored (no CG)."""
-        self.check(op, likelihood)
-        Y = likelihood.check_targets(Y, op.n_points, op.n_classes)
-        stepper = _ExactStepper(op)
-        return newton_loop(
-            NewtonProblem(likelihood, Y, stepper.mvm, self.options), stepper, alpha0, on_iteration=on_iteration
-        )
+    def stepper(self, op: Operator, precond_start: np.ndarray | None) -> _ExactStepper:
+        """Exact Newton's state for one fit; ``precond_start`` is ignored (no CG)."""
+        return _ExactStepper(op)
 
     def solve_weighted(
         self, op: Operator, hf: HessianFactor, b: np.ndarray, *, x0=None, tol: float = 0.0, max_iter: int = 0

@@ -21,6 +21,7 @@ after every Newton iteration; the fit itself never prints.
 
 from __future__ import annotations
 
+import abc
 import time
 from collections.abc import Callable
 from typing import Protocol
@@ -44,6 +45,7 @@ __all__ = [
     "StepResult",
     "Stepper",
     "NewtonSolver",
+    "SteppedSolver",
     "gradient_rms",
     "project_start",
     "line_search_step",
@@ -299,3 +301,37 @@ def newton_loop(
         message=message,
     )
     return NewtonResult(alpha=alpha, u=u, phi=phi, beta=beta, diagnostics=diag, precond_basis=stepper.precond_basis)
+
+
+class SteppedSolver(abc.ABC):
+    """The ``fit`` both built-in solvers share: check the inputs, build the solver's :class:`Stepper`
+    for this fit and run :func:`newton_loop` with it; a subclass gives ``options`` and ``stepper``."""
+
+    __slots__ = ()
+    options: NewtonOptions
+
+    def check(self, op: Operator, likelihood: Likelihood) -> None:
+        """Raise :class:`InputError` when this solver cannot fit ``likelihood`` on ``op`` (default: it can)."""
+        return None
+
+    @abc.abstractmethod
+    def stepper(self, op: Operator, precond_start: np.ndarray | None) -> Stepper:
+        """The solver's state for one fit on ``op``; ``precond_start``: a previous fit's ``precond_basis``."""
+
+    def fit(
+        self,
+        op: Operator,
+        likelihood: Likelihood,
+        Y,
+        *,
+        alpha0=None,
+        precond_start=None,
+        on_iteration: Callable[[NewtonStep], None] | None = None,
+    ) -> NewtonResult:
+        """α̂ = argmin Φ by :func:`newton_loop` with this solver's steps from ``alpha0`` (None: 0)."""
+        self.check(op, likelihood)
+        Y = likelihood.check_targets(Y, op.n_points, op.n_classes)
+        stepper = self.stepper(op, precond_start)
+        return newton_loop(
+            NewtonProblem(likelihood, Y, stepper.mvm, self.options), stepper, alpha0, on_iteration=on_iteration
+        )

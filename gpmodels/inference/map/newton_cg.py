@@ -48,10 +48,10 @@ from gpmodels.inference.map.newton import (
     NewtonProblem,
     NewtonResult,
     NewtonStep,
+    SteppedSolver,
     StepResult,
     gradient_rms,
     line_search_step,
-    newton_loop,
     project_start,
 )
 from gpmodels.inference.map.preconditioners import Preconditioner, make_preconditioner
@@ -218,29 +218,16 @@ class _CGStepper:
 
 
 @attrs.frozen
-class NewtonCG:
+class NewtonCG(SteppedSolver):
     """Newton–CG (Seeger 2008, Alg. 1): any operator, any likelihood with a Hessian factor."""
 
     options: NewtonOptions = attrs.field(factory=NewtonOptions, validator=instance_of(NewtonOptions))
     name: ClassVar[str] = "newton-cg"
 
-    def fit(
-        self,
-        op: Operator,
-        likelihood: Likelihood,
-        Y,
-        *,
-        alpha0=None,
-        precond_start=None,
-        on_iteration: Callable[[NewtonStep], None] | None = None,
-    ) -> NewtonResult:
-        """α̂ = argmin Φ from ``alpha0`` (None: 0); ``precond_start``: a previous fit's
-        ``precond_basis`` on the same points (the ``lowrank`` eigensolvers start from it)."""
-        Y = likelihood.check_targets(Y, op.n_points, op.n_classes)
-        stepper = _CGStepper(op, self.options, precond_start)
-        return newton_loop(
-            NewtonProblem(likelihood, Y, stepper.mvm, self.options), stepper, alpha0, on_iteration=on_iteration
-        )
+    def stepper(self, op: Operator, precond_start: np.ndarray | None) -> _CGStepper:
+        """Newton–CG's state for one fit; ``precond_start``: a previous fit's ``precond_basis`` on the same
+        points (the ``lowrank`` eigensolvers start from it)."""
+        return _CGStepper(op, self.options, precond_start)
 
     def solve_weighted(
         self, op: Operator, hf: HessianFactor, b: np.ndarray, *, x0=None, tol: float, max_iter: int
