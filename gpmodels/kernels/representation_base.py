@@ -100,6 +100,11 @@ class Representation(CrossRepresentation):
     def grad_contract(self, E: np.ndarray, F: np.ndarray) -> np.ndarray:
         """d/dθ Σ_j e_j^T M f_j over the kernel's parameters, E and F of shape (n, m)."""
 
+    def grad_contract_dense(self, A: np.ndarray) -> np.ndarray:
+        """d/dθ Σ_ab A_ab M_ab over the kernel's parameters for dense weights A (n, n): ``grad_contract``
+        with E = A, F = I (a representation that holds M's rows gives the weights' rows directly)."""
+        return self.grad_contract(A, np.eye(self.n))
+
     def contractions(self, E: np.ndarray, F: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(e_j^T M f_j for every column j, d/dθ Σ_j weights_j e_j^T M f_j over the kernel's
         parameters), E and F of shape (n, m): the two contractions of a gradient trace (eq. 6)."""

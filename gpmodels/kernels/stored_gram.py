@@ -158,6 +158,13 @@ class StoredGram(Representation, MatrixCross):
 
     def grad_contract(self, E, F):
         # Σ over row blocks b of d/dθ Σ_{a in b} (E F^T)_{a,.} M_{a,.}: no n x n float64 temporary
+        return self._grad_contract_rows(lambda b: E[b] @ F.T)
+
+    def grad_contract_dense(self, A):
+        return self._grad_contract_rows(lambda b: A[b])
+
+    def _grad_contract_rows(self, weights) -> np.ndarray:
+        """Σ over row blocks b of d/dθ Σ_{a in b} W_{a,.} M_{a,.} with the rows W_b = ``weights(b)``."""
         if self.kernel.params.size == 0:
             return np.zeros(0)
         total = np.zeros(self.kernel.params.size)
@@ -166,9 +173,10 @@ class StoredGram(Representation, MatrixCross):
         for s in range(0, self.n, step):
             b = slice(s, min(self.n, s + step))
             gram = np.asarray(self.M[b], dtype=np.float64)
-            part = None if D is None else self.kernel.grad_contract_from_sq_dists(D[b], E[b] @ F.T, gram)
+            W = weights(b)
+            part = None if D is None else self.kernel.grad_contract_from_sq_dists(D[b], W, gram)
             if part is None:
-                part = self.kernel.grad_contract(take_rows(self.X, b), self.X, E[b] @ F.T, gram=gram)
+                part = self.kernel.grad_contract(take_rows(self.X, b), self.X, W, gram=gram)
             total += part
         return total
 

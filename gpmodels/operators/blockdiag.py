@@ -327,10 +327,9 @@ class BlockDiagonal(Operator):
     def _grad_trace_blocks(self, A):
         # per kernel group l: d/dθ_l Σ_{c in l} v_c Σ_ab (A_c)_ab M_ab (one contraction of the summed
         # weights); d/dlog v_j: Σ_{c in j} v_c Σ_ab (A_c)_ab M_ab
-        n, C = self.n_points, self._C
+        C = self._C
         grads_kernel = [np.zeros(k.params.size) for k in self.kernels]
         t = np.zeros(C)
-        eye = np.eye(n)
         for l in range(len(self.kernels)):
             cls = np.flatnonzero(self.class_kernel == l)
             rep = self._rep_list[self._rep_of_group[l]]
@@ -338,7 +337,7 @@ class BlockDiagonal(Operator):
             t[cls] = [float(np.vdot(A[c], M)) for c in cls]
             if self.kernels[l].params.size:
                 weights = np.tensordot(self._class_v[cls], A[cls], axes=1)
-                grads_kernel[l] = rep.grad_contract(weights, eye)
+                grads_kernel[l] = rep.grad_contract_dense(weights)
         g_var = np.bincount(self.class_variance, weights=self._class_v * t, minlength=self.variances.size)
         return np.concatenate(grads_kernel + [g_var])
 

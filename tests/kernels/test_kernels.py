@@ -214,6 +214,16 @@ def test_blocked_representation_honours_its_memory_bound(rng):
     assert_close("blocked grad", rep.grad_contract(E, F), StoredGram(X, k).grad_contract(E, F), 1e-10)
 
 
+def test_grad_contract_dense_is_grad_contract_against_the_identity(rng):
+    X = rng.normal(size=(40, 3))
+    k = RBF(0.3)
+    A = rng.normal(size=(40, 40))
+    expect = StoredGram(X, k).grad_contract(A, np.eye(40))
+    for rep in (StoredGram(X, k), BlockedGram(X, k, memory_mb=8 * 40 * 7 / 2**20), LowRankGram(X, k, X[:10])):
+        assert_close(type(rep).__name__, rep.grad_contract_dense(A), rep.grad_contract(A, np.eye(40)), 1e-12)
+    assert_close("blocked = stored", BlockedGram(X, k).grad_contract_dense(A), expect, 1e-10)
+
+
 def test_feature_representation_never_forms_the_gram_and_needs_linear(rng):
     X = sp.random(200, 1000, density=0.01, format="csr", random_state=1)
     rep = FeatureGram(X)

@@ -192,7 +192,8 @@ _LEARN = (
 
 LaplaceNewtonSpec = _newton_section(
     "LaplaceNewtonSpec",
-    "Newton–CG of the Laplace mode at every evaluation of the marginal likelihood.  Keys and bounds: "
+    "The Laplace mode at every evaluation of the marginal likelihood: chord Newton on the exact path with a "
+    "flat softmax model (the CG keys unused), Newton–CG otherwise.  Keys and bounds: "
     "`NewtonOptions`; defaults: `LaplaceOptions().newton`.",
     LaplaceOptions().newton,
 )

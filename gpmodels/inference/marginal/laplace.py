@@ -180,29 +180,40 @@ class _DiagonalExact(_ExactPosterior):
         return self.R[:, None, :], np.eye(n)[:, None, :]
 
 
-def softmax_posterior_blocks(blocks: list[np.ndarray], factors: SoftmaxNewtonFactors) -> tuple[np.ndarray, np.ndarray]:
+#: π floor of :func:`softmax_posterior_blocks`' divisions by π (its entries enter the gradient times π)
+_PI_FLOOR = 1e-200
+
+
+def softmax_posterior_blocks(blocks: list[np.ndarray], factors: SoftmaxNewtonFactors,
+                             pi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The per-point C x C blocks of Σ = (K̃^{-1} + W)^{-1} = K̃ - K̃ R K̃ and the class-diagonal blocks R_cc
-    of R = W (I + K̃ W)^{-1}, for a class-diagonal K̃ = diag(blocks) and the softmax W = D - Π Π^T, from
-    the factors of R&W Alg. 3.3 (:func:`softmax_newton_factors`: E_c, M M^T = Σ_c E_c):
+    of R = W (I + K̃ W)^{-1}, for a class-diagonal K̃ = diag(blocks) and the softmax W = D - Π Π^T at π,
+    from the factors of R&W Alg. 3.3 (:func:`softmax_newton_factors`: E_c, M M^T = Σ_c E_c):
 
-        R_cd = δ_cd E_c - E_c (M M^T)^{-1} E_d,              R_cc = E_c - Q_c^T Q_c,   Q_c = M^{-1} E_c,
-        Σ_i,cd = δ_cd (K̃_c - K̃_c E_c K̃_c)_ii + (P_c^T P_d)_ii,  P_c = M^{-1} E_c K̃_c
+        R_cd = δ_cd E_c - E_c (M M^T)^{-1} E_d,        R_cc = E_c - Q_c^T Q_c,   Q_c = M^{-1} E_c,
+        Σ_i,cd = δ_cd (K̃_c E_c)_ii / π_ic + (P_c^T P_d)_ii,   P_c = M^{-1} E_c K̃_c = M^{-1} - Q_c D_c^{-1},
 
-    (K̃_c - K̃_c E_c K̃_c = (K̃_c^{-1} + D_c)^{-1}, and K̃_c E_c = (K̃_c^{-1} + D_c)^{-1} D_c is the Woodbury
-    factor of the rank-n correction -Π Π^T).  Cost per class: one product E_c K̃_c and one triangular
-    solve with [E_c, E_c K̃_c] (3 n³), and Q_c^T Q_c (2 n³); O(n² C²) for the cross blocks.
+    by Woodbury on W = D - Π Π^T (Σ_c D_c = I) and E_c K̃_c = I - E_c D_c^{-1} (E_c = (D_c^{-1} + K̃_c)^{-1}),
+    so K̃_c - K̃_c E_c K̃_c = K̃_c E_c D_c^{-1}: per class one triangular solve and one product (3 n³),
+    no product with K̃_c.  The divisions by π_ic amplify round-off in the entries of point i and class c
+    by 1/π_ic^{1/2}; those entries enter the gradient multiplied by π_ic (R&W eq. 3.44's ∂W/∂f), so it
+    stays at round-off (π is floored at 1e-200 against overflow; such entries are not resolved).
     Returns (S (n, C, C), R_cc stacked (C, n, n))."""
     C, n = len(blocks), blocks[0].shape[0]
+    inv_pi = 1.0 / np.maximum(pi, _PI_FLOOR)
+    M_inv, info = sla.lapack.dtrtri(factors.M, lower=1)
+    if info != 0:
+        raise np.linalg.LinAlgError(f"inverse of the factor of the sum of the E_c failed (info {info})")
+    M_inv = np.tril(M_inv)
     S = np.zeros((n, C, C))
     Rcc = np.empty((C, n, n))
     P = np.empty((C, n, n))
     for c in range(C):
-        E, K = factors.E[c], blocks[c]
-        G = E @ K  # E_c K̃_c
-        QP = sla.solve_triangular(factors.M, np.hstack([E, G]), lower=True, check_finite=False)
-        Q, P[c] = QP[:, :n], QP[:, n:]
+        E = factors.E[c]
+        Q = sla.solve_triangular(factors.M, E, lower=True, check_finite=False)
         Rcc[c] = E - Q.T @ Q
-        S[:, c, c] = np.diag(K) - np.einsum("ki,ki->i", K, G)  # (K̃_c E_c K̃_c)_ii, K̃_c symmetric
+        P[c] = M_inv - Q * inv_pi[None, :, c]
+        S[:, c, c] = np.einsum("ki,ki->i", blocks[c], E) * inv_pi[:, c]  # (K̃_c E_c)_ii / π_ic
     for c in range(C):
         for d in range(c, C):
             cross = np.einsum("ki,ki->i", P[c], P[d])
@@ -217,7 +228,7 @@ class _MultinomialExact(_ExactPosterior):
     Σ blocks and R_cc by :func:`softmax_posterior_blocks` (computed once, on the gradient's request)."""
 
     def __init__(self, op: Operator, pi: np.ndarray):
-        self.C = pi.shape[1]
+        self.C, self.pi = pi.shape[1], pi
         self.blocks = [op.class_block(c) for c in range(self.C)]
         self.factors = softmax_newton_factors(self.blocks, pi, keep_E=True)
         self.logdet = self.factors.logdet
@@ -225,7 +236,7 @@ class _MultinomialExact(_ExactPosterior):
 
     def _posterior_blocks(self):
         if self._blocks_S is None:
-            self._blocks_S = softmax_posterior_blocks(self.blocks, self.factors)
+            self._blocks_S = softmax_posterior_blocks(self.blocks, self.factors, self.pi)
         return self._blocks_S
 
     def apply_R(self, x):

@@ -5,7 +5,15 @@ import pytest
 from minimal_operator import DenseTestOperator
 
 from gpmodels.errors import InputError
-from gpmodels.inference.marginal.laplace import LaplaceOptions, laplace_mlm, learn_laplace
+from gpmodels.inference.map.exact_newton import ClassBlocks, ExactNewton, softmax_newton_factors
+from gpmodels.inference.map.newton import NewtonOptions
+from gpmodels.inference.marginal.laplace import (
+    LaplaceOptions,
+    chord_newton,
+    laplace_mlm,
+    learn_laplace,
+    softmax_posterior_blocks,
+)
 from gpmodels.kernels.linear import Linear
 from gpmodels.kernels.rbf import RBF
 from gpmodels.likelihoods import Gaussian, Laplace, Logistic, Softmax, StudentT
@@ -142,3 +150,48 @@ def test_bad_input():
         laplace_mlm(_op(X), Logistic(), (yb > 0).astype(float))
     with pytest.raises(InputError, match="path"):
         LaplaceOptions(path="cholesky")
+
+
+def test_softmax_sigma_blocks_against_the_dense_posterior():
+    """softmax_posterior_blocks' Σ_i blocks and R_cc against Σ = K (I + W K)^{-1}, R = W (I + K W)^{-1} formed
+    densely, where large variances make some π tiny (the divisions by π enter the gradient times π)."""
+    X, _, _, ym = _data()
+    lik = Softmax()
+    for v in ([1.0, 2.0, 3.0], [300.0, 1000.0, 3000.0]):
+        op = _op(X, 3, "separate")
+        op = op.with_params(np.concatenate([op.params[:3], np.log(v), op.params[6:]]))
+        f = laplace_mlm(op, lik, ym, EXACT, gradient=False).mode.u
+        pi = lik.predict(f)
+        blocks = [op.class_block(c) for c in range(3)]
+        S, Rcc = softmax_posterior_blocks(blocks, softmax_newton_factors(blocks, pi, keep_E=True), pi)
+        K, W = op.dense(), np.zeros((120, 120))
+        for i in range(40):
+            W[3 * i:3 * i + 3, 3 * i:3 * i + 3] = np.diag(pi[i]) - np.outer(pi[i], pi[i])
+        Sigma = K @ np.linalg.inv(np.eye(120) + W @ K)
+        R = W @ np.linalg.inv(np.eye(120) + K @ W)
+        S_ref = np.stack([Sigma[3 * i:3 * i + 3, 3 * i:3 * i + 3] for i in range(40)])
+        np.testing.assert_allclose([R[c::3, c::3] for c in range(3)], Rcc, atol=1e-9 * np.abs(R).max())
+        s2, s2_ref = lik.trace_hessian_derivative(f, ym, S), lik.trace_hessian_derivative(f, ym, S_ref)
+        np.testing.assert_allclose(s2, s2_ref, atol=1e-9 * np.abs(s2_ref).max())
+        assert v[0] < 10 or pi.min() < 1e-10, "the second case needs tiny probabilities"
+
+
+def test_chord_newton_mode_and_warm_starts_give_the_exact_newton_numbers():
+    """The mode by chord Newton (from α = 0, a previous α, or the Newton step from a previous mode f)
+    is exact Newton's, and log q and its gradient do not depend on the start."""
+    X, _, _, ym = _data()
+    lik, opts = Softmax(), NewtonOptions(max_iter=200, grad_tol=1e-11, phi_rtol=0.0)
+    op = _op(X, 3, "separate")
+    ref = ExactNewton(opts).fit(op, lik, ym)
+    mode = chord_newton(ClassBlocks(op), lik, ym, opts)
+    assert mode.converged and mode.phi == pytest.approx(ref.phi, rel=1e-13)
+    np.testing.assert_allclose(mode.alpha, ref.alpha, atol=1e-9)
+    cold = laplace_mlm(op, lik, ym, EXACT)
+    moved = op.with_params(op.params + 0.3)  # the next outer iterate
+    prev = laplace_mlm(moved, lik, ym, EXACT)
+    for start in ({}, {"alpha0": prev.mode.alpha}, {"u0": prev.mode.u}, {"alpha0": prev.mode.alpha, "u0": prev.mode.u}):
+        warm = laplace_mlm(op, lik, ym, EXACT, **start)
+        assert warm.mode.converged
+        # the modes agree to grad_tol = 1e-9 and log|B| depends on the mode to first order
+        assert warm.log_marginal == pytest.approx(cold.log_marginal, rel=1e-9)
+        np.testing.assert_allclose(warm.gradient, cold.gradient, rtol=1e-6, atol=1e-8)
