@@ -28,17 +28,19 @@ class LowRankCross(CrossRepresentation):
         self.match = match if match is not None and len(match[0]) else None
 
     def mvm(self, B):
-        out = self.L1 @ (self.L2.T @ B)
-        if self.match is not None:
-            rows, cols, vals = self.match
-            out[rows] += vals[:, None] * B[cols]
-        return out
+        return self._apply(self.L1, self.L2, B, transpose=False)
 
     def rmvm(self, B):
-        out = self.L2 @ (self.L1.T @ B)
+        return self._apply(self.L2, self.L1, B, transpose=True)
+
+    def _apply(self, La, Lb, B, *, transpose: bool):
+        """La Lb^T B plus the matched entries (rows, cols, vals) of the block, or of its transpose."""
+        out = La @ (Lb.T @ B)
         if self.match is not None:
             rows, cols, vals = self.match
-            out[cols] += vals[:, None] * B[rows]
+            if transpose:
+                rows, cols = cols, rows
+            out[rows] += vals[:, None] * B[cols]
         return out
 
     def dense(self):

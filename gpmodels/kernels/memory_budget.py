@@ -28,6 +28,7 @@ from gpmodels.errors import InputError
 __all__ = [
     "RepresentationChoice",
     "choose_representation",
+    "stored_choice",
     "available_memory_bytes",
     "default_budget_bytes",
     "SAFETY_FRACTION",
@@ -117,6 +118,19 @@ def _nothing_fits(
     )
 
 
+def stored_choice(
+    n: int, G: int, budget: int, dtype: str | None, what: str, device: str = "cpu"
+) -> RepresentationChoice | None:
+    """Steps 2-3 (module docstring): ``stored`` float64 if G n^2 8 bytes fit ``budget``, else float32 if
+    G n^2 4 bytes fit; ``dtype`` restricts them to that storage type; None when neither fits."""
+    for dt, size in (("float64", 8), ("float32", 4)):
+        need = G * n * n * size
+        if dtype in (None, dt) and need <= budget:
+            reason = f"{G} x n^2 x {size} bytes = {_gib(need)} fits the budget ({what})"
+            return RepresentationChoice("stored", dt, reason, n * n * size, G, budget, device)
+    return None
+
+
 def choose_representation(
     n: int,
     n_matrices: int,
@@ -136,17 +150,9 @@ def choose_representation(
         return RepresentationChoice(
             "features", "float64", f"linear kernel: X (X^T B), M never formed ({what})", 0, G, budget
         )
-    for dt, size in (("float64", 8), ("float32", 4)):
-        need = G * n * n * size
-        if dtype in (None, dt) and need <= budget:
-            return RepresentationChoice(
-                "stored",
-                dt,
-                f"{G} x n^2 x {size} bytes = {_gib(need)} fits the budget ({what})",
-                n * n * size,
-                G,
-                budget,
-            )
+    stored = stored_choice(n, G, budget, dtype, what)
+    if stored is not None:
+        return stored
     smallest = G * n * n * (4 if dtype in (None, "float32") else 8)
     lowrank_need = G * n * (min(rank, n) + 2) * 8
     if allow_lowrank and lowrank_need <= budget:

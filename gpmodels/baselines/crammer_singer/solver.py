@@ -157,20 +157,9 @@ class CSResult:
     stats: dict
 
     def as_dict(self) -> dict:
-        return {
-            "dual_objective": self.dual_objective,
-            "primal": self.primal,
-            "dual": self.dual,
-            "gap": self.gap,
-            "max_psi": self.max_psi,
-            "converged": self.converged,
-            "message": self.message,
-            "updates": self.updates,
-            "rounds": self.rounds,
-            "seconds": self.seconds,
-            "trace": list(self.trace),
-            **self.stats,
-        }
+        """The fields in order but τ and F, the trace as a list, and the kernel-row statistics spread in."""
+        fields = attrs.asdict(self, recurse=False, filter=attrs.filters.exclude("tau", "F", "stats"))
+        return fields | {"trace": list(self.trace), **self.stats}
 
 
 def _inner(a: np.ndarray, b: np.ndarray) -> float:

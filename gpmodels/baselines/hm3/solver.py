@@ -109,17 +109,8 @@ class HM3Result:
     trace: tuple
 
     def as_dict(self) -> dict:
-        return {
-            "dual": self.dual,
-            "primal": self.primal,
-            "gap": self.gap,
-            "converged": self.converged,
-            "message": self.message,
-            "passes": self.passes,
-            "csga_steps": self.csga_steps,
-            "seconds": self.seconds,
-            "trace": list(self.trace),
-        }
+        """The fields in order but μ, the trace as a list."""
+        return attrs.asdict(self, recurse=False, filter=attrs.filters.exclude("mu")) | {"trace": list(self.trace)}
 
 
 class HM3Model:

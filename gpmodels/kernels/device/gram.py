@@ -34,7 +34,7 @@ from gpmodels.errors import DeviceError, InputError
 from gpmodels.kernels.base import Kernel
 from gpmodels.kernels.device.backend import ArrayBackend
 from gpmodels.kernels.device.forms import DEVICE_KERNELS
-from gpmodels.kernels.memory_budget import GIB, SAFETY_FRACTION, RepresentationChoice
+from gpmodels.kernels.memory_budget import GIB, SAFETY_FRACTION, RepresentationChoice, stored_choice
 from gpmodels.kernels.mixed_precision import STORAGE_DTYPES, block_rows
 from gpmodels.kernels.representation_base import CrossRepresentation, Representation, RepresentationBuilder
 from gpmodels.kernels.stationary import SNAP_RTOL
@@ -418,18 +418,9 @@ def choose_device_representation(
     steps to that storage type."""
     G = max(1, n_matrices)
     what = f"n = {n}, {G} kernel matri{'x' if G == 1 else 'ces'}, device budget {budget_bytes / GIB:.3g} GiB"
-    for dt, size in (("float64", 8), ("float32", 4)):
-        need = G * n * n * size
-        if dtype in (None, dt) and need <= budget_bytes:
-            return RepresentationChoice(
-                "stored",
-                dt,
-                f"{G} x n^2 x {size} B = {need / GIB:.3g} GiB fit ({what})",
-                n * n * size,
-                G,
-                budget_bytes,
-                device,
-            )
+    stored = stored_choice(n, G, budget_bytes, dtype, what, device)
+    if stored is not None:
+        return stored
     return RepresentationChoice(
         "recomputed",
         "float64",
