@@ -46,8 +46,9 @@ def _data(name: str, seed: int):
         X, y = load_digits(return_X_y=True)
         return train_test_split(X, y, train_size=500, random_state=seed, stratify=y)
     d = load_dataset("satimage")
-    X_train, _, y_train, _ = train_test_split(d.X_train, d.y_train, train_size=800, random_state=seed,
-                                              stratify=d.y_train)
+    X_train, _, y_train, _ = train_test_split(
+        d.X_train, d.y_train, train_size=800, random_state=seed, stratify=d.y_train
+    )
     return X_train, d.X_test, y_train, d.y_test
 
 
@@ -59,8 +60,12 @@ def _fit(est, X, y, X_test, y_test) -> dict:
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     P = est.predict_proba(X_test)
     codes = np.searchsorted(est.classes_, y_test)
-    return {"wall_seconds": round(wall, 2), "cpu_seconds": round(cpu, 2), "error": error(P, codes),
-            "log_loss": log_loss(P, codes)}
+    return {
+        "wall_seconds": round(wall, 2),
+        "cpu_seconds": round(cpu, 2),
+        "error": error(P, codes),
+        "log_loss": log_loss(P, codes),
+    }
 
 
 def main(argv=None) -> dict:
@@ -79,8 +84,11 @@ def main(argv=None) -> dict:
         for method, est in (("gpmodels", ours), ("sklearn", theirs)):
             r = _fit(est, X_train, y_train, X_test, y_test)
             out[f"{name}_{method}"] = r
-            print(f"{name:10} {method:10} {r['wall_seconds']:8.1f} {r['cpu_seconds']:8.1f} {100 * r['error']:6.2f}% "
-                  f"{r['log_loss']:9.4f}", flush=True)
+            print(
+                f"{name:10} {method:10} {r['wall_seconds']:8.1f} {r['cpu_seconds']:8.1f} {100 * r['error']:6.2f}% "
+                f"{r['log_loss']:9.4f}",
+                flush=True,
+            )
     print(json.dumps(out))
     return out
 

@@ -224,8 +224,9 @@ def check_grad_trace(
     if op.is_class_diagonal:  # dense class-block weights: the same as grad_trace against identities
         A = rng.normal(size=(C, n, n))
         F_eye = np.ascontiguousarray(np.broadcast_to(np.eye(n)[:, None, :], (n, C, n)))
-        assert_close("grad_trace_blocks", op.grad_trace_blocks(A), op.grad_trace(A.transpose(1, 0, 2), F_eye),
-                     1e-9, 1e-12)
+        assert_close(
+            "grad_trace_blocks", op.grad_trace_blocks(A), op.grad_trace(A.transpose(1, 0, 2), F_eye), 1e-9, 1e-12
+        )
 
 
 def _fd_gradient(f, U, step):

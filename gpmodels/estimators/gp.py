@@ -140,8 +140,19 @@ class GPClassifier(ClassifierMixin, BaseEstimator):
     Predictions use only fitted attributes: ``set_params`` after ``fit`` takes effect at the next ``fit``.
     """
 
-    def __init__(self, prior=None, likelihood=None, objective="cv", solver="newton-cg", cv=5, predictive="plugin",
-                 n_jobs=None, random_state=None, checkpoint=None, device=None):
+    def __init__(
+        self,
+        prior=None,
+        likelihood=None,
+        objective="cv",
+        solver="newton-cg",
+        cv=5,
+        predictive="plugin",
+        n_jobs=None,
+        random_state=None,
+        checkpoint=None,
+        device=None,
+    ):
         store_params(self, locals())
 
     def __sklearn_tags__(self):
@@ -153,34 +164,43 @@ class GPClassifier(ClassifierMixin, BaseEstimator):
             return SOLVERS[self.solver]()
         if isinstance(self.solver, tuple(SOLVERS.values())):
             return self.solver
-        raise InputError(f"The 'solver' parameter of {type(self).__name__} must be 'newton-cg', 'exact' or a "
-                         f"solver object (NewtonCG(options), ExactNewton(options)); got {self.solver!r} instead")
+        raise InputError(
+            f"The 'solver' parameter of {type(self).__name__} must be 'newton-cg', 'exact' or a "
+            f"solver object (NewtonCG(options), ExactNewton(options)); got {self.solver!r} instead"
+        )
 
     def _predictive(self) -> LaplacePredictive | None:
         if isinstance(self.predictive, LaplacePredictive):
             return self.predictive
         if isinstance(self.predictive, str) and self.predictive in ("plugin", "laplace"):
             return None if self.predictive == "plugin" else LaplacePredictive()
-        raise InputError(f"The 'predictive' parameter of {type(self).__name__} must be 'plugin', 'laplace' or a "
-                         f"LaplacePredictive; got {self.predictive!r} instead")
-
+        raise InputError(
+            f"The 'predictive' parameter of {type(self).__name__} must be 'plugin', 'laplace' or a "
+            f"LaplacePredictive; got {self.predictive!r} instead"
+        )
 
     def _folds(self, X, codes, seed: int) -> list[np.ndarray]:
         """The CV partition: stratified seeded folds for an int ``cv``, a splitter's test sets otherwise."""
         owner, n, cv = type(self).__name__, codes.size, self.cv
         if isinstance(cv, (int, np.integer)) and not isinstance(cv, bool):
             if not 2 <= cv <= n:
-                raise InputError(f"The 'cv' parameter of {owner} must be an int number of folds in 2..n_samples "
-                                 f"= {n} or a scikit-learn splitter; got {cv!r} instead")
+                raise InputError(
+                    f"The 'cv' parameter of {owner} must be an int number of folds in 2..n_samples "
+                    f"= {n} or a scikit-learn splitter; got {cv!r} instead"
+                )
             return kfold_partition(n, int(cv), seed, y=codes)
         if not (callable(getattr(cv, "split", None)) and callable(getattr(cv, "get_n_splits", None))):
-            raise InputError(f"The 'cv' parameter of {owner} must be an int number of folds or a scikit-learn "
-                             f"splitter (with split and get_n_splits); got {cv!r} instead")
+            raise InputError(
+                f"The 'cv' parameter of {owner} must be an int number of folds or a scikit-learn "
+                f"splitter (with split and get_n_splits); got {cv!r} instead"
+            )
         folds = [np.sort(np.asarray(test, dtype=np.intp)) for _, test in cv.split(X, codes)]
         covered = np.concatenate(folds) if folds else np.zeros(0, dtype=np.intp)
         if len(folds) < 2 or covered.size != n or np.unique(covered).size != n:
-            raise InputError(f"the splitter {cv!r} of {owner} must give at least 2 test sets that partition the "
-                             f"{n} samples (each sample in exactly one); Ψ sums the held-out terms of every sample")
+            raise InputError(
+                f"the splitter {cv!r} of {owner} must give at least 2 test sets that partition the "
+                f"{n} samples (each sample in exactly one); Ψ sums the held-out terms of every sample"
+            )
         return folds
 
     def _prior(self, X):
@@ -190,17 +210,21 @@ class GPClassifier(ClassifierMixin, BaseEstimator):
             return prior
         move = getattr(prior, "on_device", None)  # optional: declared by priors that own a representation
         if move is None:
-            raise InputError(f"The 'device' parameter of {type(self).__name__} needs a prior that declares on_device "
-                             f"(IndependentGP, ANOVAPrior, CoupledPrior or a learned one); {type(prior).__name__} does "
-                             "not: leave device=None and place its kernel matrices in the prior itself")
+            raise InputError(
+                f"The 'device' parameter of {type(self).__name__} needs a prior that declares on_device "
+                f"(IndependentGP, ANOVAPrior, CoupledPrior or a learned one); {type(prior).__name__} does "
+                "not: leave device=None and place its kernel matrices in the prior itself"
+            )
         return move(self.device)
 
     def _device(self) -> str:
         """Where the kernel matrices go (:func:`~gpmodels.kernels.device.backend.device_in_use`): ``cuda``
         without a usable GPU raises a DeviceError naming what is missing, before any work."""
         if self.device is not None and (not isinstance(self.device, str) or self.device not in DEVICES):
-            raise InputError(f"The 'device' parameter of {type(self).__name__} must be None (the prior's own), "
-                             f"'cpu', 'cuda' or 'auto'; got {self.device!r} instead")
+            raise InputError(
+                f"The 'device' parameter of {type(self).__name__} must be None (the prior's own), "
+                f"'cpu', 'cuda' or 'auto'; got {self.device!r} instead"
+            )
         return device_in_use(self.device or "cpu")
 
     def _class_order(self, prior, classes) -> np.ndarray:
@@ -219,9 +243,11 @@ class GPClassifier(ClassifierMixin, BaseEstimator):
                 parts.append(f"label(s) {', '.join(map(repr, unknown[:5]))} are not leaves of the tree")
             if missing:
                 parts.append(f"leaf/leaves {', '.join(map(repr, missing[:5]))} have no training label")
-            raise HierarchyError(f"the prior's class tree does not fit the labels of y: {'; '.join(parts)}. The "
-                                 f"leaves must be the classes by name: leaves {list(names)[:8]}, labels "
-                                 f"{labels[:8]}")
+            raise HierarchyError(
+                f"the prior's class tree does not fit the labels of y: {'; '.join(parts)}. The "
+                f"leaves must be the classes by name: leaves {list(names)[:8]}, labels "
+                f"{labels[:8]}"
+            )
         return np.array([index[c] for c in labels], dtype=np.intp)
 
     # ------------------------------------------------------------------ fitting
@@ -251,11 +277,15 @@ class GPClassifier(ClassifierMixin, BaseEstimator):
         learned = None
         if learner is not None:
             with engine:
-                learned = learner.learn(op, lik, Y, folds=folds, seed=seed, checkpoint=_with_seed(checkpoint, seed),
-                                        engine=engine)
+                learned = learner.learn(
+                    op, lik, Y, folds=folds, seed=seed, checkpoint=_with_seed(checkpoint, seed), engine=engine
+                )
             op, lik = learned.operator, learned.likelihood
-            warn_unconverged(learned.result, f"{owner} learning (objective={learner.name!r})",
-                             "raise the outer iteration limit of the learner object")
+            warn_unconverged(
+                learned.result,
+                f"{owner} learning (objective={learner.name!r})",
+                "raise the outer iteration limit of the learner object",
+            )
         with limit_blas_threads(1):  # short BLAS calls: idle OpenBLAS threads would spin between them
             model = fit_map(op, lik, Y, solver)
         warn_unconverged(model.result, f"{owner}'s Newton fit of alpha", "raise max_iter of the solver's options")
@@ -292,8 +322,10 @@ class GPClassifier(ClassifierMixin, BaseEstimator):
         if self.checkpoint is None or isinstance(self.checkpoint, Checkpointing):
             return self.checkpoint
         if not isinstance(self.checkpoint, (str, os.PathLike)):
-            raise InputError(f"The 'checkpoint' parameter of {type(self).__name__} must be None, a path or a "
-                             f"gpmodels.optimize.checkpoint.Checkpointing; got {self.checkpoint!r} instead")
+            raise InputError(
+                f"The 'checkpoint' parameter of {type(self).__name__} must be None, a path or a "
+                f"gpmodels.optimize.checkpoint.Checkpointing; got {self.checkpoint!r} instead"
+            )
         return Checkpointing(self.checkpoint)
 
     # ------------------------------------------------------------------ the learning criterion
@@ -305,14 +337,20 @@ class GPClassifier(ClassifierMixin, BaseEstimator):
         check_fitted(self)
         learner, Y, seed = self._fit_state
         if learner is None:
-            raise InputError(f"{type(self).__name__}(objective='map') learns no hyperparameters and has no learning "
-                             "criterion; fit with objective='cv' or 'laplace'")
+            raise InputError(
+                f"{type(self).__name__}(objective='map') learns no hyperparameters and has no learning "
+                "criterion; fit with objective='cv' or 'laplace'"
+            )
         model = self.model_
         if theta is None:
-            theta = np.concatenate([model.operator.params, model.likelihood.params]) if learner.name == "laplace" \
+            theta = (
+                np.concatenate([model.operator.params, model.likelihood.params])
+                if learner.name == "laplace"
                 else model.operator.params
-        value, grad = learner.criterion(model.operator, model.likelihood, Y, theta, folds=self.folds_, seed=seed,
-                                        eval_gradient=eval_gradient)
+            )
+        value, grad = learner.criterion(
+            model.operator, model.likelihood, Y, theta, folds=self.folds_, seed=seed, eval_gradient=eval_gradient
+        )
         return (value, grad) if eval_gradient else value
 
     # ------------------------------------------------------------------ prediction
@@ -345,8 +383,9 @@ class GPClassifier(ClassifierMixin, BaseEstimator):
         else:
             predictive = self.predictive_
             pred = latent_predictive(self.model_, X, method=predictive.latent, random_state=self.predictive_seed_)
-            P = predictive_proba(pred, self.model_.likelihood, n_samples=predictive.n_samples,
-                                 random_state=self.predictive_seed_)
+            P = predictive_proba(
+                pred, self.model_.likelihood, n_samples=predictive.n_samples, random_state=self.predictive_seed_
+            )
         return P[:, self.model_class_order_]
 
     def predict_log_proba(self, X):

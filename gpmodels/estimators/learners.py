@@ -85,8 +85,9 @@ class Laplace:
     and left the test error unchanged)."""
 
     options: LaplaceOptions = attrs.field(factory=LaplaceOptions, validator=instance_of(LaplaceOptions))
-    outer: OuterOptions = attrs.field(factory=lambda: OuterOptions(max_iter=20, ftol=1e-4),
-                                      validator=instance_of(OuterOptions))
+    outer: OuterOptions = attrs.field(
+        factory=lambda: OuterOptions(max_iter=20, ftol=1e-4), validator=instance_of(OuterOptions)
+    )
 
     name = "laplace"
     uses_folds = False

@@ -95,15 +95,26 @@ from gpmodels.validation import (
     positive_int,
 )
 
-__all__ = ["LaplaceOptions", "LaplaceResult", "laplace_mlm", "laplace_mode", "laplace_objective", "LaplaceObjective",
-           "learn_laplace", "newton_step_from_mode", "chord_newton", "CHORD_RATE", "softmax_posterior_blocks",
-           "LAPLACE_PATHS", "MODE_OPTIONS"]
+__all__ = [
+    "LaplaceOptions",
+    "LaplaceResult",
+    "laplace_mlm",
+    "laplace_mode",
+    "laplace_objective",
+    "LaplaceObjective",
+    "learn_laplace",
+    "newton_step_from_mode",
+    "chord_newton",
+    "CHORD_RATE",
+    "softmax_posterior_blocks",
+    "LAPLACE_PATHS",
+    "MODE_OPTIONS",
+]
 
 LAPLACE_PATHS = ("exact", "mvm")
 
 #: Newton–CG settings for the mode: the gradient formulas assume the exact mode.
-MODE_OPTIONS = NewtonOptions(max_iter=200, cg_max_iter=1000, cg_tol=1e-12, cg_forcing=0.01, grad_tol=1e-9,
-                             phi_rtol=0.0)
+MODE_OPTIONS = NewtonOptions(max_iter=200, cg_max_iter=1000, cg_tol=1e-12, cg_forcing=0.01, grad_tol=1e-9, phi_rtol=0.0)
 
 
 @attrs.frozen
@@ -130,9 +141,6 @@ class LaplaceResult:
     path: str
     seconds: float
     mvm_count: int
-
-
-
 
 
 # ---------------------------------------------------------------------- exact path
@@ -184,8 +192,9 @@ class _DiagonalExact(_ExactPosterior):
 _PI_FLOOR = 1e-200
 
 
-def softmax_posterior_blocks(blocks: list[np.ndarray], factors: SoftmaxNewtonFactors,
-                             pi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def softmax_posterior_blocks(
+    blocks: list[np.ndarray], factors: SoftmaxNewtonFactors, pi: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """The per-point C x C blocks of Σ = (K̃^{-1} + W)^{-1} = K̃ - K̃ R K̃ and the class-diagonal blocks R_cc
     of R = W (I + K̃ W)^{-1}, for a class-diagonal K̃ = diag(blocks) and the softmax W = D - Π Π^T at π,
     from the factors of R&W Alg. 3.3 (:func:`softmax_newton_factors`: E_c, M M^T = Σ_c E_c):
@@ -343,8 +352,7 @@ class _MVMPosterior:
         return hutchinson_blocks(self.KZ2 - self.K(self.VDs(self.Y2)), self.Z2)
 
     def t_vector(self, s2, K):
-        one = batched_cg(self.Bhat, self.DsVt(K(s2)[:, :, None]), tol=self.opts.cg_tol,
-                         max_iter=self.opts.cg_max_iter)
+        one = batched_cg(self.Bhat, self.DsVt(K(s2)[:, :, None]), tol=self.opts.cg_tol, max_iter=self.opts.cg_max_iter)
         return s2 - self.VDs(one.x)[:, :, 0]
 
     def trace_RdK(self, op):
@@ -398,8 +406,9 @@ class _ChordStepper:
             fresh = True
 
 
-def chord_newton(blocks: ClassBlocks, lik: Likelihood, Y, options: NewtonOptions, *, alpha0=None,
-                 reference=None) -> NewtonResult:
+def chord_newton(
+    blocks: ClassBlocks, lik: Likelihood, Y, options: NewtonOptions, *, alpha0=None, reference=None
+) -> NewtonResult:
     """The mode for a class-diagonal K̃ = diag(blocks) and the softmax by Newton steps that keep the
     factors of I + W_r K̃ (R&W Alg. 3.3) from a reference point r while they work (the chord method with
     refresh, Shamanskii's; Kelley 1995, Sec. 5.4):
@@ -417,8 +426,7 @@ def chord_newton(blocks: ClassBlocks, lik: Likelihood, Y, options: NewtonOptions
     return newton_loop(NewtonProblem(lik, Y, blocks, options), stepper, alpha0)
 
 
-def laplace_mode(op: Operator, lik: Likelihood, Y, options: LaplaceOptions, *, alpha0=None,
-                 u0=None) -> NewtonResult:
+def laplace_mode(op: Operator, lik: Likelihood, Y, options: LaplaceOptions, *, alpha0=None, u0=None) -> NewtonResult:
     """The mode f̂ = K̃ α̂ of the posterior (R&W eq. 3.12 / 3.35) to the tolerances of ``options.newton``.
 
     On the exact path where App. C applies (a class-diagonal K̃ and a W of the multinomial form
@@ -447,8 +455,16 @@ def laplace_mode(op: Operator, lik: Likelihood, Y, options: LaplaceOptions, *, a
     return chord_newton(blocks, lik, Y, options.newton, alpha0=best, reference=reference)
 
 
-def laplace_mlm(op: Operator, lik: Likelihood, Y, options: LaplaceOptions | None = None, *, alpha0=None,
-                u0=None, gradient: bool = True) -> LaplaceResult:
+def laplace_mlm(
+    op: Operator,
+    lik: Likelihood,
+    Y,
+    options: LaplaceOptions | None = None,
+    *,
+    alpha0=None,
+    u0=None,
+    gradient: bool = True,
+) -> LaplaceResult:
     """log q(y | θ) = -½ α̂^T f̂ - Φ_lh(f̂) - ½ log|B| (R&W eq. 3.32 / 3.44) and, optionally, its gradient
     (:func:`_laplace_gradient`); see the module docstring for the two paths.  The mode
     (:func:`laplace_mode`) starts from ``alpha0`` or the Newton step from a previous mode ``u0``.
@@ -498,8 +514,12 @@ def _laplace_gradient(op: Operator, lik: Likelihood, Y, mode: NewtonResult, post
     if lik.params.size:
         v_psi, g_psi, w_psi = lik.param_derivatives(f, Y)
         diag_S = np.einsum("icc->ic", S)
-        g_lik = np.array([-v_psi[p] - 0.5 * float(np.sum(diag_S * w_psi[p])) - float(np.vdot(t, K(g_psi[p])))
-                          for p in range(v_psi.size)])
+        g_lik = np.array(
+            [
+                -v_psi[p] - 0.5 * float(np.sum(diag_S * w_psi[p])) - float(np.vdot(t, K(g_psi[p])))
+                for p in range(v_psi.size)
+            ]
+        )
     return np.concatenate([g_op, g_lik])
 
 
@@ -538,13 +558,26 @@ class LaplaceObjective(JointObjective):
         return -res.log_marginal, -res.gradient, {"alpha": res.mode.alpha, "u": res.mode.u}, info
 
 
-def learn_laplace(op: Operator, lik: Likelihood, Y, options: LaplaceOptions | None = None, *,
-                  outer: OuterOptions | None = None, bounds=None, checkpoint: Checkpointing | None = None,
-                  on_iteration=None) -> tuple[OptimizeResult, Operator, Likelihood]:
+def learn_laplace(
+    op: Operator,
+    lik: Likelihood,
+    Y,
+    options: LaplaceOptions | None = None,
+    *,
+    outer: OuterOptions | None = None,
+    bounds=None,
+    checkpoint: Checkpointing | None = None,
+    on_iteration=None,
+) -> tuple[OptimizeResult, Operator, Likelihood]:
     """Maximise log q(y | θ) over the joint log-space vector by :func:`gpmodels.optimize.driver`, from
     the hyperparameters of ``op`` and ``lik`` (``outer``, default :func:`outer_options` () (100
     iterations, tol 1e-6; ``outer_options(max_iter, tol)`` for others); ``bounds`` default: the start
     ± 10 within the operator's own bounds; ``checkpoint``, ``on_iteration``: as there); returns
     (result, op, lik) with ``result.value`` = -log q at the learned θ."""
-    return minimize_joint(LaplaceObjective(op, lik, Y, options), bounds=bounds, outer=outer, checkpoint=checkpoint,
-                          on_iteration=on_iteration)
+    return minimize_joint(
+        LaplaceObjective(op, lik, Y, options),
+        bounds=bounds,
+        outer=outer,
+        checkpoint=checkpoint,
+        on_iteration=on_iteration,
+    )

@@ -55,8 +55,17 @@ from gpmodels.optimize.lbfgs import OuterOptions
 from gpmodels.optimize.objective import JointObjective, JointParams
 from gpmodels.validation import instance_of, nonnegative_number, positive_int
 
-__all__ = ["VBOptions", "VBResult", "GammaBound", "gamma_bound", "vb_criterion", "vb_objective", "VBObjective",
-           "learn_vb", "check_vb_likelihood"]
+__all__ = [
+    "VBOptions",
+    "VBResult",
+    "GammaBound",
+    "gamma_bound",
+    "vb_criterion",
+    "vb_objective",
+    "VBObjective",
+    "learn_vb",
+    "check_vb_likelihood",
+]
 
 
 @attrs.frozen
@@ -65,9 +74,12 @@ class VBOptions:
 
     max_outer: int = attrs.field(default=100, validator=positive_int())
     tol: float = attrs.field(default=1e-10, validator=nonnegative_number())
-    newton: NewtonOptions = attrs.field(default=NewtonOptions(max_iter=100, cg_max_iter=1000, cg_tol=1e-12,
-                                                              cg_forcing=0.01, grad_tol=1e-9, phi_rtol=0.0),
-                                        validator=instance_of(NewtonOptions))
+    newton: NewtonOptions = attrs.field(
+        default=NewtonOptions(
+            max_iter=100, cg_max_iter=1000, cg_tol=1e-12, cg_forcing=0.01, grad_tol=1e-9, phi_rtol=0.0
+        ),
+        validator=instance_of(NewtonOptions),
+    )
 
 
 @attrs.frozen
@@ -102,8 +114,10 @@ class VBResult:
 
 def check_vb_likelihood(lik) -> None:
     if not isinstance(lik, Likelihood) or not lik.has_super_gaussian:
-        raise InputError(f"VB needs a likelihood with a super-Gaussian form (logistic, gaussian, laplace, student_t); "
-                         f"got {type(lik).__name__}")
+        raise InputError(
+            f"VB needs a likelihood with a super-Gaussian form (logistic, gaussian, laplace, student_t); "
+            f"got {type(lik).__name__}"
+        )
 
 
 def gamma_bound(K: np.ndarray, lik: DiagonalLikelihood, Y: np.ndarray, x: np.ndarray) -> GammaBound:
@@ -131,8 +145,9 @@ def _initial_x(K, lik, Y):
     return lik.sg_s(np.zeros_like(Y), Y) ** 2 + np.diag(K)[:, None]
 
 
-def vb_criterion(op: Operator, lik: DiagonalLikelihood, Y, options: VBOptions | None = None, *, x0=None,
-                 gradient: bool = True) -> VBResult:
+def vb_criterion(
+    op: Operator, lik: DiagonalLikelihood, Y, options: VBOptions | None = None, *, x0=None, gradient: bool = True
+) -> VBResult:
     """φ_VB(θ) by the double loop, with its gradient; ``x0`` (n, 1) warm-starts the variational state."""
     check_vb_likelihood(lik)
     opts = options or VBOptions()
@@ -164,8 +179,9 @@ def vb_criterion(op: Operator, lik: DiagonalLikelihood, Y, options: VBOptions | 
         g_lik = dpsi.reshape(dpsi.shape[0], -1).sum(axis=1) if dpsi.shape[0] else np.zeros(0)
         grad = np.concatenate([g_op, g_lik])
     gamma = 1.0 / lik.sg_dG(x, Y)
-    return VBResult(gb.phi, grad, names, gamma, gb.z, gb.alpha, u, tuple(trace), it, converged,
-                    time.perf_counter() - t0)
+    return VBResult(
+        gb.phi, grad, names, gamma, gb.z, gb.alpha, u, tuple(trace), it, converged, time.perf_counter() - t0
+    )
 
 
 def vb_objective(op: Operator, lik: DiagonalLikelihood, Y, options: VBOptions | None = None):
@@ -199,17 +215,29 @@ class VBObjective(JointObjective):
     def _evaluate(self, op, lik, seed):
         res = vb_criterion(op, lik, self.Y, self.options, x0=None if seed is None else seed["x"])
         x = lik.sg_s(res.u, self.Y) ** 2 + res.z
-        info = {"double_loop_iterations": res.outer_iterations, "double_loop_converged": res.converged,
-                "seconds": res.seconds}
+        info = {
+            "double_loop_iterations": res.outer_iterations,
+            "double_loop_converged": res.converged,
+            "seconds": res.seconds,
+        }
         return res.phi, res.gradient, {"x": x}, info
 
 
-def learn_vb(op: Operator, lik: DiagonalLikelihood, Y, options: VBOptions | None = None, *,
-             outer: OuterOptions | None = None, bounds=None, checkpoint: Checkpointing | None = None,
-             on_iteration=None) -> tuple[OptimizeResult, Operator, DiagonalLikelihood]:
+def learn_vb(
+    op: Operator,
+    lik: DiagonalLikelihood,
+    Y,
+    options: VBOptions | None = None,
+    *,
+    outer: OuterOptions | None = None,
+    bounds=None,
+    checkpoint: Checkpointing | None = None,
+    on_iteration=None,
+) -> tuple[OptimizeResult, Operator, DiagonalLikelihood]:
     """Minimise φ_VB over the joint log-space vector by :func:`gpmodels.optimize.driver`, from the
     hyperparameters of ``op`` and ``lik`` (``outer``, default :func:`outer_options` () (100
     iterations, tol 1e-6); ``bounds`` default: the start ± 10 within the operator's own bounds;
     ``checkpoint``, ``on_iteration``: as there); returns (result, op, lik)."""
-    return minimize_joint(VBObjective(op, lik, Y, options), bounds=bounds, outer=outer, checkpoint=checkpoint,
-                          on_iteration=on_iteration)
+    return minimize_joint(
+        VBObjective(op, lik, Y, options), bounds=bounds, outer=outer, checkpoint=checkpoint, on_iteration=on_iteration
+    )

@@ -79,7 +79,9 @@ def test_joint_map_is_unbounded_below_as_theta_goes_to_zero():
     X = r.normal(size=(12, 2))
     y = np.where(X[:, 0] > 0, 1.0, -1.0)
     op = Sum([BlockDiagonal.from_sharing(X, RBF(1.0), 1, "tied", 1.0)])
-    vals = [criterion_at(op, Logistic(), y, [s], MKLOptions(criterion="joint_map", jitter=0.0))[0]
-            for s in (1.0, 1e-2, 1e-4)]
+    vals = [
+        criterion_at(op, Logistic(), y, [s], MKLOptions(criterion="joint_map", jitter=0.0))[0]
+        for s in (1.0, 1e-2, 1e-4)
+    ]
     assert vals[0] > vals[1] > vals[2]
     assert vals[1] - vals[2] == pytest.approx(12 * np.log(1e2), rel=0.05)

@@ -92,7 +92,7 @@ def test_softmax_determinant_is_complete():
     pi = Softmax().predict(res.mode.u)
     W = np.zeros((120, 120))
     for i in range(40):
-        W[3 * i:3 * i + 3, 3 * i:3 * i + 3] = np.diag(pi[i]) - np.outer(pi[i], pi[i])
+        W[3 * i : 3 * i + 3, 3 * i : 3 * i + 3] = np.diag(pi[i]) - np.outer(pi[i], pi[i])
     assert res.logdet_B == pytest.approx(np.linalg.slogdet(np.eye(120) + op.dense() @ W)[1], rel=1e-10)
 
 
@@ -105,8 +105,9 @@ def test_binary_against_scikit_learn():
     X, yb, _, _ = _data(60, seed=4)
     v, w = 2.5, 0.8
     op = BlockDiagonal.from_sharing(X, RBF(w), 1, "tied", v)
-    gpc = GaussianProcessClassifier(ConstantKernel(v) * skRBF(1 / np.sqrt(w)), optimizer=None).fit(X,
-                                                                                                   (yb > 0).astype(int))
+    gpc = GaussianProcessClassifier(ConstantKernel(v) * skRBF(1 / np.sqrt(w)), optimizer=None).fit(
+        X, (yb > 0).astype(int)
+    )
     sk_value, sk_grad = gpc.log_marginal_likelihood(gpc.kernel_.theta, eval_gradient=True)
     res = laplace_mlm(op, Logistic(), yb, EXACT)
     assert res.log_marginal == pytest.approx(sk_value, rel=1e-8)
@@ -166,10 +167,10 @@ def test_softmax_sigma_blocks_against_the_dense_posterior():
         S, Rcc = softmax_posterior_blocks(blocks, softmax_newton_factors(blocks, pi, keep_E=True), pi)
         K, W = op.dense(), np.zeros((120, 120))
         for i in range(40):
-            W[3 * i:3 * i + 3, 3 * i:3 * i + 3] = np.diag(pi[i]) - np.outer(pi[i], pi[i])
+            W[3 * i : 3 * i + 3, 3 * i : 3 * i + 3] = np.diag(pi[i]) - np.outer(pi[i], pi[i])
         Sigma = K @ np.linalg.inv(np.eye(120) + W @ K)
         R = W @ np.linalg.inv(np.eye(120) + K @ W)
-        S_ref = np.stack([Sigma[3 * i:3 * i + 3, 3 * i:3 * i + 3] for i in range(40)])
+        S_ref = np.stack([Sigma[3 * i : 3 * i + 3, 3 * i : 3 * i + 3] for i in range(40)])
         np.testing.assert_allclose([R[c::3, c::3] for c in range(3)], Rcc, atol=1e-9 * np.abs(R).max())
         s2, s2_ref = lik.trace_hessian_derivative(f, ym, S), lik.trace_hessian_derivative(f, ym, S_ref)
         np.testing.assert_allclose(s2, s2_ref, atol=1e-9 * np.abs(s2_ref).max())

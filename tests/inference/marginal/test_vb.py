@@ -27,8 +27,12 @@ def _data(n=30, seed=0):
     return X, yb, yr
 
 
-LIKS = {"logistic": (Logistic(), "b"), "gaussian": (Gaussian(0.2), "r"), "laplace": (Laplace(0.3), "r"),
-        "student_t": (StudentT(4.0, 0.3, learn_df=True), "r")}
+LIKS = {
+    "logistic": (Logistic(), "b"),
+    "gaussian": (Gaussian(0.2), "r"),
+    "laplace": (Laplace(0.3), "r"),
+    "student_t": (StudentT(4.0, 0.3, learn_df=True), "r"),
+}
 
 
 def _op(X):
