@@ -7,7 +7,7 @@ import numpy as np
 
 from gpmodels.kernels.base import Kernel
 from gpmodels.kernels.mixed_precision import block_rows
-from gpmodels.kernels.representation_base import CrossRepresentation, Representation, take_rows
+from gpmodels.kernels.representation_base import CrossRepresentation, RowBlockRepresentation, take_rows
 
 __all__ = ["BlockedGram", "GramCross"]
 
@@ -42,7 +42,7 @@ class GramCross(CrossRepresentation):
         return self.kernel.gram(self.X1, self.X2)
 
 
-class BlockedGram(Representation, GramCross):
+class BlockedGram(RowBlockRepresentation, GramCross):
     """M recomputed in row blocks at every MVM; at most ``memory_mb`` of it exists at a time."""
 
     def __init__(self, X, kernel: Kernel, memory_mb: float = 256.0):
@@ -62,14 +62,7 @@ class BlockedGram(Representation, GramCross):
     def cross_test(self, X_new):
         return GramCross(self.kernel, X_new, self.X, self.memory_mb)
 
-    def grad_contract(self, E, F):
-        return self._grad_contract_rows(lambda b: E[b] @ F.T)
-
-    def grad_contract_dense(self, A):
-        return self._grad_contract_rows(lambda b: A[b])
-
     def _grad_contract_rows(self, weights) -> np.ndarray:
-        """Σ over row blocks b of d/dθ Σ_{a in b} W_{a,.} M_{a,.} with the rows W_b = ``weights(b)``."""
         if self.kernel.params.size == 0:
             return np.zeros(0)
         total = np.zeros(self.kernel.params.size)

@@ -24,7 +24,7 @@ import numpy as np
 from gpmodels.kernels.base import Kernel
 from gpmodels.kernels.memory_budget import RepresentationChoice
 
-__all__ = ["CrossRepresentation", "Representation", "RepresentationBuilder", "take_rows"]
+__all__ = ["CrossRepresentation", "Representation", "RowBlockRepresentation", "RepresentationBuilder", "take_rows"]
 
 
 def take_rows(X, idx):
@@ -119,6 +119,22 @@ class Representation(CrossRepresentation):
     @property
     def nbytes(self) -> int:
         return 0
+
+
+class RowBlockRepresentation(Representation):
+    """A representation that contracts the kernel's gradient over row blocks of M, never forming an n x n
+    temporary: ``grad_contract`` (rows of E F^T) and ``grad_contract_dense`` (rows of A) both give
+    :meth:`_grad_contract_rows` the weights' rows W_b of a block b."""
+
+    def grad_contract(self, E, F):
+        return self._grad_contract_rows(lambda b: E[b] @ F.T)
+
+    def grad_contract_dense(self, A):
+        return self._grad_contract_rows(lambda b: A[b])
+
+    @abc.abstractmethod
+    def _grad_contract_rows(self, weights) -> np.ndarray:
+        """Σ over row blocks b of d/dθ Σ_{a in b} W_{a,.} M_{a,.} with the rows W_b = ``weights(b)``."""
 
 
 class RepresentationBuilder(abc.ABC):

@@ -15,7 +15,7 @@ from gpmodels.kernels import compiled_symv
 from gpmodels.kernels.base import Kernel, sq_dists
 from gpmodels.kernels.blocked_gram import GramCross
 from gpmodels.kernels.mixed_precision import block_rows, gram_in_row_blocks, stored_matmul, stored_rmatmul
-from gpmodels.kernels.representation_base import CrossRepresentation, Representation, take_rows
+from gpmodels.kernels.representation_base import CrossRepresentation, RowBlockRepresentation, take_rows
 
 __all__ = ["StoredGram", "MatrixCross", "SqDistCache"]
 
@@ -83,7 +83,7 @@ class MatrixCross(CrossRepresentation):
         return self.M.astype(np.float64)
 
 
-class StoredGram(Representation, MatrixCross):
+class StoredGram(RowBlockRepresentation, MatrixCross):
     """M stored in memory (Seeger 2008, App. D.1); MVMs are single GEMMs.
 
     ``dtype`` float32 halves the memory: M is built in row blocks straight into float32 (no n x n
@@ -156,15 +156,7 @@ class StoredGram(Representation, MatrixCross):
     def cross_test(self, X_new):
         return GramCross(self.kernel, X_new, self.X, self.cross_memory_mb)
 
-    def grad_contract(self, E, F):
-        # Σ over row blocks b of d/dθ Σ_{a in b} (E F^T)_{a,.} M_{a,.}: no n x n float64 temporary
-        return self._grad_contract_rows(lambda b: E[b] @ F.T)
-
-    def grad_contract_dense(self, A):
-        return self._grad_contract_rows(lambda b: A[b])
-
     def _grad_contract_rows(self, weights) -> np.ndarray:
-        """Σ over row blocks b of d/dθ Σ_{a in b} W_{a,.} M_{a,.} with the rows W_b = ``weights(b)``."""
         if self.kernel.params.size == 0:
             return np.zeros(0)
         total = np.zeros(self.kernel.params.size)
