@@ -42,6 +42,12 @@ from gpmodels.kernels.device.gram import (  # noqa: E402
 )
 
 BACKENDS = {"numpy": numpy_backend, "strict": strict_backend}
+try:  # PyTorch on the CPU runs the torch code path where it imports (no GPU needed); CI has no torch
+    import torch  # noqa: F401
+
+    BACKENDS["torch-cpu"] = lambda: torch_backend("cpu")
+except ImportError:
+    pass
 KERNELS = {
     "rbf": lambda: RBF(0.7),
     "ard": lambda: ARD([0.5, 1.3, 2.0]),
