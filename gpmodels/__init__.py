@@ -44,7 +44,22 @@ from gpmodels.inference import (
     vb_criterion,
 )
 from gpmodels.inference.map.em import EMOptions, fit_em
-from gpmodels.kernels import ARD, RBF, Linear, Polynomial, Precomputed, RepresentationConfig, make_kernel
+from gpmodels.kernels import (
+    ARD,
+    RBF,
+    Constant,
+    Linear,
+    Matern,
+    MaternARD,
+    Polynomial,
+    Precomputed,
+    RationalQuadratic,
+    RationalQuadraticARD,
+    RepresentationConfig,
+    White,
+    from_sklearn,
+    make_kernel,
+)
 from gpmodels.likelihoods import Gaussian, Laplace, Logistic, SmoothedHinge, Softmax, StudentT
 from gpmodels.likelihoods.uncertain import PseudoTargets, coarsen_labels
 from gpmodels.linalg.blas_threads import configure_openblas
@@ -76,6 +91,13 @@ __all__ = [
     "Linear",
     "Polynomial",
     "Precomputed",
+    "Matern",
+    "MaternARD",
+    "RationalQuadratic",
+    "RationalQuadraticARD",
+    "Constant",
+    "White",
+    "from_sklearn",
     "make_kernel",
     "RepresentationConfig",
     "Softmax",
