@@ -2,7 +2,7 @@
 
 from gpmodels.data.datasets import Dataset, load_dataset
 from gpmodels.data.files import load_file
-from gpmodels.data.scaling import scale_features
+from gpmodels.data.scaling import auto_rbf_w, scale_features
 from gpmodels.data.splits import kfold_partition, subsample, train_test_split
 from gpmodels.data.svmlight import load_svmlight
 
@@ -15,4 +15,5 @@ __all__ = [
     "kfold_partition",
     "subsample",
     "scale_features",
+    "auto_rbf_w",
 ]
