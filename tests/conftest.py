@@ -27,6 +27,37 @@ settings.register_profile(
 settings.load_profile(os.environ.get("GPMODELS_HYPOTHESIS_PROFILE", "default"))
 
 
+def _data_root() -> Path:
+    from gpmodels.data.datasets import find_data_root
+    from gpmodels.errors import DataError
+
+    try:
+        return find_data_root()
+    except DataError:
+        return ROOT.parent / "shared" / "data"
+
+
+#: the named data sets (GPMODELS_DATA, else ../shared/data beside the repository); may be absent
+SHARED_DATA = _data_root()
+
+
+def needs_shared_data(*datasets: str):
+    """Skip unless SHARED_DATA holds each named data set (or exists at all, when none is named)."""
+    missing = [d for d in datasets if not (SHARED_DATA / d).is_dir()] if SHARED_DATA.is_dir() else ["data"]
+    return pytest.mark.skipif(bool(missing), reason=f"{', '.join(missing)} not in the shared data ({SHARED_DATA})")
+
+
+def assert_spec_error(spec: dict, key: str, message: str, read=None) -> None:
+    """Reading ``spec`` (by ``read``, default ``spec_from_dict``) raises a SpecError matching ``message`` whose
+    path is ``key``."""
+    from gpmodels.driver import spec_from_dict
+    from gpmodels.errors import SpecError
+
+    with pytest.raises(SpecError, match=message) as err:
+        (read or spec_from_dict)(spec)
+    assert err.value.path == key
+
+
 #: whether matplotlib (the `plots` extra; the `test` extra installs it) is there: runs then draw their figures
 HAVE_MATPLOTLIB = importlib.util.find_spec("matplotlib") is not None
 needs_matplotlib = pytest.mark.skipif(not HAVE_MATPLOTLIB, reason="draws figures: needs matplotlib (gpmodels[plots])")

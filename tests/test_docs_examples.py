@@ -4,7 +4,7 @@ line imports, and the README's worked example runs."""
 import re
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, SHARED_DATA, needs_shared_data
 
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 IMPORT = re.compile(r"^(from gpmodels[\w.]* import [\w, ]+|import gpmodels[\w.]*(?: as \w+)?)\s*$")
@@ -33,11 +33,11 @@ def _python_blocks(path) -> list[str]:
     return re.findall(r"```python\n(.*?)```", path.read_text(encoding="utf-8"), flags=re.S)
 
 
-@pytest.mark.skipif(not (ROOT.parent / "shared" / "data" / "satimage").is_dir(), reason="../shared/data not present")
+@needs_shared_data("satimage")
 def test_the_readme_worked_example_runs(monkeypatch, capsys):
     """The README's first Python example (satimage composed in Python) runs as written and reaches the
     spec run's test error (about 10.5 %)."""
-    monkeypatch.setenv("GPMODELS_DATA", str(ROOT.parent / "shared" / "data"))
+    monkeypatch.setenv("GPMODELS_DATA", str(SHARED_DATA))
     example = _python_blocks(ROOT / "README.md")[0]
     assert "load_dataset" in example and "fit_map" in example
     scope = {}

@@ -5,7 +5,7 @@ import json
 
 import numpy as np
 import pytest
-from conftest import toy_classification, write_spec
+from conftest import SHARED_DATA, toy_classification, write_spec
 
 from gpmodels import progress
 from gpmodels.cli import main
@@ -225,9 +225,7 @@ def _tree_spec(tmp_path, objective):
 
 
 def _enron_spec(tmp_path):
-    from conftest import ROOT
-
-    shared = ROOT.parent / "shared" / "data"
+    shared = SHARED_DATA
     if not (shared / "enron_corr").is_dir():
         pytest.skip("../shared/data not present")
     return {

@@ -9,22 +9,12 @@ import json
 import sys
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, needs_shared_data
 
 sys.path.insert(0, str(ROOT / "bench"))
 
 
-def _shared_data():
-    from gpmodels.data.datasets import find_data_root
-    from gpmodels.errors import DataError
-
-    try:
-        return find_data_root()
-    except DataError:
-        return None
-
-
-pytestmark = pytest.mark.skipif(_shared_data() is None, reason="../shared/data not present")
+pytestmark = needs_shared_data("satimage")
 
 ARGS = ["--partitions", "2", "--methods", "mc-tied,1rest", "--max-train", "90", "--max-iter", "2"]
 

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from conftest import TESTS
+from conftest import TESTS, needs_shared_data
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -129,14 +129,7 @@ def test_scaling(rng):
         scale_features("minmax", X)
 
 
-def _shared_data():
-    try:
-        return find_data_root()
-    except DataError:
-        return None
-
-
-@pytest.mark.skipif(_shared_data() is None, reason="../shared/data not present")
+@needs_shared_data("satimage", "news20")
 def test_named_datasets_load_with_the_documented_counts():
     d = load_dataset("satimage")
     assert d.X_train.shape == (4435, 36) and d.X_test.shape == (2000, 36)

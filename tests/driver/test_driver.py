@@ -7,12 +7,12 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 import yaml
-from conftest import ROOT, figures, toy_classification
+from conftest import ROOT, assert_spec_error, figures, toy_classification
 
 from gpmodels.cli import main
 from gpmodels.driver.saved import load_model
 from gpmodels.driver.study import StudySpec
-from gpmodels.errors import DataError, SpecError
+from gpmodels.errors import DataError
 
 
 def _data(tmp_path, sparse=False):
@@ -144,9 +144,7 @@ def test_bad_study_specs_name_the_key(mutate, key, message):
         "models": [{"name": "a", "model": {"kernel": {"type": "linear"}}, "objective": {}}],
     }
     mutate(d)
-    with pytest.raises(SpecError, match=message) as err:
-        StudySpec.from_dict(d)
-    assert err.value.path == key
+    assert_spec_error(d, key, message, read=StudySpec.from_dict)
 
 
 def test_learned_hyperparameters_round_trip_for_regression(tmp_path, capsys):

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import ROOT
+from conftest import ROOT, SHARED_DATA
 
 from gpmodels.cli import main
 from gpmodels.driver.loader import spec_from_dict
@@ -24,7 +24,6 @@ from gpmodels.driver.sections.objective import OBJECTIVES
 from gpmodels.driver.study import StudySpec, run_study
 
 SPECS_DIR = ROOT / "specs"
-SHARED = ROOT.parent / "shared" / "data"
 SPECS = sorted(SPECS_DIR.glob("*.yaml"))
 
 #: training points of the scaled runs where 60 would lose classes
@@ -37,8 +36,8 @@ def _load(path: Path) -> dict:
 
 def _skip_without_data(d: dict) -> None:
     name = d["data"].get("dataset")
-    if name is not None and not SHARED.is_dir():
-        pytest.skip(f"spec uses data set {name!r} from ../shared/data, which is absent ({SHARED})")
+    if name is not None and not SHARED_DATA.is_dir():
+        pytest.skip(f"spec uses data set {name!r} from ../shared/data, which is absent ({SHARED_DATA})")
 
 
 def _scaled_objective(o: dict) -> dict:
@@ -81,7 +80,7 @@ def scaled_down(d: dict) -> dict:
     d = copy.deepcopy(d)
     data = d["data"]
     if data.get("dataset") is not None:
-        data["root"] = str(SHARED)
+        data["root"] = str(SHARED_DATA)
     data["max_train"] = min(data.get("max_train") or 10**9, N_TRAIN.get(data.get("dataset"), 60))
     data["max_test"] = min(data.get("max_test") or 10**9, 40)
     if "models" in d:
@@ -109,7 +108,7 @@ def test_there_are_example_specs():
 @pytest.mark.parametrize("path", SPECS, ids=lambda p: p.stem)
 def test_spec_validates_with_the_cli(path, monkeypatch, capsys):
     _skip_without_data(_load(path))
-    monkeypatch.setenv("GPMODELS_DATA", str(SHARED))
+    monkeypatch.setenv("GPMODELS_DATA", str(SHARED_DATA))
     assert main(["validate", str(path)]) == 0, capsys.readouterr().err
     assert "valid" in capsys.readouterr().out
 
@@ -162,12 +161,12 @@ def test_the_derived_regression_files_follow_their_recipe(tmp_path):
 
     import numpy as np
 
-    if not (SHARED / "satimage").is_dir():
-        pytest.skip(f"satimage is absent from ../shared/data ({SHARED})")
+    if not (SHARED_DATA / "satimage").is_dir():
+        pytest.skip(f"satimage is absent from ../shared/data ({SHARED_DATA})")
     script = SPECS_DIR / "data" / "make_satimage_pixel.py"
     mod = importlib.util.module_from_spec(importlib.util.spec_from_file_location("make_satimage_pixel", script))
     mod.__spec__.loader.exec_module(mod)
-    mod.main(SHARED, tmp_path)
+    mod.main(SHARED_DATA, tmp_path)
     for part in ("train", "test"):
         shipped, made = SPECS_DIR / "data" / f"satimage_pixel_{part}.npz", tmp_path / f"satimage_pixel_{part}.npz"
         with np.load(shipped) as a, np.load(made) as b:

@@ -6,9 +6,8 @@ import csv
 import json
 
 import numpy as np
-import pytest
 import yaml
-from conftest import ROOT, toy_classification, write_spec
+from conftest import SHARED_DATA, needs_shared_data, toy_classification, write_spec
 
 from gpmodels.baselines.crammer_singer.solver import fit_crammer_singer
 from gpmodels.cli import main
@@ -17,8 +16,6 @@ from gpmodels.driver.build_data import build_data, build_multilabel_data
 from gpmodels.driver.loader import spec_from_dict
 from gpmodels.driver.saved import load_model
 from gpmodels.scoring.multilabel import multilabel_report
-
-SHARED = ROOT.parent / "shared" / "data"
 
 
 def test_a_crammer_singer_model_round_trips(tmp_path, capsys):
@@ -56,11 +53,11 @@ def test_a_crammer_singer_model_round_trips(tmp_path, capsys):
     assert [r["prediction"] for r in rows] == [str(c) for c in np.argmax(fitted.decision_function(data.X_test), 1)]
 
 
-@pytest.mark.skipif(not (SHARED / "enron_corr").is_dir(), reason="../shared/data not present")
+@needs_shared_data("enron_corr")
 def test_an_hm3_model_round_trips_and_predicts_multilabels(tmp_path):
     d = {
         "name": "e",
-        "data": {"dataset": "enron_corr", "root": str(SHARED), "max_train": 80, "max_test": 40},
+        "data": {"dataset": "enron_corr", "root": str(SHARED_DATA), "max_train": 80, "max_test": 40},
         "model": {"kernel": {"type": "linear"}},
         "objective": {"type": "hm3", "hm3": {"max_passes": 3, "chunk_size": 40}},
         "output": {"dir": str(tmp_path / "out")},
@@ -81,14 +78,14 @@ def test_an_hm3_model_round_trips_and_predicts_multilabels(tmp_path):
     np.testing.assert_array_equal(np.array([r[1:] for r in rows[1:]], dtype=int), U.astype(int))
 
 
-@pytest.mark.skipif(not (SHARED / "news20").is_dir(), reason="../shared/data not present")
+@needs_shared_data("news20")
 def test_an_hm3_model_on_single_label_paths_predicts_classes_and_scores_them(tmp_path, capsys):
     d = {
         "name": "n",
         "data": {
             "dataset": "news20",
             "subset": "small",
-            "root": str(SHARED),
+            "root": str(SHARED_DATA),
             "scaling": "unit_norm",
             "max_train": 100,
             "max_test": 40,

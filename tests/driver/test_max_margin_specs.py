@@ -4,17 +4,16 @@ import json
 
 import numpy as np
 import pytest
-from conftest import ROOT, toy_classification, write_spec
+from conftest import ROOT, SHARED_DATA, assert_spec_error, needs_shared_data, toy_classification, write_spec
 
 from gpmodels.baselines.crammer_singer.loops import compiled_available
 from gpmodels.cli import main
 from gpmodels.data.multilabel_sets import encode_funcat_features, load_multilabel
-from gpmodels.driver.loader import load_spec, spec_from_dict
-from gpmodels.errors import DataError, SpecError
+from gpmodels.driver.loader import load_spec
+from gpmodels.errors import DataError
 from gpmodels.scoring.multilabel import check_multilabels
 
-SHARED = ROOT.parent / "shared" / "data"
-needs_data = pytest.mark.skipif(not (SHARED / "enron_corr").is_dir(), reason="../shared/data not present")
+needs_data = needs_shared_data("enron_corr")
 
 
 @pytest.mark.parametrize("engine", ["auto", "numpy"])
@@ -54,9 +53,7 @@ def test_bad_max_margin_specs_name_the_key():
         ({"type": "hm3", "hm3": {"compare": ["svn"]}}, "objective.hm3.compare", "'svn'"),
         ({"type": "hm3", "hm3": {"los": "delta"}}, "objective.hm3.los", "did you mean 'loss'"),
     ]:
-        with pytest.raises(SpecError, match=msg) as err:
-            spec_from_dict({**base, "objective": obj})
-        assert err.value.path == key
+        assert_spec_error({**base, "objective": obj}, key, msg)
 
 
 @pytest.mark.parametrize("name", ["satimage-cs", "enron-hm3", "news20-hm3"])
@@ -71,7 +68,7 @@ def test_hm3_spec_on_enron_subsample(tmp_path):
         "name": "e",
         "data": {
             "dataset": "enron_corr",
-            "root": str(SHARED),
+            "root": str(SHARED_DATA),
             "scaling": "unit_norm",
             "max_train": 120,
             "max_test": 60,
@@ -105,7 +102,7 @@ def test_hm3_on_news20_paths_reports_single_label_error(tmp_path):
         "data": {
             "dataset": "news20",
             "subset": "small",
-            "root": str(SHARED),
+            "root": str(SHARED_DATA),
             "scaling": "unit_norm",
             "max_train": 200,
             "max_test": 100,
@@ -122,14 +119,14 @@ def test_hm3_on_news20_paths_reports_single_label_error(tmp_path):
 @needs_data
 @pytest.mark.parametrize("name", ["enron_corr", "derisi_FUN", "church_FUN"])
 def test_multilabel_loaders(name):
-    d = load_multilabel(name, SHARED)
+    d = load_multilabel(name, SHARED_DATA)
     check_multilabels(d.Y_train, d.tree)
     assert d.Y_train.shape[1] == d.tree.n_nodes == d.Y_test.shape[1]
     X = d.X_train.toarray() if d.sparse else d.X_train
     assert np.all(np.isfinite(X)) and np.all(np.isfinite(d.X_test.toarray() if d.sparse else d.X_test))
     if name == "derisi_FUN":
         assert d.X_train.shape == (1608 + 842, 63) and d.tree.n_nodes == 499
-        assert load_multilabel(name, SHARED, validation="drop").X_train.shape == (1608, 63)
+        assert load_multilabel(name, SHARED_DATA, validation="drop").X_train.shape == (1608, 63)
     if name == "enron_corr":
         assert d.X_train.shape == (988, 1001) and d.Y_train.sum(axis=1).mean() == pytest.approx(5.11, abs=0.01)
 
@@ -143,4 +140,4 @@ def test_funcat_encoding_and_unknown_sets():
     np.testing.assert_array_equal(a[:, 1:], [[1, 0, 0], [0, 0, 1], [0, 0, 0]])
     assert b[0, 0] == 0.0 and b[0, 1:].tolist() == [0, 1, 0]
     with pytest.raises(DataError, match="did you mean 'derisi_FUN'"):
-        load_multilabel("derisi_FUNN", SHARED)
+        load_multilabel("derisi_FUNN", SHARED_DATA)

@@ -5,12 +5,11 @@ import json
 import numpy as np
 import pytest
 import yaml
-from conftest import ROOT, toy_classification, write_spec
+from conftest import ROOT, assert_spec_error, toy_classification, write_spec
 
 from gpmodels.cli import main
 from gpmodels.driver import spec_reference
 from gpmodels.driver.loader import spec_from_dict
-from gpmodels.errors import SpecError
 
 
 def _files(tmp_path):
@@ -97,9 +96,7 @@ def test_svmlight_split_and_sparse_linear(tmp_path):
 def test_bad_specs_name_the_key(tmp_path, mutate, key, message):
     d = _spec(tmp_path)
     mutate(d)
-    with pytest.raises(SpecError, match=message) as err:
-        spec_from_dict(d)
-    assert err.value.path == key
+    assert_spec_error(d, key, message)
 
 
 def test_missing_file_is_named_and_exit_code_is_2(tmp_path, capsys):

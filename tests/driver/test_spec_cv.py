@@ -8,13 +8,12 @@ import shutil
 import numpy as np
 import pytest
 import yaml
-from conftest import ROOT, toy_classification, write_spec
+from conftest import ROOT, assert_spec_error, needs_shared_data, toy_classification, write_spec
 
 from gpmodels.cli import main
 from gpmodels.driver.build import build_learn_options, cv_partition
 from gpmodels.driver.loader import load_spec, spec_from_dict
 from gpmodels.driver.run import RUNNERS
-from gpmodels.errors import SpecError
 from gpmodels.inference.cv.learn import LearnOptions
 from gpmodels.inference.cv.options import CVOptions
 
@@ -183,9 +182,7 @@ def test_every_objective_type_has_a_runner():
 def test_bad_cv_settings_name_the_key(tmp_path, mutate, key, message):
     d = _spec(tmp_path)
     mutate(d)
-    with pytest.raises(SpecError, match=message) as err:
-        spec_from_dict(d)
-    assert err.value.path == key
+    assert_spec_error(d, key, message)
 
 
 def test_the_satimage_spec_is_seeger_section_6_2():
@@ -203,18 +200,8 @@ def test_the_satimage_spec_is_seeger_section_6_2():
     ) == ("cv", 30, 50, 13, 25, 40, 5)
 
 
-def _shared_data():
-    from gpmodels.data.datasets import find_data_root
-    from gpmodels.errors import DataError
-
-    try:
-        return find_data_root()
-    except DataError:
-        return None
-
-
 @pytest.mark.slow
-@pytest.mark.skipif(_shared_data() is None, reason="../shared/data not present")
+@needs_shared_data("satimage")
 def test_satimage_spec_learns_on_a_subsample(tmp_path):
     """The shipped spec end to end on 800 training points (the full study is bench/satimage_cv.py)."""
     d = yaml.safe_load((ROOT / "specs" / "satimage-cv.yaml").read_text())

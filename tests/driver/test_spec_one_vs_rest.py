@@ -7,12 +7,11 @@ import json
 
 import numpy as np
 import pytest
-from conftest import ROOT, figures, toy_classification, write_spec
+from conftest import ROOT, assert_spec_error, figures, toy_classification, write_spec
 
 from gpmodels.cli import main
-from gpmodels.driver.loader import load_spec, spec_from_dict
+from gpmodels.driver.loader import load_spec
 from gpmodels.driver.saved import load_model
-from gpmodels.errors import SpecError
 from gpmodels.inference.cv.one_vs_rest import fit_one_vs_rest
 from gpmodels.inference.map.newton_cg import NewtonCG, NewtonOptions
 from gpmodels.likelihoods.softmax import Softmax
@@ -142,9 +141,7 @@ def test_one_vs_rest_without_learning_fits_at_the_given_hyperparameters(tmp_path
 def test_bad_one_vs_rest_specs_name_the_key(tmp_path, mutate, key, message):
     d = _spec(tmp_path)
     mutate(d)
-    with pytest.raises(SpecError, match=message) as err:
-        spec_from_dict(d)
-    assert err.value.path == key
+    assert_spec_error(d, key, message)
 
 
 def test_the_satimage_ovr_spec_is_seeger_section_6_2():

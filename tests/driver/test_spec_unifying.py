@@ -5,6 +5,7 @@ import json
 import numpy as np
 import pytest
 import yaml
+from conftest import assert_spec_error
 
 from gpmodels.cli import main
 from gpmodels.driver.loader import spec_from_dict
@@ -152,9 +153,7 @@ def test_bad_specs_name_the_key(tmp_path, mutate, key, message):
         tmp_path, "classification", {"kernel": RBF, "likelihood": "logistic", "sharing": "tied"}, {"type": "laplace"}
     )
     mutate(d)
-    with pytest.raises(SpecError, match=message) as err:
-        spec_from_dict(d)
-    assert err.value.path == key
+    assert_spec_error(d, key, message)
 
 
 def test_kernel_list_checks(tmp_path):

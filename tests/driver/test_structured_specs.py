@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 import yaml
-from conftest import figures, toy_classification
+from conftest import assert_spec_error, figures, toy_classification
 
 from gpmodels.cli import main
 from gpmodels.driver.loader import spec_from_dict
@@ -174,9 +174,7 @@ def test_bad_structured_specs_name_the_key(tmp_path, mutate, key, message):
 
     d = _spec(tmp_path)
     mutate(d)
-    with pytest.raises(SpecError, match=message) as err:
-        check_files(spec_from_dict(d), None)
-    assert err.value.path == key
+    assert_spec_error(d, key, message, read=lambda s: check_files(spec_from_dict(s), None))
 
 
 def test_a_hierarchy_that_does_not_fit_the_classes(tmp_path):

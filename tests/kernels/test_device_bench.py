@@ -6,22 +6,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import needs_shared_data
 
 pytest.importorskip("array_api_compat")
 BENCH = Path(__file__).resolve().parents[2] / "bench"
 
 
-def _shared_data():
-    from gpmodels.data.datasets import find_data_root
-    from gpmodels.errors import DataError
-
-    try:
-        return find_data_root()
-    except DataError:
-        return None
-
-
-@pytest.mark.skipif(_shared_data() is None, reason="../shared/data (satimage) not present")
+@needs_shared_data("satimage")
 def test_gpu_bench_runs_end_to_end_on_the_numpy_namespace(capsys, monkeypatch):
     monkeypatch.syspath_prepend(str(BENCH))
     sys.modules.pop("gpu", None)
