@@ -30,6 +30,7 @@ __all__ = [
     "DataConversionWarning",
     "NotFittedError",
     "store_params",
+    "forward_params",
     "classifier_tags",
     "check_fitted",
     "record_features",
@@ -63,6 +64,15 @@ def store_params(est, arguments: dict) -> None:
     for name in inspect.signature(type(est).__init__).parameters:
         if name != "self":
             setattr(est, name, arguments[name])
+
+
+def forward_params(est, target, **given):
+    """``target(...)`` built from the estimator's parameters that ``target`` takes by the same name (the
+    settings an estimator hands on unchanged: solver options, an inner estimator), with ``given`` (values
+    the estimator checked, converted or derived) in place of or beside them."""
+    takes = inspect.signature(target).parameters
+    handed_on = {name: value for name, value in est.get_params(deep=False).items() if name in takes}
+    return target(**{**handed_on, **given})
 
 
 def classifier_tags(*, multi_label: bool = False, poor_score: bool = False) -> Tags:

@@ -16,6 +16,7 @@ from gpmodels.estimators._common import (
     check_X,
     classifier_tags,
     encode_targets,
+    forward_params,
     kernel_by_name,
     record_features,
     store_params,
@@ -84,16 +85,7 @@ class CrammerSingerSVC(ClassifierMixin, BaseEstimator):
     def fit(self, X, y):
         owner = type(self).__name__
         C = check_positive(owner, "C", self.C)
-        opts = CSOptions(
-            beta=1.0 / C,
-            epsilon=self.epsilon,
-            cooling=self.cooling,
-            active_set=self.active_set,
-            reduced_solver=self.reduced_solver,
-            cache_mb=self.cache_mb,
-            engine=self.engine,
-            max_updates=self.max_updates,
-        )
+        opts = forward_params(self, CSOptions, beta=1.0 / C)
         X_raw, X = X, check_features("X", X)
         classes, codes = encode_targets(y)
         if codes.size != X.shape[0]:

@@ -23,6 +23,7 @@ from gpmodels.estimators._common import (
     check_label_types,
     classifier_tags,
     encode_targets,
+    forward_params,
     store_params,
 )
 from gpmodels.estimators.gp import GPClassifier
@@ -129,15 +130,7 @@ class HierarchicalGPClassifier(ClassifierMixin, BaseEstimator):
         codes = tree.classes_of_paths(paths)
         leaf_names = np.array(tree.classes, dtype=object)
         prior = anova_prior(tree, X) if self.prior is None else self.prior(tree, X)
-        est = GPClassifier(
-            prior,
-            objective=self.objective,
-            solver=self.solver,
-            cv=self.cv,
-            predictive=self.predictive,
-            n_jobs=self.n_jobs,
-            random_state=self.random_state,
-        )
+        est = forward_params(self, GPClassifier, prior=prior)
         est.fit(X_raw, leaf_names[codes])
         given = {}  # leaf name -> the path of the first example of that class, as given (padding dropped)
         for code, row in zip(codes, rows):

@@ -18,6 +18,7 @@ from gpmodels.estimators._common import (
     check_positive,
     check_X,
     classifier_tags,
+    forward_params,
     kernel_by_name,
     record_features,
     seed_from,
@@ -153,18 +154,7 @@ class HM3Classifier(ClassifierMixin, BaseEstimator):
         owner = type(self).__name__
         tree = as_tree(self.hierarchy, owner)
         C = check_positive(owner, "C", self.C)
-        opts = HM3Options(
-            C=C,
-            loss=self.loss,
-            scaling=self.scaling,
-            working_set=self.working_set,
-            chunk_size=self.chunk_size,
-            iteration_limit=self.iteration_limit,
-            direction=self.direction,
-            gap_tol=self.gap_tol,
-            max_passes=self.max_passes,
-            seed=seed_from(owner, self.random_state),
-        )
+        opts = forward_params(self, HM3Options, C=C, seed=seed_from(owner, self.random_state))
         X_raw, X = X, check_features("X", X)
         Y = self._check_Y(y, tree, X.shape[0])
         kernel = kernel_by_name(owner, self.kernel, self.w, self.degree, self.offset, X)
