@@ -32,6 +32,7 @@ and ``_sg_dpsi`` (∂G/∂ψ, shape (p, n, C)).
 from __future__ import annotations
 
 import abc
+from typing import ClassVar
 
 import numpy as np
 
@@ -39,7 +40,14 @@ from gpmodels.errors import InputError
 from gpmodels.likelihoods.base import HessianFactor, Likelihood
 from gpmodels.validation import check_finite, check_shape
 
-__all__ = ["DiagonalLikelihood", "DiagonalFactor", "as_single_latent"]
+__all__ = [
+    "DiagonalLikelihood",
+    "RealTargetLikelihood",
+    "SignedTargetLikelihood",
+    "DiagonalFactor",
+    "as_single_latent",
+    "check_pm1_targets",
+]
 
 #: smallest Newton weight: keeps W^{-1/2} finite where σ(u)(1 - σ(u)) underflows.
 _W_FLOOR = 1e-300
@@ -57,6 +65,19 @@ def as_single_latent(name: str, Y, n: int, n_classes: int) -> np.ndarray:
     check_shape("Y", Y, (n, 1))
     check_finite("Y", Y)
     return np.ascontiguousarray(Y)
+
+
+def check_pm1_targets(name: str, Y, n: int, n_classes: int) -> np.ndarray:
+    """Binary targets in {-1, +1}, shape (n,) or (n, 1) -> (n, 1); anything else is an InputError."""
+    Y = as_single_latent(f"the {name} likelihood", Y, n, n_classes)
+    bad = (Y != 1.0) & (Y != -1.0)
+    if np.any(bad):
+        i = int(np.flatnonzero(bad.ravel())[0])
+        raise InputError(
+            f"{name} labels must be in {{-1, +1}}; got {float(Y.ravel()[i])!r} at position {i} "
+            f"({int(bad.sum())} such labels)"
+        )
+    return Y
 
 
 class DiagonalFactor(HessianFactor):
@@ -212,3 +233,34 @@ class DiagonalLikelihood(Likelihood):
 
     def sg_dpsi(self, X, Y):
         return self._sg_dpsi(X, Y)
+
+
+class RealTargetLikelihood(DiagonalLikelihood):
+    """A noise model of real targets y = u + r over one latent function (targets (n,) or (n, 1)), r symmetric
+    about 0: s = y - u in the super-Gaussian form, and u itself is the point prediction.  A subclass names
+    itself in ``target_name`` ("the <target_name> likelihood" in target errors)."""
+
+    target_name: ClassVar[str]
+    target_encoding = "real"
+    vb_residual = True
+    has_super_gaussian = True
+
+    def check_targets(self, Y, n, n_classes):
+        return as_single_latent(f"the {self.target_name} likelihood", Y, n, n_classes)
+
+    def predict(self, U) -> np.ndarray:
+        """The predictive location of y at latent values U: u itself (the median of the symmetric noise,
+        and its mean where that exists), shape (m, 1)."""
+        return np.asarray(U, dtype=np.float64).reshape(-1, 1)
+
+
+class SignedTargetLikelihood(DiagonalLikelihood):
+    """Binary labels y = ±1 over one latent function (targets (n,) or (n, 1)): s = u with the linear term
+    ℓ_lin = -y u in the super-Gaussian form.  A subclass names itself in ``target_name`` (target errors)."""
+
+    target_name: ClassVar[str]
+    target_encoding = "signed"
+    vb_residual = False
+
+    def check_targets(self, Y, n, n_classes):
+        return check_pm1_targets(self.target_name, Y, n, n_classes)

@@ -13,27 +13,22 @@ import attrs
 import numpy as np
 
 from gpmodels.hyperparameters import OneLogParameter
-from gpmodels.likelihoods.diagonal import DiagonalLikelihood, as_single_latent
+from gpmodels.likelihoods.diagonal import RealTargetLikelihood
 from gpmodels.validation import positive_number, to_float
 
 __all__ = ["Gaussian"]
 
 
 @attrs.frozen
-class Gaussian(OneLogParameter, DiagonalLikelihood):
+class Gaussian(OneLogParameter, RealTargetLikelihood):
     """N(y | u, noise) with ``noise`` = σ² > 0 (hyperparameter ``log_noise``)."""
 
     noise: float = attrs.field(default=1.0, converter=to_float, validator=positive_number())
     log_field = "noise"
     name_prefix = "lik."
+    target_name = "Gaussian"
     log_concave = True
-    target_encoding = "real"
     conjugate = True
-    vb_residual = True
-    has_super_gaussian = True
-
-    def check_targets(self, Y, n, n_classes):
-        return as_single_latent("the Gaussian likelihood", Y, n, n_classes)
 
     def _nlp(self, U, Y):
         return (Y - U) ** 2 / (2.0 * self.noise) + 0.5 * np.log(2.0 * np.pi * self.noise)
@@ -54,10 +49,6 @@ class Gaussian(OneLogParameter, DiagonalLikelihood):
             (r / self.noise)[None],
             np.full((1,) + np.shape(U), -1.0 / self.noise),
         )
-
-    def predict(self, U) -> np.ndarray:
-        """The predictive mean of y at latent values U (the plug-in u itself), shape (m, 1)."""
-        return np.asarray(U, dtype=np.float64).reshape(-1, 1)
 
     def _sg_G(self, X, Y):
         return X / self.noise + np.log(2.0 * np.pi * self.noise)

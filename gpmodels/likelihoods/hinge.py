@@ -19,25 +19,20 @@ from __future__ import annotations
 import attrs
 import numpy as np
 
-from gpmodels.likelihoods.diagonal import DiagonalLikelihood
-from gpmodels.likelihoods.logistic import check_pm1_targets
+from gpmodels.likelihoods.diagonal import SignedTargetLikelihood
 from gpmodels.validation import positive_number, to_float
 
 __all__ = ["SmoothedHinge"]
 
 
 @attrs.frozen
-class SmoothedHinge(DiagonalLikelihood):
+class SmoothedHinge(SignedTargetLikelihood):
     """ℓ_ε(1 - y u) over a single latent function; ``eps`` the smoothing width."""
 
     eps: float = attrs.field(default=1e-3, converter=to_float, validator=positive_number())
+    target_name = "hinge"
     log_concave = True
-    target_encoding = "signed"
     curvature_kind = "majoriser"
-    vb_residual = False
-
-    def check_targets(self, Y, n, n_classes):
-        return check_pm1_targets("hinge", Y, n, n_classes)
 
     def _t(self, U, Y):
         return 1.0 - Y * U

@@ -18,40 +18,21 @@ import attrs
 import numpy as np
 from scipy.special import expit
 
-from gpmodels.errors import InputError
-from gpmodels.likelihoods.diagonal import DiagonalLikelihood, as_single_latent
+from gpmodels.likelihoods.diagonal import SignedTargetLikelihood
 
-__all__ = ["Logistic", "check_pm1_targets"]
+__all__ = ["Logistic"]
 
 #: below this x = s² the G'(x), G''(x) of the logistic use their Taylor series (cancellation).
 _SERIES_X = 1e-3
 
 
-def check_pm1_targets(name: str, Y, n: int, n_classes: int) -> np.ndarray:
-    """Binary targets in {-1, +1}, shape (n,) or (n, 1) -> (n, 1); anything else is an InputError."""
-    Y = as_single_latent(f"the {name} likelihood", Y, n, n_classes)
-    bad = (Y != 1.0) & (Y != -1.0)
-    if np.any(bad):
-        i = int(np.flatnonzero(bad.ravel())[0])
-        raise InputError(
-            f"{name} labels must be in {{-1, +1}}; got {float(Y.ravel()[i])!r} at position {i} "
-            f"({int(bad.sum())} such labels)"
-        )
-    return Y
-
-
 @attrs.frozen
-class Logistic(DiagonalLikelihood):
+class Logistic(SignedTargetLikelihood):
     """P(y = ±1 | u) = σ(±u) over a single latent function (targets (n,) or (n, 1) in {-1, +1})."""
 
+    target_name = "logistic"
     log_concave = True
-    target_encoding = "signed"
-    vb_residual = False
-
     has_super_gaussian = True
-
-    def check_targets(self, Y, n, n_classes):
-        return check_pm1_targets("logistic", Y, n, n_classes)
 
     def _nlp(self, U, Y):
         return np.logaddexp(0.0, -Y * U)

@@ -29,7 +29,7 @@ from scipy.special import digamma, gammaln
 
 from gpmodels.errors import InputError
 from gpmodels.hyperparameters import OneLogParameter
-from gpmodels.likelihoods.diagonal import DiagonalLikelihood, as_single_latent
+from gpmodels.likelihoods.diagonal import RealTargetLikelihood
 from gpmodels.validation import boolean, positive_number, to_float
 
 __all__ = ["Laplace", "StudentT"]
@@ -46,21 +46,16 @@ def _params_from(theta, names, cls_name):
 
 
 @attrs.frozen
-class Laplace(OneLogParameter, DiagonalLikelihood):
+class Laplace(OneLogParameter, RealTargetLikelihood):
     """exp(-|y - u|/τ)/(2τ) with ``scale`` τ > 0 (hyperparameter ``lik.log_scale``)."""
 
     scale: float = attrs.field(default=1.0, converter=to_float, validator=positive_number())
     log_field = "scale"
     name_prefix = "lik."
+    target_name = "Laplace"
     log_concave = True
-    target_encoding = "real"
     smooth = False
     curvature_kind = "majoriser"
-    vb_residual = True
-    has_super_gaussian = True
-
-    def check_targets(self, Y, n, n_classes):
-        return as_single_latent("the Laplace likelihood", Y, n, n_classes)
 
     def _nlp(self, U, Y):
         return np.abs(Y - U) / self.scale + np.log(2.0 * self.scale)
@@ -85,10 +80,6 @@ class Laplace(OneLogParameter, DiagonalLikelihood):
             np.zeros((1,) + np.shape(U)),
         )
 
-    def predict(self, U) -> np.ndarray:
-        """The predictive median of y at latent values U (u itself), shape (m, 1)."""
-        return np.asarray(U, dtype=np.float64).reshape(-1, 1)
-
     def _sg_G(self, X, Y):
         return 2.0 * np.sqrt(X) / self.scale + 2.0 * np.log(2.0 * self.scale)
 
@@ -103,17 +94,15 @@ class Laplace(OneLogParameter, DiagonalLikelihood):
 
 
 @attrs.frozen
-class StudentT(DiagonalLikelihood):
+class StudentT(RealTargetLikelihood):
     """Student-t noise with ``df`` ν > 0 and ``scale`` σ > 0; see the module docstring."""
 
     df: float = attrs.field(default=4.0, converter=to_float, validator=positive_number())
     scale: float = attrs.field(default=1.0, converter=to_float, validator=positive_number())
     learn_df: bool = attrs.field(default=False, validator=boolean())
+    target_name = "Student-t"
     log_concave = False
-    target_encoding = "real"
     curvature_kind = "majoriser"
-    vb_residual = True
-    has_super_gaussian = True
 
     @property
     def params(self):
@@ -126,9 +115,6 @@ class StudentT(DiagonalLikelihood):
     def with_params(self, theta):
         v = _params_from(theta, self.param_names, "StudentT")
         return StudentT(df=float(v[1]) if self.learn_df else self.df, scale=float(v[0]), learn_df=self.learn_df)
-
-    def check_targets(self, Y, n, n_classes):
-        return as_single_latent("the Student-t likelihood", Y, n, n_classes)
 
     @property
     def _a(self):
@@ -176,10 +162,6 @@ class StudentT(DiagonalLikelihood):
         g_v = nu * (-r / (a + r2) + (nu + 1) * r * s2 / (a + r2) ** 2)
         w_v = nu * ((a - r2) / (a + r2) ** 2 + (nu + 1) * s2 * (3 * r2 - a) / (a + r2) ** 3)
         return np.stack([n_s, n_v]), np.stack([g_s, g_v]), np.stack([w_s, w_v])
-
-    def predict(self, U) -> np.ndarray:
-        """The predictive location (median; the mean for ν > 1) at latent values U, shape (m, 1)."""
-        return np.asarray(U, dtype=np.float64).reshape(-1, 1)
 
     def _sg_G(self, X, Y):
         return (self.df + 1) * np.log1p(X / self._a) + 2.0 * self._log_norm()
