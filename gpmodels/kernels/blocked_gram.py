@@ -62,13 +62,11 @@ class BlockedGram(RowBlockRepresentation, GramCross):
     def cross_test(self, X_new):
         return GramCross(self.kernel, X_new, self.X, self.memory_mb)
 
-    def _grad_contract_rows(self, weights) -> np.ndarray:
-        if self.kernel.params.size == 0:
-            return np.zeros(0)
-        total = np.zeros(self.kernel.params.size)
-        for b in self._blocks():
-            total += self.kernel.grad_contract(take_rows(self.X, b), self.X, weights(b))
-        return total
+    def _grad_blocks(self):
+        return self._blocks()
+
+    def _grad_contract_block(self, b, W) -> np.ndarray:
+        return self.kernel.grad_contract(take_rows(self.X, b), self.X, W)
 
     def with_kernel(self, kernel):
         return self if kernel.key() == self.kernel.key() else BlockedGram(self.X, kernel, self.memory_mb)

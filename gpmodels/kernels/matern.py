@@ -61,6 +61,10 @@ class MaternProfile(Profile):
         e = self._exp_part(s, M)
         return -0.5 * s2 * e if self.nu == 1.5 else (-1.0 / 6.0) * s2 * (1.0 + s) * e
 
+    @property
+    def distance_form(self) -> MaternForm:
+        return MaternForm(self.w_list, isotropic=self.isotropic, nu=self.nu)
+
 
 @attrs.frozen(eq=False)
 class Matern(MaternProfile, StationaryKernel):
@@ -73,10 +77,6 @@ class Matern(MaternProfile, StationaryKernel):
     def _static_key(self) -> tuple:
         return (self.nu,)
 
-    @property
-    def distance_form(self) -> MaternForm:
-        return MaternForm([self.w], isotropic=True, nu=self.nu)
-
 
 @attrs.frozen(eq=False)
 class MaternARD(MaternProfile, StationaryARDKernel):
@@ -88,7 +88,3 @@ class MaternARD(MaternProfile, StationaryARDKernel):
 
     def _static_key(self) -> tuple:
         return (self.w.size, self.nu)
-
-    @property
-    def distance_form(self) -> MaternForm:
-        return MaternForm(self.w, isotropic=False, nu=self.nu)

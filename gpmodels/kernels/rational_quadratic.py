@@ -38,6 +38,10 @@ class RationalQuadraticProfile(Profile):
         u = R2 / (2.0 * self.alpha)
         return [self.alpha * M * (u / (1.0 + u) - np.log1p(u))]
 
+    @property
+    def distance_form(self) -> RationalQuadraticForm:
+        return RationalQuadraticForm(self.w_list, isotropic=self.isotropic, alpha=self.alpha)
+
 
 @attrs.frozen(eq=False)
 class RationalQuadratic(RationalQuadraticProfile, StationaryKernel):
@@ -46,10 +50,6 @@ class RationalQuadratic(RationalQuadraticProfile, StationaryKernel):
     alpha: float = attrs.field(default=1.0, converter=to_float, validator=positive_number())
     spec_type = "rational_quadratic"
 
-    @property
-    def distance_form(self) -> RationalQuadraticForm:
-        return RationalQuadraticForm([self.w], isotropic=True, alpha=self.alpha)
-
 
 @attrs.frozen(eq=False)
 class RationalQuadraticARD(RationalQuadraticProfile, StationaryARDKernel):
@@ -57,7 +57,3 @@ class RationalQuadraticARD(RationalQuadraticProfile, StationaryARDKernel):
 
     alpha: float = attrs.field(default=1.0, converter=to_float, validator=positive_number())
     spec_type = "rational_quadratic_ard"
-
-    @property
-    def distance_form(self) -> RationalQuadraticForm:
-        return RationalQuadraticForm(self.w, isotropic=False, alpha=self.alpha)

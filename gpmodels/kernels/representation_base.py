@@ -123,8 +123,10 @@ class Representation(CrossRepresentation):
 
 class RowBlockRepresentation(Representation):
     """A representation that contracts the kernel's gradient over row blocks of M, never forming an n x n
-    temporary: ``grad_contract`` (rows of E F^T) and ``grad_contract_dense`` (rows of A) both give
-    :meth:`_grad_contract_rows` the weights' rows W_b of a block b."""
+    temporary: ``grad_contract`` (rows of E F^T) and ``grad_contract_dense`` (rows of A) both sum
+    :meth:`_grad_contract_block` over the row blocks of :meth:`_grad_blocks` with the weights' rows W_b."""
+
+    kernel: Kernel
 
     def grad_contract(self, E, F):
         return self._grad_contract_rows(lambda b: E[b] @ F.T)
@@ -132,9 +134,21 @@ class RowBlockRepresentation(Representation):
     def grad_contract_dense(self, A):
         return self._grad_contract_rows(lambda b: A[b])
 
-    @abc.abstractmethod
     def _grad_contract_rows(self, weights) -> np.ndarray:
         """Σ over row blocks b of d/dθ Σ_{a in b} W_{a,.} M_{a,.} with the rows W_b = ``weights(b)``."""
+        total = np.zeros(self.kernel.params.size)
+        if total.size:
+            for b in self._grad_blocks():
+                total += self._grad_contract_block(b, weights(b))
+        return total
+
+    @abc.abstractmethod
+    def _grad_blocks(self):
+        """The row blocks (slices of the training points) of the gradient contraction."""
+
+    @abc.abstractmethod
+    def _grad_contract_block(self, b: slice, W: np.ndarray) -> np.ndarray:
+        """d/dθ Σ_{a in b} W_{a,.} M_{a,.} for the rows W (shape: (|b|, n)) of the row block b."""
 
 
 class RepresentationBuilder(abc.ABC):

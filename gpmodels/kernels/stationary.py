@@ -82,12 +82,21 @@ class Profile(abc.ABC):
         """A copy with w and the profile's own parameters (natural values)."""
         return attrs.evolve(self, w=w, **{n: float(v) for (n, _), v in zip(self._extra_params(), extra)})
 
+    #: one w for all input dimensions (True) or one w_j per dimension (ARD)
+    isotropic: bool
+
+    @property
+    def w_list(self):
+        """The w's as a sequence ([w] or the w_j), as the device forms take them with ``isotropic``."""
+        return [self.w] if self.isotropic else self.w
+
 
 @attrs.frozen(eq=False)
 class StationaryKernel(Profile, Kernel):
     """Isotropic M = f(w ||x - x'||²), parameters log w then the profile's own (module docstring)."""
 
     w: float = attrs.field(converter=to_float, validator=positive_number())
+    isotropic = True
 
     # ----------------------------------------------------------------- parameters
     @property
@@ -138,6 +147,7 @@ class StationaryARDKernel(Profile, Kernel):
     """ARD M = f(Σ_j w_j (x_j - x'_j)²), parameters log w_j then the profile's own (module docstring)."""
 
     w: np.ndarray = attrs.field(converter=to_float_array, validator=array_of(positive_number()))
+    isotropic = False
 
     @property
     def params(self) -> np.ndarray:

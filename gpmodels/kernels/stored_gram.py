@@ -156,21 +156,17 @@ class StoredGram(RowBlockRepresentation, MatrixCross):
     def cross_test(self, X_new):
         return GramCross(self.kernel, X_new, self.X, self.cross_memory_mb)
 
-    def _grad_contract_rows(self, weights) -> np.ndarray:
-        if self.kernel.params.size == 0:
-            return np.zeros(0)
-        total = np.zeros(self.kernel.params.size)
+    def _grad_blocks(self):
         step = block_rows(self.n, self.n, min(self.cross_memory_mb, GRAD_BLOCK_MB))
-        D = None if self.sq_dists is None else self.sq_dists.get()
-        for s in range(0, self.n, step):
-            b = slice(s, min(self.n, s + step))
-            gram = np.asarray(self.M[b], dtype=np.float64)
-            W = weights(b)
-            part = None if D is None else self.kernel.grad_contract_from_sq_dists(D[b], W, gram)
-            if part is None:
-                part = self.kernel.grad_contract(take_rows(self.X, b), self.X, W, gram=gram)
-            total += part
-        return total
+        return (slice(s, min(self.n, s + step)) for s in range(0, self.n, step))
+
+    def _grad_contract_block(self, b, W) -> np.ndarray:
+        gram = np.asarray(self.M[b], dtype=np.float64)
+        if self.sq_dists is not None:  # a kernel with a squared-distance form contracts from D's rows
+            part = self.kernel.grad_contract_from_sq_dists(self.sq_dists.get()[b], W, gram)
+            if part is not None:
+                return part
+        return self.kernel.grad_contract(take_rows(self.X, b), self.X, W, gram=gram)
 
     def contractions(self, E, F, weights):
         # while M is not built (the CV parent's operator at θ): one pass over row blocks of M rebuilt
