@@ -35,6 +35,7 @@ __all__ = [
     "save_arrays",
     "load_arrays",
     "save_map_model",
+    "StoredPredictor",
     "MAPPredictor",
     "pack_inputs",
     "unpack_inputs",
@@ -170,28 +171,39 @@ _MODEL_ARRAYS = frozenset(
 )
 
 
+@attrs.frozen(eq=False, kw_only=True)
+class StoredPredictor:
+    """What every loaded model keeps of its training data, to read prediction inputs and labels as they
+    were read at training; each kind of model adds its fitted parts (positional fields) to these
+    keyword-only ones."""
+
+    classes: tuple[str, ...]
+    scaler: FeatureScaler
+    n_features: int  # width of the training inputs: prediction inputs are aligned to it
+    zero_based: bool = False  # svmlight index base of the training files
+    label_column: str = "label"  # the label column of .csv inputs (data.label_column)
+    positive_class: str | None = None  # a binary `data.positive_class` model: classes ("rest", positive_class)
+    inputs: InputFormat = InputFormat()  # label kind and CSV feature names, decided at training
+
+    def features(self, X):
+        """Raw inputs X, checked, then scaled as the training inputs were."""
+        return self.scaler.transform(check_features("X", X))
+
+    def label_indices(self, y) -> np.ndarray:
+        """The class index of each raw label of an input file, -1 when unknown (:func:`label_indices`)."""
+        return label_indices(y, self.classes, self.inputs, self.positive_class)
+
+
 @attrs.frozen(eq=False)
-class MAPPredictor:
+class MAPPredictor(StoredPredictor):
     """A loaded MAP model: raw inputs -> scaled -> u_* = K̃_{*,.} α̂ -> probabilities."""
 
     operator: object
     likelihood: object
     alpha: np.ndarray  # shape: (n, C)
-    classes: tuple[str, ...]
-    scaler: FeatureScaler
-    n_features: int  # width of the training inputs: prediction inputs are aligned to it
-    zero_based: bool = False  # svmlight index base of the training files
-    positive_class: str | None = None  # a binary `data.positive_class` model: classes ("rest", positive_class)
-    label_column: str = "label"  # the label column of .csv inputs (data.label_column)
-    inputs: InputFormat = InputFormat()  # label kind and CSV feature names, decided at training
 
     def predict_proba(self, X) -> np.ndarray:
-        X = self.scaler.transform(check_features("X", X))
-        return self.likelihood.predict(self.operator.cross_test(X).mvm(self.alpha))
-
-    def label_indices(self, y) -> np.ndarray:
-        """The class index of each raw label of an input file, -1 when unknown (:func:`label_indices`)."""
-        return label_indices(y, self.classes, self.inputs, self.positive_class)
+        return self.likelihood.predict(self.operator.cross_test(self.features(X)).mvm(self.alpha))
 
     def predict(self, X) -> np.ndarray:
         """Class indices by the argmax rule."""
@@ -217,18 +229,24 @@ def save_map_model(
     likelihood, so learned values round-trip.  ``positive_class``: the raw label of a binary
     ``data.positive_class`` model (all other raw labels are ``rest``); the loader also reads it from
     the folder's resolved spec."""
-    arrays = {**pack_inputs(X_train), "alpha": np.asarray(alpha), "classes": np.array(classes, dtype=str)}
+    arrays = {**training_arrays(X_train, scaler, zero_based, inputs), "alpha": np.asarray(alpha)}
+    arrays["classes"] = np.array(classes, dtype=str)
     if tree is not None:  # the class tree as used (after pruning): (parent, child) name pairs
         arrays["tree_edges"] = np.array(tree.edges(), dtype=str)
-    arrays.update((scaler or FeatureScaler("none")).to_arrays())
     if theta is not None:
         arrays["theta"] = np.asarray(theta, dtype=np.float64)
     if likelihood_theta is not None:
         arrays["likelihood_theta"] = np.asarray(likelihood_theta, dtype=np.float64)
-    arrays.update(input_format_arrays(zero_based, inputs))
     if positive_class is not None:
         arrays["positive_class"] = np.array(str(positive_class))
     return save_arrays(model_dir, "map", arrays)
+
+
+def training_arrays(X, scaler: FeatureScaler | None, zero_based: bool | None, inputs: InputFormat | None) -> dict:
+    """What every stored model keeps of its training data (read back by :class:`StoredPredictor`): the
+    inputs X (training points or support patterns), the feature scaler and the input format."""
+    scaler = scaler or FeatureScaler("none")
+    return {**pack_inputs(X), **scaler.to_arrays(), **input_format_arrays(zero_based, inputs)}
 
 
 def input_format_arrays(zero_based: bool | None, inputs: InputFormat | None = None) -> dict:
@@ -247,26 +265,16 @@ def input_format(arrays: dict, X_train) -> tuple[int, bool]:
 
 
 @attrs.frozen(eq=False)
-class OneVsRestPredictor:
+class OneVsRestPredictor(StoredPredictor):
     """A loaded one-vs-rest model: raw inputs -> scaled -> P̂_c(+1 | x) of every binary model ->
     the largest wins (Seeger 2008, Sec. 6.2); ``predict_proba`` normalises the scores per row."""
 
     operators: tuple  # the binary operator of each class, at its fitted hyperparameters
     likelihood: object
     alphas: np.ndarray  # shape: (C, n, 2)
-    classes: tuple[str, ...]
-    scaler: FeatureScaler
-    n_features: int  # width of the training inputs: prediction inputs are aligned to it
-    zero_based: bool = False  # svmlight index base of the training files
-    label_column: str = "label"  # the label column of .csv inputs (data.label_column)
-    inputs: InputFormat = InputFormat()  # label kind and CSV feature names, decided at training
-
-    def label_indices(self, y) -> np.ndarray:
-        """The class index of each raw label of an input file, -1 when unknown (:func:`label_indices`)."""
-        return label_indices(y, self.classes, self.inputs)
 
     def predict_scores(self, X) -> np.ndarray:
-        X = self.scaler.transform(check_features("X", X))
+        X = self.features(X)
         return np.column_stack(
             [self.likelihood.predict(op.cross_test(X).mvm(a))[:, 0] for op, a in zip(self.operators, self.alphas)]
         )
@@ -305,21 +313,18 @@ def save_one_vs_rest_model(
             f"one-vs-rest model: need alphas (C, n, 2) and thetas (C, p) for C = {len(classes)} classes; "
             f"got {alphas.shape} and {thetas.shape}"
         )
-    arrays = {**pack_inputs(X_train), "alphas": alphas, "thetas": thetas, "classes": np.array(classes, dtype=str)}
-    arrays.update((scaler or FeatureScaler("none")).to_arrays())
-    arrays.update(input_format_arrays(zero_based, inputs))
+    arrays = {**training_arrays(X_train, scaler, zero_based, inputs), "alphas": alphas, "thetas": thetas}
+    arrays["classes"] = np.array(classes, dtype=str)
     return save_arrays(model_dir, "one_vs_rest", arrays)
 
 
 def _write_kernel_model(
     model_dir, kind: str, X_support, arrays: dict, scaler, zero_based, tree=None, inputs: InputFormat | None = None
 ) -> Path:
-    arrays = {**pack_inputs(X_support), **arrays}
+    arrays = {**training_arrays(X_support, scaler, zero_based, inputs), **arrays}
     if tree is not None:
         arrays["tree_edges"] = np.array(tree.edges(), dtype=str).reshape(-1, 2)
         arrays["tree_classes"] = np.array([tree.nodes[p] for p in tree.leaves], dtype=str)
-    arrays.update((scaler or FeatureScaler("none")).to_arrays())
-    arrays.update(input_format_arrays(zero_based, inputs))
     return save_arrays(model_dir, kind, arrays)
 
 
@@ -371,28 +376,18 @@ def _csv_cells(values) -> list[str]:
 
 
 @attrs.frozen(eq=False)
-class CrammerSingerPredictor:
+class CrammerSingerPredictor(StoredPredictor):
     """A loaded Crammer–Singer model: raw inputs -> scaled -> scores f_r(x) -> the largest wins.  It has
     no probabilities: ``gpmodels predict`` writes the scores (``prediction_table``)."""
 
     model: object  # a CrammerSingerModel over the stored support patterns
-    classes: tuple[str, ...]
-    scaler: FeatureScaler
-    n_features: int
-    zero_based: bool = False
-    label_column: str = "label"
-    positive_class: str | None = None
-    inputs: InputFormat = InputFormat()
 
     def decision_function(self, X) -> np.ndarray:
-        return self.model.decision_function(self.scaler.transform(check_features("X", X)))
+        return self.model.decision_function(self.features(X))
 
     def predict(self, X) -> np.ndarray:
         """Class indices by the largest score."""
         return np.argmax(self.decision_function(X), axis=1)
-
-    def label_indices(self, y) -> np.ndarray:
-        return label_indices(y, self.classes, self.inputs, self.positive_class)
 
     def prediction_table(self, X) -> tuple[list[str], list[list], np.ndarray]:
         """(CSV header, rows, predicted class names): the decision and the score of every class."""
@@ -403,30 +398,21 @@ class CrammerSingerPredictor:
 
 
 @attrs.frozen(eq=False)
-class HM3Predictor:
+class HM3Predictor(StoredPredictor):
     """A loaded H-M^3 model: raw inputs -> scaled -> edge scores -> the consistent multilabel of maximal
     score (Rousu et al. 2006, Sec. 5), written as 0/1 per tree node; for a single-label model also the
     class whose root-to-leaf path scores highest."""
 
-    model: object  # an HM3Model over the stored support patterns
-    classes: tuple[str, ...]  # empty for a multilabel model
-    scaler: FeatureScaler
-    n_features: int
-    zero_based: bool = False
-    label_column: str = "label"
-    inputs: InputFormat = InputFormat()
+    model: object  # an HM3Model over the stored support patterns (``classes``: empty for a multilabel model)
 
     def predict_multilabels(self, X) -> np.ndarray:
         """(n, P) bool over the tree's non-root nodes (``model.tree.nodes``)."""
-        return self.model.predict(self.scaler.transform(check_features("X", X)))
-
-    def label_indices(self, y) -> np.ndarray:
-        return label_indices(y, self.classes, self.inputs)
+        return self.model.predict(self.features(X))
 
     def prediction_table(self, X) -> tuple[list[str], list[list], np.ndarray | None]:
         """(CSV header, rows, predicted class names or None): 0/1 per node, and for a single-label
         model the best single path's class first."""
-        Xs = self.scaler.transform(check_features("X", X))
+        Xs = self.features(X)
         U = self.model.predict(Xs).astype(int)
         nodes = list(self.model.tree.nodes)
         if not self.classes:

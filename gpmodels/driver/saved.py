@@ -35,6 +35,22 @@ from gpmodels.persistence import (
 __all__ = ["load_model", "LOADERS"]
 
 
+def _reading(arrays: dict, spec, X, classes, positive_class: str | None = None) -> dict:
+    """The :class:`~gpmodels.persistence.StoredPredictor` fields of a stored model: how it reads its
+    prediction inputs and labels (scaler, training width, svmlight base, the spec's label column, the
+    input format) and its classes."""
+    n_features, zero_based = input_format(arrays, X)
+    return dict(
+        classes=classes,
+        scaler=FeatureScaler.from_arrays(arrays),
+        n_features=n_features,
+        zero_based=zero_based,
+        label_column=spec.data.label_column,
+        positive_class=positive_class,
+        inputs=InputFormat.from_arrays(arrays, classes),
+    )
+
+
 def _load_map(model_dir: Path, arrays: dict, spec) -> MAPPredictor:
     X = unpack_inputs(arrays)
     classes = tuple(str(c) for c in arrays["classes"])
@@ -53,15 +69,7 @@ def _load_map(model_dir: Path, arrays: dict, spec) -> MAPPredictor:
             f"stored alpha has shape {alpha.shape}; the rebuilt operator needs {(op.n_points, op.n_classes)}"
         )
     return MAPPredictor(
-        op,
-        likelihood,
-        alpha,
-        classes,
-        FeatureScaler.from_arrays(arrays),
-        *input_format(arrays, X),
-        positive_class=_positive_class(arrays, spec, classes),
-        label_column=spec.data.label_column,
-        inputs=InputFormat.from_arrays(arrays, classes),
+        op, likelihood, alpha, **_reading(arrays, spec, X, classes, _positive_class(arrays, spec, classes))
     )
 
 
@@ -90,16 +98,7 @@ def _load_one_vs_rest(model_dir: Path, arrays: dict, spec) -> OneVsRestPredictor
             f"{len(classes)} classes, {op.n_points} points and {op.params.size} hyperparameters per class"
         )
     ops = tuple(op.with_params(t) for t in thetas)
-    return OneVsRestPredictor(
-        ops,
-        build_likelihood(spec.model),
-        alphas,
-        classes,
-        FeatureScaler.from_arrays(arrays),
-        *input_format(arrays, X),
-        label_column=spec.data.label_column,
-        inputs=InputFormat.from_arrays(arrays, classes),
-    )
+    return OneVsRestPredictor(ops, build_likelihood(spec.model), alphas, **_reading(arrays, spec, X, classes))
 
 
 def _stored_kernel(model_dir: Path, spec, X_support):
@@ -121,15 +120,7 @@ def _load_crammer_singer(model_dir: Path, arrays: dict, spec) -> CrammerSingerPr
         _stored_kernel(model_dir, spec, X), X, tau, arrays["support"], float(arrays["beta"]), len(classes), None
     )
     positive = str(arrays["positive_class"]) if "positive_class" in arrays else None
-    return CrammerSingerPredictor(
-        model,
-        classes,
-        FeatureScaler.from_arrays(arrays),
-        *input_format(arrays, X),
-        label_column=spec.data.label_column,
-        positive_class=positive,
-        inputs=InputFormat.from_arrays(arrays, classes),
-    )
+    return CrammerSingerPredictor(model, **_reading(arrays, spec, X, classes, positive))
 
 
 def _load_hm3(model_dir: Path, arrays: dict, spec) -> HM3Predictor:
@@ -143,14 +134,7 @@ def _load_hm3(model_dir: Path, arrays: dict, spec) -> HM3Predictor:
             f"{tree.n_nodes} nodes need {(X.shape[0], tree.n_nodes, 4)}"
         )
     model = HM3Model(_stored_kernel(model_dir, spec, X), X, nu, tree, None)
-    return HM3Predictor(
-        model,
-        classes,
-        FeatureScaler.from_arrays(arrays),
-        *input_format(arrays, X),
-        label_column=spec.data.label_column,
-        inputs=InputFormat.from_arrays(arrays, classes),
-    )
+    return HM3Predictor(model, **_reading(arrays, spec, X, classes))
 
 
 #: model kind -> loader(model_dir, arrays, resolved spec) returning an object with predict_proba / predict
