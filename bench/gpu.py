@@ -63,9 +63,14 @@ ROW_KEYS = ("job", "library", "n", "C", "seconds", "mvms", "seconds_per_mvm", "t
 
 
 # ---------------------------------------------------------------------------- device helpers
-def make_backend(namespace: str):
-    from gpmodels.kernels.device.backend import cuda_backend, numpy_backend, strict_backend
+def make_backend(namespace: str, fused: bool = True):
+    """The namespace's backend; ``fused``: on ``cuda``, the Triton-fused products where Triton imports
+    (False: the array-API products only)."""
+    from gpmodels.kernels.device.backend import cuda_backend, numpy_backend, strict_backend, torch_backend
 
+    if namespace == "cuda" and not fused:
+        cuda_backend()  # the DeviceError naming what is missing, where it is
+        return torch_backend("cuda", fused=False)
     return {"cuda": cuda_backend, "numpy": numpy_backend, "strict": strict_backend}[namespace]()
 
 
@@ -177,31 +182,64 @@ def job_scale(a, backend) -> dict:
     return {"n": a.n, "C": C, "_representation": "+".join(labels), **row}
 
 
-def job_float32_product(a, backend) -> dict:
-    from scale import synthetic
-
-    from gpmodels import RBF
-    from gpmodels.kernels.device.gram import DeviceStoredGram
-
-    X, _ = synthetic(a.n, 1 + a.n)
-    rep = DeviceStoredGram(X, RBF(1.0 / float(np.sum(np.var(X, axis=0)))), backend, "float32", a.tile_mb)
-    B = backend.from_host(np.random.default_rng(0).normal(size=(a.n, 10)))
-    rep._mvm(B)
+def _best_product(rep, B, backend, repeats: int) -> tuple[float, object]:
+    """Best time of ``repeats`` device products M B (after one untimed: compilation, tuning), and M B."""
+    out = rep._mvm(B)
     backend.synchronize()
 
     def product():
         rep._mvm(B)
         backend.synchronize()
 
-    best = min(_timed(product) for _ in range(5))
-    return {
-        "n": a.n,
-        "C": 10,
-        "seconds": best,
-        "mvms": 1,
-        "seconds_per_mvm": best,
-        "_float32_tbps": a.n * a.n * 4 / best / 1e12,
-    }
+    return min(_timed(product) for _ in range(repeats)), out
+
+
+def _relative_difference(backend, a, b) -> float:
+    a, b = backend.to_host(a), backend.to_host(b)
+    return float(np.abs(a - b).max() / np.abs(b).max())
+
+
+def job_float32_product(a, backend) -> dict:
+    """The stored float32 product with an (n, 10) right-hand side, fused (the row) and through the
+    array-API tiles (``_array_api_seconds``), on one matrix."""
+    from scale import synthetic
+
+    from gpmodels import RBF
+    from gpmodels.kernels.device.gram import DeviceMatrixCross, DeviceStoredGram
+
+    X, _ = synthetic(a.n, 1 + a.n)
+    rep = DeviceStoredGram(X, RBF(1.0 / float(np.sum(np.var(X, axis=0)))), backend, "float32", a.tile_mb)
+    B = backend.from_host(np.random.default_rng(0).normal(size=(a.n, 10)))
+    best, out = _best_product(rep, B, backend, 10)
+    row = {"n": a.n, "C": 10, "seconds": best, "mvms": 1, "seconds_per_mvm": best}
+    row["_float32_tbps"] = a.n * a.n * 4 / best / 1e12
+    if backend.fused is not None:
+        plain = DeviceMatrixCross(make_backend(a.namespace, fused=False), rep.M, a.tile_mb)
+        row["_array_api_seconds"], ref = _best_product(plain, B, backend, 3)
+        row["_array_api_tbps"] = a.n * a.n * 4 / row["_array_api_seconds"] / 1e12
+        row["_fused_vs_array_api_rel_diff"] = _relative_difference(backend, out, ref)
+    return row
+
+
+def job_recomputed_product(a, backend) -> dict:
+    """One recomputed product with an (n, 10) right-hand side at the largest ``--n``, fused (the row)
+    and through the array-API tiles (``_array_api_seconds``)."""
+    from scale import synthetic
+
+    from gpmodels import RBF
+    from gpmodels.kernels.device.gram import DeviceRecomputedGram
+
+    X, _ = synthetic(a.n, 1 + a.n)
+    kernel = RBF(1.0 / float(np.sum(np.var(X, axis=0))))
+    rep = DeviceRecomputedGram(X, kernel, backend, a.tile_mb)
+    B = backend.from_host(np.random.default_rng(0).normal(size=(a.n, 10)))
+    best, out = _best_product(rep, B, backend, 3)
+    row = {"n": a.n, "C": 10, "seconds": best, "mvms": 1, "seconds_per_mvm": best}
+    if backend.fused is not None:
+        plain = DeviceRecomputedGram(X, kernel, make_backend(a.namespace, fused=False), a.tile_mb)
+        row["_array_api_seconds"], ref = _best_product(plain, B, backend, 1)
+        row["_fused_vs_array_api_rel_diff"] = _relative_difference(backend, out, ref)
+    return row
 
 
 def job_float64_vs_cpu(a, backend) -> dict:
@@ -398,6 +436,7 @@ JOBS = {
     "satimage": job_satimage,
     "imclef07a": job_imclef,
     "float32-product": job_float32_product,
+    "recomputed-product": job_recomputed_product,
     "float64-vs-cpu": job_float64_vs_cpu,
     "gpytorch": job_gpytorch,
 }
@@ -405,7 +444,7 @@ JOBS = {
 
 def run_job(a) -> dict:
     """One job in this process (``--job``): its row, with the peak device memory."""
-    backend = make_backend(a.namespace)
+    backend = make_backend(a.namespace, fused=not a.no_fused)
     _reset_peak(backend)
     row = JOBS[a.job](a, backend)
     return {**row, "peak_gpu_gib": _peak_gib(backend)}
@@ -413,7 +452,9 @@ def run_job(a) -> dict:
 
 # ---------------------------------------------------------------------------- driver
 def _job_argv(a, job: str, **kw) -> list[str]:
-    argv = ["--job", job, "--namespace", a.namespace, "--tile-mb", str(a.tile_mb)]
+    argv = ["--job", job, "--namespace", a.namespace, "--tile-mb", str(a.tile_mb)] + (
+        ["--no-fused"] if a.no_fused else []
+    )
     for key in ("satimage_max_train", "satimage_max_iter", "imclef_max_train"):
         if getattr(a, key):
             argv += [f"--{key.replace('_', '-')}", str(getattr(a, key))]
@@ -436,40 +477,30 @@ def _in_subprocess(argv: list[str], timeout: float) -> dict:
 
 
 def _plan(a, gpytorch: bool) -> list[tuple[str, str, list[str]]]:
-    """(job name, library, argv) of every job, in the order they run."""
-    plan = []
-    for n in a.n:
-        plan.append((f"scale-{n}", "gpmodels", _job_argv(a, "scale", n=n)))
-        if gpytorch:
-            plan.append(
-                (
-                    f"scale-{n}",
-                    "gpytorch",
-                    _job_argv(a, "gpytorch", n=n, problem="scale", iterations=a.gpytorch_iters_scale),
-                )
-            )
+    """(job name, library, argv) of every job, in the order they run: the product and precision checks,
+    the gpmodels fits (the largest n last), then GPyTorch on the same problems (satimage, the one it fits
+    at every size, next to its gpmodels row), so that ``--deadline`` cuts what matters least."""
+    largest, small = max(a.n), [n for n in a.n if n <= 60_000]
+    plan = [
+        ("float32-product", "gpmodels", _job_argv(a, "float32-product", n=max(small or [min(a.n)]))),
+        ("recomputed-product", "gpmodels", _job_argv(a, "recomputed-product", n=largest)),
+        ("float64-vs-cpu", "gpmodels", _job_argv(a, "float64-vs-cpu", n=a.check_n)),
+    ]
+    plan += [(f"scale-{n}", "gpmodels", _job_argv(a, "scale", n=n)) for n in sorted(a.n)[:-1]]
     plan.append(("satimage-mc-sep", "gpmodels", _job_argv(a, "satimage")))
     if gpytorch:
-        plan.append(
-            (
-                "satimage-mc-sep",
-                "gpytorch",
-                _job_argv(a, "gpytorch", problem="satimage", iterations=a.gpytorch_iters_satimage),
-            )
-        )
+        argv = _job_argv(a, "gpytorch", problem="satimage", iterations=a.gpytorch_iters_satimage)
+        plan.append(("satimage-mc-sep", "gpytorch", argv))
     if not a.no_imclef:
         plan.append(("imclef07a-anova", "gpmodels", _job_argv(a, "imclef07a")))
-        if gpytorch:
-            plan.append(
-                (
-                    "imclef07a-anova",
-                    "gpytorch",
-                    _job_argv(a, "gpytorch", problem="imclef07a", iterations=a.gpytorch_iters_scale),
-                )
-            )
-    small = [n for n in a.n if n <= 60_000]
-    plan.append(("float32-product", "gpmodels", _job_argv(a, "float32-product", n=max(small or [min(a.n)]))))
-    plan.append(("float64-vs-cpu", "gpmodels", _job_argv(a, "float64-vs-cpu", n=a.check_n)))
+    plan.append((f"scale-{largest}", "gpmodels", _job_argv(a, "scale", n=largest)))
+    if gpytorch:
+        for n in sorted(a.n):
+            argv = _job_argv(a, "gpytorch", n=n, problem="scale", iterations=a.gpytorch_iters_scale)
+            plan.append((f"scale-{n}", "gpytorch", argv))
+        if not a.no_imclef:
+            argv = _job_argv(a, "gpytorch", problem="imclef07a", iterations=a.gpytorch_iters_scale)
+            plan.append(("imclef07a-anova", "gpytorch", argv))
     return plan
 
 
@@ -509,6 +540,8 @@ def parse(argv):
     p.add_argument("--copy-gib", type=float, default=2.0, help="buffer of the copy-bandwidth measurement")
     p.add_argument("--tile-mb", type=float, default=1024.0, help="one tile of M on the device (MB)")
     p.add_argument("--timeout", type=float, default=300.0, help="seconds per job")
+    p.add_argument("--deadline", type=float, default=3600.0, help="seconds for the whole bench: later jobs skipped")
+    p.add_argument("--no-fused", action="store_true", help="array-API products only (no Triton kernels)")
     # one job (the driver runs each in a subprocess)
     p.add_argument("--job", choices=sorted(JOBS), default=None, help=argparse.SUPPRESS)
     p.add_argument("--problem", choices=("scale", "satimage", "imclef07a"), default="scale", help=argparse.SUPPRESS)
@@ -517,12 +550,13 @@ def parse(argv):
 
 
 def main(argv=None, say=print) -> dict:
+    start = time.perf_counter()
     a = parse(argv)
     if a.job is not None:
         a.n = a.n[0]
         print(json.dumps(run_job(a), default=float))
         return {}
-    backend = make_backend(a.namespace)  # `cuda` without a GPU: the DeviceError, before any job
+    backend = make_backend(a.namespace, fused=not a.no_fused)  # `cuda` without a GPU: the DeviceError first
     gpytorch = not a.no_gpytorch and _gpytorch_imports()
     say(f"device: {backend.label}; GPyTorch: {'yes' if gpytorch else 'no (not installed or --no-gpytorch)'}")
     bandwidth = copy_bandwidth_tbps(backend, a.copy_gib)
@@ -531,19 +565,25 @@ def main(argv=None, say=print) -> dict:
     rows, extra = [], {}
     say(" | ".join(ROW_KEYS))
     for job, library, argv in _plan(a, gpytorch):
-        out = _in_subprocess(argv, a.timeout)
+        left = a.deadline - (time.perf_counter() - start)
+        if left < 20:
+            out = {"error": f"skipped: under 20 s left of the {a.deadline:.0f} s deadline"}
+        else:
+            out = _in_subprocess(argv, min(a.timeout, left - 5))
         row = {"job": job, "library": library, **{k: None for k in ROW_KEYS[2:]}, **out}
         rows.append(row)
         say(" | ".join(_fmt(row.get(k)) for k in ROW_KEYS) + (f"  ({row['error']})" if "error" in row else ""))
         if "_float32_tbps" in row:
             extra["float32_product_tbps"] = row["_float32_tbps"]
             extra["float32_product_over_copy"] = row["_float32_tbps"] / bandwidth
+            if "_array_api_tbps" in row:
+                extra["float32_array_api_over_copy"] = row["_array_api_tbps"] / bandwidth
         if "_phi_rel_diff" in row:
             extra["float64_phi_rel_diff"] = row["_phi_rel_diff"]
             extra["float64_identical_predictions"] = row["_identical_predictions"]
     result = {
         "bench": "gpu",
-        "device": make_backend(a.namespace).label,
+        "device": make_backend(a.namespace, fused=not a.no_fused).label,
         "rows": [{k: r.get(k) for k in ROW_KEYS} | ({"error": r["error"]} if "error" in r else {}) for r in rows],
         "copy_bandwidth_tbps": bandwidth,
         **extra,

@@ -1,7 +1,7 @@
 """Every module of gpmodels imports on its own, and module-level imports form no cycle.
 
 Issue 11: registries filled as a side effect of importing another package, and modules that import
-each other, make the result of ``import X`` depend on what was imported before.  Two checks:
+each other, make the result of ``import X`` depend on what was imported before.  The checks:
 
 * dynamic: every module imported alone into an interpreter that holds no gpmodels module (one
   forked child per module of a fresh interpreter that pre-imported only numpy, scipy, ...; plain
@@ -12,7 +12,9 @@ each other, make the result of ``import X`` depend on what was imported before. 
   ancestors (already being imported when the importer runs);
 * layers: the graph of the sub-packages (``gpmodels.data``, ``gpmodels.driver``, ...; a top-level module
   is one too), counting every import, those inside functions included, has no cycle either: a lazy
-  import hides a cycle from the interpreter, not from the reader.
+  import hides a cycle from the interpreter, not from the reader;
+* no lazy internal imports: no function imports a gpmodels module (only optional third-party extras
+  are imported inside functions).
 """
 
 from __future__ import annotations
@@ -309,3 +311,56 @@ def test_runners_share_helpers_through_common_and_import_no_other_runner():
                 if target in runners and target not in (name, "gpmodels.driver.runners.common"):
                     bad.append(f"{name} -> {target}")
     assert not bad, bad
+
+
+# ---------------------------------------------------------------------- no lazy internal imports
+#: ``path:line`` of function-level imports of gpmodels modules that must stay, each with its reason.
+#: Empty: a function-level import of a gpmodels module only hides a cycle; optional third-party extras
+#: (dask, numba, cvxpy, matplotlib, scikit-learn, torch, ...) may be imported inside functions.
+LAZY_INTERNAL_ALLOWED: dict[str, str] = {}
+
+
+def _lazy_internal_imports(name: str, is_package: bool, tree: ast.Module) -> list[tuple[int, str]]:
+    """(line, module) of every import of a gpmodels module inside a function body of ``tree``."""
+    found = []
+    stack = [(node, False) for node in tree.body]
+    while stack:
+        node, in_function = stack.pop()
+        if in_function and isinstance(node, (ast.Import, ast.ImportFrom)):
+            internal = [t for t in _targets(name, is_package, node) if t == "gpmodels" or t.startswith("gpmodels.")]
+            if internal:
+                found.append((node.lineno, internal[0]))
+        inside = in_function or isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+        stack.extend((child, inside) for child in ast.iter_child_nodes(node))
+    return sorted(found)
+
+
+def test_no_function_imports_a_gpmodels_module():
+    found = {}
+    for name, path in MODULES.items():
+        if path is None:
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        for line, target in _lazy_internal_imports(name, path.name == "__init__.py", tree):
+            found[f"{path.relative_to(ROOT).as_posix()}:{line}"] = target
+    bad = {where: target for where, target in found.items() if where not in LAZY_INTERNAL_ALLOWED}
+    assert not bad, f"imports of gpmodels modules inside functions (import them at module level): {bad}"
+    stale = sorted(set(LAZY_INTERNAL_ALLOWED) - set(found))
+    assert not stale, f"LAZY_INTERNAL_ALLOWED names imports that no longer exist: {stale}"
+
+
+def test_the_lazy_import_scan_sees_internal_imports_inside_functions_only():
+    source = (
+        "import numpy\n"
+        "from gpmodels.errors import InputError\n"
+        "def f():\n"
+        "    import dask\n"
+        "    from gpmodels.kernels.composite import KernelSum\n"
+        "class C:\n"
+        "    def g(self):\n"
+        "        if True:\n"
+        "            from .rbf import RBF\n"
+        "            import gpmodels.engine.dask_gram\n"
+    )
+    found = _lazy_internal_imports("gpmodels.kernels.base", False, ast.parse(source))
+    assert found == [(5, "gpmodels.kernels.composite"), (9, "gpmodels.kernels.rbf"), (10, "gpmodels.engine.dask_gram")]

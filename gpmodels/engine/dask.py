@@ -16,54 +16,17 @@ number.
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable
 
 import attrs
 
-from gpmodels.engine.base import Engine, EngineConfig, LocalEngine, Workload, results_in_order
+from gpmodels.engine.base import EngineConfig, LocalEngine, Workload, results_in_order
+from gpmodels.engine.dask_client import DaskClientEngine, engine_failures, import_distributed
+from gpmodels.engine.dask_gram import DaskRepresentation
 from gpmodels.errors import EngineError
 from gpmodels.linalg.blas_threads import usable_cores
 
 __all__ = ["DaskEngine", "import_distributed", "engine_failures"]
-
-INSTALL_HINT = "pip install gpmodels[dask]"
-
-
-def import_distributed():
-    """The ``distributed`` module, or EngineError naming the extra to install."""
-    try:
-        import distributed
-    except ImportError as exc:
-        raise EngineError(
-            f"the dask engine needs dask.distributed, which is not installed ({exc}); install it with `{INSTALL_HINT}`"
-        ) from None
-    return distributed
-
-
-@contextlib.contextmanager
-def engine_failures(what: str):
-    """Turn Dask's failures (a killed worker, lost or cancelled futures, a lost connection) into an
-    EngineError that says ``what`` was running and which worker was lost."""
-    distributed = import_distributed()
-    from distributed.client import FutureCancelledError
-
-    try:
-        yield
-    except distributed.KilledWorker as exc:
-        key, worker = getattr(exc, "task", None), getattr(exc, "last_worker", None)
-        worker = getattr(worker, "address", worker)  # a WorkerState
-        raise EngineError(
-            f"{what}: worker {worker} was lost running task {key} more often than Dask retries "
-            "(distributed.scheduler.allowed-failures); the run stops rather than continue "
-            "without it"
-        ) from exc
-    except FutureCancelledError as exc:
-        raise EngineError(
-            f"{what}: a task was cancelled ({exc}); its worker or the scheduler was lost with every copy of its inputs"
-        ) from exc
-    except (OSError, TimeoutError) as exc:
-        raise EngineError(f"{what}: lost the connection to the cluster ({type(exc).__name__}: {exc})") from exc
 
 
 def _call_shared(fn, shared, job):
@@ -71,7 +34,7 @@ def _call_shared(fn, shared, job):
     return fn(shared, job)
 
 
-class DaskEngine(Engine):
+class DaskEngine(DaskClientEngine):
     """A dask.distributed ``Client`` (and the ``LocalCluster`` it started, if any).
 
     ``distribute: tasks``: maps run their jobs as tasks on the cluster, the shared state scattered
@@ -133,25 +96,13 @@ class DaskEngine(Engine):
         """Whether operators built for this engine hold their kernel matrices on its workers."""
         return self.config.distribute == "gram"
 
-    @property
-    def n_threads(self) -> int:
-        """Worker threads of the cluster now (at least 1)."""
-        return max(1, sum(self.client.nthreads().values()))
-
     def workers_for(self, workload: Workload) -> int:
         return 1 if self.holds_kernel_matrices else max(1, min(self.n_threads, workload.tasks))
 
     def representation(self, config):
         if not self.holds_kernel_matrices:
             return config
-        from gpmodels.engine.dask_gram import DaskRepresentation
-
         return DaskRepresentation(config, self, self.config.block_rows)
-
-    def scatter(self, data):
-        """``data`` on every worker (broadcast: a lost worker loses no input); one future."""
-        with engine_failures("scattering the inputs"):
-            return self.client.scatter(data, broadcast=True, hash=False)
 
     def imap_shared(self, fn: Callable, shared, jobs, workload=None):
         jobs = list(jobs)

@@ -34,7 +34,7 @@ from __future__ import annotations
 import attrs
 import numpy as np
 
-from gpmodels.engine.dask import DaskEngine, engine_failures
+from gpmodels.engine.dask_client import DaskClientEngine, engine_failures
 from gpmodels.errors import EngineError, InputError
 from gpmodels.kernels.base import Kernel
 from gpmodels.kernels.blocked_gram import GramCross
@@ -163,7 +163,7 @@ class DaskRepresentation(RepresentationBuilder):
     memory budget does not apply to the workers' memory.  Other kinds are built by ``config``."""
 
     config: RepresentationConfig = attrs.field(validator=instance_of(RepresentationConfig))
-    engine: DaskEngine = attrs.field(validator=instance_of(DaskEngine))
+    engine: DaskClientEngine = attrs.field(validator=instance_of(DaskClientEngine, what="a Dask engine"))
     block_rows: int | None = attrs.field(default=None, validator=optional(positive_int()))
 
     @property
@@ -222,7 +222,7 @@ class DaskGram(Representation, DaskCross):
         _X_future=None,
         _held: _HeldRows | None = None,
     ):
-        if not isinstance(engine, DaskEngine) or engine.client is None:
+        if not isinstance(engine, DaskClientEngine) or engine.client is None:
             raise InputError(f"DaskGram needs an open Dask engine; got {engine!r}")
         self.X, self.kernel, self.engine, self.cross_memory_mb = X, kernel, engine, cross_memory_mb
         n = X.shape[0]

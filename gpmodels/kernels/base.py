@@ -23,12 +23,13 @@ them fast.
 from __future__ import annotations
 
 import abc
+from collections.abc import Callable
 
 import attrs
 import numpy as np
 import scipy.sparse as sp
 
-from gpmodels.errors import InputError
+from gpmodels.errors import GPModelsError, InputError
 from gpmodels.hyperparameters import ParameterFree, Parameterised, natural_values
 from gpmodels.linalg.finite_differences import central_differences
 
@@ -146,28 +147,16 @@ class Kernel(Parameterised):
 
     # ----------------------------------------------------------------- composition
     def __add__(self, other):
-        from gpmodels.kernels.composite import KernelSum, as_kernel_term
-
-        if _is_zero(other):
-            return self
-        return KernelSum((self, as_kernel_term(other, "+")))
+        return self if _is_zero(other) else _compose("+", self, other)
 
     def __radd__(self, other):
-        from gpmodels.kernels.composite import KernelSum, as_kernel_term
-
-        if _is_zero(other):
-            return self
-        return KernelSum((as_kernel_term(other, "+"), self))
+        return self if _is_zero(other) else _compose("+", other, self)
 
     def __mul__(self, other):
-        from gpmodels.kernels.composite import KernelProduct, as_kernel_term
-
-        return KernelProduct((self, as_kernel_term(other, "*")))
+        return _compose("*", self, other)
 
     def __rmul__(self, other):
-        from gpmodels.kernels.composite import KernelProduct, as_kernel_term
-
-        return KernelProduct((as_kernel_term(other, "*"), self))
+        return _compose("*", other, self)
 
     # ----------------------------------------------------------------- identity
     def key(self) -> tuple:
@@ -187,6 +176,32 @@ class Kernel(Parameterised):
     def __repr__(self) -> str:
         desc = ", ".join(f"{n}={v:.4g}" for n, v in natural_values(self.param_names, self.params).items())
         return f"{type(self).__name__}({desc})"
+
+
+#: What ``left + right`` and ``left * right`` build (either side a kernel or a number), by operator:
+#: :mod:`gpmodels.kernels.composite` declares KernelSum and KernelProduct with :func:`define_composition`
+#: when it is imported.  ``gpmodels/kernels/__init__.py`` imports that module, and Python runs a
+#: package's ``__init__`` before any module in it, so whichever kernel module a program imports first,
+#: the operators are declared before a kernel exists (tests/kernels/test_composition_hook.py).
+_COMPOSITIONS: dict[str, Callable[[object, object], Kernel]] = {}
+
+
+def define_composition(op: str, build: Callable[[object, object], Kernel]) -> None:
+    """Declare what the operator ``op`` ("+" or "*") builds from two kernels: ``build(left, right)``."""
+    if op not in ("+", "*"):
+        raise InputError(f"a kernel composition is '+' or '*'; got {op!r}")
+    _COMPOSITIONS[op] = build
+
+
+def _compose(op: str, left, right) -> Kernel:
+    """``left op right`` by the declared composition."""
+    build = _COMPOSITIONS.get(op)
+    if build is None:
+        raise GPModelsError(
+            f"kernel {op!r} is declared by gpmodels.kernels.composite, which importing gpmodels.kernels loads; "
+            "it has not run in this interpreter"
+        )
+    return build(left, right)
 
 
 def _is_zero(value) -> bool:

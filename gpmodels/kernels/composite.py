@@ -30,7 +30,7 @@ import numpy as np
 
 from gpmodels.errors import InputError
 from gpmodels.hyperparameters import natural_values
-from gpmodels.kernels.base import Kernel
+from gpmodels.kernels.base import Kernel, define_composition
 from gpmodels.kernels.constant import Constant
 
 __all__ = ["KernelSum", "KernelProduct", "Constrained", "as_kernel_term"]
@@ -213,6 +213,20 @@ class KernelProduct(_Composite):
     def diag_grad_contract(self, X, g):
         diags = [t.diag(X) for t in self.terms]
         return self._contract(self.terms, diags, g, lambda t, h, _: t.diag_grad_contract(X, h))
+
+
+def _sum(left, right) -> KernelSum:
+    """``left + right`` (one side a kernel, the other a kernel or a positive number)."""
+    return KernelSum((as_kernel_term(left, "+"), as_kernel_term(right, "+")))
+
+
+def _product(left, right) -> KernelProduct:
+    """``left * right`` (one side a kernel, the other a kernel or a positive number)."""
+    return KernelProduct((as_kernel_term(left, "*"), as_kernel_term(right, "*")))
+
+
+define_composition("+", _sum)
+define_composition("*", _product)
 
 
 def _free_mask(value, size: int) -> np.ndarray:

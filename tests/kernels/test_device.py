@@ -9,6 +9,12 @@ Tolerances: float64 on the device computes the same sums in another order (dista
 the other way where the float64 entries differ in the last bit, so 1e-6.
 """
 
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
 import attrs
 import numpy as np
 import pytest
@@ -33,7 +39,14 @@ from gpmodels.likelihoods.softmax import Softmax
 from gpmodels.priors.independent import IndependentGP
 
 pytest.importorskip("array_api_compat")
-from gpmodels.kernels.device.backend import cuda_status, numpy_backend, strict_backend, torch_backend  # noqa: E402
+from gpmodels.kernels.device import fused as fused_products  # noqa: E402
+from gpmodels.kernels.device.backend import (  # noqa: E402
+    cuda_backend,
+    cuda_status,
+    numpy_backend,
+    strict_backend,
+    torch_backend,
+)
 from gpmodels.kernels.device.gram import (  # noqa: E402
     DeviceRecomputedGram,
     DeviceRepresentationConfig,
@@ -46,8 +59,15 @@ try:  # PyTorch on the CPU runs the torch code path where it imports (no GPU nee
     import torch  # noqa: F401
 
     BACKENDS["torch-cpu"] = lambda: torch_backend("cpu")
+    if fused_products.AVAILABLE and os.environ.get("TRITON_INTERPRET") == "1":  # the fused kernels, interpreted
+        BACKENDS["torch-fused"] = lambda: torch_backend("cpu", fused=True)
 except ImportError:
     pass
+#: the backends each test runs on; on a machine with a usable GPU also CUDA (marked gpu)
+BACKEND_PARAMS = [pytest.param(name) for name in sorted(BACKENDS)]
+if cuda_status() is None:
+    BACKENDS["cuda"] = cuda_backend
+    BACKEND_PARAMS.append(pytest.param("cuda", marks=pytest.mark.gpu))
 KERNELS = {
     "rbf": lambda: RBF(0.7),
     "ard": lambda: ARD([0.5, 1.3, 2.0]),
@@ -88,7 +108,7 @@ def _host_ref(host, X, k, form):
 @pytest.mark.parametrize("host", sorted(HOST))
 @pytest.mark.parametrize("kernel", sorted(KERNELS))
 @pytest.mark.parametrize("form", sorted(FORMS))
-@pytest.mark.parametrize("backend", sorted(BACKENDS))
+@pytest.mark.parametrize("backend", BACKEND_PARAMS)
 def test_device_representation_matches_the_host_one(backend, form, kernel, host):
     X, B, E, X_new = _data()
     k = KERNELS[kernel]()
@@ -143,7 +163,7 @@ TIGHT = NewtonOptions(max_iter=100, cg_max_iter=600, cg_tol=1e-14, cg_forcing=0.
 
 
 @pytest.mark.parametrize("kind", ["stored", "recomputed"])
-@pytest.mark.parametrize("backend", sorted(BACKENDS))
+@pytest.mark.parametrize("backend", BACKEND_PARAMS)
 def test_map_fit_through_the_device_equals_the_cpu_fit(backend, kind):
     X, y = toy_classification(40, 3, d=2, seed=4)
     Y = np.eye(3)[y]
@@ -157,7 +177,7 @@ def test_map_fit_through_the_device_equals_the_cpu_fit(backend, kind):
 
 
 @pytest.mark.parametrize("kind", ["stored", "recomputed"])
-@pytest.mark.parametrize("backend", sorted(BACKENDS))
+@pytest.mark.parametrize("backend", BACKEND_PARAMS)
 def test_cv_criterion_and_gradient_through_the_device_equal_the_cpu_ones(backend, kind):
     X, y = toy_classification(30, 3, d=3, seed=0)
     Y, folds = np.eye(3)[y], kfold_partition(30, 3, seed=1, y=y)
@@ -186,7 +206,7 @@ def test_auto_chooses_stored_float64_then_float32_then_recomputed():
 
 
 @pytest.mark.parametrize("kind", ["stored", "recomputed"])
-@pytest.mark.parametrize("backend", sorted(BACKENDS))
+@pytest.mark.parametrize("backend", BACKEND_PARAMS)
 @pytest.mark.parametrize("kernel", ["matern12_ard", "rq_ard"])
 def test_cv_learning_of_the_newer_kernels_through_the_device_equals_the_cpu(backend, kind, kernel):
     """Ψ and its gradient over the length-scales and α of the Matérn and rational quadratic kernels."""
@@ -272,12 +292,27 @@ def test_the_torch_path_on_the_cpu_matches_the_host_where_torch_imports():
             _close(rep.cross_test(X_new).mvm(B), ref.cross_test(X_new).mvm(B), "stored64")
 
 
+def test_the_fused_triton_products_match_the_host_under_the_interpreter():
+    """The fused kernels of :mod:`gpmodels.kernels.device.fused` through Triton's interpreter on PyTorch
+    CPU tensors: every backend-parametrised test above, on the ``torch-fused`` backend (needs PyTorch and
+    Triton; the interpreter must be switched on before Triton compiles, hence the fresh interpreter)."""
+    pytest.importorskip("torch")
+    if not fused_products.AVAILABLE:
+        pytest.skip("Triton is not installed")
+    if os.environ.get("TRITON_INTERPRET") == "1":
+        pytest.skip("already under the interpreter: the torch-fused cases run in this session")
+    env = {**os.environ, "TRITON_INTERPRET": "1"}
+    here = Path(__file__).resolve()
+    cmd = [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", str(here), "-k", "torch-fused"]
+    done = subprocess.run(cmd, cwd=here.parents[2], env=env, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    assert re.search(r"\b[1-9][0-9]* passed", done.stdout), done.stdout[-3000:]
+
+
 @pytest.mark.gpu
 @pytest.mark.skipif(cuda_status() is not None, reason=f"no usable GPU: {cuda_status()}")
 @pytest.mark.parametrize("form", sorted(FORMS))
 def test_cuda_representation_matches_the_host_one(form):
-    from gpmodels.kernels.device.backend import cuda_backend
-
     X, B, E, X_new = _data(n=500, d=5)
     k = ARD([0.5, 1.3, 2.0, 0.7, 1.1])
     dev, ref = FORMS[form](X, k, cuda_backend()), _host_ref("stored", X, k, form)

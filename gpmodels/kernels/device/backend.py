@@ -17,6 +17,7 @@ import abc
 import numpy as np
 
 from gpmodels.errors import DeviceError
+from gpmodels.kernels.device import fused as fused_products
 from gpmodels.kernels.memory_budget import available_memory_bytes
 
 __all__ = ["ArrayBackend", "numpy_backend", "strict_backend", "torch_backend", "cuda_backend", "cuda_status"]
@@ -42,6 +43,9 @@ class ArrayBackend(abc.ABC):
     label: str
     #: whether products on this backend may be timed without a synchronisation (host arrays)
     on_host: bool = True
+    #: the fused Triton products of this backend (:class:`~gpmodels.kernels.device.fused.FusedProducts`),
+    #: or None: the array-API products only
+    fused: fused_products.FusedProducts | None = None
 
     def from_host(self, a, dtype: str = "float64"):
         """A host numpy array as an array of this backend."""
@@ -91,9 +95,13 @@ class StrictBackend(ArrayBackend):
 
 
 class TorchBackend(ArrayBackend):
-    """PyTorch on a device (``"cuda"``, ``"cuda:1"``; ``"cpu"`` for tests of the torch path)."""
+    """PyTorch on a device (``"cuda"``, ``"cuda:1"``; ``"cpu"`` for tests of the torch path).
 
-    def __init__(self, device: str = "cuda"):
+    ``fused``: use the fused Triton products (default: on a CUDA device where Triton is installed;
+    True on the CPU needs Triton's interpreter, ``TRITON_INTERPRET=1``).
+    """
+
+    def __init__(self, device: str = "cuda", fused: bool | None = None):
         import torch
 
         self.torch = torch
@@ -101,7 +109,14 @@ class TorchBackend(ArrayBackend):
         self.device = torch.device(device)
         self.on_host = self.device.type == "cpu"
         name = torch.cuda.get_device_name(self.device) if self.device.type == "cuda" else "cpu"
-        self.label = f"{self.device} ({name}, torch {torch.__version__})"
+        if fused is None:
+            fused = self.device.type == "cuda" and fused_products.AVAILABLE
+        if fused and not fused_products.AVAILABLE:
+            raise DeviceError("fused device products need Triton, which is not installed; allowed: fused=False")
+        if fused:
+            self.fused = fused_products.FusedProducts(torch, tune=self.device.type == "cuda")
+        kernels = "Triton-fused products" if fused else "array-API products"
+        self.label = f"{self.device} ({name}, torch {torch.__version__}, {kernels})"
 
     def to_host(self, a):
         return a.detach().to("cpu", dtype=self.torch.float64).numpy()
@@ -124,9 +139,9 @@ def strict_backend() -> ArrayBackend:
     return StrictBackend()
 
 
-def torch_backend(device: str = "cuda") -> ArrayBackend:
+def torch_backend(device: str = "cuda", fused: bool | None = None) -> ArrayBackend:
     _compat()
-    return TorchBackend(device)
+    return TorchBackend(device, fused)
 
 
 def cuda_status() -> str | None:

@@ -33,11 +33,18 @@ import numpy as np
 
 from gpmodels.validation import to_float_array
 
-__all__ = ["DistanceForm", "GaussianForm", "MaternForm", "RationalQuadraticForm", "DEVICE_KERNELS"]
+__all__ = ["DistanceForm", "GaussianForm", "MaternForm", "RationalQuadraticForm", "DEVICE_KERNELS", "FusedProfile"]
 
 #: the spec names of the kernels whose matrices a device builds (one kernel per matrix: sums, products
 #: and the other kernels stay on the CPU)
 DEVICE_KERNELS = ("rbf", "ard", "matern", "matern_ard", "rational_quadratic", "rational_quadratic_ard")
+
+
+class FusedProfile:
+    """The profiles g that the fused device products (:mod:`gpmodels.kernels.device.fused`) evaluate in
+    registers; a form names its own by :attr:`DistanceForm.fused_profile` as (kind, parameter)."""
+
+    GAUSSIAN, MATERN_12, MATERN_32, MATERN_52, RATIONAL_QUADRATIC = range(5)
 
 
 @attrs.frozen(eq=False)
@@ -59,6 +66,11 @@ class DistanceForm(abc.ABC):
     @abc.abstractmethod
     def slope(self, xp, D, M):
         """g'(D) elementwise, given M = g(D) of the same tile."""
+
+    @property
+    @abc.abstractmethod
+    def fused_profile(self) -> tuple[int, float]:
+        """(a :class:`FusedProfile` kind, its shape parameter) for the fused device products."""
 
     @property
     def n_extra(self) -> int:
@@ -92,6 +104,10 @@ class GaussianForm(DistanceForm):
     def slope(self, xp, D, M):
         return M * -0.5
 
+    @property
+    def fused_profile(self):
+        return FusedProfile.GAUSSIAN, 0.0
+
 
 def _safe_divide(xp, a, b):
     """a / b where b > 0, else 0 (elementwise; no division by 0 is evaluated)."""
@@ -123,6 +139,11 @@ class MaternForm(DistanceForm):
             return M / (1.0 + s) * -1.5  # e^{-s} from M: one division instead of another exp
         return M / (1.0 + s + s * s / 3.0) * (1.0 + s) * (-5.0 / 6.0)
 
+    @property
+    def fused_profile(self):
+        kinds = {0.5: FusedProfile.MATERN_12, 1.5: FusedProfile.MATERN_32, 2.5: FusedProfile.MATERN_52}
+        return kinds[self.nu], 0.0
+
 
 @attrs.frozen(eq=False)
 class RationalQuadraticForm(DistanceForm):
@@ -137,6 +158,10 @@ class RationalQuadraticForm(DistanceForm):
 
     def slope(self, xp, D, M):
         return M / (1.0 + D / (2.0 * self.alpha)) * -0.5
+
+    @property
+    def fused_profile(self):
+        return FusedProfile.RATIONAL_QUADRATIC, float(self.alpha)
 
     @property
     def n_extra(self) -> int:

@@ -16,6 +16,11 @@ Two forms, each a block over a row side and a column side like the host represen
   the values e_j^T M f_j and the gradient from the same tiles; the distance part of a tile is one
   GEMM, the exponential one elementwise pass over it.
 
+Where the backend has fused products (Triton on a CUDA device, :mod:`gpmodels.kernels.device.fused`),
+the float32 stored product reads M once with no float64 copy, and the recomputed product builds
+each tile in registers (distances, profile, product with B in one kernel): no n1 x n2 array is
+written, and each exponential is paid once per entry for all m columns.  Gradients keep the tiles.
+
 Products take and return host float64 numpy arrays, so Newton–CG, CV and Laplace run unchanged.
 :class:`DeviceRepresentationConfig` builds them; its ``auto`` chooses stored float64, stored float32
 or recomputed from the device's free memory as :mod:`gpmodels.kernels.memory_budget` does on the host.
@@ -76,6 +81,7 @@ class DeviceInputs:
         scales = backend.from_host(form.input_scales(Xd.shape[1]))
         self.Z = Xd * scales
         self.sq = xp.sum(self.Z * self.Z, axis=1)
+        self._padded = None
 
     @classmethod
     def from_host(cls, backend: ArrayBackend, form, X) -> DeviceInputs:
@@ -88,17 +94,30 @@ class DeviceInputs:
         xp, Jd = self.backend.xp, self.backend.indices(idx)
         out.backend, out.form = self.backend, self.form
         out.X, out.Z, out.sq = (xp.take(a, Jd, axis=0) for a in (self.X, self.Z, self.sq))
+        out._padded = None
         return out
 
     def rows(self, r0: int, r1: int) -> DeviceInputs:
         out = object.__new__(DeviceInputs)
         out.backend, out.form = self.backend, self.form
         out.X, out.Z, out.sq = self.X[r0:r1, :], self.Z[r0:r1, :], self.sq[r0:r1]
+        out._padded = None
         return out
 
     @property
     def n(self) -> int:
         return self.Z.shape[0]
+
+    def padded(self):
+        """Z with zero columns up to the fused products' width, made once per side."""
+        if self._padded is None:
+            self._padded = self.backend.fused.padded_inputs(self.Z)
+        return self._padded
+
+    def fused_product(self, other: DeviceInputs, Bd):
+        """g(D(self, other)) B in one fused pass (the backend's Triton products)."""
+        fused = self.backend.fused
+        return fused.form_matmul(self.form.fused_profile, self.padded(), self.sq, other.padded(), other.sq, Bd)
 
 
 def sq_dist_tile(xp, a: DeviceInputs, b: DeviceInputs):
@@ -165,12 +184,16 @@ class DeviceMatrixCross(DeviceBlock):
         xp = self.backend.xp
         if self._float64():
             return self.M @ Bd
+        if self.backend.fused is not None:
+            return self.backend.fused.mixed_matmul(self.M, Bd)
         return xp.concat([xp.astype(self.M[r0:r1, :], xp.float64) @ Bd for r0, r1 in self._tiles()], axis=0)
 
     def _rmvm(self, Bd):
         xp = self.backend.xp
         if self._float64():
             return self.M.T @ Bd
+        if self.backend.fused is not None:
+            return self.backend.fused.mixed_matmul(self.M.T, Bd)
         out = xp.zeros((self.shape[1], Bd.shape[1]), dtype=xp.float64, device=self.backend.device)
         for r0, r1 in self._tiles():
             out = out + xp.astype(self.M[r0:r1, :], xp.float64).T @ Bd[r0:r1, :]
@@ -204,10 +227,14 @@ class DeviceTileCross(DeviceBlock):
 
     def _mvm(self, Bd):
         xp = self.backend.xp
+        if self.backend.fused is not None:
+            return self.rows_in.fused_product(self.cols_in, Bd)
         return xp.concat([self.tile(r0, r1)[1] @ Bd for r0, r1 in self._tiles()], axis=0)
 
     def _rmvm(self, Bd):
         xp = self.backend.xp
+        if self.backend.fused is not None:  # M(X1, X2)^T = M(X2, X1): the kernel is symmetric
+            return self.cols_in.fused_product(self.rows_in, Bd)
         out = xp.zeros((self.shape[1], Bd.shape[1]), dtype=xp.float64, device=self.backend.device)
         for r0, r1 in self._tiles():
             out = out + self.tile(r0, r1)[1].T @ Bd[r0:r1, :]
