@@ -152,7 +152,7 @@ if AVAILABLE:
 #: the block shape of an untuned launch (small products, and Triton's interpreter, which cannot time)
 UNTUNED = {"BM": 64, "BK": 32}
 #: products of at least this many kernel entries are launched through the autotuner
-TUNE_MIN_ENTRIES = 1 << 22
+TUNE_MIN_ENTRIES = 1 << 26
 
 
 def _column_block(m: int) -> int:
