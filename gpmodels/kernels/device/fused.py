@@ -45,10 +45,13 @@ def _pow2(k: int, lo: int, hi: int) -> int:
 
 
 if AVAILABLE:
+    #: sizes and strides are not specialised on (divisibility by 16, equality to 1): one compilation
+    #: serves every fold and test-set size
+    SIZES = ("n1", "n2", "m")
 
-    @triton.jit
+    @triton.jit(do_not_specialize=SIZES + ("s_br", "s_or", "s_mr", "s_mc"))
     def _mixed_matmul_kernel(
-        M, B, O, n1, n2, m, s_mr, s_mc, s_br, s_or, BM: tl.constexpr, BK: tl.constexpr, BN: tl.constexpr
+        M, B, O, n1, n2, m, s_br, s_or, s_mr, s_mc, BM: tl.constexpr, BK: tl.constexpr, BN: tl.constexpr
     ):
         rows = tl.program_id(0).to(tl.int64) * BM + tl.arange(0, BM)  # 64-bit offsets: n1 n2 > 2^31
         cols = tl.program_id(1) * BN + tl.arange(0, BN)
@@ -85,7 +88,7 @@ if AVAILABLE:
                 M = tl.exp(tl.log(1.0 + D / (2.0 * param)) * -param)
         return M
 
-    @triton.jit
+    @triton.jit(do_not_specialize=SIZES + ("s_br", "s_or"))
     def _form_matmul_kernel(
         Za,
         Zb,
@@ -171,15 +174,9 @@ class FusedProducts:
             raise RuntimeError("Triton is not installed")
         self.torch, self.tune = torch, tune
 
-    def _launch(self, tuned, raw, grid_of, entries, *args, **constants):
-        if self.tune and entries >= TUNE_MIN_ENTRIES:
-            tuned[grid_of](*args, **constants)
-        else:
-            raw[grid_of(UNTUNED)](*args, **constants, **UNTUNED)
-
-    def mixed_matmul(self, M, B):
-        """float64(M) @ B for a float32 M (n1, n2), any strides, and a float64 B (n2, m): float64 (n1, m)."""
-        n1, n2 = M.shape
+    def _product(self, kernels, inputs: tuple, n1: int, n2: int, B, extra: tuple = (), **constants):
+        """Launch one of the kernels (tuned, untuned) on ``inputs`` and B (n2, m): O (n1, m) float64."""
+        tuned, raw = kernels
         B = B.contiguous()
         m = B.shape[1]
         O = self.torch.empty((n1, m), dtype=self.torch.float64, device=B.device)
@@ -188,24 +185,17 @@ class FusedProducts:
         def grid(meta):
             return (triton.cdiv(n1, meta["BM"]), triton.cdiv(m, BN))
 
-        self._launch(
-            _MIXED_TUNED,
-            _mixed_matmul_kernel,
-            grid,
-            n1 * n2,
-            M,
-            B,
-            O,
-            n1,
-            n2,
-            m,
-            M.stride(0),
-            M.stride(1),
-            B.stride(0),
-            O.stride(0),
-            BN=BN,
-        )
+        args = (*inputs, B, O, n1, n2, m, B.stride(0), O.stride(0), *extra)
+        if self.tune and n1 * n2 >= TUNE_MIN_ENTRIES:
+            tuned[grid](*args, BN=BN, **constants)
+        else:
+            raw[grid(UNTUNED)](*args, BN=BN, **constants, **UNTUNED)
         return O
+
+    def mixed_matmul(self, M, B):
+        """float64(M) @ B for a float32 M (n1, n2), any strides, and a float64 B (n2, m): float64 (n1, m)."""
+        n1, n2 = M.shape
+        return self._product((_MIXED_TUNED, _mixed_matmul_kernel), (M,), n1, n2, B, (M.stride(0), M.stride(1)))
 
     def padded_inputs(self, Z):
         """Z (n, d) float64 as a contiguous (n, DP) array with zero columns up to DP, the next multiple of 16."""
@@ -221,36 +211,16 @@ class FusedProducts:
         """g(D(Z_a, Z_b)) @ B for ``profile`` = (kind, parameter) of the form: ``Za``/``Zb`` from
         :meth:`padded_inputs`, ``Qa``/``Qb`` their squared norms, ``B`` float64 (n_b, m); float64 (n_a, m)."""
         kind, param = profile
-        n1, DP = Za.shape
-        n2 = Zb.shape[0]
-        B = B.contiguous()
-        m = B.shape[1]
-        O = self.torch.empty((n1, m), dtype=self.torch.float64, device=B.device)
-        BN = _column_block(m)
-
-        def grid(meta):
-            return (triton.cdiv(n1, meta["BM"]), triton.cdiv(m, BN))
-
-        self._launch(
-            _FORM_TUNED,
-            _form_matmul_kernel,
-            grid,
-            n1 * n2,
-            Za,
-            Zb,
-            Qa.contiguous(),
-            Qb.contiguous(),
+        DP = Za.shape[1]
+        P = self.torch.tensor([float(param), SNAP_RTOL], dtype=self.torch.float64, device=B.device)
+        return self._product(
+            (_FORM_TUNED, _form_matmul_kernel),
+            (Za, Zb, Qa.contiguous(), Qb.contiguous()),
+            Za.shape[0],
+            Zb.shape[0],
             B,
-            O,
-            n1,
-            n2,
-            m,
-            B.stride(0),
-            O.stride(0),
-            self.torch.tensor([float(param), SNAP_RTOL], dtype=self.torch.float64, device=B.device),
+            (P,),
             KIND=int(kind),
             DP=DP,
             DK=32 if DP % 32 == 0 else 16,
-            BN=BN,
         )
-        return O
