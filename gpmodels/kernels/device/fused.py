@@ -45,11 +45,8 @@ def _pow2(k: int, lo: int, hi: int) -> int:
 
 
 if AVAILABLE:
-    #: sizes and strides are not specialised on (divisibility by 16, equality to 1): one compilation
-    #: serves every fold and test-set size
-    SIZES = ("n1", "n2", "m")
 
-    @triton.jit(do_not_specialize=SIZES + ("s_br", "s_or", "s_mr", "s_mc"))
+    @triton.jit
     def _mixed_matmul_kernel(
         M, B, O, n1, n2, m, s_br, s_or, s_mr, s_mc, BM: tl.constexpr, BK: tl.constexpr, BN: tl.constexpr
     ):
@@ -88,7 +85,7 @@ if AVAILABLE:
                 M = tl.exp(tl.log(1.0 + D / (2.0 * param)) * -param)
         return M
 
-    @triton.jit(do_not_specialize=SIZES + ("s_br", "s_or"))
+    @triton.jit
     def _form_matmul_kernel(
         Za,
         Zb,
