@@ -129,25 +129,20 @@ if AVAILABLE:
             acc = tl.dot(Mt, b, acc, out_dtype=tl.float64)
         tl.store(O + rows[:, None] * s_or + cols[None, :], acc, mask=rmask[:, None] & cmask[None, :])
 
-    #: block shapes tried once per problem shape on a GPU (Triton's autotuner times each)
-    _MIXED_TUNED = triton.autotune(
-        configs=[
-            triton.Config({"BM": 64, "BK": 64}, num_warps=4, num_stages=4),
-            triton.Config({"BM": 128, "BK": 32}, num_warps=8, num_stages=4),
-            triton.Config({"BM": 128, "BK": 64}, num_warps=8, num_stages=3),
-            triton.Config({"BM": 64, "BK": 128}, num_warps=8, num_stages=3),
-        ],
-        key=["n2", "m", "BN"],
-    )(_mixed_matmul_kernel)
-    _FORM_TUNED = triton.autotune(
-        configs=[
-            triton.Config({"BM": 64, "BK": 32}, num_warps=4, num_stages=3),
-            triton.Config({"BM": 64, "BK": 64}, num_warps=4, num_stages=3),
-            triton.Config({"BM": 128, "BK": 32}, num_warps=8, num_stages=3),
-            triton.Config({"BM": 128, "BK": 64}, num_warps=8, num_stages=2),
-        ],
-        key=["n2", "m", "DP", "BN", "KIND"],
-    )(_form_matmul_kernel)
+    def _autotuned(kernel, shapes, key):
+        """``kernel`` through Triton's autotuner, which times each block shape (BM, BK, warps, stages)
+        once per value of ``key`` on a GPU and keeps the fastest."""
+        configs = [triton.Config({"BM": bm, "BK": bk}, num_warps=w, num_stages=st) for bm, bk, w, st in shapes]
+        return triton.autotune(configs=configs, key=key)(kernel)
+
+    _MIXED_TUNED = _autotuned(
+        _mixed_matmul_kernel, [(64, 64, 4, 4), (128, 32, 8, 4), (128, 64, 8, 3), (64, 128, 8, 3)], ["n2", "m", "BN"]
+    )
+    _FORM_TUNED = _autotuned(
+        _form_matmul_kernel,
+        [(64, 32, 4, 3), (64, 64, 4, 3), (128, 32, 8, 3), (128, 64, 8, 2)],
+        ["n2", "m", "DP", "BN", "KIND"],
+    )
 
 #: the block shape of an untuned launch (small products, and Triton's interpreter, which cannot time)
 UNTUNED = {"BM": 64, "BK": 32}
