@@ -36,9 +36,8 @@ checkout and carry that folder::
     cp -r "$(python -c 'import array_api_compat as a, os; print(os.path.dirname(a.__file__))')" bench/out/vendor/
     cp -r ../shared/data/satimage ../shared/data/imclef07a bench/out/data/
 
-then on the device: ``pip install --no-deps --no-build-isolation -e . && PYTHONPATH=bench/out/vendor
-GPMODELS_DATA=bench/out/data python -m pytest -q -m gpu tests/kernels && PYTHONPATH=bench/out/vendor
-GPMODELS_DATA=bench/out/data python bench/gpu.py``.
+then on the device run ``bash bench/gpu_session.sh`` (what the card is doing, the ``gpu`` tests, then this
+bench within ``BUDGET`` seconds; ``bench/gpu_profile.sh`` profiles the CV and ANOVA jobs there).
 
 Prints a table and a final JSON line ``{"bench": "gpu", "device", "rows": [{job, library, n, C,
 seconds, mvms, seconds_per_mvm, test_error, log_loss, peak_gpu_gib}], "copy_bandwidth_tbps", ...}``.
