@@ -29,11 +29,12 @@ namespaces: the same device code on the host, for a smoke run: ``python bench/gp
 numpy --n 400 --satimage-max-train 150 --satimage-max-iter 1 --check-n 200``).
 
 On a GPU machine without network (PyTorch and gpytorch there, array-api-compat perhaps not): before
-the run, copy array-api-compat (pure Python) and the data into the ignored ``bench/out/`` of the
-checkout and carry that folder::
+the run, copy array-api-compat and array-api-strict (pure Python) and the data into the ignored
+``bench/out/`` of the checkout and carry ``bench/out/vendor`` and ``bench/out/data``::
 
     mkdir -p bench/out/vendor bench/out/data
-    cp -r "$(python -c 'import array_api_compat as a, os; print(os.path.dirname(a.__file__))')" bench/out/vendor/
+    for m in array_api_compat array_api_strict; do
+        cp -r "$(python -c "import $m as a, os; print(os.path.dirname(a.__file__))")" bench/out/vendor/; done
     cp -r ../shared/data/satimage ../shared/data/imclef07a bench/out/data/
 
 then on the device run ``bash bench/gpu_session.sh`` (what the card is doing, the ``gpu`` tests, then this
