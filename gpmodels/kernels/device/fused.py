@@ -1,12 +1,12 @@
 """Fused device products in Triton: what the array-API tiles of :mod:`gpmodels.kernels.device.gram`
 do in several passes over device memory, done in one.
 
-- :func:`mixed_matmul`: O = float64(M) B for M stored in float32 and B, O in float64.  Each program
+- :meth:`FusedProducts.mixed_matmul`: O = float64(M) B for M stored in float32 and B, O in float64.  Each program
   reads a (BM, BK) tile of M once, widens it to float64 in registers and accumulates M B in float64
   (the App. D.1 mixed-precision scheme of :class:`~gpmodels.kernels.stored_gram.StoredGram`), so
   the product moves n1 n2 4 bytes of M and nothing else of size n1 n2: the array-API path writes and
   reads a float64 copy of every row tile (20 bytes per entry instead of 4).
-- :func:`form_matmul`: O = g(D(Z_a, Z_b)) B for a recomputed kernel block (KeOps-style): per
+- :meth:`FusedProducts.form_matmul`: O = g(D(Z_a, Z_b)) B for a recomputed kernel block (KeOps-style): per
   (BM, BK) tile, D = |z_a|^2 + |z_b|^2 - 2 Z_a Z_b^T by a float64 dot over the padded inputs, the
   profile g in registers, then the tile's product with B into a float64 accumulator.  No n1 x n2
   array touches device memory, so a product reads only Z (n x d) and B; its cost is the n1 n2
@@ -25,6 +25,7 @@ set to 0, as the array-API tiles do.
 
 from __future__ import annotations
 
+from gpmodels.errors import DeviceError
 from gpmodels.kernels.device.forms import FusedProfile
 from gpmodels.kernels.stationary import SNAP_RTOL
 
@@ -37,11 +38,6 @@ except ImportError:  # the cuda extra without Triton: array-API products only
 __all__ = ["AVAILABLE", "FusedProducts"]
 
 AVAILABLE = triton is not None
-
-
-def _pow2(k: int, lo: int, hi: int) -> int:
-    """The smallest power of two >= k, within [lo, hi]."""
-    return int(min(hi, max(lo, 1 << max(0, int(k) - 1).bit_length())))
 
 
 if AVAILABLE:
@@ -151,7 +147,8 @@ TUNE_MIN_ENTRIES = 1 << 26
 
 
 def _column_block(m: int) -> int:
-    return _pow2(m, 16, 64)
+    """The columns of B one program takes: the smallest power of two >= m, within [16, 64]."""
+    return min(64, max(16, 1 << (m - 1).bit_length()))
 
 
 class FusedProducts:
@@ -163,7 +160,7 @@ class FusedProducts:
 
     def __init__(self, torch, tune: bool = True):
         if not AVAILABLE:
-            raise RuntimeError("Triton is not installed")
+            raise DeviceError("fused device products need Triton, which is not installed")
         self.torch, self.tune = torch, tune
 
     def _product(self, kernels, inputs: tuple, n1: int, n2: int, B, extra: tuple = (), **constants):
