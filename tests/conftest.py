@@ -117,3 +117,51 @@ def three_model_study(tmp_path) -> dict:
             {"name": f"v{v}", "model": {"kernel": {"type": "rbf", "w": 0.3}, "variance": v}} for v in (1.0, 5.0, 20.0)
         ],
     }
+
+
+#: the device label of the numpy namespace standing in for PyTorch's first CUDA device
+STAND_IN_GPU = "cuda:0 (numpy stand-in)"
+
+
+def install_stand_in_gpu(monkeypatch) -> None:
+    """``device: cuda`` runs on the numpy namespace (labelled :data:`STAND_IN_GPU`), so that the whole
+    device path of the driver and the estimators runs without a GPU."""
+    from gpmodels.kernels.device import backend
+
+    def numpy_as_cuda():
+        be = backend.numpy_backend()
+        be.label = STAND_IN_GPU
+        return be
+
+    monkeypatch.setattr(backend, "cuda_status", lambda: None)
+    monkeypatch.setattr(backend, "cuda_backend", numpy_as_cuda)
+
+
+@pytest.fixture
+def stand_in_gpu(monkeypatch):
+    install_stand_in_gpu(monkeypatch)
+
+
+def _gpu_usable() -> bool:
+    if importlib.util.find_spec("torch") is None:
+        return False
+    from gpmodels.kernels.device.backend import cuda_status
+
+    return cuda_status() is None
+
+
+@pytest.fixture(
+    params=[
+        pytest.param("stand-in"),
+        pytest.param(
+            "cuda", marks=[pytest.mark.gpu, pytest.mark.skipif(not _gpu_usable(), reason="no usable CUDA GPU")]
+        ),
+    ]
+)
+def gpu_label(request, monkeypatch) -> str:
+    """Where a test's ``device: cuda`` runs: the numpy stand-in (CI), or, marked ``gpu``, PyTorch's first
+    CUDA device where one is usable.  Returns the start of the device label that reports must show."""
+    if request.param == "cuda":
+        return "cuda ("
+    install_stand_in_gpu(monkeypatch)
+    return STAND_IN_GPU
