@@ -83,6 +83,18 @@ def toy_classification(n=40, C=3, d=2, seed=0, spread=2.0):
     return X, y
 
 
+def toy_data_section(folder, *, n, n_train, C=3, d=2, seed=0, spread=2.0, label_offset=0, labels=None) -> dict:
+    """Draw ``toy_classification(n, C, d, seed, spread)``, write its first ``n_train`` rows to
+    ``folder / "train.npz"`` and the rest to ``folder / "test.npz"``; returns the spec's data section
+    ``{"path": ..., "test_path": ...}``.  The labels written are ``labels[y]`` where ``labels`` (one name per
+    class) is given, else ``y + label_offset``."""
+    X, y = toy_classification(n, C, d=d, seed=seed, spread=spread)
+    y = np.asarray(labels)[y] if labels is not None else y + label_offset
+    np.savez(folder / "train.npz", X=X[:n_train], y=y[:n_train])
+    np.savez(folder / "test.npz", X=X[n_train:], y=y[n_train:])
+    return {"path": str(folder / "train.npz"), "test_path": str(folder / "test.npz")}
+
+
 def write_spec(folder, d, name="spec.yaml"):
     """Write the plain spec ``d`` as YAML to ``folder / name``; returns the path."""
     import yaml
@@ -107,12 +119,9 @@ def assert_estimator_checks_pass(estimator, allowed_skips, **kwargs):
 
 def three_model_study(tmp_path) -> dict:
     """A study spec (plain data) of three RBF models differing in their variance, on toy data saved in tmp_path."""
-    X, y = toy_classification(40, 3, d=4, seed=0)
-    np.savez(tmp_path / "train.npz", X=X[:30], y=y[:30] + 1)
-    np.savez(tmp_path / "test.npz", X=X[30:], y=y[30:] + 1)
     return {
         "name": "s",
-        "data": {"path": str(tmp_path / "train.npz"), "test_path": str(tmp_path / "test.npz")},
+        "data": toy_data_section(tmp_path, n=40, n_train=30, d=4, seed=0, label_offset=1),
         "models": [
             {"name": f"v{v}", "model": {"kernel": {"type": "rbf", "w": 0.3}, "variance": v}} for v in (1.0, 5.0, 20.0)
         ],

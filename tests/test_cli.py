@@ -13,7 +13,7 @@ import time
 import numpy as np
 import pytest
 import yaml
-from conftest import ROOT, toy_classification, write_spec
+from conftest import ROOT, toy_classification, toy_data_section, write_spec
 
 from gpmodels.cli import main
 from gpmodels.driver.output import read_identity
@@ -24,14 +24,10 @@ COMMANDS = ("run", "validate", "study", "predict", "spec-reference")
 
 
 def _spec(tmp_path, objective=None, n=90):
-    X, y = toy_classification(n, 3, d=3, seed=3, spread=2.5)
-    m = 2 * n // 3
-    np.savez(tmp_path / "train.npz", X=X[:m], y=y[:m])
-    np.savez(tmp_path / "test.npz", X=X[m:], y=y[m:])
     return {
         "name": "cli",
         "seed": 1,
-        "data": {"path": str(tmp_path / "train.npz"), "test_path": str(tmp_path / "test.npz")},
+        "data": toy_data_section(tmp_path, n=n, n_train=2 * n // 3, d=3, seed=3, spread=2.5),
         "model": {"kernel": {"type": "rbf", "w": "auto"}, "sharing": "semi", "variance": 2.0, "sigma2": 1.0},
         "objective": objective or {"newton": {"max_iter": 20, "cg_max_iter": 30}},
         "output": {"dir": str(tmp_path / "out")},

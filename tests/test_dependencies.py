@@ -12,10 +12,9 @@ import sys
 import textwrap
 from pathlib import Path
 
-import numpy as np
 import pytest
 import yaml
-from conftest import toy_classification
+from conftest import toy_data_section
 
 import gpmodels
 from gpmodels.reports import PLOTS_SKIPPED
@@ -101,10 +100,7 @@ def _without_matplotlib(tmp_path, *args):
 
 
 def test_a_run_and_a_study_without_matplotlib_skip_the_figures_and_say_so(tmp_path):
-    X, y = toy_classification(60, 3, d=3, seed=1)
-    np.savez(tmp_path / "train.npz", X=X[:40], y=y[:40])
-    np.savez(tmp_path / "test.npz", X=X[40:], y=y[40:])
-    data = {"path": str(tmp_path / "train.npz"), "test_path": str(tmp_path / "test.npz")}
+    data = toy_data_section(tmp_path, n=60, n_train=40, d=3, seed=1)
     model = {"kernel": {"type": "rbf", "w": 0.5}, "sharing": "tied", "variance": 2.0}
     (tmp_path / "run.yaml").write_text(
         yaml.safe_dump(

@@ -14,7 +14,7 @@ import external_prior
 import numpy as np
 import pytest
 import yaml
-from conftest import toy_classification
+from conftest import toy_classification, toy_data_section
 from external_prior import ClassSimilarity, ClassSimilarityPrior, build_class_similarity
 from hypothesis import given
 from hypothesis import strategies as st
@@ -199,9 +199,6 @@ def registered():
 
 
 def _spec(tmp_path, prior, objective=None, **model):
-    X, y = toy_classification(75, 3, d=2, seed=5, spread=2.5)
-    np.savez(tmp_path / "train.npz", X=X[:45], y=y[:45])
-    np.savez(tmp_path / "test.npz", X=X[45:], y=y[45:])
     m = {
         "prior": prior,
         "prior_options": {"similarity": S3.tolist(), "strength": 0.5},
@@ -213,7 +210,7 @@ def _spec(tmp_path, prior, objective=None, **model):
     return {
         "name": "similarity",
         "seed": 1,
-        "data": {"path": str(tmp_path / "train.npz"), "test_path": str(tmp_path / "test.npz")},
+        "data": toy_data_section(tmp_path, n=75, n_train=45, d=2, seed=5, spread=2.5),
         "model": m,
         "objective": objective or {"type": "map"},
         "output": {"dir": str(tmp_path / "out")},

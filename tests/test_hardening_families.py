@@ -28,7 +28,7 @@ import attrs
 import numpy as np
 import pytest
 import yaml
-from conftest import ROOT, toy_classification
+from conftest import ROOT, toy_classification, toy_data_section
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -491,12 +491,9 @@ def test_locks_racing_takeovers_of_a_stale_lock_give_one_owner(tmp_path):
 # ---------------------------------------------------------------- signals
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
 def test_signals_term_and_hup_end_a_run_like_ctrl_c(tmp_path, sig):
-    X, y = toy_classification(400, 3, d=4, seed=5)
-    np.savez(tmp_path / "train.npz", X=X[:300], y=y[:300])
-    np.savez(tmp_path / "test.npz", X=X[300:], y=y[300:])
     spec = {
         "name": "cv",
-        "data": {"path": str(tmp_path / "train.npz"), "test_path": str(tmp_path / "test.npz")},
+        "data": toy_data_section(tmp_path, n=400, n_train=300, d=4, seed=5),
         "model": {"kernel": {"type": "rbf", "w": 0.5}, "variance": 3.0},
         "objective": {"type": "cv", "cv": {"folds": 5, "outer": {"max_iter": 500, "ftol": 1e-15, "gtol": 1e-15}}},
     }
@@ -611,13 +608,10 @@ def test_csv_messages_name_columns_by_number(tmp_path):
 
 # ---------------------------------------------------------------- determinism
 def _cv_spec(tmp_path, dtype, checkpoint):
-    X, y = toy_classification(150, 3, d=3, seed=3, spread=2.0)
-    np.savez(tmp_path / "train.npz", X=X[:120], y=y[:120])
-    np.savez(tmp_path / "test.npz", X=X[120:], y=y[120:])
     return {
         "name": "det",
         "seed": 1,
-        "data": {"path": str(tmp_path / "train.npz"), "test_path": str(tmp_path / "test.npz")},
+        "data": toy_data_section(tmp_path, n=150, n_train=120, d=3, seed=3, spread=2.0),
         "model": {
             "kernel": {"type": "rbf", "w": "auto"},
             "sharing": "semi",
@@ -701,16 +695,12 @@ def test_yaml_numbers_written_as_strings_are_validated_as_those_numbers(value, k
 
 
 def test_labels_hm3_uses_the_specs_hierarchy(tmp_path):
-    X, y = toy_classification(60, 4, d=4, seed=0, spread=3.0)
-    names = np.array(["c1", "c2", "c31", "c32"])[y]
-    np.savez(tmp_path / "train.npz", X=X[:40], y=names[:40])
-    np.savez(tmp_path / "test.npz", X=X[40:], y=names[40:])
+    leaves = ["c1", "c2", "c31", "c32"]
     (tmp_path / "tree.tsv").write_text("root\tc1\nroot\tc2\nroot\tc3\nc3\tc31\nc3\tc32\n")
     spec = {
         "name": "h",
         "data": {
-            "path": str(tmp_path / "train.npz"),
-            "test_path": str(tmp_path / "test.npz"),
+            **toy_data_section(tmp_path, n=60, n_train=40, C=4, d=4, seed=0, spread=3.0, labels=leaves),
             "hierarchy": str(tmp_path / "tree.tsv"),
         },
         "model": {"kernel": {"type": "rbf", "w": 0.2}},
@@ -765,12 +755,9 @@ def test_engines_a_checkpoint_written_on_dask_resumes_without_dask(tmp_path, cap
     """The checkpoint records what it computes, not where: a run on a Dask engine stopped after its first
     outer iteration resumes on the local engine."""
     pytest.importorskip("distributed")
-    X, y = toy_classification(30, 3, d=4, seed=0)
-    np.savez(tmp_path / "train.npz", X=X[:20], y=y[:20] + 1)
-    np.savez(tmp_path / "test.npz", X=X[20:], y=y[20:] + 1)
     spec = {
         "name": "toy",
-        "data": {"path": str(tmp_path / "train.npz"), "test_path": str(tmp_path / "test.npz")},
+        "data": toy_data_section(tmp_path, n=30, n_train=20, d=4, seed=0, label_offset=1),
         "model": {"kernel": {"type": "rbf", "w": 0.3}, "variance": 5.0, "sharing": "tied"},
         "objective": {"type": "cv", "cv": {"folds": 2, "outer": {"max_iter": 1}, "newton": {"max_iter": 4}}},
         "engine": {"type": "dask", "processes": False, "n_workers": 2, "block_rows": 10},

@@ -5,7 +5,7 @@ import json
 
 import numpy as np
 import pytest
-from conftest import SHARED_DATA, toy_classification, write_spec
+from conftest import SHARED_DATA, toy_classification, toy_data_section, write_spec
 
 from gpmodels import progress
 from gpmodels.cli import main
@@ -19,10 +19,7 @@ from gpmodels.validation import labels_to_targets
 
 
 def _data(tmp_path):
-    X, y = toy_classification(90, 3, d=3, seed=3, spread=2.5)
-    np.savez(tmp_path / "train.npz", X=X[:60], y=y[:60])
-    np.savez(tmp_path / "test.npz", X=X[60:], y=y[60:])
-    return {"path": str(tmp_path / "train.npz"), "test_path": str(tmp_path / "test.npz")}
+    return toy_data_section(tmp_path, n=90, n_train=60, d=3, seed=3, spread=2.5)
 
 
 def _spec(tmp_path, out, objective=None):

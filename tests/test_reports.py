@@ -5,7 +5,7 @@ import json
 
 import numpy as np
 import pytest
-from conftest import needs_matplotlib, toy_classification, write_spec
+from conftest import needs_matplotlib, toy_data_section, write_spec
 
 from gpmodels import reports
 from gpmodels.cli import main
@@ -65,10 +65,7 @@ def test_hyperparameter_paths_have_distinct_colours_and_the_legend_outside(tmp_p
 
 
 def _files(tmp_path):
-    X, y = toy_classification(70, 3, d=3, seed=3, spread=2.0)
-    np.savez(tmp_path / "train.npz", X=X[:50], y=y[:50])
-    np.savez(tmp_path / "test.npz", X=X[50:], y=y[50:])
-    return {"path": str(tmp_path / "train.npz"), "test_path": str(tmp_path / "test.npz")}
+    return toy_data_section(tmp_path, n=70, n_train=50, d=3, seed=3, spread=2.0)
 
 
 @pytest.mark.parametrize(

@@ -9,7 +9,7 @@ import zipfile
 import numpy as np
 import pytest
 import yaml
-from conftest import toy_classification
+from conftest import toy_data_section
 
 from gpmodels.cli import main
 
@@ -17,9 +17,7 @@ SECRET = "root:$6$SECRETHASH:19000:0:99999:7:::"
 
 
 def _files(folder):
-    X, y = toy_classification(90, 3, d=4, seed=0)
-    np.savez(folder / "train.npz", X=X[:60], y=y[:60] + 1)
-    np.savez(folder / "test.npz", X=X[60:], y=y[60:] + 1)
+    toy_data_section(folder, n=90, n_train=60, d=4, seed=0, label_offset=1)
 
 
 def _spec(folder, **cv):

@@ -11,9 +11,8 @@ c31, c32, 40 training and 20 test points) are written by the fixture.
 import shutil
 from pathlib import Path
 
-import numpy as np
 import pytest
-from conftest import toy_classification
+from conftest import toy_data_section
 
 from gpmodels.cli import main
 
@@ -37,10 +36,8 @@ def _header(path: Path) -> tuple[str, list[str]]:
 @pytest.fixture
 def corpus(tmp_path):
     shutil.copytree(CORPUS, tmp_path / "bad_specs")
-    X, y = toy_classification(60, 4, d=4, seed=0, spread=3.0)
-    names = np.array(["c1", "c2", "c31", "c32"])[y]
-    np.savez(tmp_path / "bad_specs" / "data" / "train.npz", X=X[:40], y=names[:40])
-    np.savez(tmp_path / "bad_specs" / "data" / "test.npz", X=X[40:], y=names[40:])
+    labels = ["c1", "c2", "c31", "c32"]
+    toy_data_section(tmp_path / "bad_specs" / "data", n=60, n_train=40, C=4, d=4, seed=0, spread=3.0, labels=labels)
     return tmp_path / "bad_specs"
 
 

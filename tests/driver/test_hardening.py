@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
-from conftest import toy_classification
+from conftest import toy_data_section
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -27,18 +27,10 @@ from gpmodels.errors import InputError, OutputError, SpecError
 SECRET = "root:$6$SECRETHASHSECRETHASH:19000:0:99999:7:::"
 
 
-def _files(tmp_path):
-    X, y = toy_classification(90, 3, d=4, seed=0)
-    np.savez(tmp_path / "train.npz", X=X[:60], y=y[:60] + 1)
-    np.savez(tmp_path / "test.npz", X=X[60:], y=y[60:] + 1)
-    return tmp_path / "train.npz", tmp_path / "test.npz"
-
-
 def _spec(tmp_path, name="toy", **objective):
-    tr, te = _files(tmp_path)
     return {
         "name": name,
-        "data": {"path": str(tr), "test_path": str(te)},
+        "data": toy_data_section(tmp_path, n=90, n_train=60, d=4, seed=0, label_offset=1),
         "model": {"kernel": {"type": "rbf", "w": "auto"}, "variance": 5.0, "sigma2": 4.0},
         "objective": {"newton": {"max_iter": 20, "cg_max_iter": 30}, **objective},
         "output": {"dir": str(tmp_path / "out")},

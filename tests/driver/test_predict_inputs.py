@@ -5,7 +5,7 @@ import csv
 import json
 
 import numpy as np
-from conftest import toy_classification
+from conftest import toy_classification, toy_data_section
 
 from gpmodels.cli import main
 
@@ -66,12 +66,9 @@ def test_a_narrower_input_file_is_padded_and_a_wider_one_refused(tmp_path, capsy
 def test_a_positive_class_model_scores_predict_against_the_raw_labels(tmp_path, capsys):
     """A binary `data.positive_class` model (classes "rest" / "2") is scored at predict by mapping the
     file's raw labels, so predict reports the run's own test error (it once compared "rest" with "0")."""
-    X, y = toy_classification(120, 3, d=4, seed=5)
-    np.savez(tmp_path / "train.npz", X=X[:80], y=y[:80])
-    np.savez(tmp_path / "test.npz", X=X[80:], y=y[80:])
     spec = {
         "name": "pos",
-        "data": {"path": str(tmp_path / "train.npz"), "test_path": str(tmp_path / "test.npz"), "positive_class": "2"},
+        "data": {**toy_data_section(tmp_path, n=120, n_train=80, d=4, seed=5), "positive_class": "2"},
         "model": {
             "kernel": {"type": "rbf", "w": "auto"},
             "variance": 5.0,

@@ -4,7 +4,7 @@ import json
 
 import numpy as np
 import pytest
-from conftest import figures, needs_matplotlib, toy_classification, write_spec
+from conftest import figures, needs_matplotlib, toy_data_section, write_spec
 
 from gpmodels.cli import main
 from gpmodels.driver.saved import load_model
@@ -12,13 +12,10 @@ from gpmodels.scoring.calibration import brier_score, expected_calibration_error
 
 
 def _run(tmp_path, objective=None, extra=None, name="r", flags=()):
-    X, y = toy_classification(80, 3, d=3, seed=5, spread=1.5)
-    np.savez(tmp_path / "train.npz", X=X[:50], y=y[:50])
-    np.savez(tmp_path / "test.npz", X=X[50:], y=y[50:])
     d = {
         "name": name,
         "description": "a toy run",
-        "data": {"path": str(tmp_path / "train.npz"), "test_path": str(tmp_path / "test.npz")},
+        "data": toy_data_section(tmp_path, n=80, n_train=50, d=3, seed=5, spread=1.5),
         "model": {"kernel": {"type": "rbf", "w": 0.5}, "sharing": "tied", "variance": 2.0},
         "output": {"dir": str(tmp_path / name)},
         **(extra or {}),

@@ -5,7 +5,7 @@ import json
 import numpy as np
 import pytest
 import yaml
-from conftest import ROOT, assert_spec_error, toy_classification, write_spec
+from conftest import ROOT, assert_spec_error, toy_data_section, write_spec
 
 from gpmodels.cli import main
 from gpmodels.driver import spec_reference
@@ -13,9 +13,7 @@ from gpmodels.driver.loader import spec_from_dict
 
 
 def _files(tmp_path):
-    X, y = toy_classification(90, 3, d=4, seed=0)
-    np.savez(tmp_path / "train.npz", X=X[:60], y=y[:60] + 1)
-    np.savez(tmp_path / "test.npz", X=X[60:], y=y[60:] + 1)
+    toy_data_section(tmp_path, n=90, n_train=60, d=4, seed=0, label_offset=1)
     return tmp_path / "train.npz", tmp_path / "test.npz"
 
 

@@ -8,7 +8,7 @@ import shutil
 import numpy as np
 import pytest
 import yaml
-from conftest import ROOT, assert_spec_error, needs_shared_data, toy_classification, write_spec
+from conftest import ROOT, assert_spec_error, needs_shared_data, toy_data_section, write_spec
 
 from gpmodels.cli import main
 from gpmodels.driver.build import build_learn_options, cv_partition
@@ -19,9 +19,6 @@ from gpmodels.inference.cv.options import CVOptions
 
 
 def _spec(tmp_path, max_iter=4, **cv):
-    X, y = toy_classification(90, 3, d=3, seed=3, spread=2.5)
-    np.savez(tmp_path / "train.npz", X=X[:60], y=y[:60])
-    np.savez(tmp_path / "test.npz", X=X[60:], y=y[60:])
     settings = {
         "folds": 3,
         "newton": {"max_iter": 20, "cg_max_iter": 30, "grad_tol": 1e-6},
@@ -31,7 +28,7 @@ def _spec(tmp_path, max_iter=4, **cv):
     return {
         "name": "toy-cv",
         "seed": 1,
-        "data": {"path": str(tmp_path / "train.npz"), "test_path": str(tmp_path / "test.npz")},
+        "data": toy_data_section(tmp_path, n=90, n_train=60, d=3, seed=3, spread=2.5),
         "model": {"kernel": {"type": "rbf", "w": "auto"}, "sharing": "semi", "variance": 2.0, "sigma2": 1.0},
         "objective": {"type": "cv", "newton": {"max_iter": 30, "cg_max_iter": 40}, "cv": settings},
         "output": {"dir": str(tmp_path / "out")},

@@ -6,7 +6,7 @@ import json
 import numpy as np
 import pytest
 import yaml
-from conftest import toy_classification, write_spec
+from conftest import toy_data_section, write_spec
 
 from gpmodels.cli import main
 from gpmodels.driver.build import build_kernel
@@ -19,13 +19,10 @@ SUM = {"type": "sum", "terms": [{"type": "matern", "nu": 1.5, "w": "auto"}, {"ty
 
 
 def _spec(tmp_path, kernel, objective=None):
-    X, y = toy_classification(90, 3, d=3, seed=3, spread=2.5)
-    np.savez(tmp_path / "train.npz", X=X[:60], y=y[:60])
-    np.savez(tmp_path / "test.npz", X=X[60:], y=y[60:])
     return {
         "name": "kernels",
         "seed": 1,
-        "data": {"path": str(tmp_path / "train.npz"), "test_path": str(tmp_path / "test.npz")},
+        "data": toy_data_section(tmp_path, n=90, n_train=60, d=3, seed=3, spread=2.5),
         "model": {"kernel": kernel, "sharing": "semi", "variance": 2.0, "sigma2": 1.0},
         "objective": objective or {"newton": {"max_iter": 30, "cg_max_iter": 40}},
         "output": {"dir": str(tmp_path / "out")},

@@ -7,7 +7,7 @@ import json
 
 import numpy as np
 import pytest
-from conftest import ROOT, assert_spec_error, figures, toy_classification, write_spec
+from conftest import ROOT, assert_spec_error, figures, toy_data_section, write_spec
 
 from gpmodels.cli import main
 from gpmodels.driver.loader import load_spec
@@ -19,9 +19,6 @@ from gpmodels.persistence import load_arrays
 
 
 def _spec(tmp_path, learn=True, max_iter=2, **cv):
-    X, y = toy_classification(90, 3, d=3, seed=3, spread=2.5)
-    np.savez(tmp_path / "train.npz", X=X[:60], y=y[:60])
-    np.savez(tmp_path / "test.npz", X=X[60:], y=y[60:])
     settings = {
         "folds": 3,
         "newton": {"max_iter": 20, "cg_max_iter": 30, "grad_tol": 1e-6},
@@ -32,7 +29,7 @@ def _spec(tmp_path, learn=True, max_iter=2, **cv):
     return {
         "name": "toy-ovr",
         "seed": 1,
-        "data": {"path": str(tmp_path / "train.npz"), "test_path": str(tmp_path / "test.npz")},
+        "data": toy_data_section(tmp_path, n=90, n_train=60, d=3, seed=3, spread=2.5),
         "model": {"kernel": {"type": "rbf", "w": "auto"}, "sharing": "tied", "variance": 2.0, "sigma2": 1.0},
         "objective": {
             "type": "one_vs_rest",

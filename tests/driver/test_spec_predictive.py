@@ -2,9 +2,8 @@
 
 import json
 
-import numpy as np
 import pytest
-from conftest import toy_classification, write_spec
+from conftest import toy_data_section, write_spec
 
 from gpmodels.cli import main
 from gpmodels.driver.sections.spec import Spec
@@ -12,9 +11,8 @@ from gpmodels.errors import SpecError
 
 
 def _files(tmp_path, C=3, n=60):
-    X, y = toy_classification(n + 30, C, d=3, seed=4, spread=1.2)  # overlapping classes: uncertain points
-    np.savez(tmp_path / "train.npz", X=X[:n], y=y[:n])
-    np.savez(tmp_path / "test.npz", X=X[n:], y=y[n:])
+    # overlapping classes: uncertain points
+    toy_data_section(tmp_path, n=n + 30, n_train=n, C=C, d=3, seed=4, spread=1.2)
 
 
 def _spec(tmp_path, name, evaluation, objective=None, **model):
@@ -102,9 +100,7 @@ def test_laplace_predictive_after_cv_learning(tmp_path):
 
 
 def test_laplace_predictive_of_a_binary_logistic_model(tmp_path):
-    X, y = toy_classification(60, 2, d=2, seed=1, spread=1.0)
-    np.savez(tmp_path / "train.npz", X=X[:40], y=y[:40])
-    np.savez(tmp_path / "test.npz", X=X[40:], y=y[40:])
+    toy_data_section(tmp_path, n=60, n_train=40, C=2, d=2, seed=1, spread=1.0)
     assert (
         main(
             [

@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 import yaml
-from conftest import assert_spec_error, figures, toy_classification
+from conftest import assert_spec_error, figures, toy_data_section
 
 from gpmodels.cli import main
 from gpmodels.driver.loader import spec_from_dict
@@ -18,22 +18,12 @@ from gpmodels.errors import SpecError
 HIER = "root\tg\nroot\tc3\ng\tc1\ng\tc2\nc3\tc31\nc3\tc32\n"  # leaves c1, c2, c31, c32 (c3 is inner)
 
 
-def _files(tmp_path, C=4):
-    X, y = toy_classification(80, C, d=4, seed=0, spread=3.0)
-    names = np.array(["c1", "c2", "c31", "c32"])[y]
-    np.savez(tmp_path / "train.npz", X=X[:56], y=names[:56])
-    np.savez(tmp_path / "test.npz", X=X[56:], y=names[56:])
-    (tmp_path / "h.tsv").write_text(HIER)
-    return tmp_path
-
-
 def _spec(tmp_path, model=None, objective=None, data=None):
-    _files(tmp_path)
+    (tmp_path / "h.tsv").write_text(HIER)
     m = {"prior": "anova", "kernel": {"type": "rbf", "w": 0.2}, "sharing": "level", "variance": 3.0, "sigma2": 1.0}
     m.update(model or {})
     d = {
-        "path": str(tmp_path / "train.npz"),
-        "test_path": str(tmp_path / "test.npz"),
+        **toy_data_section(tmp_path, n=80, n_train=56, C=4, d=4, seed=0, spread=3.0, labels=["c1", "c2", "c31", "c32"]),
         "hierarchy": str(tmp_path / "h.tsv"),
     }
     d.update(data or {})

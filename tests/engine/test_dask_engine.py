@@ -9,7 +9,7 @@ import types
 import numpy as np
 import pytest
 import yaml
-from conftest import three_model_study, toy_classification
+from conftest import three_model_study, toy_classification, toy_data_section
 from oracles import block_diagonal_cross, block_diagonal_dense, naive_gram
 
 pytest.importorskip("distributed")
@@ -154,12 +154,9 @@ def test_failure_is_a_clear_error_and_the_cv_checkpoint_resumes(tmp_path, monkey
     """A worker lost beyond Dask's retries in the second Ψ evaluation stops the run with an EngineError
     (exit 1, the worker named); the checkpoint of the first outer iteration is kept and the next run
     resumes from it."""
-    X, y = toy_classification(30, 3, d=4, seed=0)
-    np.savez(tmp_path / "train.npz", X=X[:20], y=y[:20] + 1)
-    np.savez(tmp_path / "test.npz", X=X[20:], y=y[20:] + 1)
     spec = {
         "name": "toy",
-        "data": {"path": str(tmp_path / "train.npz"), "test_path": str(tmp_path / "test.npz")},
+        "data": toy_data_section(tmp_path, n=30, n_train=20, d=4, seed=0, label_offset=1),
         "model": {"kernel": {"type": "rbf", "w": 0.3}, "variance": 5.0, "sharing": "tied"},
         "objective": {"type": "cv", "cv": {"folds": 2, "outer": {"max_iter": 2}, "newton": {"max_iter": 4}}},
         "engine": {"type": "dask", "processes": False, "n_workers": 2, "block_rows": 10},

@@ -4,9 +4,8 @@ any work, and `auto` runs on the CPU and says so in metrics.json and in each mat
 
 import json
 
-import numpy as np
 import pytest
-from conftest import toy_classification, write_spec
+from conftest import toy_data_section, write_spec
 
 from gpmodels.cli import main
 from gpmodels.kernels.device.backend import cuda_status
@@ -15,14 +14,10 @@ no_gpu = pytest.mark.skipif(cuda_status() is None, reason="a GPU is usable here:
 
 
 def _spec(tmp_path, n=60):
-    X, y = toy_classification(n, 3, d=3, seed=3, spread=2.5)
-    m = 2 * n // 3
-    np.savez(tmp_path / "train.npz", X=X[:m], y=y[:m])
-    np.savez(tmp_path / "test.npz", X=X[m:], y=y[m:])
     return {
         "name": "dev",
         "seed": 1,
-        "data": {"path": str(tmp_path / "train.npz"), "test_path": str(tmp_path / "test.npz")},
+        "data": toy_data_section(tmp_path, n=n, n_train=2 * n // 3, d=3, seed=3, spread=2.5),
         "model": {"kernel": {"type": "rbf", "w": "auto"}, "sharing": "separate", "variance": 2.0, "sigma2": 1.0},
         "objective": {"newton": {"max_iter": 20, "cg_max_iter": 30}},
         "output": {"dir": str(tmp_path / "out")},
