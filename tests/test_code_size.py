@@ -5,10 +5,9 @@ A file past the limit holds more than one concept, and a long function hides sev
 may only go down (tests/test_function_length.py is the hard limit for any single function).
 """
 
-import ast
 from pathlib import Path
 
-from test_function_length import _functions
+from test_function_length import long_functions
 
 import gpmodels
 
@@ -32,23 +31,12 @@ def long_files(root: Path = PACKAGE, limit: int = MAX_FILE_LINES) -> dict[str, i
     return out
 
 
-def long_functions(root: Path = PACKAGE, limit: int = LONG_FUNCTION_LINES) -> dict[str, int]:
-    """ "path:qualified.name" -> lines (end_lineno - lineno + 1), for every function over ``limit`` lines."""
-    out = {}
-    for path in sorted(root.rglob("*.py")):
-        rel = path.relative_to(root).as_posix()
-        for name, length in _functions(ast.parse(path.read_text(encoding="utf-8"))):
-            if length > limit:
-                out[f"{rel}:{name}"] = length
-    return out
-
-
 def test_no_module_is_over_the_file_limit():
     assert not long_files(), f"modules over {MAX_FILE_LINES} lines (split them by concept): {long_files()}"
 
 
 def test_at_most_a_few_functions_are_over_the_length_limit():
-    found = long_functions()
+    found = long_functions(limit=LONG_FUNCTION_LINES)
     assert len(found) <= MAX_LONG_FUNCTIONS, (
         f"{len(found)} functions over {LONG_FUNCTION_LINES} lines, at most {MAX_LONG_FUNCTIONS} allowed "
         f"(extract named steps): {found}"
@@ -59,6 +47,6 @@ def test_the_counters_see_long_files_and_long_functions(tmp_path):
     body = "\n".join(f"    x{i} = {i}" for i in range(LONG_FUNCTION_LINES))
     (tmp_path / "long.py").write_text(f"def f():\n{body}\n\n\nclass A:\n    def g(self):\n        pass\n")
     (tmp_path / "short.py").write_text("y = 1\n")
-    assert long_functions(tmp_path) == {"long.py:f": LONG_FUNCTION_LINES + 1}
+    assert long_functions(tmp_path, LONG_FUNCTION_LINES) == {"long.py:f": LONG_FUNCTION_LINES + 1}
     assert long_files(tmp_path, limit=LONG_FUNCTION_LINES) == {"long.py": LONG_FUNCTION_LINES + 6}
     assert long_files(tmp_path) == {}
