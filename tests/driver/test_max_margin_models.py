@@ -95,7 +95,9 @@ def test_an_hm3_model_on_single_label_paths_predicts_classes_and_scores_them(tmp
         "output": {"dir": str(tmp_path / "out")},
     }
     assert main(["run", str(write_spec(tmp_path, d)), "--quiet"]) == 0
-    run_error = json.loads((tmp_path / "out" / "metrics.json").read_text())["test_error"]
+    metrics = json.loads((tmp_path / "out" / "metrics.json").read_text())
+    assert metrics["n_classes"] == 20 and "test_f1" in metrics and 0.0 <= metrics["test_error"] <= 1.0
+    run_error = metrics["test_error"]
     spec = spec_from_dict({**d, "data": {**d["data"], "scaling": "none"}})
     raw = build_data(spec, tmp_path)  # the same subsample, unscaled: predict scales as the run did
     np.savez(tmp_path / "in.npz", X=raw.X_test.toarray(), y=np.array(raw.classes)[raw.y_test])

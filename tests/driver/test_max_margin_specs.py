@@ -96,27 +96,6 @@ def test_hm3_spec_on_enron_subsample(tmp_path):
 
 
 @needs_data
-def test_hm3_on_news20_paths_reports_single_label_error(tmp_path):
-    d = {
-        "name": "n",
-        "data": {
-            "dataset": "news20",
-            "subset": "small",
-            "root": str(SHARED_DATA),
-            "scaling": "unit_norm",
-            "max_train": 200,
-            "max_test": 100,
-        },
-        "model": {"kernel": {"type": "linear"}},
-        "objective": {"type": "hm3", "hm3": {"max_passes": 3, "chunk_size": 100}},
-        "output": {"dir": str(tmp_path / "out")},
-    }
-    assert main(["run", str(write_spec(tmp_path, d)), "--quiet"]) == 0
-    m = json.loads((tmp_path / "out" / "metrics.json").read_text())
-    assert 0.0 <= m["test_error"] <= 1.0 and m["n_classes"] == 20 and "test_f1" in m
-
-
-@needs_data
 @pytest.mark.parametrize("name", ["enron_corr", "derisi_FUN", "church_FUN"])
 def test_multilabel_loaders(name):
     d = load_multilabel(name, SHARED_DATA)
