@@ -23,6 +23,7 @@ from gpmodels.kernels.representations import RepresentationConfig
 from gpmodels.operators.blockdiag import BlockDiagonal
 from gpmodels.operators.intercept import Intercept
 from gpmodels.operators.sum import Sum
+from gpmodels.testing import check_operator
 
 CASES = {}
 
@@ -41,6 +42,17 @@ class Case:
     dense: np.ndarray
     X_new: object
     cross_dense: np.ndarray
+
+    def check(self, seed: int, rtol: float = 1e-7) -> None:
+        """The operator conformance check of ``op`` against this case's dense oracles."""
+        check_operator(
+            self.op,
+            np.random.default_rng(seed),
+            dense=self.dense,
+            X_new=self.X_new,
+            cross_dense=self.cross_dense,
+            rtol=rtol,
+        )
 
 
 log_uniform = st.floats(min_value=-2.0, max_value=2.0).map(lambda t: float(np.exp(t)))
