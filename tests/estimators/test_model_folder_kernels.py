@@ -54,10 +54,8 @@ def _blobs(n, seed):
     return r.standard_normal((n, 3)) + 1.5 * np.eye(3)[y], y
 
 
-@pytest.mark.parametrize("kernel", list(KERNELS.values()), ids=list(KERNELS))
-def test_a_fitted_kernel_round_trips_through_a_model_folder_and_gpmodels_predict(tmp_path, kernel):
-    X, y = _blobs(45, 0)
-    Xt = _blobs(15, 7)[0]
+def _learned(kernel, X, y) -> GPClassifier:
+    """A tied GPClassifier with ``kernel`` learned by two outer CV iterations on (X, y)."""
     est = GPClassifier(
         IndependentGP(kernel, "tied", sigma2=1.0),
         objective=CV(LearnOptions(outer=OuterOptions(max_iter=2))),
@@ -66,7 +64,14 @@ def test_a_fitted_kernel_round_trips_through_a_model_folder_and_gpmodels_predict
     )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        est.fit(X, y)
+        return est.fit(X, y)
+
+
+@pytest.mark.parametrize("kernel", list(KERNELS.values()), ids=list(KERNELS))
+def test_a_fitted_kernel_round_trips_through_a_model_folder_and_gpmodels_predict(tmp_path, kernel):
+    X, y = _blobs(45, 0)
+    Xt = _blobs(15, 7)[0]
+    est = _learned(kernel, X, y)
     assert not np.allclose(est.kernel_.theta, est.kernel_.prior.operator(X, 3).params)  # learning moved θ
     P = est.predict_proba(Xt)
     folder = est.save(tmp_path / "model")
@@ -110,15 +115,7 @@ def test_a_kernel_without_a_spec_name_is_refused_by_save_with_the_names_allowed(
 def test_fixed_scikit_learn_parameters_are_stored_as_values_of_the_rebuilt_kernel(tmp_path):
     X, y = _blobs(45, 0)
     kernel = sk.ConstantKernel(2.0, "fixed") * sk.Matern(1.0, nu=1.5) + sk.WhiteKernel(0.1, "fixed")
-    est = GPClassifier(
-        IndependentGP(kernel, "tied", sigma2=1.0),
-        objective=CV(LearnOptions(outer=OuterOptions(max_iter=2))),
-        cv=3,
-        random_state=0,
-    )
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        est.fit(X, y)
+    est = _learned(kernel, X, y)
     back = load_classifier(est.save(tmp_path / "m"))
     learned = dict(zip(est.kernel_.names, est.kernel_.theta))
     loaded = dict(zip(back.kernel_.names, back.kernel_.theta))

@@ -220,25 +220,16 @@ def test_learn_weights_by_the_outer_optimiser_matches_cvxpy(tmp_path):
     op = _sum(X)
     ref, th_ref = _cvx_mkl(op, yb, "logistic", 1.0, 2)
     seen = []
-    result, fit = learn_weights(
-        op,
-        Logistic(),
-        yb,
-        MKLOptions(criterion="mkl", lam=1.0, p=2),
-        outer=outer_options(tol=1e-9),
-        checkpoint=Checkpointing(tmp_path / "ck.npz"),
-        on_iteration=seen.append,
-    )
+
+    def learn(**kw):
+        options = MKLOptions(criterion="mkl", lam=1.0, p=2)
+        checkpoint = Checkpointing(tmp_path / "ck.npz")
+        return learn_weights(op, Logistic(), yb, options, outer=outer_options(tol=1e-9), checkpoint=checkpoint, **kw)
+
+    result, fit = learn(on_iteration=seen.append)
     assert result.converged and result.names == ("log_theta0", "log_theta1", "log_theta2")
     assert fit.criterion == pytest.approx(ref, rel=1e-6) and result.value == pytest.approx(fit.criterion, rel=1e-10)
     np.testing.assert_allclose(fit.theta, th_ref, atol=2e-3 * max(1.0, th_ref.max()))
     assert [r.iteration for r in seen] == list(range(result.iterations + 1)) and fit.trace == result.values
-    again, _ = learn_weights(
-        op,
-        Logistic(),
-        yb,
-        MKLOptions(criterion="mkl", lam=1.0, p=2),
-        outer=outer_options(tol=1e-9),
-        checkpoint=Checkpointing(tmp_path / "ck.npz"),
-    )
+    again, _ = learn()
     assert again.resumed_from == result.iterations and again.evaluations == result.evaluations
