@@ -1,4 +1,5 @@
-"""Helpers of the CV benchmarks: a timing proxy around operators, BLAS thread limits, one learn+fit.
+"""Helpers of the CV and MAP benchmarks: a timing proxy around operators, BLAS thread limits, one
+learn+fit, one timed Newton–CG fit.
 
 ``Timed(op, clock)`` forwards everything to ``op`` and adds the wall time of kernel MVMs
 (``mvm`` of the operator and of every restricted operator and cross block made from it) to
@@ -17,6 +18,7 @@ import numpy as np
 from gpmodels import metrics as M
 from gpmodels.inference.cv.learn import fit_learned, learn_hyperparameters
 from gpmodels.inference.cv.one_vs_rest import learn_one_vs_rest
+from gpmodels.inference.map.newton_cg import newton_cg
 from gpmodels.validation import labels_to_targets
 
 
@@ -188,3 +190,22 @@ def learn_and_evaluate(
         "hyperparameters": hyper,
         "history": [rec.value for rec in results[0].history],  # Ψ per outer iteration (the first model)
     }
+
+
+def timed_newton_cg(op, lik, Y, options):
+    """``newton_cg(op, lik, Y, options)`` and its record: wall and CPU seconds, Newton iterations, CG steps,
+    MVMs, Φ and convergence."""
+    t, c = time.perf_counter(), time.process_time()
+    res = newton_cg(op, lik, Y, options)
+    dc, dt = time.process_time() - c, time.perf_counter() - t
+    d = res.diagnostics
+    record = {
+        "seconds": dt,
+        "cpu_seconds": dc,
+        "newton_iterations": d.iterations,
+        "cg_steps": int(sum(d.cg_iterations)),
+        "mvms": d.mvm_count,
+        "phi": res.phi,
+        "converged": d.converged,
+    }
+    return res, record

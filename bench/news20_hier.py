@@ -31,12 +31,12 @@ from pathlib import Path
 
 import attrs
 import numpy as np
+from cv_common import timed_newton_cg
 
 from gpmodels import metrics as M
 from gpmodels.driver.build import build_likelihood, build_newton_options, build_prior
 from gpmodels.driver.build_data import build_data, build_tree
 from gpmodels.driver.loader import load_spec
-from gpmodels.inference.map.newton_cg import newton_cg
 from gpmodels.operators.anova import ANOVA
 from gpmodels.operators.intercept import Intercept
 from gpmodels.scoring.decisions import argmax_rule, max_expected_parent_accuracy, min_expected_taxo
@@ -116,19 +116,8 @@ def main():
     for pc in configs:
         opts = attrs.evolve(build_newton_options(hspec.objective), preconditioner=pc)
         for name, op in (("flat", flat), ("hier", hier)):
-            t, c = time.perf_counter(), time.process_time()
-            res = newton_cg(op, lik, Y, opts)
-            dc, dt = time.process_time() - c, time.perf_counter() - t
-            d = res.diagnostics
-            fits[(pc, name)] = {
-                "seconds": dt,
-                "cpu_seconds": dc,
-                "newton_iterations": d.iterations,
-                "cg_steps": int(sum(d.cg_iterations)),
-                "mvms": d.mvm_count,
-                "phi": res.phi,
-                "converged": d.converged,
-            }
+            res, fits[(pc, name)] = timed_newton_cg(op, lik, Y, opts)
+            d, dt, dc = res.diagnostics, fits[(pc, name)]["seconds"], fits[(pc, name)]["cpu_seconds"]
             print(
                 f"fit {name:4s} {pc:14s}: {dt:6.1f} s (CPU {dc:6.1f} s), {d.iterations:2d} Newton its, "
                 f"{sum(d.cg_iterations):4d} CG steps, {d.mvm_count:4d} MVMs, Phi = {res.phi:.6f} ({d.message})",

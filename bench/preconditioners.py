@@ -25,12 +25,12 @@ from pathlib import Path
 
 import attrs
 import numpy as np
+from cv_common import timed_newton_cg
 
 from gpmodels.driver.build import build_likelihood, build_newton_options, build_prior
 from gpmodels.driver.build_data import build_data, build_tree
 from gpmodels.driver.loader import load_spec
 from gpmodels.inference.map.line_search import NewtonPoint, objective, pair_line_search
-from gpmodels.inference.map.newton_cg import newton_cg
 from gpmodels.inference.map.preconditioners import make_preconditioner
 from gpmodels.linalg.cg import cg
 
@@ -117,19 +117,9 @@ def main():
         base_opts = build_newton_options(hspec.objective)
         for k in kinds:
             opts = attrs.evolve(base_opts, preconditioner=k[0], precond_rank=k[1] or 8)
-            t, c = time.perf_counter(), time.process_time()
-            res = newton_cg(op, lik, Y, opts)
-            dc, dt = time.process_time() - c, time.perf_counter() - t
-            d = res.diagnostics
-            result["fits"][f"{prior}_{label[k]}"] = {
-                "seconds": dt,
-                "cpu_seconds": dc,
-                "newton_iterations": d.iterations,
-                "cg_steps": int(sum(d.cg_iterations)),
-                "mvms": d.mvm_count,
-                "phi": res.phi,
-                "converged": d.converged,
-            }
+            res, fit = timed_newton_cg(op, lik, Y, opts)
+            result["fits"][f"{prior}_{label[k]}"] = fit
+            d, dt, dc = res.diagnostics, fit["seconds"], fit["cpu_seconds"]
             print(
                 f"    {label[k]:16s} {dt:6.1f} s (CPU {dc:6.1f} s)  {d.iterations:2d} Newton its  "
                 f"{sum(d.cg_iterations):4d} CG steps  {d.mvm_count:4d} MVMs  Phi = {res.phi:.8f}  ({d.message})",
