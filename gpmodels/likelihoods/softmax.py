@@ -93,7 +93,15 @@ class Softmax(Likelihood):
 
 
 class SoftmaxFactor(HessianFactor):
-    """V = A D^{1/2} at one point, with the App. B sets I (fixed) and I0 (zero warm start)."""
+    """V = A D^{1/2} at one point, with the App. B sets I (fixed) and I0 (zero warm start).
+
+    These products run once or twice per CG step of every Newton–CG and CV solve, where on a GPU the kernel
+    product is the cheaper part, so they are written for the host: row sums are BLAS matrix-vector products
+    with a ones vector (numpy's reduction along a short axis 1 costs about 7x more), the free mask is applied
+    only where App. B fixed a component (``all_free``), and each product allocates only the array it returns,
+    its temporaries going to a scratch array of the factor.  The factor is therefore not for use from
+    several threads at once (each fit builds its own).
+    """
 
     def __init__(self, log_pi: np.ndarray, Y: np.ndarray, kappa: float):
         self.log_pi = log_pi
@@ -103,37 +111,79 @@ class SoftmaxFactor(HessianFactor):
         self.fixed = small & (Y > 0)  # App. B set I
         self.zero_start = small & (Y <= 0)  # App. B set I0
         self.free = ~self.fixed
+        #: True when App. B fixed no component (the usual case): the products then skip the free mask
+        self.all_free = not self.fixed.any()
+        self._unstarted = self.fixed | self.zero_start  # β_init = 0 there (App. B sets I and I0)
+        self._all_started = not self._unstarted.any()
         self._inv_sqrt_pi = np.exp(-0.5 * np.maximum(log_pi, _LOG_PI_FLOOR))
+        self._ones = np.ones(log_pi.shape[1])  # row sums x 1 by BLAS
+        self._scratch = np.empty(log_pi.shape)  # temporaries of the products, never returned
         self.fixed_alpha = None
-        if self.fixed.any():
+        if not self.all_free:
             gamma = np.where(self.fixed, Y - self.pi, 0.0)  # γ_I = -g_I
             self.fixed_alpha = self._A(gamma)
 
+    def _row_sums(self, x):
+        """Σ_c x_ic per point as (n, 1)."""
+        return (x @ self._ones)[:, None]
+
+    def _sub_pi_times(self, out, col):
+        """out -= π ∘ col (col: (n, 1)) in place, through the scratch array."""
+        np.subtract(out, np.multiply(self.pi, col, out=self._scratch), out=out)
+        return out
+
+    def _zero_fixed(self, out, value=0.0):
+        """out with the App. B fixed components set to ``value`` (in place), as np.where(free, out, value)."""
+        if not self.all_free:
+            np.copyto(out, value, where=self.fixed)
+        return out
+
     def _A(self, x):
         """A x = x - D P_cls x, per point x_i - π_i (1^T x_i)."""
-        return x - self.pi * x.sum(axis=1, keepdims=True)
+        out = np.multiply(self.pi, self._row_sums(x))
+        return np.subtract(x, out, out=out)
 
     def V(self, x):
-        s = self.sqrt_pi * np.where(self.free, x, 0.0)
-        return self._A(s)
+        s = self._zero_fixed(np.multiply(self.sqrt_pi, x))  # D^{1/2} x on the free components
+        return self._sub_pi_times(s, self._row_sums(s))  # A s
 
     def Vt(self, y):
-        t = y - np.sum(self.pi * y, axis=1, keepdims=True)
-        return np.where(self.free, self.sqrt_pi * t, 0.0)
+        pi_y = self._row_sums(np.multiply(self.pi, y, out=self._scratch))  # π_i^T y_i
+        t = np.subtract(y, pi_y)
+        return self._zero_fixed(np.multiply(t, self.sqrt_pi, out=t))
 
     def W(self, x):
-        return self.pi * x - self.pi * np.sum(self.pi * x, axis=1, keepdims=True)
+        out = np.multiply(self.pi, x)
+        return self._sub_pi_times(out, self._row_sums(out))  # π x - π (π^T x)
 
     def g_tilde(self, g):
-        return np.where(self.free, g * self._inv_sqrt_pi, 0.0)
+        return self._zero_fixed(np.multiply(g, self._inv_sqrt_pi))
 
     def beta_init(self, alpha):
-        return np.where(self.free & ~self.zero_start, alpha * self._inv_sqrt_pi, 0.0)
+        out = np.multiply(alpha, self._inv_sqrt_pi)
+        if not self._all_started:
+            np.copyto(out, 0.0, where=self._unstarted)
+        return out
 
     def multinomial_pi(self) -> np.ndarray:
         return self.pi
 
+    def point_V(self) -> np.ndarray:
+        """V_i = (I - π_i 1^T) diag(π_i^{1/2}) per point, (n, C, C): entry (c, d) = (δ_cd - π_ic) π_id^{1/2},
+        column d zero where d is fixed (App. B)."""
+        n, C = self.pi.shape
+        sqrt_pi = self.sqrt_pi if self.all_free else np.where(self.free, self.sqrt_pi, 0.0)
+        out = np.multiply(self.pi[:, :, None], sqrt_pi[:, None, :])
+        np.negative(out, out=out)
+        diag = out.reshape(n, C * C)[:, :: C + 1]  # view of the diagonals
+        diag += sqrt_pi
+        return out
+
     def precond_diag(self, diag_K, point_block_mvm):
         w = point_block_mvm(self.pi)
-        d = 1.0 + self.pi * (diag_K - 2.0 * w + np.sum(self.pi * w, axis=1, keepdims=True))
-        return np.where(self.free, d, 1.0)
+        d = np.multiply(w, -2.0)
+        d += diag_K
+        d += self._row_sums(np.multiply(self.pi, w, out=self._scratch))  # π_i^T w_i
+        d *= self.pi
+        d += 1.0
+        return self._zero_fixed(d, 1.0)
