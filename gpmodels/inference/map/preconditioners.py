@@ -80,6 +80,9 @@ __all__ = [
 #: on 2 workers: 24.3 / 19.7 s); |J| = 3548: 21.5 / 13.9 s (795 / 362 MVMs).  The set-up (randomised
 #: eigensolver, O(n r) per CG step) only pays once an MVM costs enough.
 LOWRANK_MIN_POINTS = 1500
+#: ``lowrank``: the pair weights a_ik a_il (n R0^2 floats) are kept for the fit up to this size, else rebuilt
+#: in every Newton iteration
+PAIR_CACHE_BYTES = 64e6
 #: columns beyond the rank in the randomized eigensolver's subspace (Halko et al.'s oversampling p)
 RANGE_OVERSAMPLE = 8
 
@@ -248,6 +251,7 @@ class LowRankPreconditioner:
         R = int(self.offsets[-1])
         self.F = factors
         self._F_big = None
+        self._AA = None
         # every F_k of one shape (C, s) (one Kronecker term, or the flat prior's): the (k, l) blocks of
         # Z^T D^{-1} Z are one batched product over the pairs
         shapes = {F.shape for F in factors}
@@ -298,6 +302,17 @@ class LowRankPreconditioner:
 
         return solve_B, np.matmul(Vb / D[:, None, :], np.transpose(Vb, (0, 2, 1)))  # V_i D_i^{-1} V_i^T
 
+    def pair_products(self) -> np.ndarray:
+        """(a_ik a_il)_{k,l} per point, (n, R0^2): the weights of Σ_i a_ik a_il G_i, fixed for the fit (kept
+        after the first Newton iteration within :data:`PAIR_CACHE_BYTES`)."""
+        if self._AA is not None:
+            return self._AA
+        n, R0 = self.A.shape
+        AA = (self.A[:, :, None] * self.A[:, None, :]).reshape(n, R0 * R0)
+        if AA.nbytes <= PAIR_CACHE_BYTES:
+            self._AA = AA
+        return AA
+
     def for_factor(self, hf) -> Callable[[np.ndarray], np.ndarray]:
         A = self.A
         R0, R = A.shape[1], int(self.offsets[-1])
@@ -312,28 +327,34 @@ class LowRankPreconditioner:
             GL = np.matmul(G, L_rows.reshape(n, C, R)).reshape(n * C, R)
             H = np.eye(R) + L_rows.T @ GL
         else:  # (k, l) block F_k^T (Σ_i a_ik a_il G_i) F_l: O(n R0^2 C^2), for F_k with many columns
-            AA = (A[:, :, None] * A[:, None, :]).reshape(n, R0 * R0)
-            G_sum = (AA.T @ G.reshape(n, C * C)).reshape(R0, R0, C, C)
+            G_sum = (self.pair_products().T @ G.reshape(n, C * C)).reshape(R0, R0, C, C)
             if Fs is not None:
                 blocks = np.matmul(np.matmul(np.swapaxes(Fs, 1, 2)[:, None], G_sum), Fs[None])  # (R0, R0, s, s)
                 H = np.eye(R) + blocks.transpose(0, 2, 1, 3).reshape(R, R)
             else:
                 H = np.eye(R) + F_big.T @ G_sum.transpose(0, 2, 1, 3).reshape(R0 * C, R0 * C) @ F_big
-        chol = sla.cho_factor(H, lower=True)
+        chol, _ = sla.cho_factor(H, lower=True)
+        (potrs,) = sla.get_lapack_funcs(("potrs",), (chol,))  # cho_solve's LAPACK call, without its checks
+
+        def solve_H(b):
+            x, info = potrs(chol, b, lower=1)
+            if info != 0:
+                raise np.linalg.LinAlgError(f"potrs failed (info = {info})")
+            return x
 
         def apply_lowrank(r):  # per CG step: B^{-1} r - B^{-1} Z H^{-1} Z^T B^{-1} r,  Z = V^T L
             y = solve_B(r)
             Vy = hf.V(y)  # shape: (n, C)
             if L_rows is not None:
-                z = sla.cho_solve(chol, L_rows.T @ Vy.ravel())
-                LZ = (L_rows @ z).reshape(n, C)
+                LZ = (L_rows @ solve_H(L_rows.T @ Vy.ravel())).reshape(n, C)
             elif Fs is not None:
-                z = sla.cho_solve(chol, np.einsum("kcs,kc->ks", Fs, A.T @ Vy).ravel())
+                z = solve_H(np.einsum("kcs,kc->ks", Fs, A.T @ Vy).ravel())
                 LZ = A @ np.einsum("kcs,ks->kc", Fs, z.reshape(R0, -1))
             else:
-                z = sla.cho_solve(chol, F_big.T @ (A.T @ Vy).ravel())
+                z = solve_H(F_big.T @ (A.T @ Vy).ravel())
                 LZ = A @ (F_big @ z).reshape(R0, C)
-            return y - solve_B(hf.Vt(LZ))
+            y -= solve_B(hf.Vt(LZ))  # y is this call's own array
+            return y
 
         return apply_lowrank
 
