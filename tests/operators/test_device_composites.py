@@ -14,7 +14,7 @@ from gpmodels.operators.anova import ANOVA
 from gpmodels.operators.blockdiag import BlockDiagonal
 
 pytest.importorskip("array_api_compat")
-from gpmodels.kernels.device.backend import NumpyBackend, strict_backend  # noqa: E402
+from gpmodels.kernels.device.backend import NumpyBackend, cuda_backend, cuda_status, strict_backend  # noqa: E402
 from gpmodels.kernels.device.fused import FUSED_MIN_ENTRIES  # noqa: E402
 from gpmodels.kernels.device.gram import DeviceRepresentationConfig  # noqa: E402
 
@@ -38,6 +38,10 @@ class CountingBackend(NumpyBackend):
 
 
 BACKENDS = {"numpy": CountingBackend, "strict": strict_backend}
+BACKEND_PARAMS = sorted(BACKENDS)
+if cuda_status() is None:  # a usable GPU: the same checks on PyTorch's CUDA device
+    BACKENDS["cuda"] = cuda_backend
+    BACKEND_PARAMS.append(pytest.param("cuda", marks=pytest.mark.gpu))
 #: (class -> kernel group, kernels): separate, tied, and groups of classes that are not contiguous
 LAYOUTS = {
     "separate": ([0, 1, 2, 3], [RBF(0.3), RBF(0.5), RBF(0.8), RBF(1.1)]),
@@ -62,7 +66,7 @@ def _close(a, b, rtol=1e-12):
 
 @pytest.mark.parametrize("k", [1, 3])
 @pytest.mark.parametrize("layout", sorted(LAYOUTS))
-@pytest.mark.parametrize("backend", sorted(BACKENDS))
+@pytest.mark.parametrize("backend", BACKEND_PARAMS)
 def test_block_diagonal_products_on_one_device_match_the_host(backend, layout, k):
     host, dev = _pair(layout, BACKENDS[backend]())
     rng = np.random.default_rng(4)
@@ -98,7 +102,7 @@ def _anova_pair(backend):
 
 
 @pytest.mark.parametrize("k", [1, 2])
-@pytest.mark.parametrize("backend", sorted(BACKENDS))
+@pytest.mark.parametrize("backend", BACKEND_PARAMS)
 def test_anova_merged_gemms_on_one_device_match_the_host_and_cross_once(backend, k):
     be = BACKENDS[backend]()
     host, dev = _anova_pair(be)
