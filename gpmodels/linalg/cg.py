@@ -12,7 +12,6 @@ from collections.abc import Callable
 
 import attrs
 import numpy as np
-from scipy.linalg.blas import daxpy as _daxpy
 
 __all__ = ["CGResult", "cg"]
 
@@ -39,15 +38,6 @@ def _preconditioner(
         return r * inv_diag if inv_diag is not None else r
 
     return apply_M
-
-
-def _axpy(y: np.ndarray, a: float, x: np.ndarray) -> None:
-    """y += a x in place: BLAS axpy (one pass, no temporary) where both are C-contiguous float64 arrays of
-    one shape, else numpy.  The vector updates of every CG step, so the host's time per step matters."""
-    if y.dtype == x.dtype == np.float64 and y.shape == x.shape and y.flags.c_contiguous and x.flags.c_contiguous:
-        _daxpy(x.reshape(-1), y.reshape(-1), a=a)  # in place: y's buffer is already what BLAS takes
-    else:
-        y += a * x
 
 
 def _initial_residual(apply_A, b: np.ndarray, x0: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, int]:
@@ -103,6 +93,7 @@ def cg(
     rz = float(np.vdot(r, z))
     res = float(np.linalg.norm(r)) / bnorm
     forced = _stopping_test(res, r, tol, forcing, forcing_map)
+    scaled = np.empty_like(r)  # step p and step A p: the updates allocate nothing (same numbers as x += step p)
     it = 0
     while not forced(res, r) and it < max_iter:
         Ap = apply_A(p)
@@ -111,8 +102,8 @@ def cg(
         if pAp <= 0.0 or not np.isfinite(pAp):
             break  # loss of positive definiteness by round-off: keep the current iterate
         step = rz / pAp
-        _axpy(x, step, p)
-        _axpy(r, -step, Ap)
+        x += np.multiply(p, step, out=scaled)
+        r -= np.multiply(Ap, step, out=scaled)
         it += 1
         res = float(np.linalg.norm(r)) / bnorm
         if forced(res, r):
@@ -120,6 +111,6 @@ def cg(
         z = apply_M(r)
         rz_new = float(np.vdot(r, z))
         p *= rz_new / rz
-        _axpy(p, 1.0, z)
+        p += z
         rz = rz_new
     return CGResult(x, it, res, bool(forced(res, r)), matvecs)

@@ -1,10 +1,10 @@
-"""CG's in-place vector updates (BLAS axpy on contiguous float64 arrays, numpy otherwise) give the plain
-CG iterates: the same solution, steps and residuals on any memory layout."""
+"""CG's in-place vector updates (through one scratch array) give exactly the plain CG iterates, on any
+memory layout."""
 
 import numpy as np
 import pytest
 
-from gpmodels.linalg.cg import _axpy, cg
+from gpmodels.linalg.cg import cg
 
 
 def _plain_cg(apply_A, b, inv_diag, max_iter):
@@ -37,20 +37,5 @@ def test_cg_iterates_match_the_plain_updates(order):
     res = cg(apply_A, b, inv_diag=inv_diag, tol=0.0, max_iter=12)
     x, rel = _plain_cg(apply_A, b, inv_diag, 12)
     assert res.iterations == 12
-    np.testing.assert_allclose(res.x, x, rtol=1e-12, atol=1e-14)
-    assert res.residual == pytest.approx(rel, rel=1e-9)
-
-
-def test_axpy_updates_in_place_on_every_layout():
-    rng = np.random.default_rng(1)
-    for y, x in [
-        (rng.normal(size=(30, 4)), rng.normal(size=(30, 4))),  # BLAS
-        (np.asfortranarray(rng.normal(size=(30, 4))), rng.normal(size=(30, 4))),  # numpy
-        (rng.normal(size=(30, 4)), rng.normal(size=(4, 30)).T),  # numpy: x is a transposed view
-        (rng.normal(size=(30, 4)).astype(np.float32), rng.normal(size=(30, 4))),  # numpy: float32 y
-    ]:
-        expect = y + 0.7 * x
-        y_id = id(y)
-        _axpy(y, 0.7, x)
-        assert id(y) == y_id
-        np.testing.assert_allclose(y, expect, rtol=1e-6 if y.dtype == np.float32 else 1e-14, atol=1e-15)
+    np.testing.assert_array_equal(res.x, x)  # the same operations in the same order: the same numbers
+    assert res.residual == rel
