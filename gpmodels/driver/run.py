@@ -382,7 +382,7 @@ def _engine_beside_device(spec: Spec, device: str, say: Console) -> Spec:
             "allowed with a GPU: engine.start_method spawn, forkserver or null",
             "engine.start_method",
         )
-    say(f"engine: {spec.engine.type} (kernel matrices on {device}; fold workers, if any, start by spawn)")
+    say(f"engine: {spec.engine.type} (kernel matrices on {device}; worker processes, if any, rebuild them there)")
     return spec
 
 

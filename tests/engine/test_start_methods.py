@@ -113,7 +113,9 @@ def test_a_device_run_keeps_worker_processes_refusing_fork_and_dask():
     for engine in ({"type": "processes"}, {"type": "auto"}, {"type": "processes", "start_method": "spawn"}):
         spec = Spec.from_dict({**base, "engine": engine})
         assert _engine_beside_device(spec, "cuda:0 (a GPU)", said.append) is spec
-    assert "start by spawn" in said[0]
+    assert (
+        said[0] == "engine: processes (kernel matrices on cuda:0 (a GPU); worker processes, if any, rebuild them there)"
+    )
     for engine, where in (({"type": "dask"}, "engine.type"), ({"start_method": "fork"}, "engine.start_method")):
         with pytest.raises(SpecError, match=where.replace(".", "\\.")):
             _engine_beside_device(Spec.from_dict({**base, "engine": engine}), "cuda:0 (a GPU)", said.append)
