@@ -186,11 +186,11 @@ def job_scale(a, backend) -> dict:
 
 def _best_product(rep, B, backend, repeats: int) -> tuple[float, object]:
     """Best time of ``repeats`` device products M B (after one untimed: compilation, tuning), and M B."""
-    out = rep._mvm(B)
+    out = rep.device_mvm(B)
     backend.synchronize()
 
     def product():
-        rep._mvm(B)
+        rep.device_mvm(B)
         backend.synchronize()
 
     return min(_timed(product) for _ in range(repeats)), out

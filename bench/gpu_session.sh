@@ -13,7 +13,7 @@ start=$(date +%s)
 nvidia-smi --query-gpu=name,memory.total,memory.used,utilization.gpu,clocks.sm --format=csv | tee "$OUT/gpu.txt"
 nvidia-smi --query-compute-apps=pid,used_memory --format=csv | tee -a "$OUT/gpu.txt"
 python3 -c "import torch, triton, numpy; print('torch', torch.__version__, 'triton', triton.__version__, 'numpy', numpy.__version__)"
-timeout "${TEST_SECONDS:-150}" python3 -m pytest -q -x -m gpu -p no:cacheprovider tests/kernels 2>&1 | tee "$OUT/tests.log"
+timeout "${TEST_SECONDS:-150}" python3 -m pytest -q -x -m gpu -p no:cacheprovider tests/kernels tests/operators tests/engine 2>&1 | tee "$OUT/tests.log"
 tests=${PIPESTATUS[0]}
 fused=""
 if [ "$tests" -eq 124 ]; then

@@ -24,7 +24,14 @@ import numpy as np
 from gpmodels.kernels.base import Kernel
 from gpmodels.kernels.memory_budget import RepresentationChoice
 
-__all__ = ["CrossRepresentation", "Representation", "RowBlockRepresentation", "RepresentationBuilder", "take_rows"]
+__all__ = [
+    "CrossRepresentation",
+    "Representation",
+    "RowBlockRepresentation",
+    "RepresentationBuilder",
+    "take_rows",
+    "shared_device_backend",
+]
 
 
 def take_rows(X, idx):
@@ -45,6 +52,9 @@ class CrossRepresentation(abc.ABC):
     """
 
     shape: tuple[int, int]
+    #: the array backend (:mod:`gpmodels.kernels.device.backend`) whose arrays ``device_mvm`` and
+    #: ``device_rmvm`` take and return, for a block held on a device; None: host products only
+    device_backend = None
 
     @abc.abstractmethod
     def mvm(self, B: np.ndarray) -> np.ndarray:
@@ -164,3 +174,13 @@ class RepresentationBuilder(abc.ABC):
         self, X, kernel: Kernel, n_matrices: int = 1, *, log: bool = False, like: Representation | None = None
     ) -> Representation:
         """The representation of M(X, X), one of ``n_matrices`` distinct kernel matrices."""
+
+
+def shared_device_backend(blocks) -> object | None:
+    """The one device backend every block of ``blocks`` is held on, else None (a host block, or blocks
+    on different devices).  A composite operator over such blocks runs its algebra on that device
+    from their ``device_mvm`` / ``device_rmvm``: one transfer each way per product, not one per block."""
+    first = blocks[0].device_backend if blocks else None
+    if first is None or any(b.device_backend is not first for b in blocks[1:]):
+        return None
+    return first

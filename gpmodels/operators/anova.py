@@ -46,6 +46,7 @@ import numpy as np
 
 from gpmodels.errors import HierarchyError, InputError
 from gpmodels.hierarchy import ClassTree
+from gpmodels.kernels.representation_base import shared_device_backend
 from gpmodels.operators.base import Composite, Operator
 
 __all__ = ["ANOVA", "DENSE_CLASS_MIX_MAX_C"]
@@ -85,6 +86,7 @@ class ANOVA(Composite):
         self._names = names
         self.merge_gemm = bool(merge_gemm)
         self._merged = None
+        self._device_mix = None  # the S_r^T on that device
         groups = inner.kernel_groups() if self.merge_gemm else None
         if groups is not None:
             C = tree.n_classes
@@ -112,10 +114,38 @@ class ANOVA(Composite):
         # the paper's three steps, for K and its blocks alike; shape: (n, C, k) -> (n, P, k) -> (n, P, k) -> (n, C, k)
         return self.tree.phi(maps[0](self.tree.phi_t(V)))
 
+    @property
+    def _merged_backend(self):
+        """The device every merged GEMM's matrix lives on, when they share one and need no tree walk."""
+        if self._merged is None or self._needs_walk:
+            return None
+        return shared_device_backend([rep for rep, *_ in self._merged])
+
     def _mvm(self, V):
         if self._merged is None:
             return super()._mvm(V)
+        if self._merged_backend is not None:
+            return self._device_merged_mvm(self._merged_backend, V)
         return self._merged_mvm(V)
+
+    def _device_merged_mvm(self, backend, V):
+        """Σ_r M_r (V S_r) with every M_r on ``backend``'s device: V crosses once, the class mixing
+        (S_r v_i per point and column: one (n k) x C by C x C GEMM with S_r^T) and the GEMMs with M_r
+        run there, the sum crosses back once."""
+        xp = backend.xp
+        n, C, k = V.shape
+        if self._device_mix is None:
+            self._device_mix = [backend.from_host(S.T) for *_, S in self._merged]
+        rows = backend.from_host(np.swapaxes(V, 1, 2).reshape(n * k, C))  # row (i, j) holds v_i's column j
+        out = None
+        for (rep, *_), S_T in zip(self._merged, self._device_mix):
+            W = xp.reshape(xp.permute_dims(xp.reshape(rows @ S_T, (n, k, C)), (0, 2, 1)), (n, C * k))
+            res = rep.device_mvm(W)
+            out = res if out is None else out + res
+        return backend.to_host(out).reshape(n, C, k)
+
+    def __getstate__(self) -> dict:  # device copies stay in the process that made them
+        return {**self.__dict__, "_device_mix": None}
 
     def _merged_mvm(self, V):
         """Σ_r M_r (V S_r) for class-space groups, Φ_L (D_r M_r (Φ_L^T V)_{G_r}) for the others."""

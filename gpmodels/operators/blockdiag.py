@@ -24,13 +24,14 @@ Hyperparameters: every kernel group's shape parameters (``kernel{l}.log_w``, ...
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
 import numpy as np
 
 from gpmodels.errors import InputError
 from gpmodels.kernels.base import Kernel
-from gpmodels.kernels.representation_base import Representation, RepresentationBuilder
+from gpmodels.kernels.representation_base import Representation, RepresentationBuilder, shared_device_backend
 from gpmodels.kernels.representations import RepresentationConfig
 from gpmodels.operators.base import CompositeBlock, KronTerm, Operator, concat_params
 from gpmodels.validation import check_features
@@ -74,15 +75,44 @@ def _group_array(name: str, groups, n_classes: int | None) -> np.ndarray:
 
 
 class _Layout:
-    """Which classes go through which distinct representation, for one MVM."""
+    """Which classes go through which distinct representation, for one MVM; ``backend``: the device
+    all of them live on (:func:`shared_device_backend`), or None."""
 
     def __init__(self, reps: list[Representation], rep_of_group: np.ndarray, class_kernel: np.ndarray):
-        self.reps = reps
+        self.reps, self.n_classes = reps, int(class_kernel.size)
         self.classes = []
         for r in range(len(reps)):
             cls = np.flatnonzero(rep_of_group[class_kernel] == r)
             contiguous = cls.size and np.array_equal(cls, np.arange(cls[0], cls[0] + cls.size))
             self.classes.append(slice(int(cls[0]), int(cls[0]) + cls.size) if contiguous else cls)
+        self._device: dict = {}
+
+    @property
+    def backend(self):
+        return shared_device_backend(self.reps)
+
+    def on_device(self, backend, k: int, class_v: np.ndarray):
+        """For right-hand sides of k columns per class, flattened to (rows, C k): each group's columns
+        (a slice, or device indices), the device indices that put the groups' concatenated results back
+        in class order (None: they are in order) and the row of v_c per column, on ``backend``."""
+        key = (id(backend), k)
+        if key not in self._device:
+            columns, flat = [], []
+            for cls in self.classes:
+                idx = np.arange(self.n_classes, dtype=np.intp)[cls]
+                cols = (idx[:, None] * k + np.arange(k)[None, :]).ravel()
+                flat.append(cols)
+                columns.append(
+                    slice(int(cols[0]), int(cols[-1]) + 1) if isinstance(cls, slice) else backend.indices(cols)
+                )
+            flat = np.concatenate(flat)
+            order = None if np.array_equal(flat, np.arange(flat.size)) else backend.indices(np.argsort(flat))
+            scale = backend.from_host(np.repeat(class_v, k)[None, :])
+            self._device[key] = (columns, order, scale)
+        return self._device[key]
+
+    def __getstate__(self) -> dict:  # device copies stay in the process that made them
+        return {**self.__dict__, "_device": {}}
 
 
 class BlockDiagonal(Operator):
@@ -242,13 +272,41 @@ class BlockDiagonal(Operator):
                 out[:, cls, :] = res * self._class_v[cls][None, :, None]
         return out
 
+    def _device_compose(self, backend, maps, V):
+        """:meth:`_compose` on ``backend``'s device, given the groups' ``device_mvm`` (or block) maps: V
+        crosses to the device once, every group's product and the scaling by v_c run there, and the
+        result crosses back once (not once per group: C round trips per MVM for separate kernels)."""
+        xp = backend.xp
+        cols, C, k = V.shape
+        Vd = backend.from_host(V.reshape(cols, C * k))
+        columns, order, scale = self._layout.on_device(backend, k, self._class_v)
+        if len(maps) == 1:
+            out = maps[0](Vd)
+        else:
+            parts = [
+                apply(Vd[:, c] if isinstance(c, slice) else xp.take(Vd, c, axis=1)) for apply, c in zip(maps, columns)
+            ]
+            out = xp.concat(parts, axis=1)
+            if order is not None:
+                out = xp.take(out, order, axis=1)
+        out = backend.to_host(out * scale)
+        return out.reshape(out.shape[0], C, k)
+
     def _mvm(self, V):
+        backend = self._layout.backend
+        if backend is not None:
+            return self._device_compose(backend, [rep.device_mvm for rep in self._layout.reps], V)
         return self._compose([rep.mvm for rep in self._layout.reps], V)
 
     def _block(self, blocks) -> CompositeBlock:
         """K_{R,C} from the blocks of the distinct M's over the same row and column points."""
         rows, cols = blocks[0].shape
-        return CompositeBlock(self._compose, [b.mvm for b in blocks], [b.rmvm for b in blocks], (rows, cols, self._C))
+        shape = (rows, cols, self._C)
+        backend = shared_device_backend(blocks)
+        if backend is not None:
+            compose = functools.partial(self._device_compose, backend)
+            return CompositeBlock(compose, [b.device_mvm for b in blocks], [b.device_rmvm for b in blocks], shape)
+        return CompositeBlock(self._compose, [b.mvm for b in blocks], [b.rmvm for b in blocks], shape)
 
     def _diag(self):
         out = np.empty((self.n_points, self._C))

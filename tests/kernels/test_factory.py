@@ -1,5 +1,8 @@
 """make_kernel: the one kernel-by-name factory of specs and estimators."""
 
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -64,3 +67,19 @@ def test_sums_and_products_name_their_terms_and_a_kernel_without_a_spec_name_say
     assert KernelProduct((RBF(1.0), Linear())).spec_section()["type"] == "product"
     assert Precomputed(np.eye(3)).spec_section() is None  # its spec form names a file, not a matrix
     assert KernelSum((RBF(1.0), SklearnKernel(ExpSineSquared()))).spec_section() is None
+
+
+def test_making_a_spec_kernel_does_not_import_scikit_learn():
+    """Whether a kernel value is a scikit-learn kernel is decided without importing scikit-learn (about a
+    second, paid inside a timed build otherwise); its kernels are still recognised once it is imported."""
+    code = (
+        "import sys\n"
+        "from gpmodels.kernels import make_kernel\n"
+        "from gpmodels.kernels.sklearn_adapter import is_sklearn_kernel\n"
+        "make_kernel('rbf', w=0.5)\n"
+        "assert 'sklearn' not in sys.modules, 'scikit-learn was imported'\n"
+        "from sklearn.gaussian_process.kernels import RBF\n"
+        "assert is_sklearn_kernel(RBF(1.0)) and make_kernel(RBF(1.0)).params.size == 1\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr

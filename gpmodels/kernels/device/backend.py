@@ -140,8 +140,10 @@ class TorchBackend(ArrayBackend):
             fused = self.device.type == "cuda" and fused_products.AVAILABLE
         if fused and not fused_products.AVAILABLE:
             raise DeviceError("fused device products need Triton, which is not installed; allowed: fused=False")
-        if fused:
-            self.fused = fused_products.FusedProducts(torch, tune=self.device.type == "cuda")
+        if fused:  # on the CPU (Triton's interpreter, the tests) every product is fused
+            cuda = self.device.type == "cuda"
+            min_entries = fused_products.FUSED_MIN_ENTRIES if cuda else 0
+            self.fused = fused_products.FusedProducts(torch, tune=cuda, min_entries=min_entries)
         kernels = "Triton-fused products" if fused else "array-API products"
         self.label = f"{self.device} ({name}, torch {torch.__version__}, {kernels})"
 

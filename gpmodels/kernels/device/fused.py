@@ -35,7 +35,7 @@ try:
 except ImportError:  # the cuda extra without Triton: array-API products only
     triton = None
 
-__all__ = ["AVAILABLE", "FusedProducts"]
+__all__ = ["AVAILABLE", "FusedProducts", "FUSED_MIN_ENTRIES"]
 
 AVAILABLE = triton is not None
 
@@ -144,6 +144,10 @@ if AVAILABLE:
 UNTUNED = {"BM": 64, "BK": 32}
 #: products of at least this many kernel entries are launched through the autotuner
 TUNE_MIN_ENTRIES = 1 << 26
+#: products of fewer kernel entries keep the array-API path on a GPU: Triton compiles one kernel per
+#: block size and strides (about a second each, on a machine's first run), while such a product
+#: takes a few launches and well under a millisecond either way (CV folds of a few thousand points)
+FUSED_MIN_ENTRIES = 1 << 25
 
 
 def _column_block(m: int) -> int:
@@ -156,12 +160,18 @@ class FusedProducts:
 
     ``tune``: launch products of :data:`TUNE_MIN_ENTRIES` or more through Triton's autotuner (a GPU: it
     times each block shape once per problem shape), the others with the block shape :data:`UNTUNED`.
+    ``min_entries``: the smallest product (n1 n2 kernel entries) the fused kernels take (:meth:`covers`);
+    smaller ones stay with the array-API code.
     """
 
-    def __init__(self, torch, tune: bool = True):
+    def __init__(self, torch, tune: bool = True, min_entries: int = FUSED_MIN_ENTRIES):
         if not AVAILABLE:
             raise DeviceError("fused device products need Triton, which is not installed")
-        self.torch, self.tune = torch, tune
+        self.torch, self.tune, self.min_entries = torch, tune, int(min_entries)
+
+    def covers(self, n1: int, n2: int) -> bool:
+        """Whether a product over an n1 x n2 kernel block is fused (at least ``min_entries`` entries)."""
+        return n1 * n2 >= self.min_entries
 
     def _product(self, kernels, inputs: tuple, n1: int, n2: int, B, extra: tuple = (), **constants):
         """Launch one of the kernels (tuned, untuned) on ``inputs`` and B (n2, m): O (n1, m) float64."""

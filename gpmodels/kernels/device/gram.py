@@ -147,23 +147,34 @@ def _row_tiles(n1: int, n2: int, memory_mb: float):
 
 # ---------------------------------------------------------------------------- blocks
 class DeviceBlock(CrossRepresentation):
-    """A block whose numbers live on ``backend``; host float64 in, host float64 out."""
+    """A block whose numbers live on ``backend``: host float64 in and out through ``mvm`` / ``rmvm``,
+    device arrays in and out through ``device_mvm`` / ``device_rmvm`` (a composite operator whose
+    blocks all live on one backend runs its algebra there, one transfer each way per product)."""
 
     backend: ArrayBackend
     memory_mb: float
 
+    @property
+    def device_backend(self) -> ArrayBackend:
+        return self.backend
+
     def mvm(self, B):
-        return self.backend.to_host(self._mvm(self.backend.from_host(B)))
+        return self.backend.to_host(self.device_mvm(self.backend.from_host(B)))
 
     def rmvm(self, B):
-        return self.backend.to_host(self._rmvm(self.backend.from_host(B)))
+        return self.backend.to_host(self.device_rmvm(self.backend.from_host(B)))
+
+    def _fused_for(self):
+        """The backend's fused products where they pay for this block's size, else None."""
+        fused = self.backend.fused
+        return fused if fused is not None and fused.covers(*self.shape) else None
 
     @abc.abstractmethod
-    def _mvm(self, Bd):
+    def device_mvm(self, Bd):
         """M B on the device."""
 
     @abc.abstractmethod
-    def _rmvm(self, Bd):
+    def device_rmvm(self, Bd):
         """M^T B on the device."""
 
 
@@ -180,20 +191,22 @@ class DeviceMatrixCross(DeviceBlock):
     def _tiles(self):
         return _row_tiles(self.shape[0], self.shape[1], self.memory_mb)
 
-    def _mvm(self, Bd):
+    def device_mvm(self, Bd):
         xp = self.backend.xp
         if self._float64():
             return self.M @ Bd
-        if self.backend.fused is not None:
-            return self.backend.fused.mixed_matmul(self.M, Bd)
+        fused = self._fused_for()
+        if fused is not None:
+            return fused.mixed_matmul(self.M, Bd)
         return xp.concat([xp.astype(self.M[r0:r1, :], xp.float64) @ Bd for r0, r1 in self._tiles()], axis=0)
 
-    def _rmvm(self, Bd):
+    def device_rmvm(self, Bd):
         xp = self.backend.xp
         if self._float64():
             return self.M.T @ Bd
-        if self.backend.fused is not None:
-            return self.backend.fused.mixed_matmul(self.M.T, Bd)
+        fused = self._fused_for()
+        if fused is not None:
+            return fused.mixed_matmul(self.M.T, Bd)
         out = xp.zeros((self.shape[1], Bd.shape[1]), dtype=xp.float64, device=self.backend.device)
         for r0, r1 in self._tiles():
             out = out + xp.astype(self.M[r0:r1, :], xp.float64).T @ Bd[r0:r1, :]
@@ -225,15 +238,15 @@ class DeviceTileCross(DeviceBlock):
         D = sq_dist_tile(xp, self.rows_in.rows(r0, r1), self.cols_in)
         return D, self.form.profile(xp, D)
 
-    def _mvm(self, Bd):
+    def device_mvm(self, Bd):
         xp = self.backend.xp
-        if self.backend.fused is not None:
+        if self._fused_for() is not None:
             return self.rows_in.fused_product(self.cols_in, Bd)
         return xp.concat([self.tile(r0, r1)[1] @ Bd for r0, r1 in self._tiles()], axis=0)
 
-    def _rmvm(self, Bd):
+    def device_rmvm(self, Bd):
         xp = self.backend.xp
-        if self.backend.fused is not None:  # M(X1, X2)^T = M(X2, X1): the kernel is symmetric
+        if self._fused_for() is not None:  # M(X1, X2)^T = M(X2, X1): the kernel is symmetric
             return self.cols_in.fused_product(self.rows_in, Bd)
         out = xp.zeros((self.shape[1], Bd.shape[1]), dtype=xp.float64, device=self.backend.device)
         for r0, r1 in self._tiles():

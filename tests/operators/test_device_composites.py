@@ -1,0 +1,126 @@
+"""Composite operators over kernel matrices held on one device (block-diagonal, its cross blocks, the
+ANOVA prior's merged GEMMs) run their algebra there: each product crosses to the device once and back
+once, whatever the number of kernel groups, and gives the host composite's numbers to rounding.
+
+Runs on the CI namespaces (numpy through array-api-compat, array-api-strict); the same code runs on
+PyTorch on a GPU."""
+
+import numpy as np
+import pytest
+
+from gpmodels.hierarchy import ClassTree
+from gpmodels.kernels.rbf import RBF
+from gpmodels.operators.anova import ANOVA
+from gpmodels.operators.blockdiag import BlockDiagonal
+
+pytest.importorskip("array_api_compat")
+from gpmodels.kernels.device.backend import NumpyBackend, cuda_backend, cuda_status, strict_backend  # noqa: E402
+from gpmodels.kernels.device.fused import FUSED_MIN_ENTRIES  # noqa: E402
+from gpmodels.kernels.device.gram import DeviceRepresentationConfig  # noqa: E402
+
+TREE = ClassTree([("root", "a"), ("root", "b"), ("a", "a1"), ("a", "a2"), ("b", "b1"), ("b", "b2"), ("b", "b3")])
+
+
+class CountingBackend(NumpyBackend):
+    """The numpy backend, counting the arrays that cross to and from the host."""
+
+    def __init__(self):
+        super().__init__()
+        self.uploads = self.downloads = 0
+
+    def from_host(self, a, dtype="float64"):
+        self.uploads += 1
+        return super().from_host(a, dtype)
+
+    def to_host(self, a):
+        self.downloads += 1
+        return super().to_host(a)
+
+
+BACKENDS = {"numpy": CountingBackend, "strict": strict_backend}
+BACKEND_PARAMS = sorted(BACKENDS)
+if cuda_status() is None:  # a usable GPU: the same checks on PyTorch's CUDA device
+    BACKENDS["cuda"] = cuda_backend
+    BACKEND_PARAMS.append(pytest.param("cuda", marks=pytest.mark.gpu))
+#: (class -> kernel group, kernels): separate, tied, and groups of classes that are not contiguous
+LAYOUTS = {
+    "separate": ([0, 1, 2, 3], [RBF(0.3), RBF(0.5), RBF(0.8), RBF(1.1)]),
+    "tied": ([0, 0, 0, 0], [RBF(0.4)]),
+    "interleaved": ([0, 1, 0, 1], [RBF(0.3), RBF(0.9)]),
+}
+
+
+def _pair(layout, backend, dtype="float64"):
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(41, 3))
+    class_kernel, kernels = LAYOUTS[layout]
+    variances = [1.0, 2.0, 0.5, 3.0]
+    args = (X, kernels, class_kernel, variances, [0, 1, 2, 3])
+    config = DeviceRepresentationConfig(backend, kind="stored", dtype=dtype)
+    return BlockDiagonal(*args), BlockDiagonal(*args, representation=config)
+
+
+def _close(a, b, rtol=1e-12):
+    np.testing.assert_allclose(a, b, rtol=0, atol=rtol * np.abs(b).max())
+
+
+@pytest.mark.parametrize("k", [1, 3])
+@pytest.mark.parametrize("layout", sorted(LAYOUTS))
+@pytest.mark.parametrize("backend", BACKEND_PARAMS)
+def test_block_diagonal_products_on_one_device_match_the_host(backend, layout, k):
+    host, dev = _pair(layout, BACKENDS[backend]())
+    rng = np.random.default_rng(4)
+    V = rng.normal(size=(41, 4, k)) if k > 1 else rng.normal(size=(41, 4))
+    _close(dev.mvm(V), host.mvm(V))
+    I, J = np.arange(0, 41, 3), np.setdiff1d(np.arange(41), np.arange(0, 41, 3))
+    for cross_dev, cross_host in [(dev.cross(I, J), host.cross(I, J)), (dev.restrict(J), host.restrict(J))]:
+        _close(cross_dev.mvm(V[J]), cross_host.mvm(V[J]))
+    _close(dev.cross(I, J).rmvm(V[I]), host.cross(I, J).rmvm(V[I]))
+
+
+@pytest.mark.parametrize("layout", sorted(LAYOUTS))
+def test_a_block_diagonal_product_crosses_to_the_device_once_each_way(layout):
+    backend = CountingBackend()
+    _, dev = _pair(layout, backend, dtype="float32")
+    V = np.random.default_rng(5).normal(size=(41, 4))
+    dev.mvm(V)  # the first product also uploads the class layout (indices, variances)
+    cross = dev.cross(np.arange(10), np.arange(10, 41))
+    cross.mvm(V[10:])
+    backend.uploads = backend.downloads = 0
+    dev.mvm(V)
+    cross.mvm(V[10:])
+    cross.rmvm(V[:10])
+    assert (backend.uploads, backend.downloads) == (3, 3)
+
+
+def _anova_pair(backend):
+    X = np.random.default_rng(6).normal(size=(29, 2))
+    P = TREE.n_nodes
+    args = (X, [RBF(0.6)], np.zeros(P, dtype=int), np.linspace(0.5, 2.0, P), np.arange(P))
+    config = DeviceRepresentationConfig(backend, kind="stored")
+    return ANOVA(BlockDiagonal(*args), TREE), ANOVA(BlockDiagonal(*args, representation=config), TREE)
+
+
+@pytest.mark.parametrize("k", [1, 2])
+@pytest.mark.parametrize("backend", BACKEND_PARAMS)
+def test_anova_merged_gemms_on_one_device_match_the_host_and_cross_once(backend, k):
+    be = BACKENDS[backend]()
+    host, dev = _anova_pair(be)
+    assert dev._merged_backend is be and host._merged_backend is None
+    V = np.random.default_rng(7).normal(size=(29, TREE.n_classes, k))
+    _close(dev.mvm(V), host.mvm(V))
+    if isinstance(be, CountingBackend):
+        be.uploads = be.downloads = 0
+        dev.mvm(V)
+        assert (be.uploads, be.downloads) == (1, 1)
+
+
+def test_the_fused_products_leave_small_blocks_to_the_array_api_code():
+    fused = pytest.importorskip("gpmodels.kernels.device.fused")
+    if not fused.AVAILABLE:
+        pytest.skip("Triton is not installed")
+    import torch
+
+    products = fused.FusedProducts(torch, tune=False)
+    assert not products.covers(2, FUSED_MIN_ENTRIES // 2 - 1) and products.covers(2, FUSED_MIN_ENTRIES // 2)
+    assert fused.FusedProducts(torch, tune=False, min_entries=0).covers(1, 1)
