@@ -12,6 +12,7 @@ job ends only itself):
   test error on the 2000 test points (``--satimage-max-train`` / ``--satimage-max-iter`` shrink it);
   its 5 folds run on ``--fold-workers`` worker processes (default on ``cuda``: one per fold, spawned, each with
   its own CUDA context; their start-up counts in the seconds and is given as ``_worker_start_seconds``);
+  ``satimage-mc-sep-serial`` (on ``cuda``, after imclef07a) is the same run with the folds in one process;
 - ``float32-product``: the stored float32 MVM with an (n, 10) right-hand side at the largest
   ``--n`` <= 60 000, as n^2 4 bytes / time against the copy bandwidth (goal 4);
 - ``float64-vs-cpu``: the float64 device fit against the CPU fit at n = ``--check-n`` (Φ's relative
@@ -516,6 +517,8 @@ def _plan(a, gpytorch: bool) -> list[tuple[str, str, list[str]]]:
         plan.append(("satimage-mc-sep", "gpytorch", argv))
     if not a.no_imclef:
         plan.append(("imclef07a-anova", "gpmodels", _job_argv(a, "imclef07a")))
+    if a.namespace == "cuda" and a.fold_workers is None:  # the same CV with its folds in one process
+        plan.append(("satimage-mc-sep-serial", "gpmodels", _job_argv(a, "satimage", fold_workers=1)))
     plan.append((f"scale-{largest}", "gpmodels", _job_argv(a, "scale", n=largest)))
     if gpytorch:
         for n in sorted(a.n):
