@@ -44,6 +44,8 @@ class Timed:
         self._op, self._clock = op, clock
 
     def __getattr__(self, name):
+        if name in ("_op", "_clock"):  # not yet set (unpickling in a spawned fold worker)
+            raise AttributeError(name)
         return getattr(self._op, name)
 
     def mvm(self, V):
@@ -184,6 +186,8 @@ def learn_and_evaluate(
         "restrict_share": clock["restrict"] / max(learn_s + fit_s, 1e-12),
         "kernel_build_share": clock["kernel_build"] / max(learn_s + fit_s, 1e-12),
         "mvms": clock["mvm_calls"],
+        # the folds' MVMs as their diagnostics count them (wherever the folds ran)
+        "fold_mvms": sum(e.mvms for e in evals),
         "psi": [r.psi for r in results],
         "converged": all(r.converged for r in results),
         "resumed_from": [r.resumed_from for r in results],

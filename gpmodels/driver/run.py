@@ -363,19 +363,27 @@ def _run(spec: Spec, runner, base_dir, out_dir: Path, say: Console, origin: dict
 
 
 def _engine_beside_device(spec: Spec, device: str, say: Console) -> Spec:
-    """The spec with an engine that can share ``device``: forked workers cannot use the parent's CUDA
-    context, and Dask workers would hold the matrices on their CPUs, so with kernel matrices off the
-    CPU the jobs run in this process (``auto`` becomes ``local``; ``processes`` and ``dask`` are errors)."""
+    """The spec with an engine that can use ``device``: worker processes (``processes``, or ``auto`` where
+    it plans several) start as fresh interpreters (``spawn``: the kernel matrices declare it), each
+    rebuilding the matrices in its own device context, since a forked child cannot use the parent's
+    CUDA context (``start_method: fork`` is an error); Dask workers would hold the matrices on their
+    CPUs (``dask`` is an error)."""
     if device.startswith("cpu") or spec.engine.type == "local":
         return spec
-    if spec.engine.type in ("processes", "dask"):
+    if spec.engine.type == "dask":
         raise SpecError(
-            f"kernel matrices on {device} stay in this process: engine.type {spec.engine.type} "
-            "would run them in worker processes; allowed with a GPU: engine.type auto or local",
+            f"kernel matrices on {device} cannot be held by Dask workers: engine.type dask; allowed with a "
+            "GPU: engine.type auto, local or processes",
             "engine.type",
         )
-    say(f"engine: local (kernel matrices on {device}; worker processes cannot share its CUDA context)")
-    return attrs.evolve(spec, engine=attrs.evolve(spec.engine, type="local"))
+    if spec.engine.start_method == "fork":
+        raise SpecError(
+            f"kernel matrices on {device}: a forked worker cannot use the CUDA context of this process; "
+            "allowed with a GPU: engine.start_method spawn, forkserver or null",
+            "engine.start_method",
+        )
+    say(f"engine: {spec.engine.type} (kernel matrices on {device}; worker processes, if any, rebuild them there)")
+    return spec
 
 
 def _test_scores(

@@ -17,6 +17,8 @@ import sys
 import time
 from pathlib import Path
 
+import attrs
+
 from gpmodels import reports
 from gpmodels.driver.build import build_engine_config
 from gpmodels.driver.loader import grant_imports
@@ -122,7 +124,10 @@ def _run_rows(study, base_dir, out_dir: Path, say, run_spec, *, quiet, progress,
     workers)."""
     specs = [study.entry_spec(entry, out_dir) for entry in study.models]
     if study.rows_as_tasks:
-        with open_engine(build_engine_config(study.engine)) as engine:
+        config = build_engine_config(study.engine)
+        if config.start_method is None and any(s.model.representation.device != "cpu" for s in specs):
+            config = attrs.evolve(config, start_method="spawn")  # rows that open a CUDA context: fresh workers
+        with open_engine(config) as engine:
             say(f"{len(specs)} models as parallel tasks on {engine!r}")
             done = engine.map(_row_task, [(run_spec, spec, base_dir, out_dir / spec.name, force) for spec in specs])
         yield from zip(study.models, done)

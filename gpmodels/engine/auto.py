@@ -16,7 +16,13 @@ cores and the memory):
   processes, pool start included): 150 points 0.35 / 0.40 s, 300 points 0.61 / 0.58 s, 1200 points
   10.2 / 8.1 s; ``MIN_POINTS`` = 500 stays on the safe side of the crossing;
 - one worker inside a daemonic process (a task of a process pool or a Dask worker), which may not
-  start processes.
+  start processes;
+- kernel matrices on a device (a shared state that declares device contexts,
+  :func:`~gpmodels.engine.state.worker_devices`): every worker builds its own on the card, so the
+  memory that bounds the workers is the device's free memory (:data:`MEMORY_SHARE` of it), not the
+  host's; the workers start by ``spawn`` (:class:`~gpmodels.engine.processes.ProcessEngine`), which
+  costs seconds of start-up (PyTorch imported and a CUDA context opened per worker) that
+  ``MIN_POINTS``, measured with forked workers, does not include.
 
 :class:`AutoEngine` applies the plan per map: a plan of one worker runs in this process
 (:class:`~gpmodels.engine.base.LocalEngine`), more run on a
@@ -34,6 +40,7 @@ import numpy as np
 
 from gpmodels.engine.base import Engine, EngineConfig, LocalEngine, Workload
 from gpmodels.engine.processes import ProcessEngine
+from gpmodels.engine.state import resident_bytes, worker_devices
 from gpmodels.errors import InputError
 from gpmodels.kernels.memory_budget import GIB, available_memory_bytes
 from gpmodels.linalg.blas_threads import blas_threads, limit_blas_threads, usable_cores
@@ -85,36 +92,6 @@ def plan_workers(
     return WorkerPlan(workers, max(1, cores // workers), reason)
 
 
-def resident_bytes(obj, _seen: set | None = None, _depth: int = 0) -> int:
-    """Bytes held by what is reachable from ``obj`` through attributes, tuples, lists and dicts: every
-    object that declares its size as ``nbytes`` (numpy arrays; kernel representations, which declare
-    the matrix they hold once built, a lazily computed one included) counted once and not looked
-    into (a view counts its base).  What a worker that rebuilds ``obj`` at new parameters allocates."""
-    seen = set() if _seen is None else _seen
-    if _depth > 12 or id(obj) in seen or obj is None or isinstance(obj, (str, bytes, int, float, type)):
-        return 0
-    seen.add(id(obj))
-    if isinstance(obj, np.ndarray):
-        base = obj if not isinstance(obj.base, np.ndarray) else obj.base
-        if base is not obj and id(base) in seen:
-            return 0
-        seen.add(id(base))
-        return int(base.nbytes)
-    declared = getattr(obj, "nbytes", None)
-    if isinstance(declared, (int, np.integer)) and not isinstance(declared, bool):
-        return int(declared)
-    if isinstance(obj, dict):
-        children = list(obj.values())
-    elif isinstance(obj, (tuple, list, set, frozenset)):
-        children = list(obj)
-    elif hasattr(obj, "__dict__") or hasattr(type(obj), "__slots__"):
-        children = list(getattr(obj, "__dict__", {}).values())
-        children += [getattr(obj, s) for s in getattr(type(obj), "__slots__", ()) if hasattr(obj, s)]
-    else:
-        return 0
-    return sum(resident_bytes(c, seen, _depth + 1) for c in children if not callable(c) or hasattr(c, "__dict__"))
-
-
 class AutoEngine(Engine):
     """Workers and BLAS threads sized per map by :func:`plan_workers` (module docstring).
 
@@ -132,9 +109,16 @@ class AutoEngine(Engine):
     def from_config(cls, config: EngineConfig) -> AutoEngine:
         return cls(config.cores, config.memory_gb)
 
-    def plan(self, workload: Workload) -> WorkerPlan:
-        """The plan for ``workload`` on this engine's cores and memory."""
-        if self.memory_gb is not None:
+    def plan(self, workload: Workload, shared=None) -> WorkerPlan:
+        """The plan for ``workload`` on this engine's cores and memory; ``shared``: the map's shared
+        state, whose device contexts (:func:`~gpmodels.engine.state.worker_devices`) bound the workers
+        by the device's free memory instead of the host's (each worker builds its matrices there)."""
+        devices = [] if shared is None else worker_devices(shared)
+        if devices:
+            free = [d.free_bytes() for d in devices if callable(getattr(d, "free_bytes", None))]
+            known = [f for f in free if f is not None]
+            available = int(MEMORY_SHARE * min(known)) if known else None
+        elif self.memory_gb is not None:
             available = int(self.memory_gb * GIB)
         else:
             free = available_memory_bytes()
@@ -153,7 +137,7 @@ class AutoEngine(Engine):
     def imap_shared(self, fn, shared, jobs, workload=None):
         jobs = list(jobs)
         workload = attrs.evolve(workload, tasks=len(jobs)) if workload is not None else Workload(len(jobs))
-        plan = self.plan(workload)
+        plan = self.plan(workload, shared)
         if plan.workers <= 1:
             return LocalEngine(blas_threads=plan.blas_threads).imap_shared(fn, shared, jobs)
         procs = self._procs

@@ -36,6 +36,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 
 import attrs
 
+from gpmodels.engine.state import START_METHODS
 from gpmodels.errors import InputError
 from gpmodels.linalg.blas_threads import blas_threads, limit_blas_threads, thread_pool
 from gpmodels.validation import boolean, instance_of, nonnegative_int, one_of, optional, positive_int, positive_number
@@ -73,7 +74,9 @@ class EngineConfig:
     for ``processes``, Dask workers of a LocalCluster); None: one for ``local``, otherwise sized from
     ``cores``.  ``blas_threads``: BLAS threads of each worker (None: ``cores`` // workers).
     ``cores``: the cores to use (None: those of this process's affinity mask); ``memory_gb``: memory
-    the workers may use together (None: the machine's available memory).
+    the workers may use together (None: the machine's available memory).  ``start_method``: how
+    worker processes start (:data:`~gpmodels.engine.state.START_METHODS`; None: ``fork``, or ``spawn``
+    where the shared state declares it, as kernel matrices on a CUDA device do).
 
     Dask only: ``scheduler``, the address of a running Dask scheduler (``tcp://host:8786``); None
     starts a ``LocalCluster`` of ``n_workers`` worker processes (threads when ``processes`` is false)
@@ -93,6 +96,7 @@ class EngineConfig:
     processes: bool = attrs.field(default=True, validator=boolean())
     distribute: str = attrs.field(default="gram", validator=one_of(DISTRIBUTE_MODES))
     block_rows: int | None = attrs.field(default=None, validator=optional(positive_int()))
+    start_method: str | None = attrs.field(default=None, validator=optional(one_of(START_METHODS)))
 
 
 def results_in_order(futures: Sequence) -> Iterator:

@@ -96,14 +96,39 @@ def test_run_on_the_gpu_goes_through_the_device_and_scores_as_the_cpu_run(tmp_pa
     if objective == "map":
         assert reps and all(r["device"].startswith(gpu_label) for r in reps)
     log = (tmp_path / "gpu" / "run.log").read_text()
-    assert f"engine: local (kernel matrices on {gpu_label}" in log
+    assert f"engine: auto (kernel matrices on {gpu_label}" in log
 
 
-@pytest.mark.parametrize("engine", ["processes", "dask"])
-def test_a_gpu_run_refuses_engines_that_would_hold_its_matrices_in_other_processes(
-    tmp_path, stand_in_gpu, capsys, engine
-):
+def test_a_gpu_run_refuses_dask_workers_and_forked_workers(tmp_path, stand_in_gpu, capsys):
     spec = _spec(tmp_path)
-    spec["engine"] = {"type": engine}
+    spec["engine"] = {"type": "dask"}
     assert main(["run", str(write_spec(tmp_path, spec)), "--quiet", "--device", "cuda"]) == 2
-    assert f"engine.type {engine} would run them in worker processes" in capsys.readouterr().err
+    assert "cannot be held by Dask workers: engine.type dask" in capsys.readouterr().err
+    spec["engine"] = {"type": "processes", "start_method": "fork"}
+    assert main(["run", str(write_spec(tmp_path, spec)), "--quiet", "--device", "cuda", "--force"]) == 2
+    assert "a forked worker cannot use the CUDA context" in capsys.readouterr().err
+
+
+def test_a_gpu_run_with_cv_folds_on_worker_processes_scores_as_the_local_run(tmp_path, stand_in_gpu):
+    """The folds' kernel matrices in worker processes (the stand-in's numpy backend forks; PyTorch's spawns)."""
+    spec = _spec(tmp_path)
+    spec["objective"] = {
+        "type": "cv",
+        "cv": {
+            "folds": 3,
+            "newton": {"max_iter": 20, "cg_max_iter": 30},
+            "outer": {"max_iter": 1},
+            "checkpoint": False,
+        },
+    }
+    runs = {}
+    for engine in ("local", "processes"):
+        spec["engine"] = {"type": engine, "n_workers": 2, "blas_threads": 1}
+        out = tmp_path / engine
+        assert main(["run", str(write_spec(tmp_path, spec)), "--quiet", "--device", "cuda", "--out", str(out)]) == 0
+        runs[engine] = json.loads((out / "metrics.json").read_text())
+    assert (
+        "engine: processes (kernel matrices on cuda:0 (numpy stand-in)"
+        in (tmp_path / "processes" / "run.log").read_text()
+    )
+    assert runs["processes"]["test_log_loss"] == runs["local"]["test_log_loss"]

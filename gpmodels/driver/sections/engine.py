@@ -8,6 +8,7 @@ import attrs
 
 from gpmodels.driver.schema import Node, option
 from gpmodels.engine.base import DISTRIBUTE_MODES, ENGINE_TYPES
+from gpmodels.engine.state import START_METHODS
 from gpmodels.errors import SpecError, shown
 from gpmodels.validation import boolean, gigabytes, integer, one_of, positive_int, string
 
@@ -63,6 +64,12 @@ class EngineSpec(Node):
     )
     block_rows: int | None = option(
         None, positive_int(), doc="rows of one held kernel-matrix block (null: n over the worker threads)"
+    )
+    start_method: str | None = option(
+        None,
+        one_of(START_METHODS),
+        doc="how worker processes start: `fork`, `spawn`, `forkserver` (null: `fork`, or `spawn` where "
+        "the kernel matrices are on a CUDA device, which a forked child cannot use)",
     )
 
     def check(self, path):

@@ -8,6 +8,13 @@ habits); a GPU runs it on :func:`torch_backend` (PyTorch on CUDA, the ``gpmodels
 :func:`cuda_backend` is what ``device: cuda`` asks for: PyTorch's first CUDA device, or a
 :class:`~gpmodels.errors.DeviceError` naming what is missing (the extra, PyTorch, a CUDA build of
 it, a visible GPU); never the CPU instead.
+
+A backend crosses process boundaries as its recipe (:meth:`ArrayBackend.__reduce__`: the namespace,
+the device, for PyTorch the fused flag) and is rebuilt in the receiving process, so the kernel
+matrices of a worker process live in that process's own device context.  What a worker process
+holding a backend's arrays needs is declared by :attr:`ArrayBackend.worker_start_method`: host
+backends none (a forked worker inherits their arrays), PyTorch ``spawn`` (a forked child cannot
+re-initialise CUDA, nor use PyTorch's thread pools).
 """
 
 from __future__ import annotations
@@ -46,6 +53,15 @@ class ArrayBackend(abc.ABC):
     #: the fused Triton products of this backend (:class:`~gpmodels.kernels.device.fused.FusedProducts`),
     #: or None: the array-API products only
     fused: fused_products.FusedProducts | None = None
+    #: how a worker process that holds arrays of this backend must start (multiprocessing's start
+    #: method): None, any (host arrays, inherited by a forked worker); ``spawn``: a fresh interpreter
+    #: that rebuilds the backend from its recipe (:meth:`__reduce__`) and its arrays from theirs
+    worker_start_method: str | None = None
+
+    @abc.abstractmethod
+    def __reduce__(self):
+        """The recipe that rebuilds this backend in another process (pickle): the backend holds a
+        namespace module and, on a device, that process's device handles, which do not cross."""
 
     def from_host(self, a, dtype: str = "float64"):
         """A host numpy array as an array of this backend."""
@@ -75,6 +91,9 @@ class NumpyBackend(ArrayBackend):
         self.xp = _compat().array_namespace(np.zeros(1))
         self.device, self.label = "cpu", "cpu (numpy)"
 
+    def __reduce__(self):
+        return (numpy_backend, ())
+
     def to_host(self, a):
         return np.asarray(a, dtype=np.float64)
 
@@ -90,6 +109,9 @@ class StrictBackend(ArrayBackend):
         self.xp = array_api_strict
         self.device, self.label = array_api_strict.Device("CPU_DEVICE"), "cpu (array-api-strict)"
 
+    def __reduce__(self):
+        return (strict_backend, ())
+
     def to_host(self, a):
         return np.asarray(np.from_dlpack(a), dtype=np.float64)
 
@@ -99,7 +121,12 @@ class TorchBackend(ArrayBackend):
 
     ``fused``: use the fused Triton products (default: on a CUDA device where Triton is installed;
     True on the CPU needs Triton's interpreter, ``TRITON_INTERPRET=1``).
+
+    Pickles as (device string, fused flag): the receiving process imports PyTorch and opens the
+    device in its own context; its worker processes start by ``spawn``.
     """
+
+    worker_start_method = "spawn"
 
     def __init__(self, device: str = "cuda", fused: bool | None = None):
         import torch
@@ -119,6 +146,9 @@ class TorchBackend(ArrayBackend):
             self.fused = fused_products.FusedProducts(torch, tune=cuda, min_entries=min_entries)
         kernels = "Triton-fused products" if fused else "array-API products"
         self.label = f"{self.device} ({name}, torch {torch.__version__}, {kernels})"
+
+    def __reduce__(self):
+        return (torch_backend, (str(self.device), self.fused is not None))
 
     def to_host(self, a):
         return a.detach().to("cpu", dtype=self.torch.float64).numpy()

@@ -408,6 +408,15 @@ class DeviceStoredGram(DeviceGram, DeviceMatrixCross):
     def nbytes(self):
         return self.n * self.n * np.dtype(self.dtype).itemsize
 
+    def __reduce__(self):
+        # the recipe, not the device arrays: the receiving process builds M on its own device from the
+        # host X (a restriction's own X[J]: its M is rebuilt, equal to the taken block up to rounding)
+        return (
+            DeviceStoredGram,
+            (self.X, self.kernel, self.backend, self.dtype, self.memory_mb),
+            {"choice": self.choice},
+        )
+
 
 class DeviceRecomputedGram(DeviceGram, DeviceTileCross):
     """M recomputed on the device in row tiles at every product; only Z (n x d) is kept."""
@@ -443,6 +452,10 @@ class DeviceRecomputedGram(DeviceGram, DeviceTileCross):
     @property
     def nbytes(self):
         return int(self.inputs.Z.shape[0] * (self.inputs.Z.shape[1] * 2 + 1) * 8)
+
+    def __reduce__(self):
+        # the recipe: the receiving process uploads X and rebuilds Z on its own device
+        return DeviceRecomputedGram, (self.X, self.kernel, self.backend, self.memory_mb), {"choice": self.choice}
 
 
 def _dtype_name(backend: ArrayBackend, M) -> str:
