@@ -242,7 +242,10 @@ def fits(n_fits: int) -> list[dict]:
 def _fits_in(path: str, n_fits: int) -> list[dict]:
     env = dict(os.environ, PYTHONPATH=path)
     cmd = [sys.executable, str(Path(__file__).resolve()), "--fits-json", "--fits", str(n_fits)]
-    return json.loads(subprocess.run(cmd, env=env, check=True, capture_output=True, text=True).stdout)
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"the fits on {path} failed:\n{done.stderr}")
+    return json.loads(done.stdout)
 
 
 def compare_fits(baseline: str | None, n_fits: int, rounds: int = 2) -> list[dict]:

@@ -29,7 +29,7 @@ names one (:data:`PRECONDITIONERS`; ``auto``: ``lowrank`` from ``LOWRANK_MIN_POI
               GEMM of size R0^2 x n x C^2 per Newton iteration (R0 = Σ r_t eigenvectors, R columns
               of L), or, where cheaper (the flat prior: one column of F per eigenvector), Σ_i
               L_i^T G_i L_i from the rows L_i (C x R) of L, O(n C R (C + R)).  Applying P^{-1}
-              costs O(n C R) per CG step.
+              costs O(n C R0) per CG step: L^T v and L z go through L's factors a_k ⊗ F_k.
 ``lowrank_block`` the same deflation with the per-point C x C blocks of I + V^T R V in place of
               its diagonal (G_i = V_i B_i^{-1} V_i^T): once the kernel's outlying directions are
               deflated, the coupling of the classes within a point (the tree's S under the ANOVA
@@ -356,8 +356,8 @@ class LowRankPreconditioner:
         n, C = Vb.shape[:2]
         if R0 == 0:
             return solve_B
-        L_rows, Fs = self.L_rows, self.F_stack
-        F_big = self.F_big() if L_rows is None and Fs is None else None
+        Fs = self.F_stack
+        F_big = self.F_big() if Fs is None else None
         H = self._small_system(W, G, n, C)
         chol, _ = sla.cho_factor(H, lower=True)
         (potrs,) = sla.get_lapack_funcs(("potrs",), (chol,))  # cho_solve's LAPACK call, without its checks
@@ -371,9 +371,8 @@ class LowRankPreconditioner:
         def apply_lowrank(r):  # per CG step: B^{-1} r - B^{-1} Z H^{-1} Z^T B^{-1} r,  Z = V^T L
             y = solve_B(r)
             Vy = hf.V(y)  # shape: (n, C)
-            if L_rows is not None:
-                LZ = (L_rows @ solve_H(L_rows.T @ Vy.ravel())).reshape(n, C)
-            elif Fs is not None:
+            # L^T v and L z through L's factors a_k ⊗ F_k (reading A, n x R0, not L's rows, n C x R)
+            if Fs is not None:
                 z = solve_H(np.einsum("kcs,kc->ks", Fs, A.T @ Vy).ravel())
                 LZ = A @ np.einsum("kcs,ks->kc", Fs, z.reshape(R0, -1))
             else:
