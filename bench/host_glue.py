@@ -181,6 +181,8 @@ def _pairs(n, C, rng):
         rows.append(
             ("lowrank for_factor rows", lambda: old.lowrank_for_factor(pc_rows), lambda: pc_rows.for_factor(hf))
         )
+        b_old, b_new = old.lowrank_for_factor(pc_rows), pc_rows.for_factor(hf)
+        rows.append(("lowrank apply rows", lambda: b_old(x), lambda: b_new(x)))
     return rows
 
 
