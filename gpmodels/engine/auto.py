@@ -105,7 +105,8 @@ class AutoEngine(Engine):
 
     ``cores`` (None: this process's affinity mask), ``memory_gb`` (None: the share
     :data:`MEMORY_SHARE` of the available memory), ``min_points``: as in :func:`plan_workers`;
-    ``min_points_device``: the same for maps whose shared state holds kernel matrices on a device."""
+    ``min_points_device``: the same for maps whose shared state holds kernel matrices on a device;
+    ``start_method``: that of its worker processes (None: as the shared state declares, else fork)."""
 
     def __init__(
         self,
@@ -114,17 +115,19 @@ class AutoEngine(Engine):
         *,
         min_points: int = MIN_POINTS,
         min_points_device: int = MIN_POINTS_DEVICE,
+        start_method: str | None = None,
     ):
         self.cores = int(cores) if cores else usable_cores()
         self.memory_gb = memory_gb
         self.min_points = int(min_points)
         self.min_points_device = int(min_points_device)
+        self.start_method = start_method
         self._procs: ProcessEngine | None = None
         self._limit = None
 
     @classmethod
     def from_config(cls, config: EngineConfig) -> AutoEngine:
-        return cls(config.cores, config.memory_gb)
+        return cls(config.cores, config.memory_gb, start_method=config.start_method)
 
     def plan(self, workload: Workload, shared=None) -> WorkerPlan:
         """The plan for ``workload`` on this engine's cores and memory; ``shared``: the map's shared
@@ -160,7 +163,9 @@ class AutoEngine(Engine):
         procs = self._procs
         if procs is None or (procs.workers, procs.blas_threads) != (plan.workers, plan.blas_threads):
             self.close()
-            procs = self._procs = ProcessEngine(plan.workers, plan.blas_threads, cores=self.cores)
+            procs = self._procs = ProcessEngine(
+                plan.workers, plan.blas_threads, cores=self.cores, start_method=self.start_method
+            )
         return procs.imap_shared(fn, shared, jobs)
 
     def __enter__(self) -> AutoEngine:

@@ -71,6 +71,7 @@ def test_the_spec_and_the_engine_config_carry_the_start_method():
     spec = Spec.from_dict({**base, "engine": {"type": "processes", "n_workers": 2, "start_method": "spawn"}})
     assert build_engine_config(spec.engine) == EngineConfig(type="processes", n_workers=2, start_method="spawn")
     assert open_engine(build_engine_config(spec.engine)).start_method == "spawn"
+    assert open_engine(EngineConfig(start_method="forkserver")).start_method == "forkserver"  # auto's workers
     with pytest.raises(SpecError, match="engine.start_method"):
         Spec.from_dict({**base, "engine": {"start_method": "vfork"}})
 
