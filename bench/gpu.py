@@ -574,6 +574,7 @@ def parse(argv):
     p.add_argument("--timeout", type=float, default=300.0, help="seconds per job")
     p.add_argument("--deadline", type=float, default=3600.0, help="seconds for the whole bench: later jobs skipped")
     p.add_argument("--no-fused", action="store_true", help="array-API products only (no Triton kernels)")
+    p.add_argument("--only", nargs="+", default=None, help="run only these jobs (names of the table's job column)")
     # one job (the driver runs each in a subprocess)
     p.add_argument("--job", choices=sorted(JOBS), default=None, help=argparse.SUPPRESS)
     p.add_argument("--problem", choices=("scale", "satimage", "imclef07a"), default="scale", help=argparse.SUPPRESS)
@@ -596,7 +597,7 @@ def main(argv=None, say=print) -> dict:
     del backend
     rows, extra = [], {}
     say(" | ".join(ROW_KEYS))
-    for job, library, argv in _plan(a, gpytorch):
+    for job, library, argv in [p for p in _plan(a, gpytorch) if not a.only or p[0] in a.only]:
         left = a.deadline - (time.perf_counter() - start)
         if left < 20:
             out = {"error": f"skipped: under 20 s left of the {a.deadline:.0f} s deadline"}

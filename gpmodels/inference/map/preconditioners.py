@@ -80,7 +80,7 @@ __all__ = [
 #: on 2 workers: 24.3 / 19.7 s); |J| = 3548: 21.5 / 13.9 s (795 / 362 MVMs).  The set-up (randomised
 #: eigensolver, O(n r) per CG step) only pays once an MVM costs enough.
 LOWRANK_MIN_POINTS = 1500
-#: ``lowrank``: the pair weights a_ik a_il (n R0^2 floats) are kept for the fit up to this size, else rebuilt
+#: ``lowrank``: the pair weights a_ik a_il (n R0 (R0 + 1) / 2 floats) are kept for the fit up to this size, else rebuilt
 #: in every Newton iteration
 PAIR_CACHE_BYTES = 64e6
 #: columns beyond the rank in the randomized eigensolver's subspace (Halko et al.'s oversampling p)
@@ -130,6 +130,14 @@ def _rows_cheaper(n: int, C: int, R0: int, R: int, max_bytes: float = 256e6) -> 
     column of F per eigenvector, R = R0) always takes the rows; the ANOVA prior (F_t with C columns)
     the pairs."""
     return C * R * (C + R) <= R0 * R0 * C * C and n * C * R * 8 <= max_bytes
+
+
+def _sym_index(m: int) -> np.ndarray:
+    """For each (i, j) of an m x m symmetric matrix, row-major, the position of (min, max) among the
+    np.triu_indices(m) entries."""
+    pos = np.zeros((m, m), dtype=np.intp)
+    pos[np.triu_indices(m)] = np.arange(m * (m + 1) // 2)
+    return np.where(np.arange(m)[:, None] <= np.arange(m)[None, :], pos, pos.T).ravel()
 
 
 def _psd_factor(S: np.ndarray) -> np.ndarray:
@@ -294,45 +302,63 @@ class LowRankPreconditioner:
 
     # ------------------------------------------------------------------ per Newton iteration
     def _residual_solve(self, hf, Vb):
-        """(x -> B^{-1} x, G) for B = diag(I + V^T R V) and G_i = V_i B_i^{-1} V_i^T."""
+        """(x -> B^{-1} x, W, None) for B = diag(I + V^T R V): G_i = V_i B_i^{-1} V_i^T = W_i W_i^T with
+        W_i = V_i D_i^{-1/2}, so that Σ_i L_i^T G_i L_i = Z^T Z for Z_i = W_i^T L_i (a symmetric rank-k update)."""
         D = np.maximum(hf.precond_diag(self.diag_res, self._res_point_block_mvm), 1.0)  # shape: (n, C)
 
         def solve_B(x):
             return x / D
 
-        return solve_B, np.matmul(Vb / D[:, None, :], np.transpose(Vb, (0, 2, 1)))  # V_i D_i^{-1} V_i^T
+        return solve_B, Vb / np.sqrt(D)[:, None, :], None
 
     def pair_products(self) -> np.ndarray:
-        """(a_ik a_il)_{k,l} per point, (n, R0^2): the weights of Σ_i a_ik a_il G_i, fixed for the fit (kept
-        after the first Newton iteration within :data:`PAIR_CACHE_BYTES`)."""
+        """(a_ik a_il)_{k<=l} per point, (n, R0 (R0 + 1) / 2): the weights of Σ_i a_ik a_il G_i, fixed for the
+        fit (kept after the first Newton iteration within :data:`PAIR_CACHE_BYTES`)."""
         if self._AA is not None:
             return self._AA
-        n, R0 = self.A.shape
-        AA = (self.A[:, :, None] * self.A[:, None, :]).reshape(n, R0 * R0)
+        k, l = np.triu_indices(self.A.shape[1])
+        AA = self.A[:, k] * self.A[:, l]
         if AA.nbytes <= PAIR_CACHE_BYTES:
             self._AA = AA
         return AA
 
+    def _pair_sums(self, G: np.ndarray) -> np.ndarray:
+        """Σ_i a_ik a_il G_i as (R0, R0, C, C) for symmetric G_i (n, C, C): both symmetries used, the
+        pairs k <= l and the entries c <= d (a quarter of the GEMM), the rest mirrored."""
+        n, C = G.shape[:2]
+        R0 = self.A.shape[1]
+        c, d = np.triu_indices(C)
+        upper = self.pair_products().T @ G[:, c, d]  # shape: (R0 (R0 + 1) / 2, C (C + 1) / 2)
+        return upper[_sym_index(R0)][:, _sym_index(C)].reshape(R0, R0, C, C)
+
+    def _small_system(self, W, G, n: int, C: int) -> np.ndarray:
+        """H = I + Z^T B^{-1} Z (R x R) from G_i = V_i B_i^{-1} V_i^T, or from W_i with G_i = W_i W_i^T."""
+        A, L_rows, Fs = self.A, self.L_rows, self.F_stack
+        R0, R = A.shape[1], int(self.offsets[-1])
+        if L_rows is not None and W is not None:  # H = I + Y^T Y, Y_i = W_i^T L_i: O(n C R (C + R / 2))
+            Y = np.matmul(np.swapaxes(W, 1, 2), L_rows.reshape(n, C, R)).reshape(n * C, R)
+            return np.eye(R) + Y.T @ Y  # numpy forms Y^T Y by a symmetric rank-k update (half a GEMM)
+        if L_rows is not None:  # H = I + Σ_i L_i^T G_i L_i: O(n C R (C + R))
+            return np.eye(R) + L_rows.T @ np.matmul(G, L_rows.reshape(n, C, R)).reshape(n * C, R)
+        # (k, l) block F_k^T (Σ_i a_ik a_il G_i) F_l: O(n R0^2 C^2), for F_k with many columns
+        G_sum = self._pair_sums(np.matmul(W, np.swapaxes(W, 1, 2)) if G is None else G)
+        if Fs is not None:
+            blocks = np.matmul(np.matmul(np.swapaxes(Fs, 1, 2)[:, None], G_sum), Fs[None])  # (R0, R0, s, s)
+            return np.eye(R) + blocks.transpose(0, 2, 1, 3).reshape(R, R)
+        F_big = self.F_big()
+        return np.eye(R) + F_big.T @ G_sum.transpose(0, 2, 1, 3).reshape(R0 * C, R0 * C) @ F_big
+
     def for_factor(self, hf) -> Callable[[np.ndarray], np.ndarray]:
         A = self.A
-        R0, R = A.shape[1], int(self.offsets[-1])
+        R0 = A.shape[1]
         Vb = hf.point_V()  # shape: (n, C, C), V_i
-        solve_B, G = self._residual_solve(hf, Vb)
+        solve_B, W, G = self._residual_solve(hf, Vb)  # G_i = V_i B_i^{-1} V_i^T, or W_i with G_i = W_i W_i^T
         n, C = Vb.shape[:2]
         if R0 == 0:
             return solve_B
         L_rows, Fs = self.L_rows, self.F_stack
         F_big = self.F_big() if L_rows is None and Fs is None else None
-        if L_rows is not None:  # H = I + Σ_i L_i^T G_i L_i: O(n C R (C + R))
-            GL = np.matmul(G, L_rows.reshape(n, C, R)).reshape(n * C, R)
-            H = np.eye(R) + L_rows.T @ GL
-        else:  # (k, l) block F_k^T (Σ_i a_ik a_il G_i) F_l: O(n R0^2 C^2), for F_k with many columns
-            G_sum = (self.pair_products().T @ G.reshape(n, C * C)).reshape(R0, R0, C, C)
-            if Fs is not None:
-                blocks = np.matmul(np.matmul(np.swapaxes(Fs, 1, 2)[:, None], G_sum), Fs[None])  # (R0, R0, s, s)
-                H = np.eye(R) + blocks.transpose(0, 2, 1, 3).reshape(R, R)
-            else:
-                H = np.eye(R) + F_big.T @ G_sum.transpose(0, 2, 1, 3).reshape(R0 * C, R0 * C) @ F_big
+        H = self._small_system(W, G, n, C)
         chol, _ = sla.cho_factor(H, lower=True)
         (potrs,) = sla.get_lapack_funcs(("potrs",), (chol,))  # cho_solve's LAPACK call, without its checks
 
@@ -366,13 +392,13 @@ class LowRankBlockPreconditioner(LowRankPreconditioner):
     uses_blocks = True
 
     def _residual_solve(self, hf, Vb):
-        """(x -> B^{-1} x, G) for the per-point blocks B_i of I + V^T R V and G_i = V_i B_i^{-1} V_i^T."""
+        """(x -> B^{-1} x, None, G) for the per-point blocks B_i of I + V^T R V and G_i = V_i B_i^{-1} V_i^T."""
         Binv = np.linalg.inv(hf.precond_blocks(self.blocks_res))
 
         def solve_B(x):
             return np.matmul(Binv, x[:, :, None])[:, :, 0]
 
-        return solve_B, np.matmul(np.matmul(Vb, Binv), np.transpose(Vb, (0, 2, 1)))  # V_i B_i^{-1} V_i^T
+        return solve_B, None, np.matmul(np.matmul(Vb, Binv), np.transpose(Vb, (0, 2, 1)))  # V_i B_i^{-1} V_i^T
 
 
 def _deflated(cls):

@@ -259,3 +259,20 @@ def test_auto_deflates_from_lowrank_min_points_on(monkeypatch):
         fits[expect] = newton_cg(op, Softmax(), np.eye(3)[y], opts)
     np.testing.assert_allclose(fits["diagonal"].u, fits["lowrank"].u, atol=1e-7)
     assert fits["diagonal"].diagnostics.mvm_count != fits["lowrank"].diagnostics.mvm_count
+
+
+@pytest.mark.parametrize("kind", ["separate", "anova"])
+def test_lowrank_pair_sums_are_the_plain_weighted_sums(kind):
+    """Σ_i a_ik a_il G_i from the upper triangles (pairs k <= l, entries c <= d) equals the plain sum over
+    all pairs and entries, for symmetric G_i, also when the pair weights are rebuilt (not kept)."""
+    tree = ClassTree(TREE)
+    X, _ = toy_classification(13, tree.n_classes, d=3, seed=5)
+    op = _operators(X, tree.n_classes, tree)[kind]
+    pc = make_preconditioner("lowrank", op, rank=5)
+    B = np.random.default_rng(0).normal(size=(13, tree.n_classes, tree.n_classes))
+    G = B + np.swapaxes(B, 1, 2)
+    expect = np.einsum("ik,il,icd->klcd", pc.A, pc.A, G)
+    np.testing.assert_allclose(pc._pair_sums(G), expect, rtol=1e-12, atol=1e-12)
+    assert pc._AA is not None  # kept for the next Newton iteration
+    pc._AA = None
+    np.testing.assert_allclose(pc._pair_sums(G), expect, rtol=1e-12, atol=1e-12)
