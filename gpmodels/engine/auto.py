@@ -21,8 +21,9 @@ cores and the memory):
   :func:`~gpmodels.engine.state.worker_devices`): every worker builds its own on the card, so the
   memory that bounds the workers is the device's free memory (:data:`MEMORY_SHARE` of it), not the
   host's; the workers start by ``spawn`` (:class:`~gpmodels.engine.processes.ProcessEngine`), which
-  costs seconds of start-up (PyTorch imported and a CUDA context opened per worker) that
-  ``MIN_POINTS``, measured with forked workers, does not include.
+  costs seconds of start-up (PyTorch imported and a CUDA context opened per worker), and their
+  products contend for the one card: such maps stay in this process below ``MIN_POINTS_DEVICE``
+  (measured: see there).
 
 :class:`AutoEngine` applies the plan per map: a plan of one worker runs in this process
 (:class:`~gpmodels.engine.base.LocalEngine`), more run on a
@@ -52,11 +53,18 @@ __all__ = [
     "resident_bytes",
     "engine_for_jobs",
     "MIN_POINTS",
+    "MIN_POINTS_DEVICE",
     "MEMORY_SHARE",
 ]
 
 #: below this many training points the auto engine runs the jobs in this process (module docstring)
 MIN_POINTS = 500
+#: below this many training points the auto engine keeps maps whose shared state holds kernel matrices
+#: on a device in this process.  Measured on one H100 (16 cores): two Ψ evaluations of 5 folds at
+#: n = 1200, C = 4 took 0.38 s here, and on 2 (5) spawned workers 5.0 s of start-up and then 4-7 s
+#: (6-11 s) per evaluation (the workers' products contend for the one card); satimage mc-sep (n = 4435,
+#: 13 evaluations) took 27.5 s here and 20.1 s on 5 spawned workers, 6.9 s of it their start-up
+MIN_POINTS_DEVICE = 4000
 #: share of the available memory the auto engine lets its workers take together
 MEMORY_SHARE = 0.8
 
@@ -96,18 +104,30 @@ class AutoEngine(Engine):
     """Workers and BLAS threads sized per map by :func:`plan_workers` (module docstring).
 
     ``cores`` (None: this process's affinity mask), ``memory_gb`` (None: the share
-    :data:`MEMORY_SHARE` of the available memory), ``min_points``: as in :func:`plan_workers`."""
+    :data:`MEMORY_SHARE` of the available memory), ``min_points``: as in :func:`plan_workers`;
+    ``min_points_device``: the same for maps whose shared state holds kernel matrices on a device;
+    ``start_method``: that of its worker processes (None: as the shared state declares, else fork)."""
 
-    def __init__(self, cores: int | None = None, memory_gb: float | None = None, *, min_points: int = MIN_POINTS):
+    def __init__(
+        self,
+        cores: int | None = None,
+        memory_gb: float | None = None,
+        *,
+        min_points: int = MIN_POINTS,
+        min_points_device: int = MIN_POINTS_DEVICE,
+        start_method: str | None = None,
+    ):
         self.cores = int(cores) if cores else usable_cores()
         self.memory_gb = memory_gb
         self.min_points = int(min_points)
+        self.min_points_device = int(min_points_device)
+        self.start_method = start_method
         self._procs: ProcessEngine | None = None
         self._limit = None
 
     @classmethod
     def from_config(cls, config: EngineConfig) -> AutoEngine:
-        return cls(config.cores, config.memory_gb)
+        return cls(config.cores, config.memory_gb, start_method=config.start_method)
 
     def plan(self, workload: Workload, shared=None) -> WorkerPlan:
         """The plan for ``workload`` on this engine's cores and memory; ``shared``: the map's shared
@@ -127,7 +147,7 @@ class AutoEngine(Engine):
             self.cores,
             workload,
             available,
-            min_points=self.min_points,
+            min_points=self.min_points_device if devices else self.min_points,
             can_fork=not multiprocessing.current_process().daemon,
         )
 
@@ -143,7 +163,9 @@ class AutoEngine(Engine):
         procs = self._procs
         if procs is None or (procs.workers, procs.blas_threads) != (plan.workers, plan.blas_threads):
             self.close()
-            procs = self._procs = ProcessEngine(plan.workers, plan.blas_threads, cores=self.cores)
+            procs = self._procs = ProcessEngine(
+                plan.workers, plan.blas_threads, cores=self.cores, start_method=self.start_method
+            )
         return procs.imap_shared(fn, shared, jobs)
 
     def __enter__(self) -> AutoEngine:

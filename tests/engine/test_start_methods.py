@@ -10,6 +10,7 @@ from conftest import toy_classification
 from gpmodels.data.splits import kfold_partition
 from gpmodels.driver.build import build_engine_config
 from gpmodels.engine import AutoEngine, EngineConfig, LocalEngine, ProcessEngine, Workload, open_engine
+from gpmodels.engine.auto import MIN_POINTS_DEVICE
 from gpmodels.engine.state import worker_start_method
 from gpmodels.errors import EngineError, InputError, SpecError
 from gpmodels.inference.cv.criterion import cv_criterion
@@ -57,6 +58,10 @@ def test_auto_sizes_workers_with_device_state_by_the_device_memory():
     engine, workload = AutoEngine(cores=16, memory_gb=64), Workload(5, worker_bytes=GIB, points=5000)
     assert engine.plan(workload, {"x": np.zeros(3)}).workers == 5
     assert (engine.plan(workload, [_OnADevice()]).workers, engine.plan(workload, [_OnADevice()]).blas_threads) == (2, 8)
+    # below MIN_POINTS_DEVICE (measured: spawned workers' start-up and contention for the card) in this process
+    small = Workload(5, worker_bytes=GIB // 8, points=MIN_POINTS_DEVICE - 1)
+    assert engine.plan(small, {"x": 1}).workers == 5 and engine.plan(small, [_OnADevice()]).workers == 1
+    assert AutoEngine(cores=16, min_points_device=100).plan(small, [_OnADevice()]).workers == 5
 
 
 def test_the_spec_and_the_engine_config_carry_the_start_method():
@@ -66,6 +71,7 @@ def test_the_spec_and_the_engine_config_carry_the_start_method():
     spec = Spec.from_dict({**base, "engine": {"type": "processes", "n_workers": 2, "start_method": "spawn"}})
     assert build_engine_config(spec.engine) == EngineConfig(type="processes", n_workers=2, start_method="spawn")
     assert open_engine(build_engine_config(spec.engine)).start_method == "spawn"
+    assert open_engine(EngineConfig(start_method="forkserver")).start_method == "forkserver"  # auto's workers
     with pytest.raises(SpecError, match="engine.start_method"):
         Spec.from_dict({**base, "engine": {"start_method": "vfork"}})
 

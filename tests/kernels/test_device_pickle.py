@@ -96,3 +96,18 @@ def test_what_the_shared_state_declares_for_a_worker_process():
     cfg = DeviceRepresentationConfig(torch_backend("cpu", fused=False), kind="recomputed")
     op = IndependentGP(RBF(0.7), "tied", 1.5, 1.0, representation=cfg).operator(X, 2)
     assert worker_start_method({"context": (op,)}) == "spawn"
+
+
+def test_a_received_torch_backend_is_the_receiving_processs_one_backend_for_its_device():
+    """So that every matrix a worker holds or rebuilds is on one backend object (composites run their
+    algebra on it; a rebuilt representation reuses the uploaded inputs)."""
+    pytest.importorskip("torch")
+    from gpmodels.kernels.device.backend import process_torch_backend
+
+    own = process_torch_backend("cpu", fused=False)
+    assert process_torch_backend("cpu", False) is own
+    assert _round_trip(torch_backend("cpu", fused=False)) is own
+    X = np.random.default_rng(1).normal(size=(20, 2))
+    cfg = DeviceRepresentationConfig(torch_backend("cpu", fused=False), kind="stored")
+    op = _round_trip(IndependentGP(RBF(0.7), "separate", [1.5, 3.0], 1.0, representation=cfg).operator(X, 2))
+    assert op.inner.representation.backend is own and all(r.backend is own for r in op.inner._rep_list)

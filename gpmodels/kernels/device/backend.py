@@ -27,7 +27,15 @@ from gpmodels.errors import DeviceError
 from gpmodels.kernels.device import fused as fused_products
 from gpmodels.kernels.memory_budget import available_memory_bytes
 
-__all__ = ["ArrayBackend", "numpy_backend", "strict_backend", "torch_backend", "cuda_backend", "cuda_status"]
+__all__ = [
+    "ArrayBackend",
+    "numpy_backend",
+    "strict_backend",
+    "torch_backend",
+    "process_torch_backend",
+    "cuda_backend",
+    "cuda_status",
+]
 
 CUDA_EXTRA = "pip install 'gpmodels[cuda]' (PyTorch with CUDA and array-api-compat)"
 
@@ -123,7 +131,8 @@ class TorchBackend(ArrayBackend):
     True on the CPU needs Triton's interpreter, ``TRITON_INTERPRET=1``).
 
     Pickles as (device string, fused flag): the receiving process imports PyTorch and opens the
-    device in its own context; its worker processes start by ``spawn``.
+    device in its own context, as its :func:`process_torch_backend`; its worker processes start by
+    ``spawn``.
     """
 
     worker_start_method = "spawn"
@@ -148,7 +157,7 @@ class TorchBackend(ArrayBackend):
         self.label = f"{self.device} ({name}, torch {torch.__version__}, {kernels})"
 
     def __reduce__(self):
-        return (torch_backend, (str(self.device), self.fused is not None))
+        return (process_torch_backend, (str(self.device), self.fused is not None))
 
     def to_host(self, a):
         return a.detach().to("cpu", dtype=self.torch.float64).numpy()
@@ -174,6 +183,27 @@ def strict_backend() -> ArrayBackend:
 def torch_backend(device: str = "cuda", fused: bool | None = None) -> ArrayBackend:
     _compat()
     return TorchBackend(device, fused)
+
+
+#: this process's PyTorch backends, one per (device, fused flag) (:func:`process_torch_backend`)
+_PROCESS_TORCH_BACKENDS: dict = {}
+
+
+def process_torch_backend(device: str = "cuda", fused: bool | None = None) -> ArrayBackend:
+    """This process's one PyTorch backend on ``device`` with ``fused`` products (None: where Triton is
+    installed, on CUDA), made at the first call: every matrix that ``device: cuda`` builds, and every
+    pickled backend that this process receives, is on that one object, so that composite operators see
+    their blocks on one device (``shared_device_backend``) and a rebuilt representation reuses the inputs
+    already uploaded (``like``)."""
+    _compat()
+    if fused is None:
+        import torch
+
+        fused = torch.device(device).type == "cuda" and fused_products.AVAILABLE
+    key = (str(device), bool(fused))
+    if key not in _PROCESS_TORCH_BACKENDS:
+        _PROCESS_TORCH_BACKENDS[key] = TorchBackend(device, fused)
+    return _PROCESS_TORCH_BACKENDS[key]
 
 
 def cuda_status() -> str | None:
@@ -204,7 +234,7 @@ def cuda_backend() -> ArrayBackend:
             f"device 'cuda' was asked for but cannot be used: {missing}. "
             "Allowed: device: cpu, or device: auto (the GPU when there is one)"
         )
-    return torch_backend("cuda")
+    return process_torch_backend("cuda")
 
 
 def device_in_use(requested: str) -> str:

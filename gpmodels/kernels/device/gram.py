@@ -145,6 +145,11 @@ def _row_tiles(n1: int, n2: int, memory_mb: float):
         yield s, min(n1, s + step)
 
 
+def _stacked(xp, parts: list):
+    """The row tiles' results as one array (one tile: itself, not a copy)."""
+    return parts[0] if len(parts) == 1 else xp.concat(parts, axis=0)
+
+
 # ---------------------------------------------------------------------------- blocks
 class DeviceBlock(CrossRepresentation):
     """A block whose numbers live on ``backend``: host float64 in and out through ``mvm`` / ``rmvm``,
@@ -198,7 +203,7 @@ class DeviceMatrixCross(DeviceBlock):
         fused = self._fused_for()
         if fused is not None:
             return fused.mixed_matmul(self.M, Bd)
-        return xp.concat([xp.astype(self.M[r0:r1, :], xp.float64) @ Bd for r0, r1 in self._tiles()], axis=0)
+        return _stacked(xp, [xp.astype(self.M[r0:r1, :], xp.float64) @ Bd for r0, r1 in self._tiles()])
 
     def device_rmvm(self, Bd):
         xp = self.backend.xp
@@ -242,7 +247,7 @@ class DeviceTileCross(DeviceBlock):
         xp = self.backend.xp
         if self._fused_for() is not None:
             return self.rows_in.fused_product(self.cols_in, Bd)
-        return xp.concat([self.tile(r0, r1)[1] @ Bd for r0, r1 in self._tiles()], axis=0)
+        return _stacked(xp, [self.tile(r0, r1)[1] @ Bd for r0, r1 in self._tiles()])
 
     def device_rmvm(self, Bd):
         xp = self.backend.xp
