@@ -62,6 +62,13 @@ class HessianFactor(abc.ABC):
     def V(self, x: np.ndarray) -> np.ndarray:
         """V x (β-space to α-space), on the free components of x."""
 
+    def V_into(self, x: np.ndarray, out: np.ndarray) -> np.ndarray:
+        """V x written into ``out`` (n, C) and returned, for callers that reuse one buffer for a product they
+        consume at once (the CG products): a fresh (n, C) array per product costs page faults at large n C.
+        Default: V(x) copied in; a factor overrides it to write in place."""
+        np.copyto(out, self.V(x))
+        return out
+
     @abc.abstractmethod
     def Vt(self, y: np.ndarray) -> np.ndarray:
         """V^T y, zero on the fixed components."""

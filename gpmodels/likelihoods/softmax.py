@@ -144,7 +144,10 @@ class SoftmaxFactor(HessianFactor):
         return np.subtract(x, out, out=out)
 
     def V(self, x):
-        s = self._zero_fixed(np.multiply(self.sqrt_pi, x))  # D^{1/2} x on the free components
+        return self.V_into(x, np.empty(np.shape(x)))
+
+    def V_into(self, x, out):
+        s = self._zero_fixed(np.multiply(self.sqrt_pi, x, out=out))  # D^{1/2} x on the free components
         return self._sub_pi_times(s, self._row_sums(s))  # A s
 
     def Vt(self, y):

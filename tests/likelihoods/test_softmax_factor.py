@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from gpmodels.likelihoods.base import HessianFactor
+from gpmodels.likelihoods.gaussian import Gaussian
 from gpmodels.likelihoods.softmax import Softmax, log_softmax
 
 
@@ -67,6 +68,9 @@ def test_products_match_the_plain_formulas(kappa, shape):
     np.testing.assert_array_equal(hf.free, plain.free)
     x = rng.normal(size=shape)
     x_strided = np.asfortranarray(rng.normal(size=shape))  # any memory layout
+    out = np.full(shape, np.nan)
+    assert hf.V_into(x_strided, out) is out  # written in place, the same numbers as V
+    np.testing.assert_allclose(out, plain.V(x_strided), rtol=1e-13, atol=1e-15)
     for name in ("V", "Vt", "W", "g_tilde", "beta_init"):
         for arg in (x, x_strided):
             keep = arg.copy()
@@ -100,3 +104,13 @@ def test_products_do_not_share_their_results():
 def test_point_V_is_the_generic_per_point_blocks(kappa):
     _, _, hf, _ = _case(30, 7, kappa)
     np.testing.assert_allclose(hf.point_V(), HessianFactor.point_V(hf), rtol=1e-15, atol=0)
+
+
+def test_V_into_default_copies_V_into_the_buffer():
+    """The protocol's default V_into (a factor without its own) is V written into the caller's buffer."""
+    rng = np.random.default_rng(3)
+    U, Y = rng.normal(size=(20, 1)), rng.normal(size=(20, 1))
+    hf = Gaussian().hessian_factor(U, Y)
+    x, out = rng.normal(size=(20, 1)), np.empty((20, 1))
+    assert hf.V_into(x, out) is out
+    np.testing.assert_array_equal(out, hf.V(x))

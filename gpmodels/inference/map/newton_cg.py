@@ -113,11 +113,24 @@ def newton_system(hf: HessianFactor, mvm, u: np.ndarray, g: np.ndarray) -> Newto
     rhs = hf.Vt(u) - hf.g_tilde(g)
     if hf.fixed_alpha is not None:
         rhs -= hf.Vt(mvm(hf.fixed_alpha))
+    return NewtonSystem(hf, _system_matvec(hf, mvm, rhs.shape), rhs)
+
+
+def _system_matvec(hf: HessianFactor, mvm, shape) -> Callable[[np.ndarray], np.ndarray]:
+    """β -> β + V^T K̃ V β, with V β in one buffer reused by every product (K̃ consumes it at once; the
+    result is a fresh array the caller may keep)."""
+    buf = np.empty(shape)
 
     def matvec(x):
-        return x + hf.Vt(mvm(hf.V(x)))
+        return x + hf.Vt(mvm(hf.V_into(x, buf)))
 
-    return NewtonSystem(hf, matvec, rhs)
+    return matvec
+
+
+def _alpha_norm_map(hf: HessianFactor, shape) -> Callable[[np.ndarray], np.ndarray]:
+    """r -> V r into one reused buffer: CG's forcing test takes its norm at once."""
+    buf = np.empty(shape)
+    return lambda r: hf.V_into(r, buf)
 
 
 def newton_direction(
@@ -135,7 +148,7 @@ def newton_direction(
         forcing=forcing,
         max_iter=opts.cg_max_iter,
         precondition=precondition,
-        forcing_map=hf.V if alpha_norm else None,
+        forcing_map=_alpha_norm_map(hf, system.rhs.shape) if alpha_norm else None,
     )
     new_alpha = hf.V(res.x)
     if hf.fixed_alpha is not None:
@@ -195,7 +208,7 @@ def solve_weighted_system(
     K = MVMCounter(op)
     rhs = hf.Vt(b)
     inv_diag = 1.0 / hf.precond_diag(op.diag(), op.point_block_mvm)
-    sol = cg(lambda x: x + hf.Vt(K(hf.V(x))), rhs, x0=x0, inv_diag=inv_diag, tol=tol, max_iter=max_iter)
+    sol = cg(_system_matvec(hf, K, rhs.shape), rhs, x0=x0, inv_diag=inv_diag, tol=tol, max_iter=max_iter)
     return SystemSolution(hf.V(sol.x), sol.x, sol.iterations, sol.residual, K.count)
 
 

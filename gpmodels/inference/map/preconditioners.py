@@ -368,9 +368,11 @@ class LowRankPreconditioner:
                 raise np.linalg.LinAlgError(f"potrs failed (info = {info})")
             return x
 
+        Vy_buf = np.empty((n, C))  # V B^{-1} r, consumed at once in every step
+
         def apply_lowrank(r):  # per CG step: B^{-1} r - B^{-1} Z H^{-1} Z^T B^{-1} r,  Z = V^T L
             y = solve_B(r)
-            Vy = hf.V(y)  # shape: (n, C)
+            Vy = hf.V_into(y, Vy_buf)  # shape: (n, C)
             # L^T v and L z through L's factors a_k ⊗ F_k (reading A, n x R0, not L's rows, n C x R)
             if Fs is not None:
                 z = solve_H(np.einsum("kcs,kc->ks", Fs, A.T @ Vy).ravel())

@@ -167,3 +167,19 @@ def test_a_truncated_direction_that_stalls_restarts_cg_from_its_last_beta():
     assert (stalls0, n_cg0, stalls2, n_cg2) == (1, 1, 3, 3)
     assert ls0.success and ls0.step < 1.0
     assert ls2.phi <= ls0.phi < phi  # the best attempt is kept, and the first attempt is one of them
+
+
+def test_newton_system_products_stay_valid_side_by_side():
+    """The system's product reuses one buffer for V β: results the caller keeps are not overwritten by the
+    next product, and each equals x + V^T K̃ V x (Seeger 2008, eq. 5)."""
+    op, lik, Y = _problem()
+    alpha, u, g, hf = _state(op, lik, Y)
+    system = newton_system(hf, op.mvm, u, g)
+    rng = np.random.default_rng(2)
+    x1, x2 = rng.normal(size=Y.shape), rng.normal(size=Y.shape)
+    a1 = system.matvec(x1)
+    keep = a1.copy()
+    a2 = system.matvec(x2)
+    np.testing.assert_array_equal(a1, keep)
+    for x, a in ((x1, a1), (x2, a2)):
+        np.testing.assert_allclose(a, x + hf.Vt(op.mvm(hf.V(x))), rtol=1e-13, atol=1e-13)
