@@ -55,6 +55,13 @@ class Timed:
         self._clock["mvm_calls"] += 1
         return out
 
+    def device_mvm(self, Vd):  # Newton–CG's products beside a device operator (on a GPU: time to queue them)
+        t = time.perf_counter()
+        out = self._op.device_mvm(Vd)
+        self._clock["mvm"] += time.perf_counter() - t
+        self._clock["mvm_calls"] += 1
+        return out
+
     def grad_trace(self, E, F):
         t = time.perf_counter()
         out = self._op.grad_trace(E, F)

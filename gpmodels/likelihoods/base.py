@@ -69,6 +69,12 @@ class HessianFactor(abc.ABC):
         np.copyto(out, self.V(x))
         return out
 
+    def on_device(self, backend):
+        """This factor's V and V^T on ``backend``'s device (an object with ``V`` and ``Vt`` on its arrays),
+        so that the Newton system's product runs there beside a device operator; None (the default): the
+        factor multiplies host arrays only."""
+        return None
+
     @abc.abstractmethod
     def Vt(self, y: np.ndarray) -> np.ndarray:
         """V^T y, zero on the fixed components."""

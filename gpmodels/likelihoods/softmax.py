@@ -171,6 +171,9 @@ class SoftmaxFactor(HessianFactor):
     def multinomial_pi(self) -> np.ndarray:
         return self.pi
 
+    def on_device(self, backend) -> SoftmaxDeviceFactor:
+        return SoftmaxDeviceFactor(backend, self)
+
     def point_V(self) -> np.ndarray:
         """V_i = (I - π_i 1^T) diag(π_i^{1/2}) per point, (n, C, C): entry (c, d) = (δ_cd - π_ic) π_id^{1/2},
         column d zero where d is fixed (App. B)."""
@@ -190,3 +193,25 @@ class SoftmaxFactor(HessianFactor):
         d *= self.pi
         d += 1.0
         return self._zero_fixed(d, 1.0)
+
+
+class SoftmaxDeviceFactor:
+    """V = A D^{1/2} and V^T of a :class:`SoftmaxFactor` on an array backend's device (array-API code):
+    π and π^{1/2} (and the App. B free mask, where a component is fixed) uploaded once per factor, so
+    that the Newton system's product β + V^T K̃ V β runs beside a device operator with one transfer each
+    way (:func:`gpmodels.inference.map.newton_cg.newton_system`)."""
+
+    def __init__(self, backend, hf: SoftmaxFactor):
+        self.xp = backend.xp
+        self.pi, self.sqrt_pi = backend.from_host(hf.pi), backend.from_host(hf.sqrt_pi)
+        self.free = None if hf.all_free else backend.from_host(hf.free, dtype="bool")
+
+    def V(self, x):
+        """x_i ↦ A_i D_i^{1/2} x_i = s_i - π_i (1^T s_i), s = π^{1/2} ∘ x on the free components."""
+        s = self.sqrt_pi * (x if self.free is None else self.xp.where(self.free, x, 0.0))
+        return s - self.pi * self.xp.sum(s, axis=1, keepdims=True)
+
+    def Vt(self, y):
+        """y_i ↦ D_i^{1/2} A_i^T y_i = π_i^{1/2} ∘ (y_i - π_i^T y_i), zero on the fixed components."""
+        t = self.sqrt_pi * (y - self.xp.sum(self.pi * y, axis=1, keepdims=True))
+        return t if self.free is None else self.xp.where(self.free, t, 0.0)

@@ -28,3 +28,13 @@ class MVMCounter:
         V = np.asarray(V)
         self.count += 1 if V.ndim == 2 else V.shape[2]
         return self.op.mvm(V)
+
+    @property
+    def device_backend(self):
+        """The operator's device backend (``Operator.device_backend``), or None."""
+        return self.op.device_backend
+
+    def device_mvm(self, Vd):
+        """``op.device_mvm(Vd)`` for one (n, C) right-hand side on the operator's device, counted."""
+        self.count += 1
+        return self.op.device_mvm(Vd)

@@ -128,21 +128,37 @@ class ANOVA(Composite):
             return self._device_merged_mvm(self._merged_backend, V)
         return self._merged_mvm(V)
 
-    def _device_merged_mvm(self, backend, V):
-        """Σ_r M_r (V S_r) with every M_r on ``backend``'s device: V crosses once, the class mixing
-        (S_r v_i per point and column: one (n k) x C by C x C GEMM with S_r^T) and the GEMMs with M_r
-        run there, the sum crosses back once."""
+    def _device_mixed_product(self, backend, rows, n: int, k: int):
+        """Σ_r M_r (V S_r) on ``backend``'s device from ``rows`` (n k, C), row (i, j) holding v_i's column
+        j: the class mixing (S_r v_i per point and column: one (n k) x C by C x C GEMM with S_r^T) and the
+        GEMMs with M_r run there; the result (n, C k) stays there."""
         xp = backend.xp
-        n, C, k = V.shape
+        C = self.tree.n_classes
         if self._device_mix is None:
             self._device_mix = [backend.from_host(S.T) for *_, S in self._merged]
-        rows = backend.from_host(np.swapaxes(V, 1, 2).reshape(n * k, C))  # row (i, j) holds v_i's column j
         out = None
         for (rep, *_), S_T in zip(self._merged, self._device_mix):
-            W = xp.reshape(xp.permute_dims(xp.reshape(rows @ S_T, (n, k, C)), (0, 2, 1)), (n, C * k))
+            mixed = rows @ S_T
+            W = mixed if k == 1 else xp.reshape(xp.permute_dims(xp.reshape(mixed, (n, k, C)), (0, 2, 1)), (n, C * k))
             res = rep.device_mvm(W)
             out = res if out is None else out + res
-        return backend.to_host(out).reshape(n, C, k)
+        return out
+
+    def _device_merged_mvm(self, backend, V):
+        """:meth:`_device_mixed_product` for host V (n, C, k): V crosses once, the sum crosses back once."""
+        n, C, k = V.shape
+        rows = backend.from_host(np.swapaxes(V, 1, 2).reshape(n * k, C))
+        return backend.to_host(self._device_mixed_product(backend, rows, n, k)).reshape(n, C, k)
+
+    @property
+    def device_backend(self):
+        return self._merged_backend
+
+    def device_mvm(self, Vd):
+        backend = self._merged_backend
+        if backend is None:
+            return super().device_mvm(Vd)
+        return self._device_mixed_product(backend, Vd, Vd.shape[0], 1)
 
     def __getstate__(self) -> dict:  # device copies stay in the process that made them
         return {**self.__dict__, "_device_mix": None}

@@ -182,6 +182,17 @@ class Operator(Parameterised):
         """The intercepts b (C,) of the dual vector α (n, C), or None without ``has_intercept``."""
         return None
 
+    @property
+    def device_backend(self):
+        """The array backend (:mod:`gpmodels.kernels.device.backend`) on whose device :meth:`device_mvm`
+        runs K V from and to device arrays: every kernel matrix lives there and the operator's algebra is
+        written for it.  None (the default): products on host arrays only."""
+        return None
+
+    def device_mvm(self, Vd):
+        """K V for V (n, C) an array of ``device_backend``, the result left there (one right-hand side)."""
+        raise InputError(f"{type(self).__name__} multiplies host arrays only (its device_backend is None); use mvm")
+
     # ------------------------------------------------------------------ must be defined
     @property
     @abc.abstractmethod

@@ -272,25 +272,36 @@ class BlockDiagonal(Operator):
                 out[:, cls, :] = res * self._class_v[cls][None, :, None]
         return out
 
-    def _device_compose(self, backend, maps, V):
-        """:meth:`_compose` on ``backend``'s device, given the groups' ``device_mvm`` (or block) maps: V
-        crosses to the device once, every group's product and the scaling by v_c run there, and the
-        result crosses back once (not once per group: C round trips per MVM for separate kernels)."""
+    def _device_product(self, backend, maps, Vd, k: int):
+        """:meth:`_compose` on ``backend``'s device, from and to device arrays: Vd (cols, C k) -> (rows, C k)
+        given the groups' ``device_mvm`` (or block) maps; every group's product and the scaling by v_c run
+        there."""
         xp = backend.xp
-        cols, C, k = V.shape
-        Vd = backend.from_host(V.reshape(cols, C * k))
         columns, order, scale = self._layout.on_device(backend, k, self._class_v)
         if len(maps) == 1:
-            out = maps[0](Vd)
-        else:
-            parts = [
-                apply(Vd[:, c] if isinstance(c, slice) else xp.take(Vd, c, axis=1)) for apply, c in zip(maps, columns)
-            ]
-            out = xp.concat(parts, axis=1)
-            if order is not None:
-                out = xp.take(out, order, axis=1)
-        out = backend.to_host(out * scale)
+            return maps[0](Vd) * scale
+        parts = [apply(Vd[:, c] if isinstance(c, slice) else xp.take(Vd, c, axis=1)) for apply, c in zip(maps, columns)]
+        out = xp.concat(parts, axis=1)
+        if order is not None:
+            out = xp.take(out, order, axis=1)
+        return out * scale
+
+    def _device_compose(self, backend, maps, V):
+        """:meth:`_compose` for host V (cols, C, k) through :meth:`_device_product`: V crosses to the device
+        once and the result back once (not once per group: C round trips per MVM for separate kernels)."""
+        cols, C, k = V.shape
+        out = backend.to_host(self._device_product(backend, maps, backend.from_host(V.reshape(cols, C * k)), k))
         return out.reshape(out.shape[0], C, k)
+
+    @property
+    def device_backend(self):
+        return self._layout.backend
+
+    def device_mvm(self, Vd):
+        backend = self._layout.backend
+        if backend is None:
+            return super().device_mvm(Vd)
+        return self._device_product(backend, [rep.device_mvm for rep in self._layout.reps], Vd, 1)
 
     def _mvm(self, V):
         backend = self._layout.backend

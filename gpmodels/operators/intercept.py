@@ -49,6 +49,17 @@ class Intercept(Composite):
         out += self.sigma2 * V.sum(axis=0, keepdims=True)
         return out
 
+    @property
+    def device_backend(self):
+        return self.inner.device_backend
+
+    def device_mvm(self, Vd):
+        backend = self.inner.device_backend
+        if backend is None:
+            return super().device_mvm(Vd)
+        # K̃ V = K V + σ² 1 (1^T V), as _compose, on the inner operator's device
+        return self.inner.device_mvm(Vd) + self.sigma2 * backend.xp.sum(Vd, axis=0, keepdims=True)
+
     def _diag(self):
         return self.inner._diag() + self.sigma2
 

@@ -1,6 +1,7 @@
 """Composite operators over kernel matrices held on one device (block-diagonal, its cross blocks, the
-ANOVA prior's merged GEMMs) run their algebra there: each product crosses to the device once and back
-once, whatever the number of kernel groups, and gives the host composite's numbers to rounding.
+ANOVA prior's merged GEMMs, the intercept) run their algebra there: each product crosses to the device once
+and back once, whatever the number of kernel groups, and gives the host composite's numbers to rounding;
+with the softmax factor there too, so does the Newton system's product β + V^T K̃ V β.
 
 Runs on the CI namespaces (numpy through array-api-compat, array-api-strict); the same code runs on
 PyTorch on a GPU."""
@@ -8,10 +9,15 @@ PyTorch on a GPU."""
 import numpy as np
 import pytest
 
+from gpmodels.errors import InputError
 from gpmodels.hierarchy import ClassTree
+from gpmodels.inference.map.newton_cg import newton_system
 from gpmodels.kernels.rbf import RBF
+from gpmodels.likelihoods.softmax import Softmax, SoftmaxFactor, log_softmax
+from gpmodels.linalg.counting import MVMCounter
 from gpmodels.operators.anova import ANOVA
 from gpmodels.operators.blockdiag import BlockDiagonal
+from gpmodels.operators.intercept import Intercept
 
 pytest.importorskip("array_api_compat")
 from gpmodels.kernels.device.backend import NumpyBackend, cuda_backend, cuda_status, strict_backend  # noqa: E402
@@ -124,3 +130,46 @@ def test_the_fused_products_leave_small_blocks_to_the_array_api_code():
     products = fused.FusedProducts(torch, tune=False)
     assert not products.covers(2, FUSED_MIN_ENTRIES // 2 - 1) and products.covers(2, FUSED_MIN_ENTRIES // 2)
     assert fused.FusedProducts(torch, tune=False, min_entries=0).covers(1, 1)
+
+
+def _with_intercept(op):
+    return Intercept(op, 4.0)
+
+
+@pytest.mark.parametrize("wrap", [lambda op: op, _with_intercept], ids=["bare", "intercept"])
+@pytest.mark.parametrize("backend", BACKEND_PARAMS)
+def test_device_operators_multiply_device_arrays_as_their_host_products(backend, wrap):
+    be = BACKENDS[backend]()
+    V = np.random.default_rng(8).normal(size=(41, 4))
+    for host, dev in [_pair("interleaved", be), _pair("separate", be, dtype="float32")]:
+        host, dev = wrap(host), wrap(dev)
+        assert dev.device_backend is be and host.device_backend is None
+        _close(be.to_host(dev.device_mvm(be.from_host(V))), host.mvm(V), rtol=1e-6)
+    anova_host, anova_dev = (wrap(op) for op in _anova_pair(be))
+    W = np.random.default_rng(9).normal(size=(29, TREE.n_classes))
+    _close(be.to_host(anova_dev.device_mvm(be.from_host(W))), anova_host.mvm(W))
+    with pytest.raises(InputError, match="device_backend is None"):
+        host.device_mvm(V)
+
+
+@pytest.mark.parametrize("kappa", [-np.inf, np.log(0.05)], ids=["all-free", "app-b-fixed"])
+@pytest.mark.parametrize("backend", BACKEND_PARAMS)
+def test_the_newton_system_product_runs_on_the_operators_device(backend, kappa):
+    """β + V^T K̃ V β with K̃ and the softmax factor on one device equals the host product to rounding,
+    counts one MVM, and crosses to the device once each way (App. B fixed components too)."""
+    be = BACKENDS[backend]()
+    host, dev = (_with_intercept(op) for op in _pair("separate", be))
+    rng = np.random.default_rng(10)
+    U, Y = 2.0 * rng.normal(size=(41, 4)), np.eye(4)[rng.integers(0, 4, 41)]
+    hf = SoftmaxFactor(log_softmax(U), Y, kappa)
+    assert hf.all_free == (kappa == -np.inf)  # the second case fixes components (App. B)
+    counter = MVMCounter(dev)
+    product = newton_system(hf, counter, U, Softmax().gradient(U, Y)).matvec
+    x = rng.normal(size=(41, 4))
+    start = counter.count  # the right-hand side's MVM with the App. B fixed part, where there is one
+    _close(product(x), x + hf.Vt(host.mvm(hf.V(x))))  # the first product also uploads the class layout
+    assert counter.count == start + 1
+    if isinstance(be, CountingBackend):
+        be.uploads = be.downloads = 0
+        product(x)
+        assert (be.uploads, be.downloads) == (1, 1)

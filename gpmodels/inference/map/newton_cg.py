@@ -117,8 +117,20 @@ def newton_system(hf: HessianFactor, mvm, u: np.ndarray, g: np.ndarray) -> Newto
 
 
 def _system_matvec(hf: HessianFactor, mvm, shape) -> Callable[[np.ndarray], np.ndarray]:
-    """β -> β + V^T K̃ V β, with V β in one buffer reused by every product (K̃ consumes it at once; the
-    result is a fresh array the caller may keep)."""
+    """β -> β + V^T K̃ V β.  Where ``mvm`` counts a device operator's products (an :class:`MVMCounter`
+    whose operator declares a ``device_backend``) and the factor goes to that device (``on_device``),
+    the whole product runs there: β crosses once each way, and the passes of V, K̃'s algebra and V^T over
+    the (n, C) arrays are the device's, not the host's.  Otherwise on the host, with V β in one buffer
+    reused by every product (K̃ consumes it at once; the result is a fresh array the caller may keep)."""
+    backend = mvm.device_backend if isinstance(mvm, MVMCounter) else None
+    device_hf = hf.on_device(backend) if backend is not None else None
+    if device_hf is not None:
+
+        def device_matvec(x):
+            xd = backend.from_host(x)
+            return backend.to_host(xd + device_hf.Vt(mvm.device_mvm(device_hf.V(xd))))
+
+        return device_matvec
     buf = np.empty(shape)
 
     def matvec(x):
