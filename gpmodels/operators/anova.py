@@ -124,8 +124,9 @@ class ANOVA(Composite):
     def _mvm(self, V):
         if self._merged is None:
             return super()._mvm(V)
-        if self._merged_backend is not None:
-            return self._device_merged_mvm(self._merged_backend, V)
+        backend = self._merged_backend
+        if backend is not None:
+            return self._device_merged_mvm(backend, V)
         return self._merged_mvm(V)
 
     def _device_mixed_product(self, backend, rows, n: int, k: int):
@@ -154,10 +155,7 @@ class ANOVA(Composite):
     def device_backend(self):
         return self._merged_backend
 
-    def device_mvm(self, Vd):
-        backend = self._merged_backend
-        if backend is None:
-            return super().device_mvm(Vd)
+    def _device_mvm(self, backend, Vd):
         return self._device_mixed_product(backend, Vd, Vd.shape[0], 1)
 
     def __getstate__(self) -> dict:  # device copies stay in the process that made them

@@ -191,7 +191,15 @@ class Operator(Parameterised):
 
     def device_mvm(self, Vd):
         """K V for V (n, C) an array of ``device_backend``, the result left there (one right-hand side)."""
-        raise InputError(f"{type(self).__name__} multiplies host arrays only (its device_backend is None); use mvm")
+        backend = self.device_backend
+        if backend is None:
+            raise InputError(f"{type(self).__name__} multiplies host arrays only (its device_backend is None); use mvm")
+        return self._device_mvm(backend, Vd)
+
+    def _device_mvm(self, backend, Vd):
+        """:meth:`device_mvm` on ``backend``, the ``device_backend`` the operator declares; an operator that
+        declares one defines this."""
+        raise InputError(f"{type(self).__name__} declares a device_backend but defines no _device_mvm")
 
     # ------------------------------------------------------------------ must be defined
     @property

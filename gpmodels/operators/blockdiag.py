@@ -297,10 +297,7 @@ class BlockDiagonal(Operator):
     def device_backend(self):
         return self._layout.backend
 
-    def device_mvm(self, Vd):
-        backend = self._layout.backend
-        if backend is None:
-            return super().device_mvm(Vd)
+    def _device_mvm(self, backend, Vd):
         return self._device_product(backend, [rep.device_mvm for rep in self._layout.reps], Vd, 1)
 
     def _mvm(self, V):

@@ -53,10 +53,7 @@ class Intercept(Composite):
     def device_backend(self):
         return self.inner.device_backend
 
-    def device_mvm(self, Vd):
-        backend = self.inner.device_backend
-        if backend is None:
-            return super().device_mvm(Vd)
+    def _device_mvm(self, backend, Vd):
         # K̃ V = K V + σ² 1 (1^T V), as _compose, on the inner operator's device
         return self.inner.device_mvm(Vd) + self.sigma2 * backend.xp.sum(Vd, axis=0, keepdims=True)
 
