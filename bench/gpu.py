@@ -175,7 +175,7 @@ def job_scale(a, backend) -> dict:
     from scale import NEWTON
 
     from gpmodels.driver.build import representation_choices
-    from gpmodels.kernels.device.gram import DeviceRepresentationConfig
+    from gpmodels.kernels.device.config import DeviceRepresentationConfig
 
     config = DeviceRepresentationConfig(backend, kind="auto", memory_mb=a.tile_mb)
     prior, X, y, Xt, yt, C = _scale_problem(a.n, config)
@@ -248,7 +248,7 @@ def job_recomputed_product(a, backend) -> dict:
 def job_float64_vs_cpu(a, backend) -> dict:
     from scale import NEWTON
 
-    from gpmodels.kernels.device.gram import DeviceRepresentationConfig
+    from gpmodels.kernels.device.config import DeviceRepresentationConfig
     from gpmodels.kernels.representations import RepresentationConfig
 
     newton = {**NEWTON, "grad_tol": 1e-8}
@@ -313,7 +313,7 @@ def job_satimage(a, backend) -> dict:
     from gpmodels.data.splits import kfold_partition
     from gpmodels.driver.build import build_prior
     from gpmodels.engine import LocalEngine, ProcessEngine
-    from gpmodels.kernels.device.gram import DeviceRepresentationConfig
+    from gpmodels.kernels.device.config import DeviceRepresentationConfig
     from gpmodels.linalg.blas_threads import usable_cores
 
     spec, base, data, model, lik, options = _satimage(a)

@@ -81,6 +81,11 @@ class Representation(CrossRepresentation):
     #: what RepresentationConfig.build chose and why (None for representations made otherwise)
     choice: RepresentationChoice | None = None
 
+    #: the stack of matrices over the same points this one is part of (a device stack of a block-diagonal
+    #: operator's kernels, :mod:`gpmodels.kernels.device.stack`), and its index there; None: on its own
+    stack = None
+    stack_index = 0
+
     @property
     def n(self) -> int:
         return self.X.shape[0]
@@ -174,6 +179,13 @@ class RepresentationBuilder(abc.ABC):
         self, X, kernel: Kernel, n_matrices: int = 1, *, log: bool = False, like: Representation | None = None
     ) -> Representation:
         """The representation of M(X, X), one of ``n_matrices`` distinct kernel matrices."""
+
+    def build_group(
+        self, X, kernels: list[Kernel], n_matrices: int, *, log: bool = False, like: Representation | None = None
+    ) -> list[Representation]:
+        """The representations of M(X, X) for each of ``kernels`` (distinct kernels of one operator, of its
+        ``n_matrices``): one ``build`` each, unless the builder holds them together (a device stack)."""
+        return [self.build(X, k, n_matrices, log=log, like=like) for k in kernels]
 
 
 def shared_device_backend(blocks) -> object | None:

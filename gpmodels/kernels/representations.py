@@ -19,7 +19,7 @@ from gpmodels.errors import DeviceError
 from gpmodels.kernels.base import Kernel
 from gpmodels.kernels.blocked_gram import BlockedGram
 from gpmodels.kernels.device import backend as device_backend
-from gpmodels.kernels.device.gram import DeviceRepresentationConfig
+from gpmodels.kernels.device.config import DeviceRepresentationConfig
 from gpmodels.kernels.feature_gram import FeatureGram
 from gpmodels.kernels.lowrank_gram import LowRankGram
 from gpmodels.kernels.memory_budget import GIB, RepresentationChoice, choose_representation, default_budget_bytes
@@ -165,6 +165,16 @@ class RepresentationConfig(RepresentationBuilder):
             choice = attrs.evolve(choice, device=f"cpu (device auto: {why})")
         rep.choice = choice
         return rep
+
+    def build_group(self, X, kernels, n_matrices, *, log=False, like=None):
+        """Several kernels' matrices: on a device (every kernel there) the device configuration's group,
+        one stack of stored matrices; on the CPU one ``build`` each."""
+        device = self.device_builder(kernels[0], X)
+        if device is None or any(self.device_builder(k, X) is None for k in kernels[1:]):
+            return super().build_group(X, kernels, n_matrices, log=log, like=like)
+        for k in kernels:
+            k.check_inputs(X)
+        return device.build_group(X, kernels, n_matrices, log=log, like=like)
 
     def _why_cpu(self, kernel: Kernel, X) -> str | None:
         """Why this matrix cannot live on a device (None: it can, given a GPU)."""

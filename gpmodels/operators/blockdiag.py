@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
+from typing import NamedTuple
 
 import numpy as np
 
@@ -74,6 +75,18 @@ def _group_array(name: str, groups, n_classes: int | None) -> np.ndarray:
     return arr
 
 
+class _DeviceColumns(NamedTuple):
+    """For right-hand sides of k columns per class, flattened to (rows, C k), on a device: each group's
+    columns (a slice, or device indices); the device indices that gather them group after group
+    (``gather``) and that put the groups' concatenated results back in class order (``order``), both
+    None where the groups are in class order already; the row of v_c per column (``scale``)."""
+
+    columns: list
+    gather: object
+    order: object
+    scale: object
+
+
 class _Layout:
     """Which classes go through which distinct representation, for one MVM; ``backend``: the device
     all of them live on (:func:`shared_device_backend`), or None."""
@@ -91,10 +104,25 @@ class _Layout:
     def backend(self):
         return shared_device_backend(self.reps)
 
-    def on_device(self, backend, k: int, class_v: np.ndarray):
-        """For right-hand sides of k columns per class, flattened to (rows, C k): each group's columns
-        (a slice, or device indices), the device indices that put the groups' concatenated results back
-        in class order (None: they are in order) and the row of v_c per column, on ``backend``."""
+    @property
+    def stack(self):
+        """The device stack that holds every distinct M, in this order, where each serves as many classes
+        (one batched product, :mod:`gpmodels.kernels.device.stack`); else None."""
+        if "stack" not in self._device:
+            stack = self.reps[0].stack
+            sizes = {np.arange(self.n_classes)[cls].size for cls in self.classes}
+            ok = (
+                stack is not None
+                and stack.size == len(self.reps)
+                and all(r.stack is stack and r.stack_index == i for i, r in enumerate(self.reps))
+                and len(sizes) == 1
+            )
+            self._device["stack"] = stack if ok else None
+        return self._device["stack"]
+
+    def on_device(self, backend, k: int, class_v: np.ndarray) -> _DeviceColumns:
+        """The column maps of right-hand sides of k columns per class, flattened to (rows, C k), on
+        ``backend`` (:class:`_DeviceColumns`)."""
         key = (id(backend), k)
         if key not in self._device:
             columns, flat = [], []
@@ -106,9 +134,13 @@ class _Layout:
                     slice(int(cols[0]), int(cols[-1]) + 1) if isinstance(cls, slice) else backend.indices(cols)
                 )
             flat = np.concatenate(flat)
-            order = None if np.array_equal(flat, np.arange(flat.size)) else backend.indices(np.argsort(flat))
-            scale = backend.from_host(np.repeat(class_v, k)[None, :])
-            self._device[key] = (columns, order, scale)
+            in_order = np.array_equal(flat, np.arange(flat.size))
+            self._device[key] = _DeviceColumns(
+                columns,
+                None if in_order else backend.indices(flat),
+                None if in_order else backend.indices(np.argsort(flat)),
+                backend.from_host(np.repeat(class_v, k)[None, :]),
+            )
         return self._device[key]
 
     def __getstate__(self) -> dict:  # device copies stay in the process that made them
@@ -188,21 +220,27 @@ class BlockDiagonal(Operator):
         return cls(X, kernels, ck, np.array(v), cv, representation)
 
     def _build_reps(self, old: dict) -> None:
-        """One representation per distinct kernel key; reuse old ones with equal keys."""
-        reps: dict = {}
-        rep_index: dict = {}
-        rep_of_group = np.empty(len(self.kernels), dtype=np.intp)
-        for l, k in enumerate(self.kernels):
-            key = k.key()
-            if key not in rep_index:
-                rep = old.get(key)
-                if rep is None:  # `auto` budgets for every kernel group (separate sharing: C matrices)
-                    rep = self.representation.build(
-                        self.X, k, len(self.kernels), log=not old, like=next(iter(old.values()), None)
-                    )
-                rep_index[key] = len(reps)
-                reps[key] = rep
-            rep_of_group[l] = rep_index[key]
+        """One representation per distinct kernel key; reuse old ones with equal keys, build the others
+        together (``build_group``: on a device, one stack of stored matrices)."""
+        first: dict = {}
+        for k in self.kernels:
+            first.setdefault(k.key(), k)
+        missing = [key for key in first if key not in old]
+        built = (  # `auto` budgets for every kernel group (separate sharing: C matrices)
+            self.representation.build_group(
+                self.X,
+                [first[key] for key in missing],
+                len(self.kernels),
+                log=not old,
+                like=next(iter(old.values()), None),
+            )
+            if missing
+            else []
+        )
+        made = dict(zip(missing, built))
+        reps = {key: old[key] if key in old else made[key] for key in first}
+        rep_index = {key: i for i, key in enumerate(reps)}
+        rep_of_group = np.array([rep_index[k.key()] for k in self.kernels], dtype=np.intp)
         self._rep_by_key = reps
         self._rep_list = list(reps.values())
         self._rep_of_group = rep_of_group
@@ -277,33 +315,63 @@ class BlockDiagonal(Operator):
         given the groups' ``device_mvm`` (or block) maps; every group's product and the scaling by v_c run
         there."""
         xp = backend.xp
-        columns, order, scale = self._layout.on_device(backend, k, self._class_v)
+        dc = self._layout.on_device(backend, k, self._class_v)
         if len(maps) == 1:
-            return maps[0](Vd) * scale
-        parts = [apply(Vd[:, c] if isinstance(c, slice) else xp.take(Vd, c, axis=1)) for apply, c in zip(maps, columns)]
+            return maps[0](Vd) * dc.scale
+        parts = [
+            apply(Vd[:, c] if isinstance(c, slice) else xp.take(Vd, c, axis=1)) for apply, c in zip(maps, dc.columns)
+        ]
         out = xp.concat(parts, axis=1)
-        if order is not None:
-            out = xp.take(out, order, axis=1)
-        return out * scale
+        if dc.order is not None:
+            out = xp.take(out, dc.order, axis=1)
+        return out * dc.scale
+
+    def _stacked_product(self, backend, stack, Vd, k: int):
+        """K V on the device when the distinct M's are one stack: Vd (n, C k) with the groups' columns
+        gathered group after group as B (G, n, w), S B in one batched product, then scattered back to
+        class order and scaled by v_c."""
+        xp = backend.xp
+        dc = self._layout.on_device(backend, k, self._class_v)
+        n, G = Vd.shape[0], stack.size
+        B = Vd if dc.gather is None else xp.take(Vd, dc.gather, axis=1)
+        w = B.shape[1] // G
+        out = stack.product(xp.permute_dims(xp.reshape(B, (n, G, w)), (1, 0, 2)))
+        out = xp.reshape(xp.permute_dims(out, (1, 0, 2)), (n, G * w))
+        if dc.order is not None:
+            out = xp.take(out, dc.order, axis=1)
+        return out * dc.scale
+
+    def _square_product(self, backend, Vd, k: int):
+        """K V on the device from and to device arrays, Vd (n, C k): one batched product over a stack of
+        the distinct M's, else one product per M (:meth:`_device_product`)."""
+        stack = self._layout.stack
+        if stack is not None:
+            return self._stacked_product(backend, stack, Vd, k)
+        return self._device_product(backend, [rep.device_mvm for rep in self._layout.reps], Vd, k)
+
+    def _on_device(self, backend, product, V):
+        """``product`` (device Vd (cols, C k), k -> device (rows, C k)) for host V (cols, C, k): V crosses to
+        the device once and the result back once (not once per group: C round trips per MVM for separate
+        kernels)."""
+        cols, C, k = V.shape
+        out = backend.to_host(product(backend.from_host(V.reshape(cols, C * k)), k))
+        return out.reshape(out.shape[0], C, k)
 
     def _device_compose(self, backend, maps, V):
-        """:meth:`_compose` for host V (cols, C, k) through :meth:`_device_product`: V crosses to the device
-        once and the result back once (not once per group: C round trips per MVM for separate kernels)."""
-        cols, C, k = V.shape
-        out = backend.to_host(self._device_product(backend, maps, backend.from_host(V.reshape(cols, C * k)), k))
-        return out.reshape(out.shape[0], C, k)
+        """:meth:`_compose` for host V (cols, C, k) through :meth:`_device_product` on ``backend``."""
+        return self._on_device(backend, functools.partial(self._device_product, backend, maps), V)
 
     @property
     def device_backend(self):
         return self._layout.backend
 
     def _device_mvm(self, backend, Vd):
-        return self._device_product(backend, [rep.device_mvm for rep in self._layout.reps], Vd, 1)
+        return self._square_product(backend, Vd, 1)
 
     def _mvm(self, V):
         backend = self._layout.backend
         if backend is not None:
-            return self._device_compose(backend, [rep.device_mvm for rep in self._layout.reps], V)
+            return self._on_device(backend, functools.partial(self._square_product, backend), V)
         return self._compose([rep.mvm for rep in self._layout.reps], V)
 
     def _block(self, blocks) -> CompositeBlock:
@@ -408,7 +476,11 @@ class BlockDiagonal(Operator):
         return np.concatenate(grads_kernel + [g_var])
 
     def _restrict(self, J):
-        reps = {key: rep.restrict(J) for key, rep in self._rep_by_key.items()}
+        stack = self._layout.stack
+        if stack is not None:  # one take of S[:, J, J] for every M
+            reps = dict(zip(self._rep_by_key, stack.restrict(self._rep_list, J)))
+        else:
+            reps = {key: rep.restrict(J) for key, rep in self._rep_by_key.items()}
         return self._evolve(X=self.X[J], reps=reps)
 
     def _cross(self, I, J):

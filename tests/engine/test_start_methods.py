@@ -90,7 +90,7 @@ def test_cv_folds_on_device_matrices_through_spawned_workers_equal_the_local_run
     state shipped with the workers, the second at new hyperparameters built in each worker."""
     pytest.importorskip("array_api_compat")
     from gpmodels.kernels.device.backend import numpy_backend
-    from gpmodels.kernels.device.gram import DeviceRepresentationConfig
+    from gpmodels.kernels.device.config import DeviceRepresentationConfig
 
     X, y = toy_classification(36, 3, d=3, seed=0)
     Y, folds = np.eye(3)[y], kfold_partition(36, 3, seed=1, y=y)

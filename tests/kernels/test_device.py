@@ -39,6 +39,8 @@ from gpmodels.likelihoods.softmax import Softmax
 from gpmodels.priors.independent import IndependentGP
 
 pytest.importorskip("array_api_compat")
+from device_backends import device_backends  # noqa: E402
+
 from gpmodels.kernels.device import fused as fused_products  # noqa: E402
 from gpmodels.kernels.device.backend import (  # noqa: E402
     cuda_backend,
@@ -47,27 +49,11 @@ from gpmodels.kernels.device.backend import (  # noqa: E402
     strict_backend,
     torch_backend,
 )
-from gpmodels.kernels.device.gram import (  # noqa: E402
-    DeviceRecomputedGram,
-    DeviceRepresentationConfig,
-    DeviceStoredGram,
-    choose_device_representation,
-)
+from gpmodels.kernels.device.config import DeviceRepresentationConfig, choose_device_representation  # noqa: E402
+from gpmodels.kernels.device.gram import DeviceRecomputedGram, DeviceStoredGram  # noqa: E402
 
-BACKENDS = {"numpy": numpy_backend, "strict": strict_backend}
-try:  # PyTorch on the CPU runs the torch code path where it imports (no GPU needed); CI has no torch
-    import torch  # noqa: F401
-
-    BACKENDS["torch-cpu"] = lambda: torch_backend("cpu")
-    if fused_products.AVAILABLE and os.environ.get("TRITON_INTERPRET") == "1":  # the fused kernels, interpreted
-        BACKENDS["torch-fused"] = lambda: torch_backend("cpu", fused=True)
-except ImportError:
-    pass
 #: the backends each test runs on; on a machine with a usable GPU also CUDA (marked gpu)
-BACKEND_PARAMS = [pytest.param(name) for name in sorted(BACKENDS)]
-if cuda_status() is None:
-    BACKENDS["cuda"] = cuda_backend
-    BACKEND_PARAMS.append(pytest.param("cuda", marks=pytest.mark.gpu))
+BACKENDS, BACKEND_PARAMS = device_backends()
 KERNELS = {
     "rbf": lambda: RBF(0.7),
     "ard": lambda: ARD([0.5, 1.3, 2.0]),
@@ -294,8 +280,9 @@ def test_the_torch_path_on_the_cpu_matches_the_host_where_torch_imports():
 
 def test_the_fused_triton_products_match_the_host_under_the_interpreter():
     """The fused kernels of :mod:`gpmodels.kernels.device.fused` through Triton's interpreter on PyTorch
-    CPU tensors: every backend-parametrised test above, on the ``torch-fused`` backend (needs PyTorch and
-    Triton; the interpreter must be switched on before Triton compiles, hence the fresh interpreter)."""
+    CPU tensors: every backend-parametrised test above and test_device_stack.py's, on the ``torch-fused``
+    backend (needs PyTorch and Triton; the interpreter must be switched on before Triton compiles, hence
+    the fresh interpreter)."""
     pytest.importorskip("torch")
     if not fused_products.AVAILABLE:
         pytest.skip("Triton is not installed")
@@ -303,7 +290,8 @@ def test_the_fused_triton_products_match_the_host_under_the_interpreter():
         pytest.skip("already under the interpreter: the torch-fused cases run in this session")
     env = {**os.environ, "TRITON_INTERPRET": "1"}
     here = Path(__file__).resolve()
-    cmd = [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", str(here), "-k", "torch-fused"]
+    files = [str(here), str(here.with_name("test_device_stack.py"))]  # the stack's batched fused product too
+    cmd = [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *files, "-k", "torch-fused"]
     done = subprocess.run(cmd, cwd=here.parents[2], env=env, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
     assert re.search(r"\b[1-9][0-9]* passed", done.stdout), done.stdout[-3000:]

@@ -15,11 +15,8 @@ from gpmodels.priors.independent import IndependentGP
 
 pytest.importorskip("array_api_compat")
 from gpmodels.kernels.device.backend import numpy_backend, strict_backend, torch_backend  # noqa: E402
-from gpmodels.kernels.device.gram import (  # noqa: E402
-    DeviceRecomputedGram,
-    DeviceRepresentationConfig,
-    DeviceStoredGram,
-)
+from gpmodels.kernels.device.config import DeviceRepresentationConfig  # noqa: E402
+from gpmodels.kernels.device.gram import DeviceRecomputedGram, DeviceStoredGram  # noqa: E402
 
 BACKENDS = {"numpy": numpy_backend, "strict": strict_backend, "torch-cpu": lambda: torch_backend("cpu", fused=False)}
 FORMS = {

@@ -21,8 +21,8 @@ from gpmodels.operators.intercept import Intercept
 
 pytest.importorskip("array_api_compat")
 from gpmodels.kernels.device.backend import NumpyBackend, cuda_backend, cuda_status, strict_backend  # noqa: E402
+from gpmodels.kernels.device.config import DeviceRepresentationConfig  # noqa: E402
 from gpmodels.kernels.device.fused import FUSED_MIN_ENTRIES  # noqa: E402
-from gpmodels.kernels.device.gram import DeviceRepresentationConfig  # noqa: E402
 
 TREE = ClassTree([("root", "a"), ("root", "b"), ("a", "a1"), ("a", "a2"), ("b", "b1"), ("b", "b2"), ("b", "b3")])
 

@@ -1,7 +1,8 @@
 """Fused device products in Triton: what the array-API tiles of :mod:`gpmodels.kernels.device.gram`
 do in several passes over device memory, done in one.
 
-- :meth:`FusedProducts.mixed_matmul`: O = float64(M) B for M stored in float32 and B, O in float64.  Each program
+- :meth:`FusedProducts.mixed_matmul`: O = float64(M) B for M stored in float32 (or float64, a stack of
+  matrices: :mod:`gpmodels.kernels.device.stack`) and B, O in float64.  Each program
   reads a (BM, BK) tile of M once, widens it to float64 in registers and accumulates M B in float64
   (the App. D.1 mixed-precision scheme of :class:`~gpmodels.kernels.stored_gram.StoredGram`), so
   the product moves n1 n2 4 bytes of M and nothing else of size n1 n2: the array-API path writes and
@@ -44,8 +45,25 @@ if AVAILABLE:
 
     @triton.jit
     def _mixed_matmul_kernel(
-        M, B, O, n1, n2, m, s_br, s_or, s_mr, s_mc, BM: tl.constexpr, BK: tl.constexpr, BN: tl.constexpr
+        M,
+        B,
+        O,
+        n1,
+        n2,
+        m,
+        s_br,
+        s_or,
+        s_mr,
+        s_mc,
+        s_mg,
+        s_bg,
+        s_og,
+        BM: tl.constexpr,
+        BK: tl.constexpr,
+        BN: tl.constexpr,
     ):
+        g = tl.program_id(2).to(tl.int64)  # the matrix of a stack (s_*g: its strides; 0 for one matrix)
+        M, B, O = M + g * s_mg, B + g * s_bg, O + g * s_og
         rows = tl.program_id(0).to(tl.int64) * BM + tl.arange(0, BM)  # 64-bit offsets: n1 n2 > 2^31
         cols = tl.program_id(1) * BN + tl.arange(0, BN)
         rmask, cmask = rows < n1, cols < m
@@ -174,27 +192,33 @@ class FusedProducts:
         return n1 * n2 >= self.min_entries
 
     def _product(self, kernels, inputs: tuple, n1: int, n2: int, B, extra: tuple = (), **constants):
-        """Launch one of the kernels (tuned, untuned) on ``inputs`` and B (n2, m): O (n1, m) float64."""
+        """Launch one of the kernels (tuned, untuned) on ``inputs`` and B (n2, m), or a stack of G of them
+        (G, n2, m) for a kernel that takes the stack's strides: O (n1, m) or (G, n1, m) float64."""
         tuned, raw = kernels
         B = B.contiguous()
-        m = B.shape[1]
-        O = self.torch.empty((n1, m), dtype=self.torch.float64, device=B.device)
+        m, G = B.shape[-1], (B.shape[0] if B.ndim == 3 else 1)
+        O = self.torch.empty((*B.shape[:-2], n1, m), dtype=self.torch.float64, device=B.device)
         BN = _column_block(m)
 
         def grid(meta):
-            return (triton.cdiv(n1, meta["BM"]), triton.cdiv(m, BN))
+            return (triton.cdiv(n1, meta["BM"]), triton.cdiv(m, BN), G)
 
-        args = (*inputs, B, O, n1, n2, m, B.stride(0), O.stride(0), *extra)
-        if self.tune and n1 * n2 >= TUNE_MIN_ENTRIES:
+        args = (*inputs, B, O, n1, n2, m, B.stride(-2), O.stride(-2), *extra)
+        if self.tune and n1 * n2 >= TUNE_MIN_ENTRIES:  # per matrix of a stack: tuning compiles each shape
             tuned[grid](*args, BN=BN, **constants)
         else:
             raw[grid(UNTUNED)](*args, BN=BN, **constants, **UNTUNED)
         return O
 
     def mixed_matmul(self, M, B):
-        """float64(M) @ B for a float32 M (n1, n2), any strides, and a float64 B (n2, m): float64 (n1, m)."""
-        n1, n2 = M.shape
-        return self._product((_MIXED_TUNED, _mixed_matmul_kernel), (M,), n1, n2, B, (M.stride(0), M.stride(1)))
+        """float64(M) @ B for a float32 (or float64) M (n1, n2), any strides, and a float64 B (n2, m): float64
+        (n1, m); or for a stack of G such matrices M (G, n1, n2), any strides, and B (G, n2, m): every
+        product in one launch, (G, n1, m)."""
+        n1, n2 = M.shape[-2:]
+        stack = (M.stride(0), B.shape[1] * B.shape[2], n1 * B.shape[2]) if M.ndim == 3 else (0, 0, 0)
+        return self._product(
+            (_MIXED_TUNED, _mixed_matmul_kernel), (M,), n1, n2, B, (M.stride(-2), M.stride(-1), *stack)
+        )
 
     def padded_inputs(self, Z):
         """Z (n, d) float64 as a contiguous (n, DP) array with zero columns up to DP, the next multiple of 16."""

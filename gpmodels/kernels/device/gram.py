@@ -22,16 +22,15 @@ each tile in registers (distances, profile, product with B in one kernel): no n1
 written, and each exponential is paid once per entry for all m columns.  Gradients keep the tiles.
 
 Products take and return host float64 numpy arrays, so Newton–CG, CV and Laplace run unchanged.
-:class:`DeviceRepresentationConfig` builds them; its ``auto`` chooses stored float64, stored float32
-or recomputed from the device's free memory as :mod:`gpmodels.kernels.memory_budget` does on the host.
+:class:`~gpmodels.kernels.device.config.DeviceRepresentationConfig` builds them; its ``auto`` chooses
+stored float64, stored float32 or recomputed from the device's free memory as
+:mod:`gpmodels.kernels.memory_budget` does on the host.
 """
 
 from __future__ import annotations
 
 import abc
-import logging
 
-import attrs
 import numpy as np
 import scipy.sparse as sp
 
@@ -39,25 +38,17 @@ from gpmodels.errors import DeviceError, InputError
 from gpmodels.kernels.base import Kernel
 from gpmodels.kernels.device.backend import ArrayBackend
 from gpmodels.kernels.device.forms import DEVICE_KERNELS
-from gpmodels.kernels.memory_budget import GIB, SAFETY_FRACTION, RepresentationChoice, stored_choice
 from gpmodels.kernels.mixed_precision import STORAGE_DTYPES, block_rows
-from gpmodels.kernels.representation_base import CrossRepresentation, Representation, RepresentationBuilder
+from gpmodels.kernels.representation_base import CrossRepresentation, Representation
 from gpmodels.kernels.stationary import SNAP_RTOL
-from gpmodels.validation import instance_of, one_of, optional, positive_number
 
 __all__ = [
     "DeviceMatrixCross",
     "DeviceTileCross",
     "DeviceStoredGram",
     "DeviceRecomputedGram",
-    "DeviceRepresentationConfig",
-    "DEVICE_KINDS",
-    "choose_device_representation",
     "device_form",
 ]
-
-DEVICE_KINDS = ("auto", "stored", "recomputed")
-LOG = logging.getLogger("gpmodels")
 
 
 def device_form(kernel: Kernel):
@@ -139,7 +130,8 @@ def contract_tile(xp, H, a: DeviceInputs, b: DeviceInputs):
     return t1 + t2 - 2.0 * t3
 
 
-def _row_tiles(n1: int, n2: int, memory_mb: float):
+def row_tiles(n1: int, n2: int, memory_mb: float):
+    """(r0, r1) over the rows of an n1 x n2 float64 block, each tile at most ``memory_mb``."""
     step = block_rows(n1, n2, memory_mb)
     for s in range(0, n1, step):
         yield s, min(n1, s + step)
@@ -194,7 +186,7 @@ class DeviceMatrixCross(DeviceBlock):
         return self.M.dtype == self.backend.xp.float64
 
     def _tiles(self):
-        return _row_tiles(self.shape[0], self.shape[1], self.memory_mb)
+        return row_tiles(self.shape[0], self.shape[1], self.memory_mb)
 
     def device_mvm(self, Bd):
         xp = self.backend.xp
@@ -235,7 +227,7 @@ class DeviceTileCross(DeviceBlock):
 
     def _tiles(self):
         # a tile holds D and M: two n1 x n2 float64 arrays
-        return _row_tiles(self.shape[0], self.shape[1], self.memory_mb / 2)
+        return row_tiles(self.shape[0], self.shape[1], self.memory_mb / 2)
 
     def tile(self, r0: int, r1: int):
         """(D, M) of rows r0:r1, float64 on the device."""
@@ -376,11 +368,17 @@ class DeviceStoredGram(DeviceGram, DeviceMatrixCross):
 
     def _build(self):
         xp, n = self.backend.xp, self.n
-        dt = getattr(xp, self.dtype)
-        M = xp.empty((n, n), dtype=dt, device=self.backend.device)
-        for r0, r1 in _row_tiles(n, n, self.memory_mb / 2):
-            M[r0:r1, :] = xp.astype(self.form.profile(xp, sq_dist_tile(xp, self.inputs.rows(r0, r1), self.inputs)), dt)
+        M = xp.empty((n, n), dtype=getattr(xp, self.dtype), device=self.backend.device)
+        self.fill(M, self.inputs, self.memory_mb)
         return M
+
+    @staticmethod
+    def fill(M, inputs: DeviceInputs, memory_mb: float) -> None:
+        """Write g(D(Z, Z)) into the device array M (n, n), of its own storage dtype, in row tiles of at most
+        ``memory_mb`` (the tile's D and M in float64)."""
+        xp, n = inputs.backend.xp, inputs.n
+        for r0, r1 in row_tiles(n, n, memory_mb / 2):
+            M[r0:r1, :] = xp.astype(inputs.form.profile(xp, sq_dist_tile(xp, inputs.rows(r0, r1), inputs)), M.dtype)
 
     def _rebuilt(self, kernel):
         return DeviceStoredGram(self.X, kernel, self.backend, self.dtype, self.memory_mb, self.inputs, rescale=True)
@@ -405,7 +403,7 @@ class DeviceStoredGram(DeviceGram, DeviceMatrixCross):
 
     def _grad_tiles(self):
         needs_d = self.form.slope_needs_distances or self.form.n_extra > 0
-        for r0, r1 in _row_tiles(self.n, self.n, self.memory_mb / 3):
+        for r0, r1 in row_tiles(self.n, self.n, self.memory_mb / 3):
             D = sq_dist_tile(self.backend.xp, self.inputs.rows(r0, r1), self.inputs) if needs_d else None
             yield r0, r1, D, self.row_tile(r0, r1)
 
@@ -450,7 +448,7 @@ class DeviceRecomputedGram(DeviceGram, DeviceTileCross):
         return DeviceTileCross(self.inputs.take(np.asarray(I)), self.inputs.take(np.asarray(J)), self.memory_mb)
 
     def _grad_tiles(self):
-        for r0, r1 in _row_tiles(self.n, self.n, self.memory_mb / 3):
+        for r0, r1 in row_tiles(self.n, self.n, self.memory_mb / 3):
             D, M = self.tile(r0, r1)
             yield r0, r1, D, M
 
@@ -465,84 +463,3 @@ class DeviceRecomputedGram(DeviceGram, DeviceTileCross):
 
 def _dtype_name(backend: ArrayBackend, M) -> str:
     return "float32" if M.dtype == backend.xp.float32 else "float64"
-
-
-# ---------------------------------------------------------------------------- building
-def choose_device_representation(
-    n: int, n_matrices: int, *, budget_bytes: int, dtype: str | None, device: str
-) -> RepresentationChoice:
-    """`auto` on a device: ``stored`` float64 if G n^2 8 bytes fit the budget, else ``stored`` float32
-    if G n^2 4 bytes fit, else ``recomputed`` (only Z kept; any n).  ``dtype`` restricts the stored
-    steps to that storage type."""
-    G = max(1, n_matrices)
-    what = f"n = {n}, {G} kernel matri{'x' if G == 1 else 'ces'}, device budget {budget_bytes / GIB:.3g} GiB"
-    stored = stored_choice(n, G, budget_bytes, dtype, what, device)
-    if stored is not None:
-        return stored
-    return RepresentationChoice(
-        "recomputed",
-        "float64",
-        f"no stored matrix fits: tiles rebuilt in every product ({what})",
-        0,
-        G,
-        budget_bytes,
-        device,
-    )
-
-
-@attrs.frozen
-class DeviceRepresentationConfig(RepresentationBuilder):
-    """How to hold each kernel matrix on ``backend``'s device.
-
-    ``kind``: ``stored`` / ``recomputed``, or ``auto`` (:func:`choose_device_representation` within
-    ``memory_gb``, default :data:`~gpmodels.kernels.memory_budget.SAFETY_FRACTION` of the device's
-    free memory).  ``dtype``: storage of ``stored`` matrices (None: float64, or for ``auto`` the first
-    that fits).  ``memory_mb`` bounds one tile (building M, recomputed products, gradients).
-    """
-
-    backend: ArrayBackend = attrs.field(validator=instance_of(ArrayBackend, what="an array backend"))
-    kind: str = attrs.field(default="auto", validator=one_of(DEVICE_KINDS))
-    dtype: str | None = attrs.field(default=None, validator=optional(one_of(STORAGE_DTYPES)))
-    memory_mb: float = attrs.field(default=256.0, validator=positive_number())
-    memory_gb: float | None = attrs.field(default=None, validator=optional(positive_number()))
-
-    def budget_bytes(self) -> int:
-        if self.memory_gb is not None:
-            return int(self.memory_gb * GIB)
-        free = self.backend.free_bytes()
-        if free is None:
-            raise DeviceError(f"the free memory of {self.backend.label} cannot be read; give representation.memory_gb")
-        return int(SAFETY_FRACTION * free)
-
-    def choose(self, n: int, kernel: Kernel, n_matrices: int = 1) -> RepresentationChoice:
-        if self.kind != "auto":
-            dtype = (self.dtype or "float64") if self.kind == "stored" else "float64"
-            return RepresentationChoice(
-                self.kind, dtype, "given in the configuration", 0, n_matrices, None, self.backend.label
-            )
-        return choose_device_representation(
-            n, n_matrices, budget_bytes=self.budget_bytes(), dtype=self.dtype, device=self.backend.label
-        )
-
-    def build(
-        self, X, kernel: Kernel, n_matrices: int = 1, *, log: bool = False, like: Representation | None = None
-    ) -> Representation:
-        """M(X, X) on the device; ``like``: this configuration's representation of the same X at
-        another kernel value, whose device inputs are reused (no second upload)."""
-        device_form(kernel)
-        if isinstance(like, DeviceGram) and like.X is X and like.backend is self.backend:
-            rep = like.with_kernel(kernel)
-            rep.choice = like.choice
-            return rep
-        choice = self.choose(X.shape[0], kernel, n_matrices)
-        if log:
-            LOG.info("representation on %s: %s", self.backend.label, choice.describe())
-        if choice.kind == "stored":
-            rep = DeviceStoredGram(X, kernel, self.backend, choice.dtype, self.memory_mb)
-        else:
-            rep = DeviceRecomputedGram(X, kernel, self.backend, self.memory_mb)
-        rep.choice = choice
-        return rep
-
-    def keeps_full_matrix(self, kernel: Kernel) -> bool:
-        return True
