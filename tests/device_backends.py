@@ -9,7 +9,14 @@ import os
 import pytest
 
 from gpmodels.kernels.device import fused as fused_products
-from gpmodels.kernels.device.backend import cuda_backend, cuda_status, numpy_backend, strict_backend, torch_backend
+from gpmodels.kernels.device.backend import (
+    NumpyBackend,
+    cuda_backend,
+    cuda_status,
+    numpy_backend,
+    strict_backend,
+    torch_backend,
+)
 
 
 def device_backends() -> tuple[dict, list]:
@@ -28,3 +35,19 @@ def device_backends() -> tuple[dict, list]:
         backends["cuda"] = cuda_backend
         params.append(pytest.param("cuda", marks=pytest.mark.gpu))
     return backends, params
+
+
+class CountingBackend(NumpyBackend):
+    """The numpy backend, counting the arrays that cross to and from the host."""
+
+    def __init__(self):
+        super().__init__()
+        self.uploads = self.downloads = 0
+
+    def from_host(self, a, dtype="float64"):
+        self.uploads += 1
+        return super().from_host(a, dtype)
+
+    def to_host(self, a):
+        self.downloads += 1
+        return super().to_host(a)

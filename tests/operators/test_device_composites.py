@@ -20,27 +20,13 @@ from gpmodels.operators.blockdiag import BlockDiagonal
 from gpmodels.operators.intercept import Intercept
 
 pytest.importorskip("array_api_compat")
-from gpmodels.kernels.device.backend import NumpyBackend, cuda_backend, cuda_status, strict_backend  # noqa: E402
+from device_backends import CountingBackend  # noqa: E402
+
+from gpmodels.kernels.device.backend import cuda_backend, cuda_status, strict_backend  # noqa: E402
 from gpmodels.kernels.device.config import DeviceRepresentationConfig  # noqa: E402
 from gpmodels.kernels.device.fused import FUSED_MIN_ENTRIES  # noqa: E402
 
 TREE = ClassTree([("root", "a"), ("root", "b"), ("a", "a1"), ("a", "a2"), ("b", "b1"), ("b", "b2"), ("b", "b3")])
-
-
-class CountingBackend(NumpyBackend):
-    """The numpy backend, counting the arrays that cross to and from the host."""
-
-    def __init__(self):
-        super().__init__()
-        self.uploads = self.downloads = 0
-
-    def from_host(self, a, dtype="float64"):
-        self.uploads += 1
-        return super().from_host(a, dtype)
-
-    def to_host(self, a):
-        self.downloads += 1
-        return super().to_host(a)
 
 
 BACKENDS = {"numpy": CountingBackend, "strict": strict_backend}

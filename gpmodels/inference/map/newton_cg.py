@@ -56,7 +56,7 @@ from gpmodels.inference.map.newton import (
 )
 from gpmodels.inference.map.preconditioners import Preconditioner, make_preconditioner
 from gpmodels.likelihoods.base import HessianFactor, Likelihood
-from gpmodels.linalg.cg import CGResult, cg
+from gpmodels.linalg.cg import ArrayVectors, CGResult, cg
 from gpmodels.linalg.counting import MVMCounter
 from gpmodels.operators.base import Operator
 from gpmodels.validation import instance_of
@@ -68,6 +68,9 @@ __all__ = [
     "NewtonResult",
     "NewtonStep",
     "NewtonSystem",
+    "DeviceSystem",
+    "device_system",
+    "device_cg",
     "SystemSolution",
     "newton_cg",
     "gradient_rms",
@@ -83,13 +86,25 @@ __all__ = [
 
 
 @attrs.frozen(eq=False)
+class DeviceSystem:
+    """(I + V^T K̃ V) on a device: the operator's ``backend``, the Hessian factor there (``hf``) and
+    ``matvec``, β -> β + V^T K̃ V β on device arrays (no transfer)."""
+
+    backend: object
+    hf: object
+    matvec: Callable
+
+
+@attrs.frozen(eq=False)
 class NewtonSystem:
     """The symmetric system (I + V^T K̃ V) β = rhs of eq. (5) at one iterate: ``hf`` (V, V^T, App. B
-    fixed part), ``matvec`` (β -> (I + V^T K̃ V) β) and ``rhs``, all (n, C)."""
+    fixed part), ``matvec`` (β -> (I + V^T K̃ V) β) and ``rhs``, all (n, C); ``device``: the same product
+    on the operator's device where K̃ and the factor go there (:func:`device_system`), else None."""
 
     hf: HessianFactor
     matvec: Callable[[np.ndarray], np.ndarray]
     rhs: np.ndarray
+    device: DeviceSystem | None = None
 
 
 @attrs.frozen(eq=False)
@@ -113,24 +128,33 @@ def newton_system(hf: HessianFactor, mvm, u: np.ndarray, g: np.ndarray) -> Newto
     rhs = hf.Vt(u) - hf.g_tilde(g)
     if hf.fixed_alpha is not None:
         rhs -= hf.Vt(mvm(hf.fixed_alpha))
-    return NewtonSystem(hf, _system_matvec(hf, mvm, rhs.shape), rhs)
+    device = device_system(hf, mvm)
+    return NewtonSystem(hf, _system_matvec(hf, mvm, rhs.shape, device), rhs, device)
 
 
-def _system_matvec(hf: HessianFactor, mvm, shape) -> Callable[[np.ndarray], np.ndarray]:
-    """β -> β + V^T K̃ V β.  Where ``mvm`` counts a device operator's products (an :class:`MVMCounter`
-    whose operator declares a ``device_backend``) and the factor goes to that device (``on_device``),
-    the whole product runs there: β crosses once each way, and the passes of V, K̃'s algebra and V^T over
-    the (n, C) arrays are the device's, not the host's.  Otherwise on the host, with V β in one buffer
-    reused by every product (K̃ consumes it at once; the result is a fresh array the caller may keep)."""
+def device_system(hf: HessianFactor, mvm) -> DeviceSystem | None:
+    """β -> β + V^T K̃ V β on a device, where ``mvm`` counts a device operator's products (an
+    :class:`MVMCounter` whose operator declares a ``device_backend``) and the factor goes to that device
+    (``on_device``): the passes of V, K̃'s algebra and V^T over the (n, C) arrays are the device's, not the
+    host's.  None otherwise."""
     backend = mvm.device_backend if isinstance(mvm, MVMCounter) else None
     device_hf = hf.on_device(backend) if backend is not None else None
-    if device_hf is not None:
+    if device_hf is None:
+        return None
 
-        def device_matvec(x):
-            xd = backend.from_host(x)
-            return backend.to_host(xd + device_hf.Vt(mvm.device_mvm(device_hf.V(xd))))
+    def device_matvec(xd):
+        return xd + device_hf.Vt(mvm.device_mvm(device_hf.V(xd)))
 
-        return device_matvec
+    return DeviceSystem(backend, device_hf, device_matvec)
+
+
+def _system_matvec(hf: HessianFactor, mvm, shape, device: DeviceSystem | None) -> Callable[[np.ndarray], np.ndarray]:
+    """β -> β + V^T K̃ V β on host arrays: through ``device`` (β crosses once each way), or on the host with
+    V β in one buffer reused by every product (K̃ consumes it at once; the result is a fresh array the
+    caller may keep)."""
+    if device is not None:
+        backend = device.backend
+        return lambda x: backend.to_host(device.matvec(backend.from_host(x)))
     buf = np.empty(shape)
 
     def matvec(x):
@@ -150,22 +174,29 @@ def newton_direction(
 ) -> tuple[CGResult, np.ndarray]:
     """Alg. 1, step 2: β by CG on eq. (5) from x0, preconditioned by ``precondition`` (r -> P^{-1} r),
     stopped at the truncated-Newton forcing term measured on r or, with ``alpha_norm``, on V r
-    (module docstring); the Newton point α' = V β (+ α_fix, App. B).  Returns (CG result, α')."""
-    hf = system.hf
-    res = cg(
-        system.matvec,
-        system.rhs,
-        x0=x0,
-        tol=opts.cg_tol,
-        forcing=forcing,
-        max_iter=opts.cg_max_iter,
-        precondition=precondition,
-        forcing_map=_alpha_norm_map(hf, system.rhs.shape) if alpha_norm else None,
-    )
+    (module docstring); the Newton point α' = V β (+ α_fix, App. B).  With a ``system.device``,
+    ``precondition`` takes device arrays and CG runs there (:func:`device_cg`).  Returns (CG result, α')."""
+    hf, dev = system.hf, system.device
+    settings = dict(tol=opts.cg_tol, forcing=forcing, max_iter=opts.cg_max_iter, precondition=precondition)
+    if dev is not None:
+        res = device_cg(dev, system.rhs, x0, forcing_map=dev.hf.V if alpha_norm else None, **settings)
+    else:
+        forcing_map = _alpha_norm_map(hf, system.rhs.shape) if alpha_norm else None
+        res = cg(system.matvec, system.rhs, x0=x0, forcing_map=forcing_map, **settings)
     new_alpha = hf.V(res.x)
     if hf.fixed_alpha is not None:
         new_alpha += hf.fixed_alpha
     return res, new_alpha
+
+
+def device_cg(dev: DeviceSystem, rhs: np.ndarray, x0, **settings) -> CGResult:
+    """:func:`~gpmodels.linalg.cg.cg` on ``dev``'s device: the right-hand side and x0 go there once, every
+    step's product, preconditioner and updates run there and only its scalars come back; the solution
+    returns to the host once.  ``settings``: cg's keywords, their maps and arrays on the device."""
+    be = dev.backend
+    start = None if x0 is None else be.from_host(x0)
+    res = cg(dev.matvec, be.from_host(rhs), x0=start, vectors=ArrayVectors(be.xp), **settings)
+    return attrs.evolve(res, x=be.to_host(res.x))
 
 
 def is_stall(ls: LineSearchResult, phi: float, phi_rtol: float, stall_step: float = 0.0) -> bool:
@@ -189,7 +220,8 @@ def newton_step_with_restarts(
     (else the last one), the last β, the CG steps of all attempts and the number of stalls.
     """
     opts = problem.options
-    precondition = precond.for_factor(system.hf)
+    dev = system.device
+    precondition = precond.for_factor(system.hf) if dev is None else precond.for_device(system.hf, dev.hf, dev.backend)
     total_cg, stalls, forcing = 0, 0, opts.cg_forcing
     best = None  # (line search result, s, s̃) of the best successful attempt
     for _ in range(opts.max_stall_restarts + 1):
@@ -220,7 +252,12 @@ def solve_weighted_system(
     K = MVMCounter(op)
     rhs = hf.Vt(b)
     inv_diag = 1.0 / hf.precond_diag(op.diag(), op.point_block_mvm)
-    sol = cg(_system_matvec(hf, K, rhs.shape), rhs, x0=x0, inv_diag=inv_diag, tol=tol, max_iter=max_iter)
+    dev = device_system(hf, K)
+    if dev is not None:
+        inv_d = dev.backend.from_host(inv_diag)
+        sol = device_cg(dev, rhs, x0, inv_diag=inv_d, tol=tol, max_iter=max_iter)
+    else:
+        sol = cg(_system_matvec(hf, K, rhs.shape, None), rhs, x0=x0, inv_diag=inv_diag, tol=tol, max_iter=max_iter)
     return SystemSolution(hf.V(sol.x), sol.x, sol.iterations, sol.residual, K.count)
 
 

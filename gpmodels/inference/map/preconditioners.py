@@ -57,6 +57,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Protocol
 
+import attrs
 import numpy as np
 import scipy.linalg as sla
 
@@ -160,6 +161,53 @@ class Preconditioner(Protocol):
     def for_factor(self, hf) -> Callable[[np.ndarray], np.ndarray]:
         """apply(r) = P^{-1} r (r of shape (n, C)) for the Hessian factor ``hf`` of this Newton iteration."""
 
+    def for_device(self, hf, device_hf, backend) -> Callable:
+        """The same P^{-1} on ``backend``'s device arrays, ``device_hf`` the factor there (``hf.on_device``):
+        the per-iteration set-up on the host, each application on the device (CG on the device, its
+        iterates never crossing to the host)."""
+
+
+@attrs.frozen(eq=False)
+class _Scale:
+    """x -> x s for an (n, C) array s (a diagonal inverse), on the host and, by :meth:`on`, on a device."""
+
+    s: np.ndarray
+
+    def __call__(self, x):
+        return x * self.s
+
+    def on(self, backend) -> Callable:
+        sd = backend.from_host(self.s)
+        return lambda x: x * sd
+
+
+@attrs.frozen(eq=False)
+class _Divide:
+    """x -> x / d for an (n, C) array d (a diagonal), on the host and, by :meth:`on`, on a device."""
+
+    d: np.ndarray
+
+    def __call__(self, x):
+        return x / self.d
+
+    def on(self, backend) -> Callable:
+        dd = backend.from_host(self.d)
+        return lambda x: x / dd
+
+
+@attrs.frozen(eq=False)
+class _BlockSolve:
+    """x_i -> B_i^{-1} x_i per point for inverse blocks (n, C, C), on the host and, by :meth:`on`, on a device."""
+
+    inv_blocks: np.ndarray
+
+    def __call__(self, x):
+        return np.matmul(self.inv_blocks, x[:, :, None])[:, :, 0]
+
+    def on(self, backend) -> Callable:
+        xp, Bd = backend.xp, backend.from_host(self.inv_blocks)
+        return lambda x: xp.matmul(Bd, x[:, :, None])[:, :, 0]
+
 
 class DiagonalPreconditioner:
     """P = diag(I + V^T K̃ V) of App. B, from diag K̃ and the per-point products K̃_i π_i."""
@@ -173,12 +221,10 @@ class DiagonalPreconditioner:
         self.point_block_mvm = op.point_block_mvm
 
     def for_factor(self, hf) -> Callable[[np.ndarray], np.ndarray]:
-        inv_diag = 1.0 / hf.precond_diag(self.diag_K, self.point_block_mvm)
+        return _Scale(1.0 / hf.precond_diag(self.diag_K, self.point_block_mvm))
 
-        def apply_diagonal(r):
-            return r * inv_diag
-
-        return apply_diagonal
+    def for_device(self, hf, device_hf, backend) -> Callable:
+        return self.for_factor(hf).on(backend)
 
 
 class BlockJacobiPreconditioner:
@@ -192,12 +238,10 @@ class BlockJacobiPreconditioner:
         self.blocks_K = op.point_blocks()  # shape: (n, C, C)
 
     def for_factor(self, hf) -> Callable[[np.ndarray], np.ndarray]:
-        inv_blocks = np.linalg.inv(hf.precond_blocks(self.blocks_K))
+        return _BlockSolve(np.linalg.inv(hf.precond_blocks(self.blocks_K)))
 
-        def apply_block(r):
-            return np.matmul(inv_blocks, r[:, :, None])[:, :, 0]
-
-        return apply_block
+    def for_device(self, hf, device_hf, backend) -> Callable:
+        return self.for_factor(hf).on(backend)
 
 
 class LowRankPreconditioner:
@@ -260,6 +304,7 @@ class LowRankPreconditioner:
         self.F = factors
         self._F_big = None
         self._AA = None
+        self._device: dict = {}  # backend id -> (A, F) on that device (for_device)
         # every F_k of one shape (C, s) (one Kronecker term, or the flat prior's): the (k, l) blocks of
         # Z^T D^{-1} Z are one batched product over the pairs
         shapes = {F.shape for F in factors}
@@ -305,11 +350,7 @@ class LowRankPreconditioner:
         """(x -> B^{-1} x, W, None) for B = diag(I + V^T R V): G_i = V_i B_i^{-1} V_i^T = W_i W_i^T with
         W_i = V_i D_i^{-1/2}, so that Σ_i L_i^T G_i L_i = Z^T Z for Z_i = W_i^T L_i (a symmetric rank-k update)."""
         D = np.maximum(hf.precond_diag(self.diag_res, self._res_point_block_mvm), 1.0)  # shape: (n, C)
-
-        def solve_B(x):
-            return x / D
-
-        return solve_B, Vb / np.sqrt(D)[:, None, :], None
+        return _Divide(D), Vb / np.sqrt(D)[:, None, :], None
 
     def pair_products(self) -> np.ndarray:
         """(a_ik a_il)_{k<=l} per point, (n, R0 (R0 + 1) / 2): the weights of Σ_i a_ik a_il G_i, fixed for the
@@ -348,17 +389,50 @@ class LowRankPreconditioner:
         F_big = self.F_big()
         return np.eye(R) + F_big.T @ G_sum.transpose(0, 2, 1, 3).reshape(R0 * C, R0 * C) @ F_big
 
-    def for_factor(self, hf) -> Callable[[np.ndarray], np.ndarray]:
-        A = self.A
-        R0 = A.shape[1]
+    def _factor(self, hf):
+        """(B^{-1} as a solve with ``on(backend)``, H = I + Z^T B^{-1} Z, None without eigenvectors) for the
+        Hessian factor of this Newton iteration."""
         Vb = hf.point_V()  # shape: (n, C, C), V_i
         solve_B, W, G = self._residual_solve(hf, Vb)  # G_i = V_i B_i^{-1} V_i^T, or W_i with G_i = W_i W_i^T
         n, C = Vb.shape[:2]
-        if R0 == 0:
+        return solve_B, (self._small_system(W, G, n, C) if self.A.shape[1] else None)
+
+    def for_device(self, hf, device_hf, backend) -> Callable:
+        solve_B, H = self._factor(hf)
+        solve_Bd = solve_B.on(backend)
+        if H is None:
+            return solve_Bd
+        xp, R0 = backend.xp, self.A.shape[1]
+        key = id(backend)
+        if key not in self._device:  # the fit's eigenvectors and class factors, uploaded once
+            F = self.F_stack if self.F_stack is not None else self.F_big()
+            self._device = {key: (backend.from_host(self.A), backend.from_host(F))}
+        A, F = self._device[key]
+        H_inv = backend.from_host(sla.cho_solve(sla.cho_factor(H, lower=True), np.eye(H.shape[0])))  # H >= I
+        stacked = self.F_stack is not None
+
+        def apply_lowrank(r):  # B^{-1} r - B^{-1} Z H^{-1} Z^T B^{-1} r as apply_lowrank of for_factor
+            y = solve_Bd(r)
+            AtVy = A.T @ device_hf.V(y)  # shape: (R0, C)
+            if stacked:
+                z = H_inv @ xp.reshape(xp.sum(F * AtVy[:, :, None], axis=1), (-1,))
+                LZ = A @ xp.sum(F * xp.reshape(z, (R0, 1, -1)), axis=2)
+            else:
+                z = H_inv @ (F.T @ xp.reshape(AtVy, (-1,)))
+                LZ = A @ xp.reshape(F @ z, (R0, -1))
+            return y - solve_Bd(device_hf.Vt(LZ))
+
+        return apply_lowrank
+
+    def for_factor(self, hf) -> Callable[[np.ndarray], np.ndarray]:
+        A = self.A
+        R0 = A.shape[1]
+        solve_B, H = self._factor(hf)
+        if H is None:
             return solve_B
+        n, C = A.shape[0], self.op.n_classes
         Fs = self.F_stack
         F_big = self.F_big() if Fs is None else None
-        H = self._small_system(W, G, n, C)
         chol, _ = sla.cho_factor(H, lower=True)
         (potrs,) = sla.get_lapack_funcs(("potrs",), (chol,))  # cho_solve's LAPACK call, without its checks
 
@@ -395,11 +469,11 @@ class LowRankBlockPreconditioner(LowRankPreconditioner):
     def _residual_solve(self, hf, Vb):
         """(x -> B^{-1} x, None, G) for the per-point blocks B_i of I + V^T R V and G_i = V_i B_i^{-1} V_i^T."""
         Binv = np.linalg.inv(hf.precond_blocks(self.blocks_res))
-
-        def solve_B(x):
-            return np.matmul(Binv, x[:, :, None])[:, :, 0]
-
-        return solve_B, None, np.matmul(np.matmul(Vb, Binv), np.transpose(Vb, (0, 2, 1)))  # V_i B_i^{-1} V_i^T
+        return (
+            _BlockSolve(Binv),
+            None,
+            np.matmul(np.matmul(Vb, Binv), np.transpose(Vb, (0, 2, 1))),
+        )  # V_i B_i^{-1} V_i^T
 
 
 def _deflated(cls):

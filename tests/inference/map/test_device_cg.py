@@ -1,0 +1,95 @@
+"""Newton–CG's linear solves on the operator's device: where K̃ and the Hessian factor go to a device, CG's
+iterates, products and preconditioner stay there (:func:`gpmodels.inference.map.newton_cg.device_cg`), so a
+fit crosses to the host a few times per Newton iteration instead of twice per CG step, with the numbers of
+the host's solves.
+
+Runs on the CI namespaces (numpy through array-api-compat, array-api-strict); the same code runs on
+PyTorch on a GPU."""
+
+import numpy as np
+import pytest
+
+from gpmodels.inference.map.newton_cg import NewtonCG, NewtonOptions, device_system, solve_weighted_system
+from gpmodels.inference.map.preconditioners import PRECONDITIONERS, make_preconditioner
+from gpmodels.kernels.rbf import RBF
+from gpmodels.likelihoods.softmax import Softmax, SoftmaxFactor, log_softmax
+from gpmodels.linalg.counting import MVMCounter
+from gpmodels.operators.blockdiag import BlockDiagonal
+from gpmodels.operators.intercept import Intercept
+
+pytest.importorskip("array_api_compat")
+from device_backends import CountingBackend, device_backends  # noqa: E402
+
+from gpmodels.kernels.device.config import DeviceRepresentationConfig  # noqa: E402
+
+BACKENDS, BACKEND_PARAMS = device_backends()
+N, C = 60, 3
+#: every preconditioner but ``auto`` (the diagonal or lowrank by size)
+NAMES = sorted(set(PRECONDITIONERS) - {"auto"})
+
+
+def _problem(backend=None):
+    """A separate-kernel prior with an intercept (a Kronecker form: lowrank deflates it), on the host
+    or, with ``backend``, its matrices on that device; targets and latent values."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(N, 2))
+    config = None if backend is None else DeviceRepresentationConfig(backend, kind="stored")
+    kernels = [RBF(0.4), RBF(0.9), RBF(1.6)]
+    op = Intercept(BlockDiagonal(X, kernels, [0, 1, 2], [2.0, 1.0, 3.0], [0, 1, 2], representation=config), 4.0)
+    Y = np.eye(C)[rng.integers(0, C, N)]
+    return op, Y, 1.5 * rng.normal(size=(N, C))
+
+
+def _options(name):
+    return NewtonOptions(preconditioner=name, precond_rank=4, cg_forcing=1e-3, cg_tol=1e-12, grad_tol=1e-9)
+
+
+@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("backend", BACKEND_PARAMS)
+def test_a_fit_with_its_solves_on_the_device_equals_the_host_fit(backend, name):
+    host, Y, _ = _problem()
+    dev, _, _ = _problem(BACKENDS[backend]())
+    a, b = (NewtonCG(_options(name)).fit(op, Softmax(), Y) for op in (host, dev))
+    assert a.diagnostics.converged and b.diagnostics.converged
+    assert b.phi == pytest.approx(a.phi, rel=1e-12)
+    np.testing.assert_allclose(b.alpha, a.alpha, rtol=0, atol=1e-8 * np.abs(a.alpha).max())
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_a_device_fit_crosses_to_the_host_per_newton_iteration_not_per_cg_step(name):
+    be = CountingBackend()
+    dev, Y, _ = _problem(be)
+    be.uploads = be.downloads = 0
+    res = NewtonCG(_options(name)).fit(dev, Softmax(), Y)
+    steps = int(np.sum(res.diagnostics.cg_iterations))
+    assert steps > 3 * res.diagnostics.iterations  # several CG steps per Newton iteration
+    assert be.downloads < steps, (be.downloads, steps)  # the host path downloads at least once per step
+
+
+@pytest.mark.parametrize("kappa", [-np.inf, np.log(0.05)], ids=["all-free", "app-b-fixed"])
+@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("backend", BACKEND_PARAMS)
+def test_each_preconditioner_applies_on_the_device_as_on_the_host(backend, name, kappa):
+    be = BACKENDS[backend]()
+    dev, Y, U = _problem(be)
+    hf = SoftmaxFactor(log_softmax(U), Y, kappa)
+    pc = make_preconditioner(name, dev, rank=4, seed=1)
+    r = np.random.default_rng(2).normal(size=(N, C))
+    host_apply, device_apply = pc.for_factor(hf), pc.for_device(hf, hf.on_device(be), be)
+    expected = host_apply(r)
+    np.testing.assert_allclose(
+        be.to_host(device_apply(be.from_host(r))), expected, rtol=0, atol=1e-12 * np.abs(expected).max()
+    )
+
+
+@pytest.mark.parametrize("backend", BACKEND_PARAMS)
+def test_the_cv_accumulation_solve_on_the_device_equals_the_host_one(backend):
+    host, Y, U = _problem()
+    dev, _, _ = _problem(BACKENDS[backend]())
+    hf = Softmax().exact_hessian_factor(U, Y)
+    assert device_system(hf, MVMCounter(dev)) is not None and device_system(hf, MVMCounter(host)) is None
+    b = np.random.default_rng(3).normal(size=(N, C))
+    x0 = np.random.default_rng(4).normal(size=(N, C))
+    a, d = (solve_weighted_system(op, hf, b, x0=x0, tol=1e-10, max_iter=200) for op in (host, dev))
+    assert d.iterations == a.iterations and d.mvms == a.mvms
+    np.testing.assert_allclose(d.z, a.z, rtol=0, atol=1e-9 * np.abs(a.z).max())
