@@ -304,7 +304,7 @@ class LowRankPreconditioner:
         self.F = factors
         self._F_big = None
         self._AA = None
-        self._device: dict = {}  # backend id -> (A, F) on that device (for_device)
+        self._device: dict = {}  # backend id -> (A, F, L's rows) on that device (for_device)
         # every F_k of one shape (C, s) (one Kronecker term, or the flat prior's): the (k, l) blocks of
         # Z^T D^{-1} Z are one batched product over the pairs
         shapes = {F.shape for F in factors}
@@ -389,25 +389,43 @@ class LowRankPreconditioner:
         F_big = self.F_big()
         return np.eye(R) + F_big.T @ G_sum.transpose(0, 2, 1, 3).reshape(R0 * C, R0 * C) @ F_big
 
-    def _factor(self, hf):
+    def _factor(self, hf, backend=None):
         """(B^{-1} as a solve with ``on(backend)``, H = I + Z^T B^{-1} Z, None without eigenvectors) for the
-        Hessian factor of this Newton iteration."""
+        Hessian factor of this Newton iteration; with a ``backend`` H's products from L's rows run on its
+        device (:meth:`_device_small_system`)."""
         Vb = hf.point_V()  # shape: (n, C, C), V_i
         solve_B, W, G = self._residual_solve(hf, Vb)  # G_i = V_i B_i^{-1} V_i^T, or W_i with G_i = W_i W_i^T
         n, C = Vb.shape[:2]
-        return solve_B, (self._small_system(W, G, n, C) if self.A.shape[1] else None)
+        if not self.A.shape[1]:
+            return solve_B, None
+        if backend is not None and self.L_rows is not None and W is not None:
+            return solve_B, self._device_small_system(backend, W)
+        return solve_B, self._small_system(W, G, n, C)
+
+    def _on_device(self, backend) -> tuple:
+        """(A, F_stack or F_big, L's rows as (n, C, R) or None) on ``backend``'s device, uploaded once per fit."""
+        key = id(backend)
+        if key not in self._device:
+            F = self.F_stack if self.F_stack is not None else self.F_big()
+            rows = None if self.L_rows is None else self.L_rows.reshape(self.A.shape[0], self.op.n_classes, -1)
+            self._device = {key: tuple(None if a is None else backend.from_host(a) for a in (self.A, F, rows))}
+        return self._device[key]
+
+    def _device_small_system(self, backend, W: np.ndarray) -> np.ndarray:
+        """:meth:`_small_system`'s H = I + Y^T Y, Y_i = W_i^T L_i, with W (n, C, C) uploaded and the products
+        on the device; H (R x R) back on the host."""
+        xp, rows = backend.xp, self._on_device(backend)[2]
+        n, C, R = rows.shape
+        Y = xp.reshape(xp.matmul(xp.permute_dims(backend.from_host(W), (0, 2, 1)), rows), (n * C, R))
+        return np.eye(R) + backend.to_host(Y.T @ Y)
 
     def for_device(self, hf, device_hf, backend) -> Callable:
-        solve_B, H = self._factor(hf)
+        solve_B, H = self._factor(hf, backend)
         solve_Bd = solve_B.on(backend)
         if H is None:
             return solve_Bd
         xp, R0 = backend.xp, self.A.shape[1]
-        key = id(backend)
-        if key not in self._device:  # the fit's eigenvectors and class factors, uploaded once
-            F = self.F_stack if self.F_stack is not None else self.F_big()
-            self._device = {key: (backend.from_host(self.A), backend.from_host(F))}
-        A, F = self._device[key]
+        A, F, _ = self._on_device(backend)
         H_inv = backend.from_host(sla.cho_solve(sla.cho_factor(H, lower=True), np.eye(H.shape[0])))  # H >= I
         stacked = self.F_stack is not None
 

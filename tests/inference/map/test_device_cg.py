@@ -66,14 +66,19 @@ def test_a_device_fit_crosses_to_the_host_per_newton_iteration_not_per_cg_step(n
     assert be.downloads < steps, (be.downloads, steps)  # the host path downloads at least once per step
 
 
+@pytest.mark.parametrize("rank", [4, 8], ids=["pairs", "rows"])
 @pytest.mark.parametrize("kappa", [-np.inf, np.log(0.05)], ids=["all-free", "app-b-fixed"])
 @pytest.mark.parametrize("name", NAMES)
 @pytest.mark.parametrize("backend", BACKEND_PARAMS)
-def test_each_preconditioner_applies_on_the_device_as_on_the_host(backend, name, kappa):
+def test_each_preconditioner_applies_on_the_device_as_on_the_host(backend, name, kappa, rank):
+    """With ``rank`` 8 the deflated ones build their small system from L's rows (on the device), with 4
+    from the pairs of eigenvectors (on the host)."""
     be = BACKENDS[backend]()
     dev, Y, U = _problem(be)
     hf = SoftmaxFactor(log_softmax(U), Y, kappa)
-    pc = make_preconditioner(name, dev, rank=4, seed=1)
+    pc = make_preconditioner(name, dev, rank=rank, seed=1)
+    if name.startswith("lowrank"):
+        assert (pc.L_rows is not None) == (rank == 8)
     r = np.random.default_rng(2).normal(size=(N, C))
     host_apply, device_apply = pc.for_factor(hf), pc.for_device(hf, hf.on_device(be), be)
     expected = host_apply(r)
