@@ -42,6 +42,9 @@ class Vectors(Protocol):
     def add_scaled(self, y, a: float, x, scratch):
         """y += a x in place; returns y."""
 
+    def scale_add(self, p, b: float, z):
+        """p = b p + z in place (the search direction's update); returns p."""
+
 
 class HostVectors:
     """numpy arrays: BLAS norms and dots, updates through one scratch array (the same numbers as y += a x)."""
@@ -67,6 +70,11 @@ class HostVectors:
     def add_scaled(self, y, a, x, scratch):
         y += np.multiply(x, a, out=scratch)
         return y
+
+    def scale_add(self, p, b, z):
+        p *= b
+        p += z
+        return p
 
 
 #: the vector operations of numpy arrays on the host
@@ -101,6 +109,11 @@ class ArrayVectors:
     def add_scaled(self, y, a, x, scratch):
         y += x * a
         return y
+
+    def scale_add(self, p, b, z):
+        p *= b
+        p += z
+        return p
 
 
 @attrs.frozen
@@ -199,7 +212,6 @@ def cg(
             break
         z = apply_M(r)
         rz_new = vectors.dot(r, z)
-        p *= rz_new / rz
-        p += z
+        p = vectors.scale_add(p, rz_new / rz, z)
         rz = rz_new
     return CGResult(x, it, res, bool(forced(res, r)), matvecs)

@@ -56,7 +56,7 @@ from gpmodels.inference.map.newton import (
 )
 from gpmodels.inference.map.preconditioners import Preconditioner, make_preconditioner
 from gpmodels.likelihoods.base import HessianFactor, Likelihood
-from gpmodels.linalg.cg import ArrayVectors, CGResult, cg
+from gpmodels.linalg.cg import CGResult, cg
 from gpmodels.linalg.counting import MVMCounter
 from gpmodels.operators.base import Operator
 from gpmodels.validation import instance_of
@@ -195,7 +195,7 @@ def device_cg(dev: DeviceSystem, rhs: np.ndarray, x0, **settings) -> CGResult:
     returns to the host once.  ``settings``: cg's keywords, their maps and arrays on the device."""
     be = dev.backend
     start = None if x0 is None else be.from_host(x0)
-    res = cg(dev.matvec, be.from_host(rhs), x0=start, vectors=ArrayVectors(be.xp), **settings)
+    res = cg(dev.matvec, be.from_host(rhs), x0=start, vectors=be.vectors, **settings)
     return attrs.evolve(res, x=be.to_host(res.x))
 
 

@@ -426,7 +426,8 @@ class LowRankPreconditioner:
             return solve_Bd
         xp, R0 = backend.xp, self.A.shape[1]
         A, F, _ = self._on_device(backend)
-        H_inv = backend.from_host(sla.cho_solve(sla.cho_factor(H, lower=True), np.eye(H.shape[0])))  # H >= I
+        chol = sla.cho_factor(H, lower=True, check_finite=False)
+        H_inv = backend.from_host(sla.cho_solve(chol, np.eye(H.shape[0]), check_finite=False))  # H >= I
         stacked = self.F_stack is not None
 
         def apply_lowrank(r):  # B^{-1} r - B^{-1} Z H^{-1} Z^T B^{-1} r as apply_lowrank of for_factor

@@ -26,6 +26,7 @@ import numpy as np
 from gpmodels.errors import DeviceError
 from gpmodels.kernels.device import fused as fused_products
 from gpmodels.kernels.memory_budget import available_memory_bytes
+from gpmodels.linalg.cg import ArrayVectors, Vectors
 
 __all__ = [
     "ArrayBackend",
@@ -89,6 +90,11 @@ class ArrayBackend(abc.ABC):
 
     def synchronize(self) -> None:  # noqa: B027 - host backends have nothing to wait for
         """Wait for queued device work (timings)."""
+
+    @property
+    def vectors(self) -> Vectors:
+        """CG's vector operations on this backend's arrays (:mod:`gpmodels.linalg.cg`)."""
+        return ArrayVectors(self.xp)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.label})"
@@ -170,6 +176,43 @@ class TorchBackend(ArrayBackend):
     def synchronize(self):
         if self.device.type == "cuda":
             self.torch.cuda.synchronize(self.device)
+
+    @property
+    def vectors(self) -> Vectors:
+        return TorchVectors(self.torch)
+
+
+class TorchVectors:
+    """CG's vector operations (:class:`~gpmodels.linalg.cg.Vectors`) as single PyTorch calls (``vdot``,
+    ``add_`` with a scale, ``vector_norm``): on a GPU each array operation is a launch from the host, and a
+    CG step is a few dozen of them."""
+
+    def __init__(self, torch):
+        self.torch = torch
+
+    def norm(self, x) -> float:
+        return float(self.torch.linalg.vector_norm(x))
+
+    def dot(self, x, y) -> float:
+        return float(self.torch.vdot(x.reshape(-1), y.reshape(-1)))
+
+    def is_zero(self, x) -> bool:
+        return not bool(self.torch.any(x))
+
+    def zeros_like(self, x):
+        return self.torch.zeros_like(x)
+
+    def copy(self, x):
+        return x.clone()
+
+    def scratch(self, x):
+        return None
+
+    def add_scaled(self, y, a, x, scratch):
+        return y.add_(x, alpha=a)
+
+    def scale_add(self, p, b, z):
+        return self.torch.add(z, p, alpha=b, out=p)
 
 
 def numpy_backend() -> ArrayBackend:
