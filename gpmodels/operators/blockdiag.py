@@ -335,7 +335,8 @@ class BlockDiagonal(Operator):
         n, G = Vd.shape[0], stack.size
         B = Vd if dc.gather is None else xp.take(Vd, dc.gather, axis=1)
         w = B.shape[1] // G
-        out = stack.product(xp.permute_dims(xp.reshape(B, (n, G, w)), (1, 0, 2)))
+        B3 = xp.reshape(xp.permute_dims(xp.reshape(B, (n, G, w)), (1, 0, 2)), (G, n, w), copy=True)  # C order
+        out = stack.product(B3)
         out = xp.reshape(xp.permute_dims(out, (1, 0, 2)), (n, G * w))
         if dc.order is not None:
             out = xp.take(out, dc.order, axis=1)

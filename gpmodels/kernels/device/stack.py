@@ -9,8 +9,8 @@ diag) is unchanged.  What the stack adds:
 - :meth:`DeviceGramStack.product`: S B for B of shape (G, n, w), every matrix's product at once: one
   fused launch where the backend has fused products and the stack is large enough for them (G n^2
   entries; each entry of S read once, a float32 one widened to float64 in registers,
-  :meth:`~gpmodels.kernels.device.fused.FusedProducts.mixed_matmul`), else one batched product in float64,
-  or one per column tile converted to float64 for all G matrices at once.  Per MVM this is one launch
+  :meth:`~gpmodels.kernels.device.fused.FusedProducts.mixed_matmul`), else one batched product in float64
+  (float32 storage: each matrix's row tiles converted to float64).  Per MVM this is one launch
   instead of G products and the column scatter around them (the per-call cost that bounds CV folds of a
   few thousand points on a GPU), and a float32 stack moves 4 bytes per entry where the array-API products
   of single matrices write and read a float64 copy of each (20 bytes per entry).
@@ -48,21 +48,24 @@ class DeviceGramStack:
         return out
 
     def product(self, B3):
-        """S B for B3 of shape (G, n, w), float64 on the device: (G, n, w) float64.  Fused: one launch over
-        the stack, either storage.  Array-API: every M is symmetric, so S B = (B^T S)^T, one batched
-        row-times-matrix product (the form batched BLAS serves best for the few columns of an MVM), over
-        column tiles of S converted to float64 for float32 storage."""
+        """S B for B3 of shape (G, n, w), float64 and C-contiguous on the device: (G, n, w) float64.  Fused:
+        one launch over the stack, either storage; array-API: one batched product (strided-batched GEMM) in
+        float64, and for float32 storage each matrix's row tiles converted to float64 (a float64 copy of
+        the whole stack would be G times the tile the memory bound allows)."""
         fused = self.backend.fused
         if fused is not None and fused.covers(self.size * self.n, self.n):
             return fused.mixed_matmul(self.S, B3)
         xp = self.backend.xp
-        Bt = xp.permute_dims(B3, (0, 2, 1))
         if self.S.dtype == xp.float64:
-            return xp.permute_dims(Bt @ self.S, (0, 2, 1))
-        tiles = row_tiles(self.n, self.size * self.n, self.memory_mb)  # (G, n, cols) float64 per tile
-        parts = [Bt @ xp.astype(self.S[:, :, c0:c1], xp.float64) for c0, c1 in tiles]
-        out = parts[0] if len(parts) == 1 else xp.concat(parts, axis=2)
-        return xp.permute_dims(out, (0, 2, 1))
+            return self.S @ B3
+        return xp.stack([self._widened_product(l, B3[l, ...]) for l in range(self.size)])
+
+    def _widened_product(self, l: int, B):
+        """float64(M^(l)) B over row tiles of at most ``memory_mb``."""
+        xp = self.backend.xp
+        tiles = row_tiles(self.n, self.n, self.memory_mb)
+        parts = [xp.astype(self.S[l, r0:r1, :], xp.float64) @ B for r0, r1 in tiles]
+        return parts[0] if len(parts) == 1 else xp.concat(parts, axis=0)
 
     def restrict(self, reps: list[DeviceStoredGram], J) -> list[DeviceStoredGram]:
         """The members' restrictions to the points J (App. D.2), ``reps`` the members in stack order: one
