@@ -71,6 +71,7 @@ __all__ = [
     "DeviceSystem",
     "device_system",
     "device_cg",
+    "DEVICE_CG_MIN_ENTRIES",
     "SystemSolution",
     "newton_cg",
     "gradient_rms",
@@ -88,11 +89,13 @@ __all__ = [
 @attrs.frozen(eq=False)
 class DeviceSystem:
     """(I + V^T K̃ V) on a device: the operator's ``backend``, the Hessian factor there (``hf``) and
-    ``matvec``, β -> β + V^T K̃ V β on device arrays (no transfer)."""
+    ``matvec``, β -> β + V^T K̃ V β on device arrays (no transfer); ``solves``: whether CG runs there too
+    (:data:`DEVICE_CG_MIN_ENTRIES`), else on the host through ``matvec`` with one transfer each way."""
 
     backend: object
     hf: object
     matvec: Callable
+    solves: bool
 
 
 @attrs.frozen(eq=False)
@@ -132,6 +135,15 @@ def newton_system(hf: HessianFactor, mvm, u: np.ndarray, g: np.ndarray) -> Newto
     return NewtonSystem(hf, _system_matvec(hf, mvm, rhs.shape, device), rhs, device)
 
 
+#: CG runs on the device from this many entries of its (n, C) vectors.  Below, a host pass over them costs
+#: about one device launch (satimage's folds: 3548 x 6, a numpy pass 5-20 us), and a device CG step takes
+#: about twice the launches of the product alone (its updates, norms, preconditioner: 44 against 33 calls
+#: per step with the diagonal, 87 against 39 with lowrank, counted on PyTorch), more than the two transfers
+#: it saves; above, the host's passes dominate (imclef07a, 10 000 x 63: 3.6 ms of CG vector work per step
+#: on the H100 machine's host in run 5)
+DEVICE_CG_MIN_ENTRIES = 1 << 16
+
+
 def device_system(hf: HessianFactor, mvm) -> DeviceSystem | None:
     """β -> β + V^T K̃ V β on a device, where ``mvm`` counts a device operator's products (an
     :class:`MVMCounter` whose operator declares a ``device_backend``) and the factor goes to that device
@@ -145,7 +157,8 @@ def device_system(hf: HessianFactor, mvm) -> DeviceSystem | None:
     def device_matvec(xd):
         return xd + device_hf.Vt(mvm.device_mvm(device_hf.V(xd)))
 
-    return DeviceSystem(backend, device_hf, device_matvec)
+    entries = mvm.op.n_points * mvm.op.n_classes
+    return DeviceSystem(backend, device_hf, device_matvec, entries >= DEVICE_CG_MIN_ENTRIES)
 
 
 def _system_matvec(hf: HessianFactor, mvm, shape, device: DeviceSystem | None) -> Callable[[np.ndarray], np.ndarray]:
@@ -178,7 +191,7 @@ def newton_direction(
     ``precondition`` takes device arrays and CG runs there (:func:`device_cg`).  Returns (CG result, α')."""
     hf, dev = system.hf, system.device
     settings = dict(tol=opts.cg_tol, forcing=forcing, max_iter=opts.cg_max_iter, precondition=precondition)
-    if dev is not None:
+    if dev is not None and dev.solves:
         res = device_cg(dev, system.rhs, x0, forcing_map=dev.hf.V if alpha_norm else None, **settings)
     else:
         forcing_map = _alpha_norm_map(hf, system.rhs.shape) if alpha_norm else None
@@ -221,7 +234,10 @@ def newton_step_with_restarts(
     """
     opts = problem.options
     dev = system.device
-    precondition = precond.for_factor(system.hf) if dev is None else precond.for_device(system.hf, dev.hf, dev.backend)
+    if dev is not None and dev.solves:
+        precondition = precond.for_device(system.hf, dev.hf, dev.backend)
+    else:
+        precondition = precond.for_factor(system.hf, None if dev is None else dev.backend)
     total_cg, stalls, forcing = 0, 0, opts.cg_forcing
     best = None  # (line search result, s, s̃) of the best successful attempt
     for _ in range(opts.max_stall_restarts + 1):
@@ -253,11 +269,11 @@ def solve_weighted_system(
     rhs = hf.Vt(b)
     inv_diag = 1.0 / hf.precond_diag(op.diag(), op.point_block_mvm)
     dev = device_system(hf, K)
-    if dev is not None:
+    if dev is not None and dev.solves:
         inv_d = dev.backend.from_host(inv_diag)
         sol = device_cg(dev, rhs, x0, inv_diag=inv_d, tol=tol, max_iter=max_iter)
     else:
-        sol = cg(_system_matvec(hf, K, rhs.shape, None), rhs, x0=x0, inv_diag=inv_diag, tol=tol, max_iter=max_iter)
+        sol = cg(_system_matvec(hf, K, rhs.shape, dev), rhs, x0=x0, inv_diag=inv_diag, tol=tol, max_iter=max_iter)
     return SystemSolution(hf.V(sol.x), sol.x, sol.iterations, sol.residual, K.count)
 
 

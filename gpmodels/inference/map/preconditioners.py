@@ -158,8 +158,9 @@ class Preconditioner(Protocol):
     #: ``lowrank``: the eigensolvers' subspaces side by side, (n, Σ k_t), a start for the next fit; else None
     basis: np.ndarray | None
 
-    def for_factor(self, hf) -> Callable[[np.ndarray], np.ndarray]:
-        """apply(r) = P^{-1} r (r of shape (n, C)) for the Hessian factor ``hf`` of this Newton iteration."""
+    def for_factor(self, hf, backend=None) -> Callable[[np.ndarray], np.ndarray]:
+        """apply(r) = P^{-1} r (r of shape (n, C)) for the Hessian factor ``hf`` of this Newton iteration;
+        ``backend``: the device of the Newton system's product, where set-up work that pays there may run."""
 
     def for_device(self, hf, device_hf, backend) -> Callable:
         """The same P^{-1} on ``backend``'s device arrays, ``device_hf`` the factor there (``hf.on_device``):
@@ -220,7 +221,7 @@ class DiagonalPreconditioner:
         self.diag_K = op.diag()  # shape: (n, C)
         self.point_block_mvm = op.point_block_mvm
 
-    def for_factor(self, hf) -> Callable[[np.ndarray], np.ndarray]:
+    def for_factor(self, hf, backend=None) -> Callable[[np.ndarray], np.ndarray]:
         return _Scale(1.0 / hf.precond_diag(self.diag_K, self.point_block_mvm))
 
     def for_device(self, hf, device_hf, backend) -> Callable:
@@ -237,7 +238,7 @@ class BlockJacobiPreconditioner:
     def __init__(self, op: Operator):
         self.blocks_K = op.point_blocks()  # shape: (n, C, C)
 
-    def for_factor(self, hf) -> Callable[[np.ndarray], np.ndarray]:
+    def for_factor(self, hf, backend=None) -> Callable[[np.ndarray], np.ndarray]:
         return _BlockSolve(np.linalg.inv(hf.precond_blocks(self.blocks_K)))
 
     def for_device(self, hf, device_hf, backend) -> Callable:
@@ -443,10 +444,10 @@ class LowRankPreconditioner:
 
         return apply_lowrank
 
-    def for_factor(self, hf) -> Callable[[np.ndarray], np.ndarray]:
+    def for_factor(self, hf, backend=None) -> Callable[[np.ndarray], np.ndarray]:
         A = self.A
         R0 = A.shape[1]
-        solve_B, H = self._factor(hf)
+        solve_B, H = self._factor(hf, backend)  # with a backend, H's GEMMs there (per-point tiny products)
         if H is None:
             return solve_B
         n, C = A.shape[0], self.op.n_classes

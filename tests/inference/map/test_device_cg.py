@@ -1,10 +1,13 @@
-"""Newton–CG's linear solves on the operator's device: where K̃ and the Hessian factor go to a device, CG's
-iterates, products and preconditioner stay there (:func:`gpmodels.inference.map.newton_cg.device_cg`), so a
-fit crosses to the host a few times per Newton iteration instead of twice per CG step, with the numbers of
-the host's solves.
+"""Newton–CG's linear solves on the operator's device: where K̃ and the Hessian factor go to a device and the
+vectors have at least ``DEVICE_CG_MIN_ENTRIES`` entries, CG's iterates, products and preconditioner stay there
+(:func:`gpmodels.inference.map.newton_cg.device_cg`), so a fit crosses to the host a few times per Newton
+iteration instead of twice per CG step, with the numbers of the host's solves.  The problems here are small:
+the tests that solve on the device lower the threshold (``on_device``).
 
 Runs on the CI namespaces (numpy through array-api-compat, array-api-strict); the same code runs on
 PyTorch on a GPU."""
+
+import importlib
 
 import numpy as np
 import pytest
@@ -23,9 +26,17 @@ from device_backends import CountingBackend, device_backends  # noqa: E402
 from gpmodels.kernels.device.config import DeviceRepresentationConfig  # noqa: E402
 
 BACKENDS, BACKEND_PARAMS = device_backends()
+#: the module (the package exports its function of the same name)
+newton_cg = importlib.import_module("gpmodels.inference.map.newton_cg")
 N, C = 60, 3
 #: every preconditioner but ``auto`` (the diagonal or lowrank by size)
 NAMES = sorted(set(PRECONDITIONERS) - {"auto"})
+
+
+@pytest.fixture
+def on_device(monkeypatch):
+    """CG on the device whatever the size of the problem."""
+    monkeypatch.setattr(newton_cg, "DEVICE_CG_MIN_ENTRIES", 0)
 
 
 def _problem(backend=None):
@@ -46,7 +57,7 @@ def _options(name):
 
 @pytest.mark.parametrize("name", NAMES)
 @pytest.mark.parametrize("backend", BACKEND_PARAMS)
-def test_a_fit_with_its_solves_on_the_device_equals_the_host_fit(backend, name):
+def test_a_fit_with_its_solves_on_the_device_equals_the_host_fit(backend, name, on_device):
     host, Y, _ = _problem()
     dev, _, _ = _problem(BACKENDS[backend]())
     a, b = (NewtonCG(_options(name)).fit(op, Softmax(), Y) for op in (host, dev))
@@ -56,7 +67,7 @@ def test_a_fit_with_its_solves_on_the_device_equals_the_host_fit(backend, name):
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_a_device_fit_crosses_to_the_host_per_newton_iteration_not_per_cg_step(name):
+def test_a_device_fit_crosses_to_the_host_per_newton_iteration_not_per_cg_step(name, on_device):
     be = CountingBackend()
     dev, Y, _ = _problem(be)
     be.uploads = be.downloads = 0
@@ -64,6 +75,16 @@ def test_a_device_fit_crosses_to_the_host_per_newton_iteration_not_per_cg_step(n
     steps = int(np.sum(res.diagnostics.cg_iterations))
     assert steps > 3 * res.diagnostics.iterations  # several CG steps per Newton iteration
     assert be.downloads < steps, (be.downloads, steps)  # the host path downloads at least once per step
+
+
+def test_a_small_problem_solves_on_the_host_with_its_product_on_the_device():
+    be = CountingBackend()
+    dev, Y, _ = _problem(be)
+    assert N * C < newton_cg.DEVICE_CG_MIN_ENTRIES
+    be.uploads = be.downloads = 0
+    res = NewtonCG(_options("diagonal")).fit(dev, Softmax(), Y)
+    steps = int(np.sum(res.diagnostics.cg_iterations))
+    assert steps <= be.downloads <= steps + 3 * res.diagnostics.iterations + 3
 
 
 @pytest.mark.parametrize("rank", [4, 8], ids=["pairs", "rows"])
@@ -80,15 +101,15 @@ def test_each_preconditioner_applies_on_the_device_as_on_the_host(backend, name,
     if name.startswith("lowrank"):
         assert (pc.L_rows is not None) == (rank == 8)
     r = np.random.default_rng(2).normal(size=(N, C))
-    host_apply, device_apply = pc.for_factor(hf), pc.for_device(hf, hf.on_device(be), be)
-    expected = host_apply(r)
-    np.testing.assert_allclose(
-        be.to_host(device_apply(be.from_host(r))), expected, rtol=0, atol=1e-12 * np.abs(expected).max()
-    )
+    expected = pc.for_factor(hf)(r)
+    tol = 1e-12 * np.abs(expected).max()
+    np.testing.assert_allclose(pc.for_factor(hf, be)(r), expected, rtol=0, atol=tol)  # set-up on the device
+    device_apply = pc.for_device(hf, hf.on_device(be), be)
+    np.testing.assert_allclose(be.to_host(device_apply(be.from_host(r))), expected, rtol=0, atol=tol)
 
 
 @pytest.mark.parametrize("backend", BACKEND_PARAMS)
-def test_the_cv_accumulation_solve_on_the_device_equals_the_host_one(backend):
+def test_the_cv_accumulation_solve_on_the_device_equals_the_host_one(backend, on_device):
     host, Y, U = _problem()
     dev, _, _ = _problem(BACKENDS[backend]())
     hf = Softmax().exact_hessian_factor(U, Y)
