@@ -1,0 +1,26 @@
+"""bench/device_calls.py (issue 24) on the CI namespace: both placements of CG give the same fits, and
+solving on the device moves fewer arrays than one transfer each way per CG step."""
+
+import json
+import sys
+
+import pytest
+from conftest import ROOT
+
+sys.path.insert(0, str(ROOT / "bench"))
+pytest.importorskip("array_api_compat")
+
+
+def test_device_cg_moves_fewer_arrays_than_the_host_placement_with_the_same_steps(capsys):
+    import device_calls
+
+    assert device_calls.main(["--backend", "numpy", "--scale", "0.03", "--repeat", "1"]) == 0
+    out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    rows = {(r["problem"], r["placement"]): r for r in out["rows"]}
+    for problem in device_calls.PROBLEMS:
+        host, dev = rows[problem, "host-cg"], rows[problem, "device-cg"]
+        assert (host["cg_steps"], host["mvms"]) == (dev["cg_steps"], dev["mvms"])
+        assert host["downloads"] >= host["cg_steps"] and dev["downloads"] < host["downloads"]
+    wide = rows["wide", "device-cg"]  # many CG steps per Newton iteration: fewer downloads than steps
+    assert wide["downloads"] < wide["cg_steps"]
+    assert out["device_cg_min_entries"] == device_calls.NEWTON_CG.DEVICE_CG_MIN_ENTRIES
