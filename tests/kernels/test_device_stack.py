@@ -126,3 +126,16 @@ def test_the_cv_criterion_and_gradient_through_a_stack_equal_the_host_ones(backe
     assert a.ok and b.ok
     np.testing.assert_allclose(a.psi, b.psi, rtol=1e-10)
     _close(a.gradient, b.gradient, 1e-8)
+
+
+@pytest.mark.parametrize("backend", BACKEND_PARAMS)
+def test_recomputed_matrices_are_not_stacked_and_multiply_as_the_host(backend):
+    X = np.random.default_rng(3).normal(size=(N, 3))
+    class_kernel, kernels = LAYOUTS["separate"]
+    args = (X, kernels, class_kernel, [1.0, 2.0, 0.5, 3.0], [0, 1, 2, 3])
+    config = DeviceRepresentationConfig(BACKENDS[backend](), kind="recomputed", memory_mb=TILE_MB)
+    dev, host = BlockDiagonal(*args, representation=config), BlockDiagonal(*args)
+    assert dev._layout.stack is None and all(rep.stack is None for rep in dev._rep_list)
+    V = _rhs(1)
+    _close(dev.mvm(V), host.mvm(V), 1e-12)
+    _close(dev.with_params(dev.params + 0.1).mvm(V), host.with_params(host.params + 0.1).mvm(V), 1e-12)

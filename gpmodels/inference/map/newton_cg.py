@@ -136,11 +136,12 @@ def newton_system(hf: HessianFactor, mvm, u: np.ndarray, g: np.ndarray) -> Newto
 
 
 #: CG runs on the device from this many entries of its (n, C) vectors.  Below, a host pass over them costs
-#: about one device launch (satimage's folds: 3548 x 6, a numpy pass 5-20 us), and a device CG step takes
-#: about twice the launches of the product alone (its updates, norms, preconditioner: 44 against 33 calls
-#: per step with the diagonal, 87 against 39 with lowrank, counted on PyTorch), more than the two transfers
-#: it saves; above, the host's passes dominate (imclef07a, 10 000 x 63: 3.6 ms of CG vector work per step
-#: on the H100 machine's host in run 5)
+#: about one device launch (satimage's folds, 3548 x 6: the softmax factor's V, about five passes, took
+#: 82 us on the H100 machine's host, bench/host_glue.py), while a CG step on the device takes about twice the
+#: calls of the product alone (its updates, norms and preconditioner: 44 against 32 calls per step with the
+#: diagonal, 87 against 40 with lowrank, counted on PyTorch); above, the host's passes dominate (imclef07a,
+#: 10 000 x 63: 3.6 ms of CG vector work per step there in run 5).  Not yet measured on a GPU either side
+#: of the line: bench/device_calls.py times both placements.
 DEVICE_CG_MIN_ENTRIES = 1 << 16
 
 
@@ -187,8 +188,9 @@ def newton_direction(
 ) -> tuple[CGResult, np.ndarray]:
     """Alg. 1, step 2: β by CG on eq. (5) from x0, preconditioned by ``precondition`` (r -> P^{-1} r),
     stopped at the truncated-Newton forcing term measured on r or, with ``alpha_norm``, on V r
-    (module docstring); the Newton point α' = V β (+ α_fix, App. B).  With a ``system.device``,
-    ``precondition`` takes device arrays and CG runs there (:func:`device_cg`).  Returns (CG result, α')."""
+    (module docstring); the Newton point α' = V β (+ α_fix, App. B).  With a ``system.device`` that
+    ``solves``, ``precondition`` takes device arrays and CG runs there (:func:`device_cg`).  Returns (CG
+    result, α')."""
     hf, dev = system.hf, system.device
     settings = dict(tol=opts.cg_tol, forcing=forcing, max_iter=opts.cg_max_iter, precondition=precondition)
     if dev is not None and dev.solves:
