@@ -110,10 +110,7 @@ class ArrayVectors:
         y += x * a
         return y
 
-    def scale_add(self, p, b, z):
-        p *= b
-        p += z
-        return p
+    scale_add = HostVectors.scale_add  # in-place operators: the same code on any namespace
 
 
 @attrs.frozen

@@ -102,7 +102,9 @@ class _Layout:
 
     @property
     def backend(self):
-        return shared_device_backend(self.reps)
+        if "backend" not in self._device:  # asked on every MVM; the representations are fixed
+            self._device["backend"] = shared_device_backend(self.reps)
+        return self._device["backend"]
 
     @property
     def stack(self):
