@@ -627,4 +627,7 @@ def main(argv=None, say=print) -> dict:
 
 
 if __name__ == "__main__":
+    from gpmodels.linalg.blas_threads import configure_openblas
+
+    configure_openblas()  # the short OpenBLAS spin of the `gpmodels` command (re-runs this script with it)
     main()

@@ -10,8 +10,9 @@ limits (threadpoolctl), and the thread pools of our own compiled / tiled product
 - :func:`thread_pool`: a pool of k threads of this process (float32 tile products, the compiled
   symmetric product), one per size and process: a forked worker does not inherit its parent's
   threads, so it gets pools of its own.
-- :func:`small_dense`: one BLAS thread for the factorisations and triangular solves of a small dense
-  matrix, where a thread team costs more than the work (:data:`SMALL_DENSE_N`).
+- :func:`one_blas_thread`: one BLAS thread for work whose BLAS calls are all too small for a thread
+  team; :func:`small_dense` applies it to the factorisations and triangular solves of a small dense
+  matrix (:data:`SMALL_DENSE_N`).
 - :func:`configure_openblas`: the short spin of idle OpenBLAS threads that the ``gpmodels`` command
   runs with.
 
@@ -39,6 +40,7 @@ __all__ = [
     "OPENBLAS_THREAD_TIMEOUT",
     "SMALL_DENSE_N",
     "small_dense",
+    "one_blas_thread",
 ]
 
 #: 2^4 cycles of spin for an idle OpenBLAS thread (OpenBLAS's default is 2^28): a digits final fit
@@ -80,7 +82,15 @@ def small_dense(n: int):
     """A context for dense linear algebra of order ``n``: at most one BLAS thread when n <=
     :data:`SMALL_DENSE_N`, else no change.  Only in the main thread: threadpoolctl's limit is
     process-wide, and the engines set their worker threads' limits themselves."""
-    if n > SMALL_DENSE_N or threading.current_thread() is not threading.main_thread() or blas_threads() == 1:
+    return contextlib.nullcontext() if n > SMALL_DENSE_N else one_blas_thread()
+
+
+def one_blas_thread():
+    """A context in which the BLAS uses one thread, for work whose BLAS calls are all small: there waking
+    a thread team costs more than the call.  Only in the main thread (threadpoolctl's limit is
+    process-wide, and the engines set their worker threads' limits themselves); no change where the BLAS
+    has one thread already."""
+    if threading.current_thread() is not threading.main_thread() or blas_threads() == 1:
         return contextlib.nullcontext()
     return limit_blas_threads(1)
 

@@ -16,6 +16,7 @@ from gpmodels.inference.map.newton_cg import NewtonCG, NewtonOptions, device_sys
 from gpmodels.inference.map.preconditioners import PRECONDITIONERS, make_preconditioner
 from gpmodels.kernels.rbf import RBF
 from gpmodels.likelihoods.softmax import Softmax, SoftmaxFactor, log_softmax
+from gpmodels.linalg.blas_threads import blas_threads, limit_blas_threads
 from gpmodels.linalg.counting import MVMCounter
 from gpmodels.operators.blockdiag import BlockDiagonal
 from gpmodels.operators.intercept import Intercept
@@ -119,3 +120,31 @@ def test_the_cv_accumulation_solve_on_the_device_equals_the_host_one(backend, on
     a, d = (solve_weighted_system(op, hf, b, x0=x0, tol=1e-10, max_iter=200) for op in (host, dev))
     assert d.iterations == a.iterations and d.mvms == a.mvms
     np.testing.assert_allclose(d.z, a.z, rtol=0, atol=1e-9 * np.abs(a.z).max())
+
+
+def _blas_threads_seen_by_cg(op, Y, monkeypatch) -> set:
+    """The BLAS thread counts that CG's steps of a fit on ``op`` ran with (BLAS limited to 2 around it)."""
+    seen = set()
+    real_cg = newton_cg.cg
+
+    def watching(matvec, *args, **kw):
+        seen.add(blas_threads())
+        return real_cg(matvec, *args, **kw)
+
+    monkeypatch.setattr(newton_cg, "cg", watching)
+    with limit_blas_threads(2):
+        if blas_threads() < 2:
+            pytest.skip("this BLAS cannot run 2 threads here")
+        NewtonCG(_options("lowrank")).fit(op, Softmax(), Y)
+    return seen
+
+
+def test_host_cg_beside_a_device_product_runs_on_one_blas_thread(monkeypatch):
+    dev, Y, _ = _problem(BACKENDS["numpy"]())
+    assert N * C < newton_cg.DEVICE_CG_MIN_ENTRIES  # CG on the host, the product on the device
+    assert _blas_threads_seen_by_cg(dev, Y, monkeypatch) == {1}
+
+
+def test_a_host_product_keeps_its_blas_threads(monkeypatch):
+    host, Y, _ = _problem()
+    assert _blas_threads_seen_by_cg(host, Y, monkeypatch) == {2}
