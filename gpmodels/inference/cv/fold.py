@@ -42,6 +42,7 @@ from gpmodels.engine.base import Workload
 from gpmodels.inference.cv.options import CVOptions
 from gpmodels.inference.cv.partition import FoldTask
 from gpmodels.inference.map.newton import NewtonSolver
+from gpmodels.inference.map.newton_cg import host_blas
 from gpmodels.inference.map.solvers import make_solver
 from gpmodels.likelihoods.base import Likelihood
 from gpmodels.operators.base import Operator
@@ -206,7 +207,8 @@ def evaluate_fold(
     cross_IJ = op.cross(I, J)  # its transpose is K̃_{J,I} (rmvm): one copy per fold, not two
     restrict_s = time.perf_counter() - t
     solver = make_solver(opts.solver, opts.newton)
-    fold = _fold(solver, FoldProblem(op_J, cross_IJ, likelihood, Y[J], Y[I]), task, opts, gradient)
+    with host_blas(op_J):  # one BLAS thread for the small host work beside a device's products
+        fold = _fold(solver, FoldProblem(op_J, cross_IJ, likelihood, Y[J], Y[I]), task, opts, gradient)
     return attrs.evolve(fold, restrict_seconds=restrict_s)
 
 

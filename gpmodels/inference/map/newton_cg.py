@@ -165,14 +165,15 @@ def device_system(hf: HessianFactor, mvm) -> DeviceSystem | None:
     return DeviceSystem(backend, device_hf, device_matvec, entries >= DEVICE_CG_MIN_ENTRIES)
 
 
-def host_blas(device: DeviceSystem | None):
-    """The BLAS context of a Newton system's host work: one thread where the product runs on a device and CG
-    on the host.  Then the vectors have fewer than :data:`DEVICE_CG_MIN_ENTRIES` entries, and every BLAS call of
-    a step (CG's norms and dots, the factor's row sums, the preconditioner's products with its n x R basis)
-    is too small for a thread team, which would be woken for each call.  satimage mc-sep CV on the H100
-    machine (16 cores): 1.59 ms per MVM with one BLAS thread against 2.42 ms with 16 (short OpenBLAS spin).
-    No change for host products (their BLAS is the product) or CG on the device."""
-    if device is None or device.solves:
+def host_blas(op: Operator):
+    """The BLAS context of a fit's host work on ``op``: one thread where the products run on a device
+    (``op.device_backend``) and the (n, C) vectors have fewer than :data:`DEVICE_CG_MIN_ENTRIES` entries, so
+    that CG runs on the host.  Every BLAS call there (CG's norms and dots, the factor's row sums, the
+    preconditioner's products with its n x R basis and its QR) is too small for a thread team, which would
+    be woken for each call.  satimage mc-sep CV (13 evaluations) on the H100 machine (16 cores): 1.59 ms per
+    MVM with one BLAS thread for the whole process, 1.80 ms with one thread in the Newton steps only, 2.42 ms
+    with 16.  No change for host products (their BLAS is the product) or CG on the device."""
+    if op.device_backend is None or op.n_points * op.n_classes >= DEVICE_CG_MIN_ENTRIES:
         return contextlib.nullcontext()
     return one_blas_thread()
 
@@ -251,27 +252,26 @@ def newton_step_with_restarts(
     """
     opts = problem.options
     dev = system.device
+    if dev is not None and dev.solves:
+        precondition = precond.for_device(system.hf, dev.hf, dev.backend)
+    else:
+        precondition = precond.for_factor(system.hf, None if dev is None else dev.backend)
     total_cg, stalls, forcing = 0, 0, opts.cg_forcing
     best = None  # (line search result, s, s̃) of the best successful attempt
-    with host_blas(dev):
-        if dev is not None and dev.solves:
-            precondition = precond.for_device(system.hf, dev.hf, dev.backend)
-        else:
-            precondition = precond.for_factor(system.hf, None if dev is None else dev.backend)
-        for _ in range(opts.max_stall_restarts + 1):
-            res, new_alpha = newton_direction(
-                system, x0, opts, precondition, forcing=forcing, alpha_norm=precond.forcing_in_alpha_space
-            )
-            total_cg += res.iterations
-            ls, s, s_tilde = line_search_step(problem, point, new_alpha)
-            if ls.success and (best is None or ls.phi < best[0].phi):
-                best = (ls, s, s_tilde)
-            if not is_stall(ls, point.phi, opts.phi_rtol, opts.stall_step):
-                break
-            stalls += 1
-            x0, forcing = res.x, 0.0  # restart CG from its last β (footnote 17)
-            if res.converged and res.residual <= opts.cg_tol:
-                break  # CG already exact: the stall is round-off at the optimum
+    for _ in range(opts.max_stall_restarts + 1):
+        res, new_alpha = newton_direction(
+            system, x0, opts, precondition, forcing=forcing, alpha_norm=precond.forcing_in_alpha_space
+        )
+        total_cg += res.iterations
+        ls, s, s_tilde = line_search_step(problem, point, new_alpha)
+        if ls.success and (best is None or ls.phi < best[0].phi):
+            best = (ls, s, s_tilde)
+        if not is_stall(ls, point.phi, opts.phi_rtol, opts.stall_step):
+            break
+        stalls += 1
+        x0, forcing = res.x, 0.0  # restart CG from its last β (footnote 17)
+        if res.converged and res.residual <= opts.cg_tol:
+            break  # CG already exact: the stall is round-off at the optimum
     if best is not None:
         ls, s, s_tilde = best
     return StepResult(ls, s, s_tilde, beta=res.x, cg_iterations=total_cg, stalls=stalls)
@@ -291,7 +291,7 @@ def solve_weighted_system(
         inv_d = dev.backend.from_host(inv_diag)
         sol = device_cg(dev, rhs, x0, inv_diag=inv_d, tol=tol, max_iter=max_iter)
     else:
-        with host_blas(dev):
+        with host_blas(op):
             sol = cg(_system_matvec(hf, K, rhs.shape, dev), rhs, x0=x0, inv_diag=inv_diag, tol=tol, max_iter=max_iter)
     return SystemSolution(hf.V(sol.x), sol.x, sol.iterations, sol.residual, K.count)
 
@@ -325,6 +325,12 @@ class NewtonCG(SteppedSolver):
         """Newton–CG's state for one fit; ``precond_start``: a previous fit's ``precond_basis`` on the same
         points (the ``lowrank`` eigensolvers start from it)."""
         return _CGStepper(op, self.options, precond_start)
+
+    def fit(self, op: Operator, likelihood: Likelihood, Y, **kw) -> NewtonResult:
+        """:meth:`SteppedSolver.fit <gpmodels.inference.map.newton.SteppedSolver.fit>` in ``op``'s host BLAS
+        context (:func:`host_blas`)."""
+        with host_blas(op):
+            return super().fit(op, likelihood, Y, **kw)
 
     def solve_weighted(
         self, op: Operator, hf: HessianFactor, b: np.ndarray, *, x0=None, tol: float, max_iter: int

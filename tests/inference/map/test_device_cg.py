@@ -148,3 +148,16 @@ def test_host_cg_beside_a_device_product_runs_on_one_blas_thread(monkeypatch):
 def test_a_host_product_keeps_its_blas_threads(monkeypatch):
     host, Y, _ = _problem()
     assert _blas_threads_seen_by_cg(host, Y, monkeypatch) == {2}
+
+
+def test_host_blas_gives_one_thread_beside_a_small_device_operator_only():
+    dev, _, _ = _problem(BACKENDS["numpy"]())
+    host, _, _ = _problem()
+    with limit_blas_threads(2):
+        if blas_threads() < 2:
+            pytest.skip("this BLAS cannot run 2 threads here")
+        with newton_cg.host_blas(dev):
+            assert blas_threads() == 1
+        with newton_cg.host_blas(host):
+            assert blas_threads() == 2
+        assert blas_threads() == 2
