@@ -63,7 +63,7 @@ MIN_POINTS = 500
 #: on a device in this process.  Measured on one H100 (16 cores): two Ψ evaluations of 5 folds at
 #: n = 1200, C = 4 took 0.38 s here, and on 2 (5) spawned workers 5.0 s of start-up and then 4-7 s
 #: (6-11 s) per evaluation (the workers' products contend for the one card); satimage mc-sep (n = 4435,
-#: 13 evaluations) took 27.5 s here and 20.1 s on 5 spawned workers, 6.9 s of it their start-up
+#: 13 evaluations) took 17.0 s here and 16.8 s on 5 spawned workers, 5.4 s of it their start-up
 MIN_POINTS_DEVICE = 4000
 #: share of the available memory the auto engine lets its workers take together
 MEMORY_SHARE = 0.8

@@ -139,12 +139,11 @@ def newton_system(hf: HessianFactor, mvm, u: np.ndarray, g: np.ndarray) -> Newto
 
 
 #: CG runs on the device from this many entries of its (n, C) vectors.  Below, a host pass over them costs
-#: about one device launch (satimage's folds, 3548 x 6: the softmax factor's V, about five passes, took
-#: 82 us on the H100 machine's host, bench/host_glue.py), while a CG step on the device takes about twice the
-#: calls of the product alone (its updates, norms and preconditioner: 44 against 32 calls per step with the
-#: diagonal, 87 against 40 with lowrank, counted on PyTorch); above, the host's passes dominate (imclef07a,
-#: 10 000 x 63: 3.6 ms of CG vector work per step there in run 5).  Not yet measured on a GPU either side
-#: of the line: bench/device_calls.py times both placements.
+#: about one device launch, and a CG step on the device makes about twice the calls of the product alone (its
+#: updates, norms and preconditioner: 78 against 35 calls per step with lowrank); above, the host's passes
+#: dominate.  bench/device_calls.py on one H100: a satimage fold (3548 x 6, lowrank) 3.3 ms per CG step with
+#: CG on the host, 3.6 ms on the device; imclef07a's shape (10 000 x 63, diagonal) 11.2 ms on the host, 4.2 ms
+#: on the device.
 DEVICE_CG_MIN_ENTRIES = 1 << 16
 
 
@@ -170,9 +169,10 @@ def host_blas(op: Operator):
     (``op.device_backend``) and the (n, C) vectors have fewer than :data:`DEVICE_CG_MIN_ENTRIES` entries, so
     that CG runs on the host.  Every BLAS call there (CG's norms and dots, the factor's row sums, the
     preconditioner's products with its n x R basis and its QR) is too small for a thread team, which would
-    be woken for each call.  satimage mc-sep CV (13 evaluations) on the H100 machine (16 cores): 1.59 ms per
-    MVM with one BLAS thread for the whole process, 1.80 ms with one thread in the Newton steps only, 2.42 ms
-    with 16.  No change for host products (their BLAS is the product) or CG on the device."""
+    be woken for each call.  satimage mc-sep CV learning with its folds in one process on the H100 machine
+    (16 cores): 1.72 ms per MVM this way, 2.42 ms with 16 BLAS threads (in a run whose outer search took 7
+    evaluations, not 13).  No change for host products (their
+    BLAS is the product) or CG on the device."""
     if op.device_backend is None or op.n_points * op.n_classes >= DEVICE_CG_MIN_ENTRIES:
         return contextlib.nullcontext()
     return one_blas_thread()
