@@ -171,8 +171,7 @@ def host_blas(op: Operator):
     preconditioner's products with its n x R basis and its QR) is too small for a thread team, which would
     be woken for each call.  satimage mc-sep CV learning with its folds in one process on the H100 machine
     (16 cores): 1.72 ms per MVM this way, 2.42 ms with 16 BLAS threads (in a run whose outer search took 7
-    evaluations, not 13).  No change for host products (their
-    BLAS is the product) or CG on the device."""
+    evaluations, not 13).  No change for host products (their BLAS is the product) or CG on the device."""
     if op.device_backend is None or op.n_points * op.n_classes >= DEVICE_CG_MIN_ENTRIES:
         return contextlib.nullcontext()
     return one_blas_thread()
