@@ -183,6 +183,13 @@ class Operator(Parameterised):
         return None
 
     @property
+    def row_blocks(self) -> tuple[tuple[slice, Operator], ...] | None:
+        """K = diag(K_1, ..., K_F) over consecutive row ranges, as (rows, K_k) pairs, where the operator is
+        made of independent operators on separate points (:class:`~gpmodels.operators.stacked.Stacked`):
+        preconditioners are then built per block.  None (the default): no such form."""
+        return None
+
+    @property
     def device_backend(self):
         """The array backend (:mod:`gpmodels.kernels.device.backend`) on whose device :meth:`device_mvm`
         runs K V from and to device arrays: every kernel matrix lives there and the operator's algebra is

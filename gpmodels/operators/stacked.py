@@ -1,0 +1,248 @@
+"""Independent copies of a prior on separate point sets, as one operator: K = diag(K_1, ..., K_F).
+
+The F parts are operators with the same classes and hyperparameters on their own points (the
+restrictions K̃_{J_k} of one prior to the training sets of CV folds); the stacked operator has their
+points one after the other and no covariance between parts.  Since Φ(α) = Σ_k Φ_k(α_k) separates
+over the parts, one Newton–CG fit on it solves the F fits at once (the folds' refits of Seeger 2008,
+Sec. 4, :mod:`gpmodels.inference.cv.stacked`): every MVM, CG update and preconditioner application
+then touches all folds in one call.
+
+A restriction (or any row order) keeps the parts: ``order`` gives, for every row of the operator, its
+row in the parts' stacked layout; products scatter into that layout and gather back.  Products on a
+device (``device_backend``) are declared for the stacked layout itself (no ``order``), the one
+CV fitting uses.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from gpmodels.errors import InputError
+from gpmodels.kernels.representation_base import shared_device_backend
+from gpmodels.operators.base import CrossOperator, KronTerm, Operator
+
+__all__ = ["Stacked"]
+
+
+#: what Stacked reads of its parts (an Operator's public surface; a measuring proxy around one passes too)
+_PART_SURFACE = ("n_points", "n_classes", "params", "mvm", "diag", "restrict", "cross", "with_params")
+
+
+def _check_parts(parts) -> tuple[Operator, ...]:
+    parts = tuple(parts)
+    if not parts or not all(all(hasattr(p, a) for a in _PART_SURFACE) for p in parts):
+        raise InputError(f"Stacked needs a non-empty sequence of operators; got {[type(p).__name__ for p in parts]}")
+    C, theta = parts[0].n_classes, parts[0].params
+    for k, p in enumerate(parts[1:], 1):
+        if p.n_classes != C or p.params.shape != theta.shape or not np.array_equal(p.params, theta):
+            raise InputError(
+                f"Stacked parts must share the classes and hyperparameters of part 0 ({C} classes, params "
+                f"{theta.tolist()}); part {k} has {p.n_classes} classes and params {p.params.tolist()}"
+            )
+    return parts
+
+
+class Stacked(Operator):
+    """K = diag(K_1, ..., K_F) over the parts' points (module docstring); ``order``: row i of the
+    operator is row ``order[i]`` of the parts' stacked layout (None: that layout)."""
+
+    def __init__(self, parts: Sequence[Operator], order: np.ndarray | None = None):
+        self.parts = _check_parts(parts)
+        self.offsets = np.cumsum([0] + [p.n_points for p in self.parts])
+        if order is not None:
+            order = np.asarray(order, dtype=np.intp)
+            if not np.array_equal(np.sort(order), np.arange(self.offsets[-1])):
+                raise InputError(f"Stacked order must be a permutation of 0..{self.offsets[-1] - 1}")
+        self.order = order
+        self.is_class_diagonal = all(p.is_class_diagonal for p in self.parts)
+
+    # ------------------------------------------------------------------ layout
+    def part_rows(self, k: int) -> slice:
+        """The rows of part k in the parts' stacked layout."""
+        return slice(int(self.offsets[k]), int(self.offsets[k + 1]))
+
+    def _to_stack(self, A: np.ndarray) -> np.ndarray:
+        """Rows in the operator's order -> rows in the parts' stacked layout."""
+        if self.order is None:
+            return A
+        out = np.empty_like(A)
+        out[self.order] = A
+        return out
+
+    def _from_stack(self, A: np.ndarray) -> np.ndarray:
+        return A if self.order is None else A[self.order]
+
+    def _per_part(self, fn, A: np.ndarray) -> np.ndarray:
+        """fn(part k, its rows of A) for every part, stacked back in the operator's order."""
+        S = self._to_stack(A)
+        return self._from_stack(
+            np.concatenate([fn(p, np.ascontiguousarray(S[self.part_rows(k)])) for k, p in enumerate(self.parts)])
+        )
+
+    def _locate(self, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(part, row within the part) of the operator's rows ``idx``."""
+        s = idx if self.order is None else self.order[idx]
+        part = np.searchsorted(self.offsets, s, side="right") - 1
+        return part, s - self.offsets[part]
+
+    # ------------------------------------------------------------------ the protocol
+    @property
+    def row_blocks(self):
+        if self.order is not None:  # the parts' rows are not consecutive ranges of this operator's
+            return None
+        return tuple((self.part_rows(k), p) for k, p in enumerate(self.parts))
+
+    @property
+    def n_points(self) -> int:
+        return int(self.offsets[-1])
+
+    @property
+    def n_classes(self) -> int:
+        return self.parts[0].n_classes
+
+    @property
+    def params(self) -> np.ndarray:
+        return self.parts[0].params
+
+    @property
+    def param_names(self) -> tuple[str, ...]:
+        return self.parts[0].param_names
+
+    @property
+    def param_bounds(self) -> np.ndarray:
+        return self.parts[0].param_bounds
+
+    def param_classes(self):
+        return self.parts[0].param_classes()
+
+    def with_params(self, theta) -> Stacked:
+        return Stacked([p.with_params(theta) for p in self.parts], self.order)
+
+    def _mvm(self, V):
+        return self._per_part(lambda p, A: p.mvm(A), V)
+
+    def _diag(self):
+        return self._from_stack(np.concatenate([p.diag() for p in self.parts]))
+
+    def _point_block_mvm(self, P):
+        return self._per_part(lambda p, A: p.point_block_mvm(A), P)
+
+    def _point_blocks(self):
+        return self._from_stack(np.concatenate([p.point_blocks() for p in self.parts]))
+
+    def _grad_trace(self, E, F):
+        Es, Fs = self._to_stack(E), self._to_stack(F)
+        return sum(
+            p.grad_trace(np.ascontiguousarray(Es[self.part_rows(k)]), np.ascontiguousarray(Fs[self.part_rows(k)]))
+            for k, p in enumerate(self.parts)
+        )
+
+    def _dense(self):
+        C = self.n_classes
+        D = np.zeros((self.n_points * C,) * 2)
+        for k, p in enumerate(self.parts):
+            r = slice(int(self.offsets[k]) * C, int(self.offsets[k + 1]) * C)
+            D[r, r] = p.dense()
+        if self.order is None:
+            return D
+        flat = (self.order[:, None] * C + np.arange(C)[None, :]).ravel()
+        return D[np.ix_(flat, flat)]
+
+    def _kron_terms(self):
+        """Σ_t diag(M_t^(1), ..., M_t^(F)) ⊗ S_t where every part has the same terms' S_t (parts of one prior)."""
+        terms = [p.kron_terms() for p in self.parts]
+        if any(t is None or len(t) != len(terms[0]) for t in terms):
+            return None
+        out = []
+        for j, first in enumerate(terms[0]):
+            if any(not np.array_equal(t[j].S, first.S) for t in terms):
+                return None
+            ranks = [t[j].rank for t in terms]
+            rank = None if any(r is None for r in ranks) else sum(ranks)
+            out.append(KronTerm(self._stacked_map([t[j].mvm for t in terms]), first.S, rank))
+        return out
+
+    def _stacked_map(self, maps):
+        """B (n, m) -> diag(M^(1), ..., M^(F)) B from the parts' maps B_k -> M^(k) B_k."""
+        return lambda B: self._from_stack(
+            np.concatenate([m(np.ascontiguousarray(self._to_stack(B)[self.part_rows(k)])) for k, m in enumerate(maps)])
+        )
+
+    def _restrict(self, J):
+        part, local = self._locate(J)
+        keep = np.unique(part)
+        parts = [self.parts[k].restrict(local[part == k]) for k in keep]
+        order = np.empty(J.size, dtype=np.intp)
+        order[np.argsort(part, kind="stable")] = np.arange(J.size)
+        return Stacked(parts, None if np.array_equal(order, np.arange(J.size)) else order)
+
+    def _cross(self, I, J):
+        (pI, lI), (pJ, lJ) = self._locate(I), self._locate(J)
+        blocks = []
+        for k in np.intersect1d(pI, pJ):
+            rows, cols = np.flatnonzero(pI == k), np.flatnonzero(pJ == k)
+            blocks.append((rows, cols, self.parts[k].cross(lI[rows], lJ[cols])))
+        return _StackedBlock(blocks, (I.size, J.size, self.n_classes))
+
+    def _cross_test(self, X_new):
+        blocks = [p.cross_test(X_new) for p in self.parts]
+        return _TestBlock(self, blocks, (blocks[0].shape[0], self.n_points, self.n_classes))
+
+    def _test_point_blocks(self, X_new):
+        return self.parts[0].test_point_blocks(X_new)
+
+    # ------------------------------------------------------------------ device products
+    @property
+    def device_backend(self):
+        return shared_device_backend(self.parts) if self.order is None else None
+
+    def _device_mvm(self, backend, Vd):
+        outs = [p.device_mvm(Vd[self.part_rows(k), ...]) for k, p in enumerate(self.parts)]
+        return backend.xp.concat(outs, axis=0)
+
+    def __repr__(self) -> str:
+        return f"Stacked({len(self.parts)} parts, n={self.n_points}, C={self.n_classes})"
+
+
+class _StackedBlock(CrossOperator):
+    """K_{I,J} of a :class:`Stacked`: the parts' blocks between the rows and columns each holds (zero
+    between different parts); ``blocks``: (positions in I, positions in J, the part's block)."""
+
+    def __init__(self, blocks, shape):
+        self._blocks, self._shape = blocks, shape
+
+    @property
+    def shape(self):
+        return self._shape
+
+    def _mvm(self, V):
+        out = np.zeros((self._shape[0], *V.shape[1:]))
+        for rows, cols, b in self._blocks:
+            out[rows] = b.mvm(np.ascontiguousarray(V[cols]))
+        return out
+
+    def _rmvm(self, W):
+        out = np.zeros((self._shape[1], *W.shape[1:]))
+        for rows, cols, b in self._blocks:
+            out[cols] = b.rmvm(np.ascontiguousarray(W[rows]))
+        return out
+
+
+class _TestBlock(CrossOperator):
+    """K_{*,.} of a :class:`Stacked` at new points: the parts' blocks side by side."""
+
+    def __init__(self, op: Stacked, blocks, shape):
+        self._op, self._blocks, self._shape = op, blocks, shape
+
+    @property
+    def shape(self):
+        return self._shape
+
+    def _mvm(self, V):
+        S = self._op._to_stack(V)
+        return sum(b.mvm(np.ascontiguousarray(S[self._op.part_rows(k)])) for k, b in enumerate(self._blocks))
+
+    def _rmvm(self, W):
+        return self._op._from_stack(np.concatenate([b.rmvm(W) for b in self._blocks]))
