@@ -274,7 +274,21 @@ def check_likelihood(
             vj = hf.V(E[:, :, j])
             expect.reshape(-1)[j] = 1.0 + float(np.sum(vj * np.einsum("icd,id->ic", blocks, vj)))
         assert_close("precond_diag = diag(I + V^T K V)", d, expect, 1e-9, 1e-9)
+    _check_factor_rows(hf, x, y, n)
     check_likelihood_hooks(lik, U, Y, rng, step=step, rtol=rtol)
+
+
+def _check_factor_rows(hf, x: np.ndarray, y: np.ndarray, n: int) -> None:
+    """A factor that gives its rows (``HessianFactor.rows``): V, V^T, W and β_init of the rows' factor are
+    the whole factor's on those rows (V is block-diagonal over points)."""
+    rows = slice(n // 3, n - n // 4)
+    part = hf.rows(rows)
+    if part is None:
+        return
+    for name in ("V", "Vt", "W", "beta_init"):
+        whole = getattr(hf, name)(x if name != "Vt" else y)[rows]
+        assert_close(f"rows(): {name} on the rows", getattr(part, name)(x[rows] if name != "Vt" else y[rows]), whole)
+    assert np.array_equal(part.free, hf.free[rows]), "rows(): the free components of the rows"
 
 
 def _exact_blocks(lik, U, Y) -> np.ndarray:

@@ -75,6 +75,12 @@ class HessianFactor(abc.ABC):
         factor multiplies host arrays only."""
         return None
 
+    def rows(self, rows: slice) -> HessianFactor | None:
+        """The factor of the points ``rows`` alone (the likelihood is per point, so V is block-diagonal over
+        points), for a preconditioner built per block of points (a stacked operator's parts); None (the
+        default): this factor does not give its rows."""
+        return None
+
     @abc.abstractmethod
     def Vt(self, y: np.ndarray) -> np.ndarray:
         """V^T y, zero on the fixed components."""

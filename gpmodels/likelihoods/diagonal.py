@@ -109,6 +109,9 @@ class DiagonalFactor(HessianFactor):
     def precond_diag(self, diag_K, point_block_mvm):
         return 1.0 + self.w * diag_K  # diag(I + W^{1/2} K̃ W^{1/2}), App. B with diagonal W
 
+    def rows(self, rows: slice) -> DiagonalFactor:
+        return DiagonalFactor(self._w_given[rows], self.exact)
+
     def diagonal_W(self) -> np.ndarray:
         """w as given (before the floor that keeps W^{1/2} and W^{-1/2} finite)."""
         return self._w_given

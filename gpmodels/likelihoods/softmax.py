@@ -104,7 +104,7 @@ class SoftmaxFactor(HessianFactor):
     """
 
     def __init__(self, log_pi: np.ndarray, Y: np.ndarray, kappa: float):
-        self.log_pi = log_pi
+        self.log_pi, self._Y, self._kappa = log_pi, Y, kappa
         self.pi = np.exp(log_pi)
         self.sqrt_pi = np.exp(0.5 * log_pi)
         small = log_pi < kappa
@@ -171,8 +171,11 @@ class SoftmaxFactor(HessianFactor):
     def multinomial_pi(self) -> np.ndarray:
         return self.pi
 
+    def rows(self, rows: slice) -> SoftmaxFactor:
+        return SoftmaxFactor(self.log_pi[rows], self._Y[rows], self._kappa)
+
     def on_device(self, backend) -> SoftmaxDeviceFactor:
-        return SoftmaxDeviceFactor(backend, self)
+        return SoftmaxDeviceFactor.of(backend, self)
 
     def point_V(self) -> np.ndarray:
         """V_i = (I - π_i 1^T) diag(π_i^{1/2}) per point, (n, C, C): entry (c, d) = (δ_cd - π_ic) π_id^{1/2},
@@ -201,10 +204,19 @@ class SoftmaxDeviceFactor:
     that the Newton system's product β + V^T K̃ V β runs beside a device operator with one transfer each
     way (:func:`gpmodels.inference.map.newton_cg.newton_system`)."""
 
-    def __init__(self, backend, hf: SoftmaxFactor):
-        self.xp = backend.xp
-        self.pi, self.sqrt_pi = backend.from_host(hf.pi), backend.from_host(hf.sqrt_pi)
-        self.free = None if hf.all_free else backend.from_host(hf.free, dtype="bool")
+    def __init__(self, xp, pi, sqrt_pi, free):
+        self.xp, self.pi, self.sqrt_pi, self.free = xp, pi, sqrt_pi, free
+
+    @classmethod
+    def of(cls, backend, hf: SoftmaxFactor) -> SoftmaxDeviceFactor:
+        """``hf``'s arrays uploaded to ``backend``'s device (the free mask only where App. B fixed a component)."""
+        free = None if hf.all_free else backend.from_host(hf.free, dtype="bool")
+        return cls(backend.xp, backend.from_host(hf.pi), backend.from_host(hf.sqrt_pi), free)
+
+    def rows(self, rows: slice) -> SoftmaxDeviceFactor:
+        """The factor of the points ``rows`` alone, on views of this one's device arrays."""
+        free = None if self.free is None else self.free[rows, ...]
+        return SoftmaxDeviceFactor(self.xp, self.pi[rows, ...], self.sqrt_pi[rows, ...], free)
 
     def V(self, x):
         """x_i ↦ A_i D_i^{1/2} x_i = s_i - π_i (1^T s_i), s = π^{1/2} ∘ x on the free components."""
