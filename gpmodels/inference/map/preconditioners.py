@@ -62,6 +62,7 @@ import numpy as np
 import scipy.linalg as sla
 
 from gpmodels.errors import InputError
+from gpmodels.inference.map.row_blocks import RowBlocksPreconditioner
 from gpmodels.operators.base import KronTerm, Operator
 
 __all__ = [
@@ -528,7 +529,21 @@ def make_preconditioner(
     """The preconditioner ``name`` (module docstring) for Newton–CG on ``op``: ``lowrank`` /
     ``lowrank_block`` on an operator without a Kronecker form give the diagonal one; ``start``: the
     ``basis`` of a preconditioner of a nearby operator on the same points (``lowrank``: its
-    eigensolvers then start from those subspaces, 2 MVMs per Kronecker term instead of 4)."""
+    eigensolvers then start from those subspaces, 2 MVMs per Kronecker term instead of 4).  On an operator
+    of independent blocks of points (``op.row_blocks``) the deflating ones are built per block
+    (:class:`~gpmodels.inference.map.row_blocks.RowBlocksPreconditioner`), ``auto`` choosing by the
+    largest block."""
     if name not in PRECONDITIONERS:
         raise InputError(f"preconditioner must be one of {tuple(PRECONDITIONERS)}; got {name!r}")
-    return PRECONDITIONERS[name](op, rank=int(rank), seed=int(seed), start=start)
+    blocks = op.row_blocks
+    if blocks is not None and name == "auto":
+        name = "lowrank" if max(part.n_points for _, part in blocks) >= LOWRANK_MIN_POINTS else "diagonal"
+    if blocks is None or name not in ("lowrank", "lowrank_block"):
+        return PRECONDITIONERS[name](op, rank=int(rank), seed=int(seed), start=start)
+    starts = [None if start is None or start.shape[0] != op.n_points else start[rows] for rows, _ in blocks]
+    return RowBlocksPreconditioner(
+        [
+            (rows, PRECONDITIONERS[name](part, rank=int(rank), seed=int(seed), start=s))
+            for (rows, part), s in zip(blocks, starts)
+        ]
+    )

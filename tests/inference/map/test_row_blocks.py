@@ -1,0 +1,118 @@
+"""Preconditioners per block of points (``Operator.row_blocks``): on stacked independent operators the
+deflating preconditioners are each block's own, on the host and on a device."""
+
+import numpy as np
+import pytest
+
+from gpmodels.errors import InputError
+from gpmodels.inference.map import preconditioners
+from gpmodels.inference.map.preconditioners import (
+    DiagonalPreconditioner,
+    LowRankPreconditioner,
+    make_preconditioner,
+)
+from gpmodels.inference.map.row_blocks import RowBlocksPreconditioner
+from gpmodels.kernels.rbf import RBF
+from gpmodels.likelihoods.base import HessianFactor
+from gpmodels.likelihoods.softmax import Softmax
+from gpmodels.operators.blockdiag import BlockDiagonal
+from gpmodels.operators.intercept import Intercept
+from gpmodels.operators.stacked import Stacked
+
+C = 3
+
+
+def _stack(representation=None):
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(40, 2))
+    op = Intercept(
+        BlockDiagonal(
+            X, [RBF(0.5), RBF(1.0), RBF(2.0)], [0, 1, 2], [2.0, 1.0, 3.0], [0, 1, 2], representation=representation
+        ),
+        2.0,
+    )
+    sets = [rng.permutation(40)[:m] for m in (30, 25, 33)]
+    stack = Stacked([op.restrict(J) for J in sets])
+    U = rng.normal(size=(stack.n_points, C))
+    Y = np.eye(C)[rng.integers(0, C, stack.n_points)]
+    return stack, Softmax().hessian_factor(U, Y), rng.normal(size=(stack.n_points, C))
+
+
+@pytest.mark.parametrize("name", ["lowrank", "lowrank_block"])
+def test_a_deflating_preconditioner_of_a_stack_is_each_blocks_own(name):
+    stack, hf, r = _stack()
+    P = make_preconditioner(name, stack, rank=4, seed=2)
+    assert isinstance(P, RowBlocksPreconditioner) and P.forcing_in_alpha_space
+    expect = []
+    for rows, part in stack.row_blocks:
+        own = make_preconditioner(name, part, rank=4, seed=2)
+        expect.append(own.for_factor(hf.rows(rows))(r[rows]))
+    np.testing.assert_allclose(P.for_factor(hf)(r), np.concatenate(expect), rtol=1e-12)
+    assert P.basis.shape[0] == stack.n_points  # the blocks' subspaces row after row: the next fit's start
+    again = make_preconditioner(name, stack, rank=4, seed=2, start=P.basis)
+    for (rows, part), (_, block) in zip(stack.row_blocks, again.blocks):  # each block starts from its rows
+        own = make_preconditioner(name, part, rank=4, seed=2, start=P.basis[rows])
+        np.testing.assert_allclose(block.for_factor(hf.rows(rows))(r[rows]), own.for_factor(hf.rows(rows))(r[rows]))
+
+
+def test_the_diagonal_preconditioners_stay_whole():
+    stack, hf, r = _stack()
+    P = make_preconditioner("diagonal", stack)
+    assert isinstance(P, DiagonalPreconditioner)
+
+
+def test_auto_decides_by_the_largest_block(monkeypatch):
+    stack, _, _ = _stack()
+    monkeypatch.setattr(preconditioners, "LOWRANK_MIN_POINTS", 33)
+    P = make_preconditioner("auto", stack, rank=4)
+    assert isinstance(P, RowBlocksPreconditioner) and all(isinstance(p, LowRankPreconditioner) for _, p in P.blocks)
+    monkeypatch.setattr(preconditioners, "LOWRANK_MIN_POINTS", 34)
+    assert isinstance(make_preconditioner("auto", stack, rank=4), DiagonalPreconditioner)  # not 88 stacked points
+
+
+class _NoRows(HessianFactor):
+    """A factor that does not give its rows (the default)."""
+
+    def __init__(self, hf):
+        self.hf, self.free = hf, hf.free
+
+    def V(self, x):
+        return self.hf.V(x)
+
+    def Vt(self, y):
+        return self.hf.Vt(y)
+
+    def W(self, x):
+        return self.hf.W(x)
+
+    def g_tilde(self, g):
+        return self.hf.g_tilde(g)
+
+    def beta_init(self, alpha):
+        return self.hf.beta_init(alpha)
+
+    def precond_diag(self, diag_K, point_block_mvm):
+        return self.hf.precond_diag(diag_K, point_block_mvm)
+
+
+def test_a_factor_without_rows_is_a_clear_error():
+    stack, hf, _ = _stack()
+    with pytest.raises(InputError, match="does not give its rows.*'diagonal'.*folds_per_fit 1"):
+        make_preconditioner("lowrank", stack, rank=4).for_factor(_NoRows(hf))
+
+
+pytest.importorskip("array_api_compat")
+from device_backends import device_backends  # noqa: E402
+
+from gpmodels.kernels.device.config import DeviceRepresentationConfig  # noqa: E402
+
+BACKENDS, BACKEND_PARAMS = device_backends()
+
+
+@pytest.mark.parametrize("backend", BACKEND_PARAMS)
+def test_the_blocks_preconditioner_on_a_device_equals_the_host_one(backend):
+    be = BACKENDS[backend]()
+    stack, hf, r = _stack(DeviceRepresentationConfig(be, kind="stored"))
+    P = make_preconditioner("lowrank", stack, rank=4, seed=2)
+    on_device = P.for_device(hf, hf.on_device(be), be)
+    np.testing.assert_allclose(be.to_host(on_device(be.from_host(r))), P.for_factor(hf)(r), rtol=1e-10)
