@@ -50,6 +50,8 @@ __all__ = [
     "project_start",
     "line_search_step",
     "newton_loop",
+    "stop_rule",
+    "no_decrease",
     "ROUNDOFF_GRAD",
     "PRECONDITIONER_NAMES",
 ]
@@ -221,7 +223,7 @@ def _small_decrease(phis: list, steps: list, phi_rtol: float) -> bool:
     )
 
 
-def _stop_rule(grad: float, phis: list, steps: list, phi_rtol: float, it: int, opts) -> tuple[bool, str] | None:
+def stop_rule(grad: float, phis: list, steps: list, phi_rtol: float, it: int, opts) -> tuple[bool, str] | None:
     """Step 2's stopping rules at the current point: (converged, message) when the fit ends here, else None."""
     if grad <= opts.grad_tol:
         return True, "gradient below grad_tol"
@@ -232,7 +234,7 @@ def _stop_rule(grad: float, phis: list, steps: list, phi_rtol: float, it: int, o
     return None
 
 
-def _no_decrease(grad: float, grad_tol: float) -> tuple[bool, str]:
+def no_decrease(grad: float, grad_tol: float) -> tuple[bool, str]:
     """(converged, message) when the line search finds no decrease at gradient RMS ``grad``: converged
     at round-off level (at most max(grad_tol, ROUNDOFF_GRAD)), else not."""
     if grad <= max(grad_tol, ROUNDOFF_GRAD):
@@ -266,7 +268,7 @@ def newton_loop(
         grads.append(gradient_rms(alpha, g))
         if on_iteration is not None:
             on_iteration(NewtonStep(it, float(phi), grads[-1], mvm.count))
-        stop = _stop_rule(grads[-1], phis, steps, phi_rtol, it, opts)
+        stop = stop_rule(grads[-1], phis, steps, phi_rtol, it, opts)
         if stop is not None:
             converged, message = stop
             break
@@ -280,7 +282,7 @@ def newton_loop(
             phis.append(phi)
             mvms.append(mvm.count)
             grads.append(grads[-1])  # the same point: one entry per entry of ``phi``
-            converged, message = _no_decrease(grads[-1], opts.grad_tol)
+            converged, message = no_decrease(grads[-1], opts.grad_tol)
             break
         alpha = alpha + ls.step * res.s
         u = u + ls.step * res.s_tilde

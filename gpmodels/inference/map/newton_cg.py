@@ -86,6 +86,7 @@ __all__ = [
     "is_stall",
     "newton_step_with_restarts",
     "solve_weighted_system",
+    "system_matvec",
 ]
 
 
@@ -135,7 +136,7 @@ def newton_system(hf: HessianFactor, mvm, u: np.ndarray, g: np.ndarray) -> Newto
     if hf.fixed_alpha is not None:
         rhs -= hf.Vt(mvm(hf.fixed_alpha))
     device = device_system(hf, mvm)
-    return NewtonSystem(hf, _system_matvec(hf, mvm, rhs.shape, device), rhs, device)
+    return NewtonSystem(hf, system_matvec(hf, mvm, rhs.shape, device), rhs, device)
 
 
 #: CG runs on the device from this many entries of its (n, C) vectors.  Below, a host pass over them costs
@@ -177,7 +178,7 @@ def host_blas(op: Operator):
     return one_blas_thread()
 
 
-def _system_matvec(hf: HessianFactor, mvm, shape, device: DeviceSystem | None) -> Callable[[np.ndarray], np.ndarray]:
+def system_matvec(hf: HessianFactor, mvm, shape, device: DeviceSystem | None) -> Callable[[np.ndarray], np.ndarray]:
     """β -> β + V^T K̃ V β on host arrays: through ``device`` (β crosses once each way), or on the host with
     V β in one buffer reused by every product (K̃ consumes it at once; the result is a fresh array the
     caller may keep)."""
@@ -291,7 +292,7 @@ def solve_weighted_system(
         sol = device_cg(dev, rhs, x0, inv_diag=inv_d, tol=tol, max_iter=max_iter)
     else:
         with host_blas(op):
-            sol = cg(_system_matvec(hf, K, rhs.shape, dev), rhs, x0=x0, inv_diag=inv_diag, tol=tol, max_iter=max_iter)
+            sol = cg(system_matvec(hf, K, rhs.shape, dev), rhs, x0=x0, inv_diag=inv_diag, tol=tol, max_iter=max_iter)
     return SystemSolution(hf.V(sol.x), sol.x, sol.iterations, sol.residual, K.count)
 
 

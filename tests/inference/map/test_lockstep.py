@@ -1,0 +1,97 @@
+"""Newton–CG on independent row blocks in lockstep (:mod:`gpmodels.inference.map.lockstep`): every block's fit
+is :class:`NewtonCG`'s on that block alone (its iterations, CG steps, α and Φ), the accumulation solves
+:func:`solve_weighted_system`'s, on the host and with the products and CG on the CI's device namespaces."""
+
+import importlib
+
+import numpy as np
+import pytest
+
+from gpmodels.errors import InputError
+from gpmodels.inference.map.lockstep import lockstep_newton, lockstep_weighted_solve
+from gpmodels.inference.map.newton_cg import NewtonCG, NewtonOptions, solve_weighted_system
+from gpmodels.kernels.rbf import RBF
+from gpmodels.likelihoods.softmax import Softmax
+from gpmodels.operators.blockdiag import BlockDiagonal
+from gpmodels.operators.intercept import Intercept
+from gpmodels.operators.stacked import Stacked
+
+C = 3
+newton_cg = importlib.import_module("gpmodels.inference.map.newton_cg")
+
+
+def _problem(representation=None):
+    rng = np.random.default_rng(11)
+    X = rng.normal(size=(50, 2))
+    kernels = [RBF(0.5), RBF(1.0), RBF(2.0)]
+    op = Intercept(BlockDiagonal(X, kernels, [0, 1, 2], [3.0, 1.0, 2.0], [0, 1, 2], representation=representation), 2.0)
+    sets = [rng.permutation(50)[:m] for m in (40, 31, 45)]
+    Y = np.eye(C)[rng.integers(0, C, 50)]
+    stack = Stacked([op.restrict(J) for J in sets])
+    return stack, [Y[J] for J in sets], rng.normal(size=(stack.n_points, C))
+
+
+def _options(preconditioner):
+    return NewtonOptions(max_iter=20, cg_max_iter=30, preconditioner=preconditioner, precond_rank=4, grad_tol=1e-8)
+
+
+@pytest.mark.parametrize("warm", [False, True])
+@pytest.mark.parametrize("preconditioner", ["diagonal", "lowrank"])
+def test_each_block_is_fitted_as_newton_cg_fits_it_alone(preconditioner, warm):
+    stack, Ys, start = _problem()
+    alpha0 = 0.1 * start if warm else None
+    res = lockstep_newton(stack, Softmax(), np.concatenate(Ys), _options(preconditioner), alpha0=alpha0)
+    for (rows, part), Y, fit in zip(stack.row_blocks, Ys, res.blocks):
+        own = NewtonCG(_options(preconditioner)).fit(
+            part, Softmax(), Y, alpha0=None if alpha0 is None else alpha0[rows]
+        )
+        d, e = fit.diagnostics, own.diagnostics
+        assert (d.iterations, d.cg_iterations, d.converged) == (e.iterations, e.cg_iterations, e.converged)
+        assert fit.phi == pytest.approx(own.phi, rel=1e-12)
+        np.testing.assert_allclose(fit.alpha, own.alpha, rtol=1e-7, atol=1e-9 * np.abs(own.alpha).max())
+        assert d.mvm_count >= e.mvm_count  # the block took part in every product of the lockstep fit
+    assert res.precond_basis is None or res.precond_basis.shape[0] == stack.n_points
+
+
+def test_the_blocks_accumulation_solves_are_each_their_own():
+    stack, Ys, b = _problem()
+    u = 0.5 * b[::-1].copy()
+    hf = Softmax().exact_hessian_factor(u, np.concatenate(Ys))
+    whole, per_block = lockstep_weighted_solve(stack, hf, b, tol=1e-8, max_iter=40)
+    for k, (rows, part) in enumerate(stack.row_blocks):
+        own = solve_weighted_system(part, hf.rows(rows), b[rows], tol=1e-8, max_iter=40)
+        assert per_block.iterations[k] == own.iterations
+        np.testing.assert_allclose(whole.z[rows], own.z, rtol=1e-7, atol=1e-10)
+    assert whole.iterations == per_block.iterations.max()
+
+
+def test_an_operator_without_row_blocks_is_a_clear_error():
+    stack, Ys, _ = _problem()
+    with pytest.raises(InputError, match="independent row blocks"):
+        lockstep_newton(stack.parts[0], Softmax(), Ys[0])
+
+
+pytest.importorskip("array_api_compat")
+from device_backends import device_backends  # noqa: E402
+
+from gpmodels.kernels.device.config import DeviceRepresentationConfig  # noqa: E402
+
+BACKENDS, BACKEND_PARAMS = device_backends()
+
+
+@pytest.mark.parametrize("solve_on_device", [False, True])
+@pytest.mark.parametrize("backend", BACKEND_PARAMS)
+def test_lockstep_with_device_products_equals_the_host(backend, solve_on_device, monkeypatch):
+    if solve_on_device:
+        monkeypatch.setattr(newton_cg, "DEVICE_CG_MIN_ENTRIES", 0)
+    host, Ys, b = _problem()
+    dev, _, _ = _problem(DeviceRepresentationConfig(BACKENDS[backend](), kind="stored"))
+    Y = np.concatenate(Ys)
+    a, d = (lockstep_newton(op, Softmax(), Y, _options("lowrank")) for op in (host, dev))
+    for x, y in zip(a.blocks, d.blocks):
+        assert x.diagnostics.iterations == y.diagnostics.iterations
+        assert y.phi == pytest.approx(x.phi, rel=1e-12)
+    hf = Softmax().exact_hessian_factor(0.3 * b, Y)
+    za, _ = lockstep_weighted_solve(host, hf, b, tol=1e-8, max_iter=40)
+    zd, _ = lockstep_weighted_solve(dev, hf, b, tol=1e-8, max_iter=40)
+    np.testing.assert_allclose(zd.z, za.z, rtol=1e-8, atol=1e-10)
