@@ -156,6 +156,8 @@ CVSpec = options_section(
         "fail_tol": "an evaluation fails when the mean over folds of the refits' gradient RMS is above",
         "abort_on_failure": "stop an evaluation at the first fold that makes its failure certain",
         "retry_cold": "retry a failed warm refit from a cold start",
+        "folds_per_fit": "folds refitted together in lockstep, each with its own steps and stopping rules but one "
+        "product, CG update and preconditioner call for all (1: each alone); fewer, larger calls, for a GPU",
         "lower": "lower bound of every log-space hyperparameter",
         "upper": "upper bound of every log-space hyperparameter",
         "inner_tolerances": "`adaptive`: refit and accumulation tolerances loosened far from the optimum "

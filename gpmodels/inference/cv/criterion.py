@@ -43,7 +43,8 @@ import numpy as np
 
 from gpmodels.engine.base import Engine, LocalEngine, Workload
 from gpmodels.errors import InputError
-from gpmodels.inference.cv.fold import FoldContext, FoldResult, fold_workload, run_fold
+from gpmodels.inference.cv.fold import FoldResult
+from gpmodels.inference.cv.jobs import FoldContext, fold_workload, run_folds
 from gpmodels.inference.cv.options import CVOptions, choose_solver
 from gpmodels.inference.cv.partition import FoldTask, check_partition, fold_tasks
 from gpmodels.inference.cv.state import CVState
@@ -173,6 +174,16 @@ class _Accumulator:
         return mean
 
 
+def _take(acc: _Accumulator, group, outcomes) -> bool:
+    """One job's folds into ``acc`` in fold order; False when the evaluation has failed (stop)."""
+    for task, (fold, err) in zip(group, outcomes):
+        if err is not None:
+            return acc.fail(f"fold {task.k}: {err}")
+        if not acc.add(task, fold):
+            return False
+    return True
+
+
 def cv_criterion(
     op: Operator,
     likelihood: Likelihood,
@@ -227,18 +238,17 @@ def criterion_on(
     theta = np.array(op.params, dtype=np.float64)
     context.prime(theta, op)
     engine = engine or LocalEngine()
+    jobs = opts.fold_jobs(tasks)
     results = engine.imap_shared(
-        run_fold,
+        run_folds,
         context,
-        [(task, theta, opts, gradient) for task in tasks],
-        fold_workload(op, q) if engine.workers_for(Workload(q)) > 1 else Workload(q),
+        [(group, theta, opts, gradient) for group in jobs],
+        fold_workload(op, len(jobs), len(jobs[0]))
+        if engine.workers_for(Workload(len(jobs))) > 1
+        else Workload(len(jobs)),
     )
-    for task in tasks:
-        fold, err = next(results)
-        if err is not None:
-            acc.fail(f"fold {task.k}: {err}")
-            break
-        if not acc.add(task, fold):
+    for group in jobs:
+        if not _take(acc, group, next(results)):
             break
     results.close()  # a stopped evaluation leaves the remaining folds undone (or cancelled)
     mean_norm = acc.mean_norm()

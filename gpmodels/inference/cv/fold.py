@@ -21,24 +21,17 @@ W (an O(e^κ) error of the gradient), so the accumulation solve uses the likelih
 ``exact_hessian_factor`` (nothing fixed, W = V V^T exactly; for factorised likelihoods the true
 second derivative, not a majoriser); ``fixed_alpha`` belongs to the Newton step only.
 
-Folds are independent: :func:`evaluate_fold` is a pure function ``FoldTask -> FoldResult`` and the
-loop over folds is a map of an engine (:mod:`gpmodels.engine`): :func:`run_fold` over the jobs
-(task, θ, options) with the shared state :class:`FoldContext` (the operator at the learning run's
-start, the likelihood, the targets; shipped to each worker once per run), whose results are taken
-in fold order by the accumulation of Ψ, E, F and the failure rule.  The engine does not change the
-numbers: with the same BLAS threads per fold they are the same arrays, bit for bit.
+Folds are independent: :func:`evaluate_fold` is a pure function ``FoldTask -> FoldResult``, run as a
+job of an engine (:mod:`gpmodels.inference.cv.jobs`).
 """
 
 from __future__ import annotations
 
-import threading
 import time
 
 import attrs
 import numpy as np
 
-from gpmodels.engine.auto import resident_bytes
-from gpmodels.engine.base import Workload
 from gpmodels.inference.cv.options import CVOptions
 from gpmodels.inference.cv.partition import FoldTask
 from gpmodels.inference.map.newton import NewtonSolver
@@ -47,7 +40,7 @@ from gpmodels.inference.map.solvers import make_solver
 from gpmodels.likelihoods.base import Likelihood
 from gpmodels.operators.base import Operator
 
-__all__ = ["FoldProblem", "FoldDiagnostics", "FoldResult", "evaluate_fold", "FoldContext", "run_fold", "fold_workload"]
+__all__ = ["FoldProblem", "FoldDiagnostics", "FoldResult", "evaluate_fold", "held_out_errors"]
 
 
 @attrs.frozen(eq=False)
@@ -141,7 +134,7 @@ class FoldResult:
         )
 
 
-def _held_out_errors(u_I, Y_I) -> int:
+def held_out_errors(u_I, Y_I) -> int:
     """Held-out points whose largest latent is not their target's largest entry (C >= 2; the
     misclassifications of the fold's MAP predictor), -1 for single-latent likelihoods."""
     if u_I.ndim != 2 or u_I.shape[1] < 2:
@@ -166,7 +159,7 @@ def _fit_and_hold_out(solver: NewtonSolver, fp: FoldProblem, task, opts: CVOptio
         start=start,
         psi=lik.value(u_I, fp.Y_I),
         r_I=lik.gradient(u_I, fp.Y_I),
-        held_out_errors=_held_out_errors(u_I, fp.Y_I),
+        held_out_errors=held_out_errors(u_I, fp.Y_I),
         basis=res.precond_basis,
     )  # r_I = π[I] - y_I for the softmax
     return res, fold, t_fit
@@ -200,7 +193,7 @@ def evaluate_fold(
     """All the work of one fold, a pure function of its inputs: restrict K̃ to J once (contiguous
     copy, App. D.2) and take the cross blocks, refit α[J] (Sec. 4), hold out (eq. 3) and, with
     ``gradient``, solve the accumulation system (Sec. 5.2).  It reads nothing of other folds, so
-    the folds may run in any order or at once (:func:`run_fold` on an engine)."""
+    the folds may run in any order or at once (:func:`~gpmodels.inference.cv.jobs.run_folds` on an engine)."""
     I, J = task.I, task.J
     t = time.perf_counter()
     op_J = op.restrict(J)
@@ -210,58 +203,3 @@ def evaluate_fold(
     with host_blas(op_J):  # one BLAS thread for the small host work beside a device's products
         fold = _fold(solver, FoldProblem(op_J, cross_IJ, likelihood, Y[J], Y[I]), task, opts, gradient)
     return attrs.evolve(fold, restrict_seconds=restrict_s)
-
-
-class FoldContext:
-    """The shared state of a CV learning run's fold jobs: the operator at the run's start
-    hyperparameters ``base``, the likelihood and the targets Y (n, C), shipped to each worker of an
-    engine once (:meth:`~gpmodels.engine.base.Engine.imap_shared`).
-
-    :meth:`operator_at` gives the operator at θ, built once per θ and process by ``base.with_params``
-    (the same call as the learner's, so the same numbers); :meth:`prime` gives it the operator the
-    caller already built at θ, which the jobs run in this process then use."""
-
-    def __init__(self, base: Operator, likelihood: Likelihood, Y: np.ndarray):
-        self.base, self.likelihood, self.Y = base, likelihood, Y
-        self._at: tuple | None = (np.array(base.params, dtype=np.float64), base)
-        self._lock = threading.Lock()
-
-    def prime(self, theta, op: Operator) -> None:
-        """``op`` is the operator at θ (built by ``base.with_params(θ)``)."""
-        with self._lock:
-            self._at = (np.array(theta, dtype=np.float64), op)
-
-    def operator_at(self, theta: np.ndarray) -> Operator:
-        """The operator at θ, kept for the next jobs at the same θ (the previous one is freed first)."""
-        with self._lock:
-            if self._at is None or not np.array_equal(self._at[0], theta):
-                self._at = None
-                self._at = (np.array(theta, dtype=np.float64), self.base.with_params(theta))
-            return self._at[1]
-
-    def __getstate__(self) -> dict:
-        state = dict(self.__dict__)
-        del state["_lock"]
-        return state
-
-    def __setstate__(self, state: dict) -> None:
-        self.__dict__.update(state)
-        self._lock = threading.Lock()
-
-
-def run_fold(context: FoldContext, job: tuple) -> tuple:
-    """One fold as an independent job of an engine's map: (FoldResult, None), or (None, message) when
-    its exact solves failed.  ``job`` = (task, θ, opts, gradient); the operator at θ comes from the
-    shared :class:`FoldContext`.  Module-level so that a process or Dask engine can ship it."""
-    task, theta, opts, gradient = job
-    op = context.operator_at(theta)
-    try:
-        return evaluate_fold(task, op, context.likelihood, context.Y, opts, gradient), None
-    except np.linalg.LinAlgError as exc:  # exact solves at extreme hyperparameters
-        return None, str(exc)
-
-
-def fold_workload(op: Operator, q: int) -> Workload:
-    """What q fold jobs on ``op`` ask of an engine's workers: each builds the operator at new
-    hyperparameters (the arrays of ``op``) and a fold's restricted copy of it (at most as large)."""
-    return Workload(tasks=q, worker_bytes=2 * resident_bytes(op), points=op.n_points)

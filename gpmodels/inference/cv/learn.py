@@ -29,7 +29,7 @@ from gpmodels.engine.auto import AutoEngine
 from gpmodels.engine.base import Engine, LocalEngine
 from gpmodels.errors import InputError
 from gpmodels.inference.cv.criterion import criterion_on
-from gpmodels.inference.cv.fold import FoldContext
+from gpmodels.inference.cv.jobs import FoldContext
 from gpmodels.inference.cv.options import CVOptions
 from gpmodels.inference.cv.partition import check_partition
 from gpmodels.inference.cv.state import CVState
@@ -148,7 +148,7 @@ class CVObjective:
     evaluation of this process.  ``inner_tolerances="adaptive"``: each evaluation's inner
     tolerances follow the progress of the best Ψ so far (:func:`scheduled_options`).  The folds of
     every evaluation run on ``engine`` (None: one after the other here), all with one shared
-    :class:`~gpmodels.inference.cv.fold.FoldContext`, which a worker receives once.
+    :class:`~gpmodels.inference.cv.jobs.FoldContext`, which a worker receives once.
     """
 
     def __init__(

@@ -7,6 +7,7 @@ from collections.abc import Callable
 
 import attrs
 
+from gpmodels.errors import InputError
 from gpmodels.inference.cv.warm_start import scaled_start
 from gpmodels.inference.map.exact_newton import ExactNewton
 from gpmodels.inference.map.newton import NewtonOptions
@@ -56,6 +57,19 @@ class CVOptions:
         ),
     )
     retry_cold: bool = attrs.field(default=True, validator=boolean())
+    folds_per_fit: int = attrs.field(default=1, validator=positive_int())
+
+    def __attrs_post_init__(self):
+        if self.folds_per_fit > 1 and self.solver == ExactNewton.name:
+            raise InputError(
+                f"folds_per_fit={self.folds_per_fit} refits folds together by Newton–CG in lockstep; the solver "
+                "'exact' refits each fold by its own factorisations (use folds_per_fit: 1, or the solver 'newton-cg')"
+            )
+
+    def fold_jobs(self, tasks: list) -> list[tuple]:
+        """The folds ``tasks`` in fold order, grouped into jobs of ``folds_per_fit`` (one each for ``exact``)."""
+        size = 1 if self.solver == ExactNewton.name else self.folds_per_fit
+        return [tuple(tasks[i : i + size]) for i in range(0, len(tasks), size)]
 
 
 def choose_solver(op: Operator, likelihood: Likelihood, fold_size: int) -> str:

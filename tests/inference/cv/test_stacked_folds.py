@@ -1,0 +1,169 @@
+"""Folds refitted together (``CVOptions.folds_per_fit``): the folds' Newton–CG fits in lockstep on their
+stacked operators, each with its own CG scalars, line search and stopping rules, so Ψ, ∇Ψ and the inner state
+are those of the separate refits (up to the order of sums); the stacked products run on a device where the
+folds' operators do."""
+
+import numpy as np
+import pytest
+
+from gpmodels.engine.processes import ProcessEngine
+from gpmodels.errors import InputError
+from gpmodels.inference.cv.criterion import cv_criterion
+from gpmodels.inference.cv.options import CVOptions
+from gpmodels.inference.cv.partition import complements
+from gpmodels.inference.map.newton import NewtonOptions
+from gpmodels.kernels.rbf import RBF
+from gpmodels.likelihoods.softmax import Softmax
+from gpmodels.operators.blockdiag import BlockDiagonal
+from gpmodels.operators.intercept import Intercept
+from gpmodels.operators.stacked import Stacked
+
+N, C, Q = 45, 3, 3
+
+
+def _problem(representation=None):
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(N, 2))
+    kernels = [RBF(0.5), RBF(0.9), RBF(1.4)]
+    op = Intercept(BlockDiagonal(X, kernels, [0, 1, 2], [2.0, 1.0, 3.0], [0, 1, 2], representation=representation), 1.5)
+    Y = np.eye(C)[rng.integers(0, C, N)]
+    folds = np.array_split(rng.permutation(N), Q)
+    return op, Y, folds
+
+
+def _options(folds_per_fit, preconditioner="lowrank"):
+    newton = NewtonOptions(
+        max_iter=40,
+        cg_max_iter=200,
+        grad_tol=1e-10,
+        phi_rtol=0.0,
+        cg_tol=1e-12,
+        preconditioner=preconditioner,
+        precond_rank=3,
+    )
+    return CVOptions(newton=newton, k3=300, accumulation_tol=1e-12, folds_per_fit=folds_per_fit)
+
+
+@pytest.mark.parametrize("preconditioner", ["diagonal", "lowrank"])
+@pytest.mark.parametrize("folds_per_fit", [2, 3])
+def test_stacked_refits_give_the_criterion_and_gradient_of_separate_refits(folds_per_fit, preconditioner):
+    op, Y, folds = _problem()
+    sep = cv_criterion(op, Softmax(), Y, folds, _options(1, preconditioner))
+    stk = cv_criterion(op, Softmax(), Y, folds, _options(folds_per_fit, preconditioner))
+    assert sep.ok and stk.ok
+    assert stk.psi == pytest.approx(sep.psi, rel=1e-9)
+    np.testing.assert_allclose(stk.gradient, sep.gradient, rtol=1e-6, atol=1e-8 * np.abs(sep.gradient).max())
+    for a, b in zip(stk.state.alphas, sep.state.alphas):
+        np.testing.assert_allclose(a, b, atol=1e-7 * np.abs(b).max())
+    assert [f.held_out_errors for f in stk.folds] == [f.held_out_errors for f in sep.folds]
+
+
+def test_a_stacked_evaluation_warm_starts_from_its_state_with_fewer_mvms():
+    op, Y, folds = _problem()
+    opts = _options(3)
+    first = cv_criterion(op, Softmax(), Y, folds, opts)
+    near = op.with_params(op.params + 0.05)
+    warm = cv_criterion(near, Softmax(), Y, folds, opts, state=first.state)
+    cold = cv_criterion(near, Softmax(), Y, folds, opts)
+    assert warm.ok and cold.ok
+    assert all(f.start == "warm" for f in warm.folds)
+    assert warm.mvm_count < cold.mvm_count
+    assert warm.psi == pytest.approx(cold.psi, rel=1e-8)
+
+
+def test_each_fold_keeps_its_own_newton_iterations_and_counts_the_lockstep_products():
+    """A fold's Newton iterations are those of its separate refit; it took part in every product of the
+    lockstep fit, so its MVMs are theirs: at least those of the slowest separate refit."""
+    op, Y, folds = _problem()
+    sep = cv_criterion(op, Softmax(), Y, folds, _options(1))
+    stk = cv_criterion(op, Softmax(), Y, folds, _options(3))
+    assert [f.newton_iterations for f in stk.folds] == [f.newton_iterations for f in sep.folds]
+    assert [f.accumulation_iterations for f in stk.folds] == [f.accumulation_iterations for f in sep.folds]
+    assert len({f.fit_mvms for f in stk.folds}) == 1
+    assert stk.folds[0].fit_mvms >= max(f.fit_mvms for f in sep.folds)
+
+
+def test_stacked_folds_on_worker_processes_equal_the_local_run():
+    op, Y, folds = _problem()
+    opts = _options(2)
+    local = cv_criterion(op, Softmax(), Y, folds, opts)
+    with ProcessEngine(2) as engine:
+        remote = cv_criterion(op, Softmax(), Y, folds, opts, engine=engine)
+    assert remote.psi == local.psi
+    np.testing.assert_array_equal(remote.gradient, local.gradient)
+
+
+def test_the_exact_solver_does_not_stack_folds():
+    with pytest.raises(InputError, match="folds_per_fit=2.*'exact'"):
+        CVOptions(solver="exact", folds_per_fit=2)
+    with pytest.raises(InputError, match="folds_per_fit"):
+        CVOptions(folds_per_fit=0)
+
+
+def test_the_stack_of_fold_operators_is_their_block_diagonal():
+    op, _, folds = _problem()
+    Js = complements(folds, N)
+    stack = Stacked([op.restrict(J) for J in Js])
+    rng = np.random.default_rng(0)
+    V = rng.normal(size=(stack.n_points, C))
+    expect, at = [], 0
+    for J in Js:
+        expect.append(op.restrict(J).mvm(V[at : at + J.size]))
+        at += J.size
+    np.testing.assert_allclose(stack.mvm(V), np.concatenate(expect), rtol=1e-13)
+    with pytest.raises(InputError, match="share the classes and hyperparameters"):
+        Stacked([op.restrict(Js[0]), op.with_params(op.params + 1.0).restrict(Js[1])])
+
+
+pytest.importorskip("array_api_compat")
+from device_backends import device_backends  # noqa: E402
+
+from gpmodels.kernels.device.config import DeviceRepresentationConfig  # noqa: E402
+
+BACKENDS, BACKEND_PARAMS = device_backends()
+
+
+@pytest.mark.parametrize("backend", BACKEND_PARAMS)
+def test_a_stack_of_device_operators_multiplies_on_the_device(backend):
+    be = BACKENDS[backend]()
+    op, _, folds = _problem(DeviceRepresentationConfig(be, kind="stored"))
+    stack = Stacked([op.restrict(J) for J in complements(folds, N)])
+    assert stack.device_backend is be
+    V = np.random.default_rng(1).normal(size=(stack.n_points, C))
+    np.testing.assert_allclose(be.to_host(stack.device_mvm(be.from_host(V))), stack.mvm(V), rtol=1e-12)
+    mixed = stack.restrict(np.array([stack.offsets[1], 0]))  # part 1's first point before part 0's
+    assert mixed.order is not None and mixed.device_backend is None  # a reordered stack multiplies on the host
+
+
+@pytest.mark.parametrize("backend", BACKEND_PARAMS)
+def test_a_stacked_evaluation_on_a_device_equals_the_host_one(backend):
+    op, Y, folds = _problem()
+    dev, _, _ = _problem(DeviceRepresentationConfig(BACKENDS[backend](), kind="stored"))
+    a, b = (cv_criterion(o, Softmax(), Y, folds, _options(3)) for o in (op, dev))
+    assert a.ok and b.ok
+    assert b.psi == pytest.approx(a.psi, rel=1e-10)
+    np.testing.assert_allclose(b.gradient, a.gradient, rtol=1e-7, atol=1e-9 * np.abs(a.gradient).max())
+
+
+def test_stacked_folds_retry_a_failed_warm_refit_cold_as_separate_folds_do():
+    from gpmodels.inference.cv.state import CVState
+    from gpmodels.inference.cv.warm_start import unscaled_start
+
+    op, Y, folds = _problem()
+    good = cv_criterion(op, Softmax(), Y, folds, _options(1))
+    bad = CVState(tuple(40.0 * a for a in good.state.alphas))  # saturates the softmax: worse than α = 0
+    short = NewtonOptions(max_iter=6, cg_max_iter=50, grad_tol=1e-8)
+    evs = [
+        cv_criterion(
+            op,
+            Softmax(),
+            Y,
+            folds,
+            CVOptions(newton=short, warm_start=unscaled_start, fail_tol=1e-4, folds_per_fit=f),
+            state=bad,
+        )
+        for f in (1, 3)
+    ]
+    assert [f.start for f in evs[1].folds] == [f.start for f in evs[0].folds]
+    assert "warm+cold" in [f.start for f in evs[1].folds] and evs[1].ok
+    assert evs[1].psi == pytest.approx(evs[0].psi, rel=1e-9)
