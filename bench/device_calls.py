@@ -9,7 +9,11 @@ Problems (synthetic, Gaussian inputs, softmax targets from random labels; ``--sc
   float32 storage) with the intercept, preconditioner ``lowrank`` (rank 32), the spec's inner settings
   (k1 = 13, k2 = 25);
 - ``wide``: imclef07a's size, n = 10 000, C = 63, one RBF kernel for all classes, the intercept,
-  preconditioner ``diagonal``, k1 = 30, k2 = 50.
+  preconditioner ``diagonal``, k1 = 30, k2 = 50;
+- ``folds``: satimage's five CV refits (n = 4435 split into 5 folds, each refit on the other four, the
+  ``fold`` settings), fitted one after the other (``separate``: CG on the host at their size) or as one
+  stacked problem (``stacked``, ``CVOptions.folds_per_fit`` = 5: CG on the device); per-step figures
+  count a fold's CG step (a stacked step is 5).
 
 Per problem and placement: a warm-up fit, then the best of ``--repeat`` timed fits (wall time, Newton
 iterations, CG steps, MVMs), the transfers of one fit (arrays to and from the device), and on PyTorch the
@@ -36,6 +40,7 @@ from gpmodels.kernels.rbf import RBF
 from gpmodels.likelihoods.softmax import Softmax
 from gpmodels.operators.blockdiag import BlockDiagonal
 from gpmodels.operators.intercept import Intercept
+from gpmodels.operators.stacked import Stacked
 
 #: the module (the package exports its function of the same name)
 NEWTON_CG = importlib.import_module("gpmodels.inference.map.newton_cg")
@@ -43,8 +48,12 @@ NEWTON_CG = importlib.import_module("gpmodels.inference.map.newton_cg")
 PROBLEMS = {
     "fold": (3548, 6, True, "float32", "lowrank", 13, 25),
     "wide": (10_000, 63, False, "float64", "diagonal", 30, 50),
+    "folds": (4435, 6, True, "float32", "lowrank", 13, 25),
 }
 PLACEMENTS = {"host-cg": 1 << 62, "device-cg": 0}  # DEVICE_CG_MIN_ENTRIES for each
+#: the ``folds`` problem's ways to fit its refits, each at the default DEVICE_CG_MIN_ENTRIES
+FOLD_PLACEMENTS = ("separate", "stacked")
+N_FOLDS = 5
 KEYS = ("problem", "placement", "n", "C", "seconds", "newton", "cg_steps", "mvms", "us_per_cg_step")
 
 
@@ -106,22 +115,43 @@ def dispatched_calls(backend, fit) -> int | None:
     return Count.calls
 
 
+def _counts(res, folds: int = 1) -> np.ndarray:
+    """(Newton iterations, fold CG steps, fold MVMs) of a fit over ``folds`` stacked folds."""
+    d = res.diagnostics
+    return np.array([d.iterations, folds * int(np.sum(d.cg_iterations)), folds * d.mvm_count])
+
+
+def fold_fits(op, Y, options, placement: str):
+    """The ``folds`` problem's fit: the refits of N_FOLDS CV folds of ``op`` one after the other, or as one
+    fit on their stacked operators; it returns (Newton iterations, fold CG steps, fold MVMs)."""
+    folds = np.array_split(np.random.default_rng(1).permutation(op.n_points), N_FOLDS)
+    Js = [np.setdiff1d(np.arange(op.n_points), I) for I in folds]
+    parts = [op.restrict(J) for J in Js]
+    if placement == "stacked":
+        stack, Ys = Stacked(parts), np.concatenate([Y[J] for J in Js])
+        return lambda: _counts(NewtonCG(options).fit(stack, Softmax(), Ys), N_FOLDS)
+    return lambda: sum(_counts(NewtonCG(options).fit(part, Softmax(), Y[J])) for part, J in zip(parts, Js))
+
+
 def measure(problem: str, placement: str, backend, a) -> dict:
     op, Y, options = build(problem, backend, a.scale)
-    NEWTON_CG.DEVICE_CG_MIN_ENTRIES = PLACEMENTS[placement]
+    if problem == "folds":
+        fit = fold_fits(op, Y, options, placement)
+    else:
+        NEWTON_CG.DEVICE_CG_MIN_ENTRIES = PLACEMENTS[placement]
 
-    def fit():
-        return NewtonCG(options).fit(op, Softmax(), Y)
+        def fit():
+            return _counts(NewtonCG(options).fit(op, Softmax(), Y))
 
     fit()  # warm-up: device matrices, fused kernels compiled, class layout uploaded
-    best, res = np.inf, None
+    best, counts = np.inf, None
     for _ in range(a.repeat):
         backend.synchronize()
         t = time.perf_counter()
-        res = fit()
+        counts = fit()
         backend.synchronize()
         best = min(best, time.perf_counter() - t)
-    steps = int(np.sum(res.diagnostics.cg_iterations))
+    newton, steps, mvms = (int(c) for c in counts)
     transfers = Transfers(backend)
     fit()
     uploads, downloads = transfers.uploads, transfers.downloads
@@ -132,9 +162,9 @@ def measure(problem: str, placement: str, backend, a) -> dict:
         "n": op.n_points,
         "C": op.n_classes,
         "seconds": best,
-        "newton": int(res.diagnostics.iterations),
+        "newton": newton,
         "cg_steps": steps,
-        "mvms": int(res.diagnostics.mvm_count),
+        "mvms": mvms,
         "us_per_cg_step": 1e6 * best / max(1, steps),
         "uploads": uploads,
         "downloads": downloads,
@@ -156,7 +186,8 @@ def main(argv=None) -> int:
     default = NEWTON_CG.DEVICE_CG_MIN_ENTRIES
     rows = []
     for problem in a.problems:
-        for placement in PLACEMENTS:
+        for placement in FOLD_PLACEMENTS if problem == "folds" else PLACEMENTS:
+            NEWTON_CG.DEVICE_CG_MIN_ENTRIES = default
             backend = make_backend(a.backend)  # a fresh one per row: the counting wraps its methods
             rows.append(measure(problem, placement, backend, a))
     NEWTON_CG.DEVICE_CG_MIN_ENTRIES = default

@@ -13,6 +13,8 @@ job ends only itself):
   its 5 folds run on ``--fold-workers`` worker processes (default on ``cuda``: one per fold, spawned, each with
   its own CUDA context; their start-up counts in the seconds and is given as ``_worker_start_seconds``);
   ``satimage-mc-sep-serial`` (on ``cuda``, after imclef07a) is the same run with the folds in one process;
+  ``satimage-mc-sep-stacked`` (on ``cuda``) refits the 5 folds together, one Newton–CG fit on their stacked
+  operators (``CVOptions.folds_per_fit`` = 5, ``--folds-per-fit``), in one process;
 - ``float32-product``: the stored float32 MVM with an (n, 10) right-hand side at the largest
   ``--n`` <= 60 000, as n^2 4 bytes / time against the copy bandwidth (goal 4);
 - ``float64-vs-cpu``: the float64 device fit against the CPU fit at n = ``--check-n`` (Φ's relative
@@ -290,7 +292,10 @@ def _satimage(a):
         )
     data = build_data(spec, base)
     model = attrs.evolve(spec.model, kernel=resolve_kernel(spec.model.kernel, data.X_train))
-    return spec, base, data, model, build_likelihood(model), build_learn_options(spec.objective)
+    options = build_learn_options(spec.objective)
+    if a.folds_per_fit:
+        options = attrs.evolve(options, cv=attrs.evolve(options.cv, folds_per_fit=a.folds_per_fit))
+    return spec, base, data, model, build_likelihood(model), options
 
 
 def fold_workers(a, q: int) -> int:
@@ -339,6 +344,7 @@ def job_satimage(a, backend) -> dict:
         "log_loss": float(r["test_log_loss"]),
         "_learning_seconds": r["learning_seconds"],
         "_evaluations": r["evaluations"],
+        "_folds_per_fit": options.cv.folds_per_fit,
         "_fold_workers": workers,
         "_worker_start": getattr(engine, "started_with", None),
         "_worker_start_seconds": getattr(engine, "start_seconds", 0.0),
@@ -479,7 +485,7 @@ def _job_argv(a, job: str, **kw) -> list[str]:
     argv = ["--job", job, "--namespace", a.namespace, "--tile-mb", str(a.tile_mb)] + (
         ["--no-fused"] if a.no_fused else []
     )
-    for key in ("satimage_max_train", "satimage_max_iter", "imclef_max_train", "fold_workers"):
+    for key in ("satimage_max_train", "satimage_max_iter", "imclef_max_train", "fold_workers", "folds_per_fit"):
         if getattr(a, key):
             argv += [f"--{key.replace('_', '-')}", str(getattr(a, key))]
     for key, value in kw.items():
@@ -512,6 +518,8 @@ def _plan(a, gpytorch: bool) -> list[tuple[str, str, list[str]]]:
     ]
     plan += [(f"scale-{n}", "gpmodels", _job_argv(a, "scale", n=n)) for n in sorted(a.n)[:-1]]
     plan.append(("satimage-mc-sep", "gpmodels", _job_argv(a, "satimage")))
+    if a.namespace == "cuda" and a.folds_per_fit is None:  # the folds refitted together, in one process
+        plan.append(("satimage-mc-sep-stacked", "gpmodels", _job_argv(a, "satimage", fold_workers=1, folds_per_fit=5)))
     if gpytorch:
         argv = _job_argv(a, "gpytorch", problem="satimage", iterations=a.gpytorch_iters_satimage)
         plan.append(("satimage-mc-sep", "gpytorch", argv))
@@ -565,6 +573,12 @@ def parse(argv):
         type=int,
         default=None,
         help="worker processes of the satimage CV folds (default: one per fold on cuda, 1 on numpy/strict)",
+    )
+    p.add_argument(
+        "--folds-per-fit",
+        type=int,
+        default=None,
+        help="satimage: folds refitted together as one stacked fit (CVOptions.folds_per_fit; default: the spec's)",
     )
     p.add_argument("--gpytorch-iters-scale", type=int, default=30)
     p.add_argument("--gpytorch-iters-satimage", type=int, default=200)
