@@ -6,8 +6,9 @@ would share its step lengths over the blocks: its Krylov polynomial must then be
 the blocks' spectra, whose outlying eigenvalues differ from block to block, and it took up to twice the
 steps of the separate solves (satimage folds, 300 points).  :func:`lockstep_cg` runs the F solves of
 :func:`~gpmodels.linalg.cg.cg` instead, each with its own scalars r^T z, p^T A p, step lengths and
-stopping test, through one product of the whole system per step: a block that has stopped takes step 0
-from then on.  Each block's iterates are those of its own CG (up to the order of the sums).
+stopping test, through one product per step of the blocks still solving: a block that has stopped
+takes step 0 from then on, and the product may skip it.  Each block's iterates are those of its own CG
+(up to the order of the sums).
 
 The vector work goes through :class:`BlockVectors`: per-block sums on the host (numpy) or on a device's
 namespace, where the F scalars of a reduction come back to the host in one transfer.
@@ -113,15 +114,17 @@ def lockstep_cg(
 ) -> LockstepCGResult:
     """Per block, :func:`~gpmodels.linalg.cg.cg` on A_k x_k = b_k from x0 (module docstring): stops block k
     when ||r_k|| <= max(tol ||b_k||, forcing ||r_k^0||) (or the ``forcing_map`` test) or after ``max_iter``
-    steps; ``active`` (F,): the blocks to solve (the others keep x0, 0 steps); ``precondition`` (r -> M^{-1} r)
-    or ``inv_diag`` block-diagonal like A."""
+    steps; ``active`` (F,): the blocks to solve (the others keep x0, 0 steps); ``apply_A(x, on)``: A x on the
+    blocks ``on`` (F,) still solving (the others' rows are not read); ``precondition`` (r -> M^{-1} r) or
+    ``inv_diag`` block-diagonal like A."""
     F = vec.n_blocks
     bn = vec.norms(b)
     on = (bn > 0) & (np.ones(F, dtype=bool) if active is None else np.asarray(active, dtype=bool))
     x = vec.zeros_like(b) if x0 is None else vec.copy(x0)
     r, matvecs = vec.copy(b), 0
-    if x0 is not None and np.any(vec.norms(x0)[on] > 0):
-        r, matvecs = b - apply_A(x), 1
+    started = on & (vec.norms(x0) > 0) if x0 is not None else np.zeros(F, dtype=bool)
+    if started.any():  # r = b - A x0 where x0 is not zero (cg's start: no product at x0 = 0)
+        r, matvecs = b - apply_A(x, started), 1
     apply_M = precondition if precondition is not None else (lambda v: v * inv_diag if inv_diag is not None else v)
     z = apply_M(r)
     p = vec.copy(z)
@@ -131,7 +134,7 @@ def lockstep_cg(
     on &= ~forced(res, r)
     its, step_count = np.zeros(F, dtype=np.intp), 0
     while on.any() and step_count < max_iter:
-        Ap = apply_A(p)
+        Ap = apply_A(p, on)
         matvecs += 1
         pAp = vec.dots(p, Ap)
         on &= (pAp > 0.0) & np.isfinite(pAp)  # lost positive definiteness: keep that block's iterate

@@ -15,8 +15,8 @@ F (n, C) vectors of 2^16 entries or more, CG moves to the device
 fold's own (:mod:`gpmodels.inference.map.row_blocks`).  The folds' restricted operators are all held at
 once (F times one fold's memory).
 
-Costs are reported per fold: each fold took part in all of the lockstep fit's products (its MVMs are
-their number), and the fit's seconds are split evenly.
+Costs are reported per fold: its own products (the ones its fit alone would take), and the fit's seconds
+split evenly.
 """
 
 from __future__ import annotations
@@ -156,15 +156,15 @@ def _accumulate(stack: Stacked, crosses, likelihood, u, Y, tasks, folds, opts: C
     hf = likelihood.exact_hessian_factor(u, Y)
     b = np.concatenate([cross.rmvm(f.r_I) for cross, f in zip(crosses, folds)])  # K̃_{J,I} r_I per fold
     beta0 = stack_rows([task.beta0 for task in tasks], [p.n_points for p in stack.parts])
-    sol, per_fold = lockstep_weighted_solve(stack, hf, b, x0=beta0, tol=opts.accumulation_tol, max_iter=opts.k3)
+    solutions = lockstep_weighted_solve(stack, hf, b, x0=beta0, tol=opts.accumulation_tol, max_iter=opts.k3)
     return [
         attrs.evolve(
             f,
-            z=z,
-            beta=beta,
-            accumulation_iterations=int(per_fold.iterations[k]),
-            accumulation_residual=float(per_fold.residual[k]),
+            z=sol.z,
+            beta=sol.beta,
+            accumulation_iterations=sol.iterations,
+            accumulation_residual=sol.residual,
             accumulation_mvms=2 + sol.mvms,
         )
-        for k, (f, z, beta) in enumerate(zip(folds, _split(sol.z, stack), _split(sol.beta, stack)))
+        for f, sol in zip(folds, solutions)
     ]

@@ -15,8 +15,9 @@ blocks; :func:`lockstep_newton` keeps every block's fit its own instead, each wi
 - each block's stopping rules (:func:`~gpmodels.inference.map.newton.newton_loop`'s); a block that has
   stopped sits out the later CG solves.
 
-What the blocks share is the calls: each step's product, vector updates and preconditioner cover every
-block at once.  The MVMs of a block are counted as the whole system's (it took part in each of them).
+What the blocks share is the calls: each step's vector updates and preconditioner cover every block at
+once, and its product (:class:`BlockProducts`) the blocks still solving, one call chain per block on the
+operator's device.  A block's products are its own (counted per block): the ones its fit alone would take.
 """
 
 from __future__ import annotations
@@ -36,14 +37,52 @@ from gpmodels.inference.map.newton import (
     project_start,
     stop_rule,
 )
-from gpmodels.inference.map.newton_cg import SystemSolution, device_system, is_stall, newton_system, system_matvec
+from gpmodels.inference.map.newton_cg import SystemSolution, device_system, is_stall, newton_rhs
 from gpmodels.inference.map.preconditioners import make_preconditioner
 from gpmodels.likelihoods.base import HessianFactor, Likelihood
 from gpmodels.linalg.counting import MVMCounter
 from gpmodels.linalg.lockstep_cg import BlockVectors, LockstepCGResult, lockstep_cg
 from gpmodels.operators.base import Operator
 
-__all__ = ["LockstepResult", "lockstep_newton", "lockstep_weighted_solve"]
+__all__ = ["BlockProducts", "LockstepResult", "lockstep_newton", "lockstep_weighted_solve"]
+
+
+class BlockProducts:
+    """K̃ X on the row blocks ``on`` of an operator of independent blocks (``op.row_blocks``), zero on the
+    others, each block's products counted (``counts``): on host arrays (through the operator's device in one
+    transfer each way where it has one) and, by :meth:`device`, on that device's arrays."""
+
+    def __init__(self, op: Operator):
+        blocks = op.row_blocks
+        if blocks is None:
+            raise InputError(f"lockstep Newton–CG needs an operator of independent row blocks; {op!r} declares none")
+        self.op, self.blocks, self.backend = op, blocks, op.device_backend
+        self.offsets = np.array([0] + [rows.stop for rows, _ in blocks])
+        self.counts = np.zeros(len(blocks), dtype=np.intp)
+
+    def _on(self, on) -> np.ndarray:
+        return np.ones(len(self.blocks), dtype=bool) if on is None else np.asarray(on, dtype=bool)
+
+    def __call__(self, X: np.ndarray, on=None) -> np.ndarray:
+        on = self._on(on)
+        if self.backend is not None:
+            return self.backend.to_host(self.device(self.backend.from_host(X), on))
+        out = np.zeros_like(X)
+        for k in np.flatnonzero(on):
+            rows, part = self.blocks[k]
+            out[rows] = part.mvm(X[rows])
+        self.counts += on
+        return out
+
+    def device(self, Xd, on=None):
+        on = self._on(on)
+        xp = self.backend.xp
+        parts = [
+            part.device_mvm(Xd[rows, ...]) if on[k] else xp.zeros_like(Xd[rows, ...])
+            for k, (rows, part) in enumerate(self.blocks)
+        ]
+        self.counts += on
+        return xp.concat(parts, axis=0)
 
 
 @attrs.frozen(eq=False)
@@ -70,38 +109,39 @@ class _Block:
     stop: tuple | None = None  # (converged, message) once the block's fit has ended
 
 
-def _offsets(op: Operator) -> np.ndarray:
-    blocks = op.row_blocks
-    if blocks is None:
-        raise InputError(f"lockstep Newton–CG needs an operator of independent row blocks; {op!r} declares none")
-    return np.array([0] + [rows.stop for rows, _ in blocks])
+def _system(hf, products: BlockProducts):
+    """(I + V^T K̃ V) of eq. (5) on the blocks ``on``: (the device system or None, matvec (x, on) -> ... on
+    host arrays, or on the device's when CG solves there); the factor's V and V^T on the device where the
+    products are (:func:`~gpmodels.inference.map.newton_cg.device_system`)."""
+    dev = device_system(hf, MVMCounter(products.op)) if products.backend is not None else None
+    if dev is None:
+        return None, lambda x, on: x + hf.Vt(products(hf.V(x), on))
+    be, dhf = dev.backend, dev.hf
+
+    def device_matvec(xd, on):
+        return xd + dhf.Vt(products.device(dhf.V(xd), on))
+
+    if dev.solves:
+        return dev, device_matvec
+    return dev, lambda x, on: be.to_host(device_matvec(be.from_host(x), on))
 
 
-def _solve(system, vec: BlockVectors, precondition, x0, active, opts: NewtonOptions, forcing: float, alpha_norm: bool):
-    """The blocks ``active`` of eq. (5) by lockstep CG, on the device where the system solves there."""
-    dev, hf = system.device, system.hf
-    settings = dict(tol=opts.cg_tol, forcing=forcing, max_iter=opts.cg_max_iter, active=active)
-    if dev is not None and dev.solves:
-        be = dev.backend
-        res = lockstep_cg(
-            dev.matvec,
-            be.from_host(system.rhs),
-            vec.on(be),
-            x0=be.from_host(x0),
-            precondition=precondition,
-            forcing_map=dev.hf.V if alpha_norm else None,
-            **settings,
-        )
-        return attrs.evolve(res, x=be.to_host(res.x))
-    return lockstep_cg(
-        system.matvec,
-        system.rhs,
-        vec,
-        x0=x0,
+def _solve(matvec, dev, rhs, vec: BlockVectors, precondition, x0, **settings) -> LockstepCGResult:
+    """Lockstep CG on eq. (5)'s blocks, on the device where the system solves there (x back on the host)."""
+    if dev is None or not dev.solves:
+        return lockstep_cg(matvec, rhs, vec, x0=x0, precondition=precondition, **settings)
+    be = dev.backend
+    forcing_map = settings.pop("forcing_map")
+    res = lockstep_cg(
+        matvec,
+        be.from_host(rhs),
+        vec.on(be),
+        x0=None if x0 is None else be.from_host(x0),
         precondition=precondition,
-        forcing_map=hf.V if alpha_norm else None,
+        forcing_map=None if forcing_map is None else dev.hf.V,
         **settings,
     )
+    return attrs.evolve(res, x=be.to_host(res.x))
 
 
 def _line_searches(lik, Y, blocks, trying, alpha, u, phi, g, s, s_tilde, opts):
@@ -116,13 +156,15 @@ def _line_searches(lik, Y, blocks, trying, alpha, u, phi, g, s, s_tilde, opts):
     return out
 
 
-def _step(lik, Y, mvm, precond, blocks, active, alpha, u, phi, g, vec, opts):
+def _step(lik, Y, products: BlockProducts, precond, blocks, active, point, vec, opts):
     """One Newton iteration of the ``active`` blocks (Alg. 1, steps 2-3, with the stall restarts of
-    :func:`~gpmodels.inference.map.newton_cg.newton_step_with_restarts` per block): {k: (line search, s, s̃)}
-    of each block's best attempt (else its last), its CG steps and stalls, and the last β."""
+    :func:`~gpmodels.inference.map.newton_cg.newton_step_with_restarts` per block) at ``point`` (α, u, Φ per
+    block, g): {k: (line search, s, s̃)} of each block's best attempt (else its last), its CG steps and
+    stalls, and the last β."""
+    alpha, u, phi, g = point
     hf = lik.hessian_factor(u, Y)
-    system = newton_system(hf, mvm, u, g)
-    dev = system.device
+    rhs = newton_rhs(hf, lambda A: products(A, active), u, g)
+    dev, matvec = _system(hf, products)
     if dev is not None and dev.solves:
         precondition = precond.for_device(hf, dev.hf, dev.backend)
     else:
@@ -130,13 +172,25 @@ def _step(lik, Y, mvm, precond, blocks, active, alpha, u, phi, g, vec, opts):
     x0, forcing, trying = hf.beta_init(alpha), opts.cg_forcing, active.copy()
     best, cg_its, stalls = {}, np.zeros(len(blocks), dtype=np.intp), np.zeros(len(blocks), dtype=np.intp)
     for _ in range(opts.max_stall_restarts + 1):
-        res = _solve(system, vec, precondition, x0, trying, opts, forcing, precond.forcing_in_alpha_space)
+        res = _solve(
+            matvec,
+            dev,
+            rhs,
+            vec,
+            precondition,
+            x0,
+            active=trying,
+            tol=opts.cg_tol,
+            forcing=forcing,
+            max_iter=opts.cg_max_iter,
+            forcing_map=hf.V if precond.forcing_in_alpha_space else None,
+        )
         cg_its += res.iterations
         new_alpha = hf.V(res.x)
         if hf.fixed_alpha is not None:
             new_alpha += hf.fixed_alpha
         s = new_alpha - alpha
-        s_tilde = mvm(s)
+        s_tilde = products(s, trying)
         for k, ls in _line_searches(lik, Y, blocks, trying, alpha, u, phi, g, s, s_tilde, opts).items():
             r = blocks[k].rows
             if k not in best or (ls.success and (not best[k][0].success or ls.phi < best[k][0].phi)):
@@ -168,6 +222,35 @@ def _diagnostics(b: _Block, count: int, seconds: float) -> NewtonDiagnostics:
     )
 
 
+def _start(likelihood, alpha0, op: Operator, products: BlockProducts, vec: BlockVectors):
+    """Alg. 1, step 1 per block: α0 projected onto ran W and u = K̃ α0 (no product for a block at zero)."""
+    n, C = op.n_points, op.n_classes
+    if alpha0 is None:
+        return np.zeros((n, C)), np.zeros((n, C))
+    alpha = project_start(likelihood, alpha0, n, C, lambda A: A)[0]
+    started = vec.norms(alpha) > 0
+    return alpha, products(alpha, started) if started.any() else np.zeros((n, C))
+
+
+def _advance(blocks, active, best, cg_its, stalls, alpha, u, phi, products, opts) -> None:
+    """Each active block's iteration into its traces and, where its line search succeeded, its step."""
+    for k in np.flatnonzero(active):
+        b, (ls, s, s_tilde) = blocks[k], best[k]
+        b.iterations += 1
+        b.cg_its.append(int(cg_its[k]))
+        b.stalls += int(stalls[k])
+        b.steps.append(ls.step)
+        if ls.success:
+            alpha[b.rows] += ls.step * s
+            u[b.rows] += ls.step * s_tilde
+            phi[k] = ls.phi
+        b.phis.append(float(phi[k]))
+        b.mvms.append(int(products.counts[k]))
+        if not ls.success:
+            b.grads.append(b.grads[-1])  # the same point: one entry per entry of ``phi``
+            b.stop = no_decrease(b.grads[-1], opts.grad_tol)
+
+
 def lockstep_newton(
     op: Operator,
     likelihood: Likelihood,
@@ -182,18 +265,17 @@ def lockstep_newton(
     opts = options or NewtonOptions()
     t0 = time.perf_counter()
     Y = likelihood.check_targets(Y, op.n_points, op.n_classes)
-    offsets = _offsets(op)
-    vec = BlockVectors(offsets)
-    mvm = MVMCounter(op)
+    products = BlockProducts(op)
+    vec = BlockVectors(products.offsets)
     precond = make_preconditioner(
         opts.preconditioner, op, rank=opts.precond_rank, seed=int(opts.precond_seed), start=precond_start
     )
-    alpha, u = project_start(likelihood, alpha0, op.n_points, op.n_classes, mvm)
-    blocks = [_Block(slice(int(a), int(b)), []) for a, b in zip(offsets[:-1], offsets[1:])]
+    alpha, u = _start(likelihood, alpha0, op, products, vec)
+    blocks = [_Block(rows, []) for rows, _ in products.blocks]
     phi = 0.5 * vec.dots(alpha, u) + np.array([likelihood.value(u[b.rows], Y[b.rows]) for b in blocks])
     for k, b in enumerate(blocks):
         b.phis.append(float(phi[k]))
-        b.mvms.append(mvm.count)
+        b.mvms.append(int(products.counts[k]))
     beta = None
     while True:
         g = likelihood.gradient(u, Y)
@@ -205,22 +287,10 @@ def lockstep_newton(
         active = np.array([b.stop is None for b in blocks])
         if not active.any():
             break
-        best, cg_its, stalls, beta = _step(likelihood, Y, mvm, precond, blocks, active, alpha, u, phi, g, vec, opts)
-        for k in np.flatnonzero(active):
-            b, (ls, s, s_tilde) = blocks[k], best[k]
-            b.iterations += 1
-            b.cg_its.append(int(cg_its[k]))
-            b.stalls += int(stalls[k])
-            b.steps.append(ls.step)
-            if ls.success:
-                alpha[b.rows] += ls.step * s
-                u[b.rows] += ls.step * s_tilde
-                phi[k] = ls.phi
-            b.phis.append(float(phi[k]))
-            b.mvms.append(mvm.count)
-            if not ls.success:
-                b.grads.append(b.grads[-1])  # the same point: one entry per entry of ``phi``
-                b.stop = no_decrease(b.grads[-1], opts.grad_tol)
+        best, cg_its, stalls, beta = _step(
+            likelihood, Y, products, precond, blocks, active, (alpha, u, phi, g), vec, opts
+        )
+        _advance(blocks, active, best, cg_its, stalls, alpha, u, phi, products, opts)
     seconds = time.perf_counter() - t0
     results = tuple(
         NewtonResult(
@@ -228,7 +298,7 @@ def lockstep_newton(
             u=u[b.rows].copy(),
             phi=float(phi[k]),
             beta=None if beta is None else beta[b.rows].copy(),
-            diagnostics=_diagnostics(b, mvm.count, seconds),
+            diagnostics=_diagnostics(b, int(products.counts[k]), seconds),
         )
         for k, b in enumerate(blocks)
     )
@@ -237,32 +307,33 @@ def lockstep_newton(
 
 def lockstep_weighted_solve(
     op: Operator, hf: HessianFactor, b: np.ndarray, *, x0=None, tol: float, max_iter: int
-) -> tuple[SystemSolution, LockstepCGResult]:
+) -> list[SystemSolution]:
     """Each row block's z_k = (I + W K̃_k)^{-1} W b_k (Seeger 2008, Sec. 5.2: the CV accumulation solves), as
     :func:`~gpmodels.inference.map.newton_cg.solve_weighted_system` per block, the blocks in lockstep: one
     CG over all rows with each block's scalars and stopping test, the App. B diagonal preconditioner, on the
-    operator's device where it solves there.  Returns the whole solution (its ``iterations`` and
-    ``residual`` the largest over the blocks) and the per-block CG result."""
-    K = MVMCounter(op)
-    vec = BlockVectors(_offsets(op))
+    operator's device where it solves there.  Returns each block's solution (its z, β, CG steps, residual and
+    products)."""
+    products = BlockProducts(op)
+    vec = BlockVectors(products.offsets)
     rhs = hf.Vt(b)
     inv_diag = 1.0 / hf.precond_diag(op.diag(), op.point_block_mvm)
-    dev = device_system(hf, K)
-    settings = dict(tol=tol, max_iter=max_iter)
+    dev, matvec = _system(hf, products)
     if dev is not None and dev.solves:
         be = dev.backend
-        start = None if x0 is None else be.from_host(x0)
         res = lockstep_cg(
-            dev.matvec,
+            matvec,
             be.from_host(rhs),
             vec.on(be),
-            x0=start,
+            x0=None if x0 is None else be.from_host(x0),
             inv_diag=be.from_host(inv_diag),
-            **settings,
+            tol=tol,
+            max_iter=max_iter,
         )
         res = attrs.evolve(res, x=be.to_host(res.x))
     else:
-        matvec = system_matvec(hf, K, rhs.shape, dev)
-        res = lockstep_cg(matvec, rhs, vec, x0=x0, inv_diag=inv_diag, **settings)
-    whole = SystemSolution(hf.V(res.x), res.x, int(res.iterations.max()), float(res.residual.max()), K.count)
-    return whole, res
+        res = lockstep_cg(matvec, rhs, vec, x0=x0, inv_diag=inv_diag, tol=tol, max_iter=max_iter)
+    z = hf.V(res.x)
+    return [
+        SystemSolution(z[rows], res.x[rows], int(res.iterations[k]), float(res.residual[k]), int(products.counts[k]))
+        for k, (rows, _) in enumerate(products.blocks)
+    ]

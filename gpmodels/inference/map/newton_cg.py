@@ -81,6 +81,7 @@ __all__ = [
     "PRECONDITIONER_NAMES",
     "project_start",
     "newton_system",
+    "newton_rhs",
     "newton_direction",
     "line_search_step",
     "is_stall",
@@ -126,15 +127,22 @@ class SystemSolution:
     mvms: int = 0
 
 
+def newton_rhs(hf: HessianFactor, mvm, u: np.ndarray, g: np.ndarray) -> np.ndarray:
+    """The right-hand side V^T u − g̃ of eq. (5), less V^T K̃ α_fix where App. B fixed a part α_fix."""
+    rhs = hf.Vt(u) - hf.g_tilde(g)
+    if hf.fixed_alpha is not None:
+        rhs -= hf.Vt(mvm(hf.fixed_alpha))
+    return rhs
+
+
 def newton_system(hf: HessianFactor, mvm, u: np.ndarray, g: np.ndarray) -> NewtonSystem:
     """The Newton system (I + V^T K̃ V) β = V^T u − g̃ of Seeger 2008, eq. (5).
 
     ``hf``: the likelihood's Hessian factor at u (V, V^T, g̃ and the App. B fixed part α_fix, whose
-    K̃ α_fix moves to the right-hand side: rhs −= V^T K̃ α_fix); ``g`` = ∇_u Φ_lh; ``mvm`` applies K̃.
+    K̃ α_fix moves to the right-hand side: rhs −= V^T K̃ α_fix, :func:`newton_rhs`); ``g`` = ∇_u Φ_lh;
+    ``mvm`` applies K̃.
     """
-    rhs = hf.Vt(u) - hf.g_tilde(g)
-    if hf.fixed_alpha is not None:
-        rhs -= hf.Vt(mvm(hf.fixed_alpha))
+    rhs = newton_rhs(hf, mvm, u, g)
     device = device_system(hf, mvm)
     return NewtonSystem(hf, system_matvec(hf, mvm, rhs.shape, device), rhs, device)
 

@@ -49,7 +49,7 @@ def test_each_block_is_fitted_as_newton_cg_fits_it_alone(preconditioner, warm):
         assert (d.iterations, d.cg_iterations, d.converged) == (e.iterations, e.cg_iterations, e.converged)
         assert fit.phi == pytest.approx(own.phi, rel=1e-12)
         np.testing.assert_allclose(fit.alpha, own.alpha, rtol=1e-7, atol=1e-9 * np.abs(own.alpha).max())
-        assert d.mvm_count >= e.mvm_count  # the block took part in every product of the lockstep fit
+        assert d.mvm_count == e.mvm_count  # its own products: the lockstep product skips the blocks done
     assert res.precond_basis is None or res.precond_basis.shape[0] == stack.n_points
 
 
@@ -57,12 +57,11 @@ def test_the_blocks_accumulation_solves_are_each_their_own():
     stack, Ys, b = _problem()
     u = 0.5 * b[::-1].copy()
     hf = Softmax().exact_hessian_factor(u, np.concatenate(Ys))
-    whole, per_block = lockstep_weighted_solve(stack, hf, b, tol=1e-8, max_iter=40)
-    for k, (rows, part) in enumerate(stack.row_blocks):
+    solutions = lockstep_weighted_solve(stack, hf, b, tol=1e-8, max_iter=40)
+    for sol, (rows, part) in zip(solutions, stack.row_blocks):
         own = solve_weighted_system(part, hf.rows(rows), b[rows], tol=1e-8, max_iter=40)
-        assert per_block.iterations[k] == own.iterations
-        np.testing.assert_allclose(whole.z[rows], own.z, rtol=1e-7, atol=1e-10)
-    assert whole.iterations == per_block.iterations.max()
+        assert (sol.iterations, sol.mvms) == (own.iterations, own.mvms)
+        np.testing.assert_allclose(sol.z, own.z, rtol=1e-7, atol=1e-10)
 
 
 def test_an_operator_without_row_blocks_is_a_clear_error():
@@ -92,6 +91,5 @@ def test_lockstep_with_device_products_equals_the_host(backend, solve_on_device,
         assert x.diagnostics.iterations == y.diagnostics.iterations
         assert y.phi == pytest.approx(x.phi, rel=1e-12)
     hf = Softmax().exact_hessian_factor(0.3 * b, Y)
-    za, _ = lockstep_weighted_solve(host, hf, b, tol=1e-8, max_iter=40)
-    zd, _ = lockstep_weighted_solve(dev, hf, b, tol=1e-8, max_iter=40)
-    np.testing.assert_allclose(zd.z, za.z, rtol=1e-8, atol=1e-10)
+    for x, y in zip(*(lockstep_weighted_solve(op, hf, b, tol=1e-8, max_iter=40) for op in (host, dev))):
+        np.testing.assert_allclose(y.z, x.z, rtol=1e-8, atol=1e-10)
