@@ -168,6 +168,10 @@ class Preconditioner(Protocol):
         the per-iteration set-up on the host, each application on the device (CG on the device, its
         iterates never crossing to the host)."""
 
+    def woodbury(self, hf, backend=None) -> tuple | None:
+        """(diag B, H^{-1}) of a diagonal-plus-low-rank P (:meth:`LowRankPreconditioner.woodbury`), which blocks'
+        preconditioners join into one on a device; None for the other forms."""
+
 
 @attrs.frozen(eq=False)
 class _Scale:
@@ -211,6 +215,30 @@ class _BlockSolve:
         return lambda x: xp.matmul(Bd, x[:, :, None])[:, :, 0]
 
 
+def _spd_inverse(H: np.ndarray) -> np.ndarray:
+    """H^{-1} of a symmetric positive definite H (here H >= I) by its Cholesky factor."""
+    return sla.cho_solve(sla.cho_factor(H, lower=True, check_finite=False), np.eye(H.shape[0]), check_finite=False)
+
+
+def _lowrank_apply_on(xp, solve_Bd, A, F, H_inv, device_hf, stacked: bool) -> Callable:
+    """r -> B^{-1} r - B^{-1} Z H^{-1} Z^T B^{-1} r on a device (Z = V^T L, L's columns a_k ⊗ F_k): A (n, R0)
+    the eigenvectors, F the factors (R0, C, s) when ``stacked``, else F_big (R0 C, R); ``device_hf`` V there."""
+    R0 = A.shape[1]
+
+    def apply_lowrank(r):  # as apply_lowrank of LowRankPreconditioner.for_factor
+        y = solve_Bd(r)
+        AtVy = A.T @ device_hf.V(y)  # shape: (R0, C)
+        if stacked:
+            z = H_inv @ xp.reshape(xp.sum(F * AtVy[:, :, None], axis=1), (-1,))
+            LZ = A @ xp.sum(F * xp.reshape(z, (R0, 1, -1)), axis=2)
+        else:
+            z = H_inv @ (F.T @ xp.reshape(AtVy, (-1,)))
+            LZ = A @ xp.reshape(F @ z, (R0, -1))
+        return y - solve_Bd(device_hf.Vt(LZ))
+
+    return apply_lowrank
+
+
 class DiagonalPreconditioner:
     """P = diag(I + V^T K̃ V) of App. B, from diag K̃ and the per-point products K̃_i π_i."""
 
@@ -228,6 +256,10 @@ class DiagonalPreconditioner:
     def for_device(self, hf, device_hf, backend) -> Callable:
         return self.for_factor(hf).on(backend)
 
+    def woodbury(self, hf, backend=None) -> None:
+        """Not a low-rank Woodbury form (:meth:`LowRankPreconditioner.woodbury`)."""
+        return None
+
 
 class BlockJacobiPreconditioner:
     """Block-Jacobi over points: P = the exact C x C blocks I + V_i^T K̃_i V_i, inverted once per iteration."""
@@ -244,6 +276,10 @@ class BlockJacobiPreconditioner:
 
     def for_device(self, hf, device_hf, backend) -> Callable:
         return self.for_factor(hf).on(backend)
+
+    def woodbury(self, hf, backend=None) -> None:
+        """Not a low-rank Woodbury form (:meth:`LowRankPreconditioner.woodbury`)."""
+        return None
 
 
 class LowRankPreconditioner:
@@ -426,24 +462,36 @@ class LowRankPreconditioner:
         solve_Bd = solve_B.on(backend)
         if H is None:
             return solve_Bd
-        xp, R0 = backend.xp, self.A.shape[1]
         A, F, _ = self._on_device(backend)
-        chol = sla.cho_factor(H, lower=True, check_finite=False)
-        H_inv = backend.from_host(sla.cho_solve(chol, np.eye(H.shape[0]), check_finite=False))  # H >= I
-        stacked = self.F_stack is not None
+        H_inv = backend.from_host(_spd_inverse(H))
+        return _lowrank_apply_on(backend.xp, solve_Bd, A, F, H_inv, device_hf, self.F_stack is not None)
 
-        def apply_lowrank(r):  # B^{-1} r - B^{-1} Z H^{-1} Z^T B^{-1} r as apply_lowrank of for_factor
-            y = solve_Bd(r)
-            AtVy = A.T @ device_hf.V(y)  # shape: (R0, C)
-            if stacked:
-                z = H_inv @ xp.reshape(xp.sum(F * AtVy[:, :, None], axis=1), (-1,))
-                LZ = A @ xp.sum(F * xp.reshape(z, (R0, 1, -1)), axis=2)
-            else:
-                z = H_inv @ (F.T @ xp.reshape(AtVy, (-1,)))
-                LZ = A @ xp.reshape(F @ z, (R0, -1))
-            return y - solve_Bd(device_hf.Vt(LZ))
+    def woodbury(self, hf, backend=None) -> tuple | None:
+        """This Newton iteration's P^{-1} = B^{-1} - B^{-1} Z H^{-1} Z^T B^{-1} as (diag B (n, C), H^{-1} or None
+        without eigenvectors), for joining blocks' preconditioners into one (:meth:`join_on_device`); None
+        where B is not diagonal (``lowrank_block``)."""
+        if self.uses_blocks:
+            return None
+        solve_B, H = self._factor(hf, backend)
+        return solve_B.d, None if H is None else _spd_inverse(H)
 
-        return apply_lowrank
+    @staticmethod
+    def join_on_device(parts, pieces, device_hf, backend, cache: dict) -> Callable:
+        """diag(P_1, ..., P_F)^{-1} of blocks' ``lowrank`` preconditioners ``parts`` (rows one after the other)
+        as one Woodbury application on ``backend``'s device: the eigenvectors block-diagonal (N, Σ R0_k), the
+        factors F_k (stacked where all have one shape, else block-diagonal F_big) and H^{-1} joined, so that
+        the F blocks cost one block's calls; ``pieces`` their :meth:`woodbury` of this iteration; ``cache``:
+        the joined eigenvectors and factors per backend, for the fit."""
+        stacked = all(p.F_stack is not None for p in parts) and len({p.F_stack.shape[1:] for p in parts}) == 1
+        key = id(backend)
+        if key not in cache:
+            A = sla.block_diag(*[p.A for p in parts])
+            F = np.concatenate([p.F_stack for p in parts]) if stacked else sla.block_diag(*[p.F_big() for p in parts])
+            cache[key] = (backend.from_host(A), backend.from_host(F))
+        A, F = cache[key]
+        H_inv = sla.block_diag(*[np.zeros((0, 0)) if h is None else h for _, h in pieces])
+        solve_Bd = _Divide(np.concatenate([d for d, _ in pieces])).on(backend)
+        return _lowrank_apply_on(backend.xp, solve_Bd, A, F, backend.from_host(H_inv), device_hf, stacked)
 
     def for_factor(self, hf, backend=None) -> Callable[[np.ndarray], np.ndarray]:
         A = self.A

@@ -37,6 +37,7 @@ class RowBlocksPreconditioner:
 
     def __init__(self, blocks: Sequence[tuple[slice, object]]):
         self.blocks = tuple(blocks)
+        self._joined: dict = {}  # the blocks' eigenvectors joined on a device, per backend (for the fit)
         first = self.blocks[0][1]
         self.name = first.name
         self.forcing_in_alpha_space = first.forcing_in_alpha_space
@@ -56,6 +57,12 @@ class RowBlocksPreconditioner:
         return apply
 
     def for_device(self, hf, device_hf, backend) -> Callable:
+        """On the device: the blocks' low-rank preconditioners joined into one Woodbury application where each
+        is one (``woodbury``), so that F blocks cost one block's calls; else each block's own, side by side."""
+        parts = [p for _, p in self.blocks]
+        pieces = [p.woodbury(_factor_rows(hf, rows), backend) for rows, p in self.blocks]
+        if all(x is not None for x in pieces):
+            return type(parts[0]).join_on_device(parts, pieces, device_hf, backend, self._joined)
         applies = [
             (rows, p.for_device(_factor_rows(hf, rows), device_hf.rows(rows), backend)) for rows, p in self.blocks
         ]

@@ -109,10 +109,37 @@ from gpmodels.kernels.device.config import DeviceRepresentationConfig  # noqa: E
 BACKENDS, BACKEND_PARAMS = device_backends()
 
 
+@pytest.mark.parametrize("name", ["lowrank", "lowrank_block"])
 @pytest.mark.parametrize("backend", BACKEND_PARAMS)
-def test_the_blocks_preconditioner_on_a_device_equals_the_host_one(backend):
+def test_the_blocks_preconditioner_on_a_device_equals_the_host_one(backend, name):
+    """``lowrank``: the blocks joined into one Woodbury application on the device; ``lowrank_block`` (per-point
+    blocks, no diagonal B to join): each block's own, side by side."""
     be = BACKENDS[backend]()
     stack, hf, r = _stack(DeviceRepresentationConfig(be, kind="stored"))
-    P = make_preconditioner("lowrank", stack, rank=4, seed=2)
+    P = make_preconditioner(name, stack, rank=4, seed=2)
     on_device = P.for_device(hf, hf.on_device(be), be)
     np.testing.assert_allclose(be.to_host(on_device(be.from_host(r))), P.for_factor(hf)(r), rtol=1e-10)
+    assert bool(P._joined) == (name == "lowrank")
+
+
+@pytest.mark.parametrize("backend", BACKEND_PARAMS)
+def test_joined_blocks_with_one_factor_shape_equal_the_host(backend):
+    """A flat prior without the intercept: every F_k of one shape, the stacked form of the joined factors."""
+    be = BACKENDS[backend]()
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(30, 2))
+    op = BlockDiagonal(
+        X,
+        [RBF(0.7), RBF(1.3), RBF(0.4)],
+        [0, 1, 2],
+        [1.0, 2.0, 3.0],
+        [0, 1, 2],
+        representation=DeviceRepresentationConfig(be, kind="stored"),
+    )
+    stack = Stacked([op.restrict(rng.permutation(30)[:m]) for m in (20, 26)])
+    hf = Softmax().hessian_factor(rng.normal(size=(46, C)), np.eye(C)[rng.integers(0, C, 46)])
+    P = make_preconditioner("lowrank", stack, rank=3, seed=1)
+    assert all(p.F_stack is not None for _, p in P.blocks)
+    r = rng.normal(size=(46, C))
+    got = be.to_host(P.for_device(hf, hf.on_device(be), be)(be.from_host(r)))
+    np.testing.assert_allclose(got, P.for_factor(hf)(r), rtol=1e-10)
