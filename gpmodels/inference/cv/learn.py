@@ -58,6 +58,12 @@ __all__ = [
 ]
 
 
+def _numbers_only(field, value) -> bool:
+    """A checkpoint identity leaves out how the folds are executed (``folds_per_fit``: in lockstep or one by
+    one, the same fits), as it leaves out the engine: a run may resume either way."""
+    return field.name != "folds_per_fit"
+
+
 def _named_callables(inst, field, value):
     """A checkpoint identity's value: a policy callable by its qualified name (JSON has no functions)."""
     if callable(value) and not attrs.has(type(value)):
@@ -210,7 +216,7 @@ class CVObjective:
             "folds": [digest_array(I) for I in self.folds],
             "likelihood": repr(self.likelihood),
             "operator": type(op).__name__,
-            "options": {"cv": attrs.asdict(self.options, value_serializer=_named_callables)},
+            "options": {"cv": attrs.asdict(self.options, filter=_numbers_only, value_serializer=_named_callables)},
         }
 
     def probe(self) -> np.ndarray:

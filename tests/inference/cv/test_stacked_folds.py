@@ -167,3 +167,12 @@ def test_stacked_folds_retry_a_failed_warm_refit_cold_as_separate_folds_do():
     assert [f.start for f in evs[1].folds] == [f.start for f in evs[0].folds]
     assert "warm+cold" in [f.start for f in evs[1].folds] and evs[1].ok
     assert evs[1].psi == pytest.approx(evs[0].psi, rel=1e-9)
+
+
+def test_a_checkpoint_identity_does_not_depend_on_how_the_folds_run():
+    """Lockstep or one by one gives the same fits: a learning run may resume either way (as across engines)."""
+    from gpmodels.inference.cv.learn import CVObjective
+
+    op, Y, folds = _problem()
+    ids = [CVObjective(op, Softmax(), Y, folds, _options(f)).identity() for f in (1, 3)]
+    assert ids[0] == ids[1] and "folds_per_fit" not in str(ids[0])
