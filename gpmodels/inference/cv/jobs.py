@@ -1,8 +1,8 @@
 """The folds of a CV evaluation as jobs of an engine (:mod:`gpmodels.engine`).
 
 :func:`run_folds` maps over the jobs (tasks, θ, options): one fold per job by
-:func:`~gpmodels.inference.cv.fold.evaluate_fold`, or ``CVOptions.folds_per_fit`` folds as one stacked
-fit (:mod:`gpmodels.inference.cv.stacked`), with the shared state :class:`FoldContext` (the operator at
+:func:`~gpmodels.inference.cv.fold.evaluate_fold`, or ``CVOptions.folds_per_fit`` folds in lockstep
+(:mod:`gpmodels.inference.cv.stacked`), with the shared state :class:`FoldContext` (the operator at
 the learning run's start, the likelihood, the targets; shipped to each worker once per run).  The
 results are taken in fold order by the accumulation of Ψ, E, F and the failure rule.  The engine does
 not change the numbers: with the same BLAS threads per job they are the same arrays, bit for bit.
@@ -64,7 +64,7 @@ class FoldContext:
 def run_folds(context: FoldContext, job: tuple) -> list[tuple]:
     """The folds of one job of an engine's map: per fold (FoldResult, None), or (None, message) when its
     exact solves failed.  ``job`` = (tasks, θ, opts, gradient): one task runs by
-    :func:`~gpmodels.inference.cv.fold.evaluate_fold`, several as one stacked fit
+    :func:`~gpmodels.inference.cv.fold.evaluate_fold`, several in lockstep
     (:func:`~gpmodels.inference.cv.stacked.evaluate_stacked_folds`, ``CVOptions.folds_per_fit``); the
     operator at θ comes from the shared :class:`FoldContext`.  Module-level so that a process or Dask
     engine can ship it."""
