@@ -10,13 +10,14 @@ those approximations.
 
 import numpy as np
 import pytest
+from opaque_factor import OpaqueFactor
 
 from gpmodels.inference.cv.criterion import cv_criterion
 from gpmodels.inference.cv.options import CVOptions
 from gpmodels.inference.map.newton_cg import NewtonOptions
 from gpmodels.inference.marginal.laplace import LaplaceOptions, laplace_mlm
 from gpmodels.kernels.rbf import RBF
-from gpmodels.likelihoods.base import HessianFactor, Likelihood
+from gpmodels.likelihoods.base import Likelihood
 from gpmodels.likelihoods.softmax import Softmax
 from gpmodels.operators.blockdiag import BlockDiagonal
 from gpmodels.operators.intercept import Intercept
@@ -60,36 +61,11 @@ class Delegating(_HeldSoftmax):
         return self.inner.value_per_point(U, Y)
 
 
-class _OpaqueFactor(HessianFactor):
-    """A factor that only does the Newton–CG protocol (no ``multinomial_pi``: no structure to exploit)."""
-
-    def __init__(self, hf):
-        self.hf, self.free, self.fixed_alpha, self.exact = hf, hf.free, hf.fixed_alpha, hf.exact
-
-    def V(self, x):
-        return self.hf.V(x)
-
-    def Vt(self, y):
-        return self.hf.Vt(y)
-
-    def W(self, x):
-        return self.hf.W(x)
-
-    def g_tilde(self, g):
-        return self.hf.g_tilde(g)
-
-    def beta_init(self, alpha):
-        return self.hf.beta_init(alpha)
-
-    def precond_diag(self, diag_K, point_block_mvm):
-        return self.hf.precond_diag(diag_K, point_block_mvm)
-
-
 class Minimal(_HeldSoftmax):
     """Only the abstract methods (and the softmax's projection onto ran W); an opaque Hessian factor."""
 
     def hessian_factor(self, U, Y):
-        return _OpaqueFactor(self.inner.hessian_factor(U, Y))
+        return OpaqueFactor(self.inner.hessian_factor(U, Y))
 
 
 def _problem(n=18, C=3, seed=0):

@@ -3,6 +3,7 @@ deflating preconditioners are each block's own, on the host and on a device."""
 
 import numpy as np
 import pytest
+from opaque_factor import OpaqueFactor
 
 from gpmodels.errors import InputError
 from gpmodels.inference.map import preconditioners
@@ -13,7 +14,6 @@ from gpmodels.inference.map.preconditioners import (
 )
 from gpmodels.inference.map.row_blocks import RowBlocksPreconditioner
 from gpmodels.kernels.rbf import RBF
-from gpmodels.likelihoods.base import HessianFactor
 from gpmodels.likelihoods.softmax import Softmax
 from gpmodels.operators.blockdiag import BlockDiagonal
 from gpmodels.operators.intercept import Intercept
@@ -70,35 +70,10 @@ def test_auto_decides_by_the_largest_block(monkeypatch):
     assert isinstance(make_preconditioner("auto", stack, rank=4), DiagonalPreconditioner)  # not 88 stacked points
 
 
-class _NoRows(HessianFactor):
-    """A factor that does not give its rows (the default)."""
-
-    def __init__(self, hf):
-        self.hf, self.free = hf, hf.free
-
-    def V(self, x):
-        return self.hf.V(x)
-
-    def Vt(self, y):
-        return self.hf.Vt(y)
-
-    def W(self, x):
-        return self.hf.W(x)
-
-    def g_tilde(self, g):
-        return self.hf.g_tilde(g)
-
-    def beta_init(self, alpha):
-        return self.hf.beta_init(alpha)
-
-    def precond_diag(self, diag_K, point_block_mvm):
-        return self.hf.precond_diag(diag_K, point_block_mvm)
-
-
 def test_a_factor_without_rows_is_a_clear_error():
     stack, hf, _ = _stack()
     with pytest.raises(InputError, match="does not give its rows.*'diagonal'.*folds_per_fit 1"):
-        make_preconditioner("lowrank", stack, rank=4).for_factor(_NoRows(hf))
+        make_preconditioner("lowrank", stack, rank=4).for_factor(OpaqueFactor(hf))
 
 
 pytest.importorskip("array_api_compat")
