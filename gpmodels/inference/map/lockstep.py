@@ -126,19 +126,23 @@ def _system(hf, products: BlockProducts):
     return dev, lambda x, on: be.to_host(device_matvec(be.from_host(x), on))
 
 
-def _solve(matvec, dev, rhs, vec: BlockVectors, precondition, x0, **settings) -> LockstepCGResult:
-    """Lockstep CG on eq. (5)'s blocks, on the device where the system solves there (x back on the host)."""
+def _solve(
+    matvec, dev, hf, rhs, vec: BlockVectors, x0, *, inv_diag=None, alpha_norm=False, **settings
+) -> LockstepCGResult:
+    """Lockstep CG on a system (I + V^T K̃ V) of the blocks from host arrays, on the device where it solves
+    there (rhs, x0 and ``inv_diag`` uploaded, x back on the host); ``alpha_norm``: the forcing test on V r
+    (V of ``hf``, or of the device's factor)."""
     if dev is None or not dev.solves:
-        return lockstep_cg(matvec, rhs, vec, x0=x0, precondition=precondition, **settings)
+        forcing_map = hf.V if alpha_norm else None
+        return lockstep_cg(matvec, rhs, vec, x0=x0, inv_diag=inv_diag, forcing_map=forcing_map, **settings)
     be = dev.backend
-    forcing_map = settings.pop("forcing_map")
     res = lockstep_cg(
         matvec,
         be.from_host(rhs),
         vec.on(be),
         x0=None if x0 is None else be.from_host(x0),
-        precondition=precondition,
-        forcing_map=None if forcing_map is None else dev.hf.V,
+        inv_diag=None if inv_diag is None else be.from_host(inv_diag),
+        forcing_map=dev.hf.V if alpha_norm else None,
         **settings,
     )
     return attrs.evolve(res, x=be.to_host(res.x))
@@ -175,15 +179,16 @@ def _step(lik, Y, products: BlockProducts, precond, blocks, active, point, vec, 
         res = _solve(
             matvec,
             dev,
+            hf,
             rhs,
             vec,
-            precondition,
             x0,
+            precondition=precondition,
+            alpha_norm=precond.forcing_in_alpha_space,
             active=trying,
             tol=opts.cg_tol,
             forcing=forcing,
             max_iter=opts.cg_max_iter,
-            forcing_map=hf.V if precond.forcing_in_alpha_space else None,
         )
         cg_its += res.iterations
         new_alpha = hf.V(res.x)
@@ -318,20 +323,7 @@ def lockstep_weighted_solve(
     rhs = hf.Vt(b)
     inv_diag = 1.0 / hf.precond_diag(op.diag(), op.point_block_mvm)
     dev, matvec = _system(hf, products)
-    if dev is not None and dev.solves:
-        be = dev.backend
-        res = lockstep_cg(
-            matvec,
-            be.from_host(rhs),
-            vec.on(be),
-            x0=None if x0 is None else be.from_host(x0),
-            inv_diag=be.from_host(inv_diag),
-            tol=tol,
-            max_iter=max_iter,
-        )
-        res = attrs.evolve(res, x=be.to_host(res.x))
-    else:
-        res = lockstep_cg(matvec, rhs, vec, x0=x0, inv_diag=inv_diag, tol=tol, max_iter=max_iter)
+    res = _solve(matvec, dev, hf, rhs, vec, x0, inv_diag=inv_diag, tol=tol, max_iter=max_iter)
     z = hf.V(res.x)
     return [
         SystemSolution(z[rows], res.x[rows], int(res.iterations[k]), float(res.residual[k]), int(products.counts[k]))
