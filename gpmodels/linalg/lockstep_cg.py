@@ -6,9 +6,9 @@ would share its step lengths over the blocks: its Krylov polynomial must then be
 the blocks' spectra, whose outlying eigenvalues differ from block to block: the refits of satimage's
 300-point subset took 2.3 times the products of the separate ones, its full folds 1.4 times.
 :func:`lockstep_cg` runs the F solves of :func:`~gpmodels.linalg.cg.cg` instead, each with its own
-scalars r^T z, p^T A p, step lengths and stopping test, through one product per step of the blocks still solving: a block that has stopped
-takes step 0 from then on, and the product may skip it.  Each block's iterates are those of its own CG
-(up to the order of the sums).
+scalars r^T z, p^T A p, step lengths and stopping test, through one product per step of the blocks still
+solving: a block that has stopped takes step 0 from then on, and the product may skip it.  Each block's
+iterates are those of its own CG (up to the order of the sums).
 
 The vector work goes through :class:`BlockVectors`: per-block sums on the host (numpy) or on a device's
 namespace, where the F scalars of a reduction come back to the host in one transfer.
