@@ -35,6 +35,6 @@ class MVMCounter:
         return self.op.device_backend
 
     def device_mvm(self, Vd):
-        """``op.device_mvm(Vd)`` for one (n, C) right-hand side on the operator's device, counted."""
-        self.count += 1
+        """``op.device_mvm(Vd)`` for Vd (n, C) or (n, C, k) on the operator's device, counted."""
+        self.count += 1 if Vd.ndim == 2 else int(Vd.shape[2])
         return self.op.device_mvm(Vd)

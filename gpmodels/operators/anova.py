@@ -156,7 +156,12 @@ class ANOVA(Composite):
         return self._merged_backend
 
     def _device_mvm(self, backend, Vd):
-        return self._device_mixed_product(backend, Vd, Vd.shape[0], 1)
+        if Vd.ndim == 2:
+            return self._device_mixed_product(backend, Vd, Vd.shape[0], 1)
+        n, C, k = Vd.shape
+        xp = backend.xp
+        rows = xp.reshape(xp.permute_dims(Vd, (0, 2, 1)), (n * k, C))
+        return xp.reshape(self._device_mixed_product(backend, rows, n, k), (n, C, k))
 
     def __getstate__(self) -> dict:  # device copies stay in the process that made them
         return {**self.__dict__, "_device_mix": None}

@@ -189,6 +189,16 @@ class Operator(Parameterised):
         preconditioners are then built per block.  None (the default): no such form."""
         return None
 
+    def row_blocks_mvm(self, X: np.ndarray, on) -> np.ndarray:
+        """K X for X (n, C) on the row blocks ``on`` (a bool per block of :attr:`row_blocks`), zero on the
+        rows of the others: the products of the blocks still solving in a lockstep fit.  An operator that
+        declares ``row_blocks`` defines this and, with a ``device_backend``, :meth:`device_row_blocks_mvm`."""
+        raise InputError(f"{type(self).__name__} declares no row blocks (row_blocks is None)")
+
+    def device_row_blocks_mvm(self, Xd, on):
+        """:meth:`row_blocks_mvm` from and to arrays of ``device_backend``."""
+        raise InputError(f"{type(self).__name__} declares no row blocks on a device")
+
     @property
     def device_backend(self):
         """The array backend (:mod:`gpmodels.kernels.device.backend`) on whose device :meth:`device_mvm`
@@ -197,15 +207,20 @@ class Operator(Parameterised):
         return None
 
     def device_mvm(self, Vd):
-        """K V for V (n, C) an array of ``device_backend``, the result left there (one right-hand side)."""
+        """K V for V (n, C) or (n, C, k) an array of ``device_backend``, the result left there."""
         backend = self.device_backend
         if backend is None:
             raise InputError(f"{type(self).__name__} multiplies host arrays only (its device_backend is None); use mvm")
+        n, C = self.n_points, self.n_classes
+        if tuple(Vd.shape[:2]) != (n, C) or Vd.ndim not in (2, 3):
+            raise InputError(
+                f"Dimension mismatch: V must have shape ({n}, {C}) or ({n}, {C}, k); got {tuple(Vd.shape)}"
+            )
         return self._device_mvm(backend, Vd)
 
     def _device_mvm(self, backend, Vd):
-        """:meth:`device_mvm` on ``backend``, the ``device_backend`` the operator declares; an operator that
-        declares one defines this."""
+        """:meth:`device_mvm` on ``backend``, the ``device_backend`` the operator declares, Vd (n, C) or
+        (n, C, k); an operator that declares one defines this."""
         raise InputError(f"{type(self).__name__} declares a device_backend but defines no _device_mvm")
 
     # ------------------------------------------------------------------ must be defined

@@ -369,7 +369,11 @@ class BlockDiagonal(Operator):
         return self._layout.backend
 
     def _device_mvm(self, backend, Vd):
-        return self._square_product(backend, Vd, 1)
+        if Vd.ndim == 2:
+            return self._square_product(backend, Vd, 1)
+        n, C, k = Vd.shape
+        xp = backend.xp
+        return xp.reshape(self._square_product(backend, xp.reshape(Vd, (n, C * k)), k), (n, C, k))
 
     def _mvm(self, V):
         backend = self._layout.backend
