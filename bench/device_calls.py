@@ -12,8 +12,11 @@ Problems (synthetic, Gaussian inputs, softmax targets from random labels; ``--sc
   preconditioner ``diagonal``, k1 = 30, k2 = 50;
 - ``folds``: satimage's five CV refits (n = 4435 split into 5 folds, each refit on the other four, the
   ``fold`` settings), fitted one after the other (``separate``: CG on the host at their size) or in
-  lockstep on their stacked operators (``stacked``, ``CVOptions.folds_per_fit`` = 5: CG on the device);
-  Newton iterations, CG steps and MVMs are the folds' own, summed (the same in both).
+  lockstep (``CVOptions.folds_per_fit`` = 5: CG on the device) on the stack of their restricted copies
+  (``stacked-copies``: one product call chain per fold) or, as CV runs them, on the stack of their
+  restrictions multiplied through K̃ (``stacked``: one product of K̃ with a column per fold,
+  :meth:`~gpmodels.operators.stacked.Stacked.restrictions`); Newton iterations, CG steps and MVMs are the
+  folds' own, summed (the same in all three, up to round-off).
 
 Per problem and placement: a warm-up fit, then the best of ``--repeat`` timed fits (wall time, Newton
 iterations, CG steps, MVMs), the transfers of one fit (arrays to and from the device), and on PyTorch the
@@ -53,7 +56,7 @@ PROBLEMS = {
 }
 PLACEMENTS = {"host-cg": 1 << 62, "device-cg": 0}  # DEVICE_CG_MIN_ENTRIES for each
 #: the ``folds`` problem's ways to fit its refits, each at the default DEVICE_CG_MIN_ENTRIES
-FOLD_PLACEMENTS = ("separate", "stacked")
+FOLD_PLACEMENTS = ("separate", "stacked-copies", "stacked")
 N_FOLDS = 5
 KEYS = ("problem", "placement", "n", "C", "seconds", "newton", "cg_steps", "mvms", "us_per_cg_step")
 
@@ -127,9 +130,13 @@ def fold_fits(op, Y, options, placement: str):
     fit on their stacked operators; it returns (Newton iterations, fold CG steps, fold MVMs)."""
     folds = np.array_split(np.random.default_rng(1).permutation(op.n_points), N_FOLDS)
     Js = [np.setdiff1d(np.arange(op.n_points), I) for I in folds]
-    parts = [op.restrict(J) for J in Js]
+    Ys = np.concatenate([Y[J] for J in Js])
     if placement == "stacked":
-        stack, Ys = Stacked(parts), np.concatenate([Y[J] for J in Js])
+        stack = Stacked.restrictions(op, Js)
+        return lambda: sum(_counts(fit) for fit in lockstep_newton(stack, Softmax(), Ys, options).blocks)
+    parts = [op.restrict(J) for J in Js]
+    if placement == "stacked-copies":
+        stack = Stacked(parts)
         return lambda: sum(_counts(fit) for fit in lockstep_newton(stack, Softmax(), Ys, options).blocks)
     return lambda: sum(_counts(NewtonCG(options).fit(part, Softmax(), Y[J])) for part, J in zip(parts, Js))
 

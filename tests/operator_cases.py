@@ -443,19 +443,21 @@ def _flat(points, C):
 
 
 @st.composite
-def stacked_case(draw):
+def _stack_case(draw, views: bool):
     """diag(K_{J_1}, ..., K_{J_F}) of 1-3 restrictions of one block-diagonal (or intercept) case to random,
     possibly overlapping point sets (the refits of CV folds), against the blocks of its dense oracle; at new
-    points the parts' oracle blocks side by side."""
+    points the parts' oracle blocks side by side.  ``views``: :meth:`Stacked.restrictions` (multiplied
+    through the case's operator), else a stack of its restricted copies."""
     base = draw(block_diagonal_case(draw(st.booleans())))
-    inner = base.op.inner if isinstance(base.op, Intercept) else base.op
-    # a restricted Nyström representation's grad_trace departs from finite differences of its own
-    # with_params (found here; the parts' behaviour, not the stack's): the stack is checked on the others
-    assume(not any(isinstance(rep, LowRankGram) for rep in inner._rep_list))
+    if not views:
+        inner = base.op.inner if isinstance(base.op, Intercept) else base.op
+        # a restricted Nyström copy's grad_trace departs from finite differences of its own with_params
+        # (found here; the copies' behaviour, not the stack's): copies are checked on the others, views on all
+        assume(not any(isinstance(rep, LowRankGram) for rep in inner._rep_list))
     n, C = base.op.n_points, base.op.n_classes
     r = np.random.default_rng(draw(st.integers(0, 2**31 - 1)))
     sets = [r.permutation(n)[: r.integers(1, n + 1)] for _ in range(draw(st.integers(1, 3)))]
-    op = Stacked([base.op.restrict(J) for J in sets])
+    op = Stacked.restrictions(base.op, sets) if views else Stacked([base.op.restrict(J) for J in sets])
     N = sum(J.size for J in sets)
     dense, at = np.zeros((N * C, N * C)), 0
     for J in sets:
@@ -466,4 +468,29 @@ def stacked_case(draw):
     return Case(op, dense, base.X_new, cross)
 
 
-register(Stacked)(stacked_case)
+register(Stacked)(lambda: _stack_case(False))
+register(Stacked)(lambda: _stack_case(True))
+
+# ---------------------------------------------------------------------------- restriction views
+from gpmodels.operators.restriction import Restriction  # noqa: E402
+
+
+@st.composite
+def restriction_case(draw):
+    """K_J of a block-diagonal, intercept, ANOVA or coupled case on random points J, multiplied through it."""
+    kind = draw(st.sampled_from(["blockdiag", "intercept", "anova", "coupled"]))
+    strategy = {
+        "blockdiag": lambda: block_diagonal_case(False),
+        "intercept": lambda: block_diagonal_case(True),
+        "anova": lambda: anova_case(False),
+        "coupled": coupled_case,
+    }[kind]
+    base = draw(strategy())
+    n, C = base.op.n_points, base.op.n_classes
+    r = np.random.default_rng(draw(st.integers(0, 2**31 - 1)))
+    J = r.permutation(n)[: r.integers(1, n + 1)]
+    idx = _flat(J, C)
+    return Case(Restriction(base.op, J), base.dense[np.ix_(idx, idx)], base.X_new, base.cross_dense[:, idx])
+
+
+register(Restriction)(restriction_case)

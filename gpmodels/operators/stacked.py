@@ -11,6 +11,10 @@ A restriction (or any row order) keeps the parts: ``order`` gives, for every row
 row in the parts' stacked layout; products scatter into that layout and gather back.  Products on a
 device (``device_backend``) are declared for the stacked layout itself (no ``order``), the one
 CV fitting uses.
+
+How the parts are multiplied is a strategy (:mod:`gpmodels.operators.stack_products`): any parts each on
+their own (``Stacked(parts)``), or restrictions of one operator through one product of it with a column per
+part (:meth:`Stacked.restrictions`, what CV stacks).
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ import numpy as np
 from gpmodels.errors import InputError
 from gpmodels.kernels.representation_base import shared_device_backend
 from gpmodels.operators.base import CrossOperator, KronTerm, Operator
+from gpmodels.operators.stack_products import PartByPart, ThroughBase
 
 __all__ = ["Stacked"]
 
@@ -49,14 +54,33 @@ class Stacked(Operator):
     operator is row ``order[i]`` of the parts' stacked layout (None: that layout)."""
 
     def __init__(self, parts: Sequence[Operator], order: np.ndarray | None = None):
-        self.parts = _check_parts(parts)
-        self.offsets = np.cumsum([0] + [p.n_points for p in self.parts])
+        self._setup(PartByPart(_check_parts(parts)), order)
+
+    @classmethod
+    def restrictions(cls, op: Operator, index_sets: Sequence, order: np.ndarray | None = None) -> Stacked:
+        """diag(K_{J_1}, ..., K_{J_F}) of the restrictions of ``op`` to the point sets ``index_sets`` (each
+        without repeats; they may overlap), every product one product of ``op`` with a column per part
+        (:class:`~gpmodels.operators.stack_products.ThroughBase`)."""
+        return cls._of(ThroughBase(op, index_sets), order)
+
+    @classmethod
+    def _of(cls, products: PartByPart | ThroughBase, order) -> Stacked:
+        stack = cls.__new__(cls)
+        stack._setup(products, order)
+        return stack
+
+    def _setup(self, products: PartByPart | ThroughBase, order) -> None:
+        self.products, self.parts, self.offsets = products, products.parts, products.offsets
         if order is not None:
             order = np.asarray(order, dtype=np.intp)
             if not np.array_equal(np.sort(order), np.arange(self.offsets[-1])):
                 raise InputError(f"Stacked order must be a permutation of 0..{self.offsets[-1] - 1}")
         self.order = order
         self.is_class_diagonal = all(p.is_class_diagonal for p in self.parts)
+
+    def subset(self, ks: Sequence[int]) -> Stacked:
+        """The stack of the parts ``ks`` (in that order), multiplied as this one is."""
+        return Stacked._of(self.products.subset(ks), None)
 
     # ------------------------------------------------------------------ layout
     def part_rows(self, k: int) -> slice:
@@ -73,6 +97,9 @@ class Stacked(Operator):
 
     def _from_stack(self, A: np.ndarray) -> np.ndarray:
         return A if self.order is None else A[self.order]
+
+    def _all(self) -> np.ndarray:
+        return np.ones(len(self.parts), dtype=bool)
 
     def _per_part(self, fn, A: np.ndarray) -> np.ndarray:
         """fn(part k, its rows of A) for every part, stacked back in the operator's order."""
@@ -118,13 +145,19 @@ class Stacked(Operator):
         return self.parts[0].param_classes()
 
     def with_params(self, theta) -> Stacked:
-        return Stacked([p.with_params(theta) for p in self.parts], self.order)
+        return Stacked._of(self.products.with_params(theta), self.order)
 
     def _mvm(self, V):
-        return self._per_part(lambda p, A: p.mvm(A), V)
+        return self._from_stack(self.products.host(self._to_stack(V), self._all()))
+
+    def row_blocks_mvm(self, X, on):
+        return self.products.host(X[:, :, None], on)[:, :, 0]
+
+    def device_row_blocks_mvm(self, Xd, on):
+        return self.products.device(self.device_backend, Xd, on)
 
     def _diag(self):
-        return self._from_stack(np.concatenate([p.diag() for p in self.parts]))
+        return self._from_stack(self.products.diag())
 
     def _point_block_mvm(self, P):
         return self._per_part(lambda p, A: p.point_block_mvm(A), P)
@@ -133,11 +166,7 @@ class Stacked(Operator):
         return self._from_stack(np.concatenate([p.point_blocks() for p in self.parts]))
 
     def _grad_trace(self, E, F):
-        Es, Fs = self._to_stack(E), self._to_stack(F)
-        return sum(
-            p.grad_trace(np.ascontiguousarray(Es[self.part_rows(k)]), np.ascontiguousarray(Fs[self.part_rows(k)]))
-            for k, p in enumerate(self.parts)
-        )
+        return self.products.grad_trace(self._to_stack(E), self._to_stack(F))
 
     def _dense(self):
         C = self.n_classes
@@ -172,11 +201,10 @@ class Stacked(Operator):
 
     def _restrict(self, J):
         part, local = self._locate(J)
-        keep = np.unique(part)
-        parts = [self.parts[k].restrict(local[part == k]) for k in keep]
+        products = self.products.restricted([(k, local[part == k]) for k in np.unique(part)])
         order = np.empty(J.size, dtype=np.intp)
         order[np.argsort(part, kind="stable")] = np.arange(J.size)
-        return Stacked(parts, None if np.array_equal(order, np.arange(J.size)) else order)
+        return Stacked._of(products, None if np.array_equal(order, np.arange(J.size)) else order)
 
     def _cross(self, I, J):
         (pI, lI), (pJ, lJ) = self._locate(I), self._locate(J)
@@ -199,8 +227,7 @@ class Stacked(Operator):
         return shared_device_backend(self.parts) if self.order is None else None
 
     def _device_mvm(self, backend, Vd):
-        outs = [p.device_mvm(Vd[self.part_rows(k), ...]) for k, p in enumerate(self.parts)]
-        return backend.xp.concat(outs, axis=0)
+        return self.products.device(backend, Vd, self._all())
 
     def __repr__(self) -> str:
         return f"Stacked({len(self.parts)} parts, n={self.n_points}, C={self.n_classes})"

@@ -1,8 +1,9 @@
 """Several folds of one CV evaluation refitted together, in lockstep (Seeger 2008, Sec. 4, 5.2).
 
 The folds' refits are independent: α[J_k] minimises Φ_{J_k}.  On the stacked prior
-diag(K̃_{J_1}, ..., K̃_{J_F}) (:class:`~gpmodels.operators.stacked.Stacked`, the folds' training points one
-after the other) they run in lockstep (:func:`~gpmodels.inference.map.lockstep.lockstep_newton`): each fold
+diag(K̃_{J_1}, ..., K̃_{J_F}) (:meth:`Stacked.restrictions <gpmodels.operators.stacked.Stacked.restrictions>`,
+the folds' training points one after the other, every product one product of K̃ with a column per fold)
+they run in lockstep (:func:`~gpmodels.inference.map.lockstep.lockstep_newton`): each fold
 keeps its own CG scalars, line-search steps, stall restarts and stopping rules, so its fit is the one
 :func:`~gpmodels.inference.cv.fold.evaluate_fold` would make (up to the order of sums), while every step's
 product, vector updates and preconditioner cover the F folds in one call.  The folds' accumulation systems
@@ -12,8 +13,8 @@ What it buys is fewer, larger calls: where each call has a fixed cost (a GPU's l
 host's Python and BLAS entry for arrays of a few thousand rows) the F folds cost about one fold's calls; with
 F (n, C) vectors of 2^16 entries or more, CG moves to the device
 (:data:`~gpmodels.inference.map.newton_cg.DEVICE_CG_MIN_ENTRIES`).  The ``lowrank`` preconditioners are each
-fold's own (:mod:`gpmodels.inference.map.row_blocks`).  The folds' restricted operators are all held at
-once (F times one fold's memory).
+fold's own (:mod:`gpmodels.inference.map.row_blocks`).  No restricted copies of K̃ are made: the folds
+are views on it (App. D.2's copies pay for products one fold at a time; here one product serves all).
 
 Costs are reported per fold: its own products (the ones its fit alone would take), and the fit's seconds
 split evenly.
@@ -85,7 +86,7 @@ def _refit(stack: Stacked, likelihood, Y, tasks, Ys, opts: CVOptions):
     its = [f.diagnostics.iterations for f in fits]
     failed = [k for k, f in enumerate(fits) if labels[k] == "warm" and not f.diagnostics.grad_norm[-1] <= opts.fail_tol]
     if opts.retry_cold and failed:
-        sub = Stacked([stack.parts[k] for k in failed])
+        sub = stack.subset(failed)
         start = stack_rows([tasks[k].basis0 for k in failed], [sub_part.n_points for sub_part in sub.parts])
         cold = lockstep_newton(
             sub, likelihood, np.concatenate([Ys[k] for k in failed]), opts.newton, precond_start=start
@@ -127,13 +128,13 @@ def _fold_results(fits, stack: Stacked, crosses, likelihood, Y_Is, refit) -> lis
 def evaluate_stacked_folds(
     tasks: list[FoldTask], op: Operator, likelihood: Likelihood, Y, opts: CVOptions, gradient: bool
 ) -> list[FoldResult]:
-    """The folds ``tasks`` together (module docstring): restrict K̃ to each J_k and stack them, refit every
+    """The folds ``tasks`` together (module docstring): stack K̃'s restrictions to each J_k, refit every
     α[J_k] by Newton–CG in lockstep (Sec. 4), hold each fold out (eq. 3) and, with ``gradient``, solve the
     folds' accumulation systems z_k = (I + W K̃_{J_k})^{-1} W K̃_{J_k,I_k} r_{I_k} in lockstep (Sec. 5.2).  A
     pure function of its inputs, like :func:`~gpmodels.inference.cv.fold.evaluate_fold`, with its numbers."""
     F = len(tasks)
     t = time.perf_counter()
-    stack = Stacked([op.restrict(task.J) for task in tasks])
+    stack = Stacked.restrictions(op, [task.J for task in tasks])
     crosses = [op.cross(task.I, task.J) for task in tasks]
     restrict_s = (time.perf_counter() - t) / F
     Ys, Y_Is = [Y[task.J] for task in tasks], [Y[task.I] for task in tasks]

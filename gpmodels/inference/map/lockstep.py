@@ -16,8 +16,10 @@ blocks; :func:`lockstep_newton` keeps every block's fit its own instead, each wi
   stopped sits out the later CG solves.
 
 What the blocks share is the calls: each step's vector updates and preconditioner cover every block at
-once, and its product (:class:`BlockProducts`) the blocks still solving, one call chain per block on the
-operator's device.  A block's products are its own (counted per block): the ones its fit alone would take.
+once, and its product (:class:`BlockProducts`, ``Operator.row_blocks_mvm``) the blocks still solving: for
+restrictions of one operator one product of it with a column per block
+(:meth:`~gpmodels.operators.stacked.Stacked.restrictions`), else one product per block.  A block's
+products are its own (counted per block): the ones its fit alone would take.
 """
 
 from __future__ import annotations
@@ -67,22 +69,13 @@ class BlockProducts:
         on = self._on(on)
         if self.backend is not None:
             return self.backend.to_host(self.device(self.backend.from_host(X), on))
-        out = np.zeros_like(X)
-        for k in np.flatnonzero(on):
-            rows, part = self.blocks[k]
-            out[rows] = part.mvm(X[rows])
         self.counts += on
-        return out
+        return self.op.row_blocks_mvm(X, on)
 
     def device(self, Xd, on=None):
         on = self._on(on)
-        xp = self.backend.xp
-        parts = [
-            part.device_mvm(Xd[rows, ...]) if on[k] else xp.zeros_like(Xd[rows, ...])
-            for k, (rows, part) in enumerate(self.blocks)
-        ]
         self.counts += on
-        return xp.concat(parts, axis=0)
+        return self.op.device_row_blocks_mvm(Xd, on)
 
 
 @attrs.frozen(eq=False)
