@@ -16,7 +16,7 @@ thread (2 cores, idle), float32 against ``dsymv`` on the float64 matrix: n = 160
 row at a time it had taken 3.5 ms at n = 3548: the y traffic, not the matrix, bounded it). On two
 threads (row ranges of equal work) it only pays from about 4000 rows (:data:`MIN_ROWS_PER_THREAD`).
 With k columns the 8 rows stay in cache while the columns pass over them, so M is read once: n =
-3548, 6 columns 4.1 ms against 12.6 ms for the tiled dgemm (:data:`MAX_COLUMNS`).
+3548, 6 columns 2.2 ms against 8.6 ms for the tiled dgemm, one thread (:data:`MAX_COLUMNS`).
 
 Numba is the optional extra ``fast`` (``pip install gpmodels[fast]``): where it is missing,
 :data:`AVAILABLE` is False and stored float32 matrices use the tiled product.  The compiled code is
@@ -40,10 +40,11 @@ __all__ = ["AVAILABLE", "symm_float32", "symv_float32"]
 MIN_ROWS_PER_THREAD = 2000
 
 #: stored float32 products with at most this many columns use :func:`symm_float32`, more the tiled
-#: dgemm.  Measured (one thread, idle) against the tiled product: n = 3548, k = 1 / 6 / 20 columns:
-#: 0.99 / 4.1 / 12.2 ms against 4.8 / 12.6 / 18.4 ms; n = 6000: 3.7 / 11.6 / 33.6 ms against
-#: 12.5 / 34.9 / 51.5 ms (wider products were not measured)
-MAX_COLUMNS = 20
+#: dgemm.  Measured (one thread, idle) against the tiled product: n = 3548, k = 1 / 6 / 20 / 30 / 60 / 100
+#: columns: 0.9 / 2.2 / 6.4 / 9.4 / 18.8 / 31.7 ms against 3.8 / 8.6 / 13.8 / 18.9 / 31.7 / 54.3 ms;
+#: n = 6000: 2.5 / 6.1 / 18.7 / 26.7 / 51.5 / 87.6 ms against 9.1 / 23.6 / 38.4 / 53.3 / 89.6 / 149.0 ms
+#: (wider products were not measured).  The CV folds in lockstep multiply K̃ with C F columns at once.
+MAX_COLUMNS = 100
 
 #: whether Numba is installed (imported on the first product only: it takes about 0.5 s)
 AVAILABLE = importlib.util.find_spec("numba") is not None
