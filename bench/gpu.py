@@ -13,8 +13,9 @@ job ends only itself):
   its 5 folds run on ``--fold-workers`` worker processes (default on ``cuda``: one per fold, spawned, each with
   its own CUDA context; their start-up counts in the seconds and is given as ``_worker_start_seconds``);
   ``satimage-mc-sep-serial`` (on ``cuda``, after imclef07a) is the same run with the folds in one process;
-  ``satimage-mc-sep-stacked`` (on ``cuda``) refits the 5 folds together, one Newton–CG fit on their stacked
-  operators (``CVOptions.folds_per_fit`` = 5, ``--folds-per-fit``), in one process;
+  ``satimage-mc-sep-stacked`` (on ``cuda``) refits the 5 folds in lockstep, each its own Newton–CG fit, every
+  step's product one product of K̃ with a column per fold (``CVOptions.folds_per_fit`` = 5,
+  ``--folds-per-fit``), in one process;
 - ``float32-product``: the stored float32 MVM with an (n, 10) right-hand side at the largest
   ``--n`` <= 60 000, as n^2 4 bytes / time against the copy bandwidth (goal 4);
 - ``float64-vs-cpu``: the float64 device fit against the CPU fit at n = ``--check-n`` (Φ's relative
@@ -578,7 +579,7 @@ def parse(argv):
         "--folds-per-fit",
         type=int,
         default=None,
-        help="satimage: folds refitted together as one stacked fit (CVOptions.folds_per_fit; default: the spec's)",
+        help="satimage: folds refitted together in lockstep (CVOptions.folds_per_fit; default: the spec's)",
     )
     p.add_argument("--gpytorch-iters-scale", type=int, default=30)
     p.add_argument("--gpytorch-iters-satimage", type=int, default=200)
