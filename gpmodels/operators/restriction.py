@@ -135,8 +135,8 @@ class Restriction(Operator):
         xp = backend.xp
         pad, rows = self.device_indices(backend)
         zero = xp.zeros((1, *Vd.shape[1:]), dtype=Vd.dtype, device=backend.device)
-        W = xp.take(xp.concat([Vd, zero], axis=0), pad, axis=0)
-        return xp.take(self.op.device_mvm(W), rows, axis=0)
+        W = backend.take(xp.concat([Vd, zero], axis=0), pad)
+        return backend.take(self.op.device_mvm(W), rows)
 
     def __getstate__(self) -> dict:  # device indices stay in the process that made them
         return {**self.__dict__, "_device": {}}

@@ -79,59 +79,77 @@ class PartByPart:
 
 class ThroughBase:
     """Restrictions of ``base`` to the point sets ``index_sets`` (each without repeats; they may overlap),
-    multiplied through it (module docstring).  The index arrays are made once per set of parts ``on``."""
+    multiplied through it (module docstring).  The scatter and gather maps are made once per set of parts
+    ``on`` and width."""
 
     def __init__(self, base: Operator, index_sets: Sequence):
         self.base = base
         self.parts = tuple(Restriction(base, J) for J in index_sets)
         self.index_sets = tuple(p.J for p in self.parts)
         self.offsets = _offsets(self.parts)
-        self._indices: dict = {}
+        self._made: dict = {}
 
-    def _host_indices(self, on) -> tuple[np.ndarray, np.ndarray, int]:
-        """(for the F' parts ``on`` and every point of K, its row in the stacked rows or the appended zero
-        row, (F' n,); for every stacked row, its row of the product's (F' n) rows or the zero row; F')."""
-        key = tuple(bool(b) for b in on)
-        if key not in self._indices:
-            n, total = self.base.n_points, int(self.offsets[-1])
-            active = [k for k, b in enumerate(key) if b]
-            scatter = np.full((len(active), n), total, dtype=np.intp)
-            gather = np.full(total, len(active) * n, dtype=np.intp)
-            for i, k in enumerate(active):
-                J, lo = self.index_sets[k], int(self.offsets[k])
-                scatter[i, J] = lo + np.arange(J.size)
-                gather[lo : lo + J.size] = i * n + J
-            self._indices[key] = (scatter.ravel(), gather, len(active))
-        return self._indices[key]
+    def _host_maps(self, on, C: int, k: int) -> tuple:
+        """The scatter and the gather of the parts ``on`` for (rows, C, k) arrays, as flat takes: (for every
+        entry of K's (n, C, F' k) right-hand side, its entry of the flattened stacked array and 1, or 0 and 0
+        off the part's points; for every entry of the stacked (rows, C, k) result, its entry of K's flattened
+        product and 1, or 0 and 0 for a part not ``on``; the gather's weights None where all are on), F'."""
+        n, total = self.base.n_points, int(self.offsets[-1])
+        active = [kk for kk, b in enumerate(on) if b]
+        F = len(active)
+        src = np.zeros((n, F), dtype=np.intp)  # stacked row of each (point, active part)
+        inside = np.zeros((n, F))
+        dst = np.zeros(total, dtype=np.intp)  # flat (point, part) column of each stacked row
+        rows_on = np.zeros(total)
+        for i, kk in enumerate(active):
+            J, lo = self.index_sets[kk], int(self.offsets[kk])
+            src[J, i], inside[J, i] = lo + np.arange(J.size), 1.0
+            dst[lo : lo + J.size], rows_on[lo : lo + J.size] = J * F + i, 1.0
+        c, j = np.arange(C)[None, :, None, None], np.arange(k)[None, None, None, :]
+        scatter = ((src[:, None, :, None] * C + c) * k + j).ravel()  # (n, C, F, k): entry of S
+        scatter_w = np.broadcast_to(inside[:, None, :, None], (n, C, F, k)).ravel()
+        pt, part = np.divmod(dst, F)
+        c, j = np.arange(C)[None, :, None], np.arange(k)[None, None, :]
+        gather = (((pt[:, None, None] * C + c) * F + part[:, None, None]) * k + j).ravel()  # (rows, C, k)
+        gather_w = None if len(active) == len(on) else np.broadcast_to(rows_on[:, None, None], (total, C, k)).ravel()
+        return scatter, scatter_w, gather, gather_w, F
 
-    def _product(self, xp, device, S, indices, product):
-        """K_{J_k} S_k for the parts of ``indices`` (:meth:`_host_indices`, or their device copies), S the
-        stacked (rows, C, k) array of namespace ``xp`` on ``device`` and ``product`` K's (n, C, F' k)
-        product there; the array API has no scatter, so both moves are takes with a zero row appended."""
-        scatter, gather, F = indices
-        _, C, k = S.shape
-        n = self.base.n_points
-        zero = xp.zeros((1, C, k), dtype=S.dtype, device=device)
-        W = xp.take(xp.concat([S, zero], axis=0), scatter, axis=0)  # (F n, C, k): part after part
-        W = xp.reshape(xp.permute_dims(xp.reshape(W, (F, n, C, k)), (1, 2, 0, 3)), (n, C, F * k))
-        U = product(W)
-        U = xp.reshape(xp.permute_dims(xp.reshape(U, (n, C, F, k)), (2, 0, 1, 3)), (F * n, C, k))
-        return xp.take(xp.concat([U, zero], axis=0), gather, axis=0)
+    def _maps(self, backend, on, C: int, k: int) -> tuple:
+        """:meth:`_host_maps`, made once per (backend, parts ``on``, C, k) and kept on ``backend`` (None: host)."""
+        key = (None if backend is None else id(backend), tuple(bool(b) for b in on), C, k)
+        if key not in self._made:
+            scatter, scatter_w, gather, gather_w, F = self._host_maps(on, C, k)
+            if backend is not None:
+                scatter, gather = backend.indices(scatter), backend.indices(gather)
+                scatter_w = backend.from_host(scatter_w)
+                gather_w = None if gather_w is None else backend.from_host(gather_w)
+            self._made[key] = (scatter, scatter_w, gather, gather_w, F)
+        return self._made[key]
+
+    def _product(self, xp, take, S, maps, product):
+        """K_{J_k} S_k for the parts of ``maps`` (:meth:`_maps`), S the stacked (rows, C, k) array of namespace
+        ``xp``, ``take`` (a, positions) -> a[positions] there and ``product`` K's (n, C, F' k) product there:
+        one take and one product by the 0/1 weights each way (the array API has no scatter)."""
+        scatter, scatter_w, gather, gather_w, F = maps
+        rows, C, k = S.shape
+        W = take(xp.reshape(S, (-1,)), scatter) * scatter_w
+        U = product(xp.reshape(W, (self.base.n_points, C, F * k)))
+        out = take(xp.reshape(U, (-1,)), gather)
+        return xp.reshape(out if gather_w is None else out * gather_w, (rows, C, k))
 
     def host(self, S: np.ndarray, on) -> np.ndarray:
         """K_{J_k} S_k for S (rows, C, k) in the stacked layout, zero off the parts ``on``."""
-        return self._product(np, None, S, self._host_indices(on), self.base.mvm)
+        _, C, k = S.shape
+        return self._product(np, np.take, np.ascontiguousarray(S), self._maps(None, on, C, k), self.base.mvm)
 
     def device(self, backend, Sd, on):
         """:meth:`host` on ``backend``'s device for Sd (rows, C) or (rows, C, k)."""
-        key = (id(backend), tuple(bool(b) for b in on))
-        if key not in self._indices:
-            scatter, gather, F = self._host_indices(on)
-            self._indices[key] = (backend.indices(scatter), backend.indices(gather), F)
+        k = 1 if Sd.ndim == 2 else int(Sd.shape[2])
+        rows, C = Sd.shape[:2]
         xp = backend.xp
-        S3 = Sd if Sd.ndim == 3 else xp.reshape(Sd, (*Sd.shape, 1))
-        out = self._product(xp, backend.device, S3, self._indices[key], self.base.device_mvm)
-        return out if Sd.ndim == 3 else xp.reshape(out, tuple(Sd.shape))
+        S3, maps = xp.reshape(Sd, (rows, C, k)), self._maps(backend, on, C, k)
+        out = self._product(xp, backend.take, S3, maps, self.base.device_mvm)
+        return out if Sd.ndim == 3 else xp.reshape(out, (rows, C))
 
     def diag(self) -> np.ndarray:
         d = self.base.diag()
@@ -160,4 +178,4 @@ class ThroughBase:
         return ThroughBase(self.base, [self.index_sets[k] for k in ks])
 
     def __getstate__(self) -> dict:  # device indices stay in the process that made them
-        return {**self.__dict__, "_indices": {}}
+        return {**self.__dict__, "_made": {}}

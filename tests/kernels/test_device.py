@@ -310,3 +310,12 @@ def test_cuda_representation_matches_the_host_one(form):
     _close(dev.cross_test(X_new).mvm(B), ref.cross_test(X_new).mvm(B), form)
     _close(dev.grad_contract(E, B), ref.grad_contract(E, B), form)
     assert RepresentationConfig(device="cuda").build(X, k).choice.device.startswith("cuda")
+
+
+@pytest.mark.parametrize("backend", BACKEND_PARAMS)
+def test_a_backends_take_is_the_array_apis(backend):
+    """``ArrayBackend.take`` (PyTorch: one index_select) gives numpy's ``take`` along either axis."""
+    be = BACKENDS[backend]()
+    A = np.arange(24.0).reshape(4, 6)
+    for axis, idx in ((0, [3, 0, 3]), (1, [5, 1])):
+        np.testing.assert_array_equal(be.to_host(be.take(be.from_host(A), be.indices(idx), axis)), A.take(idx, axis))

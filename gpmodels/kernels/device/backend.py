@@ -80,6 +80,11 @@ class ArrayBackend(abc.ABC):
         """Integer positions (host) as an int64 array of this backend."""
         return self.xp.asarray(np.ascontiguousarray(idx, dtype=np.int64), device=self.device)
 
+    def take(self, a, idx, axis: int = 0):
+        """``a``'s entries at the non-negative positions ``idx`` (an array of :meth:`indices`) along ``axis``:
+        the array API's ``take``."""
+        return self.xp.take(a, idx, axis=axis)
+
     @abc.abstractmethod
     def to_host(self, a) -> np.ndarray:
         """A float64 host copy of an array of this backend."""
@@ -176,6 +181,10 @@ class TorchBackend(ArrayBackend):
     def synchronize(self):
         if self.device.type == "cuda":
             self.torch.cuda.synchronize(self.device)
+
+    def take(self, a, idx, axis: int = 0):
+        # one index_select: array-api-compat's take first maps negative positions (three more launches)
+        return self.torch.index_select(a, axis, idx)
 
     @property
     def vectors(self) -> Vectors:
