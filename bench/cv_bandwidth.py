@@ -46,16 +46,13 @@ import sys
 import time
 from pathlib import Path
 
-import attrs
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from cv_common import Timed, blas_threads, new_clock  # noqa: E402
+from cv_common import Timed, blas_threads, new_clock, spec_problem  # noqa: E402
 
 from gpmodels.data.splits import kfold_partition  # noqa: E402
-from gpmodels.driver.build import build_learn_options, build_likelihood, build_prior, resolve_kernel  # noqa: E402
-from gpmodels.driver.build_data import build_data  # noqa: E402
-from gpmodels.driver.loader import load_spec  # noqa: E402
+from gpmodels.driver.build import build_learn_options, build_likelihood, build_prior  # noqa: E402
 from gpmodels.inference.cv.criterion import cv_criterion  # noqa: E402
 from gpmodels.kernels.blocked_gram import GramCross  # noqa: E402
 from gpmodels.kernels.stored_gram import MatrixCross, StoredGram  # noqa: E402
@@ -187,11 +184,7 @@ def main(argv=None):
     p.add_argument("--blas-threads", type=int, default=None, help="limit BLAS threads (threadpoolctl)")
     p.add_argument("--plain-mib", type=int, default=512, help="size of the plain-bandwidth matrix")
     a = p.parse_args(argv)
-    spec, base = load_spec(SPEC)
-    if a.max_train:
-        spec = attrs.evolve(spec, data=attrs.evolve(spec.data, max_train=a.max_train))
-    data = build_data(spec, base)
-    model = attrs.evolve(spec.model, kernel=resolve_kernel(spec.model.kernel, data.X_train), sharing=a.sharing)
+    spec, base, data, model = spec_problem(SPEC, a.max_train, sharing=a.sharing)
     lik, opts = build_likelihood(model), build_learn_options(spec.objective)
     C = data.n_classes
     Y = np.eye(C)[data.y_train]

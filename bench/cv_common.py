@@ -1,5 +1,5 @@
-"""Helpers of the CV and MAP benchmarks: a timing proxy around operators, BLAS thread limits, one
-learn+fit, one timed Newton–CG fit.
+"""Helpers of the CV and MAP benchmarks: a spec's problem, a timing proxy around operators, BLAS thread
+limits, one learn+fit, one timed Newton–CG fit.
 
 ``Timed(op, clock)`` forwards everything to ``op`` and adds the wall time of kernel MVMs
 (``mvm`` of the operator and of every restricted operator and cross block made from it) to
@@ -13,13 +13,29 @@ import contextlib
 import os
 import time
 
+import attrs
 import numpy as np
 
 from gpmodels import metrics as M
+from gpmodels.driver.build import resolve_kernel
+from gpmodels.driver.build_data import build_data
+from gpmodels.driver.loader import load_spec
 from gpmodels.inference.cv.learn import fit_learned, learn_hyperparameters
 from gpmodels.inference.cv.one_vs_rest import learn_one_vs_rest
 from gpmodels.inference.map.newton_cg import newton_cg
 from gpmodels.validation import labels_to_targets
+
+
+def spec_problem(path, max_train: int | None = None, **model_changes):
+    """(spec, its base folder, its data, its model with the kernel resolved on the training inputs and
+    ``model_changes`` applied) of the spec at ``path``, the training set cut to ``max_train`` points where
+    given (smoke runs)."""
+    spec, base = load_spec(path)
+    if max_train:
+        spec = attrs.evolve(spec, data=attrs.evolve(spec.data, max_train=max_train))
+    data = build_data(spec, base)
+    model = attrs.evolve(spec.model, kernel=resolve_kernel(spec.model.kernel, data.X_train), **model_changes)
+    return spec, base, data, model
 
 
 class _TimedCross:

@@ -46,12 +46,11 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from cv_bandwidth import SPEC, spread_theta  # noqa: E402
+from cv_common import spec_problem  # noqa: E402
 
 import gpmodels.inference.cv.stacked as cv_stacked  # noqa: E402
 from gpmodels.data.splits import kfold_partition  # noqa: E402
-from gpmodels.driver.build import build_learn_options, build_likelihood, build_prior, resolve_kernel  # noqa: E402
-from gpmodels.driver.build_data import build_data  # noqa: E402
-from gpmodels.driver.loader import load_spec  # noqa: E402
+from gpmodels.driver.build import build_learn_options, build_likelihood, build_prior  # noqa: E402
 from gpmodels.engine.processes import ProcessEngine  # noqa: E402
 from gpmodels.inference.cv.criterion import cv_criterion  # noqa: E402
 from gpmodels.operators.stacked import Stacked  # noqa: E402
@@ -121,11 +120,7 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--max-train", type=int, default=None, help="subsample the training set (smoke runs)")
     a = p.parse_args(argv)
-    spec, base = load_spec(SPEC)
-    if a.max_train:
-        spec = attrs.evolve(spec, data=attrs.evolve(spec.data, max_train=a.max_train))
-    data = build_data(spec, base)
-    model = attrs.evolve(spec.model, kernel=resolve_kernel(spec.model.kernel, data.X_train))
+    spec, base, data, model = spec_problem(SPEC, a.max_train)
     lik, opts = build_likelihood(model), build_learn_options(spec.objective)
     Y = np.eye(data.n_classes)[data.y_train]
     folds = kfold_partition(data.y_train.size, spec.objective.cv.folds, 0, y=data.y_train)

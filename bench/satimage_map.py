@@ -22,11 +22,10 @@ from pathlib import Path
 
 import attrs
 import numpy as np
+from cv_common import spec_problem
 
 from gpmodels import metrics as M
-from gpmodels.driver.build import build_likelihood, build_newton_options, build_prior, resolve_kernel
-from gpmodels.driver.build_data import build_data
-from gpmodels.driver.loader import load_spec
+from gpmodels.driver.build import build_likelihood, build_newton_options, build_prior
 from gpmodels.inference.map.exact_newton import exact_newton
 from gpmodels.inference.map.newton_cg import NewtonOptions, newton_cg
 from gpmodels.validation import labels_to_targets
@@ -51,11 +50,7 @@ def main(argv=None):
     from sklearn.gaussian_process.kernels import RBF as SkRBF
     from sklearn.gaussian_process.kernels import ConstantKernel
 
-    spec, base = load_spec(SPEC)
-    if a.max_train:
-        spec = attrs.evolve(spec, data=attrs.evolve(spec.data, max_train=a.max_train))
-    data = build_data(spec, base)
-    model_spec = attrs.evolve(spec.model, kernel=resolve_kernel(spec.model.kernel, data.X_train))
+    spec, base, data, model_spec = spec_problem(SPEC, a.max_train)
     w, v, s2 = model_spec.kernel.w, float(model_spec.variance), model_spec.sigma2
     C = data.n_classes
     Y = labels_to_targets(data.y_train, C)
