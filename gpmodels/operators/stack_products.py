@@ -160,11 +160,10 @@ class ThroughBase:
         return self.base.grad_trace(self._scattered(Es), self._scattered(Fs))
 
     def _scattered(self, A: np.ndarray) -> np.ndarray:
+        """A (rows, C, q) in the stacked layout at the parts' points of K, (n, C, F q): the products' scatter."""
         _, C, q = A.shape
-        out = np.zeros((self.base.n_points, C, len(self.parts), q))
-        for k, J in enumerate(self.index_sets):
-            out[J, :, k, :] = A[int(self.offsets[k]) : int(self.offsets[k + 1])]
-        return out.reshape(out.shape[0], C, -1)
+        scatter, weights, _, _, F = self._maps(None, np.ones(len(self.parts), dtype=bool), C, q)
+        return (np.take(np.ascontiguousarray(A).ravel(), scatter) * weights).reshape(self.base.n_points, C, F * q)
 
     def with_params(self, theta) -> ThroughBase:
         return ThroughBase(self.base.with_params(theta), self.index_sets)
