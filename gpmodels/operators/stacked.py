@@ -151,9 +151,13 @@ class Stacked(Operator):
         return self._from_stack(self.products.host(self._to_stack(V), self._all()))
 
     def row_blocks_mvm(self, X, on):
+        if self.row_blocks is None:  # reordered: the parts' rows are not blocks of this operator's
+            return super().row_blocks_mvm(X, on)
         return self.products.host(X[:, :, None], on)[:, :, 0]
 
     def device_row_blocks_mvm(self, Xd, on):
+        if self.row_blocks is None:
+            return super().device_row_blocks_mvm(Xd, on)
         return self.products.device(self.device_backend, Xd, on)
 
     def _diag(self):

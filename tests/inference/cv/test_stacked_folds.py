@@ -159,6 +159,8 @@ def test_restrictions_multiplied_through_the_operator_equal_the_restricted_copie
     mixed = views.restrict(np.array([views.offsets[1], 0, 5]))
     assert mixed.order is not None and isinstance(mixed.products, ThroughBase)
     np.testing.assert_allclose(mixed.dense(), copies.restrict(np.array([copies.offsets[1], 0, 5])).dense(), rtol=1e-12)
+    with pytest.raises(InputError, match="declares no row blocks"):  # its parts' rows are not its blocks
+        mixed.row_blocks_mvm(np.ones((3, C)), np.ones(len(mixed.parts), dtype=bool))
 
 
 def test_restrictions_hold_no_copies_and_their_gradient_is_the_operators():
