@@ -20,7 +20,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from gpmodels.operators.base import Operator
+from gpmodels.operators.base import KronTerm, Operator
 from gpmodels.operators.restriction import Restriction
 
 __all__ = ["PartByPart", "ThroughBase"]
@@ -64,6 +64,25 @@ class PartByPart:
             p.grad_trace(np.ascontiguousarray(Es[self._rows(k)]), np.ascontiguousarray(Fs[self._rows(k)]))
             for k, p in enumerate(self.parts)
         )
+
+    def kron_terms(self) -> list[KronTerm] | None:
+        """Σ_t diag(M_t^(1), ..., M_t^(F)) ⊗ S_t where every part has the same terms' S_t, each term's product
+        part by part; None otherwise."""
+        terms = [p.kron_terms() for p in self.parts]
+        if any(t is None or len(t) != len(terms[0]) for t in terms):
+            return None
+        out = []
+        for j, first in enumerate(terms[0]):
+            if any(not np.array_equal(t[j].S, first.S) for t in terms):
+                return None
+            ranks = [t[j].rank for t in terms]
+            rank = None if any(r is None for r in ranks) else sum(ranks)
+            out.append(KronTerm(self._part_by_part([t[j].mvm for t in terms]), first.S, rank))
+        return out
+
+    def _part_by_part(self, maps):
+        """B (rows, m) -> diag(M^(1), ..., M^(F)) B from the parts' maps B_k -> M^(k) B_k."""
+        return lambda B: np.concatenate([m(np.ascontiguousarray(B[self._rows(k)])) for k, m in enumerate(maps)])
 
     def with_params(self, theta) -> PartByPart:
         return PartByPart([p.with_params(theta) for p in self.parts])
@@ -164,6 +183,29 @@ class ThroughBase:
         _, C, q = A.shape
         scatter, weights, _, _, F = self._maps(None, np.ones(len(self.parts), dtype=bool), C, q)
         return (np.take(np.ascontiguousarray(A).ravel(), scatter) * weights).reshape(self.base.n_points, C, F * q)
+
+    def kron_terms(self) -> list[KronTerm] | None:
+        """The base's terms M_t ⊗ S_t restricted to every part, diag(P_1^T M_t P_1, ..., P_F^T M_t P_F) ⊗ S_t,
+        each product one product of M_t with a column block per part; None where the base has no Kronecker
+        form."""
+        terms = self.base.kron_terms()
+        if terms is None:
+            return None
+        F = len(self.parts)
+        return [KronTerm(self._through(t.mvm), t.S, None if t.rank is None else F * t.rank) for t in terms]
+
+    def _through(self, point_map):
+        """B (rows, m) -> P_k^T M P_k B_k for every part k, from M's map (n, m') -> (n, m'): one product of M."""
+        n = self.base.n_points
+
+        def product(B):
+            rows, m = B.shape
+            maps = self._maps(None, np.ones(len(self.parts), dtype=bool), 1, m)
+            S = np.asarray(B, dtype=np.float64).reshape(rows, 1, m)
+            out = self._product(np, np.take, S, maps, lambda U: point_map(U.reshape(n, -1)).reshape(U.shape))
+            return out.reshape(rows, m)
+
+        return product
 
     def with_params(self, theta) -> ThroughBase:
         return ThroughBase(self.base.with_params(theta), self.index_sets)

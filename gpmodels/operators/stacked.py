@@ -184,24 +184,16 @@ class Stacked(Operator):
         return D[np.ix_(flat, flat)]
 
     def _kron_terms(self):
-        """Σ_t diag(M_t^(1), ..., M_t^(F)) ⊗ S_t where every part has the same terms' S_t (parts of one prior)."""
-        terms = [p.kron_terms() for p in self.parts]
-        if any(t is None or len(t) != len(terms[0]) for t in terms):
-            return None
-        out = []
-        for j, first in enumerate(terms[0]):
-            if any(not np.array_equal(t[j].S, first.S) for t in terms):
-                return None
-            ranks = [t[j].rank for t in terms]
-            rank = None if any(r is None for r in ranks) else sum(ranks)
-            out.append(KronTerm(self._stacked_map([t[j].mvm for t in terms]), first.S, rank))
-        return out
+        """Σ_t diag(M_t^(1), ..., M_t^(F)) ⊗ S_t where every part has the same terms' S_t (parts of one prior),
+        each term's product the strategy's (through the base operator: one product for all parts)."""
+        terms = self.products.kron_terms()
+        if terms is None or self.order is None:
+            return terms
+        return [KronTerm(self._in_order(t.mvm), t.S, t.rank) for t in terms]
 
-    def _stacked_map(self, maps):
-        """B (n, m) -> diag(M^(1), ..., M^(F)) B from the parts' maps B_k -> M^(k) B_k."""
-        return lambda B: self._from_stack(
-            np.concatenate([m(np.ascontiguousarray(self._to_stack(B)[self.part_rows(k)])) for k, m in enumerate(maps)])
-        )
+    def _in_order(self, stacked_map):
+        """B (n, m) -> M B in the operator's row order, from the map of the parts' stacked layout."""
+        return lambda B: self._from_stack(stacked_map(self._to_stack(np.asarray(B, dtype=np.float64))))
 
     def _restrict(self, J):
         part, local = self._locate(J)

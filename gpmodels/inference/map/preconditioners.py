@@ -62,11 +62,11 @@ import numpy as np
 import scipy.linalg as sla
 
 from gpmodels.errors import InputError
+from gpmodels.inference.map.deflation import block_term_eigenpairs, deflated_terms, term_eigenpairs
 from gpmodels.inference.map.row_blocks import RowBlocksPreconditioner
 from gpmodels.operators.base import KronTerm, Operator
 
 __all__ = [
-    "randomized_eigh",
     "Preconditioner",
     "DiagonalPreconditioner",
     "BlockJacobiPreconditioner",
@@ -85,45 +85,6 @@ LOWRANK_MIN_POINTS = 1500
 #: ``lowrank``: the pair weights a_ik a_il (n R0 (R0 + 1) / 2 floats) are kept for the fit up to this size, else rebuilt
 #: in every Newton iteration
 PAIR_CACHE_BYTES = 64e6
-#: columns beyond the rank in the randomized eigensolver's subspace (Halko et al.'s oversampling p)
-RANGE_OVERSAMPLE = 8
-
-
-def randomized_eigh(
-    mvm: Callable[[np.ndarray], np.ndarray],
-    n: int,
-    rank: int,
-    rng: np.random.Generator,
-    *,
-    oversample: int = 8,
-    power_iters: int = 2,
-    start: np.ndarray | None = None,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Leading eigenpairs (λ (r,), Q (n, r)) of a symmetric PSD n x n matrix given by B -> M B, and
-    the orthonormal basis (n, k) of the subspace they were taken from, k = rank + oversample.
-
-    Randomized range finder with ``power_iters`` subspace iterations and a Rayleigh–Ritz step
-    (Halko, Martinsson & Tropp 2011, Alg. 4.4 and 5.3); eigenvalues below 1e-12 of the largest are
-    dropped.  Costs (power_iters + 2) MVMs with k columns.  ``start``: a basis (n, k) of a nearby
-    matrix's leading subspace (the previous call's third result): the range is then one subspace
-    iteration from it (Alg. 4.4 with the start in place of the Gaussian test matrix and no further
-    power iterations), 2 MVMs.
-    """
-    k = int(min(n, rank + oversample))
-    if start is not None and start.shape == (n, k):
-        Y = mvm(start)
-    else:
-        Y = mvm(rng.standard_normal((n, k)))
-        for _ in range(power_iters):
-            Qy, _ = np.linalg.qr(Y)
-            Y = mvm(Qy)
-    Q, _ = np.linalg.qr(Y)
-    T = Q.T @ mvm(Q)
-    lam, U = np.linalg.eigh(0.5 * (T + T.T))
-    order = np.argsort(lam)[::-1][: min(rank, k)]
-    lam, U = lam[order], U[:, order]
-    keep = lam > 1e-12 * max(float(lam[0]) if lam.size else 0.0, np.finfo(float).tiny)
-    return lam[keep], np.ascontiguousarray(Q @ U[:, keep]), Q
 
 
 def _rows_cheaper(n: int, C: int, R0: int, R: int, max_bytes: float = 256e6) -> bool:
@@ -290,39 +251,36 @@ class LowRankPreconditioner:
     forcing_in_alpha_space = True
 
     def __init__(
-        self, op: Operator, terms: list[KronTerm], *, rank: int = 8, seed: int = 0, start: np.ndarray | None = None
+        self,
+        op: Operator,
+        terms: list[KronTerm],
+        *,
+        rank: int = 8,
+        seed: int = 0,
+        start: np.ndarray | None = None,
+        eigenpairs: list | None = None,
     ):
+        """``eigenpairs``: those of :func:`~gpmodels.inference.map.deflation.term_eigenpairs` for ``terms``,
+        ``rank``, ``seed`` and ``start``, where they were found already (a stack's blocks at once)."""
         self.op = op
         self.diag_K = op.diag()  # shape: (n, C)
         self.point_block_mvm = op.point_block_mvm
         self.blocks_K = op.point_blocks() if self.uses_blocks else None  # shape: (n, C, C)
-        self._setup(terms, int(rank), np.random.default_rng(seed), start)
+        terms = deflated_terms(terms)
+        if eigenpairs is None:
+            eigenpairs = term_eigenpairs(terms, op.n_points, int(rank), np.random.default_rng(seed), start)
+        self._setup(terms, eigenpairs)
 
     uses_blocks = False  # the residual's per-point blocks instead of its diagonal (``lowrank_block``)
 
     # ------------------------------------------------------------------ set-up (once per fit)
-    def _setup(self, terms: list[KronTerm], rank: int, rng: np.random.Generator, start: np.ndarray | None) -> None:
+    def _setup(self, terms: list[KronTerm], eigenpairs: list) -> None:
+        """L's columns √λ_tj q_tj ⊗ F_t and the residual's diagonal (and blocks) from each term's eigenpairs."""
         n, C = self.op.n_points, self.op.n_classes
-        terms = [t for t in terms if np.any(t.S != 0.0)]
-        flexible = [t for t in terms if t.rank is None]
-        per_term = max(1, rank // max(1, len(flexible)))
-        ranks = [per_term if t.rank is None else int(t.rank) for t in terms]
-        widths = [min(n, r + RANGE_OVERSAMPLE) for r in ranks]
-        if start is not None and start.shape != (n, sum(widths)):
-            start = None  # another operator's or setting's subspaces: start afresh
-        offsets = np.cumsum([0] + widths)
         cols, factors, bases = [], [], []
         w = np.zeros((n, C))  # diag of the low-rank part per (i, c)
         parts = []  # (weights per point (n,), S) for the residual point blocks
-        for j, (t, r) in enumerate(zip(terms, ranks)):
-            lam, Q, basis = randomized_eigh(
-                t.mvm,
-                n,
-                r,
-                rng,
-                oversample=RANGE_OVERSAMPLE,
-                start=None if start is None else start[:, offsets[j] : offsets[j + 1]],
-            )
+        for t, (lam, Q, basis) in zip(terms, eigenpairs):
             bases.append(basis)
             if lam.size == 0:
                 continue
@@ -561,14 +519,33 @@ def _auto(op: Operator, *, rank: int = 8, seed: int = 0, start: np.ndarray | Non
     return DiagonalPreconditioner(op)
 
 
+#: the deflating preconditioners by name
+DEFLATING = {"lowrank": LowRankPreconditioner, "lowrank_block": LowRankBlockPreconditioner}
 #: name -> builder (op, *, rank, seed, start) -> Preconditioner
 PRECONDITIONERS: dict[str, Callable[..., Preconditioner]] = {
     "diagonal": lambda op, **_: DiagonalPreconditioner(op),
     "block": lambda op, **_: BlockJacobiPreconditioner(op),
-    "lowrank": _deflated(LowRankPreconditioner),
-    "lowrank_block": _deflated(LowRankBlockPreconditioner),
+    **{name: _deflated(cls) for name, cls in DEFLATING.items()},
     "auto": _auto,
 }
+
+
+def _deflated_blocks(cls, op: Operator, rank: int, seed: int, starts: list) -> list[Preconditioner]:
+    """The deflating preconditioner ``cls`` of every row block of ``op``: their eigensolvers in lockstep,
+    one product of ``op``'s Kronecker term for all blocks per step
+    (:func:`~gpmodels.inference.map.deflation.block_term_eigenpairs`), where ``op``'s terms are its blocks';
+    else block by block."""
+    blocks = op.row_blocks
+    stack_terms, block_terms = op.kron_terms(), [part.kron_terms() for _, part in blocks]
+    found = None
+    if stack_terms is not None and all(t is not None for t in block_terms):
+        offsets = [blocks[0][0].start] + [rows.stop for rows, _ in blocks]
+        found = block_term_eigenpairs(stack_terms, block_terms, offsets, rank, seed, starts)
+    if found is None:
+        return [_deflated(cls)(part, rank=rank, seed=seed, start=s) for (_, part), s in zip(blocks, starts)]
+    return [
+        cls(part, terms, rank=rank, seed=seed, eigenpairs=e) for (_, part), terms, e in zip(blocks, block_terms, found)
+    ]
 
 
 def make_preconditioner(
@@ -579,19 +556,15 @@ def make_preconditioner(
     ``basis`` of a preconditioner of a nearby operator on the same points (``lowrank``: its
     eigensolvers then start from those subspaces, 2 MVMs per Kronecker term instead of 4).  On an operator
     of independent blocks of points (``op.row_blocks``) the deflating ones are built per block
-    (:class:`~gpmodels.inference.map.row_blocks.RowBlocksPreconditioner`), ``auto`` choosing by the
-    largest block."""
+    (:class:`~gpmodels.inference.map.row_blocks.RowBlocksPreconditioner`), their eigensolvers in lockstep,
+    ``auto`` choosing by the largest block."""
     if name not in PRECONDITIONERS:
         raise InputError(f"preconditioner must be one of {tuple(PRECONDITIONERS)}; got {name!r}")
     blocks = op.row_blocks
     if blocks is not None and name == "auto":
         name = "lowrank" if max(part.n_points for _, part in blocks) >= LOWRANK_MIN_POINTS else "diagonal"
-    if blocks is None or name not in ("lowrank", "lowrank_block"):
+    if blocks is None or name not in DEFLATING:
         return PRECONDITIONERS[name](op, rank=int(rank), seed=int(seed), start=start)
     starts = [None if start is None or start.shape[0] != op.n_points else start[rows] for rows, _ in blocks]
-    return RowBlocksPreconditioner(
-        [
-            (rows, PRECONDITIONERS[name](part, rank=int(rank), seed=int(seed), start=s))
-            for (rows, part), s in zip(blocks, starts)
-        ]
-    )
+    parts = _deflated_blocks(DEFLATING[name], op, int(rank), int(seed), starts)
+    return RowBlocksPreconditioner([(rows, p) for (rows, _), p in zip(blocks, parts)])

@@ -203,7 +203,7 @@ def test_the_lowrank_preconditioner_subspaces_travel_with_the_inner_state(monkey
     evaluation's eigensolvers (2 products per Kronecker term, not 4); Ψ and ∇Ψ are unchanged
     (the preconditioner only moves CG, not what it converges to), and the bases survive
     a checkpoint's arrays."""
-    import gpmodels.inference.map.preconditioners as pc
+    import gpmodels.inference.map.deflation as pc
 
     X, Y, folds = _data(n=45)
     op = FLAT_CASES["rbf-separate"](X, 3)

@@ -13,7 +13,7 @@ from gpmodels.errors import InputError
 from gpmodels.hierarchy import ClassTree
 from gpmodels.inference.map.exact_newton import exact_newton
 from gpmodels.inference.map.newton_cg import NewtonOptions, newton_cg
-from gpmodels.inference.map.preconditioners import make_preconditioner, randomized_eigh
+from gpmodels.inference.map.preconditioners import make_preconditioner
 from gpmodels.kernels.linear import Linear
 from gpmodels.kernels.rbf import RBF
 from gpmodels.likelihoods.softmax import Softmax
@@ -152,39 +152,6 @@ def test_block_preconditioner_blocks_are_the_dense_point_blocks():
     expect = A.reshape(n, C, n, C)[np.arange(n), :, np.arange(n), :]
     np.testing.assert_allclose(blocks, expect, atol=1e-10)
     np.testing.assert_allclose(np.einsum("icc->ic", blocks), hf.precond_diag(op.diag(), op.point_block_mvm), atol=1e-10)
-
-
-def test_randomized_eigh_finds_the_leading_eigenpairs(rng):
-    Q, _ = np.linalg.qr(rng.normal(size=(60, 60)))
-    lam = 100.0 * 0.5 ** np.arange(60)
-    M = (Q * lam) @ Q.T
-    got, vecs, basis = randomized_eigh(lambda B: M @ B, 60, 5, rng)
-    np.testing.assert_allclose(got, lam[:5], rtol=1e-8)
-    np.testing.assert_allclose(np.abs(vecs.T @ Q[:, :5]), np.eye(5), atol=1e-6)
-    np.testing.assert_allclose(basis.T @ basis, np.eye(13), atol=1e-12)  # rank + oversampling, orthonormal
-
-
-def test_randomized_eigh_from_a_nearby_subspace_costs_two_products(rng):
-    """Started from the subspace of a nearby matrix, one subspace iteration (2 products) finds the
-    new leading eigenpairs as accurately as 2 power iterations from a random start (4 products)."""
-    Q, _ = np.linalg.qr(rng.normal(size=(80, 80)))
-    lam = 100.0 * 0.6 ** np.arange(80)
-    M = (Q * lam) @ Q.T
-    _, _, basis = randomized_eigh(lambda B: M @ B, 80, 6, rng)
-    R, _ = np.linalg.qr(Q + 0.02 * rng.normal(size=(80, 80)))  # the next evaluation's matrix
-    M2 = (R * lam * 1.1) @ R.T
-    calls = []
-
-    def mvm(B):
-        calls.append(B.shape[1])
-        return M2 @ B
-
-    got, vecs, _ = randomized_eigh(mvm, 80, 6, rng, start=basis)
-    assert len(calls) == 2
-    cold, _, _ = randomized_eigh(lambda B: M2 @ B, 80, 6, np.random.default_rng(1))
-    exact = 1.1 * lam[:6]
-    assert np.max(np.abs(got - exact) / exact) <= max(2 * np.max(np.abs(cold - exact) / exact), 1e-6)
-    np.testing.assert_allclose(np.abs(vecs.T @ R[:, :6]), np.eye(6), atol=1e-3)
 
 
 def test_lowrank_preconditioner_reuses_a_start_basis():

@@ -22,7 +22,9 @@ from gpmodels.operators.stacked import Stacked
 C = 3
 
 
-def _stack(representation=None):
+def _stack(representation=None, through=False):
+    """Three restrictions of one operator stacked: its restricted copies, or (``through``) views multiplied
+    through it; the Hessian factor of random latents and a residual."""
     rng = np.random.default_rng(5)
     X = rng.normal(size=(40, 2))
     op = Intercept(
@@ -32,7 +34,7 @@ def _stack(representation=None):
         2.0,
     )
     sets = [rng.permutation(40)[:m] for m in (30, 25, 33)]
-    stack = Stacked([op.restrict(J) for J in sets])
+    stack = Stacked.restrictions(op, sets) if through else Stacked([op.restrict(J) for J in sets])
     U = rng.normal(size=(stack.n_points, C))
     Y = np.eye(C)[rng.integers(0, C, stack.n_points)]
     return stack, Softmax().hessian_factor(U, Y), rng.normal(size=(stack.n_points, C))
@@ -52,6 +54,39 @@ def test_a_deflating_preconditioner_of_a_stack_is_each_blocks_own(name):
     again = make_preconditioner(name, stack, rank=4, seed=2, start=P.basis)
     for (rows, part), (_, block) in zip(stack.row_blocks, again.blocks):  # each block starts from its rows
         own = make_preconditioner(name, part, rank=4, seed=2, start=P.basis[rows])
+        np.testing.assert_allclose(block.for_factor(hf.rows(rows))(r[rows]), own.for_factor(hf.rows(rows))(r[rows]))
+
+
+def test_the_blocks_eigensolvers_share_each_product_of_the_base_operator(monkeypatch):
+    """On restrictions multiplied through their operator (CV's stack), each block's preconditioner is the one
+    it gets alone, while its eigensolvers take one product of the operator's Kronecker term for all blocks per
+    step: 4 per term (2 from the previous fit's subspaces), where the blocks one by one take 4 (2) each."""
+    from gpmodels.inference.map import deflation
+
+    through, hf, r = _stack(through=True)
+    op = through.products.base
+    products = []
+    real = deflation.block_randomized_eigh
+
+    def counted(mvm, *a, **k):
+        def spy(X):
+            products.append(X.shape[0])
+            return mvm(X)
+
+        return real(spy, *a, **k)
+
+    monkeypatch.setattr(deflation, "block_randomized_eigh", counted)
+    P = make_preconditioner("lowrank", through, rank=4, seed=2)
+    n_terms = len(op.kron_terms())
+    assert products == [through.n_points] * (4 * n_terms)
+    for (rows, part), (_, block) in zip(through.row_blocks, P.blocks):
+        own = make_preconditioner("lowrank", part, rank=4, seed=2)
+        np.testing.assert_allclose(block.for_factor(hf.rows(rows))(r[rows]), own.for_factor(hf.rows(rows))(r[rows]))
+    products.clear()
+    again = make_preconditioner("lowrank", through, rank=4, seed=2, start=P.basis)
+    assert products == [through.n_points] * (2 * n_terms)
+    for (rows, part), (_, block) in zip(through.row_blocks, again.blocks):
+        own = make_preconditioner("lowrank", part, rank=4, seed=2, start=P.basis[rows])
         np.testing.assert_allclose(block.for_factor(hf.rows(rows))(r[rows]), own.for_factor(hf.rows(rows))(r[rows]))
 
 
