@@ -11,7 +11,10 @@ two strategies, each over the parts' stacked layout (part after part), on host o
   (preconditioners, warm starts).
 
 Both give the products of the parts ``on`` (a bool per part; zero rows for the others), the diagonal, the
-gradient trace, and the strategy of the same parts at other hyperparameters or on subsets of their points.
+gradient trace, the Kronecker terms (each term's product the same way), and the strategy of the same parts
+at other hyperparameters or on subsets of their points.  Restrictions of one K to two families of point sets
+give the blocks between them, diag(K_{I_1,J_1}, ..., K_{I_F,J_F}), the same way (:class:`ThroughBaseCross`:
+CV's held-out blocks).
 """
 
 from __future__ import annotations
@@ -20,10 +23,11 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from gpmodels.operators.base import KronTerm, Operator
+from gpmodels.errors import InputError
+from gpmodels.operators.base import CrossOperator, KronTerm, Operator
 from gpmodels.operators.restriction import Restriction
 
-__all__ = ["PartByPart", "ThroughBase"]
+__all__ = ["PartByPart", "ThroughBase", "ThroughBaseCross"]
 
 
 def _offsets(parts) -> np.ndarray:
@@ -149,12 +153,21 @@ class ThroughBase:
         """K_{J_k} S_k for the parts of ``maps`` (:meth:`_maps`), S the stacked (rows, C, k) array of namespace
         ``xp``, ``take`` (a, positions) -> a[positions] there and ``product`` K's (n, C, F' k) product there:
         one take and one product by the 0/1 weights each way (the array API has no scatter)."""
-        scatter, scatter_w, gather, gather_w, F = maps
         rows, C, k = S.shape
+        return self._gather(xp, take, product(self._scatter(xp, take, S, maps)), maps, (rows, C, k))
+
+    def _scatter(self, xp, take, S, maps):
+        """The stacked (rows, C, k) S at the parts' points of K, (n, C, F' k), zero elsewhere."""
+        scatter, scatter_w, _, _, F = maps
+        _, C, k = S.shape
         W = take(xp.reshape(S, (-1,)), scatter) * scatter_w
-        U = product(xp.reshape(W, (self.base.n_points, C, F * k)))
+        return xp.reshape(W, (self.base.n_points, C, F * k))
+
+    def _gather(self, xp, take, U, maps, shape):
+        """Each part's rows of its columns of K's (n, C, F' k) product U, stacked: ``shape`` (rows, C, k)."""
+        _, _, gather, gather_w, _ = maps
         out = take(xp.reshape(U, (-1,)), gather)
-        return xp.reshape(out if gather_w is None else out * gather_w, (rows, C, k))
+        return xp.reshape(out if gather_w is None else out * gather_w, shape)
 
     def host(self, S: np.ndarray, on) -> np.ndarray:
         """K_{J_k} S_k for S (rows, C, k) in the stacked layout, zero off the parts ``on``."""
@@ -181,8 +194,15 @@ class ThroughBase:
     def _scattered(self, A: np.ndarray) -> np.ndarray:
         """A (rows, C, q) in the stacked layout at the parts' points of K, (n, C, F q): the products' scatter."""
         _, C, q = A.shape
-        scatter, weights, _, _, F = self._maps(None, np.ones(len(self.parts), dtype=bool), C, q)
-        return (np.take(np.ascontiguousarray(A).ravel(), scatter) * weights).reshape(self.base.n_points, C, F * q)
+        return self._scatter(np, np.take, np.ascontiguousarray(A), self._maps(None, self._every(), C, q))
+
+    def _every(self) -> np.ndarray:
+        return np.ones(len(self.parts), dtype=bool)
+
+    def cross(self, rows: ThroughBase) -> ThroughBaseCross:
+        """diag(K_{I_1,J_1}, ..., K_{I_F,J_F}) between the parts of ``rows`` (restrictions of the same K to I_k)
+        and these (to J_k): :class:`ThroughBaseCross`."""
+        return ThroughBaseCross(rows, self)
 
     def kron_terms(self) -> list[KronTerm] | None:
         """The base's terms M_t ⊗ S_t restricted to every part, diag(P_1^T M_t P_1, ..., P_F^T M_t P_F) ⊗ S_t,
@@ -200,7 +220,7 @@ class ThroughBase:
 
         def product(B):
             rows, m = B.shape
-            maps = self._maps(None, np.ones(len(self.parts), dtype=bool), 1, m)
+            maps = self._maps(None, self._every(), 1, m)
             S = np.asarray(B, dtype=np.float64).reshape(rows, 1, m)
             out = self._product(np, np.take, S, maps, lambda U: point_map(U.reshape(n, -1)).reshape(U.shape))
             return out.reshape(rows, m)
@@ -220,3 +240,32 @@ class ThroughBase:
 
     def __getstate__(self) -> dict:  # device indices stay in the process that made them
         return {**self.__dict__, "_made": {}}
+
+
+class ThroughBaseCross(CrossOperator):
+    """diag(K_{I_1,J_1}, ..., K_{I_F,J_F}) from the stacked layout of ``cols`` (K's restrictions to J_k) to that
+    of ``rows`` (to I_k; the held-out folds beside CV's training folds): each product one product of K with a
+    column per part, scattered from one layout and gathered into the other (K symmetric: the transpose
+    too), where F cross blocks would each be taken out of K's matrices and multiplied on their own."""
+
+    def __init__(self, rows: ThroughBase, cols: ThroughBase):
+        if rows.base is not cols.base or len(rows.parts) != len(cols.parts):
+            raise InputError("ThroughBaseCross needs restrictions of one operator with as many row as column parts")
+        self.rows, self.cols = rows, cols
+
+    @property
+    def shape(self):
+        return int(self.rows.offsets[-1]), int(self.cols.offsets[-1]), self.rows.base.n_classes
+
+    def _between(self, source: ThroughBase, target: ThroughBase, V):
+        _, C, k = V.shape
+        U = self.rows.base.mvm(source._scatter(np, np.take, V, source._maps(None, source._every(), C, k)))
+        return target._gather(
+            np, np.take, U, target._maps(None, target._every(), C, k), (int(target.offsets[-1]), C, k)
+        )
+
+    def _mvm(self, V):
+        return self._between(self.cols, self.rows, np.ascontiguousarray(V))
+
+    def _rmvm(self, W):
+        return self._between(self.rows, self.cols, W)

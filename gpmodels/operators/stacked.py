@@ -64,6 +64,14 @@ class Stacked(Operator):
         return cls._of(ThroughBase(op, index_sets), order)
 
     @classmethod
+    def cross_restrictions(cls, op: Operator, row_sets: Sequence, col_sets: Sequence) -> CrossOperator:
+        """diag(K_{I_1,J_1}, ..., K_{I_F,J_F}) of ``op`` (I_k = ``row_sets[k]``, J_k = ``col_sets[k]``), from the
+        layout of :meth:`restrictions` to ``col_sets`` to that of the restrictions to ``row_sets``: CV's
+        held-out blocks, each product one product of ``op`` for all F
+        (:class:`~gpmodels.operators.stack_products.ThroughBaseCross`)."""
+        return ThroughBase(op, col_sets).cross(ThroughBase(op, row_sets))
+
+    @classmethod
     def _of(cls, products: PartByPart | ThroughBase, order) -> Stacked:
         stack = cls.__new__(cls)
         stack._setup(products, order)

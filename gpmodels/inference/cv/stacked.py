@@ -14,7 +14,10 @@ host's Python and BLAS entry for arrays of a few thousand rows) the F folds cost
 F (n, C) vectors of 2^16 entries or more, CG moves to the device
 (:data:`~gpmodels.inference.map.newton_cg.DEVICE_CG_MIN_ENTRIES`).  The ``lowrank`` preconditioners are each
 fold's own (:mod:`gpmodels.inference.map.row_blocks`).  No restricted copies of K̃ are made: the folds
-are views on it (App. D.2's copies pay for products one fold at a time; here one product serves all).
+are views on it (App. D.2's copies pay for products one fold at a time; here one product serves all), and
+so are their held-out blocks K̃_{I_k,J_k} (:meth:`Stacked.cross_restrictions
+<gpmodels.operators.stacked.Stacked.cross_restrictions>`: one product for all folds' u[I_k], one for all
+accumulation right-hand sides, where F blocks would each be taken out of K̃ and multiplied alone).
 
 Costs are reported per fold: its own products (the ones its fit alone would take), and the fit's seconds
 split evenly.
@@ -100,14 +103,16 @@ def _refit(stack: Stacked, likelihood, Y, tasks, Ys, opts: CVOptions):
     return fits, mvms, its, labels, res.precond_basis
 
 
-def _fold_results(fits, stack: Stacked, crosses, likelihood, Y_Is, refit) -> list[FoldResult]:
+def _fold_results(fits, stack: Stacked, held_out, likelihood, Y_Is, refit) -> list[FoldResult]:
     """Each fold's fit α[J_k] with its gradient RMS, and the hold-out Ψ_I, r_I at u[I] = K̃_{I,J} α[J]
-    (eq. 3)."""
+    (eq. 3), all folds' u[I] by one product of ``held_out`` = diag(K̃_{I_1,J_1}, ..., K̃_{I_F,J_F})."""
     mvms, its, labels, basis, seconds = refit
     bases = _split(basis, stack) if basis is not None else [None] * len(fits)
+    u_Is = np.split(
+        held_out.mvm(np.concatenate([fit.alpha for fit in fits])), np.cumsum([y.shape[0] for y in Y_Is])[:-1]
+    )
     out = []
-    for k, (fit, cross, Y_I) in enumerate(zip(fits, crosses, Y_Is)):
-        u_I = cross.mvm(fit.alpha)
+    for k, (fit, u_I, Y_I) in enumerate(zip(fits, u_Is, Y_Is)):
         out.append(
             FoldResult(
                 alpha=fit.alpha,
@@ -135,7 +140,7 @@ def evaluate_stacked_folds(
     F = len(tasks)
     t = time.perf_counter()
     stack = Stacked.restrictions(op, [task.J for task in tasks])
-    crosses = [op.cross(task.I, task.J) for task in tasks]
+    held_out = Stacked.cross_restrictions(op, [task.I for task in tasks], [task.J for task in tasks])
     restrict_s = (time.perf_counter() - t) / F
     Ys, Y_Is = [Y[task.J] for task in tasks], [Y[task.I] for task in tasks]
     Y_stack = np.concatenate(Ys)
@@ -143,19 +148,19 @@ def evaluate_stacked_folds(
         t = time.perf_counter()
         fits, *refit = _refit(stack, likelihood, Y_stack, tasks, Ys, opts)
         t_fit = time.perf_counter()
-        folds = _fold_results(fits, stack, crosses, likelihood, Y_Is, (*refit, (t_fit - t) / F))
+        folds = _fold_results(fits, stack, held_out, likelihood, Y_Is, (*refit, (t_fit - t) / F))
         if gradient:
             u = np.concatenate([f.u for f in fits])
-            folds = _accumulate(stack, crosses, likelihood, u, Y_stack, tasks, folds, opts)
+            folds = _accumulate(stack, held_out, likelihood, u, Y_stack, tasks, folds, opts)
         acc_s = (time.perf_counter() - t_fit) / F
     return [attrs.evolve(f, accumulation_seconds=acc_s, restrict_seconds=restrict_s) for f in folds]
 
 
-def _accumulate(stack: Stacked, crosses, likelihood, u, Y, tasks, folds, opts: CVOptions):
+def _accumulate(stack: Stacked, held_out, likelihood, u, Y, tasks, folds, opts: CVOptions):
     """The folds' accumulation systems in lockstep on the stack, W the exact Hessian at each refit
     (:func:`~gpmodels.inference.cv.fold.evaluate_fold`'s module docstring); z and β split by fold."""
     hf = likelihood.exact_hessian_factor(u, Y)
-    b = np.concatenate([cross.rmvm(f.r_I) for cross, f in zip(crosses, folds)])  # K̃_{J,I} r_I per fold
+    b = held_out.rmvm(np.concatenate([f.r_I for f in folds]))  # K̃_{J_k,I_k} r_{I_k} of every fold
     beta0 = stack_rows([task.beta0 for task in tasks], [p.n_points for p in stack.parts])
     solutions = lockstep_weighted_solve(stack, hf, b, x0=beta0, tol=opts.accumulation_tol, max_iter=opts.k3)
     return [

@@ -118,6 +118,27 @@ def test_the_stack_of_fold_operators_is_their_block_diagonal():
         Stacked([op.restrict(Js[0]), op.with_params(op.params + 1.0).restrict(Js[1])])
 
 
+def test_the_held_out_blocks_through_the_operator_are_the_folds_cross_blocks():
+    """Stacked.cross_restrictions: diag(K̃_{I_k,J_k}) between the stacked layouts, and its transpose, one
+    product of K̃ each, equal to each fold's cross block alone (one or k right-hand sides)."""
+    op, _, folds = _problem()
+    Js = complements(folds, N)
+    held_out = Stacked.cross_restrictions(op, folds, Js)
+    n_I, n_J = sum(I.size for I in folds), sum(J.size for J in Js)
+    assert held_out.shape == (n_I, n_J, C)
+    rng = np.random.default_rng(6)
+    cols, rows = np.cumsum([0] + [J.size for J in Js]), np.cumsum([0] + [I.size for I in folds])
+    blocks = [op.cross(I, J) for I, J in zip(folds, Js)]
+    for k in ((), (3,)):
+        V, W = rng.normal(size=(n_J, C, *k)), rng.normal(size=(n_I, C, *k))
+        expect = np.concatenate([b.mvm(V[cols[f] : cols[f + 1]]) for f, b in enumerate(blocks)])
+        np.testing.assert_allclose(held_out.mvm(V), expect, rtol=1e-12, atol=1e-12)
+        expect_t = np.concatenate([b.rmvm(W[rows[f] : rows[f + 1]]) for f, b in enumerate(blocks)])
+        np.testing.assert_allclose(held_out.rmvm(W), expect_t, rtol=1e-12, atol=1e-12)
+    with pytest.raises(InputError, match="as many row as column parts"):
+        Stacked.cross_restrictions(op, folds[:2], Js)
+
+
 pytest.importorskip("array_api_compat")
 from device_backends import device_backends  # noqa: E402
 
