@@ -160,6 +160,7 @@ def learn_and_evaluate(
         t = time.perf_counter()
         model = fit_learned(res, likelihood, Y, options)
         fit_s = time.perf_counter() - t
+        fit_mvms = model.result.diagnostics.mvm_count
         P = model.predict_proba(data.X_test)
         results, hyper = [res], res.hyperparameters()
     else:
@@ -179,6 +180,7 @@ def learn_and_evaluate(
         )
         total = time.perf_counter() - t0
         fit_s = sum(m.result.diagnostics.seconds for m in ovr.models)
+        fit_mvms = sum(m.result.diagnostics.mvm_count for m in ovr.models)
         learn_s = total - fit_s
         P = ovr.predict_proba(data.X_test)
         results = list(ovr.learned)
@@ -209,8 +211,9 @@ def learn_and_evaluate(
         "restrict_share": clock["restrict"] / max(learn_s + fit_s, 1e-12),
         "kernel_build_share": clock["kernel_build"] / max(learn_s + fit_s, 1e-12),
         "mvms": clock["mvm_calls"],
-        # the folds' MVMs as their diagnostics count them (wherever the folds ran)
+        # the folds' MVMs as their diagnostics count them (wherever the folds ran, one by one or in lockstep)
         "fold_mvms": sum(e.mvms for e in evals),
+        "final_fit_mvms": int(fit_mvms),
         "psi": [r.psi for r in results],
         "converged": all(r.converged for r in results),
         "resumed_from": [r.resumed_from for r in results],
