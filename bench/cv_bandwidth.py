@@ -54,6 +54,7 @@ from cv_common import Timed, blas_threads, new_clock, spec_problem  # noqa: E402
 from gpmodels.data.splits import kfold_partition  # noqa: E402
 from gpmodels.driver.build import build_learn_options, build_likelihood, build_prior  # noqa: E402
 from gpmodels.inference.cv.criterion import cv_criterion  # noqa: E402
+from gpmodels.kernels import compiled_symv  # noqa: E402
 from gpmodels.kernels.blocked_gram import GramCross  # noqa: E402
 from gpmodels.kernels.stored_gram import MatrixCross, StoredGram  # noqa: E402
 
@@ -68,8 +69,8 @@ def _read_bytes(rep, B, transpose=False) -> float:
     """Kernel bytes one call reads (the model of the module docstring)."""
     M = rep.M
     if isinstance(rep, StoredGram) and not transpose and rep.reads_one_triangle(B.shape[1]):
-        n = M.shape[0]
-        return M.nbytes * (n + 1) / (2 * n)  # symv / compiled float32 product: one triangle
+        n, passes = M.shape[0], -(-B.shape[1] // compiled_symv.MAX_COLUMNS)  # the float32 one: per 100 columns
+        return passes * M.nbytes * (n + 1) / (2 * n)  # symv / compiled float32 product: one triangle a pass
     return float(M.nbytes)
 
 

@@ -39,11 +39,13 @@ __all__ = ["AVAILABLE", "symm_float32", "symv_float32"]
 #: 0.79 / 1.66 ms; n = 6000 4.0 / 4.2 ms against 3.0 / 3.6 ms
 MIN_ROWS_PER_THREAD = 2000
 
-#: stored float32 products with at most this many columns use :func:`symm_float32`, more the tiled
-#: dgemm.  Measured (one thread, idle) against the tiled product: n = 3548, k = 1 / 6 / 20 / 30 / 60 / 100
-#: columns: 0.9 / 2.2 / 6.4 / 9.4 / 18.8 / 31.7 ms against 3.8 / 8.6 / 13.8 / 18.9 / 31.7 / 54.3 ms;
-#: n = 6000: 2.5 / 6.1 / 18.7 / 26.7 / 51.5 / 87.6 ms against 9.1 / 23.6 / 38.4 / 53.3 / 89.6 / 149.0 ms
-#: (wider products were not measured).  The CV folds in lockstep multiply K̃ with C F columns at once.
+#: :func:`symm_float32` passes over M with at most this many columns at a time (wider B: one pass per
+#: chunk of columns).  Measured (one thread, idle) against the tiled dgemm: n = 3548, k = 1 / 6 / 20 / 30 /
+#: 60 / 100 columns: 0.9 / 2.2 / 6.4 / 9.4 / 18.8 / 31.7 ms against 3.8 / 8.6 / 13.8 / 18.9 / 31.7 / 54.3 ms;
+#: n = 6000: 2.5 / 6.1 / 18.7 / 26.7 / 51.5 / 87.6 ms against 9.1 / 23.6 / 38.4 / 53.3 / 89.6 / 149.0 ms.
+#: Wider, in chunks of 100 (n = 4435, two threads): 130 / 200 / 240 columns 34.6 / 52.4 / 64.5 ms against
+#: 54.5 / 81.9 / 100.7 ms.  The CV folds in lockstep multiply K̃ with C F columns at once, their
+#: preconditioners' eigensolvers with F (r + 8).
 MAX_COLUMNS = 100
 
 #: whether Numba is installed (imported on the first product only: it takes about 0.5 s)
@@ -131,11 +133,18 @@ def _kernel():
 
 def symm_float32(M: np.ndarray, B: np.ndarray, threads: int | None = None) -> np.ndarray:
     """M B accumulated in float64 for a C-contiguous symmetric float32 M (n, n) and B (n, k); only
-    the lower triangle of M is read, once for all k columns.  Needs Numba (:data:`AVAILABLE`).
+    the lower triangle of M is read, once for every :data:`MAX_COLUMNS` columns.  Needs Numba
+    (:data:`AVAILABLE`).
 
     ``threads`` (default: as many as the BLAS may use, :func:`blas_threads`): row ranges of equal
     triangle area on that many threads, each into its own output, summed in a fixed order (the
     compiled loop releases the GIL)."""
+    if B.shape[1] > MAX_COLUMNS:
+        return np.hstack([_symm(M, B[:, s : s + MAX_COLUMNS], threads) for s in range(0, B.shape[1], MAX_COLUMNS)])
+    return _symm(M, B, threads)
+
+
+def _symm(M: np.ndarray, B: np.ndarray, threads: int | None) -> np.ndarray:
     kernel = _kernel()
     n = B.shape[0]
     Vt = np.ascontiguousarray(B.T, dtype=np.float64)

@@ -122,12 +122,12 @@ class StoredGram(RowBlockRepresentation, MatrixCross):
     def reads_one_triangle(self, columns: int) -> bool:
         """Whether :meth:`mvm` with this many columns reads only one triangle of M: BLAS symv for
         one float64 column (separate kernels: one per class; half of gemv's memory traffic, 1.7x
-        faster at n = 3548), the compiled float32 product for up to
-        :data:`~gpmodels.kernels.compiled_symv.MAX_COLUMNS` (float64 sums); otherwise a GEMM (or
-        the tiled float32 product) streams all of M."""
+        faster at n = 3548), the compiled float32 product for any number of columns (float64 sums;
+        one pass over the triangle per :data:`~gpmodels.kernels.compiled_symv.MAX_COLUMNS`);
+        otherwise a GEMM (or the tiled float32 product, without Numba) streams all of M."""
         if self.M.dtype == np.float64:
             return columns == 1
-        return columns <= compiled_symv.MAX_COLUMNS and compiled_symv.AVAILABLE
+        return compiled_symv.AVAILABLE
 
     def mvm(self, B):
         if not self.reads_one_triangle(B.shape[1]):

@@ -71,26 +71,26 @@ def test_symm_float32_is_the_float64_product_for_every_column(rng, monkeypatch, 
         np.testing.assert_allclose(got, exact, rtol=0, atol=1e-13 * np.abs(M).max() * np.abs(B).sum(axis=0).max())
 
 
-def test_stored_float32_products_up_to_max_columns_use_it(rng, monkeypatch):
+def test_stored_float32_products_of_any_width_use_it_max_columns_at_a_time(rng, monkeypatch):
     X = rng.normal(size=(60, 3))
     rep = RepresentationConfig(kind="stored", dtype="float32").build(X, RBF(0.3))
-    calls = []
-    real = compiled_symv.symm_float32
-    monkeypatch.setattr(compiled_symv, "symm_float32", lambda M, B: calls.append(B.shape[1]) or real(M, B, threads=1))
+    passes = []
+    real = compiled_symv._symm
+    monkeypatch.setattr(compiled_symv, "_symm", lambda M, B, threads: passes.append(B.shape[1]) or real(M, B, 1))
     monkeypatch.setattr(compiled_symv, "MAX_COLUMNS", 4)
-    for k in (1, 4, 5):
+    for k in (1, 4, 9):
         B = rng.normal(size=(60, k))
         np.testing.assert_allclose(rep.mvm(B), rep.M.astype(np.float64) @ B, rtol=1e-12, atol=1e-12)
-    assert calls == [1, 4]  # five columns: the tiled dgemm
+    assert passes == [1, 4, 4, 4, 1]  # nine columns: three passes over the triangle
 
 
-def test_one_triangle_is_read_for_one_float64_column_and_up_to_max_columns_in_float32(rng, monkeypatch):
+def test_one_triangle_is_read_for_one_float64_column_and_any_width_in_float32(rng, monkeypatch):
     X = rng.normal(size=(40, 3))
     f64 = RepresentationConfig(kind="stored").build(X, RBF(0.3))
     f32 = RepresentationConfig(kind="stored", dtype="float32").build(X, RBF(0.3))
     monkeypatch.setattr(compiled_symv, "MAX_COLUMNS", 4)
     assert [f64.reads_one_triangle(k) for k in (1, 2)] == [True, False]
-    assert [f32.reads_one_triangle(k) for k in (1, 4, 5)] == [True, True, False]
+    assert [f32.reads_one_triangle(k) for k in (1, 4, 5)] == [True, True, True]
     for rep in (f64, f32):  # every path is the product with the stored numbers
         for k in (1, 2, 5):
             B = rng.normal(size=(40, k))
