@@ -15,6 +15,7 @@ from gpmodels.inference.map.preconditioners import (
 from gpmodels.inference.map.row_blocks import RowBlocksPreconditioner
 from gpmodels.kernels.rbf import RBF
 from gpmodels.likelihoods.softmax import Softmax
+from gpmodels.operators.base import KronTerm
 from gpmodels.operators.blockdiag import BlockDiagonal
 from gpmodels.operators.intercept import Intercept
 from gpmodels.operators.stacked import Stacked
@@ -61,30 +62,29 @@ def test_the_blocks_eigensolvers_share_each_product_of_the_base_operator(monkeyp
     """On restrictions multiplied through their operator (CV's stack), each block's preconditioner is the one
     it gets alone, while its eigensolvers take one product of the operator's Kronecker term for all blocks per
     step: 4 per term (2 from the previous fit's subspaces), where the blocks one by one take 4 (2) each."""
-    from gpmodels.inference.map import deflation
-
     through, hf, r = _stack(through=True)
     op = through.products.base
-    products = []
-    real = deflation.block_randomized_eigh
+    products = []  # (term, columns) of every product of the operator's own terms
+    real_terms = op.kron_terms
 
-    def counted(mvm, *a, **k):
-        def spy(X):
-            products.append(X.shape[0])
-            return mvm(X)
+    def counted_terms():
+        def spy(j, mvm):
+            return lambda B: products.append((j, B.shape[1])) or mvm(B)
 
-        return real(spy, *a, **k)
+        return [KronTerm(spy(j, t.mvm), t.S, t.rank) for j, t in enumerate(real_terms())]
 
-    monkeypatch.setattr(deflation, "block_randomized_eigh", counted)
+    monkeypatch.setattr(op, "kron_terms", counted_terms)
     P = make_preconditioner("lowrank", through, rank=4, seed=2)
-    n_terms = len(op.kron_terms())
-    assert products == [through.n_points] * (4 * n_terms)
+    n_terms = len(real_terms())
+    assert sorted(j for j, _ in products) == sorted(list(range(n_terms)) * 4)
+    # every term here has rank 1 (4 // 3 for each kernel's, 1 for the intercept's): 9 columns a block, 3 blocks
+    assert {c for _, c in products} == {3 * (1 + 8)}
     for (rows, part), (_, block) in zip(through.row_blocks, P.blocks):
         own = make_preconditioner("lowrank", part, rank=4, seed=2)
         np.testing.assert_allclose(block.for_factor(hf.rows(rows))(r[rows]), own.for_factor(hf.rows(rows))(r[rows]))
     products.clear()
     again = make_preconditioner("lowrank", through, rank=4, seed=2, start=P.basis)
-    assert products == [through.n_points] * (2 * n_terms)
+    assert len(products) == 2 * n_terms
     for (rows, part), (_, block) in zip(through.row_blocks, again.blocks):
         own = make_preconditioner("lowrank", part, rank=4, seed=2, start=P.basis[rows])
         np.testing.assert_allclose(block.for_factor(hf.rows(rows))(r[rows]), own.for_factor(hf.rows(rows))(r[rows]))
