@@ -213,6 +213,8 @@ def learn_and_evaluate(
         "mvms": clock["mvm_calls"],
         # the folds' MVMs as their diagnostics count them (wherever the folds ran, one by one or in lockstep)
         "fold_mvms": sum(e.mvms for e in evals),
+        "folds_per_fit": max((e.summary.get("folds_per_fit", 1) for e in evals), default=1),
+        "grad_trace_seconds": sum(e.summary.get("grad_trace_seconds", 0.0) for e in evals),
         "final_fit_mvms": int(fit_mvms),
         "psi": [r.psi for r in results],
         "converged": all(r.converged for r in results),

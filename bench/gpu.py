@@ -9,13 +9,14 @@ job ends only itself):
   ``auto`` (stored float64, stored float32 or recomputed tiles, from the free device memory), the
   Gram build counted in the seconds; test error and log loss on its 5000 test points;
 - ``satimage-mc-sep``: specs/satimage-cv.yaml's mc-sep CV learning (partition 0) plus the final fit,
-  test error on the 2000 test points (``--satimage-max-train`` / ``--satimage-max-iter`` shrink it);
-  its 5 folds run on ``--fold-workers`` worker processes (default on ``cuda``: one per fold, spawned, each with
-  its own CUDA context; their start-up counts in the seconds and is given as ``_worker_start_seconds``);
-  ``satimage-mc-sep-serial`` (on ``cuda``, after imclef07a) is the same run with the folds in one process;
-  ``satimage-mc-sep-stacked`` (on ``cuda``) refits the 5 folds in lockstep, each its own Newton–CG fit, every
-  step's product one product of K̃ with a column per fold (``CVOptions.folds_per_fit`` = 5,
-  ``--folds-per-fit``), in one process;
+  test error on the 2000 test points (``--satimage-max-train`` / ``--satimage-max-iter`` shrink it), as the
+  spec runs it: on ``cuda`` its ``folds_per_fit: auto`` refits the 5 folds in lockstep in this process, each
+  its own Newton–CG fit, every step's product one product of K̃ with a column per fold
+  (``choose_folds_per_fit``; ``--folds-per-fit`` sets it);
+  ``satimage-mc-sep-workers`` (on ``cuda``) refits the folds one by one (``--folds-per-fit 1``) on 5 spawned
+  worker processes, each with its own CUDA context (their start-up counts in the seconds and is given as
+  ``_worker_start_seconds``), and ``satimage-mc-sep-serial`` (after imclef07a) one by one in this process:
+  the ways the folds ran before ``auto`` chose lockstep on a device;
 - ``float32-product``: the stored float32 MVM with an (n, 10) right-hand side at the largest
   ``--n`` <= 60 000, as n^2 4 bytes / time against the copy bandwidth (goal 4);
 - ``float64-vs-cpu``: the float64 device fit against the CPU fit at n = ``--check-n`` (Φ's relative
@@ -301,11 +302,11 @@ def _satimage(a):
 
 def fold_workers(a, q: int) -> int:
     """Worker processes of the satimage folds (``q`` of them): ``--fold-workers``, by default one per
-    fold on ``cuda`` (the folds' host work in parallel, each worker with its own CUDA context) and 1
-    (this process) on the CI namespaces."""
+    fold where they are refitted one by one on ``cuda`` (``--folds-per-fit 1``: the folds' host work in
+    parallel, each worker with its own CUDA context), else 1 (this process: in lockstep the folds are one job)."""
     if a.fold_workers is not None:
         return min(a.fold_workers, q)
-    return q if a.namespace == "cuda" else 1
+    return q if a.namespace == "cuda" and a.folds_per_fit == 1 else 1
 
 
 def job_satimage(a, backend) -> dict:
@@ -345,8 +346,15 @@ def job_satimage(a, backend) -> dict:
         "test_error": float(r["test_error"]),
         "log_loss": float(r["test_log_loss"]),
         "_learning_seconds": r["learning_seconds"],
+        "_final_fit_seconds": r["final_fit_seconds"],
         "_evaluations": r["evaluations"],
-        "_folds_per_fit": options.cv.folds_per_fit,
+        "_seconds_per_evaluation": r["seconds_per_evaluation"],
+        # where an evaluation's time went: the folds' refits and accumulation solves, the gradient's trace, the
+        # kernel matrices' builds at each θ (shares of the whole when the folds run in this process)
+        "_fold_work_seconds": r["fold_work_seconds"],
+        "_grad_trace_seconds": r["grad_trace_seconds"],
+        "_kernel_build_share": r["kernel_build_share"],
+        "_folds_per_fit": r["folds_per_fit"],
         "_fold_workers": workers,
         "_worker_start": getattr(engine, "started_with", None),
         "_worker_start_seconds": getattr(engine, "start_seconds", 0.0),
@@ -520,15 +528,16 @@ def _plan(a, gpytorch: bool) -> list[tuple[str, str, list[str]]]:
     ]
     plan += [(f"scale-{n}", "gpmodels", _job_argv(a, "scale", n=n)) for n in sorted(a.n)[:-1]]
     plan.append(("satimage-mc-sep", "gpmodels", _job_argv(a, "satimage")))
-    if a.namespace == "cuda" and a.folds_per_fit is None:  # the folds refitted together, in one process
-        plan.append(("satimage-mc-sep-stacked", "gpmodels", _job_argv(a, "satimage", fold_workers=1, folds_per_fit=5)))
+    one_by_one = a.namespace == "cuda" and a.folds_per_fit is None and a.fold_workers is None
+    if one_by_one:  # the folds refitted one by one, each on its own worker
+        plan.append(("satimage-mc-sep-workers", "gpmodels", _job_argv(a, "satimage", folds_per_fit=1)))
     if gpytorch:
         argv = _job_argv(a, "gpytorch", problem="satimage", iterations=a.gpytorch_iters_satimage)
         plan.append(("satimage-mc-sep", "gpytorch", argv))
     if not a.no_imclef:
         plan.append(("imclef07a-anova", "gpmodels", _job_argv(a, "imclef07a")))
-    if a.namespace == "cuda" and a.fold_workers is None:  # the same CV with its folds in one process
-        plan.append(("satimage-mc-sep-serial", "gpmodels", _job_argv(a, "satimage", fold_workers=1)))
+    if one_by_one:  # the folds one by one in this process
+        plan.append(("satimage-mc-sep-serial", "gpmodels", _job_argv(a, "satimage", fold_workers=1, folds_per_fit=1)))
     plan.append((f"scale-{largest}", "gpmodels", _job_argv(a, "scale", n=largest)))
     if gpytorch:
         for n in sorted(a.n):
@@ -574,13 +583,13 @@ def parse(argv):
         "--fold-workers",
         type=int,
         default=None,
-        help="worker processes of the satimage CV folds (default: one per fold on cuda, 1 on numpy/strict)",
+        help="worker processes of the satimage CV folds (default: one per fold on cuda with --folds-per-fit 1, else 1)",
     )
     p.add_argument(
         "--folds-per-fit",
         type=int,
         default=None,
-        help="satimage: folds refitted together in lockstep (CVOptions.folds_per_fit; default: the spec's)",
+        help="satimage: folds refitted together in lockstep (CVOptions.folds_per_fit; default: the spec's auto)",
     )
     p.add_argument("--gpytorch-iters-scale", type=int, default=30)
     p.add_argument("--gpytorch-iters-satimage", type=int, default=200)

@@ -116,7 +116,9 @@ class GPClassifier(ClassifierMixin, BaseEstimator):
     predictive).
 
     ``n_jobs``: CV folds evaluated at once, as an engine (:func:`gpmodels.engine.engine_for_jobs`;
-    None: sized from the usable cores and memory; 1: one after the other; the result is the same).
+    None: sized from the usable cores and memory; 1: one after the other; the result is the same).  With
+    the kernel matrices on a device the folds are refitted together in lockstep, one job
+    (:func:`~gpmodels.inference.cv.options.choose_folds_per_fit`), so there ``n_jobs`` starts no workers.
     ``random_state``: seeds the folds, the Laplace probes and the predictive draws (scikit-learn's
     convention).  ``checkpoint``: a path (or a :class:`~gpmodels.optimize.checkpoint.Checkpointing`)
     where learning checkpoints after every outer iteration, and from which a later fit with the same

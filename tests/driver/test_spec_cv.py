@@ -56,6 +56,7 @@ def test_cv_run_writes_the_report_and_resumes(tmp_path, capsys):
     ):
         assert key in m, key
     assert m["psi_learned"] < m["psi_start"] and m["outer_iterations"] == 4 and m["resumed_from_iteration"] is None
+    assert m["folds_per_fit"] == 1  # `auto` on the host: each fold alone
     assert all(not isinstance(v, (dict, list)) for v in m.values())
     assert m["test_error"] < 0.25
     diag = json.loads((out / "diagnostics.json").read_text())
@@ -68,6 +69,7 @@ def test_cv_run_writes_the_report_and_resumes(tmp_path, capsys):
     again = json.loads((out / "metrics.json").read_text())
     assert again["resumed_from_iteration"] == 4 and again["psi_learned"] == m["psi_learned"]
     assert again["test_error"] == m["test_error"] and again["psi_evaluation_seconds"] is None
+    assert again["folds_per_fit"] is None  # no evaluation ran
     assert "resumed from the checkpoint of outer iteration 4" in capsys.readouterr().out
 
 

@@ -96,7 +96,7 @@ def test_cv_folds_on_device_matrices_through_spawned_workers_equal_the_local_run
     Y, folds = np.eye(3)[y], kfold_partition(36, 3, seed=1, y=y)
     config = DeviceRepresentationConfig(numpy_backend(), kind="stored", memory_mb=0.004)
     op = IndependentGP(ARD([0.5, 1.0, 2.0]), "separate", [1.5, 3.0, 0.8], 1.0, representation=config).operator(X, 3)
-    opts = CVOptions(newton=NewtonOptions(max_iter=20, cg_max_iter=30), k3=20)
+    opts = CVOptions(newton=NewtonOptions(max_iter=20, cg_max_iter=30), k3=20, folds_per_fit=1)  # a job per fold
     theta = op.params + 0.2
     with limit_blas_threads(1):
         seq = cv_criterion(op, Softmax(), Y, folds, opts, engine=LocalEngine())

@@ -95,6 +95,8 @@ def test_run_on_the_gpu_goes_through_the_device_and_scores_as_the_cpu_run(tmp_pa
     reps = json.loads((tmp_path / "gpu" / "diagnostics.json").read_text()).get("representations")
     if objective == "map":
         assert reps and all(r["device"].startswith(gpu_label) for r in reps)
+    else:  # `folds_per_fit: auto`: the folds refitted together on the device, one by one on the host
+        assert (cpu["folds_per_fit"], gpu["folds_per_fit"]) == (1, 3)
     log = (tmp_path / "gpu" / "run.log").read_text()
     assert f"engine: auto (kernel matrices on {gpu_label}" in log
 
@@ -119,6 +121,7 @@ def test_a_gpu_run_with_cv_folds_on_worker_processes_scores_as_the_local_run(tmp
             "newton": {"max_iter": 20, "cg_max_iter": 30},
             "outer": {"max_iter": 1},
             "checkpoint": False,
+            "folds_per_fit": 1,  # a job per fold (on a device `auto` makes them one job)
         },
     }
     runs = {}

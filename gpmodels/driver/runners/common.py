@@ -245,7 +245,8 @@ def iteration_reporter(say, bar, prefix=""):
 
 
 def learning_metrics(results, prefix="") -> dict:
-    """Outer iterations, evaluations, failures and learning time summed over ``results``."""
+    """Outer iterations, evaluations, failures and learning time summed over ``results``; the mean Ψ
+    evaluation's seconds and the folds refitted together."""
     out = {}
     for r in results:
         st = r.outer
@@ -258,5 +259,7 @@ def learning_metrics(results, prefix="") -> dict:
             out[f"{prefix}{key}"] = out.get(f"{prefix}{key}", 0) + value
     evals = [e for r in results for e in r.evaluations]
     out[f"{prefix}psi_evaluation_seconds"] = float(np.mean([e.seconds for e in evals])) if evals else None
+    # the folds refitted together (``objective.cv.folds_per_fit``, ``auto`` resolved per evaluation)
+    out[f"{prefix}folds_per_fit"] = max((e.summary.get("folds_per_fit", 1) for e in evals), default=None)
     out[f"{prefix}learning_converged"] = all(r.converged for r in results)
     return out

@@ -157,7 +157,9 @@ CVSpec = options_section(
         "abort_on_failure": "stop an evaluation at the first fold that makes its failure certain",
         "retry_cold": "retry a failed warm refit from a cold start",
         "folds_per_fit": "folds refitted together in lockstep, each with its own steps and stopping rules but one "
-        "product, CG update and preconditioner call for all (1: each alone); fewer, larger calls, for a GPU",
+        "product, CG update and preconditioner call for all (1: each alone, on the engine's workers); fewer, larger "
+        "calls, for a GPU.  `auto`: all folds together where the kernel matrices are on a device "
+        "(`model.representation.device`) and the refits are Newton–CG, else 1",
         "lower": "lower bound of every log-space hyperparameter",
         "upper": "upper bound of every log-space hyperparameter",
         "inner_tolerances": "`adaptive`: refit and accumulation tolerances loosened far from the optimum "

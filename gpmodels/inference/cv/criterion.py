@@ -45,7 +45,7 @@ from gpmodels.engine.base import Engine, LocalEngine, Workload
 from gpmodels.errors import InputError
 from gpmodels.inference.cv.fold import FoldResult
 from gpmodels.inference.cv.jobs import FoldContext, fold_workload, run_folds
-from gpmodels.inference.cv.options import CVOptions, choose_solver
+from gpmodels.inference.cv.options import CVOptions, choose_folds_per_fit, choose_solver
 from gpmodels.inference.cv.partition import FoldTask, check_partition, fold_tasks
 from gpmodels.inference.cv.state import CVState
 from gpmodels.inference.map.exact_newton import ExactNewton
@@ -69,6 +69,7 @@ class CVEvaluation:
     grad_trace_seconds: float
     message: str
     solver: str = "newton-cg"  # the refits' solver (``auto`` resolved)
+    folds_per_fit: int = 1  # folds refitted together (``auto`` resolved; 1 for ``exact``)
 
     @property
     def mvm_count(self) -> int:
@@ -90,6 +91,7 @@ class CVEvaluation:
             "restrict_seconds": float(sum(x.restrict_seconds for x in f)),
             "grad_trace_seconds": float(self.grad_trace_seconds),
             "seconds": float(self.seconds),
+            "folds_per_fit": int(self.folds_per_fit),
             "warm_starts": sum(x.start == "warm" for x in f),
             "cold_retries": sum(x.start == "warm+cold" for x in f),
             "held_out_errors": int(sum(x.held_out_errors for x in f)) if all(x.held_out_errors >= 0 for x in f) else -1,
@@ -233,6 +235,8 @@ def criterion_on(
     if opts.solver == "auto":
         opts = attrs.evolve(opts, solver=choose_solver(op, context.likelihood, n - min(I.size for I in folds)))
     q = len(folds)
+    if opts.folds_per_fit == "auto":
+        opts = attrs.evolve(opts, folds_per_fit=choose_folds_per_fit(op, q, opts.solver))
     acc = _Accumulator(q, opts, np.zeros((n, C, q)) if gradient else None, np.zeros((n, C, q)) if gradient else None)
     tasks = fold_tasks(folds, n, C, state)
     theta = np.array(op.params, dtype=np.float64)
@@ -272,4 +276,5 @@ def criterion_on(
         grad_trace_seconds=gt_s,
         message=acc.message,
         solver=opts.solver,
+        folds_per_fit=len(jobs[0]),
     )

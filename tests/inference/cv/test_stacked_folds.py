@@ -3,13 +3,14 @@ stacked operators, each with its own CG scalars, line search and stopping rules,
 are those of the separate refits (up to the order of sums); the stacked products run on a device where the
 folds' operators do."""
 
+import attrs
 import numpy as np
 import pytest
 
 from gpmodels.engine.processes import ProcessEngine
 from gpmodels.errors import InputError
 from gpmodels.inference.cv.criterion import cv_criterion
-from gpmodels.inference.cv.options import CVOptions
+from gpmodels.inference.cv.options import CVOptions, choose_folds_per_fit
 from gpmodels.inference.cv.partition import complements
 from gpmodels.inference.map.newton import NewtonOptions
 from gpmodels.kernels.rbf import RBF
@@ -205,6 +206,33 @@ def test_a_stacked_evaluation_on_a_device_equals_the_host_one(backend):
     assert a.ok and b.ok
     assert b.psi == pytest.approx(a.psi, rel=1e-10)
     np.testing.assert_allclose(b.gradient, a.gradient, rtol=1e-7, atol=1e-9 * np.abs(a.gradient).max())
+
+
+@pytest.mark.parametrize("backend", BACKEND_PARAMS)
+def test_auto_refits_the_folds_together_where_the_matrices_are_on_a_device_and_one_by_one_on_the_host(backend):
+    op, Y, folds = _problem()
+    dev, _, _ = _problem(DeviceRepresentationConfig(BACKENDS[backend](), kind="stored"))
+    assert choose_folds_per_fit(dev, Q, "newton-cg") == Q
+    assert choose_folds_per_fit(op, Q, "newton-cg") == 1
+    assert choose_folds_per_fit(dev, Q, "exact") == 1 and choose_folds_per_fit(dev, 1, "newton-cg") == 1
+    auto = attrs.evolve(_options(1), folds_per_fit="auto")
+    assert CVOptions().folds_per_fit == "auto"
+    on_device, on_host = (cv_criterion(o, Softmax(), Y, folds, auto) for o in (dev, op))
+    assert (on_device.folds_per_fit, on_host.folds_per_fit) == (Q, 1)
+    assert on_device.summary()["folds_per_fit"] == Q
+    one_by_one = cv_criterion(dev, Softmax(), Y, folds, _options(1))
+    assert one_by_one.folds_per_fit == 1
+    assert on_device.psi == pytest.approx(one_by_one.psi, rel=1e-9)
+    exact = cv_criterion(dev, Softmax(), Y, folds, attrs.evolve(auto, solver="exact"))
+    assert exact.folds_per_fit == 1
+
+
+def test_folds_per_fit_is_a_positive_integer_or_auto_resolved_before_the_folds_are_grouped():
+    with pytest.raises(InputError, match="folds_per_fit.*positive integer.*'auto'"):
+        CVOptions(folds_per_fit="all")
+    with pytest.raises(InputError, match="resolved on the operator first"):
+        CVOptions().fold_jobs([0, 1, 2])
+    assert CVOptions(folds_per_fit=2).fold_jobs([0, 1, 2]) == [(0, 1), (2,)]
 
 
 def test_stacked_folds_retry_a_failed_warm_refit_cold_as_separate_folds_do():
