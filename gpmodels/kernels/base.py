@@ -33,7 +33,7 @@ from gpmodels.errors import GPModelsError, InputError
 from gpmodels.hyperparameters import ParameterFree, Parameterised, natural_values
 from gpmodels.linalg.finite_differences import central_differences
 
-__all__ = ["Kernel", "ParameterFreeKernel", "sq_norms", "sq_dists", "cross_product", "FD_STEP_KERNEL"]
+__all__ = ["Kernel", "ParameterFreeKernel", "sq_norms", "sq_dists", "cross_product", "same_points", "FD_STEP_KERNEL"]
 
 FD_STEP_KERNEL = 1e-6
 
@@ -45,8 +45,27 @@ def sq_norms(X) -> np.ndarray:
     return np.einsum("ij,ij->i", X, X)
 
 
+def same_points(X1, X2) -> bool:
+    """Whether X1 and X2 hold the same points (the same object, or equal shapes and values).
+
+    The kernels take their symmetric path (X Xᵀ by one symmetric product, an exact 0 diagonal of the squared
+    distances) on this test rather than on object identity, so that a result depends on the values alone: a
+    model fitted in a worker process and sent back predicts the training points bit for bit as it does where
+    the training array is the very object passed in."""
+    if X1 is X2:
+        return True
+    if X1.shape != X2.shape:
+        return False
+    if sp.issparse(X1) or sp.issparse(X2):
+        return sp.issparse(X1) and sp.issparse(X2) and (X1 != X2).nnz == 0
+    return bool(np.array_equal(X1, X2))
+
+
 def cross_product(X1, X2) -> np.ndarray:
-    """X1 X2^T as a dense array for dense or sparse inputs."""
+    """X1 X2^T as a dense array for dense or sparse inputs (X1 X1^T, one symmetric product, when
+    :func:`same_points`)."""
+    if same_points(X1, X2):
+        X2 = X1
     if sp.issparse(X1) or sp.issparse(X2):
         out = X1 @ X2.T
         return out.toarray() if sp.issparse(out) else np.asarray(out)
@@ -55,7 +74,9 @@ def cross_product(X1, X2) -> np.ndarray:
 
 def sq_dists(X1, X2) -> np.ndarray:
     """Squared Euclidean distances ||x1_a - x2_b||^2, shape (n1, n2), clipped at 0 (exactly 0 on the
-    diagonal when X1 is X2)."""
+    diagonal when :func:`same_points`)."""
+    if same_points(X1, X2):
+        X2 = X1
     d2 = sq_norms(X1)[:, None] + sq_norms(X2)[None, :] - 2.0 * cross_product(X1, X2)
     np.maximum(d2, 0.0, out=d2)
     if X1 is X2:

@@ -17,7 +17,7 @@ import scipy.sparse as sp
 
 from gpmodels.errors import InputError
 from gpmodels.hyperparameters import OneLogParameter
-from gpmodels.kernels.base import Kernel, sq_dists, sq_norms
+from gpmodels.kernels.base import Kernel, same_points, sq_dists, sq_norms
 from gpmodels.kernels.device.forms import GaussianForm
 from gpmodels.validation import array_of, positive_number, to_float, to_float_array
 
@@ -119,7 +119,7 @@ class ARD(Kernel):
         self._check_dim(X1)
         self._check_dim(X2)
         Z1 = self._scaled(X1)
-        Z2 = Z1 if X2 is X1 else self._scaled(X2)
+        Z2 = Z1 if same_points(X1, X2) else self._scaled(X2)
         d2 = sq_dists(Z1, Z2)
         d2 *= -0.5
         return np.exp(d2, out=d2)

@@ -39,7 +39,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from gpmodels.errors import InputError, shown
-from gpmodels.kernels.base import Kernel
+from gpmodels.kernels.base import Kernel, same_points
 from gpmodels.kernels.composite import Constrained, KernelProduct, KernelSum
 from gpmodels.kernels.constant import Constant, White
 from gpmodels.kernels.linear import Linear
@@ -220,10 +220,6 @@ def _dense(X):
     return X.toarray() if sp.issparse(X) else np.asarray(X)
 
 
-def _same_points(X1, X2) -> bool:
-    return X1 is X2 or (X1.shape == X2.shape and np.array_equal(X1, X2))
-
-
 @attrs.frozen(eq=False, repr=False)
 class SklearnKernel(Kernel):
     """Any scikit-learn kernel object, called as it is (module docstring); parameters ``theta``
@@ -259,7 +255,7 @@ class SklearnKernel(Kernel):
         return SklearnKernel(self.kernel.clone_with_theta(theta))
 
     def gram(self, X1, X2):
-        if _same_points(X1, X2):
+        if same_points(X1, X2):
             return np.asarray(self.kernel(_dense(X1)), dtype=float)
         return np.asarray(self.kernel(_dense(X1), _dense(X2)), dtype=float)
 
@@ -269,7 +265,7 @@ class SklearnKernel(Kernel):
     def grad_contract(self, X1, X2, G, gram=None):
         if self.params.size == 0:
             return np.zeros(0)
-        if _same_points(X1, X2):
+        if same_points(X1, X2):
             _, dK = self.kernel(_dense(X1), eval_gradient=True)
             return np.einsum("abp,ab->p", dK, G)
         n1 = X1.shape[0]

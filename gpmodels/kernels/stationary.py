@@ -31,7 +31,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from gpmodels.errors import InputError
-from gpmodels.kernels.base import Kernel, cross_product, sq_norms
+from gpmodels.kernels.base import Kernel, cross_product, same_points, sq_norms
 from gpmodels.kernels.rbf import _h_times, _row_dot, _squared
 from gpmodels.validation import array_of, positive_number, to_float, to_float_array
 
@@ -43,7 +43,9 @@ SNAP_RTOL = 1e-12
 
 def snapped_sq_dists(X1, X2) -> np.ndarray:
     """||x1_a - x2_b||², shape (n1, n2), clipped at 0 and set to 0 below ``SNAP_RTOL`` (|x1_a|² + |x2_b|²)
-    (module docstring); exactly 0 on the diagonal when X1 is X2."""
+    (module docstring); exactly 0 on the diagonal when :func:`~gpmodels.kernels.base.same_points`."""
+    if same_points(X1, X2):
+        X2 = X1
     n1 = sq_norms(X1)
     n2 = n1 if X2 is X1 else sq_norms(X2)
     scale = n1[:, None] + n2[None, :]
@@ -177,7 +179,7 @@ class StationaryARDKernel(Profile, Kernel):
 
     def _r2(self, X1, X2) -> np.ndarray:
         Z1 = self._scaled(X1)
-        return snapped_sq_dists(Z1, Z1 if X2 is X1 else self._scaled(X2))
+        return snapped_sq_dists(Z1, Z1 if same_points(X1, X2) else self._scaled(X2))
 
     def gram(self, X1, X2):
         return self._profile(self._r2(X1, X2))
