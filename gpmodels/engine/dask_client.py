@@ -7,6 +7,11 @@
 * :class:`DaskClientEngine`: an engine over a dask.distributed ``Client``, with the client-side
   operations that work held on its workers uses (``scatter``, ``n_threads``).
 
+Inputs reach the workers as the result of a task that holds them (:func:`_held`), copied to every worker,
+rather than by ``Client.scatter``: data scattered is lost for good once every worker holding it is gone
+(on a loaded machine a slow worker can be declared lost beside a killed one), and the tasks needing it are
+cancelled ("lost dependencies"); a task's result is computed again from its task, which the scheduler keeps.
+
 :class:`~gpmodels.engine.dask.DaskEngine` (starting and closing a cluster, running maps) and
 :class:`~gpmodels.engine.dask_gram.DaskGram` (row blocks held on the workers) build on it; the
 engine builds its representations from :mod:`gpmodels.engine.dask_gram`, which needs only this module.
@@ -15,6 +20,7 @@ engine builds its representations from :mod:`gpmodels.engine.dask_gram`, which n
 from __future__ import annotations
 
 import contextlib
+import warnings
 
 from gpmodels.engine.base import Engine
 from gpmodels.errors import EngineError
@@ -60,6 +66,11 @@ def engine_failures(what: str):
         raise EngineError(f"{what}: lost the connection to the cluster ({type(exc).__name__}: {exc})") from exc
 
 
+def _held(data):
+    """The task whose result is ``data`` (module docstring)."""
+    return data
+
+
 class DaskClientEngine(Engine):
     """An engine over a dask.distributed ``Client`` (``client``; None once closed): what work held on
     its workers (:class:`~gpmodels.engine.dask_gram.DaskGram`) needs of it.  Subclasses start the
@@ -73,6 +84,10 @@ class DaskClientEngine(Engine):
         return max(1, sum(self.client.nthreads().values()))
 
     def scatter(self, data):
-        """``data`` on every worker (broadcast: a lost worker loses no input); one future."""
-        with engine_failures("scattering the inputs"):
-            return self.client.scatter(data, broadcast=True, hash=False)
+        """``data`` on every worker, as a task's result that Dask recomputes if every copy is lost (module
+        docstring); one future."""
+        with engine_failures("placing the inputs on the workers"), warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="Sending large graph", category=UserWarning)
+            future = self.client.submit(_held, data, pure=False)
+            self.client.replicate([future])
+        return future
