@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import warnings
 
 import attrs
 import numpy as np
@@ -12,6 +13,7 @@ from gpmodels.data.splits import kfold_partition
 from gpmodels.engine.auto import engine_for_jobs
 from gpmodels.errors import HierarchyError, InputError
 from gpmodels.estimators._common import (
+    ConvergenceWarning,
     check_fitted,
     check_X,
     classifier_tags,
@@ -33,6 +35,7 @@ from gpmodels.kernels.representations import DEVICES
 from gpmodels.likelihoods.softmax import Softmax
 from gpmodels.linalg.blas_threads import limit_blas_threads
 from gpmodels.optimize.checkpoint import Checkpointing, caller_identity
+from gpmodels.optimize.outcome import LearningOutcome, assess_learning
 from gpmodels.priors.independent import IndependentGP
 from gpmodels.priors.learned import LearnedPrior
 from gpmodels.validation import MAX_SIZE, check_features, labels_to_targets
@@ -276,7 +279,7 @@ class GPClassifier(ClassifierMixin, BaseEstimator):
         Y = labels_to_targets(perm[codes], C)
         folds = self._folds(X, codes, seed) if learner is not None and learner.uses_folds else None
         engine = engine_for_jobs(self.n_jobs, type(self).__name__)  # checks n_jobs; starts no worker yet
-        learned = None
+        learned, start_op, start_lik = None, op, lik
         if learner is not None:
             with engine:
                 learned = learner.learn(
@@ -290,7 +293,11 @@ class GPClassifier(ClassifierMixin, BaseEstimator):
             )
         with limit_blas_threads(1):  # short BLAS calls: idle OpenBLAS threads would spin between them
             model = fit_map(op, lik, Y, solver)
-        warn_unconverged(model.result, f"{owner}'s Newton fit of alpha", "raise max_iter of the solver's options")
+        if learned is None:
+            warn_unconverged(model.result, f"{owner}'s Newton fit of alpha", "raise max_iter of the solver's options")
+            self.learning_outcome_ = None
+        else:
+            self.learning_outcome_ = self._assess_learning(learned, model, Y, start_op, start_lik, solver)
         self.classes_ = classes
         record_features(self, X_raw, X)
         self.model_class_order_ = perm
@@ -310,6 +317,26 @@ class GPClassifier(ClassifierMixin, BaseEstimator):
         self.predictive_seed_ = seed if predictive is not None else None
         self._fit_state = (learner, Y, seed)
         return self
+
+    def _assess_learning(self, learned, model, Y, start_op, start_lik, solver) -> LearningOutcome:
+        """The learned model's problems (:func:`~gpmodels.optimize.outcome.assess_learning`), each named in one
+        ConvergenceWarning; the fit at the starting hyperparameters is compared with only when the final fit
+        did not converge (it costs one more fit)."""
+        start = None
+        if not model.result.diagnostics.converged:
+            with limit_blas_threads(1):
+                start = fit_map(start_op, start_lik, Y, solver)
+        bounds = getattr(learned.result, "bounds", None)
+        if bounds is None:
+            bounds = np.tile([-np.inf, np.inf], (np.size(learned.theta), 1))
+        outcome = assess_learning(learned.names, learned.theta, bounds, model, Y, start=start)
+        if not outcome.ok:
+            warnings.warn(
+                f"{type(self).__name__}: the learned model may be broken: {'; '.join(outcome.problems)}",
+                ConvergenceWarning,
+                stacklevel=3,
+            )
+        return outcome
 
     def _seed(self, checkpoint) -> int:
         """The seed of this fit: from ``random_state``; with ``random_state=None`` and a checkpoint to resume
@@ -351,7 +378,14 @@ class GPClassifier(ClassifierMixin, BaseEstimator):
                 else model.operator.params
             )
         value, grad = learner.criterion(
-            model.operator, model.likelihood, Y, theta, folds=self.folds_, seed=seed, eval_gradient=eval_gradient
+            model.operator,
+            model.likelihood,
+            Y,
+            theta,
+            folds=self.folds_,
+            seed=seed,
+            eval_gradient=eval_gradient,
+            start=self.learning_result_,
         )
         return (value, grad) if eval_gradient else value
 

@@ -59,14 +59,19 @@ class CV:
         res = learn_hyperparameters(op, lik, Y, folds, self.options, checkpoint=checkpoint, engine=engine)
         return Learned(res.operator, lik, tuple(res.names), np.asarray(res.theta, dtype=float), res)
 
-    def criterion(self, op, lik, Y, theta, *, folds, seed: int, eval_gradient: bool):
-        """Ψ at θ (the operator's log-space vector) and ∇Ψ (Sec. 5.2) when ``eval_gradient``."""
+    def criterion(self, op, lik, Y, theta, *, folds, seed: int, eval_gradient: bool, start=None):
+        """Ψ at θ (the operator's log-space vector) and ∇Ψ (Sec. 5.2) when ``eval_gradient``; the folds' refits
+        warm-started from the inner state the learning ``start`` (a :class:`LearnResult`) ended in, as the
+        learning's own evaluations were (cold, they may not converge in the refits' iteration limits at
+        hyperparameters the learning reached step by step)."""
+        inner = getattr(getattr(start, "outer", None), "inner", None)
         ev = cv_criterion(
             op.with_params(_vector(theta, op.params.size, op.param_names)),
             lik,
             Y,
             folds,
             self.options.cv,
+            state=inner,
             gradient=eval_gradient,
         )
         if not ev.ok:
@@ -98,8 +103,9 @@ class Laplace:
         )
         return Learned(op, lik, tuple(res.names), np.asarray(res.x, dtype=float), res)
 
-    def criterion(self, op, lik, Y, theta, *, folds, seed: int, eval_gradient: bool):
-        """-log q(y | θ) at the joint vector θ (operator, then likelihood) and its gradient."""
+    def criterion(self, op, lik, Y, theta, *, folds, seed: int, eval_gradient: bool, start=None):
+        """-log q(y | θ) at the joint vector θ (operator, then likelihood) and its gradient (``start``: unused,
+        the Laplace mode is found from α = 0)."""
         joint = JointParams(op, lik)
         op_t, lik_t = joint.build(_vector(theta, joint.x0.size, joint.names))
         res = laplace_mlm(op_t, lik_t, Y, attrs.evolve(self.options, seed=seed), gradient=eval_gradient)

@@ -212,3 +212,23 @@ def test_satimage_spec_learns_on_a_subsample(tmp_path):
     assert main(["run", str(p), "--quiet"]) == 0
     m = json.loads((tmp_path / "out" / "metrics.json").read_text())
     assert m["psi_learned"] < 0.9 * m["psi_start"] and m["test_error"] < 0.16
+
+
+@pytest.mark.parametrize(
+    "change, expected",
+    [({}, None), ({"upper": 0.9}, "upper bound"), ({"final_newton_max_iter": 1}, "did not converge")],
+)
+def test_metrics_say_whether_the_learned_model_can_be_trusted(tmp_path, capsys, change, expected):
+    spec = _spec(tmp_path, max_iter=3)
+    if "upper" in change:
+        spec["objective"]["cv"]["upper"] = change["upper"]
+    if "final_newton_max_iter" in change:
+        spec["objective"]["newton"] = {"max_iter": 1, "cg_max_iter": 2}
+    assert main(["run", str(write_spec(tmp_path, spec))]) == 0
+    m = json.loads((tmp_path / "out" / "metrics.json").read_text())
+    out = capsys.readouterr().out + capsys.readouterr().err
+    if expected is None:
+        assert m["learning_ok"] is True and m["learning_problems"] == ""
+    else:
+        assert m["learning_ok"] is False and expected in m["learning_problems"]
+        assert "may be broken" in out or "may be broken" in (tmp_path / "out" / "run.log").read_text()

@@ -36,6 +36,9 @@ from gpmodels.driver.runners.common import (
 from gpmodels.driver.sections.spec import Spec
 from gpmodels.engine.base import LocalEngine
 from gpmodels.inference.cv.learn import fit_learned, learn_hyperparameters
+from gpmodels.inference.map.model import fit_map
+from gpmodels.inference.map.solvers import make_solver
+from gpmodels.optimize.outcome import assess_learning
 from gpmodels.reports import class_scopes, hyperparameter_classes
 from gpmodels.scoring import metrics as M
 
@@ -100,6 +103,20 @@ def _metrics(spec: Spec, data: Dataset, res, model, likelihood, predictive: dict
     return metrics
 
 
+def _assess(res, model, problem, options, say):
+    """The learned model's problems (:func:`~gpmodels.optimize.outcome.assess_learning`), printed as warnings;
+    the fit at the starting hyperparameters is compared with only when the final fit did not converge."""
+    start = None
+    if not model.result.diagnostics.converged:
+        start = fit_map(
+            problem.operator, problem.likelihood, problem.targets, make_solver(options.final_solver, options.final)
+        )
+    outcome = assess_learning(res.names, res.theta, res.bounds, model, problem.targets, start=start)
+    for problem_text in outcome.problems:
+        say(f"warning: the learned model may be broken: {problem_text}")
+    return outcome
+
+
 def run_cv(spec: Spec, data: Dataset, base_dir: Path | None, say, *, engine=None) -> RunOutcome:
     """Learn by the CV criterion, fit at the learned hyperparameters, predict the test set."""
     c = spec.objective.cv
@@ -116,8 +133,10 @@ def run_cv(spec: Spec, data: Dataset, base_dir: Path | None, say, *, engine=None
     fit_s = time.perf_counter() - t
     diag = model.result.diagnostics
     say(f"final fit: {diag.iterations} Newton iterations, {diag.mvm_count} MVMs, {fit_s:.2f} s ({diag.message})")
+    outcome = _assess(res, model, problem, options, say)
     P, predictive = predict_test_set(spec, model, data.X_test, data.y_test, say)
     metrics = _metrics(spec, data, res, model, likelihood, predictive, learn_s, fit_s)
+    metrics.update(outcome.as_dict())
     diagnostics = {
         "learning": [r.as_dict() for r in res.history],
         "learning_message": res.message,

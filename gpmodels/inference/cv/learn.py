@@ -135,6 +135,7 @@ class LearnResult:
     resumed_from: int | None  # outer iteration the run resumed from, or None
     evaluations: tuple  # EvaluationLog of this process
     folds: tuple = ()  # the partition Ψ was computed on (with ``outer.inner``: the final fit's start)
+    bounds: np.ndarray | None = None  # (p, 2) the log-space box θ was learned in
 
     history = property(attrgetter("outer.history"))
     converged = property(attrgetter("outer.converged"))
@@ -279,6 +280,7 @@ def learn_hyperparameters(
         resumed_from=res.resumed_from,
         evaluations=tuple(objective.log),
         folds=folds,
+        bounds=bounds,
     )
 
 
