@@ -7,8 +7,12 @@ messages and bars; the default console is silent, so a library call shows nothin
 caller asks.  ``gpmodels run|study`` show both; ``--quiet`` neither; ``--no-progress`` messages only.
 
 Progress is a tqdm bar only when stderr is a terminal; otherwise (a log file, a pipe, CI) it is
-plain lines ``[name] Newton 5/30 Φ=..., grad=...``, the first at once and then at most one every
-``Console.interval`` seconds, plus the last state when the bar closes: no redraws in log files.
+plain lines ``[name] Newton 5/30 Φ=..., grad=... (12 s, about 60 s left)``, the first at once and then at most
+one every ``Console.interval`` seconds, plus the last state when the bar closes: no redraws in log files.
+A bar over a known limit (the outer optimiser's ``max_iter``, a Newton fit's) shows iterations out of that
+limit and an estimate of the time left at the present rate, an upper bound since the run may stop before its
+limit.  A bar with a ``delay`` (the Newton fits') shows only once it has run that many seconds, so that short
+fits draw nothing.
 Every message also goes to the Python logger ``gpmodels`` (level INFO; silent unless the
 application configures logging) and, when the console has a ``log`` file, to that file.
 
@@ -17,7 +21,7 @@ printed and the bar redrawn below it, instead of the two interleaving on the ter
 
 Usage in a runner (``say`` is the runner's console)::
 
-    with say.bar(total=opts.max_iter, desc="Newton") as bar:
+    with say.newton_bar(opts.max_iter, "Newton") as bar:
         model = fit_map(op, lik, Y, NewtonCG(opts), on_iteration=bar.newton)
     say(f"fit: {model.result.diagnostics.iterations} Newton iterations")
 """
@@ -30,10 +34,12 @@ import time
 
 import attrs
 
-__all__ = ["Console", "Bar", "LineBar", "SILENT", "LOGGER"]
+__all__ = ["Console", "Bar", "LineBar", "SILENT", "LOGGER", "NEWTON_DELAY"]
 
 #: the logger every console message goes to (INFO)
 LOGGER = logging.getLogger("gpmodels")
+#: seconds a Newton fit runs before its bar shows
+NEWTON_DELAY = 3.0
 
 
 def stderr_is_terminal() -> bool:
@@ -97,10 +103,11 @@ class LineBar(Bar):
     (``label n`` when the total is open-ended), the first update at once, then at most one line every
     ``interval`` seconds, and the last state on ``close`` when it was not shown yet."""
 
-    def __init__(self, total: int | None, label: str, interval: float):
+    def __init__(self, total: int | None, label: str, interval: float, delay: float = 0.0):
         super().__init__(None)
         self._total, self._label, self._interval = total, label, float(interval)
         self._n, self._postfix, self._last, self._shown, self._open = 0, {}, None, None, True
+        self._start, self._delay = time.monotonic(), float(delay)
 
     @property
     def active(self) -> bool:
@@ -112,6 +119,8 @@ class LineBar(Bar):
         self._n = max(self._n, int(n))
         self._postfix.update(postfix)
         now = time.monotonic()
+        if now - self._start < self._delay:
+            return
         if self._last is None or now - self._last >= self._interval:
             self._emit()
             self._last = now
@@ -122,7 +131,15 @@ class LineBar(Bar):
     def _line(self) -> str:
         count = f"{self._n}/{self._total}" if self._total is not None else f"{self._n}"
         post = ", ".join(f"{k}={_fmt(v)}" for k, v in self._postfix.items())
-        return f"{self._label} {count}" + (f" {post}" if post else "")
+        return f"{self._label} {count}" + (f" {post}" if post else "") + self._times()
+
+    def _times(self) -> str:
+        """`` (elapsed, about ... left)``: the time left at the mean rate so far, when the total is known."""
+        elapsed = time.monotonic() - self._start
+        text = f" ({_duration(elapsed)}"
+        if self._total is not None and 0 < self._n < self._total:
+            text += f", at most about {_duration(elapsed / self._n * (self._total - self._n))} left"
+        return text + ")"
 
     def _emit(self) -> None:
         line = self._line()
@@ -133,6 +150,16 @@ class LineBar(Bar):
         if self._open and self._last is not None and self._line() != self._shown:
             self._emit()
         self._open = False
+
+
+def _duration(seconds: float) -> str:
+    """``42 s``, ``3 min 05 s`` or ``2 h 03 min``."""
+    s = int(round(seconds))
+    if s < 60:
+        return f"{s} s"
+    if s < 3600:
+        return f"{s // 60} min {s % 60:02d} s"
+    return f"{s // 3600} h {s % 3600 // 60:02d} min"
 
 
 def _fmt(v) -> str:
@@ -172,17 +199,24 @@ class Console:
         else:
             print(text, flush=True)
 
-    def bar(self, total: int | None, desc: str, *, unit: str = "it", leave: bool = False) -> Bar:
+    def bar(self, total: int | None, desc: str, *, unit: str = "it", leave: bool = False, delay: float = 0.0) -> Bar:
         """A bar over ``total`` steps (None: open-ended) labelled ``desc``; an inert one when bars are off.
-        ``leave=False`` erases the bar when it closes (the runner's message sums it up)."""
+        ``leave=False`` erases the bar when it closes (the runner's message sums it up); ``delay``: seconds
+        before it shows (module docstring)."""
         if not self.bars:
             return Bar()
         label = f"[{self.prefix}] {desc}" if self.prefix else desc
         if not (self.terminal if self.terminal is not None else stderr_is_terminal()):
-            return LineBar(total, label, self.interval)
+            return LineBar(total, label, self.interval, delay)
         from tqdm import tqdm
 
-        return Bar(tqdm(total=total, desc=label, unit=unit, leave=leave, file=sys.stderr, dynamic_ncols=True))
+        return Bar(
+            tqdm(total=total, desc=label, unit=unit, leave=leave, file=sys.stderr, dynamic_ncols=True, delay=delay)
+        )
+
+    def newton_bar(self, total: int | None, desc: str) -> Bar:
+        """A bar for a Newton fit: shown once it has run :data:`NEWTON_DELAY` seconds."""
+        return self.bar(total, desc, delay=NEWTON_DELAY)
 
     def write_log(self, line: str) -> None:
         """Append ``line`` (with the UTC time) to the log file, if any; a log that cannot be written is

@@ -18,6 +18,12 @@ from gpmodels.progress import SILENT, Console
 from gpmodels.validation import labels_to_targets
 
 
+@pytest.fixture(autouse=True)
+def _newton_bars_at_once(monkeypatch):
+    """The toy fits take milliseconds: their Newton bars show at once here, not after NEWTON_DELAY."""
+    monkeypatch.setattr(progress, "NEWTON_DELAY", 0.0)
+
+
 def _data(tmp_path):
     return toy_data_section(tmp_path, n=90, n_train=60, d=3, seed=3, spread=2.5)
 
@@ -55,7 +61,7 @@ def test_run_draws_bars_on_stderr_and_quiet_prints_nothing(tmp_path, capfd, monk
     with_bars = write_spec(tmp_path, _spec(tmp_path, "on", objective), "on.yaml")
     assert main(["run", str(with_bars)]) == 0
     out, err = capfd.readouterr()
-    assert f"[bars] {bar}: 0it [" in err and "\r" in err  # a tqdm bar, labelled, open-ended (the cap is no count)
+    assert f"[bars] {bar}:   0%|" in err and "\r" in err  # a tqdm bar, labelled, out of its iteration limit
     assert "[bars] test error" in out and "%|" not in out  # messages stay on stdout
     if objective is not None:
         assert "Ψ=" in err and "final fit: Newton" in err
@@ -145,7 +151,7 @@ def test_progress_off_a_terminal_is_plain_lines(tmp_path, capfd, monkeypatch, ob
     assert "%|" not in err and "\r" not in err and "it/s" not in err  # no bar redraws in a log file
     lines = err.splitlines()
     assert lines and all(line.startswith("[bars] ") for line in lines)
-    assert any(line.startswith(f"[bars] {bar} 0 ") for line in lines)  # the first state at once; open-ended
+    assert any(line.startswith(f"[bars] {bar} 0/") for line in lines)  # the first state at once, out of the limit
     assert ("Φ=" if objective is None else "Ψ=") in err
     assert "[bars] test error" in out
 
@@ -161,17 +167,45 @@ def test_plain_lines_are_at_most_one_per_interval(capfd, monkeypatch):
             bar.goto(i, Φ=float(i))
     err = capfd.readouterr().err.splitlines()
     assert err == [
-        "[p] EM 1 Φ=1",
-        "[p] EM 6 Φ=6",
-        "[p] EM 11 Φ=11",
-        "[p] EM 16 Φ=16",
-        "[p] EM 21 Φ=21",
-        "[p] EM 26 Φ=26",
-        "[p] EM 29 Φ=29",
+        "[p] EM 1 Φ=1 (1 s)",
+        "[p] EM 6 Φ=6 (6 s)",
+        "[p] EM 11 Φ=11 (11 s)",
+        "[p] EM 16 Φ=16 (16 s)",
+        "[p] EM 21 Φ=21 (21 s)",
+        "[p] EM 26 Φ=26 (26 s)",
+        "[p] EM 29 Φ=29 (29 s)",
     ]  # every 5 s, and the last state at close
     with Console(bars=True, terminal=False).bar(3, "x") as bar:
         pass  # never moved: nothing shown
     assert capfd.readouterr().err == ""
+
+
+def test_a_bar_over_a_limit_estimates_the_time_left_and_a_delayed_bar_waits(capfd, monkeypatch):
+    clock = [0.0]
+    monkeypatch.setattr(progress.time, "monotonic", lambda: clock[0])
+    say = Console("p", bars=True, terminal=False, interval=0.0)
+    with say.bar(20, "outer") as bar:
+        for i in (1, 2, 5):
+            clock[0] = 30.0 * i
+            bar.goto(i, Ψ=1.5)
+    err = capfd.readouterr().err.splitlines()
+    assert err == [
+        "[p] outer 1/20 Ψ=1.5 (30 s, at most about 9 min 30 s left)",
+        "[p] outer 2/20 Ψ=1.5 (1 min 00 s, at most about 9 min 00 s left)",
+        "[p] outer 5/20 Ψ=1.5 (2 min 30 s, at most about 7 min 30 s left)",
+    ]
+    monkeypatch.setattr(progress, "NEWTON_DELAY", 3.0)
+    clock[0] = 0.0
+    with say.newton_bar(30, "Newton") as bar:  # a fit of 2 s shows nothing
+        clock[0] = 2.0
+        bar.goto(4, Φ=1.0)
+    assert capfd.readouterr().err == ""
+    clock[0] = 0.0
+    with say.newton_bar(30, "Newton") as bar:  # one of 4 s shows from its third second on
+        for t, i in ((2.0, 1), (3.2, 2), (4.0, 3)):
+            clock[0] = t
+            bar.goto(i, Φ=1.0)
+    assert capfd.readouterr().err.splitlines()[0].startswith("[p] Newton 2/30 Φ=1 (3 s, at most")
 
 
 def test_messages_go_to_the_gpmodels_logger(caplog):
@@ -196,7 +230,7 @@ def test_laplace_and_vb_learning_show_progress(tmp_path, capfd, monkeypatch, obj
     d["model"].update(likelihood="logistic", sharing="tied")
     assert main(["run", str(write_spec(tmp_path, d))]) == 0
     err = capfd.readouterr().err
-    assert f"[bars] {bar} 0 " in err and "%|" not in err
+    assert f"[bars] {bar} 0/" in err and "%|" not in err
 
 
 HIER = "root\tg\nroot\tc3\ng\tc1\ng\tc2\nc3\tc31\nc3\tc32\n"  # leaves c1, c2, c31, c32

@@ -49,7 +49,7 @@ def _learn(problem, folds, options, checkpoint, say, engine):
     """Ψ learning (Sec. 4) with a bar over the outer iterations and its messages; (result, seconds)."""
     op = problem.operator
     t = time.perf_counter()
-    with say.bar(None, "CV outer iterations") as bar:
+    with say.bar(options.outer.max_iter, "CV outer iterations") as bar:
         res = learn_hyperparameters(
             op,
             problem.likelihood,
@@ -128,7 +128,7 @@ def run_cv(spec: Spec, data: Dataset, base_dir: Path | None, say, *, engine=None
     say(f"learning {op.params.size} hyperparameters by {c.folds}-fold CV ({', '.join(op.param_names)})")
     res, learn_s = _learn(problem, folds, options, checkpoint, say, engine)
     t = time.perf_counter()
-    with say.bar(None, "final fit: Newton") as bar:
+    with say.newton_bar(options.final.max_iter, "final fit: Newton") as bar:
         model = fit_learned(res, likelihood, Y, options, on_iteration=bar.newton)
     fit_s = time.perf_counter() - t
     diag = model.result.diagnostics

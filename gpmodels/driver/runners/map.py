@@ -32,12 +32,13 @@ def run_map(spec: Spec, data: Dataset, base_dir: Path | None, say, *, engine=Non
         where = "" if r["device"] == "cpu" else f" on {r['device']}"
         say(f"kernel matrix: {r['label']}{where}{size}: {r['reason']}")
     t = time.perf_counter()
-    with say.bar(None, "Newton") as bar:
+    newton = build_newton_options(resolved.objective)
+    with say.newton_bar(newton.max_iter, "Newton") as bar:
         model = fit_map(
             op,
             likelihood,
             problem.targets,
-            make_solver(resolved.objective.solver, build_newton_options(resolved.objective)),
+            make_solver(resolved.objective.solver, newton),
             on_iteration=bar.newton,
         )
     fit_seconds = time.perf_counter() - t

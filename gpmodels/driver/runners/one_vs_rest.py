@@ -48,7 +48,7 @@ def _learn_in_order(op2, likelihood, y, names, folds, options, checkpoint, say, 
     models, learned = [], []
     for k, name in enumerate(names):
         Yk = binary_targets(y, k)
-        with say.bar(None, f"class {name}: CV outer iterations") as bar:
+        with say.bar(options.outer.max_iter, f"class {name}: CV outer iterations") as bar:
             res = learn_hyperparameters(
                 op2,
                 likelihood,
@@ -61,7 +61,7 @@ def _learn_in_order(op2, likelihood, y, names, folds, options, checkpoint, say, 
             )
         if res.resumed_from is not None:
             say(f"class {name}: resumed from the checkpoint of outer iteration {res.resumed_from}")
-        with say.bar(None, f"class {name}: final fit") as bar:
+        with say.newton_bar(options.final.max_iter, f"class {name}: final fit") as bar:
             model = fit_learned(res, likelihood, Yk, options, on_iteration=bar.newton)
         diag = model.result.diagnostics
         say(
@@ -116,7 +116,7 @@ def _fit(resolved: Spec, op2, likelihood, y, names, say):
     say(f"one-vs-rest: {len(names)} binary tasks fitted at the given hyperparameters")
     models = []
     for k, name in enumerate(names):
-        with say.bar(None, f"class {name}: Newton") as bar:
+        with say.newton_bar(build_newton_options(o).max_iter, f"class {name}: Newton") as bar:
             models.append(
                 fit_binary_task(
                     op2,

@@ -99,7 +99,7 @@ def run_laplace(spec: Spec, data: Dataset, base_dir: Path | None, say, *, engine
     t = time.perf_counter()
     diag = {}
     if o.learn:
-        with say.bar(None, "Laplace MLM: outer iterations") as bar:  # the count is not known ahead
+        with say.bar(o.laplace.learn_max_iter, "Laplace MLM: outer iterations") as bar:
             hr, op, lik = learn_laplace(
                 op,
                 lik,
@@ -143,7 +143,7 @@ def run_kernel_weights(spec: Spec, data: Dataset, base_dir: Path | None, say, *,
                 op, lik, Y, opts, on_iteration=lambda it, value: bar.goto(it, F=value)
             )
     else:
-        with say.bar(None, f"{o.type}: outer iterations") as bar:
+        with say.bar(opts.max_iter, f"{o.type}: outer iterations") as bar:
             lbfgs, res = learn_weights(
                 op, lik, Y, opts, outer=outer_options(opts.max_iter, opts.tol), on_iteration=_reporter(say, o.type, bar)
             )
@@ -173,7 +173,7 @@ def run_vb(spec: Spec, data: Dataset, base_dir: Path | None, say, *, engine=None
     t = time.perf_counter()
     diag = {}
     if o.learn:
-        with say.bar(None, "VB: outer iterations") as bar:
+        with say.bar(o.vb.learn_max_iter, "VB: outer iterations") as bar:
             hr, op, lik = learn_vb(
                 op,
                 lik,
