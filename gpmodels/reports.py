@@ -28,6 +28,8 @@ __all__ = [
     "plots_available",
     "PLOTS_EXTRA",
     "PLOTS_SKIPPED",
+    "CRITERION_LABELS",
+    "criterion_label",
     "plot_error_reject",
     "plot_traces",
     "plot_paths",
@@ -45,6 +47,10 @@ __all__ = [
 PLOTS_EXTRA = "pip install gpmodels[plots]"
 #: the one line a run or study writes when it skips its figures
 PLOTS_SKIPPED = f"figures skipped: matplotlib is not installed ({PLOTS_EXTRA} draws them)"
+
+
+#: criterion trace keys (ASCII: they name the files, ``trace_Psi.png``) -> the symbols the figures show
+CRITERION_LABELS = {"Psi": "Ψ", "Phi": "Φ"}
 
 
 def plots_available() -> bool:
@@ -96,9 +102,19 @@ def read_error_reject_csv(path) -> list[tuple[float, float]]:
     return [tuple(float(v) for v in r.split(",")) for r in rows]
 
 
+def criterion_label(name: str) -> str:
+    """The symbol a figure shows for a criterion trace's key (``Psi`` -> Ψ, ``Phi`` -> Φ); other keys as they are."""
+    return CRITERION_LABELS.get(name, name)
+
+
 def plot_error_reject(
-    curves: Mapping[str, Sequence[tuple[float, float]]], path, title: str = "Error-reject curve"
+    curves: Mapping[str, Sequence[tuple[float, float]]],
+    path,
+    title: str = "Error-reject curve",
+    without_probabilities: Sequence[str] = (),
 ) -> Path:
+    """One curve per model; ``without_probabilities``: models that have none (no curve), named in a note in
+    the figure so that their absence is not read as a missing run."""
     plt = _plt()
     fig, ax = plt.subplots(figsize=(5.5, 4))
     for name, curve in curves.items():
@@ -109,6 +125,18 @@ def plot_error_reject(
     ax.set_title(title)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
+    if without_probabilities:
+        fig.subplots_adjust(bottom=0.22)
+        fig.text(
+            0.01,
+            0.01,
+            "no probabilities, no curve: " + ", ".join(without_probabilities),
+            fontsize=7,
+            color="0.35",
+            ha="left",
+            va="bottom",
+            wrap=True,
+        )
     return _save(fig, path)
 
 
@@ -161,11 +189,12 @@ def plot_traces(
         v = np.asarray(values, dtype=float)
         if log_gap:
             gap, floor = log_gap_values(v)
-            ax.semilogy(np.arange(v.size), gap, marker="o", ms=3, label=name)
+            ax.semilogy(np.arange(v.size), gap, marker="o", ms=3, label=criterion_label(name))
             ax.axhline(floor, color="0.6", lw=0.8, ls=":")
         else:
-            ax.plot(np.arange(v.size), v, marker="o", ms=3, label=name)
+            ax.plot(np.arange(v.size), v, marker="o", ms=3, label=criterion_label(name))
     ax.set_xlabel(xlabel)
+    ylabel = criterion_label(ylabel)
     ax.set_ylabel(f"{ylabel} - min (min at the dotted floor)" if log_gap else ylabel)
     if title:
         ax.set_title(title)

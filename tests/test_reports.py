@@ -199,3 +199,55 @@ def test_run_traces_draw_the_gradient_norm_of_every_iterate_below(tmp_path, monk
     assert top_scale == "linear" and bottom_scale == "log" and len(top) == len(bottom) >= 1
     assert all(t.size == b.size for t, b in zip(top, bottom))
     assert all(np.all(b[np.isfinite(b)] > 0) for b in bottom)
+
+
+def _texts_of_every_figure(monkeypatch):
+    """{file name: every text drawn (titles, axis labels, legend entries, figure notes)} of the figures saved."""
+    seen = {}
+    save = reports._save
+
+    def spy(fig, path):
+        texts = [t.get_text() for t in fig.texts]
+        for ax in fig.axes:
+            texts += [ax.get_title(), ax.get_xlabel(), ax.get_ylabel()]
+            if ax.get_legend() is not None:
+                texts += [t.get_text() for t in ax.get_legend().get_texts()]
+        seen[path.name] = [t for t in texts if t]
+        return save(fig, path)
+
+    monkeypatch.setattr(reports, "_save", spy)
+    return seen
+
+
+@needs_matplotlib
+def test_every_figure_of_a_run_names_the_run_and_shows_the_greek_criteria(tmp_path, monkeypatch):
+    seen = _texts_of_every_figure(monkeypatch)
+    d = {
+        "name": "named-run",
+        "data": _files(tmp_path),
+        "output": {"dir": str(tmp_path / "o")},
+        "objective": {"type": "cv", "cv": {"folds": 3, "outer": {"max_iter": 2}}},
+        "model": {"kernel": {"type": "rbf", "w": 0.5}, "sharing": "tied", "variance": 2.0},
+    }
+    assert main(["run", str(write_spec(tmp_path, d)), "--quiet"]) == 0
+    assert {"error_reject.png", "trace_Psi.png", "hyperparameters.png"} <= set(seen)
+    for name, texts in seen.items():
+        assert any("named-run" in t for t in texts), (name, texts)
+        assert not any("Psi" in t or "Phi" in t for t in texts), (name, texts)
+    assert any("Ψ" in t for t in seen["trace_Psi.png"])
+
+
+@needs_matplotlib
+def test_a_studys_error_reject_figure_names_the_models_without_probabilities(tmp_path, monkeypatch):
+    from conftest import three_model_study
+
+    seen = _texts_of_every_figure(monkeypatch)
+    study = three_model_study(tmp_path)
+    study["models"].append(
+        {"name": "svm", "model": {"kernel": {"type": "rbf", "w": 0.3}}, "objective": {"type": "crammer_singer"}}
+    )
+    study["output"] = {"dir": str(tmp_path / "st")}
+    assert main(["study", str(write_spec(tmp_path, study)), "--quiet"]) == 0
+    texts = seen["error_reject.png"]
+    assert any("no probabilities" in t and "svm" in t for t in texts), texts
+    assert not any(t.strip() == "svm" for t in texts)  # no curve, no legend entry

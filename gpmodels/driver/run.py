@@ -302,7 +302,9 @@ def _draw(spec: Spec, outcome, out_dir: Path, curve) -> None:
     criterion trace of more than one value (with the gradient norms below where the runner gives them) and
     the hyperparameter paths."""
     if curve is not None:
-        reports.plot_error_reject({spec.name: curve}, out_dir / "error_reject.png")
+        reports.plot_error_reject(
+            {spec.name: curve}, out_dir / "error_reject.png", title=f"{spec.name}: error-reject curve"
+        )
     for name, values in outcome.traces.items():
         series = values if isinstance(values, dict) else {name: values}  # a dict: one line per entry
         if any(len(v) > 1 for v in series.values()):
@@ -313,12 +315,14 @@ def _draw(spec: Spec, outcome, out_dir: Path, curve) -> None:
                 out_dir / f"trace_{name}.png",
                 xlabel=unit,
                 ylabel=name,
-                title=f"{spec.name}: {name} over {unit}s",
+                title=f"{spec.name}: {reports.criterion_label(name)} over {unit}s",
                 gradients=grads if grads is None or isinstance(grads, dict) else {name: grads},
                 gradient_label=label,
             )
     if outcome.paths is not None:
-        reports.plot_paths(outcome.paths[0], outcome.paths[1], out_dir / "hyperparameters.png")
+        reports.plot_paths(
+            outcome.paths[0], outcome.paths[1], out_dir / "hyperparameters.png", title=f"{spec.name}: hyperparameters"
+        )
 
 
 def _run(spec: Spec, runner, base_dir, out_dir: Path, say: Console, origin: dict) -> dict:

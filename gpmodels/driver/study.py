@@ -188,7 +188,13 @@ def _run_study(study, base_dir, out_dir: Path, say, run_spec, origin, *, quiet, 
     if curves and not figures:
         say(reports.PLOTS_SKIPPED)
     if curves and figures:
-        reports.plot_error_reject(curves, out_dir / "error_reject.png", title=f"{study.name}: error-reject curves")
+        without = [r["model"] for r in rows if r.get("status") == "ok" and r["model"] not in curves]
+        reports.plot_error_reject(
+            curves,
+            out_dir / "error_reject.png",
+            title=f"{study.name}: error-reject curves",
+            without_probabilities=without,
+        )
         plots.append("error_reject.png")
     report = [
         f"# Study {study.name}",
