@@ -15,7 +15,6 @@ import warnings
 from typing import ClassVar
 
 import attrs
-
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning as _SkConvergenceWarning
 from sklearn.exceptions import DataConversionWarning as _SkDataConversionWarning

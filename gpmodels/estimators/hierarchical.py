@@ -95,8 +95,8 @@ class HierarchicalGPClassifier(NestedParamsRouting, ClassifierMixin, BaseEstimat
     prior over the tree's leaves (e.g. an :class:`~gpmodels.priors.ANOVAPrior` with another kernel or
     sharing).  ``kernel``: the kernel of that prior, as :class:`~gpmodels.estimators.GPClassifier`'s
     ``kernel`` (a gpmodels or scikit-learn kernel; None: RBF of width ``'auto'``); with a ``prior`` function
-    whose prior carries its own kernel it is refused.  ``separator``: None names every node by its label (a label may then occur under one parent
-    only); a string such as "/" names nodes by their whole paths.  ``objective``, ``solver``, ``cv``,
+    whose prior carries its own kernel it is refused.  ``separator``: None names every node by its label (a
+    label may then occur under one parent only); a string such as "/" names nodes by their whole paths.  ``objective``, ``solver``, ``cv``,
     ``predictive``, ``n_jobs``, ``random_state``: as :class:`~gpmodels.estimators.GPClassifier`'s.
 
     Fitted attributes: ``tree_`` (the :class:`~gpmodels.hierarchy.ClassTree`), ``paths_`` (the label path

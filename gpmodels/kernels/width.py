@@ -6,8 +6,8 @@ length-scale w = 1/ℓ² (Seeger 2008, eq. 7; one w_j = 1/ℓ_j² per input dime
 constructors take either ``w`` or ``length_scale`` (scikit-learn's name), never both; the kernel stores w
 and derives ℓ = 1/√w (``length_scale``), and its repr shows both.  Given neither, the width is ``'auto'``:
 w = 1 / Σ_j Var[x_j] of the training inputs (Seeger 2008, Sec. 6.2; the default prior's width), set when
-the kernel meets them (:func:`~gpmodels.kernels.auto_width.resolve_widths`, which the priors and the estimators call when they build
-their operator, :mod:`gpmodels.kernels.auto_width`; a fitted estimator's ``kernel_`` records the value).
+the kernel meets them (:func:`~gpmodels.kernels.auto_width.resolve_widths`, which the priors and the
+estimators call when they build their operator; a fitted estimator's ``kernel_`` records the value).
 """
 
 from __future__ import annotations
@@ -85,7 +85,8 @@ class Width:
         return is_auto(self.w)
 
     def require_width(self) -> None:
-        """Raise unless the width has a value (``'auto'`` is set by :func:`~gpmodels.kernels.auto_width.resolve_widths`)."""
+        """Raise unless the width has a value (``resolve_widths`` of :mod:`gpmodels.kernels.auto_width` sets
+        ``'auto'``)."""
         if is_auto(self.w):
             raise InputError(
                 f"{type(self).__name__}(w='auto') has no width until it meets the training inputs "
