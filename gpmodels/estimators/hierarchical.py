@@ -96,8 +96,9 @@ class HierarchicalGPClassifier(NestedParamsRouting, ClassifierMixin, BaseEstimat
     sharing).  ``kernel``: the kernel of that prior, as :class:`~gpmodels.estimators.GPClassifier`'s
     ``kernel`` (a gpmodels or scikit-learn kernel; None: RBF of width ``'auto'``); with a ``prior`` function
     whose prior carries its own kernel it is refused.  ``separator``: None names every node by its label (a
-    label may then occur under one parent only); a string such as "/" names nodes by their whole paths.  ``objective``, ``solver``, ``cv``,
-    ``predictive``, ``n_jobs``, ``random_state``: as :class:`~gpmodels.estimators.GPClassifier`'s.
+    label may then occur under one parent only); a string such as "/" names nodes by their whole paths.
+    ``objective``, ``solver``, ``cv``, ``predictive``, ``n_jobs``, ``random_state``: as
+    :class:`~gpmodels.estimators.GPClassifier`'s.
 
     Fitted attributes: ``tree_`` (the :class:`~gpmodels.hierarchy.ClassTree`), ``paths_`` (the label path
     of each class as given, in the order of ``classes_``), ``classes_`` (the leaf node names; after a 1-D
