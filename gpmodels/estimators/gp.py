@@ -144,6 +144,9 @@ class GPClassifier(NestedParamsRouting, ClassifierMixin, BaseEstimator):
     None: sized from the usable cores and memory; 1: one after the other; the result is the same).  With
     the kernel matrices on a device the folds are refitted together in lockstep, one job
     (:func:`~gpmodels.inference.cv.options.choose_folds_per_fit`), so there ``n_jobs`` starts no workers.
+    Under joblib's parallelism (``cross_val_score(est, X, y, n_jobs=k)``, ``GridSearchCV(n_jobs=k)``) the
+    engine takes what joblib leaves it (:mod:`gpmodels.engine.outer`: in a worker, the BLAS limit joblib set
+    there, cpu_count // k), never more workers than cores in all.
     ``random_state``: seeds the folds, the Laplace probes and the predictive draws (scikit-learn's
     convention).  ``checkpoint``: a path (or a :class:`~gpmodels.optimize.checkpoint.Checkpointing`)
     where learning checkpoints after every outer iteration, and from which a later fit with the same
