@@ -80,7 +80,7 @@ def test_a_kernel_without_a_width_is_auto_and_set_from_the_training_inputs():
     w = auto_rbf_w(X)
     assert gp.RBF().w == "auto" and gp.RBF().length_scale == "auto" and repr(gp.RBF()) == "RBF(w='auto')"
     with pytest.raises(InputError, match="has no width until it meets the training inputs"):
-        gp.Matern().params
+        _ = gp.Matern().params
     resolved = resolve_widths(gp.RBF() + 2.0 * gp.ARD(), X)
     assert resolved.terms[0].w == pytest.approx(w)
     np.testing.assert_allclose(resolved.terms[1].terms[1].w, np.full(3, w))
