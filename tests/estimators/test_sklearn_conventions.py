@@ -254,3 +254,24 @@ def test_read_outer_inside_joblib_tasks():
     for outer, cores in Parallel(n_jobs=2)(delayed(_outer_here)(i) for i in range(2)):  # loky workers
         assert outer.nesting_level >= 1 and not outer.in_thread
         assert cores == max(1, min(outer.blas_limit, cores)) and cores <= outer.blas_limit
+
+
+def test_make_kernel_and_reports_take_length_scale():
+    from gpmodels.hyperparameters import with_length_scales
+    from gpmodels.kernels.factory import make_kernel
+
+    assert make_kernel("rbf", length_scale=2.0).w == pytest.approx(0.25)
+    X = np.zeros((5, 2))
+    np.testing.assert_allclose(make_kernel("matern_ard", X=X, length_scale=0.5).w, [4.0, 4.0])
+    with pytest.raises(InputError, match="takes `w` or `length_scale`"):
+        make_kernel("rbf", w=1.0, length_scale=1.0)
+    with pytest.raises(InputError, match="length_scale of kernel 'rbf' must be a positive number"):
+        make_kernel("rbf", length_scale=-1.0)
+    shown = with_length_scales({"kernel0.w": 4.0, "log_variance": 0.0, "w2": 0.25})
+    assert shown == {
+        "kernel0.w": 4.0,
+        "kernel0.length_scale": 0.5,
+        "log_variance": 0.0,
+        "w2": 0.25,
+        "length_scale2": 2.0,
+    }
