@@ -23,6 +23,7 @@ from sklearn.utils import ClassifierTags, InputTags, Tags, TargetTags
 
 from gpmodels import errors
 from gpmodels.errors import InputError
+from gpmodels.kernels.auto_width import resolve_widths
 from gpmodels.kernels.base import Kernel
 from gpmodels.kernels.factory import KERNEL_PARAMS, make_kernel
 from gpmodels.kernels.sklearn_adapter import from_sklearn, is_sklearn_kernel
@@ -320,7 +321,7 @@ def kernel_by_name(owner: str, kernel, w, degree, offset, X) -> Kernel:
     broadcast); ``'linear'``: xᵀx'; ``'polynomial'``: (xᵀx' + offset)^degree.
     """
     if isinstance(kernel, Kernel):
-        return kernel
+        return kernel if X is None else resolve_widths(kernel, X)  # a width left 'auto' (gp.RBF()) set from X
     if isinstance(w, str) and w != "auto":
         raise InputError(f"The 'w' parameter of {owner} must be 'auto' or a positive number; got {w!r} instead")
     given = {"w": w, "degree": degree, "offset": offset}
