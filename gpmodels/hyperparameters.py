@@ -9,7 +9,8 @@ so.  This is the one place that turns such a (name, value) pair into the natural
 from __future__ import annotations
 
 import abc
-from collections.abc import Iterable
+import re
+from collections.abc import Iterable, Mapping
 from typing import ClassVar
 
 import attrs
@@ -25,6 +26,7 @@ __all__ = [
     "natural_name",
     "natural_value",
     "natural_values",
+    "with_length_scales",
 ]
 
 
@@ -111,3 +113,20 @@ def natural_value(name: str, value: float) -> float:
 def natural_values(names: Iterable[str], values, *, short: bool = False, prefix: str = "") -> dict:
     """{prefix + natural name: natural value} for parallel ``names`` and ``values``."""
     return {f"{prefix}{natural_name(n, short=short)}": natural_value(n, v) for n, v in zip(names, np.ravel(values))}
+
+
+#: a natural name of an inverse squared length-scale: ``w``, ``w3`` (ARD), ``kernel0.w``, ``k1.w2``
+_WIDTH = re.compile(r"^(?P<head>(?:.*\.)?)w(?P<index>\d*)(?P<tail>(?: \(.*\))?)$")
+
+
+def with_length_scales(values: Mapping[str, float]) -> dict:
+    """``values`` (natural name -> natural value) with the length-scale ℓ = 1/√w after every width w
+    (``kernel0.w`` -> ``kernel0.length_scale``, ARD's ``w3`` -> ``length_scale3``), for reports that show
+    both (:mod:`gpmodels.kernels.width`)."""
+    out = {}
+    for name, value in values.items():
+        out[name] = value
+        m = _WIDTH.match(name)
+        if m is not None and isinstance(value, (int, float, np.number)) and value > 0:
+            out[f"{m['head']}length_scale{m['index']}{m['tail']}"] = float(1.0 / np.sqrt(value))
+    return out

@@ -209,7 +209,8 @@ def _fail(instance, attribute, what: str, value) -> None:
     shown = repr(value)
     if len(shown) > 80:
         shown = shown[:77] + "..."
-    raise InputError(f"{owner}.{attribute.name} must be {what}; got {shown}")
+    name = getattr(attribute, "alias", None) or attribute.name  # a private field by its __init__ name
+    raise InputError(f"{owner}.{name} must be {what}; got {shown}")
 
 
 def _bound(x) -> str:

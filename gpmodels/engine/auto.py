@@ -40,6 +40,7 @@ import attrs
 import numpy as np
 
 from gpmodels.engine.base import Engine, EngineConfig, LocalEngine, Workload
+from gpmodels.engine.outer import OuterParallelism, cores_left, read_outer
 from gpmodels.engine.processes import ProcessEngine
 from gpmodels.engine.state import resident_bytes, worker_devices
 from gpmodels.errors import InputError
@@ -189,17 +190,27 @@ class AutoEngine(Engine):
         return f"AutoEngine(cores={self.cores}{'' if self.memory_gb is None else f', memory_gb={self.memory_gb}'})"
 
 
-def engine_for_jobs(n_jobs, owner: str = "the estimator") -> Engine:
+def engine_for_jobs(n_jobs, owner: str = "the estimator", outer: OuterParallelism | None = None) -> Engine:
     """scikit-learn's ``n_jobs`` as an engine: None -> :class:`AutoEngine` (sized from the cores and
     memory), 1 -> this process, one job after the other, k > 1 -> k worker processes, -1 -> one per
     usable core, -k -> the usable cores + 1 - k (at least one).  ``owner`` names the parameter's
-    owner in the error for anything else."""
+    owner in the error for anything else.
+
+    Under an outer joblib parallelism (``cross_val_score(..., n_jobs=2)``, ``GridSearchCV(n_jobs=k)``;
+    ``outer``, None: read now) the cores are what it leaves this process
+    (:func:`~gpmodels.engine.outer.cores_left`): the auto engine is sized from them, and inside a joblib
+    task k is at most them, so that the workers in all never outnumber the cores."""
+    outer = read_outer() if outer is None else outer
+    cores = cores_left(usable_cores(), outer)
     if n_jobs is None:
-        return AutoEngine()
+        return AutoEngine(cores)
     if isinstance(n_jobs, bool) or not isinstance(n_jobs, (int, np.integer)) or n_jobs == 0:
         raise InputError(
             f"The 'n_jobs' parameter of {owner} must be None, a positive int or a negative int (-1: all "
             f"cores); got {n_jobs!r} instead"
         )
-    workers = int(n_jobs) if n_jobs > 0 else max(1, usable_cores() + 1 + int(n_jobs))
-    return LocalEngine() if workers == 1 else ProcessEngine(workers)
+    workers = int(n_jobs) if n_jobs > 0 else max(1, cores + 1 + int(n_jobs))
+    shared = outer.nesting_level > 0 or cores < usable_cores()  # an outer parallelism holds the other cores
+    if shared:
+        workers = min(workers, cores)
+    return LocalEngine() if workers == 1 else ProcessEngine(workers, cores=cores if shared else None)

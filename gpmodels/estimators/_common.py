@@ -12,7 +12,9 @@ import inspect
 import math
 import re
 import warnings
+from typing import ClassVar
 
+import attrs
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning as _SkConvergenceWarning
 from sklearn.exceptions import DataConversionWarning as _SkDataConversionWarning
@@ -21,8 +23,13 @@ from sklearn.utils import ClassifierTags, InputTags, Tags, TargetTags
 
 from gpmodels import errors
 from gpmodels.errors import InputError
+from gpmodels.kernels.auto_width import resolve_widths
 from gpmodels.kernels.base import Kernel
 from gpmodels.kernels.factory import KERNEL_PARAMS, make_kernel
+from gpmodels.kernels.sklearn_adapter import from_sklearn, is_sklearn_kernel
+from gpmodels.nested_params import NestedParams
+from gpmodels.priors.kernel_slot import KernelSlot
+from gpmodels.priors.learned import LearnedPrior
 from gpmodels.validation import check_features
 
 __all__ = [
@@ -31,6 +38,8 @@ __all__ = [
     "NotFittedError",
     "store_params",
     "forward_params",
+    "NestedParamsRouting",
+    "prior_with_kernel",
     "classifier_tags",
     "check_fitted",
     "record_features",
@@ -73,6 +82,76 @@ def forward_params(est, target, **given):
     takes = inspect.signature(target).parameters
     handed_on = {name: value for name, value in est.get_params(deep=False).items() if name in takes}
     return target(**{**handed_on, **given})
+
+
+class NestedParamsRouting:
+    """Mixin of an estimator (before ``BaseEstimator``): ``set_params`` of nested names (``prior__variance``,
+    ``kernel__length_scale``, ``gpclassifier__prior__variance`` from a Pipeline) under a frozen parameter
+    object (:class:`~gpmodels.nested_params.NestedParams`) stores the new object that object's
+    ``set_params`` returns, since it cannot change in place; a parameter that is None starts from the
+    default object of ``nested_defaults``.  Other names go to scikit-learn's ``set_params`` (a scikit-learn
+    kernel is set in place, as scikit-learn does), which also refuses unknown names."""
+
+    #: parameter -> factory of the object that nested names under a None value start from
+    nested_defaults: ClassVar[dict] = {}
+
+    def set_params(self, **params):
+        direct = {k: v for k, v in params.items() if "__" not in k}
+        if direct:
+            super().set_params(**direct)
+        nested: dict[str, dict] = {}
+        for key, value in params.items():
+            head, sep, rest = key.partition("__")
+            if sep:
+                nested.setdefault(head, {})[rest] = value
+        for head, inner in nested.items():
+            value = getattr(self, head, None) if head in self.get_params(deep=False) else None
+            if value is None and head in self.nested_defaults:
+                value = self.nested_defaults[head]()
+            if isinstance(value, NestedParams):
+                setattr(self, head, value.set_params(**inner))
+            else:
+                super().set_params(**{f"{head}__{k}": v for k, v in inner.items()})
+        return self
+
+
+def _estimator_kernel(owner: str, kernel):
+    """The ``kernel`` parameter as a gpmodels kernel: a Kernel as is, a scikit-learn kernel mapped."""
+    if isinstance(kernel, Kernel):
+        return kernel
+    if is_sklearn_kernel(kernel):
+        return from_sklearn(kernel)
+    raise InputError(
+        f"The 'kernel' parameter of {owner} must be None (the prior's kernel, else RBF of width 'auto'), a "
+        f"gpmodels kernel (gpmodels.RBF(), gpmodels.Matern(length_scale=2.0), ...) or a scikit-learn kernel "
+        f"object (sklearn.gaussian_process.kernels.Matern(), 1.0 * RBF(1.0), ...); got {kernel!r} instead"
+    )
+
+
+def prior_with_kernel(owner: str, prior, kernel, X):
+    """The prior an estimator fits: ``prior`` with ``kernel`` (its ``kernel=``) in its kernel field, the
+    default RBF where neither gives one, and its ``'auto'`` widths set from the training inputs X
+    (:mod:`gpmodels.priors.kernel_slot`).  A prior that carries its own kernel and a ``kernel=`` both is a
+    conflict, refused with an error naming both."""
+    inner = prior.prior if isinstance(prior, LearnedPrior) else prior
+    if kernel is not None:
+        kernel = _estimator_kernel(owner, kernel)
+        if not isinstance(inner, KernelSlot):
+            raise InputError(
+                f"The 'kernel' parameter of {owner} fills the kernel field of its prior (IndependentGP, "
+                f"ANOVAPrior, CoupledPrior); the prior {type(inner).__name__} has none: leave kernel=None "
+                "and give that prior its kernel"
+            )
+        if inner.kernel is not None:
+            raise InputError(
+                f"{owner} got kernel={kernel!r} and a prior={type(prior).__name__} that carries its own kernel "
+                f"{inner.kernel!r}; give the kernel once: kernel= with a prior whose kernel is None (e.g. "
+                "IndependentGP(kernel=None, sharing='semi')), or the prior's kernel with kernel=None"
+            )
+        inner = attrs.evolve(inner, kernel=kernel)
+    if isinstance(inner, KernelSlot):
+        inner = inner.with_kernel_for(X)
+    return attrs.evolve(prior, prior=inner) if isinstance(prior, LearnedPrior) else inner
 
 
 def classifier_tags(*, multi_label: bool = False, poor_score: bool = False) -> Tags:
@@ -242,7 +321,7 @@ def kernel_by_name(owner: str, kernel, w, degree, offset, X) -> Kernel:
     broadcast); ``'linear'``: xᵀx'; ``'polynomial'``: (xᵀx' + offset)^degree.
     """
     if isinstance(kernel, Kernel):
-        return kernel
+        return kernel if X is None else resolve_widths(kernel, X)  # a width left 'auto' (gp.RBF()) set from X
     if isinstance(w, str) and w != "auto":
         raise InputError(f"The 'w' parameter of {owner} must be 'auto' or a positive number; got {w!r} instead")
     given = {"w": w, "degree": degree, "offset": offset}

@@ -14,10 +14,12 @@ from gpmodels.engine.auto import engine_for_jobs
 from gpmodels.errors import HierarchyError, InputError
 from gpmodels.estimators._common import (
     ConvergenceWarning,
+    NestedParamsRouting,
     check_fitted,
     check_X,
     classifier_tags,
     encode_targets,
+    prior_with_kernel,
     record_features,
     seed_from,
     store_params,
@@ -30,17 +32,17 @@ from gpmodels.inference.map.model import fit_map
 from gpmodels.inference.map.predictive import PREDICTIVE_METHODS, latent_predictive, predictive_proba
 from gpmodels.inference.map.solvers import SOLVERS as MAP_SOLVERS
 from gpmodels.kernels.device.backend import device_in_use
-from gpmodels.kernels.factory import make_kernel
 from gpmodels.kernels.representations import DEVICES
 from gpmodels.likelihoods.softmax import Softmax
 from gpmodels.linalg.blas_threads import limit_blas_threads
 from gpmodels.optimize.checkpoint import Checkpointing, caller_identity
 from gpmodels.optimize.outcome import LearningOutcome, assess_learning
 from gpmodels.priors.independent import IndependentGP
+from gpmodels.priors.kernel_slot import default_kernel
 from gpmodels.priors.learned import LearnedPrior
 from gpmodels.validation import MAX_SIZE, check_features, labels_to_targets
 
-__all__ = ["GPClassifier", "LaplacePredictive", "SOLVERS", "default_prior"]
+__all__ = ["GPClassifier", "LaplacePredictive", "SOLVERS", "default_prior", "DEFAULT_PRIOR"]
 
 #: inner MAP solver names -> solver classes (:mod:`gpmodels.inference.map.solvers`)
 SOLVERS = MAP_SOLVERS
@@ -83,21 +85,44 @@ def prior_device(prior) -> str:
     return getattr(prior, "device", "cpu")  # optional: declared by priors that own a representation
 
 
+#: ``GPClassifier``'s prior when none is given, before it meets the data: independent GPs per class with
+#: separate kernels (the estimator's ``kernel=``, else RBF of width 'auto'), variance 1, intercept variance 1
+DEFAULT_PRIOR = IndependentGP(None, "separate", 1.0, 1.0)
+
+
 def default_prior(X) -> IndependentGP:
-    """``GPClassifier``'s prior when none is given: independent GPs per class with separate RBF kernels
-    exp(-(w/2)||x - x'||²), w = 1 / Σ_j Var[x_j] of the training inputs (Seeger 2008, Sec. 6.2),
+    """``GPClassifier``'s prior when none is given, over the training inputs X: independent GPs per class
+    with separate RBF kernels exp(-(w/2)||x - x'||²), w = 1 / Σ_j Var[x_j] of X (Seeger 2008, Sec. 6.2),
     variance 1 and intercept variance σ² = 1."""
-    return IndependentGP(make_kernel("rbf", X=X, w="auto"), "separate", 1.0, 1.0)
+    return DEFAULT_PRIOR.with_kernel_for(X)
 
 
-class GPClassifier(ClassifierMixin, BaseEstimator):
+class GPClassifier(NestedParamsRouting, ClassifierMixin, BaseEstimator):
     """Multi-class GP classifier: a prior and a likelihood; hyperparameters learned by an objective,
     the MAP dual vector α̂ by a solver (Seeger 2008).
 
     ``prior``: an object with ``operator(X, n_classes)``: :class:`~gpmodels.priors.IndependentGP`,
     :class:`~gpmodels.priors.ANOVAPrior` (a class tree: the labels must be its leaves, by name),
     :class:`~gpmodels.priors.CoupledPrior`, a learned one (``kernel_`` of a fitted classifier) or a
-    user prior.  The kernel and its representation are the prior's.  None: :func:`default_prior`.
+    user prior.  The representation is the prior's.  None: :data:`DEFAULT_PRIOR` (independent GPs per class,
+    ``sharing='separate'``: one kernel shape and one variance per class, variance 1, intercept variance 1).
+
+    ``kernel``: the covariance shape M(x, x') of the classes' GPs: a gpmodels kernel (``gp.RBF()``,
+    ``gp.Matern(length_scale=2.0)``, ``gp.RBF(length_scale=1.0) + gp.Linear()``, ...) or a scikit-learn
+    kernel object (``Matern()``, ``1.0 * RBF(1.0)``: mapped by :func:`~gpmodels.kernels.from_sklearn`,
+    bounds and fixed values kept).  ``kernel=K`` with ``prior=None`` is the default prior with K: independent
+    GPs, each class its own copy of K (separate hyperparameters, learned), variance 1, intercept variance 1;
+    with a prior it fills that prior's kernel, so ``prior=`` keeps the structure (class tree, coupling,
+    sharing): the prior's kernel must then be None (``IndependentGP(sharing='semi')``), else the two
+    kernels conflict and ``fit`` raises an InputError naming both.  None: the prior's kernel, else RBF with
+    the width ``'auto'`` (w = 1 / Σ_j Var[x_j] of the training inputs, Seeger 2008, Sec. 6.2).  A width
+    left ``'auto'`` (``gp.RBF()``) is set from the training inputs at ``fit``; ``kernel_`` records it.
+
+    Nested parameters: ``get_params(deep=True)`` lists the prior's and the kernel's values as
+    ``prior__variance``, ``prior__kernel__length_scale``, ``kernel__length_scale`` (``kernel__w``, ...), and
+    ``set_params`` / ``GridSearchCV`` set them; the prior and gpmodels kernels are frozen, so the estimator
+    stores the new object (``nested_defaults``: on ``prior=None`` or ``kernel=None`` they start from
+    :data:`DEFAULT_PRIOR` or RBF of width ``'auto'``).
 
     ``likelihood``: default :class:`~gpmodels.likelihoods.softmax.Softmax`.
 
@@ -122,6 +147,9 @@ class GPClassifier(ClassifierMixin, BaseEstimator):
     None: sized from the usable cores and memory; 1: one after the other; the result is the same).  With
     the kernel matrices on a device the folds are refitted together in lockstep, one job
     (:func:`~gpmodels.inference.cv.options.choose_folds_per_fit`), so there ``n_jobs`` starts no workers.
+    Under joblib's parallelism (``cross_val_score(est, X, y, n_jobs=k)``, ``GridSearchCV(n_jobs=k)``) the
+    engine takes what joblib leaves it (:mod:`gpmodels.engine.outer`: in a worker, the BLAS limit joblib set
+    there, cpu_count // k), never more workers than cores in all.
     ``random_state``: seeds the folds, the Laplace probes and the predictive draws (scikit-learn's
     convention).  ``checkpoint``: a path (or a :class:`~gpmodels.optimize.checkpoint.Checkpointing`)
     where learning checkpoints after every outer iteration, and from which a later fit with the same
@@ -157,8 +185,11 @@ class GPClassifier(ClassifierMixin, BaseEstimator):
         random_state=None,
         checkpoint=None,
         device=None,
+        kernel=None,
     ):
         store_params(self, locals())
+
+    nested_defaults = {"prior": lambda: DEFAULT_PRIOR, "kernel": default_kernel}
 
     def __sklearn_tags__(self):
         return classifier_tags()
@@ -209,8 +240,10 @@ class GPClassifier(ClassifierMixin, BaseEstimator):
         return folds
 
     def _prior(self, X):
-        """The prior, on ``device`` when one is given (the prior's ``on_device``)."""
-        prior = default_prior(X) if self.prior is None else self.prior
+        """The prior with ``kernel`` and its widths set from X (:func:`prior_with_kernel`), on ``device`` when
+        one is given (the prior's ``on_device``)."""
+        prior = DEFAULT_PRIOR if self.prior is None else self.prior
+        prior = prior_with_kernel(type(self).__name__, prior, self.kernel, X)
         if self.device is None:
             return prior
         move = getattr(prior, "on_device", None)  # optional: declared by priors that own a representation

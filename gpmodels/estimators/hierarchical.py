@@ -19,6 +19,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 
 from gpmodels.errors import InputError
 from gpmodels.estimators._common import (
+    NestedParamsRouting,
     check_fitted,
     check_label_types,
     classifier_tags,
@@ -28,19 +29,20 @@ from gpmodels.estimators._common import (
 )
 from gpmodels.estimators.gp import GPClassifier
 from gpmodels.hierarchy import ClassTree
-from gpmodels.kernels.factory import make_kernel
 from gpmodels.priors.anova import ANOVAPrior
+from gpmodels.priors.kernel_slot import default_kernel
 from gpmodels.scoring.hierarchical_prf import hierarchical_f1
 from gpmodels.validation import check_features
 
 __all__ = ["HierarchicalGPClassifier", "anova_prior"]
 
 
-def anova_prior(tree: ClassTree, X) -> ANOVAPrior:
-    """The default prior of :class:`HierarchicalGPClassifier`: the ANOVA prior over ``tree`` with an RBF
-    kernel, w = 1 / Σ_j Var[x_j] of the training inputs, variances and kernels per tree level (H1),
-    variance 1 and intercept variance σ² = 1."""
-    return ANOVAPrior(tree, make_kernel("rbf", X=X, w="auto"), sharing="level", variance=1.0, sigma2=1.0)
+def anova_prior(tree: ClassTree, X=None) -> ANOVAPrior:
+    """The default prior of :class:`HierarchicalGPClassifier`: the ANOVA prior over ``tree`` without a kernel
+    of its own (the estimator's ``kernel=``, else RBF with w = 1 / Σ_j Var[x_j] of the training inputs,
+    set when it meets them), variances and kernels per tree level (H1), variance 1 and intercept variance
+    σ² = 1.  ``X`` is not needed (kept for the form ``prior(tree, X)`` of the estimator's ``prior``)."""
+    return ANOVAPrior(tree, None, sharing="level", variance=1.0, sigma2=1.0)
 
 
 def _padding(v) -> bool:
@@ -86,14 +88,17 @@ def _label_rows(y):
     return arr.tolist(), False, (None if arr.dtype.kind == "O" else arr.dtype)
 
 
-class HierarchicalGPClassifier(ClassifierMixin, BaseEstimator):
+class HierarchicalGPClassifier(NestedParamsRouting, ClassifierMixin, BaseEstimator):
     """GP classifier of label paths (module docstring).
 
     ``prior``: None (the ANOVA prior of :func:`anova_prior`) or a function ``prior(tree, X)`` returning a
     prior over the tree's leaves (e.g. an :class:`~gpmodels.priors.ANOVAPrior` with another kernel or
-    sharing).  ``separator``: None names every node by its label (a label may then occur under one parent
-    only); a string such as "/" names nodes by their whole paths.  ``objective``, ``solver``, ``cv``,
-    ``predictive``, ``n_jobs``, ``random_state``: as :class:`~gpmodels.estimators.GPClassifier`'s.
+    sharing).  ``kernel``: the kernel of that prior, as :class:`~gpmodels.estimators.GPClassifier`'s
+    ``kernel`` (a gpmodels or scikit-learn kernel; None: RBF of width ``'auto'``); with a ``prior`` function
+    whose prior carries its own kernel it is refused.  ``separator``: None names every node by its label (a
+    label may then occur under one parent only); a string such as "/" names nodes by their whole paths.
+    ``objective``, ``solver``, ``cv``, ``predictive``, ``n_jobs``, ``random_state``: as
+    :class:`~gpmodels.estimators.GPClassifier`'s.
 
     Fitted attributes: ``tree_`` (the :class:`~gpmodels.hierarchy.ClassTree`), ``paths_`` (the label path
     of each class as given, in the order of ``classes_``), ``classes_`` (the leaf node names; after a 1-D
@@ -110,8 +115,11 @@ class HierarchicalGPClassifier(ClassifierMixin, BaseEstimator):
         n_jobs=None,
         random_state=None,
         separator=None,
+        kernel=None,
     ):
         store_params(self, locals())
+
+    nested_defaults = {"kernel": default_kernel}
 
     def __sklearn_tags__(self):
         tags = classifier_tags()

@@ -32,6 +32,7 @@ import scipy.sparse as sp
 from gpmodels.errors import GPModelsError, InputError
 from gpmodels.hyperparameters import ParameterFree, Parameterised, natural_values
 from gpmodels.linalg.finite_differences import central_differences
+from gpmodels.nested_params import NestedParams
 
 __all__ = ["Kernel", "ParameterFreeKernel", "sq_norms", "sq_dists", "cross_product", "same_points", "FD_STEP_KERNEL"]
 
@@ -85,14 +86,18 @@ def sq_dists(X1, X2) -> np.ndarray:
 
 
 def _spec_value(value):
-    """A kernel field's value as YAML writes it: an array as a list of floats, an int as an int, else a float."""
+    """A kernel field's value as YAML writes it: an array as a list of floats, an int as an int, a word
+    (``'auto'``) as it is, else a float."""
+    if isinstance(value, str):
+        return value
     if isinstance(value, np.ndarray):
         return [float(v) for v in value]
     return int(value) if isinstance(value, (int, np.integer)) else float(value)
 
 
-class Kernel(Parameterised):
-    """A covariance shape function M(x, x') with log-space parameters."""
+class Kernel(NestedParams, Parameterised):
+    """A covariance shape function M(x, x') with log-space parameters; scikit-learn's ``get_params`` /
+    ``set_params`` over its constructor's arguments (:class:`~gpmodels.nested_params.NestedParams`)."""
 
     #: whether the kernel accepts scipy.sparse CSR inputs.
     supports_sparse: bool = True
@@ -125,7 +130,9 @@ class Kernel(Parameterised):
         kernel's attrs fields, which carry the spec's key names (arrays as lists)."""
         if self.spec_type is None:
             return None
-        values = {f.name: _spec_value(getattr(self, f.name)) for f in attrs.fields(type(self))}
+        values = {
+            f.name: _spec_value(getattr(self, f.name)) for f in attrs.fields(type(self)) if f.metadata.get("spec", True)
+        }
         return {"type": self.spec_type, **values}
 
     @property

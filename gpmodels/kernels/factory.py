@@ -4,7 +4,8 @@
 shape, and builds the covariance shape M(x, x'):
 
 * ``rbf``: exp(-(w/2) ||x - x'||²); ``w`` a positive number or ``'auto'`` = 1 / Σ_j Var[x_j] of ``X``
-  (Seeger 2008, Sec. 6.2);
+  (Seeger 2008, Sec. 6.2), or instead of ``w`` the length-scale ``length_scale`` ℓ = 1/√w (one or the
+  other; the same for every kernel of ``w``, :mod:`gpmodels.kernels.width`);
 * ``ard``: exp(-(1/2) Σ_j w_j (x_j - x'_j)²); ``w`` one per feature, a number (broadcast over the
   features of ``X``) or ``'auto'`` (the rbf value for every feature);
 * ``matern`` / ``matern_ard``: Matérn of smoothness ``nu`` (0.5, 1.5 or 2.5; default 1.5) with ``w`` as for
@@ -44,12 +45,12 @@ __all__ = ["KERNEL_NAMES", "KERNEL_PARAMS", "STATIONARY_KERNELS", "make_kernel"]
 
 #: the kernel names, and the parameters each takes
 KERNEL_PARAMS = {
-    "rbf": ("w",),
-    "ard": ("w",),
-    "matern": ("w", "nu"),
-    "matern_ard": ("w", "nu"),
-    "rational_quadratic": ("w", "alpha"),
-    "rational_quadratic_ard": ("w", "alpha"),
+    "rbf": ("w", "length_scale"),
+    "ard": ("w", "length_scale"),
+    "matern": ("w", "length_scale", "nu"),
+    "matern_ard": ("w", "length_scale", "nu"),
+    "rational_quadratic": ("w", "length_scale", "alpha"),
+    "rational_quadratic_ard": ("w", "length_scale", "alpha"),
     "constant": ("value",),
     "white": ("noise",),
     "linear": (),
@@ -138,12 +139,32 @@ def _composite(name: str, terms, X) -> Kernel:
     return KernelSum(tuple(built)) if name == "sum" else KernelProduct(tuple(built))
 
 
+def _w_of_length_scale(name: str, length_scale):
+    """w = 1/ℓ² of a positive ``length_scale`` (a number or one per feature)."""
+    try:
+        scale = np.asarray(length_scale, dtype=np.float64)
+    except (TypeError, ValueError):
+        scale = None
+    if scale is None or scale.size == 0 or not np.all(np.isfinite(scale) & (scale > 0)):
+        raise InputError(
+            f"length_scale of kernel {name!r} must be a positive number (or one per feature); got {length_scale!r}"
+        )
+    w = 1.0 / np.square(scale)
+    return float(w) if w.ndim == 0 else w
+
+
 def _stationary(name: str, p: dict, X) -> Kernel:
-    """An isotropic or ARD kernel of inverse squared length-scale(s) ``w`` (rbf, matern, rational_quadratic)."""
+    """An isotropic or ARD kernel of inverse squared length-scale(s) ``w`` (rbf, matern, rational_quadratic),
+    given as ``w`` or as ``length_scale`` ℓ (w = 1/ℓ²)."""
+    if "length_scale" in p:
+        if "w" in p:
+            raise InputError(f"kernel {name!r} takes `w` or `length_scale` (w = 1/length_scale²), not both")
+        p["w"] = _w_of_length_scale(name, p.pop("length_scale"))
     if "w" not in p:
         ard = name in _ARD_OF
         raise InputError(
-            f"kernel {name!r} needs `w` (a positive number, {'one per feature, ' if ard else ''}or 'auto')"
+            f"kernel {name!r} needs `w` (a positive number, {'one per feature, ' if ard else ''}or 'auto') or "
+            "`length_scale` (w = 1/length_scale²)"
         )
     w = p.pop("w")
     if isinstance(w, str):

@@ -66,7 +66,7 @@ class MaternProfile(Profile):
         return MaternForm(self.w_list, isotropic=self.isotropic, nu=self.nu)
 
 
-@attrs.frozen(eq=False)
+@attrs.frozen(eq=False, repr=False)
 class Matern(MaternProfile, StationaryKernel):
     """Isotropic Matérn shape of smoothness ``nu`` (1/2, 3/2, 5/2), w = 1/ℓ² > 0; parameter log w."""
 
@@ -78,7 +78,7 @@ class Matern(MaternProfile, StationaryKernel):
         return (self.nu,)
 
 
-@attrs.frozen(eq=False)
+@attrs.frozen(eq=False, repr=False)
 class MaternARD(MaternProfile, StationaryARDKernel):
     """Matérn shape with one inverse squared length-scale w_j per input dimension; parameters log w_j."""
 

@@ -43,7 +43,7 @@ class RationalQuadraticProfile(Profile):
         return RationalQuadraticForm(self.w_list, isotropic=self.isotropic, alpha=self.alpha)
 
 
-@attrs.frozen(eq=False)
+@attrs.frozen(eq=False, repr=False)
 class RationalQuadratic(RationalQuadraticProfile, StationaryKernel):
     """Isotropic rational quadratic shape, w = 1/ℓ² > 0 and α > 0; parameters log w, log α."""
 
@@ -51,7 +51,7 @@ class RationalQuadratic(RationalQuadraticProfile, StationaryKernel):
     spec_type = "rational_quadratic"
 
 
-@attrs.frozen(eq=False)
+@attrs.frozen(eq=False, repr=False)
 class RationalQuadraticARD(RationalQuadraticProfile, StationaryARDKernel):
     """Rational quadratic shape with one w_j per input dimension and α > 0; parameters log w_j, log α."""
 

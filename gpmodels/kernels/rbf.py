@@ -19,7 +19,8 @@ from gpmodels.errors import InputError
 from gpmodels.hyperparameters import OneLogParameter
 from gpmodels.kernels.base import Kernel, same_points, sq_dists, sq_norms
 from gpmodels.kernels.device.forms import GaussianForm
-from gpmodels.validation import array_of, positive_number, to_float, to_float_array
+from gpmodels.kernels.width import Width, WidthValue, length_scale_field
+from gpmodels.validation import array_of, optional, positive_number, to_float, to_float_array
 
 __all__ = ["RBF", "ARD"]
 
@@ -42,13 +43,16 @@ def _squared(X):
     return X.multiply(X) if sp.issparse(X) else X * X
 
 
-@attrs.frozen(eq=False)
-class RBF(OneLogParameter, Kernel):
-    """Isotropic Gaussian shape exp(-(w/2)||x - x'||^2), w > 0 (Seeger 2008, eq. 7)."""
+@attrs.frozen(eq=False, repr=False)
+class RBF(Width, OneLogParameter, Kernel):
+    """Isotropic Gaussian shape exp(-(w/2)||x - x'||^2), w = 1/ℓ² > 0 (Seeger 2008, eq. 7): ``w`` or
+    ``length_scale`` ℓ, neither: ``'auto'`` (:mod:`gpmodels.kernels.width`)."""
 
-    w: float = attrs.field(converter=to_float, validator=positive_number())
+    w: float | str | None = attrs.field(default=None, converter=to_float, validator=WidthValue(positive_number()))
+    _length_scale: float | None = length_scale_field(to_float, optional(positive_number()))
     log_field = "w"
     spec_type = "rbf"
+    isotropic = True
 
     def gram(self, X1, X2) -> np.ndarray:
         d2 = sq_dists(X1, X2)
@@ -84,16 +88,22 @@ class RBF(OneLogParameter, Kernel):
         return np.zeros(1)
 
 
-@attrs.frozen(eq=False)
-class ARD(Kernel):
-    """Gaussian shape with one inverse squared length-scale per input dimension, w_j > 0."""
+@attrs.frozen(eq=False, repr=False)
+class ARD(Width, Kernel):
+    """Gaussian shape with one inverse squared length-scale per input dimension, w_j = 1/ℓ_j² > 0: ``w`` or
+    ``length_scale``, neither: ``'auto'`` (:mod:`gpmodels.kernels.width`)."""
 
-    w: np.ndarray = attrs.field(converter=to_float_array, validator=array_of(positive_number()))
+    w: np.ndarray | str | None = attrs.field(
+        default=None, converter=to_float_array, validator=WidthValue(array_of(positive_number()))
+    )
+    _length_scale: np.ndarray | None = length_scale_field(to_float_array, optional(array_of(positive_number())))
 
     spec_type = "ard"
+    isotropic = False
 
     @property
     def params(self) -> np.ndarray:
+        self.require_width()
         return np.log(self.w)
 
     @property

@@ -33,7 +33,8 @@ import scipy.sparse as sp
 from gpmodels.errors import InputError
 from gpmodels.kernels.base import Kernel, cross_product, same_points, sq_norms
 from gpmodels.kernels.rbf import _h_times, _row_dot, _squared
-from gpmodels.validation import array_of, positive_number, to_float, to_float_array
+from gpmodels.kernels.width import Width, WidthValue, length_scale_field
+from gpmodels.validation import array_of, optional, positive_number, to_float, to_float_array
 
 __all__ = ["Profile", "StationaryKernel", "StationaryARDKernel", "snapped_sq_dists", "SNAP_RTOL"]
 
@@ -93,16 +94,19 @@ class Profile(abc.ABC):
         return [self.w] if self.isotropic else self.w
 
 
-@attrs.frozen(eq=False)
-class StationaryKernel(Profile, Kernel):
-    """Isotropic M = f(w ||x - x'||²), parameters log w then the profile's own (module docstring)."""
+@attrs.frozen(eq=False, repr=False)
+class StationaryKernel(Width, Profile, Kernel):
+    """Isotropic M = f(w ||x - x'||²), parameters log w then the profile's own (module docstring); ``w`` or
+    ``length_scale`` ℓ = 1/√w, neither: ``'auto'`` (:mod:`gpmodels.kernels.width`)."""
 
-    w: float = attrs.field(converter=to_float, validator=positive_number())
+    w: float | str | None = attrs.field(default=None, converter=to_float, validator=WidthValue(positive_number()))
+    _length_scale: float | None = length_scale_field(to_float, optional(positive_number()))
     isotropic = True
 
     # ----------------------------------------------------------------- parameters
     @property
     def params(self) -> np.ndarray:
+        self.require_width()
         return np.log([self.w] + [v for _, v in self._extra_params()])
 
     @property
@@ -144,15 +148,20 @@ class StationaryKernel(Profile, Kernel):
         return np.zeros(self.params.size)
 
 
-@attrs.frozen(eq=False)
-class StationaryARDKernel(Profile, Kernel):
-    """ARD M = f(Σ_j w_j (x_j - x'_j)²), parameters log w_j then the profile's own (module docstring)."""
+@attrs.frozen(eq=False, repr=False)
+class StationaryARDKernel(Width, Profile, Kernel):
+    """ARD M = f(Σ_j w_j (x_j - x'_j)²), parameters log w_j then the profile's own (module docstring); ``w``
+    or ``length_scale``, neither: ``'auto'`` (:mod:`gpmodels.kernels.width`)."""
 
-    w: np.ndarray = attrs.field(converter=to_float_array, validator=array_of(positive_number()))
+    w: np.ndarray | str | None = attrs.field(
+        default=None, converter=to_float_array, validator=WidthValue(array_of(positive_number()))
+    )
+    _length_scale: np.ndarray | None = length_scale_field(to_float_array, optional(array_of(positive_number())))
     isotropic = False
 
     @property
     def params(self) -> np.ndarray:
+        self.require_width()
         return np.log(np.concatenate([self.w, [v for _, v in self._extra_params()]]))
 
     @property

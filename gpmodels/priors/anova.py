@@ -35,11 +35,11 @@ from gpmodels.hierarchy import TREE_SHARING, ClassTree
 from gpmodels.kernels.base import Kernel
 from gpmodels.kernels.representation_base import RepresentationBuilder
 from gpmodels.kernels.representations import RepresentationConfig
-from gpmodels.kernels.sklearn_adapter import KERNEL_OBJECTS, as_kernel
 from gpmodels.operators.anova import ANOVA
 from gpmodels.operators.base import Operator
 from gpmodels.operators.blockdiag import BlockDiagonal
 from gpmodels.priors.intercept import InterceptPolicy
+from gpmodels.priors.kernel_slot import KernelSlot, kernel_field, prior_kernel
 from gpmodels.priors.placement import DevicePlacement
 from gpmodels.validation import boolean, instance_of, nonnegative_number, one_of, optional, positive_or_list
 
@@ -64,16 +64,17 @@ def group_labels(tree: ClassTree, mode: str) -> list[str]:
 
 
 @attrs.frozen
-class ANOVAPrior(InterceptPolicy, DevicePlacement):
+class ANOVAPrior(KernelSlot, InterceptPolicy, DevicePlacement):
     """ANOVA prior over a class tree; see the module docstring.  Default sharing: per level (H1).
 
     ``variance``: one value for every group, or one per variance group (in group order: levels
     from the top; subtrees and nodes in the tree's breadth-first order).  ``sigma2 = 0`` drops
-    the intercept.
+    the intercept.  ``kernel``: None takes the estimator's ``kernel=``, else the RBF of width ``'auto'``
+    (:mod:`gpmodels.priors.kernel_slot`).
     """
 
     tree: ClassTree = attrs.field(validator=instance_of(ClassTree))
-    kernel: Kernel = attrs.field(converter=as_kernel, validator=instance_of(Kernel, what=KERNEL_OBJECTS))
+    kernel: Kernel | None = kernel_field()  # None: the estimator's kernel= or RBF(w='auto')
     sharing: str = attrs.field(default="level", validator=one_of(TREE_SHARING))
     variance: float | Sequence[float] = attrs.field(default=1.0, validator=positive_or_list())  # or one per group
     sigma2: float = attrs.field(default=0.0, validator=nonnegative_number())
@@ -117,7 +118,7 @@ class ANOVAPrior(InterceptPolicy, DevicePlacement):
                     f"sharing {self.sharing!r} on this tree has {n_var} variance groups "
                     f"({', '.join(group_labels(tree, self.sharing))}); got {v.size} variances"
                 )
-        inner = BlockDiagonal(X, [self.kernel] * n_ker, kg, v, vg, self.representation)
+        inner = BlockDiagonal(X, [prior_kernel(self.kernel, X)] * n_ker, kg, v, vg, self.representation)
         klabels = group_labels(tree, self.kernel_sharing or self.sharing)
         vlabels = group_labels(tree, self.sharing)
         names = [

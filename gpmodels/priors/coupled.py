@@ -33,11 +33,11 @@ from gpmodels.hierarchy import ClassTree
 from gpmodels.kernels.base import Kernel
 from gpmodels.kernels.representation_base import RepresentationBuilder
 from gpmodels.kernels.representations import RepresentationConfig
-from gpmodels.kernels.sklearn_adapter import KERNEL_OBJECTS, as_kernel
 from gpmodels.operators.base import Operator
 from gpmodels.operators.blockdiag import SHARING_MODES, BlockDiagonal
 from gpmodels.operators.coupled import Coupled
 from gpmodels.priors.intercept import InterceptPolicy
+from gpmodels.priors.kernel_slot import KernelSlot, kernel_field, prior_kernel
 from gpmodels.priors.placement import DevicePlacement
 from gpmodels.validation import (
     array_of,
@@ -107,17 +107,18 @@ def coupling_init(
 
 
 @attrs.frozen
-class CoupledPrior(InterceptPolicy, DevicePlacement):
+class CoupledPrior(KernelSlot, InterceptPolicy, DevicePlacement):
     """u_i = B f_i + b with p independent latent processes f (Seeger 2008, Sec. 7.4.1).
 
     ``n_factors``: p (None: p = C, square coupling).  ``B``: an explicit (C, p) matrix; else
     ``init`` (see :func:`coupling_init`; ``tree`` needs ``tree``, ``random`` uses ``seed``).
     ``sharing`` of the p factor kernels: ``tied`` (default: one M, one v; the columns of B carry
     the per-factor scale), ``semi`` or ``separate``.  ``learn_B``: whether B's entries are
-    hyperparameters.
+    hyperparameters.  ``kernel``: None takes the estimator's ``kernel=``, else the RBF of width ``'auto'``
+    (:mod:`gpmodels.priors.kernel_slot`).
     """
 
-    kernel: Kernel = attrs.field(converter=as_kernel, validator=instance_of(Kernel, what=KERNEL_OBJECTS))
+    kernel: Kernel | None = kernel_field()  # None: the estimator's kernel= or RBF(w='auto')
     n_factors: int | None = attrs.field(default=None, validator=optional(positive_int()))
     init: str = attrs.field(default="auto", validator=one_of(COUPLING_INITS))
     B: np.ndarray | None = attrs.field(
@@ -149,7 +150,8 @@ class CoupledPrior(InterceptPolicy, DevicePlacement):
 
     def operator(self, X, n_classes: int) -> Operator:
         B = self.initial_B(n_classes)
-        inner = BlockDiagonal.from_sharing(X, self.kernel, B.shape[1], self.sharing, self.variance, self.representation)
+        kernel = prior_kernel(self.kernel, X)
+        inner = BlockDiagonal.from_sharing(X, kernel, B.shape[1], self.sharing, self.variance, self.representation)
         names = self.class_names
         if names is None and self.tree is not None:
             names = self.tree.classes

@@ -17,10 +17,10 @@ from gpmodels.errors import InputError, SpecError
 from gpmodels.kernels.base import Kernel
 from gpmodels.kernels.representation_base import RepresentationBuilder
 from gpmodels.kernels.representations import RepresentationConfig
-from gpmodels.kernels.sklearn_adapter import KERNEL_OBJECTS, as_kernel
 from gpmodels.operators.base import Operator
 from gpmodels.operators.blockdiag import SHARING_MODES, BlockDiagonal
 from gpmodels.priors.intercept import InterceptPolicy
+from gpmodels.priors.kernel_slot import KernelSlot, kernel_field, prior_kernel
 from gpmodels.priors.placement import DevicePlacement
 from gpmodels.validation import (
     boolean,
@@ -40,15 +40,16 @@ _GROUPS = sequence_of(sequence_of(nonnegative_int()))
 
 
 @attrs.frozen
-class IndependentGP(InterceptPolicy, DevicePlacement):
+class IndependentGP(KernelSlot, InterceptPolicy, DevicePlacement):
     """Independent GPs u_c = f_c + b_c with K^(c) = v_c M^(l_c), intercept variance σ².
 
     ``sharing``: ``tied`` | ``semi`` | ``separate``, or None with ``kernel_groups`` and
     ``variance_groups`` (lists of class lists).  ``variance`` is a number or one value per variance
-    group.  ``sigma2 = 0`` drops the intercept.
+    group.  ``sigma2 = 0`` drops the intercept.  ``kernel``: None takes the estimator's ``kernel=``, else
+    the RBF of width ``'auto'`` (:mod:`gpmodels.priors.kernel_slot`).
     """
 
-    kernel: Kernel = attrs.field(converter=as_kernel, validator=instance_of(Kernel, what=KERNEL_OBJECTS))
+    kernel: Kernel | None = kernel_field()  # None: the estimator's kernel= or RBF(w='auto')
     sharing: str | None = attrs.field(default="separate", validator=optional(one_of(SHARING_MODES)))
     variance: float | Sequence[float] = attrs.field(default=1.0, validator=positive_or_list())  # or one per group
     sigma2: float = attrs.field(default=0.0, validator=nonnegative_number())
@@ -66,12 +67,11 @@ class IndependentGP(InterceptPolicy, DevicePlacement):
 
     def operator(self, X, n_classes: int) -> Operator:
         """The operator K̃ over the training inputs X for ``n_classes`` classes."""
+        kernel = prior_kernel(self.kernel, X)
         if self.sharing is not None:
             if self.kernel_groups is not None or self.variance_groups is not None:
                 raise InputError("give either a sharing mode or kernel_groups/variance_groups, not both")
-            inner = BlockDiagonal.from_sharing(
-                X, self.kernel, n_classes, self.sharing, self.variance, self.representation
-            )
+            inner = BlockDiagonal.from_sharing(X, kernel, n_classes, self.sharing, self.variance, self.representation)
         else:
             if self.kernel_groups is None or self.variance_groups is None:
                 raise InputError(
@@ -85,7 +85,7 @@ class IndependentGP(InterceptPolicy, DevicePlacement):
             )
             inner = BlockDiagonal(
                 X,
-                [self.kernel] * len(self.kernel_groups),
+                [kernel] * len(self.kernel_groups),
                 list(map(list, self.kernel_groups)),
                 v,
                 list(map(list, self.variance_groups)),

@@ -14,6 +14,7 @@ import numpy as np
 
 from gpmodels.errors import InputError
 from gpmodels.hyperparameters import natural_values
+from gpmodels.nested_params import NestedParams
 from gpmodels.operators.base import Operator
 
 __all__ = ["LearnedPrior"]
@@ -24,7 +25,7 @@ def _float_tuple(values) -> tuple[float, ...]:
 
 
 @attrs.frozen
-class LearnedPrior:
+class LearnedPrior(NestedParams):
     """``prior`` (an object with ``operator(X, n_classes)``) at the log-space hyperparameters ``theta``
     named ``names`` (the operator's ``param_names``)."""
 

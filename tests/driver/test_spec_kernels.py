@@ -98,3 +98,17 @@ def test_a_sum_learned_by_cv_is_saved_and_predicts(tmp_path):
     P = model.predict_proba(Xt)
     err = np.mean(np.array(model.classes)[np.argmax(P, 1)] != np.array([str(int(v)) for v in yt]))
     assert err == pytest.approx(m["test_error"])
+
+
+def test_length_scale_in_a_kernel_section_is_w_given_as_a_length(tmp_path):
+    X = np.random.default_rng(0).normal(size=(20, 3))
+    by_scale = spec_from_dict(_spec(tmp_path, {"type": "matern", "length_scale": 2.0, "nu": 2.5}))
+    k = build_kernel(by_scale.model.kernel, X, tmp_path)
+    assert isinstance(k, Matern) and k.w == pytest.approx(0.25) and k.length_scale == pytest.approx(2.0)
+    ard = spec_from_dict(_spec(tmp_path, {"type": "ard", "length_scale": [1.0, 2.0, 4.0]}))
+    np.testing.assert_allclose(build_kernel(ard.model.kernel, X, tmp_path).w, [1.0, 0.25, 0.0625])
+    with pytest.raises(SpecError, match="give `w` or `length_scale`.*not both") as err:
+        spec_from_dict(_spec(tmp_path, {"type": "rbf", "w": 1.0, "length_scale": 1.0}))
+    assert "model.kernel.length_scale" in str(err.value)
+    with pytest.raises(SpecError, match="not used by kernel type 'linear'"):
+        spec_from_dict(_spec(tmp_path, {"type": "linear", "length_scale": 1.0}))

@@ -206,12 +206,15 @@ def test_feature_names_in_from_a_dataframe_like_input():
 
 def test_every_estimator_has_sklearns_bases_and_its_html_repr():
     from gpmodels.estimators import CrammerSingerSVC
+    from gpmodels.estimators._common import NestedParamsRouting
 
     for est in (GPClassifier(), CrammerSingerSVC(C=2.0), HM3Classifier([("r", "a"), ("r", "b")])):
         assert isinstance(est, BaseEstimator) and isinstance(est, ClassifierMixin)
         assert type(est).__name__ in est._repr_html_()
-        for method in ("get_params", "set_params", "__repr__"):  # scikit-learn's own, not overridden
+        for method in ("get_params", "__repr__"):  # scikit-learn's own, not overridden
             assert getattr(type(est), method) is getattr(BaseEstimator, method)
+        # set_params: scikit-learn's, or the routing of nested names under frozen priors and kernels to it
+        assert type(est).set_params in (BaseEstimator.set_params, NestedParamsRouting.set_params)
     for est in (GPClassifier(), CrammerSingerSVC()):  # accuracy; HM3Classifier scores by micro F1 (its docstring)
         assert type(est).score is ClassifierMixin.score
     assert repr(GPClassifier(objective="laplace", cv=3)) == "GPClassifier(cv=3, objective='laplace')"

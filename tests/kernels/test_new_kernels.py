@@ -331,7 +331,9 @@ def test_priors_take_scikit_learn_kernels_and_the_estimator_learns_with_one():
     assert isinstance(prior.kernel, KernelSum) and prior.kernel.param_names == ("k0.k1.log_w", "k1.log_w")
     assert isinstance(CoupledPrior(skk.RBF(1.0)).kernel.kernel, RBF)
     assert ANOVAPrior.__attrs_attrs__.kernel.converter is IndependentGP.__attrs_attrs__.kernel.converter
-    with pytest.raises(InputError, match="must be a gpmodels kernel .* or a scikit-learn kernel object; got 'rbf'"):
+    with pytest.raises(
+        InputError, match="must be null or a gpmodels kernel .* or a scikit-learn kernel object; got 'rbf'"
+    ):
         IndependentGP("rbf")
     X, y = toy_classification(45, 3, d=2, seed=2)
     clf = GPClassifier(prior=prior, objective="cv", cv=3, random_state=0).fit(X, y)

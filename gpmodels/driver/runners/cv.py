@@ -35,6 +35,7 @@ from gpmodels.driver.runners.common import (
 )
 from gpmodels.driver.sections.spec import Spec
 from gpmodels.engine.base import LocalEngine
+from gpmodels.hyperparameters import with_length_scales
 from gpmodels.inference.cv.learn import fit_learned, learn_hyperparameters
 from gpmodels.inference.map.model import fit_map
 from gpmodels.inference.map.solvers import make_solver
@@ -75,7 +76,7 @@ def _metrics(spec: Spec, data: Dataset, res, model, likelihood, predictive: dict
     Ψ before and after, the final fit, train scores when asked, learning counts and times."""
     diag = model.result.diagnostics
     metrics = dict(predictive)
-    metrics.update({f"hyper.{k}": v for k, v in res.hyperparameters().items()})
+    metrics.update({f"hyper.{k}": v for k, v in with_length_scales(res.hyperparameters()).items()})
     scopes = hyperparameter_classes(res.hyperparameters(), model.operator.param_classes(), data.classes)
     metrics.update({f"hyper_scope.{k}": v for k, v in scopes.items()})
     metrics.update(

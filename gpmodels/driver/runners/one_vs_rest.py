@@ -27,6 +27,7 @@ from gpmodels.driver.outcome import RunOutcome
 from gpmodels.driver.runners.common import iteration_reporter, learning_checkpoint, learning_metrics, prepare
 from gpmodels.driver.sections.spec import Spec
 from gpmodels.engine.base import LocalEngine
+from gpmodels.hyperparameters import with_length_scales
 from gpmodels.inference.cv.learn import fit_learned, learn_hyperparameters
 from gpmodels.inference.cv.one_vs_rest import (
     OneVsRestModel,
@@ -93,7 +94,7 @@ def _learn(resolved: Spec, data: Dataset, op2, likelihood, y, names, say, engine
         models, learned = _learn_in_order(op2, likelihood, y, names, folds, options, checkpoint, say, engine)
     metrics = {}
     for k, r in enumerate(learned):
-        metrics.update({f"hyper.class{k}.{key}": v for key, v in r.hyperparameters().items()})
+        metrics.update({f"hyper.class{k}.{key}": v for key, v in with_length_scales(r.hyperparameters()).items()})
     metrics.update(
         {
             "psi_start": sum(r.history[0].value for r in learned),

@@ -17,7 +17,7 @@ from gpmodels.data.datasets import Dataset
 from gpmodels.driver.outcome import RunOutcome, map_saver
 from gpmodels.driver.runners.common import evaluate, prepare
 from gpmodels.driver.sections.spec import Spec
-from gpmodels.hyperparameters import natural_values
+from gpmodels.hyperparameters import natural_values, with_length_scales
 from gpmodels.inference.marginal.laplace import laplace_mlm, learn_laplace
 from gpmodels.inference.marginal.vb import learn_vb, vb_criterion
 from gpmodels.inference.mkl.algorithms import algorithm1, alternating, criterion_at, learn_weights
@@ -34,7 +34,7 @@ def _hyper_metrics(names, x, op, classes) -> dict:
     values = natural_values(names, x)
     scopes = tuple(op.param_classes()) + (None,) * (len(values) - op.params.size)
     return {
-        **{f"hyper.{k}": v for k, v in values.items()},
+        **{f"hyper.{k}": v for k, v in with_length_scales(values).items()},
         **{f"hyper_scope.{k}": v for k, v in hyperparameter_classes(values, scopes, classes).items()},
     }
 

@@ -70,6 +70,11 @@ class KernelSpec(Node):
         doc="rbf, matern, rational_quadratic (and their `_ard` forms, and `ard`): inverse squared length-scale(s) "
         "w = 1/ℓ²; `auto` = 1 / Σ_j Var[x_j] of the training inputs",
     )
+    length_scale: object = option(
+        None,
+        any_of(positive_number(), sequence_of(positive_number())),
+        doc="the kernels of `w`: the length-scale(s) ℓ = 1/√w instead of `w` (one or the other)",
+    )
     nu: float | None = option(None, one_of(MATERN_NUS), doc="matern, matern_ard: smoothness ν (default 1.5)")
     alpha: float | None = option(
         None, positive_number(), doc="rational_quadratic(_ard): shape α of (1 + r²/(2α))^(-α) (default 1)"
@@ -88,18 +93,23 @@ class KernelSpec(Node):
 
     def check(self, path):
         used = KERNEL_KEYS[self.type]
-        for key in ("w", "nu", "alpha", "value", "noise", "degree", "scale", "offset", "gram", "terms"):
+        for key in ("w", "length_scale", "nu", "alpha", "value", "noise", "degree", "scale", "offset", "gram", "terms"):
             if getattr(self, key) is not None and key not in used:
                 allowed = ", ".join(("type",) + used)
                 raise SpecError(f"not used by kernel type {self.type!r} (its keys: {allowed})", f"{path}.{key}")
-        if "w" in used and self.w is None:
+        if "w" in used and self.w is not None and self.length_scale is not None:
+            raise SpecError("give `w` or `length_scale` (w = 1/length_scale²), not both", f"{path}.length_scale")
+        if "w" in used and self.w is None and self.length_scale is None:
             listed = "a list, " if self.type in ARD_TYPES else ""
-            raise SpecError(f"kernel type {self.type!r} needs `w` (a number, {listed}or 'auto')", f"{path}.w")
-        if self.type in STATIONARY_KERNELS and isinstance(self.w, tuple):
             raise SpecError(
-                f"{self.type} takes one w; use type {STATIONARY_KERNELS[self.type][0]!r} for one per feature",
-                f"{path}.w",
+                f"kernel type {self.type!r} needs `w` (a number, {listed}or 'auto') or `length_scale`", f"{path}.w"
             )
+        for key in ("w", "length_scale"):
+            if self.type in STATIONARY_KERNELS and isinstance(getattr(self, key), tuple):
+                raise SpecError(
+                    f"{self.type} takes one {key}; use type {STATIONARY_KERNELS[self.type][0]!r} for one per feature",
+                    f"{path}.{key}",
+                )
         if self.type == "precomputed" and self.gram is None:
             raise SpecError("kernel type 'precomputed' needs `gram` (a .npy file)", f"{path}.gram")
         if self.type in ("sum", "product") and not self.terms:
