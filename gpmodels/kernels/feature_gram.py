@@ -22,10 +22,15 @@ from gpmodels.kernels.linear import Linear
 from gpmodels.kernels.representation_base import CrossRepresentation, Representation, take_rows
 from gpmodels.kernels.sparse_products import csr_matmat
 
-__all__ = ["FeatureGram", "FeatureCross", "FEATURE_DTYPES"]
+__all__ = ["FeatureGram", "FeatureCross", "FEATURE_DTYPES", "PANEL_COLUMNS"]
 
 #: storage types of the feature form's X, X^T and intermediate (sums are float64 either way)
 FEATURE_DTYPES = ("float64", "float32")
+
+#: a sparse product with more columns runs in panels of this many: the intermediate X^T B_panel is then
+#: at most d x 256 numbers (61 MB at d = 30 000 in float64) whatever the number of classes, and the rows
+#: the second product gathers from it are more likely to be in cache
+PANEL_COLUMNS = 256
 
 
 def _product(A, B, out_dtype=np.float64):
@@ -33,6 +38,18 @@ def _product(A, B, out_dtype=np.float64):
     if sp.issparse(A):
         return csr_matmat(A, B, out_dtype=out_dtype)
     return np.asarray(A @ B, dtype=out_dtype)
+
+
+def _two_products(left, right, B: np.ndarray, mid) -> np.ndarray:
+    """left (right B) for B (m, k), in column panels of :data:`PANEL_COLUMNS` on sparse operands."""
+    B = np.ascontiguousarray(B)
+    if B.ndim == 1 or B.shape[1] <= PANEL_COLUMNS or not sp.issparse(right):
+        return _product(left, _product(right, B, mid))
+    out = np.empty((left.shape[0], B.shape[1]))
+    for a in range(0, B.shape[1], PANEL_COLUMNS):
+        panel = np.ascontiguousarray(B[:, a : a + PANEL_COLUMNS])
+        out[:, a : a + PANEL_COLUMNS] = _product(left, _product(right, panel, mid))
+    return out
 
 
 class FeatureCross(CrossRepresentation):
@@ -50,12 +67,10 @@ class FeatureCross(CrossRepresentation):
         self.shape = (X1.shape[0], X2.shape[0])
 
     def mvm(self, B):
-        B = np.ascontiguousarray(B)
-        return _product(self.X1, _product(self._X2T, B, self._mid))  # shape: (n1, m)
+        return _two_products(self.X1, self._X2T, B, self._mid)  # shape: (n1, m)
 
     def rmvm(self, B):
-        B = np.ascontiguousarray(B)
-        return _product(self.X2, _product(self.X1.T, B, self._mid))
+        return _two_products(self.X2, self.X1.T, B, self._mid)
 
 
 class FeatureGram(Representation, FeatureCross):
