@@ -27,8 +27,9 @@ from gpmodels.linalg.compiled_loops import AVAILABLE, compile_parallel, compiled
 
 __all__ = ["AVAILABLE", "phi_rows", "phi_t_rows", "mix_rows", "MIN_PARALLEL_WORK"]
 
-#: below this many numbers (n P k) one thread runs the sweep: waking a team costs more
-MIN_PARALLEL_WORK = 100_000
+#: below this many numbers (n P k) one thread runs the sweep: waking a thread team costs ~10 us on idle
+#: cores and tens of ms on busy ones (:data:`gpmodels.kernels.sparse_products.MIN_PARALLEL_WORK`)
+MIN_PARALLEL_WORK = 2_000_000
 
 
 def _prange(n):  # numba.prange in the compiled kernels (compile_parallel); range when run as Python
