@@ -26,8 +26,9 @@ AVAILABLE = importlib.util.find_spec("numba") is not None
 
 def compile_parallel(function, **compiled_globals):
     """``function`` compiled by Numba with parallel loops: its global ``_prange`` becomes ``numba.prange``
-    and the globals named in ``compiled_globals`` the (compiled) functions given there; cached on disk, the GIL released, float64 sums reassociated into vector registers (their last bits
-    then depend on the machine's vector width, as BLAS's do)."""
+    and the globals named in ``compiled_globals`` the (compiled) functions given there; cached on disk,
+    the GIL released, float64 sums reassociated into vector registers (their last bits then depend on
+    the machine's vector width, as BLAS's do)."""
     import numba
 
     namespace = {**function.__globals__, **compiled_globals, "_prange": numba.prange}

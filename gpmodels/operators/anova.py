@@ -19,9 +19,9 @@ over points in parallel (:mod:`gpmodels.tree_products`; without Numba, numpy lev
   group G_r (``K̆.kernel_groups()``, e.g. a :class:`BlockDiagonal`), that group contributes
   (Φ_L D_r Φ_L^T) ⊗ M_r with D_r = diag(v_p 1{p in G_r}), i.e. M_r (V S_r) with the C x C
   matrix S_r = Φ_L D_r Φ_L^T applied by the tree sweeps (``tree.mix``: per point in a (P, k)
-  scratch block, so a vector's MVM holds V, S_r V and the GEMM's output: about 3 n C k numbers).  The GEMM with M_r then runs on C k
-  columns instead of |G_r| k, so with one shared M (any variance sharing) the hierarchical MVM
-  costs one flat GEMM plus O(nP) walks, below the P/C of Sec. 3.
+  scratch block, so a vector's MVM holds V, S_r V and the GEMM's output: about 3 n C k numbers).
+  The GEMM with M_r then runs on C k columns instead of |G_r| k, so with one shared M (any variance
+  sharing) the hierarchical MVM costs one flat GEMM plus O(nP) sweeps, below the P/C of Sec. 3.
   ``merge_gemm=False`` keeps the node-space order (the paper's three steps).  For C <= 64 the
   C x C matrix S_r itself (not Φ) is kept and V S_r is one stacked product S_r v_i instead of the
   walks (numpy's stacked matmul runs in one thread: a multithreaded BLAS call of this size costs

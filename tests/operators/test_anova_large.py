@@ -21,7 +21,7 @@ def wipo_like_tree(branching=(8, 8, 9), seed=0) -> ClassTree:
     """A 3-level tree with about prod(branching) leaves, uneven fan-out, one leaf directly under level 1."""
     rng = np.random.default_rng(seed)
     edges, frontier = [], ["root"]
-    for depth, b in enumerate(branching):
+    for b in branching:
         nxt = []
         for parent in frontier:
             for j in range(int(rng.integers(max(1, b - 2), b + 3))):
