@@ -98,10 +98,10 @@ class RepresentationConfig(RepresentationBuilder):
             return None
         if self.device == "auto" and (self._why_cpu(kernel, X) is not None or device_backend.cuda_status() is not None):
             return None
-        if self.kind in ("features", "lowrank"):
+        if self.kind == "lowrank" or (self.kind == "features" and not kernel.is_linear):
             raise DeviceError(
-                f"representation kind {self.kind!r} has no device form; on device 'cuda' "
-                "allowed: auto, stored, blocked (recomputed tiles)"
+                f"representation kind {self.kind!r} has no device form for the {type(kernel).__name__} kernel; "
+                "on device 'cuda' allowed: auto, stored, blocked (recomputed tiles), features (linear kernel)"
             )
         kind = {"blocked": "recomputed"}.get(self.kind, self.kind)
         return DeviceRepresentationConfig(
@@ -110,6 +110,7 @@ class RepresentationConfig(RepresentationBuilder):
             dtype=self.dtype,
             memory_mb=self.memory_mb,
             memory_gb=self.memory_gb,
+            columns=self.columns,
         )
 
     def budget_bytes(self) -> int:
@@ -202,6 +203,8 @@ class RepresentationConfig(RepresentationBuilder):
 
     def _why_cpu(self, kernel: Kernel, X) -> str | None:
         """Why this matrix cannot live on a device (None: it can, given a GPU)."""
+        if kernel.is_linear and self.kind in ("auto", "stored", "features"):
+            return None  # X (X^T B) with PyTorch's sparse CSR, or a stored Gram matrix (device.features)
         if kernel.distance_form is None:
             return f"the {type(kernel).__name__} kernel has no device form"
         if self.kind in ("features", "lowrank"):
