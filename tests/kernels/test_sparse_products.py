@@ -167,3 +167,33 @@ def test_auto_with_float32_stores_sparse_features_in_float32(rng):
     assert isinstance(rep, FeatureGram) and rep.dtype == "float32" and rep.choice.dtype == "float32"
     rep = RepresentationConfig(kind="features", dtype="float32").build(X, Linear())
     assert rep.dtype == "float32"
+
+
+@needs_numba
+def test_a_forked_child_and_concurrent_threads_run_the_parallel_product(rng, monkeypatch):
+    """GNU OpenMP would abort a forked child of a process that used it; the engines fork their workers and run
+    products on threads (linalg/compiled_loops.py: a fork-safe layer, one launch at a time)."""
+    import multiprocessing
+    import threading
+
+    monkeypatch.setattr(sparse_products, "MIN_PARALLEL_WORK", 0)
+    A = _sparse(rng, 400, 200, 0.05)
+    B = rng.normal(size=(200, 6))
+    expected = sparse_products.csr_matmat(A, B, threads=2)
+    ctx = multiprocessing.get_context("fork")
+    queue = ctx.Queue()
+    child = ctx.Process(target=lambda: queue.put(sparse_products.csr_matmat(A, B, threads=2)))
+    child.start()
+    child.join(60)
+    assert child.exitcode == 0
+    np.testing.assert_allclose(queue.get(timeout=5), expected, rtol=1e-12, atol=1e-12)
+    results = []
+    workers = [
+        threading.Thread(target=lambda: results.extend(sparse_products.csr_matmat(A, B, threads=2) for _ in range(5)))
+        for _ in range(3)
+    ]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    assert len(results) == 15 and all(np.allclose(r, expected, rtol=1e-12, atol=1e-12) for r in results)
