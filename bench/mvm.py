@@ -84,7 +84,7 @@ def sparse_case(X, m, repeats, rng):
     nonzero of X updates a contiguous row of B, App. D.3) against B column-contiguous, where each
     column is a separate pair of sparse products that re-reads X (what column order forces)."""
     rep = FeatureGram(X, Linear())
-    XT = rep._XT
+    XT = rep._X2T
     Bc = np.ascontiguousarray(rng.normal(size=(X.shape[0], m)))
     Bf = np.asfortranarray(Bc)
 

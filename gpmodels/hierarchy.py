@@ -31,6 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
+from gpmodels import tree_products
 from gpmodels.errors import HierarchyError, OptionalDependencyError
 
 __all__ = ["ClassTree", "TREE_SHARING"]
@@ -343,10 +344,13 @@ class ClassTree:
     # ------------------------------------------------------------------ Φ_L and Φ_L^T
     def phi(self, U_nodes: np.ndarray) -> np.ndarray:
         """Φ_L applied along axis 1: (n, P[, k]) -> (n, C[, k]); u_c = Σ_{p on path(c)} ŭ_p, by adding
-        parents down the levels (Seeger 2008, Sec. 3: u = (Φ_L ⊗ I) ŭ)."""
+        parents down the tree (Seeger 2008, Sec. 3: u = (Φ_L ⊗ I) ŭ): compiled, one sweep per point
+        (:mod:`gpmodels.tree_products`), or without Numba level by level."""
         U_nodes = np.asarray(U_nodes)
         if U_nodes.shape[1] != self.n_nodes:
             raise HierarchyError(f"phi expects {self.n_nodes} nodes on axis 1; got shape {U_nodes.shape}")
+        if _compiled_sweep(U_nodes):
+            return tree_products.phi_rows(U_nodes, self.parent, self.leaves)
         acc = U_nodes.copy()
         for nodes_d, par, _, _ in self._levels[1:]:
             acc[:, nodes_d] += acc[:, par]
@@ -354,15 +358,26 @@ class ClassTree:
 
     def phi_t(self, E: np.ndarray) -> np.ndarray:
         """Φ_L^T applied along axis 1: (n, C[, k]) -> (n, P[, k]); ẽ_p = Σ_{leaves c below p} e_c, by
-        accumulating the leaves up the levels."""
+        accumulating the leaves up the tree (compiled, or without Numba level by level)."""
         E = np.asarray(E)
         if E.shape[1] != self.n_classes:
             raise HierarchyError(f"phi_t expects {self.n_classes} classes on axis 1; got shape {E.shape}")
+        if _compiled_sweep(E):
+            return tree_products.phi_t_rows(E, self.parent, self.leaves)
         acc = np.zeros((E.shape[0], self.n_nodes) + E.shape[2:], dtype=np.result_type(E, float))
         acc[:, self.leaves] = E
         for nodes_d, _par, starts, uniq in reversed(self._levels[1:]):
             acc[:, uniq] += np.add.reduceat(acc[:, nodes_d], starts, axis=1)
         return acc
+
+    def mix(self, V: np.ndarray, weights: np.ndarray) -> np.ndarray:
+        """Φ_L diag(weights) Φ_L^T along axis 1: (n, C[, k]) -> (n, C[, k]), the class mixing of the node
+        weights (P,) (a merged ANOVA product, Sec. 3); compiled without an (n, P, k) intermediate."""
+        V = np.asarray(V)
+        if _compiled_sweep(V) and V.shape[1] == self.n_classes:
+            return tree_products.mix_rows(V, self.parent, self.leaves, weights)
+        Vt = self.phi_t(V)
+        return self.phi(Vt * np.reshape(weights, (1, -1) + (1,) * (Vt.ndim - 2)))
 
     # ------------------------------------------------------------------ paths and scores
     def lca(self, p: int, q: int) -> int:
@@ -533,6 +548,11 @@ class ClassTree:
 
     def __repr__(self) -> str:
         return f"ClassTree(root={self.root!r}, P={self.n_nodes}, C={self.n_classes}, depth={int(self.depth.max())})"
+
+
+def _compiled_sweep(A: np.ndarray) -> bool:
+    """Whether the compiled tree sweeps take A: Numba installed, a real float64 array of 2 or more axes."""
+    return tree_products.AVAILABLE and A.dtype == np.float64 and A.ndim >= 2 and A.shape[0] > 0
 
 
 def _path_tuple(path, i: int) -> tuple[str, ...]:

@@ -3,7 +3,9 @@
 :func:`choose_representation` is a pure function of n, the number of distinct kernel matrices G
 (``tied`` / ``semi`` sharing: 1; ``separate``: C; groups: their number), the kernel and the budget:
 
-1. the linear kernel: ``features`` (X (X^T B), exact, never forms M);
+1. the linear kernel: ``features`` (X (X^T B), exact, never forms M), unless a stored M fits the budget
+   and one product with it costs less (:mod:`gpmodels.kernels.product_cost`: bytes and flops for X's
+   n, d, nnz and the product's number of columns, given as ``linear_shape``); the reason gives both costs;
 2. ``stored`` float64 if G n^2 8 bytes fit in the budget;
 3. ``stored`` float32 if G n^2 4 bytes fit (exact up to one float32 rounding of M's entries);
 4. with ``allow_lowrank``: ``lowrank`` (an approximation, so only when the user allows it) if
@@ -24,6 +26,7 @@ from __future__ import annotations
 import attrs
 
 from gpmodels.errors import InputError
+from gpmodels.kernels.product_cost import ProductRates, features_cost, stored_cost
 
 __all__ = [
     "RepresentationChoice",
@@ -33,6 +36,8 @@ __all__ = [
     "default_budget_bytes",
     "SAFETY_FRACTION",
     "format_bytes",
+    "LinearShape",
+    "linear_choice",
 ]
 
 #: the fraction of the available memory that the default budget takes
@@ -131,6 +136,42 @@ def stored_choice(
     return None
 
 
+@attrs.frozen
+class LinearShape:
+    """What the linear kernel's choice costs a product by: X's columns d, stored entries nnz (n d when
+    dense), sparsity, and the number of columns of one product."""
+
+    d: int
+    nnz: int
+    sparse: bool
+    columns: int = 1
+
+
+def linear_choice(
+    n: int, G: int, budget: int, dtype: str | None, what: str, shape: LinearShape | None, rates: ProductRates
+) -> RepresentationChoice:
+    """Step 1 (module docstring): ``features`` unless a stored M fits and costs less per product."""
+    feature_dtype = "float32" if dtype == "float32" and shape is not None and shape.sparse else "float64"
+    if shape is None:
+        return RepresentationChoice(
+            "features", feature_dtype, f"linear kernel: X (X^T B), M never formed ({what})", 0, G, budget
+        )
+    feat = features_cost(
+        n, shape.d, shape.nnz, shape.columns, sparse=shape.sparse, itemsize=4 if feature_dtype == "float32" else 8
+    )
+    stored = stored_choice(n, G, budget, dtype, what)
+    costs = f"{shape.columns} columns, d = {shape.d}, nnz = {shape.nnz}"
+    if stored is None:
+        reason = f"linear kernel: X (X^T B) ({feat.describe(rates)}); a stored M does not fit ({costs}; {what})"
+        return RepresentationChoice("features", feature_dtype, reason, 0, G, budget)
+    gram = stored_cost(n, shape.columns, itemsize=4 if stored.dtype == "float32" else 8)
+    if gram.seconds(rates) < feat.seconds(rates):
+        reason = f"linear kernel, a product costs less stored: {gram.describe(rates)} against {feat.describe(rates)} "
+        return attrs.evolve(stored, reason=reason + f"({costs}); {stored.reason}")
+    reason = f"linear kernel, a product costs less as X (X^T B): {feat.describe(rates)} against {gram.describe(rates)}"
+    return RepresentationChoice("features", feature_dtype, f"{reason} ({costs}; {what})", 0, G, budget)
+
+
 def choose_representation(
     n: int,
     n_matrices: int,
@@ -142,14 +183,15 @@ def choose_representation(
     rank: int,
     blocked_max_n: int,
     blocked_memory_mb: float,
+    linear_shape: LinearShape | None = None,
+    rates: ProductRates | None = None,
 ) -> RepresentationChoice:
-    """The `auto` choice (module docstring, steps 1-6) for G = ``n_matrices`` kernel matrices over n points."""
+    """The `auto` choice (module docstring, steps 1-6) for G = ``n_matrices`` kernel matrices over n points;
+    ``linear_shape`` / ``rates``: what step 1 costs a product by (None: ``features`` uncosted)."""
     G, budget = max(1, n_matrices), budget_bytes
     what = f"n = {n}, {G} kernel matri{'x' if G == 1 else 'ces'}, budget {_gib(budget)}"
     if linear:
-        return RepresentationChoice(
-            "features", "float64", f"linear kernel: X (X^T B), M never formed ({what})", 0, G, budget
-        )
+        return linear_choice(n, G, budget, dtype, what, linear_shape, rates or ProductRates())
     stored = stored_choice(n, G, budget, dtype, what)
     if stored is not None:
         return stored

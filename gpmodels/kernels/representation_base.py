@@ -180,6 +180,11 @@ class RepresentationBuilder(abc.ABC):
     ) -> Representation:
         """The representation of M(X, X), one of ``n_matrices`` distinct kernel matrices."""
 
+    def for_columns(self, columns: int) -> RepresentationBuilder:
+        """This builder for an operator whose products have about ``columns`` columns per kernel matrix
+        (what a cost-based choice weighs); by default the same builder."""
+        return self
+
     def build_group(
         self, X, kernels: list[Kernel], n_matrices: int, *, log: bool = False, like: Representation | None = None
     ) -> list[Representation]:

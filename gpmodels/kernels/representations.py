@@ -22,7 +22,13 @@ from gpmodels.kernels.device import backend as device_backend
 from gpmodels.kernels.device.config import DeviceRepresentationConfig
 from gpmodels.kernels.feature_gram import FeatureGram
 from gpmodels.kernels.lowrank_gram import LowRankGram
-from gpmodels.kernels.memory_budget import GIB, RepresentationChoice, choose_representation, default_budget_bytes
+from gpmodels.kernels.memory_budget import (
+    GIB,
+    LinearShape,
+    RepresentationChoice,
+    choose_representation,
+    default_budget_bytes,
+)
 from gpmodels.kernels.mixed_precision import STORAGE_DTYPES
 from gpmodels.kernels.representation_base import Representation, RepresentationBuilder
 from gpmodels.kernels.stored_gram import SqDistCache, StoredGram
@@ -57,6 +63,9 @@ class RepresentationConfig(RepresentationBuilder):
     ``auto`` approximates (``lowrank``) only with ``allow_lowrank``; when nothing exact fits it raises.
     ``dtype``: storage of ``stored`` matrices (None: float64, or for ``auto`` the first that fits).
     ``memory_mb`` bounds one on-the-fly block (blocked MVMs, cross blocks, building M).
+    ``columns``: the number of columns of one product that ``auto`` costs the linear kernel's forms for
+    (None: the operator's, :meth:`for_columns`, else 1); ``dtype`` float32 also stores a sparse X of the
+    ``features`` form in float32 (float64 sums).
 
     ``device``: ``cpu``, ``cuda`` or ``auto`` (:data:`DEVICES`); off the CPU, ``build`` hands over to
     :meth:`device_builder` (``stored`` and ``auto`` keep their meaning there, ``blocked`` is the
@@ -75,6 +84,11 @@ class RepresentationConfig(RepresentationBuilder):
     allow_lowrank: bool = attrs.field(default=False, validator=boolean())
     blocked_max_n: int = attrs.field(default=50_000, validator=positive_int())
     device: str = attrs.field(default="cpu", validator=one_of(DEVICES))
+    columns: int | None = attrs.field(default=None, validator=optional(positive_int()))
+
+    def for_columns(self, columns: int) -> RepresentationConfig:
+        """This configuration costing products of ``columns`` columns, unless it names its own."""
+        return self if self.columns is not None else attrs.evolve(self, columns=max(1, int(columns)))
 
     def device_builder(self, kernel: Kernel, X=None) -> RepresentationBuilder | None:
         """The device configuration that builds ``kernel``'s matrices, or None for the CPU.  ``cuda``
@@ -84,10 +98,10 @@ class RepresentationConfig(RepresentationBuilder):
             return None
         if self.device == "auto" and (self._why_cpu(kernel, X) is not None or device_backend.cuda_status() is not None):
             return None
-        if self.kind in ("features", "lowrank"):
+        if self.kind == "lowrank" or (self.kind == "features" and not kernel.is_linear):
             raise DeviceError(
-                f"representation kind {self.kind!r} has no device form; on device 'cuda' "
-                "allowed: auto, stored, blocked (recomputed tiles)"
+                f"representation kind {self.kind!r} has no device form for the {type(kernel).__name__} kernel; "
+                "on device 'cuda' allowed: auto, stored, blocked (recomputed tiles), features (linear kernel)"
             )
         kind = {"blocked": "recomputed"}.get(self.kind, self.kind)
         return DeviceRepresentationConfig(
@@ -96,18 +110,20 @@ class RepresentationConfig(RepresentationBuilder):
             dtype=self.dtype,
             memory_mb=self.memory_mb,
             memory_gb=self.memory_gb,
+            columns=self.columns,
         )
 
     def budget_bytes(self) -> int:
         return default_budget_bytes() if self.memory_gb is None else int(self.memory_gb * GIB)
 
-    def choose(self, n: int, kernel: Kernel, n_matrices: int = 1) -> RepresentationChoice:
-        """The representation of one of ``n_matrices`` kernel matrices over n points, with its reason."""
+    def choose(self, n: int, kernel: Kernel, n_matrices: int = 1, X=None) -> RepresentationChoice:
+        """The representation of one of ``n_matrices`` kernel matrices over n points, with its reason; ``X``
+        (the points): what the linear kernel's choice costs a product by."""
         if self.kind != "auto":
             dtype = self.dtype or "float64"
             return RepresentationChoice(
                 self.kind,
-                dtype if self.kind == "stored" else "float64",
+                dtype if self.kind in ("stored", "features") else "float64",
                 "given in the configuration",
                 0,
                 n_matrices,
@@ -123,6 +139,15 @@ class RepresentationConfig(RepresentationBuilder):
             rank=self.rank,
             blocked_max_n=self.blocked_max_n,
             blocked_memory_mb=self.memory_mb,
+            linear_shape=self._linear_shape(X) if kernel.is_linear else None,
+        )
+
+    def _linear_shape(self, X) -> LinearShape | None:
+        if X is None:
+            return None
+        sparse = sp.issparse(X)
+        return LinearShape(
+            int(X.shape[1]), int(X.nnz) if sparse else int(X.shape[0] * X.shape[1]), sparse, self.columns or 1
         )
 
     def build(
@@ -145,7 +170,7 @@ class RepresentationConfig(RepresentationBuilder):
             rep = StoredGram(X, kernel, cross_memory_mb=self.memory_mb, dtype=like.dtype, sq_dists=like.sq_dists)
             rep.choice = like.choice
             return rep
-        choice = self.choose(X.shape[0], kernel, n_matrices)
+        choice = self.choose(X.shape[0], kernel, n_matrices, X)
         if log:
             LOG.info("representation %s: %s", self.kind, choice.describe())
         kind = choice.kind
@@ -157,7 +182,7 @@ class RepresentationConfig(RepresentationBuilder):
         elif kind == "blocked":
             rep = BlockedGram(X, kernel, self.memory_mb)
         elif kind == "features":
-            rep = FeatureGram(X, kernel)
+            rep = FeatureGram(X, kernel, choice.dtype)
         else:
             rep = LowRankGram.from_icf(X, kernel, self.rank, self.tol)
         if self.device != "cpu":
@@ -178,6 +203,8 @@ class RepresentationConfig(RepresentationBuilder):
 
     def _why_cpu(self, kernel: Kernel, X) -> str | None:
         """Why this matrix cannot live on a device (None: it can, given a GPU)."""
+        if kernel.is_linear and self.kind in ("auto", "stored", "features"):
+            return None  # X (X^T B) with PyTorch's sparse CSR, or a stored Gram matrix (device.features)
         if kernel.distance_form is None:
             return f"the {type(kernel).__name__} kernel has no device form"
         if self.kind in ("features", "lowrank"):

@@ -8,18 +8,20 @@ block-diagonal over the P nodes (any operator with P "classes", typically a
 
     K = (Φ_L ⊗ I) K̆ (Φ_L^T ⊗ I)                                   (Seeger 2008, eq. 2)
 
-Φ_L (C x P, the leaf rows of Φ) is never stored: Φ_L^T and Φ_L are applied by the tree walks of
-:class:`~gpmodels.hierarchy.ClassTree` (``phi_t``: accumulate leaves up the levels; ``phi``: add
-parents down the levels), O(P) per point and right-hand side, vectorised over points.  In our
+Φ_L (C x P, the leaf rows of Φ) is never stored: Φ_L^T and Φ_L are applied by the tree sweeps of
+:class:`~gpmodels.hierarchy.ClassTree` (``phi_t``: accumulate leaves up the tree; ``phi``: add
+parents down; ``mix``: both with node weights between), O(P) per point and right-hand side, compiled
+over points in parallel (:mod:`gpmodels.tree_products`; without Numba, numpy level by level).  In our
 (n, C) layout a latent vector's row i holds all classes of point i, so (Φ_L^T ⊗ I) acts on axis 1.
 
 - MVM: V (n, C, k) -> Φ_L^T along axis 1 (n, P, k) -> K̆ MVM -> Φ_L along axis 1 (n, C, k).
   Merged GEMMs: when K̆ is block-diagonal with nodes sharing a kernel matrix M_r over a node
   group G_r (``K̆.kernel_groups()``, e.g. a :class:`BlockDiagonal`), that group contributes
   (Φ_L D_r Φ_L^T) ⊗ M_r with D_r = diag(v_p 1{p in G_r}), i.e. M_r (V S_r) with the C x C
-  matrix S_r = Φ_L D_r Φ_L^T applied by the tree walks.  The GEMM with M_r then runs on C k
-  columns instead of |G_r| k, so with one shared M (any variance sharing) the hierarchical MVM
-  costs one flat GEMM plus O(nP) walks, below the P/C of Sec. 3.
+  matrix S_r = Φ_L D_r Φ_L^T applied by the tree sweeps (``tree.mix``: per point in a (P, k)
+  scratch block, so a vector's MVM holds V, S_r V and the GEMM's output: about 3 n C k numbers).
+  The GEMM with M_r then runs on C k columns instead of |G_r| k, so with one shared M (any variance
+  sharing) the hierarchical MVM costs one flat GEMM plus O(nP) sweeps, below the P/C of Sec. 3.
   ``merge_gemm=False`` keeps the node-space order (the paper's three steps).  For C <= 64 the
   C x C matrix S_r itself (not Φ) is kept and V S_r is one stacked product S_r v_i instead of the
   walks (numpy's stacked matmul runs in one thread: a multithreaded BLAS call of this size costs
@@ -169,13 +171,14 @@ class ANOVA(Composite):
     def _merged_mvm(self, V):
         """Σ_r M_r (V S_r) for class-space groups, Φ_L (D_r M_r (Φ_L^T V)_{G_r}) for the others."""
         n, C, k = V.shape
-        Vt = self.tree.phi_t(V) if self._needs_walk else None  # shape: (n, P, k)
+        node_space = any(not class_space for _, _, _, class_space, _ in self._merged)
+        Vt = self.tree.phi_t(V) if node_space else None  # shape: (n, P, k)
         out = None
         node_part = None
         for rep, nodes, weights, class_space, S in self._merged:
             if class_space:  # GEMM on C k columns: M_r (Φ_L D_r Φ_L^T V)
-                if S is None:
-                    W = self.tree.phi(Vt * weights[None, :, None])
+                if S is None:  # both tree sweeps per point, no (n, P, k) intermediate
+                    W = self.tree.mix(V, weights)
                 else:  # (V S)_i = S v_i per point: a stacked matmul (one thread); a single BLAS call
                     W = np.matmul(S, V)  # of this size paid more in thread wake-up and spinning
                 res = rep.mvm(np.ascontiguousarray(W).reshape(n, C * k)).reshape(n, C, k)

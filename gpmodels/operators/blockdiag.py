@@ -228,8 +228,9 @@ class BlockDiagonal(Operator):
         for k in self.kernels:
             first.setdefault(k.key(), k)
         missing = [key for key in first if key not in old]
+        columns = -(-self._C // len(first))  # `auto` costs products of about C / (distinct kernels) columns
         built = (  # `auto` budgets for every kernel group (separate sharing: C matrices)
-            self.representation.build_group(
+            self.representation.for_columns(columns).build_group(
                 self.X,
                 [first[key] for key in missing],
                 len(self.kernels),

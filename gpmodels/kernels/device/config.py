@@ -2,7 +2,9 @@
 :class:`~gpmodels.kernels.representation_base.RepresentationBuilder`.
 
 ``auto`` chooses stored float64, stored float32 or recomputed from the device's free memory
-(:func:`choose_device_representation`), as :mod:`gpmodels.kernels.memory_budget` does on the host.  One
+(:func:`choose_device_representation`), as :mod:`gpmodels.kernels.memory_budget` does on the host; for the
+linear kernel it chooses between X (X^T B) with X in PyTorch's sparse CSR and a stored Gram matrix by the
+cost of one product (:mod:`gpmodels.kernels.device.features`).  One
 matrix is a :mod:`~gpmodels.kernels.device.gram` representation; the stored matrices of several kernels of
 one operator (``build_group``: a block-diagonal operator's distinct kernels) are one
 :class:`~gpmodels.kernels.device.stack.DeviceGramStack`, multiplied in one batched product.
@@ -13,20 +15,30 @@ from __future__ import annotations
 import logging
 
 import attrs
+import scipy.sparse as sp
 
 from gpmodels.errors import DeviceError
 from gpmodels.kernels.base import Kernel
 from gpmodels.kernels.device.backend import ArrayBackend
+from gpmodels.kernels.device.features import DeviceFeatureGram, DeviceLinearStoredGram
 from gpmodels.kernels.device.gram import DeviceGram, DeviceRecomputedGram, DeviceStoredGram, device_form
 from gpmodels.kernels.device.stack import build_stack
-from gpmodels.kernels.memory_budget import GIB, SAFETY_FRACTION, RepresentationChoice, stored_choice
+from gpmodels.kernels.memory_budget import (
+    GIB,
+    SAFETY_FRACTION,
+    LinearShape,
+    RepresentationChoice,
+    linear_choice,
+    stored_choice,
+)
 from gpmodels.kernels.mixed_precision import STORAGE_DTYPES
+from gpmodels.kernels.product_cost import ProductRates
 from gpmodels.kernels.representation_base import Representation, RepresentationBuilder
-from gpmodels.validation import instance_of, one_of, optional, positive_number
+from gpmodels.validation import instance_of, one_of, optional, positive_int, positive_number
 
 __all__ = ["DeviceRepresentationConfig", "DEVICE_KINDS", "choose_device_representation"]
 
-DEVICE_KINDS = ("auto", "stored", "recomputed")
+DEVICE_KINDS = ("auto", "stored", "recomputed", "features")
 LOG = logging.getLogger("gpmodels")
 
 
@@ -67,6 +79,11 @@ class DeviceRepresentationConfig(RepresentationBuilder):
     dtype: str | None = attrs.field(default=None, validator=optional(one_of(STORAGE_DTYPES)))
     memory_mb: float = attrs.field(default=256.0, validator=positive_number())
     memory_gb: float | None = attrs.field(default=None, validator=optional(positive_number()))
+    #: the number of columns of one product that ``auto`` costs the linear kernel's forms for
+    columns: int | None = attrs.field(default=None, validator=optional(positive_int()))
+
+    def for_columns(self, columns: int) -> DeviceRepresentationConfig:
+        return self if self.columns is not None else attrs.evolve(self, columns=max(1, int(columns)))
 
     def budget_bytes(self) -> int:
         if self.memory_gb is not None:
@@ -91,6 +108,8 @@ class DeviceRepresentationConfig(RepresentationBuilder):
     ) -> Representation:
         """M(X, X) on the device; ``like``: this configuration's representation of the same X at
         another kernel value, whose device inputs are reused (no second upload)."""
+        if kernel.is_linear:
+            return self._build_linear(X, kernel, n_matrices, log)
         device_form(kernel)
         if isinstance(like, DeviceGram) and like.X is X and like.backend is self.backend:
             rep = like.with_kernel(kernel)
@@ -106,11 +125,45 @@ class DeviceRepresentationConfig(RepresentationBuilder):
         rep.choice = choice
         return rep
 
+    def choose_linear(self, X, n_matrices: int = 1) -> RepresentationChoice:
+        """The linear kernel's form on the device: ``features`` or ``stored`` as given, or for ``auto`` the one
+        whose product costs less (stored only where M fits the device budget)."""
+        n, G = X.shape[0], max(1, n_matrices)
+        if self.kind in ("stored", "features"):
+            dtype = (self.dtype or "float64") if self.kind == "stored" else "float64"
+            return RepresentationChoice(self.kind, dtype, "given in the configuration", 0, G, None, self.backend.label)
+        if self.kind != "auto":
+            raise DeviceError(
+                f"the linear kernel has no {self.kind!r} form on a device; allowed there: auto, stored, features"
+            )
+        budget = self.budget_bytes()
+        sparse = sp.issparse(X)
+        nnz = int(X.nnz) if sparse else int(X.shape[0] * X.shape[1])
+        shape = LinearShape(int(X.shape[1]), nnz, sparse, self.columns or 1)
+        what = f"n = {n}, {G} kernel matri{'x' if G == 1 else 'ces'}, device budget {budget / GIB:.3g} GiB"
+        choice = linear_choice(n, G, budget, None if self.dtype is None else self.dtype, what, shape, ProductRates())
+        return attrs.evolve(
+            choice, dtype="float64" if choice.kind == "features" else choice.dtype, device=self.backend.label
+        )
+
+    def _build_linear(self, X, kernel: Kernel, n_matrices: int, log: bool) -> Representation:
+        choice = self.choose_linear(X, n_matrices)
+        if log:
+            LOG.info("representation on %s: %s", self.backend.label, choice.describe())
+        if choice.kind == "stored":
+            rep = DeviceLinearStoredGram(X, kernel, self.backend, choice.dtype, self.memory_mb)
+        else:
+            rep = DeviceFeatureGram(X, kernel, self.backend, self.memory_mb)
+        rep.choice = choice
+        return rep
+
     def build_group(self, X, kernels, n_matrices, *, log=False, like=None):
         """The matrices of several kernels over X: stored ones as the members of one
         :class:`~gpmodels.kernels.device.stack.DeviceGramStack` (one batched product for all of them),
         recomputed ones one ``build`` each.  ``like``: as for :meth:`build` (its kind and storage, and X
         already on the device)."""
+        if any(k.is_linear for k in kernels):
+            return [self.build(X, k, n_matrices, log=log, like=like) for k in kernels]
         for k in kernels:
             device_form(k)
         if len(kernels) < 2:
