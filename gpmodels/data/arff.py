@@ -31,9 +31,9 @@ from typing import NamedTuple
 
 import numpy as np
 
-from gpmodels.numerals import decode_text, read_number
 from gpmodels.data.svmlight import check_line_lengths
 from gpmodels.errors import DataError, at
+from gpmodels.numerals import decode_text, read_number
 
 __all__ = ["load_arff", "arff_feature_names"]
 

@@ -28,10 +28,10 @@ from pathlib import Path
 
 import numpy as np
 
-from gpmodels.numerals import decode_text, parse_float, read_number
 from gpmodels.data.labels import labels_from_cells
 from gpmodels.data.svmlight import check_line_lengths
 from gpmodels.errors import DataError, at
+from gpmodels.numerals import decode_text, parse_float, read_number
 
 __all__ = ["load_csv", "csv_header", "DEFAULT_LABEL_COLUMN"]
 
@@ -99,7 +99,11 @@ def csv_header(path, label_column: str = DEFAULT_LABEL_COLUMN) -> tuple[str, ...
     path = Path(path)
     try:
         header = next(
-            (row for row in csv.reader(io.StringIO(_text(path), newline="")) if row and any(c.strip(_SPACE) for c in row)),
+            (
+                row
+                for row in csv.reader(io.StringIO(_text(path), newline=""))
+                if row and any(c.strip(_SPACE) for c in row)
+            ),
             [],
         )
     except (DataError, csv.Error):

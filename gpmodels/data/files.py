@@ -237,7 +237,8 @@ def load_inputs(
     feature_names=None,
 ) -> tuple[object, np.ndarray | None]:
     """Inputs for prediction: (X, y or None) from an .npz with ``X`` (``y`` optional), ARFF (class
-    attribute optional; the attributes ``feature_names`` matched by name when given), CSV (the ``label_column`` optional; the columns ``feature_names`` matched by
+    attribute optional; the attributes ``feature_names`` matched by name when given), CSV (the
+    ``label_column`` optional; the columns ``feature_names`` matched by
     header name when given, the model's) or svmlight text (index base ``zero_based``: give the
     training data's).
     ``n_features`` (the training width) pads a narrower svmlight file and refuses a wider one."""

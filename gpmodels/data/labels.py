@@ -27,8 +27,8 @@ from collections.abc import Callable, Sequence
 import attrs
 import numpy as np
 
-from gpmodels.numerals import parse_number
 from gpmodels.errors import DataError, at
+from gpmodels.numerals import parse_number
 
 __all__ = [
     "LABEL_KINDS",
@@ -79,8 +79,9 @@ def label_array(values: Sequence[int | float], where: Callable[[int], str]) -> n
         j = kind_of.setdefault(v, k)
         if type(values[j]) is not type(v):
             raise DataError(
-                f"{where(k)}: the label {label_text(v)} is written as an {'integer' if isinstance(v, int) else 'decimal'}"
-                f" here and the other way at {where(j)}; one class needs one spelling (an ambiguous label column)"
+                f"{where(k)}: the label {label_text(v)} is written as "
+                f"{'an integer' if isinstance(v, int) else 'a decimal'} here and the other way at {where(j)}; one "
+                "class needs one spelling (an ambiguous label column)"
             )
     return np.asarray(values, dtype=np.float64)
 

@@ -29,10 +29,11 @@ Parser.  When scikit-learn is importable, a single-label file is read by its com
 ``load_svmlight_file`` (indices as written, float64) and the result then goes through the same
 checks (finite labels and values, index bounds) and the same index-base rule as ours; any file it
 refuses, that fails a check or that holds a byte outside ASCII or a ``_`` (the only text on which
-its ``int`` / ``float`` and the ASCII grammar could differ) is re-read by the line parser here, so every error names its line and
-column (scikit-learn's own messages quote the file and name no line).  ``bench/svmlight_parser.py``
-measures both on news20 and checks that they give identical matrices and labels.  ``engine="python"``
-forces the line parser.
+its ``int`` / ``float`` and the ASCII grammar could differ) is re-read by the line parser here, so
+every error names its line and column (scikit-learn's own messages quote the file and name no
+line).  Its labels are read apart, by the grammar, from each line's first token.
+``bench/svmlight_parser.py`` measures both on news20 and checks that they give identical matrices and
+labels.  ``engine="python"`` forces the line parser.
 """
 
 from __future__ import annotations
@@ -44,9 +45,9 @@ from typing import NamedTuple
 import numpy as np
 import scipy.sparse as sp
 
-from gpmodels.numerals import allowed, decode_text, parse_int, parse_number, read_number, why_not
 from gpmodels.data.labels import label_array
 from gpmodels.errors import DataError, InputError, at, described
+from gpmodels.numerals import allowed, decode_text, parse_int, parse_number, read_number, why_not
 
 __all__ = [
     "MAX_FEATURES",
