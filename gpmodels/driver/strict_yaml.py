@@ -139,14 +139,14 @@ class StrictLoader(yaml.reader.Reader, yaml.scanner.Scanner, yaml.parser.Parser,
         text = self.construct_scalar(node)
         value = parse_int(text)
         if value is None:
-            raise ScalarError(f"an integer that is not one by the number grammar: {why_not(text, 'int')}", node)
+            raise ScalarError(f"an integer that cannot be converted: {why_not(text, 'int')}", node)
         return value
 
     def construct_yaml_float(self, node):
         text = self.construct_scalar(node)
         value = parse_float(text, "spec")
         if value is None:
-            raise ScalarError(f"a number that is not one by the number grammar: {why_not(text)}", node)
+            raise ScalarError(f"a number that cannot be converted: {why_not(text)}", node)
         return value
 
     def construct_yaml_bool(self, node):
@@ -228,7 +228,8 @@ def describe_yaml_error(exc: yaml.YAMLError) -> str:
         )
     if isinstance(exc, ExpansionError):
         what = (
-            f"recursive at line {exc.line} (an alias '*name' inside the part its anchor '&name' names)"
+            f"expands to more than {exc.limit} values: it is recursive at line {exc.line} (an alias '*name' "
+            "inside the part its anchor '&name' names)"
             if exc.recursive
             else f"expands to more than {exc.limit} values at line {exc.line} (YAML aliases '*name' repeating "
             "large parts: an alias bomb?)"
