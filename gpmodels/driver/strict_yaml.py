@@ -83,6 +83,18 @@ class ScalarError(yaml.constructor.ConstructorError):
         super().__init__(None, None, problem, node.start_mark)
 
 
+class TextError(yaml.YAMLError):
+    """Text the loader refuses before parsing: a YAML 1.1 line break (NEL, LINE / PARAGRAPH SEPARATOR) that
+    YAML 1.2 reads as a character, so that the two versions would read different documents."""
+
+    def __init__(self, problem: str, line: int):
+        super().__init__(problem)
+        self.problem, self.line = problem, line
+
+
+_BREAKS_11 = ("\x85", "\u2028", "\u2029")
+
+
 class _Core(yaml.resolver.Resolver):
     """YAML 1.2 core schema resolution with the grammar's numbers (module docstring)."""
 
@@ -244,6 +256,8 @@ def describe_yaml_error(exc: yaml.YAMLError) -> str:
             if at_context and getattr(exc, "context_mark", None) is not None:
                 mark = exc.context_mark
             break
+    if isinstance(exc, TextError):
+        return f"not valid YAML at line {exc.line}: {exc.problem}"
     if isinstance(exc, ScalarError):
         what = exc.problem
     elif isinstance(exc, yaml.constructor.ConstructorError):
@@ -259,6 +273,13 @@ def load_strict(text: str, max_values: int = MAX_VALUES):
     """The plain data of one YAML document by :class:`StrictLoader` (``max_values``: the bound on its
     expanded size).  Raises ``yaml.YAMLError`` (:class:`DuplicateKeyError`, :class:`ExpansionError`, the
     parser's errors) for the caller to describe."""
+    for c in _BREAKS_11:
+        if c in text:
+            at = text.index(c)
+            raise TextError(
+                f"the character U+{ord(c):04X} (a line break in YAML 1.1, text in YAML 1.2); write a plain line break",
+                text.count("\n", 0, at) + 1,
+            )
     loader = StrictLoader(text)
     loader.max_values = int(max_values)
     try:
