@@ -32,9 +32,12 @@ from pathlib import Path
 import numpy as np
 
 from gpmodels import tree_products
-from gpmodels.errors import HierarchyError, OptionalDependencyError
+from gpmodels.errors import DataError, HierarchyError, OptionalDependencyError
+from gpmodels.numerals import decode_text
 
 __all__ = ["ClassTree", "TREE_SHARING"]
+
+_SPACE = " \t\r\f\v"  # ASCII white space: the only white space stripped from a name
 
 #: sharing modes of hyperparameters over tree nodes (Seeger 2008, Sec. 6.1: F1/H1 tied or per
 #: level, F2/H2 per subtree rooted at a child of the root, or one per node).
@@ -160,29 +163,28 @@ class ClassTree:
 
     @classmethod
     def from_tsv(cls, path, classes: Sequence[str] | None = None) -> ClassTree:
-        """From a file of ``parent<TAB>child`` lines (blank lines and ``#`` comments skipped)."""
+        """From a file of ``parent<TAB>child`` lines (blank lines and ``#`` comments skipped): UTF-8 (a
+        byte-order mark stripped, UTF-16 refused; :func:`gpmodels.numerals.decode_text`), lines split at
+        ``\n`` only, names stripped of ASCII spaces only (a name is matched to a class name exactly)."""
         path = Path(path)
         if not path.is_file():
             raise HierarchyError(f"hierarchy file not found: {path}")
         try:
-            text = path.read_text(encoding="utf-8")
-        except UnicodeDecodeError as exc:
-            raise HierarchyError(
-                f"{path} is not UTF-8 text (an undecodable byte at offset {exc.start}); a hierarchy "
-                "is a text file of 'parent<TAB>child' lines"
-            ) from None
+            text = decode_text(path.read_bytes(), path, "a hierarchy file of 'parent<TAB>child' lines")
+        except DataError as exc:
+            raise HierarchyError(str(exc)) from None
         edges = []
-        for lineno, line in enumerate(text.splitlines(), start=1):
-            line = line.split("#", 1)[0].rstrip("\r\n")
-            if not line.strip():
+        for lineno, line in enumerate(text.split("\n"), start=1):
+            line = line.split("#", 1)[0].rstrip("\r")
+            if not line.strip(_SPACE):
                 continue
-            parts = line.split("\t")
-            if len(parts) != 2 or not parts[0].strip() or not parts[1].strip():  # (the line is never quoted)
+            parts = [p.strip(_SPACE) for p in line.split("\t")]
+            if len(parts) != 2 or not parts[0] or not parts[1]:  # (the line is never quoted)
                 raise HierarchyError(
                     f"{path}:{lineno}: expected 'parent<TAB>child' (two names separated by one "
                     f"tab); the line has {len(parts) - 1} tabs and {len(line)} characters"
                 )
-            edges.append((parts[0].strip(), parts[1].strip()))
+            edges.append((parts[0], parts[1]))
         return cls(edges, classes)
 
     @classmethod

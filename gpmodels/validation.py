@@ -17,6 +17,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from gpmodels.errors import InputError, InputTypeError
+from gpmodels.numerals import allowed, parse_float, why_not
 
 __all__ = [
     "check_features",
@@ -77,6 +78,29 @@ def check_finite(name: str, a: np.ndarray) -> None:
         )
 
 
+def _text_numbers(name: str, X):
+    """A text array (or a list holding text) read by the number grammar (:mod:`gpmodels.numerals`: ASCII
+    digits only, never numpy's ``float`` of ``1_0`` or another script's digits); anything else unchanged."""
+    if not isinstance(X, (np.ndarray, list, tuple)):
+        return X
+    try:
+        a = np.asarray(X)
+    except (TypeError, ValueError):
+        return X
+    if a.dtype.kind not in "US":
+        return X
+    cells = [str(c).strip(" \t") for c in a.ravel().tolist()]
+    values = [parse_float(c) for c in cells]
+    bad = next((k for k, v in enumerate(values) if v is None), None)
+    if bad is not None:
+        where = tuple(int(i) for i in np.unravel_index(bad, a.shape))
+        raise InputError(
+            f"{name} must be numeric; it holds text that is not a number at index {where}: {why_not(cells[bad])}; "
+            f"allowed: {allowed('float')}"
+        )
+    return np.asarray(values, dtype=np.float64).reshape(a.shape)
+
+
 def check_features(name: str, X, *, allow_sparse: bool = True):
     """Validate a design matrix: 2-D, real, finite, at least one row and one column; dense float64
     (C-contiguous) or CSR float64.  Returns the converted matrix."""
@@ -92,6 +116,7 @@ def check_features(name: str, X, *, allow_sparse: bool = True):
         return X
     if getattr(getattr(X, "dtype", None), "kind", None) == "c":
         raise InputError(f"Complex data not supported: {name} must be real")
+    X = _text_numbers(name, X)
     try:
         X = np.asarray(X, dtype=np.float64)
     except TypeError as exc:

@@ -7,6 +7,13 @@ non-finite and ambiguous labels are refused (:mod:`gpmodels.data.labels`).  For 
 column is optional (:func:`load_csv` with ``require_label=False``) and a model's feature columns are
 matched by header name (``features``), never by position.
 
+Text is UTF-8 (a byte-order mark is stripped, so the first header name is read as written; UTF-16
+and UTF-32 are refused, :func:`gpmodels.numerals.decode_text`), read by the csv module's strict
+dialect: a quote inside an unquoted cell or text after a closing quote is refused.  Cells are stripped of
+ASCII spaces and tabs only.  Features are finite numbers of the ASCII grammar
+(:mod:`gpmodels.numerals`: no ``_``, no digits of other scripts, no ``nan`` / ``inf``); every header
+name is non-empty and unique.
+
 Errors (DataError) name the file, the line and the column by number: no header, a missing label
 column, a row of another width, a feature that is not a finite number.  They quote no header name
 or cell (file content), only the ``label_column`` of the spec.
@@ -15,6 +22,7 @@ or cell (file content), only the ``label_column`` of the spec.
 from __future__ import annotations
 
 import csv
+import io
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -22,48 +30,49 @@ import numpy as np
 
 from gpmodels.data.labels import labels_from_cells
 from gpmodels.data.svmlight import check_line_lengths
-from gpmodels.errors import DataError, at, described
+from gpmodels.errors import DataError, at
+from gpmodels.numerals import decode_text, parse_float, read_number
 
 __all__ = ["load_csv", "csv_header", "DEFAULT_LABEL_COLUMN"]
 
 DEFAULT_LABEL_COLUMN = "label"
 
 
-def _read_rows(path: Path) -> tuple[list[str], list[tuple[int, list[str]]]]:
-    """The header and the (line number, cells) of every non-blank row (each line bounded first)."""
+_SPACE = " \t"
+
+
+def _text(path: Path) -> str:
+    """The file's text (each line bounded first; a UTF-8 byte-order mark stripped)."""
     check_line_lengths(path)
+    return decode_text(path.read_bytes(), path, "a .csv data file")
+
+
+def _read_rows(path: Path) -> tuple[list[str], list[tuple[int, list[str]]]]:
+    """The header and the (line number, cells) of every non-blank row."""
+    text = _text(path)
     try:
-        with open(path, newline="", encoding="utf-8") as fh:
-            reader = csv.reader(fh)
-            rows = []
-            for row in reader:
-                if row and any(cell.strip() for cell in row):
-                    rows.append((reader.line_num, row))
-    except UnicodeDecodeError:
-        raise DataError(f"{path} is not UTF-8 text; a .csv data file is text with a header line") from None
+        reader = csv.reader(io.StringIO(text, newline=""), strict=True)
+        rows = []
+        for row in reader:
+            if row and any(cell.strip(_SPACE) for cell in row):
+                rows.append((reader.line_num, row))
     except csv.Error:  # its message quotes the file
         raise DataError(
-            f"{path} cannot be read as CSV (malformed quoting or a field larger than "
-            f"{csv.field_size_limit()} characters)"
+            f"{path} cannot be read as CSV (malformed quoting near line {reader.line_num}, or a field larger than "
+            f"{csv.field_size_limit()} characters); a quote opens a cell and closes it before the next comma"
         ) from None
     if not rows:
         raise DataError(f"{path} is empty; a .csv data file needs a header line and one row per point")
     line, header = rows[0]
-    header = [h.strip() for h in header]
-    if all(_is_number(h) for h in header):
+    header = [h.strip(_SPACE) for h in header]
+    if all(parse_float(h) is not None for h in header):
         raise DataError(
             f"{at(path, line)}: the first line holds only numbers; a .csv data file starts with a header "
             "line naming its columns"
         )
+    if "" in header:
+        raise DataError(f"{at(path, line)}: column {header.index('') + 1} of the header has no name; name every column")
     return header, rows[1:]
-
-
-def _is_number(text: str) -> bool:
-    try:
-        float(text)
-    except ValueError:
-        return False
-    return True
 
 
 def _columns(path: Path, header: list[str], label_at, features: Sequence[str] | None) -> list[int]:
@@ -88,13 +97,18 @@ def csv_header(path, label_column: str = DEFAULT_LABEL_COLUMN) -> tuple[str, ...
     """The names of the feature columns of a CSV file (every column but ``label_column``), read from
     its first non-blank line (the rest of the file is checked by :func:`load_csv`)."""
     path = Path(path)
-    check_line_lengths(path)
     try:
-        with open(path, newline="", encoding="utf-8") as fh:
-            header = next((row for row in csv.reader(fh) if row and any(c.strip() for c in row)), [])
-    except (UnicodeDecodeError, csv.Error):
+        header = next(
+            (
+                row
+                for row in csv.reader(io.StringIO(_text(path), newline=""))
+                if row and any(c.strip(_SPACE) for c in row)
+            ),
+            [],
+        )
+    except (DataError, csv.Error):
         header = []  # load_csv says what is wrong
-    return tuple(h.strip() for h in header if h.strip() != label_column)
+    return tuple(h.strip(_SPACE) for h in header if h.strip(_SPACE) != label_column)
 
 
 def load_csv(
@@ -131,19 +145,12 @@ def load_csv(
         if len(row) != len(header):
             raise DataError(f"{at(path, line)}: {len(row)} values; the header names {len(header)} columns")
         for k, j in enumerate(columns):
-            try:
-                X[i, k] = float(row[j])
-            except ValueError:
-                raise DataError(
-                    f"{at(path, line)}: column {j + 1} holds {described(row[j].strip())}, not a number "
-                    f"(every column but the label column {label_column!r} is a feature)"
-                ) from None
-    if not np.all(np.isfinite(X)):
-        i, k = np.argwhere(~np.isfinite(X))[0]
-        raise DataError(
-            f"{at(path, rows[i][0])}: column {columns[k] + 1} is not finite ({X[i, k]}); features must be "
-            "finite numbers"
-        )
+            X[i, k] = read_number(
+                row[j].strip(_SPACE),
+                "float",
+                at(path, line),
+                f"column {j + 1}",
+            )
     if label_at is None:
         return X, None
-    return X, labels_from_cells([row[label_at].strip() for _, row in rows], path, [line for line, _ in rows])
+    return X, labels_from_cells([row[label_at].strip(_SPACE) for _, row in rows], path, [line for line, _ in rows])

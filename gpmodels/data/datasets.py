@@ -21,7 +21,7 @@ import attrs
 import numpy as np
 import scipy.sparse as sp
 
-from gpmodels.data.labels import InputFormat, label_kind, label_text
+from gpmodels.data.labels import InputFormat, label_kind, label_text, label_values
 from gpmodels.errors import DataError
 from gpmodels.validation import check_features
 
@@ -128,6 +128,8 @@ def encode_labels(y_train, y_test) -> tuple[np.ndarray, np.ndarray, tuple[str, .
         if y.dtype.kind in "fc" and not np.all(np.isfinite(y)):
             bad = int(np.flatnonzero(~np.isfinite(y))[0])
             raise DataError(f"the {name} labels must be finite; label {bad} is {y[bad].item()!r}")
+    if y_train.dtype.kind in "iu" and y_test.dtype.kind in "iuf":
+        return _encode_exact(y_train, y_test)
     values = np.unique(y_train)
     if values.size < 2:
         shown = repr(str(values[0].item() if hasattr(values[0], "item") else values[0])) if values.size else "none"
@@ -145,6 +147,29 @@ def encode_labels(y_train, y_test) -> tuple[np.ndarray, np.ndarray, tuple[str, .
         )
     names = tuple(str(v.item() if hasattr(v, "item") else v) for v in values)
     return np.searchsorted(values, y_train), np.searchsorted(values, y_test), names
+
+
+def _encode_exact(y_train: np.ndarray, y_test: np.ndarray) -> tuple[np.ndarray, np.ndarray, tuple[str, ...]]:
+    """:func:`encode_labels` of integer training labels, compared as Python numbers: exact for int64 beside
+    uint64 and beyond 2^53, where numpy's common type (float64) would merge neighbouring labels."""
+    train, test = label_values(y_train), label_values(y_test)
+    values = sorted(set(train))
+    if len(values) < 2:
+        shown = repr(str(values[0])) if values else "none"
+        raise DataError(
+            f"the training data have {'one class' if values else 'no labels'} ({shown}); "
+            "classification needs at least two"
+        )
+    index = {v: c for c, v in enumerate(values)}
+    codes = np.array([index.get(v, -1) for v in test], dtype=np.intp)
+    if np.any(codes < 0):
+        first = int(np.flatnonzero(codes < 0)[0])
+        raise DataError(
+            f"{int(np.sum(codes < 0))} test labels (e.g. {label_text(test[first])}) are none of the {len(values)} "
+            f"training classes (the first is test point {first + 1}); a model predicts only the classes it was "
+            "trained on"
+        )
+    return np.array([index[v] for v in train], dtype=np.intp), codes, tuple(str(v) for v in values)
 
 
 #: array names the readers look for: the only member names a message quotes (others are the file's content)

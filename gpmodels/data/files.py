@@ -15,7 +15,7 @@ import attrs
 import numpy as np
 import scipy.sparse as sp
 
-from gpmodels.data.arff import load_arff
+from gpmodels.data.arff import arff_feature_names, load_arff
 from gpmodels.data.csvfile import DEFAULT_LABEL_COLUMN, csv_header, load_csv
 from gpmodels.data.datasets import KNOWN_ARRAYS, read_npz
 from gpmodels.data.svmlight import MAX_FEATURES, load_svmlight, parse_svmlight, svmlight_matrix
@@ -89,13 +89,13 @@ def file_format(path, key: str = "data.path") -> str:
 
 
 def _load_one(path: Path, role: str, label_column: str = DEFAULT_LABEL_COLUMN, features=None):
-    """(X, raw labels) from an .npz (dense X/y), ARFF, CSV (the columns ``features`` by name, when
-    given) or svmlight (1-based) file."""
+    """(X, raw labels) from an .npz (dense X/y), ARFF or CSV (the columns / attributes ``features`` by
+    name, when given) or svmlight (1-based) file."""
     if not path.is_file():
         raise DataError(f"data file not found: {path}")
     fmt = file_format(path)
     if fmt == "arff":
-        X, y = load_arff(path)
+        X, y = load_arff(path, features=features)
     elif fmt == "npz":
         X, y = _npz_pair(path, require_y=True)
     elif fmt == "csv":
@@ -134,7 +134,7 @@ class DataFiles:
     X_test: object | None
     y_test: np.ndarray | None
     zero_based: bool | None
-    feature_names: tuple[str, ...] | None = None  # the CSV training file's feature columns (None: not CSV)
+    feature_names: tuple[str, ...] | None = None  # a CSV / ARFF training file's feature columns (None: other formats)
 
 
 def load_file(
@@ -168,6 +168,7 @@ def read_data_files(
     A test file narrower than the training file is padded with zero features up to the training
     width (svmlight files end at their last non-zero feature); a wider one is refused.
     CSV files (``.csv``): a header line, the labels in ``label_column`` (:mod:`gpmodels.data.csvfile`).
+    A CSV or ARFF test file is matched to the training file's feature columns / attributes by name.
     Files with no rows, labels that are not finite, object arrays and unknown suffixes
     (:func:`file_format`) are DataErrors.
     """
@@ -179,7 +180,13 @@ def read_data_files(
             raise DataError(f"data file not found: {p}")
     formats = [file_format(p, key) for p, key in zip(paths, ("data.path", "data.test_path"))]
     svm = [f == "svmlight" for f in formats]
-    names = csv_header(path, label_column) if formats[0] == "csv" else None
+    names = (
+        csv_header(path, label_column)
+        if formats[0] == "csv"
+        else (arff_feature_names(path) or None)
+        if formats[0] == "arff"
+        else None
+    )
     base = ""
     if any(svm):
         raws = [parse_svmlight(p, max_features=max_features) if s else None for p, s in zip(paths, svm)]
@@ -230,7 +237,8 @@ def load_inputs(
     feature_names=None,
 ) -> tuple[object, np.ndarray | None]:
     """Inputs for prediction: (X, y or None) from an .npz with ``X`` (``y`` optional), ARFF (class
-    attribute optional), CSV (the ``label_column`` optional; the columns ``feature_names`` matched by
+    attribute optional; the attributes ``feature_names`` matched by name when given), CSV (the
+    ``label_column`` optional; the columns ``feature_names`` matched by
     header name when given, the model's) or svmlight text (index base ``zero_based``: give the
     training data's).
     ``n_features`` (the training width) pads a narrower svmlight file and refuses a wider one."""
@@ -241,7 +249,7 @@ def load_inputs(
     if fmt == "npz":
         X, y = _npz_pair(path, require_y=False)
     elif fmt == "arff":
-        X, y = load_arff(path, require_class=False)
+        X, y = load_arff(path, require_class=False, features=feature_names)
     elif fmt == "csv":
         X, y = load_csv(path, label_column, require_label=False, features=feature_names)
     else:

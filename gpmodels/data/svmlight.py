@@ -12,18 +12,28 @@ index above ``max_features`` (default :data:`MAX_FEATURES` = 2^24 = 16,777,216; 
 float64 vector of that width is 128 MiB) is refused, naming the file and line, before anything is
 allocated.  A line is read whole, so a line longer than ``max_line_bytes`` (default
 :data:`MAX_LINE_BYTES` = 16 MiB; a file without line breaks) is refused by a chunked scan before any
-parser reads it.  Labels must be finite numbers (``nan`` and ``inf`` are refused, naming the line); they
-are returned as int64 when all are integral and exactly representable (|y| <= 2^53), else float.
+parser reads it.
+
+Grammar (:mod:`gpmodels.numerals`, ASCII numerals only).  A label is an integer token (``3``,
+``-1``, ``+1``: read exactly, as a Python int at any size) or a decimal (``1.5``, ``2e3``); ``nan`` and
+``inf`` are refused.  Labels are returned as int64 when every label is an integer token within int64,
+uint64 when within uint64, as their decimal text beyond (exact; the label kind is then text), and as
+float64 when any label is a decimal, provided no integer and decimal token name one number (``1`` and
+``1.0``: refused as ambiguous) and every integer is exact in float64 (|y| <= 2^53).  A feature is
+``index:value``: the index an integer token, the value a finite decimal.  Within a line the indices are
+strictly ascending (libsvm's rule): a repeated index is refused, never summed or overwritten.
 ``qid:`` fields are ignored.  Several comma-separated labels on a line are a multilabel and are
 returned as a tuple per line.
 
 Parser.  When scikit-learn is importable, a single-label file is read by its compiled
 ``load_svmlight_file`` (indices as written, float64) and the result then goes through the same
 checks (finite labels and values, index bounds) and the same index-base rule as ours; any file it
-refuses or that fails a check is re-read by the line parser here, so every error names its line and
-column (scikit-learn's own messages quote the file and name no line).  ``bench/svmlight_parser.py``
-measures both on news20 and checks that they give identical matrices and labels.  ``engine="python"``
-forces the line parser.
+refuses, that fails a check or that holds a byte outside ASCII or a ``_`` (the only text on which
+its ``int`` / ``float`` and the ASCII grammar could differ) is re-read by the line parser here, so
+every error names its line and column (scikit-learn's own messages quote the file and name no
+line).  Its labels are read apart, by the grammar, from each line's first token.
+``bench/svmlight_parser.py`` measures both on news20 and checks that they give identical matrices and
+labels.  ``engine="python"`` forces the line parser.
 """
 
 from __future__ import annotations
@@ -35,7 +45,9 @@ from typing import NamedTuple
 import numpy as np
 import scipy.sparse as sp
 
+from gpmodels.data.labels import label_array
 from gpmodels.errors import DataError, InputError, at, described
+from gpmodels.numerals import allowed, decode_text, parse_int, parse_number, read_number, why_not
 
 __all__ = [
     "MAX_FEATURES",
@@ -54,7 +66,6 @@ MAX_FEATURES = 2**24
 #: refused rather than read into memory; raise it with ``max_line_bytes``
 MAX_LINE_BYTES = 2**24
 _CHUNK = 2**20
-_EXACT_INT = 2.0**53  # integral float labels beyond this are not exact integers
 
 
 class SvmlightRaw(NamedTuple):
@@ -90,23 +101,37 @@ def _check_max_features(max_features) -> int:
 PARSER_ENGINES = ("auto", "sklearn", "python")
 
 
+_LABEL = re.compile(rb"^[ \t\r\f\v]*([^\s#]+)", re.MULTILINE)
+
+
 def _parse_sklearn(path: Path, max_features: int) -> SvmlightRaw | None:
     """The file read by scikit-learn's compiled parser and checked as ours checks it; None when
-    scikit-learn is absent, refuses the file or a check fails (the line parser then names the line)."""
+    scikit-learn is absent, the file is not plain ASCII without ``_`` (module docstring), scikit-learn
+    refuses it or a check fails (the line parser then names the line).  The labels are read by the
+    grammar from the lines' first tokens, so integer labels stay exact."""
     try:
         from sklearn.datasets import load_svmlight_file
     except ImportError:
         return None
+    data = path.read_bytes()
+    if not data.isascii() or b"_" in data:
+        return None
     try:
-        X, y = load_svmlight_file(str(path), zero_based=True, dtype=np.float64, query_id=False)
+        X, _ = load_svmlight_file(str(path), zero_based=True, dtype=np.float64, query_id=False)
     except (ValueError, TypeError, OverflowError, OSError, UnicodeError):
         return None
+    labels = [parse_number(m.group(1).decode("ascii")) for m in _LABEL.finditer(data)]
     X = X.tocoo()
-    if X.shape[1] - 1 > max_features or not np.all(np.isfinite(y)) or not np.all(np.isfinite(X.data)):
+    if (
+        len(labels) != X.shape[0]
+        or any(v is None or (isinstance(v, float) and not np.isfinite(v)) for v in labels)
+        or X.shape[1] - 1 > max_features
+        or not np.all(np.isfinite(X.data))
+    ):
         return None
     return SvmlightRaw(
         path,
-        y.tolist(),
+        labels,
         X.row.astype(np.int64),
         X.col.astype(np.int64),
         np.asarray(X.data, dtype=np.float64),
@@ -136,29 +161,28 @@ def check_line_lengths(path: Path, max_line_bytes: int = MAX_LINE_BYTES) -> None
 
 
 def _parse_label(text: str, path: Path, lineno: int, multilabel: bool):
-    """The label(s) of a line: finite numbers (never quoting the token that is not one)."""
-    try:
-        lab = tuple(float(t) for t in text.split(",") if t) if multilabel else float(text)
-    except ValueError:
-        raise DataError(
-            f"{at(path, lineno, 1)}: the label ({described(text)}) is not a number; a line starts with a "
-            "numeric label (several, comma-separated, in a multilabel file)"
-        ) from None
-    if not np.all(np.isfinite(lab)):
-        raise DataError(f"{at(path, lineno, 1)}: label {lab} is not finite; labels must be finite numbers")
-    return lab
+    """The label(s) of a line: finite numbers of the grammar, an int for an integer token (never quoting
+    the token that is not one)."""
+    where = at(path, lineno, 1)
+    if multilabel:
+        return tuple(read_number(t, "number", where, "the label") for t in text.split(",") if t)
+    return read_number(text, "number", where, "the label")
 
 
 def _parse_feature(tok: str, where: str, max_features: int, n_rows: int) -> tuple[int, float]:
     """(index, value) of one ``index:value`` token; ``where`` is its ``path:line:column``."""
-    try:
-        idx_s, val_s = tok.split(":", 1)
-        idx, val = int(idx_s), float(val_s)
-    except ValueError:
+    idx_s, colon, val_s = tok.partition(":")
+    if not colon:
         raise DataError(
             f"{where}: a feature ({described(tok)}) is not of the form index:value (an integer index, "
             "a colon, a number)"
-        ) from None
+        )
+    idx = parse_int(idx_s)
+    if idx is None:
+        raise DataError(
+            f"{where}: the index of a feature index:value is not an integer: {why_not(idx_s, 'int')}; "
+            f"allowed: {allowed('int')}"
+        )
     if idx < 0:
         raise DataError(f"{where}: feature index {idx} is negative; indices are 0- or 1-based")
     if idx > max_features:
@@ -168,12 +192,24 @@ def _parse_feature(tok: str, where: str, max_features: int, n_rows: int) -> tupl
             f"{max_features} features (one dense per-feature vector of that width would need {_gib(8.0 * width)}, "
             f"dense inputs n x d {_gib(8.0 * width * (n_rows + 1))} so far); pass max_features to raise it"
         )
-    if not np.isfinite(val):
-        raise DataError(f"{where}: feature {idx} has the non-finite value {val}; values must be finite numbers")
+    val = read_number(val_s, "float", where, f"feature {idx}'s value")
     return idx, val
 
 
-_TOKEN = re.compile(r"\S+")
+_TOKEN = re.compile(r"[^ \t\r\f\v]+")
+
+
+def _unordered(where: str, idx: int, last: int):
+    """Refuse a feature index that does not follow the line's previous one."""
+    if idx == last:
+        raise DataError(
+            f"{where}: feature index {idx} is given twice on one line; each feature appears once (its values "
+            "are never summed or overwritten)"
+        )
+    raise DataError(
+        f"{where}: feature index {idx} follows index {last}; the indices of a line are strictly ascending "
+        "(libsvm's rule)"
+    )
 
 
 def parse_svmlight(
@@ -202,27 +238,32 @@ def parse_svmlight(
             return raw
     labels, rows, cols, vals = [], [], [], []
     n_rows = 0
-    with path.open("r", encoding="utf-8", errors="replace") as fh:
-        for lineno, raw in enumerate(fh, start=1):
-            line = raw.split("#", 1)[0]
-            tokens = list(_TOKEN.finditer(line))
-            if not tokens:
+    text = decode_text(path.read_bytes(), path, "an svmlight file")
+    for lineno, raw in enumerate(text.split("\n"), start=1):
+        line = raw.split("#", 1)[0]
+        tokens = list(_TOKEN.finditer(line))
+        if not tokens:
+            continue
+        first = tokens[0].group()
+        if multilabel and ":" in first and tokens[0].start() > 0:
+            labels.append(())  # a line with no labels starts with white space
+        else:
+            labels.append(_parse_label(first, path, lineno, multilabel))
+            tokens = tokens[1:]
+        last = -1
+        for m in tokens:
+            tok = m.group()
+            if tok.startswith("qid:"):
                 continue
-            first = tokens[0].group()
-            if multilabel and ":" in first and tokens[0].start() > 0:
-                labels.append(())  # a line with no labels starts with white space
-            else:
-                labels.append(_parse_label(first, path, lineno, multilabel))
-                tokens = tokens[1:]
-            for m in tokens:
-                tok = m.group()
-                if tok.startswith("qid:"):
-                    continue
-                idx, val = _parse_feature(tok, at(path, lineno, m.start() + 1), max_features, n_rows)
-                rows.append(n_rows)
-                cols.append(idx)
-                vals.append(val)
-            n_rows += 1
+            where = at(path, lineno, m.start() + 1)
+            idx, val = _parse_feature(tok, where, max_features, n_rows)
+            if idx <= last:
+                _unordered(where, idx, last)
+            last = idx
+            rows.append(n_rows)
+            cols.append(idx)
+            vals.append(val)
+        n_rows += 1
     return SvmlightRaw(
         path,
         labels,
@@ -264,14 +305,10 @@ def svmlight_matrix(raw: SvmlightRaw, zero_based: bool, n_features: int | None =
             )
         width = int(n_features)
     X = sp.csr_matrix((raw.vals, (raw.rows, cols)), shape=(raw.n_rows, width))
-    X.sum_duplicates()
     X.sort_indices()
     if raw.multilabel:
         return X, list(raw.labels)
-    y = np.asarray(raw.labels, dtype=np.float64)
-    if y.size and np.all(y == np.round(y)) and np.abs(y).max() <= _EXACT_INT:
-        y = y.astype(np.int64)  # integral labels are class codes: keep them integers ("3", not "3.0")
-    return X, y
+    return X, label_array(raw.labels, lambda k: f"{raw.path}: data row {k + 1}")
 
 
 def load_svmlight(
@@ -282,7 +319,7 @@ def load_svmlight(
     *,
     max_features: int = MAX_FEATURES,
 ):
-    """Return (X as CSR float64, labels): an int64 array when all labels are integral, else float64;
+    """Return (X as CSR float64, labels): int64 / uint64 / float64 or text as the module docstring says;
     a list of tuples if multilabel.  ``zero_based`` is the file's index base (module docstring)."""
     _check_zero_based(zero_based)
     return svmlight_matrix(

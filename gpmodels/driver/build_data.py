@@ -19,9 +19,10 @@ from gpmodels.data.scaling import FeatureScaler
 from gpmodels.data.splits import subsample, train_test_split
 from gpmodels.data.svmlight import check_line_lengths
 from gpmodels.driver.sections.spec import Spec
-from gpmodels.errors import HierarchyError, InputError, SpecError, at
+from gpmodels.errors import DataError, HierarchyError, InputError, SpecError, at
 from gpmodels.hierarchy import ClassTree
 from gpmodels.likelihoods.uncertain import PseudoTargets, coarsen_labels
+from gpmodels.numerals import decode_text
 from gpmodels.validation import check_features
 
 __all__ = [
@@ -277,10 +278,10 @@ def build_pseudo_targets(spec: Spec, data: Dataset, tree: ClassTree, base_dir: P
         path = resolve_path(pt.file, base_dir, f"{key}.file")
         check_line_lengths(path)
         try:
-            lines = path.read_text(encoding="utf-8").splitlines()
-        except UnicodeDecodeError:
-            raise SpecError(f"{path} is not UTF-8 text; give one node name per line", f"{key}.file") from None
-        numbered = [(k, line.strip()) for k, line in enumerate(lines, start=1) if line.strip()]
+            lines = decode_text(path.read_bytes(), path, "a pseudo-target file").split("\n")
+        except DataError as exc:
+            raise SpecError(f"{exc}; give one node name per line", f"{key}.file") from None
+        numbered = [(k, line.strip(" \t\r")) for k, line in enumerate(lines, start=1) if line.strip(" \t\r")]
         names = [name for _, name in numbered]
         if len(names) != data.y_train.size:
             raise SpecError(

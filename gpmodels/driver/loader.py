@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import attrs
@@ -10,7 +9,8 @@ import yaml
 
 from gpmodels.driver.sections.spec import Spec
 from gpmodels.driver.sections.study import StudySpec
-from gpmodels.errors import SpecError, shown
+from gpmodels.driver.strict_yaml import describe_yaml_error, load_strict
+from gpmodels.errors import SpecError
 from gpmodels.priors.registry import check_allow_import
 
 __all__ = ["load_spec", "load_any_spec", "spec_from_dict", "dump_yaml", "read_yaml", "grant_imports"]
@@ -38,7 +38,8 @@ def spec_from_dict(data: dict, *, allow_import=()) -> Spec:
 
 #: the largest spec file read (bytes); specs are a few kB
 MAX_SPEC_BYTES = 4 * 1024 * 1024
-#: the most values a spec may hold with YAML aliases expanded (a list shared by aliases counts once per use)
+#: the most values a spec may hold with YAML aliases expanded (a list shared by aliases counts once per use);
+#: counted while the document is composed (:mod:`gpmodels.driver.strict_yaml`)
 MAX_SPEC_VALUES = 100_000
 
 
@@ -49,96 +50,6 @@ def describe_file(path: Path) -> str:
     except OSError:
         return "an unreadable file"
     return f"a file of {size} bytes"
-
-
-#: YAML parser problems in plain words: (fragment of the parser's problem, sentence, use the context mark:
-#: the place where the construct that failed began, not where the parser gave up)
-_YAML_PROBLEMS = (
-    ("could not find expected ':'", "a key without ':' (each line of a mapping is `key: value`)", True),
-    (
-        "mapping values are not allowed",
-        "a ':' where no mapping may start (a value holding ': ' needs quotes, "
-        "and nested keys go on their own indented lines)",
-        False,
-    ),
-    ("cannot start any token", "a character that cannot start a value here (a tab? YAML indents with spaces)", False),
-    ("found undefined alias", "an alias `*name` with no anchor `&name` before it", False),
-    ("found unexpected end of stream", "a quote or bracket that is never closed", True),
-    ("expected ',' or ']'", "a list in [ ] that is not closed or not separated by commas", True),
-    ("expected ',' or '}'", "a mapping in { } that is not closed or not separated by commas", True),
-    ("expected <block end>", "a line indented differently from the lines of its level", False),
-    ("found duplicate anchor", "an anchor `&name` defined twice", False),
-)
-
-
-class DuplicateKeyError(yaml.YAMLError):
-    """A mapping of a YAML file that names one key twice (the last would silently win)."""
-
-    def __init__(self, key, first_line: int, line: int, column: int):
-        super().__init__(f"duplicate key {key!r}")
-        self.key, self.first_line, self.line, self.column = key, first_line, line, column
-
-
-class SpecYAMLLoader(yaml.SafeLoader):
-    """``yaml.SafeLoader`` that refuses a mapping with a key named twice, giving both line numbers."""
-
-    def construct_mapping(self, node, deep=False):
-        if isinstance(node, yaml.MappingNode):
-            seen: dict = {}
-            for key_node, _ in node.value:
-                if key_node.tag == "tag:yaml.org,2002:merge":
-                    continue
-                key = self.construct_object(key_node, deep=True)
-                try:
-                    first = seen.setdefault(key, key_node.start_mark.line + 1)
-                except TypeError:  # an unhashable key: the base class refuses it
-                    continue
-                if first != key_node.start_mark.line + 1:
-                    raise DuplicateKeyError(key, first, key_node.start_mark.line + 1, key_node.start_mark.column + 1)
-        return super().construct_mapping(node, deep=deep)
-
-
-def _yaml_problem(exc: yaml.YAMLError) -> str:
-    """Where the YAML is malformed and what is wrong, in a plain sentence, without quoting the file:
-    'not valid YAML at line 3, column 5: a key without ':' ...'."""
-    if isinstance(exc, DuplicateKeyError):
-        return (
-            f"not valid as a spec at line {exc.line}, column {exc.column}: the key {shown(exc.key, 60)} is given "
-            f"twice (first at line {exc.first_line}); a later one would silently replace the first: keep one"
-        )
-    problem = str(getattr(exc, "problem", "") or "")
-    mark = getattr(exc, "problem_mark", None)
-    what = None
-    for fragment, sentence, at_context in _YAML_PROBLEMS:
-        if fragment in problem:
-            what = sentence
-            if at_context and getattr(exc, "context_mark", None) is not None:
-                mark = exc.context_mark
-            break
-    if isinstance(exc, yaml.constructor.ConstructorError):
-        what = "a tag or value that safe YAML does not construct (tags such as !!python/... are refused)"
-    elif what is None:
-        # the parser's problem names token kinds; quoted parts may be file content, so they are dropped
-        what = re.sub(r"'[^']*'|\"[^\"]*\"", "...", problem or "malformed")[:120]
-    where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
-    return f"not valid YAML{where}: {what}"
-
-
-def _count_values(data, budget: int) -> bool:
-    """Whether ``data`` holds at most ``budget`` values when every alias is expanded (also False for a
-    recursive document); stops after ``budget`` steps, so a YAML alias bomb costs nothing here."""
-    stack, seen = [data], 0
-    while stack:
-        v = stack.pop()
-        seen += 1
-        if seen > budget:
-            return False
-        if isinstance(v, dict):
-            stack.extend(v.keys())
-            stack.extend(v.values())
-        elif isinstance(v, (list, tuple)):
-            stack.extend(v)
-    return True
 
 
 def read_yaml(path, what: str = "spec file") -> dict:
@@ -172,9 +83,9 @@ def read_yaml(path, what: str = "spec file") -> dict:
             f"{len(raw)}): binary data, not a YAML text file"
         ) from None
     try:
-        data = yaml.load(text, Loader=SpecYAMLLoader)  # noqa: S506 - a SafeLoader
+        data = load_strict(text, MAX_SPEC_VALUES)
     except yaml.YAMLError as exc:
-        raise SpecError(f"{what} {path} is {_yaml_problem(exc)}") from None
+        raise SpecError(f"{what} {path} is {describe_yaml_error(exc)}") from None
     except RecursionError:
         raise SpecError(f"{what} {path} is not valid YAML: it nests too deeply") from None
     except ValueError:  # e.g. an integer with more digits than Python converts
@@ -184,11 +95,6 @@ def read_yaml(path, what: str = "spec file") -> dict:
         ) from None
     if data is None:
         raise SpecError(f"{what} {path} is empty")
-    if not _count_values(data, MAX_SPEC_VALUES):
-        raise SpecError(
-            f"{what} {path} expands to more than {MAX_SPEC_VALUES} values (YAML aliases '*name' "
-            "repeating large or recursive parts?); a spec is refused beyond that"
-        )
     return data
 
 

@@ -2,9 +2,11 @@
 
 An override replaces (or adds) one key of the spec's plain data *before* validation, so a bad key
 or value is the same :class:`~gpmodels.errors.SpecError` as in the file, and the override is part of
-the spec (recorded in ``spec.resolved.yaml`` and in the run identity).  The value is parsed as YAML:
-``3`` is an integer, ``1e-3`` and ``0.5`` numbers, ``true`` a boolean, ``[1, 2]`` a list, ``null``
-nothing, anything else a string.  A list element is named by its index: ``models.0.objective.type``
+the spec (recorded in ``spec.resolved.yaml`` and in the run identity).  The value is parsed as YAML by
+the spec's own loader (:mod:`gpmodels.driver.strict_yaml`: YAML 1.2 core scalars by the number grammar,
+no duplicate keys, aliases bounded to :data:`MAX_OVERRIDE_VALUES` values): ``3`` is an integer, ``1e-3``,
+``.5`` and ``0.5`` numbers, ``true`` a boolean, ``[1, 2]`` a list, ``null`` nothing, anything else
+(``1_0``, ``0x1f``, ``yes``) a string.  A list element is named by its index: ``models.0.objective.type``
 or ``models[0].objective.type``.
 """
 
@@ -14,13 +16,14 @@ import re
 
 import yaml
 
+from gpmodels.driver.strict_yaml import describe_yaml_error, load_strict
 from gpmodels.errors import SpecError
 
-__all__ = ["parse_override", "apply_overrides"]
+__all__ = ["parse_override", "apply_overrides", "MAX_OVERRIDE_VALUES"]
 
-_INDEX = re.compile(r"\[(\d+)\]")
-#: a number in exponent notation that YAML 1.1 reads as a string (``1e-3``: no dot)
-_EXPONENT = re.compile(r"[-+]?\d+(\.\d*)?[eE][-+]?\d+")
+_INDEX = re.compile(r"\[(\d+)\]", re.ASCII)
+#: the most values one ``--set`` value may hold with its YAML aliases expanded
+MAX_OVERRIDE_VALUES = 10_000
 
 
 def parse_override(text: str) -> tuple[tuple[str, ...], object]:
@@ -32,13 +35,13 @@ def parse_override(text: str) -> tuple[tuple[str, ...], object]:
     if not key.strip() or any(not p for p in parts):
         raise SpecError(f"--set {text!r}: the key path {key!r} has an empty part; write key.path=value", "--set")
     try:
-        value = yaml.safe_load(raw) if raw.strip() else None
-    except yaml.YAMLError:
+        value = load_strict(raw, MAX_OVERRIDE_VALUES) if raw.strip() else None
+    except yaml.YAMLError as exc:
         raise SpecError(
-            f"{key.strip()}=...: the value is not valid YAML (quote a string with ':' or '#')", "--set"
+            f"{key.strip()}=...: the value is {describe_yaml_error(exc)} (quote a string with ':' or '#')", "--set"
         ) from None
-    if isinstance(value, str) and _EXPONENT.fullmatch(value.strip()):
-        value = float(value)
+    except (RecursionError, ValueError):
+        raise SpecError(f"{key.strip()}=...: the value is not valid YAML (it nests too deeply)", "--set") from None
     return parts, value
 
 

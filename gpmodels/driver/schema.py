@@ -10,9 +10,11 @@ the validator refuses, always naming the dotted key path; ``Node.check`` hooks c
 ``reference_markdown`` renders the reference of docs/specs.md from the same declarations (the
 validators' ``describe()``), so the documentation cannot drift from the schema.
 
-YAML gives numbers as numbers, but a number written in exponent form without a dot (``1e-3``) as a
-string: where a validator asks for a number, a string that reads as one is taken as that number,
-and an integral float as an integer where an integer is asked for; lists become tuples (frozen specs).
+Where a validator asks for a number, a string that reads as one by the number grammar
+(:mod:`gpmodels.numerals`: ASCII digits, ``inf`` / ``nan`` and YAML's ``.inf`` / ``.nan``; never ``1_0``,
+``0x1f`` or another script's digits) is taken as that number, exactly as the number written without
+quotes; an integral float is taken as an integer where an integer is asked for; lists become tuples
+(frozen specs).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from typing import Any
 import attrs
 
 from gpmodels.errors import InputError, SpecError, shown
+from gpmodels.numerals import parse_number
 from gpmodels.validation import AnyOf, Integer, Number, OneOf, Optional, SequenceOf, describe_validator, optional
 
 __all__ = ["Node", "option", "REQUIRED", "reference_markdown"]
@@ -96,10 +99,10 @@ def _read(value, check):
     if isinstance(v, Optional):
         return None if value is None else _read(value, v.inner)
     if isinstance(v, (Integer, Number)) and isinstance(value, str):
-        try:
-            value = float(value.strip())
-        except ValueError:
+        number = parse_number(value.strip(" \t"), "spec")
+        if number is None:
             return value
+        value = number
     if isinstance(v, Integer) and isinstance(value, float) and math.isfinite(value) and value.is_integer():
         return int(value)
     if isinstance(v, Number) and isinstance(value, int) and not isinstance(value, bool):

@@ -32,7 +32,7 @@ CASES = [
         "svm_bad_token.svm:2:3: a feature (3 characters) is not of the form index:value",
     ),
     ("svm_bad_label.svm", "train", DataError, "svm_bad_label.svm:1:1: the label (3 characters) is not a number"),
-    ("svm_nan_value.svm", "train", DataError, "svm_nan_value.svm:2:3: feature 1 has the non-finite value nan"),
+    ("svm_nan_value.svm", "train", DataError, "svm_nan_value.svm:2:3: feature 1's value nan is not finite"),
     ("svm_no_rows.svm", "train", DataError, "the training file"),
     ("svm_no_rows.svm", "test", DataError, "svm_no_rows.svm has no rows"),
     (
@@ -70,7 +70,7 @@ CASES = [
         "csv_ambiguous_label.csv:3: the label is the number 1 spelled differently than at line 2",
     ),
     ("csv_duplicate_header.csv", "train", DataError, "columns 1 and 2 of the header have the same name"),
-    ("csv_secret_cell.csv", "predict", DataError, "csv_secret_cell.csv:3: column 1 holds 20 characters, not a number"),
+    ("csv_secret_cell.csv", "predict", DataError, "csv_secret_cell.csv:3: column 1 (20 characters) is not a number"),
 ]
 
 

@@ -76,7 +76,7 @@ def test_numeric_csv_labels_are_numbers(tmp_path):
     [
         ("f1,f2\n1,2\n", "no label column 'label'"),
         ("1,2,3\n4,5,6\n", "starts with a header line"),
-        ("f1,label\n1,a\nx,b\n", r":3: column 1 holds 1 character, not a number"),
+        ("f1,label\n1,a\nx,b\n", r":3: column 1 \(1 character\) is not a number"),
         ("f1,label\n1,a,3\n", ":2: 3 values; the header names 2 columns"),
         ("f1,label\ninf,a\n", "not finite"),
         ("", "is empty"),
