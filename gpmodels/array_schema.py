@@ -40,7 +40,7 @@ def _unique(a) -> str | None:
 
 
 def _row_pointer(a) -> str | None:
-    if a.size == 0 or a[0] != 0 or np.any(np.diff(a) < 0):
+    if a.size == 0 or a[0] != 0 or np.any(a[1:] < a[:-1]):
         return "a CSR row pointer: starts at 0, never decreases"
     return None
 
@@ -165,7 +165,8 @@ def check_csr(indptr, indices, n_columns: int, what: str, error: type = DataErro
         raise error(
             f"{what}: the last row pointer ({int(indptr[-1])}) must equal the number of stored entries ({indices.size})"
         )
-    rows = np.repeat(np.arange(indptr.size - 1, dtype=np.int64), np.diff(indptr))
+    # (bounded by the stored entries now: a row pointer never decreases and ends at their number)
+    rows = np.repeat(np.arange(indptr.size - 1, dtype=np.int64), np.diff(indptr.astype(np.int64)))
     keys = rows * max(int(n_columns), 1) + indices.astype(np.int64)
     if np.unique(keys).size != keys.size:
         raise error(f"{what}: a row holds the same column index twice; each (row, column) is stored once")

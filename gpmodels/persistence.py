@@ -76,9 +76,11 @@ def pack_inputs(X, prefix: str = "X_") -> dict:
 def unpack_inputs(arrays, prefix: str = "X_"):
     if f"{prefix}dense" in arrays:
         return np.ascontiguousarray(arrays[f"{prefix}dense"])
+    index = [arrays[f"{prefix}{k}"] for k in ("indices", "indptr")]
+    # (checked in range by the schema; scipy takes int32 and int64 indices only)
+    indices, indptr = (a if a.dtype in (np.int32, np.int64) else a.astype(np.int64) for a in index)
     return sp.csr_matrix(
-        (arrays[f"{prefix}data"], arrays[f"{prefix}indices"], arrays[f"{prefix}indptr"]),
-        shape=tuple(arrays[f"{prefix}shape"]),
+        (arrays[f"{prefix}data"], indices, indptr), shape=tuple(int(v) for v in arrays[f"{prefix}shape"])
     )
 
 
@@ -213,6 +215,8 @@ def check_model_arrays(arrays: dict, path) -> str:
     check_arrays(arrays, MODEL_SCHEMA, required, what=what, dims=dims)
     if sparse:
         check_csr(arrays["X_indptr"], arrays["X_indices"], dims["d"], f"{what}: the CSR inputs")
+    if "class_labels" in arrays and [str(v) for v in arrays["class_labels"]] != arrays["classes"].tolist():
+        raise DataError(f"{what}: array 'class_labels' must hold the labels whose text is 'classes', in that order")
     return kind
 
 

@@ -26,12 +26,16 @@ __all__ = ["load_classifier"]
 def _labels(names, arrays: dict) -> np.ndarray:
     """The classes as labels: the stored values of their own type (``class_labels``, written by
     ``GPClassifier.save``), else, for a folder of ``gpmodels run``, integers when every name is a
-    canonical integer ("1", never "01") that int64 holds, else text."""
+    canonical integer ("1", never "01"; int64, else uint64 when they fit), else text."""
     if "class_labels" in arrays:
         return arrays["class_labels"]
     names = np.array([str(c) for c in names])
-    if all(re.fullmatch(r"-?(0|[1-9][0-9]{0,17})", n) for n in names):
-        return names.astype(np.int64)
+    if names.size and all(re.fullmatch(r"-?(0|[1-9][0-9]{0,19})", n) for n in names):
+        values = [int(n) for n in names]
+        for dtype in (np.int64, np.uint64):
+            info = np.iinfo(dtype)
+            if all(info.min <= v <= info.max for v in values):
+                return np.array(values, dtype=dtype)
     return names
 
 
