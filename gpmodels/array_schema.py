@@ -57,12 +57,13 @@ RULES: dict[str, Callable] = {
 @attrs.frozen
 class Entry:
     """One array of a stored file: ``kinds`` (numpy dtype kinds allowed), ``shape`` (dimensions: numbers,
-    names bound across entries, ``"*"`` any, ``"n+1"``), ``rules`` (names in :data:`RULES`, or
-    ``"below:d"`` for indices in ``0..d-1``, or ``"in:a|b"`` for text that is one of the words)."""
+    names bound across entries, ``"*"`` any, ``"n+1"``; None: any number of dimensions), ``rules`` (names
+    in :data:`RULES`, or ``"below:d"`` for indices in ``0..d-1``, or ``"in:a|b"`` for text that is one of
+    the words)."""
 
     name: str
     kinds: str
-    shape: tuple
+    shape: tuple | None
     rules: tuple = ()
 
 
@@ -89,6 +90,8 @@ def _check_dtype(entry: Entry, a: np.ndarray) -> str | None:
 
 
 def _check_shape(entry: Entry, a: np.ndarray, dims: dict) -> str | None:
+    if entry.shape is None:
+        return None
     if a.ndim != len(entry.shape):
         return f"must have {len(entry.shape)} dimensions {entry.shape}; it has shape {a.shape}"
     for size, dim in zip(a.shape, entry.shape):

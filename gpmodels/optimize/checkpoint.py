@@ -42,6 +42,7 @@ from pathlib import Path
 import attrs
 import numpy as np
 
+from gpmodels.array_schema import Entry, check_arrays
 from gpmodels.data.datasets import check_npz
 from gpmodels.errors import CheckpointError, DataError, InputError
 from gpmodels.optimize.lbfgs import OuterRecord, OuterState
@@ -295,10 +296,35 @@ def _read_arrays(path: Path) -> dict:
     except (zipfile.BadZipFile, ValueError, OSError, EOFError, KeyError, zipfile.LargeZipFile) as exc:
         # (numpy's and zipfile's messages may quote the file: named by type only)
         raise _corrupt(path, f"cannot be read as a numpy archive: {type(exc).__name__}") from None
-    for key in ("header", "checksum", "x", "value", "gradient", "S", "Yd", "theta0", "probe"):
-        if key not in data:
+    for key in CHECKPOINT_SCHEMA:
+        if key not in data and key != "inner_":
             raise _corrupt(path, f"the field {key!r} is missing")
+    try:
+        check_arrays(
+            data, CHECKPOINT_SCHEMA, (), what=f"checkpoint {path}", error=CheckpointError, open_prefixes=("inner_",)
+        )
+    except CheckpointError as exc:
+        raise _corrupt(path, str(exc).removeprefix(f"checkpoint {path}").lstrip(": ")) from None
     return data
+
+
+#: every array a checkpoint holds (p hyperparameters, m L-BFGS pairs; theta0 and the probe are compared with the run's);
+#: ``inner_<name>``: the objective's inner state, any shape (its own ``restore_inner`` checks it)
+CHECKPOINT_SCHEMA = {
+    e.name: e
+    for e in (
+        Entry("header", "u", ("*",)),
+        Entry("checksum", "u", (64,)),
+        Entry("x", "f", ("p",)),
+        Entry("value", "f", ()),
+        Entry("gradient", "f", ("p",)),
+        Entry("S", "f", ("m", "p")),
+        Entry("Yd", "f", ("m", "p")),
+        Entry("theta0", "f", ("*",)),
+        Entry("probe", "f", None),
+        Entry("inner_", "fiub", None),
+    )
+}
 
 
 def _verified_header(path: Path, data: dict) -> dict:
