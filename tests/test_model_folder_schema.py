@@ -9,10 +9,10 @@ import sys
 import numpy as np
 import pytest
 from conftest import ROOT, TESTS
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from gpmodels.errors import DataError
+from gpmodels.errors import DataError, InputError
 from gpmodels.estimators import GPClassifier, load_classifier
 from gpmodels.persistence import MODEL_FILE, MODEL_KINDS, MODEL_SCHEMA, READ_VERSIONS, check_model_arrays
 
@@ -157,3 +157,94 @@ def test_generated_labels_and_folder_names_round_trip_exactly(tmp_path_factory, 
     assert pred_back.dtype == pred.dtype and pred_back.tolist() == pred.tolist()
     np.testing.assert_array_equal(back.predict_proba(X), est.predict_proba(X))
     assert (path / MODEL_FILE).is_file()
+
+
+def _checkpoint(path):
+    from gpmodels.optimize.checkpoint import RunIdentity, write_checkpoint
+    from gpmodels.optimize.lbfgs import OuterState
+
+    rng = np.random.default_rng(3)
+    state = OuterState(
+        x=rng.standard_normal(3),
+        value=1.5,
+        gradient=rng.standard_normal(3),
+        S=rng.standard_normal((2, 3)),
+        Yd=rng.standard_normal((2, 3)),
+        inner={"alpha_0": rng.standard_normal((4, 2))},
+        iteration=2,
+        evaluations=3,
+        failed=0,
+        elapsed=0.1,
+        history=(),
+    )
+    identity = RunIdentity({"a": 1}, np.ones(3), np.arange(6.0).reshape(3, 2))
+    write_checkpoint(path, state, identity)
+    return state, identity
+
+
+def _rewrite_with_checksum(path, arrays):
+    """What a hostile editor does: change arrays, then recompute the (unkeyed) checksum."""
+    from gpmodels.optimize.checkpoint import _checksum
+
+    header = arrays.pop("header")
+    arrays.pop("checksum", None)
+    digest = _checksum(header.tobytes(), arrays)
+    with open(path, "wb") as fh:
+        np.savez(fh, header=header, checksum=np.frombuffer(digest.encode(), np.uint8), **arrays)
+
+
+@settings(max_examples=40)
+@given(
+    name=st.sampled_from(["x", "value", "gradient", "S", "Yd", "theta0", "probe", "inner_alpha_0"]),
+    change=st.sampled_from(["float32", "complex", "int", "nan", "drop_row", "add_axis"]),
+)
+@example(name="inner_alpha_0", change="complex")
+def test_generated_checkpoint_edits_with_a_recomputed_checksum_are_refused_or_read_unchanged(
+    tmp_path_factory, name, change
+):
+    from gpmodels.errors import CheckpointError
+    from gpmodels.optimize.checkpoint import read_checkpoint
+
+    if name.startswith("inner_") and change in ("int", "drop_row", "add_axis", "float32"):
+        return  # an inner state's shapes are its objective's (the next test); float32, int: any stored dtype
+    path = tmp_path_factory.mktemp("ck") / "checkpoint.npz"
+    state, identity = _checkpoint(path)
+    arrays = dict(np.load(path, allow_pickle=False))
+    a = arrays[name]
+    arrays[name] = {
+        "float32": lambda: a.astype(np.float32),
+        "complex": lambda: a.astype(complex),
+        "int": lambda: a.astype(np.int64),
+        "nan": lambda: np.full(a.shape, np.nan),
+        "drop_row": lambda: a[:-1] if a.ndim else a[None],
+        "add_axis": lambda: a[None],
+    }[change]()
+    _rewrite_with_checksum(path, arrays)
+    try:
+        back, _ = read_checkpoint(path, identity)
+    except CheckpointError as exc:
+        assert "is corrupt" in str(exc) or "belongs to another run" in str(exc)
+        return
+    for field in ("x", "gradient", "S", "Yd"):
+        np.testing.assert_array_equal(getattr(back, field), getattr(state, field))
+    assert back.value == state.value
+    np.testing.assert_array_equal(back.inner["alpha_0"], state.inner["alpha_0"])
+
+
+@pytest.mark.parametrize("shape", [(29, 3), (30, 2), (30,), (31, 3)])
+def test_cv_learning_refuses_fold_states_of_other_shapes_than_its_folds(shape):
+    from gpmodels.data import kfold_partition
+    from gpmodels.inference.cv.learn import CVObjective
+    from gpmodels.inference.cv.options import CVOptions
+    from gpmodels.kernels import RBF
+    from gpmodels.likelihoods import Softmax
+    from gpmodels.priors import IndependentGP
+
+    X = np.random.default_rng(0).standard_normal((45, 2))
+    op = IndependentGP(RBF(0.5), "semi", 2.0, 1.0).operator(X, 3)
+    folds = kfold_partition(45, 3, seed=1)
+    objective = CVObjective(op, Softmax(), np.eye(3)[np.arange(45) % 3], folds, CVOptions())
+    good = {f"alpha_{k}": np.zeros((45 - len(I), 3)) for k, I in enumerate(folds)}
+    assert len(objective.restore_inner(good).alphas) == 3
+    with pytest.raises(InputError, match="alpha arrays must have the shapes"):
+        objective.restore_inner({**good, "alpha_1": np.zeros(shape)})
