@@ -29,6 +29,7 @@ from gpmodels.data.datasets import check_npz
 from gpmodels.data.labels import LABEL_KINDS, InputFormat, match_labels
 from gpmodels.data.scaling import FEATURE_SCALINGS, FeatureScaler
 from gpmodels.errors import DataError, described
+from gpmodels.safe_write import write_new
 from gpmodels.validation import check_features
 
 __all__ = [
@@ -92,14 +93,12 @@ def label_indices(y, classes, inputs: InputFormat, positive_class: str | None = 
 
 
 def save_arrays(model_dir, kind: str, arrays: dict) -> Path:
-    """Write ``model.npz`` (atomically: a temporary file renamed into place)."""
+    """Write ``model.npz`` by the one safe writer (:func:`gpmodels.safe_write.write_new`: a new file renamed
+    into place, never written through a link planted at the name)."""
     model_dir = Path(model_dir)
     model_dir.mkdir(parents=True, exist_ok=True)
-    tmp = model_dir / (MODEL_FILE + ".tmp.npz")
-    np.savez_compressed(tmp, format_version=np.array(FORMAT_VERSION), kind=np.array(kind), **arrays)
-    target = model_dir / MODEL_FILE
-    tmp.replace(target)
-    return target
+    arrays = {"format_version": np.array(FORMAT_VERSION), "kind": np.array(kind), **arrays}
+    return write_new(model_dir, MODEL_FILE, lambda fh: np.savez_compressed(fh, **arrays))
 
 
 def load_arrays(model_dir) -> tuple[str, dict]:

@@ -21,6 +21,7 @@ A run (or study) claims its folder with :func:`claim_output` before it loads dat
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import fcntl
 import fnmatch
@@ -34,6 +35,7 @@ from pathlib import Path
 import attrs
 
 from gpmodels.errors import OutputError
+from gpmodels.safe_write import write_new
 
 __all__ = [
     "CHECKPOINTS",
@@ -43,6 +45,7 @@ __all__ = [
     "STUDY_ARTEFACTS",
     "OutputFolder",
     "claim_output",
+    "folder_lock",
     "read_identity",
     "spec_digest",
 ]
@@ -166,29 +169,6 @@ class OutputFolder:
         self.finish("finished" if exc_type is None else "interrupted" if interrupted else "failed")
         self.release()
         return False
-
-
-def write_new(folder: Path, name: str, text: str) -> Path:
-    """Write ``folder/name`` as a new file: a temporary file created exclusively, renamed over the name,
-    so a link planted at the name (symbolic or hard) is replaced, never written through."""
-    target = folder / name
-    tmp = folder / f".{name}.{os.getpid()}.tmp"
-    try:
-        tmp.unlink()
-    except FileNotFoundError:
-        pass
-    fd = os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY | getattr(os, "O_NOFOLLOW", 0), 0o644)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, target)
-    except BaseException:
-        try:
-            tmp.unlink()
-        except OSError:
-            pass
-        raise
-    return target
 
 
 def _check_path(folder: Path, key: str) -> None:
@@ -332,6 +312,26 @@ def _lock(folder: Path, key: str) -> int:
                 pass
         return fd
     raise OutputError(f"{key} {folder}: other runs took and released the lock while this one tried; try again", key)
+
+
+@contextlib.contextmanager
+def folder_lock(folder, key: str = "folder"):
+    """Hold the folder's run lock (``.gpmodels.lock``, :func:`_lock`) while the body writes into it, for
+    writers that are not runs (``GPClassifier.save``): a folder a run or another save is writing is
+    refused with an :class:`OutputError`, and links planted at the names of its files are removed.
+    The folder is created when missing."""
+    folder = Path(folder)
+    _check_path(folder, key)
+    fd = _lock(folder, key)
+    try:
+        _unlink_planted_links(folder)
+        yield folder
+    finally:
+        try:
+            (folder / LOCK_FILE).unlink()
+        except OSError:
+            pass
+        os.close(fd)
 
 
 def _unlink_planted_links(folder: Path) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import csv
 import functools
+import io
 import json
 import sys
 import time
@@ -28,6 +29,7 @@ from gpmodels.driver.run import run_spec, start_log
 from gpmodels.driver.sections.study import StudySpec
 from gpmodels.engine.factory import open_engine
 from gpmodels.errors import GPModelsError
+from gpmodels.safe_write import write_new
 
 __all__ = ["run_study", "failed_models", "study_identity"]
 
@@ -151,13 +153,14 @@ def _write_tables(out_dir: Path, name: str, rows: list[dict], cols: list[str], o
     md = ["| " + " | ".join(cols) + " |", "|" + " --- |" * len(cols)]
     md += ["| " + " | ".join(_fmt(r.get(c)).replace("|", "/").replace("\n", " ") for c in cols) + " |" for r in rows]
     table = "\n".join(md) + "\n"
-    (out_dir / "study.md").write_text(table)
-    with open(out_dir / "study.csv", "w", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=cols, extrasaction="ignore")
-        w.writeheader()
-        w.writerows(rows)
-    (out_dir / "study.json").write_text(
-        json.dumps({"study": name, **origin, "rows": rows}, indent=2, default=float) + "\n"
+    write_new(out_dir, "study.md", table)
+    text = io.StringIO(newline="")
+    w = csv.DictWriter(text, fieldnames=cols, extrasaction="ignore")
+    w.writeheader()
+    w.writerows(rows)
+    write_new(out_dir, "study.csv", text.getvalue())
+    write_new(
+        out_dir, "study.json", json.dumps({"study": name, **origin, "rows": rows}, indent=2, default=float) + "\n"
     )
     return table
 
@@ -209,7 +212,7 @@ def _run_study(study, base_dir, out_dir: Path, say, run_spec, origin, *, quiet, 
         "Per-model reports: "
         + ", ".join(f"[{r['model']}]({r['model']}/metrics.json)" for r in rows if r["status"] == "ok"),
     ]
-    (out_dir / "report.md").write_text("\n".join(report) + "\n")
+    write_new(out_dir, "report.md", "\n".join(report) + "\n")
     if not quiet:
         print(table, end="")
     say(f"report: {out_dir}/report.md")

@@ -25,12 +25,14 @@ import yaml
 from gpmodels.data.labels import InputFormat
 from gpmodels.driver.build import build_prior
 from gpmodels.driver.loader import spec_from_dict
+from gpmodels.driver.output import folder_lock
 from gpmodels.errors import InputError
 from gpmodels.estimators._common import check_fitted
 from gpmodels.kernels.factory import make_kernel
 from gpmodels.persistence import SPEC_FILE, save_map_model
 from gpmodels.priors.anova import SPEC_SHARING, ANOVAPrior
 from gpmodels.priors.independent import IndependentGP
+from gpmodels.safe_write import write_new
 
 __all__ = ["save_classifier", "model_section", "folder_theta", "spec_name", "label_values"]
 
@@ -174,17 +176,18 @@ def save_classifier(est, path) -> Path:
     }
     theta = folder_theta(spec, learned, est.X_train_, len(names), tree)
     labels = label_values(est.classes_[order])
-    save_map_model(
-        folder,
-        est.X_train_,
-        est.alpha_,
-        names,
-        None,
-        theta=theta,
-        likelihood_theta=est.model_.likelihood.params if est.model_.likelihood.params.size else None,
-        tree=tree,
-        labels=labels,
-        inputs=InputFormat(label_kind="number" if labels.dtype.kind in "iuf" else "text"),
-    )
-    (folder / SPEC_FILE).write_text(yaml.safe_dump(spec, sort_keys=False))
+    with folder_lock(folder, "the model folder"):
+        save_map_model(
+            folder,
+            est.X_train_,
+            est.alpha_,
+            names,
+            None,
+            theta=theta,
+            likelihood_theta=est.model_.likelihood.params if est.model_.likelihood.params.size else None,
+            tree=tree,
+            labels=labels,
+            inputs=InputFormat(label_kind="number" if labels.dtype.kind in "iuf" else "text"),
+        )
+        write_new(folder, SPEC_FILE, yaml.safe_dump(spec, sort_keys=False))
     return folder

@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import zipfile
 from pathlib import Path
 
@@ -46,6 +45,7 @@ from gpmodels.array_schema import Entry, check_arrays
 from gpmodels.data.datasets import check_npz
 from gpmodels.errors import CheckpointError, DataError, InputError
 from gpmodels.optimize.lbfgs import OuterRecord, OuterState
+from gpmodels.safe_write import write_new
 from gpmodels.validation import boolean, instance_of, to_path
 
 __all__ = [
@@ -202,24 +202,7 @@ def write_checkpoint(path, state: OuterState, identity: RunIdentity, extra: dict
     payload["header"] = np.frombuffer(header_bytes, dtype=np.uint8)
     payload["checksum"] = np.frombuffer(_checksum(header_bytes, arrays).encode("ascii"), dtype=np.uint8)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    try:
-        with open(tmp, "wb") as fh:
-            np.savez(fh, **payload)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
-    try:  # make the rename itself durable
-        fd = os.open(path.parent, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-    except OSError:
-        pass
+    write_new(path.parent, path.name, lambda fh: np.savez(fh, **payload), sync=True)
 
 
 def _corrupt(path, why) -> CheckpointError:
