@@ -28,8 +28,8 @@ ALLOWED = {
 
 def _direct_writes(path: Path) -> list[str]:
     """Calls in the module that open a file for writing or write one by its path, outside the safe writer:
-    ``open(..., 'w'/'a'/'x')``, ``Path.write_text``, ``np.savez(path)``, ``fig.savefig(path)`` (a call whose first argument is the file
-    object ``fh`` of the safe writer is fine)."""
+    ``open(..., 'w'/'a'/'x')``, ``Path.write_text``, ``np.savez(path)``, ``fig.savefig(path)`` (a call
+    whose first argument is the file object ``fh`` of the safe writer is fine)."""
     found = []
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if not isinstance(node, ast.Call):
