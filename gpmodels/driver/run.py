@@ -40,7 +40,7 @@ from gpmodels.driver.build import build_engine_config, check_files
 from gpmodels.driver.build_data import build_data, build_tree, resolve_path
 from gpmodels.driver.loader import dump_yaml, grant_imports
 from gpmodels.driver.outcome import Runner
-from gpmodels.driver.output import claim_output, spec_digest
+from gpmodels.driver.output import claim_output, output_folder, spec_digest
 from gpmodels.driver.report_md import write_report_md
 from gpmodels.driver.runners import RUNNERS as BUILTIN_RUNNERS
 from gpmodels.driver.sections.spec import Spec
@@ -118,7 +118,11 @@ def register_runner(objective_type: str, runner: Runner | None = None):
 
 
 def output_dir(spec: Spec, out: str | Path | None) -> Path:
-    return Path(out) if out is not None else Path(spec.output.dir.replace("{name}", spec.name))
+    """The report folder of a run (``--out``, else ``output.dir`` with ``{name}``), resolved and checked as
+    ``validate`` does (:func:`~gpmodels.driver.output.output_folder`)."""
+    if out is not None:
+        return output_folder(out, "--out")
+    return output_folder(spec.output.dir.replace("{name}", spec.name), "output.dir")
 
 
 def _hierarchical_scores(spec: Spec, data: Dataset, base_dir, P: np.ndarray, out_dir: Path, figures: bool) -> dict:

@@ -171,7 +171,8 @@ def _convert(value, meta, path: str):
             if not isinstance(value, (list, tuple)):
                 raise SpecError(f"must be a list of sections; got {_type_name(value)} {shown(value)}", path)
             if not low <= len(value) <= high:
-                raise SpecError(f"must be a list of {low} to {high} sections; got {len(value)}", path)
+                least = "at least one section" if low == 1 else f"at least {low} sections"
+                raise SpecError(f"must be a list of {least} and at most {high}; got {len(value)}", path)
             return tuple(node.from_dict(v, f"{path}[{i}]") for i, v in enumerate(value))
         return node.from_dict(value, path)
     check = meta["check"]

@@ -23,7 +23,7 @@ import attrs
 from gpmodels import reports
 from gpmodels.driver.build import build_engine_config
 from gpmodels.driver.loader import grant_imports
-from gpmodels.driver.output import STUDY_ARTEFACTS, claim_output, spec_digest
+from gpmodels.driver.output import STUDY_ARTEFACTS, claim_output, output_folder, spec_digest
 from gpmodels.driver.report_md import score_legend
 from gpmodels.driver.run import run_spec, start_log
 from gpmodels.driver.sections.study import StudySpec
@@ -76,7 +76,7 @@ def run_study(
     start time, ``command``, spec digest), ``run.log`` in the study folder the study's messages (each
     model's own ``run.log`` is in its sub-folder)."""
     study = grant_imports(study, allow_import)
-    out_dir = Path(out) if out is not None else Path(study.output.dir.replace("{name}", study.name))
+    out_dir = study_folder(study, out)
     with claim_output(
         out_dir,
         study_identity(study),
@@ -103,6 +103,14 @@ def run_study(
         except KeyboardInterrupt:
             say.write_log("interrupted (Ctrl-C)")
             raise
+
+
+def study_folder(study: StudySpec, out=None) -> Path:
+    """The report folder of a study (``--out``, else ``output.dir``), resolved and checked as ``validate``
+    does (:func:`~gpmodels.driver.output.output_folder`)."""
+    if out is not None:
+        return output_folder(out, "--out")
+    return output_folder(study.output.dir.replace("{name}", study.name), "output.dir")
 
 
 def failed_models(rows: list[dict]) -> list[str]:
