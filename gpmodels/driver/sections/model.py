@@ -85,7 +85,12 @@ class KernelSpec(Node):
     gram: str | None = option(
         None, string(), doc="precomputed: .npy Gram matrix over all points; the data's X holds point indices"
     )
-    terms: tuple | None = option(None, many=True, doc="sum, product: the kernels added / multiplied (kernel sections)")
+    terms: tuple | None = option(
+        None,
+        many=True,
+        min_len=0,  # an empty list is refused by `check`, which says what the kernel type needs
+        doc="sum, product: the kernels added / multiplied (kernel sections)",
+    )
 
     def check(self, path):
         used = KERNEL_KEYS[self.type]
