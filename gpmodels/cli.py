@@ -43,10 +43,10 @@ from gpmodels.driver.build import check_files
 from gpmodels.driver.loader import grant_imports, read_yaml, spec_from_dict
 from gpmodels.driver.output import written_by_a_run
 from gpmodels.driver.overrides import apply_overrides
-from gpmodels.driver.run import run_spec
+from gpmodels.driver.run import output_dir, run_spec
 from gpmodels.driver.saved import load_model
 from gpmodels.driver.sections.study import StudySpec
-from gpmodels.driver.study import failed_models, run_study
+from gpmodels.driver.study import failed_models, run_study, study_folder
 from gpmodels.errors import (
     CheckpointError,
     DataError,
@@ -83,11 +83,13 @@ def _load(path, overrides, allow_import, *, kind=None):
 def _validate(path, allow_import=(), overrides=()) -> None:
     spec, base_dir = _load(path, overrides, allow_import)
     if isinstance(spec, StudySpec):
+        study_folder(spec)
         for entry in spec.models:
             check_files(spec.entry_spec(entry, "runs"), base_dir)
         print(f"{path}: valid study of {len(spec.models)} models")
     else:
         check_files(spec, base_dir)
+        output_dir(spec, None)
         print(f"{path}: valid")
 
 

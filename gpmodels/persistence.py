@@ -24,16 +24,22 @@ import attrs
 import numpy as np
 import scipy.sparse as sp
 
+from gpmodels.array_schema import Entry, check_arrays, check_csr
 from gpmodels.data.datasets import check_npz
-from gpmodels.data.labels import InputFormat, match_labels
-from gpmodels.data.scaling import FeatureScaler
-from gpmodels.errors import DataError
+from gpmodels.data.labels import LABEL_KINDS, InputFormat, match_labels
+from gpmodels.data.scaling import FEATURE_SCALINGS, FeatureScaler
+from gpmodels.errors import DataError, described
+from gpmodels.safe_write import write_new
 from gpmodels.validation import check_features
 
 __all__ = [
     "FORMAT_VERSION",
     "save_arrays",
     "load_arrays",
+    "check_model_arrays",
+    "MODEL_SCHEMA",
+    "MODEL_KINDS",
+    "READ_VERSIONS",
     "save_map_model",
     "StoredPredictor",
     "MAPPredictor",
@@ -71,9 +77,11 @@ def pack_inputs(X, prefix: str = "X_") -> dict:
 def unpack_inputs(arrays, prefix: str = "X_"):
     if f"{prefix}dense" in arrays:
         return np.ascontiguousarray(arrays[f"{prefix}dense"])
+    index = [arrays[f"{prefix}{k}"] for k in ("indices", "indptr")]
+    # (checked in range by the schema; scipy takes int32 and int64 indices only)
+    indices, indptr = (a if a.dtype in (np.int32, np.int64) else a.astype(np.int64) for a in index)
     return sp.csr_matrix(
-        (arrays[f"{prefix}data"], arrays[f"{prefix}indices"], arrays[f"{prefix}indptr"]),
-        shape=tuple(arrays[f"{prefix}shape"]),
+        (arrays[f"{prefix}data"], indices, indptr), shape=tuple(int(v) for v in arrays[f"{prefix}shape"])
     )
 
 
@@ -85,20 +93,19 @@ def label_indices(y, classes, inputs: InputFormat, positive_class: str | None = 
 
 
 def save_arrays(model_dir, kind: str, arrays: dict) -> Path:
-    """Write ``model.npz`` (atomically: a temporary file renamed into place)."""
+    """Write ``model.npz`` by the one safe writer (:func:`gpmodels.safe_write.write_new`: a new file renamed
+    into place, never written through a link planted at the name)."""
     model_dir = Path(model_dir)
     model_dir.mkdir(parents=True, exist_ok=True)
-    tmp = model_dir / (MODEL_FILE + ".tmp.npz")
-    np.savez_compressed(tmp, format_version=np.array(FORMAT_VERSION), kind=np.array(kind), **arrays)
-    target = model_dir / MODEL_FILE
-    tmp.replace(target)
-    return target
+    arrays = {"format_version": np.array(FORMAT_VERSION), "kind": np.array(kind), **arrays}
+    return write_new(model_dir, MODEL_FILE, lambda fh: np.savez_compressed(fh, **arrays))
 
 
 def load_arrays(model_dir) -> tuple[str, dict]:
     """The model kind and arrays of ``model_dir/model.npz``; DataError for a missing, truncated,
     non-npz or foreign file (described by its size, never quoted), for array sizes its stored bytes
-    cannot hold (checked before loading) and for non-finite numbers in any array."""
+    cannot hold (checked before loading), for a format version this gpmodels does not read, and for
+    any entry that breaks :data:`MODEL_SCHEMA` (:func:`check_model_arrays`)."""
     model_dir = Path(model_dir)
     if not model_dir.is_dir():
         raise DataError(f"model folder {model_dir} {'is not a folder' if model_dir.exists() else 'not found'}")
@@ -121,54 +128,95 @@ def load_arrays(model_dir) -> tuple[str, dict]:
         raise
     except Exception as exc:  # OSError, EOFError, BadZipFile, ValueError (object arrays, bad headers), ...
         raise DataError(f"{path} cannot be read as a model file ({kind}; {type(exc).__name__})") from None
-    try:
-        version = int(arrays["format_version"])
-        kind = str(arrays["kind"])
-    except (KeyError, TypeError, ValueError):
-        raise DataError(f"{path} is not a gpmodels model file (no format_version / kind entries)") from None
-    if version != FORMAT_VERSION:
-        raise DataError(f"{path} has model format version {version}; this gpmodels reads version {FORMAT_VERSION}")
-    for k, (name, a) in enumerate(arrays.items()):
-        if a.dtype.kind in "fc" and not np.all(np.isfinite(a)):
-            what = f"array {name!r}" if name in _MODEL_ARRAYS else f"array {k + 1} of the archive"
-            raise DataError(
-                f"{path}: {what} holds {int(np.sum(~np.isfinite(a)))} non-finite values (NaN or inf); "
-                "a fitted model has finite coefficients, inputs and hyperparameters: refit it"
-            )
-    return kind, arrays
+    return check_model_arrays(arrays, path), arrays
 
 
-#: the arrays the savers write: the only member names a message about a model file quotes
-_MODEL_ARRAYS = frozenset(
-    {
-        "format_version",
-        "kind",
-        "X_dense",
-        "X_data",
-        "X_indices",
-        "X_indptr",
-        "X_shape",
-        "alpha",
-        "alphas",
-        "classes",
-        "tree_edges",
-        "tree_classes",
-        "theta",
-        "thetas",
-        "likelihood_theta",
-        "svmlight_zero_based",
-        "positive_class",
-        "tau_support",
-        "support",
-        "beta",
-        "nu_support",
-        "label_kind",
-        "feature_names",
-        "scaler_kind",
-        "scaler_mean",
-        "scaler_std",
-    }
-)
+#: the model format versions this gpmodels reads
+READ_VERSIONS = (FORMAT_VERSION,)
+#: model kind -> the entries it requires besides the common ones (the inputs: ``X_dense`` or the CSR arrays)
+MODEL_KINDS = {
+    "map": ("alpha", "classes"),
+    "one_vs_rest": ("alphas", "thetas", "classes"),
+    "crammer_singer": ("tau_support", "support", "beta", "classes"),
+    "hm3": ("nu_support", "classes", "tree_edges", "tree_classes"),
+}
+_TEXT, _INT, _FLOAT = "U", "iu", "f"
+#: every entry a model file may hold (dimensions: n training points or support patterns, d features, C classes,
+#: p hyperparameters, E tree edges, L tree leaves, P tree nodes), checked in this order
+MODEL_SCHEMA = {
+    e.name: e
+    for e in (
+        Entry("format_version", _INT, ()),
+        Entry("kind", _TEXT, (), ("in:" + "|".join(MODEL_KINDS),)),
+        Entry("classes", _TEXT, ("C",), ("unique",)),
+        Entry("class_labels", "iufbU", ("C",), ("unique",)),
+        Entry("X_shape", _INT, (2,), ("nonnegative",)),
+        Entry("X_dense", _FLOAT, ("n", "d")),
+        Entry("X_indptr", _INT, ("n+1",), ("row_pointer",)),
+        Entry("X_indices", _INT, ("nnz",), ("below:d",)),
+        Entry("X_data", _FLOAT, ("nnz",)),
+        Entry("alpha", _FLOAT, ("n", "*")),
+        Entry("alphas", _FLOAT, ("C", "n", 2)),
+        Entry("theta", _FLOAT, ("p",)),
+        Entry("thetas", _FLOAT, ("C", "p")),
+        Entry("likelihood_theta", _FLOAT, ("*",)),
+        Entry("tree_edges", _TEXT, ("E", 2)),
+        Entry("tree_classes", _TEXT, ("L",), ("unique",)),
+        Entry("tau_support", _FLOAT, ("n", "C")),
+        Entry("support", _INT, ("n",), ("nonnegative", "unique")),
+        Entry("beta", _FLOAT, (), ("positive",)),
+        Entry("nu_support", _FLOAT, ("n", "P", 4)),
+        Entry("positive_class", _TEXT, ()),
+        Entry("svmlight_zero_based", "b", ()),
+        Entry("label_kind", _TEXT, (), ("in:" + "|".join(LABEL_KINDS),)),
+        Entry("feature_names", _TEXT, ("d",), ("unique",)),
+        Entry("scaler_kind", _TEXT, (), ("in:" + "|".join(FEATURE_SCALINGS),)),
+        Entry("scaler_mean", _FLOAT, ("d",)),
+        Entry("scaler_std", _FLOAT, ("d",), ("positive",)),
+    )
+}
+_SPARSE = ("X_data", "X_indices", "X_indptr", "X_shape")
+
+
+def check_model_arrays(arrays: dict, path) -> str:
+    """Check the arrays of a model file against :data:`MODEL_SCHEMA` before any use (the version first:
+    one this gpmodels does not read is refused by name); returns the model kind.  The inputs are either
+    ``X_dense`` or the four CSR arrays, whose rows hold each column index once."""
+    what = f"{path} (a gpmodels model file)"
+    if "format_version" not in arrays or "kind" not in arrays:
+        raise DataError(f"{path} is not a gpmodels model file (no format_version / kind entries)")
+    version = arrays["format_version"]
+    if version.shape != () or version.dtype.kind not in "iu" or int(version) not in READ_VERSIONS:
+        shown_version = int(version) if version.shape == () and version.dtype.kind in "iu" else "not an integer"
+        raise DataError(
+            f"{path} has model format version {shown_version}; this gpmodels reads version(s) "
+            f"{', '.join(map(str, READ_VERSIONS))}"
+        )
+    kind = str(arrays["kind"]) if arrays["kind"].shape == () and arrays["kind"].dtype.kind == "U" else None
+    if kind not in MODEL_KINDS:
+        raise DataError(
+            f"{path} names a model kind ({described(str(kind))}) that is none of {sorted(MODEL_KINDS)}, "
+            "the kinds this gpmodels reads"
+        )
+    sparse = [n for n in _SPARSE if n in arrays]
+    if sparse and "X_dense" in arrays or not sparse and "X_dense" not in arrays:
+        raise DataError(
+            f"{what} lacks the array 'X_dense' or the CSR arrays {list(_SPARSE)}: it holds its inputs as one "
+            "of the two, not both"
+        )
+    dims = {}
+    if sparse:
+        check_arrays(
+            {"X_shape": arrays.get("X_shape")} if "X_shape" in arrays else {}, MODEL_SCHEMA, ("X_shape",), what=what
+        )
+        dims = dict(zip(("n", "d"), (int(v) for v in arrays["X_shape"])))
+    required = ("format_version", "kind", "scaler_kind", *MODEL_KINDS[kind], *(_SPARSE if sparse else ("X_dense",)))
+    check_arrays(arrays, MODEL_SCHEMA, required, what=what, dims=dims)
+    if sparse:
+        check_csr(arrays["X_indptr"], arrays["X_indices"], dims["d"], f"{what}: the CSR inputs")
+    if "class_labels" in arrays and [str(v) for v in arrays["class_labels"]] != arrays["classes"].tolist():
+        raise DataError(f"{what}: array 'class_labels' must hold the labels whose text is 'classes', in that order")
+    return kind
 
 
 @attrs.frozen(eq=False, kw_only=True)
@@ -223,14 +271,18 @@ def save_map_model(
     zero_based: bool | None = None,
     positive_class: str | None = None,
     inputs: InputFormat | None = None,
+    labels=None,
 ) -> Path:
     """Store α̂ with the inputs, classes (empty for regression), scaler, the class tree (when the
     prior or the scores use one) and the fitted hyperparameters of the operator (``theta``) and of the
     likelihood, so learned values round-trip.  ``positive_class``: the raw label of a binary
     ``data.positive_class`` model (all other raw labels are ``rest``); the loader also reads it from
-    the folder's resolved spec."""
+    the folder's resolved spec.  ``labels``: the classes as values of their own type (an estimator's
+    ``classes_``, in the order of ``classes``), stored as ``class_labels`` and given back exactly."""
     arrays = {**training_arrays(X_train, scaler, zero_based, inputs), "alpha": np.asarray(alpha)}
     arrays["classes"] = np.array(classes, dtype=str)
+    if labels is not None:
+        arrays["class_labels"] = np.asarray(labels)
     if tree is not None:  # the class tree as used (after pruning): (parent, child) name pairs
         arrays["tree_edges"] = np.array(tree.edges(), dtype=str)
     if theta is not None:

@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from gpmodels.errors import OptionalDependencyError
+from gpmodels.safe_write import write_new
 
 __all__ = [
     "plots_available",
@@ -92,7 +93,8 @@ def _save(fig, path) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    fmt = path.suffix.lstrip(".") or "png"
+    write_new(path.parent, path.name, lambda fh: fig.savefig(fh, dpi=110, format=fmt))
     _plt().close(fig)
     return path
 

@@ -400,19 +400,33 @@ class ArrayOf(Validator):
 
 @attrs.frozen
 class SequenceOf(Validator):
-    """A list, tuple or numpy array (not a string) of at least ``min_len`` entries, every entry allowed
-    by the validator ``inner`` (which may be a SequenceOf itself, for lists of lists)."""
+    """A list, tuple or numpy array (not a string) of ``min_len`` to ``max_len`` entries (None: no upper
+    bound), every entry allowed by the validator ``inner`` (which may be a SequenceOf itself, for lists of
+    lists); ``unique``: no entry twice."""
 
     inner: object
     min_len: int = 1
+    max_len: int | None = None
+    unique: bool = False
 
     def describe(self) -> str:
-        size = {0: "a list", 1: "a non-empty list"}.get(self.min_len, f"a list of at least {self.min_len} entries")
-        return f"{size}, each entry {self.inner.describe()}"
+        if self.max_len is not None:
+            size = (
+                f"a non-empty list of at most {self.max_len} entries"
+                if self.min_len == 1
+                else f"a list of {self.min_len} to {self.max_len} entries"
+            )
+        else:
+            size = {0: "a list", 1: "a non-empty list"}.get(self.min_len, f"a list of at least {self.min_len} entries")
+        return f"{size}{', no entry twice' if self.unique else ''}, each entry {self.inner.describe()}"
 
     def allows(self, value) -> bool:
         listed = isinstance(value, (list, tuple)) or (isinstance(value, np.ndarray) and value.ndim >= 1)
-        return listed and len(value) >= self.min_len and all(self.inner.allows(entry) for entry in value)
+        if not listed or len(value) < self.min_len or (self.max_len is not None and len(value) > self.max_len):
+            return False
+        if self.unique and len({repr(v) for v in value}) != len(value):
+            return False
+        return all(self.inner.allows(entry) for entry in value)
 
 
 @attrs.frozen
@@ -510,9 +524,10 @@ def array_of(inner: Number, *, ndim: int | None = 1) -> ArrayOf:
     return ArrayOf(inner, ndim)
 
 
-def sequence_of(inner, *, min_len: int = 1) -> SequenceOf:
-    """attrs validator: a list / tuple / array of at least ``min_len`` entries, each allowed by ``inner``."""
-    return SequenceOf(inner, min_len)
+def sequence_of(inner, *, min_len: int = 1, max_len: int | None = None, unique: bool = False) -> SequenceOf:
+    """attrs validator: a list / tuple / array of ``min_len`` to ``max_len`` entries, each allowed by ``inner``
+    (``unique``: none twice)."""
+    return SequenceOf(inner, min_len, max_len, unique)
 
 
 def any_of(*choices) -> AnyOf:
@@ -522,7 +537,7 @@ def any_of(*choices) -> AnyOf:
 
 def positive_or_list() -> AnyOf:
     """attrs validator: a positive number, or a non-empty list of them (one value for all, or one per group)."""
-    return AnyOf((positive_number(), sequence_of(positive_number())))
+    return AnyOf((positive_number(), sequence_of(positive_number(), max_len=MAX_SIZE)))
 
 
 #: the largest memory size in GB a setting may name (1 TiB)

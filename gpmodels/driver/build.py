@@ -63,7 +63,9 @@ __all__ = [
 
 
 def check_files(spec: Spec, base_dir: Path | None) -> None:
-    """Every file the spec names exists (without loading the data)."""
+    """Every file the spec names is what it must be (without loading the data), resolved as ``run`` resolves
+    it (:func:`~gpmodels.driver.build_data.resolve_path`): the data files, the data root, hierarchy,
+    pseudo-target and Gram files.  The report folder is checked by ``output_dir`` / ``study_folder``."""
     d = spec.data
     if d.dataset is not None:
         try:

@@ -18,8 +18,9 @@ from gpmodels.data.multilabel_sets import MULTILABEL_DATASETS, MultilabelDataset
 from gpmodels.data.scaling import FeatureScaler
 from gpmodels.data.splits import subsample, train_test_split
 from gpmodels.data.svmlight import check_line_lengths
+from gpmodels.driver.output import expanded_path
 from gpmodels.driver.sections.spec import Spec
-from gpmodels.errors import DataError, HierarchyError, InputError, SpecError, at
+from gpmodels.errors import DataError, HierarchyError, InputError, OutputError, SpecError, at
 from gpmodels.hierarchy import ClassTree
 from gpmodels.likelihoods.uncertain import PseudoTargets, coarsen_labels
 from gpmodels.numerals import decode_text
@@ -38,11 +39,22 @@ __all__ = [
 ]
 
 
-def resolve_path(value: str, base_dir: Path | None, key: str, must_exist: bool = True) -> Path:
-    p = Path(value).expanduser()
+def resolve_path(value: str, base_dir: Path | None, key: str, must_exist: bool = True, kind: str = "file") -> Path:
+    """The path a spec's path key names, the same in ``validate`` and ``run``: ``~`` expanded
+    (:func:`~gpmodels.driver.output.expanded_path`: an empty path, a NUL byte, an unknown ``~user`` refused),
+    a relative path looked up in the working directory, then next to the spec; what is found must be a
+    regular file (``kind="file"``: never a folder, a FIFO or a device, which a reader would block on) or a
+    folder (``kind="folder"``).  SpecError naming ``key``."""
+    try:
+        p = expanded_path(value, key)
+    except OutputError as exc:
+        raise SpecError(str(exc).removeprefix(key).lstrip(": "), key) from None
     candidates = [p] if p.is_absolute() else [Path.cwd() / p] + ([base_dir / p] if base_dir else [])
     for c in candidates:
         if c.exists():
+            found = "a folder" if c.is_dir() else "a regular file" if c.is_file() else "a FIFO, device or socket"
+            if found != {"file": "a regular file", "folder": "a folder"}[kind]:
+                raise SpecError(f"{c} is {found}; a {kind} is needed here", key)
             return c
     if must_exist:
         raise SpecError(f"file not found: {value!r} (looked at {', '.join(str(c) for c in candidates)})", key)
@@ -54,7 +66,8 @@ def data_root(spec: Spec, base_dir: Path | None) -> Path:
     spec's folder), else the places of :func:`gpmodels.data.datasets.data_root_candidates`, the spec's
     own folder and its parents among them.  DataError listing every place looked."""
     d = spec.data
-    return find_data_root(resolve_path(d.root, base_dir, "data.root") if d.root else None, spec_dir=base_dir)
+    root = resolve_path(d.root, base_dir, "data.root", kind="folder") if d.root else None
+    return find_data_root(root, spec_dir=base_dir)
 
 
 def build_data(spec: Spec, base_dir: Path | None) -> Dataset:

@@ -12,6 +12,7 @@ from gpmodels.driver.sections.study import StudySpec
 from gpmodels.driver.strict_yaml import describe_yaml_error, load_strict
 from gpmodels.errors import SpecError
 from gpmodels.priors.registry import check_allow_import
+from gpmodels.safe_write import write_new
 
 __all__ = ["load_spec", "load_any_spec", "spec_from_dict", "dump_yaml", "read_yaml", "grant_imports"]
 
@@ -115,4 +116,5 @@ def load_any_spec(path, *, allow_import=()):
 
 
 def dump_yaml(data: dict, path) -> None:
-    Path(path).write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    path = Path(path)
+    write_new(path.parent, path.name, yaml.safe_dump(data, sort_keys=False))

@@ -21,6 +21,7 @@ A run (or study) claims its folder with :func:`claim_output` before it loads dat
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import fcntl
 import fnmatch
@@ -33,7 +34,8 @@ from pathlib import Path
 
 import attrs
 
-from gpmodels.errors import OutputError
+from gpmodels.errors import OutputError, shown
+from gpmodels.safe_write import write_new
 
 __all__ = [
     "CHECKPOINTS",
@@ -43,6 +45,10 @@ __all__ = [
     "STUDY_ARTEFACTS",
     "OutputFolder",
     "claim_output",
+    "expanded_path",
+    "output_folder",
+    "check_output_folder",
+    "folder_lock",
     "read_identity",
     "spec_digest",
 ]
@@ -168,35 +174,48 @@ class OutputFolder:
         return False
 
 
-def write_new(folder: Path, name: str, text: str) -> Path:
-    """Write ``folder/name`` as a new file: a temporary file created exclusively, renamed over the name,
-    so a link planted at the name (symbolic or hard) is replaced, never written through."""
-    target = folder / name
-    tmp = folder / f".{name}.{os.getpid()}.tmp"
+def expanded_path(value, key: str) -> Path:
+    """A spec's or command line's path text as a path, the same for every path key: an empty path (which
+    would name the working folder) and a NUL byte are refused, ``~`` and ``~/...`` expand to the home
+    folder (so no folder literally named ``~`` is ever made), a ``~user`` without a home folder is refused.
+    ``error``: the error class (called with the message and ``key``)."""
+    text = str(value)
+    if not text.strip() or "\x00" in text:
+        what = "an empty path" if not text.strip() else "not a valid path (it holds a NUL byte)"
+        raise OutputError(f"{key}: {what}; name a file or folder", key)
     try:
-        tmp.unlink()
-    except FileNotFoundError:
-        pass
-    fd = os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY | getattr(os, "O_NOFOLLOW", 0), 0o644)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, target)
-    except BaseException:
-        try:
-            tmp.unlink()
-        except OSError:
-            pass
-        raise
-    return target
+        return Path(text).expanduser()
+    except RuntimeError:  # ~user of no known user: pathlib cannot expand it
+        raise OutputError(f"{key}: {shown(text, 60)} starts with ~ but names no user with a home folder", key) from None
 
 
-def _check_path(folder: Path, key: str) -> None:
-    text = str(folder)
-    if not text or "\x00" in text:
-        raise OutputError(f"{key} {text!r} is not a valid folder path", key)
+def output_folder(value, key: str) -> Path:
+    """The report folder a run or study writes (``--out`` or ``output.dir``), resolved and checked the same
+    in ``validate`` and ``run`` (:func:`expanded_path`, :func:`check_output_folder`); nothing is created."""
+    folder = expanded_path(value, key)
+    check_output_folder(folder, key)
+    return folder
+
+
+def check_output_folder(folder: Path, key: str) -> None:
+    """``folder`` is an existing folder, or can be made one: the path is no file, FIFO or device, and the
+    nearest existing folder above it is a folder (not a file).  OutputError naming ``key``; nothing is
+    created."""
     if folder.exists() and not folder.is_dir():
-        raise OutputError(f"{key} {folder} is an existing file, not a folder; choose a folder for the report", key)
+        what = "an existing file" if folder.is_file() else "a FIFO, device or socket"
+        raise OutputError(f"{key} {folder} is {what}, not a folder; choose a folder for the report", key)
+    for parent in folder.absolute().parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise OutputError(f"{key} {folder} cannot be created: {parent} is not a folder", key)
+            return
+        if os.path.lexists(parent):  # a dangling link on the way
+            raise OutputError(f"{key} {folder} cannot be created: {parent} is a broken link", key)
+
+
+def _check_path(folder, key: str) -> Path:
+    """The report folder ``folder`` checked (:func:`output_folder`), created when missing, writable."""
+    folder = output_folder(folder, key)
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -204,6 +223,7 @@ def _check_path(folder: Path, key: str) -> None:
         raise OutputError(f"{key} {folder} cannot be created ({why}); choose a folder you can write", key) from None
     if not os.access(folder, os.W_OK | os.X_OK):
         raise OutputError(f"{key} {folder} is not writable; choose a folder you can write", key)
+    return folder
 
 
 def _read_lock(fd: int) -> tuple[int, str] | None:
@@ -334,6 +354,25 @@ def _lock(folder: Path, key: str) -> int:
     raise OutputError(f"{key} {folder}: other runs took and released the lock while this one tried; try again", key)
 
 
+@contextlib.contextmanager
+def folder_lock(folder, key: str = "folder"):
+    """Hold the folder's run lock (``.gpmodels.lock``, :func:`_lock`) while the body writes into it, for
+    writers that are not runs (``GPClassifier.save``): a folder a run or another save is writing is
+    refused with an :class:`OutputError`, and links planted at the names of its files are removed.
+    The folder is created when missing."""
+    folder = _check_path(folder, key)
+    fd = _lock(folder, key)
+    try:
+        _unlink_planted_links(folder)
+        yield folder
+    finally:
+        try:
+            (folder / LOCK_FILE).unlink()
+        except OSError:
+            pass
+        os.close(fd)
+
+
 def _unlink_planted_links(folder: Path) -> None:
     """Remove every link at a name the run writes (symbolic links, and hard links: a file of ours with
     other names), and leftover temporary files: the run then writes only files it created, never
@@ -356,8 +395,7 @@ def claim_output(
 ) -> OutputFolder:
     """Check, lock and take over ``folder`` for the run ``identity`` (a dict with at least ``name``
     and ``spec_sha256``); see the module docstring.  Raises :class:`OutputError` before any work."""
-    folder = Path(folder)
-    _check_path(folder, key)
+    folder = _check_path(folder, key)
     claimed = OutputFolder(
         folder,
         {

@@ -15,6 +15,7 @@ import re
 from pathlib import Path
 
 from gpmodels.driver.sections.spec import Spec
+from gpmodels.safe_write import write_new
 
 __all__ = ["write_report_md", "REPORT_FILE", "SCORE_MEANINGS", "score_legend"]
 
@@ -143,6 +144,4 @@ def write_report_md(out_dir: Path, spec: Spec, metrics: dict, *, figures_note: s
         lines += ["What the names mean:", "", *legend, ""]
     lines += ["## Timings (seconds)", "", *_table(times), ""]
     lines += ["## Plots", ""] + ([f"![{p}]({p})" for p in plots] or [figures_note or "(none)"]) + [""]
-    path = out_dir / REPORT_FILE
-    path.write_text("\n".join(lines), encoding="utf-8")
-    return path
+    return write_new(out_dir, REPORT_FILE, "\n".join(lines))

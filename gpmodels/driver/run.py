@@ -40,7 +40,7 @@ from gpmodels.driver.build import build_engine_config, check_files
 from gpmodels.driver.build_data import build_data, build_tree, resolve_path
 from gpmodels.driver.loader import dump_yaml, grant_imports
 from gpmodels.driver.outcome import Runner
-from gpmodels.driver.output import claim_output, spec_digest, write_new
+from gpmodels.driver.output import claim_output, output_folder, spec_digest
 from gpmodels.driver.report_md import write_report_md
 from gpmodels.driver.runners import RUNNERS as BUILTIN_RUNNERS
 from gpmodels.driver.sections.spec import Spec
@@ -48,6 +48,7 @@ from gpmodels.engine.factory import open_engine
 from gpmodels.errors import CheckpointWarning, DataError, GPModelsError, NumericalError, SpecError
 from gpmodels.kernels.device.backend import device_in_use
 from gpmodels.progress import Console
+from gpmodels.safe_write import write_new
 from gpmodels.scoring import metrics as M
 from gpmodels.scoring.calibration import brier_score, expected_calibration_error, reliability_curve
 from gpmodels.scoring.decisions import argmax_rule, min_expected_taxo
@@ -117,7 +118,11 @@ def register_runner(objective_type: str, runner: Runner | None = None):
 
 
 def output_dir(spec: Spec, out: str | Path | None) -> Path:
-    return Path(out) if out is not None else Path(spec.output.dir.replace("{name}", spec.name))
+    """The report folder of a run (``--out``, else ``output.dir`` with ``{name}``), resolved and checked as
+    ``validate`` does (:func:`~gpmodels.driver.output.output_folder`)."""
+    if out is not None:
+        return output_folder(out, "--out")
+    return output_folder(spec.output.dir.replace("{name}", spec.name), "output.dir")
 
 
 def _hierarchical_scores(spec: Spec, data: Dataset, base_dir, P: np.ndarray, out_dir: Path, figures: bool) -> dict:
@@ -137,7 +142,7 @@ def _hierarchical_scores(spec: Spec, data: Dataset, base_dir, P: np.ndarray, out
             str(d): {"nodes": s["nodes"], "accuracy": s["accuracy"], "confusion": s["confusion"].tolist()}
             for d, s in M.level_confusion(y_pred, data.y_test, tree).items()
         }
-    (out_dir / "confusion_levels.json").write_text(json.dumps(levels, indent=1) + "\n")
+    write_new(out_dir, "confusion_levels.json", json.dumps(levels, indent=1) + "\n")
     depths = sorted(levels[rules[0]], key=int)
     if figures:
         reports.plot_bars(
@@ -407,7 +412,7 @@ def _test_scores(
     metrics = {"test_error": scores["error"], "test_log_loss": scores["log_loss"], "test_prec": scores["prec"]}
     metrics.update(_calibration(P, data.y_test, out_dir, spec.name, figures))
     curve = M.error_reject_curve(P, data.y_test, spec.evaluation.error_reject)
-    (out_dir / "error_reject.csv").write_text("reject_fraction,error\n" + "".join(f"{a},{e}\n" for a, e in curve))
+    write_new(out_dir, "error_reject.csv", "reject_fraction,error\n" + "".join(f"{a},{e}\n" for a, e in curve))
     return metrics, curve, _hierarchical_scores(spec, data, base_dir, P, out_dir, figures)
 
 

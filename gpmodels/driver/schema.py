@@ -43,19 +43,22 @@ def option(
     node: type | None = None,
     many: bool = False,
     allowed: str | None = None,
+    min_len: int = 1,
+    max_len: int = 1000,
 ):
     """Declare one spec key (see the module docstring).
 
     ``check``: the validator of the value (None: any value, checked by ``Node.check``); a default of
     None makes it optional (null allowed).  ``node``: the key is a sub-section of that class (``many``:
-    a list of them).  ``allowed``: the reference's "allowed" column where the validator cannot say it
-    (an open set checked by ``Node.check``)."""
+    a list of them, ``min_len`` to ``max_len`` sections).  ``allowed``: the reference's "allowed" column
+    where the validator cannot say it (an open set checked by ``Node.check``)."""
     if node is None and check is not None and default is None and not isinstance(check, Optional):
         check = optional(check)
     meta = dict(
         check=check,
         node=node,
         many=many,
+        lengths=(min_len, max_len),
         doc=doc,
         allowed=allowed,
         nullable=default is None or isinstance(check, Optional),
@@ -167,8 +170,12 @@ def _convert(value, meta, path: str):
                 return None
             raise SpecError("must not be null", path)
         if meta["many"]:
+            low, high = meta["lengths"]
             if not isinstance(value, (list, tuple)):
                 raise SpecError(f"must be a list of sections; got {_type_name(value)} {shown(value)}", path)
+            if not low <= len(value) <= high:
+                least = "at least one section" if low == 1 else f"at least {low} sections"
+                raise SpecError(f"must be a list of {least} and at most {high}; got {len(value)}", path)
             return tuple(node.from_dict(v, f"{path}[{i}]") for i, v in enumerate(value))
         return node.from_dict(value, path)
     check = meta["check"]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import csv
 import functools
+import io
 import json
 import sys
 import time
@@ -22,12 +23,13 @@ import attrs
 from gpmodels import reports
 from gpmodels.driver.build import build_engine_config
 from gpmodels.driver.loader import grant_imports
-from gpmodels.driver.output import STUDY_ARTEFACTS, claim_output, spec_digest
+from gpmodels.driver.output import STUDY_ARTEFACTS, claim_output, output_folder, spec_digest
 from gpmodels.driver.report_md import score_legend
 from gpmodels.driver.run import run_spec, start_log
 from gpmodels.driver.sections.study import StudySpec
 from gpmodels.engine.factory import open_engine
 from gpmodels.errors import GPModelsError
+from gpmodels.safe_write import write_new
 
 __all__ = ["run_study", "failed_models", "study_identity"]
 
@@ -74,7 +76,7 @@ def run_study(
     start time, ``command``, spec digest), ``run.log`` in the study folder the study's messages (each
     model's own ``run.log`` is in its sub-folder)."""
     study = grant_imports(study, allow_import)
-    out_dir = Path(out) if out is not None else Path(study.output.dir.replace("{name}", study.name))
+    out_dir = study_folder(study, out)
     with claim_output(
         out_dir,
         study_identity(study),
@@ -101,6 +103,14 @@ def run_study(
         except KeyboardInterrupt:
             say.write_log("interrupted (Ctrl-C)")
             raise
+
+
+def study_folder(study: StudySpec, out=None) -> Path:
+    """The report folder of a study (``--out``, else ``output.dir``), resolved and checked as ``validate``
+    does (:func:`~gpmodels.driver.output.output_folder`)."""
+    if out is not None:
+        return output_folder(out, "--out")
+    return output_folder(study.output.dir.replace("{name}", study.name), "output.dir")
 
 
 def failed_models(rows: list[dict]) -> list[str]:
@@ -151,13 +161,14 @@ def _write_tables(out_dir: Path, name: str, rows: list[dict], cols: list[str], o
     md = ["| " + " | ".join(cols) + " |", "|" + " --- |" * len(cols)]
     md += ["| " + " | ".join(_fmt(r.get(c)).replace("|", "/").replace("\n", " ") for c in cols) + " |" for r in rows]
     table = "\n".join(md) + "\n"
-    (out_dir / "study.md").write_text(table)
-    with open(out_dir / "study.csv", "w", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=cols, extrasaction="ignore")
-        w.writeheader()
-        w.writerows(rows)
-    (out_dir / "study.json").write_text(
-        json.dumps({"study": name, **origin, "rows": rows}, indent=2, default=float) + "\n"
+    write_new(out_dir, "study.md", table)
+    text = io.StringIO(newline="")
+    w = csv.DictWriter(text, fieldnames=cols, extrasaction="ignore")
+    w.writeheader()
+    w.writerows(rows)
+    write_new(out_dir, "study.csv", text.getvalue())
+    write_new(
+        out_dir, "study.json", json.dumps({"study": name, **origin, "rows": rows}, indent=2, default=float) + "\n"
     )
     return table
 
@@ -215,7 +226,7 @@ def _run_study(study, base_dir, out_dir: Path, say, run_spec, origin, *, quiet, 
         "Per-model reports: "
         + ", ".join(f"[{r['model']}]({r['model']}/metrics.json)" for r in rows if r["status"] == "ok"),
     ]
-    (out_dir / "report.md").write_text("\n".join(report) + "\n")
+    write_new(out_dir, "report.md", "\n".join(report) + "\n")
     if not quiet:
         print(table, end="")
     say(f"report: {out_dir}/report.md")

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -22,11 +23,19 @@ from gpmodels.priors.learned import LearnedPrior
 __all__ = ["load_classifier"]
 
 
-def _labels(names) -> np.ndarray:
-    """Class names as labels: integers when every name is one (a model of integer labels), else text."""
+def _labels(names, arrays: dict) -> np.ndarray:
+    """The classes as labels: the stored values of their own type (``class_labels``, written by
+    ``GPClassifier.save``), else, for a folder of ``gpmodels run``, integers when every name is a
+    canonical integer ("1", never "01"; int64, else uint64 when they fit), else text."""
+    if "class_labels" in arrays:
+        return arrays["class_labels"]
     names = np.array([str(c) for c in names])
-    if all(n.lstrip("-").isdigit() for n in names):
-        return names.astype(np.int64)
+    if names.size and all(re.fullmatch(r"-?(0|[1-9][0-9]{0,19})", n) for n in names):
+        values = [int(n) for n in names]
+        for dtype in (np.int64, np.uint64):
+            info = np.iinfo(dtype)
+            if all(info.min <= v <= info.max for v in values):
+                return np.array(values, dtype=dtype)
     return names
 
 
@@ -54,7 +63,7 @@ def load_classifier(path, *, allow_import=()):
     if "tree_edges" in arrays:
         tree = ClassTree([tuple(e) for e in arrays["tree_edges"].tolist()], predictor.classes)
     prior = build_prior(spec.model, X, Path(path), tree=tree)
-    labels = _labels(predictor.classes)
+    labels = _labels(predictor.classes, arrays)
     classes = np.sort(labels)
     est = GPClassifier(prior=LearnedPrior(prior, op.params, op.param_names), objective="map")
     u = op.mvm(alpha)

@@ -16,21 +16,25 @@ parameters the scikit-learn kernel held "fixed" are stored as values of the rebu
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
 import yaml
 
+from gpmodels.data.labels import InputFormat
 from gpmodels.driver.build import build_prior
 from gpmodels.driver.loader import spec_from_dict
+from gpmodels.driver.output import folder_lock
 from gpmodels.errors import InputError
 from gpmodels.estimators._common import check_fitted
 from gpmodels.kernels.factory import make_kernel
 from gpmodels.persistence import SPEC_FILE, save_map_model
 from gpmodels.priors.anova import SPEC_SHARING, ANOVAPrior
 from gpmodels.priors.independent import IndependentGP
+from gpmodels.safe_write import write_new
 
-__all__ = ["save_classifier", "model_section", "folder_theta"]
+__all__ = ["save_classifier", "model_section", "folder_theta", "spec_name", "label_values"]
 
 #: (node variance sharing, node kernel sharing) of an ANOVA prior -> the spec's model.sharing
 _ANOVA_SHARING = {value: key for key, value in SPEC_SHARING.items()}
@@ -128,6 +132,32 @@ def folder_theta(spec: dict, learned, X, n_classes: int, tree=None) -> np.ndarra
     return theta
 
 
+def spec_name(folder_name: str) -> str:
+    """The spec's ``name`` for a model folder of any name the file system allows (``my model``,
+    ``v1.0+gpu``, ``ünï``): the folder name with every character outside the spec's name rule
+    (:data:`~gpmodels.driver.sections.spec.NAME_RULE`) replaced by ``_``; the folder keeps its own name."""
+    name = re.sub(r"[^A-Za-z0-9_.-]", "_", folder_name).lstrip(".").replace("..", "_")[:100]
+    return name or "gpclassifier"
+
+
+def label_values(labels) -> np.ndarray:
+    """The classes as an array of their own type, so a model folder gives them back exactly: integers of
+    any width (uint64, beyond 2^53), floats, bools and text ("01" and "1" distinct); labels numpy holds
+    only as Python objects (mixed types, integers beyond 64 bits) are refused."""
+    labels = np.asarray(labels)
+    if labels.dtype.kind == "O":
+        if all(isinstance(v, str) for v in labels):
+            return labels.astype(str)
+        raise InputError(
+            "a model folder stores the classes as one array of integers, floats, bools or text; the classes "
+            f"are Python objects of the types {sorted({type(v).__name__ for v in labels})}: pickle the "
+            "estimator instead"
+        )
+    if labels.dtype.kind not in "iufbU":
+        raise InputError(f"a model folder cannot store classes of dtype {labels.dtype}: pickle the estimator instead")
+    return labels
+
+
 def save_classifier(est, path) -> Path:
     """Write the model folder ``path`` of a fitted GPClassifier (module docstring); returns the folder."""
     check_fitted(est)
@@ -139,21 +169,25 @@ def save_classifier(est, path) -> Path:
         raise InputError(f"a model folder names the classes as text, and {list(est.classes_)} are not distinct as text")
     folder = Path(path)
     spec = {
-        "name": folder.name or "gpclassifier",
+        "name": spec_name(folder.name),
         "data": {"path": "(fitted by GPClassifier)", "test": "split"},
         "model": model,
         "objective": {"type": "map"},
     }
     theta = folder_theta(spec, learned, est.X_train_, len(names), tree)
-    save_map_model(
-        folder,
-        est.X_train_,
-        est.alpha_,
-        names,
-        None,
-        theta=theta,
-        likelihood_theta=est.model_.likelihood.params if est.model_.likelihood.params.size else None,
-        tree=tree,
-    )
-    (folder / SPEC_FILE).write_text(yaml.safe_dump(spec, sort_keys=False))
+    labels = label_values(est.classes_[order])
+    with folder_lock(folder, "the model folder"):
+        save_map_model(
+            folder,
+            est.X_train_,
+            est.alpha_,
+            names,
+            None,
+            theta=theta,
+            likelihood_theta=est.model_.likelihood.params if est.model_.likelihood.params.size else None,
+            tree=tree,
+            labels=labels,
+            inputs=InputFormat(label_kind="number" if labels.dtype.kind in "iuf" else "text"),
+        )
+        write_new(folder, SPEC_FILE, yaml.safe_dump(spec, sort_keys=False))
     return folder

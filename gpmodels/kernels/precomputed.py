@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import attrs
 import numpy as np
+import scipy.linalg
 
 from gpmodels.errors import InputError
 from gpmodels.kernels.base import ParameterFreeKernel
 from gpmodels.validation import check_finite
 
-__all__ = ["Precomputed", "index_inputs"]
+__all__ = ["Precomputed", "index_inputs", "check_gram", "GRAM_JITTER"]
 
 
 def index_inputs(indices) -> np.ndarray:
@@ -23,12 +24,47 @@ def index_inputs(indices) -> np.ndarray:
     return np.asarray(indices, dtype=np.float64).reshape(-1, 1)
 
 
-def _check_gram(instance, attribute, G):
+#: the relative jitter of the positive semi-definiteness test: G + GRAM_JITTER * mean(diag G) * I must have a
+#: Cholesky factor (the jitter MKL adds to its kernel sums, MKLOptions.jitter)
+GRAM_JITTER = 1e-8
+
+
+def check_gram(G, what: str = "Precomputed gram") -> np.ndarray:
+    """A Gram matrix checked as a kernel matrix: square, finite, symmetric (to 1e-10 relative) and
+    positive semi-definite within the stated tolerance: the Cholesky factorisation of
+    G + ε I, ε = ``GRAM_JITTER`` times the mean diagonal, must exist.  A matrix that fails says how far it
+    is from one: its smallest eigenvalue relative to the mean diagonal (or the negative diagonal entries).
+    Returns G as float64."""
+    G = np.asarray(G, dtype=np.float64)
     if G.ndim != 2 or G.shape[0] != G.shape[1]:
-        raise InputError(f"Precomputed gram must be a square matrix; got shape {G.shape}")
-    check_finite("Precomputed gram", G)
-    if not np.allclose(G, G.T, rtol=1e-10, atol=1e-12 * max(1.0, float(np.abs(G).max(initial=0.0)))):
-        raise InputError("Precomputed gram must be symmetric")
+        raise InputError(f"{what} must be a square matrix; got shape {G.shape}")
+    check_finite(what, G)
+    scale = max(1.0, float(np.abs(G).max(initial=0.0)))
+    if not np.allclose(G, G.T, rtol=1e-10, atol=1e-12 * scale):
+        gap = float(np.abs(G - G.T).max()) / scale
+        raise InputError(f"{what} must be symmetric; |G - G^T| reaches {gap:.3g} of its largest entry")
+    d = np.diag(G)
+    if G.size and np.any(d < 0):
+        raise InputError(
+            f"{what} must be positive semi-definite; {int(np.sum(d < 0))} diagonal entries are negative "
+            f"(the smallest {float(d.min()):.3g}): a kernel matrix has K(x, x) >= 0"
+        )
+    mean_diag = max(float(np.mean(d)) if d.size else 0.0, np.finfo(float).tiny)
+    eps = GRAM_JITTER * mean_diag
+    try:
+        scipy.linalg.cholesky(G + eps * np.eye(G.shape[0]), lower=True, check_finite=False)
+    except np.linalg.LinAlgError:
+        lam = float(scipy.linalg.eigvalsh(G, subset_by_index=[0, 0], check_finite=False)[0])
+        raise InputError(
+            f"{what} must be positive semi-definite within a jitter of {GRAM_JITTER:g} x its mean diagonal "
+            f"({eps:.3g}); its smallest eigenvalue is {lam:.3g}, {lam / mean_diag:.3g} x the mean "
+            "diagonal: it is no kernel matrix (a fit on it would be meaningless)"
+        ) from None
+    return G
+
+
+def _check_gram(instance, attribute, G):
+    check_gram(G)
 
 
 @attrs.frozen(eq=False)

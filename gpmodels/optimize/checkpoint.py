@@ -35,16 +35,17 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import zipfile
 from pathlib import Path
 
 import attrs
 import numpy as np
 
+from gpmodels.array_schema import Entry, check_arrays
 from gpmodels.data.datasets import check_npz
 from gpmodels.errors import CheckpointError, DataError, InputError
 from gpmodels.optimize.lbfgs import OuterRecord, OuterState
+from gpmodels.safe_write import write_new
 from gpmodels.validation import boolean, instance_of, to_path
 
 __all__ = [
@@ -201,24 +202,7 @@ def write_checkpoint(path, state: OuterState, identity: RunIdentity, extra: dict
     payload["header"] = np.frombuffer(header_bytes, dtype=np.uint8)
     payload["checksum"] = np.frombuffer(_checksum(header_bytes, arrays).encode("ascii"), dtype=np.uint8)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    try:
-        with open(tmp, "wb") as fh:
-            np.savez(fh, **payload)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
-    try:  # make the rename itself durable
-        fd = os.open(path.parent, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-    except OSError:
-        pass
+    write_new(path.parent, path.name, lambda fh: np.savez(fh, **payload), sync=True)
 
 
 def _corrupt(path, why) -> CheckpointError:
@@ -295,10 +279,35 @@ def _read_arrays(path: Path) -> dict:
     except (zipfile.BadZipFile, ValueError, OSError, EOFError, KeyError, zipfile.LargeZipFile) as exc:
         # (numpy's and zipfile's messages may quote the file: named by type only)
         raise _corrupt(path, f"cannot be read as a numpy archive: {type(exc).__name__}") from None
-    for key in ("header", "checksum", "x", "value", "gradient", "S", "Yd", "theta0", "probe"):
-        if key not in data:
+    for key in CHECKPOINT_SCHEMA:
+        if key not in data and key != "inner_":
             raise _corrupt(path, f"the field {key!r} is missing")
+    try:
+        check_arrays(
+            data, CHECKPOINT_SCHEMA, (), what=f"checkpoint {path}", error=CheckpointError, open_prefixes=("inner_",)
+        )
+    except CheckpointError as exc:
+        raise _corrupt(path, str(exc).removeprefix(f"checkpoint {path}").lstrip(": ")) from None
     return data
+
+
+#: every array a checkpoint holds (p hyperparameters, m L-BFGS pairs; theta0 and the probe are compared with the run's);
+#: ``inner_<name>``: the objective's inner state, any shape (its own ``restore_inner`` checks it)
+CHECKPOINT_SCHEMA = {
+    e.name: e
+    for e in (
+        Entry("header", "u", ("*",)),
+        Entry("checksum", "u", (64,)),
+        Entry("x", "f", ("p",)),
+        Entry("value", "f", ()),
+        Entry("gradient", "f", ("p",)),
+        Entry("S", "f", ("m", "p")),
+        Entry("Yd", "f", ("m", "p")),
+        Entry("theta0", "f", ("*",)),
+        Entry("probe", "f", None),
+        Entry("inner_", "fiub", None),
+    )
+}
 
 
 def _verified_header(path: Path, data: dict) -> dict:

@@ -243,7 +243,7 @@ def test_a_bad_out_is_refused_before_any_work(tmp_path, capsys, monkeypatch):
     code, err = _cli(capsys, "run", p, "--quiet", "--out", tmp_path / "afile" / "sub")
     assert code == 2 and "cannot be created" in err
     code, err = _cli(capsys, "run", p, "--quiet", "--out", "bad\x00path")
-    assert code == 2 and "not a valid folder path" in err
+    assert code == 2 and "not a valid path" in err
     if os.geteuid() != 0:  # root writes anywhere
         ro = tmp_path / "ro"
         ro.mkdir()

@@ -11,7 +11,7 @@ from gpmodels.baselines.hm3.solver import HM3Options
 from gpmodels.driver.derive import Part, options_section
 from gpmodels.driver.schema import option
 from gpmodels.errors import SpecError
-from gpmodels.validation import sequence_of, string
+from gpmodels.validation import one_of, sequence_of
 
 __all__ = ["CrammerSingerSpec", "HM3Spec", "HM3_COMPARE"]
 
@@ -66,7 +66,11 @@ HM3Spec = options_section(
     extra=(
         (
             "compare",
-            option((), sequence_of(string(), min_len=0), doc="also train the baselines `svm` (per node) and `hsvm`"),
+            option(
+                (),
+                sequence_of(one_of(HM3_COMPARE), min_len=0, max_len=len(HM3_COMPARE), unique=True),
+                doc="also train the baselines `svm` (per node) and `hsvm`",
+            ),
         ),
     ),
     docs={

@@ -20,7 +20,7 @@ class EvaluationSpec(Node):
 
     error_reject: tuple = option(
         (0.0, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35),
-        sequence_of(number(0.0, 0.99), min_len=0),
+        sequence_of(number(0.0, 0.99), min_len=1, max_len=100, unique=True),
         doc="rejection fractions of the error-reject curve",
     )
     train_scores: bool = option(False, boolean(), doc="also score the training set")

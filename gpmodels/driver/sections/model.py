@@ -15,6 +15,7 @@ from gpmodels.operators.blockdiag import SHARING_MODES
 from gpmodels.priors.coupled import COUPLING_INITS
 from gpmodels.priors.registry import BUILTIN_PRIORS, is_import_path, is_known_prior, unknown_prior_message
 from gpmodels.validation import (
+    MAX_SIZE,
     any_of,
     boolean,
     gigabytes,
@@ -66,7 +67,7 @@ class KernelSpec(Node):
     type: str = option(check=one_of(KERNEL_TYPES), doc="covariance function")
     w: object = option(
         None,
-        any_of(one_of(("auto",)), positive_number(), sequence_of(positive_number())),
+        any_of(one_of(("auto",)), positive_number(), sequence_of(positive_number(), max_len=MAX_SIZE)),
         doc="rbf, matern, rational_quadratic (and their `_ard` forms, and `ard`): inverse squared length-scale(s) "
         "w = 1/ℓ²; `auto` = 1 / Σ_j Var[x_j] of the training inputs",
     )
@@ -89,7 +90,12 @@ class KernelSpec(Node):
     gram: str | None = option(
         None, string(), doc="precomputed: .npy Gram matrix over all points; the data's X holds point indices"
     )
-    terms: tuple | None = option(None, many=True, doc="sum, product: the kernels added / multiplied (kernel sections)")
+    terms: tuple | None = option(
+        None,
+        many=True,
+        min_len=0,  # an empty list is refused by `check`, which says what the kernel type needs
+        doc="sum, product: the kernels added / multiplied (kernel sections)",
+    )
 
     def check(self, path):
         used = KERNEL_KEYS[self.type]
@@ -237,7 +243,9 @@ class ModelSpec(Node):
         doc="a kernel combination K_θ = Σ_m θ_m K_m (Sum; each with variance 1) instead of `kernel`",
     )
     weights: tuple | None = option(
-        None, sequence_of(positive_number(), min_len=0), doc="initial kernel weights θ of `kernels` (default all 1)"
+        None,
+        sequence_of(positive_number(), min_len=1, max_len=1000),
+        doc="initial kernel weights θ of `kernels` (default all 1)",
     )
     representation: RepresentationSpec = option(
         RepresentationSpec, node=RepresentationSpec, doc="kernel matrix representation"

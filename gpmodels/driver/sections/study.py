@@ -52,7 +52,9 @@ class StudySpec(NamedSpec):
     evaluation: EvaluationSpec = option(EvaluationSpec, node=EvaluationSpec, doc="evaluation")
     output: OutputSpec = option(OutputSpec, node=OutputSpec, doc="output folder of the study")
     models: tuple = option(node=StudyEntry, many=True, doc="the compared models")
-    columns: tuple = option(DEFAULT_COLUMNS, sequence_of(string(), min_len=0), doc="metrics shown in the table")
+    columns: tuple = option(
+        DEFAULT_COLUMNS, sequence_of(string(), min_len=1, max_len=100, unique=True), doc="metrics shown in the table"
+    )
     engine: EngineSpec = option(
         EngineSpec,
         node=EngineSpec,

@@ -223,7 +223,16 @@ class CVObjective:
     def probe(self) -> np.ndarray:
         return probe_operator(self.op)
 
-    restore_inner = staticmethod(CVState.from_arrays)
+    def restore_inner(self, arrays: dict) -> CVState:
+        """The inner state of a checkpoint (:meth:`CVState.from_arrays`), every fold's α[J_k] of shape
+        (|J_k|, C), J_k the points outside the held-out fold I_k, for this run's folds (else InputError:
+        the checkpoint reads as corrupt)."""
+        state = CVState.from_arrays(arrays)
+        n, C = self.op.n_points, self.op.n_classes
+        shapes = [(n - len(I), C) for I in self.folds]
+        if [a.shape for a in state.alphas] != shapes:
+            raise InputError(f"the folds' alpha arrays must have the shapes {shapes[:4]} (|J_k|, C) of this run")
+        return state
 
 
 def learn_hyperparameters(
