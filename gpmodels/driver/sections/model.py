@@ -73,7 +73,7 @@ class KernelSpec(Node):
     )
     length_scale: object = option(
         None,
-        any_of(positive_number(), sequence_of(positive_number())),
+        positive_or_list(),
         doc="the kernels of `w`: the length-scale(s) ℓ = 1/√w instead of `w` (one or the other)",
     )
     nu: float | None = option(None, one_of(MATERN_NUS), doc="matern, matern_ard: smoothness ν (default 1.5)")
