@@ -33,3 +33,27 @@ def test_stored_contractions_from_sq_dists_match_the_dense_matrix(rng, monkeypat
     v2, g2 = built.contractions(E, F, w)
     np.testing.assert_allclose(v2, values, rtol=1e-12)
     np.testing.assert_allclose(g2, grad, rtol=1e-10)
+
+
+def test_stored_contractions_on_threads_give_the_one_thread_numbers(rng, monkeypatch):
+    # the row blocks run on as many threads as the BLAS may use, summed in the blocks' order
+    from threadpoolctl import threadpool_limits
+
+    import gpmodels.linalg.blas_threads as bt
+
+    monkeypatch.setattr(reps, "GRAD_BLOCK_MB", 0.001)
+    n, m = 53, 3
+    X = rng.normal(size=(n, 4))
+    E, F, w = rng.normal(size=(n, m)), rng.normal(size=(n, m)), rng.random(m) + 0.5
+    rep = StoredGram(X, RBF(0.4), sq_dists=SqDistCache(X), dtype="float32")
+    pools = []
+    monkeypatch.setattr(reps, "thread_pool", lambda k: pools.append(k) or bt.thread_pool(k))
+    monkeypatch.setattr(reps, "blas_threads", lambda: 3)
+    values, grad = rep.contractions(E, F, w)
+    assert pools == [3]
+    monkeypatch.setattr(reps, "blas_threads", lambda: 1)
+    with threadpool_limits(limits=1, user_api="blas"):
+        v1, g1 = rep.contractions(E, F, w)
+    assert pools == [3]  # one thread: no pool
+    np.testing.assert_array_equal(values, v1)
+    np.testing.assert_array_equal(grad, g1)
