@@ -7,7 +7,9 @@ the ``root`` argument, else ``$GPMODELS_DATA``, else ``./data``, ``../shared/dat
 beside the spec's folder and each of its parents (:func:`data_root_candidates`).
 
 Single-label sets: ``satimage``, ``usps``, ``news20`` (sparse counts; ``subset='small'`` uses
-``subset_small.npz``), ``imclef07a``.  Data files given by path are read by :mod:`gpmodels.data.files`.
+``subset_small.npz``), ``imclef07a``, ``clinc150`` (sparse counts, 150 intents under 10 domains; its
+validation split and out-of-scope queries ride along as ``Dataset.validation`` / ``Dataset.out_of_scope``,
+``subset='small'`` / ``'validation'``: :mod:`gpmodels.data.clinc150`).  Data files given by path are read by :mod:`gpmodels.data.files`.
 """
 
 from __future__ import annotations
@@ -36,9 +38,13 @@ __all__ = [
     "read_npy",
     "check_npz",
     "KNOWN_ARRAYS",
+    "DATASET_SUBSETS",
 ]
 
-NAMED_DATASETS = ("satimage", "usps", "news20", "imclef07a")
+NAMED_DATASETS = ("satimage", "usps", "news20", "imclef07a", "clinc150")
+
+#: the subsets each named set defines (``load_dataset(..., subset=...)``, the spec's ``data.subset``)
+DATASET_SUBSETS = {"news20": ("small",), "clinc150": ("small", "validation")}
 
 
 @attrs.frozen
@@ -57,6 +63,8 @@ class Dataset:
     positive_class: str | None = None  # a binary data.positive_class task: classes ("rest", positive_class)
     label_kind: str = "text"  # the raw labels' kind, "number" or "text" (gpmodels.data.labels)
     feature_names: tuple[str, ...] | None = None  # a CSV training file's feature columns (None: not CSV)
+    validation: tuple | None = None  # (X_val, y_val): a named set's own validation split, apart from train/test
+    out_of_scope: dict | None = None  # {split: X}: inputs of no class (clinc150's out-of-scope queries)
 
     @property
     def input_format(self) -> InputFormat:
@@ -340,8 +348,15 @@ def load_dataset(name: str, root=None, *, subset: str | None = None, spec_dir=No
     folder = find_data_root(root, spec_dir=spec_dir) / name
     if not folder.is_dir():
         raise DataError(f"data set folder not found: {folder}")
-    if subset is not None and name != "news20":
-        raise DataError(f"subset={subset!r} is only defined for news20 (subset_small.npz); got data set {name!r}")
+    if subset is not None and name not in DATASET_SUBSETS:
+        raise DataError(
+            f"subset={subset!r} is only defined for {' and '.join(DATASET_SUBSETS)} "
+            f"(subset_small.npz); got data set {name!r}"
+        )
+    if name == "clinc150":
+        from gpmodels.data.clinc150 import load_clinc150
+
+        return load_clinc150(folder, subset)
     if name in ("satimage", "usps"):
         return _dense_pair(folder, name)
     if name == "imclef07a":
