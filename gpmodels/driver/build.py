@@ -77,7 +77,11 @@ def check_files(spec: Spec, base_dir: Path | None) -> None:
         if d.subset is not None and d.subset not in allowed:
             raise SpecError(
                 f"`subset: {d.subset}` is not defined for data set {d.dataset!r}; "
-                + (f"its subsets: {', '.join(allowed)}" if allowed else f"only {', '.join(DATASET_SUBSETS)} have subsets"),
+                + (
+                    f"its subsets: {', '.join(allowed)}"
+                    if allowed
+                    else f"only {', '.join(DATASET_SUBSETS)} have subsets"
+                ),
                 "data.subset",
             )
     else:

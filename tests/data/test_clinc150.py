@@ -6,8 +6,7 @@ import pytest
 import scipy.sparse as sp
 from conftest import SHARED_DATA, needs_shared_data
 
-from gpmodels.data.clinc150 import load_clinc150
-from gpmodels.data.datasets import load_dataset
+from gpmodels.data.datasets import load_clinc150, load_dataset
 from gpmodels.driver.build import check_files
 from gpmodels.driver.build_data import build_data, build_tree
 from gpmodels.driver.loader import spec_from_dict
