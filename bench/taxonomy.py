@@ -20,7 +20,7 @@ Times are wall clock on whatever else the machine runs: the header prints the lo
 ratios and MVM counts rather than seconds on a shared machine.  ``--smoke``: a tiny taxonomy and a small CLINC150
 run with one outer iteration, in seconds (the bench test).  Prints tables and a final JSON line.
 
-Usage: python bench/taxonomy.py [--sizes D 0.5 B] [--learn N] [--clinc] [--no-peers] [--smoke]
+Usage: python bench/taxonomy.py [--sizes D 0.5 B] [--learn N] [--clinc [--clinc-subset small]] [--no-peers] [--smoke]
 """
 
 from __future__ import annotations
@@ -247,6 +247,8 @@ def _score_table(out: dict) -> None:
 
 def _clinc_spec(name: str, a):
     spec, base = load_spec(ROOT / "specs" / f"{name}.yaml")
+    if a.clinc_subset and not a.smoke:
+        spec = attrs.evolve(spec, data=attrs.evolve(spec.data, subset=a.clinc_subset))
     if a.smoke:
         spec = attrs.evolve(spec, data=attrs.evolve(spec.data, subset="small", max_train=450, max_test=300))
         cv = spec.objective.cv
@@ -327,6 +329,7 @@ def main(argv=None):
     p.add_argument("--variance", type=float, default=5.0, help="v of every class / level (the paper's start: 5)")
     p.add_argument("--learn", type=int, default=0, help="also learn F1/H1 variances by this many outer iterations")
     p.add_argument("--clinc", action="store_true", help="CLINC150 end to end (CV-learned flat and ANOVA, peers)")
+    p.add_argument("--clinc-subset", default=None, choices=["small"], help="CLINC150's small subset (3000 / 1500)")
     p.add_argument("--no-peers", action="store_true", help="skip LinearSVC / LogisticRegression / HiClass")
     p.add_argument("--smoke", action="store_true", help="a tiny taxonomy and a small CLINC150 run, in seconds")
     a = p.parse_args(argv)
