@@ -5,6 +5,7 @@ from gpmodels.data.files import load_file
 from gpmodels.data.scaling import auto_rbf_w, scale_features
 from gpmodels.data.splits import kfold_partition, subsample, train_test_split
 from gpmodels.data.svmlight import load_svmlight
+from gpmodels.data.taxonomy import synthetic_taxonomy
 
 __all__ = [
     "Dataset",
@@ -16,4 +17,5 @@ __all__ = [
     "subsample",
     "scale_features",
     "auto_rbf_w",
+    "synthetic_taxonomy",
 ]

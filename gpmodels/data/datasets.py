@@ -7,7 +7,20 @@ the ``root`` argument, else ``$GPMODELS_DATA``, else ``./data``, ``../shared/dat
 beside the spec's folder and each of its parents (:func:`data_root_candidates`).
 
 Single-label sets: ``satimage``, ``usps``, ``news20`` (sparse counts; ``subset='small'`` uses
-``subset_small.npz``), ``imclef07a``.  Data files given by path are read by :mod:`gpmodels.data.files`.
+``subset_small.npz``), ``imclef07a``, ``clinc150`` (sparse counts, 150 intents under 10 domains; its
+validation split and out-of-scope queries ride along as ``Dataset.validation`` / ``Dataset.out_of_scope``,
+``subset='small'`` / ``'validation'``: :func:`load_clinc150`).
+
+CLINC150 (Larson et al., EMNLP 2019; the staged folder's README gives the conversion): the data set's own
+split, 15 000 train / 3 000 validation / 4 500 test queries (100 / 20 / 30 per intent) as CSR term counts
+over 2 793 terms; the tree ``hierarchy.tsv`` (root -> 10 domains -> 150 intents); and 1 200
+out-of-scope queries (100 train, 100 validation, 1 000 test) of no class.  Train and test hold the
+in-scope queries only; ``Dataset.validation`` = (X_val, y_val) and ``Dataset.out_of_scope`` =
+{"train": X, "val": X, "test": X} keep the rest reachable (open-set experiments).  ``subset``:
+``small`` (``subset_small.npz``: the first 20 train / 10 test queries of every intent) or
+``validation`` (the validation split in the test set's place, to choose settings without the test set).
+
+Data files given by path are read by :mod:`gpmodels.data.files`.
 """
 
 from __future__ import annotations
@@ -36,9 +49,16 @@ __all__ = [
     "read_npy",
     "check_npz",
     "KNOWN_ARRAYS",
+    "DATASET_SUBSETS",
+    "load_clinc150",
 ]
 
-NAMED_DATASETS = ("satimage", "usps", "news20", "imclef07a")
+NAMED_DATASETS = ("satimage", "usps", "news20", "imclef07a", "clinc150")
+
+#: the subsets each named set defines (``load_dataset(..., subset=...)``, the spec's ``data.subset``)
+DATASET_SUBSETS = {"news20": ("small",), "clinc150": ("small", "validation")}
+
+_OOS_SPLITS = ("train", "val", "test")  # clinc150 oos_split codes 0 / 1 / 2
 
 
 @attrs.frozen
@@ -57,6 +77,8 @@ class Dataset:
     positive_class: str | None = None  # a binary data.positive_class task: classes ("rest", positive_class)
     label_kind: str = "text"  # the raw labels' kind, "number" or "text" (gpmodels.data.labels)
     feature_names: tuple[str, ...] | None = None  # a CSV training file's feature columns (None: not CSV)
+    validation: tuple | None = None  # (X_val, y_val): a named set's own validation split, apart from train/test
+    out_of_scope: dict | None = None  # {split: X}: inputs of no class (clinc150's out-of-scope queries)
 
     @property
     def input_format(self) -> InputFormat:
@@ -353,6 +375,64 @@ def _dense_pair(folder: Path, name: str) -> Dataset:
     )
 
 
+def _text_lines(path: Path) -> tuple[str, ...]:
+    if not path.is_file():
+        raise DataError(f"data file not found: {path}")
+    return tuple(line for line in path.read_text(encoding="utf-8").split("\n") if line)
+
+
+def _checked_labels(y: np.ndarray, n_rows: int, C: int, what: str) -> np.ndarray:
+    """Labels of one split: one per row, class indices 0..C-1."""
+    y = np.asarray(y)
+    if y.shape != (n_rows,) or y.dtype.kind not in "iu" or (y.size and (y.min() < 0 or y.max() >= C)):
+        raise DataError(
+            f"clinc150 labels.npz: {what} must hold {n_rows} class indices in 0..{C - 1} (one per row of "
+            f"X_{what.split('_')[1]}.npz); got shape {y.shape}, dtype {y.dtype}"
+        )
+    return y.astype(np.intp)
+
+
+def load_clinc150(folder, subset: str | None = None) -> Dataset:
+    """The CLINC150 data set of ``folder`` as a Dataset: the in-scope train / test queries (``subset``:
+    ``small``, ``validation``), with ``validation`` and ``out_of_scope`` (see the module docstring)."""
+    folder = Path(folder)
+    if subset is not None and subset not in DATASET_SUBSETS["clinc150"]:
+        raise DataError(
+            f"clinc150 subset must be one of {', '.join(DATASET_SUBSETS['clinc150'])} or null; got {subset!r}"
+        )
+    classes = _text_lines(folder / "classes.txt")
+    C = len(classes)
+    X = {s: _sparse_npz(folder / f"X_{s}.npz") for s in ("train", "val", "test")}
+    lab = read_npz(folder / "labels.npz")
+    y = {s: _checked_labels(lab.get(f"y_{s}"), X[s].shape[0], C, f"y_{s}") for s in X}
+    X_oos, oos_split = _sparse_npz(folder / "X_oos.npz"), np.asarray(lab.get("oos_split"))
+    if oos_split.shape != (X_oos.shape[0],):
+        raise DataError(
+            f"clinc150 labels.npz: oos_split must give the split of each of the {X_oos.shape[0]} rows of "
+            f"X_oos.npz; got shape {oos_split.shape}"
+        )
+    out_of_scope = {s: X_oos[np.flatnonzero(oos_split == k)] for k, s in enumerate(_OOS_SPLITS)}
+    Xtr, ytr, Xte, yte, name = X["train"], y["train"], X["test"], y["test"], "clinc150"
+    if subset == "small":
+        idx = read_npz(folder / "subset_small.npz")
+        Xtr, ytr = Xtr[idx["train_idx"]], ytr[idx["train_idx"]]
+        Xte, yte = Xte[idx["test_idx"]], yte[idx["test_idx"]]
+        name = "clinc150-small"
+    elif subset == "validation":
+        Xte, yte, name = X["val"], y["val"], "clinc150-validation"
+    return Dataset(
+        name,
+        Xtr,
+        ytr,
+        Xte,
+        yte,
+        classes,
+        str(folder / "hierarchy.tsv"),
+        validation=(X["val"], y["val"]),
+        out_of_scope=out_of_scope,
+    )
+
+
 def load_dataset(name: str, root=None, *, subset: str | None = None, spec_dir=None) -> Dataset:
     """Load a named data set from the data root (see the module docstring; ``spec_dir``: the folder
     of the spec that names it, searched with its parents)."""
@@ -365,8 +445,13 @@ def load_dataset(name: str, root=None, *, subset: str | None = None, spec_dir=No
     folder = find_data_root(root, spec_dir=spec_dir) / name
     if not folder.is_dir():
         raise DataError(f"data set folder not found: {folder}")
-    if subset is not None and name != "news20":
-        raise DataError(f"subset={subset!r} is only defined for news20 (subset_small.npz); got data set {name!r}")
+    if subset is not None and name not in DATASET_SUBSETS:
+        raise DataError(
+            f"subset={subset!r} is only defined for {' and '.join(DATASET_SUBSETS)} "
+            f"(subset_small.npz); got data set {name!r}"
+        )
+    if name == "clinc150":
+        return load_clinc150(folder, subset)
     if name in ("satimage", "usps"):
         return _dense_pair(folder, name)
     if name == "imclef07a":

@@ -13,7 +13,7 @@ from pathlib import Path
 import attrs
 import numpy as np
 
-from gpmodels.data.datasets import read_npy
+from gpmodels.data.datasets import DATASET_SUBSETS, read_npy
 from gpmodels.data.files import file_format
 from gpmodels.data.scaling import auto_rbf_w
 from gpmodels.data.splits import kfold_partition
@@ -75,8 +75,17 @@ def check_files(spec: Spec, base_dir: Path | None) -> None:
         folder = root / "funcat" / d.dataset if d.dataset.endswith("_FUN") else root / d.dataset
         if not folder.is_dir():
             raise SpecError(f"data set folder {folder} not found", "data.dataset")
-        if d.subset is not None and d.dataset != "news20":
-            raise SpecError(f"`subset` is defined for news20 only; got data set {d.dataset!r}", "data.subset")
+        allowed = DATASET_SUBSETS.get(d.dataset, ())
+        if d.subset is not None and d.subset not in allowed:
+            raise SpecError(
+                f"`subset: {d.subset}` is not defined for data set {d.dataset!r}; "
+                + (
+                    f"its subsets: {', '.join(allowed)}"
+                    if allowed
+                    else f"only {', '.join(DATASET_SUBSETS)} have subsets"
+                ),
+                "data.subset",
+            )
     else:
         for key, value in (("data.path", d.path), ("data.test_path", d.test_path)):
             if value is not None:

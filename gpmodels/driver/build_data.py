@@ -243,7 +243,7 @@ def missing_tree_error(spec: Spec) -> SpecError:
     """The error of a spec that needs a class tree (:func:`tree_needed_by`) and names none."""
     return SpecError(
         "needs a class hierarchy: set `data.hierarchy` (a file of parent<TAB>child lines whose leaves "
-        "are the classes) or use a named data set that has one (news20, imclef07a)",
+        "are the classes) or use a named data set that has one (news20, imclef07a, clinc150)",
         tree_needed_by(spec),
     )
 

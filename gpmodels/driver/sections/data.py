@@ -72,7 +72,10 @@ class DataSpec(Node):
         "and each of its parents)",
     )
     subset: str | None = option(
-        None, one_of(("small",)), doc="news20 only: `small` uses subset_small.npz (2000 train / 1000 test)"
+        None,
+        one_of(("small", "validation")),
+        doc="news20, clinc150: `small` uses subset_small.npz (news20 2000 train / 1000 test, clinc150 3000 / "
+        "1500); clinc150 `validation`: its validation split as the test set",
     )
     test: str = option(
         "given",
@@ -110,7 +113,7 @@ class DataSpec(Node):
         None,
         string(),
         doc="class tree as `parent<TAB>child` lines (classes = leaves); default: the "
-        "named data set's hierarchy.tsv (news20, imclef07a)",
+        "named data set's hierarchy.tsv (news20, imclef07a, clinc150)",
     )
     prune_hierarchy: bool = option(False, boolean(), doc="remove inner nodes with a single child (Sec. 3, footnote 5)")
     pseudo_targets: PseudoTargetsSpec | None = option(

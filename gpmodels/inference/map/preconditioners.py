@@ -4,7 +4,7 @@ Each preconditioner is a small class built once per fit on the operator, behind 
 (:class:`Preconditioner`): ``for_factor(hf)`` gives, per Newton iteration, ``apply`` with
 apply(r) = P^{-1} r for the Hessian factor ``hf`` at the current iterate.  ``NewtonOptions.preconditioner``
 names one (:data:`PRECONDITIONERS`; ``auto``: ``lowrank`` from ``LOWRANK_MIN_POINTS`` points on, else
-``diagonal``):
+``diagonal``; the ones that form per-point C x C blocks only within :data:`POINT_BLOCKS_MAX_BYTES`):
 
 ``diagonal``  diag(I + V^T K̃ V), App. B: from diag K̃ and the per-point products K̃_i π_i.
 ``block``     block-Jacobi over points: the exact C x C blocks I + V_i^T K̃_i V_i (K̃_i: the
@@ -75,6 +75,9 @@ __all__ = [
     "make_preconditioner",
     "PRECONDITIONERS",
     "LOWRANK_MIN_POINTS",
+    "POINT_BLOCKS_MAX_BYTES",
+    "point_blocks_bytes",
+    "check_point_blocks",
 ]
 #: ``auto`` deflates (``lowrank``) from this many points on, below it keeps the diagonal.  Measured on
 #: one warm CV evaluation (mc-sep, 5 folds, rank 32, one process, 1 BLAS thread): digits |J| = 958,
@@ -82,6 +85,10 @@ __all__ = [
 #: on 2 workers: 24.3 / 19.7 s); |J| = 3548: 21.5 / 13.9 s (795 / 362 MVMs).  The set-up (randomised
 #: eigensolver, O(n r) per CG step) only pays once an MVM costs enough.
 LOWRANK_MIN_POINTS = 1500
+#: the per-point C x C blocks (n C^2 floats: V_i of the Hessian, K̃_i) that ``block``, ``lowrank`` and ``lowrank_block``
+#: form once per Newton iteration may take this many bytes; ``auto`` keeps the diagonal above it (a taxonomy of
+#: C = 1172 classes at n = 9794 would need 108 GB), and an explicit choice above it is refused
+POINT_BLOCKS_MAX_BYTES = 2**30
 #: ``lowrank``: the pair weights a_ik a_il (n R0 (R0 + 1) / 2 floats) are kept for the fit up to this size, else rebuilt
 #: in every Newton iteration
 PAIR_CACHE_BYTES = 64e6
@@ -503,8 +510,25 @@ class LowRankBlockPreconditioner(LowRankPreconditioner):
         )  # V_i B_i^{-1} V_i^T
 
 
+def point_blocks_bytes(op: Operator) -> int:
+    """Bytes of the per-point C x C blocks over the operator's points (n C^2 float64)."""
+    return 8 * op.n_points * op.n_classes**2
+
+
+def check_point_blocks(op: Operator, name: str) -> None:
+    """InputError where preconditioner ``name``'s per-point C x C blocks exceed :data:`POINT_BLOCKS_MAX_BYTES`."""
+    need = point_blocks_bytes(op)
+    if need > POINT_BLOCKS_MAX_BYTES:
+        raise InputError(
+            f"preconditioner {name!r} forms the per-point C x C blocks of the Newton system: n = {op.n_points} "
+            f"points x C^2 = {op.n_classes}^2 classes need {need / 2**30:.1f} GiB (at most "
+            f"{POINT_BLOCKS_MAX_BYTES / 2**30:.0f} GiB); use preconditioner 'diagonal' (App. B, O(n C)) or 'auto'"
+        )
+
+
 def _deflated(cls):
     def build(op: Operator, *, rank: int = 8, seed: int = 0, start: np.ndarray | None = None) -> Preconditioner:
+        check_point_blocks(op, cls.name)
         terms = op.kron_terms()
         if terms is None:  # no Kronecker form: nothing to deflate
             return DiagonalPreconditioner(op)
@@ -514,7 +538,7 @@ def _deflated(cls):
 
 
 def _auto(op: Operator, *, rank: int = 8, seed: int = 0, start: np.ndarray | None = None) -> Preconditioner:
-    if op.n_points >= LOWRANK_MIN_POINTS:
+    if op.n_points >= LOWRANK_MIN_POINTS and point_blocks_bytes(op) <= POINT_BLOCKS_MAX_BYTES:
         return _deflated(LowRankPreconditioner)(op, rank=rank, seed=seed, start=start)
     return DiagonalPreconditioner(op)
 
@@ -524,7 +548,7 @@ DEFLATING = {"lowrank": LowRankPreconditioner, "lowrank_block": LowRankBlockPrec
 #: name -> builder (op, *, rank, seed, start) -> Preconditioner
 PRECONDITIONERS: dict[str, Callable[..., Preconditioner]] = {
     "diagonal": lambda op, **_: DiagonalPreconditioner(op),
-    "block": lambda op, **_: BlockJacobiPreconditioner(op),
+    "block": lambda op, **_: (check_point_blocks(op, "block"), BlockJacobiPreconditioner(op))[1],
     **{name: _deflated(cls) for name, cls in DEFLATING.items()},
     "auto": _auto,
 }
@@ -562,7 +586,10 @@ def make_preconditioner(
         raise InputError(f"preconditioner must be one of {tuple(PRECONDITIONERS)}; got {name!r}")
     blocks = op.row_blocks
     if blocks is not None and name == "auto":
-        name = "lowrank" if max(part.n_points for _, part in blocks) >= LOWRANK_MIN_POINTS else "diagonal"
+        big = max(part.n_points for _, part in blocks) >= LOWRANK_MIN_POINTS
+        name = "lowrank" if big and point_blocks_bytes(op) <= POINT_BLOCKS_MAX_BYTES else "diagonal"
+    if blocks is not None and name in DEFLATING:
+        check_point_blocks(op, name)
     if blocks is None or name not in DEFLATING:
         return PRECONDITIONERS[name](op, rank=int(rank), seed=int(seed), start=start)
     starts = [None if start is None or start.shape[0] != op.n_points else start[rows] for rows, _ in blocks]
