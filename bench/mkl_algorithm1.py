@@ -18,6 +18,7 @@ import argparse
 import json
 
 import numpy as np
+from smoke import SMOKE_HELP  # noqa: E402
 
 from gpmodels.data.scaling import scale_features
 from gpmodels.inference.mkl.algorithms import MKLOptions, algorithm1, alternating
@@ -40,7 +41,10 @@ def to_gap(res, f_star):
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--n", type=int, default=300)
+    p.add_argument("--smoke", action="store_true", help=SMOKE_HELP)
     a = p.parse_args(argv)
+    if a.smoke:
+        vars(a).update(n=40)
     from sklearn.datasets import load_breast_cancer, load_diabetes
 
     r = np.random.default_rng(0)

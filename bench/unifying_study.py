@@ -35,6 +35,7 @@ import json
 import time
 
 import numpy as np
+from smoke import SMOKE_HELP  # noqa: E402
 
 from gpmodels import metrics as M
 from gpmodels.data import load_dataset
@@ -280,7 +281,10 @@ def main(argv=None):
     p.add_argument("--quick", action="store_true", help="smaller satimage subsample and CV grid (smoke run)")
     p.add_argument("--skip-regression", action="store_true")
     p.add_argument("--skip-classification", action="store_true")
+    p.add_argument("--smoke", action="store_true", help=SMOKE_HELP)
     a = p.parse_args(argv)
+    if a.smoke:
+        vars(a).update(quick=True)
     print(HEADER)
     rows = []
     if not a.skip_regression:
