@@ -151,3 +151,11 @@ def test_small_data_keeps_every_class(small_data):
     d = gpmodels.data.load_dataset("satimage")
     assert d.y_train.size == SMALL_TRAIN and np.unique(d.y_train).size == d.n_classes
     assert d.y_test.size == SMALL_TEST
+
+
+def test_the_gpu_page_names_the_kernels_that_run_on_a_device():
+    """docs/gpu.md's one statement of the device kernels is the code's list."""
+    from gpmodels.kernels.device import DEVICE_KERNELS
+
+    line = next(x for x in (ROOT / "docs" / "gpu.md").read_text(encoding="utf-8").splitlines() if "on a device:**" in x)
+    assert set(re.findall(r"`(\w+)`", line)) == set(DEVICE_KERNELS)
