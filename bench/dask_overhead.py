@@ -86,7 +86,7 @@ def main() -> None:
     cfg = EngineConfig(type="dask", n_workers=2, threads_per_worker=1, processes=True)
     with open_engine(cfg) as engine:
         t = time.perf_counter()
-        rep = RepresentationConfig(kind="stored", engine=engine)
+        rep = engine.representation(RepresentationConfig(kind="stored"))
         dist = BlockDiagonal.from_sharing(X, kernel, C, "tied", 10.0, rep)
         dist.mvm(V[:, :1].repeat(C, axis=1))  # wait for the blocks
         build_dask = time.perf_counter() - t
