@@ -77,7 +77,7 @@ def main(argv=None) -> dict:
     parser.add_argument("--smoke", action="store_true", help=SMOKE_HELP)
     args = parser.parse_args(argv)
     if args.smoke:
-        vars(args).update(datasets="digits", n_train=100)
+        vars(args).update(datasets="digits", n_train=60)
     out = {"blas_threads": os.environ.get("OPENBLAS_NUM_THREADS", "default")}
     print(f"{'data':10} {'method':10} {'wall s':>8} {'cpu s':>8} {'error':>7} {'log loss':>9}")
     for name in args.datasets.split(","):

@@ -1,6 +1,6 @@
 """Every benchmark runs end to end at a tiny size: each ``bench/*.py`` with a ``__main__`` (found, not listed, so
 a new benchmark is covered when it lands) runs as ``python bench/NAME.py --smoke`` in a fresh process and a
-scratch folder, exits 0 and ends its output with its JSON line.  Helper modules without a main are not run."""
+scratch folder (with the shared data when present), exits 0 and ends its output with its JSON line.  Helper modules without a main are not run."""
 
 import json
 import os
@@ -8,10 +8,10 @@ import subprocess
 import sys
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, SHARED_DATA
 
 BENCH = ROOT / "bench"
-SMOKE_TIMEOUT_S = 120
+SMOKE_TIMEOUT_S = 300
 
 
 def _benches() -> list[str]:
@@ -25,6 +25,8 @@ def test_the_benches_are_found():
 @pytest.mark.parametrize("name", _benches())
 def test_the_bench_runs_in_smoke_mode(name, tmp_path):
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    if SHARED_DATA.is_dir():  # the scratch folder has no ../shared/data beside it
+        env["GPMODELS_DATA"] = str(SHARED_DATA)
     done = subprocess.run(
         [sys.executable, str(BENCH / name), "--smoke"],
         cwd=tmp_path,
