@@ -57,7 +57,7 @@ from gpmodels.optimize.driver import outer_options
 MAP_OPTS = NewtonOptions(max_iter=60, cg_max_iter=300, grad_tol=1e-7, phi_rtol=1e-12)
 
 
-#: outer iterations of the learners, the --quick subsample, the diabetes and breast-cancer points (--smoke makes them tiny)
+#: outer iterations of the learners, the --quick subsample, the diabetes and breast-cancer points (--smoke: tiny)
 SIZES = {"outer_iter": 60, "quick_train": 300, "quick_test": 500, "small_train": None}
 
 

@@ -1,6 +1,7 @@
 """Every benchmark runs end to end at a tiny size: each ``bench/*.py`` with a ``__main__`` (found, not listed, so
 a new benchmark is covered when it lands) runs as ``python bench/NAME.py --smoke`` in a fresh process and a
-scratch folder (with the shared data when present), exits 0 and ends its output with its JSON line.  Helper modules without a main are not run."""
+scratch folder (with the shared data when present), exits 0 and ends its output with its JSON line.
+Helper modules without a main are not run."""
 
 import json
 import os
