@@ -140,7 +140,7 @@ def main(argv=None):
     if a.smoke:
         if skip_without_data("cv_vs_sklearn", "satimage"):
             return
-        vars(a).update(datasets="satimage", method="mc-tied", max_train=150)
+        vars(a).update(datasets="satimage", method="mc-tied", max_train=80)
     methods = [m.strip() for m in a.method.split(",") if m.strip()]
     if not methods or any(m not in SHARING for m in methods):
         p.error(f"--method must list some of {sorted(SHARING)}; got {a.method!r}")
