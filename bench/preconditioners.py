@@ -80,7 +80,7 @@ def main():
     if a.smoke:
         if skip_without_data("preconditioners", "news20"):
             return
-        vars(a).update(subset="small", ranks="2", systems=1)
+        vars(a).update(subset="small", ranks="2", systems=1, tol=1e-2)
     ranks = [int(r) for r in a.ranks.split(",")]
     hspec, base = _spec("news20-hier", a.subset)
     fspec, _ = _spec("news20-flat", a.subset)
