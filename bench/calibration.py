@@ -37,6 +37,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from cv_vs_sklearn import load  # noqa: E402
+from smoke import SMOKE_HELP  # noqa: E402
 
 from gpmodels.data.scaling import auto_rbf_w  # noqa: E402
 from gpmodels.data.splits import kfold_partition, subsample  # noqa: E402
@@ -155,7 +156,10 @@ def main(argv=None):
     p.add_argument("--ranks", default="256,1024", help="Lanczos ranks of the Laplace predictive")
     p.add_argument("--exact-n", type=int, default=200, help="test points for the exact predictive (0: none)")
     p.add_argument("--samples", type=int, default=2000, help="Monte Carlo samples per test point")
+    p.add_argument("--smoke", action="store_true", help=SMOKE_HELP)
     a = p.parse_args(argv)
+    if a.smoke:
+        vars(a).update(datasets="digits", learn_n=120, learn_iter=2, ranks="8", exact_n=2, samples=50)
     ranks = [int(r) for r in a.ranks.split(",") if r.strip()]
     results = {}
     for name in [d.strip() for d in a.datasets.split(",") if d.strip()]:

@@ -32,6 +32,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from cv_common import learn_and_evaluate  # noqa: E402
+from smoke import SMOKE_HELP, skip_without_data  # noqa: E402
 
 from gpmodels.data.splits import kfold_partition  # noqa: E402
 from gpmodels.driver.build import build_learn_options, build_likelihood, resolve_model  # noqa: E402
@@ -49,7 +50,12 @@ def main(argv=None):
     ap.add_argument("--max-train", type=int, default=1500)
     ap.add_argument("--factors", type=int, default=4)
     ap.add_argument("--max-iter", type=int, default=30)
+    ap.add_argument("--smoke", action="store_true", help=SMOKE_HELP)
     args = ap.parse_args(argv)
+    if args.smoke:
+        if skip_without_data("coupling_cv", "satimage"):
+            return
+        vars(args).update(max_train=150, factors=2, max_iter=2)
 
     spec, base = load_spec(SPEC)
     cv = spec.objective.cv

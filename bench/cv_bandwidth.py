@@ -50,6 +50,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from cv_common import Timed, blas_threads, new_clock, spec_problem  # noqa: E402
+from smoke import SMOKE_HELP, skip_without_data  # noqa: E402
 
 from gpmodels.data.splits import kfold_partition  # noqa: E402
 from gpmodels.driver.build import build_learn_options, build_likelihood, build_prior  # noqa: E402
@@ -184,7 +185,12 @@ def main(argv=None):
     p.add_argument("--sharing", default="separate", choices=["separate", "semi", "tied"])
     p.add_argument("--blas-threads", type=int, default=None, help="limit BLAS threads (threadpoolctl)")
     p.add_argument("--plain-mib", type=int, default=512, help="size of the plain-bandwidth matrix")
+    p.add_argument("--smoke", action="store_true", help=SMOKE_HELP)
     a = p.parse_args(argv)
+    if a.smoke:
+        if skip_without_data("cv_bandwidth", "satimage"):
+            return
+        vars(a).update(max_train=200, plain_mib=8)
     spec, base, data, model = spec_problem(SPEC, a.max_train, sharing=a.sharing)
     lik, opts = build_likelihood(model), build_learn_options(spec.objective)
     C = data.n_classes

@@ -47,6 +47,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from cv_bandwidth import SPEC, spread_theta  # noqa: E402
 from cv_common import spec_problem  # noqa: E402
+from smoke import SMOKE_HELP, skip_without_data  # noqa: E402
 
 import gpmodels.inference.cv.stacked as cv_stacked  # noqa: E402
 from gpmodels.data.splits import kfold_partition  # noqa: E402
@@ -119,7 +120,12 @@ def run_way(name, op, lik, Y, folds, cv_opts, thetas) -> list[dict]:
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--max-train", type=int, default=None, help="subsample the training set (smoke runs)")
+    p.add_argument("--smoke", action="store_true", help=SMOKE_HELP)
     a = p.parse_args(argv)
+    if a.smoke:
+        if skip_without_data("cv_lockstep", "satimage"):
+            return
+        vars(a).update(max_train=150)
     spec, base, data, model = spec_problem(SPEC, a.max_train)
     lik, opts = build_likelihood(model), build_learn_options(spec.objective)
     Y = np.eye(data.n_classes)[data.y_train]

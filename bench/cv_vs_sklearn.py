@@ -50,6 +50,7 @@ import time  # noqa: E402
 import attrs  # noqa: E402
 import numpy as np  # noqa: E402
 from cv_common import blas_threads, learn_and_evaluate  # noqa: E402
+from smoke import SMOKE_HELP, skip_without_data  # noqa: E402
 
 from gpmodels.data.datasets import Dataset  # noqa: E402
 from gpmodels.data.scaling import auto_rbf_w  # noqa: E402
@@ -134,7 +135,12 @@ def main(argv=None):
     p.add_argument("--blas-threads", type=int, default=None, help="limit BLAS threads for both (threadpoolctl)")
     p.add_argument("--cores", type=int, default=None, help="pin to N of the usable cores first (default: all)")
     p.add_argument("--score-patience", type=int, default=None, help="outer stop on held-out errors (default: spec)")
+    p.add_argument("--smoke", action="store_true", help=SMOKE_HELP)
     a = p.parse_args(argv)
+    if a.smoke:
+        if skip_without_data("cv_vs_sklearn", "satimage"):
+            return
+        vars(a).update(datasets="satimage", method="mc-tied", max_train=80)
     methods = [m.strip() for m in a.method.split(",") if m.strip()]
     if not methods or any(m not in SHARING for m in methods):
         p.error(f"--method must list some of {sorted(SHARING)}; got {a.method!r}")

@@ -26,6 +26,7 @@ import os
 import time
 
 import numpy as np
+from smoke import SMOKE_HELP  # noqa: E402
 
 
 def synthetic(n: int, n_test: int, C: int = 10, d: int = 20, seed: int = 0):
@@ -49,7 +50,10 @@ def main() -> None:
     p.add_argument("--n", type=int, default=20000)
     p.add_argument("--repeats", type=int, default=10)
     p.add_argument("--no-fit", action="store_true", help="MVM timings only")
+    p.add_argument("--smoke", action="store_true", help=SMOKE_HELP)
     args = p.parse_args()
+    if args.smoke:
+        vars(args).update(n=400, repeats=2, no_fit=True)
 
     from gpmodels.engine import EngineConfig, open_engine
     from gpmodels.inference.map.model import fit_map
@@ -82,7 +86,7 @@ def main() -> None:
     cfg = EngineConfig(type="dask", n_workers=2, threads_per_worker=1, processes=True)
     with open_engine(cfg) as engine:
         t = time.perf_counter()
-        rep = RepresentationConfig(kind="stored", engine=engine)
+        rep = engine.representation(RepresentationConfig(kind="stored"))
         dist = BlockDiagonal.from_sharing(X, kernel, C, "tied", 10.0, rep)
         dist.mvm(V[:, :1].repeat(C, axis=1))  # wait for the blocks
         build_dask = time.perf_counter() - t

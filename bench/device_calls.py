@@ -35,6 +35,7 @@ import json
 import time
 
 import numpy as np
+from smoke import SMOKE_HELP  # noqa: E402
 
 from gpmodels.inference.map.lockstep import lockstep_newton
 from gpmodels.inference.map.newton_cg import NewtonCG, NewtonOptions
@@ -190,7 +191,10 @@ def main(argv=None) -> int:
     p.add_argument("--problems", nargs="+", choices=sorted(PROBLEMS), default=sorted(PROBLEMS))
     p.add_argument("--scale", type=float, default=1.0, help="n of each problem times this")
     p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--smoke", action="store_true", help=SMOKE_HELP)
     a = p.parse_args(argv)
+    if a.smoke:
+        vars(a).update(backend="numpy", scale=0.02, repeat=1)
     default = NEWTON_CG.DEVICE_CG_MIN_ENTRIES
     rows = []
     for problem in a.problems:

@@ -37,6 +37,7 @@ import numpy as np
 from sklearn.datasets import load_digits
 from sklearn.gaussian_process import GaussianProcessClassifier
 from sklearn.model_selection import train_test_split
+from smoke import SMOKE_HELP  # noqa: E402
 from threadpoolctl import threadpool_limits
 
 from gpmodels.estimators import GPClassifier
@@ -68,7 +69,10 @@ def main(argv=None) -> list[dict]:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--n-train", type=int, default=500)
     parser.add_argument("--blas-threads", type=int, default=None)
+    parser.add_argument("--smoke", action="store_true", help=SMOKE_HELP)
     args = parser.parse_args(argv)
+    if args.smoke:
+        vars(args).update(n_train=120)
     with threadpool_limits(args.blas_threads):
         return _run(args)
 

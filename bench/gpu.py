@@ -61,6 +61,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from smoke import SMOKE_HELP, cuda_missing, skipped  # noqa: E402
 
 BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH))
@@ -601,6 +602,7 @@ def parse(argv):
     p.add_argument("--no-fused", action="store_true", help="array-API products only (no Triton kernels)")
     p.add_argument("--only", nargs="+", default=None, help="run only these jobs (names of the table's job column)")
     # one job (the driver runs each in a subprocess)
+    p.add_argument("--smoke", action="store_true", help=SMOKE_HELP + " (needs CUDA; skipped without it)")
     p.add_argument("--job", choices=sorted(JOBS), default=None, help=argparse.SUPPRESS)
     p.add_argument("--problem", choices=("scale", "satimage", "imclef07a"), default="scale", help=argparse.SUPPRESS)
     p.add_argument("--iterations", type=int, default=30, help=argparse.SUPPRESS)
@@ -610,6 +612,13 @@ def parse(argv):
 def main(argv=None, say=print) -> dict:
     start = time.perf_counter()
     a = parse(argv)
+    if a.smoke:
+        if (why := cuda_missing()) is not None:
+            return skipped("gpu", why)
+        vars(a).update(
+            n=[2000], check_n=500, satimage_max_train=300, satimage_max_iter=2, no_imclef=True, no_gpytorch=True
+        )
+        vars(a).update(copy_gib=0.25, timeout=120.0, deadline=300.0)
     if a.job is not None:
         a.n = a.n[0]
         print(json.dumps(run_job(a), default=float))

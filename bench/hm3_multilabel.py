@@ -19,6 +19,8 @@ import argparse
 import json
 import time
 
+from smoke import SMOKE_HELP, skip_without_data  # noqa: E402
+
 from gpmodels.baselines.hm3.node_svms import fit_node_svms
 from gpmodels.baselines.hm3.solver import HM3Options, fit_hm3
 from gpmodels.data.multilabel_sets import load_multilabel
@@ -138,7 +140,12 @@ def main():
     ap.add_argument("--gap-tol", type=float, default=0.01)
     ap.add_argument("--skip-curves", action="store_true")
     ap.add_argument("--skip-table", action="store_true", help="only the enron_corr curves")
+    ap.add_argument("--smoke", action="store_true", help=SMOKE_HELP)
     a = ap.parse_args()
+    if a.smoke:
+        if skip_without_data("hm3_multilabel", "enron_corr"):
+            return
+        vars(a).update(sets=["enron_corr"], hm3_seconds=2.0, curve_seconds=1.0, skip_curves=True)
     out = {}
     enron = None
     for name in a.sets:

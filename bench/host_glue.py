@@ -28,6 +28,7 @@ from pathlib import Path
 import numpy as np
 import scipy.linalg as sla
 from cv_common import Timed
+from smoke import SMOKE_HELP  # noqa: E402
 
 from gpmodels.inference.map.newton_cg import NewtonOptions, newton_cg
 from gpmodels.inference.map.preconditioners import make_preconditioner
@@ -241,23 +242,23 @@ def fits(n_fits: int) -> list[dict]:
     return out
 
 
-def _fits_in(path: str, n_fits: int) -> list[dict]:
+def _fits_in(path: str, n_fits: int, smoke: bool = False) -> list[dict]:
     env = dict(os.environ, PYTHONPATH=path)
-    cmd = [sys.executable, str(Path(__file__).resolve()), "--fits-json", "--fits", str(n_fits)]
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--fits-json", "--fits", str(n_fits)] + ["--smoke"] * smoke
     done = subprocess.run(cmd, env=env, capture_output=True, text=True)
     if done.returncode != 0:
         raise RuntimeError(f"the fits on {path} failed:\n{done.stderr}")
     return json.loads(done.stdout)
 
 
-def compare_fits(baseline: str | None, n_fits: int, rounds: int = 2) -> list[dict]:
+def compare_fits(baseline: str | None, n_fits: int, rounds: int = 2, smoke: bool = False) -> list[dict]:
     """The fits on this checkout and on ``baseline``, in alternating subprocesses, best per side."""
     here = str(Path(__file__).resolve().parent.parent)
     sides = {"after": here} | ({"before": baseline} if baseline else {})
     best: dict[str, list[dict]] = {}
     for _ in range(rounds):
         for side, path in sides.items():
-            rows = _fits_in(path, n_fits)
+            rows = _fits_in(path, n_fits, smoke)
             if side not in best:
                 best[side] = rows
             else:
@@ -282,18 +283,28 @@ def compare_fits(baseline: str | None, n_fits: int, rounds: int = 2) -> list[dic
     return out
 
 
+def _shrink_for_smoke() -> None:
+    """Problems of the same kinds at a few hundred points (the --smoke run)."""
+    SHAPES[:] = [(300, 6), (400, 12)]
+    FITS[:] = [(name, min(n, 300), min(C, 12), prior, options) for name, n, C, prior, options in FITS]
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeat", type=int, default=7)
     ap.add_argument("--fits", type=int, default=3)
     ap.add_argument("--baseline", default=None, help="a checkout of the code before (its root)")
     ap.add_argument("--fits-json", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--smoke", action="store_true", help=SMOKE_HELP)
     a = ap.parse_args()
+    if a.smoke:
+        vars(a).update(repeat=1, fits=1)
+        _shrink_for_smoke()
     if a.fits_json:
         print(json.dumps(fits(a.fits)))
         return
     rows = micro(a.repeat)
-    fit_rows = compare_fits(a.baseline, a.fits)
+    fit_rows = compare_fits(a.baseline, a.fits, rounds=1 if a.smoke else 2, smoke=a.smoke)
     threads = os.environ.get("OPENBLAS_NUM_THREADS", "unset")
     print(json.dumps({"bench": "host_glue", "openblas_threads": threads, "functions": rows, "fits": fit_rows}))
 

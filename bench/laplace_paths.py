@@ -19,6 +19,7 @@ import json
 import time
 
 import numpy as np
+from smoke import SMOKE_HELP, skip_without_data  # noqa: E402
 
 from gpmodels.data import load_dataset
 from gpmodels.data.scaling import scale_features
@@ -57,7 +58,12 @@ def main(argv=None):
     p.add_argument("--sizes", type=int, nargs="*", default=[500, 1000, 2000, 4000])
     p.add_argument("--softmax-sizes", type=int, nargs="*", default=[500, 1000, 2000])
     p.add_argument("--probes", type=int, default=32)
+    p.add_argument("--smoke", action="store_true", help=SMOKE_HELP)
     a = p.parse_args(argv)
+    if a.smoke:
+        if skip_without_data("laplace_paths", "satimage"):
+            return
+        vars(a).update(sizes=[120], softmax_sizes=[80], probes=4)
     d = load_dataset("satimage")
     rows = []
     print(

@@ -34,6 +34,7 @@ from sklearn.gaussian_process import GaussianProcessClassifier
 from sklearn.gaussian_process.kernels import RBF as SkRBF
 from sklearn.gaussian_process.kernels import ConstantKernel
 from sklearn.model_selection import train_test_split
+from smoke import SMOKE_HELP  # noqa: E402
 
 from gpmodels.data import load_dataset
 from gpmodels.data.scaling import auto_rbf_w
@@ -41,13 +42,13 @@ from gpmodels.estimators import GPClassifier
 from gpmodels.scoring.metrics import error, log_loss
 
 
-def _data(name: str, seed: int):
+def _data(name: str, seed: int, n_train: int | None = None):
     if name == "digits":
         X, y = load_digits(return_X_y=True)
-        return train_test_split(X, y, train_size=500, random_state=seed, stratify=y)
+        return train_test_split(X, y, train_size=n_train or 500, random_state=seed, stratify=y)
     d = load_dataset("satimage")
     X_train, _, y_train, _ = train_test_split(
-        d.X_train, d.y_train, train_size=800, random_state=seed, stratify=d.y_train
+        d.X_train, d.y_train, train_size=n_train or 800, random_state=seed, stratify=d.y_train
     )
     return X_train, d.X_test, y_train, d.y_test
 
@@ -72,11 +73,15 @@ def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--datasets", default="satimage,digits")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--n-train", type=int, default=None, help="training points (default: digits 500, satimage 800)")
+    parser.add_argument("--smoke", action="store_true", help=SMOKE_HELP)
     args = parser.parse_args(argv)
+    if args.smoke:
+        vars(args).update(datasets="digits", n_train=60)
     out = {"blas_threads": os.environ.get("OPENBLAS_NUM_THREADS", "default")}
     print(f"{'data':10} {'method':10} {'wall s':>8} {'cpu s':>8} {'error':>7} {'log loss':>9}")
     for name in args.datasets.split(","):
-        X_train, X_test, y_train, y_test = _data(name, args.seed)
+        X_train, X_test, y_train, y_test = _data(name, args.seed, args.n_train)
         w0 = auto_rbf_w(X_train)
         ours = GPClassifier(objective="laplace", random_state=args.seed)
         kernel = ConstantKernel(1.0, (1e-6, 1e6)) * SkRBF(1.0 / np.sqrt(w0), (1e-4, 1e7)) + ConstantKernel(1.0, "fixed")

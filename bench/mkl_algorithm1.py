@@ -18,6 +18,7 @@ import argparse
 import json
 
 import numpy as np
+from smoke import SMOKE_HELP  # noqa: E402
 
 from gpmodels.data.scaling import scale_features
 from gpmodels.inference.mkl.algorithms import MKLOptions, algorithm1, alternating
@@ -40,7 +41,11 @@ def to_gap(res, f_star):
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--n", type=int, default=300)
+    p.add_argument("--max-iter", type=int, default=500, help="iterations of each solver at most")
+    p.add_argument("--smoke", action="store_true", help=SMOKE_HELP)
     a = p.parse_args(argv)
+    if a.smoke:
+        vars(a).update(n=30, max_iter=3)
     from sklearn.datasets import load_breast_cancer, load_diabetes
 
     r = np.random.default_rng(0)
@@ -68,7 +73,9 @@ def main(argv=None):
         f"{'criterion':<20} {'solver':<12} {'iters':>6} {'seconds':>8} {'to 1e-6: it':>11} {'s':>7} {'final F':>14}  θ"
     )
     for name, op, lik, y, opts in cases:
-        opts = MKLOptions(**{**{f: getattr(opts, f) for f in ("criterion", "lam", "p")}, "tol": 1e-13, "max_iter": 500})
+        opts = MKLOptions(
+            **{**{f: getattr(opts, f) for f in ("criterion", "lam", "p")}, "tol": 1e-13, "max_iter": a.max_iter}
+        )
         res = {s.__name__: s(op, lik, y, opts) for s in (algorithm1, alternating)}
         f_star = min(r_.criterion for r_ in res.values())
         out = {"criterion": name}

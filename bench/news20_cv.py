@@ -31,6 +31,7 @@ import attrs
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from cv_common import blas_threads  # noqa: E402
+from smoke import SMOKE_HELP, skip_without_data  # noqa: E402
 
 from gpmodels.driver.loader import load_spec  # noqa: E402
 from gpmodels.driver.run import run_spec  # noqa: E402
@@ -79,7 +80,12 @@ def main(argv=None):
     p.add_argument("--resume", action="store_true", help="continue the CV learning from its checkpoint")
     p.add_argument("--verbose", action="store_true", help="the driver's messages")
     p.add_argument("--reuse-fixed", action="store_true", help="read DIR/fixed/metrics.json if present")
+    p.add_argument("--smoke", action="store_true", help=SMOKE_HELP)
     a = p.parse_args(argv)
+    if a.smoke:
+        if skip_without_data("news20_cv", "news20"):
+            return
+        vars(a).update(subset="small", max_iter=1, out="news20-cv-smoke")
     with blas_threads(a.blas_threads):
         done = Path(a.out) / "fixed" / "metrics.json"
         try:

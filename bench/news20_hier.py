@@ -32,6 +32,7 @@ from pathlib import Path
 import attrs
 import numpy as np
 from cv_common import timed_newton_cg
+from smoke import SMOKE_HELP, skip_without_data  # noqa: E402
 
 from gpmodels import metrics as M
 from gpmodels.driver.build import build_likelihood, build_newton_options, build_prior
@@ -68,7 +69,12 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--subset", default=None, choices=[None, "small"])
     ap.add_argument("--repeats", type=int, default=11)
+    ap.add_argument("--smoke", action="store_true", help=SMOKE_HELP)
     a = ap.parse_args()
+    if a.smoke:
+        if skip_without_data("news20_hier", "news20"):
+            return
+        vars(a).update(subset="small", repeats=1)
     hspec, base = _spec("news20-hier", a.subset)
     fspec, _ = _spec("news20-flat", a.subset)
     data = build_data(hspec, base)

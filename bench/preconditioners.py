@@ -26,6 +26,7 @@ from pathlib import Path
 import attrs
 import numpy as np
 from cv_common import timed_newton_cg
+from smoke import SMOKE_HELP, skip_without_data  # noqa: E402
 
 from gpmodels.driver.build import build_likelihood, build_newton_options, build_prior
 from gpmodels.driver.build_data import build_data, build_tree
@@ -74,7 +75,12 @@ def main():
     ap.add_argument("--ranks", default="2,8")
     ap.add_argument("--systems", type=int, default=4)
     ap.add_argument("--tol", type=float, default=1e-6)
+    ap.add_argument("--smoke", action="store_true", help=SMOKE_HELP)
     a = ap.parse_args()
+    if a.smoke:
+        if skip_without_data("preconditioners", "news20"):
+            return
+        vars(a).update(subset="small", ranks="2", systems=1, tol=1e-2)
     ranks = [int(r) for r in a.ranks.split(",")]
     hspec, base = _spec("news20-hier", a.subset)
     fspec, _ = _spec("news20-flat", a.subset)

@@ -33,6 +33,7 @@ import json
 import time
 
 import numpy as np
+from smoke import SMOKE_HELP, skip_without_data  # noqa: E402
 
 from gpmodels.baselines.crammer_singer.kernel_cache import KernelRows
 from gpmodels.baselines.crammer_singer.loops import ENGINES, CompiledLoop, compiled_available
@@ -102,7 +103,12 @@ def main():
     ap.add_argument("--skip-ladder", action="store_true")
     ap.add_argument("--skip-numpy", action="store_true", help="do not run the headline with the numpy engine")
     ap.add_argument("--profile", action="store_true")
+    ap.add_argument("--smoke", action="store_true", help=SMOKE_HELP)
     a = ap.parse_args()
+    if a.smoke:
+        if skip_without_data("satimage_cs", "satimage"):
+            return
+        vars(a).update(repeats=1, skip_ladder=True, skip_numpy=True)
     from sklearn.svm import SVC, LinearSVC
 
     d = load_dataset("satimage")

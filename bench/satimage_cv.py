@@ -64,6 +64,7 @@ import numpy as np  # noqa: E402
 from cv_common import blas_threads, cpu_seconds, learn_and_evaluate  # noqa: E402
 from cv_protocol import RowStore, mean_sd_table  # noqa: E402
 from sklearn_yardstick import sklearn_fixed_fit_seconds  # noqa: E402
+from smoke import SMOKE_HELP, skip_without_data  # noqa: E402
 
 from gpmodels.data.splits import kfold_partition  # noqa: E402
 from gpmodels.driver.build import build_learn_options, build_likelihood, build_prior, resolve_kernel  # noqa: E402
@@ -117,7 +118,10 @@ def parse(argv):
     )
     p.add_argument("--no-yardstick", action="store_true", help="skip the scikit-learn yardstick (no ratio)")
     p.add_argument("--out", default=None, help="folder of the resumable protocol (rows + checkpoints)")
+    p.add_argument("--smoke", action="store_true", help=SMOKE_HELP)
     a = p.parse_args(argv)
+    if a.smoke:
+        vars(a).update(partitions=1, methods="mc-tied", max_train=150, max_iter=2, no_yardstick=True)
     a.methods = list(METHODS) if a.methods.strip() == "all" else [m.strip() for m in a.methods.split(",") if m.strip()]
     unknown = [m for m in a.methods if m not in METHODS]
     if unknown:
@@ -226,6 +230,8 @@ def main(argv=None, say=None):
     """Run (or resume) the selected rows, print the table and the final JSON line; returns the JSON dict."""
     say = say or (lambda s: print(s, flush=True))
     a = parse(argv)
+    if a.smoke and skip_without_data("satimage_cv", "satimage"):
+        return {}
     t_all = time.perf_counter()
     data, rows, (yard, yard_cpu) = run_rows(a, say)
     summary = mean_sd_table(rows, MEAN_KEYS)

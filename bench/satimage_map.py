@@ -23,6 +23,7 @@ from pathlib import Path
 import attrs
 import numpy as np
 from cv_common import spec_problem
+from smoke import SMOKE_HELP, skip_without_data  # noqa: E402
 
 from gpmodels import metrics as M
 from gpmodels.driver.build import build_likelihood, build_newton_options, build_prior
@@ -45,7 +46,12 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--max-train", type=int, default=None, help="subsample the training set (smoke runs)")
     p.add_argument("--skip-exact", action="store_true", help="skip the exact-Newton reference")
+    p.add_argument("--smoke", action="store_true", help=SMOKE_HELP)
     a = p.parse_args(argv)
+    if a.smoke:
+        if skip_without_data("satimage_map", "satimage"):
+            return
+        vars(a).update(max_train=200, skip_exact=True)
     from sklearn.gaussian_process import GaussianProcessClassifier
     from sklearn.gaussian_process.kernels import RBF as SkRBF
     from sklearn.gaussian_process.kernels import ConstantKernel

@@ -48,6 +48,7 @@ import time  # noqa: E402
 
 import attrs  # noqa: E402
 import numpy as np  # noqa: E402
+from smoke import SMOKE_HELP  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 C, D, SPREAD, N_TEST = 10, 20, 0.5, 5000
@@ -230,7 +231,10 @@ def main(argv=None):
     )
     p.add_argument("--cores", type=int, default=None, help="pin to N of the usable cores first (default: all)")
     p.add_argument("--row", help=argparse.SUPPRESS)
+    p.add_argument("--smoke", action="store_true", help=SMOKE_HELP)
     a = p.parse_args(argv)
+    if a.smoke:
+        vars(a).update(n=[400], real=[], dask_n=0, timeout=120.0)
     if a.row:
         print("ROW " + json.dumps(run_row(json.loads(a.row))), flush=True)
         return

@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from smoke import SMOKE_HELP, skip_without_data  # noqa: E402
 
 from gpmodels.data.datasets import load_dataset
 from gpmodels.data.svmlight import parse_svmlight, svmlight_matrix
@@ -40,7 +41,12 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--subset", default=None, choices=(None, "small"))
+    ap.add_argument("--smoke", action="store_true", help=SMOKE_HELP)
     args = ap.parse_args(argv)
+    if args.smoke:
+        if skip_without_data("svmlight_parser", "news20"):
+            return
+        vars(args).update(subset="small", repeats=1)
     ds = load_dataset("news20", subset=args.subset)
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "news20_train.svm"

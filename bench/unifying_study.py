@@ -35,6 +35,7 @@ import json
 import time
 
 import numpy as np
+from smoke import SMOKE_HELP  # noqa: E402
 
 from gpmodels import metrics as M
 from gpmodels.data import load_dataset
@@ -54,6 +55,10 @@ from gpmodels.operators.sum import Sum
 from gpmodels.optimize.driver import outer_options
 
 MAP_OPTS = NewtonOptions(max_iter=60, cg_max_iter=300, grad_tol=1e-7, phi_rtol=1e-12)
+
+
+#: outer iterations of the learners, the --quick subsample, the diabetes and breast-cancer points (--smoke: tiny)
+SIZES = {"outer_iter": 60, "quick_train": 300, "quick_test": 500, "small_train": None}
 
 
 def rbf_op(X, w, v, sigma2):
@@ -77,6 +82,7 @@ def regression_data(seed=0):
 
     X, y = load_diabetes(return_X_y=True)
     tr, te = train_test_split(y.size, 0.3, seed)
+    tr, te = tr[: SIZES["small_train"]], te[: SIZES["small_train"]]
     Xtr, Xte = scale_features("standardize", X[tr], X[te])
     mu, sd = y[tr].mean(), y[tr].std()
     ytr, yte = (y[tr] - mu) / sd, (y[te] - mu) / sd
@@ -92,13 +98,14 @@ def classification_sets(quick):
 
     X, y = load_breast_cancer(return_X_y=True)
     tr, te = train_test_split(y.size, 0.3, 0, y=y)
+    tr, te = tr[: SIZES["small_train"]], te[: SIZES["small_train"]]
     Xtr, Xte = scale_features("standardize", X[tr], X[te])
     sets = [("breast_cancer", Xtr, np.where(y[tr] == 1, 1.0, -1.0), Xte, np.where(y[te] == 1, 1.0, -1.0))]
     d = load_dataset("satimage")
     pos = d.classes.index("4")
-    n = 300 if quick else 1000
+    n = SIZES["quick_train"] if quick else 1000
     keep = subsample(d.y_train.size, n, 0, y=d.y_train)
-    tkeep = subsample(d.y_test.size, 500, 1, y=d.y_test) if quick else np.arange(d.y_test.size)
+    tkeep = subsample(d.y_test.size, SIZES["quick_test"], 1, y=d.y_test) if quick else np.arange(d.y_test.size)
     Xs, Xst = scale_features("standardize", d.X_train[keep], d.X_test[tkeep])
     sets.append(
         (
@@ -165,12 +172,18 @@ def regression_rows(quick):
                 continue
             elif method == "MLM" and name == "student_t":
                 _, op, lik = learn_laplace(
-                    rbf_op(Xtr, 1.0 / d, 1.0, 0.0), mk(0.3), ytr, LaplaceOptions(path="exact"), outer=outer_options(60)
+                    rbf_op(Xtr, 1.0 / d, 1.0, 0.0),
+                    mk(0.3),
+                    ytr,
+                    LaplaceOptions(path="exact"),
+                    outer=outer_options(SIZES["outer_iter"]),
                 )
                 res = laplace_mlm(op, lik, ytr, LaplaceOptions(path="exact"))
                 alpha, extra = res.mode.alpha, {"log_marginal": res.log_marginal}
             else:  # VB; for the Gaussian this is the exact MLM, the same numbers as the MLM row
-                _, op, lik = learn_vb(rbf_op(Xtr, 1.0 / d, 1.0, 0.0), mk(0.3), ytr, outer=outer_options(60))
+                _, op, lik = learn_vb(
+                    rbf_op(Xtr, 1.0 / d, 1.0, 0.0), mk(0.3), ytr, outer=outer_options(SIZES["outer_iter"])
+                )
                 res = vb_criterion(op, lik, ytr, gradient=False)
                 alpha, extra = res.alpha, {"phi_vb": res.phi}
             seconds = time.perf_counter() - t
@@ -214,12 +227,14 @@ def classification_rows(quick):
                     Logistic(),
                     ytr,
                     LaplaceOptions(path="exact"),
-                    outer=outer_options(60),
+                    outer=outer_options(SIZES["outer_iter"]),
                 )
                 res = laplace_mlm(op, lik, ytr, LaplaceOptions(path="exact"), gradient=False)
                 alpha, extra = res.mode.alpha, {"log_marginal": res.log_marginal}
             elif method == "VB":
-                _, op, lik = learn_vb(rbf_op(Xtr, 1.0 / d, 1.0, 1.0), Logistic(), ytr, outer=outer_options(60))
+                _, op, lik = learn_vb(
+                    rbf_op(Xtr, 1.0 / d, 1.0, 1.0), Logistic(), ytr, outer=outer_options(SIZES["outer_iter"])
+                )
                 res = vb_criterion(op, lik, ytr, gradient=False)
                 alpha, extra = res.alpha, {"phi_vb": res.phi}
             else:
@@ -280,7 +295,11 @@ def main(argv=None):
     p.add_argument("--quick", action="store_true", help="smaller satimage subsample and CV grid (smoke run)")
     p.add_argument("--skip-regression", action="store_true")
     p.add_argument("--skip-classification", action="store_true")
+    p.add_argument("--smoke", action="store_true", help=SMOKE_HELP)
     a = p.parse_args(argv)
+    if a.smoke:
+        vars(a).update(quick=True)
+        SIZES.update(outer_iter=3, quick_train=60, quick_test=60, small_train=60)
     print(HEADER)
     rows = []
     if not a.skip_regression:
