@@ -270,7 +270,7 @@ def newton_step_with_restarts(
         res, new_alpha = newton_direction(
             system, x0, opts, precondition, forcing=forcing, alpha_norm=precond.forcing_in_alpha_space
         )
-        total_cg += res.iterations
+        total_cg += int(res.iterations[0])
         ls, s, s_tilde = line_search_step(problem, point, new_alpha)
         if ls.success and (best is None or ls.phi < best[0].phi):
             best = (ls, s, s_tilde)
@@ -278,7 +278,7 @@ def newton_step_with_restarts(
             break
         stalls += 1
         x0, forcing = res.x, 0.0  # restart CG from its last β (footnote 17)
-        if res.converged and res.residual <= opts.cg_tol:
+        if res.converged[0] and res.residual[0] <= opts.cg_tol:
             break  # CG already exact: the stall is round-off at the optimum
     if best is not None:
         ls, s, s_tilde = best
@@ -301,7 +301,7 @@ def solve_weighted_system(
     else:
         with host_blas(op):
             sol = cg(system_matvec(hf, K, rhs.shape, dev), rhs, x0=x0, inv_diag=inv_diag, tol=tol, max_iter=max_iter)
-    return SystemSolution(hf.V(sol.x), sol.x, sol.iterations, sol.residual, K.count)
+    return SystemSolution(hf.V(sol.x), sol.x, int(sol.iterations[0]), float(sol.residual[0]), K.count)
 
 
 class _CGStepper:
