@@ -347,6 +347,75 @@ def _per_system(records: list, on_flags: list, lay: Layout, F: int) -> tuple:
     return tuple(tuple(vals[ons[:, j], j].tolist()) for j in range(F))
 
 
+@attrs.define(eq=False)
+class _Run:
+    """One CG run's per-system state (in the arrays' namespace) and the steps it took."""
+
+    lay: Layout
+    vectors: Vectors
+    bn: object  # shape: (F,) ||b|| per system
+    one: object
+    x: object
+    r: object
+    res: object
+    stop: object
+    on: object
+    matvecs: int
+    steps: list = attrs.Factory(list)  # per step: α (F,), and whether each system took it
+    taken: list = attrs.Factory(list)
+    betas: list = attrs.Factory(list)  # per step but the last: β (F,), and whether each system went on
+    betas_on: list = attrs.Factory(list)
+
+    def iterate(self, apply_A, apply_M, forced, max_iter: int) -> None:
+        """The steps of Alg. 9.1 (Saad 1996) on every system still on, one product of A per step."""
+        lay, vec, xp, one, zero = self.lay, self.vectors, self.lay.xp, self.one, 0 * self.one
+        host_on = lay.going_on(self.on)
+        if not host_on.any() or max_iter <= 0:
+            return
+        x, r, on = self.x, self.r, self.on
+        z = apply_M(r)
+        p, rz = vec.copy(z), lay.sums(r, z)
+        scratch = vec.scratch(r)  # step p and step A p
+        while True:
+            Ap = apply_A(p, lay.systems.blocks_on(host_on))
+            self.matvecs += 1
+            pAp = lay.sums(p, Ap)
+            on = on & (pAp > 0) & xp.isfinite(pAp)  # lost positive definiteness: keep that system's iterate
+            step = xp.where(on, rz / xp.where(on, pAp, one), zero)
+            step_c = lay.spread(step)
+            x = vec.add_scaled(x, step_c, p, scratch)
+            r = vec.add_scaled(r, -step_c, Ap, scratch)
+            self.steps.append(step)
+            self.taken.append(on)
+            self.res = xp.where(on, _ratio(xp, lay.norms(r), self.bn, one), self.res)
+            self.stop = forced(self.res, r)
+            on = on & ~self.stop
+            host_on = lay.going_on(on)  # the step's one synchronisation: which systems go on
+            if not host_on.any() or len(self.steps) == max_iter:
+                break
+            z = apply_M(r)
+            rz_new = lay.sums(r, z)
+            beta = xp.where(on, _ratio(xp, rz_new, rz, one), zero)
+            p = vec.scale_add(p, lay.spread(beta), z)
+            rz = xp.where(on, rz_new, rz)
+            self.betas.append(beta)
+            self.betas_on.append(on)
+        self.x, self.r, self.on = x, r, on
+
+    def result(self, F: int, record: bool) -> CGResult:
+        """The solutions and, with one transfer, each system's residual, stopping test and steps."""
+        xp, res = self.lay.xp, self.res
+        its = sum((xp.astype(t, res.dtype) for t in self.taken), start=0 * self.one)
+        final = self.lay.to_host(xp.stack([res, xp.astype(self.stop | (self.bn == 0), res.dtype), its]))
+        alphas = betas = ()
+        if record:
+            alphas = _per_system(self.steps, self.taken, self.lay, F)
+            betas = _per_system(self.betas, self.betas_on, self.lay, F)
+        return CGResult(
+            self.x, final[2].astype(np.intp), np.asarray(final[0]), final[1] != 0, self.matvecs, alphas, betas
+        )
+
+
 def cg(
     apply_A: Callable,
     b,
@@ -375,52 +444,14 @@ def cg(
     not positive and finite (round-off) keeps its iterate and stops.  ``vectors``: the vector operations of
     the arrays b, x0 and the maps take and return (module docstring); ``record``: keep α_i, β_i."""
     lay = vectors.layout(systems, b)
-    xp, rowwise, F = lay.xp, systems.offsets is not None, systems.count(b)
     bn = lay.norms(b)
     one = bn * 0 + 1
-    zero = 0 * one
     on = bn > 0 if active is None else (bn > 0) & lay.flags(active)
-    x, r, matvecs = _start(apply_A, b, x0, lay, vectors, systems, on, xp.where(bn > 0, zero, -one))
+    x, r, matvecs = _start(apply_A, b, x0, lay, vectors, systems, on, lay.xp.where(bn > 0, 0 * one, -one))
     apply_M = precondition if precondition is not None else (lambda v: v * inv_diag if inv_diag is not None else v)
-    res = _ratio(xp, lay.norms(r), bn, one)
+    res = _ratio(lay.xp, lay.norms(r), bn, one)
     forced = _stopping_test(lay, res, r, tol, forcing, forcing_map)
     stop = forced(res, r)
-    on = on & ~stop
-    host_on = lay.going_on(on)
-    steps, taken, betas, betas_on = [], [], [], []
-    if host_on.any() and max_iter > 0:
-        z = apply_M(r)
-        p, rz = vectors.copy(z), lay.sums(r, z)
-        scratch = vectors.scratch(r)  # step p and step A p
-    while host_on.any() and len(steps) < max_iter:
-        Ap = apply_A(p, systems.blocks_on(host_on)) if rowwise else apply_A(p)
-        matvecs += 1
-        pAp = lay.sums(p, Ap)
-        on = on & (pAp > 0) & xp.isfinite(pAp)  # lost positive definiteness: keep that system's iterate
-        step = xp.where(on, rz / xp.where(on, pAp, one), zero)
-        step_c = lay.spread(step)
-        x = vectors.add_scaled(x, step_c, p, scratch)
-        r = vectors.add_scaled(r, -step_c, Ap, scratch)
-        steps.append(step)
-        taken.append(on)
-        res = xp.where(on, _ratio(xp, lay.norms(r), bn, one), res)
-        stop = forced(res, r)
-        on = on & ~stop
-        host_on = lay.going_on(on)  # the step's one synchronisation: which systems go on
-        if not host_on.any() or len(steps) == max_iter:
-            break
-        z = apply_M(r)
-        rz_new = lay.sums(r, z)
-        beta = xp.where(on, _ratio(xp, rz_new, rz, one), zero)
-        p = vectors.scale_add(p, lay.spread(beta), z)
-        rz = xp.where(on, rz_new, rz)
-        if record:
-            betas.append(beta)
-            betas_on.append(on)
-    its = sum((xp.astype(t, res.dtype) for t in taken), start=zero)
-    final = lay.to_host(xp.stack([res, xp.astype(stop | (bn == 0), res.dtype), its]))  # one transfer
-    alphas = betas_h = ()
-    if record:
-        alphas = _per_system(steps, taken, lay, F)
-        betas_h = _per_system(betas, betas_on, lay, F)
-    return CGResult(x, final[2].astype(np.intp), np.asarray(final[0]), final[1] != 0, matvecs, alphas, betas_h)
+    run = _Run(lay, vectors, bn, one, x, r, res, stop, on & ~stop, matvecs)
+    run.iterate(apply_A if systems.offsets is not None else (lambda v, on: apply_A(v)), apply_M, forced, max_iter)
+    return run.result(systems.count(b), record)
