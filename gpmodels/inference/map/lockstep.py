@@ -39,7 +39,7 @@ from gpmodels.inference.map.newton import (
     project_start,
     stop_rule,
 )
-from gpmodels.inference.map.newton_cg import SystemSolution, device_system, is_stall, newton_rhs
+from gpmodels.inference.map.newton_cg import SystemSolution, device_cg, device_system, is_stall, newton_rhs
 from gpmodels.inference.map.preconditioners import make_preconditioner
 from gpmodels.likelihoods.base import HessianFactor, Likelihood
 from gpmodels.linalg.cg import HOST_VECTORS, CGResult, Systems, cg
@@ -126,18 +126,9 @@ def _solve(matvec, dev, hf, rhs, systems: Systems, x0, *, inv_diag=None, alpha_n
     if dev is None or not dev.solves:
         forcing_map = hf.V if alpha_norm else None
         return cg(matvec, rhs, systems=systems, x0=x0, inv_diag=inv_diag, forcing_map=forcing_map, **settings)
-    be = dev.backend
-    res = cg(
-        matvec,
-        be.from_host(rhs),
-        systems=systems,
-        vectors=be.vectors,
-        x0=None if x0 is None else be.from_host(x0),
-        inv_diag=None if inv_diag is None else be.from_host(inv_diag),
-        forcing_map=dev.hf.V if alpha_norm else None,
-        **settings,
-    )
-    return attrs.evolve(res, x=be.to_host(res.x))
+    inv_d = None if inv_diag is None else dev.backend.from_host(inv_diag)
+    forcing_map = dev.hf.V if alpha_norm else None
+    return device_cg(dev, rhs, x0, matvec=matvec, systems=systems, inv_diag=inv_d, forcing_map=forcing_map, **settings)
 
 
 def _line_searches(lik, Y, blocks, trying, alpha, u, phi, g, s, s_tilde, opts):

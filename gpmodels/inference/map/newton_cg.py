@@ -228,13 +228,14 @@ def newton_direction(
     return res, new_alpha
 
 
-def device_cg(dev: DeviceSystem, rhs: np.ndarray, x0, **settings) -> CGResult:
+def device_cg(dev: DeviceSystem, rhs: np.ndarray, x0, *, matvec=None, **settings) -> CGResult:
     """:func:`~gpmodels.linalg.cg.cg` on ``dev``'s device: the right-hand side and x0 go there once, every
-    step's product, preconditioner and updates run there and only its scalars come back; the solution
-    returns to the host once.  ``settings``: cg's keywords, their maps and arrays on the device."""
+    step's product, preconditioner, updates and scalars run there (one scalar synchronisation per step); the
+    solution returns to the host once.  ``matvec``: the product to use instead of ``dev.matvec`` (row blocks
+    take theirs); ``settings``: cg's keywords, their maps and arrays on the device."""
     be = dev.backend
     start = None if x0 is None else be.from_host(x0)
-    res = cg(dev.matvec, be.from_host(rhs), x0=start, vectors=be.vectors, **settings)
+    res = cg(matvec or dev.matvec, be.from_host(rhs), x0=start, vectors=be.vectors, **settings)
     return attrs.evolve(res, x=be.to_host(res.x))
 
 
