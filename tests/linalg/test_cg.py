@@ -36,6 +36,6 @@ def test_cg_iterates_match_the_plain_updates(order):
 
     res = cg(apply_A, b, inv_diag=inv_diag, tol=0.0, max_iter=12)
     x, rel = _plain_cg(apply_A, b, inv_diag, 12)
-    assert res.iterations == 12
+    assert res.iterations[0] == 12
     np.testing.assert_array_equal(res.x, x)  # the same operations in the same order: the same numbers
-    assert res.residual == rel
+    assert res.residual[0] == rel

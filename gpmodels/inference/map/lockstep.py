@@ -7,8 +7,8 @@ blocks; :func:`lockstep_newton` keeps every block's fit its own instead, each wi
 :class:`~gpmodels.inference.map.newton_cg.NewtonCG` on that block alone:
 
 - one Newton system (5) over all rows (the likelihood is per point, so it is block-diagonal), solved by
-  :func:`~gpmodels.linalg.cg.lockstep_cg` with each block's own scalars and forcing test, preconditioned
-  per block (:mod:`gpmodels.inference.map.row_blocks`), on the operator's device where
+  :func:`~gpmodels.linalg.cg.cg` on the row blocks (``Systems(offsets)``) with each block's own scalars and
+  forcing test, preconditioned per block (:mod:`gpmodels.inference.map.row_blocks`), on the operator's device where
   :func:`~gpmodels.inference.map.newton_cg.device_system` puts it;
 - each block's pair line search on its rows (no MVM) with its own λ, stall restarts (Sec. 6.3) of the
   stalled blocks only;
@@ -39,11 +39,11 @@ from gpmodels.inference.map.newton import (
     project_start,
     stop_rule,
 )
-from gpmodels.inference.map.newton_cg import SystemSolution, device_system, is_stall, newton_rhs
+from gpmodels.inference.map.newton_cg import SystemSolution, device_cg, device_system, is_stall, newton_rhs
 from gpmodels.inference.map.preconditioners import make_preconditioner
 from gpmodels.likelihoods.base import HessianFactor, Likelihood
+from gpmodels.linalg.cg import HOST_VECTORS, CGResult, Systems, cg
 from gpmodels.linalg.counting import MVMCounter
-from gpmodels.linalg.lockstep_cg import BlockVectors, LockstepCGResult, lockstep_cg
 from gpmodels.operators.base import Operator
 
 __all__ = ["BlockProducts", "LockstepResult", "lockstep_newton", "lockstep_weighted_solve"]
@@ -119,26 +119,16 @@ def _system(hf, products: BlockProducts):
     return dev, lambda x, on: be.to_host(device_matvec(be.from_host(x), on))
 
 
-def _solve(
-    matvec, dev, hf, rhs, vec: BlockVectors, x0, *, inv_diag=None, alpha_norm=False, **settings
-) -> LockstepCGResult:
+def _solve(matvec, dev, hf, rhs, systems: Systems, x0, *, inv_diag=None, alpha_norm=False, **settings) -> CGResult:
     """Lockstep CG on a system (I + V^T K̃ V) of the blocks from host arrays, on the device where it solves
     there (rhs, x0 and ``inv_diag`` uploaded, x back on the host); ``alpha_norm``: the forcing test on V r
     (V of ``hf``, or of the device's factor)."""
     if dev is None or not dev.solves:
         forcing_map = hf.V if alpha_norm else None
-        return lockstep_cg(matvec, rhs, vec, x0=x0, inv_diag=inv_diag, forcing_map=forcing_map, **settings)
-    be = dev.backend
-    res = lockstep_cg(
-        matvec,
-        be.from_host(rhs),
-        vec.on(be),
-        x0=None if x0 is None else be.from_host(x0),
-        inv_diag=None if inv_diag is None else be.from_host(inv_diag),
-        forcing_map=dev.hf.V if alpha_norm else None,
-        **settings,
-    )
-    return attrs.evolve(res, x=be.to_host(res.x))
+        return cg(matvec, rhs, systems=systems, x0=x0, inv_diag=inv_diag, forcing_map=forcing_map, **settings)
+    inv_d = None if inv_diag is None else dev.backend.from_host(inv_diag)
+    forcing_map = dev.hf.V if alpha_norm else None
+    return device_cg(dev, rhs, x0, matvec=matvec, systems=systems, inv_diag=inv_d, forcing_map=forcing_map, **settings)
 
 
 def _line_searches(lik, Y, blocks, trying, alpha, u, phi, g, s, s_tilde, opts):
@@ -153,7 +143,7 @@ def _line_searches(lik, Y, blocks, trying, alpha, u, phi, g, s, s_tilde, opts):
     return out
 
 
-def _step(lik, Y, products: BlockProducts, precond, blocks, active, point, vec, opts):
+def _step(lik, Y, products: BlockProducts, precond, blocks, active, point, systems: Systems, opts):
     """One Newton iteration of the ``active`` blocks (Alg. 1, steps 2-3, with the stall restarts of
     :func:`~gpmodels.inference.map.newton_cg.newton_step_with_restarts` per block) at ``point`` (α, u, Φ per
     block, g): {k: (line search, s, s̃)} of each block's best attempt (else its last), its CG steps and
@@ -174,7 +164,7 @@ def _step(lik, Y, products: BlockProducts, precond, blocks, active, point, vec, 
             dev,
             hf,
             rhs,
-            vec,
+            systems,
             x0,
             precondition=precondition,
             alpha_norm=precond.forcing_in_alpha_space,
@@ -220,13 +210,13 @@ def _diagnostics(b: _Block, count: int, seconds: float) -> NewtonDiagnostics:
     )
 
 
-def _start(likelihood, alpha0, op: Operator, products: BlockProducts, vec: BlockVectors):
+def _start(likelihood, alpha0, op: Operator, products: BlockProducts, systems: Systems):
     """Alg. 1, step 1 per block: α0 projected onto ran W and u = K̃ α0 (no product for a block at zero)."""
     n, C = op.n_points, op.n_classes
     if alpha0 is None:
         return np.zeros((n, C)), np.zeros((n, C))
     alpha = project_start(likelihood, alpha0, n, C, lambda A: A)[0]
-    started = vec.norms(alpha) > 0
+    started = HOST_VECTORS.layout(systems, alpha).norms(alpha) > 0
     return alpha, products(alpha, started) if started.any() else np.zeros((n, C))
 
 
@@ -264,20 +254,21 @@ def lockstep_newton(
     t0 = time.perf_counter()
     Y = likelihood.check_targets(Y, op.n_points, op.n_classes)
     products = BlockProducts(op)
-    vec = BlockVectors(products.offsets)
+    systems = Systems(products.offsets)
+    lay = HOST_VECTORS.layout(systems, np.empty((op.n_points, op.n_classes)))
     precond = make_preconditioner(
         opts.preconditioner, op, rank=opts.precond_rank, seed=int(opts.precond_seed), start=precond_start
     )
-    alpha, u = _start(likelihood, alpha0, op, products, vec)
+    alpha, u = _start(likelihood, alpha0, op, products, systems)
     blocks = [_Block(rows, []) for rows, _ in products.blocks]
-    phi = 0.5 * vec.dots(alpha, u) + np.array([likelihood.value(u[b.rows], Y[b.rows]) for b in blocks])
+    phi = 0.5 * lay.sums(alpha, u) + np.array([likelihood.value(u[b.rows], Y[b.rows]) for b in blocks])
     for k, b in enumerate(blocks):
         b.phis.append(float(phi[k]))
         b.mvms.append(int(products.counts[k]))
     beta = None
     while True:
         g = likelihood.gradient(u, Y)
-        grads = vec.norms(alpha + g) / np.sqrt(np.maximum(vec.sizes, 1))
+        grads = lay.norms(alpha + g) / np.sqrt(np.maximum(np.diff(products.offsets), 1))
         for k, b in enumerate(blocks):
             if b.stop is None:
                 b.grads.append(float(grads[k]))
@@ -286,7 +277,7 @@ def lockstep_newton(
         if not active.any():
             break
         best, cg_its, stalls, beta = _step(
-            likelihood, Y, products, precond, blocks, active, (alpha, u, phi, g), vec, opts
+            likelihood, Y, products, precond, blocks, active, (alpha, u, phi, g), systems, opts
         )
         _advance(blocks, active, best, cg_its, stalls, alpha, u, phi, products, opts)
     seconds = time.perf_counter() - t0
@@ -312,11 +303,10 @@ def lockstep_weighted_solve(
     operator's device where it solves there.  Returns each block's solution (its z, β, CG steps, residual and
     products)."""
     products = BlockProducts(op)
-    vec = BlockVectors(products.offsets)
     rhs = hf.Vt(b)
     inv_diag = 1.0 / hf.precond_diag(op.diag(), op.point_block_mvm)
     dev, matvec = _system(hf, products)
-    res = _solve(matvec, dev, hf, rhs, vec, x0, inv_diag=inv_diag, tol=tol, max_iter=max_iter)
+    res = _solve(matvec, dev, hf, rhs, Systems(products.offsets), x0, inv_diag=inv_diag, tol=tol, max_iter=max_iter)
     z = hf.V(res.x)
     return [
         SystemSolution(z[rows], res.x[rows], int(res.iterations[k]), float(res.residual[k]), int(products.counts[k]))

@@ -228,13 +228,14 @@ def newton_direction(
     return res, new_alpha
 
 
-def device_cg(dev: DeviceSystem, rhs: np.ndarray, x0, **settings) -> CGResult:
+def device_cg(dev: DeviceSystem, rhs: np.ndarray, x0, *, matvec=None, **settings) -> CGResult:
     """:func:`~gpmodels.linalg.cg.cg` on ``dev``'s device: the right-hand side and x0 go there once, every
-    step's product, preconditioner and updates run there and only its scalars come back; the solution
-    returns to the host once.  ``settings``: cg's keywords, their maps and arrays on the device."""
+    step's product, preconditioner, updates and scalars run there (one scalar synchronisation per step); the
+    solution returns to the host once.  ``matvec``: the product to use instead of ``dev.matvec`` (row blocks
+    take theirs); ``settings``: cg's keywords, their maps and arrays on the device."""
     be = dev.backend
     start = None if x0 is None else be.from_host(x0)
-    res = cg(dev.matvec, be.from_host(rhs), x0=start, vectors=be.vectors, **settings)
+    res = cg(matvec or dev.matvec, be.from_host(rhs), x0=start, vectors=be.vectors, **settings)
     return attrs.evolve(res, x=be.to_host(res.x))
 
 
@@ -270,7 +271,7 @@ def newton_step_with_restarts(
         res, new_alpha = newton_direction(
             system, x0, opts, precondition, forcing=forcing, alpha_norm=precond.forcing_in_alpha_space
         )
-        total_cg += res.iterations
+        total_cg += int(res.iterations[0])
         ls, s, s_tilde = line_search_step(problem, point, new_alpha)
         if ls.success and (best is None or ls.phi < best[0].phi):
             best = (ls, s, s_tilde)
@@ -278,7 +279,7 @@ def newton_step_with_restarts(
             break
         stalls += 1
         x0, forcing = res.x, 0.0  # restart CG from its last β (footnote 17)
-        if res.converged and res.residual <= opts.cg_tol:
+        if res.converged[0] and res.residual[0] <= opts.cg_tol:
             break  # CG already exact: the stall is round-off at the optimum
     if best is not None:
         ls, s, s_tilde = best
@@ -301,7 +302,7 @@ def solve_weighted_system(
     else:
         with host_blas(op):
             sol = cg(system_matvec(hf, K, rhs.shape, dev), rhs, x0=x0, inv_diag=inv_diag, tol=tol, max_iter=max_iter)
-    return SystemSolution(hf.V(sol.x), sol.x, sol.iterations, sol.residual, K.count)
+    return SystemSolution(hf.V(sol.x), sol.x, int(sol.iterations[0]), float(sol.residual[0]), K.count)
 
 
 class _CGStepper:

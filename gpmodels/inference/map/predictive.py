@@ -48,7 +48,7 @@ import scipy.linalg as sla
 
 from gpmodels.errors import ConvergenceWarning, InputError
 from gpmodels.likelihoods.base import HessianFactor, Likelihood
-from gpmodels.linalg.slq import batched_cg
+from gpmodels.linalg.cg import Systems, cg
 from gpmodels.validation import check_features
 
 __all__ = [
@@ -189,7 +189,7 @@ def _exact(op, Vb, X_new, K_ss, tol, max_iter, batch):
         ct = op.cross_test(_rows(X_new, sl))
         E = np.eye(b * C).reshape(b, C, b * C)  # column (j, c) = e_{jc}
         R = _apply_Vt(Vb, ct.rmvm(E))  # R = V^T Q, shape: (n, C, b C)
-        res = batched_cg(apply_A, R, tol=tol, max_iter=max_iter)
+        res = cg(apply_A, R, systems=Systems(columns=True), tol=tol, max_iter=max_iter)
         matvecs += res.matvecs * b * C
         converged &= bool(np.all(res.residual <= tol))
         Rr, Zr = R.reshape(n * C, b, C), res.x.reshape(n * C, b, C)

@@ -76,9 +76,10 @@ from gpmodels.inference.map.newton import (
 from gpmodels.inference.map.newton_cg import NewtonOptions, NewtonResult, newton_cg
 from gpmodels.likelihoods.base import HessianFactor, Likelihood
 from gpmodels.linalg.blas_threads import limit_blas_threads
+from gpmodels.linalg.cg import Systems, cg
 from gpmodels.linalg.counting import MVMCounter
 from gpmodels.linalg.dense_posterior import DensePosterior
-from gpmodels.linalg.slq import batched_cg, hutchinson_blocks, rademacher, slq_logdet
+from gpmodels.linalg.slq import hutchinson_blocks, rademacher, slq_logdet
 from gpmodels.operators.base import Operator
 from gpmodels.optimize.checkpoint import Checkpointing
 from gpmodels.optimize.driver import OptimizeResult, minimize_joint
@@ -190,6 +191,8 @@ class _DiagonalExact(_ExactPosterior):
 
 #: π floor of :func:`softmax_posterior_blocks`' divisions by π (its entries enter the gradient times π)
 _PI_FLOOR = 1e-200
+#: the probes of the criterion: each column its own CG system
+COLUMNS = Systems(columns=True)
 
 
 def softmax_posterior_blocks(
@@ -322,7 +325,7 @@ class _MVMPosterior:
         self.Z2 = rademacher(rng, (n, C, m)) if gradient else np.zeros((n, C, 0))
         self.KZ2 = K(self.Z2) if gradient else self.Z2
         rhs = np.concatenate([self.Z1, self.DsVt(self.KZ2)], axis=2)
-        sol = batched_cg(self.Bhat, rhs, tol=opts.cg_tol, max_iter=opts.cg_max_iter)
+        sol = cg(self.Bhat, rhs, systems=COLUMNS, tol=opts.cg_tol, max_iter=opts.cg_max_iter, record=True)
         self.logdet = float(np.sum(np.log(self.d))) + slq_logdet(sol, rhs, range(m))
         self.Y1, self.Y2 = sol.x[:, :, :m], sol.x[:, :, m:]
 
@@ -352,7 +355,8 @@ class _MVMPosterior:
         return hutchinson_blocks(self.KZ2 - self.K(self.VDs(self.Y2)), self.Z2)
 
     def t_vector(self, s2, K):
-        one = batched_cg(self.Bhat, self.DsVt(K(s2)[:, :, None]), tol=self.opts.cg_tol, max_iter=self.opts.cg_max_iter)
+        rhs = self.DsVt(K(s2)[:, :, None])
+        one = cg(self.Bhat, rhs, systems=COLUMNS, tol=self.opts.cg_tol, max_iter=self.opts.cg_max_iter)
         return s2 - self.VDs(one.x)[:, :, 0]
 
     def trace_RdK(self, op):

@@ -99,7 +99,7 @@ class ArrayBackend(abc.ABC):
     @property
     def vectors(self) -> Vectors:
         """CG's vector operations on this backend's arrays (:mod:`gpmodels.linalg.cg`)."""
-        return ArrayVectors(self.xp)
+        return ArrayVectors(self)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.label})"
@@ -188,40 +188,22 @@ class TorchBackend(ArrayBackend):
 
     @property
     def vectors(self) -> Vectors:
-        return TorchVectors(self.torch)
+        return TorchVectors(self)
 
 
-class TorchVectors:
-    """CG's vector operations (:class:`~gpmodels.linalg.cg.Vectors`) as single PyTorch calls (``vdot``,
-    ``add_`` with a scale, ``vector_norm``): on a GPU each array operation is a launch from the host, and a
-    CG step is a few dozen of them."""
-
-    def __init__(self, torch):
-        self.torch = torch
-
-    def norm(self, x) -> float:
-        return float(self.torch.linalg.vector_norm(x))
-
-    def dot(self, x, y) -> float:
-        return float(self.torch.vdot(x.reshape(-1), y.reshape(-1)))
-
-    def is_zero(self, x) -> bool:
-        return not bool(self.torch.any(x))
-
-    def zeros_like(self, x):
-        return self.torch.zeros_like(x)
+class TorchVectors(ArrayVectors):
+    """CG's vector operations (:class:`~gpmodels.linalg.cg.Vectors`) with PyTorch's in-place calls
+    (``addcmul_``, ``mul_``): on a GPU each array operation is a launch from the host, and a CG step is a
+    few dozen of them."""
 
     def copy(self, x):
         return x.clone()
 
-    def scratch(self, x):
-        return None
+    def add_scaled(self, y, c, x, scratch):
+        return y.addcmul_(x, c)
 
-    def add_scaled(self, y, a, x, scratch):
-        return y.add_(x, alpha=a)
-
-    def scale_add(self, p, b, z):
-        return self.torch.add(z, p, alpha=b, out=p)
+    def scale_add(self, p, c, z):
+        return p.mul_(c).add_(z)
 
 
 def numpy_backend() -> ArrayBackend:

@@ -159,10 +159,10 @@ def test_cg_solves_spd_systems_and_reports(rng):
     b = rng.normal(size=20)
     res = cg(lambda x: A @ x, b, inv_diag=1 / np.diag(A), tol=1e-12, max_iter=100)
     np.testing.assert_allclose(A @ res.x, b, atol=1e-9)
-    assert res.converged and res.iterations <= 20
+    assert res.converged[0] and res.iterations[0] <= 20
     res2 = cg(lambda x: A @ x, b, x0=res.x, tol=1e-12, max_iter=100)
-    assert res2.iterations == 0 and res2.matvecs == 1
-    assert cg(lambda x: A @ x, np.zeros(20)).iterations == 0
+    assert res2.iterations[0] == 0 and res2.matvecs == 1
+    assert cg(lambda x: A @ x, np.zeros(20)).iterations[0] == 0
 
 
 def test_exact_newton_at_huge_variance_reaches_the_optimum():
