@@ -50,7 +50,7 @@ HIGHER_IS_BETTER = {
 
 def _spec(name, a):
     spec, base = load_spec(ROOT / "specs" / f"{name}.yaml")
-    spec = attrs.evolve(spec, data=attrs.evolve(spec.data, subset=a.subset))
+    spec = attrs.evolve(spec, data=attrs.evolve(spec.data, subset=a.subset, max_train=a.max_train))
     if spec.objective.type == "cv":
         if a.start_variance is not None:
             spec = attrs.evolve(spec, model=attrs.evolve(spec.model, variance=a.start_variance))
@@ -76,6 +76,7 @@ def main(argv=None):
     p.add_argument("--out", default=str(ROOT / "runs" / "news20-cv-bench"), help="report folders DIR/fixed, DIR/cv")
     p.add_argument("--blas-threads", type=int, default=None, help="limit BLAS threads (threadpoolctl)")
     p.add_argument("--max-iter", type=int, default=None, help="override objective.cv.outer.max_iter")
+    p.add_argument("--max-train", type=int, default=None, help="a stratified subsample of the training points")
     p.add_argument("--start-variance", type=float, default=None, help="start of the learned level variances")
     p.add_argument("--resume", action="store_true", help="continue the CV learning from its checkpoint")
     p.add_argument("--verbose", action="store_true", help="the driver's messages")
@@ -85,7 +86,7 @@ def main(argv=None):
     if a.smoke:
         if skip_without_data("news20_cv", "news20"):
             return
-        vars(a).update(subset="small", max_iter=1, out="news20-cv-smoke")
+        vars(a).update(subset="small", max_iter=1, max_train=300, out="news20-cv-smoke")
     with blas_threads(a.blas_threads):
         done = Path(a.out) / "fixed" / "metrics.json"
         try:

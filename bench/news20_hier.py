@@ -78,6 +78,9 @@ def main():
     hspec, base = _spec("news20-hier", a.subset)
     fspec, _ = _spec("news20-flat", a.subset)
     data = build_data(hspec, base)
+    if a.smoke:  # 20 points per class
+        keep = np.concatenate([np.flatnonzero(data.y_train == c)[:20] for c in range(data.n_classes)])
+        data = attrs.evolve(data, X_train=data.X_train[keep], y_train=data.y_train[keep])
     tree = build_tree(hspec, data, base)
     C, n = data.n_classes, data.y_train.size
     Y = np.eye(C)[data.y_train]

@@ -85,6 +85,9 @@ def main():
     hspec, base = _spec("news20-hier", a.subset)
     fspec, _ = _spec("news20-flat", a.subset)
     data = build_data(hspec, base)
+    if a.smoke:  # 20 points per class
+        keep = np.concatenate([np.flatnonzero(data.y_train == c)[:20] for c in range(data.n_classes)])
+        data = attrs.evolve(data, X_train=data.X_train[keep], y_train=data.y_train[keep])
     tree = build_tree(hspec, data, base)
     C = data.n_classes
     Y = np.eye(C)[data.y_train]
@@ -94,6 +97,8 @@ def main():
         "flat": build_prior(fspec.model, data.X_train, base).operator(data.X_train, C),
     }
     kinds = [("diagonal", None), ("block", None)] + [(kind, r) for r in ranks for kind in ("lowrank", "lowrank_block")]
+    if a.smoke:  # one preconditioner of each family, short fits: the bench's code paths in seconds
+        kinds = [("diagonal", None), ("lowrank", ranks[0])]
     label = {k: (k[0] if k[1] is None else f"{k[0]}{k[1]}") for k in kinds}
     print(
         f"news20{'-' + a.subset if a.subset else ''}: n = {data.y_train.size}, C = {C}, P = {tree.n_nodes}", flush=True
@@ -110,7 +115,7 @@ def main():
             hf, rhs, A = _system(op, lik, Y, alpha, u)
             for k in kinds:
                 res = cg(A, rhs, precondition=pcs[k].for_factor(hf), tol=a.tol, max_iter=2000)
-                table[label[k]].append(res.iterations)
+                table[label[k]].append(int(res.iterations[0]))  # one system: its CG steps
         print(
             f"\n[{prior}] CG steps per Newton system to relative residual {a.tol:g} (from beta = 0; systems "
             f"1..{a.systems} of an exact Newton path; preconditioner set-up {setup:.1f} s for all kinds):"
@@ -121,6 +126,8 @@ def main():
         # ------------------------------------------------------------ 2. whole fits
         print(f"[{prior}] Newton-CG fits at the spec's settings:")
         base_opts = build_newton_options(hspec.objective)
+        if a.smoke:
+            base_opts = attrs.evolve(base_opts, max_iter=2)
         for k in kinds:
             opts = attrs.evolve(base_opts, preconditioner=k[0], precond_rank=k[1] or 8)
             res, fit = timed_newton_cg(op, lik, Y, opts)

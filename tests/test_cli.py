@@ -320,7 +320,10 @@ def test_metrics_record_version_time_command_and_spec_digest(tmp_path, capsys):
     assert "test error" in (tmp_path / "api" / "run.log").read_text()  # logged also when quiet
 
 
-def test_run_log_holds_messages_not_progress_bars(tmp_path, capsys):
+def test_run_log_holds_messages_not_progress_bars(tmp_path, capsys, monkeypatch):
+    from gpmodels import progress
+
+    monkeypatch.setattr(progress, "NEWTON_DELAY", 0.0)  # the toy fit's bar shows at once
     p = write_spec(tmp_path, _spec(tmp_path))
     assert main(["run", str(p)]) == 0  # bars on
     assert "Newton" in capsys.readouterr().err
