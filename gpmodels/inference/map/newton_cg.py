@@ -40,7 +40,8 @@ from typing import ClassVar
 import attrs
 import numpy as np
 
-from gpmodels.inference.map.line_search import LineSearchResult
+from gpmodels.inference.map.block_products import BlockProducts
+from gpmodels.inference.map.line_search import LineSearchResult, pair_line_search
 from gpmodels.inference.map.newton import (
     PRECONDITIONER_NAMES,
     NewtonDiagnostics,
@@ -51,6 +52,8 @@ from gpmodels.inference.map.newton import (
     NewtonStep,
     SteppedSolver,
     StepResult,
+    block_point,
+    block_rows,
     gradient_rms,
     line_search_step,
     project_start,
@@ -58,7 +61,7 @@ from gpmodels.inference.map.newton import (
 from gpmodels.inference.map.preconditioners import Preconditioner, make_preconditioner
 from gpmodels.likelihoods.base import HessianFactor, Likelihood
 from gpmodels.linalg.blas_threads import one_blas_thread
-from gpmodels.linalg.cg import CGResult, cg
+from gpmodels.linalg.cg import CGResult, Systems, cg
 from gpmodels.linalg.counting import MVMCounter
 from gpmodels.operators.base import Operator
 from gpmodels.validation import instance_of
@@ -87,6 +90,8 @@ __all__ = [
     "is_stall",
     "newton_step_with_restarts",
     "solve_weighted_system",
+    "solve_weighted_blocks",
+    "block_newton_step",
     "system_matvec",
 ]
 
@@ -305,22 +310,125 @@ def solve_weighted_system(
     return SystemSolution(hf.V(sol.x), sol.x, int(sol.iterations[0]), float(sol.residual[0]), K.count)
 
 
+def _block_system(hf: HessianFactor, products: BlockProducts):
+    """(I + V^T K̃ V) of eq. (5) on the blocks ``on``: (the device system or None, matvec (x, on) -> ... on
+    host arrays, or on the device's when CG solves there); the factor's V and V^T on the device where the
+    products are (:func:`device_system`)."""
+    dev = device_system(hf, MVMCounter(products.op)) if products.backend is not None else None
+    if dev is None:
+        return None, lambda x, on: x + hf.Vt(products(hf.V(x), on))
+    be, dhf = dev.backend, dev.hf
+
+    def device_matvec(xd, on):
+        return xd + dhf.Vt(products.device(dhf.V(xd), on))
+
+    if dev.solves:
+        return dev, device_matvec
+    return dev, lambda x, on: be.to_host(device_matvec(be.from_host(x), on))
+
+
+def _block_cg(matvec, dev, hf, rhs, systems: Systems, x0, *, inv_diag=None, alpha_norm=False, **settings) -> CGResult:
+    """CG on a system (I + V^T K̃ V) of the row blocks from host arrays, on the device where it solves there
+    (rhs, x0 and ``inv_diag`` uploaded, x back on the host); ``alpha_norm``: the forcing test on V r (V of
+    ``hf``, or of the device's factor)."""
+    if dev is None or not dev.solves:
+        forcing_map = hf.V if alpha_norm else None
+        return cg(matvec, rhs, systems=systems, x0=x0, inv_diag=inv_diag, forcing_map=forcing_map, **settings)
+    inv_d = None if inv_diag is None else dev.backend.from_host(inv_diag)
+    forcing_map = dev.hf.V if alpha_norm else None
+    return device_cg(dev, rhs, x0, matvec=matvec, systems=systems, inv_diag=inv_d, forcing_map=forcing_map, **settings)
+
+
+def block_newton_step(
+    problem: NewtonProblem, point: NewtonPoint, active: np.ndarray, products: BlockProducts, precond: Preconditioner
+) -> dict[int, StepResult]:
+    """One Newton iteration of the ``active`` row blocks (Alg. 1, steps 2-3, with the stall restarts of
+    :func:`newton_step_with_restarts` per block) at ``point`` (Φ per block): one CG over all rows with each
+    block's own scalars and forcing test (``Systems(offsets)``), each trying block's pair line search on its
+    rows, and CG restarted for the stalled blocks only.  Returns each active block's best attempt (else its
+    last) with its CG steps, stalls and β."""
+    lik, Y, opts = problem.likelihood, problem.Y, problem.options
+    rows = block_rows(products.offsets, Y.shape[0])
+    hf = lik.hessian_factor(point.u, Y)
+    rhs = newton_rhs(hf, lambda A: products(A, active), point.u, point.g)
+    dev, matvec = _block_system(hf, products)
+    if dev is not None and dev.solves:
+        precondition = precond.for_device(hf, dev.hf, dev.backend)
+    else:
+        precondition = precond.for_factor(hf, None if dev is None else dev.backend)
+    x0, forcing, trying = hf.beta_init(point.alpha), opts.cg_forcing, active.copy()
+    best, cg_its, stalls = {}, np.zeros(len(rows), dtype=np.intp), np.zeros(len(rows), dtype=np.intp)
+    for _ in range(opts.max_stall_restarts + 1):
+        settings = dict(tol=opts.cg_tol, forcing=forcing, max_iter=opts.cg_max_iter, precondition=precondition)
+        alpha_norm = precond.forcing_in_alpha_space
+        res = _block_cg(
+            matvec, dev, hf, rhs, Systems(products.offsets), x0, alpha_norm=alpha_norm, active=trying, **settings
+        )
+        cg_its += res.iterations
+        new_alpha = hf.V(res.x)
+        if hf.fixed_alpha is not None:
+            new_alpha += hf.fixed_alpha
+        s = new_alpha - point.alpha
+        s_tilde = products(s, trying)
+        for k in np.flatnonzero(trying):
+            r, at = rows[k], block_point(point, k, rows[k])
+            ls = pair_line_search(lik, Y[r], at, s[r], s_tilde[r], armijo=opts.armijo, max_evals=opts.line_search_evals)
+            if k not in best or (ls.success and (not best[k][0].success or ls.phi < best[k][0].phi)):
+                best[k] = (ls, s[r], s_tilde[r])
+            stalled = is_stall(ls, at.phi, opts.phi_rtol, opts.stall_step)
+            exact = bool(res.converged[k]) and res.residual[k] <= opts.cg_tol  # the stall is round-off
+            stalls[k] += stalled
+            trying[k] = stalled and not exact
+        if not trying.any():
+            break
+        x0, forcing = res.x, 0.0  # restart the stalled blocks' CG from their last β (footnote 17)
+    return {
+        k: StepResult(*best[k], beta=res.x[rows[k]].copy(), cg_iterations=int(cg_its[k]), stalls=int(stalls[k]))
+        for k in best
+    }
+
+
+def solve_weighted_blocks(
+    op: Operator, hf: HessianFactor, b: np.ndarray, *, x0=None, tol: float, max_iter: int
+) -> list[SystemSolution]:
+    """Each row block's z_k = (I + W K̃_k)^{-1} W b_k (Seeger 2008, Sec. 5.2: the CV accumulation solves), as
+    :func:`solve_weighted_system` per block, the blocks together: one CG over all rows with each block's
+    scalars and stopping test, the App. B diagonal preconditioner, on the operator's device where it solves
+    there.  Returns each block's solution (its z, β, CG steps, residual and products)."""
+    products = BlockProducts(op)
+    rhs = hf.Vt(b)
+    inv_diag = 1.0 / hf.precond_diag(op.diag(), op.point_block_mvm)
+    dev, matvec = _block_system(hf, products)
+    res = _block_cg(matvec, dev, hf, rhs, Systems(products.offsets), x0, inv_diag=inv_diag, tol=tol, max_iter=max_iter)
+    z = hf.V(res.x)
+    return [
+        SystemSolution(z[rows], res.x[rows], int(res.iterations[k]), float(res.residual[k]), int(products.counts[k]))
+        for k, (rows, _) in enumerate(products.blocks)
+    ]
+
+
 class _CGStepper:
-    """Newton–CG's state for one fit: the counted K̃ and the preconditioner built on the operator."""
+    """Newton–CG's state for one fit: the counted K̃ (per row block with ``blocks``, :class:`BlockProducts`)
+    and the preconditioner built on the operator."""
 
     truncated = True
 
-    def __init__(self, op: Operator, opts: NewtonOptions, precond_start: np.ndarray | None):
-        self.mvm = MVMCounter(op)
+    def __init__(self, op: Operator, opts: NewtonOptions, precond_start: np.ndarray | None, blocks: bool):
+        by_blocks = blocks and op.row_blocks is not None
+        self.mvm = BlockProducts(op) if by_blocks else MVMCounter(op)
+        self.offsets = self.mvm.offsets if by_blocks else None
         self.precond = make_preconditioner(
             opts.preconditioner, op, rank=opts.precond_rank, seed=int(opts.precond_seed), start=precond_start
         )
         self.precond_basis = self.precond.basis
 
-    def step(self, problem: NewtonProblem, point: NewtonPoint) -> StepResult:
+    def step(self, problem: NewtonProblem, point: NewtonPoint, active: np.ndarray) -> dict[int, StepResult]:
+        if self.offsets is not None:
+            return block_newton_step(problem, point, active, self.mvm, self.precond)
+        point = block_point(point, 0, slice(None))
         hf = problem.likelihood.hessian_factor(point.u, problem.Y)
         system = newton_system(hf, problem.mvm, point.u, point.g)
-        return newton_step_with_restarts(problem, point, system, self.precond, hf.beta_init(point.alpha))
+        return {0: newton_step_with_restarts(problem, point, system, self.precond, hf.beta_init(point.alpha))}
 
 
 @attrs.frozen
@@ -330,10 +438,10 @@ class NewtonCG(SteppedSolver):
     options: NewtonOptions = attrs.field(factory=NewtonOptions, validator=instance_of(NewtonOptions))
     name: ClassVar[str] = "newton-cg"
 
-    def stepper(self, op: Operator, precond_start: np.ndarray | None) -> _CGStepper:
+    def stepper(self, op: Operator, precond_start: np.ndarray | None, *, blocks: bool = False) -> _CGStepper:
         """Newton–CG's state for one fit; ``precond_start``: a previous fit's ``precond_basis`` on the same
-        points (the ``lowrank`` eigensolvers start from it)."""
-        return _CGStepper(op, self.options, precond_start)
+        points (the ``lowrank`` eigensolvers start from it); ``blocks``: each of ``op.row_blocks`` its own fit."""
+        return _CGStepper(op, self.options, precond_start, blocks)
 
     def fit(self, op: Operator, likelihood: Likelihood, Y, **kw) -> NewtonResult:
         """:meth:`SteppedSolver.fit <gpmodels.inference.map.newton.SteppedSolver.fit>` in ``op``'s host BLAS
