@@ -59,6 +59,7 @@ __all__ = [
     "gradient_rms",
     "project_start",
     "line_search_step",
+    "block_line_search",
     "newton_loop",
     "stop_rule",
     "no_decrease",
@@ -236,6 +237,15 @@ def line_search_step(problem: NewtonProblem, point: NewtonPoint, new_alpha: np.n
         problem.likelihood, problem.Y, point, s, s_tilde, armijo=opts.armijo, max_evals=opts.line_search_evals
     )
     return ls, s, s_tilde
+
+
+def block_line_search(problem: NewtonProblem, point: NewtonPoint, rows: slice, s, s_tilde) -> LineSearchResult:
+    """Alg. 1, step 3 for one block: the pair line search at its ``point`` (its rows of α, u, g and its Φ)
+    along its rows of s with s̃ = K̃ s (Sec. 5.1.2)."""
+    opts = problem.options
+    return pair_line_search(
+        problem.likelihood, problem.Y[rows], point, s, s_tilde, armijo=opts.armijo, max_evals=opts.line_search_evals
+    )
 
 
 def _small_decrease(phis: list, steps: list, phi_rtol: float) -> bool:

@@ -41,7 +41,7 @@ import attrs
 import numpy as np
 
 from gpmodels.inference.map.block_products import BlockProducts
-from gpmodels.inference.map.line_search import LineSearchResult, pair_line_search
+from gpmodels.inference.map.line_search import LineSearchResult
 from gpmodels.inference.map.newton import (
     PRECONDITIONER_NAMES,
     NewtonDiagnostics,
@@ -52,6 +52,7 @@ from gpmodels.inference.map.newton import (
     NewtonStep,
     SteppedSolver,
     StepResult,
+    block_line_search,
     block_point,
     block_rows,
     gradient_rms,
@@ -89,6 +90,7 @@ __all__ = [
     "line_search_step",
     "is_stall",
     "newton_step_with_restarts",
+    "restarted_steps",
     "solve_weighted_system",
     "solve_weighted_blocks",
     "block_newton_step",
@@ -252,10 +254,49 @@ def is_stall(ls: LineSearchResult, phi: float, phi_rtol: float, stall_step: floa
     return not ls.success or negligible or ls.step < stall_step
 
 
+def restarted_steps(
+    problem: NewtonProblem, point: NewtonPoint, rows: list[slice], active: np.ndarray, x0, solve, product
+) -> dict[int, StepResult]:
+    """The stall restarts of Sec. 6.3 (footnote 17) for the ``active`` row blocks ``rows`` at ``point`` (Φ per
+    block): ``solve(x0, forcing, trying)`` -> (CG result, the Newton point α') from x0, ``product(s, trying)``
+    -> s̃ = K̃ s; each trying block's pair line search on its rows along s = α' − α.  A block whose step stalls
+    (:func:`is_stall`) is solved again from the last β without the forcing term, at most
+    ``max_stall_restarts`` times, and not when its CG had converged to ``cg_tol`` (the stall is round-off at
+    the optimum).  Returns per active block the line search, s and s̃ of its best successful attempt (else its
+    last), its last β, its CG steps over all attempts and its stalls."""
+    opts = problem.options
+    forcing, trying = opts.cg_forcing, np.array(active, dtype=bool)
+    best, last = {}, {}
+    cg_its, stalls = np.zeros(len(rows), dtype=np.intp), np.zeros(len(rows), dtype=np.intp)
+    for _ in range(opts.max_stall_restarts + 1):
+        res, new_alpha = solve(x0, forcing, trying)
+        cg_its += res.iterations
+        s = new_alpha - point.alpha
+        s_tilde = product(s, trying)
+        for k in np.flatnonzero(trying):
+            r, at = rows[k], block_point(point, k, rows[k])
+            ls = block_line_search(problem, at, r, s[r], s_tilde[r])
+            last[k] = (ls, s[r], s_tilde[r])
+            if ls.success and (k not in best or ls.phi < best[k][0].phi):
+                best[k] = last[k]
+            stalled = is_stall(ls, at.phi, opts.phi_rtol, opts.stall_step)
+            exact = bool(res.converged[k]) and res.residual[k] <= opts.cg_tol  # the stall is round-off
+            stalls[k] += stalled
+            trying[k] = stalled and not exact
+        if not trying.any():
+            break
+        x0, forcing = res.x, 0.0  # restart the stalled blocks' CG from their last β (footnote 17)
+    return {
+        k: StepResult(*best.get(k, last[k]), beta=res.x[rows[k]], cg_iterations=int(cg_its[k]), stalls=int(stalls[k]))
+        for k in last
+    }
+
+
 def newton_step_with_restarts(
     problem: NewtonProblem, point: NewtonPoint, system: NewtonSystem, precond: Preconditioner, x0
 ) -> StepResult:
-    """One Newton iteration of Alg. 1 (steps 2-3) with stall handling (Sec. 6.3, footnote 17).
+    """One Newton iteration of Alg. 1 (steps 2-3) with stall handling (Sec. 6.3, footnote 17): the one-block
+    case of :func:`restarted_steps`.
 
     The direction by CG on ``system`` (:func:`newton_system`) from x0, preconditioned by
     ``precond.for_factor(system.hf)``, and the line search; when the step stalls (:func:`is_stall`)
@@ -264,31 +305,21 @@ def newton_step_with_restarts(
     round-off at the optimum).  Returns the line search, s and s̃ of the best successful attempt
     (else the last one), the last β, the CG steps of all attempts and the number of stalls.
     """
-    opts = problem.options
-    dev = system.device
+    opts, dev = problem.options, system.device
     if dev is not None and dev.solves:
         precondition = precond.for_device(system.hf, dev.hf, dev.backend)
     else:
         precondition = precond.for_factor(system.hf, None if dev is None else dev.backend)
-    total_cg, stalls, forcing = 0, 0, opts.cg_forcing
-    best = None  # (line search result, s, s̃) of the best successful attempt
-    for _ in range(opts.max_stall_restarts + 1):
-        res, new_alpha = newton_direction(
-            system, x0, opts, precondition, forcing=forcing, alpha_norm=precond.forcing_in_alpha_space
-        )
-        total_cg += int(res.iterations[0])
-        ls, s, s_tilde = line_search_step(problem, point, new_alpha)
-        if ls.success and (best is None or ls.phi < best[0].phi):
-            best = (ls, s, s_tilde)
-        if not is_stall(ls, point.phi, opts.phi_rtol, opts.stall_step):
-            break
-        stalls += 1
-        x0, forcing = res.x, 0.0  # restart CG from its last β (footnote 17)
-        if res.converged[0] and res.residual[0] <= opts.cg_tol:
-            break  # CG already exact: the stall is round-off at the optimum
-    if best is not None:
-        ls, s, s_tilde = best
-    return StepResult(ls, s, s_tilde, beta=res.x, cg_iterations=total_cg, stalls=stalls)
+
+    def solve(start, forcing, trying):
+        alpha_norm = precond.forcing_in_alpha_space
+        return newton_direction(system, start, opts, precondition, forcing=forcing, alpha_norm=alpha_norm)
+
+    point = NewtonPoint(point.alpha, point.u, np.atleast_1d(point.phi), point.g)
+    steps = restarted_steps(
+        problem, point, [slice(None)], np.ones(1, dtype=bool), x0, solve, lambda s, _: problem.mvm(s)
+    )
+    return steps[0]
 
 
 def solve_weighted_system(
@@ -342,13 +373,10 @@ def _block_cg(matvec, dev, hf, rhs, systems: Systems, x0, *, inv_diag=None, alph
 def block_newton_step(
     problem: NewtonProblem, point: NewtonPoint, active: np.ndarray, products: BlockProducts, precond: Preconditioner
 ) -> dict[int, StepResult]:
-    """One Newton iteration of the ``active`` row blocks (Alg. 1, steps 2-3, with the stall restarts of
-    :func:`newton_step_with_restarts` per block) at ``point`` (Φ per block): one CG over all rows with each
-    block's own scalars and forcing test (``Systems(offsets)``), each trying block's pair line search on its
-    rows, and CG restarted for the stalled blocks only.  Returns each active block's best attempt (else its
-    last) with its CG steps, stalls and β."""
+    """One Newton iteration of the ``active`` row blocks (Alg. 1, steps 2-3) at ``point`` (Φ per block): one
+    CG over all rows with each block's own scalars and forcing test (``Systems(offsets)``), each block's pair
+    line search on its rows and stall restarts of the stalled blocks only (:func:`restarted_steps`)."""
     lik, Y, opts = problem.likelihood, problem.Y, problem.options
-    rows = block_rows(products.offsets, Y.shape[0])
     hf = lik.hessian_factor(point.u, Y)
     rhs = newton_rhs(hf, lambda A: products(A, active), point.u, point.g)
     dev, matvec = _block_system(hf, products)
@@ -356,36 +384,19 @@ def block_newton_step(
         precondition = precond.for_device(hf, dev.hf, dev.backend)
     else:
         precondition = precond.for_factor(hf, None if dev is None else dev.backend)
-    x0, forcing, trying = hf.beta_init(point.alpha), opts.cg_forcing, active.copy()
-    best, cg_its, stalls = {}, np.zeros(len(rows), dtype=np.intp), np.zeros(len(rows), dtype=np.intp)
-    for _ in range(opts.max_stall_restarts + 1):
+    systems = Systems(products.offsets)
+
+    def solve(x0, forcing, trying):
         settings = dict(tol=opts.cg_tol, forcing=forcing, max_iter=opts.cg_max_iter, precondition=precondition)
         alpha_norm = precond.forcing_in_alpha_space
-        res = _block_cg(
-            matvec, dev, hf, rhs, Systems(products.offsets), x0, alpha_norm=alpha_norm, active=trying, **settings
-        )
-        cg_its += res.iterations
+        res = _block_cg(matvec, dev, hf, rhs, systems, x0, alpha_norm=alpha_norm, active=trying, **settings)
         new_alpha = hf.V(res.x)
         if hf.fixed_alpha is not None:
             new_alpha += hf.fixed_alpha
-        s = new_alpha - point.alpha
-        s_tilde = products(s, trying)
-        for k in np.flatnonzero(trying):
-            r, at = rows[k], block_point(point, k, rows[k])
-            ls = pair_line_search(lik, Y[r], at, s[r], s_tilde[r], armijo=opts.armijo, max_evals=opts.line_search_evals)
-            if k not in best or (ls.success and (not best[k][0].success or ls.phi < best[k][0].phi)):
-                best[k] = (ls, s[r], s_tilde[r])
-            stalled = is_stall(ls, at.phi, opts.phi_rtol, opts.stall_step)
-            exact = bool(res.converged[k]) and res.residual[k] <= opts.cg_tol  # the stall is round-off
-            stalls[k] += stalled
-            trying[k] = stalled and not exact
-        if not trying.any():
-            break
-        x0, forcing = res.x, 0.0  # restart the stalled blocks' CG from their last β (footnote 17)
-    return {
-        k: StepResult(*best[k], beta=res.x[rows[k]].copy(), cg_iterations=int(cg_its[k]), stalls=int(stalls[k]))
-        for k in best
-    }
+        return res, new_alpha
+
+    rows = block_rows(products.offsets, Y.shape[0])
+    return restarted_steps(problem, point, rows, active, hf.beta_init(point.alpha), solve, products)
 
 
 def solve_weighted_blocks(
