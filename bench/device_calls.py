@@ -37,7 +37,6 @@ import time
 import numpy as np
 from smoke import SMOKE_HELP  # noqa: E402
 
-from gpmodels.inference.map.lockstep import lockstep_newton
 from gpmodels.inference.map.newton_cg import NewtonCG, NewtonOptions
 from gpmodels.kernels.device.backend import cuda_backend, numpy_backend, torch_backend
 from gpmodels.kernels.device.config import DeviceRepresentationConfig
@@ -134,11 +133,11 @@ def fold_fits(op, Y, options, placement: str):
     Ys = np.concatenate([Y[J] for J in Js])
     if placement == "stacked":
         stack = Stacked.restrictions(op, Js)
-        return lambda: sum(_counts(fit) for fit in lockstep_newton(stack, Softmax(), Ys, options).blocks)
+        return lambda: sum(_counts(fit) for fit in NewtonCG(options).fit_blocks(stack, Softmax(), Ys).blocks)
     parts = [op.restrict(J) for J in Js]
     if placement == "stacked-copies":
         stack = Stacked(parts)
-        return lambda: sum(_counts(fit) for fit in lockstep_newton(stack, Softmax(), Ys, options).blocks)
+        return lambda: sum(_counts(fit) for fit in NewtonCG(options).fit_blocks(stack, Softmax(), Ys).blocks)
     return lambda: sum(_counts(NewtonCG(options).fit(part, Softmax(), Y[J])) for part, J in zip(parts, Js))
 
 

@@ -182,3 +182,172 @@ def test_the_detector_passes_loops_that_are_not_cg():
             return acc
     """
     assert cg_loops(textwrap.dedent(source)) == []
+
+
+# --- one Newton loop ------------------------------------------------------------------------------------------------
+
+#: the one function allowed to hold a Newton loop: the block-axis loop of every MAP solver
+THE_NEWTON = ("inference/map/newton.py", "newton_loop")
+
+
+def _called_names(nodes) -> set[str]:
+    """The names of the functions called in ``nodes`` and the attributes read there (``res.line_search``)."""
+    out = set()
+    for node in nodes:
+        if isinstance(node, ast.Call):
+            f = node.func
+            out.add(f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else "")
+        elif isinstance(node, ast.Attribute):
+            out.add(node.attr)
+    return out
+
+
+def _target_name(target) -> str | None:
+    """The array a target writes: ``x`` of ``x`` and of ``x[rows]``."""
+    while isinstance(target, ast.Subscript):
+        target = target.value
+    return target.id if isinstance(target, ast.Name) else None
+
+
+def _steps_along(nodes, by_step_length: bool = False) -> bool:
+    """An iterate moved from itself by a scaled step: ``x = x + t * s``, ``x += t * s`` or ``x[r] += t * s``;
+    ``by_step_length``: the factor a result's ``step`` (a line search's λ)."""
+    for node in nodes:
+        if isinstance(node, ast.AugAssign) and isinstance(node.op, (ast.Add, ast.Sub)):
+            targets, value, own = [node.target], node.value, True
+        elif isinstance(node, ast.Assign) and isinstance(node.value, ast.BinOp):
+            targets, value, own = node.targets, node.value, False
+        else:
+            continue
+        scaled = any(
+            isinstance(n, ast.BinOp)
+            and isinstance(n.op, ast.Mult)
+            and (
+                not by_step_length or any(isinstance(f, ast.Attribute) and f.attr == "step" for f in (n.left, n.right))
+            )
+            for n in ast.walk(value)
+        )
+        for target in targets:
+            name = _target_name(target)
+            if scaled and name is not None and (own or name in _names(value)):
+                return True
+    return False
+
+
+def is_newton_loop(loop) -> bool:
+    """The structural signature of a damped Newton iteration in one loop: an iterate moved from itself by a
+    line search's step length times the step, the search called in the loop (or a result's ``line_search``
+    read there) or its result's ``step`` the factor (``alpha[r] += ls.step * s``)."""
+    nodes = list(_body_nodes(loop))
+    searches = any("line_search" in name for name in _called_names(nodes))
+    return _steps_along(nodes, by_step_length=not searches)
+
+
+def newton_loops(source: str) -> list[str]:
+    """The names of the functions of ``source`` that hold a Newton loop (innermost function of each loop)."""
+    found = []
+
+    def visit(node, func):
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                visit(child, child.name)
+            elif isinstance(child, (ast.For, ast.While)) and func is not None and is_newton_loop(child):
+                found.append(func)
+                visit(child, func)
+            else:
+                visit(child, func)
+
+    visit(ast.parse(source), None)
+    return found
+
+
+def test_the_package_has_one_newton_loop():
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for func in newton_loops(path.read_text()):
+            found.append((path.relative_to(PACKAGE).as_posix(), func))
+    assert sorted(set(found)) == [THE_NEWTON], f"Newton loops outside {THE_NEWTON}: {found}"
+
+
+PLANTED_NEWTON = {
+    "textbook": """
+        def newton(f, grad, hess, x, n):
+            for _ in range(n):
+                g = grad(x)
+                s = -np.linalg.solve(hess(x), g)
+                t = backtracking_line_search(f, x, s)
+                x = x + t * s
+            return x
+    """,
+    "the folds one by one, in place": """
+        def refit_folds(blocks, lik, Y, alpha, u, phi, step):
+            while True:
+                g = lik.gradient(u, Y)
+                active = [k for k in range(len(blocks)) if norm(alpha[blocks[k]] + g[blocks[k]]) > 1e-6]
+                if not active:
+                    break
+                for k, res in step(alpha, u, g, active).items():
+                    r = blocks[k]
+                    alpha[r] += res.line_search.step * res.s
+                    u[r] += res.line_search.step * res.s_tilde
+                    phi[k] = res.line_search.phi
+    """,
+    "the update in a helper of the loop": """
+        def _advance(blocks, active, best, alpha, u, phi):
+            for k in np.flatnonzero(active):
+                b, (ls, s, s_tilde) = blocks[k], best[k]
+                if ls.success:
+                    alpha[b.rows] += ls.step * s
+                    u[b.rows] += ls.step * s_tilde
+                    phi[k] = ls.phi
+    """,
+    "lockstep's best attempts, augmented": """
+        def lockstep(lik, Y, products, alpha, u, opts):
+            for it in range(opts.max_iter):
+                ls = pair_line_search(lik, Y, alpha, u, *direction(alpha, u))
+                if not ls.success:
+                    break
+                alpha += ls.step * ls.s
+                u += ls.step * ls.s_tilde
+            return alpha
+    """,
+}
+
+
+@pytest.mark.parametrize("name", sorted(PLANTED_NEWTON))
+def test_the_detector_sees_a_planted_newton_loop(name):
+    assert newton_loops(textwrap.dedent(PLANTED_NEWTON[name])) != []
+
+
+def test_the_newton_detector_passes_cg_a_line_search_and_stall_restarts():
+    """A CG loop (steps along p without a line search), the line search's own loop (trial points, not
+    updates) and stall restarts (line searches without moving the iterate) are not Newton loops."""
+    source = """
+        def solve(A, b, n):
+            x, r = 0 * b, b.copy()
+            p = r.copy()
+            for _ in range(n):
+                Ap = A @ p
+                a = (r @ r) / (p @ Ap)
+                x += a * p
+                r -= a * Ap
+                p = r + p
+
+        def search(f, alpha, s, lo, hi):
+            while hi - lo > 1e-12:
+                lam = 0.5 * (lo + hi)
+                a = alpha + lam * s
+                if f(a) < 0:
+                    lo = lam
+                else:
+                    hi = lam
+
+        def restarts(problem, point, x0, n):
+            for _ in range(n):
+                res = cg(problem, x0)
+                ls = line_search_step(problem, point, res.x)
+                if ls.success:
+                    break
+                x0 = res.x
+    """
+    assert newton_loops(textwrap.dedent(source)) == []

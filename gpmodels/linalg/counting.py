@@ -30,6 +30,11 @@ class MVMCounter:
         return self.op.mvm(V)
 
     @property
+    def counts(self) -> np.ndarray:
+        """``count`` as the products of one block, (1,) (the Newton loop's per-block counts)."""
+        return np.array([self.count])
+
+    @property
     def device_backend(self):
         """The operator's device backend (``Operator.device_backend``), or None."""
         return self.op.device_backend

@@ -4,8 +4,8 @@ The F parts are operators with the same classes and hyperparameters on their own
 restrictions K̃_{J_k} of one prior to the training sets of CV folds); the stacked operator has their
 points one after the other and no covariance between parts.  Since Φ(α) = Σ_k Φ_k(α_k) separates
 over the parts, the F fits can run in lockstep on it (the folds' refits of Seeger 2008, Sec. 4:
-:mod:`gpmodels.inference.map.lockstep`, :mod:`gpmodels.inference.cv.stacked`), every CG update and
-preconditioner application touching all folds in one call; ``row_blocks`` declares the parts.
+:meth:`~gpmodels.inference.map.newton.SteppedSolver.fit_blocks`, :mod:`gpmodels.inference.cv.stacked`), every CG
+update and preconditioner application touching all folds in one call; ``row_blocks`` declares the parts.
 
 A restriction (or any row order) keeps the parts: ``order`` gives, for every row of the operator, its
 row in the parts' stacked layout; products scatter into that layout and gather back.  Products on a

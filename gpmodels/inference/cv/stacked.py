@@ -3,7 +3,8 @@
 The folds' refits are independent: α[J_k] minimises Φ_{J_k}.  On the stacked prior
 diag(K̃_{J_1}, ..., K̃_{J_F}) (:meth:`Stacked.restrictions <gpmodels.operators.stacked.Stacked.restrictions>`,
 the folds' training points one after the other, every product one product of K̃ with a column per fold)
-they run in lockstep (:func:`~gpmodels.inference.map.lockstep.lockstep_newton`): each fold
+they run as the blocks of one Newton loop (:meth:`NewtonCG.fit_blocks
+<gpmodels.inference.map.newton.SteppedSolver.fit_blocks>`): each fold
 keeps its own CG scalars, line-search steps, stall restarts and stopping rules, so its fit is the one
 :func:`~gpmodels.inference.cv.fold.evaluate_fold` would make (up to the order of sums), while every step's
 product, vector updates and preconditioner cover the F folds in one call.  The folds' accumulation systems
@@ -33,8 +34,7 @@ import numpy as np
 from gpmodels.inference.cv.fold import FoldResult, held_out_errors
 from gpmodels.inference.cv.options import CVOptions
 from gpmodels.inference.cv.partition import FoldTask
-from gpmodels.inference.map.lockstep import lockstep_newton, lockstep_weighted_solve
-from gpmodels.inference.map.newton_cg import host_blas
+from gpmodels.inference.map.newton_cg import NewtonCG, host_blas, solve_weighted_blocks
 from gpmodels.likelihoods.base import Likelihood
 from gpmodels.operators.base import Operator
 from gpmodels.operators.stacked import Stacked
@@ -83,7 +83,7 @@ def _refit(stack: Stacked, likelihood, Y, tasks, Ys, opts: CVOptions):
     preconditioner's subspaces)."""
     alpha0, extra, labels = _warm_starts(stack, tasks, likelihood, Ys, opts)
     basis0 = stack_rows([t.basis0 for t in tasks], [p.n_points for p in stack.parts])
-    res = lockstep_newton(stack, likelihood, Y, opts.newton, alpha0=alpha0, precond_start=basis0)
+    res = NewtonCG(opts.newton).fit_blocks(stack, likelihood, Y, alpha0=alpha0, precond_start=basis0)
     fits = list(res.blocks)
     mvms = [f.diagnostics.mvm_count + e for f, e in zip(fits, extra)]
     its = [f.diagnostics.iterations for f in fits]
@@ -91,8 +91,8 @@ def _refit(stack: Stacked, likelihood, Y, tasks, Ys, opts: CVOptions):
     if opts.retry_cold and failed:
         sub = stack.subset(failed)
         start = stack_rows([tasks[k].basis0 for k in failed], [sub_part.n_points for sub_part in sub.parts])
-        cold = lockstep_newton(
-            sub, likelihood, np.concatenate([Ys[k] for k in failed]), opts.newton, precond_start=start
+        cold = NewtonCG(opts.newton).fit_blocks(
+            sub, likelihood, np.concatenate([Ys[k] for k in failed]), precond_start=start
         )
         for k, c in zip(failed, cold.blocks):
             mvms[k] += c.diagnostics.mvm_count
@@ -162,7 +162,7 @@ def _accumulate(stack: Stacked, held_out, likelihood, u, Y, tasks, folds, opts: 
     hf = likelihood.exact_hessian_factor(u, Y)
     b = held_out.rmvm(np.concatenate([f.r_I for f in folds]))  # K̃_{J_k,I_k} r_{I_k} of every fold
     beta0 = stack_rows([task.beta0 for task in tasks], [p.n_points for p in stack.parts])
-    solutions = lockstep_weighted_solve(stack, hf, b, x0=beta0, tol=opts.accumulation_tol, max_iter=opts.k3)
+    solutions = solve_weighted_blocks(stack, hf, b, x0=beta0, tol=opts.accumulation_tol, max_iter=opts.k3)
     return [
         attrs.evolve(
             f,

@@ -34,6 +34,7 @@ from gpmodels.inference.map.newton import (
     NewtonStep,
     SteppedSolver,
     StepResult,
+    block_point,
     line_search_step,
 )
 from gpmodels.inference.map.newton_cg import SystemSolution
@@ -133,6 +134,11 @@ class ClassBlocks:
         self.blocks = [op.class_block(c) for c in range(op.n_classes)]
         self.count = 0
 
+    @property
+    def counts(self) -> np.ndarray:
+        """``count`` as the products of one block, (1,) (the Newton loop's per-block counts)."""
+        return np.array([self.count])
+
     def __call__(self, V):
         self.count += 1
         return np.column_stack([self.blocks[c] @ V[:, c] for c in range(len(self.blocks))])
@@ -143,17 +149,19 @@ class _ExactStepper:
 
     truncated = False  # exact steps: only the gradient ends the fit
     precond_basis = None
+    offsets = None  # one block
 
     def __init__(self, op: Operator):
         self.mvm = ClassBlocks(op)
 
-    def step(self, problem: NewtonProblem, point: NewtonPoint) -> StepResult:
+    def step(self, problem: NewtonProblem, point: NewtonPoint, active: np.ndarray) -> dict[int, StepResult]:
+        point = block_point(point, 0, slice(None))
         hf = problem.likelihood.exact_hessian_factor(point.u, problem.Y)
         # App. C: α' = (I + W K̃)^{-1} (W u - g); its K̃ b is one more MVM
         new_alpha = exact_newton_solve(self.mvm.blocks, hf.multinomial_pi(), hf.W(point.u) - point.g)
         self.mvm.count += 1
         ls, s, s_tilde = line_search_step(problem, point, new_alpha)
-        return StepResult(ls, s, s_tilde)
+        return {0: StepResult(ls, s, s_tilde)}
 
 
 @attrs.frozen
@@ -184,8 +192,10 @@ class ExactNewton(SteppedSolver):
                 "newton-cg solver"
             )
 
-    def stepper(self, op: Operator, precond_start: np.ndarray | None) -> _ExactStepper:
-        """Exact Newton's state for one fit; ``precond_start`` is ignored (no CG)."""
+    def stepper(self, op: Operator, precond_start: np.ndarray | None, *, blocks: bool = False) -> _ExactStepper:
+        """Exact Newton's state for one fit (one block); ``precond_start`` is ignored (no CG)."""
+        if blocks and op.row_blocks is not None:
+            raise InputError("exact Newton (App. C) fits one block; use the newton-cg solver for row blocks")
         return _ExactStepper(op)
 
     def solve_weighted(

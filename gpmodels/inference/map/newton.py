@@ -15,7 +15,14 @@ and Woodbury (App. C, :class:`~gpmodels.inference.map.exact_newton.ExactNewton`)
 :func:`newton_loop` a :class:`Stepper` for one fit; the loop owns the stopping rules, the traces
 and the progress calls.
 
-Progress: ``on_iteration(NewtonStep)`` is called with the state at the start (iteration 0) and
+Block axis: F independent problems on separate rows (``NewtonProblem.offsets``, an operator's
+``row_blocks``: the CV folds' refits, Sec. 4) have Φ(α) = Σ_k Φ_k(α_k) and advance together, each block
+with its own Φ, line search, stall restarts, stopping rules and traces, while the stepper shares each step's
+calls (one CG over all rows, :func:`~gpmodels.inference.map.newton_cg.block_newton_step`); a block that has
+stopped sits out the later steps.  F = 1 is the ordinary fit (``SteppedSolver.fit``), F > 1
+``SteppedSolver.fit_blocks``.
+
+Progress: ``on_iteration(NewtonStep)`` (one block only) is called with the state at the start (iteration 0) and
 after every Newton iteration; the fit itself never prints.
 """
 
@@ -43,12 +50,16 @@ __all__ = [
     "NewtonProblem",
     "NewtonPoint",
     "StepResult",
+    "BlockFits",
     "Stepper",
+    "block_rows",
+    "block_point",
     "NewtonSolver",
     "SteppedSolver",
     "gradient_rms",
     "project_start",
     "line_search_step",
+    "block_line_search",
     "newton_loop",
     "stop_rule",
     "no_decrease",
@@ -133,18 +144,28 @@ class NewtonResult:
 @attrs.frozen(eq=False)
 class NewtonProblem:
     """What stays fixed during one fit: the likelihood, targets Y (n, C), ``mvm`` (V -> K̃ V, counted
-    where the solver counts) and the options."""
+    where the solver counts), the options and the row blocks of F independent fits (``offsets``)."""
 
     likelihood: Likelihood
     Y: np.ndarray
     mvm: Callable[[np.ndarray], np.ndarray]
     options: NewtonOptions
+    offsets: np.ndarray | None = None  # (F + 1,): the rows of F independent blocks; None: one block
+
+
+@attrs.frozen(eq=False)
+class BlockFits:
+    """Each block's fit (a :class:`NewtonResult`, in block order) and the preconditioner's subspaces over
+    all rows (the next fit's ``precond_start``)."""
+
+    blocks: tuple[NewtonResult, ...]
+    precond_basis: np.ndarray | None
 
 
 @attrs.frozen(eq=False)
 class StepResult:
-    """One Newton iteration's outcome: the line search along s (α-space) with s̃ = K̃ s, the last CG
-    solution β (None without CG), the CG steps taken (None without CG) and the stalls met."""
+    """One block's Newton iteration: the line search along s (α-space, the block's rows) with s̃ = K̃ s,
+    the last CG solution β (None without CG), the CG steps taken (None without CG) and the stalls met."""
 
     line_search: LineSearchResult
     s: np.ndarray
@@ -155,17 +176,19 @@ class StepResult:
 
 
 class Stepper(Protocol):
-    """A solver's state for one fit (built by ``NewtonSolver.stepper``)."""
+    """A solver's state for one fit of F blocks (built by ``NewtonSolver.stepper``)."""
 
-    #: V -> K̃ V, with ``count`` (MVMs so far) for the diagnostics
+    #: V -> K̃ V, with ``counts`` (MVMs so far per block, (F,)) for the diagnostics
     mvm: Callable[[np.ndarray], np.ndarray]
+    #: (F + 1,) the rows of the blocks, None for one block
+    offsets: np.ndarray | None
     #: True for truncated (inexact) steps: then a negligible decrease of Φ ends the fit (``phi_rtol``)
     truncated: bool
     #: what the next fit on nearby hyperparameters may start from (``lowrank``: eigensolver subspaces)
     precond_basis: np.ndarray | None
 
-    def step(self, problem: NewtonProblem, point: NewtonPoint) -> StepResult:
-        """The Newton point at ``point`` and the line search towards it."""
+    def step(self, problem: NewtonProblem, point: NewtonPoint, active: np.ndarray) -> dict[int, StepResult]:
+        """Each ``active`` block's Newton point at ``point`` (Φ per block) and its line search towards it."""
 
 
 class NewtonSolver(Protocol):
@@ -216,6 +239,15 @@ def line_search_step(problem: NewtonProblem, point: NewtonPoint, new_alpha: np.n
     return ls, s, s_tilde
 
 
+def block_line_search(problem: NewtonProblem, point: NewtonPoint, rows: slice, s, s_tilde) -> LineSearchResult:
+    """Alg. 1, step 3 for one block: the pair line search at its ``point`` (its rows of α, u, g and its Φ)
+    along its rows of s with s̃ = K̃ s (Sec. 5.1.2)."""
+    opts = problem.options
+    return pair_line_search(
+        problem.likelihood, problem.Y[rows], point, s, s_tilde, armijo=opts.armijo, max_evals=opts.line_search_evals
+    )
+
+
 def _small_decrease(phis: list, steps: list, phi_rtol: float) -> bool:
     """The last step was taken and decreased Φ by at most ``phi_rtol`` relative to |Φ| (or 1)."""
     return (
@@ -245,64 +277,128 @@ def no_decrease(grad: float, grad_tol: float) -> tuple[bool, str]:
     )
 
 
+@attrs.define
+class _Trace:
+    """One block's traces and state during :func:`newton_loop`."""
+
+    phis: list
+    mvms: list
+    grads: list = attrs.Factory(list)
+    cg_its: list = attrs.Factory(list)
+    steps: list = attrs.Factory(list)
+    stalls: int = 0
+    iterations: int = 0
+    beta: np.ndarray | None = None
+    stop: tuple | None = None  # (converged, message) once the block's fit has ended
+
+    def advance(self, res: StepResult, mvms: int) -> None:
+        """The block's iteration ``res`` into its traces (Φ and α, u are the loop's)."""
+        self.iterations += 1
+        if res.cg_iterations is not None:
+            self.cg_its.append(res.cg_iterations)
+        self.stalls += res.stalls
+        self.steps.append(res.line_search.step)
+        self.beta = res.beta
+        self.mvms.append(mvms)
+
+    def diagnostics(self, count: int, seconds: float) -> NewtonDiagnostics:
+        converged, message = self.stop
+        return NewtonDiagnostics(
+            phi=tuple(self.phis),
+            grad_norm=tuple(self.grads),
+            mvm_trace=tuple(self.mvms),
+            cg_iterations=tuple(self.cg_its),
+            step_sizes=tuple(self.steps),
+            iterations=self.iterations,
+            stalls=self.stalls,
+            mvm_count=count,
+            seconds=seconds,
+            converged=converged,
+            message=message,
+        )
+
+
+def block_rows(offsets, n: int) -> list[slice]:
+    """The rows of each block: ``offsets`` (F + 1,) cut the n rows into F blocks; None is one block."""
+    cuts = [0, n] if offsets is None else [int(o) for o in offsets]
+    return [slice(a, b) for a, b in zip(cuts[:-1], cuts[1:])]
+
+
+def block_point(point: NewtonPoint, k: int, rows: slice) -> NewtonPoint:
+    """Block ``k``'s part of the loop's ``point`` (Φ per block): its rows of α, u, g and its Φ."""
+    return NewtonPoint(point.alpha[rows], point.u[rows], float(point.phi[k]), point.g[rows])
+
+
+def _start(likelihood: Likelihood, alpha0, n: int, C: int, mvm, rows: list[slice]):
+    """Alg. 1, step 1 per block: α0 projected onto ran W and u = K̃ α0 (no product for a block at zero)."""
+    if alpha0 is None:
+        return np.zeros((n, C)), np.zeros((n, C))
+    alpha = project_start(likelihood, alpha0, n, C, lambda A: A)[0]
+    started = np.array([bool(np.any(alpha[r])) for r in rows])
+    if not started.any():
+        return alpha, np.zeros((n, C))
+    return alpha, np.array(mvm(alpha) if started.all() else mvm(alpha, started), dtype=np.float64)
+
+
 def newton_loop(
     problem: NewtonProblem, stepper: Stepper, alpha0=None, *, on_iteration: Callable[[NewtonStep], None] | None = None
-) -> NewtonResult:
-    """Minimise Φ from ``alpha0`` (None: α = 0) with ``stepper``'s Newton steps (module docstring).
+) -> BlockFits:
+    """Minimise each block's Φ_k from ``alpha0`` (None: α = 0) with ``stepper``'s Newton steps (module
+    docstring); the blocks (``problem.offsets``, None: one) advance together, each with its own steps,
+    traces and stopping rules, and a block that has stopped sits out the later steps.
 
-    The fit ends converged when the gradient RMS is at most ``grad_tol``, or (truncated steps only)
-    when Φ fell by at most ``phi_rtol``; unconverged after k1 iterations; and when the line search
-    finds no decrease, converged if the gradient RMS is at most max(grad_tol, ROUNDOFF_GRAD)
-    (round-off at the optimum), else not."""
+    A block's fit ends converged when its gradient RMS is at most ``grad_tol``, or (truncated steps only)
+    when its Φ fell by at most ``phi_rtol``; unconverged after k1 iterations; and when its line search
+    finds no decrease, converged if its gradient RMS is at most max(grad_tol, ROUNDOFF_GRAD) (round-off
+    at the optimum), else not.  ``on_iteration`` needs one block."""
     opts, lik, Y = problem.options, problem.likelihood, problem.Y
     n, C = Y.shape
+    rows = block_rows(problem.offsets, n)
+    if on_iteration is not None and len(rows) != 1:
+        raise InputError(f"on_iteration reports one fit; this one has {len(rows)} blocks")
     t0 = time.perf_counter()
     mvm = stepper.mvm
-    alpha, u = project_start(lik, alpha0, n, C, mvm)
-    phi = objective(lik, Y, alpha, u)
-    phis, grads, cg_its, steps, mvms = [phi], [], [], [], [mvm.count]
+    alpha, u = _start(lik, alpha0, n, C, mvm, rows)
+    phi = np.array([objective(lik, Y[r], alpha[r], u[r]) for r in rows])
+    traces = [_Trace([float(phi[k])], [int(c)]) for k, c in enumerate(mvm.counts)]
     phi_rtol = opts.phi_rtol if stepper.truncated else 0.0
-    stalls, beta, it = 0, None, 0
     while True:
         g = lik.gradient(u, Y)
-        grads.append(gradient_rms(alpha, g))
-        if on_iteration is not None:
-            on_iteration(NewtonStep(it, float(phi), grads[-1], mvm.count))
-        stop = stop_rule(grads[-1], phis, steps, phi_rtol, it, opts)
-        if stop is not None:
-            converged, message = stop
+        for k, (tr, r) in enumerate(zip(traces, rows)):
+            if tr.stop is None:
+                tr.grads.append(gradient_rms(alpha[r], g[r]))
+                if on_iteration is not None:
+                    on_iteration(NewtonStep(tr.iterations, float(phi[k]), tr.grads[-1], int(mvm.counts[k])))
+                tr.stop = stop_rule(tr.grads[-1], tr.phis, tr.steps, phi_rtol, tr.iterations, opts)
+        active = np.array([tr.stop is None for tr in traces])
+        if not active.any():
             break
-        it += 1
-        res = stepper.step(problem, NewtonPoint(alpha, u, phi, g))
-        ls, beta, stalls = res.line_search, res.beta, stalls + res.stalls
-        if res.cg_iterations is not None:
-            cg_its.append(res.cg_iterations)
-        steps.append(ls.step)
-        if not ls.success:
-            phis.append(phi)
-            mvms.append(mvm.count)
-            grads.append(grads[-1])  # the same point: one entry per entry of ``phi``
-            converged, message = no_decrease(grads[-1], opts.grad_tol)
-            break
-        alpha = alpha + ls.step * res.s
-        u = u + ls.step * res.s_tilde
-        phi = ls.phi
-        phis.append(phi)
-        mvms.append(mvm.count)
-    diag = NewtonDiagnostics(
-        phi=tuple(phis),
-        grad_norm=tuple(grads),
-        mvm_trace=tuple(mvms),
-        cg_iterations=tuple(cg_its),
-        step_sizes=tuple(steps),
-        iterations=it,
-        stalls=stalls,
-        mvm_count=mvm.count,
-        seconds=time.perf_counter() - t0,
-        converged=converged,
-        message=message,
+        results = stepper.step(problem, NewtonPoint(alpha, u, phi, g), active)
+        for k in np.flatnonzero(active):
+            res, tr, r = results[k], traces[k], rows[k]
+            tr.advance(res, int(mvm.counts[k]))
+            if res.line_search.success:
+                alpha[r] += res.line_search.step * res.s
+                u[r] += res.line_search.step * res.s_tilde
+                phi[k] = res.line_search.phi
+            else:
+                tr.grads.append(tr.grads[-1])  # the same point: one entry per entry of ``phi``
+                tr.stop = no_decrease(tr.grads[-1], opts.grad_tol)
+            tr.phis.append(float(phi[k]))
+    seconds = time.perf_counter() - t0
+    basis = stepper.precond_basis
+    fits = tuple(
+        NewtonResult(
+            alpha=alpha[r].copy(),
+            u=u[r].copy(),
+            phi=float(phi[k]),
+            beta=tr.beta,
+            diagnostics=tr.diagnostics(int(mvm.counts[k]), seconds),
+            precond_basis=basis if len(rows) == 1 else None,
+        )
+        for k, (tr, r) in enumerate(zip(traces, rows))
     )
-    return NewtonResult(alpha=alpha, u=u, phi=phi, beta=beta, diagnostics=diag, precond_basis=stepper.precond_basis)
+    return BlockFits(fits, basis)
 
 
 class SteppedSolver(abc.ABC):
@@ -317,8 +413,9 @@ class SteppedSolver(abc.ABC):
         return None
 
     @abc.abstractmethod
-    def stepper(self, op: Operator, precond_start: np.ndarray | None) -> Stepper:
-        """The solver's state for one fit on ``op``; ``precond_start``: a previous fit's ``precond_basis``."""
+    def stepper(self, op: Operator, precond_start: np.ndarray | None, *, blocks: bool = False) -> Stepper:
+        """The solver's state for one fit on ``op``; ``precond_start``: a previous fit's ``precond_basis``;
+        ``blocks``: fit each of ``op.row_blocks`` as its own problem."""
 
     def fit(
         self,
@@ -331,9 +428,17 @@ class SteppedSolver(abc.ABC):
         on_iteration: Callable[[NewtonStep], None] | None = None,
     ) -> NewtonResult:
         """α̂ = argmin Φ by :func:`newton_loop` with this solver's steps from ``alpha0`` (None: 0)."""
+        return self._loop(op, likelihood, Y, alpha0, precond_start, on_iteration, blocks=False).blocks[0]
+
+    def fit_blocks(self, op: Operator, likelihood: Likelihood, Y, *, alpha0=None, precond_start=None) -> BlockFits:
+        """Each row block's α̂_k = argmin Φ_k (``op.row_blocks``, e.g. the CV folds' stack; an operator
+        without them is one block), the blocks advancing together in :func:`newton_loop` from ``alpha0``
+        over all rows (None: 0; a block of zeros starts there cold)."""
+        return self._loop(op, likelihood, Y, alpha0, precond_start, None, blocks=True)
+
+    def _loop(self, op, likelihood, Y, alpha0, precond_start, on_iteration, *, blocks: bool) -> BlockFits:
         self.check(op, likelihood)
         Y = likelihood.check_targets(Y, op.n_points, op.n_classes)
-        stepper = self.stepper(op, precond_start)
-        return newton_loop(
-            NewtonProblem(likelihood, Y, stepper.mvm, self.options), stepper, alpha0, on_iteration=on_iteration
-        )
+        stepper = self.stepper(op, precond_start, blocks=blocks)
+        problem = NewtonProblem(likelihood, Y, stepper.mvm, self.options, stepper.offsets)
+        return newton_loop(problem, stepper, alpha0, on_iteration=on_iteration)

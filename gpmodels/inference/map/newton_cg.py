@@ -40,6 +40,7 @@ from typing import ClassVar
 import attrs
 import numpy as np
 
+from gpmodels.inference.map.block_products import BlockProducts
 from gpmodels.inference.map.line_search import LineSearchResult
 from gpmodels.inference.map.newton import (
     PRECONDITIONER_NAMES,
@@ -51,6 +52,9 @@ from gpmodels.inference.map.newton import (
     NewtonStep,
     SteppedSolver,
     StepResult,
+    block_line_search,
+    block_point,
+    block_rows,
     gradient_rms,
     line_search_step,
     project_start,
@@ -58,7 +62,7 @@ from gpmodels.inference.map.newton import (
 from gpmodels.inference.map.preconditioners import Preconditioner, make_preconditioner
 from gpmodels.likelihoods.base import HessianFactor, Likelihood
 from gpmodels.linalg.blas_threads import one_blas_thread
-from gpmodels.linalg.cg import CGResult, cg
+from gpmodels.linalg.cg import CGResult, Systems, cg
 from gpmodels.linalg.counting import MVMCounter
 from gpmodels.operators.base import Operator
 from gpmodels.validation import instance_of
@@ -86,7 +90,10 @@ __all__ = [
     "line_search_step",
     "is_stall",
     "newton_step_with_restarts",
+    "restarted_steps",
     "solve_weighted_system",
+    "solve_weighted_blocks",
+    "block_newton_step",
     "system_matvec",
 ]
 
@@ -247,10 +254,49 @@ def is_stall(ls: LineSearchResult, phi: float, phi_rtol: float, stall_step: floa
     return not ls.success or negligible or ls.step < stall_step
 
 
+def restarted_steps(
+    problem: NewtonProblem, point: NewtonPoint, rows: list[slice], active: np.ndarray, x0, solve, product
+) -> dict[int, StepResult]:
+    """The stall restarts of Sec. 6.3 (footnote 17) for the ``active`` row blocks ``rows`` at ``point`` (Φ per
+    block): ``solve(x0, forcing, trying)`` -> (CG result, the Newton point α') from x0, ``product(s, trying)``
+    -> s̃ = K̃ s; each trying block's pair line search on its rows along s = α' − α.  A block whose step stalls
+    (:func:`is_stall`) is solved again from the last β without the forcing term, at most
+    ``max_stall_restarts`` times, and not when its CG had converged to ``cg_tol`` (the stall is round-off at
+    the optimum).  Returns per active block the line search, s and s̃ of its best successful attempt (else its
+    last), its last β, its CG steps over all attempts and its stalls."""
+    opts = problem.options
+    forcing, trying = opts.cg_forcing, np.array(active, dtype=bool)
+    best, last = {}, {}
+    cg_its, stalls = np.zeros(len(rows), dtype=np.intp), np.zeros(len(rows), dtype=np.intp)
+    for _ in range(opts.max_stall_restarts + 1):
+        res, new_alpha = solve(x0, forcing, trying)
+        cg_its += res.iterations
+        s = new_alpha - point.alpha
+        s_tilde = product(s, trying)
+        for k in np.flatnonzero(trying):
+            r, at = rows[k], block_point(point, k, rows[k])
+            ls = block_line_search(problem, at, r, s[r], s_tilde[r])
+            last[k] = (ls, s[r], s_tilde[r])
+            if ls.success and (k not in best or ls.phi < best[k][0].phi):
+                best[k] = last[k]
+            stalled = is_stall(ls, at.phi, opts.phi_rtol, opts.stall_step)
+            exact = bool(res.converged[k]) and res.residual[k] <= opts.cg_tol  # the stall is round-off
+            stalls[k] += stalled
+            trying[k] = stalled and not exact
+        if not trying.any():
+            break
+        x0, forcing = res.x, 0.0  # restart the stalled blocks' CG from their last β (footnote 17)
+    return {
+        k: StepResult(*best.get(k, last[k]), beta=res.x[rows[k]], cg_iterations=int(cg_its[k]), stalls=int(stalls[k]))
+        for k in last
+    }
+
+
 def newton_step_with_restarts(
     problem: NewtonProblem, point: NewtonPoint, system: NewtonSystem, precond: Preconditioner, x0
 ) -> StepResult:
-    """One Newton iteration of Alg. 1 (steps 2-3) with stall handling (Sec. 6.3, footnote 17).
+    """One Newton iteration of Alg. 1 (steps 2-3) with stall handling (Sec. 6.3, footnote 17): the one-block
+    case of :func:`restarted_steps`.
 
     The direction by CG on ``system`` (:func:`newton_system`) from x0, preconditioned by
     ``precond.for_factor(system.hf)``, and the line search; when the step stalls (:func:`is_stall`)
@@ -259,31 +305,21 @@ def newton_step_with_restarts(
     round-off at the optimum).  Returns the line search, s and s̃ of the best successful attempt
     (else the last one), the last β, the CG steps of all attempts and the number of stalls.
     """
-    opts = problem.options
-    dev = system.device
+    opts, dev = problem.options, system.device
     if dev is not None and dev.solves:
         precondition = precond.for_device(system.hf, dev.hf, dev.backend)
     else:
         precondition = precond.for_factor(system.hf, None if dev is None else dev.backend)
-    total_cg, stalls, forcing = 0, 0, opts.cg_forcing
-    best = None  # (line search result, s, s̃) of the best successful attempt
-    for _ in range(opts.max_stall_restarts + 1):
-        res, new_alpha = newton_direction(
-            system, x0, opts, precondition, forcing=forcing, alpha_norm=precond.forcing_in_alpha_space
-        )
-        total_cg += int(res.iterations[0])
-        ls, s, s_tilde = line_search_step(problem, point, new_alpha)
-        if ls.success and (best is None or ls.phi < best[0].phi):
-            best = (ls, s, s_tilde)
-        if not is_stall(ls, point.phi, opts.phi_rtol, opts.stall_step):
-            break
-        stalls += 1
-        x0, forcing = res.x, 0.0  # restart CG from its last β (footnote 17)
-        if res.converged[0] and res.residual[0] <= opts.cg_tol:
-            break  # CG already exact: the stall is round-off at the optimum
-    if best is not None:
-        ls, s, s_tilde = best
-    return StepResult(ls, s, s_tilde, beta=res.x, cg_iterations=total_cg, stalls=stalls)
+
+    def solve(start, forcing, trying):
+        alpha_norm = precond.forcing_in_alpha_space
+        return newton_direction(system, start, opts, precondition, forcing=forcing, alpha_norm=alpha_norm)
+
+    point = NewtonPoint(point.alpha, point.u, np.atleast_1d(point.phi), point.g)
+    steps = restarted_steps(
+        problem, point, [slice(None)], np.ones(1, dtype=bool), x0, solve, lambda s, _: problem.mvm(s)
+    )
+    return steps[0]
 
 
 def solve_weighted_system(
@@ -305,22 +341,105 @@ def solve_weighted_system(
     return SystemSolution(hf.V(sol.x), sol.x, int(sol.iterations[0]), float(sol.residual[0]), K.count)
 
 
+def _block_system(hf: HessianFactor, products: BlockProducts):
+    """(I + V^T K̃ V) of eq. (5) on the blocks ``on``: (the device system or None, matvec (x, on) -> ... on
+    host arrays, or on the device's when CG solves there); the factor's V and V^T on the device where the
+    products are (:func:`device_system`)."""
+    dev = device_system(hf, MVMCounter(products.op)) if products.backend is not None else None
+    if dev is None:
+        return None, lambda x, on: x + hf.Vt(products(hf.V(x), on))
+    be, dhf = dev.backend, dev.hf
+
+    def device_matvec(xd, on):
+        return xd + dhf.Vt(products.device(dhf.V(xd), on))
+
+    if dev.solves:
+        return dev, device_matvec
+    return dev, lambda x, on: be.to_host(device_matvec(be.from_host(x), on))
+
+
+def _block_cg(matvec, dev, hf, rhs, systems: Systems, x0, *, inv_diag=None, alpha_norm=False, **settings) -> CGResult:
+    """CG on a system (I + V^T K̃ V) of the row blocks from host arrays, on the device where it solves there
+    (rhs, x0 and ``inv_diag`` uploaded, x back on the host); ``alpha_norm``: the forcing test on V r (V of
+    ``hf``, or of the device's factor)."""
+    if dev is None or not dev.solves:
+        forcing_map = hf.V if alpha_norm else None
+        return cg(matvec, rhs, systems=systems, x0=x0, inv_diag=inv_diag, forcing_map=forcing_map, **settings)
+    inv_d = None if inv_diag is None else dev.backend.from_host(inv_diag)
+    forcing_map = dev.hf.V if alpha_norm else None
+    return device_cg(dev, rhs, x0, matvec=matvec, systems=systems, inv_diag=inv_d, forcing_map=forcing_map, **settings)
+
+
+def block_newton_step(
+    problem: NewtonProblem, point: NewtonPoint, active: np.ndarray, products: BlockProducts, precond: Preconditioner
+) -> dict[int, StepResult]:
+    """One Newton iteration of the ``active`` row blocks (Alg. 1, steps 2-3) at ``point`` (Φ per block): one
+    CG over all rows with each block's own scalars and forcing test (``Systems(offsets)``), each block's pair
+    line search on its rows and stall restarts of the stalled blocks only (:func:`restarted_steps`)."""
+    lik, Y, opts = problem.likelihood, problem.Y, problem.options
+    hf = lik.hessian_factor(point.u, Y)
+    rhs = newton_rhs(hf, lambda A: products(A, active), point.u, point.g)
+    dev, matvec = _block_system(hf, products)
+    if dev is not None and dev.solves:
+        precondition = precond.for_device(hf, dev.hf, dev.backend)
+    else:
+        precondition = precond.for_factor(hf, None if dev is None else dev.backend)
+    systems = Systems(products.offsets)
+
+    def solve(x0, forcing, trying):
+        settings = dict(tol=opts.cg_tol, forcing=forcing, max_iter=opts.cg_max_iter, precondition=precondition)
+        alpha_norm = precond.forcing_in_alpha_space
+        res = _block_cg(matvec, dev, hf, rhs, systems, x0, alpha_norm=alpha_norm, active=trying, **settings)
+        new_alpha = hf.V(res.x)
+        if hf.fixed_alpha is not None:
+            new_alpha += hf.fixed_alpha
+        return res, new_alpha
+
+    rows = block_rows(products.offsets, Y.shape[0])
+    return restarted_steps(problem, point, rows, active, hf.beta_init(point.alpha), solve, products)
+
+
+def solve_weighted_blocks(
+    op: Operator, hf: HessianFactor, b: np.ndarray, *, x0=None, tol: float, max_iter: int
+) -> list[SystemSolution]:
+    """Each row block's z_k = (I + W K̃_k)^{-1} W b_k (Seeger 2008, Sec. 5.2: the CV accumulation solves), as
+    :func:`solve_weighted_system` per block, the blocks together: one CG over all rows with each block's
+    scalars and stopping test, the App. B diagonal preconditioner, on the operator's device where it solves
+    there.  Returns each block's solution (its z, β, CG steps, residual and products)."""
+    products = BlockProducts(op)
+    rhs = hf.Vt(b)
+    inv_diag = 1.0 / hf.precond_diag(op.diag(), op.point_block_mvm)
+    dev, matvec = _block_system(hf, products)
+    res = _block_cg(matvec, dev, hf, rhs, Systems(products.offsets), x0, inv_diag=inv_diag, tol=tol, max_iter=max_iter)
+    z = hf.V(res.x)
+    return [
+        SystemSolution(z[rows], res.x[rows], int(res.iterations[k]), float(res.residual[k]), int(products.counts[k]))
+        for k, (rows, _) in enumerate(products.blocks)
+    ]
+
+
 class _CGStepper:
-    """Newton–CG's state for one fit: the counted K̃ and the preconditioner built on the operator."""
+    """Newton–CG's state for one fit: the counted K̃ (per row block with ``blocks``, :class:`BlockProducts`)
+    and the preconditioner built on the operator."""
 
     truncated = True
 
-    def __init__(self, op: Operator, opts: NewtonOptions, precond_start: np.ndarray | None):
-        self.mvm = MVMCounter(op)
+    def __init__(self, op: Operator, opts: NewtonOptions, precond_start: np.ndarray | None, blocks: bool):
+        by_blocks = blocks and op.row_blocks is not None
+        self.mvm = BlockProducts(op) if by_blocks else MVMCounter(op)
+        self.offsets = self.mvm.offsets if by_blocks else None
         self.precond = make_preconditioner(
             opts.preconditioner, op, rank=opts.precond_rank, seed=int(opts.precond_seed), start=precond_start
         )
         self.precond_basis = self.precond.basis
 
-    def step(self, problem: NewtonProblem, point: NewtonPoint) -> StepResult:
+    def step(self, problem: NewtonProblem, point: NewtonPoint, active: np.ndarray) -> dict[int, StepResult]:
+        if self.offsets is not None:
+            return block_newton_step(problem, point, active, self.mvm, self.precond)
+        point = block_point(point, 0, slice(None))
         hf = problem.likelihood.hessian_factor(point.u, problem.Y)
         system = newton_system(hf, problem.mvm, point.u, point.g)
-        return newton_step_with_restarts(problem, point, system, self.precond, hf.beta_init(point.alpha))
+        return {0: newton_step_with_restarts(problem, point, system, self.precond, hf.beta_init(point.alpha))}
 
 
 @attrs.frozen
@@ -330,10 +449,10 @@ class NewtonCG(SteppedSolver):
     options: NewtonOptions = attrs.field(factory=NewtonOptions, validator=instance_of(NewtonOptions))
     name: ClassVar[str] = "newton-cg"
 
-    def stepper(self, op: Operator, precond_start: np.ndarray | None) -> _CGStepper:
+    def stepper(self, op: Operator, precond_start: np.ndarray | None, *, blocks: bool = False) -> _CGStepper:
         """Newton–CG's state for one fit; ``precond_start``: a previous fit's ``precond_basis`` on the same
-        points (the ``lowrank`` eigensolvers start from it)."""
-        return _CGStepper(op, self.options, precond_start)
+        points (the ``lowrank`` eigensolvers start from it); ``blocks``: each of ``op.row_blocks`` its own fit."""
+        return _CGStepper(op, self.options, precond_start, blocks)
 
     def fit(self, op: Operator, likelihood: Likelihood, Y, **kw) -> NewtonResult:
         """:meth:`SteppedSolver.fit <gpmodels.inference.map.newton.SteppedSolver.fit>` in ``op``'s host BLAS

@@ -69,6 +69,7 @@ from gpmodels.inference.map.newton import (
     NewtonPoint,
     NewtonProblem,
     StepResult,
+    block_point,
     gradient_rms,
     line_search_step,
     newton_loop,
@@ -385,6 +386,7 @@ class _ChordStepper:
 
     truncated = False  # only the gradient ends the fit
     precond_basis = None
+    offsets = None  # one block
 
     def __init__(self, blocks: ClassBlocks, lik: Likelihood, Y, reference=None):
         self.mvm, self.lik, self.Y = blocks, lik, Y
@@ -395,7 +397,8 @@ class _ChordStepper:
         self.hf = self.lik.exact_hessian_factor(u, self.Y)
         self.factors = softmax_newton_factors(self.mvm.blocks, self.hf.multinomial_pi())
 
-    def step(self, problem: NewtonProblem, point: NewtonPoint) -> StepResult:
+    def step(self, problem: NewtonProblem, point: NewtonPoint, active: np.ndarray) -> dict[int, StepResult]:
+        point = block_point(point, 0, slice(None))
         rms = gradient_rms(point.alpha, point.g)
         fresh = self.factors is None or (self.last_rms is not None and rms > CHORD_RATE * self.last_rms)
         if fresh:
@@ -405,7 +408,7 @@ class _ChordStepper:
             new_alpha = self.factors.solve(self.mvm.blocks, self.hf.W(point.u) - point.g)
             ls, s, s_tilde = line_search_step(problem, point, new_alpha)
             if ls.success or fresh:
-                return StepResult(ls, s, s_tilde)
+                return {0: StepResult(ls, s, s_tilde)}
             self._refresh(point.u)  # the held W gave no descent: a true Newton step
             fresh = True
 
@@ -427,7 +430,7 @@ def chord_newton(
     :func:`~gpmodels.inference.map.newton.newton_loop`'s.  Near the mode the held W is close to the
     current one, so the steps converge almost as fast as Newton's at a fraction of the cost."""
     stepper = _ChordStepper(blocks, lik, Y, reference)
-    return newton_loop(NewtonProblem(lik, Y, blocks, options), stepper, alpha0)
+    return newton_loop(NewtonProblem(lik, Y, blocks, options), stepper, alpha0).blocks[0]
 
 
 def laplace_mode(op: Operator, lik: Likelihood, Y, options: LaplaceOptions, *, alpha0=None, u0=None) -> NewtonResult:
