@@ -333,8 +333,8 @@ def test_bools_are_refused_for_every_number_field(cls):
     numeric = [f for f in _fields(cls) if _numeric(f.validator)]
     for f in numeric:
         with pytest.raises(InputError) as info:
-            _build(cls, **{f.name: True})
-        assert str(info.value).startswith(f"{cls.__name__}.{f.name} must be "), str(info.value)
+            _build(cls, **{f.alias: True})
+        assert str(info.value).startswith(f"{cls.__name__}.{f.alias} must be "), str(info.value)
 
 
 @pytest.mark.parametrize("cls", OPTION_CLASSES, ids=lambda c: c.__name__)
@@ -349,11 +349,11 @@ def test_every_field_refuses_a_wrong_value_in_the_one_message_shape(cls):
         AnyOf: "1",
     }
     for f in _fields(cls):
-        v = f.validator.inner if isinstance(f.validator, Optional) else f.validator
+        v = getattr(f.validator, "inner", f.validator)  # an Optional's or a width's ('auto' or a value) own check
         bad = next(value for kind, value in wrong.items() if isinstance(v, kind))
         with pytest.raises(InputError) as info:
-            _build(cls, **{f.name: bad})
-        assert str(info.value).startswith(f"{cls.__name__}.{f.name} must be "), str(info.value)
+            _build(cls, **{f.alias: bad})  # the constructor's name of the field (a private field's without "_")
+        assert str(info.value).startswith(f"{cls.__name__}.{f.alias} must be "), str(info.value)
         assert str(info.value).count("; got ") == 1
 
 

@@ -20,7 +20,7 @@ from collections.abc import Callable
 
 import attrs
 
-from gpmodels.engine.base import EngineConfig, LocalEngine, Workload, results_in_order
+from gpmodels.engine.base import EngineConfig, LocalEngine, Workload
 from gpmodels.engine.dask_client import DaskClientEngine, engine_failures, import_distributed
 from gpmodels.engine.dask_gram import DaskRepresentation
 from gpmodels.errors import EngineError
@@ -117,7 +117,7 @@ class DaskEngine(DaskClientEngine):
 
     def _gather(self, futures, what: str):
         with engine_failures(what):
-            yield from results_in_order(futures)
+            yield from self.results(futures, what)
 
     def close(self) -> None:
         client, cluster = self.client, self.cluster

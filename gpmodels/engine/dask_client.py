@@ -11,6 +11,9 @@ Inputs reach the workers as the result of a task that holds them (:func:`_held`)
 rather than by ``Client.scatter``: data scattered is lost for good once every worker holding it is gone
 (on a loaded machine a slow worker can be declared lost beside a killed one), and the tasks needing it are
 cancelled ("lost dependencies"); a task's result is computed again from its task, which the scheduler keeps.
+A task that needs a worker when the cluster has none (the last worker of an external scheduler killed) would
+wait for one for ever: :meth:`DaskClientEngine.results` waits in slices and fails with an EngineError once the
+cluster has had no worker for :data:`NO_WORKER_SECONDS`.
 
 :class:`~gpmodels.engine.dask.DaskEngine` (starting and closing a cluster, running maps) and
 :class:`~gpmodels.engine.dask_gram.DaskGram` (row blocks held on the workers) build on it; the
@@ -20,6 +23,7 @@ engine builds its representations from :mod:`gpmodels.engine.dask_gram`, which n
 from __future__ import annotations
 
 import contextlib
+import time
 import warnings
 
 from gpmodels.engine.base import Engine
@@ -28,6 +32,10 @@ from gpmodels.errors import EngineError
 __all__ = ["DaskClientEngine", "import_distributed", "engine_failures", "INSTALL_HINT"]
 
 INSTALL_HINT = "pip install gpmodels[dask]"
+#: seconds a cluster may have no worker while a task waits for one before the run fails (module docstring)
+NO_WORKER_SECONDS = 10.0
+#: seconds of one wait for results between two looks at the cluster's workers
+_POLL_SECONDS = 1.0
 
 
 def import_distributed():
@@ -86,8 +94,41 @@ class DaskClientEngine(Engine):
     def scatter(self, data):
         """``data`` on every worker, as a task's result that Dask recomputes if every copy is lost (module
         docstring); one future."""
-        with engine_failures("placing the inputs on the workers"), warnings.catch_warnings():
+        what = "placing the inputs on the workers"
+        with engine_failures(what), warnings.catch_warnings():
             warnings.filterwarnings("ignore", message="Sending large graph", category=UserWarning)
             future = self.client.submit(_held, data, pure=False)
+            self.wait([future], what)
             self.client.replicate([future])
         return future
+
+    def wait(self, futures, what: str) -> None:
+        """Until every future is done; an EngineError naming ``what`` once the cluster has had no worker for
+        :data:`NO_WORKER_SECONDS` (module docstring)."""
+        distributed = import_distributed()
+        alone_since = None
+        while True:
+            try:
+                distributed.wait(futures, timeout=_POLL_SECONDS)
+                return
+            except TimeoutError:
+                if self.client.scheduler_info().get("workers"):
+                    alone_since = None
+                    continue
+                alone_since = alone_since or time.monotonic()
+                if time.monotonic() - alone_since > NO_WORKER_SECONDS:
+                    raise EngineError(
+                        f"{what}: every worker of the cluster was lost and none came back within "
+                        f"{NO_WORKER_SECONDS:g} s; the tasks cannot run"
+                    ) from None
+
+    def results(self, futures, what: str):
+        """The futures' results in their order, each waited for by :meth:`wait`; closing the generator early
+        cancels those not done."""
+        try:
+            for f in futures:
+                self.wait([f], what)
+                yield f.result()
+        finally:
+            for f in futures:
+                f.cancel()

@@ -93,7 +93,7 @@ class _HeldRows:
         with engine_failures(what):
             client = self.engine.client
             futures = [submit(client, b, f) for b, f in zip(self.slices, self.futures)]
-            return client.gather(futures)
+            return list(self.engine.results(futures, what))
 
     def mvm(self, B: np.ndarray) -> np.ndarray:
         Bf = self.engine.scatter(np.ascontiguousarray(B))
@@ -143,8 +143,9 @@ class _HeldRows:
         return _HeldRows(self.engine, new_slices, futures, (I.size, J.size))
 
     def dense(self) -> np.ndarray:
-        with engine_failures("gathering a distributed kernel matrix"):
-            parts = self.engine.client.gather(self.futures)
+        what = "gathering a distributed kernel matrix"
+        with engine_failures(what):
+            parts = list(self.engine.results(self.futures, what))
         return np.vstack(parts) if parts else np.empty(self.shape)
 
 
