@@ -106,11 +106,18 @@ class DaskClientEngine(Engine):
         """Until every future is done; an EngineError naming ``what`` once the cluster has had no worker for
         :data:`NO_WORKER_SECONDS` (module docstring)."""
         distributed = import_distributed()
+        from distributed.client import FuturesCancelledError
+
         alone_since = None
         while True:
             try:
                 distributed.wait(futures, timeout=_POLL_SECONDS)
                 return
+            except FuturesCancelledError as exc:
+                raise EngineError(
+                    f"{what}: a task was cancelled ({exc}); its worker or the scheduler was lost with every copy "
+                    "of its inputs"
+                ) from exc
             except TimeoutError:
                 if self.client.scheduler_info().get("workers"):
                     alone_since = None
@@ -124,11 +131,12 @@ class DaskClientEngine(Engine):
 
     def results(self, futures, what: str):
         """The futures' results in their order, each waited for by :meth:`wait`; closing the generator early
-        cancels those not done."""
+        cancels those not done (done ones may be held futures, such as a matrix's row blocks)."""
         try:
             for f in futures:
                 self.wait([f], what)
                 yield f.result()
         finally:
             for f in futures:
-                f.cancel()
+                if not f.done():
+                    f.cancel()
