@@ -61,10 +61,9 @@ def at_bounds(names, theta, bounds) -> tuple[str, ...]:
 
 
 def _train_log_loss(model, Y) -> float:
-    """Mean -log P(y_i | u_i) of a MAP model at its training points."""
-    P = model.likelihood.predict(model.result.u)
-    p = np.sum(np.asarray(Y) * np.asarray(P), axis=1)
-    return float(-np.mean(np.log(np.clip(p, 1e-300, None))))
+    """Mean -log P(y_i | u_i) of a MAP model at its training points (the likelihood's own ``value``)."""
+    u = model.result.u
+    return float(model.likelihood.value(u, Y)) / max(1, np.shape(u)[0])
 
 
 def assess_learning(names, theta, bounds, final, Y=None, *, start=None) -> LearningOutcome:
