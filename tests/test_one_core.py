@@ -68,15 +68,16 @@ def is_cg_loop(loop) -> bool:
     return False
 
 
-def cg_loops(source: str) -> list[str]:
-    """The names of the functions of ``source`` that hold a CG loop (innermost function of each loop)."""
+def loops_matching(source: str, is_loop) -> list[str]:
+    """The names of the functions of ``source`` holding a loop that ``is_loop`` recognises (innermost function of
+    each loop)."""
     found = []
 
     def visit(node, func):
         for child in ast.iter_child_nodes(node):
             if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 visit(child, child.name)
-            elif isinstance(child, (ast.For, ast.While)) and func is not None and is_cg_loop(child):
+            elif isinstance(child, (ast.For, ast.While)) and func is not None and is_loop(child):
                 found.append(func)
                 visit(child, func)
             else:
@@ -84,6 +85,11 @@ def cg_loops(source: str) -> list[str]:
 
     visit(ast.parse(source), None)
     return found
+
+
+def cg_loops(source: str) -> list[str]:
+    """The names of the functions of ``source`` that hold a CG loop."""
+    return loops_matching(source, is_cg_loop)
 
 
 def test_the_package_has_one_cg_loop():
@@ -244,21 +250,8 @@ def is_newton_loop(loop) -> bool:
 
 
 def newton_loops(source: str) -> list[str]:
-    """The names of the functions of ``source`` that hold a Newton loop (innermost function of each loop)."""
-    found = []
-
-    def visit(node, func):
-        for child in ast.iter_child_nodes(node):
-            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                visit(child, child.name)
-            elif isinstance(child, (ast.For, ast.While)) and func is not None and is_newton_loop(child):
-                found.append(func)
-                visit(child, func)
-            else:
-                visit(child, func)
-
-    visit(ast.parse(source), None)
-    return found
+    """The names of the functions of ``source`` that hold a Newton loop."""
+    return loops_matching(source, is_newton_loop)
 
 
 def test_the_package_has_one_newton_loop():
