@@ -47,6 +47,7 @@ __all__ = [
     "Number",
     "OneOf",
     "positive_or_list",
+    "interval",
     "gigabytes",
     "MAX_MEMORY_GB",
     "InstanceOf",
@@ -430,6 +431,19 @@ class SequenceOf(Validator):
 
 
 @attrs.frozen
+class Interval(Validator):
+    """Two numbers (low, high), each allowed by ``inner``, with low <= high (declared bounds of a quantity)."""
+
+    inner: Number
+
+    def describe(self) -> str:
+        return f"two numbers [low, high] with low <= high, each {self.inner.describe()}"
+
+    def allows(self, value) -> bool:
+        return SequenceOf(self.inner, min_len=2, max_len=2).allows(value) and float(value[0]) <= float(value[1])
+
+
+@attrs.frozen
 class AnyOf(Validator):
     """What at least one of the validators ``choices`` allows (e.g. a number or a list of numbers)."""
 
@@ -533,6 +547,11 @@ def sequence_of(inner, *, min_len: int = 1, max_len: int | None = None, unique: 
 def any_of(*choices) -> AnyOf:
     """attrs validator: what one of ``choices`` allows."""
     return AnyOf(tuple(choices))
+
+
+def interval(inner: Number) -> Interval:
+    """attrs validator: (low, high), both allowed by ``inner``, low <= high."""
+    return Interval(inner)
 
 
 def positive_or_list() -> AnyOf:

@@ -97,7 +97,8 @@ def log_box(
             )
         raise InputError(
             f"starting hyperparameter {which} = {x0[i]:g} (log space) lies outside the bounds "
-            f"[{b[i, 0]:g}, {b[i, 1]:g}]{natural}; widen lower/upper"
+            f"[{b[i, 0]:g}, {b[i, 1]:g}]{natural}; start inside them, or widen the learner's lower/upper or the "
+            "hyperparameter's declared bounds (a prior's variance_bounds, a scikit-learn kernel's *_bounds)"
         )
     return b
 

@@ -55,7 +55,8 @@ def at_bounds(names, theta, bounds) -> tuple[str, ...]:
             if np.isfinite(bound) and abs(x - bound) <= BOUND_TOL * max(1.0, abs(bound)):
                 found.append(
                     f"hyperparameter {natural_name(name)} = {natural_value(name, x):.4g} ended at its {side} bound "
-                    f"{natural_value(name, bound):.4g} (the criterion still fell towards it; narrow the box or fix it)"
+                    f"{natural_value(name, bound):.4g} (the criterion still fell towards it: a wider bound may fit "
+                    "better, and on separable data variances grow without end; set the bound or fix the hyperparameter)"
                 )
     return tuple(found)
 

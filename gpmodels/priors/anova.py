@@ -37,7 +37,7 @@ from gpmodels.kernels.representation_base import RepresentationBuilder
 from gpmodels.kernels.representations import RepresentationConfig
 from gpmodels.operators.anova import ANOVA
 from gpmodels.operators.base import Operator
-from gpmodels.operators.blockdiag import BlockDiagonal
+from gpmodels.operators.blockdiag import BlockDiagonal, variance_bounds_field
 from gpmodels.priors.intercept import InterceptPolicy
 from gpmodels.priors.kernel_slot import KernelSlot, kernel_field, prior_kernel
 from gpmodels.priors.placement import DevicePlacement
@@ -83,6 +83,7 @@ class ANOVAPrior(KernelSlot, InterceptPolicy, DevicePlacement):
         factory=RepresentationConfig, validator=instance_of(RepresentationBuilder, what="a RepresentationConfig")
     )
     learn_sigma2: bool = attrs.field(default=False, validator=boolean())
+    variance_bounds: tuple[float, float] = variance_bounds_field()
 
     @property
     def variance_groups(self) -> np.ndarray:
@@ -118,7 +119,15 @@ class ANOVAPrior(KernelSlot, InterceptPolicy, DevicePlacement):
                     f"sharing {self.sharing!r} on this tree has {n_var} variance groups "
                     f"({', '.join(group_labels(tree, self.sharing))}); got {v.size} variances"
                 )
-        inner = BlockDiagonal(X, [prior_kernel(self.kernel, X)] * n_ker, kg, v, vg, self.representation)
+        inner = BlockDiagonal(
+            X,
+            [prior_kernel(self.kernel, X)] * n_ker,
+            kg,
+            v,
+            vg,
+            self.representation,
+            variance_bounds=self.variance_bounds,
+        )
         klabels = group_labels(tree, self.kernel_sharing or self.sharing)
         vlabels = group_labels(tree, self.sharing)
         names = [
@@ -150,5 +159,12 @@ def build_anova(ctx) -> ANOVAPrior:
     if kmode is None:
         kmode = vmode if m.kernel_sharing == "follow" else "tied"
     return ANOVAPrior(
-        tree, ctx.kernel, vmode, ctx.variance(), m.sigma2, kernel_sharing=kmode, representation=ctx.representation
+        tree,
+        ctx.kernel,
+        vmode,
+        ctx.variance(),
+        m.sigma2,
+        kernel_sharing=kmode,
+        representation=ctx.representation,
+        variance_bounds=m.variance_bounds,
     )

@@ -34,7 +34,7 @@ from gpmodels.kernels.base import Kernel
 from gpmodels.kernels.representation_base import RepresentationBuilder
 from gpmodels.kernels.representations import RepresentationConfig
 from gpmodels.operators.base import Operator
-from gpmodels.operators.blockdiag import SHARING_MODES, BlockDiagonal
+from gpmodels.operators.blockdiag import SHARING_MODES, BlockDiagonal, variance_bounds_field
 from gpmodels.operators.coupled import Coupled
 from gpmodels.priors.intercept import InterceptPolicy
 from gpmodels.priors.kernel_slot import KernelSlot, kernel_field, prior_kernel
@@ -132,6 +132,7 @@ class CoupledPrior(KernelSlot, InterceptPolicy, DevicePlacement):
         factory=RepresentationConfig, validator=instance_of(RepresentationBuilder, what="a RepresentationConfig")
     )
     learn_sigma2: bool = attrs.field(default=False, validator=boolean())
+    variance_bounds: tuple[float, float] = variance_bounds_field()
 
     learn_B: bool = attrs.field(default=True, validator=boolean())
     seed: int = attrs.field(default=0, validator=nonnegative_int())  # of the `random` initialisation
@@ -151,7 +152,15 @@ class CoupledPrior(KernelSlot, InterceptPolicy, DevicePlacement):
     def operator(self, X, n_classes: int) -> Operator:
         B = self.initial_B(n_classes)
         kernel = prior_kernel(self.kernel, X)
-        inner = BlockDiagonal.from_sharing(X, kernel, B.shape[1], self.sharing, self.variance, self.representation)
+        inner = BlockDiagonal.from_sharing(
+            X,
+            kernel,
+            B.shape[1],
+            self.sharing,
+            self.variance,
+            self.representation,
+            variance_bounds=self.variance_bounds,
+        )
         names = self.class_names
         if names is None and self.tree is not None:
             names = self.tree.classes
@@ -176,4 +185,5 @@ def build_coupled(ctx) -> CoupledPrior:
         representation=ctx.representation,
         learn_B=c.learn,
         seed=c.seed,
+        variance_bounds=m.variance_bounds,
     )

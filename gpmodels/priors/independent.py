@@ -18,7 +18,7 @@ from gpmodels.kernels.base import Kernel
 from gpmodels.kernels.representation_base import RepresentationBuilder
 from gpmodels.kernels.representations import RepresentationConfig
 from gpmodels.operators.base import Operator
-from gpmodels.operators.blockdiag import SHARING_MODES, BlockDiagonal
+from gpmodels.operators.blockdiag import SHARING_MODES, BlockDiagonal, variance_bounds_field
 from gpmodels.priors.intercept import InterceptPolicy
 from gpmodels.priors.kernel_slot import KernelSlot, kernel_field, prior_kernel
 from gpmodels.priors.placement import DevicePlacement
@@ -59,6 +59,7 @@ class IndependentGP(KernelSlot, InterceptPolicy, DevicePlacement):
         factory=RepresentationConfig, validator=instance_of(RepresentationBuilder, what="a RepresentationConfig")
     )
     learn_sigma2: bool = attrs.field(default=False, validator=boolean())
+    variance_bounds: tuple[float, float] = variance_bounds_field()
 
     @property
     def class_names(self) -> None:
@@ -71,7 +72,15 @@ class IndependentGP(KernelSlot, InterceptPolicy, DevicePlacement):
         if self.sharing is not None:
             if self.kernel_groups is not None or self.variance_groups is not None:
                 raise InputError("give either a sharing mode or kernel_groups/variance_groups, not both")
-            inner = BlockDiagonal.from_sharing(X, kernel, n_classes, self.sharing, self.variance, self.representation)
+            inner = BlockDiagonal.from_sharing(
+                X,
+                kernel,
+                n_classes,
+                self.sharing,
+                self.variance,
+                self.representation,
+                variance_bounds=self.variance_bounds,
+            )
         else:
             if self.kernel_groups is None or self.variance_groups is None:
                 raise InputError(
@@ -90,6 +99,7 @@ class IndependentGP(KernelSlot, InterceptPolicy, DevicePlacement):
                 v,
                 list(map(list, self.variance_groups)),
                 self.representation,
+                variance_bounds=self.variance_bounds,
             )
             if inner.n_classes != n_classes:
                 raise InputError(f"the groups cover {inner.n_classes} classes but the data have {n_classes}")
@@ -120,5 +130,13 @@ def build_independent(ctx) -> IndependentGP:
             kernel_groups=kgroups,
             variance_groups=vgroups,
             representation=ctx.representation,
+            variance_bounds=m.variance_bounds,
         )
-    return IndependentGP(ctx.kernel, m.sharing, ctx.variance(), m.sigma2, representation=ctx.representation)
+    return IndependentGP(
+        ctx.kernel,
+        m.sharing,
+        ctx.variance(),
+        m.sigma2,
+        representation=ctx.representation,
+        variance_bounds=m.variance_bounds,
+    )

@@ -81,3 +81,48 @@ def test_learning_criterion_is_defined_at_the_learned_hyperparameters(upper):
     value = est.learning_criterion()
     assert np.isfinite(value)
     assert value == pytest.approx(est.learning_result_.psi, rel=1e-3)
+
+
+def test_variances_have_declared_scale_free_bounds():
+    """log v_j in log(variance_bounds / m̄_j), m̄_j the mean kernel diagonal: an RBF (m̄ = 1) gets the declared
+    bounds themselves, a linear kernel on inputs 100 times larger the same room in v·m̄."""
+    from gpmodels.kernels import Linear
+    from gpmodels.operators.blockdiag import VARIANCE_BOUNDS
+
+    X, _ = toy_classification(30, 3, d=2, seed=0)
+    rbf = IndependentGP(RBF(0.5), "semi").operator(X, 3)
+    np.testing.assert_allclose(rbf.param_bounds[-3:], np.log([VARIANCE_BOUNDS] * 3))
+    for scale in (1.0, 100.0):
+        op = IndependentGP(Linear(), "tied", variance_bounds=(1e-2, 1e3)).operator(X * scale, 3)
+        m = np.mean(np.sum((X * scale) ** 2, axis=1))
+        np.testing.assert_allclose(op.param_bounds[-1], np.log([1e-2 / m, 1e3 / m]))
+
+
+def test_learning_keeps_a_variance_inside_its_declared_bounds_and_names_it():
+    est = GPClassifier(prior=IndependentGP(RBF(0.5), "tied", 1.0, variance_bounds=(0.5, 2.0)), random_state=0)
+    X, y = toy_classification(60, 3, d=2, seed=2)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        est.fit(X, y)
+    v = est.learned_hyperparameters_["variance0"]  # unbounded, CV learns v = 9.8 here
+    assert v == pytest.approx(2.0, rel=1e-9)
+    assert any("variance0 = 2 ended at its upper bound 2" in p for p in est.learning_outcome_.problems)
+    assert any("variance0 = 2 ended at its upper bound" in str(w.message) for w in caught)
+    assert est.get_params()["prior__variance_bounds"] == (0.5, 2.0)
+
+
+@pytest.mark.parametrize("bounds", [(2.0, 1.0), (0.0, 1.0), (1.0,), "wide", (1.0, np.inf)])
+def test_bad_variance_bounds_are_refused_with_what_is_allowed(bounds):
+    from gpmodels.errors import InputError
+
+    with pytest.raises(InputError, match="variance_bounds must be two numbers"):
+        IndependentGP(RBF(0.5), variance_bounds=bounds)
+
+
+def test_a_start_outside_the_declared_bounds_names_them():
+    from gpmodels.errors import InputError
+
+    est = GPClassifier(prior=IndependentGP(RBF(0.5), "tied", 10.0, variance_bounds=(0.5, 2.0)), random_state=0)
+    X, y = toy_classification(40, 3, d=2, seed=2)
+    with pytest.raises(InputError, match="variance_bounds"):
+        est.fit(X, y)
