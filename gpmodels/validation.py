@@ -47,7 +47,6 @@ __all__ = [
     "Number",
     "OneOf",
     "positive_or_list",
-    "interval",
     "gigabytes",
     "MAX_MEMORY_GB",
     "InstanceOf",
@@ -403,15 +402,18 @@ class ArrayOf(Validator):
 class SequenceOf(Validator):
     """A list, tuple or numpy array (not a string) of ``min_len`` to ``max_len`` entries (None: no upper
     bound), every entry allowed by the validator ``inner`` (which may be a SequenceOf itself, for lists of
-    lists); ``unique``: no entry twice."""
+    lists); ``unique``: no entry twice; ``ascending``: no entry below the one before it (bounds low <= high)."""
 
     inner: object
     min_len: int = 1
     max_len: int | None = None
     unique: bool = False
+    ascending: bool = False
 
     def describe(self) -> str:
-        if self.max_len is not None:
+        if self.max_len is not None and self.max_len == self.min_len:
+            size = f"a list of {self.min_len} entries"
+        elif self.max_len is not None:
             size = (
                 f"a non-empty list of at most {self.max_len} entries"
                 if self.min_len == 1
@@ -419,28 +421,16 @@ class SequenceOf(Validator):
             )
         else:
             size = {0: "a list", 1: "a non-empty list"}.get(self.min_len, f"a list of at least {self.min_len} entries")
-        return f"{size}{', no entry twice' if self.unique else ''}, each entry {self.inner.describe()}"
+        order = ", no entry twice" if self.unique else ", in ascending order (low <= high)" if self.ascending else ""
+        return f"{size}{order}, each entry {self.inner.describe()}"
 
     def allows(self, value) -> bool:
         listed = isinstance(value, (list, tuple)) or (isinstance(value, np.ndarray) and value.ndim >= 1)
         if not listed or len(value) < self.min_len or (self.max_len is not None and len(value) > self.max_len):
             return False
-        if self.unique and len({repr(v) for v in value}) != len(value):
+        if (self.unique and len({repr(v) for v in value}) != len(value)) or not all(map(self.inner.allows, value)):
             return False
-        return all(self.inner.allows(entry) for entry in value)
-
-
-@attrs.frozen
-class Interval(Validator):
-    """Two numbers (low, high), each allowed by ``inner``, with low <= high (declared bounds of a quantity)."""
-
-    inner: Number
-
-    def describe(self) -> str:
-        return f"two numbers [low, high] with low <= high, each {self.inner.describe()}"
-
-    def allows(self, value) -> bool:
-        return SequenceOf(self.inner, min_len=2, max_len=2).allows(value) and float(value[0]) <= float(value[1])
+        return not self.ascending or all(a <= b for a, b in zip(value[:-1], value[1:]))
 
 
 @attrs.frozen
@@ -538,20 +528,15 @@ def array_of(inner: Number, *, ndim: int | None = 1) -> ArrayOf:
     return ArrayOf(inner, ndim)
 
 
-def sequence_of(inner, *, min_len: int = 1, max_len: int | None = None, unique: bool = False) -> SequenceOf:
+def sequence_of(inner, *, min_len=1, max_len=None, unique=False, ascending=False) -> SequenceOf:
     """attrs validator: a list / tuple / array of ``min_len`` to ``max_len`` entries, each allowed by ``inner``
-    (``unique``: none twice)."""
-    return SequenceOf(inner, min_len, max_len, unique)
+    (``unique``: none twice; ``ascending``: none below the one before, as bounds [low, high])."""
+    return SequenceOf(inner, min_len, max_len, unique, ascending)
 
 
 def any_of(*choices) -> AnyOf:
     """attrs validator: what one of ``choices`` allows."""
     return AnyOf(tuple(choices))
-
-
-def interval(inner: Number) -> Interval:
-    """attrs validator: (low, high), both allowed by ``inner``, low <= high."""
-    return Interval(inner)
 
 
 def positive_or_list() -> AnyOf:

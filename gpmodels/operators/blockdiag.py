@@ -40,7 +40,7 @@ from gpmodels.kernels.base import Kernel
 from gpmodels.kernels.representation_base import Representation, RepresentationBuilder, shared_device_backend
 from gpmodels.kernels.representations import RepresentationConfig
 from gpmodels.operators.base import CompositeBlock, KronTerm, Operator, concat_params
-from gpmodels.validation import check_features, interval, positive_number
+from gpmodels.validation import check_features, positive_number, sequence_of
 
 __all__ = ["BlockDiagonal", "SHARING_MODES", "VARIANCE_BOUNDS", "check_variance_bounds", "variance_bounds_field"]
 
@@ -53,34 +53,28 @@ SHARING_MODES = ("tied", "semi", "separate")
 VARIANCE_BOUNDS = (1e-5, 1e5)
 
 
+#: what a ``variance_bounds`` may be: [low, high], two positive finite numbers, low <= high
+BOUNDS_VALIDATOR = sequence_of(positive_number(), min_len=2, max_len=2, ascending=True)
+
+
 def variance_bounds_field():
     """The ``variance_bounds`` field of a prior that builds a :class:`BlockDiagonal` (keyword-only): (low, high)
     of every signal variance v_j m̄_j, default :data:`VARIANCE_BOUNDS`."""
-    return attrs.field(
-        default=VARIANCE_BOUNDS, converter=_pair_of_floats, validator=interval(positive_number()), kw_only=True
-    )
+    return attrs.field(default=VARIANCE_BOUNDS, converter=_pair_of_floats, validator=BOUNDS_VALIDATOR, kw_only=True)
 
 
 def _pair_of_floats(value):
     """A list or array of two real numbers as a tuple of floats (anything else unchanged, for the validator)."""
-    if isinstance(value, (list, tuple, np.ndarray)) and len(value) == 2 and all(map(_is_real_number, value)):
+    if BOUNDS_VALIDATOR.allows(value):
         return (float(value[0]), float(value[1]))
     return value
 
 
-def _is_real_number(x) -> bool:
-    return isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, (bool, np.bool_))
-
-
 def check_variance_bounds(bounds, what: str = "variance_bounds") -> tuple[float, float]:
-    """``bounds`` as (low, high) with 0 < low <= high < inf, else an :class:`InputError` naming ``what``."""
-    try:
-        low, high = (float(b) for b in bounds)
-    except (TypeError, ValueError):
-        raise InputError(f"{what} must be two numbers (low, high); got {bounds!r}") from None
-    if not (0 < low <= high < np.inf):
-        raise InputError(f"{what} must satisfy 0 < low <= high < inf; got ({low:g}, {high:g})")
-    return low, high
+    """``bounds`` as (low, high) if :data:`BOUNDS_VALIDATOR` allows it, else an :class:`InputError` naming ``what``."""
+    if not BOUNDS_VALIDATOR.allows(bounds):
+        raise InputError(f"{what} must be {BOUNDS_VALIDATOR.describe()}; got {bounds!r}")
+    return float(bounds[0]), float(bounds[1])
 
 
 def _is_group_list(groups) -> bool:

@@ -37,7 +37,7 @@ from gpmodels.kernels.sklearn_adapter import SklearnKernel
 from gpmodels.kernels.stored_gram import SqDistCache, StoredGram
 from gpmodels.likelihoods import Logistic, Softmax
 from gpmodels.linalg.finite_differences import central_differences
-from gpmodels.operators.blockdiag import BlockDiagonal
+from gpmodels.operators.blockdiag import VARIANCE_BOUNDS, BlockDiagonal
 from gpmodels.optimize.objective import JointParams
 from gpmodels.priors.independent import IndependentGP
 from gpmodels.testing import assert_close, check_grad_trace, check_operator
@@ -282,7 +282,8 @@ def test_bounds_reach_the_learners_box():
     op = IndependentGP(k, "tied", 1.0, 1.0).operator(X, 2)
     b = op.param_bounds
     np.testing.assert_allclose(b[:2], [[np.log(0.5), np.log(2.0)], [-2 * np.log(4.0), -2 * np.log(0.25)]])
-    assert np.all(np.isinf(b[2:]))  # the variance and the fixed intercept: unbounded
+    np.testing.assert_allclose(b[2], np.log(VARIANCE_BOUNDS))  # the variance: declared (m̄ = 1 here)
+    assert np.all(np.isinf(b[3:]))  # the fixed intercept: unbounded
 
 
 @pytest.mark.parametrize(

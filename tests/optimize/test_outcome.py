@@ -115,7 +115,7 @@ def test_learning_keeps_a_variance_inside_its_declared_bounds_and_names_it():
 def test_bad_variance_bounds_are_refused_with_what_is_allowed(bounds):
     from gpmodels.errors import InputError
 
-    with pytest.raises(InputError, match="variance_bounds must be two numbers"):
+    with pytest.raises(InputError, match="variance_bounds must be a list of 2 entries, in ascending order"):
         IndependentGP(RBF(0.5), variance_bounds=bounds)
 
 

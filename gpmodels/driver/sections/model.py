@@ -11,7 +11,7 @@ from gpmodels.kernels.factory import KERNEL_NAMES, KERNEL_PARAMS, STATIONARY_KER
 from gpmodels.kernels.matern import MATERN_NUS
 from gpmodels.kernels.mixed_precision import STORAGE_DTYPES
 from gpmodels.kernels.representations import DEVICES, REPRESENTATION_KINDS
-from gpmodels.operators.blockdiag import SHARING_MODES, VARIANCE_BOUNDS
+from gpmodels.operators.blockdiag import BOUNDS_VALIDATOR, SHARING_MODES, VARIANCE_BOUNDS
 from gpmodels.priors.coupled import COUPLING_INITS
 from gpmodels.priors.registry import BUILTIN_PRIORS, is_import_path, is_known_prior, unknown_prior_message
 from gpmodels.validation import (
@@ -20,7 +20,6 @@ from gpmodels.validation import (
     boolean,
     gigabytes,
     integer,
-    interval,
     mapping,
     nonnegative_int,
     nonnegative_number,
@@ -226,7 +225,7 @@ class ModelSpec(Node):
     variance: object = option(1.0, positive_or_list(), doc="v: one value, or one per variance group")
     variance_bounds: tuple = option(
         VARIANCE_BOUNDS,
-        interval(positive_number()),
+        BOUNDS_VALIDATOR,
         doc="declared bounds [low, high] of every signal variance v·m̄ (m̄: mean kernel diagonal M_ii over the "
         "training points), kept by every hyperparameter learner; a variance that ends at one is reported",
     )
