@@ -47,9 +47,8 @@ __all__ = ["BlockDiagonal", "SHARING_MODES", "VARIANCE_BOUNDS", "check_variance_
 SHARING_MODES = ("tied", "semi", "separate")
 
 #: default declared bounds (low, high) of a signal variance v_j m̄_j (module docstring): scikit-learn's
-#: ``constant_value_bounds``.  On separable data the CV criterion keeps falling as v grows (digits-400: v up to
-#: 2.8e6 inside the learner's log box, a final fit that no longer converges); the bound stops it at 1e5 and
-#: the learning outcome names the variance that ended there.
+#: ``constant_value_bounds``.  On separable data the CV criterion keeps falling as v grows, and the final fit's
+#: Newton steps degrade with it; the bound stops v there and the learning outcome names the variance at it.
 VARIANCE_BOUNDS = (1e-5, 1e5)
 
 
