@@ -221,7 +221,8 @@ class BlockDiagonal(Operator):
                 "variances were given"
             )
         self.variances = variances
-        self.variance_bounds = check_variance_bounds(variance_bounds)
+        # a copy made by _evolve (every with_params / restrict) keeps its already checked bounds
+        self.variance_bounds = variance_bounds if _reps is not None else check_variance_bounds(variance_bounds)
         self.representation = representation or RepresentationConfig()
         self._build_reps(_reps or {})
 
