@@ -1,7 +1,8 @@
 """What one CG step costs the host when the kernel matrices are on a device (issue 24): host-device
 transfers, device calls and wall time per CG step of Newton–CG fits, with CG on the host (the Newton
 system's product on the device, one transfer each way per product) and on the device (iterates,
-products and preconditioner there), the placement ``DEVICE_CG_MIN_ENTRIES`` chooses by problem size.
+products and preconditioner there), the placement the execution plan chooses by problem size
+(``PlanRules.device_cg_min_entries``).
 
 Problems (synthetic, Gaussian inputs, softmax targets from random labels; ``--scale`` shrinks n):
 
@@ -30,13 +31,13 @@ Prints a table and a final JSON line ``{"bench": "device_calls", "backend": ...,
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import time
 
 import numpy as np
 from smoke import SMOKE_HELP  # noqa: E402
 
+from gpmodels.inference.execution_plan import DEFAULT_RULES, PlanRules, plan_for
 from gpmodels.inference.map.newton_cg import NewtonCG, NewtonOptions
 from gpmodels.kernels.device.backend import cuda_backend, numpy_backend, torch_backend
 from gpmodels.kernels.device.config import DeviceRepresentationConfig
@@ -47,15 +48,15 @@ from gpmodels.operators.intercept import Intercept
 from gpmodels.operators.stacked import Stacked
 
 #: the module (the package exports its function of the same name)
-NEWTON_CG = importlib.import_module("gpmodels.inference.map.newton_cg")
 #: name -> (n, C, separate kernels, storage, preconditioner, k1, k2)
 PROBLEMS = {
     "fold": (3548, 6, True, "float32", "lowrank", 13, 25),
     "wide": (10_000, 63, False, "float64", "diagonal", 30, 50),
     "folds": (4435, 6, True, "float32", "lowrank", 13, 25),
 }
-PLACEMENTS = {"host-cg": 1 << 62, "device-cg": 0}  # DEVICE_CG_MIN_ENTRIES for each
-#: the ``folds`` problem's ways to fit its refits, each at the default DEVICE_CG_MIN_ENTRIES
+#: the plan's rules for each placement
+PLACEMENTS = {"host-cg": PlanRules(device_cg_min_entries=1 << 62), "device-cg": PlanRules(device_cg_min_entries=0)}
+#: the ``folds`` problem's ways to fit its refits, each under the default rules
 FOLD_PLACEMENTS = ("separate", "stacked-copies", "stacked")
 N_FOLDS = 5
 KEYS = ("problem", "placement", "n", "C", "seconds", "newton", "cg_steps", "mvms", "us_per_cg_step")
@@ -146,10 +147,10 @@ def measure(problem: str, placement: str, backend, a) -> dict:
     if problem == "folds":
         fit = fold_fits(op, Y, options, placement)
     else:
-        NEWTON_CG.DEVICE_CG_MIN_ENTRIES = PLACEMENTS[placement]
+        plan = plan_for(op, preconditioner=options.preconditioner, rules=PLACEMENTS[placement])
 
         def fit():
-            return _counts(NewtonCG(options).fit(op, Softmax(), Y))
+            return _counts(NewtonCG(options).fit(op, Softmax(), Y, plan=plan))
 
     fit()  # warm-up: device matrices, fused kernels compiled, class layout uploaded
     best, counts = np.inf, None
@@ -194,16 +195,14 @@ def main(argv=None) -> int:
     a = p.parse_args(argv)
     if a.smoke:
         vars(a).update(backend="numpy", scale=0.02, repeat=1)
-    default = NEWTON_CG.DEVICE_CG_MIN_ENTRIES
+    default = DEFAULT_RULES.device_cg_min_entries
     rows = []
     for problem in a.problems:
         for placement in FOLD_PLACEMENTS if problem == "folds" else PLACEMENTS:
-            NEWTON_CG.DEVICE_CG_MIN_ENTRIES = default
             backend = make_backend(a.backend)  # a fresh one per row: the counting wraps its methods
             rows.append(measure(problem, placement, backend, a))
-    NEWTON_CG.DEVICE_CG_MIN_ENTRIES = default
     label = make_backend(a.backend).label
-    print(f"backend: {label}; DEVICE_CG_MIN_ENTRIES = {default}")
+    print(f"backend: {label}; the plan's device_cg_min_entries = {default}")
     cols = (*KEYS, "uploads", "downloads", "calls_per_cg_step")
     print(" | ".join(cols))
     for r in rows:

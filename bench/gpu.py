@@ -12,7 +12,7 @@ job ends only itself):
   test error on the 2000 test points (``--satimage-max-train`` / ``--satimage-max-iter`` shrink it), as the
   spec runs it: on ``cuda`` its ``folds_per_fit: auto`` refits the 5 folds in lockstep in this process, each
   its own Newton–CG fit, every step's product one product of K̃ with a column per fold
-  (``choose_folds_per_fit``; ``--folds-per-fit`` sets it);
+  (the execution plan's ``folds_per_fit``; ``--folds-per-fit`` sets it);
   ``satimage-mc-sep-workers`` (on ``cuda``) refits the folds one by one (``--folds-per-fit 1``) on 5 spawned
   worker processes, each with its own CUDA context (their start-up counts in the seconds and is given as
   ``_worker_start_seconds``), and ``satimage-mc-sep-serial`` (after imclef07a) one by one in this process:

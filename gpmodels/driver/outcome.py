@@ -14,6 +14,7 @@ import numpy as np
 
 from gpmodels.data.datasets import Dataset
 from gpmodels.driver.sections.spec import Spec
+from gpmodels.inference.execution_plan import ExecutionPlan
 from gpmodels.persistence import save_map_model
 from gpmodels.progress import Console
 
@@ -38,6 +39,8 @@ class RunOutcome:
     #: trace name -> (what the norm is, gradient norm of each iterate, or {line label: norms} as in ``traces``):
     #: the log-axis panel of trace_<name>.png
     trace_gradients: dict = attrs.field(factory=dict)
+    #: where and how the fit ran, and why (metrics.json's ``plan.*`` keys, report.md's plan section)
+    plan: ExecutionPlan | None = None
 
 
 #: a runner: (spec, loaded data, the spec's folder, console) -> outcome

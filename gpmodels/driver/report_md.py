@@ -134,6 +134,16 @@ def write_report_md(out_dir: Path, spec: Spec, metrics: dict, *, figures_note: s
             *(f"| `{k}` | {_value(v)} | {scope.get(k, '')} |" for k, v in hyper),
             "",
         ]
+    plan = [(k[len("plan.") :], v) for k, v in metrics.items() if k.startswith("plan.")]
+    if plan:
+        lines += [
+            "## Execution plan",
+            "",
+            "| decision | choice | why |",
+            "|---|---|---|",
+            *(f"| `{k}` | {_value(v)} | {metrics.get(f'plan_reason.{k}', '')} |" for k, v in plan),
+            "",
+        ]
     lines += ["## Convergence", "", *_table(flags), ""]
     unconverged = [k for k, v in flags if v is False]
     if unconverged:

@@ -364,6 +364,10 @@ def _run(spec: Spec, runner, base_dir, out_dir: Path, say: Console, origin: dict
     )
     metrics.update(outcome.metrics)
     metrics.update(hier)
+    if outcome.plan is not None:
+        metrics.update(outcome.plan.as_metrics())
+        for line in outcome.plan.describe():
+            say(f"plan: {line}")
     metrics["total_seconds"] = time.perf_counter() - t0
     check_finite_metrics(metrics)
     _write_run_files(outcome, metrics, out_dir, figures)

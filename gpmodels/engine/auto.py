@@ -155,6 +155,10 @@ class AutoEngine(Engine):
     def workers_for(self, workload: Workload) -> int:
         return self.plan(workload).workers
 
+    def worker_plan(self, workload: Workload) -> tuple[int, str]:
+        plan = self.plan(workload)
+        return plan.workers, f"{plan.reason}; {plan.blas_threads} BLAS threads each"
+
     def imap_shared(self, fn, shared, jobs, workload=None):
         jobs = list(jobs)
         workload = attrs.evolve(workload, tasks=len(jobs)) if workload is not None else Workload(len(jobs))

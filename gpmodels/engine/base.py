@@ -135,6 +135,11 @@ class Engine(abc.ABC):
         """How many jobs of ``workload`` run at once (1: one after the other)."""
         return 1
 
+    def worker_plan(self, workload: Workload) -> tuple[int, str]:
+        """How many jobs of ``workload`` run at once, and why (the execution plan records it)."""
+        workers = self.workers_for(workload)
+        return workers, f"{workers} of {workload.tasks} jobs at once on {self!r}"
+
     def inner(self) -> Engine:
         """The engine for work inside one of this engine's jobs (serial: parallel levels do not nest)."""
         return LocalEngine()

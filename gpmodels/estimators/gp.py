@@ -146,7 +146,7 @@ class GPClassifier(NestedParamsRouting, ClassifierMixin, BaseEstimator):
     ``n_jobs``: CV folds evaluated at once, as an engine (:func:`gpmodels.engine.engine_for_jobs`;
     None: sized from the usable cores and memory; 1: one after the other; the result is the same).  With
     the kernel matrices on a device the folds are refitted together in lockstep, one job
-    (:func:`~gpmodels.inference.cv.options.choose_folds_per_fit`), so there ``n_jobs`` starts no workers.
+    (the execution plan, :mod:`gpmodels.inference.execution_plan`), so there ``n_jobs`` starts no workers.
     Under joblib's parallelism (``cross_val_score(est, X, y, n_jobs=k)``, ``GridSearchCV(n_jobs=k)``) the
     engine takes what joblib leaves it (:mod:`gpmodels.engine.outer`: in a worker, the BLAS limit joblib set
     there, cpu_count // k), never more workers than cores in all.
@@ -169,7 +169,9 @@ class GPClassifier(NestedParamsRouting, ClassifierMixin, BaseEstimator):
     ``model_`` (the :class:`~gpmodels.inference.map.model.MAPModel`), ``diagnostics_``, ``n_iter_``,
     ``learned_hyperparameters_`` (name -> natural value), ``learning_result_`` (the learner's result;
     None for ``'map'``), ``folds_`` (the CV partition; None unless ``'cv'``), ``device_``, ``predictive_`` (the
-    fitted predictive: None for plug-in, else its :class:`LaplacePredictive`) and ``predictive_seed_``.
+    fitted predictive: None for plug-in, else its :class:`LaplacePredictive`), ``predictive_seed_`` and ``plan_``
+    (the :class:`~gpmodels.inference.execution_plan.ExecutionPlan` of the final fit, with the CV learning's
+    decisions: ``plan_.describe()`` says where and how the work ran, and why).
     Predictions use only fitted attributes: ``set_params`` after ``fit`` takes effect at the next ``fit``.
     """
 
@@ -344,6 +346,7 @@ class GPClassifier(NestedParamsRouting, ClassifierMixin, BaseEstimator):
         names, theta = (learned.names, learned.theta) if learned is not None else (op.param_names, op.params)
         self.learned_hyperparameters_ = natural_values(names, np.asarray(theta, dtype=float))
         self.learning_result_ = None if learned is None else learned.result
+        self.plan_ = model.plan.with_learning(None if learned is None else learned.plan)
         self.folds_ = folds
         self.predictive_ = predictive
         self.device_ = device

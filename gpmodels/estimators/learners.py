@@ -19,6 +19,7 @@ import numpy as np
 from gpmodels.errors import InputError
 from gpmodels.inference.cv.criterion import cv_criterion
 from gpmodels.inference.cv.learn import LearnOptions, learn_hyperparameters
+from gpmodels.inference.execution_plan import ExecutionPlan
 from gpmodels.inference.marginal.laplace import LaplaceOptions, laplace_mlm, learn_laplace
 from gpmodels.optimize.lbfgs import OuterOptions
 from gpmodels.optimize.objective import JointParams
@@ -30,13 +31,15 @@ __all__ = ["CV", "Laplace", "Learned", "OBJECTIVES", "learner_of"]
 @attrs.frozen(eq=False)
 class Learned:
     """What a learner returns: the operator and likelihood at the learned hyperparameters, the
-    learned log-space vector (``names``: the operator's, then the likelihood's) and the learner's result."""
+    learned log-space vector (``names``: the operator's, then the likelihood's), the learner's result and the
+    execution plan of its last criterion evaluation (None where the criterion has none of its own)."""
 
     operator: object
     likelihood: object
     names: tuple
     theta: np.ndarray
     result: object
+    plan: ExecutionPlan | None = None
 
 
 def _cv_options() -> LearnOptions:
@@ -57,7 +60,7 @@ class CV:
 
     def learn(self, op, lik, Y, *, folds, seed: int, checkpoint, engine) -> Learned:
         res = learn_hyperparameters(op, lik, Y, folds, self.options, checkpoint=checkpoint, engine=engine)
-        return Learned(res.operator, lik, tuple(res.names), np.asarray(res.theta, dtype=float), res)
+        return Learned(res.operator, lik, tuple(res.names), np.asarray(res.theta, dtype=float), res, res.plan)
 
     def criterion(self, op, lik, Y, theta, *, folds, seed: int, eval_gradient: bool, start=None):
         """Ψ at θ (the operator's log-space vector) and ∇Ψ (Sec. 5.2) when ``eval_gradient``; the folds' refits

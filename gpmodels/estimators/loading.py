@@ -88,6 +88,7 @@ def load_classifier(path, *, allow_import=()):
     est.kernel_ = est.prior
     est.learned_hyperparameters_ = est.kernel_.hyperparameters()
     est.learning_result_, est.folds_, est.predictive_seed_, est.predictive_ = None, None, None, None
+    est.plan_ = None  # the saved model records no execution plan: nothing ran in this process
     est.device_ = "cpu"  # a model folder keeps no device: it loads onto the CPU wherever it was fitted
     est._fit_state = (None, None, 0)
     if predictor.scaler.kind == "none":

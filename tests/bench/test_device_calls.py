@@ -28,4 +28,4 @@ def test_device_cg_moves_fewer_arrays_than_the_host_placement_with_the_same_step
     for stacked in (rows["folds", "stacked-copies"], rows["folds", "stacked"]):
         assert (stacked["newton"], stacked["cg_steps"]) == (separate["newton"], separate["cg_steps"])  # their own fits
         assert stacked["downloads"] < separate["downloads"]  # one product per stacked step, not one per fold
-    assert out["device_cg_min_entries"] == device_calls.NEWTON_CG.DEVICE_CG_MIN_ENTRIES
+    assert out["device_cg_min_entries"] == device_calls.DEFAULT_RULES.device_cg_min_entries

@@ -156,4 +156,5 @@ def run_cv(spec: Spec, data: Dataset, base_dir: Path | None, say, *, engine=None
             tuple(class_scopes(res.names, model.operator.param_classes(), data.classes)),
             np.array([r.x for r in res.history]),
         ),
+        plan=model.plan.with_learning(res.plan),
     )

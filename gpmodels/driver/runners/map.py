@@ -76,6 +76,7 @@ def run_map(spec: Spec, data: Dataset, base_dir: Path | None, say, *, engine=Non
         traces={"Phi": list(diag.phi)},
         trace_units={"Phi": "Newton iteration"},
         trace_gradients={"Phi": ("gradient RMS of Φ", list(diag.grad_norm))},
+        plan=model.plan,
     )
 
 
@@ -120,4 +121,5 @@ def run_em(spec: Spec, data: Dataset, base_dir: Path | None, say, *, engine=None
         save=map_saver(data, op, likelihood, res.alpha, tree=problem.tree),
         traces={"L": list(res.trace)},
         trace_units={"L": "EM iteration"},
+        plan=res.model.plan,
     )

@@ -45,9 +45,10 @@ from gpmodels.engine.base import Engine, LocalEngine, Workload
 from gpmodels.errors import InputError
 from gpmodels.inference.cv.fold import FoldResult
 from gpmodels.inference.cv.jobs import FoldContext, fold_workload, run_folds
-from gpmodels.inference.cv.options import CVOptions, choose_folds_per_fit, choose_solver
+from gpmodels.inference.cv.options import CVOptions
 from gpmodels.inference.cv.partition import FoldTask, check_partition, fold_tasks
 from gpmodels.inference.cv.state import CVState
+from gpmodels.inference.execution_plan import ExecutionPlan, plan_for
 from gpmodels.inference.map.exact_newton import ExactNewton
 from gpmodels.likelihoods.base import Likelihood
 from gpmodels.operators.base import Operator
@@ -70,6 +71,7 @@ class CVEvaluation:
     message: str
     solver: str = "newton-cg"  # the refits' solver (``auto`` resolved)
     folds_per_fit: int = 1  # folds refitted together (``auto`` resolved; 1 for ``exact``)
+    plan: ExecutionPlan | None = None  # where and how the folds ran, and why
 
     @property
     def mvm_count(self) -> int:
@@ -232,25 +234,20 @@ def criterion_on(
     t_start = time.perf_counter()
     n, C = op.n_points, op.n_classes
     folds = _check_call(op, folds, opts, state)
-    if opts.solver == "auto":
-        opts = attrs.evolve(opts, solver=choose_solver(op, context.likelihood, n - min(I.size for I in folds)))
     q = len(folds)
-    if opts.folds_per_fit == "auto":
-        opts = attrs.evolve(opts, folds_per_fit=choose_folds_per_fit(op, q, opts.solver))
+    plan = cv_plan(op, context.likelihood, folds, opts)
+    opts = attrs.evolve(opts, solver=plan.solver.choice, folds_per_fit=plan.folds_per_fit.choice)
     acc = _Accumulator(q, opts, np.zeros((n, C, q)) if gradient else None, np.zeros((n, C, q)) if gradient else None)
     tasks = fold_tasks(folds, n, C, state)
     theta = np.array(op.params, dtype=np.float64)
     context.prime(theta, op)
     engine = engine or LocalEngine()
     jobs = opts.fold_jobs(tasks)
-    results = engine.imap_shared(
-        run_folds,
-        context,
-        [(group, theta, opts, gradient) for group in jobs],
-        fold_workload(op, len(jobs), len(jobs[0]))
-        if engine.workers_for(Workload(len(jobs))) > 1
-        else Workload(len(jobs)),
-    )
+    workload = Workload(len(jobs))
+    if engine.workers_for(workload) > 1:
+        workload = fold_workload(op, len(jobs), len(jobs[0]))
+    plan = plan.with_workers(*engine.worker_plan(workload))
+    results = engine.imap_shared(run_folds, context, [(group, theta, opts, plan, gradient) for group in jobs], workload)
     for group in jobs:
         if not _take(acc, group, next(results)):
             break
@@ -277,4 +274,20 @@ def criterion_on(
         message=acc.message,
         solver=opts.solver,
         folds_per_fit=len(jobs[0]),
+        plan=plan,
+    )
+
+
+def cv_plan(op: Operator, likelihood: Likelihood, folds, opts: CVOptions) -> ExecutionPlan:
+    """The execution plan of one Ψ evaluation on ``op`` over ``folds``: the refits' solver and how many
+    folds each fit takes (``auto`` resolved), where CG runs and the preconditioner, for fits of the largest
+    fold's |J| points (:func:`~gpmodels.inference.execution_plan.plan_for`)."""
+    return plan_for(
+        op,
+        fit_points=op.n_points - min(len(I) for I in folds),
+        folds=len(folds),
+        exact_applies=ExactNewton.supports(op, likelihood),
+        preconditioner=opts.newton.preconditioner,
+        solver=opts.solver,
+        folds_per_fit=opts.folds_per_fit,
     )

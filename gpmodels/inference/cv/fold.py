@@ -8,8 +8,8 @@ both refits α[J] and solves the accumulation system z = (I + W K̃_J)^{-1} W K�
   state), then the accumulation system (I + V^T K̃_J V) β = V^T K̃_{J,I} r_I by preconditioned CG
   with at most k3 steps, started from the fold's previous solution β (kept in the inner state
   next to α[J]; it changes little between neighbouring hyperparameters).
-- ``auto``: ``exact`` on small flat problems (|J| C <= ``EXACT_MAX_SIZE``, measured), else
-  ``newton-cg`` (:func:`~gpmodels.inference.cv.options.choose_solver`).
+- ``auto``: ``exact`` on small flat problems (|J| C <= the plan's ``exact_max_size``, measured), else
+  ``newton-cg`` (:mod:`gpmodels.inference.execution_plan`).
 - ``exact`` (flat priors only, App. C): exact Newton per fold and the accumulation solve by
   Cholesky factors and Woodbury.  The test reference.
 
@@ -34,8 +34,8 @@ import numpy as np
 
 from gpmodels.inference.cv.options import CVOptions
 from gpmodels.inference.cv.partition import FoldTask
+from gpmodels.inference.execution_plan import ExecutionPlan
 from gpmodels.inference.map.newton import NewtonSolver
-from gpmodels.inference.map.newton_cg import host_blas
 from gpmodels.inference.map.solvers import make_solver
 from gpmodels.likelihoods.base import Likelihood
 from gpmodels.operators.base import Operator
@@ -46,13 +46,14 @@ __all__ = ["FoldProblem", "FoldDiagnostics", "FoldResult", "evaluate_fold", "hel
 @attrs.frozen(eq=False)
 class FoldProblem:
     """The operators and targets of one fold: K̃_J (restricted), the cross block K̃_{I,J} (its
-    transpose K̃_{J,I} by ``rmvm``), the likelihood and the targets Y_J, Y_I."""
+    transpose K̃_{J,I} by ``rmvm``), the likelihood, the targets Y_J, Y_I and the execution plan of its fits."""
 
     op_J: Operator
     cross_IJ: Operator
     likelihood: Likelihood
     Y_J: np.ndarray
     Y_I: np.ndarray
+    plan: ExecutionPlan
 
 
 def _refit(solver: NewtonSolver, fp: FoldProblem, task, opts: CVOptions):
@@ -64,10 +65,10 @@ def _refit(solver: NewtonSolver, fp: FoldProblem, task, opts: CVOptions):
         alpha0, extra = opts.warm_start(op_J, lik, Y_J, alpha0)
     if alpha0 is not None:
         start = "warm"
-    res = solver.fit(op_J, lik, Y_J, alpha0=alpha0, precond_start=task.basis0)
+    res = solver.fit(op_J, lik, Y_J, alpha0=alpha0, precond_start=task.basis0, plan=fp.plan)
     mvms, its = res.diagnostics.mvm_count + extra, res.diagnostics.iterations
     if alpha0 is not None and opts.retry_cold and not res.diagnostics.grad_norm[-1] <= opts.fail_tol:
-        cold = solver.fit(op_J, lik, Y_J, precond_start=task.basis0)
+        cold = solver.fit(op_J, lik, Y_J, precond_start=task.basis0, plan=fp.plan)
         mvms += cold.diagnostics.mvm_count
         its += cold.diagnostics.iterations
         start = "warm+cold"
@@ -175,7 +176,9 @@ def _fold(solver: NewtonSolver, fp: FoldProblem, task, opts: CVOptions, gradient
         return attrs.evolve(fold, accumulation_seconds=time.perf_counter() - t)
     hf = fp.likelihood.exact_hessian_factor(res.u, fp.Y_J)  # W = V V^T exactly: no App. B set in this solve
     b = fp.cross_IJ.rmvm(fold.r_I)  # K̃_{J,I} r_I, K̃_{J,I} = K̃_{I,J}^T
-    sol = solver.solve_weighted(fp.op_J, hf, b, x0=task.beta0, tol=opts.accumulation_tol, max_iter=opts.k3)
+    sol = solver.solve_weighted(
+        fp.op_J, hf, b, x0=task.beta0, tol=opts.accumulation_tol, max_iter=opts.k3, plan=fp.plan
+    )
     return attrs.evolve(
         fold,
         z=sol.z,
@@ -188,18 +191,19 @@ def _fold(solver: NewtonSolver, fp: FoldProblem, task, opts: CVOptions, gradient
 
 
 def evaluate_fold(
-    task: FoldTask, op: Operator, likelihood: Likelihood, Y, opts: CVOptions, gradient: bool
+    task: FoldTask, op: Operator, likelihood: Likelihood, Y, opts: CVOptions, gradient: bool, plan: ExecutionPlan
 ) -> FoldResult:
     """All the work of one fold, a pure function of its inputs: restrict K̃ to J once (contiguous
     copy, App. D.2) and take the cross blocks, refit α[J] (Sec. 4), hold out (eq. 3) and, with
     ``gradient``, solve the accumulation system (Sec. 5.2).  It reads nothing of other folds, so
-    the folds may run in any order or at once (:func:`~gpmodels.inference.cv.jobs.run_folds` on an engine)."""
+    the folds may run in any order or at once (:func:`~gpmodels.inference.cv.jobs.run_folds` on an engine).
+    ``plan``: the evaluation's execution plan (:func:`~gpmodels.inference.cv.criterion.cv_plan`)."""
     I, J = task.I, task.J
     t = time.perf_counter()
     op_J = op.restrict(J)
     cross_IJ = op.cross(I, J)  # its transpose is K̃_{J,I} (rmvm): one copy per fold, not two
     restrict_s = time.perf_counter() - t
     solver = make_solver(opts.solver, opts.newton)
-    with host_blas(op_J):  # one BLAS thread for the small host work beside a device's products
-        fold = _fold(solver, FoldProblem(op_J, cross_IJ, likelihood, Y[J], Y[I]), task, opts, gradient)
+    with plan.blas_context():
+        fold = _fold(solver, FoldProblem(op_J, cross_IJ, likelihood, Y[J], Y[I], plan), task, opts, gradient)
     return attrs.evolve(fold, restrict_seconds=restrict_s)

@@ -63,19 +63,17 @@ class FoldContext:
 
 def run_folds(context: FoldContext, job: tuple) -> list[tuple]:
     """The folds of one job of an engine's map: per fold (FoldResult, None), or (None, message) when its
-    exact solves failed.  ``job`` = (tasks, θ, opts, gradient): one task runs by
+    exact solves failed.  ``job`` = (tasks, θ, opts, plan, gradient): one task runs by
     :func:`~gpmodels.inference.cv.fold.evaluate_fold`, several in lockstep
     (:func:`~gpmodels.inference.cv.stacked.evaluate_stacked_folds`, ``CVOptions.folds_per_fit``); the
     operator at θ comes from the shared :class:`FoldContext`.  Module-level so that a process or Dask
     engine can ship it."""
-    tasks, theta, opts, gradient = job
-    op = context.operator_at(theta)
+    tasks, theta, opts, plan, gradient = job
+    op, lik, Y = context.operator_at(theta), context.likelihood, context.Y
     try:
         if len(tasks) == 1:
-            return [(evaluate_fold(tasks[0], op, context.likelihood, context.Y, opts, gradient), None)]
-        return [
-            (f, None) for f in evaluate_stacked_folds(list(tasks), op, context.likelihood, context.Y, opts, gradient)
-        ]
+            return [(evaluate_fold(tasks[0], op, lik, Y, opts, gradient, plan), None)]
+        return [(f, None) for f in evaluate_stacked_folds(list(tasks), op, lik, Y, opts, gradient, plan)]
     except np.linalg.LinAlgError as exc:  # exact solves at extreme hyperparameters
         return [(None, str(exc))] * len(tasks)
 

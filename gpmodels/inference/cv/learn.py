@@ -35,6 +35,7 @@ from gpmodels.inference.cv.partition import check_partition
 from gpmodels.inference.cv.state import CVState
 from gpmodels.inference.cv.tolerances import INNER_TOLERANCES, ProgressTracker, scheduled_options
 from gpmodels.inference.cv.warm_start import scaled_warm_start
+from gpmodels.inference.execution_plan import ExecutionPlan
 from gpmodels.inference.map.model import MAPModel, fit_map
 from gpmodels.inference.map.newton import NewtonOptions, NewtonStep
 from gpmodels.inference.map.solvers import SOLVER_NAMES, make_solver
@@ -120,6 +121,7 @@ class EvaluationLog:
     seconds: float
     mvms: int
     summary: dict
+    plan: ExecutionPlan | None = None  # where and how its folds ran
 
 
 @attrs.frozen(eq=False)
@@ -144,6 +146,11 @@ class LearnResult:
     def hyperparameters(self) -> dict:
         """Learned values by name, natural units where the name says ``log_``."""
         return self.operator.describe()
+
+    @property
+    def plan(self) -> ExecutionPlan | None:
+        """The execution plan of this process's last Ψ evaluation (None: it made none)."""
+        return self.evaluations[-1].plan if self.evaluations else None
 
 
 class CVObjective:
@@ -198,7 +205,7 @@ class CVObjective:
         if ev.ok:
             self.progress.update(ev.psi)
         info["seconds"] = time.perf_counter() - t
-        self.log.append(EvaluationLog(ev.ok, ev.psi, info["seconds"], ev.mvm_count, info))
+        self.log.append(EvaluationLog(ev.ok, ev.psi, info["seconds"], ev.mvm_count, info, ev.plan))
         return Trial(ev.psi, ev.gradient, ev.ok, ev.state, info)
 
     def resume_from(self, state) -> None:

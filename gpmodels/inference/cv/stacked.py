@@ -12,8 +12,8 @@ product, vector updates and preconditioner cover the F folds in one call.  The f
 
 What it buys is fewer, larger calls: where each call has a fixed cost (a GPU's launches and transfers, the
 host's Python and BLAS entry for arrays of a few thousand rows) the F folds cost about one fold's calls; with
-F (n, C) vectors of 2^16 entries or more, CG moves to the device
-(:data:`~gpmodels.inference.map.newton_cg.DEVICE_CG_MIN_ENTRIES`).  The ``lowrank`` preconditioners are each
+F (n, C) vectors of 2^16 entries or more, CG moves to the device (the execution plan's ``cg``,
+:mod:`gpmodels.inference.execution_plan`).  The ``lowrank`` preconditioners are each
 fold's own (:mod:`gpmodels.inference.map.row_blocks`).  No restricted copies of K̃ are made: the folds
 are views on it (App. D.2's copies pay for products one fold at a time; here one product serves all), and
 so are their held-out blocks K̃_{I_k,J_k} (:meth:`Stacked.cross_restrictions
@@ -34,7 +34,7 @@ import numpy as np
 from gpmodels.inference.cv.fold import FoldResult, held_out_errors
 from gpmodels.inference.cv.options import CVOptions
 from gpmodels.inference.cv.partition import FoldTask
-from gpmodels.inference.map.newton_cg import NewtonCG, host_blas, solve_weighted_blocks
+from gpmodels.inference.map.newton_cg import NewtonCG, solve_weighted_blocks
 from gpmodels.likelihoods.base import Likelihood
 from gpmodels.operators.base import Operator
 from gpmodels.operators.stacked import Stacked
@@ -76,14 +76,14 @@ def _warm_starts(stack: Stacked, tasks, likelihood, Ys, opts: CVOptions):
     )
 
 
-def _refit(stack: Stacked, likelihood, Y, tasks, Ys, opts: CVOptions):
+def _refit(stack: Stacked, likelihood, Y, tasks, Ys, opts: CVOptions, plan):
     """The folds' refits in lockstep from their warm starts, each fold that did not converge to ``fail_tol``
     retried cold (those folds in lockstep again), as :func:`~gpmodels.inference.cv.fold.evaluate_fold` does
     per fold; returns (each fold's result, MVMs and Newton iterations per fold, start labels, the
     preconditioner's subspaces)."""
     alpha0, extra, labels = _warm_starts(stack, tasks, likelihood, Ys, opts)
     basis0 = stack_rows([t.basis0 for t in tasks], [p.n_points for p in stack.parts])
-    res = NewtonCG(opts.newton).fit_blocks(stack, likelihood, Y, alpha0=alpha0, precond_start=basis0)
+    res = NewtonCG(opts.newton).fit_blocks(stack, likelihood, Y, alpha0=alpha0, precond_start=basis0, plan=plan)
     fits = list(res.blocks)
     mvms = [f.diagnostics.mvm_count + e for f, e in zip(fits, extra)]
     its = [f.diagnostics.iterations for f in fits]
@@ -92,7 +92,7 @@ def _refit(stack: Stacked, likelihood, Y, tasks, Ys, opts: CVOptions):
         sub = stack.subset(failed)
         start = stack_rows([tasks[k].basis0 for k in failed], [sub_part.n_points for sub_part in sub.parts])
         cold = NewtonCG(opts.newton).fit_blocks(
-            sub, likelihood, np.concatenate([Ys[k] for k in failed]), precond_start=start
+            sub, likelihood, np.concatenate([Ys[k] for k in failed]), precond_start=start, plan=plan
         )
         for k, c in zip(failed, cold.blocks):
             mvms[k] += c.diagnostics.mvm_count
@@ -131,12 +131,13 @@ def _fold_results(fits, stack: Stacked, held_out, likelihood, Y_Is, refit) -> li
 
 
 def evaluate_stacked_folds(
-    tasks: list[FoldTask], op: Operator, likelihood: Likelihood, Y, opts: CVOptions, gradient: bool
+    tasks: list[FoldTask], op: Operator, likelihood: Likelihood, Y, opts: CVOptions, gradient: bool, plan
 ) -> list[FoldResult]:
     """The folds ``tasks`` together (module docstring): stack K̃'s restrictions to each J_k, refit every
     α[J_k] by Newton–CG in lockstep (Sec. 4), hold each fold out (eq. 3) and, with ``gradient``, solve the
     folds' accumulation systems z_k = (I + W K̃_{J_k})^{-1} W K̃_{J_k,I_k} r_{I_k} in lockstep (Sec. 5.2).  A
-    pure function of its inputs, like :func:`~gpmodels.inference.cv.fold.evaluate_fold`, with its numbers."""
+    pure function of its inputs, like :func:`~gpmodels.inference.cv.fold.evaluate_fold`, with its numbers, under
+    the evaluation's execution ``plan``."""
     F = len(tasks)
     t = time.perf_counter()
     stack = Stacked.restrictions(op, [task.J for task in tasks])
@@ -144,25 +145,25 @@ def evaluate_stacked_folds(
     restrict_s = (time.perf_counter() - t) / F
     Ys, Y_Is = [Y[task.J] for task in tasks], [Y[task.I] for task in tasks]
     Y_stack = np.concatenate(Ys)
-    with host_blas(stack):  # one BLAS thread for small host work beside a device's products
+    with plan.blas_context():
         t = time.perf_counter()
-        fits, *refit = _refit(stack, likelihood, Y_stack, tasks, Ys, opts)
+        fits, *refit = _refit(stack, likelihood, Y_stack, tasks, Ys, opts, plan)
         t_fit = time.perf_counter()
         folds = _fold_results(fits, stack, held_out, likelihood, Y_Is, (*refit, (t_fit - t) / F))
         if gradient:
             u = np.concatenate([f.u for f in fits])
-            folds = _accumulate(stack, held_out, likelihood, u, Y_stack, tasks, folds, opts)
+            folds = _accumulate(stack, held_out, likelihood, u, Y_stack, tasks, folds, opts, plan)
         acc_s = (time.perf_counter() - t_fit) / F
     return [attrs.evolve(f, accumulation_seconds=acc_s, restrict_seconds=restrict_s) for f in folds]
 
 
-def _accumulate(stack: Stacked, held_out, likelihood, u, Y, tasks, folds, opts: CVOptions):
+def _accumulate(stack: Stacked, held_out, likelihood, u, Y, tasks, folds, opts: CVOptions, plan):
     """The folds' accumulation systems in lockstep on the stack, W the exact Hessian at each refit
     (:func:`~gpmodels.inference.cv.fold.evaluate_fold`'s module docstring); z and β split by fold."""
     hf = likelihood.exact_hessian_factor(u, Y)
     b = held_out.rmvm(np.concatenate([f.r_I for f in folds]))  # K̃_{J_k,I_k} r_{I_k} of every fold
     beta0 = stack_rows([task.beta0 for task in tasks], [p.n_points for p in stack.parts])
-    solutions = solve_weighted_blocks(stack, hf, b, x0=beta0, tol=opts.accumulation_tol, max_iter=opts.k3)
+    solutions = solve_weighted_blocks(stack, hf, b, x0=beta0, tol=opts.accumulation_tol, max_iter=opts.k3, plan=plan)
     return [
         attrs.evolve(
             f,

@@ -128,12 +128,13 @@ def fit_em(
     L, ll = penalised_log_likelihood(pseudo, alpha, u)
     trace, lls, steps = [L], [ll], []
     res, m_step = None, NewtonCG(opts.newton)
+    plan = m_step.plan(op)
     converged, message, it = False, "maximum number of EM iterations reached", 0
     all_certain = bool(np.all(pseudo.certain))
     while it < opts.max_iter:
         it += 1
         q = pseudo.e_step(u)  # E-step
-        res: NewtonResult = m_step.fit(op, lik, q, alpha0=alpha)  # M-step, Y := q
+        res: NewtonResult = m_step.fit(op, lik, q, alpha0=alpha, plan=plan)  # M-step, Y := q
         steps.append(res.diagnostics)
         alpha, u = res.alpha, res.u
         L, ll = penalised_log_likelihood(pseudo, alpha, u)
@@ -149,7 +150,7 @@ def fit_em(
             break
     q = pseudo.e_step(u)
     return EMResult(
-        model=MAPModel(op, lik, res),
+        model=MAPModel(op, lik, res, plan),
         q=q,
         trace=tuple(trace),
         loglik_trace=tuple(lls),

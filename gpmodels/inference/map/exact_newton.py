@@ -192,17 +192,18 @@ class ExactNewton(SteppedSolver):
                 "newton-cg solver"
             )
 
-    def stepper(self, op: Operator, precond_start: np.ndarray | None, *, blocks: bool = False) -> _ExactStepper:
-        """Exact Newton's state for one fit (one block); ``precond_start`` is ignored (no CG)."""
+    def stepper(self, op: Operator, precond_start, plan, *, blocks: bool = False) -> _ExactStepper:
+        """Exact Newton's state for one fit (one block); ``precond_start`` and the plan's CG placement are
+        ignored (no CG)."""
         if blocks and op.row_blocks is not None:
             raise InputError("exact Newton (App. C) fits one block; use the newton-cg solver for row blocks")
         return _ExactStepper(op)
 
     def solve_weighted(
-        self, op: Operator, hf: HessianFactor, b: np.ndarray, *, x0=None, tol: float = 0.0, max_iter: int = 0
+        self, op: Operator, hf: HessianFactor, b: np.ndarray, *, x0=None, tol: float = 0.0, max_iter: int = 0, plan=None
     ) -> SystemSolution:
-        """z = (I + W K̃)^{-1} W b by Cholesky factors and Woodbury (App. C); ``x0``, ``tol`` and
-        ``max_iter`` are for iterative solvers and ignored."""
+        """z = (I + W K̃)^{-1} W b by Cholesky factors and Woodbury (App. C); ``x0``, ``tol``, ``max_iter``
+        and ``plan`` are for iterative solvers and ignored."""
         blocks = [op.class_block(c) for c in range(op.n_classes)]
         return SystemSolution(exact_newton_solve(blocks, hf.multinomial_pi(), hf.W(b)))
 

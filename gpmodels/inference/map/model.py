@@ -12,6 +12,7 @@ import attrs
 import numpy as np
 
 from gpmodels.errors import InputError
+from gpmodels.inference.execution_plan import ExecutionPlan
 from gpmodels.inference.map.newton import NewtonResult, NewtonSolver
 from gpmodels.inference.map.newton_cg import NewtonCG
 from gpmodels.likelihoods.base import Likelihood
@@ -27,6 +28,7 @@ class MAPModel:
     operator: Operator
     likelihood: Likelihood
     result: NewtonResult
+    plan: ExecutionPlan | None = None  # where and how the fit ran (None: not recorded, e.g. a loaded model)
 
     alpha = property(attrgetter("result.alpha"))
 
@@ -51,11 +53,14 @@ def fit_map(
     operator: Operator, likelihood: Likelihood, Y, solver: NewtonSolver | None = None, *, alpha0=None, on_iteration=None
 ) -> MAPModel:
     """Fit the MAP dual vector with ``solver``: ``NewtonCG(options)`` (Alg. 1; the default) or
-    ``ExactNewton(options)`` (App. C); ``on_iteration(NewtonStep)`` reports progress."""
+    ``ExactNewton(options)`` (App. C), under the solver's execution plan for ``operator`` (``solver.plan``,
+    decided here once and kept on the model); ``on_iteration(NewtonStep)`` reports progress."""
     solver = NewtonCG() if solver is None else solver
     if not callable(getattr(solver, "fit", None)):
         raise InputError(
             f"solver must be a MAP solver such as NewtonCG(options) or ExactNewton(options); got "
             f"{type(solver).__name__}"
         )
-    return MAPModel(operator, likelihood, solver.fit(operator, likelihood, Y, alpha0=alpha0, on_iteration=on_iteration))
+    plan = solver.plan(operator)
+    result = solver.fit(operator, likelihood, Y, alpha0=alpha0, on_iteration=on_iteration, plan=plan)
+    return MAPModel(operator, likelihood, result, plan)

@@ -37,6 +37,7 @@ import attrs
 import numpy as np
 
 from gpmodels.errors import InputError
+from gpmodels.inference.execution_plan import ExecutionPlan, plan_for
 from gpmodels.inference.map.line_search import LineSearchResult, NewtonPoint, objective, pair_line_search
 from gpmodels.likelihoods.base import Likelihood
 from gpmodels.operators.base import Operator
@@ -197,12 +198,15 @@ class NewtonSolver(Protocol):
     name: str
     options: NewtonOptions
 
-    def fit(
-        self, op: Operator, likelihood: Likelihood, Y, *, alpha0=None, precond_start=None, on_iteration=None
-    ) -> NewtonResult:
-        """α̂ = argmin Φ by :func:`newton_loop` with this solver's steps."""
+    def plan(self, op: Operator) -> ExecutionPlan:
+        """The execution plan of a fit on ``op`` alone."""
 
-    def solve_weighted(self, op: Operator, hf, b: np.ndarray, *, x0=None, tol: float, max_iter: int):
+    def fit(
+        self, op: Operator, likelihood: Likelihood, Y, *, alpha0=None, precond_start=None, on_iteration=None, plan=None
+    ) -> NewtonResult:
+        """α̂ = argmin Φ by :func:`newton_loop` with this solver's steps, under ``plan`` (None: :meth:`plan`)."""
+
+    def solve_weighted(self, op: Operator, hf, b: np.ndarray, *, x0=None, tol: float, max_iter: int, plan=None):
         """z = (I + W K̃)^{-1} W b for the exact Hessian factor ``hf`` (the CV accumulation solve)."""
 
 
@@ -413,9 +417,15 @@ class SteppedSolver(abc.ABC):
         return None
 
     @abc.abstractmethod
-    def stepper(self, op: Operator, precond_start: np.ndarray | None, *, blocks: bool = False) -> Stepper:
-        """The solver's state for one fit on ``op``; ``precond_start``: a previous fit's ``precond_basis``;
-        ``blocks``: fit each of ``op.row_blocks`` as its own problem."""
+    def stepper(
+        self, op: Operator, precond_start: np.ndarray | None, plan: ExecutionPlan, *, blocks: bool = False
+    ) -> Stepper:
+        """The solver's state for one fit on ``op`` under ``plan``; ``precond_start``: a previous fit's
+        ``precond_basis``; ``blocks``: fit each of ``op.row_blocks`` as its own problem."""
+
+    def plan(self, op: Operator) -> ExecutionPlan:
+        """The execution plan of a fit on ``op`` alone (:func:`~gpmodels.inference.execution_plan.plan_for`)."""
+        return plan_for(op, preconditioner=self.options.preconditioner)
 
     def fit(
         self,
@@ -426,19 +436,25 @@ class SteppedSolver(abc.ABC):
         alpha0=None,
         precond_start=None,
         on_iteration: Callable[[NewtonStep], None] | None = None,
+        plan: ExecutionPlan | None = None,
     ) -> NewtonResult:
-        """α̂ = argmin Φ by :func:`newton_loop` with this solver's steps from ``alpha0`` (None: 0)."""
-        return self._loop(op, likelihood, Y, alpha0, precond_start, on_iteration, blocks=False).blocks[0]
+        """α̂ = argmin Φ by :func:`newton_loop` with this solver's steps from ``alpha0`` (None: 0), under
+        ``plan`` (None: :meth:`plan`)."""
+        return self._loop(op, likelihood, Y, alpha0, precond_start, on_iteration, plan, blocks=False).blocks[0]
 
-    def fit_blocks(self, op: Operator, likelihood: Likelihood, Y, *, alpha0=None, precond_start=None) -> BlockFits:
+    def fit_blocks(
+        self, op: Operator, likelihood: Likelihood, Y, *, alpha0=None, precond_start=None, plan=None
+    ) -> BlockFits:
         """Each row block's α̂_k = argmin Φ_k (``op.row_blocks``, e.g. the CV folds' stack; an operator
         without them is one block), the blocks advancing together in :func:`newton_loop` from ``alpha0``
-        over all rows (None: 0; a block of zeros starts there cold)."""
-        return self._loop(op, likelihood, Y, alpha0, precond_start, None, blocks=True)
+        over all rows (None: 0; a block of zeros starts there cold), under ``plan`` (None: :meth:`plan`)."""
+        return self._loop(op, likelihood, Y, alpha0, precond_start, None, plan, blocks=True)
 
-    def _loop(self, op, likelihood, Y, alpha0, precond_start, on_iteration, *, blocks: bool) -> BlockFits:
+    def _loop(self, op, likelihood, Y, alpha0, precond_start, on_iteration, plan, *, blocks: bool) -> BlockFits:
         self.check(op, likelihood)
         Y = likelihood.check_targets(Y, op.n_points, op.n_classes)
-        stepper = self.stepper(op, precond_start, blocks=blocks)
-        problem = NewtonProblem(likelihood, Y, stepper.mvm, self.options, stepper.offsets)
-        return newton_loop(problem, stepper, alpha0, on_iteration=on_iteration)
+        plan = plan or self.plan(op)
+        with plan.blas_context():
+            stepper = self.stepper(op, precond_start, plan, blocks=blocks)
+            problem = NewtonProblem(likelihood, Y, stepper.mvm, self.options, stepper.offsets)
+            return newton_loop(problem, stepper, alpha0, on_iteration=on_iteration)

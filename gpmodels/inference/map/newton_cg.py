@@ -33,13 +33,13 @@ below ``phi_rtol``, k1 iterations) and progress calls are the shared
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable
 from typing import ClassVar
 
 import attrs
 import numpy as np
 
+from gpmodels.inference.execution_plan import ExecutionPlan, plan_for
 from gpmodels.inference.map.block_products import BlockProducts
 from gpmodels.inference.map.line_search import LineSearchResult
 from gpmodels.inference.map.newton import (
@@ -61,7 +61,6 @@ from gpmodels.inference.map.newton import (
 )
 from gpmodels.inference.map.preconditioners import Preconditioner, make_preconditioner
 from gpmodels.likelihoods.base import HessianFactor, Likelihood
-from gpmodels.linalg.blas_threads import one_blas_thread
 from gpmodels.linalg.cg import CGResult, Systems, cg
 from gpmodels.linalg.counting import MVMCounter
 from gpmodels.operators.base import Operator
@@ -77,8 +76,6 @@ __all__ = [
     "DeviceSystem",
     "device_system",
     "device_cg",
-    "DEVICE_CG_MIN_ENTRIES",
-    "host_blas",
     "SystemSolution",
     "newton_cg",
     "gradient_rms",
@@ -102,7 +99,7 @@ __all__ = [
 class DeviceSystem:
     """(I + V^T K̃ V) on a device: the operator's ``backend``, the Hessian factor there (``hf``) and
     ``matvec``, β -> β + V^T K̃ V β on device arrays (no transfer); ``solves``: whether CG runs there too
-    (:data:`DEVICE_CG_MIN_ENTRIES`), else on the host through ``matvec`` with one transfer each way."""
+    (the plan's ``cg``), else on the host through ``matvec`` with one transfer each way."""
 
     backend: object
     hf: object
@@ -142,32 +139,26 @@ def newton_rhs(hf: HessianFactor, mvm, u: np.ndarray, g: np.ndarray) -> np.ndarr
     return rhs
 
 
-def newton_system(hf: HessianFactor, mvm, u: np.ndarray, g: np.ndarray) -> NewtonSystem:
+def newton_system(
+    hf: HessianFactor, mvm, u: np.ndarray, g: np.ndarray, plan: ExecutionPlan | None = None
+) -> NewtonSystem:
     """The Newton system (I + V^T K̃ V) β = V^T u − g̃ of Seeger 2008, eq. (5).
 
     ``hf``: the likelihood's Hessian factor at u (V, V^T, g̃ and the App. B fixed part α_fix, whose
     K̃ α_fix moves to the right-hand side: rhs −= V^T K̃ α_fix, :func:`newton_rhs`); ``g`` = ∇_u Φ_lh;
-    ``mvm`` applies K̃.
+    ``mvm`` applies K̃; ``plan`` places CG (:func:`device_system`; None: a fit on ``mvm``'s operator alone).
     """
     rhs = newton_rhs(hf, mvm, u, g)
-    device = device_system(hf, mvm)
+    device = device_system(hf, mvm, plan)
     return NewtonSystem(hf, system_matvec(hf, mvm, rhs.shape, device), rhs, device)
 
 
-#: CG runs on the device from this many entries of its (n, C) vectors.  Below, a host pass over them costs
-#: about one device launch, and a CG step on the device makes about twice the calls of the product alone (its
-#: updates, norms and preconditioner: 78 against 35 calls per step with lowrank); above, the host's passes
-#: dominate.  bench/device_calls.py on one H100: a satimage fold (3548 x 6, lowrank) 3.3 ms per CG step with
-#: CG on the host, 3.6 ms on the device; imclef07a's shape (10 000 x 63, diagonal) 11.2 ms on the host, 4.2 ms
-#: on the device.
-DEVICE_CG_MIN_ENTRIES = 1 << 16
-
-
-def device_system(hf: HessianFactor, mvm) -> DeviceSystem | None:
+def device_system(hf: HessianFactor, mvm, plan: ExecutionPlan | None = None) -> DeviceSystem | None:
     """β -> β + V^T K̃ V β on a device, where ``mvm`` counts a device operator's products (an
     :class:`MVMCounter` whose operator declares a ``device_backend``) and the factor goes to that device
     (``on_device``): the passes of V, K̃'s algebra and V^T over the (n, C) arrays are the device's, not the
-    host's.  None otherwise."""
+    host's; CG solves there too where ``plan`` places it (None: the plan of a fit on ``mvm``'s operator alone).
+    None otherwise."""
     backend = mvm.device_backend if isinstance(mvm, MVMCounter) else None
     device_hf = hf.on_device(backend) if backend is not None else None
     if device_hf is None:
@@ -176,21 +167,8 @@ def device_system(hf: HessianFactor, mvm) -> DeviceSystem | None:
     def device_matvec(xd):
         return xd + device_hf.Vt(mvm.device_mvm(device_hf.V(xd)))
 
-    entries = mvm.op.n_points * mvm.op.n_classes
-    return DeviceSystem(backend, device_hf, device_matvec, entries >= DEVICE_CG_MIN_ENTRIES)
-
-
-def host_blas(op: Operator):
-    """The BLAS context of a fit's host work on ``op``: one thread where the products run on a device
-    (``op.device_backend``) and the (n, C) vectors have fewer than :data:`DEVICE_CG_MIN_ENTRIES` entries, so
-    that CG runs on the host.  Every BLAS call there (CG's norms and dots, the factor's row sums, the
-    preconditioner's products with its n x R basis and its QR) is too small for a thread team, which would
-    be woken for each call.  satimage mc-sep CV learning with its folds in one process on the H100 machine
-    (16 cores): 1.72 ms per MVM this way, 2.42 ms with 16 BLAS threads (in a run whose outer search took 7
-    evaluations, not 13).  No change for host products (their BLAS is the product) or CG on the device."""
-    if op.device_backend is None or op.n_points * op.n_classes >= DEVICE_CG_MIN_ENTRIES:
-        return contextlib.nullcontext()
-    return one_blas_thread()
+    plan = plan or plan_for(mvm.op)
+    return DeviceSystem(backend, device_hf, device_matvec, plan.cg_on_device)
 
 
 def system_matvec(hf: HessianFactor, mvm, shape, device: DeviceSystem | None) -> Callable[[np.ndarray], np.ndarray]:
@@ -323,29 +301,31 @@ def newton_step_with_restarts(
 
 
 def solve_weighted_system(
-    op: Operator, hf: HessianFactor, b: np.ndarray, *, x0=None, tol: float, max_iter: int
+    op: Operator, hf: HessianFactor, b: np.ndarray, *, x0=None, tol: float, max_iter: int, plan=None
 ) -> SystemSolution:
     """z = (I + W K̃)^{-1} W b = V (I + V^T K̃ V)^{-1} V^T b by CG on the symmetric form with the App. B
     diagonal preconditioner, from x0 (a previous β), to relative residual ``tol`` or ``max_iter``
-    steps (Seeger 2008, Sec. 5.2: the accumulation solve of the CV gradient)."""
+    steps (Seeger 2008, Sec. 5.2: the accumulation solve of the CV gradient), where ``plan`` places it
+    (None: :func:`~gpmodels.inference.execution_plan.plan_for` ``op``)."""
+    plan = plan or plan_for(op)
     K = MVMCounter(op)
     rhs = hf.Vt(b)
     inv_diag = 1.0 / hf.precond_diag(op.diag(), op.point_block_mvm)
-    dev = device_system(hf, K)
+    dev = device_system(hf, K, plan)
     if dev is not None and dev.solves:
         inv_d = dev.backend.from_host(inv_diag)
         sol = device_cg(dev, rhs, x0, inv_diag=inv_d, tol=tol, max_iter=max_iter)
     else:
-        with host_blas(op):
+        with plan.blas_context():
             sol = cg(system_matvec(hf, K, rhs.shape, dev), rhs, x0=x0, inv_diag=inv_diag, tol=tol, max_iter=max_iter)
     return SystemSolution(hf.V(sol.x), sol.x, int(sol.iterations[0]), float(sol.residual[0]), K.count)
 
 
-def _block_system(hf: HessianFactor, products: BlockProducts):
+def _block_system(hf: HessianFactor, products: BlockProducts, plan: ExecutionPlan):
     """(I + V^T K̃ V) of eq. (5) on the blocks ``on``: (the device system or None, matvec (x, on) -> ... on
     host arrays, or on the device's when CG solves there); the factor's V and V^T on the device where the
     products are (:func:`device_system`)."""
-    dev = device_system(hf, MVMCounter(products.op)) if products.backend is not None else None
+    dev = device_system(hf, MVMCounter(products.op), plan)
     if dev is None:
         return None, lambda x, on: x + hf.Vt(products(hf.V(x), on))
     be, dhf = dev.backend, dev.hf
@@ -371,7 +351,12 @@ def _block_cg(matvec, dev, hf, rhs, systems: Systems, x0, *, inv_diag=None, alph
 
 
 def block_newton_step(
-    problem: NewtonProblem, point: NewtonPoint, active: np.ndarray, products: BlockProducts, precond: Preconditioner
+    problem: NewtonProblem,
+    point: NewtonPoint,
+    active: np.ndarray,
+    products: BlockProducts,
+    precond: Preconditioner,
+    plan: ExecutionPlan,
 ) -> dict[int, StepResult]:
     """One Newton iteration of the ``active`` row blocks (Alg. 1, steps 2-3) at ``point`` (Φ per block): one
     CG over all rows with each block's own scalars and forcing test (``Systems(offsets)``), each block's pair
@@ -379,7 +364,7 @@ def block_newton_step(
     lik, Y, opts = problem.likelihood, problem.Y, problem.options
     hf = lik.hessian_factor(point.u, Y)
     rhs = newton_rhs(hf, lambda A: products(A, active), point.u, point.g)
-    dev, matvec = _block_system(hf, products)
+    dev, matvec = _block_system(hf, products, plan)
     if dev is not None and dev.solves:
         precondition = precond.for_device(hf, dev.hf, dev.backend)
     else:
@@ -400,16 +385,17 @@ def block_newton_step(
 
 
 def solve_weighted_blocks(
-    op: Operator, hf: HessianFactor, b: np.ndarray, *, x0=None, tol: float, max_iter: int
+    op: Operator, hf: HessianFactor, b: np.ndarray, *, x0=None, tol: float, max_iter: int, plan=None
 ) -> list[SystemSolution]:
     """Each row block's z_k = (I + W K̃_k)^{-1} W b_k (Seeger 2008, Sec. 5.2: the CV accumulation solves), as
     :func:`solve_weighted_system` per block, the blocks together: one CG over all rows with each block's
     scalars and stopping test, the App. B diagonal preconditioner, on the operator's device where it solves
-    there.  Returns each block's solution (its z, β, CG steps, residual and products)."""
+    there (``plan``; None: :func:`~gpmodels.inference.execution_plan.plan_for` ``op``).  Returns each block's
+    solution (its z, β, CG steps, residual and products)."""
     products = BlockProducts(op)
     rhs = hf.Vt(b)
     inv_diag = 1.0 / hf.precond_diag(op.diag(), op.point_block_mvm)
-    dev, matvec = _block_system(hf, products)
+    dev, matvec = _block_system(hf, products, plan or plan_for(op))
     res = _block_cg(matvec, dev, hf, rhs, Systems(products.offsets), x0, inv_diag=inv_diag, tol=tol, max_iter=max_iter)
     z = hf.V(res.x)
     return [
@@ -419,26 +405,30 @@ def solve_weighted_blocks(
 
 
 class _CGStepper:
-    """Newton–CG's state for one fit: the counted K̃ (per row block with ``blocks``, :class:`BlockProducts`)
-    and the preconditioner built on the operator."""
+    """Newton–CG's state for one fit: the counted K̃ (per row block with ``blocks``, :class:`BlockProducts`),
+    the preconditioner the plan names, built on the operator, and where the plan runs CG."""
 
     truncated = True
 
-    def __init__(self, op: Operator, opts: NewtonOptions, precond_start: np.ndarray | None, blocks: bool):
+    def __init__(
+        self, op: Operator, opts: NewtonOptions, precond_start: np.ndarray | None, plan: ExecutionPlan, blocks: bool
+    ):
         by_blocks = blocks and op.row_blocks is not None
         self.mvm = BlockProducts(op) if by_blocks else MVMCounter(op)
         self.offsets = self.mvm.offsets if by_blocks else None
+        self.plan = plan
+        name = str(plan.preconditioner.choice) if opts.preconditioner == "auto" else opts.preconditioner
         self.precond = make_preconditioner(
-            opts.preconditioner, op, rank=opts.precond_rank, seed=int(opts.precond_seed), start=precond_start
+            name, op, rank=opts.precond_rank, seed=int(opts.precond_seed), start=precond_start
         )
         self.precond_basis = self.precond.basis
 
     def step(self, problem: NewtonProblem, point: NewtonPoint, active: np.ndarray) -> dict[int, StepResult]:
         if self.offsets is not None:
-            return block_newton_step(problem, point, active, self.mvm, self.precond)
+            return block_newton_step(problem, point, active, self.mvm, self.precond, self.plan)
         point = block_point(point, 0, slice(None))
         hf = problem.likelihood.hessian_factor(point.u, problem.Y)
-        system = newton_system(hf, problem.mvm, point.u, point.g)
+        system = newton_system(hf, problem.mvm, point.u, point.g, self.plan)
         return {0: newton_step_with_restarts(problem, point, system, self.precond, hf.beta_init(point.alpha))}
 
 
@@ -449,22 +439,19 @@ class NewtonCG(SteppedSolver):
     options: NewtonOptions = attrs.field(factory=NewtonOptions, validator=instance_of(NewtonOptions))
     name: ClassVar[str] = "newton-cg"
 
-    def stepper(self, op: Operator, precond_start: np.ndarray | None, *, blocks: bool = False) -> _CGStepper:
-        """Newton–CG's state for one fit; ``precond_start``: a previous fit's ``precond_basis`` on the same
-        points (the ``lowrank`` eigensolvers start from it); ``blocks``: each of ``op.row_blocks`` its own fit."""
-        return _CGStepper(op, self.options, precond_start, blocks)
-
-    def fit(self, op: Operator, likelihood: Likelihood, Y, **kw) -> NewtonResult:
-        """:meth:`SteppedSolver.fit <gpmodels.inference.map.newton.SteppedSolver.fit>` in ``op``'s host BLAS
-        context (:func:`host_blas`)."""
-        with host_blas(op):
-            return super().fit(op, likelihood, Y, **kw)
+    def stepper(
+        self, op: Operator, precond_start: np.ndarray | None, plan: ExecutionPlan, *, blocks: bool = False
+    ) -> _CGStepper:
+        """Newton–CG's state for one fit under ``plan``; ``precond_start``: a previous fit's ``precond_basis``
+        on the same points (the ``lowrank`` eigensolvers start from it); ``blocks``: each of ``op.row_blocks``
+        its own fit."""
+        return _CGStepper(op, self.options, precond_start, plan, blocks)
 
     def solve_weighted(
-        self, op: Operator, hf: HessianFactor, b: np.ndarray, *, x0=None, tol: float, max_iter: int
+        self, op: Operator, hf: HessianFactor, b: np.ndarray, *, x0=None, tol: float, max_iter: int, plan=None
     ) -> SystemSolution:
         """z = (I + W K̃)^{-1} W b by CG (:func:`solve_weighted_system`); ``hf`` exact (W = V V^T)."""
-        return solve_weighted_system(op, hf, b, x0=x0, tol=tol, max_iter=max_iter)
+        return solve_weighted_system(op, hf, b, x0=x0, tol=tol, max_iter=max_iter, plan=plan)
 
 
 def newton_cg(

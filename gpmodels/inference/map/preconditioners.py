@@ -3,8 +3,9 @@
 Each preconditioner is a small class built once per fit on the operator, behind one protocol
 (:class:`Preconditioner`): ``for_factor(hf)`` gives, per Newton iteration, ``apply`` with
 apply(r) = P^{-1} r for the Hessian factor ``hf`` at the current iterate.  ``NewtonOptions.preconditioner``
-names one (:data:`PRECONDITIONERS`; ``auto``: ``lowrank`` from ``LOWRANK_MIN_POINTS`` points on, else
-``diagonal``; the ones that form per-point C x C blocks only within :data:`POINT_BLOCKS_MAX_BYTES`):
+names one (:data:`PRECONDITIONERS`; ``auto``: the execution plan's choice,
+:func:`~gpmodels.inference.execution_plan.auto_preconditioner`; the ones that form per-point C x C blocks only
+within the plan's ``point_blocks_max_bytes``):
 
 ``diagonal``  diag(I + V^T K̃ V), App. B: from diag K̃ and the per-point products K̃_i π_i.
 ``block``     block-Jacobi over points: the exact C x C blocks I + V_i^T K̃_i V_i (K̃_i: the
@@ -62,6 +63,7 @@ import numpy as np
 import scipy.linalg as sla
 
 from gpmodels.errors import InputError
+from gpmodels.inference import execution_plan
 from gpmodels.inference.map.deflation import block_term_eigenpairs, deflated_terms, term_eigenpairs
 from gpmodels.inference.map.row_blocks import RowBlocksPreconditioner
 from gpmodels.operators.base import KronTerm, Operator
@@ -74,21 +76,9 @@ __all__ = [
     "LowRankBlockPreconditioner",
     "make_preconditioner",
     "PRECONDITIONERS",
-    "LOWRANK_MIN_POINTS",
-    "POINT_BLOCKS_MAX_BYTES",
     "point_blocks_bytes",
     "check_point_blocks",
 ]
-#: ``auto`` deflates (``lowrank``) from this many points on, below it keeps the diagonal.  Measured on
-#: one warm CV evaluation (mc-sep, 5 folds, rank 32, one process, 1 BLAS thread): digits |J| = 958,
-#: C = 10: 1.86 s diagonal / 2.61 s lowrank; satimage |J| = 1600, C = 6: 2.13 / 2.17 s (whole learning
-#: on 2 workers: 24.3 / 19.7 s); |J| = 3548: 21.5 / 13.9 s (795 / 362 MVMs).  The set-up (randomised
-#: eigensolver, O(n r) per CG step) only pays once an MVM costs enough.
-LOWRANK_MIN_POINTS = 1500
-#: the per-point C x C blocks (n C^2 floats: V_i of the Hessian, K̃_i) that ``block``, ``lowrank`` and ``lowrank_block``
-#: form once per Newton iteration may take this many bytes; ``auto`` keeps the diagonal above it (a taxonomy of
-#: C = 1172 classes at n = 9794 would need 108 GB), and an explicit choice above it is refused
-POINT_BLOCKS_MAX_BYTES = 2**30
 #: ``lowrank``: the pair weights a_ik a_il (n R0 (R0 + 1) / 2 floats) are kept for the fit up to this size, else rebuilt
 #: in every Newton iteration
 PAIR_CACHE_BYTES = 64e6
@@ -516,13 +506,14 @@ def point_blocks_bytes(op: Operator) -> int:
 
 
 def check_point_blocks(op: Operator, name: str) -> None:
-    """InputError where preconditioner ``name``'s per-point C x C blocks exceed :data:`POINT_BLOCKS_MAX_BYTES`."""
-    need = point_blocks_bytes(op)
-    if need > POINT_BLOCKS_MAX_BYTES:
+    """InputError where preconditioner ``name``'s per-point C x C blocks exceed the plan's
+    :attr:`~gpmodels.inference.execution_plan.PlanRules.point_blocks_max_bytes`."""
+    need, most = point_blocks_bytes(op), execution_plan.DEFAULT_RULES.point_blocks_max_bytes
+    if need > most:
         raise InputError(
             f"preconditioner {name!r} forms the per-point C x C blocks of the Newton system: n = {op.n_points} "
             f"points x C^2 = {op.n_classes}^2 classes need {need / 2**30:.1f} GiB (at most "
-            f"{POINT_BLOCKS_MAX_BYTES / 2**30:.0f} GiB); use preconditioner 'diagonal' (App. B, O(n C)) or 'auto'"
+            f"{most / 2**30:.0f} GiB); use preconditioner 'diagonal' (App. B, O(n C)) or 'auto'"
         )
 
 
@@ -538,9 +529,8 @@ def _deflated(cls):
 
 
 def _auto(op: Operator, *, rank: int = 8, seed: int = 0, start: np.ndarray | None = None) -> Preconditioner:
-    if op.n_points >= LOWRANK_MIN_POINTS and point_blocks_bytes(op) <= POINT_BLOCKS_MAX_BYTES:
-        return _deflated(LowRankPreconditioner)(op, rank=rank, seed=seed, start=start)
-    return DiagonalPreconditioner(op)
+    name, _ = execution_plan.auto_preconditioner(op.n_points, op.n_classes)
+    return PRECONDITIONERS[name](op, rank=rank, seed=seed, start=start)
 
 
 #: the deflating preconditioners by name
@@ -586,8 +576,8 @@ def make_preconditioner(
         raise InputError(f"preconditioner must be one of {tuple(PRECONDITIONERS)}; got {name!r}")
     blocks = op.row_blocks
     if blocks is not None and name == "auto":
-        big = max(part.n_points for _, part in blocks) >= LOWRANK_MIN_POINTS
-        name = "lowrank" if big and point_blocks_bytes(op) <= POINT_BLOCKS_MAX_BYTES else "diagonal"
+        largest = max(part.n_points for _, part in blocks)
+        name, _ = execution_plan.auto_preconditioner(largest, op.n_classes, op.n_points)
     if blocks is not None and name in DEFLATING:
         check_point_blocks(op, name)
     if blocks is None or name not in DEFLATING:

@@ -357,16 +357,17 @@ def test_parallel_folds_stop_like_the_sequential_loop_on_a_failure():
 def test_auto_method_picks_exact_on_small_flat_problems_and_newton_cg_otherwise():
     """|J| C = 16 · 3 favours App. C's factorisations, |J| C = 80 · 3 the MVMs; a non-flat prior
     always takes Newton–CG.  The choice is what ran: the same Ψ as the named method."""
-    from gpmodels.inference.cv.options import EXACT_MAX_SIZE
+    from gpmodels.inference.execution_plan import DEFAULT_RULES
 
     small_X, small_Y, small_folds = _data(n=24, q=3)  # |J| = 16
     big_X, big_Y, big_folds = _data(n=120, q=3)  # |J| = 80
-    assert 16 * 3 <= EXACT_MAX_SIZE < 80 * 3
+    assert 16 * 3 <= DEFAULT_RULES.exact_max_size < 80 * 3
     auto = CVOptions(newton=TIGHT, solver="auto", fail_tol=1e-8, k3=600, accumulation_tol=1e-13)
     small = cv_criterion(FLAT_CASES["rbf-separate"](small_X, 3), Softmax(), small_Y, small_folds, auto)
     big = cv_criterion(FLAT_CASES["rbf-separate"](big_X, 3), Softmax(), big_Y, big_folds, auto)
     nonflat = cv_criterion(NONFLAT_CASES["anova-rbf-level"](small_X, 3), Softmax(), small_Y, small_folds, auto)
     assert (small.solver, big.solver, nonflat.solver) == ("exact", "newton-cg", "newton-cg")
+    assert "<= 128" in small.plan.solver.reason and "flat prior" in nonflat.plan.solver.reason
     ref = cv_criterion(FLAT_CASES["rbf-separate"](small_X, 3), Softmax(), small_Y, small_folds, EXACT)
     assert small.psi == pytest.approx(ref.psi, rel=1e-10)
     assert all(f.accumulation_iterations == 0 for f in small.folds)  # no CG: the App. C solve

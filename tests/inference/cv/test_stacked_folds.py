@@ -9,8 +9,8 @@ import pytest
 
 from gpmodels.engine.processes import ProcessEngine
 from gpmodels.errors import InputError
-from gpmodels.inference.cv.criterion import cv_criterion
-from gpmodels.inference.cv.options import CVOptions, choose_folds_per_fit
+from gpmodels.inference.cv.criterion import cv_criterion, cv_plan
+from gpmodels.inference.cv.options import CVOptions
 from gpmodels.inference.cv.partition import complements
 from gpmodels.inference.map.newton import NewtonOptions
 from gpmodels.kernels.rbf import RBF
@@ -212,9 +212,13 @@ def test_a_stacked_evaluation_on_a_device_equals_the_host_one(backend):
 def test_auto_refits_the_folds_together_where_the_matrices_are_on_a_device_and_one_by_one_on_the_host(backend):
     op, Y, folds = _problem()
     dev, _, _ = _problem(DeviceRepresentationConfig(BACKENDS[backend](), kind="stored"))
-    assert choose_folds_per_fit(dev, Q, "newton-cg") == Q
-    assert choose_folds_per_fit(op, Q, "newton-cg") == 1
-    assert choose_folds_per_fit(dev, Q, "exact") == 1 and choose_folds_per_fit(dev, 1, "newton-cg") == 1
+    auto = attrs.evolve(_options(1), folds_per_fit="auto", solver="newton-cg")
+
+    def together(o, opts, q=Q):
+        return cv_plan(o, Softmax(), folds[:q], opts).folds_per_fit.choice
+
+    assert together(dev, auto) == Q and together(op, auto) == 1
+    assert together(dev, attrs.evolve(auto, solver="exact")) == 1 and together(dev, auto, 1) == 1
     auto = attrs.evolve(_options(1), folds_per_fit="auto")
     assert CVOptions().folds_per_fit == "auto"
     on_device, on_host = (cv_criterion(o, Softmax(), Y, folds, auto) for o in (dev, op))
@@ -230,7 +234,7 @@ def test_auto_refits_the_folds_together_where_the_matrices_are_on_a_device_and_o
 def test_folds_per_fit_is_a_positive_integer_or_auto_resolved_before_the_folds_are_grouped():
     with pytest.raises(InputError, match="folds_per_fit.*positive integer.*'auto'"):
         CVOptions(folds_per_fit="all")
-    with pytest.raises(InputError, match="resolved on the operator first"):
+    with pytest.raises(InputError, match="resolved by the execution plan first"):
         CVOptions().fold_jobs([0, 1, 2])
     assert CVOptions(folds_per_fit=2).fold_jobs([0, 1, 2]) == [(0, 1), (2,)]
 

@@ -12,6 +12,8 @@ import importlib
 import numpy as np
 import pytest
 
+from gpmodels.inference import execution_plan
+from gpmodels.inference.execution_plan import PlanRules
 from gpmodels.inference.map.newton_cg import NewtonCG, NewtonOptions, device_system, solve_weighted_system
 from gpmodels.inference.map.preconditioners import PRECONDITIONERS, make_preconditioner
 from gpmodels.kernels.rbf import RBF
@@ -37,7 +39,7 @@ NAMES = sorted(set(PRECONDITIONERS) - {"auto"})
 @pytest.fixture
 def on_device(monkeypatch):
     """CG on the device whatever the size of the problem."""
-    monkeypatch.setattr(newton_cg, "DEVICE_CG_MIN_ENTRIES", 0)
+    monkeypatch.setattr(execution_plan, "DEFAULT_RULES", PlanRules(device_cg_min_entries=0))
 
 
 def _problem(backend=None):
@@ -81,7 +83,7 @@ def test_a_device_fit_crosses_to_the_host_per_newton_iteration_not_per_cg_step(n
 def test_a_small_problem_solves_on_the_host_with_its_product_on_the_device():
     be = CountingBackend()
     dev, Y, _ = _problem(be)
-    assert N * C < newton_cg.DEVICE_CG_MIN_ENTRIES
+    assert N * C < execution_plan.DEFAULT_RULES.device_cg_min_entries
     be.uploads = be.downloads = 0
     res = NewtonCG(_options("diagonal")).fit(dev, Softmax(), Y)
     steps = int(np.sum(res.diagnostics.cg_iterations))
@@ -114,7 +116,9 @@ def test_the_cv_accumulation_solve_on_the_device_equals_the_host_one(backend, on
     host, Y, U = _problem()
     dev, _, _ = _problem(BACKENDS[backend]())
     hf = Softmax().exact_hessian_factor(U, Y)
-    assert device_system(hf, MVMCounter(dev)) is not None and device_system(hf, MVMCounter(host)) is None
+    plan = execution_plan.plan_for(dev)
+    assert plan.cg_on_device and not execution_plan.plan_for(host).cg_on_device
+    assert device_system(hf, MVMCounter(dev), plan) is not None and device_system(hf, MVMCounter(host), plan) is None
     b = np.random.default_rng(3).normal(size=(N, C))
     x0 = np.random.default_rng(4).normal(size=(N, C))
     a, d = (solve_weighted_system(op, hf, b, x0=x0, tol=1e-10, max_iter=200) for op in (host, dev))
@@ -141,7 +145,7 @@ def _blas_threads_seen_by_cg(op, Y, monkeypatch) -> set:
 
 def test_host_cg_beside_a_device_product_runs_on_one_blas_thread(monkeypatch):
     dev, Y, _ = _problem(BACKENDS["numpy"]())
-    assert N * C < newton_cg.DEVICE_CG_MIN_ENTRIES  # CG on the host, the product on the device
+    assert N * C < execution_plan.DEFAULT_RULES.device_cg_min_entries  # CG on the host, the product on the device
     assert _blas_threads_seen_by_cg(dev, Y, monkeypatch) == {1}
 
 
@@ -150,14 +154,14 @@ def test_a_host_product_keeps_its_blas_threads(monkeypatch):
     assert _blas_threads_seen_by_cg(host, Y, monkeypatch) == {2}
 
 
-def test_host_blas_gives_one_thread_beside_a_small_device_operator_only():
+def test_the_plan_gives_one_blas_thread_beside_a_small_device_operator_only():
     dev, _, _ = _problem(BACKENDS["numpy"]())
     host, _, _ = _problem()
     with limit_blas_threads(2):
         if blas_threads() < 2:
             pytest.skip("this BLAS cannot run 2 threads here")
-        with newton_cg.host_blas(dev):
+        with execution_plan.plan_for(dev).blas_context():
             assert blas_threads() == 1
-        with newton_cg.host_blas(host):
+        with execution_plan.plan_for(host).blas_context():
             assert blas_threads() == 2
         assert blas_threads() == 2

@@ -9,6 +9,8 @@ import numpy as np
 import pytest
 
 from gpmodels.errors import InputError
+from gpmodels.inference import execution_plan
+from gpmodels.inference.execution_plan import PlanRules
 from gpmodels.inference.map.exact_newton import ExactNewton
 from gpmodels.inference.map.newton import NewtonProblem, newton_loop
 from gpmodels.inference.map.newton_cg import NewtonCG, NewtonOptions, solve_weighted_blocks, solve_weighted_system
@@ -93,7 +95,7 @@ def test_fit_on_a_stack_is_one_problem_and_exact_newton_fits_one_block():
     with pytest.raises(InputError, match="one block"):
         ExactNewton(_options("diagonal")).fit_blocks(stack, Softmax(), Y)
     with pytest.raises(InputError, match="3 blocks"):
-        stepper = NewtonCG(_options("diagonal")).stepper(stack, None, blocks=True)
+        stepper = NewtonCG(_options("diagonal")).stepper(stack, None, execution_plan.plan_for(stack), blocks=True)
         problem = NewtonProblem(Softmax(), Y, stepper.mvm, _options("diagonal"), stepper.offsets)
         newton_loop(problem, stepper, on_iteration=print)
 
@@ -110,7 +112,7 @@ BACKENDS, BACKEND_PARAMS = device_backends()
 @pytest.mark.parametrize("backend", BACKEND_PARAMS)
 def test_blocks_with_device_products_equal_the_host(backend, solve_on_device, monkeypatch):
     if solve_on_device:
-        monkeypatch.setattr(newton_cg, "DEVICE_CG_MIN_ENTRIES", 0)
+        monkeypatch.setattr(execution_plan, "DEFAULT_RULES", PlanRules(device_cg_min_entries=0))
     host, Ys, b = _problem()
     dev, _, _ = _problem(DeviceRepresentationConfig(BACKENDS[backend](), kind="stored"))
     Y = np.concatenate(Ys)

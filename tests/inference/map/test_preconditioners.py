@@ -211,18 +211,20 @@ def test_the_flat_default_path_is_unchanged_and_lowrank_falls_back_without_kron_
 
 
 def test_auto_deflates_from_lowrank_min_points_on(monkeypatch):
-    """``auto`` is the diagonal on small problems and ``lowrank`` from LOWRANK_MIN_POINTS points on
-    (both sides built here by moving the threshold); either way the fit reaches the same optimum."""
-    import gpmodels.inference.map.preconditioners as P
+    """``auto`` is the diagonal on small problems and ``lowrank`` from the plan's ``lowrank_min_points``
+    points on (both sides built here by moving the threshold); either way the fit reaches the same optimum."""
+    from gpmodels.inference import execution_plan as E
 
     X, y = toy_classification(30, 3, seed=1)
     op = _separate(X, 3)
-    assert make_preconditioner("auto", op).name == ("lowrank" if op.n_points >= P.LOWRANK_MIN_POINTS else "diagonal")
+    at = E.DEFAULT_RULES.lowrank_min_points
+    assert make_preconditioner("auto", op).name == ("lowrank" if op.n_points >= at else "diagonal")
     opts = NewtonOptions(max_iter=60, grad_tol=1e-10, phi_rtol=0.0, preconditioner="auto")
     fits = {}
     for threshold, expect in [(31, "diagonal"), (30, "lowrank")]:
-        monkeypatch.setattr(P, "LOWRANK_MIN_POINTS", threshold)
+        monkeypatch.setattr(E, "DEFAULT_RULES", E.PlanRules(lowrank_min_points=threshold))
         assert make_preconditioner("auto", op).name == expect
+        assert E.plan_for(op).preconditioner.choice == expect
         fits[expect] = newton_cg(op, Softmax(), np.eye(3)[y], opts)
     np.testing.assert_allclose(fits["diagonal"].u, fits["lowrank"].u, atol=1e-7)
     assert fits["diagonal"].diagnostics.mvm_count != fits["lowrank"].diagnostics.mvm_count

@@ -6,7 +6,8 @@ import pytest
 from opaque_factor import OpaqueFactor
 
 from gpmodels.errors import InputError
-from gpmodels.inference.map import preconditioners
+from gpmodels.inference import execution_plan
+from gpmodels.inference.execution_plan import PlanRules
 from gpmodels.inference.map.preconditioners import (
     DiagonalPreconditioner,
     LowRankPreconditioner,
@@ -98,10 +99,10 @@ def test_the_diagonal_preconditioners_stay_whole():
 
 def test_auto_decides_by_the_largest_block(monkeypatch):
     stack, _, _ = _stack()
-    monkeypatch.setattr(preconditioners, "LOWRANK_MIN_POINTS", 33)
+    monkeypatch.setattr(execution_plan, "DEFAULT_RULES", PlanRules(lowrank_min_points=33))
     P = make_preconditioner("auto", stack, rank=4)
     assert isinstance(P, RowBlocksPreconditioner) and all(isinstance(p, LowRankPreconditioner) for _, p in P.blocks)
-    monkeypatch.setattr(preconditioners, "LOWRANK_MIN_POINTS", 34)
+    monkeypatch.setattr(execution_plan, "DEFAULT_RULES", PlanRules(lowrank_min_points=34))
     assert isinstance(make_preconditioner("auto", stack, rank=4), DiagonalPreconditioner)  # not 88 stacked points
 
 
