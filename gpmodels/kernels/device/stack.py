@@ -10,7 +10,7 @@ diag) is unchanged.  What the stack adds:
   fused launch where the backend has fused products and the stack is large enough for them (G n^2
   entries; each entry of S read once, a float32 one widened to float64 in registers,
   :meth:`~gpmodels.kernels.device.fused.FusedProducts.mixed_matmul`), else one batched product in float64
-  (float32 storage: each matrix's row tiles converted to float64).  Per MVM this is one launch
+  (float32 storage: row tiles of the whole stack converted to float64).  Per MVM this is one launch
   instead of G products and the column scatter around them (the per-call cost that bounds CV folds of a
   few thousand points on a GPU), and a float32 stack moves 4 bytes per entry where the array-API products
   of single matrices write and read a float64 copy of each (20 bytes per entry).
@@ -25,7 +25,7 @@ import numpy as np
 
 from gpmodels.kernels.base import Kernel
 from gpmodels.kernels.device.backend import ArrayBackend
-from gpmodels.kernels.device.gram import DeviceInputs, DeviceStoredGram, device_form, row_tiles
+from gpmodels.kernels.device.gram import DeviceInputs, DeviceStoredGram, block_rows, device_form
 
 __all__ = ["DeviceGramStack", "build_stack"]
 
@@ -50,22 +50,18 @@ class DeviceGramStack:
     def product(self, B3):
         """S B for B3 of shape (G, n, w), float64 and C-contiguous on the device: (G, n, w) float64.  Fused:
         one launch over the stack, either storage; array-API: one batched product (strided-batched GEMM) in
-        float64, and for float32 storage each matrix's row tiles converted to float64 (a float64 copy of
-        the whole stack would be G times the tile the memory bound allows)."""
+        float64, for float32 storage over row tiles of all G matrices at once, each tile converted to
+        float64 (a float64 copy of the whole stack would be twice its memory; the tiles keep the copy within
+        ``memory_mb``, and one tile, where the stack fits, makes the product three calls)."""
         fused = self.backend.fused
         if fused is not None and fused.covers(self.size * self.n, self.n):
             return fused.mixed_matmul(self.S, B3)
         xp = self.backend.xp
         if self.S.dtype == xp.float64:
             return self.S @ B3
-        return xp.stack([self._widened_product(l, B3[l, ...]) for l in range(self.size)])
-
-    def _widened_product(self, l: int, B):
-        """float64(M^(l)) B over row tiles of at most ``memory_mb``."""
-        xp = self.backend.xp
-        tiles = row_tiles(self.n, self.n, self.memory_mb)
-        parts = [xp.astype(self.S[l, r0:r1, :], xp.float64) @ B for r0, r1 in tiles]
-        return parts[0] if len(parts) == 1 else xp.concat(parts, axis=0)
+        step = max(1, min(self.n, block_rows(self.size * self.n, self.n, self.memory_mb) // self.size))
+        parts = [xp.astype(self.S[:, r0 : min(self.n, r0 + step), :], xp.float64) @ B3 for r0 in range(0, self.n, step)]
+        return parts[0] if len(parts) == 1 else xp.concat(parts, axis=1)
 
     def restrict(self, reps: list[DeviceStoredGram], J) -> list[DeviceStoredGram]:
         """The members' restrictions to the points J (App. D.2), ``reps`` the members in stack order: one
