@@ -159,7 +159,7 @@ class _Layout:
     def on_device(self, backend, k: int, class_v: np.ndarray) -> _DeviceColumns:
         """The column maps of right-hand sides of k columns per class, flattened to (rows, C k), on
         ``backend`` (:class:`_DeviceColumns`)."""
-        key = (id(backend), k)
+        key = ("columns", k)  # one backend: the operator's device_backend
         if key not in self._device:
             columns, flat = [], []
             for cls in self.classes:

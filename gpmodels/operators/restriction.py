@@ -123,13 +123,13 @@ class Restriction(Operator):
 
     def device_indices(self, backend):
         """(for every point of op, its row in an (|J| + 1)-row array whose last row is zero; the rows J) as
-        ``backend`` indices: P_J V and the gather back as two takes (the array API has no scatter)."""
-        key = id(backend)
-        if key not in self._device:
+        ``backend`` (the operator's one ``device_backend``) indices: P_J V and the gather back as two takes (the
+        array API has no scatter)."""
+        if "indices" not in self._device:
             pad = np.full(self.op.n_points, self.J.size, dtype=np.intp)
             pad[self.J] = np.arange(self.J.size)
-            self._device[key] = (backend.indices(pad), backend.indices(self.J))
-        return self._device[key]
+            self._device["indices"] = (backend.indices(pad), backend.indices(self.J))
+        return self._device["indices"]
 
     def _device_mvm(self, backend, Vd):
         xp = backend.xp

@@ -137,16 +137,26 @@ class ThroughBase:
         gather_w = None if len(active) == len(on) else np.broadcast_to(rows_on[:, None, None], (total, C, k)).ravel()
         return scatter, scatter_w, gather, gather_w, F
 
-    def _maps(self, backend, on, C: int, k: int) -> tuple:
-        """:meth:`_host_maps`, made once per (backend, parts ``on``, C, k) and kept on ``backend`` (None: host)."""
-        key = (None if backend is None else id(backend), tuple(bool(b) for b in on), C, k)
+    def _maps(self, on, C: int, k: int) -> tuple:
+        """:meth:`_host_maps`, made once per (parts ``on``, C, k)."""
+        key = ("host", tuple(bool(b) for b in on), C, k)
         if key not in self._made:
-            scatter, scatter_w, gather, gather_w, F = self._host_maps(on, C, k)
-            if backend is not None:
-                scatter, gather = backend.indices(scatter), backend.indices(gather)
-                scatter_w = backend.from_host(scatter_w)
-                gather_w = None if gather_w is None else backend.from_host(gather_w)
-            self._made[key] = (scatter, scatter_w, gather, gather_w, F)
+            self._made[key] = self._host_maps(on, C, k)
+        return self._made[key]
+
+    def _device_maps(self, backend, on, C: int, k: int) -> tuple:
+        """:meth:`_maps` on ``backend``'s device (the base operator's one ``device_backend``), uploaded once."""
+        key = ("device", tuple(bool(b) for b in on), C, k)
+        if key not in self._made:
+            scatter, scatter_w, gather, gather_w, F = self._maps(on, C, k)
+            gather_w = None if gather_w is None else backend.from_host(gather_w)
+            self._made[key] = (
+                backend.indices(scatter),
+                backend.from_host(scatter_w),
+                backend.indices(gather),
+                gather_w,
+                F,
+            )
         return self._made[key]
 
     def _product(self, xp, take, S, maps, product):
@@ -172,14 +182,14 @@ class ThroughBase:
     def host(self, S: np.ndarray, on) -> np.ndarray:
         """K_{J_k} S_k for S (rows, C, k) in the stacked layout, zero off the parts ``on``."""
         _, C, k = S.shape
-        return self._product(np, np.take, np.ascontiguousarray(S), self._maps(None, on, C, k), self.base.mvm)
+        return self._product(np, np.take, np.ascontiguousarray(S), self._maps(on, C, k), self.base.mvm)
 
     def device(self, backend, Sd, on):
         """:meth:`host` on ``backend``'s device for Sd (rows, C) or (rows, C, k)."""
         k = 1 if Sd.ndim == 2 else int(Sd.shape[2])
         rows, C = Sd.shape[:2]
         xp = backend.xp
-        S3, maps = xp.reshape(Sd, (rows, C, k)), self._maps(backend, on, C, k)
+        S3, maps = xp.reshape(Sd, (rows, C, k)), self._device_maps(backend, on, C, k)
         out = self._product(xp, backend.take, S3, maps, self.base.device_mvm)
         return out if Sd.ndim == 3 else xp.reshape(out, (rows, C))
 
@@ -194,7 +204,7 @@ class ThroughBase:
     def _scattered(self, A: np.ndarray) -> np.ndarray:
         """A (rows, C, q) in the stacked layout at the parts' points of K, (n, C, F q): the products' scatter."""
         _, C, q = A.shape
-        return self._scatter(np, np.take, np.ascontiguousarray(A), self._maps(None, self._every(), C, q))
+        return self._scatter(np, np.take, np.ascontiguousarray(A), self._maps(self._every(), C, q))
 
     def _every(self) -> np.ndarray:
         return np.ones(len(self.parts), dtype=bool)
@@ -220,7 +230,7 @@ class ThroughBase:
 
         def product(B):
             rows, m = B.shape
-            maps = self._maps(None, self._every(), 1, m)
+            maps = self._maps(self._every(), 1, m)
             S = np.asarray(B, dtype=np.float64).reshape(rows, 1, m)
             out = self._product(np, np.take, S, maps, lambda U: point_map(U.reshape(n, -1)).reshape(U.shape))
             return out.reshape(rows, m)
@@ -259,10 +269,8 @@ class ThroughBaseCross(CrossOperator):
 
     def _between(self, source: ThroughBase, target: ThroughBase, V):
         _, C, k = V.shape
-        U = self.rows.base.mvm(source._scatter(np, np.take, V, source._maps(None, source._every(), C, k)))
-        return target._gather(
-            np, np.take, U, target._maps(None, target._every(), C, k), (int(target.offsets[-1]), C, k)
-        )
+        U = self.rows.base.mvm(source._scatter(np, np.take, V, source._maps(source._every(), C, k)))
+        return target._gather(np, np.take, U, target._maps(target._every(), C, k), (int(target.offsets[-1]), C, k))
 
     def _mvm(self, V):
         return self._between(self.cols, self.rows, np.ascontiguousarray(V))

@@ -297,7 +297,7 @@ class LowRankPreconditioner:
         self.F = factors
         self._F_big = None
         self._AA = None
-        self._device: dict = {}  # backend id -> (A, F, L's rows) on that device (for_device)
+        self._device: tuple | None = None  # (A, F, L's rows) on the operator's device (for_device)
         # every F_k of one shape (C, s) (one Kronecker term, or the flat prior's): the (k, l) blocks of
         # Z^T D^{-1} Z are one batched product over the pairs
         shapes = {F.shape for F in factors}
@@ -396,13 +396,13 @@ class LowRankPreconditioner:
         return solve_B, self._small_system(W, G, n, C)
 
     def _on_device(self, backend) -> tuple:
-        """(A, F_stack or F_big, L's rows as (n, C, R) or None) on ``backend``'s device, uploaded once per fit."""
-        key = id(backend)
-        if key not in self._device:
+        """(A, F_stack or F_big, L's rows as (n, C, R) or None) on ``backend``'s device (the operator's), uploaded
+        once per fit."""
+        if self._device is None:
             F = self.F_stack if self.F_stack is not None else self.F_big()
             rows = None if self.L_rows is None else self.L_rows.reshape(self.A.shape[0], self.op.n_classes, -1)
-            self._device = {key: tuple(None if a is None else backend.from_host(a) for a in (self.A, F, rows))}
-        return self._device[key]
+            self._device = tuple(None if a is None else backend.from_host(a) for a in (self.A, F, rows))
+        return self._device
 
     def _device_small_system(self, backend, W: np.ndarray) -> np.ndarray:
         """:meth:`_small_system`'s H = I + Y^T Y, Y_i = W_i^T L_i, with W (n, C, C) uploaded and the products
@@ -436,9 +436,9 @@ class LowRankPreconditioner:
         as one Woodbury application on ``backend``'s device: the eigenvectors block-diagonal (N, Σ R0_k), the
         factors F_k (stacked where all have one shape, else block-diagonal F_big) and H^{-1} joined, so that
         the F blocks cost one block's calls; ``pieces`` their :meth:`woodbury` of this iteration; ``cache``:
-        the joined eigenvectors and factors per backend, for the fit."""
+        the joined eigenvectors and factors on the fit's one device."""
         stacked = all(p.F_stack is not None for p in parts) and len({p.F_stack.shape[1:] for p in parts}) == 1
-        key = id(backend)
+        key = "joined"
         if key not in cache:
             A = sla.block_diag(*[p.A for p in parts])
             F = np.concatenate([p.F_stack for p in parts]) if stacked else sla.block_diag(*[p.F_big() for p in parts])
