@@ -1,7 +1,7 @@
 """Leading eigenpairs of a symmetric PSD matrix given only by its products (Halko, Martinsson & Tropp 2011):
-of one matrix (:func:`randomized_eigh`), or of every diagonal block of a block-diagonal one at once
-(:func:`block_randomized_eigh`), each block's the iterates of :func:`randomized_eigh` on that block alone
-while every product covers all blocks: the eigensolvers of the lockstep CV folds' preconditioners, one
+of every diagonal block of a block-diagonal one at once (:func:`block_randomized_eigh`), each block's
+iterates those of the block alone while every product covers all blocks, and of one matrix, its one-block
+case (:func:`randomized_eigh`): the eigensolvers of the lockstep CV folds' preconditioners, one
 product of K̃'s Kronecker term with a column block per fold
 (:meth:`~gpmodels.operators.stacked.Stacked.restrictions`) where the folds one by one take one each.
 """
@@ -44,19 +44,12 @@ def randomized_eigh(
     dropped.  Costs (power_iters + 2) MVMs with k columns.  ``start``: a basis (n, k) of a nearby
     matrix's leading subspace (the previous call's third result): the range is then one subspace
     iteration from it (Alg. 4.4 with the start in place of the Gaussian test matrix and no further
-    power iterations), 2 MVMs.
+    power iterations), 2 MVMs.  The one-block case of :func:`block_randomized_eigh`.
     """
-    k = int(min(n, rank + oversample))
-    if start is not None and start.shape == (n, k):
-        Y = mvm(start)
-    else:
-        Y = mvm(rng.standard_normal((n, k)))
-        for _ in range(power_iters):
-            Qy, _ = np.linalg.qr(Y)
-            Y = mvm(Qy)
-    Q, _ = np.linalg.qr(Y)
-    lam, vecs = _rayleigh_ritz(Q, mvm(Q), rank)
-    return lam, vecs, Q
+    found = block_randomized_eigh(
+        mvm, (0, n), (rank,), (rng,), oversample=oversample, power_iters=power_iters, starts=(start,)
+    )
+    return found[0]
 
 
 def block_randomized_eigh(
@@ -69,12 +62,12 @@ def block_randomized_eigh(
     power_iters: int = 2,
     starts: Sequence[np.ndarray | None] | None = None,
 ) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
-    """:func:`randomized_eigh` of every diagonal block M_b of M = diag(M_1, ..., M_F), given by B (N, m) -> M B
-    over the rows ``offsets`` cut into blocks: block b's result (rank ``ranks[b]``, its test matrix drawn
-    from ``rngs[b]``, its ``starts[b]``) is the one :func:`randomized_eigh` gives on M_b alone, while every
-    product covers all blocks: each block's k_b columns in its rows of one (N, max k_b) array, zero beyond
-    them and for a block with nothing left to do in that product (a started block skips the power
-    iterations).  (power_iters + 2) products, 2 where every block has a start."""
+    """The leading eigenpairs of every diagonal block M_b of M = diag(M_1, ..., M_F), given by B (N, m) -> M B
+    over the rows ``offsets`` cut into blocks, by :func:`randomized_eigh`'s algorithm on each: block b's
+    result (rank ``ranks[b]``, its test matrix drawn from ``rngs[b]``, its ``starts[b]``) is the one it gives
+    on M_b alone, while every product covers all blocks: each block's k_b columns in its rows of one
+    (N, max k_b) array, zero beyond them and for a block with nothing left to do in that product (a started
+    block skips the power iterations).  (power_iters + 2) products, 2 where every block has a start."""
     offsets = np.asarray(offsets, dtype=np.intp)
     sizes = np.diff(offsets)
     rows = [slice(int(offsets[b]), int(offsets[b + 1])) for b in range(sizes.size)]

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from gpmodels.linalg.randomized_eigh import block_randomized_eigh, randomized_eigh
+from gpmodels.linalg.randomized_eigh import block_randomized_eigh
 from gpmodels.operators.base import KronTerm
 
 __all__ = ["RANGE_OVERSAMPLE", "block_term_eigenpairs", "deflated_terms", "term_eigenpairs"]
@@ -47,13 +47,11 @@ def _start_columns(start: np.ndarray | None, n: int, widths: list[int]) -> list[
 def term_eigenpairs(
     terms: Sequence[KronTerm], n: int, rank: int, rng: np.random.Generator, start: np.ndarray | None = None
 ) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
-    """(λ_t, Q_t, the subspace basis) of every term's M_t (n x n), one :func:`randomized_eigh` each in
-    term order from ``rng``: (power iterations + 2) products of M_t, 2 from the columns of ``start``."""
-    ranks, widths = _ranks_and_widths(terms, rank, n)
-    starts = _start_columns(start, n, widths)
-    return [
-        randomized_eigh(t.mvm, n, r, rng, oversample=RANGE_OVERSAMPLE, start=s) for t, r, s in zip(terms, ranks, starts)
-    ]
+    """(λ_t, Q_t, the subspace basis) of every term's M_t (n x n), one randomized eigensolver each in term
+    order from ``rng``: (power iterations + 2) products of M_t, 2 from the columns of ``start``.  The one-block
+    case of :func:`block_term_eigenpairs`."""
+    plan = _ranks_and_widths(terms, rank, n)
+    return _per_block([t.mvm for t in terms], (0, n), [plan], [rng], [_start_columns(start, n, plan[1])])[0]
 
 
 def block_term_eigenpairs(
@@ -77,15 +75,22 @@ def block_term_eigenpairs(
     plans = [_ranks_and_widths(terms, rank, int(n)) for terms, n in zip(block_terms, sizes)]
     columns = [_start_columns(s, int(n), widths) for s, n, (_, widths) in zip(starts, sizes, plans)]
     rngs = [np.random.default_rng(seed) for _ in block_terms]
+    return _per_block([t.mvm for t in stack_terms], offsets, plans, rngs, columns)
+
+
+def _per_block(mvms, offsets, plans, rngs, columns) -> list[list[tuple[np.ndarray, np.ndarray, np.ndarray]]]:
+    """Per block of rows ``offsets``, the eigenpairs of every term (``mvms``, the stack's products) at the
+    block's (ranks, widths) ``plans[b]`` from ``rngs[b]`` (one generator per block, taken in term order) and
+    its start ``columns[b]``: each term's eigensolver steps one product for all blocks."""
     per_term = [
         block_randomized_eigh(
-            t.mvm,
+            mvm,
             offsets,
             [ranks[j] for ranks, _ in plans],
             rngs,
             oversample=RANGE_OVERSAMPLE,
             starts=[c[j] for c in columns],
         )
-        for j, t in enumerate(stack_terms)
+        for j, mvm in enumerate(mvms)
     ]
-    return [[found[b] for found in per_term] for b in range(len(block_terms))]
+    return [[found[b] for found in per_term] for b in range(len(plans))]
