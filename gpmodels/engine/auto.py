@@ -157,7 +157,8 @@ class AutoEngine(Engine):
 
     def worker_plan(self, workload: Workload) -> tuple[int, str]:
         plan = self.plan(workload)
-        return plan.workers, f"{plan.reason}; {plan.blas_threads} BLAS threads each"
+        threads = f"{plan.blas_threads} BLAS thread" + ("s" if plan.blas_threads != 1 else "")
+        return plan.workers, f"{plan.reason}; {threads} each"
 
     def imap_shared(self, fn, shared, jobs, workload=None):
         jobs = list(jobs)
