@@ -215,13 +215,13 @@ def test_the_lowrank_preconditioner_subspaces_travel_with_the_inner_state(monkey
     J_sizes = [45 - I.size for I in folds]
     assert [b.shape[0] for b in first.state.bases] == J_sizes
     starts = []
-    real = pc.randomized_eigh
+    real = pc.block_randomized_eigh
 
     def spy(*a, **k):
-        starts.append(k.get("start") is not None)
+        starts.extend(s is not None for s in k["starts"])
         return real(*a, **k)
 
-    monkeypatch.setattr(pc, "randomized_eigh", spy)
+    monkeypatch.setattr(pc, "block_randomized_eigh", spy)
     moved = op.with_params(op.params + 0.05)
     warm = cv_criterion(moved, Softmax(), Y, folds, opts, state=first.state)
     assert starts and all(starts)
