@@ -95,7 +95,8 @@ class Hardware:
 class Problem:
     """What the plan decides for: ``n_points`` x ``n_classes`` (the whole training set), ``fit_points`` (the
     points of one fit: a CV fold's |J|, else n), ``folds`` (CV folds; 0: no CV), ``exact_applies`` (App. C's
-    solver can fit it) and the user's requests, each a name or ``auto``."""
+    solver can fit it) and the user's requests, each a name or ``auto`` (``solver``: the fit's solver, or the CV
+    refits')."""
 
     n_points: int = attrs.field(validator=positive_int())
     n_classes: int = attrs.field(validator=positive_int())
@@ -124,10 +125,11 @@ class Decision:
 
 @attrs.frozen
 class ExecutionPlan:
-    """The frozen plan of one fit or learning run (module docstring); ``cv``'s decisions are None without CV."""
+    """The frozen plan of one fit or learning run (module docstring); the CV decisions (``solver``,
+    ``folds_per_fit``, ``workers``) are None without CV."""
 
     hardware: Hardware
-    device: Decision
+    device: Decision = attrs.field(validator=instance_of(Decision))
     cg: Decision = attrs.field(validator=instance_of(Decision))
     host_blas: Decision = attrs.field(validator=instance_of(Decision))
     preconditioner: Decision = attrs.field(validator=instance_of(Decision))
@@ -210,13 +212,16 @@ def plan_execution(problem: Problem, hardware: Hardware, rules: PlanRules | None
         together = int(folds_per_fit.choice)
     entries = points * C * together
     vectors = f"{entries} entries per (n, C) vector" + (f" of {together} folds" if together > 1 else "")
-    if not on_device:
+    exact = (problem.solver if solver is None else solver.choice) == "exact"
+    if exact:
+        cg = Decision(HOST, "exact Newton (App. C) runs no CG: its factorisations are the host's")
+    elif not on_device:
         cg = Decision(HOST, "the kernel matrices are in host memory")
     elif entries >= rules.device_cg_min_entries:
         cg = Decision(DEVICE, f"{vectors} >= {rules.device_cg_min_entries}")
     else:
         cg = Decision(HOST, f"{vectors} < {rules.device_cg_min_entries}: the device's launches would dominate")
-    if on_device and cg.choice == HOST:
+    if on_device and cg.choice == HOST and not exact:
         blas = Decision(1, "products on the device, CG's small host BLAS calls on one thread")
     else:
         blas = Decision(hardware.cores, f"the {hardware.cores} cores of this process")

@@ -52,6 +52,13 @@ def test_on_a_device_cg_follows_the_vectors_size_and_host_work_takes_one_blas_th
     assert moved.cg.choice == "device"
 
 
+def test_exact_newton_runs_no_cg_and_keeps_every_core_beside_a_device():
+    plan = plan_execution(Problem(200, 3, solver="exact"), CARD)
+    assert (plan.cg.choice, plan.host_blas.choice) == ("host", 16) and "App. C" in plan.cg.reason
+    cv = plan_execution(Problem(24, 3, fit_points=16, folds=3, exact_applies=True), CARD)
+    assert (cv.solver.choice, cv.cg.choice, cv.host_blas.choice) == ("exact", "host", 16)
+
+
 def test_a_thousand_classes_keep_the_diagonal_whatever_the_points():
     plan = plan_execution(Problem(9794, 1172), HOST16)
     assert plan.preconditioner.choice == "diagonal" and "GiB" in plan.preconditioner.reason

@@ -425,7 +425,7 @@ class SteppedSolver(abc.ABC):
 
     def plan(self, op: Operator) -> ExecutionPlan:
         """The execution plan of a fit on ``op`` alone (:func:`~gpmodels.inference.execution_plan.plan_for`)."""
-        return plan_for(op, preconditioner=self.options.preconditioner)
+        return plan_for(op, preconditioner=self.options.preconditioner, solver=self.name)
 
     def fit(
         self,
