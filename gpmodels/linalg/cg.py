@@ -34,6 +34,8 @@ from typing import Protocol
 import attrs
 import numpy as np
 
+from gpmodels.linalg import row_kernels
+
 __all__ = ["CGResult", "Systems", "cg", "Vectors", "HostVectors", "ArrayVectors", "HOST_VECTORS"]
 
 
@@ -164,7 +166,9 @@ class HostLayout:
 
 
 class HostVectors:
-    """numpy arrays: BLAS norms and dots, updates through one scratch array (the same numbers as y += c x)."""
+    """numpy arrays: BLAS norms and dots, updates through one scratch array (the same numbers as y += c x), or
+    for one system of float64 (n, C) arrays as compiled parallel sweeps (:mod:`gpmodels.linalg.row_kernels`,
+    the same numbers again)."""
 
     def layout(self, systems: Systems, like) -> HostLayout:
         return HostLayout(systems, tuple(like.shape))
@@ -179,10 +183,14 @@ class HostVectors:
         return np.empty_like(x)
 
     def add_scaled(self, y, c, x, scratch):
+        if row_kernels.takes(y, x) and np.size(c) == 1:
+            return row_kernels.add_scaled(y, np.reshape(c, -1)[0], x)
         y += np.multiply(x, c, out=scratch)
         return y
 
     def scale_add(self, p, c, z):
+        if row_kernels.takes(p, z) and np.size(c) == 1:
+            return row_kernels.scale_add(p, np.reshape(c, -1)[0], z)
         p *= c
         p += z
         return p
@@ -280,7 +288,10 @@ class ArrayVectors:
         y += x * c
         return y
 
-    scale_add = HostVectors.scale_add  # in-place operators: the same code on any namespace
+    def scale_add(self, p, c, z):
+        p *= c
+        p += z
+        return p
 
 
 @attrs.frozen

@@ -203,7 +203,7 @@ def system_matvec(hf: HessianFactor, mvm, shape, device: DeviceSystem | None) ->
     buf = np.empty(shape)
 
     def matvec(x):
-        return x + hf.Vt(mvm(hf.V_into(x, buf)))
+        return hf.Vt_plus(mvm(hf.V_into(x, buf)), x)
 
     return matvec
 
