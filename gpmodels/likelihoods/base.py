@@ -53,6 +53,9 @@ class HessianFactor(abc.ABC):
     free: np.ndarray
     #: α-contribution of the fixed components (A γ_I), or None when nothing is fixed.
     fixed_alpha: np.ndarray | None = None
+    #: True when V beta_init(α) = α for every α in ran W (the Newton iterates): then K̃ V β_init = K̃ α = u,
+    #: and the Newton system's start residual needs no product (Newton–CG's ``start_residual``)
+    beta_init_exact: bool = False
     #: True when ``W`` is the exact Hessian; False when it is the curvature of a quadratic majoriser
     #: of Φ_lh touching it at U (W >= the Hessian, W > 0): Newton then stays a descent (MM) method
     #: for likelihoods that are not log-concave or not twice differentiable.

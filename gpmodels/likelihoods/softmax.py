@@ -124,6 +124,8 @@ class SoftmaxFactor(HessianFactor):
         self._unstarted = self.fixed | self.zero_start  # β_init = 0 there (App. B sets I and I0)
         self._all_started = not self._unstarted.any()
         self._inv_sqrt_pi = np.exp(-0.5 * np.maximum(log_pi, _LOG_PI_FLOOR))
+        # V D^{-1/2} α = A α = α for α in ran W (rows summing to 0) when nothing is fixed, zeroed or floored
+        self.beta_init_exact = self.all_free and self._all_started and bool(np.all(log_pi >= _LOG_PI_FLOOR))
         self._ones = np.ones(log_pi.shape[1])  # row sums x 1 by BLAS
         self._scratch = np.empty(log_pi.shape)  # temporaries of the products, never returned
         self.fixed_alpha = None
