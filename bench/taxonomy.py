@@ -50,7 +50,7 @@ from gpmodels.driver.build import build_learn_options, build_likelihood, build_p
 from gpmodels.driver.build_data import build_data, build_tree  # noqa: E402
 from gpmodels.driver.loader import load_spec  # noqa: E402
 from gpmodels.hierarchy import ClassTree  # noqa: E402
-from gpmodels.inference.cv.criterion import cv_criterion, cv_plan  # noqa: E402
+from gpmodels.inference.cv.criterion import cv_criterion, planned  # noqa: E402
 from gpmodels.inference.cv.fold import evaluate_fold  # noqa: E402
 from gpmodels.inference.cv.learn import LearnOptions, fit_learned, learn_hyperparameters  # noqa: E402
 from gpmodels.inference.cv.options import CVOptions  # noqa: E402
@@ -175,8 +175,7 @@ def _fold_time(op, lik, Y, folds, k: tuple, timed: int) -> dict:
             "psi": ev.psi,
             "timed": len(folds),
         }
-    plan = cv_plan(op, lik, folds, opts)
-    opts = attrs.evolve(opts, solver=plan.solver.choice, folds_per_fit=plan.folds_per_fit.choice)
+    plan, opts = planned(op, lik, folds, opts)
     tasks = fold_tasks(folds, op.n_points, op.n_classes, None)
     runs = [_timed(evaluate_fold, tasks[j], op, lik, Y, opts, True, plan) for j in range(timed)]
     mvms = [r.fit_mvms + r.accumulation_mvms for r, _ in runs]

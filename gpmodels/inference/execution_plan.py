@@ -1,7 +1,7 @@
 """The execution plan: where and how a fit's work runs, decided once from the problem and the hardware.
 
 :func:`plan_execution` is a pure function of a :class:`Problem` (its sizes, the device that holds its kernel
-matrices, what the user asked for) and a :class:`Hardware` (cores, memory, that device), so the tests inject
+matrices, what the user asked for) and a :class:`Hardware` (cores, that device), so the tests inject
 both.  Every choice it makes is a :class:`Decision` with its reason, and the whole :class:`ExecutionPlan` is
 frozen, recorded in ``metrics.json`` and ``report.md`` and shown by the estimators (``plan_``).  The choices:
 
@@ -31,7 +31,7 @@ frozen, recorded in ``metrics.json`` and ``report.md`` and shown by the estimato
   folds share each step's calls (PyTorch on the CPU, satimage's five refits: 28.9 calls per fold CG step
   against 60.6 one by one, 9.7 s against 27.3 s).  Else one fold per fit, on the engine's workers where it
   has them (bench/cv_lockstep.py, 2 cores: 2 workers 1.49 s, folds together 2.31 s per cold evaluation).
-- ``workers`` (CV): the engine's own plan for the fold jobs (:meth:`~gpmodels.engine.base.Engine.plan_for`).
+- ``workers`` (CV): the engine's own plan for the fold jobs (:meth:`~gpmodels.engine.base.Engine.worker_plan`).
 """
 
 from __future__ import annotations
@@ -41,7 +41,6 @@ import contextlib
 import attrs
 
 from gpmodels.errors import InputError
-from gpmodels.kernels.memory_budget import available_memory_bytes
 from gpmodels.linalg.blas_threads import one_blas_thread, usable_cores
 from gpmodels.validation import instance_of, nonnegative_int, optional, positive_int
 
@@ -78,25 +77,26 @@ DEFAULT_RULES = PlanRules()
 
 @attrs.frozen
 class Hardware:
-    """What the plan runs on: ``cores`` this process may use, ``memory_bytes`` available (None: unknown) and
-    ``device``, the label of the device that holds the kernel matrices (None: the host's memory)."""
+    """What the plan runs on: ``cores`` this process may use and ``device``, the label of the device that holds
+    the kernel matrices (None: the host's memory).  Memory bounds the engine's workers, which the engine plans
+    itself (``workers``)."""
 
     cores: int = attrs.field(validator=positive_int())
-    memory_bytes: int | None = attrs.field(default=None, validator=optional(nonnegative_int()))
     device: str | None = attrs.field(default=None, validator=optional(instance_of(str)))
 
     @classmethod
     def detect(cls, device: str | None = None) -> Hardware:
-        """This process's cores (its affinity mask) and available memory, and ``device``."""
-        return cls(usable_cores(), available_memory_bytes(), device)
+        """This process's cores (its affinity mask) and ``device``."""
+        return cls(usable_cores(), device)
 
 
 @attrs.frozen
 class Problem:
     """What the plan decides for: ``n_points`` x ``n_classes`` (the whole training set), ``fit_points`` (the
-    points of one fit: a CV fold's |J|, else n), ``folds`` (CV folds; 0: no CV), ``exact_applies`` (App. C's
-    solver can fit it) and the user's requests, each a name or ``auto`` (``solver``: the fit's solver, or the CV
-    refits')."""
+    points of one fit: a CV fold's |J|, the largest row block of a stacked operator, else n), ``blocks`` (the
+    independent row blocks one fit takes outside CV; CV's are its ``folds_per_fit``), ``folds`` (CV folds; 0: no
+    CV), ``exact_applies`` (App. C's solver can fit it) and the user's requests, each a name or ``auto``
+    (``solver``: the fit's solver, or the CV refits')."""
 
     n_points: int = attrs.field(validator=positive_int())
     n_classes: int = attrs.field(validator=positive_int())
@@ -106,6 +106,7 @@ class Problem:
     preconditioner: str = "auto"
     solver: str = "auto"
     folds_per_fit: int | str = "auto"
+    blocks: int = attrs.field(default=1, validator=positive_int())
 
     @property
     def points_per_fit(self) -> int:
@@ -205,13 +206,13 @@ def plan_execution(problem: Problem, hardware: Hardware, rules: PlanRules | None
     on_device = hardware.device is not None
     device = Decision(hardware.device or "cpu", "the representation's device, which holds the kernel matrices")
     solver = folds_per_fit = None
-    together = 1
+    together = problem.blocks
     if problem.folds:
         solver = _cv_solver(problem, points * C, rules)
         folds_per_fit = _folds_per_fit(problem, solver.choice, on_device)
         together = int(folds_per_fit.choice)
     entries = points * C * together
-    vectors = f"{entries} entries per (n, C) vector" + (f" of {together} folds" if together > 1 else "")
+    vectors = f"{entries} entries per (n, C) vector" + (f" of {together} blocks" if together > 1 else "")
     exact = (problem.solver if solver is None else solver.choice) == "exact"
     if exact:
         cg = Decision(HOST, "exact Newton (App. C) runs no CG: its factorisations are the host's")
@@ -265,11 +266,23 @@ def plan_for(
     hardware: Hardware | None = None,
     rules: PlanRules | None = None,
 ) -> ExecutionPlan:
-    """:func:`plan_execution` for fits on the operator ``op`` (its sizes; the device that holds its kernel
-    matrices, ``op.device_backend``), on this process's hardware unless ``hardware`` is given."""
+    """:func:`plan_execution` for fits on the operator ``op`` (its sizes; its row blocks, each a fit of its own,
+    ``op.row_blocks``; the device that holds its kernel matrices, ``op.device_backend``), on this process's
+    hardware unless ``hardware`` is given."""
     backend = op.device_backend
     hardware = hardware or Hardware.detect(None if backend is None else backend.label)
+    row_blocks, blocks = op.row_blocks, 1
+    if row_blocks is not None and fit_points is None:
+        fit_points, blocks = max(part.n_points for _, part in row_blocks), len(row_blocks)
     problem = Problem(
-        op.n_points, op.n_classes, fit_points, folds, exact_applies, preconditioner, solver, folds_per_fit
+        op.n_points,
+        op.n_classes,
+        fit_points=fit_points,
+        folds=folds,
+        exact_applies=exact_applies,
+        preconditioner=preconditioner,
+        solver=solver,
+        folds_per_fit=folds_per_fit,
+        blocks=blocks,
     )
     return plan_execution(problem, hardware, rules)

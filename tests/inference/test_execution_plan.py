@@ -26,9 +26,10 @@ from gpmodels.inference.map.newton_cg import NewtonCG
 from gpmodels.kernels.rbf import RBF
 from gpmodels.likelihoods.softmax import Softmax
 from gpmodels.operators.blockdiag import BlockDiagonal
+from gpmodels.operators.stacked import Stacked
 
-HOST16 = Hardware(cores=16, memory_bytes=64 * 2**30)
-CARD = Hardware(cores=16, memory_bytes=64 * 2**30, device="cuda:0 (H100)")
+HOST16 = Hardware(cores=16)
+CARD = Hardware(cores=16, device="cuda:0 (H100)")
 
 
 def test_on_the_host_cg_stays_there_with_every_core_and_auto_deflates_from_the_rule_on():
@@ -70,7 +71,7 @@ def test_cv_groups_the_folds_on_a_device_and_runs_them_one_by_one_on_the_host():
     cv = Problem(4435, 6, fit_points=3548, folds=5)
     on_card, on_host = plan_execution(cv, CARD), plan_execution(cv, HOST16)
     assert on_card.folds_per_fit.choice == 5 and on_host.folds_per_fit.choice == 1
-    assert on_card.cg.choice == "device" and "of 5 folds" in on_card.cg.reason  # 5 x 3548 x 6 entries
+    assert on_card.cg.choice == "device" and "of 5 blocks" in on_card.cg.reason  # 5 x 3548 x 6 entries
     assert on_host.solver.choice == "newton-cg" and "flat prior" in on_host.solver.reason
     exact = plan_execution(Problem(24, 3, fit_points=16, folds=3, exact_applies=True), CARD)
     assert (exact.solver.choice, exact.folds_per_fit.choice) == ("exact", 1)
@@ -98,10 +99,20 @@ def test_the_plan_is_decided_once_per_fit_and_kept_on_the_model():
     model = fit_map(op, Softmax(), Y, solver)
     assert model.plan.decisions() == solver.plan(op).decisions() == plan_for(op, preconditioner="auto").decisions()
     assert model.plan.hardware.device is None and model.plan.preconditioner.choice == "diagonal"
-    asked = NewtonCG(NewtonOptions(max_iter=20, preconditioner="lowrank")).fit(
-        op, Softmax(), Y, plan=plan_for(op, preconditioner="auto", rules=PlanRules(lowrank_min_points=0))
-    )
-    assert asked.diagnostics.converged  # the named preconditioner wins over the plan's auto choice
+    deflate = plan_for(op, preconditioner="auto", rules=PlanRules(lowrank_min_points=0))
+    assert deflate.preconditioner.choice == "lowrank"
+    assert solver.stepper(op, None, deflate).precond.name == "lowrank"  # auto: the plan's choice is what runs
+    named = NewtonCG(NewtonOptions(preconditioner="diagonal")).stepper(op, None, deflate)
+    assert named.precond.name == "diagonal"  # a named preconditioner wins over the plan's auto choice
+
+
+def test_a_stacked_operator_is_planned_by_its_largest_block_and_all_its_rows():
+    op, _ = _op(60)
+    stack = Stacked([op.restrict(np.arange(0, 40)), op.restrict(np.arange(20, 60))])
+    plan = plan_for(stack, rules=PlanRules(lowrank_min_points=41, device_cg_min_entries=0))
+    assert plan.preconditioner.choice == "diagonal" and "40 points per fit" in plan.preconditioner.reason
+    card = plan_for(stack, hardware=CARD, rules=PlanRules(device_cg_min_entries=80 * 3))
+    assert card.cg.choice == "device" and "240 entries per (n, C) vector of 2 blocks" in card.cg.reason
 
 
 def test_a_cv_evaluation_records_its_plan_with_the_engines_workers():

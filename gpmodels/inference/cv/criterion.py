@@ -53,7 +53,7 @@ from gpmodels.inference.map.exact_newton import ExactNewton
 from gpmodels.likelihoods.base import Likelihood
 from gpmodels.operators.base import Operator
 
-__all__ = ["CVEvaluation", "cv_criterion", "criterion_on"]
+__all__ = ["CVEvaluation", "cv_criterion", "criterion_on", "cv_plan", "planned"]
 
 
 @attrs.frozen(eq=False)
@@ -235,8 +235,7 @@ def criterion_on(
     n, C = op.n_points, op.n_classes
     folds = _check_call(op, folds, opts, state)
     q = len(folds)
-    plan = cv_plan(op, context.likelihood, folds, opts)
-    opts = attrs.evolve(opts, solver=plan.solver.choice, folds_per_fit=plan.folds_per_fit.choice)
+    plan, opts = planned(op, context.likelihood, folds, opts)
     acc = _Accumulator(q, opts, np.zeros((n, C, q)) if gradient else None, np.zeros((n, C, q)) if gradient else None)
     tasks = fold_tasks(folds, n, C, state)
     theta = np.array(op.params, dtype=np.float64)
@@ -276,6 +275,12 @@ def criterion_on(
         folds_per_fit=len(jobs[0]),
         plan=plan,
     )
+
+
+def planned(op: Operator, likelihood: Likelihood, folds, opts: CVOptions) -> tuple[ExecutionPlan, CVOptions]:
+    """(:func:`cv_plan`, ``opts`` with its ``auto`` solver and folds per fit resolved by that plan)."""
+    plan = cv_plan(op, likelihood, folds, opts)
+    return plan, attrs.evolve(opts, solver=plan.solver.choice, folds_per_fit=plan.folds_per_fit.choice)
 
 
 def cv_plan(op: Operator, likelihood: Likelihood, folds, opts: CVOptions) -> ExecutionPlan:
