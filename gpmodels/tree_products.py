@@ -96,6 +96,29 @@ def _mix(V, parent, leaves, w, out, cuts):  # pragma: no cover - compiled
                 out[i, j, :] = acc[leaves[j]]
 
 
+def _mix1(V, parent, leaves, w, out, cuts):  # pragma: no cover - compiled
+    """:func:`_mix` for one right-hand side (V, out (n, C)): the same sums, in a (P,) scratch vector."""
+    P = parent.size
+    for t in _prange(cuts.size - 1):
+        acc = np.empty(P)
+        for i in range(cuts[t], cuts[t + 1]):
+            acc[:] = 0.0
+            for j in range(leaves.size):
+                acc[leaves[j]] = V[i, j]
+            for p in range(P - 1, -1, -1):
+                q = parent[p]
+                if q >= 0:
+                    acc[q] += acc[p]
+            for p in range(P):
+                acc[p] *= w[p]
+            for p in range(P):
+                q = parent[p]
+                if q >= 0:
+                    acc[p] += acc[q]
+            for j in range(leaves.size):
+                out[i, j] = acc[leaves[j]]
+
+
 _compiled: dict = {}
 _lock = threading.Lock()
 
@@ -108,7 +131,7 @@ def _kernels() -> dict:
             import numba
 
             sweeps = {f.__name__: numba.njit(cache=True, nogil=True, boundscheck=False)(f) for f in (_up, _down)}
-            _compiled.update({f.__name__[1:]: compile_parallel(f, **sweeps) for f in (_phi, _phi_t, _mix)})
+            _compiled.update({f.__name__[1:]: compile_parallel(f, **sweeps) for f in (_phi, _phi_t, _mix, _mix1)})
     return _compiled
 
 
@@ -150,5 +173,9 @@ def mix_rows(
     V3 = _as3(V)
     out = np.empty_like(V3)
     w = np.ascontiguousarray(weights, dtype=np.float64)
-    _run("mix", V3.shape[0] * parent.size * V3.shape[2], V3.shape[0], threads, V3, parent, leaves, w, out)
+    work = V3.shape[0] * parent.size * V3.shape[2]
+    if V3.shape[2] == 1:  # one right-hand side (every CG step): scalar sweeps, no loop over k
+        _run("mix1", work, V3.shape[0], threads, V3[:, :, 0], parent, leaves, w, out[:, :, 0])
+    else:
+        _run("mix", work, V3.shape[0], threads, V3, parent, leaves, w, out)
     return out.reshape(V.shape)

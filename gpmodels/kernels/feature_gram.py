@@ -20,7 +20,7 @@ from gpmodels.errors import InputError
 from gpmodels.kernels.base import Kernel, sq_norms
 from gpmodels.kernels.linear import Linear
 from gpmodels.kernels.representation_base import CrossRepresentation, Representation, take_rows
-from gpmodels.kernels.sparse_products import csr_matmat
+from gpmodels.kernels.sparse_products import csr_matmat, csr_matmat_columns
 
 __all__ = ["FeatureGram", "FeatureCross", "FEATURE_DTYPES", "PANEL_COLUMNS"]
 
@@ -46,9 +46,15 @@ def _two_products(left, right, B: np.ndarray, mid) -> np.ndarray:
     if B.ndim == 1 or B.shape[1] <= PANEL_COLUMNS or not sp.issparse(right):
         return _product(left, _product(right, B, mid))
     out = np.empty((left.shape[0], B.shape[1]))
+    sparse_left = sp.issparse(left)
     for a in range(0, B.shape[1], PANEL_COLUMNS):
-        panel = np.ascontiguousarray(B[:, a : a + PANEL_COLUMNS])
-        out[:, a : a + PANEL_COLUMNS] = _product(left, _product(right, panel, mid))
+        cols = slice(a, min(a + PANEL_COLUMNS, B.shape[1]))
+        inner = np.empty((right.shape[0], cols.stop - a), dtype=mid)
+        csr_matmat_columns(right, B, cols, inner)  # no copy of B's panel
+        if sparse_left:  # written into its columns of out: no copy of the result
+            csr_matmat_columns(left, inner, slice(None), out, a)
+        else:
+            out[:, cols] = _product(left, inner)
     return out
 
 

@@ -28,7 +28,7 @@ import scipy.sparse as sp
 from gpmodels.errors import InputError
 from gpmodels.linalg.compiled_loops import AVAILABLE, compile_parallel, compiled_threads, numba_threads
 
-__all__ = ["AVAILABLE", "csr_matmat", "nnz_balanced_cuts", "CHUNKS_PER_THREAD"]
+__all__ = ["AVAILABLE", "csr_matmat", "csr_matmat_columns", "nnz_balanced_cuts", "CHUNKS_PER_THREAD"]
 
 #: row ranges per thread: more ranges than threads even out what equal nonzero counts leave unequal
 #: (the rows' cache behaviour), at a few microseconds each
@@ -41,20 +41,19 @@ CHUNKS_PER_THREAD = 4
 MIN_PARALLEL_WORK = 10_000_000
 
 
-def _csr_rows(indptr, indices, data, B, out, cuts):  # pragma: no cover - compiled (its results are tested)
-    """out[i] = Σ_p data[p] B[indices[p]] for the rows i of the ranges cuts[t]..cuts[t+1], accumulated in a
-    float64 row that stays in cache; the ranges run in parallel."""
-    k = B.shape[1]
+def _csr_rows(indptr, indices, data, B, b0, out, o0, k, cuts):  # pragma: no cover - compiled (results tested)
+    """out[i, o0:o0+k] = Σ_p data[p] B[indices[p], b0:b0+k] for the rows i of the ranges cuts[t]..cuts[t+1],
+    accumulated in a float64 row that stays in cache; the ranges run in parallel."""
     for t in _prange(cuts.size - 1):
         acc = np.empty(k, dtype=np.float64)
         for i in range(cuts[t], cuts[t + 1]):
             acc[:] = 0.0
             for p in range(indptr[i], indptr[i + 1]):
                 a = np.float64(data[p])
-                row = B[indices[p]]
+                row = B[indices[p], b0 : b0 + k]
                 for c in range(k):
                     acc[c] += a * row[c]
-            o = out[i]
+            o = out[i, o0 : o0 + k]
             for c in range(k):
                 o[c] = acc[c]
 
@@ -115,11 +114,43 @@ def csr_matmat(A, B: np.ndarray, *, out_dtype=np.float64, threads: int | None = 
 
 
 def _compiled_product(A, B: np.ndarray, out_dtype, threads: int | None) -> np.ndarray:
-    kernel = _kernel()
-    rows, k = A.shape[0], B.shape[1]
-    out = np.empty((rows, k), dtype=out_dtype)
+    out = np.empty((A.shape[0], B.shape[1]), dtype=out_dtype)
+    _launch(A, B, 0, out, 0, B.shape[1], threads)
+    return out
+
+
+def _launch(A, B: np.ndarray, b0: int, out: np.ndarray, o0: int, k: int, threads: int | None) -> None:
+    kernel = _kernel()  # compiled first: that chooses the threading layer before numba_threads starts one
     t = _threads(threads, int(A.nnz) * k)
     cuts = nnz_balanced_cuts(A.indptr, t * CHUNKS_PER_THREAD if t > 1 else 1)
     with numba_threads(t):  # per calling thread: an engine's worker keeps its own count
-        kernel(A.indptr, A.indices, A.data, B, out, cuts)
+        kernel(A.indptr, A.indices, A.data, B, b0, out, o0, k, cuts)
+
+
+def csr_matmat_columns(A, B: np.ndarray, columns: slice, out: np.ndarray, out_start: int = 0, *, threads=None):
+    """out[:, out_start:out_start + m] = A B[:, columns] (m columns, a unit-step slice) for CSR A and
+    C-contiguous float B and out, without copying the panel of B or of the result; float64 sums as
+    :func:`csr_matmat`.  Returns ``out``.  Without Numba, or for other arrays, through scipy.sparse."""
+    start, stop, step = columns.indices(B.shape[1])
+    if step != 1:
+        raise InputError(f"csr_matmat_columns takes a slice of unit step; got step {step}")
+    m = max(0, stop - start)
+    fits = (
+        AVAILABLE
+        and sp.issparse(A)
+        and A.format == "csr"
+        and A.dtype.kind == "f"
+        and B.dtype in (np.float32, np.float64)
+        and out.dtype in (np.float32, np.float64)
+        and B.flags.c_contiguous
+        and out.flags.c_contiguous
+        and B.ndim == out.ndim == 2
+        and B.shape[0] == A.shape[1]
+        and out.shape[0] == A.shape[0]
+        and 0 <= out_start <= out.shape[1] - m
+    )
+    if fits:
+        _launch(A, B, start, out, int(out_start), m, threads)
+    else:
+        out[:, out_start : out_start + m] = csr_matmat(A, B[:, start:stop], out_dtype=out.dtype, threads=threads)
     return out

@@ -53,6 +53,9 @@ class HessianFactor(abc.ABC):
     free: np.ndarray
     #: α-contribution of the fixed components (A γ_I), or None when nothing is fixed.
     fixed_alpha: np.ndarray | None = None
+    #: True when V beta_init(α) = α for every α in ran W (the Newton iterates): then K̃ V β_init = K̃ α = u,
+    #: and the Newton system's start residual needs no product (Newton–CG's ``start_residual``)
+    beta_init_exact: bool = False
     #: True when ``W`` is the exact Hessian; False when it is the curvature of a quadratic majoriser
     #: of Φ_lh touching it at U (W >= the Hessian, W > 0): Newton then stays a descent (MM) method
     #: for likelihoods that are not log-concave or not twice differentiable.
@@ -84,6 +87,11 @@ class HessianFactor(abc.ABC):
     @abc.abstractmethod
     def Vt(self, y: np.ndarray) -> np.ndarray:
         """V^T y, zero on the fixed components."""
+
+    def Vt_plus(self, y: np.ndarray, x: np.ndarray) -> np.ndarray:
+        """x + V^T y, a new array: the Newton system's product β + V^T (K̃ V β) (Seeger 2008, eq. 5).
+        Default: ``x + Vt(y)``; a factor overrides it to do both in one pass."""
+        return x + self.Vt(y)
 
     @abc.abstractmethod
     def W(self, x: np.ndarray) -> np.ndarray:
@@ -164,6 +172,15 @@ class Likelihood(ParameterFree, Parameterised):
     @abc.abstractmethod
     def gradient(self, U: np.ndarray, Y: np.ndarray) -> np.ndarray:
         """∇_u Σ_i -log P(y_i | u_i), shape (n, C)."""
+
+    def pair_line_values(self, alpha, s, u, s_tilde, Y, lam: float) -> tuple[float, float]:
+        """(Φ(λ), Φ'(λ)) along the pair (α + λ s, u + λ s̃) of the line search (Seeger 2008, Sec. 5.1.2):
+        Φ(λ) = ½ α_λ^T u_λ + Φ_lh(u_λ), Φ'(λ) = s̃^T (α_λ + ∇_u Φ_lh(u_λ)), all arrays (n, C).
+        Default: from ``value`` and ``gradient``; a likelihood overrides it to do it in one pass."""
+        a = alpha + lam * s
+        uu = u + lam * s_tilde
+        phi = 0.5 * float(np.vdot(a, uu)) + self.value(uu, Y)
+        return phi, float(np.vdot(s_tilde, a + self.gradient(uu, Y)))
 
     @abc.abstractmethod
     def hessian_factor(self, U: np.ndarray, Y: np.ndarray) -> HessianFactor:

@@ -24,6 +24,7 @@ import attrs
 import numpy as np
 
 from gpmodels.likelihoods.base import HessianFactor, Likelihood
+from gpmodels.linalg import row_kernels
 from gpmodels.validation import number, to_float
 
 __all__ = ["Softmax", "SoftmaxFactor", "log_softmax"]
@@ -64,6 +65,13 @@ class Softmax(Likelihood):
 
     def gradient(self, U, Y) -> np.ndarray:
         return np.exp(log_softmax(U)) - Y
+
+    def pair_line_values(self, alpha, s, u, s_tilde, Y, lam: float) -> tuple[float, float]:
+        """(Φ(λ), Φ'(λ)) of the pair line search, in one compiled sweep over the rows where Numba is installed
+        (:func:`~gpmodels.linalg.row_kernels.softmax_line`), else from ``value`` and ``gradient``."""
+        if row_kernels.takes(alpha, s, u, s_tilde, Y):
+            return row_kernels.softmax_line(alpha, s, u, s_tilde, Y, lam)
+        return super().pair_line_values(alpha, s, u, s_tilde, Y, lam)
 
     def hessian_factor(self, U, Y) -> SoftmaxFactor:
         return SoftmaxFactor(log_softmax(U), np.asarray(Y), self.kappa)
@@ -116,6 +124,8 @@ class SoftmaxFactor(HessianFactor):
         self._unstarted = self.fixed | self.zero_start  # β_init = 0 there (App. B sets I and I0)
         self._all_started = not self._unstarted.any()
         self._inv_sqrt_pi = np.exp(-0.5 * np.maximum(log_pi, _LOG_PI_FLOOR))
+        # V D^{-1/2} α = A α = α for α in ran W (rows summing to 0) when nothing is fixed, zeroed or floored
+        self.beta_init_exact = self.all_free and self._all_started and bool(np.all(log_pi >= _LOG_PI_FLOOR))
         self._ones = np.ones(log_pi.shape[1])  # row sums x 1 by BLAS
         self._scratch = np.empty(log_pi.shape)  # temporaries of the products, never returned
         self.fixed_alpha = None
@@ -147,13 +157,26 @@ class SoftmaxFactor(HessianFactor):
         return self.V_into(x, np.empty(np.shape(x)))
 
     def V_into(self, x, out):
+        if self._compiled(x, out):  # one parallel sweep over the rows
+            return row_kernels.softmax_v(x, self.pi, self.sqrt_pi, out)
         s = self._zero_fixed(np.multiply(self.sqrt_pi, x, out=out))  # D^{1/2} x on the free components
         return self._sub_pi_times(s, self._row_sums(s))  # A s
 
     def Vt(self, y):
+        if self._compiled(y):
+            return row_kernels.softmax_vt(y, self.pi, self.sqrt_pi)
         pi_y = self._row_sums(np.multiply(self.pi, y, out=self._scratch))  # π_i^T y_i
         t = np.subtract(y, pi_y)
         return self._zero_fixed(np.multiply(t, self.sqrt_pi, out=t))
+
+    def Vt_plus(self, y, x):
+        if self._compiled(y, x):
+            return row_kernels.softmax_vt(y, self.pi, self.sqrt_pi, plus=x)
+        return x + self.Vt(y)
+
+    def _compiled(self, *arrays) -> bool:
+        """Whether V and V^T run as the compiled row sweeps: nothing fixed by App. B and arrays they take."""
+        return self.all_free and row_kernels.takes(self.pi, *arrays)
 
     def W(self, x):
         out = np.multiply(self.pi, x)

@@ -34,6 +34,8 @@ from typing import Protocol
 import attrs
 import numpy as np
 
+from gpmodels.linalg import row_kernels
+
 __all__ = ["CGResult", "Systems", "cg", "Vectors", "HostVectors", "ArrayVectors", "HOST_VECTORS"]
 
 
@@ -164,7 +166,9 @@ class HostLayout:
 
 
 class HostVectors:
-    """numpy arrays: BLAS norms and dots, updates through one scratch array (the same numbers as y += c x)."""
+    """numpy arrays: BLAS norms and dots, updates through one scratch array (the same numbers as y += c x), or
+    for one system of float64 (n, C) arrays as compiled parallel sweeps (:mod:`gpmodels.linalg.row_kernels`,
+    the same numbers again)."""
 
     def layout(self, systems: Systems, like) -> HostLayout:
         return HostLayout(systems, tuple(like.shape))
@@ -179,10 +183,14 @@ class HostVectors:
         return np.empty_like(x)
 
     def add_scaled(self, y, c, x, scratch):
+        if row_kernels.takes(y, x) and np.size(c) == 1:
+            return row_kernels.add_scaled(y, np.reshape(c, -1)[0], x)
         y += np.multiply(x, c, out=scratch)
         return y
 
     def scale_add(self, p, c, z):
+        if row_kernels.takes(p, z) and np.size(c) == 1:
+            return row_kernels.scale_add(p, np.reshape(c, -1)[0], z)
         p *= c
         p += z
         return p
@@ -280,15 +288,19 @@ class ArrayVectors:
         y += x * c
         return y
 
-    scale_add = HostVectors.scale_add  # in-place operators: the same code on any namespace
+    def scale_add(self, p, c, z):
+        p *= c
+        p += z
+        return p
 
 
 @attrs.frozen
 class CGResult:
     """Outcome of one CG run, per system (:class:`Systems`, F of them): ``iterations`` (F,) steps taken,
     ``residual`` (F,) ||b - A x|| / ||b||, ``converged`` (F,) whether the stopping test held; ``matvecs``:
-    applications of A to the whole batch (1 extra for a nonzero x0); with ``record``, ``alphas`` / ``betas``:
-    per system the step lengths α_i and the ratios β_i (one fewer: the last step's is not needed)."""
+    applications of A to the whole batch (1 extra for a nonzero x0 without ``r0``); with ``record``, ``alphas`` /
+    ``betas``: per system the step lengths α_i and the ratios β_i (one fewer: the last step's is not needed);
+    ``r``: the final residual b - A x as CG updated it (the ``r0`` of a restart from x)."""
 
     x: object
     iterations: np.ndarray
@@ -297,6 +309,7 @@ class CGResult:
     matvecs: int
     alphas: tuple = ()
     betas: tuple = ()
+    r: object = None
 
     def lanczos(self, j: int) -> tuple[np.ndarray, np.ndarray]:
         """(diagonal, off-diagonal) of the Lanczos tridiagonal T of system j (module docstring)."""
@@ -325,14 +338,15 @@ def _stopping_test(lay: Layout, res0, r0, tol: float, forcing: float, forcing_ma
     return lambda res, r: (res <= tol) | (lay.norms(forcing_map(r)) <= threshold)
 
 
-def _start(apply_A, b, x0, lay: Layout, vectors: Vectors, systems: Systems, on, clear):
+def _start(apply_A, b, x0, lay: Layout, vectors: Vectors, systems: Systems, on, clear, r0=None):
     """(x, r = b - A x, matvecs) at the start: x = x0 (None: 0), zero for the systems with b = 0 (``clear``:
-    -1 there, else 0); A x0 only where x0 is not zero on a system that solves (no product when none)."""
+    -1 there, else 0); A x0 only where x0 is not zero on a system that solves (no product when none), and not
+    where the caller gave r0 = b - A x0."""
     if x0 is None:
         return vectors.zeros_like(b), vectors.copy(b), 0
-    x, r, matvecs = vectors.copy(x0), vectors.copy(b), 0
+    x, r, matvecs = vectors.copy(x0), vectors.copy(b if r0 is None else r0), 0
     started, cleared = lay.to_host(lay.xp.stack([on & (lay.norms(x0) > 0), clear < 0]))  # one transfer
-    if started.any():
+    if started.any() and r0 is None:
         r, matvecs = b - (apply_A(x, systems.blocks_on(started)) if systems.offsets is not None else apply_A(x)), 1
     if cleared.any():
         x = vectors.add_scaled(x, lay.spread(clear), vectors.copy(x), None)
@@ -412,7 +426,7 @@ class _Run:
             alphas = _per_system(self.steps, self.taken, self.lay, F)
             betas = _per_system(self.betas, self.betas_on, self.lay, F)
         return CGResult(
-            self.x, final[2].astype(np.intp), np.asarray(final[0]), final[1] != 0, self.matvecs, alphas, betas
+            self.x, final[2].astype(np.intp), np.asarray(final[0]), final[1] != 0, self.matvecs, alphas, betas, self.r
         )
 
 
@@ -431,6 +445,7 @@ def cg(
     forcing_map: Callable | None = None,
     vectors: Vectors = HOST_VECTORS,
     record: bool = False,
+    r0=None,
 ) -> CGResult:
     """Preconditioned CG on each system of ``b`` (:class:`Systems`) from x0 (None: 0); stops a system when
     ||r|| <= max(tol ||b||, forcing ||r_0||) or after ``max_iter`` steps.  ``forcing`` relative to the initial
@@ -442,12 +457,14 @@ def cg(
     row blocks still solving, whose rows it must compute (it may skip the others'); without, ``apply_A(x)``.
     ``active`` (F,): the systems to solve (the others keep x0 and take 0 steps).  A system whose p^T A p is
     not positive and finite (round-off) keeps its iterate and stops.  ``vectors``: the vector operations of
-    the arrays b, x0 and the maps take and return (module docstring); ``record``: keep α_i, β_i."""
+    the arrays b, x0 and the maps take and return (module docstring); ``record``: keep α_i, β_i; ``r0``: the
+    residual b - A x0 where the caller has it without a product (a restart from an earlier run's x with that
+    run's final ``r``), which saves the start's product."""
     lay = vectors.layout(systems, b)
     bn = lay.norms(b)
     one = bn * 0 + 1
     on = bn > 0 if active is None else (bn > 0) & lay.flags(active)
-    x, r, matvecs = _start(apply_A, b, x0, lay, vectors, systems, on, lay.xp.where(bn > 0, 0 * one, -one))
+    x, r, matvecs = _start(apply_A, b, x0, lay, vectors, systems, on, lay.xp.where(bn > 0, 0 * one, -one), r0)
     apply_M = precondition if precondition is not None else (lambda v: v * inv_diag if inv_diag is not None else v)
     res = _ratio(lay.xp, lay.norms(r), bn, one)
     forced = _stopping_test(lay, res, r, tol, forcing, forcing_map)

@@ -50,11 +50,12 @@ def choose_threading_layer() -> str:
     return numba.config.THREADING_LAYER
 
 
-def compile_parallel(function, **compiled_globals):
+def compile_parallel(function, *, fastmath: bool = True, **compiled_globals):
     """``function`` compiled by Numba with parallel loops: its global ``_prange`` becomes ``numba.prange``
     and the globals named in ``compiled_globals`` the (compiled) functions given there; cached on disk,
-    the GIL released, float64 sums reassociated into vector registers (their last bits then depend on
-    the machine's vector width, as BLAS's do)."""
+    the GIL released; with ``fastmath`` float64 sums reassociated into vector registers (their last bits
+    then depend on the machine's vector width, as BLAS's do) and products fused into multiply-adds,
+    without it every operation rounded as numpy rounds it."""
     import numba
 
     choose_threading_layer()
@@ -62,9 +63,8 @@ def compile_parallel(function, **compiled_globals):
     parallel = types.FunctionType(function.__code__, namespace, function.__name__, function.__defaults__)
     parallel.__qualname__ = function.__qualname__
     parallel.__module__ = function.__module__
-    return numba.njit(cache=True, parallel=True, nogil=True, boundscheck=False, fastmath={"reassoc", "contract"})(
-        parallel
-    )
+    flags = {"reassoc", "contract"} if fastmath else False
+    return numba.njit(cache=True, parallel=True, nogil=True, boundscheck=False, fastmath=flags)(parallel)
 
 
 def compiled_threads(requested: int | None = None) -> int:

@@ -83,6 +83,30 @@ def test_the_compiled_products_take_the_blas_thread_limit():
     assert compiled_threads(1) == 1
 
 
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_csr_matmat_columns_writes_the_panel_product_in_place(rng, threads, dtype, monkeypatch):
+    monkeypatch.setattr(sparse_products, "MIN_PARALLEL_WORK", 0)
+    A = _sparse(rng, 60, 45, 0.2)
+    B = rng.normal(size=(45, 23)).astype(dtype)
+    out = np.full((60, 30), 7.0, dtype=dtype)
+    got = sparse_products.csr_matmat_columns(A, B, slice(5, 16), out, 12, threads=threads)
+    assert got is out
+    ref = sparse_products.csr_matmat(A, np.ascontiguousarray(B[:, 5:16]), out_dtype=dtype, threads=threads)
+    np.testing.assert_array_equal(out[:, 12:23], ref)  # the same sums as the product of a copied panel
+    assert np.all(out[:, :12] == 7.0) and np.all(out[:, 23:] == 7.0)
+    with pytest.raises(InputError, match="unit step"):
+        sparse_products.csr_matmat_columns(A, B, slice(0, 10, 2), out)
+
+
+def test_csr_matmat_columns_of_other_matrices_is_scipys_product(rng):
+    A = _sparse(rng, 30, 20, 0.3)
+    B = rng.normal(size=(20, 9))
+    out = np.zeros((30, 9))
+    sparse_products.csr_matmat_columns(A.T.T.tocsc(), B, slice(2, 8), out, 1)  # CSC: scipy's product
+    np.testing.assert_allclose(out[:, 1:7], A.toarray() @ B[:, 2:8], rtol=1e-12, atol=1e-12)
+
+
 @pytest.mark.parametrize("columns", [1, 3, 600])  # 600: more than one panel of columns (C >= 500)
 def test_feature_gram_products_against_the_dense_gram(rng, columns, monkeypatch):
     X = _sparse(rng, 150, 400, 0.03)

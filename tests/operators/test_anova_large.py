@@ -63,9 +63,10 @@ def test_phi_phi_t_and_mix_against_the_dense_leaf_matrix(tree, rng, k, monkeypat
 
 
 @needs_numba
-def test_the_sweeps_on_several_threads_give_the_one_thread_sums(tree, rng, monkeypatch):
+@pytest.mark.parametrize("k", [1, 2])  # 1: the sweeps of one right-hand side (_mix1)
+def test_the_sweeps_on_several_threads_give_the_one_thread_sums(tree, rng, k, monkeypatch):
     monkeypatch.setattr(tree_products, "MIN_PARALLEL_WORK", 0)
-    E = rng.normal(size=(13, tree.n_classes, 2))
+    E = rng.normal(size=(13, tree.n_classes, k))
     w = rng.random(tree.n_nodes)
     one = tree_products.mix_rows(E, tree.parent, tree.leaves, w, threads=1)
     for threads in (2, 3):
@@ -74,6 +75,16 @@ def test_the_sweeps_on_several_threads_give_the_one_thread_sums(tree, rng, monke
             tree_products.phi_t_rows(E, tree.parent, tree.leaves, threads=threads),
             tree_products.phi_t_rows(E, tree.parent, tree.leaves, threads=1),
         )
+
+
+@needs_numba
+def test_the_one_column_mix_is_the_many_column_mix_column_by_column(tree, rng):
+    E = rng.normal(size=(9, tree.n_classes))
+    w = rng.random(tree.n_nodes)
+    one = tree_products.mix_rows(E, tree.parent, tree.leaves, w)
+    both = tree_products.mix_rows(np.stack([E, -E], axis=2), tree.parent, tree.leaves, w)
+    np.testing.assert_array_equal(one, both[:, :, 0])
+    np.testing.assert_array_equal(tree_products.mix_rows(E[:, :, None], tree.parent, tree.leaves, w)[:, :, 0], one)
 
 
 def _anova(tree, X, sharing, rep_kind="features"):

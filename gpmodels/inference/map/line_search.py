@@ -58,13 +58,9 @@ def pair_line_search(
     alpha, u, phi0 = point.alpha, point.u, point.phi
 
     def evaluate(lam):
-        a = alpha + lam * s
-        uu = u + lam * s_tilde
-        phi = 0.5 * float(np.vdot(a, uu)) + likelihood.value(uu, Y)
-        dphi = float(np.vdot(s_tilde, a + likelihood.gradient(uu, Y)))
-        return phi, dphi
+        return likelihood.pair_line_values(alpha, s, u, s_tilde, Y, lam)
 
-    d0 = float(np.vdot(s_tilde, alpha + likelihood.gradient(u, Y)))
+    d0 = evaluate(0.0)[1]
     if not d0 < 0.0:
         return LineSearchResult(0.0, phi0, 0)
     roundoff = 64.0 * np.finfo(float).eps * max(1.0, abs(phi0))

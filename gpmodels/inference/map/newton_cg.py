@@ -84,6 +84,7 @@ __all__ = [
     "newton_system",
     "newton_rhs",
     "newton_direction",
+    "start_residual",
     "line_search_step",
     "is_stall",
     "newton_step_with_restarts",
@@ -181,7 +182,7 @@ def system_matvec(hf: HessianFactor, mvm, shape, device: DeviceSystem | None) ->
     buf = np.empty(shape)
 
     def matvec(x):
-        return x + hf.Vt(mvm(hf.V_into(x, buf)))
+        return hf.Vt_plus(mvm(hf.V_into(x, buf)), x)
 
     return matvec
 
@@ -193,20 +194,21 @@ def _alpha_norm_map(hf: HessianFactor, shape) -> Callable[[np.ndarray], np.ndarr
 
 
 def newton_direction(
-    system: NewtonSystem, x0, opts: NewtonOptions, precondition, *, forcing: float, alpha_norm: bool
+    system: NewtonSystem, x0, opts: NewtonOptions, precondition, *, forcing: float, alpha_norm: bool, r0=None
 ) -> tuple[CGResult, np.ndarray]:
     """Alg. 1, step 2: β by CG on eq. (5) from x0, preconditioned by ``precondition`` (r -> P^{-1} r),
     stopped at the truncated-Newton forcing term measured on r or, with ``alpha_norm``, on V r
     (module docstring); the Newton point α' = V β (+ α_fix, App. B).  With a ``system.device`` that
-    ``solves``, ``precondition`` takes device arrays and CG runs there (:func:`device_cg`).  Returns (CG
-    result, α')."""
+    ``solves``, ``precondition`` takes device arrays and CG runs there (:func:`device_cg`).  ``r0``: the
+    residual rhs - (I + V^T K̃ V) x0 where the caller has it (host CG only: saves the start's product).
+    Returns (CG result, α')."""
     hf, dev = system.hf, system.device
     settings = dict(tol=opts.cg_tol, forcing=forcing, max_iter=opts.cg_max_iter, precondition=precondition)
     if dev is not None and dev.solves:
         res = device_cg(dev, system.rhs, x0, forcing_map=dev.hf.V if alpha_norm else None, **settings)
     else:
         forcing_map = _alpha_norm_map(hf, system.rhs.shape) if alpha_norm else None
-        res = cg(system.matvec, system.rhs, x0=x0, forcing_map=forcing_map, **settings)
+        res = cg(system.matvec, system.rhs, x0=x0, forcing_map=forcing_map, r0=r0, **settings)
     new_alpha = hf.V(res.x)
     if hf.fixed_alpha is not None:
         new_alpha += hf.fixed_alpha
@@ -289,15 +291,42 @@ def newton_step_with_restarts(
     else:
         precondition = precond.for_factor(system.hf, None if dev is None else dev.backend)
 
-    def solve(start, forcing, trying):
+    def solve_from(start, forcing, trying, r0):
         alpha_norm = precond.forcing_in_alpha_space
-        return newton_direction(system, start, opts, precondition, forcing=forcing, alpha_norm=alpha_norm)
+        return newton_direction(system, start, opts, precondition, forcing=forcing, alpha_norm=alpha_norm, r0=r0)
+
+    r0 = None if dev is not None else start_residual(system.hf, system.rhs, x0, point.u)
+    solve = _known_residuals(solve_from, x0, r0)
 
     point = NewtonPoint(point.alpha, point.u, np.atleast_1d(point.phi), point.g)
     steps = restarted_steps(
         problem, point, [slice(None)], np.ones(1, dtype=bool), x0, solve, lambda s, _: problem.mvm(s)
     )
     return steps[0]
+
+
+def start_residual(hf: HessianFactor, rhs: np.ndarray, x0, u: np.ndarray):
+    """rhs - (I + V^T K̃ V) x0 of the Newton system (5) without a product, where x0 = β_init(α) and the factor's
+    start is exact (``hf.beta_init_exact``: V β_init(α) = α, so K̃ V x0 = K̃ α = u): rhs - (x0 + V^T u)
+    (Seeger 2008, Sec. 5.1.1; in exact arithmetic -(x0 + g̃), the gradient of Φ in β).  None otherwise (CG
+    multiplies)."""
+    if x0 is None or not hf.beta_init_exact:
+        return None
+    return rhs - hf.Vt_plus(u, x0)
+
+
+def _known_residuals(solve_from, x0, r0):
+    """``solve_from(start, forcing, trying, r0)`` as the ``solve`` of :func:`restarted_steps`: r0 for the start
+    x0 (None: CG multiplies), and for a stall restart from the last CG solution that run's residual, so that
+    neither needs a product."""
+    known = {"x": x0, "r": r0}
+
+    def solve(start, forcing, trying):
+        res, new_alpha = solve_from(start, forcing, trying, known["r"] if start is known["x"] else None)
+        known.update(x=res.x, r=res.r)
+        return res, new_alpha
+
+    return solve
 
 
 def solve_weighted_system(
@@ -338,13 +367,15 @@ def _block_system(hf: HessianFactor, products: BlockProducts, plan: ExecutionPla
     return dev, lambda x, on: be.to_host(device_matvec(be.from_host(x), on))
 
 
-def _block_cg(matvec, dev, hf, rhs, systems: Systems, x0, *, inv_diag=None, alpha_norm=False, **settings) -> CGResult:
+def _block_cg(
+    matvec, dev, hf, rhs, systems: Systems, x0, *, inv_diag=None, alpha_norm=False, r0=None, **settings
+) -> CGResult:
     """CG on a system (I + V^T K̃ V) of the row blocks from host arrays, on the device where it solves there
     (rhs, x0 and ``inv_diag`` uploaded, x back on the host); ``alpha_norm``: the forcing test on V r (V of
-    ``hf``, or of the device's factor)."""
+    ``hf``, or of the device's factor); ``r0``: rhs - A x0 where known (host CG only)."""
     if dev is None or not dev.solves:
         forcing_map = hf.V if alpha_norm else None
-        return cg(matvec, rhs, systems=systems, x0=x0, inv_diag=inv_diag, forcing_map=forcing_map, **settings)
+        return cg(matvec, rhs, systems=systems, x0=x0, inv_diag=inv_diag, forcing_map=forcing_map, r0=r0, **settings)
     inv_d = None if inv_diag is None else dev.backend.from_host(inv_diag)
     forcing_map = dev.hf.V if alpha_norm else None
     return device_cg(dev, rhs, x0, matvec=matvec, systems=systems, inv_diag=inv_d, forcing_map=forcing_map, **settings)
@@ -371,17 +402,19 @@ def block_newton_step(
         precondition = precond.for_factor(hf, None if dev is None else dev.backend)
     systems = Systems(products.offsets)
 
-    def solve(x0, forcing, trying):
+    def solve_from(x0, forcing, trying, r0):
         settings = dict(tol=opts.cg_tol, forcing=forcing, max_iter=opts.cg_max_iter, precondition=precondition)
         alpha_norm = precond.forcing_in_alpha_space
-        res = _block_cg(matvec, dev, hf, rhs, systems, x0, alpha_norm=alpha_norm, active=trying, **settings)
+        res = _block_cg(matvec, dev, hf, rhs, systems, x0, alpha_norm=alpha_norm, active=trying, r0=r0, **settings)
         new_alpha = hf.V(res.x)
         if hf.fixed_alpha is not None:
             new_alpha += hf.fixed_alpha
         return res, new_alpha
 
     rows = block_rows(products.offsets, Y.shape[0])
-    return restarted_steps(problem, point, rows, active, hf.beta_init(point.alpha), solve, products)
+    x0 = hf.beta_init(point.alpha)
+    solve = _known_residuals(solve_from, x0, None if dev is not None else start_residual(hf, rhs, x0, point.u))
+    return restarted_steps(problem, point, rows, active, x0, solve, products)
 
 
 def solve_weighted_blocks(

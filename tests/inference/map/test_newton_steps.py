@@ -1,6 +1,9 @@
 """The steps of Newton–CG (Seeger 2008, Alg. 1) as functions of their own: the projected start, the Newton
 system (5), the CG direction (the Newton point in u-space), the line search step, stall handling."""
 
+import functools
+import importlib
+
 import numpy as np
 import pytest
 from conftest import toy_classification
@@ -17,11 +20,15 @@ from gpmodels.inference.map.newton_cg import (
     newton_step_with_restarts,
     newton_system,
     project_start,
+    start_residual,
 )
 from gpmodels.inference.map.preconditioners import make_preconditioner
 from gpmodels.kernels.rbf import RBF
 from gpmodels.likelihoods.softmax import Softmax
+from gpmodels.linalg.cg import cg
 from gpmodels.priors.independent import IndependentGP
+
+newton_cg_module = importlib.import_module("gpmodels.inference.map.newton_cg")
 
 TIGHT = NewtonOptions(cg_max_iter=500, cg_tol=1e-13, cg_forcing=0.0)
 
@@ -183,3 +190,58 @@ def test_newton_system_products_stay_valid_side_by_side():
     np.testing.assert_array_equal(a1, keep)
     for x, a in ((x1, a1), (x2, a2)):
         np.testing.assert_allclose(a, x + hf.Vt(op.mvm(hf.V(x))), rtol=1e-13, atol=1e-13)
+
+
+def test_the_start_residual_without_a_product_is_the_multiplied_one():
+    """β_init = D^{-1/2} α has V β_init = α for α in ran W, so rhs - (I + V^T K̃ V) β_init = rhs - (β_init + V^T u)
+    (no App. B component fixed or zeroed here)."""
+    op, lik, Y = _problem()
+    alpha, u, g, hf = _state(op, lik, Y)
+    assert hf.beta_init_exact
+    system = newton_system(hf, op.mvm, u, g)
+    x0 = hf.beta_init(alpha)
+    got = start_residual(hf, system.rhs, x0, u)
+    np.testing.assert_allclose(got, system.rhs - system.matvec(x0), rtol=1e-11, atol=1e-12)
+    assert start_residual(hf, system.rhs, None, u) is None
+
+
+def test_no_start_residual_where_app_b_zeroes_the_start():
+    op, lik, Y = _problem()
+    U = np.zeros(Y.shape)
+    U[0, int(np.argmin(Y[0]))] = -40.0  # log π below κ with y = 0: App. B's set I0, β_init = 0 there
+    hf = lik.hessian_factor(U, Y)
+    assert not hf.beta_init_exact
+    system = newton_system(hf, op.mvm, U, lik.gradient(U, Y))
+    assert start_residual(hf, system.rhs, np.ones(Y.shape), U) is None
+
+
+def test_cg_from_a_given_start_residual_saves_the_product_and_keeps_the_iterates():
+    op, lik, Y = _problem()
+    alpha, u, g, hf = _state(op, lik, Y)
+    system = newton_system(hf, op.mvm, u, g)
+    x0 = hf.beta_init(alpha)
+    plain = cg(system.matvec, system.rhs, x0=x0, max_iter=3)
+    given = cg(system.matvec, system.rhs, x0=x0, max_iter=3, r0=system.rhs - system.matvec(x0))
+    assert given.matvecs == plain.matvecs - 1
+    np.testing.assert_array_equal(given.x, plain.x)
+    restart = cg(system.matvec, system.rhs, x0=plain.x, max_iter=2, r0=plain.r)  # CG's own residual at its x
+    again = cg(system.matvec, system.rhs, x0=plain.x, max_iter=2)
+    assert restart.matvecs == again.matvecs - 1
+    np.testing.assert_allclose(restart.x, again.x, rtol=1e-10, atol=1e-12)
+
+
+def test_restarts_from_cg_residuals_reach_the_multiplied_fit_with_fewer_products(monkeypatch):
+    op, lik, Y = _problem()
+    opts = NewtonOptions(cg_max_iter=2, max_stall_restarts=2, stall_step=0.9, grad_tol=1e-9, max_iter=40)
+    fast = newton_cg(op, lik, Y, opts)
+    monkeypatch.setattr(newton_cg_module, "start_residual", lambda *a: None)
+    monkeypatch.setattr(newton_cg_module, "cg", functools.partial(_cg_without_r0, newton_cg_module.cg))
+    slow = newton_cg(op, lik, Y, opts)
+    assert fast.converged and slow.converged and fast.diagnostics.stalls >= 1
+    assert fast.diagnostics.mvm_count < slow.diagnostics.mvm_count
+    assert fast.phi == pytest.approx(slow.phi, rel=1e-12)
+    np.testing.assert_allclose(fast.alpha, slow.alpha, rtol=1e-7, atol=1e-8 * np.abs(slow.alpha).max())
+
+
+def _cg_without_r0(cg_function, *args, r0=None, **kwargs):
+    return cg_function(*args, **kwargs)
