@@ -12,7 +12,9 @@ from gpmodels.errors import InputError
 from gpmodels.inference.map.line_search import LineSearchResult, objective
 from gpmodels.inference.map.newton import NewtonPoint, NewtonProblem
 from gpmodels.inference.map.newton_cg import (
+    NewtonCG,
     NewtonOptions,
+    is_damped_truncation,
     is_stall,
     line_search_step,
     newton_cg,
@@ -107,6 +109,45 @@ def test_is_stall(step, phi_new, stall):
 def test_a_step_below_stall_step_is_a_stall(step, stall_step, stall):
     """A clear decrease (5 -> 4) still counts as a stall when λ < stall_step: the direction is poor."""
     assert is_stall(LineSearchResult(step=step, phi=4.0, evaluations=1), 5.0, 1e-12, stall_step) is stall
+
+
+@pytest.mark.parametrize(
+    "step,forcing,stopped,residual,continued",
+    [
+        (0.5, 0.1, True, 1e-3, True),  # damped, CG stopped at the forcing term: continue it
+        (1.0, 0.1, True, 1e-3, False),  # a full step: the forcing term did its work
+        (0.5, 0.0, True, 1e-3, False),  # already a continuation (no forcing term)
+        (0.5, 0.1, False, 1e-3, False),  # CG ran out of steps (k2), not truncated by the forcing term
+        (0.5, 0.1, True, 1e-12, False),  # CG converged to cg_tol: nothing to continue
+        (0.0, 0.1, True, 1e-3, False),  # no decrease: is_stall's case
+    ],
+)
+def test_a_damped_step_along_a_forcing_truncated_direction_continues_cg(step, forcing, stopped, residual, continued):
+    ls = LineSearchResult(step=step, phi=4.0, evaluations=1)
+    assert is_damped_truncation(ls, forcing, stopped, residual, 1e-10) is continued
+
+
+def test_a_fit_continues_the_truncated_direction_of_a_damped_step():
+    """With stall_step 0 only the damped-truncation rule restarts CG: from a warm start whose first step is
+    damped and whose CG met the forcing term, the fit continues that CG without the forcing term."""
+    op, lik, Y = _problem(40, 3, seed=1)
+    alpha0 = 0.1 * np.random.default_rng(0).normal(size=Y.shape)
+    opts = NewtonOptions(max_iter=1, cg_max_iter=60, cg_forcing=0.5, stall_step=0.0, preconditioner="diagonal")
+    calls = []
+    original = newton_cg_module.is_damped_truncation
+
+    def spy(ls, forcing, stopped, residual, cg_tol):
+        calls.append((ls.step, forcing, original(ls, forcing, stopped, residual, cg_tol)))
+        return calls[-1][-1]
+
+    newton_cg_module.is_damped_truncation = spy
+    try:
+        res = NewtonCG(opts).fit(op, lik, Y, alpha0=alpha0)
+    finally:
+        newton_cg_module.is_damped_truncation = original
+    assert calls[0][0] < 1.0 and calls[0][2]  # the first attempt: damped and truncated
+    assert calls[1][1] == 0.0  # continued without the forcing term
+    assert res.diagnostics.stalls == 1
 
 
 def _step_at_state(op, lik, Y, opts):
