@@ -13,6 +13,11 @@ solve may skip the others.  Each system's iterates are those of CG on it alone (
 Used for the Newton systems (5) of Seeger 2008 (Alg. 1), the CV accumulation systems (Sec. 5.2) and the
 Laplace criterion's probes.
 
+Where A's product computes another linear map M of its argument on the way (the Newton system's
+A β = β + V^T (K̃ V β) computes K̃ V β), CG can keep w = M x beside x from w_0 = M x_0 and each step's M p_i
+(``image``): one more vector update per step, and the caller has M x at the end without a product (Newton–CG's
+s̃ = K̃ s of the line search).
+
 Optionally the run records each system's α_i and β_i: they give the Lanczos tridiagonal T of the
 (preconditioned) A started at b / ||b|| (Saad 2003, Sec. 6.7.3; Gardner et al. 2018, "mBCG"),
 
@@ -300,7 +305,8 @@ class CGResult:
     ``residual`` (F,) ||b - A x|| / ||b||, ``converged`` (F,) whether the stopping test held; ``matvecs``:
     applications of A to the whole batch (1 extra for a nonzero x0 without ``r0``); with ``record``, ``alphas`` /
     ``betas``: per system the step lengths α_i and the ratios β_i (one fewer: the last step's is not needed);
-    ``r``: the final residual b - A x as CG updated it (the ``r0`` of a restart from x)."""
+    ``r``: the final residual b - A x as CG updated it (the ``r0`` of a restart from x); ``image``: M x where
+    :func:`cg` was given an ``image`` (the ``w0`` of a restart from x), else None."""
 
     x: object
     iterations: np.ndarray
@@ -310,6 +316,7 @@ class CGResult:
     alphas: tuple = ()
     betas: tuple = ()
     r: object = None
+    image: object = None
 
     def lanczos(self, j: int) -> tuple[np.ndarray, np.ndarray]:
         """(diagonal, off-diagonal) of the Lanczos tridiagonal T of system j (module docstring)."""
@@ -338,19 +345,22 @@ def _stopping_test(lay: Layout, res0, r0, tol: float, forcing: float, forcing_ma
     return lambda res, r: (res <= tol) | (lay.norms(forcing_map(r)) <= threshold)
 
 
-def _start(apply_A, b, x0, lay: Layout, vectors: Vectors, systems: Systems, on, clear, r0=None):
-    """(x, r = b - A x, matvecs) at the start: x = x0 (None: 0), zero for the systems with b = 0 (``clear``:
-    -1 there, else 0); A x0 only where x0 is not zero on a system that solves (no product when none), and not
-    where the caller gave r0 = b - A x0."""
+def _start(apply_A, b, x0, lay: Layout, vectors: Vectors, systems: Systems, on, clear, r0=None, image=None):
+    """(x, r = b - A x, w, matvecs) at the start: x = x0 (None: 0), zero for the systems with b = 0 (``clear``:
+    -1 there, else 0), and with an ``image`` (w0, last) w = M x alike (w0 = M x0; else w is None); A x0 only
+    where x0 is not zero on a system that solves (no product when none), and not where the caller gave
+    r0 = b - A x0."""
     if x0 is None:
-        return vectors.zeros_like(b), vectors.copy(b), 0
+        return vectors.zeros_like(b), vectors.copy(b), None if image is None else vectors.zeros_like(b), 0
     x, r, matvecs = vectors.copy(x0), vectors.copy(b if r0 is None else r0), 0
+    w = None if image is None else vectors.copy(image[0])
     started, cleared = lay.to_host(lay.xp.stack([on & (lay.norms(x0) > 0), clear < 0]))  # one transfer
     if started.any() and r0 is None:
         r, matvecs = b - (apply_A(x, systems.blocks_on(started)) if systems.offsets is not None else apply_A(x)), 1
     if cleared.any():
         x = vectors.add_scaled(x, lay.spread(clear), vectors.copy(x), None)
-    return x, r, matvecs
+        w = None if w is None else vectors.add_scaled(w, lay.spread(clear), vectors.copy(w), None)
+    return x, r, w, matvecs
 
 
 def _per_system(records: list, on_flags: list, lay: Layout, F: int) -> tuple:
@@ -375,6 +385,8 @@ class _Run:
     stop: object
     on: object
     matvecs: int
+    w: object = None  # M x beside x (cg's ``image``), else None
+    last_image: Callable | None = None  # M p of the latest product
     steps: list = attrs.Factory(list)  # per step: α (F,), and whether each system took it
     taken: list = attrs.Factory(list)
     betas: list = attrs.Factory(list)  # per step but the last: β (F,), and whether each system went on
@@ -392,6 +404,7 @@ class _Run:
         scratch = vec.scratch(r)  # step p and step A p
         while True:
             Ap = apply_A(p, lay.systems.blocks_on(host_on))
+            Mp = None if self.w is None else self.last_image()
             self.matvecs += 1
             pAp = lay.sums(p, Ap)
             on = on & (pAp > 0) & xp.isfinite(pAp)  # lost positive definiteness: keep that system's iterate
@@ -399,6 +412,8 @@ class _Run:
             step_c = lay.spread(step)
             x = vec.add_scaled(x, step_c, p, scratch)
             r = vec.add_scaled(r, -step_c, Ap, scratch)
+            if Mp is not None:
+                self.w = vec.add_scaled(self.w, step_c, Mp, scratch)
             self.steps.append(step)
             self.taken.append(on)
             self.res = xp.where(on, _ratio(xp, lay.norms(r), self.bn, one), self.res)
@@ -426,7 +441,15 @@ class _Run:
             alphas = _per_system(self.steps, self.taken, self.lay, F)
             betas = _per_system(self.betas, self.betas_on, self.lay, F)
         return CGResult(
-            self.x, final[2].astype(np.intp), np.asarray(final[0]), final[1] != 0, self.matvecs, alphas, betas, self.r
+            self.x,
+            final[2].astype(np.intp),
+            np.asarray(final[0]),
+            final[1] != 0,
+            self.matvecs,
+            alphas,
+            betas,
+            self.r,
+            self.w,
         )
 
 
@@ -446,6 +469,7 @@ def cg(
     vectors: Vectors = HOST_VECTORS,
     record: bool = False,
     r0=None,
+    image: tuple | None = None,
 ) -> CGResult:
     """Preconditioned CG on each system of ``b`` (:class:`Systems`) from x0 (None: 0); stops a system when
     ||r|| <= max(tol ||b||, forcing ||r_0||) or after ``max_iter`` steps.  ``forcing`` relative to the initial
@@ -459,16 +483,20 @@ def cg(
     not positive and finite (round-off) keeps its iterate and stops.  ``vectors``: the vector operations of
     the arrays b, x0 and the maps take and return (module docstring); ``record``: keep α_i, β_i; ``r0``: the
     residual b - A x0 where the caller has it without a product (a restart from an earlier run's x with that
-    run's final ``r``), which saves the start's product."""
+    run's final ``r``), which saves the start's product; ``image``: (w0, last) where A's product computes a
+    linear map M on the way (module docstring): w0 = M x0 (ignored for x0 None), ``last()`` M p of the latest
+    call of ``apply_A``; the result's ``image`` is then M x."""
     lay = vectors.layout(systems, b)
     bn = lay.norms(b)
     one = bn * 0 + 1
     on = bn > 0 if active is None else (bn > 0) & lay.flags(active)
-    x, r, matvecs = _start(apply_A, b, x0, lay, vectors, systems, on, lay.xp.where(bn > 0, 0 * one, -one), r0)
+    clear = lay.xp.where(bn > 0, 0 * one, -one)
+    x, r, w, matvecs = _start(apply_A, b, x0, lay, vectors, systems, on, clear, r0, image)
     apply_M = precondition if precondition is not None else (lambda v: v * inv_diag if inv_diag is not None else v)
     res = _ratio(lay.xp, lay.norms(r), bn, one)
     forced = _stopping_test(lay, res, r, tol, forcing, forcing_map)
     stop = forced(res, r)
-    run = _Run(lay, vectors, bn, one, x, r, res, stop, on & ~stop, matvecs)
+    last_image = None if image is None else image[1]
+    run = _Run(lay, vectors, bn, one, x, r, res, stop, on & ~stop, matvecs, w, last_image)
     run.iterate(apply_A if systems.offsets is not None else (lambda v, on: apply_A(v)), apply_M, forced, max_iter)
     return run.result(systems.count(b), record)

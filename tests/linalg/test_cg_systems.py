@@ -228,3 +228,33 @@ def test_a_device_run_transfers_a_fixed_number_of_arrays_whatever_its_steps(rng,
         assert res.iterations.max() == max_iter
         counts.append(be.downloads)
     assert counts[0] == counts[1] == 2
+
+
+@pytest.mark.parametrize("start", [False, True])
+def test_cg_keeps_the_image_of_its_iterate_under_a_map_its_product_computes(rng, start):
+    """A = I + M with the product computing M p on the way (the Newton system's K̃ V β): with ``image`` CG returns
+    w = M x beside x, from w0 = M x0, over row blocks with some inactive, and again from a restart at (x, w)
+    with the run's residual."""
+    Mfull, _, b, x0 = _blocks(rng)
+    Mfull = Mfull / np.abs(Mfull).max()
+    n = Mfull.shape[0]
+    latest = {}
+
+    def apply(v, on=None):
+        latest["Mv"] = (Mfull @ v.reshape(n, -1)).reshape(v.shape)
+        return v + latest["Mv"]
+
+    def M(v):
+        return (Mfull @ v.reshape(n, -1)).reshape(v.shape)
+
+    x0 = x0 if start else None
+    w0 = None if x0 is None else M(x0)
+    active = np.array([True, False, True])
+    settings = dict(systems=Systems(OFFSETS), active=active, tol=1e-12, max_iter=6)
+    res = cg(apply, b, x0=x0, image=(w0, lambda: latest["Mv"]), **settings)
+    np.testing.assert_allclose(res.image, M(res.x), rtol=1e-10, atol=1e-12)
+    plain = cg(apply, b, x0=x0, **settings)
+    np.testing.assert_array_equal(res.x, plain.x)  # the image changes nothing else
+    again = cg(apply, b, x0=res.x, r0=res.r, image=(res.image, lambda: latest["Mv"]), **settings)
+    np.testing.assert_allclose(again.image, M(again.x), rtol=1e-10, atol=1e-12)
+    assert again.matvecs == max(again.iterations)  # the restart's residual and image cost no product

@@ -11,8 +11,9 @@ Minimises Φ(α) = (1/2) α^T K̃ α + Φ_lh(u), u = K̃ α, touching the prior 
    ``block`` the per-point C x C blocks; ``lowrank`` / ``lowrank_block`` deflate the leading kernel
    eigen-directions through the Kronecker form of K̃, with the diagonal / the per-point blocks for
    the rest (the preconditioning that Sec. 3 and 5.1.1 leave to future work);
-3. pair-optimisation line search along s = α' - α in u with s̃ = K̃ s (one MVM, Sec. 5.1.2;
-   :func:`line_search_step`);
+3. pair-optimisation line search along s = α' - α in u with s̃ = K̃ s (Sec. 5.1.2;
+   :func:`line_search_step`): on the host CG keeps K̃ V β beside β from K̃ V β_init = u (its ``image``), so
+   s̃ = K̃ V β − u costs no product where the start is exact (``hf.beta_init_exact``), else one MVM;
 4. when a step stalls (no decrease of Φ, a damped step whose decrease is below phi_rtol, or a
    step λ < ``stall_step``), and when a damped step (λ < 1) follows a CG stopped by the forcing term
    (:func:`is_damped_truncation`), CG is restarted from its last β for another k2 steps (Sec. 6.3,
@@ -120,6 +121,7 @@ class NewtonSystem:
     matvec: Callable[[np.ndarray], np.ndarray]
     rhs: np.ndarray
     device: DeviceSystem | None = None
+    image: Callable[[], np.ndarray] | None = None  # K̃ V β of matvec's latest product (host products), else None
 
 
 @attrs.frozen(eq=False)
@@ -153,7 +155,8 @@ def newton_system(
     """
     rhs = newton_rhs(hf, mvm, u, g)
     device = device_system(hf, mvm, plan)
-    return NewtonSystem(hf, system_matvec(hf, mvm, rhs.shape, device), rhs, device)
+    matvec = system_matvec(hf, mvm, rhs.shape, device)
+    return NewtonSystem(hf, matvec, rhs, device, None if device is not None else matvec.latest_inner)
 
 
 def device_system(hf: HessianFactor, mvm, plan: ExecutionPlan | None = None) -> DeviceSystem | None:
@@ -174,19 +177,30 @@ def device_system(hf: HessianFactor, mvm, plan: ExecutionPlan | None = None) -> 
     return DeviceSystem(backend, device_hf, device_matvec, plan.cg_on_device)
 
 
+class HostSystemProduct:
+    """β -> β + V^T K̃ V β on host arrays (eq. 5), V β in one buffer reused by every product (K̃ consumes it at
+    once; the result is a fresh array the caller may keep), K̃ V β kept until the next product
+    (:meth:`latest_inner`: CG's ``image``, so that the line search's s̃ needs no product).  ``product``:
+    K̃ (``mvm``), or the row blocks' K̃ called as ``product(x, on)``."""
+
+    def __init__(self, hf: HessianFactor, product, shape):
+        self.hf, self.product, self._buf, self._inner = hf, product, np.empty(shape), None
+
+    def __call__(self, x, *on):
+        self._inner = self.product(self.hf.V_into(x, self._buf), *on)
+        return self.hf.Vt_plus(self._inner, x)
+
+    def latest_inner(self) -> np.ndarray:
+        return self._inner
+
+
 def system_matvec(hf: HessianFactor, mvm, shape, device: DeviceSystem | None) -> Callable[[np.ndarray], np.ndarray]:
-    """β -> β + V^T K̃ V β on host arrays: through ``device`` (β crosses once each way), or on the host with
-    V β in one buffer reused by every product (K̃ consumes it at once; the result is a fresh array the
-    caller may keep)."""
+    """β -> β + V^T K̃ V β on host arrays: through ``device`` (β crosses once each way), or on the host
+    (:class:`HostSystemProduct`)."""
     if device is not None:
         backend = device.backend
         return lambda x: backend.to_host(device.matvec(backend.from_host(x)))
-    buf = np.empty(shape)
-
-    def matvec(x):
-        return hf.Vt_plus(mvm(hf.V_into(x, buf)), x)
-
-    return matvec
+    return HostSystemProduct(hf, mvm, shape)
 
 
 def _alpha_norm_map(hf: HessianFactor, shape) -> Callable[[np.ndarray], np.ndarray]:
@@ -196,21 +210,31 @@ def _alpha_norm_map(hf: HessianFactor, shape) -> Callable[[np.ndarray], np.ndarr
 
 
 def newton_direction(
-    system: NewtonSystem, x0, opts: NewtonOptions, precondition, *, forcing: float, alpha_norm: bool, r0=None
+    system: NewtonSystem,
+    x0,
+    opts: NewtonOptions,
+    precondition,
+    *,
+    forcing: float,
+    alpha_norm: bool,
+    r0=None,
+    w0=None,
 ) -> tuple[CGResult, np.ndarray]:
     """Alg. 1, step 2: β by CG on eq. (5) from x0, preconditioned by ``precondition`` (r -> P^{-1} r),
     stopped at the truncated-Newton forcing term measured on r or, with ``alpha_norm``, on V r
     (module docstring); the Newton point α' = V β (+ α_fix, App. B).  With a ``system.device`` that
     ``solves``, ``precondition`` takes device arrays and CG runs there (:func:`device_cg`).  ``r0``: the
-    residual rhs - (I + V^T K̃ V) x0 where the caller has it (host CG only: saves the start's product).
-    Returns (CG result, α')."""
+    residual rhs - (I + V^T K̃ V) x0 where the caller has it (host CG only: saves the start's product);
+    ``w0``: K̃ V x0 where the caller has it, and then the result's ``image`` is K̃ V β (host products only:
+    ``system.image``).  Returns (CG result, α')."""
     hf, dev = system.hf, system.device
     settings = dict(tol=opts.cg_tol, forcing=forcing, max_iter=opts.cg_max_iter, precondition=precondition)
     if dev is not None and dev.solves:
         res = device_cg(dev, system.rhs, x0, forcing_map=dev.hf.V if alpha_norm else None, **settings)
     else:
         forcing_map = _alpha_norm_map(hf, system.rhs.shape) if alpha_norm else None
-        res = cg(system.matvec, system.rhs, x0=x0, forcing_map=forcing_map, r0=r0, **settings)
+        image = None if w0 is None or system.image is None else (w0, system.image)
+        res = cg(system.matvec, system.rhs, x0=x0, forcing_map=forcing_map, r0=r0, image=image, **settings)
     new_alpha = hf.V(res.x)
     if hf.fixed_alpha is not None:
         new_alpha += hf.fixed_alpha
@@ -252,7 +276,8 @@ def restarted_steps(
 ) -> dict[int, StepResult]:
     """The stall restarts of Sec. 6.3 (footnote 17) for the ``active`` row blocks ``rows`` at ``point`` (Φ per
     block): ``solve(x0, forcing, trying)`` -> (CG result, the Newton point α') from x0, ``product(s, trying)``
-    -> s̃ = K̃ s; each trying block's pair line search on its rows along s = α' − α.  A block whose step stalls
+    -> s̃ = K̃ s, unless CG kept K̃ V β (its ``image``; then s̃ = K̃ V β − u with no product); each trying block's
+    pair line search on its rows along s = α' − α.  A block whose step stalls
     (:func:`is_stall`), or takes a damped step along a direction truncated by the forcing term
     (:func:`is_damped_truncation`), is solved again from the last β without the forcing term, at most
     ``max_stall_restarts`` times, and not when its CG had converged to ``cg_tol`` (the stall is round-off at
@@ -266,7 +291,7 @@ def restarted_steps(
         res, new_alpha = solve(x0, forcing, trying)
         cg_its += res.iterations
         s = new_alpha - point.alpha
-        s_tilde = product(s, trying)
+        s_tilde = product(s, trying) if res.image is None else res.image - point.u  # K̃ V β - K̃ α
         for k in np.flatnonzero(trying):
             r, at = rows[k], block_point(point, k, rows[k])
             ls = block_line_search(problem, at, r, s[r], s_tilde[r])
@@ -308,12 +333,12 @@ def newton_step_with_restarts(
     else:
         precondition = precond.for_factor(system.hf, None if dev is None else dev.backend)
 
-    def solve_from(start, forcing, trying, r0):
+    def solve_from(start, forcing, trying, r0, w0):
         alpha_norm = precond.forcing_in_alpha_space
-        return newton_direction(system, start, opts, precondition, forcing=forcing, alpha_norm=alpha_norm, r0=r0)
+        return newton_direction(system, start, opts, precondition, forcing=forcing, alpha_norm=alpha_norm, r0=r0, w0=w0)
 
     r0 = None if dev is not None else start_residual(system.hf, system.rhs, x0, point.u)
-    solve = _known_residuals(solve_from, x0, r0)
+    solve = _known_starts(solve_from, x0, r0, None if r0 is None else point.u)
 
     point = NewtonPoint(point.alpha, point.u, np.atleast_1d(point.phi), point.g)
     steps = restarted_steps(
@@ -332,15 +357,16 @@ def start_residual(hf: HessianFactor, rhs: np.ndarray, x0, u: np.ndarray):
     return rhs - hf.Vt_plus(u, x0)
 
 
-def _known_residuals(solve_from, x0, r0):
-    """``solve_from(start, forcing, trying, r0)`` as the ``solve`` of :func:`restarted_steps`: r0 for the start
-    x0 (None: CG multiplies), and for a stall restart from the last CG solution that run's residual, so that
-    neither needs a product."""
-    known = {"x": x0, "r": r0}
+def _known_starts(solve_from, x0, r0, w0):
+    """``solve_from(start, forcing, trying, r0, w0)`` as the ``solve`` of :func:`restarted_steps`: for the start
+    x0 its residual r0 and K̃ V x0 = w0 (None: CG multiplies, and keeps no image), and for a stall restart from
+    the last CG solution that run's residual and image, so that neither needs a product."""
+    known = {"x": x0, "r": r0, "w": w0}
 
     def solve(start, forcing, trying):
-        res, new_alpha = solve_from(start, forcing, trying, known["r"] if start is known["x"] else None)
-        known.update(x=res.x, r=res.r)
+        same = start is known["x"]
+        res, new_alpha = solve_from(start, forcing, trying, known["r"] if same else None, known["w"] if same else None)
+        known.update(x=res.x, r=res.r, w=res.image)
         return res, new_alpha
 
     return solve
@@ -373,7 +399,7 @@ def _block_system(hf: HessianFactor, products: BlockProducts, plan: ExecutionPla
     products are (:func:`device_system`)."""
     dev = device_system(hf, MVMCounter(products.op), plan)
     if dev is None:
-        return None, lambda x, on: x + hf.Vt(products(hf.V(x), on))
+        return None, HostSystemProduct(hf, products, (products.op.n_points, products.op.n_classes))
     be, dhf = dev.backend, dev.hf
 
     def device_matvec(xd, on):
@@ -385,14 +411,26 @@ def _block_system(hf: HessianFactor, products: BlockProducts, plan: ExecutionPla
 
 
 def _block_cg(
-    matvec, dev, hf, rhs, systems: Systems, x0, *, inv_diag=None, alpha_norm=False, r0=None, **settings
+    matvec, dev, hf, rhs, systems: Systems, x0, *, inv_diag=None, alpha_norm=False, r0=None, w0=None, **settings
 ) -> CGResult:
     """CG on a system (I + V^T K̃ V) of the row blocks from host arrays, on the device where it solves there
     (rhs, x0 and ``inv_diag`` uploaded, x back on the host); ``alpha_norm``: the forcing test on V r (V of
-    ``hf``, or of the device's factor); ``r0``: rhs - A x0 where known (host CG only)."""
+    ``hf``, or of the device's factor); ``r0``: rhs - A x0 where known, ``w0``: K̃ V x0 where known, then CG
+    keeps K̃ V β (host products only: ``matvec`` a :class:`HostSystemProduct`)."""
     if dev is None or not dev.solves:
         forcing_map = hf.V if alpha_norm else None
-        return cg(matvec, rhs, systems=systems, x0=x0, inv_diag=inv_diag, forcing_map=forcing_map, r0=r0, **settings)
+        image = None if w0 is None or dev is not None else (w0, matvec.latest_inner)
+        return cg(
+            matvec,
+            rhs,
+            systems=systems,
+            x0=x0,
+            inv_diag=inv_diag,
+            forcing_map=forcing_map,
+            r0=r0,
+            image=image,
+            **settings,
+        )
     inv_d = None if inv_diag is None else dev.backend.from_host(inv_diag)
     forcing_map = dev.hf.V if alpha_norm else None
     return device_cg(dev, rhs, x0, matvec=matvec, systems=systems, inv_diag=inv_d, forcing_map=forcing_map, **settings)
@@ -419,10 +457,12 @@ def block_newton_step(
         precondition = precond.for_factor(hf, None if dev is None else dev.backend)
     systems = Systems(products.offsets)
 
-    def solve_from(x0, forcing, trying, r0):
+    def solve_from(x0, forcing, trying, r0, w0):
         settings = dict(tol=opts.cg_tol, forcing=forcing, max_iter=opts.cg_max_iter, precondition=precondition)
         alpha_norm = precond.forcing_in_alpha_space
-        res = _block_cg(matvec, dev, hf, rhs, systems, x0, alpha_norm=alpha_norm, active=trying, r0=r0, **settings)
+        res = _block_cg(
+            matvec, dev, hf, rhs, systems, x0, alpha_norm=alpha_norm, active=trying, r0=r0, w0=w0, **settings
+        )
         new_alpha = hf.V(res.x)
         if hf.fixed_alpha is not None:
             new_alpha += hf.fixed_alpha
@@ -430,7 +470,8 @@ def block_newton_step(
 
     rows = block_rows(products.offsets, Y.shape[0])
     x0 = hf.beta_init(point.alpha)
-    solve = _known_residuals(solve_from, x0, None if dev is not None else start_residual(hf, rhs, x0, point.u))
+    r0 = None if dev is not None else start_residual(hf, rhs, x0, point.u)
+    solve = _known_starts(solve_from, x0, r0, None if r0 is None else point.u)
     return restarted_steps(problem, point, rows, active, x0, solve, products)
 
 
