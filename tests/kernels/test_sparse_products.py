@@ -114,7 +114,7 @@ def test_feature_gram_products_against_the_dense_gram(rng, columns, monkeypatch)
     rep = FeatureGram(X)
     B = rng.normal(size=(150, columns))
     np.testing.assert_allclose(rep.mvm(B), M @ B, rtol=1e-11, atol=1e-11 * np.abs(M @ B).max())
-    monkeypatch.setattr(feature_gram, "PANEL_COLUMNS", 7)  # many panels, a ragged last one
+    monkeypatch.setattr(feature_gram, "PANEL_BYTES", 400 * 7 * 8)  # panels of 7 columns, a ragged last one
     np.testing.assert_allclose(rep.mvm(B), M @ B, rtol=1e-11, atol=1e-11 * np.abs(M @ B).max())
     I, J = np.arange(0, 150, 2), np.arange(1, 150, 3)
     block = rep.cross(I, J)
@@ -221,3 +221,15 @@ def test_a_forked_child_and_concurrent_threads_run_the_parallel_product(rng, mon
     for w in workers:
         w.join()
     assert len(results) == 15 and all(np.allclose(r, expected, rtol=1e-12, atol=1e-12) for r in results)
+
+
+@pytest.mark.parametrize(
+    "rows,columns,itemsize,width",
+    [(30_000, 1172, 8, 1172), (30_000, 1172, 4, 1172), (100_000, 1172, 8, 586), (10, 5, 8, 5), (10**8, 3, 8, 1)],
+)
+def test_panels_bound_the_intermediate(rows, columns, itemsize, width):
+    """Whole products while the intermediate fits PANEL_BYTES, else equal panels that each fit (1 column at
+    the least)."""
+    got = feature_gram.panel_columns(rows, columns, itemsize)
+    assert got == width
+    assert got == 1 or rows * got * itemsize <= feature_gram.PANEL_BYTES
