@@ -48,7 +48,9 @@ __all__ = [
 #: rows per range of a sweep: ranges of this size are the unit of work and of the reductions' partial sums
 ROWS_PER_RANGE = 32
 
-#: below this many entries a sweep runs on one thread (waking a team costs more than the pass)
+#: below this many entries the callers keep numpy's passes (:func:`takes`): launching a compiled sweep costs
+#: ~35 us even on one thread, against ~1 us for numpy's pass over a few hundred numbers (CV tests on 50-point
+#: problems ran 3x slower through the sweeps); a direct call below it runs on one thread
 MIN_PARALLEL_ENTRIES = 1 << 18
 
 
@@ -148,8 +150,8 @@ def _kernels() -> dict:
 
 def takes(*arrays) -> bool:
     """Whether the compiled sweeps take these arrays: Numba installed, all float64, C-contiguous, 2-D and of
-    one shape."""
-    if not AVAILABLE or not arrays:
+    one shape, of at least :data:`MIN_PARALLEL_ENTRIES` entries."""
+    if not AVAILABLE or not arrays or np.size(arrays[0]) < MIN_PARALLEL_ENTRIES:
         return False
     shape = arrays[0].shape
     return all(
