@@ -6,7 +6,8 @@
    starts.  Per model: the final fit with the paper's settings (F1: k1 = 25, k2 = 12; H1: k1 = 30, k2 = 17) and
    one CV evaluation's time per fold (F1: k1 = 8, k2 = 4, k3 = 15; H1: k1 = 10, k2 = 4, k3 = 25; 5 folds, from
    α = 0, one fold after the other in this process, so a cold fold: the paper's folds were warm-started), their
-   MVMs, the process's peak resident memory, and the ratio to Table 2's seconds (sizes D and B only).  Test
+   MVMs, the process's peak resident memory, and the ratio to Table 2's seconds (sizes D and B only); X in the
+   feature form, stored as ``--dtype`` (float64; float32 halves the bytes the products stream).  Test
    scores of the final fits (acc, prec, pacc and taxo by their Bayes rules, hierarchical F1, log loss) beside
    peers on the same data: LinearSVC, LogisticRegression and, when ``hiclass`` is installed (the ``bench``
    extra), HiClass's local classifier per parent node (LogisticRegression at every parent).  ``--learn N``
@@ -20,7 +21,8 @@ Times are wall clock on whatever else the machine runs: the header prints the lo
 ratios and MVM counts rather than seconds on a shared machine.  ``--smoke``: a tiny taxonomy and a small CLINC150
 run with one outer iteration, in seconds (the bench test).  Prints tables and a final JSON line.
 
-Usage: python bench/taxonomy.py [--sizes D 0.5 B] [--learn N] [--clinc [--clinc-subset small]] [--no-peers] [--smoke]
+Usage: python bench/taxonomy.py [--sizes D 0.5 B] [--priors F1 H1] [--folds-timed K] [--no-final] [--dtype float32]
+       [--learn N] [--clinc [--clinc-subset small]] [--no-peers] [--smoke]
 """
 
 from __future__ import annotations
