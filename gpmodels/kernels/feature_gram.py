@@ -52,9 +52,11 @@ def _product(A, B, out_dtype=np.float64):
 
 def _two_products(left, right, B: np.ndarray, mid) -> np.ndarray:
     """left (right B) for B (m, k), in column panels (:func:`panel_columns`) on sparse operands."""
-    B = np.ascontiguousarray(B, dtype=mid if sp.issparse(right) else None)  # float32 storage: B read as float32
-    width = B.shape[1] if B.ndim == 1 else panel_columns(right.shape[0], B.shape[1], np.dtype(mid).itemsize)
-    if B.ndim == 1 or B.shape[1] <= width or not sp.issparse(right):
+    if not sp.issparse(right):
+        return _product(left, _product(right, np.ascontiguousarray(B), mid))
+    B = np.ascontiguousarray(B, dtype=mid)  # float32 storage: B read as float32
+    width = 1 if B.ndim == 1 else panel_columns(right.shape[0], B.shape[1], np.dtype(mid).itemsize)
+    if B.ndim == 1 or B.shape[1] <= width:
         return _product(left, _product(right, B, mid))
     out = np.empty((left.shape[0], B.shape[1]))
     sparse_left = sp.issparse(left)

@@ -116,6 +116,10 @@ def test_feature_gram_products_against_the_dense_gram(rng, columns, monkeypatch)
     np.testing.assert_allclose(rep.mvm(B), M @ B, rtol=1e-11, atol=1e-11 * np.abs(M @ B).max())
     monkeypatch.setattr(feature_gram, "PANEL_BYTES", 400 * 7 * 8)  # panels of 7 columns, a ragged last one
     np.testing.assert_allclose(rep.mvm(B), M @ B, rtol=1e-11, atol=1e-11 * np.abs(M @ B).max())
+    np.testing.assert_allclose(rep.mvm(B[:, 0]), M @ B[:, 0], rtol=1e-11, atol=1e-11 * np.abs(M @ B).max())
+    np.testing.assert_allclose(  # a vector through float32 storage: one rounding of X, B and X^T B
+        FeatureGram(X, dtype="float32").mvm(B[:, 0]), M @ B[:, 0], rtol=1e-5, atol=1e-5 * np.abs(M @ B).max()
+    )
     I, J = np.arange(0, 150, 2), np.arange(1, 150, 3)
     block = rep.cross(I, J)
     np.testing.assert_allclose(block.mvm(B[J]), M[np.ix_(I, J)] @ B[J], rtol=1e-11, atol=1e-10)
