@@ -121,7 +121,6 @@ class NewtonSystem:
     matvec: Callable[[np.ndarray], np.ndarray]
     rhs: np.ndarray
     device: DeviceSystem | None = None
-    image: Callable[[], np.ndarray] | None = None  # K̃ V β of matvec's latest product (host products), else None
 
 
 @attrs.frozen(eq=False)
@@ -155,8 +154,7 @@ def newton_system(
     """
     rhs = newton_rhs(hf, mvm, u, g)
     device = device_system(hf, mvm, plan)
-    matvec = system_matvec(hf, mvm, rhs.shape, device)
-    return NewtonSystem(hf, matvec, rhs, device, None if device is not None else matvec.latest_inner)
+    return NewtonSystem(hf, system_matvec(hf, mvm, rhs.shape, device), rhs, device)
 
 
 def device_system(hf: HessianFactor, mvm, plan: ExecutionPlan | None = None) -> DeviceSystem | None:
@@ -225,15 +223,15 @@ def newton_direction(
     (module docstring); the Newton point α' = V β (+ α_fix, App. B).  With a ``system.device`` that
     ``solves``, ``precondition`` takes device arrays and CG runs there (:func:`device_cg`).  ``r0``: the
     residual rhs - (I + V^T K̃ V) x0 where the caller has it (host CG only: saves the start's product);
-    ``w0``: K̃ V x0 where the caller has it, and then the result's ``image`` is K̃ V β (host products only:
-    ``system.image``).  Returns (CG result, α')."""
+    ``w0``: K̃ V x0 where the caller has it (host CG only, as ``r0``: ``system.matvec`` is then a
+    :class:`HostSystemProduct`), and then the result's ``image`` is K̃ V β.  Returns (CG result, α')."""
     hf, dev = system.hf, system.device
     settings = dict(tol=opts.cg_tol, forcing=forcing, max_iter=opts.cg_max_iter, precondition=precondition)
     if dev is not None and dev.solves:
         res = device_cg(dev, system.rhs, x0, forcing_map=dev.hf.V if alpha_norm else None, **settings)
     else:
         forcing_map = _alpha_norm_map(hf, system.rhs.shape) if alpha_norm else None
-        image = None if w0 is None or system.image is None else (w0, system.image)
+        image = None if w0 is None else (w0, system.matvec.latest_inner)
         res = cg(system.matvec, system.rhs, x0=x0, forcing_map=forcing_map, r0=r0, image=image, **settings)
     new_alpha = hf.V(res.x)
     if hf.fixed_alpha is not None:
@@ -338,7 +336,7 @@ def newton_step_with_restarts(
         return newton_direction(system, start, opts, precondition, forcing=forcing, alpha_norm=alpha_norm, r0=r0, w0=w0)
 
     r0 = None if dev is not None else start_residual(system.hf, system.rhs, x0, point.u)
-    solve = _known_starts(solve_from, x0, r0, None if r0 is None else point.u)
+    solve = _known_starts(solve_from, x0, r0, point.u)
 
     point = NewtonPoint(point.alpha, point.u, np.atleast_1d(point.phi), point.g)
     steps = restarted_steps(
@@ -357,11 +355,11 @@ def start_residual(hf: HessianFactor, rhs: np.ndarray, x0, u: np.ndarray):
     return rhs - hf.Vt_plus(u, x0)
 
 
-def _known_starts(solve_from, x0, r0, w0):
+def _known_starts(solve_from, x0, r0, u):
     """``solve_from(start, forcing, trying, r0, w0)`` as the ``solve`` of :func:`restarted_steps`: for the start
-    x0 its residual r0 and K̃ V x0 = w0 (None: CG multiplies, and keeps no image), and for a stall restart from
-    the last CG solution that run's residual and image, so that neither needs a product."""
-    known = {"x": x0, "r": r0, "w": w0}
+    x0 its residual r0 (:func:`start_residual`; None: CG multiplies, and keeps no image) and K̃ V x0 = u, and for
+    a stall restart from the last CG solution that run's residual and image, so that neither needs a product."""
+    known = {"x": x0, "r": r0, "w": None if r0 is None else u}
 
     def solve(start, forcing, trying):
         same = start is known["x"]
@@ -415,11 +413,11 @@ def _block_cg(
 ) -> CGResult:
     """CG on a system (I + V^T K̃ V) of the row blocks from host arrays, on the device where it solves there
     (rhs, x0 and ``inv_diag`` uploaded, x back on the host); ``alpha_norm``: the forcing test on V r (V of
-    ``hf``, or of the device's factor); ``r0``: rhs - A x0 where known, ``w0``: K̃ V x0 where known, then CG
-    keeps K̃ V β (host products only: ``matvec`` a :class:`HostSystemProduct`)."""
+    ``hf``, or of the device's factor); ``r0``: rhs - A x0 where known, ``w0``: K̃ V x0 where known (host CG only, as
+    ``r0``: ``matvec`` is then a :class:`HostSystemProduct`), then CG keeps K̃ V β."""
     if dev is None or not dev.solves:
         forcing_map = hf.V if alpha_norm else None
-        image = None if w0 is None or dev is not None else (w0, matvec.latest_inner)
+        image = None if w0 is None else (w0, matvec.latest_inner)
         return cg(
             matvec,
             rhs,
@@ -471,7 +469,7 @@ def block_newton_step(
     rows = block_rows(products.offsets, Y.shape[0])
     x0 = hf.beta_init(point.alpha)
     r0 = None if dev is not None else start_residual(hf, rhs, x0, point.u)
-    solve = _known_starts(solve_from, x0, r0, None if r0 is None else point.u)
+    solve = _known_starts(solve_from, x0, r0, point.u)
     return restarted_steps(problem, point, rows, active, x0, solve, products)
 
 
