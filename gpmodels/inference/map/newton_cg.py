@@ -191,13 +191,33 @@ class HostSystemProduct:
     def latest_inner(self) -> np.ndarray:
         return self._inner
 
+    def known_start(self, rhs: np.ndarray, x0, u: np.ndarray) -> tuple:
+        """(r0, w0) for CG from x0 without a product: the residual (:func:`start_residual`) and K̃ V x0 = u where
+        the start is exact, else (None, None)."""
+        r0 = start_residual(self.hf, rhs, x0, u)
+        return r0, None if r0 is None else u
+
+
+class DeviceSystemProduct:
+    """The system's product through a device (``product``: on host or on device arrays): K̃ V β stays on the
+    device, so it knows no start residual and keeps no image (:meth:`known_start` is (None, None))."""
+
+    def __init__(self, product):
+        self.product = product
+
+    def __call__(self, x, *on):
+        return self.product(x, *on)
+
+    def known_start(self, rhs, x0, u) -> tuple:
+        return None, None
+
 
 def system_matvec(hf: HessianFactor, mvm, shape, device: DeviceSystem | None) -> Callable[[np.ndarray], np.ndarray]:
     """β -> β + V^T K̃ V β on host arrays: through ``device`` (β crosses once each way), or on the host
     (:class:`HostSystemProduct`)."""
     if device is not None:
         backend = device.backend
-        return lambda x: backend.to_host(device.matvec(backend.from_host(x)))
+        return DeviceSystemProduct(lambda x: backend.to_host(device.matvec(backend.from_host(x))))
     return HostSystemProduct(hf, mvm, shape)
 
 
@@ -335,8 +355,7 @@ def newton_step_with_restarts(
         alpha_norm = precond.forcing_in_alpha_space
         return newton_direction(system, start, opts, precondition, forcing=forcing, alpha_norm=alpha_norm, r0=r0, w0=w0)
 
-    r0 = None if dev is not None else start_residual(system.hf, system.rhs, x0, point.u)
-    solve = _known_starts(solve_from, x0, r0, point.u)
+    solve = _known_starts(solve_from, x0, system.matvec.known_start(system.rhs, x0, point.u))
 
     point = NewtonPoint(point.alpha, point.u, np.atleast_1d(point.phi), point.g)
     steps = restarted_steps(
@@ -355,11 +374,11 @@ def start_residual(hf: HessianFactor, rhs: np.ndarray, x0, u: np.ndarray):
     return rhs - hf.Vt_plus(u, x0)
 
 
-def _known_starts(solve_from, x0, r0, u):
+def _known_starts(solve_from, x0, start: tuple):
     """``solve_from(start, forcing, trying, r0, w0)`` as the ``solve`` of :func:`restarted_steps`: for the start
-    x0 its residual r0 (:func:`start_residual`; None: CG multiplies, and keeps no image) and K̃ V x0 = u, and for
-    a stall restart from the last CG solution that run's residual and image, so that neither needs a product."""
-    known = {"x": x0, "r": r0, "w": None if r0 is None else u}
+    x0 the system product's ``known_start`` (r0, w0 = K̃ V x0; None: CG multiplies, and keeps no image), and for a
+    stall restart from the last CG solution that run's residual and image, so that neither needs a product."""
+    known = {"x": x0, "r": start[0], "w": start[1]}
 
     def solve(start, forcing, trying):
         same = start is known["x"]
@@ -404,8 +423,8 @@ def _block_system(hf: HessianFactor, products: BlockProducts, plan: ExecutionPla
         return xd + dhf.Vt(products.device(dhf.V(xd), on))
 
     if dev.solves:
-        return dev, device_matvec
-    return dev, lambda x, on: be.to_host(device_matvec(be.from_host(x), on))
+        return dev, DeviceSystemProduct(device_matvec)
+    return dev, DeviceSystemProduct(lambda x, on: be.to_host(device_matvec(be.from_host(x), on)))
 
 
 def _block_cg(
@@ -468,8 +487,7 @@ def block_newton_step(
 
     rows = block_rows(products.offsets, Y.shape[0])
     x0 = hf.beta_init(point.alpha)
-    r0 = None if dev is not None else start_residual(hf, rhs, x0, point.u)
-    solve = _known_starts(solve_from, x0, r0, point.u)
+    solve = _known_starts(solve_from, x0, matvec.known_start(rhs, x0, point.u))
     return restarted_steps(problem, point, rows, active, x0, solve, products)
 
 
