@@ -34,6 +34,10 @@ def parse_override(text: str) -> tuple[tuple[str, ...], object]:
     parts = tuple(_INDEX.sub(r".\1", key.strip()).split("."))
     if not key.strip() or any(not p for p in parts):
         raise SpecError(f"--set {text!r}: the key path {key!r} has an empty part; write key.path=value", "--set")
+    if raw.startswith("\ufeff"):  # YAML drops a byte-order mark at a document's start: "\ufeff0" would read as 0
+        raise SpecError(
+            f"{key.strip()}=...: the value starts with U+FEFF (an invisible byte-order mark); type it without", "--set"
+        )
     try:
         value = load_strict(raw, MAX_OVERRIDE_VALUES) if raw.strip() else None
     except yaml.YAMLError as exc:

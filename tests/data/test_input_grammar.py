@@ -357,3 +357,10 @@ def test_huge_integer_labels_come_back_unchanged_at_predict(tmp_path, labels):
     with open(tmp_path / "p.csv") as fh:
         got = [r["prediction"] for r in csv.DictReader(fh)]
     assert got == [str(labels[k % 3]) for k in range(45, 60)]
+
+
+@pytest.mark.parametrize("raw", ["\ufeff0", "\ufeff1e3", "\ufefftrue"])
+def test_a_set_value_that_starts_with_a_byte_order_mark_is_refused_not_read_without_it(raw):
+    """YAML drops U+FEFF at a document's start, so '--set a=\\ufeff0' read as 0 (found by the grammar property)."""
+    with pytest.raises(SpecError, match="U\\+FEFF"):
+        parse_override(f"a={raw}")
