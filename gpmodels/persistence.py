@@ -27,7 +27,7 @@ import scipy.sparse as sp
 from gpmodels.array_schema import Entry, check_arrays, check_csr
 from gpmodels.data.datasets import check_npz
 from gpmodels.data.labels import LABEL_KINDS, InputFormat, match_labels
-from gpmodels.data.scaling import FEATURE_SCALINGS, FeatureScaler
+from gpmodels.data.scaling import FEATURE_SCALINGS, SCALING_STATISTICS, FeatureScaler
 from gpmodels.errors import DataError, described
 from gpmodels.safe_write import write_new
 from gpmodels.validation import check_features
@@ -173,6 +173,7 @@ MODEL_SCHEMA = {
         Entry("scaler_kind", _TEXT, (), ("in:" + "|".join(FEATURE_SCALINGS),)),
         Entry("scaler_mean", _FLOAT, ("d",)),
         Entry("scaler_std", _FLOAT, ("d",), ("positive",)),
+        Entry("scaler_idf", _FLOAT, ("d",), ("positive",)),
     )
 }
 _SPARSE = ("X_data", "X_indices", "X_indptr", "X_shape")
@@ -211,6 +212,9 @@ def check_model_arrays(arrays: dict, path) -> str:
         )
         dims = dict(zip(("n", "d"), (int(v) for v in arrays["X_shape"])))
     required = ("format_version", "kind", "scaler_kind", *MODEL_KINDS[kind], *(_SPARSE if sparse else ("X_dense",)))
+    scaler = arrays.get("scaler_kind")
+    if scaler is not None and scaler.shape == () and str(scaler) in SCALING_STATISTICS:
+        required += tuple(f"scaler_{name}" for name in SCALING_STATISTICS[str(scaler)])
     check_arrays(arrays, MODEL_SCHEMA, required, what=what, dims=dims)
     if sparse:
         check_csr(arrays["X_indptr"], arrays["X_indices"], dims["d"], f"{what}: the CSR inputs")

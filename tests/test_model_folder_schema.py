@@ -84,14 +84,22 @@ def test_every_kind_requires_only_declared_entries():
     [
         ("classes", np.array(["a", "a"]), "no value twice"),
         ("scaler_std", np.array([1.0, -1.0]), "every value > 0"),
+        ("scaler_idf", np.array([1.0, 0.0]), "every value > 0"),
         ("alpha", np.zeros((3, 2), dtype=complex), "must be float64"),
         ("X_dense", np.zeros((3, 2), dtype=np.float32), "must be float64"),
     ],
 )
 def test_the_issues_cases_name_the_entry_and_the_rule(entry, value, rule):
-    extra = {entry: value, "scaler_kind": np.array("standardize")} if entry == "scaler_std" else {entry: value}
+    kinds = {"scaler_std": "standardize", "scaler_idf": "tfidf"}
+    extra = {entry: value, "scaler_kind": np.array(kinds[entry])} if entry in kinds else {entry: value}
     with pytest.raises(DataError, match=f"array {entry!r} .*{rule}"):
         check_model_arrays(_arrays(**extra), "m.npz")
+
+
+@pytest.mark.parametrize(("kind", "entry"), [("standardize", "scaler_std"), ("tfidf", "scaler_idf")])
+def test_a_scaler_without_its_training_statistic_is_refused(kind, entry):
+    with pytest.raises(DataError, match=f"{entry}"):
+        check_model_arrays(_arrays(scaler_kind=np.array(kind)), "m.npz")
 
 
 def _csr(indptr, indices, shape=(2, 3)):

@@ -5,7 +5,15 @@
   inputs are only divided by the std so that they stay sparse); constant features are left as
   they are;
 - ``unit_norm``: every row scaled to Euclidean norm 1 (Seeger 2008, Sec. 6.1 for text); zero rows
-  stay zero.
+  stay zero;
+- ``tfidf``: term counts weighted as tf-idf (Salton and Buckley 1988; the bag-of-words weighting of
+  Rousu et al. 2006, Sec. 6), then every row scaled to norm 1:
+
+      x_ij ↦ (1 + ln c_ij) · idf_j  for c_ij > 0 (0 otherwise),   idf_j = 1 + ln((1 + n) / (1 + df_j)),
+
+  with df_j the number of the n training rows in which term j occurs (the smoothed idf of
+  scikit-learn's ``TfidfTransformer(sublinear_tf=True)``, so that a term no training row holds keeps a
+  finite weight).  The inputs must be nonnegative counts or frequencies.
 """
 
 from __future__ import annotations
@@ -16,10 +24,12 @@ import scipy.sparse as sp
 
 from gpmodels.errors import InputError
 
-__all__ = ["FEATURE_SCALINGS", "FeatureScaler", "scale_features", "auto_rbf_w"]
+__all__ = ["FEATURE_SCALINGS", "SCALING_STATISTICS", "FeatureScaler", "scale_features", "auto_rbf_w"]
 
 #: the choices of the feature scaling (module docstring)
-FEATURE_SCALINGS = ("none", "standardize", "unit_norm")
+#: the training statistics (FeatureScaler fields) each scaling must hold; mean is optional (sparse inputs)
+SCALING_STATISTICS = {"none": (), "standardize": ("std",), "unit_norm": (), "tfidf": ("idf",)}
+FEATURE_SCALINGS = tuple(SCALING_STATISTICS)
 
 
 def _row_norms(X) -> np.ndarray:
@@ -33,6 +43,35 @@ def _unit_rows(X):
     norms = _row_norms(X)
     inv = np.where(norms > 0, 1.0 / np.where(norms > 0, norms, 1.0), 0.0)
     return sp.diags(inv) @ X if sp.issparse(X) else X * inv[:, None]
+
+
+def _sublinear_tf(X):
+    """1 + ln c for the positive counts c of X (a new matrix; zeros stay zero)."""
+    if sp.issparse(X):
+        out = sp.csr_matrix(X, dtype=np.float64, copy=True)
+        out.eliminate_zeros()
+        out.data = 1.0 + np.log(out.data)
+        return out
+    X = np.asarray(X, dtype=np.float64)
+    return np.where(X > 0, 1.0 + np.log(np.where(X > 0, X, 1.0)), 0.0)
+
+
+def _document_frequency(X) -> np.ndarray:
+    """df_j: the number of rows of X in which column j is nonzero, shape (d,)."""
+    if sp.issparse(X):
+        X = sp.csr_matrix(X)
+        X.eliminate_zeros()
+        return np.bincount(X.indices, minlength=X.shape[1]).astype(np.float64)
+    return np.count_nonzero(X, axis=0).astype(np.float64)
+
+
+def _check_counts(X) -> None:
+    values = X.data if sp.issparse(X) else np.asarray(X)
+    if values.size and float(values.min()) < 0:
+        raise InputError(
+            f"scaling 'tfidf' needs nonnegative term counts or frequencies; the inputs hold {float(values.min())!r}"
+            " (use 'unit_norm' or 'standardize' for signed features)"
+        )
 
 
 def _column_var(X) -> np.ndarray:
@@ -53,11 +92,21 @@ class FeatureScaler:
     kind: str
     mean: np.ndarray | None = None  # shape: (d,), standardize on dense inputs
     std: np.ndarray | None = None  # shape: (d,), standardize
+    idf: np.ndarray | None = None  # shape: (d,), tfidf
+
+    def __attrs_post_init__(self):
+        if self.kind not in FEATURE_SCALINGS:
+            raise InputError(f"scaling must be one of {FEATURE_SCALINGS}; got {self.kind!r}")
+        missing = [name for name in SCALING_STATISTICS[self.kind] if getattr(self, name) is None]
+        if missing:
+            raise InputError(f"a {self.kind!r} scaling needs its training statistic {missing[0]!r}; it has none")
 
     @classmethod
     def fit(cls, kind: str, X_train) -> FeatureScaler:
-        if kind not in FEATURE_SCALINGS:
-            raise InputError(f"scaling must be one of {FEATURE_SCALINGS}; got {kind!r}")
+        if kind == "tfidf":
+            _check_counts(X_train)
+            n = X_train.shape[0]
+            return cls(kind, idf=1.0 + np.log((1.0 + n) / (1.0 + _document_frequency(X_train))))
         if kind != "standardize":
             return cls(kind)
         std = np.sqrt(np.maximum(_column_var(X_train), 0.0))
@@ -70,8 +119,13 @@ class FeatureScaler:
             return X
         if self.kind == "unit_norm":
             return _unit_rows(X)
-        if X.shape[1] != self.std.size:
-            raise InputError(f"the scaler was fitted on {self.std.size} features; got inputs with {X.shape[1]}")
+        width = (self.std if self.kind == "standardize" else self.idf).size
+        if X.shape[1] != width:
+            raise InputError(f"the scaler was fitted on {width} features; got inputs with {X.shape[1]}")
+        if self.kind == "tfidf":
+            _check_counts(X)
+            tf = _sublinear_tf(X)
+            return _unit_rows((tf @ sp.diags(self.idf)).tocsr() if sp.issparse(tf) else tf * self.idf)
         if sp.issparse(X):
             if self.mean is not None:
                 X = X.toarray()
@@ -85,12 +139,14 @@ class FeatureScaler:
             out[f"{prefix}mean"] = self.mean
         if self.std is not None:
             out[f"{prefix}std"] = self.std
+        if self.idf is not None:
+            out[f"{prefix}idf"] = self.idf
         return out
 
     @classmethod
     def from_arrays(cls, arrays, prefix: str = "scaler_") -> FeatureScaler:
         get = lambda k: arrays[f"{prefix}{k}"] if f"{prefix}{k}" in arrays else None  # noqa: E731
-        return cls(str(arrays[f"{prefix}kind"]), get("mean"), get("std"))
+        return cls(str(arrays[f"{prefix}kind"]), get("mean"), get("std"), get("idf"))
 
 
 def scale_features(kind: str, X_train, X_test=None):

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from gpmodels.data.datasets import encode_labels, find_data_root, load_dataset
 from gpmodels.data.files import load_file
-from gpmodels.data.scaling import auto_rbf_w, scale_features
+from gpmodels.data.scaling import FeatureScaler, auto_rbf_w, scale_features
 from gpmodels.data.splits import kfold_partition, subsample, train_test_split
 from gpmodels.data.svmlight import load_svmlight
 from gpmodels.errors import DataError, InputError
@@ -127,6 +127,36 @@ def test_scaling(rng):
     assert auto_rbf_w(X) == pytest.approx(1.0 / X.var(axis=0).sum())
     with pytest.raises(InputError, match="scaling must be one of"):
         scale_features("minmax", X)
+
+
+def test_tfidf_scaling_weights_sublinear_counts_by_smoothed_idf(rng):
+    counts = sp.random(30, 12, density=0.3, random_state=3, format="csr")
+    counts.data = np.ceil(counts.data * 5)
+    new = sp.csr_matrix(np.ceil(rng.uniform(0, 3, size=(4, 12))) * (rng.uniform(size=(4, 12)) < 0.4))
+    A, B = scale_features("tfidf", counts, new)
+    dense = counts.toarray()
+    df = (dense > 0).sum(axis=0)
+    idf = 1.0 + np.log(31.0 / (1.0 + df))
+    for X, got in ((dense, A), (new.toarray(), B)):
+        tf = np.where(X > 0, 1.0 + np.log(np.maximum(X, 1.0)), 0.0) * idf
+        norms = np.linalg.norm(tf, axis=1, keepdims=True)
+        np.testing.assert_allclose(got.toarray(), np.divide(tf, norms, out=np.zeros_like(tf), where=norms > 0))
+    Ad, Bd = scale_features("tfidf", dense, new.toarray())  # dense inputs give the same numbers
+    np.testing.assert_allclose(Ad, A.toarray(), atol=1e-15)
+    np.testing.assert_allclose(Bd, B.toarray(), atol=1e-15)
+    scaler = FeatureScaler.fit("tfidf", counts)
+    again = FeatureScaler.from_arrays(scaler.to_arrays())
+    np.testing.assert_array_equal(again.transform(new).toarray(), B.toarray())
+
+
+def test_tfidf_scaling_refuses_signed_inputs_and_other_widths(rng):
+    with pytest.raises(InputError, match="tfidf.*nonnegative.*-1.0"):
+        scale_features("tfidf", np.array([[1.0, -1.0]]))
+    scaler = FeatureScaler.fit("tfidf", np.array([[1.0, 2.0, 0.0]]))
+    with pytest.raises(InputError, match="fitted on 3 features; got inputs with 2"):
+        scaler.transform(np.ones((1, 2)))
+    with pytest.raises(InputError, match="needs its training statistic 'idf'"):
+        FeatureScaler("tfidf")
 
 
 @needs_shared_data("satimage", "news20")
