@@ -13,7 +13,8 @@
 
   with df_j the number of the n training rows in which term j occurs (the smoothed idf of
   scikit-learn's ``TfidfTransformer(sublinear_tf=True)``, so that a term no training row holds keeps a
-  finite weight).  The inputs must be nonnegative counts or frequencies.
+  finite weight).  The inputs must be term counts: zero or at least 1 (non-integer counts such as
+  1.5 are taken as they are).
 """
 
 from __future__ import annotations
@@ -26,9 +27,9 @@ from gpmodels.errors import InputError
 
 __all__ = ["FEATURE_SCALINGS", "SCALING_STATISTICS", "FeatureScaler", "scale_features", "auto_rbf_w"]
 
-#: the choices of the feature scaling (module docstring)
 #: the training statistics (FeatureScaler fields) each scaling must hold; mean is optional (sparse inputs)
 SCALING_STATISTICS = {"none": (), "standardize": ("std",), "unit_norm": (), "tfidf": ("idf",)}
+#: the choices of the feature scaling (module docstring)
 FEATURE_SCALINGS = tuple(SCALING_STATISTICS)
 
 
@@ -66,11 +67,13 @@ def _document_frequency(X) -> np.ndarray:
 
 
 def _check_counts(X) -> None:
-    values = X.data if sp.issparse(X) else np.asarray(X)
-    if values.size and float(values.min()) < 0:
+    """Refuse inputs that are not term counts: 1 + ln c is a weight (>= 1) only for c >= 1."""
+    values = X.data if sp.issparse(X) else np.asarray(X).ravel()
+    wrong = values[(values != 0) & ~(values >= 1)]
+    if wrong.size:
         raise InputError(
-            f"scaling 'tfidf' needs nonnegative term counts or frequencies; the inputs hold {float(values.min())!r}"
-            " (use 'unit_norm' or 'standardize' for signed features)"
+            "scaling 'tfidf' weights term counts: every nonzero input must be >= 1; the inputs hold "
+            f"{float(wrong[0])!r} (use 'unit_norm' or 'standardize' for other features)"
         )
 
 

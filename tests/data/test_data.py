@@ -149,9 +149,10 @@ def test_tfidf_scaling_weights_sublinear_counts_by_smoothed_idf(rng):
     np.testing.assert_array_equal(again.transform(new).toarray(), B.toarray())
 
 
-def test_tfidf_scaling_refuses_signed_inputs_and_other_widths(rng):
-    with pytest.raises(InputError, match="tfidf.*nonnegative.*-1.0"):
-        scale_features("tfidf", np.array([[1.0, -1.0]]))
+def test_tfidf_scaling_refuses_what_is_not_a_count_and_other_widths():
+    for wrong in (-1.0, 0.25, np.nan):  # a signed value, a frequency below 1 (1 + ln c < 1), no number
+        with pytest.raises(InputError, match=f"tfidf.*must be >= 1.*{wrong}"):
+            scale_features("tfidf", sp.csr_matrix(np.array([[1.0, wrong, 0.0]])))
     scaler = FeatureScaler.fit("tfidf", np.array([[1.0, 2.0, 0.0]]))
     with pytest.raises(InputError, match="fitted on 3 features; got inputs with 2"):
         scaler.transform(np.ones((1, 2)))
