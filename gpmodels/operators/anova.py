@@ -49,6 +49,7 @@ import numpy as np
 from gpmodels.errors import HierarchyError, InputError
 from gpmodels.hierarchy import ClassTree
 from gpmodels.kernels.representation_base import shared_device_backend
+from gpmodels.linalg.arrays import HOST
 from gpmodels.operators.base import Composite, Operator
 
 __all__ = ["ANOVA", "DENSE_CLASS_MIX_MAX_C"]
@@ -112,7 +113,7 @@ class ANOVA(Composite):
     def _parts(self):
         return (self.inner,)
 
-    def _compose(self, maps, V):
+    def _compose(self, ops, maps, V):
         # the paper's three steps, for K and its blocks alike; shape: (n, C, k) -> (n, P, k) -> (n, P, k) -> (n, C, k)
         return self.tree.phi(maps[0](self.tree.phi_t(V)))
 
@@ -125,7 +126,7 @@ class ANOVA(Composite):
 
     def _mvm(self, V):
         if self._merged is None:
-            return super()._mvm(V)
+            return super()._product(HOST, V)
         backend = self._merged_backend
         if backend is not None:
             return self._device_merged_mvm(backend, V)
@@ -157,7 +158,7 @@ class ANOVA(Composite):
     def device_backend(self):
         return self._merged_backend
 
-    def _device_mvm(self, backend, Vd):
+    def _product(self, backend, Vd):
         if Vd.ndim == 2:
             return self._device_mixed_product(backend, Vd, Vd.shape[0], 1)
         n, C, k = Vd.shape

@@ -17,12 +17,14 @@ Public methods validate and then call the ``_`` hooks.  Subclasses must define t
 from __future__ import annotations
 
 import abc
+import functools
 from collections.abc import Callable, Sequence
 
 import numpy as np
 
 from gpmodels.errors import InputError
 from gpmodels.hyperparameters import Parameterised, natural_values
+from gpmodels.linalg.arrays import HOST
 from gpmodels.linalg.finite_differences import central_differences
 from gpmodels.linalg.point_blocks import point_blocks
 from gpmodels.validation import check_indices
@@ -203,7 +205,7 @@ class Operator(Parameterised):
     def device_backend(self):
         """The array backend (:mod:`gpmodels.kernels.device.backend`) on whose device :meth:`device_mvm`
         runs K V from and to device arrays: every kernel matrix lives there and the operator's algebra is
-        written for it.  None (the default): products on host arrays only."""
+        written over its arrays (:meth:`_product`).  None (the default): products on host arrays only."""
         return None
 
     def device_mvm(self, Vd):
@@ -216,12 +218,14 @@ class Operator(Parameterised):
             raise InputError(
                 f"Dimension mismatch: V must have shape ({n}, {C}) or ({n}, {C}, k); got {tuple(Vd.shape)}"
             )
-        return self._device_mvm(backend, Vd)
+        return self._product(backend, Vd)
 
-    def _device_mvm(self, backend, Vd):
-        """:meth:`device_mvm` on ``backend``, the ``device_backend`` the operator declares, Vd (n, C) or
-        (n, C, k); an operator that declares one defines this."""
-        raise InputError(f"{type(self).__name__} declares a device_backend but defines no _device_mvm")
+    def _product(self, ops, V):
+        """K V on the arrays of ``ops`` (:mod:`gpmodels.linalg.arrays`: :data:`~gpmodels.linalg.arrays.HOST`, or
+        the ``device_backend`` the operator declares, V (n, C) or (n, C, k) there): the one product of an
+        operator whose algebra runs on host and device arrays alike; an operator that declares a
+        ``device_backend`` defines it."""
+        raise InputError(f"{type(self).__name__} declares a device_backend but defines no _product")
 
     # ------------------------------------------------------------------ must be defined
     @property
@@ -449,9 +453,10 @@ class Composite(Operator):
     """An operator made of operators by one algebra (see :class:`CompositeBlock`).
 
     Must be defined (besides the protocol's parameters, restrict, diag, ...): ``_parts`` (the inner
-    operators, in the order ``_compose`` takes their maps) and ``_compose(maps, V)``, the MVM given
-    the parts' linear maps; the MVM, cross blocks K_{I,J} and test-point blocks K_{*,X} all come
-    from it.  A composite may override ``_mvm`` with a faster square-only form of the same matrix.
+    operators, in the order ``_compose`` takes their maps) and ``_compose(ops, maps, V)``, the MVM given
+    the parts' linear maps on the arrays of ``ops`` (:mod:`gpmodels.linalg.arrays`); the MVM on host and
+    device arrays, cross blocks K_{I,J} and test-point blocks K_{*,X} all come from it.  A composite may
+    override ``_product`` with a faster square-only form of the same matrix.
     """
 
     @abc.abstractmethod
@@ -459,17 +464,25 @@ class Composite(Operator):
         """The inner operators, in the order of ``_compose``'s maps."""
 
     @abc.abstractmethod
-    def _compose(self, maps: Sequence[PartMap], V: np.ndarray) -> np.ndarray:
-        """K V given the maps of the parts (square MVMs, blocks or transposed blocks); V (cols, C, k)."""
+    def _compose(self, ops, maps: Sequence[PartMap], V):
+        """K V given the maps of the parts (square MVMs, blocks or transposed blocks) on the arrays of ``ops``:
+        V (cols, C, k), on a device also (cols, C); a composite that declares no ``device_backend`` is given
+        :data:`~gpmodels.linalg.arrays.HOST` only."""
 
     def _mvm(self, V):
-        return self._compose(tuple(p._mvm for p in self._parts()), V)
+        return self._product(HOST, V)
+
+    def _product(self, ops, V):
+        return self._compose(ops, tuple(ops.product(p) for p in self._parts()), V)
 
     def _cross(self, I, J):
-        return CompositeBlock.of(self._compose, [p._cross(I, J) for p in self._parts()], self.n_classes)
+        return CompositeBlock.of(
+            functools.partial(self._compose, HOST), [p._cross(I, J) for p in self._parts()], self.n_classes
+        )
 
     def _cross_test(self, X_new):
-        return CompositeBlock.of(self._compose, [p._cross_test(X_new) for p in self._parts()], self.n_classes)
+        blocks = [p._cross_test(X_new) for p in self._parts()]
+        return CompositeBlock.of(functools.partial(self._compose, HOST), blocks, self.n_classes)
 
 
 def concat_params(parts: Sequence[tuple[str, np.ndarray, Sequence[str]]]) -> tuple[np.ndarray, tuple[str, ...]]:

@@ -409,7 +409,7 @@ class BlockDiagonal(Operator):
     def device_backend(self):
         return self._layout.backend
 
-    def _device_mvm(self, backend, Vd):
+    def _product(self, backend, Vd):
         if Vd.ndim == 2:
             return self._square_product(backend, Vd, 1)
         n, C, k = Vd.shape

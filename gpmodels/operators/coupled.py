@@ -102,7 +102,7 @@ class Coupled(Composite):
     def _parts(self):
         return (self.inner,)
 
-    def _compose(self, maps, V):
+    def _compose(self, ops, maps, V):
         # (B ⊗ I) K (B^T ⊗ I) V; the same for a block K_{I,J} and its transpose (B on both sides)
         return self._to_classes(maps[0](np.ascontiguousarray(self._to_factors(V))))
 

@@ -42,20 +42,16 @@ class Intercept(Composite):
     def _parts(self):
         return (self.inner,)
 
-    def _compose(self, maps, V):
+    def _compose(self, ops, maps, V):
         # K̃ V = K V + σ² 1 (1^T V) per class; for a block K_{I,J} (or its transpose) the row of
         # column sums broadcasts over its rows
         out = maps[0](V)
-        out += self.sigma2 * V.sum(axis=0, keepdims=True)
+        out += self.sigma2 * ops.xp.sum(V, axis=0, keepdims=True)
         return out
 
     @property
     def device_backend(self):
         return self.inner.device_backend
-
-    def _device_mvm(self, backend, Vd):
-        # K̃ V = K V + σ² 1 (1^T V), as _compose, on the inner operator's device
-        return self.inner.device_mvm(Vd) + self.sigma2 * backend.xp.sum(Vd, axis=0, keepdims=True)
 
     def _diag(self):
         return self.inner._diag() + self.sigma2

@@ -131,7 +131,7 @@ class Restriction(Operator):
             self._device["indices"] = (backend.indices(pad), backend.indices(self.J))
         return self._device["indices"]
 
-    def _device_mvm(self, backend, Vd):
+    def _product(self, backend, Vd):
         xp = backend.xp
         pad, rows = self.device_indices(backend)
         zero = xp.zeros((1, *Vd.shape[1:]), dtype=Vd.dtype, device=backend.device)

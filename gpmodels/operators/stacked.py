@@ -230,7 +230,7 @@ class Stacked(Operator):
     def device_backend(self):
         return shared_device_backend(self.parts) if self.order is None else None
 
-    def _device_mvm(self, backend, Vd):
+    def _product(self, backend, Vd):
         return self.products.device(backend, Vd, self._all())
 
     def __repr__(self) -> str:

@@ -87,7 +87,7 @@ class Sum(Composite):
     def _parts(self):
         return self.ops
 
-    def _compose(self, maps, V):
+    def _compose(self, ops, maps, V):
         # K_θ V = Σ_m θ_m K_m V, in component order
         out = self.theta[0] * maps[0](V)
         for t, apply in zip(self.theta[1:], maps[1:]):

@@ -52,7 +52,9 @@ def _compat():
 
 
 class ArrayBackend(abc.ABC):
-    """An array namespace ``xp`` on one ``device``; ``label`` names it in reports."""
+    """An array namespace ``xp`` on one ``device``; ``label`` names it in reports.  Its methods are the array
+    primitives an operator's algebra is written over (:mod:`gpmodels.linalg.arrays`; the host's are
+    :data:`~gpmodels.linalg.arrays.HOST`)."""
 
     xp: object
     device: object
@@ -88,6 +90,11 @@ class ArrayBackend(abc.ABC):
     @abc.abstractmethod
     def to_host(self, a) -> np.ndarray:
         """A float64 host copy of an array of this backend."""
+
+    def product(self, part):
+        """The linear map of an operator's part (an operator or a kernel representation held here) on this
+        backend's arrays: its ``device_mvm`` (:mod:`gpmodels.linalg.arrays`)."""
+        return part.device_mvm
 
     def free_bytes(self) -> int | None:
         """Memory free on the device now (host backends: the machine's available memory)."""

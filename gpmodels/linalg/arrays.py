@@ -1,0 +1,40 @@
+"""The array primitives an operator's algebra is written over, once for host and device arrays.
+
+A composite operator's product (the intercept's K V + σ² 1 1^T V, a restriction's P_J^T K P_J V, the
+block-diagonal layout of classes over kernel matrices, ...) is one function of ``ops``, the primitives of
+the arrays it is given: :data:`HOST` for numpy arrays on the host, or a device backend
+(:class:`~gpmodels.kernels.device.backend.ArrayBackend`, whose ``xp`` is an array-API namespace) for
+arrays on its device.  The algebra calls ``ops.xp`` for what numpy (from 1.24) and the array API standard
+spell alike (``sum``, ``reshape`` without ``copy``, ``zeros_like``, the operators ``+ * @`` and in-place
+updates) and the methods below for the rest; where the host has a faster way (assignment into a buffer
+where the array API has no scatter) :class:`HostArrays` takes it, so that no operator keeps a second,
+host-only product.
+
+The primitives (both kinds):
+
+- ``product(part)``: the linear map of an operator's part (an operator, a kernel representation or a
+  block of one) on these arrays: its ``mvm`` on the host, its ``device_mvm`` on a device.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["HostArrays", "HOST"]
+
+
+class HostArrays:
+    """The primitives (module docstring) of numpy arrays on the host."""
+
+    xp = np
+    label = "host (numpy)"
+
+    def product(self, part):
+        return part.mvm
+
+    def __repr__(self) -> str:
+        return "HOST"
+
+
+#: the primitives of host numpy arrays
+HOST = HostArrays()
