@@ -12,6 +12,10 @@ host-only product.
 
 The primitives (both kinds):
 
+- ``indices(idx)``: integer positions as an array of these (on the host: numpy's own);
+- ``take(a, idx, axis)``: entries at the positions ``idx`` from :meth:`indices` along ``axis``;
+- ``scatter_map(rows, n)`` and ``scatter(V, map)``: V's rows at the rows ``rows`` (distinct) of an n-row
+  array, zero elsewhere (the map made once per ``rows`` and kept by its caller);
 - ``product(part)``: the linear map of an operator's part (an operator, a kernel representation or a
   block of one) on these arrays: its ``mvm`` on the host, its ``device_mvm`` on a device.
 """
@@ -28,6 +32,21 @@ class HostArrays:
 
     xp = np
     label = "host (numpy)"
+
+    def indices(self, idx) -> np.ndarray:
+        return np.ascontiguousarray(idx, dtype=np.intp)
+
+    def take(self, a, idx, axis: int = 0) -> np.ndarray:
+        return np.take(a, idx, axis=axis)
+
+    def scatter_map(self, rows, n: int) -> tuple[np.ndarray, int]:
+        return self.indices(rows), int(n)
+
+    def scatter(self, V: np.ndarray, scatter_map) -> np.ndarray:
+        rows, n = scatter_map  # an assignment into zeros, where the array API needs a padded take
+        out = np.zeros((n, *V.shape[1:]))
+        out[rows] = V
+        return out
 
     def product(self, part):
         return part.mvm

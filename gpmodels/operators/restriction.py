@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from gpmodels.linalg.arrays import HOST
 from gpmodels.operators.base import CrossOperator, KronTerm, Operator
 from gpmodels.validation import check_indices
 
@@ -33,14 +34,23 @@ class Restriction(Operator):
         self.J = check_indices("J", J, op.n_points)
         self.is_class_diagonal = op.is_class_diagonal
         self.has_intercept = op.has_intercept
-        self._device: dict = {}
+        self._maps: dict = {}
 
     # ------------------------------------------------------------------ scatter and gather
     def scatter(self, V: np.ndarray) -> np.ndarray:
         """P_J V: the rows of V (|J|, ...) at the rows J of an array of op's n points, zero elsewhere."""
-        out = np.zeros((self.op.n_points, *V.shape[1:]))
-        out[self.J] = V
-        return out
+        return HOST.scatter(V, self._maps_on(HOST)[0])
+
+    def _maps_on(self, ops) -> tuple:
+        """(the scatter map of P_J, the positions J) on the arrays of ``ops``, made once per ``ops``."""
+        if ops not in self._maps:
+            self._maps[ops] = (ops.scatter_map(self.J, self.op.n_points), ops.indices(self.J))
+        return self._maps[ops]
+
+    def _product(self, ops, V):
+        # K_J V = P_J^T K (P_J V); V (|J|, C[, k]) on the arrays of ops
+        scatter, rows = self._maps_on(ops)
+        return ops.take(ops.product(self.op)(ops.scatter(V, scatter)), rows)
 
     def intercepts(self, alpha) -> np.ndarray | None:
         return self.op.intercepts(self.scatter(np.asarray(alpha, dtype=np.float64)))
@@ -73,7 +83,7 @@ class Restriction(Operator):
         return Restriction(self.op.with_params(theta), self.J)
 
     def _mvm(self, V):
-        return self.op.mvm(self.scatter(V))[self.J]
+        return self._product(HOST, V)
 
     def _diag(self):
         return self.op.diag()[self.J]
@@ -116,30 +126,12 @@ class Restriction(Operator):
     def _test_point_blocks(self, X_new):
         return self.op.test_point_blocks(X_new)
 
-    # ------------------------------------------------------------------ device products
     @property
     def device_backend(self):
         return self.op.device_backend
 
-    def device_indices(self, backend):
-        """(for every point of op, its row in an (|J| + 1)-row array whose last row is zero; the rows J) as
-        ``backend`` (the operator's one ``device_backend``) indices: P_J V and the gather back as two takes (the
-        array API has no scatter)."""
-        if "indices" not in self._device:
-            pad = np.full(self.op.n_points, self.J.size, dtype=np.intp)
-            pad[self.J] = np.arange(self.J.size)
-            self._device["indices"] = (backend.indices(pad), backend.indices(self.J))
-        return self._device["indices"]
-
-    def _product(self, backend, Vd):
-        xp = backend.xp
-        pad, rows = self.device_indices(backend)
-        zero = xp.zeros((1, *Vd.shape[1:]), dtype=Vd.dtype, device=backend.device)
-        W = backend.take(xp.concat([Vd, zero], axis=0), pad)
-        return backend.take(self.op.device_mvm(W), rows)
-
     def __getstate__(self) -> dict:  # device indices stay in the process that made them
-        return {**self.__dict__, "_device": {}}
+        return {**self.__dict__, "_maps": {}}
 
     def __repr__(self) -> str:
         return f"Restriction({self.op!r}, {self.J.size} of {self.op.n_points} points)"

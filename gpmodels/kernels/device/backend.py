@@ -91,6 +91,20 @@ class ArrayBackend(abc.ABC):
     def to_host(self, a) -> np.ndarray:
         """A float64 host copy of an array of this backend."""
 
+    def scatter_map(self, rows, n: int):
+        """For V's rows at the distinct rows ``rows`` of an n-row array (:meth:`scatter`): for each of the n rows
+        its row in V with one zero row appended (V's row count for the rows not in ``rows``), as indices."""
+        rows = np.asarray(rows, dtype=np.intp)
+        pad = np.full(int(n), rows.size, dtype=np.intp)
+        pad[rows] = np.arange(rows.size)
+        return self.indices(pad)
+
+    def scatter(self, V, scatter_map):
+        """V's rows at the rows of :meth:`scatter_map`, zero elsewhere: one take of V with a zero row appended
+        (the array API has no scatter)."""
+        zero = self.xp.zeros((1, *V.shape[1:]), dtype=V.dtype, device=self.device)
+        return self.take(self.xp.concat([V, zero], axis=0), scatter_map)
+
     def product(self, part):
         """The linear map of an operator's part (an operator or a kernel representation held here) on this
         backend's arrays: its ``device_mvm`` (:mod:`gpmodels.linalg.arrays`)."""
