@@ -16,6 +16,9 @@ The primitives (both kinds):
 - ``take(a, idx, axis)``: entries at the positions ``idx`` from :meth:`indices` along ``axis``;
 - ``scatter_map(rows, n)`` and ``scatter(V, map)``: V's rows at the rows ``rows`` (distinct) of an n-row
   array, zero elsewhere (the map made once per ``rows`` and kept by its caller);
+- ``class_matrix(S)`` and ``mix_classes(V, S')``: V S per point, the rows of each column of V (n, C[, k])
+  times a C x C matrix S (prepared once by ``class_matrix``), flattened to (n, C k) (on the host one
+  stacked product S v_i, in one thread; on a device one GEMM of V's rows);
 - ``product(part)``: the linear map of an operator's part (an operator, a kernel representation or a
   block of one) on these arrays: its ``mvm`` on the host, its ``device_mvm`` on a device.
 """
@@ -47,6 +50,16 @@ class HostArrays:
         out = np.zeros((n, *V.shape[1:]))
         out[rows] = V
         return out
+
+    def class_matrix(self, S: np.ndarray) -> np.ndarray:
+        return S
+
+    def mix_classes(self, V: np.ndarray, S: np.ndarray) -> np.ndarray:
+        if V.ndim == 2:
+            return V @ S.T
+        # a stacked product S v_i per point runs in one thread: a single multithreaded BLAS call of this
+        # size pays more in thread wake-up and spinning than it computes
+        return np.matmul(S, V).reshape(V.shape[0], -1)
 
     def product(self, part):
         return part.mvm

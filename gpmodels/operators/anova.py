@@ -89,7 +89,7 @@ class ANOVA(Composite):
         self._names = names
         self.merge_gemm = bool(merge_gemm)
         self._merged = None
-        self._device_mix = None  # the S_r^T on that device
+        self._mixes: dict = {}  # the S_r on the arrays of each ops (HOST, a device)
         groups = inner.kernel_groups() if self.merge_gemm else None
         if groups is not None:
             C = tree.n_classes
@@ -118,80 +118,61 @@ class ANOVA(Composite):
         return self.tree.phi(maps[0](self.tree.phi_t(V)))
 
     @property
-    def _merged_backend(self):
+    def device_backend(self):
         """The device every merged GEMM's matrix lives on, when they share one and need no tree walk."""
         if self._merged is None or self._needs_walk:
             return None
         return shared_device_backend([rep for rep, *_ in self._merged])
 
     def _mvm(self, V):
+        backend = self.device_backend
+        if backend is not None:  # V crosses to the device once and the sum back once, not once per GEMM
+            return backend.to_host(self._product(backend, backend.from_host(V)))
+        return self._product(HOST, V)
+
+    def _product(self, ops, V):
         if self._merged is None:
-            return super()._product(HOST, V)
-        backend = self._merged_backend
-        if backend is not None:
-            return self._device_merged_mvm(backend, V)
-        return self._merged_mvm(V)
+            return super()._product(ops, V)
+        return self._merged_product(ops, V)
 
-    def _device_mixed_product(self, backend, rows, n: int, k: int):
-        """Σ_r M_r (V S_r) on ``backend``'s device from ``rows`` (n k, C), row (i, j) holding v_i's column
-        j: the class mixing (S_r v_i per point and column: one (n k) x C by C x C GEMM with S_r^T) and the
-        GEMMs with M_r run there; the result (n, C k) stays there."""
-        xp = backend.xp
-        C = self.tree.n_classes
-        if self._device_mix is None:
-            self._device_mix = [backend.from_host(S.T) for *_, S in self._merged]
-        out = None
-        for (rep, *_), S_T in zip(self._merged, self._device_mix):
-            mixed = rows @ S_T
-            W = mixed if k == 1 else xp.reshape(xp.permute_dims(xp.reshape(mixed, (n, k, C)), (0, 2, 1)), (n, C * k))
-            res = rep.device_mvm(W)
-            out = res if out is None else out + res
-        return out
-
-    def _device_merged_mvm(self, backend, V):
-        """:meth:`_device_mixed_product` for host V (n, C, k): V crosses once, the sum crosses back once."""
-        n, C, k = V.shape
-        rows = backend.from_host(np.swapaxes(V, 1, 2).reshape(n * k, C))
-        return backend.to_host(self._device_mixed_product(backend, rows, n, k)).reshape(n, C, k)
-
-    @property
-    def device_backend(self):
-        return self._merged_backend
-
-    def _product(self, backend, Vd):
-        if Vd.ndim == 2:
-            return self._device_mixed_product(backend, Vd, Vd.shape[0], 1)
-        n, C, k = Vd.shape
-        xp = backend.xp
-        rows = xp.reshape(xp.permute_dims(Vd, (0, 2, 1)), (n * k, C))
-        return xp.reshape(self._device_mixed_product(backend, rows, n, k), (n, C, k))
+    def _class_matrices(self, ops) -> list:
+        """Each group's S_r prepared for ``ops.mix_classes`` (None where the group walks the tree or works in node
+        space), made once per ``ops``."""
+        if ops not in self._mixes:
+            self._mixes[ops] = [None if S is None else ops.class_matrix(S) for *_, S in self._merged]
+        return self._mixes[ops]
 
     def __getstate__(self) -> dict:  # device copies stay in the process that made them
-        return {**self.__dict__, "_device_mix": None}
+        return {**self.__dict__, "_mixes": {}}
 
-    def _merged_mvm(self, V):
-        """Σ_r M_r (V S_r) for class-space groups, Φ_L (D_r M_r (Φ_L^T V)_{G_r}) for the others."""
-        n, C, k = V.shape
+    def _merged_product(self, ops, V):
+        """Σ_r M_r (V S_r) for class-space groups, Φ_L (D_r M_r (Φ_L^T V)_{G_r}) for the others; V (n, C[, k]) on
+        the arrays of ``ops``.  The tree walks and node-space groups run on the host: a device is declared
+        only where every group is class-space with its S_r."""
+        n, C = V.shape[:2]
         node_space = any(not class_space for _, _, _, class_space, _ in self._merged)
         Vt = self.tree.phi_t(V) if node_space else None  # shape: (n, P, k)
         out = None
         node_part = None
-        for rep, nodes, weights, class_space, S in self._merged:
+        for (rep, nodes, weights, class_space, S), S_ops in zip(self._merged, self._class_matrices(ops)):
             if class_space:  # GEMM on C k columns: M_r (Φ_L D_r Φ_L^T V)
                 if S is None:  # both tree sweeps per point, no (n, P, k) intermediate
-                    W = self.tree.mix(V, weights)
-                else:  # (V S)_i = S v_i per point: a stacked matmul (one thread); a single BLAS call
-                    W = np.matmul(S, V)  # of this size paid more in thread wake-up and spinning
-                res = rep.mvm(np.ascontiguousarray(W).reshape(n, C * k)).reshape(n, C, k)
+                    W = np.ascontiguousarray(self.tree.mix(V, weights)).reshape(n, -1)
+                else:  # (V S)_i = S v_i per point and column, flattened to (n, C k)
+                    W = ops.mix_classes(V, S_ops)
+                res = ops.product(rep)(W)
                 if out is None:
                     out = res
                 else:
                     out += res
             else:  # GEMM on |G_r| k columns in node space
+                k = V.shape[2]
                 if node_part is None:
                     node_part = np.zeros_like(Vt)
                 res = rep.mvm(np.ascontiguousarray(Vt[:, nodes, :]).reshape(n, nodes.size * k))
                 node_part[:, nodes, :] = res.reshape(n, nodes.size, k) * weights[nodes][None, :, None]
+        if out is not None and V.ndim == 3:
+            out = ops.xp.reshape(out, tuple(V.shape))
         if node_part is not None:
             mixed = self.tree.phi(node_part)
             out = mixed if out is None else out + mixed

@@ -98,7 +98,7 @@ def _anova_pair(backend):
 def test_anova_merged_gemms_on_one_device_match_the_host_and_cross_once(backend, k):
     be = BACKENDS[backend]()
     host, dev = _anova_pair(be)
-    assert dev._merged_backend is be and host._merged_backend is None
+    assert dev.device_backend is be and host.device_backend is None
     V = np.random.default_rng(7).normal(size=(29, TREE.n_classes, k))
     _close(dev.mvm(V), host.mvm(V))
     if isinstance(be, CountingBackend):

@@ -105,6 +105,20 @@ class ArrayBackend(abc.ABC):
         zero = self.xp.zeros((1, *V.shape[1:]), dtype=V.dtype, device=self.device)
         return self.take(self.xp.concat([V, zero], axis=0), scatter_map)
 
+    def class_matrix(self, S):
+        """A host C x C matrix S for :meth:`mix_classes`: S^T here."""
+        return self.from_host(np.transpose(S))
+
+    def mix_classes(self, V, S_T):
+        """V S per point (S^T from :meth:`class_matrix`), the rows of each column of V (n, C[, k]) times S,
+        flattened to (n, C k): one (n k) x C by C x C GEMM of V's rows."""
+        if V.ndim == 2:
+            return V @ S_T
+        xp = self.xp
+        n, C, k = V.shape
+        mixed = xp.reshape(xp.permute_dims(V, (0, 2, 1)), (n * k, C)) @ S_T
+        return xp.reshape(xp.permute_dims(xp.reshape(mixed, (n, k, C)), (0, 2, 1)), (n, C * k))
+
     def product(self, part):
         """The linear map of an operator's part (an operator or a kernel representation held here) on this
         backend's arrays: its ``device_mvm`` (:mod:`gpmodels.linalg.arrays`)."""
