@@ -12,6 +12,9 @@ host-only product.
 
 The primitives (both kinds):
 
+- ``from_host(a, dtype)``, ``to_host(a)``: arrays across (on the host: float64 in C order, as they are);
+- ``row_sum(V)``: the sum over axis 0 kept as one row (on the host the array's own method, without
+  numpy's dispatch of ``np.sum``);
 - ``indices(idx)``: integer positions as an array of these (on the host: numpy's own);
 - ``take(a, idx, axis)``: entries at the positions ``idx`` from :meth:`indices` along ``axis``;
 - ``scatter_map(rows, n)`` and ``scatter(V, map)``: V's rows at the rows ``rows`` (distinct) of an n-row
@@ -19,15 +22,22 @@ The primitives (both kinds):
 - ``class_matrix(S)`` and ``mix_classes(V, S')``: V S per point, the rows of each column of V (n, C[, k])
   times a C x C matrix S (prepared once by ``class_matrix``), flattened to (n, C k) (on the host one
   stacked product S v_i, in one thread; on a device one GEMM of V's rows);
-- ``product(part)``: the linear map of an operator's part (an operator, a kernel representation or a
-  block of one) on these arrays: its ``mvm`` on the host, its ``device_mvm`` on a device.
+- ``columns(A, cols)`` and ``join_columns(parts, columns, order, scale)``: the columns ``cols`` (a slice or
+  :meth:`indices`) of a 2-D A; results side by side, ``parts[g]`` at the columns ``columns[g]``, every column
+  times its entry of ``scale`` (1, width) (``order``: the indices that put the concatenated parts in column
+  order, None where they are; the host writes each part into its columns as it comes instead);
+- ``product(part)``, ``rproduct(part)``: the linear map of an operator's part (an operator, a kernel
+  representation or a block of one) and of a block's transpose on these arrays: its ``mvm`` / ``rmvm`` on
+  the host, its ``device_mvm`` / ``device_rmvm`` on a device.
+
+:func:`primitives` gives them for a ``device_backend`` (None: :data:`HOST`).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["HostArrays", "HOST"]
+__all__ = ["HostArrays", "HOST", "primitives"]
 
 
 class HostArrays:
@@ -35,6 +45,15 @@ class HostArrays:
 
     xp = np
     label = "host (numpy)"
+
+    def from_host(self, a, dtype=np.float64) -> np.ndarray:
+        return np.ascontiguousarray(a, dtype=dtype)
+
+    def row_sum(self, V: np.ndarray) -> np.ndarray:
+        return V.sum(axis=0, keepdims=True)
+
+    def to_host(self, a) -> np.ndarray:
+        return a
 
     def indices(self, idx) -> np.ndarray:
         return np.ascontiguousarray(idx, dtype=np.intp)
@@ -61,8 +80,25 @@ class HostArrays:
         # size pays more in thread wake-up and spinning than it computes
         return np.matmul(S, V).reshape(V.shape[0], -1)
 
+    def columns(self, A: np.ndarray, cols) -> np.ndarray:
+        return np.ascontiguousarray(A[:, cols])
+
+    def join_columns(self, parts, columns, order, scale) -> np.ndarray:
+        out = None
+        for part, cols in zip(parts, columns):  # each part scaled into its columns as it comes: no concatenation
+            if out is None:
+                out = np.empty((part.shape[0], scale.shape[1]))
+            if isinstance(cols, slice):
+                np.multiply(part, scale[:, cols], out=out[:, cols])
+            else:
+                out[:, cols] = part * scale[:, cols]
+        return out
+
     def product(self, part):
         return part.mvm
+
+    def rproduct(self, part):
+        return part.rmvm
 
     def __repr__(self) -> str:
         return "HOST"
@@ -70,3 +106,9 @@ class HostArrays:
 
 #: the primitives of host numpy arrays
 HOST = HostArrays()
+
+
+def primitives(device_backend):
+    """The array primitives of an operator or block whose ``device_backend`` is given: the backend itself, or
+    :data:`HOST` for None."""
+    return HOST if device_backend is None else device_backend

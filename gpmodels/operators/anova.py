@@ -125,14 +125,14 @@ class ANOVA(Composite):
         return shared_device_backend([rep for rep, *_ in self._merged])
 
     def _mvm(self, V):
+        if self._merged is None:
+            return super()._mvm(V)
         backend = self.device_backend
         if backend is not None:  # V crosses to the device once and the sum back once, not once per GEMM
-            return backend.to_host(self._product(backend, backend.from_host(V)))
-        return self._product(HOST, V)
+            return backend.to_host(self._merged_product(backend, backend.from_host(V)))
+        return self._merged_product(HOST, V)
 
-    def _product(self, ops, V):
-        if self._merged is None:
-            return super()._product(ops, V)
+    def _product(self, ops, V):  # a device backend is declared only for the merged GEMMs
         return self._merged_product(ops, V)
 
     def _class_matrices(self, ops) -> list:

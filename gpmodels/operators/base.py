@@ -469,8 +469,8 @@ class Composite(Operator):
         V (cols, C, k), on a device also (cols, C); a composite that declares no ``device_backend`` is given
         :data:`~gpmodels.linalg.arrays.HOST` only."""
 
-    def _mvm(self, V):
-        return self._product(HOST, V)
+    def _mvm(self, V):  # the parts' unchecked host products: no array checks per part and product
+        return self._compose(HOST, tuple(p._mvm for p in self._parts()), V)
 
     def _product(self, ops, V):
         return self._compose(ops, tuple(ops.product(p) for p in self._parts()), V)

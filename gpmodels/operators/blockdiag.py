@@ -28,7 +28,6 @@ room; ``param_bounds`` gives them in log v, and every hyperparameter learner kee
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Sequence
 from typing import NamedTuple
 
@@ -39,6 +38,7 @@ from gpmodels.errors import InputError
 from gpmodels.kernels.base import Kernel
 from gpmodels.kernels.representation_base import Representation, RepresentationBuilder, shared_device_backend
 from gpmodels.kernels.representations import RepresentationConfig
+from gpmodels.linalg.arrays import primitives
 from gpmodels.operators.base import CompositeBlock, KronTerm, Operator, concat_params
 from gpmodels.validation import check_features, positive_number, sequence_of
 
@@ -109,16 +109,19 @@ def _group_array(name: str, groups, n_classes: int | None) -> np.ndarray:
     return arr
 
 
-class _DeviceColumns(NamedTuple):
-    """For right-hand sides of k columns per class, flattened to (rows, C k), on a device: each group's
-    columns (a slice, or device indices); the device indices that gather them group after group
-    (``gather``) and that put the groups' concatenated results back in class order (``order``), both
-    None where the groups are in class order already; the row of v_c per column (``scale``)."""
+class _Columns(NamedTuple):
+    """For right-hand sides of k columns per class, flattened to (rows, C k), on the arrays of one ``ops``: each
+    group's columns (a slice, or indices); the indices that gather them group after group (``gather``) and
+    that put the groups' concatenated results back in class order (``order``), both None where the groups
+    are in class order already; the row of v_c per column (``scale``); the distinct M's products there
+    (``products``) and their device stack (``stack``, :attr:`_Layout.stack`)."""
 
     columns: list
     gather: object
     order: object
     scale: object
+    products: list
+    stack: object
 
 
 class _Layout:
@@ -132,19 +135,19 @@ class _Layout:
             cls = np.flatnonzero(rep_of_group[class_kernel] == r)
             contiguous = cls.size and np.array_equal(cls, np.arange(cls[0], cls[0] + cls.size))
             self.classes.append(slice(int(cls[0]), int(cls[0]) + cls.size) if contiguous else cls)
-        self._device: dict = {}
+        self._made: dict = {}
 
     @property
     def backend(self):
-        if "backend" not in self._device:  # asked on every MVM; the representations are fixed
-            self._device["backend"] = shared_device_backend(self.reps)
-        return self._device["backend"]
+        if "backend" not in self._made:  # asked on every MVM; the representations are fixed
+            self._made["backend"] = shared_device_backend(self.reps)
+        return self._made["backend"]
 
     @property
     def stack(self):
         """The device stack that holds every distinct M, in this order, where each serves as many classes
         (one batched product, :mod:`gpmodels.kernels.device.stack`); else None."""
-        if "stack" not in self._device:
+        if "stack" not in self._made:
             stack = self.reps[0].stack
             sizes = {np.arange(self.n_classes)[cls].size for cls in self.classes}
             ok = (
@@ -153,34 +156,34 @@ class _Layout:
                 and all(r.stack is stack and r.stack_index == i for i, r in enumerate(self.reps))
                 and len(sizes) == 1
             )
-            self._device["stack"] = stack if ok else None
-        return self._device["stack"]
+            self._made["stack"] = stack if ok else None
+        return self._made["stack"]
 
-    def on_device(self, backend, k: int, class_v: np.ndarray) -> _DeviceColumns:
-        """The column maps of right-hand sides of k columns per class, flattened to (rows, C k), on
-        ``backend`` (:class:`_DeviceColumns`)."""
-        key = ("columns", k)  # one backend: the operator's device_backend
-        if key not in self._device:
+    def columns(self, ops, k: int, class_v: np.ndarray) -> _Columns:
+        """The column maps of right-hand sides of k columns per class, flattened to (rows, C k), on the arrays
+        of ``ops`` (:class:`_Columns`), made once per ``ops`` and k."""
+        key = ("columns", ops, k)
+        if key not in self._made:
             columns, flat = [], []
             for cls in self.classes:
                 idx = np.arange(self.n_classes, dtype=np.intp)[cls]
                 cols = (idx[:, None] * k + np.arange(k)[None, :]).ravel()
                 flat.append(cols)
-                columns.append(
-                    slice(int(cols[0]), int(cols[-1]) + 1) if isinstance(cls, slice) else backend.indices(cols)
-                )
+                columns.append(slice(int(cols[0]), int(cols[-1]) + 1) if isinstance(cls, slice) else ops.indices(cols))
             flat = np.concatenate(flat)
             in_order = np.array_equal(flat, np.arange(flat.size))
-            self._device[key] = _DeviceColumns(
+            self._made[key] = _Columns(
                 columns,
-                None if in_order else backend.indices(flat),
-                None if in_order else backend.indices(np.argsort(flat)),
-                backend.from_host(np.repeat(class_v, k)[None, :]),
+                None if in_order else ops.indices(flat),
+                None if in_order else ops.indices(np.argsort(flat)),
+                ops.from_host(np.repeat(class_v, k)[None, :]),
+                [ops.product(rep) for rep in self.reps],
+                self.stack,
             )
-        return self._device[key]
+        return self._made[key]
 
     def __getstate__(self) -> dict:  # device copies stay in the process that made them
-        return {**self.__dict__, "_device": {}}
+        return {**self.__dict__, "_made": {}}
 
 
 class BlockDiagonal(Operator):
@@ -329,108 +332,76 @@ class BlockDiagonal(Operator):
         """v_c per class, shape (C,)."""
         return self._class_v
 
-    def _compose(self, maps, V):
-        """K V given one map per distinct M (``_layout.reps`` order): M's MVM, or a block M_{I,J}
-        or its transpose (K_{I,J} = diag(v_c M^(l_c)_{I,J}), its transpose diag(v_c M^(l_c)_{I,J}^T)).
-        V (cols, C, k) -> (rows, C, k)."""
-        cols, C, k = V.shape
+    def _grouped(self, ops, maps, flat, k: int, layout: _Columns | None = None):
+        """K V given one map per distinct M (``_layout.reps`` order) on the arrays of ``ops``: M's MVM, or a block
+        M_{I,J} or its transpose (K_{I,J} = diag(v_c M^(l_c)_{I,J}), its transpose diag(v_c M^(l_c)_{I,J}^T));
+        V of k columns per class flattened, (cols, C k) -> (rows, C k); ``layout``: its :class:`_Columns` where
+        the caller has it."""
+        layout = layout or self._layout.columns(ops, k, self._class_v)
         if len(maps) == 1:  # one M for every class (tied, semi): the GEMM result is the output
-            res = maps[0](V.reshape(cols, C * k))
-            out = res.reshape(res.shape[0], C, k)
-            out *= self._class_v[None, :, None]
+            out = maps[0](flat)
+            out *= layout.scale
             return out
-        out = None
-        for apply, cls in zip(maps, self._layout.classes):
-            block = V[:, cls, :]
-            m = block.shape[1]
-            res = apply(block.reshape(cols, m * k))
-            res = res.reshape(res.shape[0], m, k)
-            if out is None:
-                out = np.empty((res.shape[0], C, k))
-            if isinstance(cls, slice):
-                np.multiply(res, self._class_v[cls][None, :, None], out=out[:, cls, :])
-            else:
-                out[:, cls, :] = res * self._class_v[cls][None, :, None]
-        return out
+        parts = (apply(ops.columns(flat, c)) for apply, c in zip(maps, layout.columns))
+        return ops.join_columns(parts, layout.columns, layout.order, layout.scale)
 
-    def _device_product(self, backend, maps, Vd, k: int):
-        """:meth:`_compose` on ``backend``'s device, from and to device arrays: Vd (cols, C k) -> (rows, C k)
-        given the groups' ``device_mvm`` (or block) maps; every group's product and the scaling by v_c run
-        there."""
-        xp = backend.xp
-        dc = self._layout.on_device(backend, k, self._class_v)
-        if len(maps) == 1:
-            return maps[0](Vd) * dc.scale
-        parts = [
-            apply(Vd[:, c] if isinstance(c, slice) else xp.take(Vd, c, axis=1)) for apply, c in zip(maps, dc.columns)
-        ]
-        out = xp.concat(parts, axis=1)
-        if dc.order is not None:
-            out = xp.take(out, dc.order, axis=1)
-        return out * dc.scale
+    def _square(self, ops, flat, k: int):
+        """K V on the arrays of ``ops``, flat (n, C k): one batched product over a device stack of the distinct
+        M's, else one product per M (:meth:`_grouped`)."""
+        layout = self._layout.columns(ops, k, self._class_v)
+        if layout.stack is not None:
+            return self._stacked(ops, layout, flat)
+        return self._grouped(ops, layout.products, flat, k, layout)
 
-    def _stacked_product(self, backend, stack, Vd, k: int):
-        """K V on the device when the distinct M's are one stack: Vd (n, C k) with the groups' columns
-        gathered group after group as B (G, n, w), S B in one batched product, then scattered back to
-        class order and scaled by v_c."""
-        xp = backend.xp
-        dc = self._layout.on_device(backend, k, self._class_v)
-        n, G = Vd.shape[0], stack.size
-        B = Vd if dc.gather is None else xp.take(Vd, dc.gather, axis=1)
+    def _stacked(self, ops, layout: _Columns, flat):
+        """K V on the device when the distinct M's are one stack, flat (n, C k): the groups' columns gathered
+        group after group as B (G, n, w), S B in one batched product, then scattered back to class order and
+        scaled by v_c."""
+        xp = ops.xp
+        n, G = flat.shape[0], layout.stack.size
+        B = flat if layout.gather is None else ops.take(flat, layout.gather, axis=1)
         w = B.shape[1] // G
         B3 = xp.reshape(xp.permute_dims(xp.reshape(B, (n, G, w)), (1, 0, 2)), (G, n, w), copy=True)  # C order
-        out = stack.product(B3)
+        out = layout.stack.product(B3)
         out = xp.reshape(xp.permute_dims(out, (1, 0, 2)), (n, G * w))
-        if dc.order is not None:
-            out = xp.take(out, dc.order, axis=1)
-        return out * dc.scale
+        if layout.order is not None:
+            out = ops.take(out, layout.order, axis=1)
+        return out * layout.scale
 
-    def _square_product(self, backend, Vd, k: int):
-        """K V on the device from and to device arrays, Vd (n, C k): one batched product over a stack of
-        the distinct M's, else one product per M (:meth:`_device_product`)."""
-        stack = self._layout.stack
-        if stack is not None:
-            return self._stacked_product(backend, stack, Vd, k)
-        return self._device_product(backend, [rep.device_mvm for rep in self._layout.reps], Vd, k)
-
-    def _on_device(self, backend, product, V):
-        """``product`` (device Vd (cols, C k), k -> device (rows, C k)) for host V (cols, C, k): V crosses to
-        the device once and the result back once (not once per group: C round trips per MVM for separate
-        kernels)."""
+    @staticmethod
+    def _across(ops, V, product, *args):
+        """``product(ops, *args, flat, k)`` (flat (cols, C k) on the arrays of ``ops`` -> (rows, C k)) for host V
+        (cols, C, k): on a device V crosses there once and the result back once (not once per group: C round
+        trips per MVM for separate kernels)."""
         cols, C, k = V.shape
-        out = backend.to_host(product(backend.from_host(V.reshape(cols, C * k)), k))
+        out = ops.to_host(product(ops, *args, ops.from_host(V.reshape(cols, C * k)), k))
         return out.reshape(out.shape[0], C, k)
-
-    def _device_compose(self, backend, maps, V):
-        """:meth:`_compose` for host V (cols, C, k) through :meth:`_device_product` on ``backend``."""
-        return self._on_device(backend, functools.partial(self._device_product, backend, maps), V)
 
     @property
     def device_backend(self):
         return self._layout.backend
 
-    def _product(self, backend, Vd):
-        if Vd.ndim == 2:
-            return self._square_product(backend, Vd, 1)
-        n, C, k = Vd.shape
-        xp = backend.xp
-        return xp.reshape(self._square_product(backend, xp.reshape(Vd, (n, C * k)), k), (n, C, k))
+    def _product(self, ops, V):
+        if V.ndim == 2:
+            return self._square(ops, V, 1)
+        n, C, k = V.shape
+        xp = ops.xp
+        return xp.reshape(self._square(ops, xp.reshape(V, (n, C * k)), k), (n, C, k))
 
     def _mvm(self, V):
-        backend = self._layout.backend
-        if backend is not None:
-            return self._on_device(backend, functools.partial(self._square_product, backend), V)
-        return self._compose([rep.mvm for rep in self._layout.reps], V)
+        return self._across(primitives(self._layout.backend), V, self._square)
 
     def _block(self, blocks) -> CompositeBlock:
-        """K_{R,C} from the blocks of the distinct M's over the same row and column points."""
+        """K_{R,C} from the blocks of the distinct M's over the same row and column points, its algebra on their
+        one device where they share one."""
         rows, cols = blocks[0].shape
-        shape = (rows, cols, self._C)
-        backend = shared_device_backend(blocks)
-        if backend is not None:
-            compose = functools.partial(self._device_compose, backend)
-            return CompositeBlock(compose, [b.device_mvm for b in blocks], [b.device_rmvm for b in blocks], shape)
-        return CompositeBlock(self._compose, [b.mvm for b in blocks], [b.rmvm for b in blocks], shape)
+        ops = primitives(shared_device_backend(blocks))
+
+        def compose(maps, V):
+            return self._across(ops, V, self._grouped, maps)
+
+        forward, transpose = [ops.product(b) for b in blocks], [ops.rproduct(b) for b in blocks]
+        return CompositeBlock(compose, forward, transpose, (rows, cols, self._C))
 
     def _diag(self):
         out = np.empty((self.n_points, self._C))

@@ -46,7 +46,7 @@ class Intercept(Composite):
         # K̃ V = K V + σ² 1 (1^T V) per class; for a block K_{I,J} (or its transpose) the row of
         # column sums broadcasts over its rows
         out = maps[0](V)
-        out += self.sigma2 * ops.xp.sum(V, axis=0, keepdims=True)
+        out += self.sigma2 * ops.row_sum(V)
         return out
 
     @property

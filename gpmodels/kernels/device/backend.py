@@ -91,6 +91,10 @@ class ArrayBackend(abc.ABC):
     def to_host(self, a) -> np.ndarray:
         """A float64 host copy of an array of this backend."""
 
+    def row_sum(self, V):
+        """The sum of V over axis 0, kept as one row."""
+        return self.xp.sum(V, axis=0, keepdims=True)
+
     def scatter_map(self, rows, n: int):
         """For V's rows at the distinct rows ``rows`` of an n-row array (:meth:`scatter`): for each of the n rows
         its row in V with one zero row appended (V's row count for the rows not in ``rows``), as indices."""
@@ -112,17 +116,36 @@ class ArrayBackend(abc.ABC):
     def mix_classes(self, V, S_T):
         """V S per point (S^T from :meth:`class_matrix`), the rows of each column of V (n, C[, k]) times S,
         flattened to (n, C k): one (n k) x C by C x C GEMM of V's rows."""
+        xp = self.xp
+        if V.ndim == 3 and V.shape[2] == 1:  # one column: V's rows are its points
+            V = xp.reshape(V, tuple(V.shape[:2]))
         if V.ndim == 2:
             return V @ S_T
-        xp = self.xp
         n, C, k = V.shape
         mixed = xp.reshape(xp.permute_dims(V, (0, 2, 1)), (n * k, C)) @ S_T
         return xp.reshape(xp.permute_dims(xp.reshape(mixed, (n, k, C)), (0, 2, 1)), (n, C * k))
+
+    def columns(self, A, cols):
+        """The columns ``cols`` (a slice, or :meth:`indices`) of a 2-D array A."""
+        return A[:, cols] if isinstance(cols, slice) else self.take(A, cols, axis=1)
+
+    def join_columns(self, parts, columns, order, scale):
+        """The results ``parts`` side by side in column order (``order``: the indices that put their
+        concatenation there, None where it is), every column times its entry of ``scale``: one concatenation,
+        a take where needed and one product."""
+        out = self.xp.concat(list(parts), axis=1)
+        if order is not None:
+            out = self.take(out, order, axis=1)
+        return out * scale
 
     def product(self, part):
         """The linear map of an operator's part (an operator or a kernel representation held here) on this
         backend's arrays: its ``device_mvm`` (:mod:`gpmodels.linalg.arrays`)."""
         return part.device_mvm
+
+    def rproduct(self, part):
+        """The transpose of a block held here on this backend's arrays: its ``device_rmvm``."""
+        return part.device_rmvm
 
     def free_bytes(self) -> int | None:
         """Memory free on the device now (host backends: the machine's available memory)."""
