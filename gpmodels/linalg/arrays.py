@@ -22,6 +22,7 @@ The primitives (both kinds):
 - ``class_matrix(S)`` and ``mix_classes(V, S')``: V S per point, the rows of each column of V (n, C[, k])
   times a C x C matrix S (prepared once by ``class_matrix``), flattened to (n, C k) (on the host one
   stacked product S v_i, in one thread; on a device one GEMM of V's rows);
+- ``concat(arrays, axis)``;
 - ``columns(A, cols)`` and ``join_columns(parts, columns, order, scale)``: the columns ``cols`` (a slice or
   :meth:`indices`) of a 2-D A; results side by side, ``parts[g]`` at the columns ``columns[g]``, every column
   times its entry of ``scale`` (1, width) (``order``: the indices that put the concatenated parts in column
@@ -79,6 +80,9 @@ class HostArrays:
         # a stacked product S v_i per point runs in one thread: a single multithreaded BLAS call of this
         # size pays more in thread wake-up and spinning than it computes
         return np.matmul(S, V).reshape(V.shape[0], -1)
+
+    def concat(self, arrays, axis: int = 0) -> np.ndarray:
+        return np.concatenate(arrays, axis=axis)
 
     def columns(self, A: np.ndarray, cols) -> np.ndarray:
         return np.ascontiguousarray(A[:, cols])

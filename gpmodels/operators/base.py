@@ -191,15 +191,12 @@ class Operator(Parameterised):
         preconditioners are then built per block.  None (the default): no such form."""
         return None
 
-    def row_blocks_mvm(self, X: np.ndarray, on) -> np.ndarray:
+    def row_blocks_mvm(self, X, on, ops=HOST):
         """K X for X (n, C) on the row blocks ``on`` (a bool per block of :attr:`row_blocks`), zero on the
-        rows of the others: the products of the blocks still solving in a lockstep fit.  An operator that
-        declares ``row_blocks`` defines this and, with a ``device_backend``, :meth:`device_row_blocks_mvm`."""
+        rows of the others: the products of the blocks still solving in a lockstep fit.  X and the result are
+        arrays of ``ops`` (:mod:`gpmodels.linalg.arrays`: host numpy, or the ``device_backend``'s).  An
+        operator that declares ``row_blocks`` defines this."""
         raise InputError(f"{type(self).__name__} declares no row blocks (row_blocks is None)")
-
-    def device_row_blocks_mvm(self, Xd, on):
-        """:meth:`row_blocks_mvm` from and to arrays of ``device_backend``."""
-        raise InputError(f"{type(self).__name__} declares no row blocks on a device")
 
     @property
     def device_backend(self):

@@ -24,6 +24,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from gpmodels.errors import InputError
+from gpmodels.linalg.arrays import HOST
 from gpmodels.operators.base import CrossOperator, KronTerm, Operator
 from gpmodels.operators.restriction import Restriction
 
@@ -44,21 +45,13 @@ class PartByPart:
     def _rows(self, k: int) -> slice:
         return slice(int(self.offsets[k]), int(self.offsets[k + 1]))
 
-    def host(self, S: np.ndarray, on) -> np.ndarray:
-        """K_k S_k for S (rows, C, k) in the stacked layout, zero off the parts ``on``."""
-        out = np.zeros_like(S)
-        for k in np.flatnonzero(on):
-            out[self._rows(k)] = self.parts[k].mvm(np.ascontiguousarray(S[self._rows(k)]))
-        return out
-
-    def device(self, backend, Sd, on):
-        """:meth:`host` on ``backend``'s device for Sd (rows, C) or (rows, C, k)."""
-        xp = backend.xp
+    def product(self, ops, S, on):
+        """K_k S_k for S (rows, C[, k]) in the stacked layout on the arrays of ``ops``, zero off the parts ``on``."""
         outs = [
-            part.device_mvm(Sd[self._rows(k), ...]) if on[k] else xp.zeros_like(Sd[self._rows(k), ...])
+            ops.product(part)(S[self._rows(k), ...]) if on[k] else ops.xp.zeros_like(S[self._rows(k), ...])
             for k, part in enumerate(self.parts)
         ]
-        return xp.concat(outs, axis=0)
+        return ops.concat(outs, axis=0)
 
     def diag(self) -> np.ndarray:
         return np.concatenate([p.diag() for p in self.parts])
@@ -102,8 +95,8 @@ class PartByPart:
 
 class ThroughBase:
     """Restrictions of ``base`` to the point sets ``index_sets`` (each without repeats; they may overlap),
-    multiplied through it (module docstring).  The scatter and gather maps are made once per set of parts
-    ``on`` and width."""
+    multiplied through it (module docstring).  The scatter and gather maps are made once per kind of arrays,
+    set of parts ``on`` and width."""
 
     def __init__(self, base: Operator, index_sets: Sequence):
         self.base = base
@@ -137,61 +130,44 @@ class ThroughBase:
         gather_w = None if len(active) == len(on) else np.broadcast_to(rows_on[:, None, None], (total, C, k)).ravel()
         return scatter, scatter_w, gather, gather_w, F
 
-    def _maps(self, on, C: int, k: int) -> tuple:
-        """:meth:`_host_maps`, made once per (parts ``on``, C, k)."""
-        key = ("host", tuple(bool(b) for b in on), C, k)
+    def _maps(self, ops, on, C: int, k: int) -> tuple:
+        """:meth:`_host_maps` on the arrays of ``ops`` (:data:`~gpmodels.linalg.arrays.HOST`, or the base operator's
+        one ``device_backend``), made once per (``ops``, parts ``on``, C, k)."""
+        key = (ops, tuple(bool(b) for b in on), C, k)
         if key not in self._made:
-            self._made[key] = self._host_maps(on, C, k)
+            scatter, scatter_w, gather, gather_w, F = self._host_maps(on, C, k)
+            gather_w = None if gather_w is None else ops.from_host(gather_w)
+            self._made[key] = (ops.indices(scatter), ops.from_host(scatter_w), ops.indices(gather), gather_w, F)
         return self._made[key]
 
-    def _device_maps(self, backend, on, C: int, k: int) -> tuple:
-        """:meth:`_maps` on ``backend``'s device (the base operator's one ``device_backend``), uploaded once."""
-        key = ("device", tuple(bool(b) for b in on), C, k)
-        if key not in self._made:
-            scatter, scatter_w, gather, gather_w, F = self._maps(on, C, k)
-            gather_w = None if gather_w is None else backend.from_host(gather_w)
-            self._made[key] = (
-                backend.indices(scatter),
-                backend.from_host(scatter_w),
-                backend.indices(gather),
-                gather_w,
-                F,
-            )
-        return self._made[key]
-
-    def _product(self, xp, take, S, maps, product):
-        """K_{J_k} S_k for the parts of ``maps`` (:meth:`_maps`), S the stacked (rows, C, k) array of namespace
-        ``xp``, ``take`` (a, positions) -> a[positions] there and ``product`` K's (n, C, F' k) product there:
-        one take and one product by the 0/1 weights each way (the array API has no scatter)."""
+    def _product(self, ops, S, maps, product):
+        """K_{J_k} S_k for the parts of ``maps`` (:meth:`_maps`), S the stacked (rows, C, k) array on the arrays of
+        ``ops`` and ``product`` K's (n, C, F' k) product there: one take and one product by the 0/1 weights each
+        way (the array API has no scatter)."""
         rows, C, k = S.shape
-        return self._gather(xp, take, product(self._scatter(xp, take, S, maps)), maps, (rows, C, k))
+        return self._gather(ops, product(self._scatter(ops, S, maps)), maps, (rows, C, k))
 
-    def _scatter(self, xp, take, S, maps):
+    def _scatter(self, ops, S, maps):
         """The stacked (rows, C, k) S at the parts' points of K, (n, C, F' k), zero elsewhere."""
         scatter, scatter_w, _, _, F = maps
         _, C, k = S.shape
-        W = take(xp.reshape(S, (-1,)), scatter) * scatter_w
-        return xp.reshape(W, (self.base.n_points, C, F * k))
+        W = ops.take(ops.xp.reshape(S, (-1,)), scatter) * scatter_w
+        return ops.xp.reshape(W, (self.base.n_points, C, F * k))
 
-    def _gather(self, xp, take, U, maps, shape):
+    def _gather(self, ops, U, maps, shape):
         """Each part's rows of its columns of K's (n, C, F' k) product U, stacked: ``shape`` (rows, C, k)."""
         _, _, gather, gather_w, _ = maps
-        out = take(xp.reshape(U, (-1,)), gather)
-        return xp.reshape(out if gather_w is None else out * gather_w, shape)
+        out = ops.take(ops.xp.reshape(U, (-1,)), gather)
+        return ops.xp.reshape(out if gather_w is None else out * gather_w, shape)
 
-    def host(self, S: np.ndarray, on) -> np.ndarray:
-        """K_{J_k} S_k for S (rows, C, k) in the stacked layout, zero off the parts ``on``."""
-        _, C, k = S.shape
-        return self._product(np, np.take, np.ascontiguousarray(S), self._maps(on, C, k), self.base.mvm)
-
-    def device(self, backend, Sd, on):
-        """:meth:`host` on ``backend``'s device for Sd (rows, C) or (rows, C, k)."""
-        k = 1 if Sd.ndim == 2 else int(Sd.shape[2])
-        rows, C = Sd.shape[:2]
-        xp = backend.xp
-        S3, maps = xp.reshape(Sd, (rows, C, k)), self._device_maps(backend, on, C, k)
-        out = self._product(xp, backend.take, S3, maps, self.base.device_mvm)
-        return out if Sd.ndim == 3 else xp.reshape(out, (rows, C))
+    def product(self, ops, S, on):
+        """K_{J_k} S_k for S (rows, C[, k]) in the stacked layout on the arrays of ``ops``, zero off the parts
+        ``on``."""
+        rows, C = S.shape[:2]
+        k = 1 if S.ndim == 2 else int(S.shape[2])
+        S3 = S if S.ndim == 3 else ops.xp.reshape(S, (rows, C, 1))
+        out = self._product(ops, S3, self._maps(ops, on, C, k), ops.product(self.base))
+        return out if S.ndim == 3 else ops.xp.reshape(out, (rows, C))
 
     def diag(self) -> np.ndarray:
         d = self.base.diag()
@@ -204,7 +180,7 @@ class ThroughBase:
     def _scattered(self, A: np.ndarray) -> np.ndarray:
         """A (rows, C, q) in the stacked layout at the parts' points of K, (n, C, F q): the products' scatter."""
         _, C, q = A.shape
-        return self._scatter(np, np.take, np.ascontiguousarray(A), self._maps(self._every(), C, q))
+        return self._scatter(HOST, np.ascontiguousarray(A), self._maps(HOST, self._every(), C, q))
 
     def _every(self) -> np.ndarray:
         return np.ones(len(self.parts), dtype=bool)
@@ -230,9 +206,9 @@ class ThroughBase:
 
         def product(B):
             rows, m = B.shape
-            maps = self._maps(self._every(), 1, m)
+            maps = self._maps(HOST, self._every(), 1, m)
             S = np.asarray(B, dtype=np.float64).reshape(rows, 1, m)
-            out = self._product(np, np.take, S, maps, lambda U: point_map(U.reshape(n, -1)).reshape(U.shape))
+            out = self._product(HOST, S, maps, lambda U: point_map(U.reshape(n, -1)).reshape(U.shape))
             return out.reshape(rows, m)
 
         return product
@@ -269,8 +245,8 @@ class ThroughBaseCross(CrossOperator):
 
     def _between(self, source: ThroughBase, target: ThroughBase, V):
         _, C, k = V.shape
-        U = self.rows.base.mvm(source._scatter(np, np.take, V, source._maps(source._every(), C, k)))
-        return target._gather(np, np.take, U, target._maps(target._every(), C, k), (int(target.offsets[-1]), C, k))
+        U = self.rows.base.mvm(source._scatter(HOST, V, source._maps(HOST, source._every(), C, k)))
+        return target._gather(HOST, U, target._maps(HOST, target._every(), C, k), (int(target.offsets[-1]), C, k))
 
     def _mvm(self, V):
         return self._between(self.cols, self.rows, np.ascontiguousarray(V))

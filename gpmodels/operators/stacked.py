@@ -10,7 +10,8 @@ update and preconditioner application touching all folds in one call; ``row_bloc
 A restriction (or any row order) keeps the parts: ``order`` gives, for every row of the operator, its
 row in the parts' stacked layout; products scatter into that layout and gather back.  Products on a
 device (``device_backend``) are declared for the stacked layout itself (no ``order``), the one
-CV fitting uses.
+CV fitting uses; host and device products are one product over the array primitives
+(:mod:`gpmodels.linalg.arrays`).
 
 How the parts are multiplied is a strategy (:mod:`gpmodels.operators.stack_products`): any parts each on
 their own (``Stacked(parts)``), or restrictions of one operator through one product of it with a column per
@@ -25,6 +26,7 @@ import numpy as np
 
 from gpmodels.errors import InputError
 from gpmodels.kernels.representation_base import shared_device_backend
+from gpmodels.linalg.arrays import HOST
 from gpmodels.operators.base import CrossOperator, KronTerm, Operator
 from gpmodels.operators.stack_products import PartByPart, ThroughBase
 
@@ -156,17 +158,16 @@ class Stacked(Operator):
         return Stacked._of(self.products.with_params(theta), self.order)
 
     def _mvm(self, V):
-        return self._from_stack(self.products.host(self._to_stack(V), self._all()))
+        return self._product(HOST, V)
 
-    def row_blocks_mvm(self, X, on):
+    def _product(self, ops, V):
+        # a device backend is declared for the parts' stacked layout only (no order)
+        return self._from_stack(self.products.product(ops, self._to_stack(V), self._all()))
+
+    def row_blocks_mvm(self, X, on, ops=HOST):
         if self.row_blocks is None:  # reordered: the parts' rows are not blocks of this operator's
-            return super().row_blocks_mvm(X, on)
-        return self.products.host(X[:, :, None], on)[:, :, 0]
-
-    def device_row_blocks_mvm(self, Xd, on):
-        if self.row_blocks is None:
-            return super().device_row_blocks_mvm(Xd, on)
-        return self.products.device(self.device_backend, Xd, on)
+            return super().row_blocks_mvm(X, on, ops)
+        return self.products.product(ops, X, on)
 
     def _diag(self):
         return self._from_stack(self.products.diag())
@@ -225,13 +226,9 @@ class Stacked(Operator):
     def _test_point_blocks(self, X_new):
         return self.parts[0].test_point_blocks(X_new)
 
-    # ------------------------------------------------------------------ device products
     @property
     def device_backend(self):
         return shared_device_backend(self.parts) if self.order is None else None
-
-    def _product(self, backend, Vd):
-        return self.products.device(backend, Vd, self._all())
 
     def __repr__(self) -> str:
         return f"Stacked({len(self.parts)} parts, n={self.n_points}, C={self.n_classes})"

@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpmodels.errors import InputError
+from gpmodels.linalg.arrays import primitives
 from gpmodels.operators.base import Operator
 
 __all__ = ["BlockProducts"]
@@ -35,13 +36,13 @@ class BlockProducts:
         return np.ones(len(self.blocks), dtype=bool) if on is None else np.asarray(on, dtype=bool)
 
     def __call__(self, X: np.ndarray, on=None) -> np.ndarray:
-        on = self._on(on)
-        if self.backend is not None:
-            return self.backend.to_host(self.device(self.backend.from_host(X), on))
-        self.counts += on
-        return self.op.row_blocks_mvm(X, on)
+        ops = primitives(self.backend)
+        return ops.to_host(self._product(ops, ops.from_host(X), on))
 
     def device(self, Xd, on=None):
+        return self._product(self.backend, Xd, on)
+
+    def _product(self, ops, X, on):
         on = self._on(on)
         self.counts += on
-        return self.op.device_row_blocks_mvm(Xd, on)
+        return self.op.row_blocks_mvm(X, on, ops)

@@ -125,6 +125,9 @@ class ArrayBackend(abc.ABC):
         mixed = xp.reshape(xp.permute_dims(V, (0, 2, 1)), (n * k, C)) @ S_T
         return xp.reshape(xp.permute_dims(xp.reshape(mixed, (n, k, C)), (0, 2, 1)), (n, C * k))
 
+    def concat(self, arrays, axis: int = 0):
+        return self.xp.concat(arrays, axis=axis)
+
     def columns(self, A, cols):
         """The columns ``cols`` (a slice, or :meth:`indices`) of a 2-D array A."""
         return A[:, cols] if isinstance(cols, slice) else self.take(A, cols, axis=1)
