@@ -5,10 +5,10 @@ block-diagonal layout of classes over kernel matrices, ...) is one function of `
 the arrays it is given: :data:`HOST` for numpy arrays on the host, or a device backend
 (:class:`~gpmodels.kernels.device.backend.ArrayBackend`, whose ``xp`` is an array-API namespace) for
 arrays on its device.  The algebra calls ``ops.xp`` for what numpy (from 1.24) and the array API standard
-spell alike (``sum``, ``reshape`` without ``copy``, ``zeros_like``, the operators ``+ * @`` and in-place
-updates) and the methods below for the rest; where the host has a faster way (assignment into a buffer
-where the array API has no scatter) :class:`HostArrays` takes it, so that no operator keeps a second,
-host-only product.
+spell alike (``reshape`` without ``copy``, ``zeros_like``, the operators ``+ * @`` and in-place updates)
+and the methods below for the rest; where the host has a faster way (assignment into a buffer where the
+array API has no scatter, a stacked product in one thread) :class:`HostArrays` takes it, so that no
+operator keeps a second, host-only product.
 
 The primitives (both kinds):
 
@@ -45,7 +45,6 @@ class HostArrays:
     """The primitives (module docstring) of numpy arrays on the host."""
 
     xp = np
-    label = "host (numpy)"
 
     def from_host(self, a, dtype=np.float64) -> np.ndarray:
         return np.ascontiguousarray(a, dtype=dtype)
