@@ -49,8 +49,8 @@ __all__ = [
 ROWS_PER_RANGE = 32
 
 #: below this many entries the callers keep numpy's passes (:func:`takes`): launching a compiled sweep costs
-#: ~35 us even on one thread, against ~1 us for numpy's pass over a few hundred numbers (CV tests on 50-point
-#: problems ran 3x slower through the sweeps); a direct call below it runs on one thread
+#: ~35 us even on one thread, against ~1 us for numpy's pass over a few hundred numbers; a direct call below
+#: it runs on one thread
 MIN_PARALLEL_ENTRIES = 1 << 18
 
 
