@@ -122,7 +122,7 @@ class FeatureScaler:
             return X
         if self.kind == "unit_norm":
             return _unit_rows(X)
-        width = (self.std if self.kind == "standardize" else self.idf).size
+        width = getattr(self, SCALING_STATISTICS[self.kind][0]).size  # std or idf: one per feature
         if X.shape[1] != width:
             raise InputError(f"the scaler was fitted on {width} features; got inputs with {X.shape[1]}")
         if self.kind == "tfidf":
