@@ -1,4 +1,5 @@
-"""The array primitives an operator's algebra is written over, once for host and device arrays.
+"""The array primitives an operator's algebra and a preconditioner's P^{-1} are written over, once for host and
+device arrays.
 
 A composite operator's product (the intercept's K V + σ² 1 1^T V, a restriction's P_J^T K P_J V, the
 block-diagonal layout of classes over kernel matrices, ...) is one function of ``ops``, the primitives of
@@ -29,7 +30,18 @@ The primitives (both kinds):
   order, None where they are; the host writes each part into its columns as it comes instead);
 - ``product(part)``, ``rproduct(part)``: the linear map of an operator's part (an operator, a kernel
   representation or a block of one) and of a block's transpose on these arrays: its ``mvm`` / ``rmvm`` on
-  the host, its ``device_mvm`` / ``device_rmvm`` on a device.
+  the host, its ``device_mvm`` / ``device_rmvm`` on a device;
+- ``factor_V(factor, shape)``: x -> V x of a Hessian factor held on these arrays, for a caller that consumes
+  each result at once (on the host into one (n, C) buffer reused by every call, ``V_into``);
+- ``spd_solver(blocks)``: b -> diag(H_1, ..., H_F)^{-1} b for symmetric positive definite host blocks H_k (on
+  the host by the Cholesky factor, LAPACK's potrs without scipy's checks; on a device one product with the
+  inverse, uploaded);
+- ``stack_tmv(F, X)``, ``stack_mv(F, Z)``: F_k^T x_k and F_k z_k for each k of a stack F (K, C, s) and rows
+  X (K, C), Z (K, s) (on the host numpy's einsum);
+- ``block_rows(parts, factor, join)``: diag(M_1, ..., M_F) over consecutive row ranges, ``parts`` (rows, M_k)
+  pairs of maps built by ``M_k.on(ops, factor of the rows)``, ``factor`` on these arrays; ``join()``: the one
+  map of all rows, or None (on the host each block's map writes its rows of one output, ``join`` unused; on a
+  device, where every call is a launch, the joined map where there is one, else the blocks side by side).
 
 :func:`primitives` gives them for a ``device_backend`` (None: :data:`HOST`).
 """
@@ -37,6 +49,7 @@ The primitives (both kinds):
 from __future__ import annotations
 
 import numpy as np
+import scipy.linalg as sla
 
 __all__ = ["HostArrays", "HOST", "primitives"]
 
@@ -102,6 +115,39 @@ class HostArrays:
 
     def rproduct(self, part):
         return part.rmvm
+
+    def factor_V(self, factor, shape):
+        buf = np.empty(shape)
+        return lambda x: factor.V_into(x, buf)
+
+    def spd_solver(self, blocks):
+        chol, _ = sla.cho_factor(sla.block_diag(*blocks), lower=True)
+        (potrs,) = sla.get_lapack_funcs(("potrs",), (chol,))
+
+        def solve(b):
+            x, info = potrs(chol, b, lower=1)
+            if info != 0:
+                raise np.linalg.LinAlgError(f"potrs failed (info = {info})")
+            return x
+
+        return solve
+
+    def stack_tmv(self, F: np.ndarray, X: np.ndarray) -> np.ndarray:
+        return np.einsum("kcs,kc->ks", F, X)
+
+    def stack_mv(self, F: np.ndarray, Z: np.ndarray) -> np.ndarray:
+        return np.einsum("kcs,ks->kc", F, Z)
+
+    def block_rows(self, parts, factor, join):
+        applies = [(rows, m.on(self, factor.rows(rows))) for rows, m in parts]
+
+        def apply(r):
+            out = np.empty_like(r)
+            for rows, part in applies:
+                out[rows] = part(r[rows])
+            return out
+
+        return apply
 
     def __repr__(self) -> str:
         return "HOST"

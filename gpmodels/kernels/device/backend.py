@@ -22,6 +22,7 @@ from __future__ import annotations
 import abc
 
 import numpy as np
+import scipy.linalg as sla
 
 from gpmodels.errors import DeviceError
 from gpmodels.kernels.device import fused as fused_products
@@ -149,6 +150,35 @@ class ArrayBackend(abc.ABC):
     def rproduct(self, part):
         """The transpose of a block held here on this backend's arrays: its ``device_rmvm``."""
         return part.device_rmvm
+
+    def factor_V(self, factor, shape):
+        """x -> V x of a Hessian factor held here: its ``V``."""
+        return factor.V
+
+    def spd_solver(self, blocks):
+        """b -> diag(H_1, ..., H_F)^{-1} b for symmetric positive definite host blocks: each block inverted by its
+        Cholesky factor on the host, the block-diagonal inverse uploaded, one product per application."""
+        inverses = [sla.cho_solve(sla.cho_factor(H, lower=True), np.eye(len(H)), check_finite=False) for H in blocks]
+        H_inv = self.from_host(sla.block_diag(*inverses))
+        return lambda b: H_inv @ b
+
+    def stack_tmv(self, F, X):
+        """F_k^T x_k for each k of a stack F (K, C, s) and rows X (K, C)."""
+        return self.xp.sum(F * X[:, :, None], axis=1)
+
+    def stack_mv(self, F, Z):
+        """F_k z_k for each k of a stack F (K, C, s) and rows Z (K, s)."""
+        return self.xp.sum(F * Z[:, None, :], axis=2)
+
+    def block_rows(self, parts, factor, join):
+        """diag(M_1, ..., M_F) over consecutive row ranges (:mod:`gpmodels.linalg.arrays`): the blocks' maps
+        joined into one (``join()``), so that F blocks cost one block's calls; else each block's map on its
+        rows, side by side."""
+        joined = join()
+        if joined is not None:
+            return joined.on(self, factor)
+        applies = [(rows, m.on(self, factor.rows(rows))) for rows, m in parts]
+        return lambda r: self.xp.concat([part(r[rows, ...]) for rows, part in applies], axis=0)
 
     def free_bytes(self) -> int | None:
         """Memory free on the device now (host backends: the machine's available memory)."""
