@@ -63,6 +63,7 @@ from gpmodels.inference.map.newton import (
 )
 from gpmodels.inference.map.preconditioners import Preconditioner, make_preconditioner
 from gpmodels.likelihoods.base import HessianFactor, Likelihood
+from gpmodels.linalg.arrays import HOST
 from gpmodels.linalg.cg import CGResult, Systems, cg
 from gpmodels.linalg.counting import MVMCounter
 from gpmodels.operators.base import Operator
@@ -87,6 +88,7 @@ __all__ = [
     "newton_rhs",
     "newton_direction",
     "start_residual",
+    "preconditioning",
     "line_search_step",
     "is_stall",
     "is_damped_truncation",
@@ -339,17 +341,14 @@ def newton_step_with_restarts(
     case of :func:`restarted_steps`.
 
     The direction by CG on ``system`` (:func:`newton_system`) from x0, preconditioned by
-    ``precond.for_factor(system.hf)``, and the line search; when the step stalls (:func:`is_stall`)
+    ``precond`` (:func:`preconditioning`), and the line search; when the step stalls (:func:`is_stall`)
     CG is restarted from its last β, without the forcing term, for another k2 steps, at most
     ``max_stall_restarts`` times, and not when CG had already converged to ``cg_tol`` (the stall is
     round-off at the optimum).  Returns the line search, s and s̃ of the best successful attempt
     (else the last one), the last β, the CG steps of all attempts and the number of stalls.
     """
-    opts, dev = problem.options, system.device
-    if dev is not None and dev.solves:
-        precondition = precond.for_device(system.hf, dev.hf, dev.backend)
-    else:
-        precondition = precond.for_factor(system.hf, None if dev is None else dev.backend)
+    opts = problem.options
+    precondition = preconditioning(precond, system.hf, system.device)
 
     def solve_from(start, forcing, trying, r0, w0):
         alpha_norm = precond.forcing_in_alpha_space
@@ -362,6 +361,21 @@ def newton_step_with_restarts(
         problem, point, [slice(None)], np.ones(1, dtype=bool), x0, solve, lambda s, _: problem.mvm(s)
     )
     return steps[0]
+
+
+def preconditioning(precond: Preconditioner, hf: HessianFactor, dev: DeviceSystem | None) -> Callable:
+    """r -> P^{-1} r of ``precond`` at the Hessian factor ``hf`` on CG's arrays (:func:`_cg_arrays`), its set-up's
+    large products on the device of the system's products where there is one."""
+    ops, factor, setup = _cg_arrays(hf, dev)
+    return precond.inverse(hf, setup).on(ops, factor)
+
+
+def _cg_arrays(hf: HessianFactor, dev: DeviceSystem | None) -> tuple:
+    """(the array primitives of CG's arrays, the Hessian factor held there, those of the system's products) for
+    the factor ``hf`` and the device system ``dev``: the device's where CG solves there, else the host's."""
+    if dev is None:
+        return HOST, hf, HOST
+    return (dev.backend, dev.hf, dev.backend) if dev.solves else (HOST, hf, dev.backend)
 
 
 def start_residual(hf: HessianFactor, rhs: np.ndarray, x0, u: np.ndarray):
@@ -468,10 +482,7 @@ def block_newton_step(
     hf = lik.hessian_factor(point.u, Y)
     rhs = newton_rhs(hf, lambda A: products(A, active), point.u, point.g)
     dev, matvec = _block_system(hf, products, plan)
-    if dev is not None and dev.solves:
-        precondition = precond.for_device(hf, dev.hf, dev.backend)
-    else:
-        precondition = precond.for_factor(hf, None if dev is None else dev.backend)
+    precondition = preconditioning(precond, hf, dev)
     systems = Systems(products.offsets)
 
     def solve_from(x0, forcing, trying, r0, w0):

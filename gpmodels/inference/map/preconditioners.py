@@ -1,8 +1,10 @@
 """Preconditioners for the Newton systems (I + V^T K̃ V) β = r of Newton–CG (Seeger 2008, eq. 5).
 
 Each preconditioner is a small class built once per fit on the operator, behind one protocol
-(:class:`Preconditioner`): ``for_factor(hf)`` gives, per Newton iteration, ``apply`` with
-apply(r) = P^{-1} r for the Hessian factor ``hf`` at the current iterate.  ``NewtonOptions.preconditioner``
+(:class:`Preconditioner`): ``inverse(hf)`` gives, per Newton iteration, P^{-1} for the Hessian factor ``hf`` at
+the current iterate as host arrays (:class:`Inverse`), and ``inverse(hf).on(ops, factor)`` its application
+apply(r) = P^{-1} r, written once over the array primitives ``ops`` of CG's arrays
+(:mod:`gpmodels.linalg.arrays`: the host's, or a device backend's).  ``NewtonOptions.preconditioner``
 names one (:data:`PRECONDITIONERS`; ``auto``: the execution plan's choice,
 :func:`~gpmodels.inference.execution_plan.auto_preconditioner`; the ones that form per-point C x C blocks only
 within the plan's ``point_blocks_max_bytes``):
@@ -66,6 +68,7 @@ from gpmodels.errors import InputError
 from gpmodels.inference import execution_plan
 from gpmodels.inference.map.deflation import block_term_eigenpairs, deflated_terms, term_eigenpairs
 from gpmodels.inference.map.row_blocks import RowBlocksPreconditioner
+from gpmodels.linalg.arrays import HOST
 from gpmodels.operators.base import KronTerm, Operator
 
 __all__ = [
@@ -117,84 +120,138 @@ class Preconditioner(Protocol):
     #: ``lowrank``: the eigensolvers' subspaces side by side, (n, Σ k_t), a start for the next fit; else None
     basis: np.ndarray | None
 
-    def for_factor(self, hf, backend=None) -> Callable[[np.ndarray], np.ndarray]:
-        """apply(r) = P^{-1} r (r of shape (n, C)) for the Hessian factor ``hf`` of this Newton iteration;
-        ``backend``: the device of the Newton system's product, where set-up work that pays there may run."""
+    def inverse(self, hf, setup=HOST) -> Inverse:
+        """P^{-1} for the Hessian factor ``hf`` (host) of this Newton iteration, set up on the host, its large
+        products on ``setup``'s arrays where they pay (the device of the system's products); apply(r) =
+        P^{-1} r on the arrays of primitives ``ops`` (:mod:`gpmodels.linalg.arrays`) is
+        ``inverse(hf).on(ops, factor)``, ``factor`` the Hessian factor held there (``hf`` on the host)."""
 
-    def for_device(self, hf, device_hf, backend) -> Callable:
-        """The same P^{-1} on ``backend``'s device arrays, ``device_hf`` the factor there (``hf.on_device``):
-        the per-iteration set-up on the host, each application on the device (CG on the device, its
-        iterates never crossing to the host)."""
 
-    def woodbury(self, hf, backend=None) -> tuple | None:
-        """(diag B, H^{-1}) of a diagonal-plus-low-rank P (:meth:`LowRankPreconditioner.woodbury`), which blocks'
-        preconditioners join into one on a device; None for the other forms."""
+class Inverse(Protocol):
+    """A preconditioner's P^{-1} at one Newton iteration: host arrays, applied on any primitives' arrays."""
+
+    def on(self, ops, factor) -> Callable:
+        """r -> P^{-1} r (n, C) on the arrays of ``ops``, ``factor`` the Hessian factor held there."""
+
+    @classmethod
+    def join(cls, parts: list, cache: dict) -> Inverse:
+        """diag(P_1, ..., P_F)^{-1} of ``parts`` of this kind over consecutive row ranges, as one; ``cache``: what
+        stays the same over the fit (the joined eigenvectors)."""
 
 
 @attrs.frozen(eq=False)
 class _Scale:
-    """x -> x s for an (n, C) array s (a diagonal inverse), on the host and, by :meth:`on`, on a device."""
+    """x -> x s for an (n, C) array s (a diagonal inverse)."""
 
     s: np.ndarray
 
-    def __call__(self, x):
-        return x * self.s
+    def on(self, ops, factor=None) -> Callable:
+        s = ops.from_host(self.s)
+        return lambda x: x * s
 
-    def on(self, backend) -> Callable:
-        sd = backend.from_host(self.s)
-        return lambda x: x * sd
+    @classmethod
+    def join(cls, parts, cache) -> _Scale:
+        return cls(np.concatenate([p.s for p in parts]))
 
 
 @attrs.frozen(eq=False)
 class _Divide:
-    """x -> x / d for an (n, C) array d (a diagonal), on the host and, by :meth:`on`, on a device."""
+    """x -> x / d for an (n, C) array d (a diagonal)."""
 
     d: np.ndarray
 
-    def __call__(self, x):
-        return x / self.d
+    def on(self, ops, factor=None) -> Callable:
+        d = ops.from_host(self.d)
+        return lambda x: x / d
 
-    def on(self, backend) -> Callable:
-        dd = backend.from_host(self.d)
-        return lambda x: x / dd
+    @classmethod
+    def join(cls, parts, cache) -> _Divide:
+        return cls(np.concatenate([p.d for p in parts]))
 
 
 @attrs.frozen(eq=False)
 class _BlockSolve:
-    """x_i -> B_i^{-1} x_i per point for inverse blocks (n, C, C), on the host and, by :meth:`on`, on a device."""
+    """x_i -> B_i^{-1} x_i per point for inverse blocks (n, C, C)."""
 
     inv_blocks: np.ndarray
 
-    def __call__(self, x):
-        return np.matmul(self.inv_blocks, x[:, :, None])[:, :, 0]
+    def on(self, ops, factor=None) -> Callable:
+        xp, B_inv = ops.xp, ops.from_host(self.inv_blocks)
+        return lambda x: xp.matmul(B_inv, x[:, :, None])[:, :, 0]
 
-    def on(self, backend) -> Callable:
-        xp, Bd = backend.xp, backend.from_host(self.inv_blocks)
-        return lambda x: xp.matmul(Bd, x[:, :, None])[:, :, 0]
-
-
-def _spd_inverse(H: np.ndarray) -> np.ndarray:
-    """H^{-1} of a symmetric positive definite H (here H >= I) by its Cholesky factor."""
-    return sla.cho_solve(sla.cho_factor(H, lower=True, check_finite=False), np.eye(H.shape[0]), check_finite=False)
+    @classmethod
+    def join(cls, parts, cache) -> _BlockSolve:
+        return cls(np.concatenate([p.inv_blocks for p in parts]))
 
 
-def _lowrank_apply_on(xp, solve_Bd, A, F, H_inv, device_hf, stacked: bool) -> Callable:
-    """r -> B^{-1} r - B^{-1} Z H^{-1} Z^T B^{-1} r on a device (Z = V^T L, L's columns a_k ⊗ F_k): A (n, R0)
-    the eigenvectors, F the factors (R0, C, s) when ``stacked``, else F_big (R0 C, R); ``device_hf`` V there."""
-    R0 = A.shape[1]
+@attrs.frozen(eq=False)
+class _Held:
+    """Host arrays and their copies on the arrays of each primitives object that asks, made once."""
 
-    def apply_lowrank(r):  # as apply_lowrank of LowRankPreconditioner.for_factor
-        y = solve_Bd(r)
-        AtVy = A.T @ device_hf.V(y)  # shape: (R0, C)
-        if stacked:
-            z = H_inv @ xp.reshape(xp.sum(F * AtVy[:, :, None], axis=1), (-1,))
-            LZ = A @ xp.sum(F * xp.reshape(z, (R0, 1, -1)), axis=2)
-        else:
-            z = H_inv @ (F.T @ xp.reshape(AtVy, (-1,)))
-            LZ = A @ xp.reshape(F @ z, (R0, -1))
-        return y - solve_Bd(device_hf.Vt(LZ))
+    arrays: tuple
+    copies: dict = attrs.field(factory=dict)
 
-    return apply_lowrank
+    def on(self, ops) -> tuple:
+        if ops not in self.copies:
+            self.copies[ops] = tuple(ops.from_host(a) for a in self.arrays)
+        return self.copies[ops]
+
+
+@attrs.frozen(eq=False)
+class _Woodbury:
+    """P^{-1} = B^{-1} - B^{-1} Z H^{-1} Z^T B^{-1}, Z = V^T L with L's columns a_k ⊗ F_k: ``solve_B`` B^{-1},
+    ``H`` the diagonal blocks of H = I + Z^T B^{-1} Z (host), ``factors`` the eigenvectors A (n, R0) and F, the
+    stack (R0, C, s) where every F_k has one shape, else block-diagonal F_big (R0 C, R)."""
+
+    solve_B: Inverse
+    H: tuple
+    factors: _Held
+    n_classes: int
+
+    @property
+    def stacked(self) -> bool:
+        return self.factors.arrays[1].ndim == 3
+
+    def on(self, ops, factor) -> Callable:
+        xp, (A, F) = ops.xp, self.factors.on(ops)
+        solve_B, solve_H = self.solve_B.on(ops), ops.spd_solver(self.H)
+        V = ops.factor_V(factor, (A.shape[0], self.n_classes))  # V B^{-1} r, consumed at once in every step
+        R0 = A.shape[1]
+
+        def apply_lowrank(r):  # per CG step: B^{-1} r - B^{-1} Z H^{-1} Z^T B^{-1} r
+            y = solve_B(r)
+            AtVy = A.T @ V(y)  # shape: (R0, C)
+            # L^T v and L z through L's factors a_k ⊗ F_k (reading A, n x R0, not L's rows, n C x R)
+            if self.stacked:
+                z = solve_H(xp.reshape(ops.stack_tmv(F, AtVy), (-1,)))
+                LZ = A @ ops.stack_mv(F, xp.reshape(z, (R0, -1)))
+            else:
+                z = solve_H(F.T @ xp.reshape(AtVy, (-1,)))
+                LZ = A @ xp.reshape(F @ z, (R0, -1))
+            y -= solve_B(factor.Vt(LZ))  # y is this call's own array
+            return y
+
+        return apply_lowrank
+
+    def F_big(self) -> np.ndarray:
+        """Block-diagonal (R0 C, R) with F_k in block (k, k)."""
+        F = self.factors.arrays[1]
+        return sla.block_diag(*F) if self.stacked else F
+
+    @classmethod
+    def join(cls, parts, cache) -> _Woodbury:
+        """The eigenvectors block-diagonal (N, Σ R0_k), the factors stacked where all have one shape, else
+        block-diagonal, H's blocks side by side; the joined eigenvectors and factors made once (``cache``)."""
+        if "factors" not in cache:
+            stacked = all(p.stacked for p in parts) and len({p.factors.arrays[1].shape[1:] for p in parts}) == 1
+            F = (
+                np.concatenate([p.factors.arrays[1] for p in parts])
+                if stacked
+                else sla.block_diag(*[p.F_big() for p in parts])
+            )
+            cache["factors"] = _Held((sla.block_diag(*[p.factors.arrays[0] for p in parts]), F))
+        solve_B = type(parts[0].solve_B).join([p.solve_B for p in parts], cache)
+        return cls(solve_B, sum((p.H for p in parts), ()), cache["factors"], parts[0].n_classes)
 
 
 class DiagonalPreconditioner:
@@ -208,15 +265,8 @@ class DiagonalPreconditioner:
         self.diag_K = op.diag()  # shape: (n, C)
         self.point_block_mvm = op.point_block_mvm
 
-    def for_factor(self, hf, backend=None) -> Callable[[np.ndarray], np.ndarray]:
+    def inverse(self, hf, setup=HOST) -> _Scale:
         return _Scale(1.0 / hf.precond_diag(self.diag_K, self.point_block_mvm))
-
-    def for_device(self, hf, device_hf, backend) -> Callable:
-        return self.for_factor(hf).on(backend)
-
-    def woodbury(self, hf, backend=None) -> None:
-        """Not a low-rank Woodbury form (:meth:`LowRankPreconditioner.woodbury`)."""
-        return None
 
 
 class BlockJacobiPreconditioner:
@@ -229,15 +279,8 @@ class BlockJacobiPreconditioner:
     def __init__(self, op: Operator):
         self.blocks_K = op.point_blocks()  # shape: (n, C, C)
 
-    def for_factor(self, hf, backend=None) -> Callable[[np.ndarray], np.ndarray]:
+    def inverse(self, hf, setup=HOST) -> _BlockSolve:
         return _BlockSolve(np.linalg.inv(hf.precond_blocks(self.blocks_K)))
-
-    def for_device(self, hf, device_hf, backend) -> Callable:
-        return self.for_factor(hf).on(backend)
-
-    def woodbury(self, hf, backend=None) -> None:
-        """Not a low-rank Woodbury form (:meth:`LowRankPreconditioner.woodbury`)."""
-        return None
 
 
 class LowRankPreconditioner:
@@ -297,7 +340,6 @@ class LowRankPreconditioner:
         self.F = factors
         self._F_big = None
         self._AA = None
-        self._device: tuple | None = None  # (A, F, L's rows) on the operator's device (for_device)
         # every F_k of one shape (C, s) (one Kronecker term, or the flat prior's): the (k, l) blocks of
         # Z^T D^{-1} Z are one batched product over the pairs
         shapes = {F.shape for F in factors}
@@ -312,7 +354,7 @@ class LowRankPreconditioner:
 
     def use_rows(self, on: bool) -> None:
         """Build Z^T D^{-1} Z from L's rows (kept, n C R floats) or from pairs of eigenvectors; the
-        two give the same P (tested); :func:`_rows_cheaper` picks one."""
+        two give the same P (tested); :func:`_rows_cheaper` picks one.  L's rows and factors are held afresh."""
         n, C, R0 = self.A.shape[0], self.op.n_classes, self.A.shape[1]
         # L itself, row i of shape (C, R): [a_ik F_k]_k (the flat prior: R = R0, one column each)
         if not on:
@@ -321,6 +363,8 @@ class LowRankPreconditioner:
             self.L_rows = np.einsum("ik,kcs->icks", self.A, self.F_stack).reshape(n * C, -1)
         else:
             self.L_rows = (self.A @ self.F_big().reshape(R0, -1)).reshape(n * C, -1)
+        self._rows = None if self.L_rows is None else _Held((self.L_rows.reshape(n, C, -1),))  # on the set-up's arrays
+        self.factors = _Held((self.A, self.F_big() if self.F_stack is None else self.F_stack))  # for the applications
 
     def F_big(self) -> np.ndarray:
         """Block-diagonal (R0 C, R) with F_k in block (k, k): L's column blocks are a_k ⊗ F_k (built
@@ -365,13 +409,15 @@ class LowRankPreconditioner:
         upper = self.pair_products().T @ G[:, c, d]  # shape: (R0 (R0 + 1) / 2, C (C + 1) / 2)
         return upper[_sym_index(R0)][:, _sym_index(C)].reshape(R0, R0, C, C)
 
-    def _small_system(self, W, G, n: int, C: int) -> np.ndarray:
-        """H = I + Z^T B^{-1} Z (R x R) from G_i = V_i B_i^{-1} V_i^T, or from W_i with G_i = W_i W_i^T."""
+    def _small_system(self, W, G, n: int, C: int, setup) -> np.ndarray:
+        """H = I + Z^T B^{-1} Z (R x R) from G_i = V_i B_i^{-1} V_i^T, or from W_i with G_i = W_i W_i^T; from L's rows
+        and W, its products on ``setup``'s arrays (L's rows held there for the fit, W uploaded)."""
         A, L_rows, Fs = self.A, self.L_rows, self.F_stack
         R0, R = A.shape[1], int(self.offsets[-1])
         if L_rows is not None and W is not None:  # H = I + Y^T Y, Y_i = W_i^T L_i: O(n C R (C + R / 2))
-            Y = np.matmul(np.swapaxes(W, 1, 2), L_rows.reshape(n, C, R)).reshape(n * C, R)
-            return np.eye(R) + Y.T @ Y  # numpy forms Y^T Y by a symmetric rank-k update (half a GEMM)
+            xp, (rows,) = setup.xp, self._rows.on(setup)
+            Y = xp.reshape(xp.matmul(xp.permute_dims(setup.from_host(W), (0, 2, 1)), rows), (n * C, R))
+            return np.eye(R) + setup.to_host(Y.T @ Y)  # numpy forms Y^T Y by a symmetric rank-k update (half a GEMM)
         if L_rows is not None:  # H = I + Σ_i L_i^T G_i L_i: O(n C R (C + R))
             return np.eye(R) + L_rows.T @ np.matmul(G, L_rows.reshape(n, C, R)).reshape(n * C, R)
         # (k, l) block F_k^T (Σ_i a_ik a_il G_i) F_l: O(n R0^2 C^2), for F_k with many columns
@@ -382,106 +428,15 @@ class LowRankPreconditioner:
         F_big = self.F_big()
         return np.eye(R) + F_big.T @ G_sum.transpose(0, 2, 1, 3).reshape(R0 * C, R0 * C) @ F_big
 
-    def _factor(self, hf, backend=None):
-        """(B^{-1} as a solve with ``on(backend)``, H = I + Z^T B^{-1} Z, None without eigenvectors) for the
-        Hessian factor of this Newton iteration; with a ``backend`` H's products from L's rows run on its
-        device (:meth:`_device_small_system`)."""
+    def inverse(self, hf, setup=HOST) -> Inverse:
+        """P^{-1} = B^{-1} - B^{-1} Z H^{-1} Z^T B^{-1} (B^{-1} alone without eigenvectors) for the Hessian factor of
+        this Newton iteration; H's products from L's rows on ``setup``'s arrays (:meth:`_small_system`)."""
         Vb = hf.point_V()  # shape: (n, C, C), V_i
         solve_B, W, G = self._residual_solve(hf, Vb)  # G_i = V_i B_i^{-1} V_i^T, or W_i with G_i = W_i W_i^T
         n, C = Vb.shape[:2]
         if not self.A.shape[1]:
-            return solve_B, None
-        if backend is not None and self.L_rows is not None and W is not None:
-            return solve_B, self._device_small_system(backend, W)
-        return solve_B, self._small_system(W, G, n, C)
-
-    def _on_device(self, backend) -> tuple:
-        """(A, F_stack or F_big, L's rows as (n, C, R) or None) on ``backend``'s device (the operator's), uploaded
-        once per fit."""
-        if self._device is None:
-            F = self.F_stack if self.F_stack is not None else self.F_big()
-            rows = None if self.L_rows is None else self.L_rows.reshape(self.A.shape[0], self.op.n_classes, -1)
-            self._device = tuple(None if a is None else backend.from_host(a) for a in (self.A, F, rows))
-        return self._device
-
-    def _device_small_system(self, backend, W: np.ndarray) -> np.ndarray:
-        """:meth:`_small_system`'s H = I + Y^T Y, Y_i = W_i^T L_i, with W (n, C, C) uploaded and the products
-        on the device; H (R x R) back on the host."""
-        xp, rows = backend.xp, self._on_device(backend)[2]
-        n, C, R = rows.shape
-        Y = xp.reshape(xp.matmul(xp.permute_dims(backend.from_host(W), (0, 2, 1)), rows), (n * C, R))
-        return np.eye(R) + backend.to_host(Y.T @ Y)
-
-    def for_device(self, hf, device_hf, backend) -> Callable:
-        solve_B, H = self._factor(hf, backend)
-        solve_Bd = solve_B.on(backend)
-        if H is None:
-            return solve_Bd
-        A, F, _ = self._on_device(backend)
-        H_inv = backend.from_host(_spd_inverse(H))
-        return _lowrank_apply_on(backend.xp, solve_Bd, A, F, H_inv, device_hf, self.F_stack is not None)
-
-    def woodbury(self, hf, backend=None) -> tuple | None:
-        """This Newton iteration's P^{-1} = B^{-1} - B^{-1} Z H^{-1} Z^T B^{-1} as (diag B (n, C), H^{-1} or None
-        without eigenvectors), for joining blocks' preconditioners into one (:meth:`join_on_device`); None
-        where B is not diagonal (``lowrank_block``)."""
-        if self.uses_blocks:
-            return None
-        solve_B, H = self._factor(hf, backend)
-        return solve_B.d, None if H is None else _spd_inverse(H)
-
-    @staticmethod
-    def join_on_device(parts, pieces, device_hf, backend, cache: dict) -> Callable:
-        """diag(P_1, ..., P_F)^{-1} of blocks' ``lowrank`` preconditioners ``parts`` (rows one after the other)
-        as one Woodbury application on ``backend``'s device: the eigenvectors block-diagonal (N, Σ R0_k), the
-        factors F_k (stacked where all have one shape, else block-diagonal F_big) and H^{-1} joined, so that
-        the F blocks cost one block's calls; ``pieces`` their :meth:`woodbury` of this iteration; ``cache``:
-        the joined eigenvectors and factors on the fit's one device."""
-        stacked = all(p.F_stack is not None for p in parts) and len({p.F_stack.shape[1:] for p in parts}) == 1
-        key = "joined"
-        if key not in cache:
-            A = sla.block_diag(*[p.A for p in parts])
-            F = np.concatenate([p.F_stack for p in parts]) if stacked else sla.block_diag(*[p.F_big() for p in parts])
-            cache[key] = (backend.from_host(A), backend.from_host(F))
-        A, F = cache[key]
-        H_inv = sla.block_diag(*[np.zeros((0, 0)) if h is None else h for _, h in pieces])
-        solve_Bd = _Divide(np.concatenate([d for d, _ in pieces])).on(backend)
-        return _lowrank_apply_on(backend.xp, solve_Bd, A, F, backend.from_host(H_inv), device_hf, stacked)
-
-    def for_factor(self, hf, backend=None) -> Callable[[np.ndarray], np.ndarray]:
-        A = self.A
-        R0 = A.shape[1]
-        solve_B, H = self._factor(hf, backend)  # with a backend, H's GEMMs there (per-point tiny products)
-        if H is None:
             return solve_B
-        n, C = A.shape[0], self.op.n_classes
-        Fs = self.F_stack
-        F_big = self.F_big() if Fs is None else None
-        chol, _ = sla.cho_factor(H, lower=True)
-        (potrs,) = sla.get_lapack_funcs(("potrs",), (chol,))  # cho_solve's LAPACK call, without its checks
-
-        def solve_H(b):
-            x, info = potrs(chol, b, lower=1)
-            if info != 0:
-                raise np.linalg.LinAlgError(f"potrs failed (info = {info})")
-            return x
-
-        Vy_buf = np.empty((n, C))  # V B^{-1} r, consumed at once in every step
-
-        def apply_lowrank(r):  # per CG step: B^{-1} r - B^{-1} Z H^{-1} Z^T B^{-1} r,  Z = V^T L
-            y = solve_B(r)
-            Vy = hf.V_into(y, Vy_buf)  # shape: (n, C)
-            # L^T v and L z through L's factors a_k ⊗ F_k (reading A, n x R0, not L's rows, n C x R)
-            if Fs is not None:
-                z = solve_H(np.einsum("kcs,kc->ks", Fs, A.T @ Vy).ravel())
-                LZ = A @ np.einsum("kcs,ks->kc", Fs, z.reshape(R0, -1))
-            else:
-                z = solve_H(F_big.T @ (A.T @ Vy).ravel())
-                LZ = A @ (F_big @ z).reshape(R0, C)
-            y -= solve_B(hf.Vt(LZ))  # y is this call's own array
-            return y
-
-        return apply_lowrank
+        return _Woodbury(solve_B, (self._small_system(W, G, n, C, setup),), self.factors, C)
 
 
 class LowRankBlockPreconditioner(LowRankPreconditioner):

@@ -8,18 +8,20 @@ operator and applied with its rows of the Hessian factor (``HessianFactor.rows``
 preconditioner (``lowrank``) on the whole stack instead would take its eigenvectors across the blocks:
 to keep r of them per block it needs F r, and its set-up costs grow with (F r)^2 (on satimage's five
 folds, rank 32 each: 25 of the 33 s of one evaluation under cProfile, against 6.1 s for the whole
-evaluation with one preconditioner per fold).  On a device the blocks' ``lowrank``
-preconditioners are applied as one: their eigenvectors block-diagonal, their factors and small systems
-joined (``LowRankPreconditioner.join_on_device``), the same P^{-1} with one block's calls.
+evaluation with one preconditioner per fold).  On a device the blocks' inverses are applied as one:
+diagonals and per-point blocks concatenated, the ``lowrank`` eigenvectors block-diagonal, their factors and
+small systems joined (``join`` of each kind of inverse), the same P^{-1} with one block's calls.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+import attrs
 import numpy as np
 
 from gpmodels.errors import InputError
+from gpmodels.linalg.arrays import HOST
 
 __all__ = ["RowBlocksPreconditioner"]
 
@@ -40,7 +42,7 @@ class RowBlocksPreconditioner:
 
     def __init__(self, blocks: Sequence[tuple[slice, object]]):
         self.blocks = tuple(blocks)
-        self._joined: dict = {}  # the blocks' eigenvectors joined on a device, per backend (for the fit)
+        self._joined: dict = {}  # the blocks' eigenvectors and factors joined, for the fit
         first = self.blocks[0][1]
         self.name = first.name
         self.forcing_in_alpha_space = first.forcing_in_alpha_space
@@ -48,26 +50,24 @@ class RowBlocksPreconditioner:
         same = all(b is not None for b in bases) and len({b.shape[1] for b in bases}) == 1
         self.basis = np.concatenate(bases) if same else None
 
-    def for_factor(self, hf, backend=None) -> Callable[[np.ndarray], np.ndarray]:
-        applies = [(rows, p.for_factor(_factor_rows(hf, rows), backend)) for rows, p in self.blocks]
+    def inverse(self, hf, setup=HOST) -> _ByRows:
+        """diag(P_1, ..., P_F)^{-1}: each block's P_k^{-1} from its rows of ``hf`` (``setup``: as the blocks')."""
+        return _ByRows(tuple((rows, p.inverse(_factor_rows(hf, rows), setup)) for rows, p in self.blocks), self._joined)
 
-        def apply(r):
-            out = np.empty_like(r)
-            for rows, part in applies:
-                out[rows] = part(r[rows])
-            return out
 
-        return apply
+@attrs.frozen(eq=False)
+class _ByRows:
+    """diag(P_1, ..., P_F)^{-1} from ``parts``, (rows, P_k^{-1}) pairs; applied block by block on the host, as one
+    on a device (the primitives' ``block_rows``), where the blocks' inverses are of one kind; ``cache``: the
+    joined form's arrays for the fit."""
 
-    def for_device(self, hf, device_hf, backend) -> Callable:
-        """On the device: the blocks' low-rank preconditioners joined into one Woodbury application where each
-        is one (``woodbury``), so that F blocks cost one block's calls; else each block's own, side by side."""
-        parts = [p for _, p in self.blocks]
-        pieces = [p.woodbury(_factor_rows(hf, rows), backend) for rows, p in self.blocks]
-        if all(x is not None for x in pieces):
-            return type(parts[0]).join_on_device(parts, pieces, device_hf, backend, self._joined)
-        applies = [
-            (rows, p.for_device(_factor_rows(hf, rows), device_hf.rows(rows), backend)) for rows, p in self.blocks
-        ]
-        xp = backend.xp
-        return lambda r: xp.concat([part(r[rows, ...]) for rows, part in applies], axis=0)
+    parts: tuple
+    cache: dict
+
+    def on(self, ops, factor) -> Callable:
+        return ops.block_rows(self.parts, factor, self.joined)
+
+    def joined(self):
+        """The blocks' inverses joined into one (their kind's ``join``), or None where they are of several kinds."""
+        kinds = {type(inverse) for _, inverse in self.parts}
+        return kinds.pop().join([inverse for _, inverse in self.parts], self.cache) if len(kinds) == 1 else None

@@ -18,6 +18,7 @@ from gpmodels.inference.map.newton_cg import NewtonCG, NewtonOptions, device_sys
 from gpmodels.inference.map.preconditioners import PRECONDITIONERS, make_preconditioner
 from gpmodels.kernels.rbf import RBF
 from gpmodels.likelihoods.softmax import Softmax, SoftmaxFactor, log_softmax
+from gpmodels.linalg.arrays import HOST
 from gpmodels.linalg.blas_threads import blas_threads, limit_blas_threads
 from gpmodels.linalg.counting import MVMCounter
 from gpmodels.operators.blockdiag import BlockDiagonal
@@ -104,11 +105,12 @@ def test_each_preconditioner_applies_on_the_device_as_on_the_host(backend, name,
     if name.startswith("lowrank"):
         assert (pc.L_rows is not None) == (rank == 8)
     r = np.random.default_rng(2).normal(size=(N, C))
-    expected = pc.for_factor(hf)(r)
+    expected = pc.inverse(hf).on(HOST, hf)(r)
     tol = 1e-12 * np.abs(expected).max()
-    np.testing.assert_allclose(pc.for_factor(hf, be)(r), expected, rtol=0, atol=tol)  # set-up on the device
-    device_apply = pc.for_device(hf, hf.on_device(be), be)
-    np.testing.assert_allclose(be.to_host(device_apply(be.from_host(r))), expected, rtol=0, atol=tol)
+    for setup in (HOST, be):  # H's products on the host or on the device
+        np.testing.assert_allclose(pc.inverse(hf, setup).on(HOST, hf)(r), expected, rtol=0, atol=tol)
+        device_apply = pc.inverse(hf, setup).on(be, hf.on_device(be))
+        np.testing.assert_allclose(be.to_host(device_apply(be.from_host(r))), expected, rtol=0, atol=tol)
 
 
 @pytest.mark.parametrize("backend", BACKEND_PARAMS)

@@ -27,6 +27,7 @@ from gpmodels.inference.map.newton_cg import (
 from gpmodels.inference.map.preconditioners import make_preconditioner
 from gpmodels.kernels.rbf import RBF
 from gpmodels.likelihoods.softmax import Softmax
+from gpmodels.linalg.arrays import HOST
 from gpmodels.linalg.cg import cg
 from gpmodels.priors.independent import IndependentGP
 
@@ -69,7 +70,7 @@ def test_newton_direction_solves_the_newton_equation_in_u_space():
     alpha, u, g, hf = _state(op, lik, Y)
     assert hf.fixed_alpha is None
     system = newton_system(hf, op.mvm, u, g)
-    precondition = make_preconditioner("diagonal", op).for_factor(hf)
+    precondition = make_preconditioner("diagonal", op).inverse(hf).on(HOST, hf)
     res, new_alpha = newton_direction(system, hf.beta_init(alpha), TIGHT, precondition, forcing=0.0, alpha_norm=False)
     assert res.converged
 

@@ -17,6 +17,7 @@ from gpmodels.inference.map.preconditioners import make_preconditioner
 from gpmodels.kernels.linear import Linear
 from gpmodels.kernels.rbf import RBF
 from gpmodels.likelihoods.softmax import Softmax
+from gpmodels.linalg.arrays import HOST
 from gpmodels.priors import ANOVAPrior, CoupledPrior, IndependentGP
 
 TREE = [
@@ -73,7 +74,7 @@ def test_lowrank_with_full_rank_is_the_exact_inverse(kind, precond):
     U, Y = _state(9, tree.n_classes, 0)
     hf = Softmax().hessian_factor(U, Y)
     A, E = _dense_system(op, hf)
-    apply = make_preconditioner(precond, op, rank=10 * 9 * tree.n_classes).for_factor(hf)
+    apply = make_preconditioner(precond, op, rank=10 * 9 * tree.n_classes).inverse(hf).on(HOST, hf)
     Pinv = np.stack([apply(E[:, :, j]).ravel() for j in range(A.shape[0])], axis=1)
     np.testing.assert_allclose(Pinv @ A, np.eye(A.shape[0]), atol=1e-7)
 
@@ -94,7 +95,7 @@ def test_lowrank_ways_of_forming_the_small_system_agree(kind):
     def inverse(rows, stacked):
         pc.F_stack = stack if stacked else None
         pc.use_rows(rows)
-        apply = pc.for_factor(hf)
+        apply = pc.inverse(hf).on(HOST, hf)
         return np.stack([apply(E[:, :, j]).ravel() for j in range(E.shape[2])], axis=1)
 
     ref = inverse(False, False)
@@ -120,7 +121,7 @@ def test_lowrank_is_the_woodbury_inverse_of_its_splitting(edges, seed, rank, blo
     Pinvs = []
     for rows in (False, True):  # both ways of forming Z^T B^{-1} Z give the same P^{-1}
         pc.use_rows(rows)
-        apply = pc.for_factor(hf)
+        apply = pc.inverse(hf).on(HOST, hf)
         Pinvs.append(np.stack([apply(E[:, :, j]).ravel() for j in range(n * C)], axis=1))
     np.testing.assert_allclose(Pinvs[0], Pinvs[1], atol=1e-10)
     Pinv = Pinvs[1]

@@ -16,6 +16,7 @@ from gpmodels.inference.map.preconditioners import (
 from gpmodels.inference.map.row_blocks import RowBlocksPreconditioner
 from gpmodels.kernels.rbf import RBF
 from gpmodels.likelihoods.softmax import Softmax
+from gpmodels.linalg.arrays import HOST
 from gpmodels.operators.base import KronTerm
 from gpmodels.operators.blockdiag import BlockDiagonal
 from gpmodels.operators.intercept import Intercept
@@ -42,6 +43,11 @@ def _stack(representation=None, through=False):
     return stack, Softmax().hessian_factor(U, Y), rng.normal(size=(stack.n_points, C))
 
 
+def _on_host(precond, hf, r):
+    """P^{-1} r of ``precond`` at the factor ``hf``, on the host."""
+    return precond.inverse(hf).on(HOST, hf)(r)
+
+
 @pytest.mark.parametrize("name", ["lowrank", "lowrank_block"])
 def test_a_deflating_preconditioner_of_a_stack_is_each_blocks_own(name):
     stack, hf, r = _stack()
@@ -50,13 +56,13 @@ def test_a_deflating_preconditioner_of_a_stack_is_each_blocks_own(name):
     expect = []
     for rows, part in stack.row_blocks:
         own = make_preconditioner(name, part, rank=4, seed=2)
-        expect.append(own.for_factor(hf.rows(rows))(r[rows]))
-    np.testing.assert_allclose(P.for_factor(hf)(r), np.concatenate(expect), rtol=1e-12)
+        expect.append(_on_host(own, hf.rows(rows), r[rows]))
+    np.testing.assert_allclose(_on_host(P, hf, r), np.concatenate(expect), rtol=1e-12)
     assert P.basis.shape[0] == stack.n_points  # the blocks' subspaces row after row: the next fit's start
     again = make_preconditioner(name, stack, rank=4, seed=2, start=P.basis)
     for (rows, part), (_, block) in zip(stack.row_blocks, again.blocks):  # each block starts from its rows
         own = make_preconditioner(name, part, rank=4, seed=2, start=P.basis[rows])
-        np.testing.assert_allclose(block.for_factor(hf.rows(rows))(r[rows]), own.for_factor(hf.rows(rows))(r[rows]))
+        np.testing.assert_allclose(_on_host(block, hf.rows(rows), r[rows]), _on_host(own, hf.rows(rows), r[rows]))
 
 
 def test_the_blocks_eigensolvers_share_each_product_of_the_base_operator(monkeypatch):
@@ -82,13 +88,13 @@ def test_the_blocks_eigensolvers_share_each_product_of_the_base_operator(monkeyp
     assert {c for _, c in products} == {3 * (1 + 8)}
     for (rows, part), (_, block) in zip(through.row_blocks, P.blocks):
         own = make_preconditioner("lowrank", part, rank=4, seed=2)
-        np.testing.assert_allclose(block.for_factor(hf.rows(rows))(r[rows]), own.for_factor(hf.rows(rows))(r[rows]))
+        np.testing.assert_allclose(_on_host(block, hf.rows(rows), r[rows]), _on_host(own, hf.rows(rows), r[rows]))
     products.clear()
     again = make_preconditioner("lowrank", through, rank=4, seed=2, start=P.basis)
     assert len(products) == 2 * n_terms
     for (rows, part), (_, block) in zip(through.row_blocks, again.blocks):
         own = make_preconditioner("lowrank", part, rank=4, seed=2, start=P.basis[rows])
-        np.testing.assert_allclose(block.for_factor(hf.rows(rows))(r[rows]), own.for_factor(hf.rows(rows))(r[rows]))
+        np.testing.assert_allclose(_on_host(block, hf.rows(rows), r[rows]), _on_host(own, hf.rows(rows), r[rows]))
 
 
 def test_the_diagonal_preconditioners_stay_whole():
@@ -109,7 +115,7 @@ def test_auto_decides_by_the_largest_block(monkeypatch):
 def test_a_factor_without_rows_is_a_clear_error():
     stack, hf, _ = _stack()
     with pytest.raises(InputError, match="does not give its rows.*'diagonal'.*folds_per_fit 1"):
-        make_preconditioner("lowrank", stack, rank=4).for_factor(OpaqueFactor(hf))
+        make_preconditioner("lowrank", stack, rank=4).inverse(OpaqueFactor(hf))
 
 
 pytest.importorskip("array_api_compat")
@@ -123,14 +129,32 @@ BACKENDS, BACKEND_PARAMS = device_backends()
 @pytest.mark.parametrize("name", ["lowrank", "lowrank_block"])
 @pytest.mark.parametrize("backend", BACKEND_PARAMS)
 def test_the_blocks_preconditioner_on_a_device_equals_the_host_one(backend, name):
-    """``lowrank``: the blocks joined into one Woodbury application on the device; ``lowrank_block`` (per-point
-    blocks, no diagonal B to join): each block's own, side by side."""
+    """The blocks' inverses joined into one Woodbury application on the device (``lowrank``: diagonal B
+    concatenated; ``lowrank_block``: its per-point blocks), set up on the host or with H's products there."""
     be = BACKENDS[backend]()
     stack, hf, r = _stack(DeviceRepresentationConfig(be, kind="stored"))
     P = make_preconditioner(name, stack, rank=4, seed=2)
-    on_device = P.for_device(hf, hf.on_device(be), be)
-    np.testing.assert_allclose(be.to_host(on_device(be.from_host(r))), P.for_factor(hf)(r), rtol=1e-10)
-    assert bool(P._joined) == (name == "lowrank")
+    expected = _on_host(P, hf, r)
+    for setup in (HOST, be):
+        on_device = P.inverse(hf, setup).on(be, hf.on_device(be))
+        np.testing.assert_allclose(be.to_host(on_device(be.from_host(r))), expected, rtol=1e-10)
+        np.testing.assert_allclose(P.inverse(hf, setup).on(HOST, hf)(r), expected, rtol=1e-12)
+    assert "factors" in P._joined
+
+
+@pytest.mark.parametrize("backend", BACKEND_PARAMS)
+def test_blocks_of_several_kinds_apply_side_by_side_on_a_device(backend):
+    """A ``lowrank`` block beside ``diagonal`` ones: nothing to join, each block's own inverse on its rows."""
+    be = BACKENDS[backend]()
+    stack, hf, r = _stack(DeviceRepresentationConfig(be, kind="stored"))
+    (rows, first), *rest = stack.row_blocks
+    parts = [(rows, make_preconditioner("lowrank", first, rank=4))] + [(s, DiagonalPreconditioner(p)) for s, p in rest]
+    P = RowBlocksPreconditioner(parts)
+    expect = np.concatenate([_on_host(p, hf.rows(s), r[s]) for s, p in parts])
+    np.testing.assert_allclose(_on_host(P, hf, r), expect, rtol=1e-12)
+    on_device = P.inverse(hf).on(be, hf.on_device(be))
+    np.testing.assert_allclose(be.to_host(on_device(be.from_host(r))), expect, rtol=1e-10)
+    assert not P._joined
 
 
 @pytest.mark.parametrize("backend", BACKEND_PARAMS)
@@ -152,5 +176,6 @@ def test_joined_blocks_with_one_factor_shape_equal_the_host(backend):
     P = make_preconditioner("lowrank", stack, rank=3, seed=1)
     assert all(p.F_stack is not None for _, p in P.blocks)
     r = rng.normal(size=(46, C))
-    got = be.to_host(P.for_device(hf, hf.on_device(be), be)(be.from_host(r)))
-    np.testing.assert_allclose(got, P.for_factor(hf)(r), rtol=1e-10)
+    got = be.to_host(P.inverse(hf).on(be, hf.on_device(be))(be.from_host(r)))
+    assert P._joined["factors"].arrays[1].ndim == 3  # the stacked form
+    np.testing.assert_allclose(got, _on_host(P, hf, r), rtol=1e-10)

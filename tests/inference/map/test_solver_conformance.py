@@ -23,6 +23,7 @@ from gpmodels.inference.map.solvers import SOLVERS, make_solver
 from gpmodels.kernels.linear import Linear
 from gpmodels.kernels.rbf import RBF
 from gpmodels.likelihoods.softmax import Softmax
+from gpmodels.linalg.arrays import HOST
 from gpmodels.linalg.cg import cg
 from gpmodels.priors import ANOVAPrior, CoupledPrior, IndependentGP
 
@@ -121,7 +122,7 @@ def _newton_system_at_random_state(kind, seed):
 @pytest.mark.parametrize("name", sorted(PRECONDITIONERS))
 def test_every_preconditioner_is_symmetric_positive_definite(name, kind):
     op, hf, system = _newton_system_at_random_state(kind, seed=5)
-    apply = make_preconditioner(name, op, rank=4, seed=1).for_factor(hf)
+    apply = make_preconditioner(name, op, rank=4, seed=1).inverse(hf).on(HOST, hf)
     n, C = op.n_points, op.n_classes
     E = np.eye(n * C).reshape(n, C, n * C)
     free = hf.free.ravel()
@@ -142,6 +143,6 @@ def test_every_preconditioner_leaves_the_cg_solution_unchanged(name, kind):
     beta = np.zeros(n * C)
     beta[free] = np.linalg.solve(A[np.ix_(free, free)], system.rhs.ravel()[free])
     pc = make_preconditioner(name, op, rank=4, seed=1)
-    res = cg(system.matvec, system.rhs, precondition=pc.for_factor(hf), tol=1e-13, max_iter=10 * n * C)
+    res = cg(system.matvec, system.rhs, precondition=pc.inverse(hf).on(HOST, hf), tol=1e-13, max_iter=10 * n * C)
     assert res.converged[0]
     np.testing.assert_allclose(res.x.ravel(), beta, atol=1e-9 * max(1.0, np.abs(beta).max()))
