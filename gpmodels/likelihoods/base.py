@@ -72,10 +72,10 @@ class HessianFactor(abc.ABC):
         np.copyto(out, self.V(x))
         return out
 
-    def on_device(self, backend):
-        """This factor's V and V^T on ``backend``'s device (an object with ``V`` and ``Vt`` on its arrays),
-        so that the Newton system's product runs there beside a device operator; None (the default): the
-        factor multiplies host arrays only."""
+    def on(self, ops):
+        """This factor with ``V``, ``Vt`` and ``rows`` on the arrays of the primitives ``ops`` (a device backend,
+        :mod:`gpmodels.linalg.arrays`), so that the Newton system's product runs there beside a device operator;
+        None (the default): the factor multiplies host arrays only."""
         return None
 
     def rows(self, rows: slice) -> HessianFactor | None:

@@ -20,11 +20,14 @@ w_i = K̃_i π_i (App. B; for block-diagonal K̃, w = diag(K̃) ∘ π).
 
 from __future__ import annotations
 
+import copy
+
 import attrs
 import numpy as np
 
 from gpmodels.likelihoods.base import HessianFactor, Likelihood
 from gpmodels.linalg import row_kernels
+from gpmodels.linalg.arrays import HOST
 from gpmodels.validation import number, to_float
 
 __all__ = ["Softmax", "SoftmaxFactor", "log_softmax"]
@@ -100,15 +103,51 @@ class Softmax(Likelihood):
         return pi * q - pi * np.sum(pi * q, axis=1, keepdims=True)
 
 
+@attrs.frozen(eq=False)
+class _FactorArrays:
+    """The arrays V and V^T take, on the arrays of the primitives ``ops``: π, π^{1/2}, the App. B fixed mask (None
+    where nothing is fixed), a ones vector (row sums as products with it: numpy's reduction along a short axis 1
+    costs about 7x more) and a scratch array for temporaries (``ops.buffer``: the host's; a device allocates)."""
+
+    ops: object
+    pi: object
+    sqrt_pi: object
+    fixed: object
+    ones: object
+    scratch: object
+
+    @classmethod
+    def of(cls, ops, hf: SoftmaxFactor) -> _FactorArrays:
+        fixed = None if hf.all_free else ops.from_host(hf.fixed, dtype="bool")
+        ones, scratch = ops.from_host(np.ones(hf.pi.shape[1])), ops.buffer(hf.pi.shape)
+        return cls(ops, ops.from_host(hf.pi), ops.from_host(hf.sqrt_pi), fixed, ones, scratch)
+
+    def row_sums(self, x):
+        """Σ_c x_ic per point as (n, 1)."""
+        return (x @ self.ones)[:, None]
+
+    def sub_pi_times(self, out, col):
+        """out -= π ∘ col (col: (n, 1)) in place, through the scratch array."""
+        out -= self.ops.multiply(self.pi, col, self.scratch)
+        return out
+
+    def zero_fixed(self, out, value=0.0):
+        """out with the App. B fixed components set to ``value`` (in place on the host)."""
+        return out if self.fixed is None else self.ops.fill_where(out, self.fixed, value)
+
+
 class SoftmaxFactor(HessianFactor):
     """V = A D^{1/2} at one point, with the App. B sets I (fixed) and I0 (zero warm start).
 
-    These products run once or twice per CG step of every Newton–CG and CV solve, where on a GPU the kernel
-    product is the cheaper part, so they are written for the host: row sums are BLAS matrix-vector products
-    with a ones vector (numpy's reduction along a short axis 1 costs about 7x more), the free mask is applied
-    only where App. B fixed a component (``all_free``), and each product allocates only the array it returns,
-    its temporaries going to a scratch array of the factor.  The factor is therefore not for use from
-    several threads at once (each fit builds its own).
+    V, V^T and ``rows`` take the arrays of the primitives of ``on(ops)`` (:mod:`gpmodels.linalg.arrays`; as made,
+    the host's), written once: π, π^{1/2} and the App. B mask go there once per factor, so that the Newton
+    system's product β + V^T K̃ V β runs beside a device operator with one transfer each way
+    (:func:`gpmodels.inference.map.newton_cg.newton_system`); the other methods take host arrays.  These
+    products run once or twice per CG step of every Newton–CG and CV solve, so on the host each allocates only
+    the array it returns, its temporaries going to a scratch array of the factor (``ops.multiply`` into it),
+    the fixed mask is applied only where App. B fixed a component (``all_free``), and without one they run as
+    compiled row sweeps where Numba is installed.  The factor is therefore not for use from several threads at
+    once (each fit builds its own).
     """
 
     def __init__(self, log_pi: np.ndarray, Y: np.ndarray, kappa: float):
@@ -126,64 +165,57 @@ class SoftmaxFactor(HessianFactor):
         self._inv_sqrt_pi = np.exp(-0.5 * np.maximum(log_pi, _LOG_PI_FLOOR))
         # V D^{-1/2} α = A α = α for α in ran W (rows summing to 0) when nothing is fixed, zeroed or floored
         self.beta_init_exact = self.all_free and self._all_started and bool(np.all(log_pi >= _LOG_PI_FLOOR))
-        self._ones = np.ones(log_pi.shape[1])  # row sums x 1 by BLAS
-        self._scratch = np.empty(log_pi.shape)  # temporaries of the products, never returned
+        self._host = self._held = _FactorArrays.of(HOST, self)  # the host's arrays; V and V^T take those of _held
         self.fixed_alpha = None
         if not self.all_free:
             gamma = np.where(self.fixed, Y - self.pi, 0.0)  # γ_I = -g_I
             self.fixed_alpha = self._A(gamma)
 
-    def _row_sums(self, x):
-        """Σ_c x_ic per point as (n, 1)."""
-        return (x @ self._ones)[:, None]
-
-    def _sub_pi_times(self, out, col):
-        """out -= π ∘ col (col: (n, 1)) in place, through the scratch array."""
-        np.subtract(out, np.multiply(self.pi, col, out=self._scratch), out=out)
-        return out
-
-    def _zero_fixed(self, out, value=0.0):
-        """out with the App. B fixed components set to ``value`` (in place), as np.where(free, out, value)."""
-        if not self.all_free:
-            np.copyto(out, value, where=self.fixed)
-        return out
+    def on(self, ops) -> SoftmaxFactor:
+        """This factor with V, V^T and ``rows`` on the arrays of ``ops`` (the arrays they take uploaded once)."""
+        held = copy.copy(self)
+        held._held = _FactorArrays.of(ops, self)
+        return held
 
     def _A(self, x):
         """A x = x - D P_cls x, per point x_i - π_i (1^T x_i)."""
-        out = np.multiply(self.pi, self._row_sums(x))
+        out = np.multiply(self.pi, self._host.row_sums(x))
         return np.subtract(x, out, out=out)
 
     def V(self, x):
-        return self.V_into(x, np.empty(np.shape(x)))
+        return self.V_into(x, self._held.ops.buffer(np.shape(x)))
 
     def V_into(self, x, out):
+        on = self._held
         if self._compiled(x, out):  # one parallel sweep over the rows
-            return row_kernels.softmax_v(x, self.pi, self.sqrt_pi, out)
-        s = self._zero_fixed(np.multiply(self.sqrt_pi, x, out=out))  # D^{1/2} x on the free components
-        return self._sub_pi_times(s, self._row_sums(s))  # A s
+            return row_kernels.softmax_v(x, on.pi, on.sqrt_pi, out)
+        s = on.zero_fixed(on.ops.multiply(on.sqrt_pi, x, out))  # D^{1/2} x on the free components
+        return on.sub_pi_times(s, on.row_sums(s))  # A s
 
     def Vt(self, y):
+        on = self._held
         if self._compiled(y):
-            return row_kernels.softmax_vt(y, self.pi, self.sqrt_pi)
-        pi_y = self._row_sums(np.multiply(self.pi, y, out=self._scratch))  # π_i^T y_i
-        t = np.subtract(y, pi_y)
-        return self._zero_fixed(np.multiply(t, self.sqrt_pi, out=t))
+            return row_kernels.softmax_vt(y, on.pi, on.sqrt_pi)
+        pi_y = on.row_sums(on.ops.multiply(on.pi, y, on.scratch))  # π_i^T y_i
+        t = y - pi_y
+        t *= on.sqrt_pi
+        return on.zero_fixed(t)
 
     def Vt_plus(self, y, x):
         if self._compiled(y, x):
-            return row_kernels.softmax_vt(y, self.pi, self.sqrt_pi, plus=x)
+            return row_kernels.softmax_vt(y, self._held.pi, self._held.sqrt_pi, plus=x)
         return x + self.Vt(y)
 
     def _compiled(self, *arrays) -> bool:
         """Whether V and V^T run as the compiled row sweeps: nothing fixed by App. B and arrays they take."""
-        return self.all_free and row_kernels.takes(self.pi, *arrays)
+        return self.all_free and row_kernels.takes(self._held.pi, *arrays)
 
     def W(self, x):
         out = np.multiply(self.pi, x)
-        return self._sub_pi_times(out, self._row_sums(out))  # π x - π (π^T x)
+        return self._host.sub_pi_times(out, self._host.row_sums(out))  # π x - π (π^T x)
 
     def g_tilde(self, g):
-        return self._zero_fixed(np.multiply(g, self._inv_sqrt_pi))
+        return self._host.zero_fixed(np.multiply(g, self._inv_sqrt_pi))
 
     def beta_init(self, alpha):
         out = np.multiply(alpha, self._inv_sqrt_pi)
@@ -195,10 +227,7 @@ class SoftmaxFactor(HessianFactor):
         return self.pi
 
     def rows(self, rows: slice) -> SoftmaxFactor:
-        return SoftmaxFactor(self.log_pi[rows], self._Y[rows], self._kappa)
-
-    def on_device(self, backend) -> SoftmaxDeviceFactor:
-        return SoftmaxDeviceFactor.of(backend, self)
+        return SoftmaxFactor(self.log_pi[rows], self._Y[rows], self._kappa).on(self._held.ops)
 
     def point_V(self) -> np.ndarray:
         """V_i = (I - π_i 1^T) diag(π_i^{1/2}) per point, (n, C, C): entry (c, d) = (δ_cd - π_ic) π_id^{1/2},
@@ -215,38 +244,7 @@ class SoftmaxFactor(HessianFactor):
         w = point_block_mvm(self.pi)
         d = np.multiply(w, -2.0)
         d += diag_K
-        d += self._row_sums(np.multiply(self.pi, w, out=self._scratch))  # π_i^T w_i
+        d += self._host.row_sums(np.multiply(self.pi, w, out=self._host.scratch))  # π_i^T w_i
         d *= self.pi
         d += 1.0
-        return self._zero_fixed(d, 1.0)
-
-
-class SoftmaxDeviceFactor:
-    """V = A D^{1/2} and V^T of a :class:`SoftmaxFactor` on an array backend's device (array-API code):
-    π and π^{1/2} (and the App. B free mask, where a component is fixed) uploaded once per factor, so
-    that the Newton system's product β + V^T K̃ V β runs beside a device operator with one transfer each
-    way (:func:`gpmodels.inference.map.newton_cg.newton_system`)."""
-
-    def __init__(self, xp, pi, sqrt_pi, free):
-        self.xp, self.pi, self.sqrt_pi, self.free = xp, pi, sqrt_pi, free
-
-    @classmethod
-    def of(cls, backend, hf: SoftmaxFactor) -> SoftmaxDeviceFactor:
-        """``hf``'s arrays uploaded to ``backend``'s device (the free mask only where App. B fixed a component)."""
-        free = None if hf.all_free else backend.from_host(hf.free, dtype="bool")
-        return cls(backend.xp, backend.from_host(hf.pi), backend.from_host(hf.sqrt_pi), free)
-
-    def rows(self, rows: slice) -> SoftmaxDeviceFactor:
-        """The factor of the points ``rows`` alone, on views of this one's device arrays."""
-        free = None if self.free is None else self.free[rows, ...]
-        return SoftmaxDeviceFactor(self.xp, self.pi[rows, ...], self.sqrt_pi[rows, ...], free)
-
-    def V(self, x):
-        """x_i ↦ A_i D_i^{1/2} x_i = s_i - π_i (1^T s_i), s = π^{1/2} ∘ x on the free components."""
-        s = self.sqrt_pi * (x if self.free is None else self.xp.where(self.free, x, 0.0))
-        return s - self.pi * self.xp.sum(s, axis=1, keepdims=True)
-
-    def Vt(self, y):
-        """y_i ↦ D_i^{1/2} A_i^T y_i = π_i^{1/2} ∘ (y_i - π_i^T y_i), zero on the fixed components."""
-        t = self.sqrt_pi * (y - self.xp.sum(self.pi * y, axis=1, keepdims=True))
-        return t if self.free is None else self.xp.where(self.free, t, 0.0)
+        return self._host.zero_fixed(d, 1.0)

@@ -31,6 +31,9 @@ The primitives (both kinds):
 - ``product(part)``, ``rproduct(part)``: the linear map of an operator's part (an operator, a kernel
   representation or a block of one) and of a block's transpose on these arrays: its ``mvm`` / ``rmvm`` on
   the host, its ``device_mvm`` / ``device_rmvm`` on a device;
+- ``buffer(shape)``, ``multiply(a, b, out)``: an array for results written into it, and a * b into it (on
+  the host; a device allocates its results: no buffer, None);
+- ``fill_where(a, mask, value)``: a with ``value`` where ``mask`` (on the host in place);
 - ``factor_V(factor, shape)``: x -> V x of a Hessian factor held on these arrays, for a caller that consumes
   each result at once (on the host into one (n, C) buffer reused by every call, ``V_into``);
 - ``spd_solver(blocks)``: b -> diag(H_1, ..., H_F)^{-1} b for symmetric positive definite host blocks H_k (on
@@ -115,6 +118,16 @@ class HostArrays:
 
     def rproduct(self, part):
         return part.rmvm
+
+    def buffer(self, shape) -> np.ndarray:
+        return np.empty(shape)
+
+    def multiply(self, a, b, out: np.ndarray) -> np.ndarray:
+        return np.multiply(a, b, out=out)
+
+    def fill_where(self, a: np.ndarray, mask: np.ndarray, value: float) -> np.ndarray:
+        np.copyto(a, value, where=mask)
+        return a
 
     def factor_V(self, factor, shape):
         buf = np.empty(shape)

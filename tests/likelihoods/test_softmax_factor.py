@@ -114,3 +114,23 @@ def test_V_into_default_copies_V_into_the_buffer():
     x, out = rng.normal(size=(20, 1)), np.empty((20, 1))
     assert hf.V_into(x, out) is out
     np.testing.assert_array_equal(out, hf.V(x))
+
+
+@pytest.mark.parametrize("kappa", [-20.0, -np.inf])
+def test_the_factor_on_a_device_backend_gives_the_plain_products(kappa):
+    """``on(backend)``: V, V^T and the rows' V on that backend's arrays (App. B's fixed components too); the
+    other methods still the host's."""
+    pytest.importorskip("array_api_compat")
+    from device_backends import device_backends
+
+    U, Y, hf, rng = _case(40, 6, kappa)
+    plain, x = Plain(U, Y, kappa), rng.normal(size=(40, 6))
+    for make in device_backends()[0].values():
+        be = make()
+        held = hf.on(be)
+        for name in ("V", "Vt"):
+            got = be.to_host(getattr(held, name)(be.from_host(x)))
+            np.testing.assert_allclose(got, getattr(plain, name)(x), rtol=1e-12, atol=1e-15, err_msg=f"{be} {name}")
+        rows = held.rows(slice(5, 30))
+        np.testing.assert_allclose(be.to_host(rows.V(be.from_host(x[5:30]))), plain.V(x)[5:30], rtol=1e-12, atol=1e-15)
+        np.testing.assert_array_equal(held.g_tilde(x), hf.g_tilde(x))

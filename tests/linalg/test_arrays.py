@@ -43,4 +43,4 @@ def test_the_preconditioners_primitives_equal_the_host(backend):
     first = V(x)
     np.testing.assert_array_equal(first, hf.V(x))
     assert V(2 * x) is first  # one buffer, every call
-    np.testing.assert_allclose(be.to_host(be.factor_V(hf.on_device(be), x.shape)(be.from_host(x))), hf.V(x), rtol=1e-12)
+    np.testing.assert_allclose(be.to_host(be.factor_V(hf.on(be), x.shape)(be.from_host(x))), hf.V(x), rtol=1e-12)

@@ -162,11 +162,11 @@ def newton_system(
 def device_system(hf: HessianFactor, mvm, plan: ExecutionPlan | None = None) -> DeviceSystem | None:
     """β -> β + V^T K̃ V β on a device, where ``mvm`` counts a device operator's products (an
     :class:`MVMCounter` whose operator declares a ``device_backend``) and the factor goes to that device
-    (``on_device``): the passes of V, K̃'s algebra and V^T over the (n, C) arrays are the device's, not the
+    (``on``): the passes of V, K̃'s algebra and V^T over the (n, C) arrays are the device's, not the
     host's; CG solves there too where ``plan`` places it (None: the plan of a fit on ``mvm``'s operator alone).
     None otherwise."""
     backend = mvm.device_backend if isinstance(mvm, MVMCounter) else None
-    device_hf = hf.on_device(backend) if backend is not None else None
+    device_hf = hf.on(backend) if backend is not None else None
     if device_hf is None:
         return None
 

@@ -151,6 +151,18 @@ class ArrayBackend(abc.ABC):
         """The transpose of a block held here on this backend's arrays: its ``device_rmvm``."""
         return part.device_rmvm
 
+    def buffer(self, shape) -> None:
+        """No buffer: the products here allocate their results (:meth:`multiply`)."""
+        return None
+
+    def multiply(self, a, b, out=None):
+        """a * b, a new array (the array API writes into no ``out``)."""
+        return a * b
+
+    def fill_where(self, a, mask, value: float):
+        """a with ``value`` where ``mask``."""
+        return self.xp.where(mask, value, a)
+
     def factor_V(self, factor, shape):
         """x -> V x of a Hessian factor held here: its ``V``."""
         return factor.V

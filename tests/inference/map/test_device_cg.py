@@ -109,7 +109,7 @@ def test_each_preconditioner_applies_on_the_device_as_on_the_host(backend, name,
     tol = 1e-12 * np.abs(expected).max()
     for setup in (HOST, be):  # H's products on the host or on the device
         np.testing.assert_allclose(pc.inverse(hf, setup).on(HOST, hf)(r), expected, rtol=0, atol=tol)
-        device_apply = pc.inverse(hf, setup).on(be, hf.on_device(be))
+        device_apply = pc.inverse(hf, setup).on(be, hf.on(be))
         np.testing.assert_allclose(be.to_host(device_apply(be.from_host(r))), expected, rtol=0, atol=tol)
 
 

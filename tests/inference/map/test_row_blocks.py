@@ -136,7 +136,7 @@ def test_the_blocks_preconditioner_on_a_device_equals_the_host_one(backend, name
     P = make_preconditioner(name, stack, rank=4, seed=2)
     expected = _on_host(P, hf, r)
     for setup in (HOST, be):
-        on_device = P.inverse(hf, setup).on(be, hf.on_device(be))
+        on_device = P.inverse(hf, setup).on(be, hf.on(be))
         np.testing.assert_allclose(be.to_host(on_device(be.from_host(r))), expected, rtol=1e-10)
         np.testing.assert_allclose(P.inverse(hf, setup).on(HOST, hf)(r), expected, rtol=1e-12)
     assert "factors" in P._joined
@@ -152,7 +152,7 @@ def test_blocks_of_several_kinds_apply_side_by_side_on_a_device(backend):
     P = RowBlocksPreconditioner(parts)
     expect = np.concatenate([_on_host(p, hf.rows(s), r[s]) for s, p in parts])
     np.testing.assert_allclose(_on_host(P, hf, r), expect, rtol=1e-12)
-    on_device = P.inverse(hf).on(be, hf.on_device(be))
+    on_device = P.inverse(hf).on(be, hf.on(be))
     np.testing.assert_allclose(be.to_host(on_device(be.from_host(r))), expect, rtol=1e-10)
     assert not P._joined
 
@@ -176,6 +176,6 @@ def test_joined_blocks_with_one_factor_shape_equal_the_host(backend):
     P = make_preconditioner("lowrank", stack, rank=3, seed=1)
     assert all(p.F_stack is not None for _, p in P.blocks)
     r = rng.normal(size=(46, C))
-    got = be.to_host(P.inverse(hf).on(be, hf.on_device(be))(be.from_host(r)))
+    got = be.to_host(P.inverse(hf).on(be, hf.on(be))(be.from_host(r)))
     assert P._joined["factors"].arrays[1].ndim == 3  # the stacked form
     np.testing.assert_allclose(got, _on_host(P, hf, r), rtol=1e-10)
