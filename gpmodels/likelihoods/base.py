@@ -66,8 +66,9 @@ class HessianFactor(abc.ABC):
         """V x (β-space to α-space), on the free components of x."""
 
     def V_into(self, x: np.ndarray, out: np.ndarray) -> np.ndarray:
-        """V x written into ``out`` (n, C) and returned, for callers that reuse one buffer for a product they
-        consume at once (the CG products): a fresh (n, C) array per product costs page faults at large n C.
+        """V x written into ``out`` (n, C; None from a device's ``buffer``: a new array) and returned, for callers
+        that reuse one buffer for a product they consume at once (the CG products): a fresh (n, C) array per
+        product costs page faults at large n C.
         Default: V(x) copied in; a factor overrides it to write in place."""
         np.copyto(out, self.V(x))
         return out

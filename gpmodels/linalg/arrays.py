@@ -31,20 +31,15 @@ The primitives (both kinds):
 - ``product(part)``, ``rproduct(part)``: the linear map of an operator's part (an operator, a kernel
   representation or a block of one) and of a block's transpose on these arrays: its ``mvm`` / ``rmvm`` on
   the host, its ``device_mvm`` / ``device_rmvm`` on a device;
-- ``buffer(shape)``, ``multiply(a, b, out)``: an array for results written into it, and a * b into it (on
-  the host; a device allocates its results: no buffer, None);
-- ``fill_where(a, mask, value)``: a with ``value`` where ``mask`` (on the host in place);
-- ``factor_V(factor, shape)``: x -> V x of a Hessian factor held on these arrays, for a caller that consumes
-  each result at once (on the host into one (n, C) buffer reused by every call, ``V_into``);
-- ``spd_solver(blocks)``: b -> diag(H_1, ..., H_F)^{-1} b for symmetric positive definite host blocks H_k (on
-  the host by the Cholesky factor, LAPACK's potrs without scipy's checks; on a device one product with the
-  inverse, uploaded);
+- ``buffer(shape)``, ``multiply(a, b, out)``, ``fill_where(a, mask, value)``: an array to write results into
+  and a * b into it, a with ``value`` where ``mask`` (on the host in place; a device allocates: no buffer);
+- ``spd_solver(blocks)``: b -> diag(H_1, ..., H_F)^{-1} b for SPD host blocks (on the host by Cholesky and
+  LAPACK's potrs without scipy's checks; on a device one product with the uploaded inverse);
 - ``stack_tmv(F, X)``, ``stack_mv(F, Z)``: F_k^T x_k and F_k z_k for each k of a stack F (K, C, s) and rows
   X (K, C), Z (K, s) (on the host numpy's einsum);
-- ``block_rows(parts, factor, join)``: diag(M_1, ..., M_F) over consecutive row ranges, ``parts`` (rows, M_k)
-  pairs of maps built by ``M_k.on(ops, factor of the rows)``, ``factor`` on these arrays; ``join()``: the one
-  map of all rows, or None (on the host each block's map writes its rows of one output, ``join`` unused; on a
-  device, where every call is a launch, the joined map where there is one, else the blocks side by side).
+- ``block_rows(parts, factor, join)``: diag(M_1, ..., M_F) of the maps ``M_k.on(ops, factor of rows_k)`` over
+  consecutive row ranges, ``parts`` (rows_k, M_k); ``join()``: the one map of all rows, or None (on the host
+  each block writes its rows of one output; on a device, where each call is a launch, the joined map).
 
 :func:`primitives` gives them for a ``device_backend`` (None: :data:`HOST`).
 """
@@ -128,10 +123,6 @@ class HostArrays:
     def fill_where(self, a: np.ndarray, mask: np.ndarray, value: float) -> np.ndarray:
         np.copyto(a, value, where=mask)
         return a
-
-    def factor_V(self, factor, shape):
-        buf = np.empty(shape)
-        return lambda x: factor.V_into(x, buf)
 
     def spd_solver(self, blocks):
         chol, _ = sla.cho_factor(sla.block_diag(*blocks), lower=True)

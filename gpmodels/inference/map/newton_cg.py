@@ -364,18 +364,11 @@ def newton_step_with_restarts(
 
 
 def preconditioning(precond: Preconditioner, hf: HessianFactor, dev: DeviceSystem | None) -> Callable:
-    """r -> P^{-1} r of ``precond`` at the Hessian factor ``hf`` on CG's arrays (:func:`_cg_arrays`), its set-up's
-    large products on the device of the system's products where there is one."""
-    ops, factor, setup = _cg_arrays(hf, dev)
+    """r -> P^{-1} r of ``precond`` at the Hessian factor ``hf`` on CG's arrays: the device's where CG solves there
+    (``dev``), else the host's; its set-up's large products on the device of the system's products, if any."""
+    setup = HOST if dev is None else dev.backend
+    ops, factor = (setup, dev.hf) if dev is not None and dev.solves else (HOST, hf)
     return precond.inverse(hf, setup).on(ops, factor)
-
-
-def _cg_arrays(hf: HessianFactor, dev: DeviceSystem | None) -> tuple:
-    """(the array primitives of CG's arrays, the Hessian factor held there, those of the system's products) for
-    the factor ``hf`` and the device system ``dev``: the device's where CG solves there, else the host's."""
-    if dev is None:
-        return HOST, hf, HOST
-    return (dev.backend, dev.hf, dev.backend) if dev.solves else (HOST, hf, dev.backend)
 
 
 def start_residual(hf: HessianFactor, rhs: np.ndarray, x0, u: np.ndarray):

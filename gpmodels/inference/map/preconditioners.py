@@ -215,12 +215,12 @@ class _Woodbury:
     def on(self, ops, factor) -> Callable:
         xp, (A, F) = ops.xp, self.factors.on(ops)
         solve_B, solve_H = self.solve_B.on(ops), ops.spd_solver(self.H)
-        V = ops.factor_V(factor, (A.shape[0], self.n_classes))  # V B^{-1} r, consumed at once in every step
+        buf = ops.buffer((A.shape[0], self.n_classes))  # V B^{-1} r, consumed at once in every step
         R0 = A.shape[1]
 
         def apply_lowrank(r):  # per CG step: B^{-1} r - B^{-1} Z H^{-1} Z^T B^{-1} r
             y = solve_B(r)
-            AtVy = A.T @ V(y)  # shape: (R0, C)
+            AtVy = A.T @ factor.V_into(y, buf)  # shape: (R0, C)
             # L^T v and L z through L's factors a_k ⊗ F_k (reading A, n x R0, not L's rows, n C x R)
             if self.stacked:
                 z = solve_H(xp.reshape(ops.stack_tmv(F, AtVy), (-1,)))

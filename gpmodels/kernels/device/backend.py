@@ -152,24 +152,17 @@ class ArrayBackend(abc.ABC):
         return part.device_rmvm
 
     def buffer(self, shape) -> None:
-        """No buffer: the products here allocate their results (:meth:`multiply`)."""
+        """None: the products here allocate their results (the array API writes into no ``out``)."""
         return None
 
     def multiply(self, a, b, out=None):
-        """a * b, a new array (the array API writes into no ``out``)."""
         return a * b
 
     def fill_where(self, a, mask, value: float):
-        """a with ``value`` where ``mask``."""
         return self.xp.where(mask, value, a)
 
-    def factor_V(self, factor, shape):
-        """x -> V x of a Hessian factor held here: its ``V``."""
-        return factor.V
-
     def spd_solver(self, blocks):
-        """b -> diag(H_1, ..., H_F)^{-1} b for symmetric positive definite host blocks: each block inverted by its
-        Cholesky factor on the host, the block-diagonal inverse uploaded, one product per application."""
+        """b -> diag(H_1, ..., H_F)^{-1} b for SPD host blocks: each inverted on the host, uploaded block-diagonal."""
         inverses = [sla.cho_solve(sla.cho_factor(H, lower=True), np.eye(len(H)), check_finite=False) for H in blocks]
         H_inv = self.from_host(sla.block_diag(*inverses))
         return lambda b: H_inv @ b
@@ -183,9 +176,8 @@ class ArrayBackend(abc.ABC):
         return self.xp.sum(F * Z[:, None, :], axis=2)
 
     def block_rows(self, parts, factor, join):
-        """diag(M_1, ..., M_F) over consecutive row ranges (:mod:`gpmodels.linalg.arrays`): the blocks' maps
-        joined into one (``join()``), so that F blocks cost one block's calls; else each block's map on its
-        rows, side by side."""
+        """diag(M_1, ..., M_F) over row ranges: the blocks' maps joined into one, so that F blocks cost one block's
+        calls, where ``join()`` gives one; else each block's on its rows, side by side."""
         joined = join()
         if joined is not None:
             return joined.on(self, factor)
