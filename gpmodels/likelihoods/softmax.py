@@ -207,8 +207,8 @@ class SoftmaxFactor(HessianFactor):
         return x + self.Vt(y)
 
     def _compiled(self, *arrays) -> bool:
-        """Whether V and V^T run as the compiled row sweeps: nothing fixed by App. B and arrays they take."""
-        return self.all_free and row_kernels.takes(self._held.pi, *arrays)
+        """Whether V and V^T run as the compiled row sweeps: nothing fixed by App. B and (numpy) arrays they take."""
+        return self.all_free and row_kernels.takes(self.pi, *arrays)
 
     def W(self, x):
         out = np.multiply(self.pi, x)

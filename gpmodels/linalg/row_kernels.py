@@ -149,9 +149,9 @@ def _kernels() -> dict:
 
 
 def takes(*arrays) -> bool:
-    """Whether the compiled sweeps take these arrays: Numba installed, all numpy float64, C-contiguous, 2-D and
-    of one shape, of at least :data:`MIN_PARALLEL_ENTRIES` entries."""
-    if not AVAILABLE or not arrays or not isinstance(arrays[0], np.ndarray) or arrays[0].size < MIN_PARALLEL_ENTRIES:
+    """Whether the compiled sweeps take these arrays: Numba installed, all float64, C-contiguous, 2-D and of
+    one shape, of at least :data:`MIN_PARALLEL_ENTRIES` entries."""
+    if not AVAILABLE or not arrays or np.size(arrays[0]) < MIN_PARALLEL_ENTRIES:
         return False
     shape = arrays[0].shape
     return all(
