@@ -32,6 +32,10 @@ frozen, recorded in ``metrics.json`` and ``report.md`` and shown by the estimato
   against 60.6 one by one, 9.7 s against 27.3 s).  Else one fold per fit, on the engine's workers where it
   has them (bench/cv_lockstep.py, 2 cores: 2 workers 1.49 s, folds together 2.31 s per cold evaluation).
 - ``workers`` (CV): the engine's own plan for the fold jobs (:meth:`~gpmodels.engine.base.Engine.worker_plan`).
+
+:meth:`ExecutionPlan.place` turns the plan into the :class:`Placement` of one Newton system: the array primitives
+(:mod:`gpmodels.linalg.arrays`) its products and its CG run on, so that Newton–CG passes them down and never asks
+where it runs.
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ import contextlib
 import attrs
 
 from gpmodels.errors import InputError
+from gpmodels.linalg.arrays import HOST as HOST_ARRAYS
 from gpmodels.linalg.blas_threads import one_blas_thread, usable_cores
 from gpmodels.validation import instance_of, nonnegative_int, optional, positive_int
 
@@ -48,6 +53,7 @@ __all__ = [
     "Decision",
     "ExecutionPlan",
     "Hardware",
+    "Placement",
     "PlanRules",
     "Problem",
     "DEFAULT_RULES",
@@ -124,6 +130,25 @@ class Decision:
         return {"choice": self.choice, "reason": self.reason}
 
 
+def _same(a):
+    return a
+
+
+@attrs.frozen(eq=False)
+class Placement:
+    """Where the Newton system (I + V^T K̃ V) β = r (Seeger 2008, eq. 5) of one Hessian factor runs: ``products``,
+    the array primitives of K̃ V β, with ``factor`` (the Hessian factor, its V there); ``solve``, those of CG's
+    vectors, V^T, the preconditioner and the forcing test, with ``solve_factor``; ``up`` / ``down`` carry CG's
+    arrays to the products' and back (the identity where both are the same)."""
+
+    products: object
+    factor: object
+    solve: object
+    solve_factor: object
+    up: object = _same
+    down: object = _same
+
+
 @attrs.frozen
 class ExecutionPlan:
     """The frozen plan of one fit or learning run (module docstring); the CV decisions (``solver``,
@@ -142,6 +167,19 @@ class ExecutionPlan:
     def cg_on_device(self) -> bool:
         """Whether Newton–CG's CG solves run on the device of the kernel matrices."""
         return self.cg.choice == DEVICE
+
+    def place(self, op, hf) -> Placement:
+        """The :class:`Placement` of the Newton system of the Hessian factor ``hf`` on the operator ``op``: K̃ and V
+        on the device of the kernel matrices (``op.device_backend``) where ``hf`` goes there (``hf.on``), else
+        on the host; CG and V^T there too where ``cg`` places them, else on the host, one transfer each way per
+        product."""
+        backend = op.device_backend
+        device_hf = None if backend is None else hf.on(backend)
+        if device_hf is None:
+            return Placement(HOST_ARRAYS, hf, HOST_ARRAYS, hf)
+        if self.cg_on_device:
+            return Placement(backend, device_hf, backend, device_hf)
+        return Placement(backend, device_hf, HOST_ARRAYS, hf, backend.from_host, backend.to_host)
 
     def blas_context(self):
         """The BLAS-thread context of the fit's host work (``host_blas``)."""

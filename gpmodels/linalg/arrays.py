@@ -37,6 +37,7 @@ The primitives (both kinds):
   LAPACK's potrs without scipy's checks; on a device one product with the uploaded inverse);
 - ``stack_tmv(F, X)``, ``stack_mv(F, Z)``: F_k^T x_k and F_k z_k for each k of a stack F (K, C, s) and rows
   X (K, C), Z (K, s) (on the host numpy's einsum);
+- ``vectors``: CG's vector operations on these arrays (:mod:`gpmodels.linalg.cg`);
 - ``block_rows(parts, factor, join)``: diag(M_1, ..., M_F) of the maps ``M_k.on(ops, factor of rows_k)`` over
   consecutive row ranges, ``parts`` (rows_k, M_k); ``join()``: the one map of all rows, or None (on the host
   each block writes its rows of one output; on a device, where each call is a launch, the joined map).
@@ -49,6 +50,8 @@ from __future__ import annotations
 import numpy as np
 import scipy.linalg as sla
 
+from gpmodels.linalg.cg import HOST_VECTORS
+
 __all__ = ["HostArrays", "HOST", "primitives"]
 
 
@@ -56,6 +59,7 @@ class HostArrays:
     """The primitives (module docstring) of numpy arrays on the host."""
 
     xp = np
+    vectors = HOST_VECTORS
 
     def from_host(self, a, dtype=np.float64) -> np.ndarray:
         return np.ascontiguousarray(a, dtype=dtype)

@@ -29,6 +29,8 @@ class MVMCounter:
         self.count += 1 if V.ndim == 2 else V.shape[2]
         return self.op.mvm(V)
 
+    mvm = __call__
+
     @property
     def counts(self) -> np.ndarray:
         """``count`` as the products of one block, (1,) (the Newton loop's per-block counts)."""

@@ -21,8 +21,8 @@ __all__ = ["BlockProducts"]
 
 class BlockProducts:
     """K̃ X on the row blocks ``on`` of an operator of independent blocks (``op.row_blocks``), zero on the
-    others, each block's products counted (``counts``, (F,)): on host arrays (through the operator's device in
-    one transfer each way where it has one) and, by :meth:`device`, on that device's arrays."""
+    others, each block's products counted (``counts``, (F,)): on host arrays (:meth:`mvm`, through the operator's
+    device in one transfer each way where it has one) and, by :meth:`device_mvm`, on that device's arrays."""
 
     def __init__(self, op: Operator):
         blocks = op.row_blocks
@@ -39,7 +39,9 @@ class BlockProducts:
         ops = primitives(self.backend)
         return ops.to_host(self._product(ops, ops.from_host(X), on))
 
-    def device(self, Xd, on=None):
+    mvm = __call__
+
+    def device_mvm(self, Xd, on=None):
         return self._product(self.backend, Xd, on)
 
     def _product(self, ops, X, on):

@@ -12,7 +12,7 @@ Minimises Φ(α) = (1/2) α^T K̃ α + Φ_lh(u), u = K̃ α, touching the prior 
    eigen-directions through the Kronecker form of K̃, with the diagonal / the per-point blocks for
    the rest (the preconditioning that Sec. 3 and 5.1.1 leave to future work);
 3. pair-optimisation line search along s = α' - α in u with s̃ = K̃ s (Sec. 5.1.2;
-   :func:`line_search_step`): on the host CG keeps K̃ V β beside β from K̃ V β_init = u (its ``image``), so
+   :func:`line_search_step`): CG keeps K̃ V β beside β from K̃ V β_init = u (its ``image``), so
    s̃ = K̃ V β − u costs no product where the start is exact (``hf.beta_init_exact``), else one MVM;
 4. when a step stalls (no decrease of Φ, a damped step whose decrease is below phi_rtol, or a
    step λ < ``stall_step``), and when a damped step (λ < 1) follows a CG stopped by the forcing term
@@ -41,7 +41,7 @@ from typing import ClassVar
 import attrs
 import numpy as np
 
-from gpmodels.inference.execution_plan import ExecutionPlan, plan_for
+from gpmodels.inference.execution_plan import ExecutionPlan, Placement, plan_for
 from gpmodels.inference.map.block_products import BlockProducts
 from gpmodels.inference.map.line_search import LineSearchResult
 from gpmodels.inference.map.newton import (
@@ -63,7 +63,6 @@ from gpmodels.inference.map.newton import (
 )
 from gpmodels.inference.map.preconditioners import Preconditioner, make_preconditioner
 from gpmodels.likelihoods.base import HessianFactor, Likelihood
-from gpmodels.linalg.arrays import HOST
 from gpmodels.linalg.cg import CGResult, Systems, cg
 from gpmodels.linalg.counting import MVMCounter
 from gpmodels.operators.base import Operator
@@ -76,9 +75,9 @@ __all__ = [
     "NewtonResult",
     "NewtonStep",
     "NewtonSystem",
-    "DeviceSystem",
-    "device_system",
-    "device_cg",
+    "SystemProduct",
+    "placed_cg",
+    "known_start",
     "SystemSolution",
     "newton_cg",
     "gradient_rms",
@@ -97,32 +96,19 @@ __all__ = [
     "solve_weighted_system",
     "solve_weighted_blocks",
     "block_newton_step",
-    "system_matvec",
 ]
 
 
 @attrs.frozen(eq=False)
-class DeviceSystem:
-    """(I + V^T K̃ V) on a device: the operator's ``backend``, the Hessian factor there (``hf``) and
-    ``matvec``, β -> β + V^T K̃ V β on device arrays (no transfer); ``solves``: whether CG runs there too
-    (the plan's ``cg``), else on the host through ``matvec`` with one transfer each way."""
-
-    backend: object
-    hf: object
-    matvec: Callable
-    solves: bool
-
-
-@attrs.frozen(eq=False)
 class NewtonSystem:
-    """The symmetric system (I + V^T K̃ V) β = rhs of eq. (5) at one iterate: ``hf`` (V, V^T, App. B
-    fixed part), ``matvec`` (β -> (I + V^T K̃ V) β) and ``rhs``, all (n, C); ``device``: the same product
-    on the operator's device where K̃ and the factor go there (:func:`device_system`), else None."""
+    """The symmetric system (I + V^T K̃ V) β = rhs of eq. (5) at one iterate: ``hf`` (V, V^T, App. B fixed part
+    on host arrays), ``matvec`` (β -> (I + V^T K̃ V) β on CG's arrays, a :class:`SystemProduct`) and ``rhs``
+    (n, C) on the host; ``place``: where its products and CG run (:meth:`ExecutionPlan.place`)."""
 
     hf: HessianFactor
-    matvec: Callable[[np.ndarray], np.ndarray]
+    matvec: Callable
     rhs: np.ndarray
-    device: DeviceSystem | None = None
+    place: Placement
 
 
 @attrs.frozen(eq=False)
@@ -146,87 +132,42 @@ def newton_rhs(hf: HessianFactor, mvm, u: np.ndarray, g: np.ndarray) -> np.ndarr
 
 
 def newton_system(
-    hf: HessianFactor, mvm, u: np.ndarray, g: np.ndarray, plan: ExecutionPlan | None = None
+    hf: HessianFactor, mvm: MVMCounter, u: np.ndarray, g: np.ndarray, plan: ExecutionPlan | None = None
 ) -> NewtonSystem:
     """The Newton system (I + V^T K̃ V) β = V^T u − g̃ of Seeger 2008, eq. (5).
 
     ``hf``: the likelihood's Hessian factor at u (V, V^T, g̃ and the App. B fixed part α_fix, whose
     K̃ α_fix moves to the right-hand side: rhs −= V^T K̃ α_fix, :func:`newton_rhs`); ``g`` = ∇_u Φ_lh;
-    ``mvm`` applies K̃; ``plan`` places CG (:func:`device_system`; None: a fit on ``mvm``'s operator alone).
+    ``mvm`` counts K̃'s products; ``plan`` places them and CG (None: the plan of a fit on ``mvm``'s operator).
     """
     rhs = newton_rhs(hf, mvm, u, g)
-    device = device_system(hf, mvm, plan)
-    return NewtonSystem(hf, system_matvec(hf, mvm, rhs.shape, device), rhs, device)
+    place = (plan or plan_for(mvm.op)).place(mvm.op, hf)
+    return NewtonSystem(hf, SystemProduct(place, place.products.product(mvm), rhs.shape), rhs, place)
 
 
-def device_system(hf: HessianFactor, mvm, plan: ExecutionPlan | None = None) -> DeviceSystem | None:
-    """β -> β + V^T K̃ V β on a device, where ``mvm`` counts a device operator's products (an
-    :class:`MVMCounter` whose operator declares a ``device_backend``) and the factor goes to that device
-    (``on``): the passes of V, K̃'s algebra and V^T over the (n, C) arrays are the device's, not the
-    host's; CG solves there too where ``plan`` places it (None: the plan of a fit on ``mvm``'s operator alone).
-    None otherwise."""
-    backend = mvm.device_backend if isinstance(mvm, MVMCounter) else None
-    device_hf = hf.on(backend) if backend is not None else None
-    if device_hf is None:
-        return None
+class SystemProduct:
+    """β -> β + V^T K̃ V β (eq. 5) on CG's arrays where ``place`` puts it: V β on the products' arrays into one
+    buffer reused by every product (K̃ consumes it at once), K̃ there (``product``: K̃, or the row blocks' K̃ called
+    as ``product(x, on)``), K̃ V β carried to CG's arrays and kept until the next product (:meth:`latest_inner`:
+    CG's ``image``, so that the line search's s̃ needs no product), V^T there; the result is a fresh array."""
 
-    def device_matvec(xd):
-        return xd + device_hf.Vt(mvm.device_mvm(device_hf.V(xd)))
-
-    plan = plan or plan_for(mvm.op)
-    return DeviceSystem(backend, device_hf, device_matvec, plan.cg_on_device)
-
-
-class HostSystemProduct:
-    """β -> β + V^T K̃ V β on host arrays (eq. 5), V β in one buffer reused by every product (K̃ consumes it at
-    once; the result is a fresh array the caller may keep), K̃ V β kept until the next product
-    (:meth:`latest_inner`: CG's ``image``, so that the line search's s̃ needs no product).  ``product``:
-    K̃ (``mvm``), or the row blocks' K̃ called as ``product(x, on)``."""
-
-    def __init__(self, hf: HessianFactor, product, shape):
-        self.hf, self.product, self._buf, self._inner = hf, product, np.empty(shape), None
+    def __init__(self, place: Placement, product, shape):
+        self.place, self.product, self._buf, self._inner = place, product, place.products.buffer(shape), None
 
     def __call__(self, x, *on):
-        self._inner = self.product(self.hf.V_into(x, self._buf), *on)
-        return self.hf.Vt_plus(self._inner, x)
+        p = self.place
+        self._inner = p.down(self.product(p.factor.V_into(p.up(x), self._buf), *on))
+        return p.solve_factor.Vt_plus(self._inner, x)
 
-    def latest_inner(self) -> np.ndarray:
+    def latest_inner(self):
         return self._inner
 
-    def known_start(self, rhs: np.ndarray, x0, u: np.ndarray) -> tuple:
-        """(r0, w0) for CG from x0 without a product: the residual (:func:`start_residual`) and K̃ V x0 = u where
-        the start is exact, else (None, None)."""
-        r0 = start_residual(self.hf, rhs, x0, u)
-        return r0, None if r0 is None else u
 
-
-class DeviceSystemProduct:
-    """The system's product through a device (``product``: on host or on device arrays): K̃ V β stays on the
-    device, so it knows no start residual and keeps no image (:meth:`known_start` is (None, None))."""
-
-    def __init__(self, product):
-        self.product = product
-
-    def __call__(self, x, *on):
-        return self.product(x, *on)
-
-    def known_start(self, rhs, x0, u) -> tuple:
-        return None, None
-
-
-def system_matvec(hf: HessianFactor, mvm, shape, device: DeviceSystem | None) -> Callable[[np.ndarray], np.ndarray]:
-    """β -> β + V^T K̃ V β on host arrays: through ``device`` (β crosses once each way), or on the host
-    (:class:`HostSystemProduct`)."""
-    if device is not None:
-        backend = device.backend
-        return DeviceSystemProduct(lambda x: backend.to_host(device.matvec(backend.from_host(x))))
-    return HostSystemProduct(hf, mvm, shape)
-
-
-def _alpha_norm_map(hf: HessianFactor, shape) -> Callable[[np.ndarray], np.ndarray]:
-    """r -> V r into one reused buffer: CG's forcing test takes its norm at once."""
-    buf = np.empty(shape)
-    return lambda r: hf.V_into(r, buf)
+def known_start(hf: HessianFactor, rhs: np.ndarray, x0, u: np.ndarray) -> tuple:
+    """(r0, w0) for CG from x0 without a product: the residual (:func:`start_residual`) and K̃ V x0 = u where the
+    start is exact, else (None, None)."""
+    r0 = start_residual(hf, rhs, x0, u)
+    return r0, None if r0 is None else u
 
 
 def newton_direction(
@@ -240,36 +181,61 @@ def newton_direction(
     r0=None,
     w0=None,
 ) -> tuple[CGResult, np.ndarray]:
-    """Alg. 1, step 2: β by CG on eq. (5) from x0, preconditioned by ``precondition`` (r -> P^{-1} r),
-    stopped at the truncated-Newton forcing term measured on r or, with ``alpha_norm``, on V r
-    (module docstring); the Newton point α' = V β (+ α_fix, App. B).  With a ``system.device`` that
-    ``solves``, ``precondition`` takes device arrays and CG runs there (:func:`device_cg`).  ``r0``: the
-    residual rhs - (I + V^T K̃ V) x0 where the caller has it (host CG only: saves the start's product);
-    ``w0``: K̃ V x0 where the caller has it (host CG only, as ``r0``: ``system.matvec`` is then a
-    :class:`HostSystemProduct`), and then the result's ``image`` is K̃ V β.  Returns (CG result, α')."""
-    hf, dev = system.hf, system.device
-    settings = dict(tol=opts.cg_tol, forcing=forcing, max_iter=opts.cg_max_iter, precondition=precondition)
-    if dev is not None and dev.solves:
-        res = device_cg(dev, system.rhs, x0, forcing_map=dev.hf.V if alpha_norm else None, **settings)
-    else:
-        forcing_map = _alpha_norm_map(hf, system.rhs.shape) if alpha_norm else None
-        image = None if w0 is None else (w0, system.matvec.latest_inner)
-        res = cg(system.matvec, system.rhs, x0=x0, forcing_map=forcing_map, r0=r0, image=image, **settings)
+    """Alg. 1, step 2: β by CG on eq. (5) from x0, preconditioned by ``precondition`` (r -> P^{-1} r on CG's
+    arrays, :func:`preconditioning`), stopped at the truncated-Newton forcing term measured on r or, with
+    ``alpha_norm``, on V r (module docstring), where ``system.place`` runs CG (:func:`placed_cg`); the Newton
+    point α' = V β (+ α_fix, App. B).  ``r0``: the residual rhs - (I + V^T K̃ V) x0 where the caller has it (saves
+    the start's product); ``w0``: K̃ V x0 where the caller has it, and then the result's ``image`` is K̃ V β.
+    Returns (CG result, α')."""
+    hf = system.hf
+    res = placed_cg(
+        system.place,
+        system.matvec,
+        system.rhs,
+        x0,
+        alpha_norm=alpha_norm,
+        r0=r0,
+        w0=w0,
+        tol=opts.cg_tol,
+        forcing=forcing,
+        max_iter=opts.cg_max_iter,
+        precondition=precondition,
+    )
     new_alpha = hf.V(res.x)
     if hf.fixed_alpha is not None:
         new_alpha += hf.fixed_alpha
     return res, new_alpha
 
 
-def device_cg(dev: DeviceSystem, rhs: np.ndarray, x0, *, matvec=None, **settings) -> CGResult:
-    """:func:`~gpmodels.linalg.cg.cg` on ``dev``'s device: the right-hand side and x0 go there once, every
-    step's product, preconditioner, updates and scalars run there (one scalar synchronisation per step); the
-    solution returns to the host once.  ``matvec``: the product to use instead of ``dev.matvec`` (row blocks
-    take theirs); ``settings``: cg's keywords, their maps and arrays on the device."""
-    be = dev.backend
-    start = None if x0 is None else be.from_host(x0)
-    res = cg(matvec or dev.matvec, be.from_host(rhs), x0=start, vectors=be.vectors, **settings)
-    return attrs.evolve(res, x=be.to_host(res.x))
+def placed_cg(
+    place: Placement, matvec, rhs: np.ndarray, x0, *, alpha_norm=False, inv_diag=None, r0=None, w0=None, **settings
+) -> CGResult:
+    """:func:`~gpmodels.linalg.cg.cg` on ``place``'s CG arrays from host arrays: rhs, x0, ``inv_diag``, ``r0`` (rhs
+    - A x0 where known) and ``w0`` (K̃ V x0 where known: then CG keeps K̃ V β, ``matvec.latest_inner``) go there
+    once, every step's product, preconditioner, updates and scalars run there (on a device one scalar
+    synchronisation per step), and the solution, residual and image return to the host once; ``alpha_norm``:
+    the forcing test on V r; ``settings``: cg's other keywords, their maps on those arrays."""
+    ops = place.solve
+
+    def there(a):
+        return None if a is None else ops.from_host(a)
+
+    buf = ops.buffer(rhs.shape)
+    forcing_map = (lambda r: place.solve_factor.V_into(r, buf)) if alpha_norm else None
+    image = None if w0 is None else (there(w0), matvec.latest_inner)
+    res = cg(
+        matvec,
+        there(rhs),
+        x0=there(x0),
+        inv_diag=there(inv_diag),
+        r0=there(r0),
+        image=image,
+        forcing_map=forcing_map,
+        vectors=ops.vectors,
+        **settings,
+    )
+    image = None if res.image is None else ops.to_host(res.image)
+    return attrs.evolve(res, x=ops.to_host(res.x), r=ops.to_host(res.r), image=image)
 
 
 def is_stall(ls: LineSearchResult, phi: float, phi_rtol: float, stall_step: float = 0.0) -> bool:
@@ -348,13 +314,13 @@ def newton_step_with_restarts(
     (else the last one), the last β, the CG steps of all attempts and the number of stalls.
     """
     opts = problem.options
-    precondition = preconditioning(precond, system.hf, system.device)
+    precondition = preconditioning(precond, system.hf, system.place)
 
     def solve_from(start, forcing, trying, r0, w0):
         alpha_norm = precond.forcing_in_alpha_space
         return newton_direction(system, start, opts, precondition, forcing=forcing, alpha_norm=alpha_norm, r0=r0, w0=w0)
 
-    solve = _known_starts(solve_from, x0, system.matvec.known_start(system.rhs, x0, point.u))
+    solve = _known_starts(solve_from, x0, known_start(system.hf, system.rhs, x0, point.u))
 
     point = NewtonPoint(point.alpha, point.u, np.atleast_1d(point.phi), point.g)
     steps = restarted_steps(
@@ -363,12 +329,10 @@ def newton_step_with_restarts(
     return steps[0]
 
 
-def preconditioning(precond: Preconditioner, hf: HessianFactor, dev: DeviceSystem | None) -> Callable:
-    """r -> P^{-1} r of ``precond`` at the Hessian factor ``hf`` on CG's arrays: the device's where CG solves there
-    (``dev``), else the host's; its set-up's large products on the device of the system's products, if any."""
-    setup = HOST if dev is None else dev.backend
-    ops, factor = (setup, dev.hf) if dev is not None and dev.solves else (HOST, hf)
-    return precond.inverse(hf, setup).on(ops, factor)
+def preconditioning(precond: Preconditioner, hf: HessianFactor, place: Placement) -> Callable:
+    """r -> P^{-1} r of ``precond`` at the Hessian factor ``hf`` on CG's arrays (``place.solve``), its set-up's large
+    products on the arrays of the system's products (``place.products``)."""
+    return precond.inverse(hf, place.products).on(place.solve, place.solve_factor)
 
 
 def start_residual(hf: HessianFactor, rhs: np.ndarray, x0, u: np.ndarray):
@@ -407,57 +371,18 @@ def solve_weighted_system(
     K = MVMCounter(op)
     rhs = hf.Vt(b)
     inv_diag = 1.0 / hf.precond_diag(op.diag(), op.point_block_mvm)
-    dev = device_system(hf, K, plan)
-    if dev is not None and dev.solves:
-        inv_d = dev.backend.from_host(inv_diag)
-        sol = device_cg(dev, rhs, x0, inv_diag=inv_d, tol=tol, max_iter=max_iter)
-    else:
-        with plan.blas_context():
-            sol = cg(system_matvec(hf, K, rhs.shape, dev), rhs, x0=x0, inv_diag=inv_diag, tol=tol, max_iter=max_iter)
+    place = plan.place(op, hf)
+    matvec = SystemProduct(place, place.products.product(K), rhs.shape)
+    with plan.blas_context():
+        sol = placed_cg(place, matvec, rhs, x0, inv_diag=inv_diag, tol=tol, max_iter=max_iter)
     return SystemSolution(hf.V(sol.x), sol.x, int(sol.iterations[0]), float(sol.residual[0]), K.count)
 
 
-def _block_system(hf: HessianFactor, products: BlockProducts, plan: ExecutionPlan):
-    """(I + V^T K̃ V) of eq. (5) on the blocks ``on``: (the device system or None, matvec (x, on) -> ... on
-    host arrays, or on the device's when CG solves there); the factor's V and V^T on the device where the
-    products are (:func:`device_system`)."""
-    dev = device_system(hf, MVMCounter(products.op), plan)
-    if dev is None:
-        return None, HostSystemProduct(hf, products, (products.op.n_points, products.op.n_classes))
-    be, dhf = dev.backend, dev.hf
-
-    def device_matvec(xd, on):
-        return xd + dhf.Vt(products.device(dhf.V(xd), on))
-
-    if dev.solves:
-        return dev, DeviceSystemProduct(device_matvec)
-    return dev, DeviceSystemProduct(lambda x, on: be.to_host(device_matvec(be.from_host(x), on)))
-
-
-def _block_cg(
-    matvec, dev, hf, rhs, systems: Systems, x0, *, inv_diag=None, alpha_norm=False, r0=None, w0=None, **settings
-) -> CGResult:
-    """CG on a system (I + V^T K̃ V) of the row blocks from host arrays, on the device where it solves there
-    (rhs, x0 and ``inv_diag`` uploaded, x back on the host); ``alpha_norm``: the forcing test on V r (V of
-    ``hf``, or of the device's factor); ``r0``: rhs - A x0 where known, ``w0``: K̃ V x0 where known (host CG only, as
-    ``r0``: ``matvec`` is then a :class:`HostSystemProduct`), then CG keeps K̃ V β."""
-    if dev is None or not dev.solves:
-        forcing_map = hf.V if alpha_norm else None
-        image = None if w0 is None else (w0, matvec.latest_inner)
-        return cg(
-            matvec,
-            rhs,
-            systems=systems,
-            x0=x0,
-            inv_diag=inv_diag,
-            forcing_map=forcing_map,
-            r0=r0,
-            image=image,
-            **settings,
-        )
-    inv_d = None if inv_diag is None else dev.backend.from_host(inv_diag)
-    forcing_map = dev.hf.V if alpha_norm else None
-    return device_cg(dev, rhs, x0, matvec=matvec, systems=systems, inv_diag=inv_d, forcing_map=forcing_map, **settings)
+def _block_system(hf: HessianFactor, products: BlockProducts, plan: ExecutionPlan) -> tuple:
+    """(placement, (I + V^T K̃ V) of eq. (5) on the row blocks ``on``, a :class:`SystemProduct` called as
+    ``matvec(x, on)``) where ``plan`` places them (:meth:`ExecutionPlan.place`)."""
+    place = plan.place(products.op, hf)
+    return place, SystemProduct(place, place.products.product(products), (products.op.n_points, products.op.n_classes))
 
 
 def block_newton_step(
@@ -474,15 +399,15 @@ def block_newton_step(
     lik, Y, opts = problem.likelihood, problem.Y, problem.options
     hf = lik.hessian_factor(point.u, Y)
     rhs = newton_rhs(hf, lambda A: products(A, active), point.u, point.g)
-    dev, matvec = _block_system(hf, products, plan)
-    precondition = preconditioning(precond, hf, dev)
+    place, matvec = _block_system(hf, products, plan)
+    precondition = preconditioning(precond, hf, place)
     systems = Systems(products.offsets)
 
     def solve_from(x0, forcing, trying, r0, w0):
         settings = dict(tol=opts.cg_tol, forcing=forcing, max_iter=opts.cg_max_iter, precondition=precondition)
         alpha_norm = precond.forcing_in_alpha_space
-        res = _block_cg(
-            matvec, dev, hf, rhs, systems, x0, alpha_norm=alpha_norm, active=trying, r0=r0, w0=w0, **settings
+        res = placed_cg(
+            place, matvec, rhs, x0, systems=systems, alpha_norm=alpha_norm, active=trying, r0=r0, w0=w0, **settings
         )
         new_alpha = hf.V(res.x)
         if hf.fixed_alpha is not None:
@@ -491,7 +416,7 @@ def block_newton_step(
 
     rows = block_rows(products.offsets, Y.shape[0])
     x0 = hf.beta_init(point.alpha)
-    solve = _known_starts(solve_from, x0, matvec.known_start(rhs, x0, point.u))
+    solve = _known_starts(solve_from, x0, known_start(hf, rhs, x0, point.u))
     return restarted_steps(problem, point, rows, active, x0, solve, products)
 
 
@@ -506,8 +431,9 @@ def solve_weighted_blocks(
     products = BlockProducts(op)
     rhs = hf.Vt(b)
     inv_diag = 1.0 / hf.precond_diag(op.diag(), op.point_block_mvm)
-    dev, matvec = _block_system(hf, products, plan or plan_for(op))
-    res = _block_cg(matvec, dev, hf, rhs, Systems(products.offsets), x0, inv_diag=inv_diag, tol=tol, max_iter=max_iter)
+    place, matvec = _block_system(hf, products, plan or plan_for(op))
+    systems = Systems(products.offsets)
+    res = placed_cg(place, matvec, rhs, x0, systems=systems, inv_diag=inv_diag, tol=tol, max_iter=max_iter)
     z = hf.V(res.x)
     return [
         SystemSolution(z[rows], res.x[rows], int(res.iterations[k]), float(res.residual[k]), int(products.counts[k]))

@@ -29,6 +29,7 @@ from gpmodels.kernels.rbf import RBF
 from gpmodels.likelihoods.softmax import Softmax
 from gpmodels.linalg.arrays import HOST
 from gpmodels.linalg.cg import cg
+from gpmodels.linalg.counting import MVMCounter
 from gpmodels.priors.independent import IndependentGP
 
 newton_cg_module = importlib.import_module("gpmodels.inference.map.newton_cg")
@@ -69,7 +70,7 @@ def test_newton_direction_solves_the_newton_equation_in_u_space():
     op, lik, Y = _problem()
     alpha, u, g, hf = _state(op, lik, Y)
     assert hf.fixed_alpha is None
-    system = newton_system(hf, op.mvm, u, g)
+    system = newton_system(hf, MVMCounter(op), u, g)
     precondition = make_preconditioner("diagonal", op).inverse(hf).on(HOST, hf)
     res, new_alpha = newton_direction(system, hf.beta_init(alpha), TIGHT, precondition, forcing=0.0, alpha_norm=False)
     assert res.converged
@@ -154,7 +155,7 @@ def test_a_fit_continues_the_truncated_direction_of_a_damped_step():
 def _step_at_state(op, lik, Y, opts):
     """Φ at the test state and one Newton iteration from it (diagonal preconditioner)."""
     alpha, u, g, hf = _state(op, lik, Y)
-    system = newton_system(hf, op.mvm, u, g)
+    system = newton_system(hf, MVMCounter(op), u, g)
     phi = objective(lik, Y, alpha, u)
     return phi, newton_step_with_restarts(
         NewtonProblem(lik, Y, op.mvm, opts),
@@ -186,7 +187,7 @@ def test_one_newton_step_is_the_first_iteration_of_newton_cg():
     alpha, u = project_start(lik, None, *Y.shape, op.mvm)
     g = lik.gradient(u, Y)
     hf = lik.hessian_factor(u, Y)
-    system = newton_system(hf, op.mvm, u, g)
+    system = newton_system(hf, MVMCounter(op), u, g)
     step = newton_step_with_restarts(
         NewtonProblem(lik, Y, op.mvm, opts),
         NewtonPoint(alpha, u, objective(lik, Y, alpha, u), g),
@@ -223,7 +224,7 @@ def test_newton_system_products_stay_valid_side_by_side():
     next product, and each equals x + V^T K̃ V x (Seeger 2008, eq. 5)."""
     op, lik, Y = _problem()
     alpha, u, g, hf = _state(op, lik, Y)
-    system = newton_system(hf, op.mvm, u, g)
+    system = newton_system(hf, MVMCounter(op), u, g)
     rng = np.random.default_rng(2)
     x1, x2 = rng.normal(size=Y.shape), rng.normal(size=Y.shape)
     a1 = system.matvec(x1)
@@ -240,7 +241,7 @@ def test_the_start_residual_without_a_product_is_the_multiplied_one():
     op, lik, Y = _problem()
     alpha, u, g, hf = _state(op, lik, Y)
     assert hf.beta_init_exact
-    system = newton_system(hf, op.mvm, u, g)
+    system = newton_system(hf, MVMCounter(op), u, g)
     x0 = hf.beta_init(alpha)
     got = start_residual(hf, system.rhs, x0, u)
     np.testing.assert_allclose(got, system.rhs - system.matvec(x0), rtol=1e-11, atol=1e-12)
@@ -253,14 +254,14 @@ def test_no_start_residual_where_app_b_zeroes_the_start():
     U[0, int(np.argmin(Y[0]))] = -40.0  # log π below κ with y = 0: App. B's set I0, β_init = 0 there
     hf = lik.hessian_factor(U, Y)
     assert not hf.beta_init_exact
-    system = newton_system(hf, op.mvm, U, lik.gradient(U, Y))
+    system = newton_system(hf, MVMCounter(op), U, lik.gradient(U, Y))
     assert start_residual(hf, system.rhs, np.ones(Y.shape), U) is None
 
 
 def test_cg_from_a_given_start_residual_saves_the_product_and_keeps_the_iterates():
     op, lik, Y = _problem()
     alpha, u, g, hf = _state(op, lik, Y)
-    system = newton_system(hf, op.mvm, u, g)
+    system = newton_system(hf, MVMCounter(op), u, g)
     x0 = hf.beta_init(alpha)
     plain = cg(system.matvec, system.rhs, x0=x0, max_iter=3)
     given = cg(system.matvec, system.rhs, x0=x0, max_iter=3, r0=system.rhs - system.matvec(x0))
