@@ -91,7 +91,10 @@ class Layout(Protocol):
         """A host bool array (F,) in the arrays' namespace."""
 
     def to_host(self, a) -> np.ndarray:
-        """Per-system values on the host (on a device: one transfer)."""
+        """Per-system values (floats) on the host (on a device: one transfer)."""
+
+    def flags_to_host(self, a) -> np.ndarray:
+        """Per-system flags (bools) on the host (on a device: one transfer)."""
 
     def going_on(self, on) -> np.ndarray:
         """The flags ``on`` (F,) on the host by one scalar synchronisation (a step's only one)."""
@@ -166,8 +169,7 @@ class HostLayout:
     def to_host(self, a):
         return a
 
-    def going_on(self, on):
-        return on
+    flags_to_host = going_on = to_host
 
 
 class HostVectors:
@@ -255,17 +257,18 @@ class ArrayLayout:
         return self.backend.xp.asarray(np.asarray(mask, dtype=bool), device=self.backend.device)
 
     def to_host(self, a):
-        xp = self.backend.xp
-        if a.dtype == xp.bool:
-            return self.backend.to_host(xp.astype(a, xp.float64)) != 0.0
         return self.backend.to_host(a)
+
+    def flags_to_host(self, a):
+        xp = self.backend.xp
+        return self.backend.to_host(xp.astype(a, xp.float64)) != 0.0
 
     def going_on(self, on):
         xp = self.backend.xp
         if on.shape[0] == 1:
             return np.array([bool(xp.any(on))])
         if self.bits is None:
-            return self.to_host(on)  # more systems than the bits of one integer: an array transfer
+            return self.flags_to_host(on)  # more systems than the bits of one integer: an array transfer
         code = int(xp.sum(xp.where(on, self.bits, 0 * self.bits)))  # the flags as one integer
         return (code >> np.arange(on.shape[0])) & 1 != 0
 
@@ -354,7 +357,7 @@ def _start(apply_A, b, x0, lay: Layout, vectors: Vectors, systems: Systems, on, 
         return vectors.zeros_like(b), vectors.copy(b), None if image is None else vectors.zeros_like(b), 0
     x, r, matvecs = vectors.copy(x0), vectors.copy(b if r0 is None else r0), 0
     w = None if image is None else vectors.copy(image[0])
-    started, cleared = lay.to_host(lay.xp.stack([on & (lay.norms(x0) > 0), clear < 0]))  # one transfer
+    started, cleared = lay.flags_to_host(lay.xp.stack([on & (lay.norms(x0) > 0), clear < 0]))  # one transfer
     if started.any() and r0 is None:
         r, matvecs = b - (apply_A(x, systems.blocks_on(started)) if systems.offsets is not None else apply_A(x)), 1
     if cleared.any():
@@ -367,7 +370,7 @@ def _per_system(records: list, on_flags: list, lay: Layout, F: int) -> tuple:
     """Per system, the recorded values of the steps where it was on: F tuples."""
     if not records:
         return tuple(() for _ in range(F))
-    vals, ons = lay.to_host(lay.xp.stack(records)), lay.to_host(lay.xp.stack(on_flags))
+    vals, ons = lay.to_host(lay.xp.stack(records)), lay.flags_to_host(lay.xp.stack(on_flags))
     return tuple(tuple(vals[ons[:, j], j].tolist()) for j in range(F))
 
 
