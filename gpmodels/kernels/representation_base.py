@@ -23,6 +23,7 @@ import numpy as np
 
 from gpmodels.kernels.base import Kernel
 from gpmodels.kernels.memory_budget import RepresentationChoice
+from gpmodels.linalg.arrays import HOST
 
 __all__ = [
     "CrossRepresentation",
@@ -30,7 +31,7 @@ __all__ = [
     "RowBlockRepresentation",
     "RepresentationBuilder",
     "take_rows",
-    "shared_device_backend",
+    "shared_arrays",
 ]
 
 
@@ -52,9 +53,9 @@ class CrossRepresentation(abc.ABC):
     """
 
     shape: tuple[int, int]
-    #: the array backend (:mod:`gpmodels.kernels.device.backend`) whose arrays ``device_mvm`` and
-    #: ``device_rmvm`` take and return, for a block held on a device; None: host products only
-    device_backend = None
+    #: the array primitives (:mod:`gpmodels.linalg.arrays`) of the block's numbers: :data:`HOST`, or for a block
+    #: held on a device its backend, whose arrays ``device_mvm`` and ``device_rmvm`` take and return
+    arrays = HOST
 
     @abc.abstractmethod
     def mvm(self, B: np.ndarray) -> np.ndarray:
@@ -193,11 +194,9 @@ class RepresentationBuilder(abc.ABC):
         return [self.build(X, k, n_matrices, log=log, like=like) for k in kernels]
 
 
-def shared_device_backend(blocks) -> object | None:
-    """The one device backend every block of ``blocks`` is held on, else None (a host block, or blocks
-    on different devices).  A composite operator over such blocks runs its algebra on that device
-    from their ``device_mvm`` / ``device_rmvm``: one transfer each way per product, not one per block."""
-    first = blocks[0].device_backend if blocks else None
-    if first is None or any(b.device_backend is not first for b in blocks[1:]):
-        return None
-    return first
+def shared_arrays(blocks):
+    """The array primitives (``arrays``) every block of ``blocks`` is held on, else :data:`HOST` (blocks on
+    different devices, or none).  A composite operator over blocks on one device runs its algebra there from
+    their ``device_mvm`` / ``device_rmvm``: one transfer each way per product, not one per block."""
+    first = blocks[0].arrays if blocks else HOST
+    return first if all(b.arrays is first for b in blocks) else HOST

@@ -37,12 +37,14 @@ The primitives (both kinds):
   LAPACK's potrs without scipy's checks; on a device one product with the uploaded inverse);
 - ``stack_tmv(F, X)``, ``stack_mv(F, Z)``: F_k^T x_k and F_k z_k for each k of a stack F (K, C, s) and rows
   X (K, C), Z (K, s) (on the host numpy's einsum);
-- ``vectors``: CG's vector operations on these arrays (:mod:`gpmodels.linalg.cg`);
+- ``vectors``: CG's vector operations on these arrays (:mod:`gpmodels.linalg.cg`); ``device_backend``: the device
+  backend they are (None on the host);
 - ``block_rows(parts, factor, join)``: diag(M_1, ..., M_F) of the maps ``M_k.on(ops, factor of rows_k)`` over
   consecutive row ranges, ``parts`` (rows_k, M_k); ``join()``: the one map of all rows, or None (on the host
   each block writes its rows of one output; on a device, where each call is a launch, the joined map).
 
-:func:`primitives` gives them for a ``device_backend`` (None: :data:`HOST`).
+An operator or kernel block declares its primitives once, as ``arrays`` (:data:`HOST`, or the backend where its
+matrices live), and every product takes them from there.
 """
 
 from __future__ import annotations
@@ -52,7 +54,7 @@ import scipy.linalg as sla
 
 from gpmodels.linalg.cg import HOST_VECTORS
 
-__all__ = ["HostArrays", "HOST", "primitives"]
+__all__ = ["HostArrays", "HOST"]
 
 
 class HostArrays:
@@ -60,6 +62,7 @@ class HostArrays:
 
     xp = np
     vectors = HOST_VECTORS
+    device_backend = None
 
     def from_host(self, a, dtype=np.float64) -> np.ndarray:
         return np.ascontiguousarray(a, dtype=dtype)
@@ -163,9 +166,3 @@ class HostArrays:
 
 #: the primitives of host numpy arrays
 HOST = HostArrays()
-
-
-def primitives(device_backend):
-    """The array primitives of an operator or block whose ``device_backend`` is given: the backend itself, or
-    :data:`HOST` for None."""
-    return HOST if device_backend is None else device_backend

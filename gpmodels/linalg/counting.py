@@ -36,11 +36,6 @@ class MVMCounter:
         """``count`` as the products of one block, (1,) (the Newton loop's per-block counts)."""
         return np.array([self.count])
 
-    @property
-    def device_backend(self):
-        """The operator's device backend (``Operator.device_backend``), or None."""
-        return self.op.device_backend
-
     def device_mvm(self, Vd):
         """``op.device_mvm(Vd)`` for Vd (n, C) or (n, C, k) on the operator's device, counted."""
         self.count += 1 if Vd.ndim == 2 else int(Vd.shape[2])

@@ -48,7 +48,7 @@ import numpy as np
 
 from gpmodels.errors import HierarchyError, InputError
 from gpmodels.hierarchy import ClassTree
-from gpmodels.kernels.representation_base import shared_device_backend
+from gpmodels.kernels.representation_base import shared_arrays
 from gpmodels.linalg.arrays import HOST
 from gpmodels.operators.base import Composite, Operator
 
@@ -118,19 +118,18 @@ class ANOVA(Composite):
         return self.tree.phi(maps[0](self.tree.phi_t(V)))
 
     @property
-    def device_backend(self):
-        """The device every merged GEMM's matrix lives on, when they share one and need no tree walk."""
+    def arrays(self):
+        """The primitives of the device every merged GEMM's matrix lives on, when they share one and need no tree
+        walk; else the host's."""
         if self._merged is None or self._needs_walk:
-            return None
-        return shared_device_backend([rep for rep, *_ in self._merged])
+            return HOST
+        return shared_arrays([rep for rep, *_ in self._merged])
 
     def _mvm(self, V):
         if self._merged is None:
             return super()._mvm(V)
-        backend = self.device_backend
-        if backend is not None:  # V crosses to the device once and the sum back once, not once per GEMM
-            return backend.to_host(self._merged_product(backend, backend.from_host(V)))
-        return self._merged_product(HOST, V)
+        ops = self.arrays  # on a device V crosses there once and the sum back once, not once per GEMM
+        return ops.to_host(self._merged_product(ops, ops.from_host(V)))
 
     def _product(self, ops, V):  # a device backend is declared only for the merged GEMMs
         return self._merged_product(ops, V)

@@ -194,35 +194,38 @@ class Operator(Parameterised):
     def row_blocks_mvm(self, X, on, ops=HOST):
         """K X for X (n, C) on the row blocks ``on`` (a bool per block of :attr:`row_blocks`), zero on the
         rows of the others: the products of the blocks still solving in a lockstep fit.  X and the result are
-        arrays of ``ops`` (:mod:`gpmodels.linalg.arrays`: host numpy, or the ``device_backend``'s).  An
+        arrays of ``ops`` (:mod:`gpmodels.linalg.arrays`: host numpy, or the operator's ``arrays``).  An
         operator that declares ``row_blocks`` defines this."""
         raise InputError(f"{type(self).__name__} declares no row blocks (row_blocks is None)")
 
     @property
+    def arrays(self):
+        """The array primitives (:mod:`gpmodels.linalg.arrays`) of the operator's algebra, decided when it is built:
+        a device backend (:mod:`gpmodels.kernels.device.backend`) where every kernel matrix lives on that device
+        and the algebra is written over its arrays (:meth:`_product`), so that :meth:`device_mvm` runs K V from
+        and to its arrays; :data:`~gpmodels.linalg.arrays.HOST` (the default) else."""
+        return HOST
+
+    @property
     def device_backend(self):
-        """The array backend (:mod:`gpmodels.kernels.device.backend`) on whose device :meth:`device_mvm`
-        runs K V from and to device arrays: every kernel matrix lives there and the operator's algebra is
-        written over its arrays (:meth:`_product`).  None (the default): products on host arrays only."""
-        return None
+        """The device backend of :attr:`arrays` (None on the host): where the kernel matrices live."""
+        return self.arrays.device_backend
 
     def device_mvm(self, Vd):
-        """K V for V (n, C) or (n, C, k) an array of ``device_backend``, the result left there."""
-        backend = self.device_backend
-        if backend is None:
-            raise InputError(f"{type(self).__name__} multiplies host arrays only (its device_backend is None); use mvm")
+        """K V for V (n, C) or (n, C, k) an array of the operator's :attr:`arrays`, the result left there."""
         n, C = self.n_points, self.n_classes
         if tuple(Vd.shape[:2]) != (n, C) or Vd.ndim not in (2, 3):
             raise InputError(
                 f"Dimension mismatch: V must have shape ({n}, {C}) or ({n}, {C}, k); got {tuple(Vd.shape)}"
             )
-        return self._product(backend, Vd)
+        return self._product(self.arrays, Vd)
 
     def _product(self, ops, V):
         """K V on the arrays of ``ops`` (:mod:`gpmodels.linalg.arrays`: :data:`~gpmodels.linalg.arrays.HOST`, or
-        the ``device_backend`` the operator declares, V (n, C) or (n, C, k) there): the one product of an
-        operator whose algebra runs on host and device arrays alike; an operator that declares a
-        ``device_backend`` defines it."""
-        raise InputError(f"{type(self).__name__} declares a device_backend but defines no _product")
+        the device backend the operator declares as its ``arrays``, V (n, C) or (n, C, k) there): the one product
+        of an operator whose algebra runs on host and device arrays alike; an operator that declares device
+        ``arrays`` defines it."""
+        raise InputError(f"{type(self).__name__} multiplies by mvm only (it defines no _product)")
 
     # ------------------------------------------------------------------ must be defined
     @property
@@ -463,7 +466,7 @@ class Composite(Operator):
     @abc.abstractmethod
     def _compose(self, ops, maps: Sequence[PartMap], V):
         """K V given the maps of the parts (square MVMs, blocks or transposed blocks) on the arrays of ``ops``:
-        V (cols, C, k), on a device also (cols, C); a composite that declares no ``device_backend`` is given
+        V (cols, C, k), on a device also (cols, C); a composite that declares no device ``arrays`` is given
         :data:`~gpmodels.linalg.arrays.HOST` only."""
 
     def _mvm(self, V):  # the parts' unchecked host products: no array checks per part and product

@@ -36,9 +36,8 @@ import numpy as np
 
 from gpmodels.errors import InputError
 from gpmodels.kernels.base import Kernel
-from gpmodels.kernels.representation_base import Representation, RepresentationBuilder, shared_device_backend
+from gpmodels.kernels.representation_base import Representation, RepresentationBuilder, shared_arrays
 from gpmodels.kernels.representations import RepresentationConfig
-from gpmodels.linalg.arrays import primitives
 from gpmodels.operators.base import CompositeBlock, KronTerm, Operator, concat_params
 from gpmodels.validation import check_features, positive_number, sequence_of
 
@@ -125,8 +124,8 @@ class _Columns(NamedTuple):
 
 
 class _Layout:
-    """Which classes go through which distinct representation, for one MVM; ``backend``: the device
-    all of them live on (:func:`shared_device_backend`), or None."""
+    """Which classes go through which distinct representation, for one MVM; ``arrays``: the primitives of the
+    device all of them live on, else the host's (:func:`shared_arrays`)."""
 
     def __init__(self, reps: list[Representation], rep_of_group: np.ndarray, class_kernel: np.ndarray):
         self.reps, self.n_classes = reps, int(class_kernel.size)
@@ -138,10 +137,10 @@ class _Layout:
         self._made: dict = {}
 
     @property
-    def backend(self):
-        if "backend" not in self._made:  # asked on every MVM; the representations are fixed
-            self._made["backend"] = shared_device_backend(self.reps)
-        return self._made["backend"]
+    def arrays(self):
+        if "arrays" not in self._made:  # asked on every MVM; the representations are fixed
+            self._made["arrays"] = shared_arrays(self.reps)
+        return self._made["arrays"]
 
     @property
     def stack(self):
@@ -378,8 +377,8 @@ class BlockDiagonal(Operator):
         return out.reshape(out.shape[0], C, k)
 
     @property
-    def device_backend(self):
-        return self._layout.backend
+    def arrays(self):
+        return self._layout.arrays
 
     def _product(self, ops, V):
         if V.ndim == 2:
@@ -389,13 +388,13 @@ class BlockDiagonal(Operator):
         return xp.reshape(self._square(ops, xp.reshape(V, (n, C * k)), k), (n, C, k))
 
     def _mvm(self, V):
-        return self._across(primitives(self._layout.backend), V, self._square)
+        return self._across(self._layout.arrays, V, self._square)
 
     def _block(self, blocks) -> CompositeBlock:
         """K_{R,C} from the blocks of the distinct M's over the same row and column points, its algebra on their
         one device where they share one."""
         rows, cols = blocks[0].shape
-        ops = primitives(shared_device_backend(blocks))
+        ops = shared_arrays(blocks)
 
         def compose(maps, V):
             return self._across(ops, V, self._grouped, maps)

@@ -50,8 +50,8 @@ class Intercept(Composite):
         return out
 
     @property
-    def device_backend(self):
-        return self.inner.device_backend
+    def arrays(self):
+        return self.inner.arrays
 
     def _diag(self):
         return self.inner._diag() + self.sigma2

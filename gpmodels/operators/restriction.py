@@ -127,8 +127,8 @@ class Restriction(Operator):
         return self.op.test_point_blocks(X_new)
 
     @property
-    def device_backend(self):
-        return self.op.device_backend
+    def arrays(self):
+        return self.op.arrays
 
     def __getstate__(self) -> dict:  # device indices stay in the process that made them
         return {**self.__dict__, "_maps": {}}

@@ -9,7 +9,7 @@ update and preconditioner application touching all folds in one call; ``row_bloc
 
 A restriction (or any row order) keeps the parts: ``order`` gives, for every row of the operator, its
 row in the parts' stacked layout; products scatter into that layout and gather back.  Products on a
-device (``device_backend``) are declared for the stacked layout itself (no ``order``), the one
+device (``arrays``) are declared for the stacked layout itself (no ``order``), the one
 CV fitting uses; host and device products are one product over the array primitives
 (:mod:`gpmodels.linalg.arrays`).
 
@@ -25,7 +25,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from gpmodels.errors import InputError
-from gpmodels.kernels.representation_base import shared_device_backend
+from gpmodels.kernels.representation_base import shared_arrays
 from gpmodels.linalg.arrays import HOST
 from gpmodels.operators.base import CrossOperator, KronTerm, Operator
 from gpmodels.operators.stack_products import PartByPart, ThroughBase
@@ -227,8 +227,8 @@ class Stacked(Operator):
         return self.parts[0].test_point_blocks(X_new)
 
     @property
-    def device_backend(self):
-        return shared_device_backend(self.parts) if self.order is None else None
+    def arrays(self):
+        return shared_arrays(self.parts) if self.order is None else HOST
 
     def __repr__(self) -> str:
         return f"Stacked({len(self.parts)} parts, n={self.n_points}, C={self.n_classes})"

@@ -8,12 +8,14 @@ PyTorch on a GPU."""
 
 import numpy as np
 import pytest
+from minimal_operator import DenseTestOperator
 
 from gpmodels.errors import InputError
 from gpmodels.hierarchy import ClassTree
 from gpmodels.inference.map.newton_cg import newton_system
 from gpmodels.kernels.rbf import RBF
 from gpmodels.likelihoods.softmax import Softmax, SoftmaxFactor, log_softmax
+from gpmodels.linalg.arrays import HOST
 from gpmodels.linalg.counting import MVMCounter
 from gpmodels.operators.anova import ANOVA
 from gpmodels.operators.blockdiag import BlockDiagonal
@@ -134,8 +136,10 @@ def test_device_operators_multiply_device_arrays_as_their_host_products(backend,
     anova_host, anova_dev = (wrap(op) for op in _anova_pair(be))
     W = np.random.default_rng(9).normal(size=(29, TREE.n_classes))
     _close(be.to_host(anova_dev.device_mvm(be.from_host(W))), anova_host.mvm(W))
-    with pytest.raises(InputError, match="device_backend is None"):
-        host.device_mvm(V)
+    _close(host.device_mvm(V), host.mvm(V))  # a host operator's own arrays are the host's
+    assert host.arrays is HOST
+    with pytest.raises(InputError, match="defines no _product"):  # an operator that multiplies by mvm alone
+        DenseTestOperator.random(np.random.default_rng(0), 41, 4).device_mvm(V)
 
 
 @pytest.mark.parametrize("kappa", [-np.inf, np.log(0.05)], ids=["all-free", "app-b-fixed"])

@@ -13,7 +13,6 @@ from __future__ import annotations
 import numpy as np
 
 from gpmodels.errors import InputError
-from gpmodels.linalg.arrays import primitives
 from gpmodels.operators.base import Operator
 
 __all__ = ["BlockProducts"]
@@ -28,7 +27,7 @@ class BlockProducts:
         blocks = op.row_blocks
         if blocks is None:
             raise InputError(f"products by row blocks need an operator of independent row blocks; {op!r} declares none")
-        self.op, self.blocks, self.backend = op, blocks, op.device_backend
+        self.op, self.blocks, self.ops = op, blocks, op.arrays
         self.offsets = np.array([0] + [rows.stop for rows, _ in blocks])
         self.counts = np.zeros(len(blocks), dtype=np.intp)
 
@@ -36,13 +35,13 @@ class BlockProducts:
         return np.ones(len(self.blocks), dtype=bool) if on is None else np.asarray(on, dtype=bool)
 
     def __call__(self, X: np.ndarray, on=None) -> np.ndarray:
-        ops = primitives(self.backend)
+        ops = self.ops
         return ops.to_host(self._product(ops, ops.from_host(X), on))
 
     mvm = __call__
 
     def device_mvm(self, Xd, on=None):
-        return self._product(self.backend, Xd, on)
+        return self._product(self.ops, Xd, on)
 
     def _product(self, ops, X, on):
         on = self._on(on)

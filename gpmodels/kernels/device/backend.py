@@ -75,6 +75,11 @@ class ArrayBackend(abc.ABC):
         """The recipe that rebuilds this backend in another process (pickle): the backend holds a
         namespace module and, on a device, that process's device handles, which do not cross."""
 
+    @property
+    def device_backend(self) -> ArrayBackend:
+        """This backend: the device backend of its arrays (:data:`~gpmodels.linalg.arrays.HOST`'s is None)."""
+        return self
+
     def from_host(self, a, dtype: str = "float64"):
         """A host numpy array as an array of this backend."""
         return self.xp.asarray(np.ascontiguousarray(a, dtype=dtype), device=self.device)
@@ -322,7 +327,7 @@ def process_torch_backend(device: str = "cuda", fused: bool | None = None) -> Ar
     """This process's one PyTorch backend on ``device`` with ``fused`` products (None: where Triton is
     installed, on CUDA), made at the first call: every matrix that ``device: cuda`` builds, and every
     pickled backend that this process receives, is on that one object, so that composite operators see
-    their blocks on one device (``shared_device_backend``) and a rebuilt representation reuses the inputs
+    their blocks on one device (``shared_arrays``) and a rebuilt representation reuses the inputs
     already uploaded (``like``)."""
     _compat()
     if fused is None:

@@ -152,7 +152,7 @@ class DeviceBlock(CrossRepresentation):
     memory_mb: float
 
     @property
-    def device_backend(self) -> ArrayBackend:
+    def arrays(self) -> ArrayBackend:
         return self.backend
 
     def mvm(self, B):
