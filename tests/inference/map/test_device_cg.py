@@ -58,6 +58,11 @@ def _options(name):
     return NewtonOptions(preconditioner=name, precond_rank=4, cg_forcing=1e-3, cg_tol=1e-12, grad_tol=1e-9)
 
 
+def _beyond_cg(res) -> int:
+    """A fit's products other than its CG steps' (starts, line searches)."""
+    return res.diagnostics.mvm_count - int(np.sum(res.diagnostics.cg_iterations))
+
+
 @pytest.mark.parametrize("name", NAMES)
 @pytest.mark.parametrize("backend", BACKEND_PARAMS)
 def test_a_fit_with_its_solves_on_the_device_equals_the_host_fit(backend, name, on_device):
@@ -67,6 +72,7 @@ def test_a_fit_with_its_solves_on_the_device_equals_the_host_fit(backend, name, 
     assert a.diagnostics.converged and b.diagnostics.converged
     assert b.phi == pytest.approx(a.phi, rel=1e-12)
     np.testing.assert_allclose(b.alpha, a.alpha, rtol=0, atol=1e-8 * np.abs(a.alpha).max())
+    assert _beyond_cg(b) == _beyond_cg(a)  # the device's CG keeps K̃ V β and starts from its residual as the host's
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -88,6 +94,8 @@ def test_a_small_problem_solves_on_the_host_with_its_product_on_the_device():
     res = NewtonCG(_options("diagonal")).fit(dev, Softmax(), Y)
     steps = int(np.sum(res.diagnostics.cg_iterations))
     assert steps <= be.downloads <= steps + 3 * res.diagnostics.iterations + 3
+    host = NewtonCG(_options("diagonal")).fit(_problem()[0], Softmax(), Y)
+    assert _beyond_cg(res) == _beyond_cg(host)  # K̃ V β comes back with each product: no line-search product
 
 
 @pytest.mark.parametrize("rank", [4, 8], ids=["pairs", "rows"])
