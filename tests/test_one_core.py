@@ -1,8 +1,11 @@
 """One CG loop in the package (issue 39): every linear solve by conjugate gradients goes through
 :func:`gpmodels.linalg.cg.cg`, which batches systems (row blocks, columns) itself.  An AST count finds any other
-function whose loop computes a CG recurrence; the planted copies below prove that it sees one."""
+function whose loop computes a CG recurrence; the planted copies below prove that it sees one.  Likewise one
+Newton loop, and one place that decides where work runs: the execution plan, with no branch on a device or a
+backend in the packages whose algebra it places."""
 
 import ast
+import re
 import textwrap
 from pathlib import Path
 
@@ -344,3 +347,54 @@ def test_the_newton_detector_passes_cg_a_line_search_and_stall_restarts():
                 x0 = res.x
     """
     assert newton_loops(textwrap.dedent(source)) == []
+
+
+#: the packages whose algebra runs on whatever arrays it is given, and the one module that decides placement
+PLACED_PACKAGES = ("inference", "linalg", "operators", "likelihoods")
+THE_PLAN = "inference/execution_plan.py"
+#: a branch on where the work runs names one of these in its test
+PLACEMENT_NAME = re.compile(r"device|backend|(^|_)(xp|dev)($|_)|cuda|torch")
+
+
+def placement_branches(source: str) -> list[int]:
+    """The lines of ``source``'s ``if`` / ``elif`` / conditional expressions / ``while`` whose test names a device,
+    a backend, an array namespace, CUDA or PyTorch (a variable or an attribute): the host/device forks that
+    the plan (:meth:`~gpmodels.inference.execution_plan.ExecutionPlan.place`) decides once instead."""
+    lines = []
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, (ast.If, ast.IfExp, ast.While)):
+            continue
+        names = {n.id for n in ast.walk(node.test) if isinstance(n, ast.Name)}
+        names |= {n.attr for n in ast.walk(node.test) if isinstance(n, ast.Attribute)}
+        if any(PLACEMENT_NAME.search(name) for name in names):
+            lines.append(node.lineno)
+    return lines
+
+
+def test_placement_is_decided_only_by_the_plan():
+    found = []
+    for sub in PLACED_PACKAGES:
+        for path in sorted((PACKAGE / sub).rglob("*.py")):
+            rel = path.relative_to(PACKAGE).as_posix()
+            if rel != THE_PLAN:
+                found += [f"{rel}:{line}" for line in placement_branches(path.read_text())]
+    assert found == [], f"branches on a device or backend outside {THE_PLAN}: {found}"
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "if backend is not None:\n    x = backend.from_host(x)",
+        "ops = HOST if device_backend is None else device_backend",
+        "if a.dtype == xp.bool:\n    pass",
+        "while dev.solves and k < 3:\n    k += 1",
+        "if plan.cg_on_device:\n    pass\nelif torch_available:\n    pass",
+    ],
+)
+def test_the_placement_detector_sees_a_planted_branch(source):
+    assert placement_branches(source)
+
+
+def test_the_placement_detector_passes_other_branches():
+    source = "if on.any() and x.ndim == 2:\n    y = ops.take(x, idx) if gather is None else x\nwhile k < n:\n    k += 1"
+    assert placement_branches(source) == []
