@@ -33,6 +33,7 @@ from gpmodels.driver.build_data import build_data, build_tree
 from gpmodels.driver.loader import load_spec
 from gpmodels.inference.map.line_search import NewtonPoint, objective, pair_line_search
 from gpmodels.inference.map.preconditioners import make_preconditioner
+from gpmodels.linalg.arrays import HOST
 from gpmodels.linalg.cg import cg
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -60,7 +61,7 @@ def newton_path(op, lik, Y, n_systems, exact_pc):
     for _ in range(n_systems):
         out.append((alpha.copy(), u.copy()))
         hf, rhs, A = _system(op, lik, Y, alpha, u)
-        beta = cg(A, rhs, precondition=exact_pc.for_factor(hf), tol=1e-10, max_iter=3000).x
+        beta = cg(A, rhs, precondition=exact_pc.inverse(hf).on(HOST, hf), tol=1e-10, max_iter=3000).x
         new = hf.V(beta) + (hf.fixed_alpha if hf.fixed_alpha is not None else 0.0)
         s = new - alpha
         st = op.mvm(s)
@@ -114,7 +115,7 @@ def main():
         for alpha, u in path:
             hf, rhs, A = _system(op, lik, Y, alpha, u)
             for k in kinds:
-                res = cg(A, rhs, precondition=pcs[k].for_factor(hf), tol=a.tol, max_iter=2000)
+                res = cg(A, rhs, precondition=pcs[k].inverse(hf).on(HOST, hf), tol=a.tol, max_iter=2000)
                 table[label[k]].append(int(res.iterations[0]))  # one system: its CG steps
         print(
             f"\n[{prior}] CG steps per Newton system to relative residual {a.tol:g} (from beta = 0; systems "
