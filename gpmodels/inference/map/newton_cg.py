@@ -184,9 +184,9 @@ def newton_direction(
     """Alg. 1, step 2: β by CG on eq. (5) from x0, preconditioned by ``precondition`` (r -> P^{-1} r on CG's
     arrays, :func:`preconditioning`), stopped at the truncated-Newton forcing term measured on r or, with
     ``alpha_norm``, on V r (module docstring), where ``system.place`` runs CG (:func:`placed_cg`); the Newton
-    point α' = V β (+ α_fix, App. B).  ``r0``: the residual rhs - (I + V^T K̃ V) x0 where the caller has it (saves
-    the start's product); ``w0``: K̃ V x0 where the caller has it, and then the result's ``image`` is K̃ V β.
-    Returns (CG result, α')."""
+    point α' = V β (+ α_fix, App. B).  ``r0``: the residual rhs - (I + V^T K̃ V) x0 on CG's arrays where the caller
+    has it (saves the start's product); ``w0``: K̃ V x0 where the caller has it, and then the result's ``image`` is
+    K̃ V β.  Returns (CG result, α')."""
     hf = system.hf
     res = placed_cg(
         system.place,
@@ -210,11 +210,12 @@ def newton_direction(
 def placed_cg(
     place: Placement, matvec, rhs: np.ndarray, x0, *, alpha_norm=False, inv_diag=None, r0=None, w0=None, **settings
 ) -> CGResult:
-    """:func:`~gpmodels.linalg.cg.cg` on ``place``'s CG arrays from host arrays: rhs, x0, ``inv_diag``, ``r0`` (rhs
-    - A x0 where known) and ``w0`` (K̃ V x0 where known: then CG keeps K̃ V β, ``matvec.latest_inner``) go there
-    once, every step's product, preconditioner, updates and scalars run there (on a device one scalar
-    synchronisation per step), and the solution, residual and image return to the host once; ``alpha_norm``:
-    the forcing test on V r; ``settings``: cg's other keywords, their maps on those arrays."""
+    """:func:`~gpmodels.linalg.cg.cg` on ``place``'s CG arrays from host arrays: rhs, x0, ``inv_diag`` and ``w0``
+    (K̃ V x0 where known: then CG keeps K̃ V β, ``matvec.latest_inner``) go there once, every step's product,
+    preconditioner, updates and scalars run there (on a device one scalar synchronisation per step), and the
+    solution and image return to the host once; the residual ``r`` stays on CG's arrays, where ``r0`` (rhs - A x0
+    where known: an earlier run's ``r``, or the known start's uploaded) is taken; ``alpha_norm``: the forcing test
+    on V r; ``settings``: cg's other keywords, their maps on those arrays."""
     ops = place.solve
 
     def there(a):
@@ -228,14 +229,14 @@ def placed_cg(
         there(rhs),
         x0=there(x0),
         inv_diag=there(inv_diag),
-        r0=there(r0),
+        r0=r0,
         image=image,
         forcing_map=forcing_map,
         vectors=ops.vectors,
         **settings,
     )
     image = None if res.image is None else ops.to_host(res.image)
-    return attrs.evolve(res, x=ops.to_host(res.x), r=ops.to_host(res.r), image=image)
+    return attrs.evolve(res, x=ops.to_host(res.x), image=image)
 
 
 def is_stall(ls: LineSearchResult, phi: float, phi_rtol: float, stall_step: float = 0.0) -> bool:
@@ -320,7 +321,7 @@ def newton_step_with_restarts(
         alpha_norm = precond.forcing_in_alpha_space
         return newton_direction(system, start, opts, precondition, forcing=forcing, alpha_norm=alpha_norm, r0=r0, w0=w0)
 
-    solve = _known_starts(solve_from, x0, known_start(system.hf, system.rhs, x0, point.u))
+    solve = _known_starts(solve_from, x0, known_start(system.hf, system.rhs, x0, point.u), system.place)
 
     point = NewtonPoint(point.alpha, point.u, np.atleast_1d(point.phi), point.g)
     steps = restarted_steps(
@@ -345,11 +346,13 @@ def start_residual(hf: HessianFactor, rhs: np.ndarray, x0, u: np.ndarray):
     return rhs - hf.Vt_plus(u, x0)
 
 
-def _known_starts(solve_from, x0, start: tuple):
+def _known_starts(solve_from, x0, start: tuple, place: Placement):
     """``solve_from(start, forcing, trying, r0, w0)`` as the ``solve`` of :func:`restarted_steps`: for the start
-    x0 the system product's ``known_start`` (r0, w0 = K̃ V x0; None: CG multiplies, and keeps no image), and for a
-    stall restart from the last CG solution that run's residual and image, so that neither needs a product."""
-    known = {"x": x0, "r": start[0], "w": start[1]}
+    x0 the system product's ``known_start`` (r0, w0 = K̃ V x0; None: CG multiplies, and keeps no image), r0 carried
+    to CG's arrays (``place``), and for a stall restart from the last CG solution that run's residual (left on CG's
+    arrays) and image, so that neither needs a product."""
+    r0, w0 = start
+    known = {"x": x0, "r": None if r0 is None else place.solve.from_host(r0), "w": w0}
 
     def solve(start, forcing, trying):
         same = start is known["x"]
@@ -416,7 +419,7 @@ def block_newton_step(
 
     rows = block_rows(products.offsets, Y.shape[0])
     x0 = hf.beta_init(point.alpha)
-    solve = _known_starts(solve_from, x0, known_start(hf, rhs, x0, point.u))
+    solve = _known_starts(solve_from, x0, known_start(hf, rhs, x0, point.u), place)
     return restarted_steps(problem, point, rows, active, x0, solve, products)
 
 
