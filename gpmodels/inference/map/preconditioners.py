@@ -67,7 +67,7 @@ import scipy.linalg as sla
 from gpmodels.errors import InputError
 from gpmodels.inference import execution_plan
 from gpmodels.inference.map.deflation import block_term_eigenpairs, deflated_terms, term_eigenpairs
-from gpmodels.inference.map.row_blocks import RowBlocksPreconditioner
+from gpmodels.inference.map.row_blocks import RowBlocksPreconditioner, separate_inverses
 from gpmodels.linalg.arrays import HOST
 from gpmodels.operators.base import KronTerm, Operator
 
@@ -125,6 +125,12 @@ class Preconditioner(Protocol):
         products on ``setup``'s arrays where they pay (the device of the system's products); apply(r) =
         P^{-1} r on the arrays of primitives ``ops`` (:mod:`gpmodels.linalg.arrays`) is
         ``inverse(hf).on(ops, factor)``, ``factor`` the Hessian factor held there (``hf`` on the host)."""
+
+    @classmethod
+    def inverses(cls, parts: list, factors: list, setup=HOST, cache: dict | None = None) -> list:
+        """[P_k^{-1}] of blocks of points ``parts`` (preconditioners of this kind) at their rows' Hessian factors
+        ``factors``, as ``inverse`` gives each, their set-ups' products shared where the kind can share them;
+        ``cache``: what stays the same over the fit."""
 
 
 class Inverse(Protocol):
@@ -268,6 +274,8 @@ class DiagonalPreconditioner:
     def inverse(self, hf, setup=HOST) -> _Scale:
         return _Scale(1.0 / hf.precond_diag(self.diag_K, self.point_block_mvm))
 
+    inverses = classmethod(separate_inverses)
+
 
 class BlockJacobiPreconditioner:
     """Block-Jacobi over points: P = the exact C x C blocks I + V_i^T K̃_i V_i, inverted once per iteration."""
@@ -281,6 +289,8 @@ class BlockJacobiPreconditioner:
 
     def inverse(self, hf, setup=HOST) -> _BlockSolve:
         return _BlockSolve(np.linalg.inv(hf.precond_blocks(self.blocks_K)))
+
+    inverses = classmethod(separate_inverses)
 
 
 class LowRankPreconditioner:
@@ -417,7 +427,7 @@ class LowRankPreconditioner:
         if L_rows is not None and W is not None:  # H = I + Y^T Y, Y_i = W_i^T L_i: O(n C R (C + R / 2))
             xp, (rows,) = setup.xp, self._rows.on(setup)
             Y = xp.reshape(xp.matmul(xp.permute_dims(setup.from_host(W), (0, 2, 1)), rows), (n * C, R))
-            return np.eye(R) + setup.to_host(Y.T @ Y)  # numpy forms Y^T Y by a symmetric rank-k update (half a GEMM)
+            return np.eye(R) + setup.to_host(_gram(Y))
         if L_rows is not None:  # H = I + Σ_i L_i^T G_i L_i: O(n C R (C + R))
             return np.eye(R) + L_rows.T @ np.matmul(G, L_rows.reshape(n, C, R)).reshape(n * C, R)
         # (k, l) block F_k^T (Σ_i a_ik a_il G_i) F_l: O(n R0^2 C^2), for F_k with many columns
@@ -431,12 +441,46 @@ class LowRankPreconditioner:
     def inverse(self, hf, setup=HOST) -> Inverse:
         """P^{-1} = B^{-1} - B^{-1} Z H^{-1} Z^T B^{-1} (B^{-1} alone without eigenvectors) for the Hessian factor of
         this Newton iteration; H's products from L's rows on ``setup``'s arrays (:meth:`_small_system`)."""
-        Vb = hf.point_V()  # shape: (n, C, C), V_i
-        solve_B, W, G = self._residual_solve(hf, Vb)  # G_i = V_i B_i^{-1} V_i^T, or W_i with G_i = W_i W_i^T
-        n, C = Vb.shape[:2]
+        return self._inverse_from(self._residual_solve(hf, hf.point_V()), setup)
+
+    def _inverse_from(self, residual: tuple, setup) -> Inverse:
+        """P^{-1} from ``residual`` = (B^{-1}, W, G) of :meth:`_residual_solve` (G_i = V_i B_i^{-1} V_i^T, or W_i with
+        G_i = W_i W_i^T)."""
+        solve_B, W, G = residual
         if not self.A.shape[1]:
             return solve_B
+        n, C = self.A.shape[0], self.op.n_classes
         return _Woodbury(solve_B, (self._small_system(W, G, n, C, setup),), self.factors, C)
+
+    @classmethod
+    def inverses(cls, parts: list, factors: list, setup=HOST, cache: dict | None = None) -> list:
+        """[P_k^{-1}] of the blocks ``parts`` (of this kind, over consecutive row ranges) at their rows' Hessian
+        factors ``factors``, as :meth:`inverse` gives each; where every block builds H_k = I + Y_k^T Y_k from L's
+        rows and W (Y_i = W_i^T L_i, one width R), the Y_i of all blocks are one batched product on ``setup``'s
+        arrays (one upload of the W_i, one download of the H_k) over the blocks' L rows joined there once
+        (``cache``, for the fit): on a device F blocks then cost one block's calls."""
+        residuals = [p._residual_solve(hf, hf.point_V()) for p, hf in zip(parts, factors)]
+        widths = {int(p.offsets[-1]) for p in parts}
+        rows_and_W = all(p.L_rows is not None and W is not None for p, (_, W, _) in zip(parts, residuals))
+        if len(parts) < 2 or len(widths) != 1 or not rows_and_W:
+            return [p._inverse_from(residual, setup) for p, residual in zip(parts, residuals)]
+        cache = {} if cache is None else cache
+        if "setup_rows" not in cache:
+            L = [p.L_rows.reshape(p.A.shape[0], -1, p.L_rows.shape[1]) for p in parts]  # (n_k, C, R) each
+            cache["setup_rows"] = _Held((np.concatenate(L),))
+        xp, (rows,) = setup.xp, cache["setup_rows"].on(setup)
+        (R,) = widths
+        W = setup.from_host(np.concatenate([W for _, W, _ in residuals]))
+        Y = xp.matmul(xp.permute_dims(W, (0, 2, 1)), rows)  # shape: (N, C, R), Y_i = W_i^T L_i
+        cuts, C = np.cumsum([0] + [p.A.shape[0] for p in parts]), Y.shape[1]
+        grams = [_gram(xp.reshape(Y[a:b, ...], ((b - a) * C, R))) for a, b in zip(cuts[:-1], cuts[1:])]
+        H = setup.to_host(xp.stack(grams))
+        return [_Woodbury(r[0], (np.eye(R) + H[k],), p.factors, C) for k, (p, r) in enumerate(zip(parts, residuals))]
+
+
+def _gram(Y):
+    """Y^T Y (numpy forms it by a symmetric rank-k update: half a GEMM)."""
+    return Y.T @ Y
 
 
 class LowRankBlockPreconditioner(LowRankPreconditioner):

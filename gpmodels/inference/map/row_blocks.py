@@ -16,6 +16,7 @@ small systems joined (``join`` of each kind of inverse), the same P^{-1} with on
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from functools import partial
 
 import attrs
 import numpy as np
@@ -23,7 +24,13 @@ import numpy as np
 from gpmodels.errors import InputError
 from gpmodels.linalg.arrays import HOST
 
-__all__ = ["RowBlocksPreconditioner"]
+__all__ = ["RowBlocksPreconditioner", "separate_inverses"]
+
+
+def separate_inverses(cls, parts: list, factors: list, setup=HOST, cache: dict | None = None) -> list:
+    """[P_k^{-1}] of blocks of points ``parts`` at their Hessian factors ``factors``, each set up alone
+    (``Preconditioner.inverses`` of a kind with nothing to share between blocks)."""
+    return [p.inverse(hf, setup) for p, hf in zip(parts, factors)]
 
 
 def _factor_rows(hf, rows: slice):
@@ -51,8 +58,14 @@ class RowBlocksPreconditioner:
         self.basis = np.concatenate(bases) if same else None
 
     def inverse(self, hf, setup=HOST) -> _ByRows:
-        """diag(P_1, ..., P_F)^{-1}: each block's P_k^{-1} from its rows of ``hf`` (``setup``: as the blocks')."""
-        return _ByRows(tuple((rows, p.inverse(_factor_rows(hf, rows), setup)) for rows, p in self.blocks), self._joined)
+        """diag(P_1, ..., P_F)^{-1}: each block's P_k^{-1} from its rows of ``hf``, set up together by their kind's
+        ``inverses`` (``setup``: as the blocks')."""
+        parts = [p for _, p in self.blocks]
+        factors = [_factor_rows(hf, rows) for rows, _ in self.blocks]
+        kinds = {type(p) for p in parts}
+        set_up = kinds.pop().inverses if len(kinds) == 1 else partial(separate_inverses, None)
+        inverses = set_up(parts, factors, setup, self._joined)
+        return _ByRows(tuple((rows, inv) for (rows, _), inv in zip(self.blocks, inverses)), self._joined)
 
 
 @attrs.frozen(eq=False)

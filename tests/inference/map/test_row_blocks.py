@@ -119,7 +119,7 @@ def test_a_factor_without_rows_is_a_clear_error():
 
 
 pytest.importorskip("array_api_compat")
-from device_backends import device_backends  # noqa: E402
+from device_backends import CountingBackend, device_backends  # noqa: E402
 
 from gpmodels.kernels.device.config import DeviceRepresentationConfig  # noqa: E402
 
@@ -140,6 +140,26 @@ def test_the_blocks_preconditioner_on_a_device_equals_the_host_one(backend, name
         np.testing.assert_allclose(be.to_host(on_device(be.from_host(r))), expected, rtol=1e-10)
         np.testing.assert_allclose(P.inverse(hf, setup).on(HOST, hf)(r), expected, rtol=1e-12)
     assert "factors" in P._joined
+
+
+def test_the_blocks_small_systems_are_one_product_on_the_set_up_arrays():
+    """``lowrank`` blocks with L's rows: the H_k = I + Y_k^T Y_k of all blocks from one batched product over their
+    rows joined on the set-up's arrays (one upload of the W_i and one download of the H_k per Newton iteration),
+    equal bit for bit on the host to each block's own set-up."""
+    stack, hf, r = _stack()
+    P = make_preconditioner("lowrank", stack, rank=4, seed=2)
+    for _, part in P.blocks:
+        part.use_rows(True)  # Y_i = W_i^T L_i from L's rows (what _rows_cheaper picks where the F_k have few columns)
+    be = CountingBackend()
+    P.inverse(hf, be)  # the first joins the blocks' rows there, once for the fit
+    before = (be.uploads, be.downloads)
+    on_device = P.inverse(hf, be)
+    assert (be.uploads - before[0], be.downloads - before[1]) == (1, 1)
+    for (rows, part), (_, joint), (_, there) in zip(P.blocks, P.inverse(hf).parts, on_device.parts):
+        own = part.inverse(hf.rows(rows))
+        np.testing.assert_array_equal(joint.H[0], own.H[0])
+        np.testing.assert_allclose(there.H[0], own.H[0], rtol=1e-12)
+    np.testing.assert_allclose(_on_host(P, hf, r), P.inverse(hf, be).on(HOST, hf)(r), rtol=1e-12)
 
 
 @pytest.mark.parametrize("backend", BACKEND_PARAMS)
