@@ -458,7 +458,8 @@ class LowRankPreconditioner:
         factors ``factors``, as :meth:`inverse` gives each; where every block builds H_k = I + Y_k^T Y_k from L's
         rows and W (Y_i = W_i^T L_i, one width R), the Y_i of all blocks are one batched product on ``setup``'s
         arrays (one upload of the W_i, one download of the H_k) over the blocks' L rows joined there once
-        (``cache``, for the fit): on a device F blocks then cost one block's calls."""
+        (``cache``, for the fit; a copy beside the blocks' own on the host): on a device F blocks then cost one
+        block's calls."""
         residuals = [p._residual_solve(hf, hf.point_V()) for p, hf in zip(parts, factors)]
         widths = {int(p.offsets[-1]) for p in parts}
         rows_and_W = all(p.L_rows is not None and W is not None for p, (_, W, _) in zip(parts, residuals))
