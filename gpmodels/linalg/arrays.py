@@ -49,12 +49,14 @@ matrices live), and every product takes them from there.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import scipy.linalg as sla
 
 from gpmodels.linalg.cg import HOST_VECTORS
 
-__all__ = ["HostArrays", "HOST"]
+__all__ = ["HostArrays", "HOST", "Made"]
 
 
 class HostArrays:
@@ -166,3 +168,21 @@ class HostArrays:
 
 #: the primitives of host numpy arrays
 HOST = HostArrays()
+
+
+class Made:
+    """Values made once per key (the primitives whose arrays they are, and what else they depend on), for the
+    lifetime of their owner in one process: a device's arrays stay in the process that made them, so a pickled
+    copy starts empty and makes them again where it is used."""
+
+    def __init__(self):
+        self._values: dict = {}
+
+    def get(self, key, make: Callable):
+        """The value of ``key``, ``make()`` the first time."""
+        if key not in self._values:
+            self._values[key] = make()
+        return self._values[key]
+
+    def __getstate__(self) -> dict:
+        return {"_values": {}}

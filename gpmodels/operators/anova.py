@@ -49,7 +49,7 @@ import numpy as np
 from gpmodels.errors import HierarchyError, InputError
 from gpmodels.hierarchy import ClassTree
 from gpmodels.kernels.representation_base import shared_arrays
-from gpmodels.linalg.arrays import HOST
+from gpmodels.linalg.arrays import HOST, Made
 from gpmodels.operators.base import Composite, Operator
 
 __all__ = ["ANOVA", "DENSE_CLASS_MIX_MAX_C"]
@@ -89,7 +89,7 @@ class ANOVA(Composite):
         self._names = names
         self.merge_gemm = bool(merge_gemm)
         self._merged = None
-        self._mixes: dict = {}  # the S_r on the arrays of each ops (HOST, a device)
+        self._mixes = Made()  # the S_r on the arrays of each ops (HOST, a device)
         groups = inner.kernel_groups() if self.merge_gemm else None
         if groups is not None:
             C = tree.n_classes
@@ -137,12 +137,7 @@ class ANOVA(Composite):
     def _class_matrices(self, ops) -> list:
         """Each group's S_r prepared for ``ops.mix_classes`` (None where the group walks the tree or works in node
         space), made once per ``ops``."""
-        if ops not in self._mixes:
-            self._mixes[ops] = [None if S is None else ops.class_matrix(S) for *_, S in self._merged]
-        return self._mixes[ops]
-
-    def __getstate__(self) -> dict:  # device copies stay in the process that made them
-        return {**self.__dict__, "_mixes": {}}
+        return self._mixes.get(ops, lambda: [None if S is None else ops.class_matrix(S) for *_, S in self._merged])
 
     def _merged_product(self, ops, V):
         """Σ_r M_r (V S_r) for class-space groups, Φ_L (D_r M_r (Φ_L^T V)_{G_r}) for the others; V (n, C[, k]) on

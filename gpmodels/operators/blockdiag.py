@@ -38,6 +38,7 @@ from gpmodels.errors import InputError
 from gpmodels.kernels.base import Kernel
 from gpmodels.kernels.representation_base import Representation, RepresentationBuilder, shared_arrays
 from gpmodels.kernels.representations import RepresentationConfig
+from gpmodels.linalg.arrays import Made
 from gpmodels.operators.base import CompositeBlock, KronTerm, Operator, concat_params
 from gpmodels.validation import check_features, positive_number, sequence_of
 
@@ -134,55 +135,51 @@ class _Layout:
             cls = np.flatnonzero(rep_of_group[class_kernel] == r)
             contiguous = cls.size and np.array_equal(cls, np.arange(cls[0], cls[0] + cls.size))
             self.classes.append(slice(int(cls[0]), int(cls[0]) + cls.size) if contiguous else cls)
-        self._made: dict = {}
+        self._made = Made()
 
     @property
     def arrays(self):
-        if "arrays" not in self._made:  # asked on every MVM; the representations are fixed
-            self._made["arrays"] = shared_arrays(self.reps)
-        return self._made["arrays"]
+        return self._made.get("arrays", lambda: shared_arrays(self.reps))  # asked on every MVM
 
     @property
     def stack(self):
         """The device stack that holds every distinct M, in this order, where each serves as many classes
         (one batched product, :mod:`gpmodels.kernels.device.stack`); else None."""
-        if "stack" not in self._made:
-            stack = self.reps[0].stack
-            sizes = {np.arange(self.n_classes)[cls].size for cls in self.classes}
-            ok = (
-                stack is not None
-                and stack.size == len(self.reps)
-                and all(r.stack is stack and r.stack_index == i for i, r in enumerate(self.reps))
-                and len(sizes) == 1
-            )
-            self._made["stack"] = stack if ok else None
-        return self._made["stack"]
+        return self._made.get("stack", self._one_stack)
+
+    def _one_stack(self):
+        stack = self.reps[0].stack
+        sizes = {np.arange(self.n_classes)[cls].size for cls in self.classes}
+        ok = (
+            stack is not None
+            and stack.size == len(self.reps)
+            and all(r.stack is stack and r.stack_index == i for i, r in enumerate(self.reps))
+            and len(sizes) == 1
+        )
+        return stack if ok else None
 
     def columns(self, ops, k: int, class_v: np.ndarray) -> _Columns:
         """The column maps of right-hand sides of k columns per class, flattened to (rows, C k), on the arrays
         of ``ops`` (:class:`_Columns`), made once per ``ops`` and k."""
-        key = ("columns", ops, k)
-        if key not in self._made:
-            columns, flat = [], []
-            for cls in self.classes:
-                idx = np.arange(self.n_classes, dtype=np.intp)[cls]
-                cols = (idx[:, None] * k + np.arange(k)[None, :]).ravel()
-                flat.append(cols)
-                columns.append(slice(int(cols[0]), int(cols[-1]) + 1) if isinstance(cls, slice) else ops.indices(cols))
-            flat = np.concatenate(flat)
-            in_order = np.array_equal(flat, np.arange(flat.size))
-            self._made[key] = _Columns(
-                columns,
-                None if in_order else ops.indices(flat),
-                None if in_order else ops.indices(np.argsort(flat)),
-                ops.from_host(np.repeat(class_v, k)[None, :]),
-                [ops.product(rep) for rep in self.reps],
-                self.stack,
-            )
-        return self._made[key]
+        return self._made.get(("columns", ops, k), lambda: self._columns(ops, k, class_v))
 
-    def __getstate__(self) -> dict:  # device copies stay in the process that made them
-        return {**self.__dict__, "_made": {}}
+    def _columns(self, ops, k: int, class_v: np.ndarray) -> _Columns:
+        columns, flat = [], []
+        for cls in self.classes:
+            idx = np.arange(self.n_classes, dtype=np.intp)[cls]
+            cols = (idx[:, None] * k + np.arange(k)[None, :]).ravel()
+            flat.append(cols)
+            columns.append(slice(int(cols[0]), int(cols[-1]) + 1) if isinstance(cls, slice) else ops.indices(cols))
+        flat = np.concatenate(flat)
+        in_order = np.array_equal(flat, np.arange(flat.size))
+        return _Columns(
+            columns,
+            None if in_order else ops.indices(flat),
+            None if in_order else ops.indices(np.argsort(flat)),
+            ops.from_host(np.repeat(class_v, k)[None, :]),
+            [ops.product(rep) for rep in self.reps],
+            self.stack,
+        )
 
 
 class BlockDiagonal(Operator):

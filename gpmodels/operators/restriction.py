@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpmodels.linalg.arrays import HOST
+from gpmodels.linalg.arrays import HOST, Made
 from gpmodels.operators.base import CrossOperator, KronTerm, Operator
 from gpmodels.validation import check_indices
 
@@ -34,7 +34,7 @@ class Restriction(Operator):
         self.J = check_indices("J", J, op.n_points)
         self.is_class_diagonal = op.is_class_diagonal
         self.has_intercept = op.has_intercept
-        self._maps: dict = {}
+        self._maps = Made()
 
     # ------------------------------------------------------------------ scatter and gather
     def scatter(self, V: np.ndarray) -> np.ndarray:
@@ -43,9 +43,7 @@ class Restriction(Operator):
 
     def _maps_on(self, ops) -> tuple:
         """(the scatter map of P_J, the positions J) on the arrays of ``ops``, made once per ``ops``."""
-        if ops not in self._maps:
-            self._maps[ops] = (ops.scatter_map(self.J, self.op.n_points), ops.indices(self.J))
-        return self._maps[ops]
+        return self._maps.get(ops, lambda: (ops.scatter_map(self.J, self.op.n_points), ops.indices(self.J)))
 
     def _product(self, ops, V):
         # K_J V = P_J^T K (P_J V); V (|J|, C[, k]) on the arrays of ops
@@ -129,9 +127,6 @@ class Restriction(Operator):
     @property
     def arrays(self):
         return self.op.arrays
-
-    def __getstate__(self) -> dict:  # device indices stay in the process that made them
-        return {**self.__dict__, "_maps": {}}
 
     def __repr__(self) -> str:
         return f"Restriction({self.op!r}, {self.J.size} of {self.op.n_points} points)"

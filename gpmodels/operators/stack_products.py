@@ -24,7 +24,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from gpmodels.errors import InputError
-from gpmodels.linalg.arrays import HOST
+from gpmodels.linalg.arrays import HOST, Made
 from gpmodels.operators.base import CrossOperator, KronTerm, Operator
 from gpmodels.operators.restriction import Restriction
 
@@ -103,7 +103,7 @@ class ThroughBase:
         self.parts = tuple(Restriction(base, J) for J in index_sets)
         self.index_sets = tuple(p.J for p in self.parts)
         self.offsets = _offsets(self.parts)
-        self._made: dict = {}
+        self._made = Made()
 
     def _host_maps(self, on, C: int, k: int) -> tuple:
         """The scatter and the gather of the parts ``on`` for (rows, C, k) arrays, as flat takes: (for every
@@ -133,12 +133,13 @@ class ThroughBase:
     def _maps(self, ops, on, C: int, k: int) -> tuple:
         """:meth:`_host_maps` on the arrays of ``ops`` (:data:`~gpmodels.linalg.arrays.HOST`, or the base operator's
         one ``device_backend``), made once per (``ops``, parts ``on``, C, k)."""
-        key = (ops, tuple(bool(b) for b in on), C, k)
-        if key not in self._made:
+
+        def make():
             scatter, scatter_w, gather, gather_w, F = self._host_maps(on, C, k)
             gather_w = None if gather_w is None else ops.from_host(gather_w)
-            self._made[key] = (ops.indices(scatter), ops.from_host(scatter_w), ops.indices(gather), gather_w, F)
-        return self._made[key]
+            return ops.indices(scatter), ops.from_host(scatter_w), ops.indices(gather), gather_w, F
+
+        return self._made.get((ops, tuple(bool(b) for b in on), C, k), make)
 
     def _product(self, ops, S, maps, product):
         """K_{J_k} S_k for the parts of ``maps`` (:meth:`_maps`), S the stacked (rows, C, k) array on the arrays of
@@ -223,9 +224,6 @@ class ThroughBase:
     def subset(self, ks: Sequence[int]) -> ThroughBase:
         """The parts ``ks``, in that order."""
         return ThroughBase(self.base, [self.index_sets[k] for k in ks])
-
-    def __getstate__(self) -> dict:  # device indices stay in the process that made them
-        return {**self.__dict__, "_made": {}}
 
 
 class ThroughBaseCross(CrossOperator):

@@ -1,10 +1,12 @@
 """The array primitives (``gpmodels.linalg.arrays``): a device backend offers every primitive of ``HOST``, and
 the solver, stack and buffer primitives give the numpy formulas on the host and each CI namespace."""
 
+import pickle
+
 import numpy as np
 import pytest
 
-from gpmodels.linalg.arrays import HOST, HostArrays
+from gpmodels.linalg.arrays import HOST, HostArrays, Made
 
 pytest.importorskip("array_api_compat")
 from device_backends import device_backends  # noqa: E402
@@ -42,3 +44,11 @@ def test_the_solver_stack_and_buffer_primitives_give_the_numpy_formulas(backend)
             ops.multiply(ops.from_host(a), 2.0, ops.buffer(a.shape)), ops.from_host(mask, dtype="bool"), -1.0
         )
         np.testing.assert_array_equal(ops.to_host(got), np.where(mask, -1.0, 2 * a))
+
+
+def test_made_values_are_made_once_and_not_pickled():
+    made, calls = Made(), []
+    assert made.get("k", lambda: calls.append(1) or "v") == "v" and made.get("k", lambda: calls.append(1)) == "v"
+    assert calls == [1]
+    copy = pickle.loads(pickle.dumps(made))
+    assert copy.get("k", lambda: "again") == "again"  # a copy makes its values where it is used

@@ -68,7 +68,7 @@ from gpmodels.errors import InputError
 from gpmodels.inference import execution_plan
 from gpmodels.inference.map.deflation import block_term_eigenpairs, deflated_terms, term_eigenpairs
 from gpmodels.inference.map.row_blocks import RowBlocksPreconditioner, separate_inverses
-from gpmodels.linalg.arrays import HOST
+from gpmodels.linalg.arrays import HOST, Made
 from gpmodels.operators.base import KronTerm, Operator
 
 __all__ = [
@@ -195,12 +195,10 @@ class _Held:
     """Host arrays and their copies on the arrays of each primitives object that asks, made once."""
 
     arrays: tuple
-    copies: dict = attrs.field(factory=dict)
+    copies: Made = attrs.field(factory=Made)
 
     def on(self, ops) -> tuple:
-        if ops not in self.copies:
-            self.copies[ops] = tuple(ops.from_host(a) for a in self.arrays)
-        return self.copies[ops]
+        return self.copies.get(ops, lambda: tuple(ops.from_host(a) for a in self.arrays))
 
 
 @attrs.frozen(eq=False)
