@@ -126,8 +126,8 @@ class Preconditioner(Protocol):
         P^{-1} r on the arrays of primitives ``ops`` (:mod:`gpmodels.linalg.arrays`) is
         ``inverse(hf).on(ops, factor)``, ``factor`` the Hessian factor held there (``hf`` on the host)."""
 
-    @classmethod
-    def inverses(cls, parts: list, factors: list, setup=HOST, cache: dict | None = None) -> list:
+    @staticmethod
+    def inverses(parts: list, factors: list, setup=HOST, cache: dict | None = None) -> list:
         """[P_k^{-1}] of blocks of points ``parts`` (preconditioners of this kind) at their rows' Hessian factors
         ``factors``, as ``inverse`` gives each, their set-ups' products shared where the kind can share them;
         ``cache``: what stays the same over the fit."""
@@ -272,7 +272,7 @@ class DiagonalPreconditioner:
     def inverse(self, hf, setup=HOST) -> _Scale:
         return _Scale(1.0 / hf.precond_diag(self.diag_K, self.point_block_mvm))
 
-    inverses = classmethod(separate_inverses)
+    inverses = staticmethod(separate_inverses)
 
 
 class BlockJacobiPreconditioner:
@@ -288,7 +288,7 @@ class BlockJacobiPreconditioner:
     def inverse(self, hf, setup=HOST) -> _BlockSolve:
         return _BlockSolve(np.linalg.inv(hf.precond_blocks(self.blocks_K)))
 
-    inverses = classmethod(separate_inverses)
+    inverses = staticmethod(separate_inverses)
 
 
 class LowRankPreconditioner:
@@ -450,8 +450,8 @@ class LowRankPreconditioner:
         n, C = self.A.shape[0], self.op.n_classes
         return _Woodbury(solve_B, (self._small_system(W, G, n, C, setup),), self.factors, C)
 
-    @classmethod
-    def inverses(cls, parts: list, factors: list, setup=HOST, cache: dict | None = None) -> list:
+    @staticmethod
+    def inverses(parts: list, factors: list, setup=HOST, cache: dict | None = None) -> list:
         """[P_k^{-1}] of the blocks ``parts`` (of this kind, over consecutive row ranges) at their rows' Hessian
         factors ``factors``, as :meth:`inverse` gives each; where every block builds H_k = I + Y_k^T Y_k from L's
         rows and W (Y_i = W_i^T L_i, one width R), the Y_i of all blocks are one batched product on ``setup``'s

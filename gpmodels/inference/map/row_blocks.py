@@ -16,7 +16,6 @@ small systems joined (``join`` of each kind of inverse), the same P^{-1} with on
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from functools import partial
 
 import attrs
 import numpy as np
@@ -27,7 +26,7 @@ from gpmodels.linalg.arrays import HOST
 __all__ = ["RowBlocksPreconditioner", "separate_inverses"]
 
 
-def separate_inverses(cls, parts: list, factors: list, setup=HOST, cache: dict | None = None) -> list:
+def separate_inverses(parts: list, factors: list, setup=HOST, cache: dict | None = None) -> list:
     """[P_k^{-1}] of blocks of points ``parts`` at their Hessian factors ``factors``, each set up alone
     (``Preconditioner.inverses`` of a kind with nothing to share between blocks)."""
     return [p.inverse(hf, setup) for p, hf in zip(parts, factors)]
@@ -63,7 +62,7 @@ class RowBlocksPreconditioner:
         parts = [p for _, p in self.blocks]
         factors = [_factor_rows(hf, rows) for rows, _ in self.blocks]
         kinds = {type(p) for p in parts}
-        set_up = kinds.pop().inverses if len(kinds) == 1 else partial(separate_inverses, None)
+        set_up = kinds.pop().inverses if len(kinds) == 1 else separate_inverses
         inverses = set_up(parts, factors, setup, self._joined)
         return _ByRows(tuple((rows, inv) for (rows, _), inv in zip(self.blocks, inverses)), self._joined)
 
