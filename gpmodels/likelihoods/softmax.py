@@ -27,7 +27,7 @@ import numpy as np
 
 from gpmodels.likelihoods.base import HessianFactor, Likelihood
 from gpmodels.linalg import row_kernels
-from gpmodels.linalg.arrays import HOST
+from gpmodels.linalg.arrays import HOST, Made
 from gpmodels.validation import number, to_float
 
 __all__ = ["Softmax", "SoftmaxFactor", "log_softmax"]
@@ -166,6 +166,7 @@ class SoftmaxFactor(HessianFactor):
         # V D^{-1/2} α = A α = α for α in ran W (rows summing to 0) when nothing is fixed, zeroed or floored
         self.beta_init_exact = self.all_free and self._all_started and bool(np.all(log_pi >= _LOG_PI_FLOOR))
         self._host = self._held = _FactorArrays.of(HOST, self)  # the host's arrays; V and V^T take those of _held
+        self._row_factors = Made()  # per (ops, rows): asked for by a row-blocks preconditioner's set-up and apply
         self.fixed_alpha = None
         if not self.all_free:
             gamma = np.where(self.fixed, Y - self.pi, 0.0)  # γ_I = -g_I
@@ -227,7 +228,11 @@ class SoftmaxFactor(HessianFactor):
         return self.pi
 
     def rows(self, rows: slice) -> SoftmaxFactor:
-        return SoftmaxFactor(self.log_pi[rows], self._Y[rows], self._kappa).on(self._held.ops)
+        ops = self._held.ops
+        return self._row_factors.get(
+            (ops, rows.start, rows.stop, rows.step),
+            lambda: SoftmaxFactor(self.log_pi[rows], self._Y[rows], self._kappa).on(ops),
+        )
 
     def point_V(self) -> np.ndarray:
         """V_i = (I - π_i 1^T) diag(π_i^{1/2}) per point, (n, C, C): entry (c, d) = (δ_cd - π_ic) π_id^{1/2},

@@ -134,3 +134,16 @@ def test_the_factor_on_a_device_backend_gives_the_plain_products(kappa):
         rows = held.rows(slice(5, 30))
         np.testing.assert_allclose(be.to_host(rows.V(be.from_host(x[5:30]))), plain.V(x)[5:30], rtol=1e-12, atol=1e-15)
         np.testing.assert_array_equal(held.g_tilde(x), hf.g_tilde(x))
+
+
+def test_a_blocks_rows_are_made_once_per_factor():
+    """A row-blocks preconditioner asks for each block's factor in its set-up and again in its application: the
+    same object, the products of a factor made from those rows alone."""
+    U, Y, hf, rng = _case(30, 5, -20.0)
+    rows = slice(8, 19)
+    part = hf.rows(rows)
+    assert hf.rows(slice(8, 19)) is part and hf.rows(slice(0, 8)) is not part
+    alone = Softmax(kappa=-20.0).hessian_factor(U[rows], Y[rows])
+    x = rng.normal(size=(11, 5))
+    np.testing.assert_array_equal(part.V(x), alone.V(x))
+    np.testing.assert_array_equal(part.Vt(x), alone.Vt(x))
