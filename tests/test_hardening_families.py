@@ -862,11 +862,12 @@ def test_limits_vb_student_t_80_points_5_outer_iterations_takes_seconds():
 def test_limits_small_dense_factors_run_on_one_blas_thread(monkeypatch):
     """The cause of the slow VB: OpenBLAS's threaded triangular solves of an 80 x 80 factor (24 ms a call
     with two threads on a busy machine, 0.03 ms with one); a small factor runs on one thread, a large one
-    keeps the BLAS threads."""
+    keeps the BLAS threads, as the plan's dense_blas decides."""
     import scipy.linalg as sla
 
     import gpmodels.linalg.dense_posterior as dp
-    from gpmodels.linalg.blas_threads import SMALL_DENSE_N, blas_threads, limit_blas_threads
+    from gpmodels.inference.execution_plan import DEFAULT_RULES, dense_blas
+    from gpmodels.linalg.blas_threads import blas_threads, limit_blas_threads
 
     seen = []
     real = sla.solve_triangular
@@ -874,10 +875,10 @@ def test_limits_small_dense_factors_run_on_one_blas_thread(monkeypatch):
     with limit_blas_threads(2):
         if blas_threads() < 2:
             pytest.skip("the BLAS runs one thread here")
-        for n, expected in ((80, 1), (SMALL_DENSE_N + 1, 2)):
+        for n, expected in ((80, 1), (DEFAULT_RULES.dense_one_thread_max + 1, 2)):
             seen.clear()
             K = np.eye(n) + 0.1
-            post = dp.DensePosterior(K, np.ones(n))
+            post = dp.DensePosterior(K, np.ones(n), dense_blas(n))
             post.R, post.sigma_diag()
             assert seen and set(seen) == {expected}, (n, seen)
 

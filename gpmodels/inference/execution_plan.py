@@ -32,6 +32,13 @@ frozen, recorded in ``metrics.json`` and ``report.md`` and shown by the estimato
   against 60.6 one by one, 9.7 s against 27.3 s).  Else one fold per fit, on the engine's workers where it
   has them (bench/cv_lockstep.py, 2 cores: 2 workers 1.49 s, folds together 2.31 s per cold evaluation).
 - ``workers`` (CV): the engine's own plan for the fold jobs (:meth:`~gpmodels.engine.base.Engine.worker_plan`).
+- ``sweeps``: how the host's passes over the (n, C) vectors run (CG's updates, the softmax factor's V and V^T,
+  the pair line search's Φ(λ)): as compiled parallel row sweeps (:mod:`gpmodels.linalg.row_kernels`, the
+  primitives :data:`~gpmodels.linalg.arrays.SWEPT_HOST`) where Numba is installed (``Hardware.compiled``) and
+  one fit's vectors have :attr:`PlanRules.sweep_min_entries` entries; else numpy's passes (:data:`HOST`).
+  Launching a compiled sweep costs about 35 us even on one thread, numpy's pass over a few hundred numbers
+  about 1 us; at section B's size of WIPO-alpha (a fold's vectors 7835 x 1172) one sweep replaces three to
+  fifteen numpy passes on one core.
 
 :meth:`ExecutionPlan.place` turns the plan into the :class:`Placement` of one Newton system: the array primitives
 (:mod:`gpmodels.linalg.arrays`) its products and its CG run on, so that Newton–CG passes them down and never asks
@@ -46,7 +53,9 @@ import attrs
 
 from gpmodels.errors import InputError
 from gpmodels.linalg.arrays import HOST as HOST_ARRAYS
+from gpmodels.linalg.arrays import SWEPT_HOST
 from gpmodels.linalg.blas_threads import one_blas_thread, usable_cores
+from gpmodels.linalg.compiled_loops import AVAILABLE as COMPILED_AVAILABLE
 from gpmodels.validation import instance_of, nonnegative_int, optional, positive_int
 
 __all__ = [
@@ -58,12 +67,15 @@ __all__ = [
     "Problem",
     "DEFAULT_RULES",
     "auto_preconditioner",
+    "dense_blas",
     "plan_execution",
     "plan_for",
 ]
 
 #: the plan's names for CG's placements
 HOST, DEVICE = "host", "device"
+#: the plan's names for the host's passes over (n, C) vectors
+COMPILED, NUMPY = "compiled", "numpy"
 
 
 @attrs.frozen
@@ -76,6 +88,9 @@ class PlanRules:
     #: a taxonomy of C = 1172 classes at n = 9794 would need 108 GB
     point_blocks_max_bytes: int = attrs.field(default=2**30, validator=nonnegative_int())
     exact_max_size: int = attrs.field(default=128, validator=nonnegative_int())
+    sweep_min_entries: int = attrs.field(default=1 << 18, validator=nonnegative_int())
+    #: dense factors up to this order run on one BLAS thread (:func:`dense_blas`)
+    dense_one_thread_max: int = attrs.field(default=400, validator=nonnegative_int())
 
 
 DEFAULT_RULES = PlanRules()
@@ -83,17 +98,19 @@ DEFAULT_RULES = PlanRules()
 
 @attrs.frozen
 class Hardware:
-    """What the plan runs on: ``cores`` this process may use and ``device``, the label of the device that holds
-    the kernel matrices (None: the host's memory).  Memory bounds the engine's workers, which the engine plans
-    itself (``workers``)."""
+    """What the plan runs on: ``cores`` this process may use, ``device``, the label of the device that holds
+    the kernel matrices (None: the host's memory), and ``compiled``, whether the host can run compiled loops
+    (Numba, the ``fast`` extra).  Memory bounds the engine's workers, which the engine plans itself
+    (``workers``)."""
 
     cores: int = attrs.field(validator=positive_int())
     device: str | None = attrs.field(default=None, validator=optional(instance_of(str)))
+    compiled: bool = attrs.field(default=False, validator=instance_of(bool))
 
     @classmethod
     def detect(cls, device: str | None = None) -> Hardware:
-        """This process's cores (its affinity mask) and ``device``."""
-        return cls(usable_cores(), device)
+        """This process's cores (its affinity mask), ``device`` and whether Numba imports."""
+        return cls(usable_cores(), device, COMPILED_AVAILABLE)
 
 
 @attrs.frozen
@@ -138,13 +155,15 @@ def _same(a):
 class Placement:
     """Where the Newton system (I + V^T K̃ V) β = r (Seeger 2008, eq. 5) of one Hessian factor runs: ``products``,
     the array primitives of K̃ V β, with ``factor`` (the Hessian factor, its V there); ``solve``, those of CG's
-    vectors, V^T, the preconditioner and the forcing test, with ``solve_factor``; ``up`` / ``down`` carry CG's
-    arrays to the products' and back (the identity where both are the same)."""
+    vectors, V^T, the preconditioner and the forcing test, with ``solve_factor``; ``host_factor``, the factor on
+    the plan's host primitives (the right-hand side and α' = V β); ``up`` / ``down`` carry CG's arrays to the
+    products' and back (the identity where both are the same)."""
 
     products: object
     factor: object
     solve: object
     solve_factor: object
+    host_factor: object
     up: object = _same
     down: object = _same
 
@@ -159,6 +178,7 @@ class ExecutionPlan:
     cg: Decision = attrs.field(validator=instance_of(Decision))
     host_blas: Decision = attrs.field(validator=instance_of(Decision))
     preconditioner: Decision = attrs.field(validator=instance_of(Decision))
+    sweeps: Decision = attrs.field(default=Decision(NUMPY, "not planned"), validator=instance_of(Decision))
     solver: Decision | None = None
     folds_per_fit: Decision | None = None
     workers: Decision | None = None
@@ -168,18 +188,24 @@ class ExecutionPlan:
         """Whether Newton–CG's CG solves run on the device of the kernel matrices."""
         return self.cg.choice == DEVICE
 
+    @property
+    def host(self):
+        """The primitives of the fit's host passes over (n, C) vectors (``sweeps``)."""
+        return SWEPT_HOST if self.sweeps.choice == COMPILED else HOST_ARRAYS
+
     def place(self, op, hf) -> Placement:
         """The :class:`Placement` of the Newton system of the Hessian factor ``hf`` on the operator ``op``: K̃ and V
         on the device of the kernel matrices (``op.device_backend``) where ``hf`` goes there (``hf.on``), else
-        on the host; CG and V^T there too where ``cg`` places them, else on the host, one transfer each way per
-        product."""
-        backend = op.device_backend
+        on the host's primitives (:attr:`host`); CG and V^T there too where ``cg`` places them, else on the host,
+        one transfer each way per product."""
+        backend, host = op.device_backend, self.host
         device_hf = None if backend is None else hf.on(backend)
+        host_hf = hf if host is HOST_ARRAYS else (hf.on(host) or hf)  # a factor without primitives stays numpy's
         if device_hf is None:
-            return Placement(HOST_ARRAYS, hf, HOST_ARRAYS, hf)
+            return Placement(host, host_hf, host, host_hf, host_hf)
         if self.cg_on_device:
-            return Placement(backend, device_hf, backend, device_hf)
-        return Placement(backend, device_hf, HOST_ARRAYS, hf, backend.from_host, backend.to_host)
+            return Placement(backend, device_hf, backend, device_hf, host_hf)
+        return Placement(backend, device_hf, host, host_hf, host_hf, backend.from_host, backend.to_host)
 
     def blas_context(self):
         """The BLAS-thread context of the fit's host work (``host_blas``)."""
@@ -199,7 +225,7 @@ class ExecutionPlan:
 
     def decisions(self) -> dict[str, Decision]:
         """The plan's decisions by name, in the order they are made (those that were made)."""
-        names = ("device", "cg", "host_blas", "preconditioner", "solver", "folds_per_fit", "workers")
+        names = ("device", "cg", "host_blas", "sweeps", "preconditioner", "solver", "folds_per_fit", "workers")
         return {name: getattr(self, name) for name in names if getattr(self, name) is not None}
 
     def as_dict(self) -> dict:
@@ -232,6 +258,16 @@ def auto_preconditioner(points: int, n_classes: int, rows: int | None = None, ru
             f"> {rules.point_blocks_max_bytes / 2**30:.3g} GiB"
         )
     return "lowrank", f"{points} points per fit >= {rules.lowrank_min_points}: deflating the leading eigen-directions"
+
+
+def dense_blas(order: int, rules: PlanRules | None = None):
+    """The BLAS-thread context (a factory) of the dense factorisations and triangular solves of order ``order``
+    (the Laplace, VB and MKL criteria's :class:`~gpmodels.linalg.dense_posterior.DensePosterior`): one thread up
+    to :attr:`PlanRules.dense_one_thread_max`, else the process's.  OpenBLAS's threaded triangular solve of an
+    80 x 80 factor against 80 right-hand sides took 24 ms with two threads on a busy 2-core machine and 0.03 ms
+    with one, which made a VB learning of 80 points (6 evaluations) take 4.3 s, 0.45 s."""
+    rules = rules or DEFAULT_RULES
+    return one_blas_thread if order <= rules.dense_one_thread_max else contextlib.nullcontext
 
 
 def plan_execution(problem: Problem, hardware: Hardware, rules: PlanRules | None = None) -> ExecutionPlan:
@@ -268,7 +304,16 @@ def plan_execution(problem: Problem, hardware: Hardware, rules: PlanRules | None
         preconditioner = Decision(*auto_preconditioner(points, C, points * together, rules))
     else:
         preconditioner = Decision(problem.preconditioner, "asked for")
-    return ExecutionPlan(hardware, device, cg, blas, preconditioner, solver, folds_per_fit)
+    sweeps = _sweeps(entries, vectors, hardware, rules)
+    return ExecutionPlan(hardware, device, cg, blas, preconditioner, sweeps, solver, folds_per_fit)
+
+
+def _sweeps(entries: int, vectors: str, hardware: Hardware, rules: PlanRules) -> Decision:
+    if not hardware.compiled:
+        return Decision(NUMPY, "Numba is not installed (the fast extra)")
+    if entries < rules.sweep_min_entries:
+        return Decision(NUMPY, f"{vectors} < {rules.sweep_min_entries}: a compiled sweep's launch would dominate")
+    return Decision(COMPILED, f"{vectors} >= {rules.sweep_min_entries}: one parallel sweep per pass")
 
 
 def _cv_solver(problem: Problem, size: int, rules: PlanRules) -> Decision:

@@ -174,10 +174,11 @@ class Likelihood(ParameterFree, Parameterised):
     def gradient(self, U: np.ndarray, Y: np.ndarray) -> np.ndarray:
         """∇_u Σ_i -log P(y_i | u_i), shape (n, C)."""
 
-    def pair_line_values(self, alpha, s, u, s_tilde, Y, lam: float) -> tuple[float, float]:
+    def pair_line_values(self, alpha, s, u, s_tilde, Y, lam: float, ops=None) -> tuple[float, float]:
         """(Φ(λ), Φ'(λ)) along the pair (α + λ s, u + λ s̃) of the line search (Seeger 2008, Sec. 5.1.2):
         Φ(λ) = ½ α_λ^T u_λ + Φ_lh(u_λ), Φ'(λ) = s̃^T (α_λ + ∇_u Φ_lh(u_λ)), all arrays (n, C).
-        Default: from ``value`` and ``gradient``; a likelihood overrides it to do it in one pass."""
+        Default: from ``value`` and ``gradient``; a likelihood overrides it to do it in one pass, on the
+        host primitives ``ops`` the fit's plan chose (:mod:`gpmodels.linalg.arrays`; None: the host's)."""
         a = alpha + lam * s
         uu = u + lam * s_tilde
         phi = 0.5 * float(np.vdot(a, uu)) + self.value(uu, Y)

@@ -26,7 +26,6 @@ import attrs
 import numpy as np
 
 from gpmodels.likelihoods.base import HessianFactor, Likelihood
-from gpmodels.linalg import row_kernels
 from gpmodels.linalg.arrays import HOST, Made
 from gpmodels.validation import number, to_float
 
@@ -69,12 +68,14 @@ class Softmax(Likelihood):
     def gradient(self, U, Y) -> np.ndarray:
         return np.exp(log_softmax(U)) - Y
 
-    def pair_line_values(self, alpha, s, u, s_tilde, Y, lam: float) -> tuple[float, float]:
-        """(Φ(λ), Φ'(λ)) of the pair line search, in one compiled sweep over the rows where Numba is installed
-        (:func:`~gpmodels.linalg.row_kernels.softmax_line`), else from ``value`` and ``gradient``."""
-        if row_kernels.takes(alpha, s, u, s_tilde, Y):
-            return row_kernels.softmax_line(alpha, s, u, s_tilde, Y, lam)
-        return super().pair_line_values(alpha, s, u, s_tilde, Y, lam)
+    def pair_line_values(self, alpha, s, u, s_tilde, Y, lam: float, ops=None) -> tuple[float, float]:
+        """(Φ(λ), Φ'(λ)) of the pair line search, in one compiled sweep over the rows where ``ops`` has the
+        sweeps (:func:`~gpmodels.linalg.row_kernels.softmax_line`) and they take the arrays, else from
+        ``value`` and ``gradient``."""
+        sweeps = (ops or HOST).sweeps
+        if sweeps is not None and sweeps.fits(alpha, s, u, s_tilde, Y):
+            return sweeps.softmax_line(alpha, s, u, s_tilde, Y, lam)
+        return super().pair_line_values(alpha, s, u, s_tilde, Y, lam, ops)
 
     def hessian_factor(self, U, Y) -> SoftmaxFactor:
         return SoftmaxFactor(log_softmax(U), np.asarray(Y), self.kappa)
@@ -105,9 +106,9 @@ class Softmax(Likelihood):
 
 @attrs.frozen(eq=False)
 class _FactorArrays:
-    """The arrays V and V^T take, on the arrays of the primitives ``ops``: π, π^{1/2}, the App. B fixed mask (None
-    where nothing is fixed), a ones vector (row sums as products with it: numpy's reduction along a short axis 1
-    costs about 7x more) and a scratch array for temporaries (``ops.buffer``: the host's; a device allocates)."""
+    """V and V^T on the arrays of the primitives ``ops``, from π, π^{1/2}, the App. B fixed mask (None where
+    nothing is fixed), a ones vector (row sums as products with it: numpy's reduction along a short axis 1 costs
+    about 7x more) and a scratch array for temporaries (``ops.buffer``: the host's; a device allocates)."""
 
     ops: object
     pi: object
@@ -116,11 +117,14 @@ class _FactorArrays:
     ones: object
     scratch: object
 
-    @classmethod
-    def of(cls, ops, hf: SoftmaxFactor) -> _FactorArrays:
+    @staticmethod
+    def of(ops, hf: SoftmaxFactor) -> _FactorArrays:
+        """The arrays of ``hf`` on ``ops``: as compiled row sweeps where ``ops`` has them and App. B fixed
+        nothing."""
         fixed = None if hf.all_free else ops.from_host(hf.fixed, dtype="bool")
         ones, scratch = ops.from_host(np.ones(hf.pi.shape[1])), ops.buffer(hf.pi.shape)
-        return cls(ops, ops.from_host(hf.pi), ops.from_host(hf.sqrt_pi), fixed, ones, scratch)
+        kind = _SweptFactorArrays if ops.sweeps is not None and hf.all_free else _FactorArrays
+        return kind(ops, ops.from_host(hf.pi), ops.from_host(hf.sqrt_pi), fixed, ones, scratch)
 
     def row_sums(self, x):
         """Σ_c x_ic per point as (n, 1)."""
@@ -135,6 +139,39 @@ class _FactorArrays:
         """out with the App. B fixed components set to ``value`` (in place on the host)."""
         return out if self.fixed is None else self.ops.fill_where(out, self.fixed, value)
 
+    def V_into(self, x, out):
+        s = self.zero_fixed(self.ops.multiply(self.sqrt_pi, x, out))  # D^{1/2} x on the free components
+        return self.sub_pi_times(s, self.row_sums(s))  # A s
+
+    def Vt(self, y):
+        pi_y = self.row_sums(self.ops.multiply(self.pi, y, self.scratch))  # π_i^T y_i
+        t = y - pi_y
+        t *= self.sqrt_pi
+        return self.zero_fixed(t)
+
+    def Vt_plus(self, y, x):
+        return x + self.Vt(y)
+
+
+class _SweptFactorArrays(_FactorArrays):
+    """The same with nothing fixed, V and V^T each one compiled sweep over the rows (``ops.sweeps``) for the arrays
+    the sweeps take."""
+
+    def V_into(self, x, out):
+        if self.ops.sweeps.fits(x, out, self.pi):
+            return self.ops.sweeps.softmax_v(x, self.pi, self.sqrt_pi, out)
+        return super().V_into(x, out)
+
+    def Vt(self, y):
+        if self.ops.sweeps.fits(y, self.pi):
+            return self.ops.sweeps.softmax_vt(y, self.pi, self.sqrt_pi)
+        return super().Vt(y)
+
+    def Vt_plus(self, y, x):
+        if self.ops.sweeps.fits(y, x, self.pi):
+            return self.ops.sweeps.softmax_vt(y, self.pi, self.sqrt_pi, plus=x)
+        return super().Vt_plus(y, x)
+
 
 class SoftmaxFactor(HessianFactor):
     """V = A D^{1/2} at one point, with the App. B sets I (fixed) and I0 (zero warm start).
@@ -146,8 +183,8 @@ class SoftmaxFactor(HessianFactor):
     products run once or twice per CG step of every Newton–CG and CV solve, so on the host each allocates only
     the array it returns, its temporaries going to a scratch array of the factor (``ops.multiply`` into it),
     the fixed mask is applied only where App. B fixed a component (``all_free``), and without one they run as
-    compiled row sweeps where Numba is installed.  The factor is therefore not for use from several threads at
-    once (each fit builds its own).
+    compiled row sweeps on primitives that have them (:data:`~gpmodels.linalg.arrays.SWEPT_HOST`).  The factor
+    is therefore not for use from several threads at once (each fit builds its own).
     """
 
     def __init__(self, log_pi: np.ndarray, Y: np.ndarray, kappa: float):
@@ -187,29 +224,13 @@ class SoftmaxFactor(HessianFactor):
         return self.V_into(x, self._held.ops.buffer(np.shape(x)))
 
     def V_into(self, x, out):
-        on = self._held
-        if self._compiled(x, out):  # one parallel sweep over the rows
-            return row_kernels.softmax_v(x, on.pi, on.sqrt_pi, out)
-        s = on.zero_fixed(on.ops.multiply(on.sqrt_pi, x, out))  # D^{1/2} x on the free components
-        return on.sub_pi_times(s, on.row_sums(s))  # A s
+        return self._held.V_into(x, out)
 
     def Vt(self, y):
-        on = self._held
-        if self._compiled(y):
-            return row_kernels.softmax_vt(y, on.pi, on.sqrt_pi)
-        pi_y = on.row_sums(on.ops.multiply(on.pi, y, on.scratch))  # π_i^T y_i
-        t = y - pi_y
-        t *= on.sqrt_pi
-        return on.zero_fixed(t)
+        return self._held.Vt(y)
 
     def Vt_plus(self, y, x):
-        if self._compiled(y, x):
-            return row_kernels.softmax_vt(y, self._held.pi, self._held.sqrt_pi, plus=x)
-        return x + self.Vt(y)
-
-    def _compiled(self, *arrays) -> bool:
-        """Whether V and V^T run as the compiled row sweeps: nothing fixed by App. B and (numpy) arrays they take."""
-        return self.all_free and row_kernels.takes(self.pi, *arrays)
+        return self._held.Vt_plus(y, x)
 
     def W(self, x):
         out = np.multiply(self.pi, x)

@@ -11,8 +11,8 @@ limits (threadpoolctl), and the thread pools of our own compiled / tiled product
   symmetric product), one per size and process: a forked worker does not inherit its parent's
   threads, so it gets pools of its own.
 - :func:`one_blas_thread`: one BLAS thread for work whose BLAS calls are all too small for a thread
-  team; :func:`small_dense` applies it to the factorisations and triangular solves of a small dense
-  matrix (:data:`SMALL_DENSE_N`).
+  team; where it applies is the execution plan's choice
+  (:mod:`gpmodels.inference.execution_plan`: ``host_blas`` and :func:`~gpmodels.inference.execution_plan.dense_blas`).
 - :func:`configure_openblas`: the short spin of idle OpenBLAS threads that the ``gpmodels`` command
   runs with.
 
@@ -38,8 +38,6 @@ __all__ = [
     "thread_pool",
     "configure_openblas",
     "OPENBLAS_THREAD_TIMEOUT",
-    "SMALL_DENSE_N",
-    "small_dense",
     "one_blas_thread",
 ]
 
@@ -70,19 +68,6 @@ def limit_blas_threads(limit: int):
     """A context in which the BLAS uses at most ``limit`` (>= 1) threads (also a plain object: the
     limit holds while it is referenced, until its ``restore_original_limits``)."""
     return _controller().limit(limits=max(1, int(limit)), user_api="blas")
-
-
-#: dense matrices up to this order are factorised on one BLAS thread: OpenBLAS's threaded triangular
-#: solve of an 80 x 80 factor against 80 right-hand sides took 24 ms with two threads on a busy 2-core
-#: machine and 0.03 ms with one, which made a VB learning of 80 points (6 evaluations) take 4.3 s, 0.45 s
-SMALL_DENSE_N = 400
-
-
-def small_dense(n: int):
-    """A context for dense linear algebra of order ``n``: at most one BLAS thread when n <=
-    :data:`SMALL_DENSE_N`, else no change.  Only in the main thread: threadpoolctl's limit is
-    process-wide, and the engines set their worker threads' limits themselves."""
-    return contextlib.nullcontext() if n > SMALL_DENSE_N else one_blas_thread()
 
 
 def one_blas_thread():

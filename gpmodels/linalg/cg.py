@@ -24,7 +24,8 @@ Optionally the run records each system's α_i and β_i: they give the Lanczos tr
   T[0, 0] = 1/α_0,  T[i, i] = 1/α_i + β_{i-1}/α_{i-1},  T[i, i+1] = √β_i / α_i   (:meth:`CGResult.lanczos`).
 
 The vector work goes through a :class:`Vectors` strategy: :data:`HOST_VECTORS` for numpy arrays (updates in
-place into one scratch array, no allocation per step; per-system scalars as small numpy arrays),
+place into one scratch array, no allocation per step; per-system scalars as small numpy arrays; as compiled
+row sweeps, :data:`SWEPT_VECTORS`, where the execution plan places a fit's host passes there),
 :class:`ArrayVectors` for the arrays of a device backend (any array-API namespace), where A, the
 preconditioner, the iterates and the per-system scalars stay on the device: a step's one transfer is the
 flags of the systems still solving, which the next product needs (the ``row blocks`` it may skip) and the
@@ -41,7 +42,17 @@ import numpy as np
 
 from gpmodels.linalg import row_kernels
 
-__all__ = ["CGResult", "Systems", "cg", "Vectors", "HostVectors", "ArrayVectors", "HOST_VECTORS"]
+__all__ = [
+    "CGResult",
+    "Systems",
+    "cg",
+    "Vectors",
+    "HostVectors",
+    "SweptVectors",
+    "ArrayVectors",
+    "HOST_VECTORS",
+    "SWEPT_VECTORS",
+]
 
 
 @attrs.frozen
@@ -173,9 +184,7 @@ class HostLayout:
 
 
 class HostVectors:
-    """numpy arrays: BLAS norms and dots, updates through one scratch array (the same numbers as y += c x), or
-    for one system of float64 (n, C) arrays as compiled parallel sweeps (:mod:`gpmodels.linalg.row_kernels`,
-    the same numbers again)."""
+    """numpy arrays: BLAS norms and dots, updates through one scratch array (the same numbers as y += c x)."""
 
     def layout(self, systems: Systems, like) -> HostLayout:
         return HostLayout(systems, tuple(like.shape))
@@ -190,21 +199,35 @@ class HostVectors:
         return np.empty_like(x)
 
     def add_scaled(self, y, c, x, scratch):
-        if row_kernels.takes(y, x) and np.size(c) == 1:
-            return row_kernels.add_scaled(y, np.reshape(c, -1)[0], x)
         y += np.multiply(x, c, out=scratch)
         return y
 
     def scale_add(self, p, c, z):
-        if row_kernels.takes(p, z) and np.size(c) == 1:
-            return row_kernels.scale_add(p, np.reshape(c, -1)[0], z)
         p *= c
         p += z
         return p
 
 
+class SweptVectors(HostVectors):
+    """numpy arrays whose updates for one system of float64 (n, C) arrays run as compiled parallel sweeps
+    (:mod:`gpmodels.linalg.row_kernels`: the same numbers as :class:`HostVectors`'), where the execution plan
+    places a fit's host passes there (``sweeps``)."""
+
+    def add_scaled(self, y, c, x, scratch):
+        if np.size(c) == 1 and row_kernels.fits(y, x):
+            return row_kernels.add_scaled(y, np.reshape(c, -1)[0], x)
+        return super().add_scaled(y, c, x, scratch)
+
+    def scale_add(self, p, c, z):
+        if np.size(c) == 1 and row_kernels.fits(p, z):
+            return row_kernels.scale_add(p, np.reshape(c, -1)[0], z)
+        return super().scale_add(p, c, z)
+
+
 #: the vector operations of numpy arrays on the host
 HOST_VECTORS = HostVectors()
+#: the same, their updates as compiled row sweeps
+SWEPT_VECTORS = SweptVectors()
 
 
 @attrs.frozen(eq=False)

@@ -15,11 +15,13 @@ and diag Σ the marginal variances z) and the MKL Newton systems ((2K⁻¹ + W)�
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Callable
+
 import numpy as np
 import scipy.linalg as sla
 
 from gpmodels.errors import InputError
-from gpmodels.linalg.blas_threads import small_dense
 
 __all__ = ["DensePosterior"]
 
@@ -28,23 +30,24 @@ class DensePosterior:
     """The Cholesky factor of B = I + Vᵀ K V and what it gives (see the module docstring).
 
     ``K``: (n, n) symmetric positive semidefinite; ``v``: (n,) the diagonal of V (entries >= 0), or
-    (n, m) the matrix V.  Raises :class:`numpy.linalg.LinAlgError` when B is not numerically
-    positive definite.
+    (n, m) the matrix V; ``blas``: the BLAS-thread context of the factorisation and the triangular solves
+    (a factory; the plan's :func:`~gpmodels.inference.execution_plan.dense_blas`).  Raises
+    :class:`numpy.linalg.LinAlgError` when B is not numerically positive definite.
     """
 
-    def __init__(self, K, v):
+    def __init__(self, K, v, blas: Callable = contextlib.nullcontext):
         K = np.asarray(K, dtype=np.float64)
         v = np.asarray(v, dtype=np.float64)
         n = K.shape[0]
         if K.shape != (n, n) or v.shape[0] != n or v.ndim not in (1, 2):
             raise InputError(f"Dimension mismatch: K must be (n, n) and v (n,) or (n, m); got {K.shape} and {v.shape}")
-        self.K, self.v, self.diagonal = K, v, v.ndim == 1
+        self.K, self.v, self.diagonal, self._blas = K, v, v.ndim == 1, blas
         if self.diagonal:
             B = v[:, None] * K * v[None, :]  # W^½ K W^½   (R&W Alg. 3.1 line 2)
             B[np.diag_indices(n)] += 1.0
         else:
             B = np.eye(v.shape[1]) + v.T @ K @ v
-        with small_dense(n):  # one BLAS thread for a small factor (gpmodels.linalg.blas_threads)
+        with blas():
             self.L = sla.cholesky(B, lower=True)
         self.logdet = 2.0 * float(np.sum(np.log(np.diag(self.L))))  # log|B|   (R&W Alg. 3.1 line 10)
         self._R = None
@@ -62,14 +65,14 @@ class DensePosterior:
         """(n, n) R = V B⁻¹ Vᵀ = (L⁻¹ Vᵀ)ᵀ (L⁻¹ Vᵀ)   (R&W Alg. 5.1 line 7)."""
         if self._R is None:
             Vt = np.diag(self.v) if self.diagonal else self.v.T
-            with small_dense(self.L.shape[0]):
+            with self._blas():
                 Li = sla.solve_triangular(self.L, Vt, lower=True)
                 self._R = Li.T @ Li
         return self._R
 
     def sigma_diag(self) -> np.ndarray:
         """(n,) diag Σ = diag K - column sums of (L⁻¹ Vᵀ K)²   (R&W Alg. 5.1 lines 8-9)."""
-        with small_dense(self.L.shape[0]):
+        with self._blas():
             C = sla.solve_triangular(self.L, self._Vt(self.K), lower=True)
         return np.diag(self.K) - np.sum(C * C, axis=0)
 
@@ -79,7 +82,7 @@ class DensePosterior:
 
     def solve_B(self, x) -> np.ndarray:
         """B⁻¹ x for x (m,) or (m, k)."""
-        with small_dense(self.L.shape[0]):
+        with self._blas():
             return sla.cho_solve((self.L, True), x)
 
     def apply_R(self, x) -> np.ndarray:

@@ -21,8 +21,11 @@ The element-wise updates are compiled without ``fastmath`` (no fused multiply-ad
 numpy's numbers bit for bit; the row reductions sum in their own order (they differ from numpy's
 pairwise and BLAS sums by round-off).
 
-Numba is the optional extra ``fast``; :data:`AVAILABLE` False (or arrays these kernels do not take:
-not float64 and C-contiguous) leaves the callers on their numpy code.
+Numba is the optional extra ``fast``.  Whether a fit's host passes run here is the execution plan's choice
+(:class:`~gpmodels.inference.execution_plan.ExecutionPlan`'s ``sweeps``: Numba installed and vectors large
+enough that a sweep's launch pays), made once per fit as the host primitives it places the fit on
+(:data:`~gpmodels.linalg.arrays.SWEPT_HOST`); arrays these kernels do not take (:func:`fits`: not float64 and
+C-contiguous) leave the callers on their numpy code.
 """
 
 from __future__ import annotations
@@ -35,9 +38,8 @@ from gpmodels.linalg.compiled_loops import AVAILABLE, compile_parallel, compiled
 
 __all__ = [
     "AVAILABLE",
-    "MIN_PARALLEL_ENTRIES",
     "ROWS_PER_RANGE",
-    "takes",
+    "fits",
     "softmax_v",
     "softmax_vt",
     "softmax_line",
@@ -47,11 +49,6 @@ __all__ = [
 
 #: rows per range of a sweep: ranges of this size are the unit of work and of the reductions' partial sums
 ROWS_PER_RANGE = 32
-
-#: below this many entries the callers keep numpy's passes (:func:`takes`): launching a compiled sweep costs
-#: ~35 us even on one thread, against ~1 us for numpy's pass over a few hundred numbers; a direct call below
-#: it runs on one thread
-MIN_PARALLEL_ENTRIES = 1 << 18
 
 
 def _prange(n):  # numba.prange in the compiled kernels (compile_parallel); range when run as Python
@@ -148,12 +145,11 @@ def _kernels() -> dict:
     return _compiled
 
 
-def takes(*arrays) -> bool:
-    """Whether the compiled sweeps take these arrays: Numba installed, all float64, C-contiguous, 2-D and of
-    one shape, of at least :data:`MIN_PARALLEL_ENTRIES` entries."""
-    if not AVAILABLE or not arrays or np.size(arrays[0]) < MIN_PARALLEL_ENTRIES:
+def fits(*arrays) -> bool:
+    """Whether the compiled sweeps take these arrays: all numpy float64, C-contiguous, 2-D and of one shape."""
+    if not arrays:
         return False
-    shape = arrays[0].shape
+    shape = np.shape(arrays[0])
     return all(
         isinstance(a, np.ndarray)
         and a.dtype == np.float64
@@ -170,10 +166,8 @@ def _cuts(n: int) -> np.ndarray:
 
 def _run(name: str, shape: tuple, threads: int | None, *args):
     kernel = _kernels()[name]  # compiled first: that chooses the threading layer before numba_threads starts one
-    n, C = shape
-    t = 1 if n * C < MIN_PARALLEL_ENTRIES else compiled_threads(threads)
-    with numba_threads(t):
-        kernel(*args, _cuts(n))
+    with numba_threads(compiled_threads(threads)):
+        kernel(*args, _cuts(shape[0]))
 
 
 def softmax_v(x, pi, sqrt_pi, out, threads: int | None = None) -> np.ndarray:

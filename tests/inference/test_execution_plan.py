@@ -25,6 +25,7 @@ from gpmodels.inference.map.newton import NewtonOptions
 from gpmodels.inference.map.newton_cg import NewtonCG
 from gpmodels.kernels.rbf import RBF
 from gpmodels.likelihoods.softmax import Softmax
+from gpmodels.linalg.arrays import HOST, SWEPT_HOST
 from gpmodels.operators.blockdiag import BlockDiagonal
 from gpmodels.operators.stacked import Stacked
 
@@ -77,6 +78,33 @@ def test_cv_groups_the_folds_on_a_device_and_runs_them_one_by_one_on_the_host():
     assert (exact.solver.choice, exact.folds_per_fit.choice) == ("exact", 1)
     asked = plan_execution(attrs.evolve(cv, folds_per_fit=3, solver="newton-cg"), HOST16)
     assert (asked.folds_per_fit.choice, asked.solver.reason) == (3, "asked for")
+
+
+def test_the_host_passes_are_compiled_sweeps_where_numba_is_and_the_vectors_are_large():
+    fast = Hardware(cores=2, compiled=True)
+    fold_b = plan_execution(Problem(9794, 1172, fit_points=7835), fast)  # WIPO-alpha section B, one fold
+    small = plan_execution(Problem(4435, 6, fit_points=3548), fast)  # satimage: 21 288 entries
+    plain = plan_execution(Problem(9794, 1172, fit_points=7835), Hardware(cores=2))
+    assert fold_b.sweeps.choice == "compiled" and fold_b.host is SWEPT_HOST
+    assert "9182620 entries" in fold_b.sweeps.reason
+    assert small.sweeps.choice == "numpy" and small.host is HOST and "launch" in small.sweeps.reason
+    assert plain.sweeps.choice == "numpy" and "Numba" in plain.sweeps.reason
+    stacked = plan_execution(Problem(4435, 6, fit_points=3548, blocks=13), fast)  # 13 blocks: 276 744 entries
+    assert stacked.sweeps.choice == "compiled" and "of 13 blocks" in stacked.sweeps.reason
+    assert plan_execution(Problem(4435, 6), fast, PlanRules(sweep_min_entries=0)).sweeps.choice == "compiled"
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+def test_a_fits_host_passes_run_on_the_plans_primitives(compiled):
+    op, Y = _op()
+    plan = plan_for(op, hardware=Hardware(cores=1, compiled=compiled), rules=PlanRules(sweep_min_entries=0))
+    hf = Softmax().hessian_factor(np.zeros(Y.shape), Y)
+    place = plan.place(op, hf)
+    assert place.solve is place.products is plan.host is (SWEPT_HOST if compiled else HOST)
+    assert place.host_factor._held.ops is plan.host and place.solve.vectors is plan.host.vectors
+    ref = fit_map(op, Softmax(), Y, NewtonCG(NewtonOptions(max_iter=20)))
+    got = NewtonCG(NewtonOptions(max_iter=20)).fit(op, Softmax(), Y, plan=plan)
+    np.testing.assert_allclose(got.alpha, ref.alpha, rtol=1e-10, atol=1e-12)
 
 
 def test_bad_problems_and_hardware_are_refused():

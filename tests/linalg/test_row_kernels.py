@@ -1,18 +1,21 @@
 """The compiled row sweeps of Newton–CG (gpmodels/linalg/row_kernels.py): the softmax factor's V and V^T, the pair
 line search's Φ(λ) and Φ'(λ) and CG's updates against their numpy forms, on one thread and on several, and the
-callers' numpy paths where the sweeps do not apply."""
+callers' numpy paths where the sweeps do not apply: the swept forms run on the plan's SWEPT_HOST primitives, the
+numpy forms on HOST."""
 
 import numpy as np
 import pytest
 
+from gpmodels.inference.execution_plan import DEFAULT_RULES
 from gpmodels.likelihoods.base import Likelihood
 from gpmodels.likelihoods.softmax import Softmax, SoftmaxFactor, log_softmax
 from gpmodels.linalg import row_kernels
-from gpmodels.linalg.cg import HOST_VECTORS
+from gpmodels.linalg.arrays import HOST, SWEPT_HOST
+from gpmodels.linalg.cg import SWEPT_VECTORS
 
 needs_numba = pytest.mark.skipif(not row_kernels.AVAILABLE, reason="the compiled sweeps need Numba (fast)")
 
-#: rows x classes above MIN_PARALLEL_ENTRIES, rows not a multiple of ROWS_PER_RANGE (a ragged last range)
+#: rows x classes above the plan's sweep_min_entries, rows not a multiple of ROWS_PER_RANGE (a ragged last range)
 SHAPE = (611, 450)
 
 
@@ -23,27 +26,23 @@ def point(rng):
     return U, Y
 
 
-def _numpy_factor(U, Y, monkeypatch):
-    """The factor with the compiled sweeps switched off (its numpy products)."""
-    monkeypatch.setattr(SoftmaxFactor, "_compiled", lambda self, *a: False)
-    return SoftmaxFactor(log_softmax(U), Y, -20.0)
-
-
 def test_the_shape_takes_the_parallel_path():
-    assert SHAPE[0] * SHAPE[1] >= row_kernels.MIN_PARALLEL_ENTRIES and SHAPE[0] % row_kernels.ROWS_PER_RANGE
+    assert SHAPE[0] * SHAPE[1] >= DEFAULT_RULES.sweep_min_entries and SHAPE[0] % row_kernels.ROWS_PER_RANGE
+
+
+def _swept(hf) -> bool:
+    return type(hf._held).__name__ == "_SweptFactorArrays"
 
 
 @needs_numba
-def test_softmax_v_and_vt_are_the_numpy_products(point, rng, monkeypatch):
+def test_softmax_v_and_vt_are_the_numpy_products(point, rng):
     U, Y = point
-    hf = SoftmaxFactor(log_softmax(U), Y, -np.inf)  # nothing fixed: the compiled sweeps apply
-    assert hf._compiled(U)
+    ref = SoftmaxFactor(log_softmax(U), Y, -np.inf)  # made on HOST: numpy's products
+    hf = ref.on(SWEPT_HOST)  # nothing fixed: the compiled sweeps apply
+    assert _swept(hf) and not _swept(ref)
     x, y = rng.normal(size=SHAPE), rng.normal(size=SHAPE)
     got_v, got_vt, got_plus = hf.V(x), hf.Vt(y), hf.Vt_plus(y, x)
-    with monkeypatch.context() as m:
-        ref = _numpy_factor(U, Y, m)
-        ref_v, ref_vt = ref.V(x), ref.Vt(y)
-        ref_plus = ref.Vt_plus(y, x)
+    ref_v, ref_vt, ref_plus = ref.V(x), ref.Vt(y), ref.Vt_plus(y, x)
     np.testing.assert_allclose(got_v, ref_v, rtol=1e-12, atol=1e-13 * np.abs(ref_v).max())
     np.testing.assert_allclose(got_vt, ref_vt, rtol=1e-12, atol=1e-13 * np.abs(ref_vt).max())
     np.testing.assert_allclose(got_plus, ref_plus, rtol=1e-12, atol=1e-13 * np.abs(ref_plus).max())
@@ -79,8 +78,9 @@ def test_softmax_line_values_are_the_value_and_gradient_forms(point, rng, lam):
     U, Y = point
     alpha, s, st = rng.normal(size=SHAPE), rng.normal(size=SHAPE), rng.normal(size=SHAPE)
     lik = Softmax()
-    phi, dphi = lik.pair_line_values(alpha, s, U, st, Y, lam)
-    ref_phi, ref_dphi = Likelihood.pair_line_values(lik, alpha, s, U, st, Y, lam)
+    phi, dphi = lik.pair_line_values(alpha, s, U, st, Y, lam, SWEPT_HOST)
+    ref_phi, ref_dphi = lik.pair_line_values(alpha, s, U, st, Y, lam, HOST)
+    assert (ref_phi, ref_dphi) == Likelihood.pair_line_values(lik, alpha, s, U, st, Y, lam)
     assert phi == pytest.approx(ref_phi, rel=1e-12)
     assert dphi == pytest.approx(ref_dphi, rel=1e-11, abs=1e-10 * np.abs(st).sum())
 
@@ -91,7 +91,7 @@ def test_softmax_line_values_keep_infinite_latents_as_numpy_does(rng):
     Y = np.eye(7)[rng.integers(0, 7, 40)]
     alpha, s, st = (np.zeros((40, 7)) for _ in range(3))
     with np.errstate(invalid="ignore", divide="ignore"):
-        got = Softmax().pair_line_values(alpha, s, U, st, Y, 0.5)
+        got = Softmax().pair_line_values(alpha, s, U, st, Y, 0.5, SWEPT_HOST)
         ref = Likelihood.pair_line_values(Softmax(), alpha, s, U, st, Y, 0.5)
     np.testing.assert_array_equal(np.isnan(got), np.isnan(ref))
 
@@ -100,7 +100,7 @@ def test_softmax_line_values_keep_infinite_latents_as_numpy_does(rng):
 def test_cg_updates_are_numpys_bit_for_bit(rng):
     y, x = rng.normal(size=SHAPE), rng.normal(size=SHAPE)
     c = np.array([-0.731])
-    vec = HOST_VECTORS
+    vec = SWEPT_VECTORS
     ref = y.copy()
     ref += np.multiply(x, c)
     np.testing.assert_array_equal(vec.add_scaled(y.copy(), c, x, np.empty(SHAPE)), ref)
@@ -114,8 +114,8 @@ def test_the_factor_with_fixed_components_keeps_its_numpy_products(rng):
     U = rng.normal(size=(30, 5))
     U[0, 0] = -60.0  # log π below κ with y = 1: App. B fixes the component
     Y = np.eye(5)[np.r_[0, rng.integers(0, 5, 29)]]
-    hf = Softmax().hessian_factor(U, Y)
-    assert not hf.all_free and not hf._compiled(U)
+    hf = Softmax().hessian_factor(U, Y).on(SWEPT_HOST)
+    assert not hf.all_free and not _swept(hf)
     x = rng.normal(size=(30, 5))
     s = np.where(hf.fixed, 0.0, hf.sqrt_pi * x)
     np.testing.assert_allclose(hf.V(x), s - hf.pi * s.sum(axis=1, keepdims=True), rtol=1e-12, atol=1e-14)
@@ -123,15 +123,12 @@ def test_the_factor_with_fixed_components_keeps_its_numpy_products(rng):
     np.testing.assert_allclose(hf.Vt_plus(x, x), x + hf.Vt(x))
 
 
-def test_takes_only_float64_c_contiguous_matrices_of_one_shape(rng):
+def test_the_sweeps_fit_only_float64_c_contiguous_matrices_of_one_shape(rng):
     a = rng.normal(size=SHAPE)
-    if not row_kernels.AVAILABLE:
-        assert not row_kernels.takes(a)
-        return
-    assert row_kernels.takes(a, a.copy())
-    assert not row_kernels.takes(a[:8].copy())  # too small: numpy's pass costs less than the launch
-    assert not row_kernels.takes(a, a[:, :2])
-    assert not row_kernels.takes(a.astype(np.float32))
-    assert not row_kernels.takes(np.asfortranarray(a))
-    assert not row_kernels.takes(a[:, :, None])
-    assert not row_kernels.takes()
+    assert row_kernels.fits(a, a.copy()) and row_kernels.fits(a[:8].copy())
+    assert not row_kernels.fits(a, a[:, :2])
+    assert not row_kernels.fits(a.astype(np.float32))
+    assert not row_kernels.fits(np.asfortranarray(a))
+    assert not row_kernels.fits(a[:, :, None])
+    assert not row_kernels.fits(a.tolist())
+    assert not row_kernels.fits()

@@ -40,6 +40,7 @@ from gpmodels.errors import InputError
 from gpmodels.inference.execution_plan import ExecutionPlan, plan_for
 from gpmodels.inference.map.line_search import LineSearchResult, NewtonPoint, objective, pair_line_search
 from gpmodels.likelihoods.base import Likelihood
+from gpmodels.linalg.arrays import HOST as HOST_ARRAYS
 from gpmodels.operators.base import Operator
 from gpmodels.validation import MAX_SIZE, integer, nonnegative_int, nonnegative_number, number, one_of, positive_int
 
@@ -145,13 +146,15 @@ class NewtonResult:
 @attrs.frozen(eq=False)
 class NewtonProblem:
     """What stays fixed during one fit: the likelihood, targets Y (n, C), ``mvm`` (V -> K̃ V, counted
-    where the solver counts), the options and the row blocks of F independent fits (``offsets``)."""
+    where the solver counts), the options, the row blocks of F independent fits (``offsets``) and the host
+    primitives of its passes over (n, C) vectors (``host``: the plan's, :attr:`ExecutionPlan.host`)."""
 
     likelihood: Likelihood
     Y: np.ndarray
     mvm: Callable[[np.ndarray], np.ndarray]
     options: NewtonOptions
     offsets: np.ndarray | None = None  # (F + 1,): the rows of F independent blocks; None: one block
+    host: object = HOST_ARRAYS
 
 
 @attrs.frozen(eq=False)
@@ -238,7 +241,14 @@ def line_search_step(problem: NewtonProblem, point: NewtonPoint, new_alpha: np.n
     s_tilde = problem.mvm(s)
     opts = problem.options
     ls = pair_line_search(
-        problem.likelihood, problem.Y, point, s, s_tilde, armijo=opts.armijo, max_evals=opts.line_search_evals
+        problem.likelihood,
+        problem.Y,
+        point,
+        s,
+        s_tilde,
+        armijo=opts.armijo,
+        max_evals=opts.line_search_evals,
+        ops=problem.host,
     )
     return ls, s, s_tilde
 
@@ -248,7 +258,14 @@ def block_line_search(problem: NewtonProblem, point: NewtonPoint, rows: slice, s
     along its rows of s with s̃ = K̃ s (Sec. 5.1.2)."""
     opts = problem.options
     return pair_line_search(
-        problem.likelihood, problem.Y[rows], point, s, s_tilde, armijo=opts.armijo, max_evals=opts.line_search_evals
+        problem.likelihood,
+        problem.Y[rows],
+        point,
+        s,
+        s_tilde,
+        armijo=opts.armijo,
+        max_evals=opts.line_search_evals,
+        ops=problem.host,
     )
 
 
@@ -456,5 +473,5 @@ class SteppedSolver(abc.ABC):
         plan = plan or self.plan(op)
         with plan.blas_context():
             stepper = self.stepper(op, precond_start, plan, blocks=blocks)
-            problem = NewtonProblem(likelihood, Y, stepper.mvm, self.options, stepper.offsets)
+            problem = NewtonProblem(likelihood, Y, stepper.mvm, self.options, stepper.offsets, plan.host)
             return newton_loop(problem, stepper, alpha0, on_iteration=on_iteration)

@@ -140,9 +140,9 @@ def newton_system(
     K̃ α_fix moves to the right-hand side: rhs −= V^T K̃ α_fix, :func:`newton_rhs`); ``g`` = ∇_u Φ_lh;
     ``mvm`` counts K̃'s products; ``plan`` places them and CG (None: the plan of a fit on ``mvm``'s operator).
     """
-    rhs = newton_rhs(hf, mvm, u, g)
     place = (plan or plan_for(mvm.op)).place(mvm.op, hf)
-    return NewtonSystem(hf, SystemProduct(place, place.products.product(mvm), rhs.shape), rhs, place)
+    rhs = newton_rhs(place.host_factor, mvm, u, g)
+    return NewtonSystem(place.host_factor, SystemProduct(place, place.products.product(mvm), rhs.shape), rhs, place)
 
 
 class SystemProduct:
@@ -372,9 +372,10 @@ def solve_weighted_system(
     (None: :func:`~gpmodels.inference.execution_plan.plan_for` ``op``)."""
     plan = plan or plan_for(op)
     K = MVMCounter(op)
+    place = plan.place(op, hf)
+    hf = place.host_factor
     rhs = hf.Vt(b)
     inv_diag = 1.0 / hf.precond_diag(op.diag(), op.point_block_mvm)
-    place = plan.place(op, hf)
     matvec = SystemProduct(place, place.products.product(K), rhs.shape)
     with plan.blas_context():
         sol = placed_cg(place, matvec, rhs, x0, inv_diag=inv_diag, tol=tol, max_iter=max_iter)
@@ -400,9 +401,9 @@ def block_newton_step(
     CG over all rows with each block's own scalars and forcing test (``Systems(offsets)``), each block's pair
     line search on its rows and stall restarts of the stalled blocks only (:func:`restarted_steps`)."""
     lik, Y, opts = problem.likelihood, problem.Y, problem.options
-    hf = lik.hessian_factor(point.u, Y)
+    place, matvec = _block_system(lik.hessian_factor(point.u, Y), products, plan)
+    hf = place.host_factor
     rhs = newton_rhs(hf, lambda A: products(A, active), point.u, point.g)
-    place, matvec = _block_system(hf, products, plan)
     precondition = preconditioning(precond, hf, place)
     systems = Systems(products.offsets)
 

@@ -63,6 +63,7 @@ import numpy as np
 import scipy.linalg as sla
 
 from gpmodels.errors import InputError
+from gpmodels.inference.execution_plan import dense_blas
 from gpmodels.inference.map.exact_newton import ClassBlocks, SoftmaxNewtonFactors, softmax_newton_factors
 from gpmodels.inference.map.line_search import objective
 from gpmodels.inference.map.newton import (
@@ -165,7 +166,7 @@ class _DiagonalExact(_ExactPosterior):
         n = K.shape[0]
         self.K = K
         if np.all(w > 0):
-            post = DensePosterior(K, np.sqrt(w))  # B = I + W^{1/2} K W^{1/2} = L L^T   (R&W Alg. 3.1)
+            post = DensePosterior(K, np.sqrt(w), dense_blas(n))  # B = I + W^{1/2} K W^{1/2} = L L^T   (R&W Alg. 3.1)
             self.logdet = post.logdet
             self.R = post.R  # W^{1/2} B^{-1} W^{1/2}   (R&W Alg. 5.1 line 7)
             self.diag_sigma = post.sigma_diag()  # R&W Alg. 5.1 lines 8-9
@@ -276,7 +277,7 @@ class _DenseExact(_ExactPosterior):
         K = op.dense()
         I3 = np.eye(N).reshape(n, C, N)
         Vd = np.stack([hf.V(I3[:, :, j]).ravel() for j in range(N)], axis=1)  # (N, N)
-        post = DensePosterior(K, Vd)  # B = I + V^T K V
+        post = DensePosterior(K, Vd, dense_blas(N))  # B = I + V^T K V
         self.logdet = post.logdet
         self.R = post.R
         self.Sigma = post.sigma()

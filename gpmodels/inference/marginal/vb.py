@@ -43,6 +43,7 @@ import attrs
 import numpy as np
 
 from gpmodels.errors import InputError
+from gpmodels.inference.execution_plan import dense_blas
 from gpmodels.inference.map.newton_cg import NewtonOptions, newton_cg
 from gpmodels.likelihoods.base import Likelihood
 from gpmodels.likelihoods.diagonal import DiagonalLikelihood
@@ -124,7 +125,7 @@ def gamma_bound(K: np.ndarray, lik: DiagonalLikelihood, Y: np.ndarray, x: np.nda
     """φ(γ) at γ = 1/G'(x) (elementwise), K the n x n prior covariance, Y (n, 1), x (n, 1) >= 0."""
     dG = lik.sg_dG(x, Y)
     h = lik.sg_G(x, Y) - x * dG  # h(γ) = G(x) - x G'(x)  (Legendre)
-    post = DensePosterior(K, np.sqrt(dG[:, 0]))  # B = I + Γ^{-1/2} K Γ^{-1/2}
+    post = DensePosterior(K, np.sqrt(dG[:, 0]), dense_blas(len(K)))  # B = I + Γ^{-1/2} K Γ^{-1/2}
     logdet = post.logdet  # log|K + Γ| - log|Γ|
     R = post.R  # (K + Γ)^{-1} = Γ^{-1/2} B^{-1} Γ^{-1/2}
     z = post.sigma_diag()[:, None]  # diag((K^{-1} + Γ^{-1})^{-1})

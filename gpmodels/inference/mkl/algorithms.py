@@ -61,6 +61,7 @@ import numpy as np
 import scipy.linalg as sla
 
 from gpmodels.errors import InputError
+from gpmodels.inference.execution_plan import dense_blas
 from gpmodels.likelihoods.diagonal import DiagonalLikelihood
 from gpmodels.linalg.dense_posterior import DensePosterior
 from gpmodels.operators.sum import Sum, check_weights
@@ -148,6 +149,7 @@ class KernelCriterion:
             )
         self.lik, self.opts, self.crit = lik, options, crit
         self.n = op.n_points
+        self.blas = dense_blas(self.n)  # the BLAS threads of its dense factors (the plan's dense_blas)
         self.Y = lik.check_targets(Y, self.n, 1)
         self.Ks = np.stack([k.class_block(0) for k in op.ops])  # (M, n, n)
         self.M = len(op.ops)
@@ -245,7 +247,8 @@ class KernelCriterion:
         Returns the new state x = s² + z."""
         if self.crit != "vb":
             return None
-        post = DensePosterior(self.K(theta), 1.0 / np.sqrt(self.gamma(state)[:, 0]))  # B = I + Γ^{-1/2} K Γ^{-1/2}
+        gamma = self.gamma(state)[:, 0]
+        post = DensePosterior(self.K(theta), 1.0 / np.sqrt(gamma), self.blas)  # B = I + Γ^{-1/2} K Γ^{-1/2}
         z = np.maximum(post.sigma_diag(), 0.0)[:, None]
         return self.lik.sg_s(u, self.Y) ** 2 + z
 
@@ -265,7 +268,7 @@ class KernelCriterion:
             H = 2 * theta[:, None] * (V.T @ KiV) * theta[None, :] + np.diag(theta**2 * P2 + np.maximum(g_t, 0.0))
             dt = -np.linalg.solve(H + 1e-8 * max(np.trace(H) / self.M, 1e-300) * np.eye(self.M), g_t)
             return np.zeros_like(u), dt, float(g_t @ dt)
-        post = DensePosterior(self.K(theta), np.sqrt(np.maximum(L2[:, 0], 0.0) / 2.0))  # B = I + S K S
+        post = DensePosterior(self.K(theta), np.sqrt(np.maximum(L2[:, 0], 0.0) / 2.0), self.blas)  # B = I + S K S
 
         def A(x):  # (2 K^{-1} + W)^{-1} x = ½ [K x - K S B^{-1} S K x]
             return 0.5 * post.apply_sigma(x)
