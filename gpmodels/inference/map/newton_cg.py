@@ -433,9 +433,10 @@ def solve_weighted_blocks(
     there (``plan``; None: :func:`~gpmodels.inference.execution_plan.plan_for` ``op``).  Returns each block's
     solution (its z, β, CG steps, residual and products)."""
     products = BlockProducts(op)
+    place, matvec = _block_system(hf, products, plan or plan_for(op))
+    hf = place.host_factor
     rhs = hf.Vt(b)
     inv_diag = 1.0 / hf.precond_diag(op.diag(), op.point_block_mvm)
-    place, matvec = _block_system(hf, products, plan or plan_for(op))
     systems = Systems(products.offsets)
     res = placed_cg(place, matvec, rhs, x0, systems=systems, inv_diag=inv_diag, tol=tol, max_iter=max_iter)
     z = hf.V(res.x)
