@@ -178,7 +178,7 @@ class ExecutionPlan:
     cg: Decision = attrs.field(validator=instance_of(Decision))
     host_blas: Decision = attrs.field(validator=instance_of(Decision))
     preconditioner: Decision = attrs.field(validator=instance_of(Decision))
-    sweeps: Decision = attrs.field(default=Decision(NUMPY, "not planned"), validator=instance_of(Decision))
+    sweeps: Decision = attrs.field(validator=instance_of(Decision))
     solver: Decision | None = None
     folds_per_fit: Decision | None = None
     workers: Decision | None = None
