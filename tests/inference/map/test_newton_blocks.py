@@ -16,6 +16,7 @@ from gpmodels.inference.map.newton import NewtonProblem, newton_loop
 from gpmodels.inference.map.newton_cg import NewtonCG, NewtonOptions, solve_weighted_blocks, solve_weighted_system
 from gpmodels.kernels.rbf import RBF
 from gpmodels.likelihoods.softmax import Softmax
+from gpmodels.linalg.compiled_loops import AVAILABLE as NUMBA
 from gpmodels.operators.blockdiag import BlockDiagonal
 from gpmodels.operators.intercept import Intercept
 from gpmodels.operators.stacked import Stacked
@@ -42,17 +43,29 @@ def _options(preconditioner):
     )
 
 
+def _plan(op, passes):
+    """The plan of a fit on ``op`` with the host's passes as ``passes`` asks, at every size."""
+    hardware = execution_plan.Hardware(cores=1, compiled=passes == "compiled")
+    return execution_plan.plan_for(op, hardware=hardware, rules=PlanRules(sweep_min_entries=0))
+
+
+@pytest.mark.parametrize(
+    "passes",
+    [
+        "numpy",
+        pytest.param("compiled", marks=pytest.mark.skipif(not NUMBA, reason="the compiled sweeps need Numba (fast)")),
+    ],
+)
 @pytest.mark.parametrize("warm", [False, True])
 @pytest.mark.parametrize("preconditioner", ["diagonal", "lowrank"])
-def test_each_block_is_fitted_as_newton_cg_fits_it_alone(preconditioner, warm):
+def test_each_block_is_fitted_as_newton_cg_fits_it_alone(preconditioner, warm, passes):
     stack, Ys, start = _problem()
     alpha0 = 0.1 * start if warm else None
-    res = NewtonCG(_options(preconditioner)).fit_blocks(stack, Softmax(), np.concatenate(Ys), alpha0=alpha0)
+    solver = NewtonCG(_options(preconditioner))
+    res = solver.fit_blocks(stack, Softmax(), np.concatenate(Ys), alpha0=alpha0, plan=_plan(stack, passes))
     assert len(res.blocks) == 3
     for (rows, part), Y, fit in zip(stack.row_blocks, Ys, res.blocks):
-        own = NewtonCG(_options(preconditioner)).fit(
-            part, Softmax(), Y, alpha0=None if alpha0 is None else alpha0[rows]
-        )
+        own = solver.fit(part, Softmax(), Y, alpha0=None if alpha0 is None else alpha0[rows], plan=_plan(part, passes))
         d, e = fit.diagnostics, own.diagnostics
         assert (d.iterations, d.cg_iterations, d.converged) == (e.iterations, e.cg_iterations, e.converged)
         assert fit.phi == pytest.approx(own.phi, rel=1e-12)

@@ -2,7 +2,8 @@
 
 Every solver of ``SOLVERS`` (Newton–CG, Alg. 1; exact Newton, App. C) reaches the dense optimum of
 Φ and the same optimum as every other solver, on small flat softmax problems, through the shared
-Newton loop, and solves the weighted system z = (I + W K̃)^{-1} W b of the CV accumulation.
+Newton loop, and solves the weighted system z = (I + W K̃)^{-1} W b of the CV accumulation, with the host's
+passes as numpy's and, where Numba is installed, as the compiled row sweeps (the plan's ``sweeps``).
 Every preconditioner of ``PRECONDITIONERS`` gives an apply P^{-1} that is symmetric positive
 definite on the Newton system of eq. (5), for flat, ANOVA and coupled priors, and leaves the CG
 solution of that system unchanged.  The completeness tests fail when a solver or a preconditioner is
@@ -15,6 +16,7 @@ from conftest import toy_classification
 from oracles import dense_softmax_map
 
 from gpmodels.hierarchy import ClassTree
+from gpmodels.inference.execution_plan import Hardware, PlanRules, plan_for
 from gpmodels.inference.map.exact_newton import ExactNewton
 from gpmodels.inference.map.newton import PRECONDITIONER_NAMES, NewtonOptions
 from gpmodels.inference.map.newton_cg import NewtonCG, newton_system
@@ -25,6 +27,7 @@ from gpmodels.kernels.rbf import RBF
 from gpmodels.likelihoods.softmax import Softmax
 from gpmodels.linalg.arrays import HOST
 from gpmodels.linalg.cg import cg
+from gpmodels.linalg.compiled_loops import AVAILABLE as NUMBA
 from gpmodels.linalg.counting import MVMCounter
 from gpmodels.priors import ANOVAPrior, CoupledPrior, IndependentGP
 
@@ -47,6 +50,21 @@ PRECOND_OPERATORS = {
 }
 
 
+#: the host's passes over (n, C) vectors: numpy's, and the compiled row sweeps where Numba is installed
+HOST_PASSES = [
+    "numpy",
+    pytest.param("compiled", marks=pytest.mark.skipif(not NUMBA, reason="the compiled sweeps need Numba (fast)")),
+]
+
+
+def _plan(op, passes: str):
+    """The plan of a fit on ``op`` with the host's passes as ``passes`` asks, at every size."""
+    hardware = Hardware(cores=1, compiled=passes == "compiled")
+    plan = plan_for(op, hardware=hardware, rules=PlanRules(sweep_min_entries=0))
+    assert plan.sweeps.choice == passes
+    return plan
+
+
 def _flat(name):
     n, C, seed, factory = FLAT_PROBLEMS[name]
     X, y = toy_classification(n, C, seed=seed)
@@ -58,11 +76,12 @@ def test_every_solver_and_preconditioner_has_a_case():
     assert set(PRECONDITIONERS) == set(PRECONDITIONER_NAMES)
 
 
+@pytest.mark.parametrize("passes", HOST_PASSES)
 @pytest.mark.parametrize("problem", sorted(FLAT_PROBLEMS))
 @pytest.mark.parametrize("name", sorted(SOLVERS))
-def test_every_solver_reaches_the_dense_optimum(name, problem):
+def test_every_solver_reaches_the_dense_optimum(name, problem, passes):
     op, Y = _flat(problem)
-    res = make_solver(name, TIGHT).fit(op, Softmax(), Y)
+    res = make_solver(name, TIGHT).fit(op, Softmax(), Y, plan=_plan(op, passes))
     assert res.converged, res.diagnostics.message
     u_ref, phi_ref = dense_softmax_map(op.dense(), Y)
     np.testing.assert_allclose(res.u, u_ref, atol=1e-7 * max(1.0, np.abs(u_ref).max()))
@@ -82,15 +101,16 @@ def test_the_solvers_reach_the_same_optimum(problem):
         np.testing.assert_allclose(res.alpha, ref.alpha, atol=1e-7 * max(1.0, np.abs(ref.alpha).max()))
 
 
+@pytest.mark.parametrize("passes", HOST_PASSES)
 @pytest.mark.parametrize("name", sorted(SOLVERS))
-def test_every_solver_solves_the_weighted_system(name):
+def test_every_solver_solves_the_weighted_system(name, passes):
     """z = (I + W K̃)^{-1} W b with W the exact Hessian (the CV accumulation solve, Sec. 5.2)."""
     op, Y = _flat("rbf-separate")
     n, C = Y.shape
     u = np.random.default_rng(3).normal(size=(n, C))
     hf = Softmax().exact_hessian_factor(u, Y)
     b = np.random.default_rng(4).normal(size=(n, C))
-    sol = make_solver(name, TIGHT).solve_weighted(op, hf, b, tol=1e-13, max_iter=2000)
+    sol = make_solver(name, TIGHT).solve_weighted(op, hf, b, tol=1e-13, max_iter=2000, plan=_plan(op, passes))
     E = np.eye(n * C).reshape(n, C, n * C)
     W = np.stack([hf.W(E[:, :, j]).ravel() for j in range(n * C)], axis=1)
     z = np.linalg.solve(np.eye(n * C) + W @ op.dense(), W @ b.ravel())
