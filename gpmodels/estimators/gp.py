@@ -40,7 +40,7 @@ from gpmodels.optimize.outcome import LearningOutcome, assess_learning
 from gpmodels.priors.independent import IndependentGP
 from gpmodels.priors.kernel_slot import default_kernel
 from gpmodels.priors.learned import LearnedPrior
-from gpmodels.validation import MAX_SIZE, check_features, labels_to_targets
+from gpmodels.validation import MAX_SIZE, check_features, integer, labels_to_targets, one_of
 
 __all__ = ["GPClassifier", "LaplacePredictive", "SOLVERS", "default_prior", "DEFAULT_PRIOR"]
 
@@ -66,18 +66,8 @@ class LaplacePredictive:
     (``'exact'`` batched CG, ``'lanczos'`` a rank-256 LOVE basis), the average by ``n_samples`` Monte
     Carlo draws seeded once at ``fit``."""
 
-    n_samples: int = attrs.field(default=2000)
-    latent: str = attrs.field(default="exact")
-
-    @n_samples.validator
-    def _check_samples(self, attribute, value):
-        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 1 <= value <= MAX_SIZE:
-            raise InputError(f"LaplacePredictive.n_samples must be an int in 1..{MAX_SIZE}; got {value!r}")
-
-    @latent.validator
-    def _check_latent(self, attribute, value):
-        if value not in PREDICTIVE_METHODS:
-            raise InputError(f"LaplacePredictive.latent must be one of {PREDICTIVE_METHODS}; got {value!r}")
+    n_samples: int = attrs.field(default=2000, validator=integer(1, MAX_SIZE))
+    latent: str = attrs.field(default="exact", validator=one_of(PREDICTIVE_METHODS))
 
 
 def prior_device(prior) -> str:
