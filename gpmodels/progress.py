@@ -34,7 +34,7 @@ import time
 
 import attrs
 
-__all__ = ["Console", "Bar", "LineBar", "SILENT", "LOGGER", "NEWTON_DELAY"]
+__all__ = ["Console", "Bar", "LineBar", "LOGGER", "NEWTON_DELAY"]
 
 #: the logger every console message goes to (INFO)
 LOGGER = logging.getLogger("gpmodels")
@@ -231,7 +231,3 @@ class Console:
                 fh.write(f"{stamp} {line}\n")
         except OSError:
             pass
-
-
-#: shows nothing: the default of library calls
-SILENT = Console()

@@ -42,7 +42,7 @@ from gpmodels.priors.kernel_slot import default_kernel
 from gpmodels.priors.learned import LearnedPrior
 from gpmodels.validation import MAX_SIZE, check_features, integer, labels_to_targets, one_of
 
-__all__ = ["GPClassifier", "LaplacePredictive", "SOLVERS", "default_prior", "DEFAULT_PRIOR"]
+__all__ = ["GPClassifier", "LaplacePredictive", "SOLVERS", "DEFAULT_PRIOR"]
 
 #: inner MAP solver names -> solver classes (:mod:`gpmodels.inference.map.solvers`)
 SOLVERS = MAP_SOLVERS
@@ -78,13 +78,6 @@ def prior_device(prior) -> str:
 #: ``GPClassifier``'s prior when none is given, before it meets the data: independent GPs per class with
 #: separate kernels (the estimator's ``kernel=``, else RBF of width 'auto'), variance 1, intercept variance 1
 DEFAULT_PRIOR = IndependentGP(None, "separate", 1.0, 1.0)
-
-
-def default_prior(X) -> IndependentGP:
-    """``GPClassifier``'s prior when none is given, over the training inputs X: independent GPs per class
-    with separate RBF kernels exp(-(w/2)||x - x'||²), w = 1 / Σ_j Var[x_j] of X (Seeger 2008, Sec. 6.2),
-    variance 1 and intercept variance σ² = 1."""
-    return DEFAULT_PRIOR.with_kernel_for(X)
 
 
 class GPClassifier(NestedParamsRouting, ClassifierMixin, BaseEstimator):
