@@ -211,12 +211,7 @@ def check_grad_trace(
     g = op.grad_trace(E, F)
     theta = op.params
     assert g.shape == theta.shape, f"grad_trace shape {g.shape} != params {theta.shape}"
-    fd = np.empty_like(theta)
-    for p in range(theta.size):
-        tp, tm = theta.copy(), theta.copy()
-        tp[p] += step
-        tm[p] -= step
-        fd[p] = (np.sum(E * op.with_params(tp).mvm(F)) - np.sum(E * op.with_params(tm).mvm(F))) / (2 * step)
+    fd = central_differences(theta, lambda t: np.sum(E * op.with_params(t).mvm(F)), step)
     scale = max(1.0, float(np.abs(fd).max(initial=0.0)))
     err = np.abs(g - fd)
     if np.any(err > rtol * scale + atol * scale):
