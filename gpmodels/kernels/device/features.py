@@ -82,11 +82,8 @@ class DeviceFeatureCross(DeviceBlock):
     def dense(self):
         return cross_product(self.X1, self.X2)
 
-    def __getstate__(self) -> dict:  # device tensors stay in the process that made them: rebuilt from X
-        return {"backend": self.backend, "memory_mb": self.memory_mb, "X1": self.X1, "X2": self.X2}
-
-    def __setstate__(self, state: dict) -> None:
-        self.__init__(state["backend"], state["X1"], state["X2"], state["memory_mb"])
+    def __reduce__(self):  # device tensors stay in the process that made them: rebuilt from X
+        return (DeviceFeatureCross, (self.backend, self.X1, self.X2, self.memory_mb))
 
 
 def _check_linear(kernel: Kernel) -> None:
@@ -128,11 +125,8 @@ class DeviceFeatureGram(Representation, DeviceFeatureCross):
             return 2 * (16 * int(self.X.nnz) + 8 * (self.X.shape[0] + self.X.shape[1] + 2))
         return 2 * 8 * self.X.shape[0] * self.X.shape[1]
 
-    def __getstate__(self) -> dict:
-        return {"X": self.X, "kernel": self.kernel, "backend": self.backend, "memory_mb": self.memory_mb}
-
-    def __setstate__(self, state: dict) -> None:
-        self.__init__(state["X"], state["kernel"], state["backend"], state["memory_mb"])
+    def __reduce__(self):  # the recipe, not the device arrays
+        return (DeviceFeatureGram, (self.X, self.kernel, self.backend, self.memory_mb))
 
 
 class DeviceLinearStoredGram(Representation, DeviceMatrixCross):
