@@ -144,10 +144,6 @@ class DeviceLinearStoredGram(_LinearGram, Representation, DeviceMatrixCross):
         self.X, self.kernel, self.dtype = X, kernel, dtype
         self._diag = sq_norms(X)
 
-    def _take(self, I, J):
-        xp = self.backend.xp
-        return xp.take(xp.take(self.M, self.backend.indices(I), axis=0), self.backend.indices(J), axis=1)
-
     def restrict(self, J):
         J = np.asarray(J)
         M = self._take(J, J)
