@@ -34,7 +34,7 @@ import time
 
 import attrs
 
-__all__ = ["Console", "Bar", "LineBar", "SILENT", "LOGGER", "NEWTON_DELAY"]
+__all__ = ["Console", "Bar", "LineBar", "LOGGER", "NEWTON_DELAY"]
 
 #: the logger every console message goes to (INFO)
 LOGGER = logging.getLogger("gpmodels")
@@ -171,7 +171,7 @@ def _fmt(v) -> str:
 @attrs.frozen
 class Console:
     """Messages (``console(msg)``, stdout, prefixed ``[prefix]``) and bars (``console.bar(...)``,
-    stderr), each on or off.  Immutable; ``with_prefix`` gives the same settings for another run.
+    stderr), each on or off.  Immutable.
     ``terminal``: tqdm bars (True) or plain lines (False); None decides by ``sys.stderr.isatty()``."""
 
     prefix: str = ""
@@ -231,10 +231,3 @@ class Console:
                 fh.write(f"{stamp} {line}\n")
         except OSError:
             pass
-
-    def with_prefix(self, prefix: str) -> Console:
-        return attrs.evolve(self, prefix=prefix)
-
-
-#: shows nothing: the default of library calls
-SILENT = Console()

@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpmodels.errors import InputError
+from gpmodels.linalg.finite_differences import central_differences
 from gpmodels.operators.base import Operator
 
 __all__ = [
@@ -210,12 +211,7 @@ def check_grad_trace(
     g = op.grad_trace(E, F)
     theta = op.params
     assert g.shape == theta.shape, f"grad_trace shape {g.shape} != params {theta.shape}"
-    fd = np.empty_like(theta)
-    for p in range(theta.size):
-        tp, tm = theta.copy(), theta.copy()
-        tp[p] += step
-        tm[p] -= step
-        fd[p] = (np.sum(E * op.with_params(tp).mvm(F)) - np.sum(E * op.with_params(tm).mvm(F))) / (2 * step)
+    fd = central_differences(theta, lambda t: np.sum(E * op.with_params(t).mvm(F)), step)
     scale = max(1.0, float(np.abs(fd).max(initial=0.0)))
     err = np.abs(g - fd)
     if np.any(err > rtol * scale + atol * scale):
@@ -229,23 +225,14 @@ def check_grad_trace(
         )
 
 
-def _fd_gradient(f, U, step):
-    G = np.empty_like(U)
-    for idx in np.ndindex(*U.shape):
-        Up, Um = U.copy(), U.copy()
-        Up[idx] += step
-        Um[idx] -= step
-        G[idx] = (f(Up) - f(Um)) / (2 * step)
-    return G
-
-
 def check_likelihood(
     lik, U: np.ndarray, Y: np.ndarray, rng: np.random.Generator, *, step: float = 1e-6, rtol: float = 1e-5
 ) -> None:
     """Gradient and Hessian against finite differences; W = V V^T; V g̃ = g; V^T is V's transpose."""
     n, C = U.shape
     g = lik.gradient(U, Y)
-    assert_close("gradient vs finite differences", g, _fd_gradient(lambda Z: lik.value(Z, Y), U, step), rtol, rtol)
+    fd = central_differences(U.ravel(), lambda z: lik.value(z.reshape(U.shape), Y), step).reshape(U.shape)
+    assert_close("gradient vs finite differences", g, fd, rtol, rtol)
     hf = lik.hessian_factor(U, Y)
     x = rng.normal(size=(n, C))
     Wx_fd = (lik.gradient(U + step * x, Y) - lik.gradient(U - step * x, Y)) / (2 * step)

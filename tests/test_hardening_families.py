@@ -967,14 +967,14 @@ def test_estimators_set_params_after_fit_leaves_the_fitted_model_and_its_pickle(
     import pickle
 
     from gpmodels.estimators import GPClassifier
-    from gpmodels.estimators.gp import LaplacePredictive, default_prior
+    from gpmodels.estimators.gp import DEFAULT_PRIOR, LaplacePredictive
 
     X, y, Xt = _est_data()
     predictive = LaplacePredictive(n_samples=50) if predictive == "laplace" else predictive
     est = GPClassifier(objective="map", predictive=predictive, random_state=0).fit(X, y)
     before = est.predict_proba(Xt)
     if changes.get("prior") == "swap":
-        changes = {"prior": attrs.evolve(default_prior(X), variance=100.0)}
+        changes = {"prior": attrs.evolve(DEFAULT_PRIOR.with_kernel_for(X), variance=100.0)}
     if changes.get("predictive") == "laplace":
         changes = {"predictive": LaplacePredictive(n_samples=7)}
     est.set_params(**changes)

@@ -140,7 +140,6 @@ class DataFiles:
 def load_file(
     path,
     test_path=None,
-    name: str | None = None,
     *,
     zero_based: bool | None = None,
     max_features: int = MAX_FEATURES,

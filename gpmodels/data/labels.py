@@ -141,7 +141,7 @@ def label_values(y, kind: str = "number") -> list:
     return [v if isinstance(v, (int, float)) else _number(str(v).strip(" \t")) for v in y.tolist()]
 
 
-def match_labels(y, classes: Sequence[str], kind: str, positive_class: str | None = None, path=None) -> np.ndarray:
+def match_labels(y, classes: Sequence[str], kind: str, positive_class: str | None = None) -> np.ndarray:
     """The class index of every label of an input file, -1 for a label that is none of the model's
     classes.  Numbers compare by value, exactly (Python ints and floats: ``4`` is ``4.0``, ``2**53 + 1`` is
     not ``2**53``), text by text (module docstring).  A binary ``data.positive_class`` model (classes

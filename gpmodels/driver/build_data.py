@@ -86,12 +86,7 @@ def build_data(spec: Spec, base_dir: Path | None) -> Dataset:
     elif d.task == "regression":
         return _regression_data(spec, base_dir)
     else:
-        files = read_data_files(
-            resolve_path(d.path, base_dir, "data.path"),
-            resolve_path(d.test_path, base_dir, "data.test_path") if d.test_path else None,
-            zero_based=d.zero_based,
-            label_column=d.label_column,
-        )
+        files = _read_files(d, base_dir)
         X, y, Xt, yt, zero_based = files.X, files.y, files.X_test, files.y_test, files.zero_based
         kind, feature_names = label_kind(y), files.feature_names
         if d.test == "split":
@@ -158,15 +153,18 @@ def _check_classes_present(ytr: np.ndarray, classes) -> None:
         )
 
 
+def _read_files(d, base_dir: Path | None):
+    """The files of the data section ``d`` (``path``, ``test_path``) read as its keys say."""
+    test_path = resolve_path(d.test_path, base_dir, "data.test_path") if d.test_path else None
+    return read_data_files(
+        resolve_path(d.path, base_dir, "data.path"), test_path, zero_based=d.zero_based, label_column=d.label_column
+    )
+
+
 def _regression_data(spec: Spec, base_dir: Path | None) -> Dataset:
     """Real-valued targets from files: random (unstratified) split and subsample, no label encoding."""
     d = spec.data
-    files = read_data_files(
-        resolve_path(d.path, base_dir, "data.path"),
-        resolve_path(d.test_path, base_dir, "data.test_path") if d.test_path else None,
-        zero_based=d.zero_based,
-        label_column=d.label_column,
-    )
+    files = _read_files(d, base_dir)
     X, y, Xt, yt = files.X, files.y, files.X_test, files.y_test
     try:
         y = np.asarray(y, dtype=np.float64)

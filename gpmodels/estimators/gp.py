@@ -40,9 +40,9 @@ from gpmodels.optimize.outcome import LearningOutcome, assess_learning
 from gpmodels.priors.independent import IndependentGP
 from gpmodels.priors.kernel_slot import default_kernel
 from gpmodels.priors.learned import LearnedPrior
-from gpmodels.validation import MAX_SIZE, check_features, labels_to_targets
+from gpmodels.validation import MAX_SIZE, check_features, integer, labels_to_targets, one_of
 
-__all__ = ["GPClassifier", "LaplacePredictive", "SOLVERS", "default_prior", "DEFAULT_PRIOR"]
+__all__ = ["GPClassifier", "LaplacePredictive", "SOLVERS", "DEFAULT_PRIOR"]
 
 #: inner MAP solver names -> solver classes (:mod:`gpmodels.inference.map.solvers`)
 SOLVERS = MAP_SOLVERS
@@ -66,18 +66,8 @@ class LaplacePredictive:
     (``'exact'`` batched CG, ``'lanczos'`` a rank-256 LOVE basis), the average by ``n_samples`` Monte
     Carlo draws seeded once at ``fit``."""
 
-    n_samples: int = attrs.field(default=2000)
-    latent: str = attrs.field(default="exact")
-
-    @n_samples.validator
-    def _check_samples(self, attribute, value):
-        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 1 <= value <= MAX_SIZE:
-            raise InputError(f"LaplacePredictive.n_samples must be an int in 1..{MAX_SIZE}; got {value!r}")
-
-    @latent.validator
-    def _check_latent(self, attribute, value):
-        if value not in PREDICTIVE_METHODS:
-            raise InputError(f"LaplacePredictive.latent must be one of {PREDICTIVE_METHODS}; got {value!r}")
+    n_samples: int = attrs.field(default=2000, validator=integer(1, MAX_SIZE))
+    latent: str = attrs.field(default="exact", validator=one_of(PREDICTIVE_METHODS))
 
 
 def prior_device(prior) -> str:
@@ -88,13 +78,6 @@ def prior_device(prior) -> str:
 #: ``GPClassifier``'s prior when none is given, before it meets the data: independent GPs per class with
 #: separate kernels (the estimator's ``kernel=``, else RBF of width 'auto'), variance 1, intercept variance 1
 DEFAULT_PRIOR = IndependentGP(None, "separate", 1.0, 1.0)
-
-
-def default_prior(X) -> IndependentGP:
-    """``GPClassifier``'s prior when none is given, over the training inputs X: independent GPs per class
-    with separate RBF kernels exp(-(w/2)||x - x'||²), w = 1 / Σ_j Var[x_j] of X (Seeger 2008, Sec. 6.2),
-    variance 1 and intercept variance σ² = 1."""
-    return DEFAULT_PRIOR.with_kernel_for(X)
 
 
 class GPClassifier(NestedParamsRouting, ClassifierMixin, BaseEstimator):

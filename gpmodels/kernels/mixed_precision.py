@@ -16,22 +16,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpmodels.errors import InputError
 from gpmodels.linalg.blas_threads import blas_threads, limit_blas_threads, thread_pool
 
-__all__ = ["STORAGE_DTYPES", "storage_dtype", "stored_matmul", "stored_rmatmul", "gram_in_row_blocks", "block_rows"]
+__all__ = ["STORAGE_DTYPES", "stored_matmul", "stored_rmatmul", "gram_in_row_blocks", "block_rows"]
 
 #: the storage types of stored kernel matrices
 STORAGE_DTYPES = ("float64", "float32")
 
 #: one float32 -> float64 conversion tile: rows x columns (64 x 8192 float64 = 4 MiB)
 TILE_ROWS, TILE_COLS = 64, 8192
-
-
-def storage_dtype(name: str) -> np.dtype:
-    if name not in STORAGE_DTYPES:
-        raise InputError(f"the storage dtype must be one of {STORAGE_DTYPES}; got {name!r}")
-    return np.dtype(name)
 
 
 def block_rows(n_rows: int, n_cols: int, memory_mb: float, itemsize: int = 8) -> int:

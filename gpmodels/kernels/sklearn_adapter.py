@@ -47,13 +47,10 @@ from gpmodels.kernels.matern import MATERN_NUS, Matern, MaternARD
 from gpmodels.kernels.rational_quadratic import RationalQuadratic
 from gpmodels.kernels.rbf import ARD, RBF
 
-__all__ = ["from_sklearn", "is_sklearn_kernel", "as_kernel", "SklearnKernel", "SKLEARN_MAPPED", "KERNEL_OBJECTS"]
+__all__ = ["from_sklearn", "is_sklearn_kernel", "as_kernel", "SklearnKernel", "KERNEL_OBJECTS"]
 
 #: what a prior's ``kernel`` may be, for messages
 KERNEL_OBJECTS = "a gpmodels kernel (gpmodels.kernels.Kernel) or a scikit-learn kernel object"
-
-#: the scikit-learn kernel classes mapped to native kernels (others are wrapped by SklearnKernel)
-SKLEARN_MAPPED = ("ConstantKernel", "RBF", "Matern", "RationalQuadratic", "WhiteKernel", "DotProduct", "Sum", "Product")
 
 
 def _sk():

@@ -80,10 +80,6 @@ class Width:
             return AUTO
         return float(1.0 / np.sqrt(self.w)) if self.isotropic else 1.0 / np.sqrt(self.w)
 
-    @property
-    def widthis_auto(self) -> bool:
-        return is_auto(self.w)
-
     def require_width(self) -> None:
         """Raise unless the width has a value (``resolve_widths`` of :mod:`gpmodels.kernels.auto_width` sets
         ``'auto'``)."""

@@ -40,10 +40,7 @@ from gpmodels.hyperparameters import ParameterFree, Parameterised
 from gpmodels.linalg.point_blocks import point_blocks
 from gpmodels.validation import check_targets
 
-__all__ = ["Likelihood", "HessianFactor", "HESSIAN_FORMS", "TARGET_ENCODINGS"]
-
-HESSIAN_FORMS = ("general", "diagonal", "multinomial")
-TARGET_ENCODINGS = ("distribution", "signed", "real")
+__all__ = ["Likelihood", "HessianFactor"]
 
 
 class HessianFactor(abc.ABC):

@@ -147,7 +147,7 @@ def targets(lik, data: Dataset, model_likelihood: str) -> np.ndarray:
     return (2.0 * data.y_train - 1.0)[:, None]
 
 
-def evaluate(lik, latent: np.ndarray, data: Dataset, model_likelihood: str):
+def evaluate(lik, latent: np.ndarray, data: Dataset):
     """(metrics, probabilities or None) on the test set from latent test values."""
     if lik.target_encoding == "real":
         pred = lik.predict(latent)[:, 0]

@@ -48,7 +48,7 @@ def run_map(spec: Spec, data: Dataset, base_dir: Path | None, say, *, engine=Non
         f"Φ = {model.result.phi:.6g} ({diag.message})"
     )
     t = time.perf_counter()
-    scores, P = evaluate(likelihood, model.latent(data.X_test), data, spec.model.likelihood)
+    scores, P = evaluate(likelihood, model.latent(data.X_test), data)
     if P is not None:
         P, predictive = predict_test_set(spec, model, data.X_test, data.y_test, say)
         scores.update(predictive)

@@ -32,11 +32,11 @@ from gpmodels.inference.cv.learn import fit_learned, learn_hyperparameters
 from gpmodels.inference.cv.one_vs_rest import (
     OneVsRestModel,
     binary_targets,
-    fit_binary_task,
     learn_one_vs_rest,
     task_checkpoint,
     task_workload,
 )
+from gpmodels.inference.map.model import fit_map
 from gpmodels.inference.map.solvers import make_solver
 from gpmodels.persistence import save_one_vs_rest_model
 from gpmodels.validation import labels_to_targets
@@ -119,7 +119,7 @@ def _fit(resolved: Spec, op2, likelihood, y, names, say):
     for k, name in enumerate(names):
         with say.newton_bar(build_newton_options(o).max_iter, f"class {name}: Newton") as bar:
             models.append(
-                fit_binary_task(
+                fit_map(
                     op2,
                     likelihood,
                     binary_targets(y, k),

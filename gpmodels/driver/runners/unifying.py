@@ -64,7 +64,7 @@ def _learning_diagnostics(hr) -> dict:
 def _finish(spec, data, resolved, op, lik, alpha, metrics, diagnostics, say, tree=None):
     t = time.perf_counter()
     latent = op.cross_test(data.X_test).mvm(alpha)
-    scores, P = evaluate(lik, latent, data, spec.model.likelihood)
+    scores, P = evaluate(lik, latent, data)
     metrics.update(scores)
     metrics["predict_seconds"] = time.perf_counter() - t
     if "test_rmse" in scores:

@@ -14,7 +14,7 @@ log-loss and ranking-based scores); ``predict_scores`` the raw P̂_c(+1 | x*).
 hyperparameters (no learning).  Both take an engine (:mod:`gpmodels.engine`): where it runs several
 tasks at once (``engine.workers_for``), the C tasks are its jobs, each learnt with its folds one
 after the other (the engine's ``inner()``); otherwise the tasks run here one after the other and the
-engine runs each task's folds.  ``learn_binary_task`` / ``fit_binary_task`` do one task, for
+engine runs each task's folds.  ``learn_binary_task`` does one task, for
 callers that report progress per task (the ``one_vs_rest`` runner of the spec driver).
 """
 
@@ -32,7 +32,7 @@ from gpmodels.engine.base import Engine, LocalEngine, Workload
 from gpmodels.errors import InputError
 from gpmodels.inference.cv.learn import Checkpointing, LearnOptions, LearnResult, fit_learned, learn_hyperparameters
 from gpmodels.inference.map.model import MAPModel, fit_map
-from gpmodels.inference.map.newton import NewtonSolver, NewtonStep
+from gpmodels.inference.map.newton import NewtonSolver
 from gpmodels.likelihoods.base import Likelihood
 from gpmodels.operators.base import Operator
 
@@ -41,7 +41,6 @@ __all__ = [
     "learn_one_vs_rest",
     "fit_one_vs_rest",
     "learn_binary_task",
-    "fit_binary_task",
     "binary_targets",
     "check_one_vs_rest",
     "task_checkpoint",
@@ -134,19 +133,6 @@ def learn_binary_task(
     return fit_learned(res, likelihood, Yc, opts), res
 
 
-def fit_binary_task(
-    binary_op: Operator,
-    likelihood: Likelihood,
-    Yc,
-    solver: NewtonSolver | None = None,
-    *,
-    on_iteration: Callable[[NewtonStep], None] | None = None,
-) -> MAPModel:
-    """The binary task with targets ``Yc`` (n, 2) fitted at ``binary_op``'s hyperparameters (MAP by
-    ``solver``, Newton–CG by default; no learning)."""
-    return fit_map(binary_op, likelihood, Yc, solver, on_iteration=on_iteration)
-
-
 def _learn_task(shared: tuple, job: tuple):
     """Task c of :func:`learn_one_vs_rest` as an engine's job: (model, LearnResult)."""
     binary_op, likelihood, y, folds, options, engine = shared
@@ -159,7 +145,7 @@ def _learn_task(shared: tuple, job: tuple):
 def _fit_task(shared: tuple, c: int) -> MAPModel:
     """Task c of :func:`fit_one_vs_rest` as an engine's job."""
     binary_op, likelihood, y, solver = shared
-    return fit_binary_task(binary_op, likelihood, binary_targets(y, c), solver)
+    return fit_map(binary_op, likelihood, binary_targets(y, c), solver)
 
 
 def task_workload(binary_op: Operator, C: int) -> Workload:

@@ -86,7 +86,7 @@ from gpmodels.operators.base import Operator
 from gpmodels.optimize.checkpoint import Checkpointing
 from gpmodels.optimize.driver import OptimizeResult, minimize_joint
 from gpmodels.optimize.lbfgs import OuterOptions
-from gpmodels.optimize.objective import JointObjective, JointParams
+from gpmodels.optimize.objective import JointObjective
 from gpmodels.validation import (
     MAX_SIZE,
     instance_of,
@@ -103,7 +103,6 @@ __all__ = [
     "LaplaceResult",
     "laplace_mlm",
     "laplace_mode",
-    "laplace_objective",
     "LaplaceObjective",
     "learn_laplace",
     "newton_step_from_mode",
@@ -529,22 +528,6 @@ def _laplace_gradient(op: Operator, lik: Likelihood, Y, mode: NewtonResult, post
             ]
         )
     return np.concatenate([g_op, g_lik])
-
-
-def laplace_objective(op: Operator, lik: Likelihood, Y, options: LaplaceOptions | None = None):
-    """x -> (-log q(y | θ), gradient) over the joint log-space vector, warm-starting each mode
-    (:func:`laplace_mode`) at the last one; returns (fun, JointParams).  A plain function, so any outer
-    optimiser can take it."""
-    joint = JointParams(op, lik)
-    state = {"alpha": None, "u": None}
-
-    def fun(x):
-        o, lk = joint.build(x)
-        res = laplace_mlm(o, lk, Y, options, alpha0=state["alpha"], u0=state["u"])
-        state["alpha"], state["u"] = res.mode.alpha, res.mode.u
-        return -res.log_marginal, -res.gradient
-
-    return fun, joint
 
 
 class LaplaceObjective(JointObjective):

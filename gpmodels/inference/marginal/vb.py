@@ -53,7 +53,7 @@ from gpmodels.operators.base import Operator
 from gpmodels.optimize.checkpoint import Checkpointing
 from gpmodels.optimize.driver import OptimizeResult, minimize_joint
 from gpmodels.optimize.lbfgs import OuterOptions
-from gpmodels.optimize.objective import JointObjective, JointParams
+from gpmodels.optimize.objective import JointObjective
 from gpmodels.validation import instance_of, nonnegative_number, positive_int
 
 __all__ = [
@@ -62,7 +62,6 @@ __all__ = [
     "GammaBound",
     "gamma_bound",
     "vb_criterion",
-    "vb_objective",
     "VBObjective",
     "learn_vb",
     "check_vb_likelihood",
@@ -183,22 +182,6 @@ def vb_criterion(
     return VBResult(
         gb.phi, grad, names, gamma, gb.z, gb.alpha, u, tuple(trace), it, converged, time.perf_counter() - t0
     )
-
-
-def vb_objective(op: Operator, lik: DiagonalLikelihood, Y, options: VBOptions | None = None):
-    """x -> (φ_VB, gradient) over the joint log-space vector, warm-starting the variational state at
-    the last one; returns (fun, JointParams).  A plain function for any outer optimiser."""
-    check_vb_likelihood(lik)
-    joint = JointParams(op, lik)
-    state = {"x": None}
-
-    def fun(v):
-        o, lk = joint.build(v)
-        res = vb_criterion(o, lk, Y, options, x0=state["x"])
-        state["x"] = lk.sg_s(res.u, lk.check_targets(Y, o.n_points, 1)) ** 2 + res.z
-        return res.phi, res.gradient
-
-    return fun, joint
 
 
 class VBObjective(JointObjective):

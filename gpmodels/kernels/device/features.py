@@ -82,11 +82,8 @@ class DeviceFeatureCross(DeviceBlock):
     def dense(self):
         return cross_product(self.X1, self.X2)
 
-    def __getstate__(self) -> dict:  # device tensors stay in the process that made them: rebuilt from X
-        return {"backend": self.backend, "memory_mb": self.memory_mb, "X1": self.X1, "X2": self.X2}
-
-    def __setstate__(self, state: dict) -> None:
-        self.__init__(state["backend"], state["X1"], state["X2"], state["memory_mb"])
+    def __reduce__(self):  # device tensors stay in the process that made them: rebuilt from X
+        return (DeviceFeatureCross, (self.backend, self.X1, self.X2, self.memory_mb))
 
 
 def _check_linear(kernel: Kernel) -> None:
@@ -94,7 +91,20 @@ def _check_linear(kernel: Kernel) -> None:
         raise InputError(f"the device's linear forms are for the linear kernel only; got {type(kernel).__name__}")
 
 
-class DeviceFeatureGram(Representation, DeviceFeatureCross):
+class _LinearGram:
+    """What both device forms of M = X X^T share: diag ||x_i||², test blocks X_new X^T, no parameters."""
+
+    def diag(self):
+        return self._diag
+
+    def cross_test(self, X_new):
+        return DeviceFeatureCross(self.backend, X_new, self.X, self.memory_mb)
+
+    def grad_contract(self, E, F):
+        return np.zeros(0)
+
+
+class DeviceFeatureGram(_LinearGram, Representation, DeviceFeatureCross):
     """M = X X^T on the device as X (X^T B) (module docstring)."""
 
     def __init__(self, X, kernel: Kernel, backend: ArrayBackend, memory_mb: float = 256.0):
@@ -104,20 +114,11 @@ class DeviceFeatureGram(Representation, DeviceFeatureCross):
         self._reverse = (self._X1d, self._X2Td)  # symmetric: M^T B = M B
         self._diag = sq_norms(X)
 
-    def diag(self):
-        return self._diag
-
     def restrict(self, J):
         return DeviceFeatureGram(take_rows(self.X, J), self.kernel, self.backend, self.memory_mb)
 
     def cross(self, I, J):
         return DeviceFeatureCross(self.backend, take_rows(self.X, I), take_rows(self.X, J), self.memory_mb)
-
-    def cross_test(self, X_new):
-        return DeviceFeatureCross(self.backend, X_new, self.X, self.memory_mb)
-
-    def grad_contract(self, E, F):
-        return np.zeros(0)
 
     def with_kernel(self, kernel):
         return self if kernel.key() == self.kernel.key() else DeviceFeatureGram(self.X, kernel, self.backend)
@@ -128,14 +129,11 @@ class DeviceFeatureGram(Representation, DeviceFeatureCross):
             return 2 * (16 * int(self.X.nnz) + 8 * (self.X.shape[0] + self.X.shape[1] + 2))
         return 2 * 8 * self.X.shape[0] * self.X.shape[1]
 
-    def __getstate__(self) -> dict:
-        return {"X": self.X, "kernel": self.kernel, "backend": self.backend, "memory_mb": self.memory_mb}
-
-    def __setstate__(self, state: dict) -> None:
-        self.__init__(state["X"], state["kernel"], state["backend"], state["memory_mb"])
+    def __reduce__(self):  # the recipe, not the device arrays
+        return (DeviceFeatureGram, (self.X, self.kernel, self.backend, self.memory_mb))
 
 
-class DeviceLinearStoredGram(Representation, DeviceMatrixCross):
+class DeviceLinearStoredGram(_LinearGram, Representation, DeviceMatrixCross):
     """M = X X^T stored on the device (module docstring); ``M``: an existing device matrix (a restriction)."""
 
     def __init__(self, X, kernel: Kernel, backend: ArrayBackend, dtype: str = "float64", memory_mb=256.0, M=None):
@@ -146,13 +144,6 @@ class DeviceLinearStoredGram(Representation, DeviceMatrixCross):
         self.X, self.kernel, self.dtype = X, kernel, dtype
         self._diag = sq_norms(X)
 
-    def diag(self):
-        return self._diag
-
-    def _take(self, I, J):
-        xp = self.backend.xp
-        return xp.take(xp.take(self.M, self.backend.indices(I), axis=0), self.backend.indices(J), axis=1)
-
     def restrict(self, J):
         J = np.asarray(J)
         M = self._take(J, J)
@@ -160,12 +151,6 @@ class DeviceLinearStoredGram(Representation, DeviceMatrixCross):
 
     def cross(self, I, J):
         return DeviceMatrixCross(self.backend, self._take(np.asarray(I), np.asarray(J)), self.memory_mb)
-
-    def cross_test(self, X_new):
-        return DeviceFeatureCross(self.backend, X_new, self.X, self.memory_mb)
-
-    def grad_contract(self, E, F):
-        return np.zeros(0)
 
     def with_kernel(self, kernel):
         return self if kernel.key() == self.kernel.key() else DeviceLinearStoredGram(self.X, kernel, self.backend)

@@ -185,6 +185,11 @@ class DeviceMatrixCross(DeviceBlock):
     def _float64(self) -> bool:
         return self.M.dtype == self.backend.xp.float64
 
+    def _take(self, I, J):
+        """M[I][:, J] on the device (a stored Gram matrix's restrictions and cross blocks)."""
+        xp = self.backend.xp
+        return xp.take(xp.take(self.M, self.backend.indices(I), axis=0), self.backend.indices(J), axis=1)
+
     def _tiles(self):
         return row_tiles(self.shape[0], self.shape[1], self.memory_mb)
 
@@ -382,10 +387,6 @@ class DeviceStoredGram(DeviceGram, DeviceMatrixCross):
 
     def _rebuilt(self, kernel):
         return DeviceStoredGram(self.X, kernel, self.backend, self.dtype, self.memory_mb, self.inputs, rescale=True)
-
-    def _take(self, I, J):
-        xp = self.backend.xp
-        return xp.take(xp.take(self.M, self.backend.indices(I), axis=0), self.backend.indices(J), axis=1)
 
     def restrict(self, J):
         J = np.asarray(J)
