@@ -32,10 +32,11 @@ frozen, recorded in ``metrics.json`` and ``report.md`` and shown by the estimato
   against 60.6 one by one, 9.7 s against 27.3 s).  Else one fold per fit, on the engine's workers where it
   has them (bench/cv_lockstep.py, 2 cores: 2 workers 1.49 s, folds together 2.31 s per cold evaluation).
 - ``workers`` (CV): the engine's own plan for the fold jobs (:meth:`~gpmodels.engine.base.Engine.worker_plan`).
-- ``sweeps``: how the host's passes over the (n, C) vectors run (CG's updates, the softmax factor's V and V^T,
-  the pair line search's Φ(λ)): as compiled parallel row sweeps (:mod:`gpmodels.linalg.row_kernels`, the
-  primitives :data:`~gpmodels.linalg.arrays.SWEPT_HOST`) where Numba is installed (``Hardware.compiled``) and
-  one fit's vectors have :attr:`PlanRules.sweep_min_entries` entries; else numpy's passes (:data:`HOST`).
+- ``sweeps``: how the host's passes over the (n, C) vectors run (CG's updates, the Hessian factor's V and V^T,
+  the pair line search's Φ(λ)): as compiled parallel row sweeps (:mod:`gpmodels.linalg.row_kernels`: CG's
+  vectors on :data:`~gpmodels.linalg.arrays.SWEPT_HOST`, the factor's ``swept`` form, the likelihood's
+  ``swept_pair_line_values``) where Numba is installed (``Hardware.compiled``) and one fit's vectors have
+  :attr:`PlanRules.sweep_min_entries` entries; else numpy's passes.
   Launching a compiled sweep costs about 35 us even on one thread, numpy's pass over a few hundred numbers
   about 1 us; at section B's size of WIPO-alpha (a fold's vectors 7835 x 1172) one sweep replaces three to
   fifteen numpy passes on one core.
@@ -189,9 +190,18 @@ class ExecutionPlan:
         return self.cg.choice == DEVICE
 
     @property
+    def compiled(self) -> bool:
+        """Whether the fit's host passes over (n, C) vectors run as compiled row sweeps (``sweeps``)."""
+        return self.sweeps.choice == COMPILED
+
+    @property
     def host(self):
-        """The primitives of the fit's host passes over (n, C) vectors (``sweeps``)."""
-        return SWEPT_HOST if self.sweeps.choice == COMPILED else HOST_ARRAYS
+        """The primitives of CG's vectors on the host (``sweeps``)."""
+        return SWEPT_HOST if self.compiled else HOST_ARRAYS
+
+    def line_values(self, likelihood):
+        """The pair line search's (Φ(λ), Φ'(λ)) of ``likelihood`` (``sweeps``)."""
+        return likelihood.swept_pair_line_values if self.compiled else likelihood.pair_line_values
 
     def place(self, op, hf) -> Placement:
         """The :class:`Placement` of the Newton system of the Hessian factor ``hf`` on the operator ``op``: K̃ and V
@@ -200,7 +210,7 @@ class ExecutionPlan:
         one transfer each way per product."""
         backend, host = op.device_backend, self.host
         device_hf = None if backend is None else hf.on(backend)
-        host_hf = hf if host is HOST_ARRAYS else (hf.on(host) or hf)  # a factor without primitives stays numpy's
+        host_hf = hf.swept() if self.compiled else hf
         if device_hf is None:
             return Placement(host, host_hf, host, host_hf, host_hf)
         if self.cg_on_device:

@@ -76,6 +76,11 @@ class HessianFactor(abc.ABC):
         None (the default): the factor multiplies host arrays only."""
         return None
 
+    def swept(self) -> HessianFactor:
+        """This factor with ``V`` and ``Vt`` as compiled sweeps over the rows of host arrays, where the execution
+        plan runs a fit's host passes so (``sweeps``); the default: this factor (no such form)."""
+        return self
+
     def rows(self, rows: slice) -> HessianFactor | None:
         """The factor of the points ``rows`` alone (the likelihood is per point, so V is block-diagonal over
         points), for a preconditioner built per block of points (a stacked operator's parts); None (the
@@ -171,15 +176,19 @@ class Likelihood(ParameterFree, Parameterised):
     def gradient(self, U: np.ndarray, Y: np.ndarray) -> np.ndarray:
         """∇_u Σ_i -log P(y_i | u_i), shape (n, C)."""
 
-    def pair_line_values(self, alpha, s, u, s_tilde, Y, lam: float, ops=None) -> tuple[float, float]:
+    def pair_line_values(self, alpha, s, u, s_tilde, Y, lam: float) -> tuple[float, float]:
         """(Φ(λ), Φ'(λ)) along the pair (α + λ s, u + λ s̃) of the line search (Seeger 2008, Sec. 5.1.2):
-        Φ(λ) = ½ α_λ^T u_λ + Φ_lh(u_λ), Φ'(λ) = s̃^T (α_λ + ∇_u Φ_lh(u_λ)), all arrays (n, C).
-        Default: from ``value`` and ``gradient``; a likelihood overrides it to do it in one pass, on the
-        host primitives ``ops`` the fit's plan chose (:mod:`gpmodels.linalg.arrays`; None: the host's)."""
+        Φ(λ) = ½ α_λ^T u_λ + Φ_lh(u_λ), Φ'(λ) = s̃^T (α_λ + ∇_u Φ_lh(u_λ)), all arrays (n, C), from ``value``
+        and ``gradient``."""
         a = alpha + lam * s
         uu = u + lam * s_tilde
         phi = 0.5 * float(np.vdot(a, uu)) + self.value(uu, Y)
         return phi, float(np.vdot(s_tilde, a + self.gradient(uu, Y)))
+
+    def swept_pair_line_values(self, alpha, s, u, s_tilde, Y, lam: float) -> tuple[float, float]:
+        """:meth:`pair_line_values` as one compiled sweep over the rows, where the execution plan runs a fit's host
+        passes so (``sweeps``); default: :meth:`pair_line_values` (a likelihood with a sweep overrides it)."""
+        return self.pair_line_values(alpha, s, u, s_tilde, Y, lam)
 
     @abc.abstractmethod
     def hessian_factor(self, U: np.ndarray, Y: np.ndarray) -> HessianFactor:

@@ -26,6 +26,7 @@ import attrs
 import numpy as np
 
 from gpmodels.likelihoods.base import HessianFactor, Likelihood
+from gpmodels.linalg import row_kernels
 from gpmodels.linalg.arrays import HOST, Made
 from gpmodels.validation import number, to_float
 
@@ -68,14 +69,10 @@ class Softmax(Likelihood):
     def gradient(self, U, Y) -> np.ndarray:
         return np.exp(log_softmax(U)) - Y
 
-    def pair_line_values(self, alpha, s, u, s_tilde, Y, lam: float, ops=None) -> tuple[float, float]:
-        """(Φ(λ), Φ'(λ)) of the pair line search, in one compiled sweep over the rows where ``ops`` has the
-        sweeps (:func:`~gpmodels.linalg.row_kernels.softmax_line`) and they take the arrays, else from
-        ``value`` and ``gradient``."""
-        sweeps = (ops or HOST).sweeps
-        if sweeps is not None and sweeps.fits(alpha, s, u, s_tilde, Y):
-            return sweeps.softmax_line(alpha, s, u, s_tilde, Y, lam)
-        return super().pair_line_values(alpha, s, u, s_tilde, Y, lam, ops)
+    def swept_pair_line_values(self, alpha, s, u, s_tilde, Y, lam: float) -> tuple[float, float]:
+        """(Φ(λ), Φ'(λ)) of the pair line search in one compiled sweep over the rows
+        (:func:`~gpmodels.linalg.row_kernels.softmax_line`)."""
+        return row_kernels.softmax_line(alpha, s, u, s_tilde, Y, lam)
 
     def hessian_factor(self, U, Y) -> SoftmaxFactor:
         return SoftmaxFactor(log_softmax(U), np.asarray(Y), self.kappa)
@@ -117,14 +114,11 @@ class _FactorArrays:
     ones: object
     scratch: object
 
-    @staticmethod
-    def of(ops, hf: SoftmaxFactor) -> _FactorArrays:
-        """The arrays of ``hf`` on ``ops``: as compiled row sweeps where ``ops`` has them and App. B fixed
-        nothing."""
+    @classmethod
+    def of(cls, ops, hf: SoftmaxFactor) -> _FactorArrays:
         fixed = None if hf.all_free else ops.from_host(hf.fixed, dtype="bool")
         ones, scratch = ops.from_host(np.ones(hf.pi.shape[1])), ops.buffer(hf.pi.shape)
-        kind = _SweptFactorArrays if ops.sweeps is not None and hf.all_free else _FactorArrays
-        return kind(ops, ops.from_host(hf.pi), ops.from_host(hf.sqrt_pi), fixed, ones, scratch)
+        return cls(ops, ops.from_host(hf.pi), ops.from_host(hf.sqrt_pi), fixed, ones, scratch)
 
     def row_sums(self, x):
         """Σ_c x_ic per point as (n, 1)."""
@@ -154,23 +148,17 @@ class _FactorArrays:
 
 
 class _SweptFactorArrays(_FactorArrays):
-    """The same with nothing fixed, V and V^T each one compiled sweep over the rows (``ops.sweeps``) for the arrays
-    the sweeps take."""
+    """The same on host arrays with nothing fixed by App. B, V and V^T each one compiled sweep over the rows
+    (:mod:`gpmodels.linalg.row_kernels`)."""
 
     def V_into(self, x, out):
-        if self.ops.sweeps.fits(x, out, self.pi):
-            return self.ops.sweeps.softmax_v(x, self.pi, self.sqrt_pi, out)
-        return super().V_into(x, out)
+        return row_kernels.softmax_v(x, self.pi, self.sqrt_pi, out)
 
     def Vt(self, y):
-        if self.ops.sweeps.fits(y, self.pi):
-            return self.ops.sweeps.softmax_vt(y, self.pi, self.sqrt_pi)
-        return super().Vt(y)
+        return row_kernels.softmax_vt(y, self.pi, self.sqrt_pi)
 
     def Vt_plus(self, y, x):
-        if self.ops.sweeps.fits(y, x, self.pi):
-            return self.ops.sweeps.softmax_vt(y, self.pi, self.sqrt_pi, plus=x)
-        return super().Vt_plus(y, x)
+        return row_kernels.softmax_vt(y, self.pi, self.sqrt_pi, plus=x)
 
 
 class SoftmaxFactor(HessianFactor):
@@ -183,8 +171,8 @@ class SoftmaxFactor(HessianFactor):
     products run once or twice per CG step of every Newton–CG and CV solve, so on the host each allocates only
     the array it returns, its temporaries going to a scratch array of the factor (``ops.multiply`` into it),
     the fixed mask is applied only where App. B fixed a component (``all_free``), and without one they run as
-    compiled row sweeps on primitives that have them (:data:`~gpmodels.linalg.arrays.SWEPT_HOST`).  The factor
-    is therefore not for use from several threads at once (each fit builds its own).
+    compiled row sweeps in the factor's ``swept`` form.  The factor is therefore not for use from several threads
+    at once (each fit builds its own).
     """
 
     def __init__(self, log_pi: np.ndarray, Y: np.ndarray, kappa: float):
@@ -211,9 +199,17 @@ class SoftmaxFactor(HessianFactor):
 
     def on(self, ops) -> SoftmaxFactor:
         """This factor with V, V^T and ``rows`` on the arrays of ``ops`` (the arrays they take uploaded once)."""
-        held = copy.copy(self)
-        held._held = _FactorArrays.of(ops, self)
-        return held
+        return self._with(_FactorArrays.of(ops, self))
+
+    def swept(self) -> SoftmaxFactor:
+        """This factor with V and V^T as compiled row sweeps on host arrays (its ``rows`` too), where App. B fixed
+        nothing (the sweeps apply no mask); else this factor."""
+        return self._with(_SweptFactorArrays.of(HOST, self)) if self.all_free else self
+
+    def _with(self, held: _FactorArrays) -> SoftmaxFactor:
+        out = copy.copy(self)
+        out._held = held
+        return out
 
     def _A(self, x):
         """A x = x - D P_cls x, per point x_i - π_i (1^T x_i)."""
@@ -249,11 +245,15 @@ class SoftmaxFactor(HessianFactor):
         return self.pi
 
     def rows(self, rows: slice) -> SoftmaxFactor:
-        ops = self._held.ops
+        held = self._held
         return self._row_factors.get(
-            (ops, rows.start, rows.stop, rows.step),
-            lambda: SoftmaxFactor(self.log_pi[rows], self._Y[rows], self._kappa).on(ops),
+            (held.ops, type(held), rows.start, rows.stop, rows.step), lambda: self._sub(rows, type(held), held.ops)
         )
+
+    def _sub(self, rows: slice, kind, ops) -> SoftmaxFactor:
+        """The factor of the points ``rows``, its arrays of ``kind`` on ``ops`` (as this factor's)."""
+        sub = SoftmaxFactor(self.log_pi[rows], self._Y[rows], self._kappa)
+        return sub._with(kind.of(ops, sub))
 
     def point_V(self) -> np.ndarray:
         """V_i = (I - π_i 1^T) diag(π_i^{1/2}) per point, (n, C, C): entry (c, d) = (δ_cd - π_ic) π_id^{1/2},

@@ -38,15 +38,14 @@ The primitives (both kinds):
 - ``stack_tmv(F, X)``, ``stack_mv(F, Z)``: F_k^T x_k and F_k z_k for each k of a stack F (K, C, s) and rows
   X (K, C), Z (K, s) (on the host numpy's einsum);
 - ``vectors``: CG's vector operations on these arrays (:mod:`gpmodels.linalg.cg`); ``device_backend``: the device
-  backend they are (None on the host); ``sweeps``: the compiled row sweeps the softmax factor and its line search
-  run as (:mod:`gpmodels.linalg.row_kernels`) on :data:`SWEPT_HOST`, None elsewhere;
+  backend they are (None on the host);
 - ``block_rows(parts, factor, join)``: diag(M_1, ..., M_F) of the maps ``M_k.on(ops, factor of rows_k)`` over
   consecutive row ranges, ``parts`` (rows_k, M_k); ``join()``: the one map of all rows, or None (on the host
   each block writes its rows of one output; on a device, where each call is a launch, the joined map).
 
 An operator or kernel block declares its primitives once, as ``arrays`` (:data:`HOST`, or the backend where its
-matrices live), and every product takes them from there.  A fit's host passes over its (n, C) vectors run on
-:data:`HOST` or :data:`SWEPT_HOST`, as the execution plan decides once (its ``sweeps``).
+matrices live), and every product takes them from there.  A fit's CG vectors on the host run on :data:`HOST` or
+:data:`SWEPT_HOST` (their updates as compiled row sweeps), as the execution plan decides once (its ``sweeps``).
 """
 
 from __future__ import annotations
@@ -56,7 +55,6 @@ from collections.abc import Callable
 import numpy as np
 import scipy.linalg as sla
 
-from gpmodels.linalg import row_kernels
 from gpmodels.linalg.cg import HOST_VECTORS, SWEPT_VECTORS
 
 __all__ = ["HostArrays", "SweptHostArrays", "HOST", "SWEPT_HOST", "Made"]
@@ -68,7 +66,6 @@ class HostArrays:
     xp = np
     vectors = HOST_VECTORS
     device_backend = None
-    sweeps = None
 
     def from_host(self, a, dtype=np.float64) -> np.ndarray:
         return np.ascontiguousarray(a, dtype=dtype)
@@ -171,11 +168,9 @@ class HostArrays:
 
 
 class SweptHostArrays(HostArrays):
-    """The host's primitives with CG's updates and the softmax factor's passes as compiled parallel row sweeps
-    (:mod:`gpmodels.linalg.row_kernels`)."""
+    """The host's primitives with CG's updates as compiled parallel row sweeps (:mod:`gpmodels.linalg.row_kernels`)."""
 
     vectors = SWEPT_VECTORS
-    sweeps = row_kernels
 
     def __repr__(self) -> str:
         return "SWEPT_HOST"
@@ -183,7 +178,7 @@ class SweptHostArrays(HostArrays):
 
 #: the primitives of host numpy arrays
 HOST = HostArrays()
-#: the same, their passes over (n, C) vectors as compiled row sweeps
+#: the same, CG's updates as compiled row sweeps
 SWEPT_HOST = SweptHostArrays()
 
 

@@ -209,19 +209,15 @@ class HostVectors:
 
 
 class SweptVectors(HostVectors):
-    """numpy arrays whose updates for one system of float64 (n, C) arrays run as compiled parallel sweeps
+    """numpy (n, C) arrays of one system or of row blocks, whose updates run as compiled parallel sweeps
     (:mod:`gpmodels.linalg.row_kernels`: the same numbers as :class:`HostVectors`'), where the execution plan
     places a fit's host passes there (``sweeps``)."""
 
     def add_scaled(self, y, c, x, scratch):
-        if np.size(c) == 1 and row_kernels.fits(y, x):
-            return row_kernels.add_scaled(y, np.reshape(c, -1)[0], x)
-        return super().add_scaled(y, c, x, scratch)
+        return row_kernels.add_scaled(y, c, x)
 
     def scale_add(self, p, c, z):
-        if np.size(c) == 1 and row_kernels.fits(p, z):
-            return row_kernels.scale_add(p, np.reshape(c, -1)[0], z)
-        return super().scale_add(p, c, z)
+        return row_kernels.scale_add(p, c, z)
 
 
 #: the vector operations of numpy arrays on the host

@@ -23,9 +23,10 @@ pairwise and BLAS sums by round-off).
 
 Numba is the optional extra ``fast``.  Whether a fit's host passes run here is the execution plan's choice
 (:class:`~gpmodels.inference.execution_plan.ExecutionPlan`'s ``sweeps``: Numba installed and vectors large
-enough that a sweep's launch pays), made once per fit as the host primitives it places the fit on
-(:data:`~gpmodels.linalg.arrays.SWEPT_HOST`); arrays these kernels do not take (:func:`fits`: not float64 and
-C-contiguous) leave the callers on their numpy code.
+enough that a sweep's launch pays), made once per fit: CG's vectors then come from
+:data:`~gpmodels.linalg.arrays.SWEPT_HOST`, the softmax factor from its ``swept`` form and the line search from
+the likelihood's ``swept_pair_line_values``.  The kernels take any 2-D float arrays of one shape (strided ones
+too, at a cost); CG's coefficients are per row, so the row blocks of several systems sweep together.
 """
 
 from __future__ import annotations
@@ -39,7 +40,6 @@ from gpmodels.linalg.compiled_loops import AVAILABLE, compile_parallel, compiled
 __all__ = [
     "AVAILABLE",
     "ROWS_PER_RANGE",
-    "fits",
     "softmax_v",
     "softmax_vt",
     "softmax_line",
@@ -112,21 +112,21 @@ def _line(alpha, s, u, st, Y, lam, parts, cuts):  # pragma: no cover - compiled
 
 
 def _axpy(y, c, x, cuts):  # pragma: no cover - compiled
-    """y += c x in place (c a scalar)."""
+    """y_i += c_i x_i in place (c: one coefficient per row)."""
     C = y.shape[1]
     for t in _prange(cuts.size - 1):
         for i in range(cuts[t], cuts[t + 1]):
             for j in range(C):
-                y[i, j] += x[i, j] * c
+                y[i, j] += x[i, j] * c[i]
 
 
 def _xpay(p, c, z, cuts):  # pragma: no cover - compiled
-    """p = c p + z in place (c a scalar)."""
+    """p_i = c_i p_i + z_i in place (c: one coefficient per row)."""
     C = p.shape[1]
     for t in _prange(cuts.size - 1):
         for i in range(cuts[t], cuts[t + 1]):
             for j in range(C):
-                p[i, j] = p[i, j] * c + z[i, j]
+                p[i, j] = p[i, j] * c[i] + z[i, j]
 
 
 _compiled: dict = {}
@@ -143,21 +143,6 @@ def _kernels() -> dict:
             for f in (_axpy, _xpay):  # element-wise: no reassociation, no fused multiply-add
                 _compiled[f.__name__[1:]] = compile_parallel(f, fastmath=False)
     return _compiled
-
-
-def fits(*arrays) -> bool:
-    """Whether the compiled sweeps take these arrays: all numpy float64, C-contiguous, 2-D and of one shape."""
-    if not arrays:
-        return False
-    shape = np.shape(arrays[0])
-    return all(
-        isinstance(a, np.ndarray)
-        and a.dtype == np.float64
-        and a.ndim == 2
-        and a.shape == shape
-        and a.flags.c_contiguous
-        for a in arrays
-    )
 
 
 def _cuts(n: int) -> np.ndarray:
@@ -197,13 +182,18 @@ def softmax_line(alpha, s, u, s_tilde, Y, lam: float, threads: int | None = None
     return float(phi), float(dphi)
 
 
-def add_scaled(y, c: float, x, threads: int | None = None) -> np.ndarray:
-    """y += c x in place, element-wise as numpy's ``y += x * c``; returns y."""
-    _run("axpy", y.shape, threads, y, float(c), x)
+def _per_row(c, n: int) -> np.ndarray:
+    """A scalar, (1,), (n,) or (n, 1) coefficient as one per row (no copy)."""
+    return np.broadcast_to(np.reshape(np.asarray(c, dtype=np.float64), -1), (n,))
+
+
+def add_scaled(y, c, x, threads: int | None = None) -> np.ndarray:
+    """y += c x in place (c a scalar or one per row), element-wise as numpy's ``y += x * c``; returns y."""
+    _run("axpy", y.shape, threads, y, _per_row(c, y.shape[0]), x)
     return y
 
 
-def scale_add(p, c: float, z, threads: int | None = None) -> np.ndarray:
-    """p = c p + z in place, element-wise as numpy's ``p *= c; p += z``; returns p."""
-    _run("xpay", p.shape, threads, p, float(c), z)
+def scale_add(p, c, z, threads: int | None = None) -> np.ndarray:
+    """p = c p + z in place (c a scalar or one per row), element-wise as numpy's ``p *= c; p += z``; returns p."""
+    _run("xpay", p.shape, threads, p, _per_row(c, p.shape[0]), z)
     return p

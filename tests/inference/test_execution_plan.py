@@ -101,7 +101,10 @@ def test_a_fits_host_passes_run_on_the_plans_primitives(compiled):
     hf = Softmax().hessian_factor(np.zeros(Y.shape), Y)
     place = plan.place(op, hf)
     assert place.solve is place.products is plan.host is (SWEPT_HOST if compiled else HOST)
-    assert place.host_factor._held.ops is plan.host and place.solve.vectors is plan.host.vectors
+    swept = type(place.host_factor._held).__name__ == "_SweptFactorArrays"
+    assert swept == compiled and place.solve_factor is place.host_factor
+    lik = Softmax()
+    assert plan.line_values(lik) == (lik.swept_pair_line_values if compiled else lik.pair_line_values)
     ref = fit_map(op, Softmax(), Y, NewtonCG(NewtonOptions(max_iter=20)))
     got = NewtonCG(NewtonOptions(max_iter=20)).fit(op, Softmax(), Y, plan=plan)
     np.testing.assert_allclose(got.alpha, ref.alpha, rtol=1e-10, atol=1e-12)

@@ -1,7 +1,7 @@
 """The compiled row sweeps of Newton–CG (gpmodels/linalg/row_kernels.py): the softmax factor's V and V^T, the pair
 line search's Φ(λ) and Φ'(λ) and CG's updates against their numpy forms, on one thread and on several, and the
-callers' numpy paths where the sweeps do not apply: the swept forms run on the plan's SWEPT_HOST primitives, the
-numpy forms on HOST."""
+callers' numpy paths where the sweeps do not apply: the swept forms are what the plan's ``sweeps`` chooses (the
+factor's ``swept``, the likelihood's ``swept_pair_line_values``, SWEPT_VECTORS), the numpy forms the defaults."""
 
 import numpy as np
 import pytest
@@ -10,8 +10,7 @@ from gpmodels.inference.execution_plan import DEFAULT_RULES
 from gpmodels.likelihoods.base import Likelihood
 from gpmodels.likelihoods.softmax import Softmax, SoftmaxFactor, log_softmax
 from gpmodels.linalg import row_kernels
-from gpmodels.linalg.arrays import HOST, SWEPT_HOST
-from gpmodels.linalg.cg import SWEPT_VECTORS
+from gpmodels.linalg.cg import HOST_VECTORS, SWEPT_VECTORS
 
 needs_numba = pytest.mark.skipif(not row_kernels.AVAILABLE, reason="the compiled sweeps need Numba (fast)")
 
@@ -37,8 +36,8 @@ def _swept(hf) -> bool:
 @needs_numba
 def test_softmax_v_and_vt_are_the_numpy_products(point, rng):
     U, Y = point
-    ref = SoftmaxFactor(log_softmax(U), Y, -np.inf)  # made on HOST: numpy's products
-    hf = ref.on(SWEPT_HOST)  # nothing fixed: the compiled sweeps apply
+    ref = SoftmaxFactor(log_softmax(U), Y, -np.inf)  # as made: numpy's products
+    hf = ref.swept()  # nothing fixed: the compiled sweeps apply
     assert _swept(hf) and not _swept(ref)
     x, y = rng.normal(size=SHAPE), rng.normal(size=SHAPE)
     got_v, got_vt, got_plus = hf.V(x), hf.Vt(y), hf.Vt_plus(y, x)
@@ -78,8 +77,8 @@ def test_softmax_line_values_are_the_value_and_gradient_forms(point, rng, lam):
     U, Y = point
     alpha, s, st = rng.normal(size=SHAPE), rng.normal(size=SHAPE), rng.normal(size=SHAPE)
     lik = Softmax()
-    phi, dphi = lik.pair_line_values(alpha, s, U, st, Y, lam, SWEPT_HOST)
-    ref_phi, ref_dphi = lik.pair_line_values(alpha, s, U, st, Y, lam, HOST)
+    phi, dphi = lik.swept_pair_line_values(alpha, s, U, st, Y, lam)
+    ref_phi, ref_dphi = lik.pair_line_values(alpha, s, U, st, Y, lam)
     assert (ref_phi, ref_dphi) == Likelihood.pair_line_values(lik, alpha, s, U, st, Y, lam)
     assert phi == pytest.approx(ref_phi, rel=1e-12)
     assert dphi == pytest.approx(ref_dphi, rel=1e-11, abs=1e-10 * np.abs(st).sum())
@@ -91,7 +90,7 @@ def test_softmax_line_values_keep_infinite_latents_as_numpy_does(rng):
     Y = np.eye(7)[rng.integers(0, 7, 40)]
     alpha, s, st = (np.zeros((40, 7)) for _ in range(3))
     with np.errstate(invalid="ignore", divide="ignore"):
-        got = Softmax().pair_line_values(alpha, s, U, st, Y, 0.5, SWEPT_HOST)
+        got = Softmax().swept_pair_line_values(alpha, s, U, st, Y, 0.5)
         ref = Likelihood.pair_line_values(Softmax(), alpha, s, U, st, Y, 0.5)
     np.testing.assert_array_equal(np.isnan(got), np.isnan(ref))
 
@@ -114,8 +113,8 @@ def test_the_factor_with_fixed_components_keeps_its_numpy_products(rng):
     U = rng.normal(size=(30, 5))
     U[0, 0] = -60.0  # log π below κ with y = 1: App. B fixes the component
     Y = np.eye(5)[np.r_[0, rng.integers(0, 5, 29)]]
-    hf = Softmax().hessian_factor(U, Y).on(SWEPT_HOST)
-    assert not hf.all_free and not _swept(hf)
+    hf = Softmax().hessian_factor(U, Y)
+    assert not hf.all_free and hf.swept() is hf
     x = rng.normal(size=(30, 5))
     s = np.where(hf.fixed, 0.0, hf.sqrt_pi * x)
     np.testing.assert_allclose(hf.V(x), s - hf.pi * s.sum(axis=1, keepdims=True), rtol=1e-12, atol=1e-14)
@@ -123,12 +122,17 @@ def test_the_factor_with_fixed_components_keeps_its_numpy_products(rng):
     np.testing.assert_allclose(hf.Vt_plus(x, x), x + hf.Vt(x))
 
 
-def test_the_sweeps_fit_only_float64_c_contiguous_matrices_of_one_shape(rng):
-    a = rng.normal(size=SHAPE)
-    assert row_kernels.fits(a, a.copy()) and row_kernels.fits(a[:8].copy())
-    assert not row_kernels.fits(a, a[:, :2])
-    assert not row_kernels.fits(a.astype(np.float32))
-    assert not row_kernels.fits(np.asfortranarray(a))
-    assert not row_kernels.fits(a[:, :, None])
-    assert not row_kernels.fits(a.tolist())
-    assert not row_kernels.fits()
+@needs_numba
+def test_cg_updates_with_a_coefficient_per_row_and_strided_arrays_are_numpys(rng):
+    """Row blocks of several systems spread their coefficients per row; a strided (column-sliced) array sweeps
+    as a contiguous one does."""
+    y, x = rng.normal(size=SHAPE), rng.normal(size=(SHAPE[0], SHAPE[1] + 3))[:, 3:]
+    c = rng.normal(size=(SHAPE[0], 1))
+    for vec in (SWEPT_VECTORS, HOST_VECTORS):
+        assert not x.flags.c_contiguous
+        got_a = vec.add_scaled(y.copy(), c, x, np.empty(SHAPE))
+        got_s = vec.scale_add(y.copy(), c, x)
+        np.testing.assert_array_equal(got_a, y + x * c)
+        np.testing.assert_array_equal(got_s, y * c + x)
+    hf = SoftmaxFactor(log_softmax(rng.normal(size=SHAPE)), np.eye(SHAPE[1])[np.zeros(SHAPE[0], int)], -np.inf)
+    np.testing.assert_allclose(hf.swept().V(x), hf.V(x), rtol=1e-12, atol=1e-13)

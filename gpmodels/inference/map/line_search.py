@@ -51,14 +51,16 @@ class LineSearchResult:
 
 
 def pair_line_search(
-    likelihood, Y, point: NewtonPoint, s, s_tilde, *, armijo: float = 1e-4, max_evals: int = 30, ops=None
+    likelihood, Y, point: NewtonPoint, s, s_tilde, *, armijo: float = 1e-4, max_evals: int = 30, values=None
 ) -> LineSearchResult:
     """Minimise (or sufficiently decrease) Φ on α + λ s, λ in (0, 1], from ``point`` (α, u, Φ there)
-    with s̃ = K̃ s; Φ(λ) and Φ'(λ) on the host primitives ``ops`` (the fit's plan's; None: the host's)."""
+    with s̃ = K̃ s; Φ(λ) and Φ'(λ) by ``values`` (the fit's plan's, :meth:`ExecutionPlan.line_values`; None:
+    the likelihood's ``pair_line_values``)."""
     alpha, u, phi0 = point.alpha, point.u, point.phi
+    values = values or likelihood.pair_line_values
 
     def evaluate(lam):
-        return likelihood.pair_line_values(alpha, s, u, s_tilde, Y, lam, ops)
+        return values(alpha, s, u, s_tilde, Y, lam)
 
     d0 = evaluate(0.0)[1]
     if not d0 < 0.0:

@@ -40,7 +40,6 @@ from gpmodels.errors import InputError
 from gpmodels.inference.execution_plan import ExecutionPlan, plan_for
 from gpmodels.inference.map.line_search import LineSearchResult, NewtonPoint, objective, pair_line_search
 from gpmodels.likelihoods.base import Likelihood
-from gpmodels.linalg.arrays import HOST as HOST_ARRAYS
 from gpmodels.operators.base import Operator
 from gpmodels.validation import MAX_SIZE, integer, nonnegative_int, nonnegative_number, number, one_of, positive_int
 
@@ -146,15 +145,16 @@ class NewtonResult:
 @attrs.frozen(eq=False)
 class NewtonProblem:
     """What stays fixed during one fit: the likelihood, targets Y (n, C), ``mvm`` (V -> K̃ V, counted
-    where the solver counts), the options, the row blocks of F independent fits (``offsets``) and the host
-    primitives of its passes over (n, C) vectors (``host``: the plan's, :attr:`ExecutionPlan.host`)."""
+    where the solver counts), the options, the row blocks of F independent fits (``offsets``) and the line
+    search's Φ(λ), Φ'(λ) (``line_values``: the plan's, :meth:`ExecutionPlan.line_values`; None: the likelihood's
+    ``pair_line_values``)."""
 
     likelihood: Likelihood
     Y: np.ndarray
     mvm: Callable[[np.ndarray], np.ndarray]
     options: NewtonOptions
     offsets: np.ndarray | None = None  # (F + 1,): the rows of F independent blocks; None: one block
-    host: object = HOST_ARRAYS
+    line_values: Callable | None = None
 
 
 @attrs.frozen(eq=False)
@@ -248,7 +248,7 @@ def line_search_step(problem: NewtonProblem, point: NewtonPoint, new_alpha: np.n
         s_tilde,
         armijo=opts.armijo,
         max_evals=opts.line_search_evals,
-        ops=problem.host,
+        values=problem.line_values,
     )
     return ls, s, s_tilde
 
@@ -265,7 +265,7 @@ def block_line_search(problem: NewtonProblem, point: NewtonPoint, rows: slice, s
         s_tilde,
         armijo=opts.armijo,
         max_evals=opts.line_search_evals,
-        ops=problem.host,
+        values=problem.line_values,
     )
 
 
@@ -473,5 +473,7 @@ class SteppedSolver(abc.ABC):
         plan = plan or self.plan(op)
         with plan.blas_context():
             stepper = self.stepper(op, precond_start, plan, blocks=blocks)
-            problem = NewtonProblem(likelihood, Y, stepper.mvm, self.options, stepper.offsets, plan.host)
+            problem = NewtonProblem(
+                likelihood, Y, stepper.mvm, self.options, stepper.offsets, plan.line_values(likelihood)
+            )
             return newton_loop(problem, stepper, alpha0, on_iteration=on_iteration)

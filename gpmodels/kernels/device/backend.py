@@ -69,8 +69,6 @@ class ArrayBackend(abc.ABC):
     #: method): None, any (host arrays, inherited by a forked worker); ``spawn``: a fresh interpreter
     #: that rebuilds the backend from its recipe (:meth:`__reduce__`) and its arrays from theirs
     worker_start_method: str | None = None
-    #: compiled host row sweeps (:data:`~gpmodels.linalg.arrays.SWEPT_HOST`'s): none on a backend's arrays
-    sweeps = None
 
     @abc.abstractmethod
     def __reduce__(self):
