@@ -85,27 +85,32 @@ def _vt(y, pi, sqrt_pi, plus, out, cuts):  # pragma: no cover - compiled
 
 
 def _line(alpha, s, u, st, Y, lam, parts, cuts):  # pragma: no cover - compiled
-    """parts[t] = (Σ of ½ α_λ^T u_λ + l_i − y_i^T u_λi, Σ of s̃_i^T (α_λ + π_i − y_i)) over range t's rows."""
+    """parts[t] = (Σ of ½ α_λ^T u_λ + l_i − y_i^T u_λ, Σ of s̃_i^T (α_λ + π_i − y_i)) over range t's rows; u_λ and
+    exp(u_λ − max) of a row are formed once, in a row buffer that stays in cache."""
     C = u.shape[1]
     for t in _prange(cuts.size - 1):
+        ul = np.empty(C)
+        e = np.empty(C)
         phi = 0.0
         dphi = 0.0
         for i in range(cuts[t], cuts[t + 1]):
             m = -np.inf
             for c in range(C):
-                m = max(m, u[i, c] + lam * st[i, c])
+                ul[c] = u[i, c] + lam * st[i, c]
+                m = max(m, ul[c])
             if not np.isfinite(m):
                 m = 0.0
             total = 0.0
             for c in range(C):
-                total += np.exp((u[i, c] + lam * st[i, c]) - m)
+                e[c] = np.exp(ul[c] - m)
+                total += e[c]
             lse = m + np.log(total)
+            inv = 1.0 / total
             row = 0.0
             for c in range(C):
                 a = alpha[i, c] + lam * s[i, c]
-                uu = u[i, c] + lam * st[i, c]
-                row += 0.5 * a * uu - Y[i, c] * uu
-                dphi += st[i, c] * (a + (np.exp(uu - lse) - Y[i, c]))
+                row += 0.5 * a * ul[c] - Y[i, c] * ul[c]
+                dphi += st[i, c] * (a + (e[c] * inv - Y[i, c]))
             phi += row + lse
         parts[t, 0] = phi
         parts[t, 1] = dphi
