@@ -41,7 +41,7 @@ import numpy as np
 
 from gpmodels.engine.base import Engine, EngineConfig, LocalEngine, Workload
 from gpmodels.engine.outer import OuterParallelism, cores_left, read_outer
-from gpmodels.engine.processes import ProcessEngine
+from gpmodels.engine.processes import ProcessEngine, wide_tail_note
 from gpmodels.engine.state import resident_bytes, worker_devices
 from gpmodels.errors import InputError
 from gpmodels.kernels.memory_budget import GIB, available_memory_bytes
@@ -158,7 +158,7 @@ class AutoEngine(Engine):
     def worker_plan(self, workload: Workload) -> tuple[int, str]:
         plan = self.plan(workload)
         threads = f"{plan.blas_threads} BLAS thread" + ("s" if plan.blas_threads != 1 else "")
-        return plan.workers, f"{plan.reason}; {threads} each"
+        return plan.workers, f"{plan.reason}; {threads} each" + wide_tail_note(workload, plan.workers, self.cores)
 
     def imap_shared(self, fn, shared, jobs, workload=None):
         jobs = list(jobs)
@@ -172,7 +172,7 @@ class AutoEngine(Engine):
             procs = self._procs = ProcessEngine(
                 plan.workers, plan.blas_threads, cores=self.cores, start_method=self.start_method
             )
-        return procs.imap_shared(fn, shared, jobs)
+        return procs.imap_shared(fn, shared, jobs, workload)
 
     def __enter__(self) -> AutoEngine:
         if self._limit is None and blas_threads() > self.cores:

@@ -59,11 +59,14 @@ class Workload:
     ``tasks``: independent jobs; ``worker_bytes``: memory one worker needs for them beyond what it
     shares with this process (a fold worker builds the operator at new hyperparameters and its
     restrictions); ``points``: training points of the problem (None: unknown), below the auto
-    engine's ``min_points`` a worker process costs more than it saves."""
+    engine's ``min_points`` a worker process costs more than it saves; ``compiled``: the jobs' time goes
+    to compiled loops that run faster on more threads (the execution plan's compiled ``sweeps``), so a
+    process engine gives a map's last jobs the cores the idle workers leave."""
 
     tasks: int = attrs.field(validator=nonnegative_int())
     worker_bytes: int = attrs.field(default=0, validator=nonnegative_int())
     points: int | None = attrs.field(default=None, validator=optional(nonnegative_int()))
+    compiled: bool = attrs.field(default=False, validator=instance_of(bool))
 
 
 @attrs.frozen

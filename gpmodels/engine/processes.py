@@ -18,6 +18,13 @@ A worker calls the map's ``fn(shared, job)`` with the ``shared`` object it was g
 on the same inputs as in this process, so the results are the same arrays, bit for bit, as the
 serial engine's with the same BLAS threads.
 
+A map whose jobs are not whole rounds of the workers (5 CV folds on 2 workers) ends with fewer jobs than
+workers: those last jobs start when the others are done and run their compiled loops (the sparse products,
+Newton–CG's row sweeps, the tree products: :func:`~gpmodels.linalg.compiled_loops.compiled_width`) on the
+cores over their number, where the other workers would idle; their BLAS threads, and with them the results,
+stay the same.  Section B of WIPO-alpha (issue 40): a warm H1 fold takes about 195 s on one thread, its
+products 2.2x less time on two.
+
 How the workers start is declared, never probed: ``start_method``
 (:data:`~gpmodels.engine.state.START_METHODS`) when given, else what the map's shared state declares
 (:func:`~gpmodels.engine.state.worker_start_method`: kernel matrices on a CUDA device declare
@@ -48,6 +55,7 @@ from gpmodels.engine.base import Engine, EngineConfig, LocalEngine, Workload, re
 from gpmodels.engine.state import FRESH_START_METHODS, START_METHODS, worker_start_method
 from gpmodels.errors import EngineError, InputError
 from gpmodels.linalg.blas_threads import limit_blas_threads, usable_cores
+from gpmodels.linalg.compiled_loops import compiled_width
 
 __all__ = ["ProcessEngine", "START_METHOD"]
 
@@ -91,6 +99,38 @@ def _started() -> bool:
 def _call(fn, job):
     """A job in a worker: the map's own ``fn`` on the shared state this worker holds."""
     return fn(_HELD["shared"], job)
+
+
+def wide_tail_threads(workload: Workload | None, jobs: int, workers: int, cores: int) -> int:
+    """The compiled threads of each of a map's last jobs, those that do not fill a round of the ``workers``,
+    where its ``workload`` declares compiled jobs (module docstring): the ``cores`` over their number; 0 where
+    the jobs fill their rounds or run no compiled loops."""
+    tail = jobs % workers if jobs > workers else 0
+    if workload is None or not workload.compiled or tail == 0:
+        return 0
+    return max(1, cores // tail)
+
+
+def wide_tail_note(workload: Workload | None, workers: int, cores: int) -> str:
+    """The worker plan's words for :func:`wide_tail_threads` (empty where there is no wide tail)."""
+    jobs = 0 if workload is None else workload.tasks
+    width = wide_tail_threads(workload, jobs, workers, cores)
+    if not width:
+        return ""
+    return f"; the last {jobs % workers} after the others, on {width} threads of compiled loops each"
+
+
+def _then_wide(pool, fn, first: list, rest: list, width: int):
+    """The results of the futures ``first`` in order, then of ``rest`` submitted once those are done, each job's
+    compiled loops on ``width`` threads."""
+    yield from results_in_order(first)
+    yield from results_in_order([pool.submit(_call_wide, fn, job, width) for job in rest])
+
+
+def _call_wide(fn, job, threads: int):
+    """:func:`_call` with the compiled loops on ``threads`` threads (a map's last jobs, the other workers idle)."""
+    with compiled_width(threads):
+        return fn(_HELD["shared"], job)
 
 
 class ProcessEngine(Engine):
@@ -188,13 +228,22 @@ class ProcessEngine(Engine):
         self._pool, self._shared, self._size = pool, shared, size
         return pool
 
+    def worker_plan(self, workload: Workload) -> tuple[int, str]:
+        workers, reason = super().worker_plan(workload)
+        return workers, reason + wide_tail_note(workload, workers, self.cores)
+
     def imap_shared(self, fn, shared, jobs, workload=None):
         jobs = list(jobs)
         size = min(self.workers, len(jobs))
         if size <= 1:
             return LocalEngine(blas_threads=self.blas_threads).imap_shared(fn, shared, jobs)
         pool = self._pool_for(shared, size)
-        return results_in_order([pool.submit(_call, fn, job) for job in jobs])
+        width = wide_tail_threads(workload, len(jobs), size, self.cores)
+        if not width:
+            return results_in_order([pool.submit(_call, fn, job) for job in jobs])
+        head = len(jobs) - len(jobs) % size
+        first = [pool.submit(_call, fn, job) for job in jobs[:head]]
+        return _then_wide(pool, fn, first, jobs[head:], width)
 
     def close(self) -> None:
         pool, self._pool, self._shared, self._size = self._pool, None, None, 0

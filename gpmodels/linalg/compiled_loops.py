@@ -26,7 +26,14 @@ import types
 
 from gpmodels.linalg.blas_threads import blas_threads
 
-__all__ = ["AVAILABLE", "compile_parallel", "compiled_threads", "numba_threads", "choose_threading_layer"]
+__all__ = [
+    "AVAILABLE",
+    "compile_parallel",
+    "compiled_threads",
+    "compiled_width",
+    "numba_threads",
+    "choose_threading_layer",
+]
 
 #: whether Numba is installed (imported on the first compilation only: it takes about 0.5 s)
 AVAILABLE = importlib.util.find_spec("numba") is not None
@@ -67,12 +74,32 @@ def compile_parallel(function, *, fastmath: bool = True, **compiled_globals):
     return numba.njit(cache=True, parallel=True, nogil=True, boundscheck=False, fastmath=flags)(parallel)
 
 
+#: the threads of compiled loops that ask for none, where a :func:`compiled_width` block sets them (None: the BLAS's)
+_width: int | None = None
+
+
 def compiled_threads(requested: int | None = None) -> int:
-    """Threads for a compiled parallel loop: ``requested``, else as many as the BLAS may use; at most
-    Numba's pool."""
+    """Threads for a compiled parallel loop: ``requested``, else the :func:`compiled_width` in force, else as
+    many as the BLAS may use; at most Numba's pool."""
     import numba
 
-    return max(1, min(numba.config.NUMBA_NUM_THREADS, blas_threads() if requested is None else int(requested)))
+    if requested is None:
+        requested = blas_threads() if _width is None else _width
+    return max(1, min(numba.config.NUMBA_NUM_THREADS, int(requested)))
+
+
+@contextlib.contextmanager
+def compiled_width(threads: int):
+    """Compiled loops that ask for no thread count run on ``threads`` threads in this block, whatever the BLAS's
+    limit: an engine's worker given a map's last job while the other workers idle
+    (:class:`~gpmodels.engine.processes.ProcessEngine`).  Their results do not change with it: every compiled
+    loop fixes its rows' order and its partial sums' ranges itself."""
+    global _width
+    previous, _width = _width, max(1, int(threads))
+    try:
+        yield
+    finally:
+        _width = previous
 
 
 @contextlib.contextmanager

@@ -244,7 +244,7 @@ def criterion_on(
     jobs = opts.fold_jobs(tasks)
     workload = Workload(len(jobs))
     if engine.workers_for(workload) > 1:
-        workload = fold_workload(op, len(jobs), len(jobs[0]))
+        workload = fold_workload(op, len(jobs), len(jobs[0]), plan.compiled)
     plan = plan.with_workers(*engine.worker_plan(workload))
     results = engine.imap_shared(run_folds, context, [(group, theta, opts, plan, gradient) for group in jobs], workload)
     for group in jobs:

@@ -78,7 +78,10 @@ def run_folds(context: FoldContext, job: tuple) -> list[tuple]:
         return [(None, str(exc))] * len(tasks)
 
 
-def fold_workload(op: Operator, jobs: int, folds_per_job: int = 1) -> Workload:
+def fold_workload(op: Operator, jobs: int, folds_per_job: int = 1, compiled: bool = False) -> Workload:
     """What ``jobs`` fold jobs on ``op`` ask of an engine's workers: each builds the operator at new
-    hyperparameters (the arrays of ``op``) and its folds' restricted copies of it (each at most as large)."""
-    return Workload(tasks=jobs, worker_bytes=(1 + folds_per_job) * resident_bytes(op), points=op.n_points)
+    hyperparameters (the arrays of ``op``) and its folds' restricted copies of it (each at most as large);
+    ``compiled``: the refits' host passes run as compiled sweeps (the execution plan's ``sweeps``)."""
+    return Workload(
+        tasks=jobs, worker_bytes=(1 + folds_per_job) * resident_bytes(op), points=op.n_points, compiled=compiled
+    )
