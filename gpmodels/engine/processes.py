@@ -22,8 +22,8 @@ A map whose jobs are not whole rounds of the workers (5 CV folds on 2 workers) e
 workers: those last jobs start when the others are done and run their compiled loops (the sparse products,
 Newton–CG's row sweeps, the tree products: :func:`~gpmodels.linalg.compiled_loops.compiled_width`) on the
 cores over their number, where the other workers would idle; their BLAS threads, and with them the results,
-stay the same.  Section B of WIPO-alpha (issue 40): a warm H1 fold takes about 195 s on one thread, its
-products 2.2x less time on two.
+stay the same.  One cold H1 Ψ evaluation at section B of WIPO-alpha (5 folds, 2 workers): 863 s with the fifth
+fold on one thread, 761 s on two.
 
 How the workers start is declared, never probed: ``start_method``
 (:data:`~gpmodels.engine.state.START_METHODS`) when given, else what the map's shared state declares
