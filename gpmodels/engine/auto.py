@@ -158,7 +158,9 @@ class AutoEngine(Engine):
     def worker_plan(self, workload: Workload) -> tuple[int, str]:
         plan = self.plan(workload)
         threads = f"{plan.blas_threads} BLAS thread" + ("s" if plan.blas_threads != 1 else "")
-        return plan.workers, f"{plan.reason}; {threads} each" + wide_tail_note(workload, plan.workers, self.cores)
+        return plan.workers, f"{plan.reason}; {threads} each" + wide_tail_note(
+            workload, plan.workers, self.cores, plan.blas_threads
+        )
 
     def imap_shared(self, fn, shared, jobs, workload=None):
         jobs = list(jobs)

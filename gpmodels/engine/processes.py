@@ -101,20 +101,22 @@ def _call(fn, job):
     return fn(_HELD["shared"], job)
 
 
-def wide_tail_threads(workload: Workload | None, jobs: int, workers: int, cores: int) -> int:
-    """The compiled threads of each of a map's last jobs, those that do not fill a round of the ``workers``,
-    where its ``workload`` declares compiled jobs (module docstring): the ``cores`` over their number; 0 where
-    the jobs fill their rounds or run no compiled loops."""
+def wide_tail_threads(workload: Workload | None, jobs: int, workers: int, cores: int, threads: int) -> int:
+    """The compiled threads of each of a map's last jobs, those that do not fill a round of the ``workers``
+    (of ``threads`` each), where its ``workload`` declares compiled jobs (module docstring): the ``cores`` over
+    their number; 0 where the jobs fill their rounds, run no compiled loops, or would get no more threads than
+    a worker has (then waiting for the others would only cost)."""
     tail = jobs % workers if jobs > workers else 0
     if workload is None or not workload.compiled or tail == 0:
         return 0
-    return max(1, cores // tail)
+    width = cores // tail
+    return width if width > threads else 0
 
 
-def wide_tail_note(workload: Workload | None, workers: int, cores: int) -> str:
+def wide_tail_note(workload: Workload | None, workers: int, cores: int, threads: int) -> str:
     """The worker plan's words for :func:`wide_tail_threads` (empty where there is no wide tail)."""
     jobs = 0 if workload is None else workload.tasks
-    width = wide_tail_threads(workload, jobs, workers, cores)
+    width = wide_tail_threads(workload, jobs, workers, cores, threads)
     if not width:
         return ""
     return f"; the last {jobs % workers} after the others, on {width} threads of compiled loops each"
@@ -230,7 +232,7 @@ class ProcessEngine(Engine):
 
     def worker_plan(self, workload: Workload) -> tuple[int, str]:
         workers, reason = super().worker_plan(workload)
-        return workers, reason + wide_tail_note(workload, workers, self.cores)
+        return workers, reason + wide_tail_note(workload, workers, self.cores, self.blas_threads)
 
     def imap_shared(self, fn, shared, jobs, workload=None):
         jobs = list(jobs)
@@ -238,7 +240,7 @@ class ProcessEngine(Engine):
         if size <= 1:
             return LocalEngine(blas_threads=self.blas_threads).imap_shared(fn, shared, jobs)
         pool = self._pool_for(shared, size)
-        width = wide_tail_threads(workload, len(jobs), size, self.cores)
+        width = wide_tail_threads(workload, len(jobs), size, self.cores, self.blas_threads)
         if not width:
             return results_in_order([pool.submit(_call, fn, job) for job in jobs])
         head = len(jobs) - len(jobs) % size

@@ -27,13 +27,16 @@ def _two_threads_or_skip():
         (7, 3, 6, True, 6),
         (8, 3, 6, True, 3),  # two last jobs share the six cores
         (2, 3, 6, True, 0),  # fewer jobs than workers: one round
+        (5, 4, 4, True, 4),
+        (7, 4, 4, True, 0),  # three last jobs on four cores: no more than a worker's one thread each
     ],
 )
 def test_the_last_jobs_threads(jobs, workers, cores, compiled, threads):
     workload = Workload(jobs, compiled=compiled)
-    assert wide_tail_threads(workload, jobs, workers, cores) == threads
-    assert wide_tail_threads(None, jobs, workers, cores) == 0
-    note = wide_tail_note(workload, workers, cores)
+    per_worker = max(1, cores // workers)
+    assert wide_tail_threads(workload, jobs, workers, cores, per_worker) == threads
+    assert wide_tail_threads(None, jobs, workers, cores, per_worker) == 0
+    note = wide_tail_note(workload, workers, cores, per_worker)
     assert (f"on {threads} threads of compiled loops" in note) if threads else note == ""
 
 
